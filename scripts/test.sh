@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Sets up .venv with the package and its test extras (idempotent), installs what the end-to-end
+# tests need (chromium for the HTML export test), then runs lint, type checks and the test suite.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY="${PYTHON:-python3}"
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+.venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
+if [ "${CI:-}" = "true" ] && ! command -v chromium >/dev/null 2>&1; then
+  (apt-get update -qq && apt-get install -y -qq chromium >/dev/null) || echo "warning: could not install chromium" >&2
+fi
+.venv/bin/ruff check src tests bench examples
+.venv/bin/mypy
+exec .venv/bin/python -m pytest "$@"

@@ -1,0 +1,62 @@
+"""The tool protocol of the agent core: what a tool declares and what ``execute`` returns."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from pi_coding_agent.ai.abort import AbortSignal
+from pi_coding_agent.ai.types import Tool, UserContent
+
+
+@dataclass
+class ToolResult:
+    """What a tool returns; becomes the ``toolResult`` message (``details`` omitted when None)."""
+
+    content: list[UserContent] = field(default_factory=list)
+    details: Any = None
+    is_error: bool = False
+    terminate: bool = False
+
+    def to_wire(self) -> dict[str, Any]:
+        """The ``result`` object of ``tool_execution_end`` / ``partialResult`` of updates."""
+        out: dict[str, Any] = {"content": self.content}
+        if self.details is not None:
+            out["details"] = self.details
+        return out
+
+
+class ToolError(Exception):
+    """Raised by a tool to produce an error result whose text is the message."""
+
+
+UpdateCallback = Callable[[ToolResult], None]
+
+
+@runtime_checkable
+class AgentTool(Protocol):
+    """A tool the agent can call. ``parameters`` is a JSON schema (what the model sees)."""
+
+    name: str
+    label: str
+    description: str
+    parameters: dict[str, Any]
+    execution_mode: Literal["parallel", "sequential"]
+
+    def prepare_arguments(self, args: Any) -> Any:
+        """Repair common model mistakes before validation (identity by default)."""
+        ...
+
+    def execute(
+        self, tool_call_id: str, params: dict[str, Any], signal: AbortSignal, on_update: UpdateCallback
+    ) -> Awaitable[ToolResult]: ...
+
+
+def tool_declaration(tool: AgentTool) -> Tool:
+    """The declaration sent to the model and stored in system messages' ``toolsAdded``."""
+    return {"name": tool.name, "description": tool.description, "parameters": tool.parameters}
+
+
+def text_result(text: str, details: Any = None, is_error: bool = False) -> ToolResult:
+    return ToolResult(content=[{"type": "text", "text": text}], details=details, is_error=is_error)

@@ -1,0 +1,36 @@
+"""Cost of one response from the model's price table (USD per million tokens)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pi_coding_agent.ai.types import Model, Usage
+
+
+def _rates(model: Model, usage: Usage) -> Any:
+    """Base rates, or the highest tier whose ``inputTokensAbove`` is below the prompt size."""
+    cost: Any = model["cost"]
+    tiers = cost.get("tiers")
+    if not tiers:
+        return cost
+    prompt = usage["input"] + usage["cacheRead"] + usage["cacheWrite"]
+    best = None
+    for tier in tiers:
+        above = tier.get("inputTokensAbove", 0)
+        if above < prompt and (best is None or above > best.get("inputTokensAbove", 0)):
+            best = tier
+    return {**cost, **best} if best else cost
+
+
+def apply_cost(model: Model, usage: Usage) -> None:
+    """Fill ``usage["cost"]`` in place (pi-ai's calculateCost)."""
+    rate = _rates(model, usage)
+    write_1h = usage.get("cacheWrite1h", 0)  # type: ignore[misc]
+    c = usage["cost"]
+    c["input"] = rate.get("input", 0) / 1e6 * usage["input"]
+    c["output"] = rate.get("output", 0) / 1e6 * usage["output"]
+    c["cacheRead"] = rate.get("cacheRead", 0) / 1e6 * usage["cacheRead"]
+    c["cacheWrite"] = (
+        rate.get("cacheWrite", 0) * (usage["cacheWrite"] - write_1h) + 2 * rate.get("input", 0) * write_1h
+    ) / 1e6
+    c["total"] = c["input"] + c["output"] + c["cacheRead"] + c["cacheWrite"]

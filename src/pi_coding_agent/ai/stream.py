@@ -1,0 +1,236 @@
+"""The one entry point of the LLM layer: ``stream(model, context, options)``.
+
+Each wire API lives in its own module under ``ai.providers`` and is imported the first time a model
+of that API is used (vendor SDKs and even httpx cost start-up time we cannot afford).
+
+Adapter contract (``ai.providers.<module>.stream``)::
+
+    async def stream(model, context, options, output: AssistantMessage) -> AsyncIterator[dict]
+
+The adapter mutates ``output`` (the partial assistant message: content blocks, usage token counts,
+stopReason "stop"/"length"/"toolUse", responseId) and yields normalized events *without* the
+partial message: ``text_start|thinking_start {contentIndex}``, ``text_delta|thinking_delta
+{contentIndex, delta}``, ``text_end|thinking_end {contentIndex, content}``, ``toolcall_start
+{contentIndex, id, toolName}``, ``toolcall_delta {contentIndex, delta}``, ``toolcall_end
+{contentIndex, toolCall}``. It raises ``ProviderError`` (or any exception) on failure; it never
+yields ``start``/``done``/``error`` — this wrapper does, and it also owns cancellation, cost and
+duration, so every adapter gets them identically.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from pi_coding_agent.ai.abort import AbortSignal
+from pi_coding_agent.ai.cost import apply_cost
+from pi_coding_agent.ai.types import AssistantMessage, Context, Model, empty_usage, now_ms
+
+# api name -> module under pi_coding_agent.ai.providers
+API_MODULES: dict[str, str] = {
+    "anthropic-messages": "anthropic_messages",
+    "openai-completions": "openai_completions",
+    "openai-responses": "openai_responses",
+    "google-generative-ai": "google_generative_ai",
+    "faux": "faux",
+}
+
+PayloadHook = Callable[[dict[str, Any]], Awaitable[dict[str, Any] | None]]
+
+
+@dataclass
+class StreamOptions:
+    """Per-request options; every field is optional."""
+
+    api_key: str | None = None
+    thinking_level: str = "off"  # "off" = no reasoning requested
+    max_tokens: int | None = None
+    temperature: float | None = None
+    signal: AbortSignal | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    session_id: str | None = None
+    cache_retention: str = "short"  # "none" | "short" | "long"
+    thinking_budgets: dict[str, int] | None = None
+    idle_timeout_s: float | None = 300.0
+    max_retry_delay_ms: int = 60000  # server-requested waits above this fail at once
+    on_payload: PayloadHook | None = None  # may return a replacement request body
+
+
+class ProviderError(Exception):
+    """A provider answered with an error; ``str(err)`` is the errorMessage pi would record."""
+
+    def __init__(self, message: str, status: int | None = None, retry_after_ms: int | None = None):
+        super().__init__(message)
+        self.status = status
+        self.retry_after_ms = retry_after_ms
+
+
+class Adapter(Protocol):
+    def __call__(
+        self, model: Model, context: Context, options: StreamOptions, output: AssistantMessage
+    ) -> AsyncIterator[dict[str, Any]]: ...
+
+
+_adapters: dict[str, Adapter] = {}
+
+
+def register_api(api: str, adapter: Adapter) -> None:
+    """Register an adapter for an API name (used by extensions and tests)."""
+    _adapters[api] = adapter
+
+
+def load_adapter(api: str) -> Adapter:
+    adapter = _adapters.get(api)
+    if adapter is None:
+        module_name = API_MODULES.get(api)
+        if module_name is None:
+            raise ProviderError(f"Unsupported API: {api}")
+        module = importlib.import_module(f"pi_coding_agent.ai.providers.{module_name}")
+        adapter = module.stream
+        _adapters[api] = adapter
+    return adapter
+
+
+def new_assistant_message(model: Model) -> AssistantMessage:
+    return {
+        "role": "assistant",
+        "content": [],
+        "api": model["api"],
+        "provider": model["provider"],
+        "model": model["id"],
+        "usage": empty_usage(),
+        "stopReason": "pending",
+        "timestamp": now_ms(),
+    }
+
+
+_DONE = object()
+
+
+class AssistantStream:
+    """Async iterator of normalized events for one request; ``partial`` is the live message.
+
+    Events: ``start``, the adapter's block events, then ``done {reason, message}`` or
+    ``error {reason: "error"|"aborted", error: message}``. ``result()`` gives the final message.
+    """
+
+    def __init__(self, model: Model, context: Context, options: StreamOptions) -> None:
+        self.model = model
+        self.context = context
+        self.options = options
+        self.partial: AssistantMessage = new_assistant_message(model)
+        self._final: AssistantMessage | None = None
+
+    def __aiter__(self) -> AsyncIterator[dict[str, Any]]:
+        return self._events()
+
+    async def result(self) -> AssistantMessage:
+        if self._final is None:
+            async for _ in self._events():
+                pass
+        assert self._final is not None
+        return self._final
+
+    async def _events(self) -> AsyncIterator[dict[str, Any]]:
+        msg = self.partial
+        signal = self.options.signal
+        started = time.monotonic()
+        yield {"type": "start"}
+        if signal is not None and signal.aborted:
+            yield self._finish_failed(msg, "aborted", "This operation was aborted", started)
+            return
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+        producer = asyncio.create_task(self._produce(queue))
+        # A task cancelled before its first step never runs its except clause: report it here.
+        producer.add_done_callback(lambda t: queue.put_nowait(asyncio.CancelledError()) if t.cancelled() else None)
+        remove = signal.cancel_task_on_abort(producer) if signal is not None else None
+        open_blocks: set[int] = set()
+        try:
+            while True:
+                item = await queue.get()
+                if item is _DONE:
+                    break
+                if isinstance(item, BaseException):
+                    aborted = signal is not None and signal.aborted
+                    if isinstance(item, asyncio.CancelledError) or aborted:
+                        reason, text = "aborted", "Request was aborted"
+                    else:
+                        reason, text = "error", str(item) or type(item).__name__
+                    for ev in _close_open_blocks(msg, open_blocks):
+                        yield ev
+                    yield self._finish_failed(msg, reason, text, started)
+                    return
+                etype = item["type"]
+                if etype.endswith("_start"):
+                    open_blocks.add(item["contentIndex"])
+                elif etype.endswith("_end"):
+                    open_blocks.discard(item["contentIndex"])
+                yield item
+        finally:
+            if remove is not None:
+                remove()
+            if not producer.done():
+                producer.cancel()
+        for ev in _close_open_blocks(msg, open_blocks):
+            yield ev
+        if msg["stopReason"] == "pending":
+            msg["stopReason"] = "stop"
+        self._finalize(msg, started)
+        self._final = msg
+        yield {"type": "done", "reason": msg["stopReason"], "message": msg}
+
+    async def _produce(self, queue: asyncio.Queue[Any]) -> None:
+        adapter = load_adapter(self.model["api"])
+        try:
+            async for ev in adapter(self.model, self.context, self.options, self.partial):
+                queue.put_nowait(ev)
+        except BaseException as exc:  # forwarded to the consumer, which owns the message
+            queue.put_nowait(exc)
+            if not isinstance(exc, Exception | asyncio.CancelledError):
+                raise
+            return
+        queue.put_nowait(_DONE)
+
+    def _finalize(self, msg: AssistantMessage, started: float) -> None:
+        usage = msg["usage"]
+        if not usage["totalTokens"]:
+            usage["totalTokens"] = usage["input"] + usage["output"] + usage["cacheRead"] + usage["cacheWrite"]
+        apply_cost(self.model, usage)
+        msg["durationMs"] = int((time.monotonic() - started) * 1000)
+
+    def _finish_failed(self, msg: AssistantMessage, reason: str, text: str, started: float) -> dict[str, Any]:
+        msg["stopReason"] = reason  # type: ignore[typeddict-item]
+        msg["errorMessage"] = text
+        self._finalize(msg, started)
+        self._final = msg
+        return {"type": "error", "reason": reason, "error": msg}
+
+
+def _close_open_blocks(msg: AssistantMessage, open_blocks: set[int]) -> list[dict[str, Any]]:
+    """End events for blocks still open when a stream stops early (pi emits a partial ``*_end``)."""
+    events: list[dict[str, Any]] = []
+    for index in sorted(open_blocks):
+        block: Any = msg["content"][index]
+        kind = block["type"]
+        if kind == "text":
+            events.append({"type": "text_end", "contentIndex": index, "content": block["text"]})
+        elif kind == "thinking":
+            events.append({"type": "thinking_end", "contentIndex": index, "content": block["thinking"]})
+        elif kind == "toolCall":
+            events.append({"type": "toolcall_end", "contentIndex": index, "toolCall": block})
+    open_blocks.clear()
+    return events
+
+
+def stream(model: Model, context: Context, options: StreamOptions | None = None) -> AssistantStream:
+    """Start streaming one assistant message (the request is sent when iteration begins)."""
+    return AssistantStream(model, context, options or StreamOptions())
+
+
+async def complete(model: Model, context: Context, options: StreamOptions | None = None) -> AssistantMessage:
+    """Run a request to completion and return the final message (compaction, summaries)."""
+    return await stream(model, context, options).result()

@@ -1,0 +1,170 @@
+"""Provider-neutral message, content, usage and model types.
+
+These are JSON-shaped ``TypedDict``s whose keys are pi's wire names (camelCase): the same dicts
+travel unchanged into RPC events and session files, so there is no per-event conversion cost.
+Optional keys are ``NotRequired`` and are *omitted* when absent, never set to ``None``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, NotRequired, TypeAlias, TypedDict
+
+ThinkingLevel: TypeAlias = Literal["off", "minimal", "low", "medium", "high", "xhigh", "max"]
+THINKING_LEVELS: tuple[str, ...] = ("off", "minimal", "low", "medium", "high", "xhigh", "max")
+
+StopReason: TypeAlias = Literal["pending", "stop", "length", "toolUse", "error", "aborted"]
+Api: TypeAlias = str  # "anthropic-messages", "openai-completions", "openai-responses", ...
+
+
+class TextContent(TypedDict):
+    type: Literal["text"]
+    text: str
+    textSignature: NotRequired[str]
+
+
+class ThinkingContent(TypedDict):
+    type: Literal["thinking"]
+    thinking: str
+    thinkingSignature: NotRequired[str]
+    redacted: NotRequired[bool]
+
+
+class ImageContent(TypedDict):
+    type: Literal["image"]
+    data: str  # base64
+    mimeType: str
+
+
+class ToolCall(TypedDict):
+    type: Literal["toolCall"]
+    id: str
+    name: str
+    arguments: dict[str, Any]
+    thoughtSignature: NotRequired[str]
+
+
+AssistantContent: TypeAlias = TextContent | ThinkingContent | ToolCall
+UserContent: TypeAlias = TextContent | ImageContent
+
+
+class UsageCost(TypedDict):
+    input: float
+    output: float
+    cacheRead: float
+    cacheWrite: float
+    total: float
+
+
+class Usage(TypedDict):
+    input: int
+    output: int
+    cacheRead: int
+    cacheWrite: int
+    totalTokens: int
+    cost: UsageCost
+    reasoning: NotRequired[int]
+
+
+class UserMessage(TypedDict):
+    role: Literal["user"]
+    content: str | list[UserContent]
+    timestamp: int  # epoch milliseconds
+
+
+class AssistantMessage(TypedDict):
+    role: Literal["assistant"]
+    content: list[AssistantContent]
+    api: str
+    provider: str
+    model: str
+    usage: Usage
+    stopReason: StopReason
+    timestamp: int
+    errorMessage: NotRequired[str]
+    responseId: NotRequired[str]
+    durationMs: NotRequired[int]
+    thinkingLevel: NotRequired[str]
+
+
+class ToolResultMessage(TypedDict):
+    role: Literal["toolResult"]
+    toolCallId: str
+    toolName: str
+    content: list[UserContent]
+    isError: bool
+    timestamp: int
+    details: NotRequired[Any]
+    durationMs: NotRequired[int]
+
+
+class Tool(TypedDict):
+    """A tool declaration as the model sees it (JSON schema parameters)."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+class SystemMessage(TypedDict):
+    """pi 1.6.0 keeps the system prompt in the transcript as (patch) system messages."""
+
+    role: Literal["system"]
+    content: str
+    timestamp: int
+    sections: NotRequired[dict[str, str | None]]
+    toolsAdded: NotRequired[list[Tool]]
+    toolsRemoved: NotRequired[list[dict[str, str]]]
+
+
+Message: TypeAlias = UserMessage | AssistantMessage | ToolResultMessage | SystemMessage
+
+
+class ModelCost(TypedDict):
+    input: float
+    output: float
+    cacheRead: float
+    cacheWrite: float
+    tiers: NotRequired[list[dict[str, float]]]
+
+
+class Model(TypedDict):
+    id: str
+    name: str
+    api: str
+    provider: str
+    baseUrl: str
+    reasoning: bool
+    input: list[str]  # "text" | "image"
+    cost: ModelCost
+    contextWindow: int
+    maxTokens: int
+    headers: NotRequired[dict[str, str]]
+    compat: NotRequired[dict[str, Any]]
+    thinkingLevelMap: NotRequired[dict[str, str | None]]
+
+
+class Context(TypedDict):
+    """What one LLM request is built from."""
+
+    systemPrompt: NotRequired[str]
+    messages: list[Message]
+    tools: NotRequired[list[Tool]]
+
+
+def empty_usage() -> Usage:
+    """A zeroed usage record (a fresh dict every call: usages are mutated while streaming)."""
+    return {
+        "input": 0,
+        "output": 0,
+        "cacheRead": 0,
+        "cacheWrite": 0,
+        "totalTokens": 0,
+        "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
+    }
+
+
+def now_ms() -> int:
+    """Epoch milliseconds, the timestamp unit inside messages."""
+    import time
+
+    return int(time.time() * 1000)

@@ -1,0 +1,1 @@
+"""coding/extensions package."""
