@@ -36,7 +36,12 @@ UpdateCallback = Callable[[ToolResult], None]
 
 @runtime_checkable
 class AgentTool(Protocol):
-    """A tool the agent can call. ``parameters`` is a JSON schema (what the model sees)."""
+    """A tool the agent can call. ``parameters`` is a JSON schema (what the model sees).
+
+    On abort the agent cancels a running ``execute`` (the call then reports ``Operation aborted``).
+    A tool that watches ``signal`` itself and ends promptly with its own text (bash: ``Command
+    aborted``) sets the optional class attribute ``handles_abort = True`` and is not cancelled.
+    """
 
     name: str
     label: str

@@ -34,3 +34,9 @@ def apply_cost(model: Model, usage: Usage) -> None:
         rate.get("cacheWrite", 0) * (usage["cacheWrite"] - write_1h) + 2 * rate.get("input", 0) * write_1h
     ) / 1e6
     c["total"] = c["input"] + c["output"] + c["cacheRead"] + c["cacheWrite"]
+    for key in ("input", "output", "cacheRead", "cacheWrite", "total"):
+        value = c[key]  # type: ignore[literal-required]
+        if value == int(value):
+            c[key] = int(value)  # type: ignore[literal-required]  # JSON.stringify writes 0, not 0.0
+    if usage["totalTokens"]:
+        c["totalFromProvider"] = False  # type: ignore[typeddict-unknown-key]

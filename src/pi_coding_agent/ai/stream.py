@@ -28,6 +28,7 @@ from typing import Any, Protocol
 
 from pi_coding_agent.ai.abort import AbortSignal
 from pi_coding_agent.ai.cost import apply_cost
+from pi_coding_agent.ai.transform import prepare_messages
 from pi_coding_agent.ai.types import AssistantMessage, Context, Model, empty_usage, now_ms
 
 # api name -> module under pi_coding_agent.ai.providers
@@ -123,6 +124,7 @@ class AssistantStream:
         self.context = context
         self.options = options
         self.partial: AssistantMessage = new_assistant_message(model)
+        self.retry_after_ms: int | None = None  # a server-requested wait, for the retry policy
         self._final: AssistantMessage | None = None
 
     def __aiter__(self) -> AsyncIterator[dict[str, Any]]:
@@ -155,6 +157,8 @@ class AssistantStream:
                 if item is _DONE:
                     break
                 if isinstance(item, BaseException):
+                    if isinstance(item, ProviderError):
+                        self.retry_after_ms = item.retry_after_ms
                     aborted = signal is not None and signal.aborted
                     if isinstance(item, asyncio.CancelledError) or aborted:
                         reason, text = "aborted", "Request was aborted"
@@ -184,9 +188,10 @@ class AssistantStream:
         yield {"type": "done", "reason": msg["stopReason"], "message": msg}
 
     async def _produce(self, queue: asyncio.Queue[Any]) -> None:
-        adapter = load_adapter(self.model["api"])
         try:
-            async for ev in adapter(self.model, self.context, self.options, self.partial):
+            adapter = load_adapter(self.model["api"])
+            context: Context = {**self.context, "messages": prepare_messages(self.model, self.context["messages"])}
+            async for ev in adapter(self.model, context, self.options, self.partial):
                 queue.put_nowait(ev)
         except BaseException as exc:  # forwarded to the consumer, which owns the message
             queue.put_nowait(exc)

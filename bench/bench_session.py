@@ -1,0 +1,158 @@
+"""Session store benchmark: a ~50 MB / 20,000-entry session, written, opened and projected.
+
+Measures, each in a fresh process so peak RSS is its own:
+  * appending the 20,000 entries one by one through SessionManager (one locked write each);
+  * ours: SessionManager.open + build_context (time inside the process, peak RSS of the process,
+    and its RSS before opening: interpreter + imports);
+  * the reference pi 1.6.0 (if installed): switch_session + get_messages over RPC on the same file
+    (time from sending switch_session to the get_messages response, peak RSS of the node process).
+
+Usage: .venv/bin/python bench/bench_session.py [--entries 20000] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+REFERENCE = Path("/root/.cache/pi-reference")
+REFERENCE_PI = REFERENCE / "pi-1.6.0" / "node_modules" / ".bin" / "pi"
+
+
+def _usage(n: int) -> dict[str, object]:
+    return {"input": 1000 + n, "output": 50, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 1050 + n,
+            "cost": {"input": 0.001, "output": 0.0005, "cacheRead": 0, "cacheWrite": 0, "total": 0.0015}}
+
+
+def write_session(directory: Path, entries: int) -> tuple[Path, float]:
+    """Append ``entries`` entries (turns of user / tool call / ~7 KB tool result / reply)."""
+    from pi_coding_agent.coding.session import SessionManager
+
+    sm = SessionManager.create(directory, directory)
+    sm.append_model_change("mock", "mock-model")
+    sm.append_thinking_level_change("off")
+    sm.append_message({"role": "system", "content": "", "sections": {"preamble": "You are a benchmark. " * 40},
+                       "timestamp": 1})
+    started = time.perf_counter()
+    n = 0
+    while len(sm.entries) < entries:
+        n += 1
+        ts = 1_796_000_000_000 + n * 1000
+        sm.append_message({"role": "user", "content": [{"type": "text", "text": f"Question {n}: " + "why? " * 30}],
+                           "timestamp": ts})
+        sm.append_message({"role": "assistant", "content": [
+            {"type": "text", "text": "Let me look. " * 10},
+            {"type": "toolCall", "id": f"call_{n}", "name": "read", "arguments": {"path": f"src/file_{n}.py"}}],
+            "api": "openai-completions", "provider": "mock", "model": "mock-model", "usage": _usage(n),
+            "stopReason": "toolUse", "timestamp": ts + 1})
+        body = "".join(f"line {i} of file {n}: some source code here = value_{i} \u00e9\n" for i in range(110))
+        sm.append_message({"role": "toolResult", "toolCallId": f"call_{n}", "toolName": "read",
+                           "content": [{"type": "text", "text": body}], "isError": False, "timestamp": ts + 2})
+        sm.append_message({"role": "assistant", "content": [{"type": "text", "text": "Here is the answer. " * 40}],
+                           "api": "openai-completions", "provider": "mock", "model": "mock-model",
+                           "usage": _usage(n), "stopReason": "stop", "timestamp": ts + 3})
+        if n % 1000 == 0:
+            sm.append_compaction(f"Summary up to turn {n}. " * 20, sm.entries[-4]["id"], 150_000)
+    elapsed = time.perf_counter() - started
+    assert sm.session_file is not None
+    return sm.session_file, elapsed
+
+
+def _ours_child(path: str) -> None:
+    from pi_coding_agent.coding.session import SessionManager
+
+    baseline = _peak_rss_mb(os.getpid())
+    started = time.perf_counter()
+    sm = SessionManager.open(Path(path), Path(path).parent)
+    opened = time.perf_counter()
+    context = sm.build_context()
+    done = time.perf_counter()
+    print(json.dumps({"open_s": opened - started, "context_s": done - opened, "total_s": done - started,
+                      "entries": len(sm.entries), "messages": len(context.messages),
+                      "peak_rss_mb": _peak_rss_mb(os.getpid()), "rss_before_open_mb": baseline}))
+
+
+def measure_ours(path: Path) -> dict[str, float]:
+    out = subprocess.run([sys.executable, __file__, "--child", str(path)], check=True, capture_output=True, text=True)
+    return json.loads(out.stdout)
+
+
+def _peak_rss_mb(pid: int) -> float:
+    """VmHWM: the peak RSS of that process image (ru_maxrss would carry the parent's over exec)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def measure_reference(path: Path) -> dict[str, float] | None:
+    if not REFERENCE_PI.exists():
+        return None
+    with tempfile.TemporaryDirectory() as home:
+        env = dict(os.environ, HOME=home, PATH=f"{REFERENCE / 'node22' / 'node_modules' / '.bin'}:{os.environ['PATH']}")
+        proc = subprocess.Popen([str(REFERENCE_PI), "--mode", "rpc", "--session-dir", str(Path(home) / "s")],
+                                cwd=path.parent, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL)
+        assert proc.stdin is not None and proc.stdout is not None
+
+        def call(command_id: str, kind: str, **fields: object) -> dict[str, object]:
+            assert proc.stdin is not None and proc.stdout is not None
+            proc.stdin.write(json.dumps({"id": command_id, "type": kind, **fields}).encode() + b"\n")
+            proc.stdin.flush()
+            while line := proc.stdout.readline():
+                record = json.loads(line)
+                if record.get("type") == "response" and record.get("id") == command_id:
+                    return record
+            raise RuntimeError("reference pi exited")
+
+        call("warm", "get_state")  # start-up is not part of the measurement
+        baseline = _peak_rss_mb(proc.pid)
+        started = time.perf_counter()
+        call("s", "switch_session", sessionPath=str(path))
+        switched = time.perf_counter()
+        messages = call("m", "get_messages")["data"]["messages"]  # type: ignore[index]
+        done = time.perf_counter()
+        peak = _peak_rss_mb(proc.pid)
+        proc.stdin.close()
+        proc.wait(timeout=60)
+    return {"switch_s": switched - started, "get_messages_s": done - switched, "total_s": done - started,
+            "messages": len(messages), "peak_rss_mb": peak, "rss_before_switch_mb": baseline}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--entries", type=int, default=20_000)
+    parser.add_argument("--keep", type=Path, help="write the session file here (kept)")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        _ours_child(args.child)
+        return
+    with tempfile.TemporaryDirectory() as scratch:
+        directory = args.keep or Path(scratch)
+        directory.mkdir(parents=True, exist_ok=True)
+        path, append_s = write_session(directory, args.entries)
+        size_mb = path.stat().st_size / 1e6
+        print(f"file: {path.name}  {size_mb:.1f} MB")
+        print(f"append: {args.entries} entries in {append_s:.2f} s ({append_s / args.entries * 1e6:.0f} us/entry)")
+        ours = measure_ours(path)
+        print("ours (open + build_context): " + json.dumps({k: round(v, 3) for k, v in ours.items()}))
+        reference = measure_reference(path)
+        if reference is None:
+            print("reference pi not installed: skipped")
+        else:
+            print("reference (switch_session + get_messages): "
+                  + json.dumps({k: round(v, 3) for k, v in reference.items()}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,212 @@
+"""The stateful agent: transcript, tools, model, queues, one run at a time, events to listeners."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pi_coding_agent.agent.hooks import AgentHooks
+from pi_coding_agent.agent.loop import AgentRun
+from pi_coding_agent.agent.queues import MessageQueue
+from pi_coding_agent.agent.tool import AgentTool
+from pi_coding_agent.ai import stream as ai_stream
+from pi_coding_agent.ai.abort import AbortSignal
+from pi_coding_agent.ai.stream import AssistantStream, StreamOptions
+from pi_coding_agent.ai.types import AssistantMessage, Context, Model, empty_usage, now_ms
+
+Listener = Callable[[dict[str, Any]], Awaitable[None] | None]
+StreamFn = Callable[[Model, Context, StreamOptions], AssistantStream]
+
+BUSY_PROMPT = ("Agent is already processing a prompt. Use steer() or followUp() to queue messages, "
+               "or wait for completion.")
+BUSY_CONTINUE = "Agent is already processing. Wait for completion before continuing."
+
+
+@dataclass
+class _ActiveRun:
+    signal: AbortSignal = field(default_factory=AbortSignal)
+    idle: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+class Agent:
+    """Runs prompts through the model and the tools; knows nothing of files, sessions or RPC.
+
+    ``model``, ``thinking_level``, ``tools``, ``messages`` (the transcript), ``hooks``,
+    ``tool_execution``, ``steering_mode`` and ``follow_up_mode`` are plain attributes the owner may
+    change between runs (and between turns, from hooks). Every finished message is appended to
+    ``messages`` before listeners see its ``message_end``.
+    """
+
+    def __init__(
+        self,
+        *,
+        model: Model,
+        thinking_level: str = "off",
+        tools: list[AgentTool] | None = None,
+        messages: list[dict[str, Any]] | None = None,
+        hooks: AgentHooks | None = None,
+        steering_mode: str = "one-at-a-time",
+        follow_up_mode: str = "one-at-a-time",
+        tool_execution: str = "parallel",
+        stream_fn: StreamFn = ai_stream.stream,
+    ) -> None:
+        self.model = model
+        self.thinking_level = thinking_level
+        self.tools: list[AgentTool] = list(tools or [])
+        self.messages: list[dict[str, Any]] = list(messages or [])
+        self.hooks = hooks or AgentHooks()
+        self.tool_execution = tool_execution
+        self.stream_fn = stream_fn
+        self.streaming_message: AssistantMessage | None = None
+        self.last_retry_after_ms: int | None = None  # retry-after of the last failed request, if any
+        self._steering = MessageQueue(steering_mode)
+        self._follow_up = MessageQueue(follow_up_mode)
+        self._listeners: tuple[Listener, ...] = ()
+        self._active: _ActiveRun | None = None
+
+    # ---- queue modes are the queues' own ----------------------------------------------------
+
+    @property
+    def steering_mode(self) -> str:
+        return self._steering.mode
+
+    @steering_mode.setter
+    def steering_mode(self, mode: str) -> None:
+        self._steering.mode = mode
+
+    @property
+    def follow_up_mode(self) -> str:
+        return self._follow_up.mode
+
+    @follow_up_mode.setter
+    def follow_up_mode(self, mode: str) -> None:
+        self._follow_up.mode = mode
+
+    # ---- state -------------------------------------------------------------------------------
+
+    @property
+    def is_streaming(self) -> bool:
+        """True while a run is active (from ``prompt``/``continue_run`` until its listeners finished)."""
+        return self._active is not None
+
+    @property
+    def signal(self) -> AbortSignal | None:
+        """The abort signal of the active run, if any."""
+        return self._active.signal if self._active is not None else None
+
+    # ---- events ------------------------------------------------------------------------------
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        """Call ``listener`` for every event (awaited, in subscription order); returns an unsubscriber."""
+        self._listeners = (*self._listeners, listener)
+
+        def unsubscribe() -> None:
+            self._listeners = tuple(x for x in self._listeners if x is not listener)
+
+        return unsubscribe
+
+    async def _emit(self, event: dict[str, Any]) -> None:
+        if event["type"] == "message_end":
+            self.streaming_message = None
+            self.messages.append(event["message"])
+        for listener in self._listeners:
+            pending = listener(event)
+            if pending is not None:
+                await pending
+
+    # ---- queues ------------------------------------------------------------------------------
+
+    def steer(self, message: dict[str, Any]) -> None:
+        """Queue a message for the next turn boundary (after the current tool calls finish)."""
+        self._steering.enqueue(message)
+
+    def follow_up(self, message: dict[str, Any]) -> None:
+        """Queue a message for when the agent would otherwise stop."""
+        self._follow_up.enqueue(message)
+
+    @property
+    def steering_queue(self) -> tuple[dict[str, Any], ...]:
+        return self._steering.items()
+
+    @property
+    def follow_up_queue(self) -> tuple[dict[str, Any], ...]:
+        return self._follow_up.items()
+
+    def clear_steering_queue(self) -> list[dict[str, Any]]:
+        return self._steering.clear()
+
+    def clear_follow_up_queue(self) -> list[dict[str, Any]]:
+        return self._follow_up.clear()
+
+    def has_queued_messages(self) -> bool:
+        return bool(self._steering) or bool(self._follow_up)
+
+    # ---- runs --------------------------------------------------------------------------------
+
+    async def prompt(self, messages: list[dict[str, Any]]) -> None:
+        """One run starting with ``messages``; returns when it ended and its listeners finished."""
+        if self._active is not None:
+            raise RuntimeError(BUSY_PROMPT)
+        await self._run(list(messages))
+
+    async def continue_run(self) -> None:
+        """A run without a new message (retry, overflow recovery): the transcript must end with a
+        user or tool result, unless queued messages can be delivered instead."""
+        if self._active is not None:
+            raise RuntimeError(BUSY_CONTINUE)
+        if all(m.get("role") == "system" for m in self.messages):
+            raise RuntimeError("No messages to continue from")
+        if self.messages[-1].get("role") != "assistant":
+            await self._run(None)
+            return
+        steering = self._steering.drain()
+        if steering:
+            await self._run(steering, skip_initial_steering_poll=True)
+            return
+        follow_ups = self._follow_up.drain()
+        if follow_ups:
+            await self._run(follow_ups)
+            return
+        raise RuntimeError("Cannot continue from message role: assistant")
+
+    def abort(self) -> None:
+        """Abort the active run: the stream and every running tool are cancelled at once."""
+        if self._active is not None:
+            self._active.signal.abort()
+
+    async def wait_for_idle(self) -> None:
+        """Return once no run is active (after the last listener of ``agent_end`` returned)."""
+        if self._active is not None:
+            await self._active.idle.wait()
+
+    async def _run(self, prompts: list[dict[str, Any]] | None, skip_initial_steering_poll: bool = False) -> None:
+        active = self._active = _ActiveRun()
+        self.streaming_message = None
+        try:
+            await AgentRun(self, active.signal, skip_initial_steering_poll).run(prompts)
+        except Exception as exc:
+            await self._fail_run(exc, active.signal.aborted)
+        finally:
+            self.streaming_message = None
+            self._active = None
+            active.idle.set()
+
+    async def _fail_run(self, exc: Exception, aborted: bool) -> None:
+        """A run that threw still ends with an assistant message and ``agent_end``."""
+        message: dict[str, Any] = {
+            "role": "assistant",
+            "content": [{"type": "text", "text": ""}],
+            "api": self.model["api"],
+            "provider": self.model["provider"],
+            "model": self.model["id"],
+            "usage": empty_usage(),
+            "stopReason": "aborted" if aborted else "error",
+            "errorMessage": str(exc),
+            "timestamp": now_ms(),
+        }
+        await self._emit({"type": "message_start", "message": message})
+        await self._emit({"type": "message_end", "message": message})
+        await self._emit({"type": "turn_end", "message": message, "toolResults": []})
+        await self._emit({"type": "agent_end", "messages": [message], "willRetry": False})

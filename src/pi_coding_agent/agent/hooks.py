@@ -1,0 +1,36 @@
+"""Optional hooks through which the coding layer shapes a run without the agent core knowing why."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pi_coding_agent.agent.tool import ToolResult
+from pi_coding_agent.ai.abort import AbortSignal
+from pi_coding_agent.ai.stream import StreamOptions
+from pi_coding_agent.ai.types import Context, Model, ToolCall
+
+
+@dataclass
+class AgentHooks:
+    """Every hook is optional; an absent hook costs nothing.
+
+    * ``build_context(transcript) -> Context``: the LLM request for the transcript. A returned
+      context without a ``tools`` key gets the declarations of the agent's tools.
+    * ``transform_context(transcript, signal) -> transcript``: runs before each request.
+    * ``before_tool_call(call, args) -> {"block": True, "reason"?, "terminate"?} | None``.
+    * ``after_tool_call(call, args, result) -> {"content"?, "details"?, "isError"?, "terminate"?} | None``.
+    * ``get_api_key(model)``: asked before every request (keys may expire during a run).
+    * ``prepare_next_turn()``: between turns, before the next ``turn_start`` (threshold compaction).
+    * ``stream_options(model) -> StreamOptions``: extra per-request options (headers, budgets,
+      on_payload); the agent sets ``signal``, ``thinking_level`` and a resolved ``api_key`` on them.
+    """
+
+    build_context: Callable[[list[dict[str, Any]]], Context] | None = None
+    transform_context: Callable[[list[dict[str, Any]], AbortSignal], Awaitable[list[dict[str, Any]]]] | None = None
+    before_tool_call: Callable[[ToolCall, dict[str, Any]], Awaitable[dict[str, Any] | None]] | None = None
+    after_tool_call: Callable[[ToolCall, dict[str, Any], ToolResult], Awaitable[dict[str, Any] | None]] | None = None
+    get_api_key: Callable[[Model], Awaitable[str | None]] | None = None
+    prepare_next_turn: Callable[[], Awaitable[None]] | None = None
+    stream_options: Callable[[Model], StreamOptions] | None = None

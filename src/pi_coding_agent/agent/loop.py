@@ -1,0 +1,176 @@
+"""One low-level run of the agent: turns of (queued messages, assistant response, tool calls).
+
+The order of events is a contract (RPC clients and the session store depend on it):
+``agent_start, turn_start, <prompt messages>, [assistant, tools, turn_end, turn_start, ...], agent_end``.
+Steering messages are taken between turns only (a streaming response and its tool calls are never
+interrupted); follow-ups only when the run would otherwise stop; both become new turns of this run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, cast
+
+from pi_coding_agent.agent.tool import AgentTool, tool_declaration
+from pi_coding_agent.agent.tool_execution import ToolExecutor
+from pi_coding_agent.ai.abort import AbortSignal
+from pi_coding_agent.ai.stream import StreamOptions
+from pi_coding_agent.ai.types import AssistantMessage, Context, ToolCall, empty_usage
+
+if TYPE_CHECKING:
+    from pi_coding_agent.agent.agent import Agent
+
+_BLOCK_EVENTS = frozenset({
+    "text_start", "text_delta", "text_end", "thinking_start", "thinking_delta", "thinking_end",
+    "toolcall_start", "toolcall_delta", "toolcall_end",
+})
+
+
+def default_context(messages: list[dict[str, Any]], tools: list[AgentTool]) -> Context:
+    """System messages folded into ``systemPrompt``; every other message passes as it is."""
+    prompts = [m["content"] for m in messages if m.get("role") == "system" and m.get("content")]
+    context: dict[str, Any] = {}
+    if prompts:
+        context["systemPrompt"] = "\n\n".join(prompts)
+    context["messages"] = [m for m in messages if m.get("role") != "system"]
+    if tools:
+        context["tools"] = [tool_declaration(t) for t in tools]
+    return cast(Context, context)
+
+
+def _opening_snapshot(partial: AssistantMessage) -> dict[str, Any]:
+    """The message as it stood when the response began (no content, no usage yet), as pi shows it:
+    the stream wrapper's producer may already be ahead of the events we are relaying."""
+    return {**partial, "content": [], "usage": empty_usage(), "stopReason": "pending"}
+
+
+class AgentRun:
+    """The state of one run: its abort signal and the messages it produced (for ``agent_end``)."""
+
+    def __init__(self, agent: Agent, signal: AbortSignal, skip_initial_steering_poll: bool = False) -> None:
+        self.agent = agent
+        self.signal = signal
+        self.new_messages: list[dict[str, Any]] = []
+        self._skip_steering_poll = skip_initial_steering_poll
+        self._emit = agent._emit
+
+    async def run(self, prompts: list[dict[str, Any]] | None) -> None:
+        """Run with new prompt messages, or continue from the transcript when ``prompts`` is None."""
+        await self._emit({"type": "agent_start"})
+        await self._emit({"type": "turn_start"})
+        for message in prompts or []:
+            await self._add(message)
+        await self._turns()
+
+    async def _add(self, message: dict[str, Any]) -> None:
+        await self._emit({"type": "message_start", "message": message})
+        await self._emit({"type": "message_end", "message": message})
+        self.new_messages.append(message)
+
+    def _poll_steering(self) -> list[dict[str, Any]]:
+        if self._skip_steering_poll:
+            self._skip_steering_poll = False
+            return []
+        return self.agent._steering.drain()
+
+    async def _turns(self) -> None:
+        pending = self._poll_steering()
+        first_turn = True
+        while True:
+            more_tool_calls = True
+            while more_tool_calls or pending:
+                if not first_turn:
+                    if self.agent.hooks.prepare_next_turn is not None:
+                        await self.agent.hooks.prepare_next_turn()
+                    if not pending:  # one-at-a-time must not deliver two in one turn
+                        pending = self._poll_steering()
+                    await self._emit({"type": "turn_start"})
+                first_turn = False
+                for queued in pending:
+                    await self._add(queued)
+                pending = []
+                message = await self._stream_assistant()
+                self.new_messages.append(cast(dict[str, Any], message))
+                if message["stopReason"] in ("error", "aborted"):
+                    await self._emit({"type": "turn_end", "message": message, "toolResults": []})
+                    await self._end()
+                    return
+                more_tool_calls, results = await self._run_tools(message)
+                await self._emit({"type": "turn_end", "message": message, "toolResults": results})
+                pending = self._poll_steering()
+            pending = self.agent._follow_up.drain()
+            if not pending:
+                break
+        await self._end()
+
+    async def _end(self) -> None:
+        await self._emit({"type": "agent_end", "messages": self.new_messages, "willRetry": False})
+
+    async def _run_tools(self, message: AssistantMessage) -> tuple[bool, list[Any]]:
+        """Execute the message's tool calls; returns whether to request again, and the results."""
+        calls: list[ToolCall] = [b for b in message["content"] if b["type"] == "toolCall"]
+        if not calls:
+            return False, []
+        agent = self.agent
+        executor = ToolExecutor(agent.tools, agent.hooks, self.signal, self._emit)
+        if message["stopReason"] == "length":
+            batch = await executor.fail_truncated(calls)
+        else:
+            batch = await executor.run(calls, agent.tool_execution)
+        self.new_messages.extend(cast(list[dict[str, Any]], batch.messages))
+        return not batch.terminate, batch.messages
+
+    async def _request_options(self) -> StreamOptions:
+        agent = self.agent
+        hooks = agent.hooks
+        options = hooks.stream_options(agent.model) if hooks.stream_options is not None else StreamOptions()
+        api_key = await hooks.get_api_key(agent.model) if hooks.get_api_key is not None else None
+        return replace(options, signal=self.signal, thinking_level=agent.thinking_level,
+                       api_key=api_key or options.api_key)
+
+    def _context(self, messages: list[dict[str, Any]]) -> Context:
+        agent = self.agent
+        build = agent.hooks.build_context
+        if build is None:
+            return default_context(messages, agent.tools)
+        context = build(messages)
+        if "tools" not in context and agent.tools:
+            context["tools"] = [tool_declaration(t) for t in agent.tools]
+        return context
+
+    async def _stream_assistant(self) -> AssistantMessage:
+        """Stream one response. ``message_start`` waits for the first stream data, so a request that
+        fails before any (HTTP error, aborted before start) has no pending phase."""
+        agent = self.agent
+        messages = agent.messages
+        if agent.hooks.transform_context is not None:
+            messages = await agent.hooks.transform_context(messages, self.signal)
+        context = self._context(messages)
+        options = await self._request_options()
+        level = options.thinking_level
+        response = agent.stream_fn(agent.model, context, options)
+        partial = response.partial
+        usage = partial["usage"]
+        emit = self._emit
+        started = False
+        final: AssistantMessage | None = None
+        async for event in response:
+            kind = event["type"]
+            if kind in _BLOCK_EVENTS:
+                if not started:
+                    started = True
+                    agent.streaming_message = partial
+                    await emit({"type": "message_start", "message": _opening_snapshot(partial)})
+                await emit({"type": "message_update", "usage": usage, "assistantMessageEvent": event})
+            elif kind == "done":
+                final = event["message"]
+            elif kind == "error":
+                final = event["error"]
+        if final is None:
+            final = await response.result()
+        agent.last_retry_after_ms = getattr(response, "retry_after_ms", None)
+        final["thinkingLevel"] = level
+        if not started:
+            await emit({"type": "message_start", "message": dict(final)})
+        await emit({"type": "message_end", "message": final})
+        return final

@@ -1,0 +1,38 @@
+"""The steering and follow-up queues: FIFO lists of complete messages, drained one or all at a time."""
+
+from __future__ import annotations
+
+from typing import Any
+
+QUEUE_MODES = ("one-at-a-time", "all")
+
+
+class MessageQueue:
+    """Messages waiting for the next poll point; ``mode`` says how many one poll takes."""
+
+    __slots__ = ("_items", "mode")
+
+    def __init__(self, mode: str = "one-at-a-time") -> None:
+        self.mode = mode
+        self._items: list[dict[str, Any]] = []
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def enqueue(self, message: dict[str, Any]) -> None:
+        self._items.append(message)
+
+    def items(self) -> tuple[dict[str, Any], ...]:
+        """A read-only snapshot, oldest first."""
+        return tuple(self._items)
+
+    def drain(self) -> list[dict[str, Any]]:
+        """Take what one poll delivers: the oldest message, or all of them in ``all`` mode."""
+        count = len(self._items) if self.mode == "all" else min(1, len(self._items))
+        taken, self._items = self._items[:count], self._items[count:]
+        return taken
+
+    def clear(self) -> list[dict[str, Any]]:
+        """Empty the queue and return what it held."""
+        taken, self._items = self._items, []
+        return taken

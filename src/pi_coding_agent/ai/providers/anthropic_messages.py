@@ -1,0 +1,457 @@
+"""The ``anthropic-messages`` wire API: Anthropic's ``POST /v1/messages`` with server-sent events.
+
+Request shape, headers, beta flags, thinking parameters, cache breakpoints and error texts follow
+what pi 1.6.0 sends and records (checked against the reference build over a fake server):
+
+* cache breakpoints (``cache_control``) on the system block, the last tool and the last block of a
+  trailing user message, with a one-hour TTL for ``cache_retention="long"`` and none for ``"none"``;
+* thinking: ``disabled`` for reasoning models at level off, ``adaptive`` + ``output_config.effort``
+  for ``compat.forceAdaptiveThinking`` models, else a token budget (``max_tokens`` grows to hold it);
+* HTTP errors read ``"<status> <compact JSON body>"`` (the Anthropic SDK's message); an
+  ``event: error`` mid-stream fails with its raw data.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+from typing import Any
+
+import orjson
+
+from pi_coding_agent.ai.providers.http import sse_events
+from pi_coding_agent.ai.stream import ProviderError, StreamOptions
+from pi_coding_agent.ai.thinking import clamp_max_tokens, clamp_thinking_level, thinking_budget
+from pi_coding_agent.ai.types import AssistantMessage, Context, Model, Tool
+
+API_VERSION = "2023-06-01"
+INTERLEAVED_THINKING_BETA = "interleaved-thinking-2025-05-14"
+FINE_GRAINED_TOOL_STREAMING_BETA = "fine-grained-tool-streaming-2025-05-14"
+OAUTH_BETAS = ("claude-code-20250219", "oauth-2025-04-20")
+OAUTH_USER_AGENT = "claude-cli/2.1.322"
+# Subscription (OAuth) tokens are only accepted for requests that present Claude Code's identity.
+OAUTH_IDENTITY = "You are Claude Code, Anthropic's official CLI for Claude."
+CLAUDE_CODE_TOOL_NAMES = {
+    name.lower(): name
+    for name in (
+        "Read", "Write", "Edit", "Bash", "Grep", "Glob", "AskUserQuestion", "EnterPlanMode", "ExitPlanMode",
+        "KillShell", "NotebookEdit", "Skill", "Task", "TaskOutput", "TodoWrite", "WebFetch", "WebSearch",
+    )
+}
+MIN_ANSWER_TOKENS = 1024
+IMAGE_ONLY_NOTE = "(image attached)"
+ERROR_IMAGE_NOTE = "(image sent after the tool results)"
+STOP_REASONS = {"end_turn": "stop", "max_tokens": "length", "tool_use": "toolUse", "pause_turn": "stop",
+                "stop_sequence": "stop"}
+MESSAGE_EVENTS = frozenset({"message_start", "message_delta", "message_stop", "content_block_start",
+                            "content_block_delta", "content_block_stop"})
+_UNSAFE_ID_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
+
+
+def is_oauth_token(api_key: str | None) -> bool:
+    return bool(api_key) and "sk-ant-oat" in str(api_key)
+
+
+def normalize_tool_call_id(call_id: str) -> str:
+    """Anthropic accepts ``^[a-zA-Z0-9_-]+$`` up to 64 characters (other APIs' ids may not fit)."""
+    return _UNSAFE_ID_CHARS.sub("_", call_id)[:64]
+
+
+def anthropic_error_text(status: int, body_text: str) -> str:
+    """The SDK's message: the body's top-level ``message`` if any, else the whole body as compact JSON."""
+    try:
+        body: Any = orjson.loads(body_text) if body_text.strip() else None
+    except orjson.JSONDecodeError:
+        return f"{status} {body_text}"
+    if body is None:
+        return f"{status} status code (no body)"
+    message = body.get("message") if isinstance(body, dict) else None
+    if isinstance(message, str) and message:
+        return f"{status} {message}"
+    return f"{status} {orjson.dumps(message if message else body).decode()}"
+
+
+# --- request ---------------------------------------------------------------------------------
+
+
+def _compat(model: Model, key: str, default: bool) -> bool:
+    return bool((model.get("compat") or {}).get(key, default))
+
+
+def cache_control(model: Model, retention: str) -> dict[str, str] | None:
+    if retention == "none":
+        return None
+    if retention == "long" and _compat(model, "supportsLongCacheRetention", True):
+        return {"type": "ephemeral", "ttl": "1h"}
+    return {"type": "ephemeral"}
+
+
+def _image(block: Any) -> dict[str, Any]:
+    return {"type": "image", "source": {"type": "base64", "media_type": block["mimeType"], "data": block["data"]}}
+
+
+def _tool_result_content(content: list[Any]) -> str | list[dict[str, Any]]:
+    """Text-only results go as one string; with images, as blocks (never images alone)."""
+    if not any(b["type"] == "image" for b in content):
+        return "\n".join(b["text"] for b in content)
+    blocks = [{"type": "text", "text": b["text"]} if b["type"] == "text" else _image(b) for b in content]
+    if not any(b["type"] == "text" for b in blocks):
+        blocks.insert(0, {"type": "text", "text": IMAGE_ONLY_NOTE})
+    return blocks
+
+
+def _tool_results_message(results: list[Any]) -> dict[str, Any]:
+    """One user message for a run of tool results; images of error results go after all of them
+    (Anthropic rejects error results holding anything but text)."""
+    blocks: list[dict[str, Any]] = []
+    trailing: list[dict[str, Any]] = []
+    for result in results:
+        content = result["content"]
+        images = [b for b in content if b["type"] == "image"] if result["isError"] else []
+        if images:
+            content = [b for b in content if b["type"] != "image"] + [{"type": "text", "text": ERROR_IMAGE_NOTE}]
+            trailing.append({"type": "text", "text": f"Images from failed tool call {result['toolCallId']} "
+                                                     f"({result['toolName']}):"})
+            trailing.extend(_image(b) for b in images)
+        blocks.append({"type": "tool_result", "tool_use_id": normalize_tool_call_id(result["toolCallId"]),
+                       "content": _tool_result_content(content), "is_error": result["isError"]})
+    return {"role": "user", "content": blocks + trailing}
+
+
+def _user_message(content: Any) -> dict[str, Any] | None:
+    if isinstance(content, str):
+        return {"role": "user", "content": content} if content.strip() else None
+    blocks = [{"type": "text", "text": b["text"]} if b["type"] == "text" else _image(b) for b in content]
+    blocks = [b for b in blocks if b["type"] != "text" or b["text"].strip()]
+    return {"role": "user", "content": blocks} if blocks else None
+
+
+def _assistant_block(block: Any, oauth: bool, allow_empty_signature: bool) -> dict[str, Any] | None:
+    kind = block["type"]
+    if kind == "text":
+        return {"type": "text", "text": block["text"]} if block["text"].strip() else None
+    if kind == "toolCall":
+        name = CLAUDE_CODE_TOOL_NAMES.get(block["name"].lower(), block["name"]) if oauth else block["name"]
+        return {"type": "tool_use", "id": normalize_tool_call_id(block["id"]), "name": name,
+                "input": block.get("arguments") or {}}
+    if block.get("redacted"):
+        return {"type": "redacted_thinking", "data": block.get("thinkingSignature", "")}
+    signature = (block.get("thinkingSignature") or "").strip() and block["thinkingSignature"]
+    if signature:
+        return {"type": "thinking", "thinking": block["thinking"], "signature": signature}
+    if not block["thinking"].strip():
+        return None
+    # A thinking block without signature (an interrupted stream) cannot be verified: send it as text.
+    if allow_empty_signature:
+        return {"type": "thinking", "thinking": block["thinking"], "signature": ""}
+    return {"type": "text", "text": block["thinking"]}
+
+
+def convert_messages(model: Model, context: Context, oauth: bool) -> list[dict[str, Any]]:
+    allow_empty = _compat(model, "allowEmptySignature", False)
+    out: list[dict[str, Any]] = []
+    messages: list[Any] = context["messages"]
+    i = 0
+    while i < len(messages):
+        msg = messages[i]
+        role = msg["role"]
+        if role == "toolResult":
+            j = i
+            while j < len(messages) and messages[j]["role"] == "toolResult":
+                j += 1
+            out.append(_tool_results_message(messages[i:j]))
+            i = j
+            continue
+        if role == "user":
+            converted = _user_message(msg["content"])
+            if converted:
+                out.append(converted)
+        elif role == "assistant":
+            blocks = [_assistant_block(b, oauth, allow_empty) for b in msg["content"]]
+            kept = [b for b in blocks if b is not None]
+            if kept:
+                out.append({"role": "assistant", "content": kept})
+        i += 1
+    return out
+
+
+def _mark_last_user_block(messages: list[dict[str, Any]], control: dict[str, str]) -> None:
+    """The conversation cache breakpoint: the last block of a trailing user message."""
+    if not messages or messages[-1]["role"] != "user":
+        return
+    last = messages[-1]
+    if isinstance(last["content"], str):
+        last["content"] = [{"type": "text", "text": last["content"], "cache_control": control}]
+    elif last["content"] and last["content"][-1]["type"] in ("text", "image", "tool_result"):
+        last["content"][-1]["cache_control"] = control
+
+
+def convert_tools(model: Model, tools: list[Tool], oauth: bool, control: dict[str, str] | None) -> list[dict[str, Any]]:
+    eager = _compat(model, "supportsEagerToolInputStreaming", True)
+    if not _compat(model, "supportsCacheControlOnTools", True):
+        control = None
+    out = []
+    for index, tool in enumerate(tools):
+        schema = tool["parameters"]
+        input_schema: dict[str, Any] = {"type": "object", "properties": schema.get("properties", {}),
+                                        "required": schema.get("required", [])}
+        for key in ("additionalProperties", "$defs", "definitions"):
+            if key in schema:
+                input_schema[key] = schema[key]
+        name = CLAUDE_CODE_TOOL_NAMES.get(tool["name"].lower(), tool["name"]) if oauth else tool["name"]
+        entry: dict[str, Any] = {"name": name, "description": tool["description"]}
+        if eager:
+            entry["eager_input_streaming"] = True
+        entry["input_schema"] = input_schema
+        if control and index == len(tools) - 1:
+            entry["cache_control"] = control
+        out.append(entry)
+    return out
+
+
+def effort_for(model: Model, level: str) -> str:
+    """Adaptive-thinking effort: the model's own mapping, else low/medium/high."""
+    mapped = (model.get("thinkingLevelMap") or {}).get(level)
+    if isinstance(mapped, str):
+        return mapped
+    return {"minimal": "low", "low": "low", "medium": "medium"}.get(level, "high")
+
+
+def thinking_params(model: Model, context: Context, options: StreamOptions) -> tuple[dict[str, Any], int]:
+    """``thinking``/``output_config`` request fields and the ``max_tokens`` that goes with them."""
+    level = clamp_thinking_level(model, options.thinking_level) if model.get("reasoning") else "off"
+    max_tokens = clamp_max_tokens(model, context, options.max_tokens)
+    if level == "off":
+        off_allowed = (model.get("thinkingLevelMap") or {}).get("off", "") is not None
+        return ({"thinking": {"type": "disabled"}} if model.get("reasoning") and off_allowed else {}), max_tokens
+    if _compat(model, "forceAdaptiveThinking", False):
+        return {"thinking": {"type": "adaptive", "display": "summarized"},
+                "output_config": {"effort": effort_for(model, level)}}, max_tokens
+    budget = thinking_budget(level, options.thinking_budgets)
+    widened = min(max_tokens + budget, model["maxTokens"])
+    if widened <= budget:
+        budget = min(budget, max(0, widened - MIN_ANSWER_TOKENS))
+    max_tokens = clamp_max_tokens(model, context, widened)
+    budget = min(budget, max(0, max_tokens - MIN_ANSWER_TOKENS)) or MIN_ANSWER_TOKENS
+    return {"thinking": {"type": "enabled", "budget_tokens": budget, "display": "summarized"}}, max_tokens
+
+
+def build_body(model: Model, context: Context, options: StreamOptions, oauth: bool) -> dict[str, Any]:
+    control = cache_control(model, options.cache_retention)
+    messages = convert_messages(model, context, oauth)
+    if control:
+        _mark_last_user_block(messages, control)
+    thinking, max_tokens = thinking_params(model, context, options)
+    body: dict[str, Any] = {"model": model["id"], "messages": messages, "max_tokens": max_tokens, "stream": True}
+    system = ([OAUTH_IDENTITY] if oauth else []) + ([context["systemPrompt"]] if context.get("systemPrompt") else [])
+    if system:
+        body["system"] = [{"type": "text", "text": text, **({"cache_control": control} if control else {})}
+                          for text in system]
+    thinking_on = thinking.get("thinking", {}).get("type") in ("enabled", "adaptive")
+    if options.temperature is not None and not thinking_on and _compat(model, "supportsTemperature", True):
+        body["temperature"] = options.temperature
+    if context.get("tools"):
+        body["tools"] = convert_tools(model, context["tools"], oauth, control)
+    body.update(thinking)
+    return body
+
+
+def build_headers(model: Model, context: Context, options: StreamOptions, body: dict[str, Any]) -> dict[str, str]:
+    api_key = options.api_key or ""
+    oauth = is_oauth_token(api_key)
+    headers = {"accept": "application/json", "anthropic-version": API_VERSION}
+    if oauth:
+        headers.update({"authorization": f"Bearer {api_key}", "user-agent": OAUTH_USER_AGENT, "x-app": "cli"})
+    elif api_key:
+        headers["x-api-key"] = api_key
+    betas = list(OAUTH_BETAS) if oauth else []
+    if context.get("tools") and not _compat(model, "supportsEagerToolInputStreaming", True):
+        betas.append(FINE_GRAINED_TOOL_STREAMING_BETA)
+    if body.get("thinking", {}).get("type") == "enabled":
+        betas.append(INTERLEAVED_THINKING_BETA)
+    if betas:
+        headers["anthropic-beta"] = ",".join(betas)
+    # Configured headers win, including a configured anthropic-beta list.
+    return {**headers, **(model.get("headers") or {}), **options.headers}
+
+
+# --- response --------------------------------------------------------------------------------
+
+
+def finish_arguments(raw: str) -> tuple[dict[str, Any], str | None]:
+    """Parse streamed tool arguments: ``({}, None)`` for none, ``({}, reason)`` for bad JSON."""
+    if not raw.strip():
+        return {}, None
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        return {}, f"{exc}\n\nReceived arguments:\n{raw}"
+    if not isinstance(value, dict):
+        return {}, f"Tool arguments must be a JSON object\n\nReceived arguments:\n{raw}"
+    return value, None
+
+
+class _Reader:
+    """Turns Anthropic stream events into normalized events, filling the output message."""
+
+    def __init__(self, model: Model, context: Context, output: AssistantMessage, oauth: bool) -> None:
+        self.model = model
+        self.msg: dict[str, Any] = output  # type: ignore[assignment]  # also gets rawStopReason etc.
+        self.tool_names = {t["name"].lower(): t["name"] for t in context.get("tools") or []} if oauth else {}
+        self.open: dict[int, tuple[int, list[str]]] = {}  # anthropic index -> (content index, json pieces)
+        self.started = False
+        self.stopped = False
+
+    def handle(self, event: dict[str, Any]) -> list[dict[str, Any]]:
+        kind = event["type"]
+        if kind == "message_start":
+            self._start(event["message"])
+        elif kind == "content_block_start":
+            return self._block_start(event["index"], event["content_block"])
+        elif kind == "content_block_delta":
+            return self._block_delta(event["index"], event["delta"])
+        elif kind == "content_block_stop":
+            return self._block_stop(event["index"])
+        elif kind == "message_delta":
+            self._message_delta(event)
+        elif kind == "message_stop":
+            self.stopped = True
+        return []
+
+    def _start(self, message: dict[str, Any]) -> None:
+        self.started = True
+        if message.get("id"):
+            self.msg["responseId"] = message["id"]
+        if message.get("model") and message["model"] != self.model["id"]:
+            self.msg["responseModel"] = message["model"]
+        usage = message.get("usage") or {}
+        u = self.msg["usage"]
+        u["input"] = usage.get("input_tokens") or 0
+        u["output"] = usage.get("output_tokens") or 0
+        u["cacheRead"] = usage.get("cache_read_input_tokens") or 0
+        u["cacheWrite"] = usage.get("cache_creation_input_tokens") or 0
+        u["cacheWrite1h"] = (usage.get("cache_creation") or {}).get("ephemeral_1h_input_tokens") or 0
+        u["totalTokens"] = u["input"] + u["output"] + u["cacheRead"] + u["cacheWrite"]
+
+    def _block_start(self, index: int, block: dict[str, Any]) -> list[dict[str, Any]]:
+        content = self.msg["content"]
+        at = len(content)
+        kind = block["type"]
+        if kind == "text":
+            content.append({"type": "text", "text": block.get("text") or ""})
+            event = {"type": "text_start", "contentIndex": at}
+        elif kind == "thinking":
+            content.append({"type": "thinking", "thinking": block.get("thinking") or "",
+                            "thinkingSignature": block.get("signature") or ""})
+            event = {"type": "thinking_start", "contentIndex": at}
+        elif kind == "redacted_thinking":
+            content.append({"type": "thinking", "thinking": "[Reasoning redacted]",
+                            "thinkingSignature": block.get("data", ""), "redacted": True})
+            event = {"type": "thinking_start", "contentIndex": at}
+        elif kind == "tool_use":
+            name = self.tool_names.get(block["name"].lower(), block["name"])
+            content.append({"type": "toolCall", "id": block["id"], "name": name, "arguments": block.get("input") or {}})
+            event = {"type": "toolcall_start", "contentIndex": at, "id": block["id"], "toolName": name}
+        else:
+            return []  # server tool blocks and the like are not part of pi's message
+        self.open[index] = (at, [])
+        return [event]
+
+    def _block_delta(self, index: int, delta: dict[str, Any]) -> list[dict[str, Any]]:
+        if index not in self.open:
+            return []
+        at, pieces = self.open[index]
+        block = self.msg["content"][at]
+        kind = delta["type"]
+        if kind == "text_delta" and block["type"] == "text":
+            block["text"] += delta["text"]
+            return [{"type": "text_delta", "contentIndex": at, "delta": delta["text"]}]
+        if kind == "thinking_delta" and block["type"] == "thinking":
+            block["thinking"] += delta["thinking"]
+            return [{"type": "thinking_delta", "contentIndex": at, "delta": delta["thinking"]}]
+        if kind == "signature_delta" and block["type"] == "thinking":
+            block["thinkingSignature"] = (block.get("thinkingSignature") or "") + delta["signature"]
+        elif kind == "input_json_delta" and block["type"] == "toolCall":
+            pieces.append(delta["partial_json"])
+            return [{"type": "toolcall_delta", "contentIndex": at, "delta": delta["partial_json"]}]
+        return []
+
+    def _block_stop(self, index: int) -> list[dict[str, Any]]:
+        if index not in self.open:
+            return []
+        at, pieces = self.open.pop(index)
+        block = self.msg["content"][at]
+        if block["type"] == "text":
+            return [{"type": "text_end", "contentIndex": at, "content": block["text"]}]
+        if block["type"] == "thinking":
+            return [{"type": "thinking_end", "contentIndex": at, "content": block["thinking"]}]
+        arguments, error = finish_arguments("".join(pieces))
+        block["arguments"] = arguments
+        if error:
+            block["argumentsError"] = error
+        return [{"type": "toolcall_end", "contentIndex": at, "toolCall": block}]
+
+    def _message_delta(self, event: dict[str, Any]) -> None:
+        reason = (event.get("delta") or {}).get("stop_reason")
+        if reason:
+            self.msg["rawStopReason"] = reason
+            self.msg["stopReason"] = self._map_stop(reason, (event.get("delta") or {}).get("stop_details"))
+        usage = event.get("usage") or {}
+        u = self.msg["usage"]
+        for wire, ours in (("input_tokens", "input"), ("output_tokens", "output"),
+                           ("cache_read_input_tokens", "cacheRead"), ("cache_creation_input_tokens", "cacheWrite")):
+            if usage.get(wire) is not None:
+                u[ours] = usage[wire]
+        one_hour = (usage.get("cache_creation") or {}).get("ephemeral_1h_input_tokens")
+        if one_hour is not None:
+            u["cacheWrite1h"] = one_hour
+        thinking = (usage.get("output_tokens_details") or {}).get("thinking_tokens")
+        if thinking is not None:
+            u["reasoning"] = thinking
+        u["totalTokens"] = u["input"] + u["output"] + u["cacheRead"] + u["cacheWrite"]
+
+    def _map_stop(self, reason: str, details: Any) -> str:
+        if reason in STOP_REASONS:
+            return STOP_REASONS[reason]
+        if reason == "refusal":
+            explanation = (details or {}).get("explanation") if isinstance(details, dict) else None
+            self.msg["errorMessage"] = explanation or "The model refused to complete the request"
+        elif reason == "sensitive":
+            self.msg["errorMessage"] = "Provider stopped with: sensitive"
+        else:
+            raise ProviderError(f"Unhandled stop reason: {reason}")
+        return "error"
+
+
+async def stream(
+    model: Model, context: Context, options: StreamOptions, output: AssistantMessage
+) -> AsyncIterator[dict[str, Any]]:
+    oauth = is_oauth_token(options.api_key)
+    configured = {k.lower() for k, v in {**(model.get("headers") or {}), **options.headers}.items() if v.strip()}
+    if not options.api_key and not configured & {"authorization", "x-api-key"}:
+        raise ProviderError(f"No API key for provider: {model['provider']}")
+    body = build_body(model, context, options, oauth)
+    headers = build_headers(model, context, options, body)
+    if options.on_payload is not None:
+        replaced = await options.on_payload(body)
+        if replaced is not None:
+            body = {**replaced, "stream": True}
+    reader = _Reader(model, context, output, oauth)
+    url = f"{model['baseUrl'].rstrip('/')}/v1/messages"
+    async for sse in sse_events(url, headers, body, options, anthropic_error_text):
+        if sse.event == "error":
+            raise ProviderError(sse.data)
+        if sse.event not in MESSAGE_EVENTS:
+            continue
+        try:
+            event = orjson.loads(sse.data)
+        except orjson.JSONDecodeError as exc:
+            raise ProviderError(f"Could not parse Anthropic SSE event {sse.event}: {exc}; data={sse.data}") from exc
+        for normalized in reader.handle(event):
+            yield normalized
+    if reader.started and not reader.stopped:
+        raise ProviderError("Anthropic stream ended before message_stop")
+    if output["stopReason"] == "pending":
+        raise ProviderError("Anthropic stream ended without a stop reason")
+    if output["stopReason"] == "error":
+        raise ProviderError(output.get("errorMessage") or "An unknown error occurred")

@@ -1,0 +1,154 @@
+"""HTTP plumbing shared by every wire adapter: one pooled client, SSE streaming, error texts.
+
+httpx is imported on first use (never at start-up). The API is four names:
+
+* ``sse_events(url, headers, body, options, error_text=openai_error_text)`` - POST ``body`` as JSON
+  and yield the response's ``httpx_sse.ServerSentEvent``s. A non-2xx answer raises ``ProviderError``
+  whose text is ``error_text(status, body_text)``; a ``retry-after(-ms)`` header above
+  ``options.max_retry_delay_ms`` turns it into a "retry delay" failure. Transport failures become
+  ``ProviderError``s whose texts the retry classifier (``ai.errors``) treats as transient. The
+  connection is closed when the generator is closed or its task is cancelled.
+* ``openai_error_text(status, body_text, prefix=None)`` - pi's text for an OpenAI-SDK error.
+* ``retry_after_ms(headers)`` - the server-requested wait, if any.
+* ``get_client()`` - the shared ``httpx.AsyncClient`` of the running event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+import weakref
+from collections.abc import AsyncGenerator, Callable, Mapping
+from email.utils import parsedate_to_datetime
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from pi_coding_agent.ai.stream import ProviderError, StreamOptions
+
+if TYPE_CHECKING:
+    import httpx
+    from httpx_sse import ServerSentEvent
+
+ErrorText = Callable[[int, str], str]
+MAX_ERROR_BODY_CHARS = 4000
+
+# A client's connection pool belongs to the loop that created it.
+_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = weakref.WeakKeyDictionary()
+
+
+def get_client() -> httpx.AsyncClient:
+    """The pooled client for the running loop, created on first use."""
+    import httpx
+
+    loop = asyncio.get_running_loop()
+    client = _clients.get(loop)
+    if client is None or client.is_closed:
+        limits = httpx.Limits(max_connections=32, max_keepalive_connections=8)
+        client = httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(300.0, connect=30.0))
+        _clients[loop] = client
+    return client
+
+
+def _truncate(text: str) -> str:
+    extra = len(text) - MAX_ERROR_BODY_CHARS
+    return text if extra <= 0 else f"{text[:MAX_ERROR_BODY_CHARS]}... [truncated {extra} chars]"
+
+
+def openai_error_text(status: int, body_text: str, prefix: str | None = None) -> str:
+    """The errorMessage pi records for an HTTP error from an OpenAI-style endpoint.
+
+    The SDK's message is ``"<status> <error.message>"``; when the body has an error object that
+    the message does not already show, pi records ``"<status>: <compact JSON of that object>"``.
+    ``prefix`` (e.g. ``"OpenAI API error"``) gives the Responses form ``"<prefix> (<status>): ..."``.
+    """
+    try:
+        parsed: Any = orjson.loads(body_text) if body_text.strip() else None
+    except orjson.JSONDecodeError:
+        parsed = None
+    if isinstance(parsed, dict):
+        error = parsed["error"] if parsed.get("error") is not None else parsed
+    else:
+        error = None
+    if isinstance(error, dict) and error.get("message"):
+        detail = error["message"] if isinstance(error["message"], str) else orjson.dumps(error["message"]).decode()
+    elif error is not None:
+        detail = orjson.dumps(error).decode()
+    else:
+        detail = body_text if parsed is None else ""
+    message = f"{status} {detail}" if detail else f"{status} status code (no body)"
+    body = _truncate(orjson.dumps(error).decode()) if isinstance(error, dict) and error else None
+    if body is None or body in message:
+        return f"{prefix} ({status}): {message}" if prefix else message
+    return f"{prefix} ({status}): {body}" if prefix else f"{status}: {body}"
+
+
+def retry_after_ms(headers: Mapping[str, str]) -> int | None:
+    """``retry-after-ms`` (milliseconds) or ``retry-after`` (seconds or an HTTP date)."""
+    raw_ms = headers.get("retry-after-ms")
+    if raw_ms:
+        try:
+            return max(0, math.ceil(float(raw_ms)))
+        except ValueError:
+            pass
+    raw = headers.get("retry-after")
+    if not raw:
+        return None
+    try:
+        return max(0, math.ceil(float(raw) * 1000))
+    except ValueError:
+        pass
+    try:
+        return max(0, math.ceil((parsedate_to_datetime(raw).timestamp() - time.time()) * 1000))
+    except (TypeError, ValueError):
+        return None
+
+
+def _http_error(status: int, headers: Mapping[str, str], body_text: str, options: StreamOptions,
+                error_text: ErrorText) -> ProviderError:
+    text = error_text(status, body_text)
+    wait = retry_after_ms(headers)
+    cap = options.max_retry_delay_ms
+    if wait is not None and cap > 0 and wait > cap:
+        text = f"Server requested {math.ceil(wait / 1000)}s retry delay (max: {math.ceil(cap / 1000)}s). {text}"
+    return ProviderError(text, status, wait)
+
+
+def _transport_error(exc: Exception) -> ProviderError:
+    """Name a transport failure with words the retry classifier knows (pi's Node texts)."""
+    import httpx
+
+    if isinstance(exc, httpx.TimeoutException):
+        return ProviderError(f"Request timed out: {exc}" if str(exc) else "Request timed out.")
+    if isinstance(exc, httpx.ConnectError):
+        return ProviderError(f"Connection error: {exc}")
+    if isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError | httpx.WriteError):
+        return ProviderError("terminated: other side closed (UND_ERR_SOCKET)")  # pi's (Node's) wording
+    return ProviderError(f"Network error: {exc}")
+
+
+async def sse_events(
+    url: str,
+    headers: Mapping[str, str],
+    body: Any,
+    options: StreamOptions,
+    error_text: ErrorText = openai_error_text,
+) -> AsyncGenerator[ServerSentEvent, None]:
+    """POST ``body`` and yield its server-sent events (see the module docstring)."""
+    import httpx
+    from httpx_sse import EventSource
+
+    timeout = httpx.Timeout(options.idle_timeout_s, connect=min(options.idle_timeout_s or 30.0, 30.0))
+    request_headers = {"content-type": "application/json", "accept": "text/event-stream", **headers}
+    try:
+        async with get_client().stream(
+            "POST", url, headers=request_headers, content=orjson.dumps(body), timeout=timeout
+        ) as response:
+            if response.status_code >= 400:
+                text = (await response.aread()).decode(errors="replace")
+                raise _http_error(response.status_code, response.headers, text, options, error_text)
+            async for event in EventSource(response).aiter_sse():
+                yield event
+    except httpx.TransportError as exc:
+        raise _transport_error(exc) from exc

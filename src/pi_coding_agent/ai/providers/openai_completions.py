@@ -1,0 +1,402 @@
+"""OpenAI Chat Completions (``openai-completions``) and the many servers that copy it.
+
+Differences between hosts are switches in ``model["compat"]``; unset switches are detected from the
+provider name and base URL (OpenAI, OpenRouter, Groq, Cerebras, xAI, Mistral, DeepSeek, z.ai,
+Together, Moonshot and local servers such as Ollama, vLLM, llama.cpp and LM Studio).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+from contextlib import aclosing
+from typing import Any
+
+import orjson
+
+from pi_coding_agent.ai.providers.http import sse_events
+from pi_coding_agent.ai.providers.partial_json import parse_arguments
+from pi_coding_agent.ai.stream import ProviderError, StreamOptions
+from pi_coding_agent.ai.types import AssistantMessage, Context, Model, empty_usage
+
+REASONING_FIELDS = ("reasoning_content", "reasoning", "reasoning_text")
+STOP_REASONS = {"stop": "stop", "end": "stop", "length": "length", "tool_calls": "toolUse", "function_call": "toolUse"}
+BRIDGE_TEXT = "I have processed the tool results."
+
+
+# ---------------------------------------------------------------------------------------------- compat
+
+
+def detect_compat(model: Model) -> dict[str, Any]:
+    """Switch defaults for a host, from its provider name and base URL."""
+    provider, url = model["provider"], model["baseUrl"]
+
+    def host(name: str, *fragments: str) -> bool:
+        return provider == name or any(f in url.lower() for f in fragments)
+
+    zai = host("zai", "api.z.ai", "open.bigmodel.cn") or provider == "zai-coding-cn"
+    together = host("together", "api.together.ai", "api.together.xyz")
+    moonshot = host("moonshotai", "api.moonshot.") or provider == "moonshotai-cn"
+    openrouter = host("openrouter", "openrouter.ai")
+    nvidia = host("nvidia", "integrate.api.nvidia.com")
+    cerebras = host("cerebras", "cerebras.ai")
+    deepseek = host("deepseek", "deepseek.com")
+    xai = host("xai", "api.x.ai")
+    cloudflare = host("cloudflare-ai-gateway", "gateway.ai.cloudflare.com")
+    opencode = host("opencode", "opencode.ai")
+    chutes = "chutes.ai" in url
+    non_standard = nvidia or cerebras or xai or together or chutes or deepseek or zai or moonshot or opencode or cloudflare
+    use_max_tokens = chutes or deepseek or moonshot or cloudflare or together or nvidia or zai
+    thinking_format = ("deepseek" if deepseek else "zai" if zai else "together" if together
+                       else "openrouter" if openrouter else "openai")
+    return {
+        "supportsStore": not non_standard,
+        "supportsDeveloperRole": host("openai", "api.openai.com"),
+        "supportsReasoningEffort": not (xai or zai or moonshot or together or cloudflare or nvidia),
+        "supportsUsageInStreaming": True,
+        "supportsFinishReason": True,
+        "maxTokensField": "max_tokens" if use_max_tokens else "max_completion_tokens",
+        "requiresToolResultName": False,
+        "requiresAssistantAfterToolResult": False,
+        "requiresNonNullAssistantContent": False,
+        "requiresToolsWithToolHistory": False,
+        "requiresThinkingAsText": False,
+        "requiresReasoningContentOnAssistantMessages": deepseek,
+        "thinkingFormat": thinking_format,
+        "supportsStrictMode": False,
+        "zaiToolStream": False,
+    }
+
+
+def resolve_compat(model: Model) -> dict[str, Any]:
+    """Detected switches overridden by the ones the model sets explicitly."""
+    return {**detect_compat(model), **(model.get("compat") or {})}
+
+
+# --------------------------------------------------------------------------------------------- request
+
+
+def normalize_tool_call_id(model: Model, call_id: str) -> str:
+    """Chat Completions ids: Responses-style ``call|item`` ids are folded to 40 safe characters."""
+    if "|" in call_id:
+        call, item = (re.sub(r"[^a-zA-Z0-9_-]", "_", part) for part in call_id.split("|", 1))
+        combined = f"{call}_{item}" if item else call
+        if len(combined) <= 40:
+            return combined
+        import hashlib
+
+        digest = hashlib.sha256(call_id.encode()).hexdigest()[:8]
+        return f"{call[: 40 - len(digest) - 1]}_{digest}"
+    return call_id[:40] if model["provider"] == "openai" else call_id
+
+
+def _user_content(content: Any) -> Any:
+    if isinstance(content, str):
+        return content
+    parts: list[dict[str, Any]] = []
+    for block in content:
+        if block["type"] == "text" and block["text"]:
+            parts.append({"type": "text", "text": block["text"]})
+        elif block["type"] == "image":
+            parts.append({"type": "image_url", "image_url": {"url": f"data:{block['mimeType']};base64,{block['data']}"}})
+    return parts or None
+
+
+def _assistant_message(model: Model, msg: Any, compat: dict[str, Any]) -> dict[str, Any] | None:
+    needs_string = compat["requiresAssistantAfterToolResult"] or compat["requiresNonNullAssistantContent"]
+    out: dict[str, Any] = {"role": "assistant", "content": "" if needs_string else None}
+    text = "".join(b["text"] for b in msg["content"] if b["type"] == "text" and b["text"].strip())
+    thinking = [b for b in msg["content"] if b["type"] == "thinking" and b["thinking"].strip()]
+    calls = [b for b in msg["content"] if b["type"] == "toolCall"]
+    if thinking and compat["requiresThinkingAsText"]:
+        joined = "\n\n".join(b["thinking"] for b in thinking)
+        out["content"] = [{"type": "text", "text": joined}] + ([{"type": "text", "text": text}] if text else [])
+    else:
+        if text:
+            out["content"] = text
+        field = thinking[0].get("thinkingSignature") if thinking else None
+        if field in REASONING_FIELDS:
+            out[field] = "\n".join(b["thinking"] for b in thinking)
+    if calls:
+        out["tool_calls"] = [
+            {"id": normalize_tool_call_id(model, c["id"]), "type": "function",
+             "function": {"name": c["name"], "arguments": orjson.dumps(c["arguments"]).decode()}}
+            for c in calls
+        ]
+    if compat["requiresReasoningContentOnAssistantMessages"] and model["reasoning"] and "reasoning_content" not in out:
+        out["reasoning_content"] = ""
+    return out if out["content"] or calls else None
+
+
+def _tool_messages(model: Model, results: list[Any], compat: dict[str, Any]) -> list[dict[str, Any]]:
+    """One ``tool`` message per result; their images follow in one user message (tools carry text only)."""
+    out: list[dict[str, Any]] = []
+    images: list[dict[str, Any]] = []
+    for result in results:
+        text = "\n".join(b["text"] for b in result["content"] if b["type"] == "text")
+        result_images = [b for b in result["content"] if b["type"] == "image"]
+        if not text.strip():
+            text = "(see attached image)" if result_images else "(no tool output)"
+        message = {"role": "tool", "content": text, "tool_call_id": normalize_tool_call_id(model, result["toolCallId"])}
+        if compat["requiresToolResultName"] and result.get("toolName"):
+            message["name"] = result["toolName"]
+        out.append(message)
+        if "image" in model["input"]:
+            images += [{"type": "image_url", "image_url": {"url": f"data:{b['mimeType']};base64,{b['data']}"}}
+                       for b in result_images]
+    if images:
+        if compat["requiresAssistantAfterToolResult"]:
+            out.append({"role": "assistant", "content": BRIDGE_TEXT})
+        out.append({"role": "user", "content": [{"type": "text", "text": "Attached image(s) from tool result:"}, *images]})
+    return out
+
+
+def convert_messages(model: Model, context: Context, compat: dict[str, Any]) -> list[dict[str, Any]]:
+    instruction_role = "developer" if model["reasoning"] and compat["supportsDeveloperRole"] else "system"
+    out: list[dict[str, Any]] = []
+    if context.get("systemPrompt"):
+        out.append({"role": instruction_role, "content": context["systemPrompt"]})
+    messages: list[Any] = context["messages"]
+    i = 0
+    while i < len(messages):
+        msg = messages[i]
+        role = msg["role"]
+        if role == "toolResult":
+            j = i
+            while j < len(messages) and messages[j]["role"] == "toolResult":
+                j += 1
+            out += _tool_messages(model, messages[i:j], compat)
+            i = j
+            continue
+        if role == "user":
+            if compat["requiresAssistantAfterToolResult"] and out and out[-1]["role"] == "tool":
+                out.append({"role": "assistant", "content": BRIDGE_TEXT})
+            content = _user_content(msg["content"])
+            if content is not None:
+                out.append({"role": "user", "content": content})
+        elif role == "assistant":
+            converted = _assistant_message(model, msg, compat)
+            if converted is not None:
+                out.append(converted)
+        elif role == "system" and msg.get("content"):
+            out.append({"role": instruction_role, "content": msg["content"]})
+        i += 1
+    return out
+
+
+def _tools(context: Context, compat: dict[str, Any]) -> list[dict[str, Any]]:
+    strict = {"strict": False} if compat["supportsStrictMode"] else {}
+    return [{"type": "function", "function": {"name": t["name"], "description": t["description"],
+                                              "parameters": t["parameters"], **strict}}
+            for t in context.get("tools") or []]
+
+
+def _apply_thinking(body: dict[str, Any], model: Model, options: StreamOptions, compat: dict[str, Any]) -> None:
+    """Ask for reasoning in the host's dialect (agent-loop.md §10); ``off`` may still need saying."""
+    if not model["reasoning"]:
+        return
+    mapping = model.get("thinkingLevelMap") or {}
+    level = options.thinking_level if options.thinking_level != "off" else None
+    effort = (mapping.get(level) or level) if level else None
+    off_allowed = mapping.get("off", "none") is not None  # a null "off" means the model cannot stop thinking
+    fmt = compat["thinkingFormat"]
+    with_effort = bool(effort) and compat["supportsReasoningEffort"]
+    if fmt == "openrouter":
+        if effort or off_allowed:
+            body["reasoning"] = {"effort": effort or mapping.get("off") or "none"}
+    elif fmt == "zai":
+        body["thinking"] = {"type": "enabled", "clear_thinking": False} if effort else {"type": "disabled"}
+    elif fmt == "deepseek":
+        if effort or off_allowed:
+            body["thinking"] = {"type": "enabled" if effort else "disabled"}
+    elif fmt == "qwen":
+        body["enable_thinking"] = bool(effort)
+    elif fmt == "qwen-chat-template":
+        body["chat_template_kwargs"] = {"enable_thinking": bool(effort), "preserve_thinking": True}
+    elif fmt == "together":
+        body["reasoning"] = {"enabled": bool(effort)}
+    elif compat["supportsReasoningEffort"] and not effort and isinstance(mapping.get("off"), str):
+        body["reasoning_effort"] = mapping["off"]
+    if with_effort and fmt not in ("openrouter", "qwen-chat-template"):
+        body["reasoning_effort"] = effort
+
+
+def build_request(model: Model, context: Context, options: StreamOptions) -> dict[str, Any]:
+    """The JSON body of one ``/chat/completions`` request."""
+    compat = resolve_compat(model)
+    body: dict[str, Any] = {"model": model["id"], "messages": convert_messages(model, context, compat), "stream": True}
+    key_mode = compat.get("promptCacheKeyMode", "auto")
+    if options.session_id and options.cache_retention != "none" and (
+            key_mode == "enabled" or (key_mode == "auto" and "api.openai.com" in model["baseUrl"])):
+        body["prompt_cache_key"] = options.session_id[:64]
+    if compat["supportsUsageInStreaming"] is not False:
+        body["stream_options"] = {"include_usage": True}
+    if compat["supportsStore"]:
+        body["store"] = False
+    max_tokens = options.max_tokens or model.get("maxTokens")
+    if max_tokens:
+        body["max_tokens" if compat["maxTokensField"] == "max_tokens" else "max_completion_tokens"] = max_tokens
+    if options.temperature is not None:
+        body["temperature"] = options.temperature
+    tools = _tools(context, compat)
+    if tools:
+        body["tools"] = tools
+        if compat["zaiToolStream"]:
+            body["tool_stream"] = True
+    elif compat["requiresToolsWithToolHistory"] and any(m["role"] == "toolResult" for m in context["messages"]):
+        body["tools"] = []
+    _apply_thinking(body, model, options, compat)
+    if compat.get("openRouterRouting"):
+        body["provider"] = compat["openRouterRouting"]
+    return body
+
+
+def request_headers(model: Model, options: StreamOptions) -> dict[str, str]:
+    """Bearer auth plus the model's and the caller's headers (the caller's win)."""
+    extra = {**(model.get("headers") or {}), **options.headers}
+    has_auth = any(k.lower() == "authorization" and v.strip() for k, v in extra.items())
+    if not options.api_key and not has_auth:
+        raise ProviderError(f"No API key for provider: {model['provider']}")
+    auth = {"authorization": f"Bearer {options.api_key}"} if options.api_key else {}
+    return {**auth, **extra}
+
+
+# ---------------------------------------------------------------------------------------------- stream
+
+
+class _ChunkReader:
+    """Turns chunks into content blocks and events; every block ends only when the stream does."""
+
+    def __init__(self, output: AssistantMessage) -> None:
+        self.output = output
+        self.blocks: list[Any] = output["content"]
+        self.text: Any = None
+        self.thinking: Any = None
+        self.calls: dict[Any, Any] = {}  # stream index (or id) -> block
+        self.raw_args: dict[int, str] = {}  # content index -> argument text so far
+        self.finished = False
+
+    def feed(self, chunk: dict[str, Any]) -> list[dict[str, Any]]:
+        if chunk.get("error"):  # mid-stream failure relayed by a gateway
+            error: Any = chunk["error"]
+            message = error.get("message") if isinstance(error, dict) else None
+            raise ProviderError(str(message) if message else orjson.dumps(error).decode())
+        if chunk.get("id") and "responseId" not in self.output:
+            self.output["responseId"] = chunk["id"]
+        choices = chunk.get("choices") or []
+        choice = choices[0] if choices else None
+        usage = chunk.get("usage") or (choice or {}).get("usage")
+        if usage:
+            self._usage(usage)
+        if not choice:
+            return []
+        events: list[dict[str, Any]] = []
+        if choice.get("finish_reason"):
+            self._finish_reason(choice["finish_reason"])
+        delta = choice.get("delta") or {}
+        field = next((f for f in REASONING_FIELDS if isinstance(delta.get(f), str) and delta[f]), None)
+        if field:
+            events += self._append("thinking", delta[field], field)
+        if delta.get("content"):
+            events += self._append("text", delta["content"])
+        for call in delta.get("tool_calls") or []:
+            events += self._tool_call(call)
+        return events
+
+    def _append(self, kind: str, piece: str, signature: str | None = None) -> list[dict[str, Any]]:
+        events: list[dict[str, Any]] = []
+        block = self.thinking if kind == "thinking" else self.text
+        if block is None:
+            block = {"type": kind, kind: ""}
+            if signature:
+                block["thinkingSignature"] = signature
+            self.blocks.append(block)
+            setattr(self, kind, block)
+            events.append({"type": f"{kind}_start", "contentIndex": len(self.blocks) - 1})
+        block[kind] += piece
+        events.append({"type": f"{kind}_delta", "contentIndex": self.blocks.index(block), "delta": piece})
+        return events
+
+    def _tool_call(self, call: dict[str, Any]) -> list[dict[str, Any]]:
+        events: list[dict[str, Any]] = []
+        key = call.get("index", call.get("id"))
+        block = self.calls.get(key)
+        function = call.get("function") or {}
+        if block is None:
+            block = {"type": "toolCall", "id": call.get("id") or "", "name": function.get("name") or "", "arguments": {}}
+            self.calls[key] = block
+            self.blocks.append(block)
+            self.raw_args[len(self.blocks) - 1] = ""
+            events.append({"type": "toolcall_start", "contentIndex": len(self.blocks) - 1,
+                           "id": block["id"], "toolName": block["name"]})
+        index = self.blocks.index(block)
+        if not block["id"] and call.get("id"):
+            block["id"] = call["id"]
+        if not block["name"] and function.get("name"):
+            block["name"] = function["name"]
+        piece = function.get("arguments") or ""
+        self.raw_args[index] += piece
+        events.append({"type": "toolcall_delta", "contentIndex": index, "delta": piece})
+        return events
+
+    def _usage(self, raw: dict[str, Any]) -> None:
+        details = raw.get("prompt_tokens_details") or {}
+        cached = details.get("cached_tokens") or raw.get("prompt_cache_hit_tokens") or raw.get("cached_tokens") or 0
+        written = details.get("cache_write_tokens") or 0
+        usage = empty_usage()
+        usage["input"] = max(0, (raw.get("prompt_tokens") or 0) - cached - written)
+        usage["output"] = raw.get("completion_tokens") or 0
+        usage["cacheRead"] = cached
+        usage["cacheWrite"] = written
+        usage["reasoning"] = (raw.get("completion_tokens_details") or {}).get("reasoning_tokens") or raw.get(
+            "reasoning_tokens") or 0
+        usage["totalTokens"] = usage["input"] + usage["output"] + cached + written
+        self.output["usage"] = usage
+
+    def _finish_reason(self, reason: str) -> None:
+        self.finished = True
+        stop = STOP_REASONS.get(reason)
+        if stop is None:
+            self.output["stopReason"] = "error"
+            self.output["errorMessage"] = f"Provider finish_reason: {reason}"
+        else:
+            self.output["stopReason"] = stop  # type: ignore[typeddict-item]
+
+    def end_blocks(self) -> list[dict[str, Any]]:
+        events: list[dict[str, Any]] = []
+        for index, block in enumerate(self.blocks):
+            kind = block["type"]
+            if kind == "toolCall":
+                block["arguments"] = parse_arguments(self.raw_args.get(index, ""))
+                events.append({"type": "toolcall_end", "contentIndex": index, "toolCall": block})
+            else:
+                events.append({"type": f"{kind}_end", "contentIndex": index, "content": block[kind]})
+        return events
+
+
+async def stream(
+    model: Model, context: Context, options: StreamOptions, output: AssistantMessage
+) -> AsyncIterator[dict[str, Any]]:
+    compat = resolve_compat(model)
+    headers = request_headers(model, options)
+    body = build_request(model, context, options)
+    if options.on_payload is not None:
+        replaced = await options.on_payload(body)
+        if replaced is not None:
+            body = replaced
+    url = model["baseUrl"].rstrip("/") + "/chat/completions"
+    reader = _ChunkReader(output)
+    async with aclosing(sse_events(url, headers, body, options)) as events:
+        async for event in events:
+            if event.data == "[DONE]" or not event.data:
+                continue
+            for item in reader.feed(orjson.loads(event.data)):
+                yield item
+    for item in reader.end_blocks():
+        yield item
+    if not reader.finished and not compat["supportsFinishReason"]:
+        output["stopReason"] = "toolUse" if reader.calls else "stop"
+    if output["stopReason"] == "error":
+        raise ProviderError(output.get("errorMessage") or "Provider returned an error stop reason")
+    if output["stopReason"] == "pending" or (compat["supportsFinishReason"] and not reader.finished):
+        raise ProviderError("Stream ended without finish_reason")

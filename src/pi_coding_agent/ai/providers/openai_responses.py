@@ -1,0 +1,396 @@
+"""OpenAI Responses API (``openai-responses``): typed output items streamed as named events.
+
+Reasoning items are kept whole (JSON) in ``thinkingSignature`` and text item ids in
+``textSignature`` so a later request can replay them with ``store: false``. Tool call ids are
+``<call_id>|<item id>``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import AsyncIterator
+from contextlib import aclosing
+from typing import Any
+
+import orjson
+
+from pi_coding_agent.ai.providers.http import openai_error_text, sse_events
+from pi_coding_agent.ai.providers.openai_completions import request_headers
+from pi_coding_agent.ai.providers.partial_json import parse_arguments
+from pi_coding_agent.ai.stream import ProviderError, StreamOptions
+from pi_coding_agent.ai.types import AssistantMessage, Context, Model, empty_usage
+
+MIN_OUTPUT_TOKENS = 16  # the API rejects smaller max_output_tokens
+CALL_ID_PROVIDERS = frozenset({"openai", "openai-codex", "opencode"})
+
+
+def _short_hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def _id_part(part: str) -> str:
+    return re.sub(r"[^a-zA-Z0-9_-]", "_", part)[:64].rstrip("_")
+
+
+# --------------------------------------------------------------------------------------------- request
+
+
+class _Converter:
+    """Context -> ``input`` items; remembers the tool call ids it had to rewrite for their results."""
+
+    def __init__(self, model: Model) -> None:
+        self.model = model
+        self.renamed: dict[str, str] = {}
+
+    def call_id(self, call_id: str, source: Any) -> str:
+        """Ids of another model's calls are made acceptable here (``fc_`` item ids, safe characters)."""
+        if self.model["provider"] not in CALL_ID_PROVIDERS or "|" not in call_id:
+            return _id_part(call_id)
+        call, item = call_id.split("|", 1)
+        foreign = source["provider"] != self.model["provider"] or source["api"] != self.model["api"]
+        item = f"fc_{_short_hash(item)}" if foreign else _id_part(item)
+        if not item.startswith("fc_"):
+            item = _id_part(f"fc_{item}")
+        return f"{_id_part(call)}|{item}"
+
+    def convert(self, context: Context) -> list[dict[str, Any]]:
+        model = self.model
+        compat = model.get("compat") or {}
+        role = "developer" if model["reasoning"] and compat.get("supportsDeveloperRole") is not False else "system"
+        items: list[dict[str, Any]] = []
+        if context.get("systemPrompt"):
+            items.append({"role": role, "content": context["systemPrompt"]})
+        messages: list[Any] = context["messages"]
+        for index, msg in enumerate(messages):
+            kind = msg["role"]
+            if kind == "user":
+                items += self._user(msg)
+            elif kind == "assistant":
+                items += self._assistant(msg, index)
+            elif kind == "toolResult":
+                call_id = self.renamed.get(msg["toolCallId"], msg["toolCallId"]).split("|", 1)[0]
+                items.append({"type": "function_call_output", "call_id": call_id, "output": self._output(msg)})
+            elif kind == "system" and msg.get("content"):
+                items.append({"role": role, "content": msg["content"]})
+        return items
+
+    def _user(self, msg: Any) -> list[dict[str, Any]]:
+        content = msg["content"]
+        if isinstance(content, str):
+            return [{"role": "user", "content": [{"type": "input_text", "text": content}]}]
+        parts = [
+            {"type": "input_text", "text": b["text"]} if b["type"] == "text" else
+            {"type": "input_image", "detail": "auto", "image_url": f"data:{b['mimeType']};base64,{b['data']}"}
+            for b in content
+        ]
+        return [{"role": "user", "content": parts}] if parts else []
+
+    def _assistant(self, msg: Any, index: int) -> list[dict[str, Any]]:
+        model = self.model
+        same_api = msg["provider"] == model["provider"] and msg["api"] == model["api"]
+        same_model = same_api and msg["model"] == model["id"]
+        out: list[dict[str, Any]] = []
+        texts = 0
+        for block in msg["content"]:
+            kind = block["type"]
+            if kind == "thinking" and block.get("thinkingSignature"):
+                try:
+                    out.append(orjson.loads(block["thinkingSignature"]))
+                except orjson.JSONDecodeError:
+                    continue  # not a reasoning item (e.g. written by a Chat Completions model)
+            elif kind == "text":
+                out.append(self._text_item(block, index, texts))
+                texts += 1
+            elif kind == "toolCall":
+                call_id = block["id"]
+                if not same_model:
+                    call_id = self.call_id(call_id, msg)
+                    if call_id != block["id"]:
+                        self.renamed[block["id"]] = call_id
+                call, _, item_id = call_id.partition("|")
+                item: dict[str, Any] = {"type": "function_call"}
+                if item_id.startswith("fc_") and (same_model or not same_api):
+                    item["id"] = item_id
+                item.update(call_id=call, name=block["name"], arguments=orjson.dumps(block["arguments"]).decode())
+                out.append(item)
+        return out
+
+    @staticmethod
+    def _text_item(block: Any, index: int, nth: int) -> dict[str, Any]:
+        signature = _parse_text_signature(block.get("textSignature"))
+        item_id = signature.get("id") or (f"msg_pi_{index}" if nth == 0 else f"msg_pi_{index}_{nth}")
+        if len(item_id) > 64:
+            item_id = f"msg_{_short_hash(item_id)}"
+        item = {"type": "message", "role": "assistant",
+                "content": [{"type": "output_text", "text": block["text"], "annotations": []}],
+                "status": "completed", "id": item_id}
+        if signature.get("phase"):
+            item["phase"] = signature["phase"]
+        return item
+
+    def _output(self, msg: Any) -> Any:
+        text = "\n".join(b["text"] for b in msg["content"] if b["type"] == "text")
+        images = [b for b in msg["content"] if b["type"] == "image"]
+        if not images or "image" not in self.model["input"]:
+            return text if text.strip() else "(see attached image)" if images else "(no tool output)"
+        parts: list[dict[str, Any]] = [{"type": "input_text", "text": text}] if text.strip() else []
+        parts += [{"type": "input_image", "detail": "auto", "image_url": f"data:{b['mimeType']};base64,{b['data']}"}
+                  for b in images]
+        return parts
+
+
+def _parse_text_signature(signature: str | None) -> dict[str, str]:
+    """``{"v":1,"id":...,"phase"?}`` as written by ``_end_item``, or a bare legacy item id."""
+    if not signature:
+        return {}
+    if signature.startswith("{"):
+        try:
+            parsed = orjson.loads(signature)
+        except orjson.JSONDecodeError:
+            parsed = None
+        if isinstance(parsed, dict) and parsed.get("v") == 1 and isinstance(parsed.get("id"), str):
+            phase = parsed.get("phase")
+            return {"id": parsed["id"], **({"phase": phase} if phase in ("commentary", "final_answer") else {})}
+    return {"id": signature}
+
+
+def build_request(model: Model, context: Context, options: StreamOptions) -> dict[str, Any]:
+    """The JSON body of one ``/responses`` request."""
+    compat = model.get("compat") or {}
+    body: dict[str, Any] = {"model": model["id"], "input": _Converter(model).convert(context), "stream": True}
+    if options.session_id and options.cache_retention != "none" and compat.get("promptCacheKeyMode") != "disabled":
+        body["prompt_cache_key"] = options.session_id[:64]
+    if options.cache_retention == "long" and compat.get("supportsLongCacheRetention", True):
+        body["prompt_cache_retention"] = "24h"
+    body["store"] = False
+    max_tokens = options.max_tokens or model.get("maxTokens")
+    if max_tokens and compat.get("supportsMaxOutputTokens", True):
+        body["max_output_tokens"] = max(max_tokens, MIN_OUTPUT_TOKENS)
+    if options.temperature is not None:
+        body["temperature"] = options.temperature
+    strict = {"strict": False} if compat.get("supportsStrictMode") else {}
+    tools = [{"type": "function", "name": t["name"], "description": t["description"],
+              "parameters": t["parameters"], **strict} for t in context.get("tools") or []]
+    if tools:
+        body["tools"] = tools
+    if model["reasoning"]:
+        mapping = model.get("thinkingLevelMap") or {}
+        level = options.thinking_level
+        if level != "off":
+            body["reasoning"] = {"effort": mapping.get(level) or level, "summary": "auto"}
+            body["include"] = ["reasoning.encrypted_content"]
+        elif model["provider"] != "github-copilot" and mapping.get("off", "none") is not None:
+            body["reasoning"] = {"effort": mapping.get("off") or "none"}
+        if model["provider"] == "xai":
+            body["include"] = ["reasoning.encrypted_content"]
+    return body
+
+
+def _headers(model: Model, options: StreamOptions) -> dict[str, str]:
+    headers = request_headers(model, options)
+    if options.session_id and options.cache_retention != "none":
+        openrouter = model["provider"] == "openrouter" or "openrouter.ai" in model["baseUrl"]
+        affinity = {"x-session-id": options.session_id} if openrouter else {
+            "session-id": options.session_id, "x-client-request-id": options.session_id}
+        headers = {**affinity, **headers}
+    return headers
+
+
+# ---------------------------------------------------------------------------------------------- stream
+
+
+class _EventReader:
+    """Turns Responses events into content blocks and normalized events."""
+
+    def __init__(self, output: AssistantMessage) -> None:
+        self.output = output
+        self.blocks: list[Any] = output["content"]
+        self.slots: dict[int, int] = {}  # output_index -> content index
+        self.raw_args: dict[int, str] = {}  # content index -> argument text so far
+        self.unfinished: set[int] = set()  # tool calls whose output_item.done is missing
+        self.terminal = False
+
+    def feed(self, event: dict[str, Any]) -> list[dict[str, Any]]:
+        kind = event.get("type", "")
+        if kind == "response.created":
+            self.output["responseId"] = event["response"]["id"]
+        elif kind == "response.output_item.added":
+            return self._start_item(event["output_index"], event["item"])
+        elif kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
+            return self._delta(event, "thinking", event["delta"])
+        elif kind == "response.reasoning_summary_part.done":
+            return self._delta(event, "thinking", "\n\n")
+        elif kind in ("response.output_text.delta", "response.refusal.delta"):
+            return self._delta(event, "text", event["delta"])
+        elif kind == "response.function_call_arguments.delta":
+            return self._args(event, event["delta"])
+        elif kind == "response.function_call_arguments.done":
+            return self._final_args(event, event.get("arguments") or "")
+        elif kind == "response.output_item.done":
+            return self._end_item(event["output_index"], event["item"])
+        elif kind in ("response.completed", "response.incomplete"):
+            self._finish(event["response"])
+        elif kind == "response.failed":
+            raise ProviderError(_failure_text(event.get("response") or {}))
+        elif kind == "error":
+            raise ProviderError(f"Error Code {event.get('code')}: {event.get('message')}")
+        return []
+
+    def _slot(self, event: dict[str, Any], kind: str) -> int | None:
+        index = self.slots.get(event.get("output_index", -1))
+        return index if index is not None and self.blocks[index]["type"] == kind else None
+
+    def _start_item(self, output_index: int, item: dict[str, Any]) -> list[dict[str, Any]]:
+        kind = item.get("type")
+        index = len(self.blocks)
+        if kind == "reasoning":
+            self.blocks.append({"type": "thinking", "thinking": ""})
+            event: dict[str, Any] = {"type": "thinking_start", "contentIndex": index}
+        elif kind == "message":
+            if item.get("phase") == "final_answer":
+                self.output["stopReason"] = "stop"
+            self.blocks.append({"type": "text", "text": ""})
+            event = {"type": "text_start", "contentIndex": index}
+        elif kind == "function_call":
+            call = {"type": "toolCall", "id": f"{item.get('call_id')}|{item.get('id')}", "name": item.get("name", ""),
+                    "arguments": {}}
+            self.blocks.append(call)
+            self.raw_args[index] = item.get("arguments") or ""
+            self.unfinished.add(index)
+            event = {"type": "toolcall_start", "contentIndex": index, "id": call["id"], "toolName": call["name"]}
+        else:
+            return []
+        self.slots[output_index] = index
+        return [event]
+
+    def _delta(self, event: dict[str, Any], kind: str, piece: str) -> list[dict[str, Any]]:
+        index = self._slot(event, kind)
+        if index is None:
+            return []
+        self.blocks[index][kind] += piece
+        return [{"type": f"{kind}_delta", "contentIndex": index, "delta": piece}]
+
+    def _args(self, event: dict[str, Any], piece: str) -> list[dict[str, Any]]:
+        index = self._slot(event, "toolCall")
+        if index is None:
+            return []
+        self.raw_args[index] += piece
+        return [{"type": "toolcall_delta", "contentIndex": index, "delta": piece}]
+
+    def _final_args(self, event: dict[str, Any], text: str) -> list[dict[str, Any]]:
+        """The complete arguments; only a missing tail is reported as a delta."""
+        index = self._slot(event, "toolCall")
+        if index is None:
+            return []
+        sent = self.raw_args[index]
+        self.raw_args[index] = text
+        if text.startswith(sent) and len(text) > len(sent):
+            return [{"type": "toolcall_delta", "contentIndex": index, "delta": text[len(sent):]}]
+        return []
+
+    def _end_item(self, output_index: int, item: dict[str, Any]) -> list[dict[str, Any]]:
+        events = [] if output_index in self.slots else self._start_item(output_index, item)
+        index = self.slots.pop(output_index, None)
+        if index is None:
+            return events
+        block = self.blocks[index]
+        kind = item.get("type")
+        if kind == "reasoning" and block["type"] == "thinking":
+            summary = "\n\n".join(s.get("text", "") for s in item.get("summary") or [])
+            content = "\n\n".join(c.get("text", "") for c in item.get("content") or [])
+            block["thinking"] = summary or content or block["thinking"]
+            block["thinkingSignature"] = orjson.dumps(item).decode()
+            events.append({"type": "thinking_end", "contentIndex": index, "content": block["thinking"]})
+        elif kind == "message" and block["type"] == "text":
+            if item.get("phase") == "final_answer":
+                self.output["stopReason"] = "stop"
+            parts = item.get("content") or []
+            block["text"] = "".join(p.get("text", "") if p.get("type") == "output_text" else p.get("refusal", "")
+                                    for p in parts)
+            signature: dict[str, Any] = {"v": 1, "id": item.get("id")}
+            if item.get("phase"):
+                signature["phase"] = item["phase"]
+            block["textSignature"] = orjson.dumps(signature).decode()
+            events.append({"type": "text_end", "contentIndex": index, "content": block["text"]})
+        elif kind == "function_call" and block["type"] == "toolCall":
+            if item.get("arguments"):
+                self.raw_args[index] = item["arguments"]
+            block["arguments"] = parse_arguments(self.raw_args[index])
+            self.unfinished.discard(index)
+            events.append({"type": "toolcall_end", "contentIndex": index, "toolCall": block})
+        return events
+
+    def _finish(self, response: dict[str, Any]) -> None:
+        self.terminal = True
+        output = self.output
+        if response.get("id"):
+            output["responseId"] = response["id"]
+        raw = response.get("usage")
+        if raw:
+            details = raw.get("input_tokens_details") or {}
+            cached = details.get("cached_tokens") or 0
+            written = details.get("cache_write_tokens") or 0
+            usage = empty_usage()
+            usage["input"] = max(0, (raw.get("input_tokens") or 0) - cached - written)
+            usage["output"] = raw.get("output_tokens") or 0
+            usage["cacheRead"] = cached
+            usage["cacheWrite"] = written
+            usage["reasoning"] = (raw.get("output_tokens_details") or {}).get("reasoning_tokens") or 0
+            usage["totalTokens"] = raw.get("total_tokens") or 0
+            output["usage"] = usage
+        status = response.get("status")
+        reason = (response.get("incomplete_details") or {}).get("reason")
+        output.pop("errorMessage", None)
+        if status == "incomplete" and reason == "max_output_tokens":
+            output["stopReason"] = "length"
+        elif status == "incomplete":
+            output["stopReason"] = "error"
+            output["errorMessage"] = (f"Response incomplete: {reason}" if reason
+                                      else "Response incomplete without a provider reason")
+        elif status in ("failed", "cancelled"):
+            output["stopReason"] = "error"
+        else:
+            output["stopReason"] = "stop"
+        if output["stopReason"] == "stop" and any(b["type"] == "toolCall" for b in self.blocks):
+            output["stopReason"] = "toolUse"
+
+
+def _failure_text(response: dict[str, Any]) -> str:
+    error = response.get("error")
+    if error:
+        return f"{error.get('code') or 'unknown'}: {error.get('message') or 'no message'}"
+    reason = (response.get("incomplete_details") or {}).get("reason")
+    return f"incomplete: {reason}" if reason else "Unknown error (no error details in response)"
+
+
+def _error_text(model: Model) -> Any:
+    prefix = "OpenAI API error" if model["provider"] == "openai" else f"{model['provider']} API error"
+    return lambda status, text: openai_error_text(status, text, prefix)
+
+
+async def stream(
+    model: Model, context: Context, options: StreamOptions, output: AssistantMessage
+) -> AsyncIterator[dict[str, Any]]:
+    headers = _headers(model, options)
+    body = build_request(model, context, options)
+    if options.on_payload is not None:
+        replaced = await options.on_payload(body)
+        if replaced is not None:
+            body = replaced
+    url = model["baseUrl"].rstrip("/") + "/responses"
+    reader = _EventReader(output)
+    async with aclosing(sse_events(url, headers, body, options, _error_text(model))) as events:
+        async for event in events:
+            if event.data and event.data != "[DONE]":
+                for item in reader.feed(orjson.loads(event.data)):
+                    yield item
+    if not reader.terminal:
+        raise ProviderError("OpenAI Responses stream ended before a terminal response event")
+    if output["stopReason"] == "error":
+        raise ProviderError(output.get("errorMessage") or "An unknown error occurred")
+    if output["stopReason"] == "toolUse":
+        for index in sorted(reader.unfinished):
+            call: Any = reader.blocks[index]
+            raise ProviderError(
+                f"OpenAI Responses stream completed with an unfinished tool call: {call['name']} ({call['id']})")

@@ -1,0 +1,52 @@
+"""Best-effort parsing of tool-call arguments that may have been cut off mid-stream."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+_CLOSERS = {"{": "}", "[": "]"}
+
+
+def parse_arguments(text: str) -> dict[str, Any]:
+    """The argument object in ``text``; an unfinished object is closed first, garbage gives ``{}``."""
+    if not text.strip():
+        return {}
+    for candidate in (text, _complete(text)):
+        try:
+            value = orjson.loads(candidate)
+        except orjson.JSONDecodeError:
+            continue
+        return value if isinstance(value, dict) else {}
+    return {}
+
+
+def _complete(text: str) -> str:
+    """Close an open string, drop a dangling separator and close every open bracket."""
+    stack: list[str] = []
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in _CLOSERS:
+            stack.append(_CLOSERS[ch])
+        elif ch in "}]" and stack:
+            stack.pop()
+    if escaped:
+        text = text[:-1]
+    if in_string:
+        text += '"'
+    text = text.rstrip()
+    if text.endswith(","):
+        text = text[:-1]
+    elif text.endswith(":"):
+        text += "null"
+    return text + "".join(reversed(stack))

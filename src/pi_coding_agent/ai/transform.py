@@ -1,0 +1,119 @@
+"""Make a transcript safe to send to one particular model (runs inside ``stream()`` before the adapter).
+
+Failed turns are left out, every tool call gets a result, thinking is only replayed to the model
+that produced it, and images are replaced by a note for text-only models. The input lists and dicts
+are the live transcript: changed messages are shallow copies, untouched ones are passed through.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pi_coding_agent.ai.types import AssistantMessage, Message, Model, ToolResultMessage, now_ms
+
+USER_IMAGE_OMITTED = "(image omitted: model does not support images)"
+TOOL_IMAGE_OMITTED = "(tool image omitted: model does not support images)"
+NO_RESULT = "No result provided"
+
+
+def prepare_messages(model: Model, messages: list[Message]) -> list[Message]:
+    """The messages to send to ``model`` (a new list; see the module docstring)."""
+    text_only = "image" not in model["input"]
+    adapted: list[Any] = []
+    for msg in messages:
+        role = msg["role"]
+        if role == "assistant":
+            adapted.append(_adapt_assistant(model, msg))  # type: ignore[arg-type]
+        elif text_only and role in ("user", "toolResult") and isinstance(msg["content"], list):
+            note = USER_IMAGE_OMITTED if role == "user" else TOOL_IMAGE_OMITTED
+            adapted.append(_without_images(msg, note))
+        else:
+            adapted.append(msg)
+    return _answer_orphaned_tool_calls(adapted)
+
+
+def same_model(model: Model, msg: AssistantMessage) -> bool:
+    return msg["provider"] == model["provider"] and msg["api"] == model["api"] and msg["model"] == model["id"]
+
+
+def _adapt_assistant(model: Model, msg: AssistantMessage) -> AssistantMessage:
+    if msg["stopReason"] in ("error", "aborted"):
+        return msg  # dropped by the second pass; no point copying
+    if same_model(model, msg):
+        kept = [b for b in msg["content"] if b["type"] != "thinking" or _replayable_thinking(b)]
+        return msg if len(kept) == len(msg["content"]) else {**msg, "content": kept}
+    content: list[Any] = []
+    for block in msg["content"]:
+        kind = block["type"]
+        if kind == "thinking":
+            continue  # signatures and hidden reasoning belong to the model that wrote them
+        if kind == "text":
+            content.append({"type": "text", "text": block["text"]})  # type: ignore[typeddict-item]
+        elif kind == "toolCall" and "thoughtSignature" in block:
+            content.append({k: v for k, v in block.items() if k != "thoughtSignature"})
+        else:
+            content.append(block)
+    return {**msg, "content": content}
+
+
+def _replayable_thinking(block: Any) -> bool:
+    """Signed or redacted blocks are replayed even when empty; plain ones only with some text."""
+    return bool(block.get("redacted") or block.get("thinkingSignature") or block["thinking"].strip())
+
+
+def _without_images(msg: Any, note: str) -> Any:
+    if not any(b["type"] == "image" for b in msg["content"]):
+        return msg
+    content: list[Any] = []
+    for block in msg["content"]:
+        if block["type"] != "image":
+            content.append(block)
+        elif not (content and content[-1].get("text") == note):  # one note per run of images
+            content.append({"type": "text", "text": note})
+    return {**msg, "content": content}
+
+
+def _answer_orphaned_tool_calls(messages: list[Any]) -> list[Message]:
+    """Drop failed assistant turns; add an error result for each tool call left unanswered.
+
+    System messages met while results are still expected are held back until the calls are
+    closed, so a late result for the same call does not follow a synthetic one.
+    """
+    out: list[Any] = []
+    pending: list[Any] = []
+    answered: set[str] = set()
+    held: list[Any] = []
+
+    def close_pending() -> None:
+        for call in pending:
+            if call["id"] not in answered:
+                out.append(_missing_result(call))
+        pending.clear()
+        answered.clear()
+        out.extend(held)
+        held.clear()
+
+    for msg in messages:
+        role = msg["role"]
+        if role == "assistant":
+            close_pending()
+            if msg["stopReason"] in ("error", "aborted"):
+                continue
+            pending.extend(b for b in msg["content"] if b["type"] == "toolCall")
+            out.append(msg)
+        elif role == "toolResult":
+            answered.add(msg["toolCallId"])
+            out.append(msg)
+        elif role == "system" and pending:
+            held.append(msg)
+        else:
+            if role == "user":
+                close_pending()
+            out.append(msg)
+    close_pending()
+    return out
+
+
+def _missing_result(call: Any) -> ToolResultMessage:
+    return {"role": "toolResult", "toolCallId": call["id"], "toolName": call["name"],
+            "content": [{"type": "text", "text": NO_RESULT}], "isError": True, "timestamp": now_ms()}

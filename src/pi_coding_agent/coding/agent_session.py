@@ -1,0 +1,506 @@
+"""AgentSession: one Agent bound to a session file, settings, resources, retry and compaction.
+
+Every RPC command is one method here; the modes (RPC, print, JSON) are thin front ends. The session
+turns agent-core events into session events (persisting each finished message first), and wraps
+each prompt in a *session-level run* that may hold several agent runs (auto-retry, overflow
+recovery, queued continuations) and always ends with exactly one ``agent_settled``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pi_coding_agent.agent.agent import Agent
+from pi_coding_agent.ai.abort import AbortSignal, sleep_abortable
+from pi_coding_agent.ai.thinking import clamp_thinking_level, supported_thinking_levels
+from pi_coding_agent.ai.types import AssistantMessage, Model, now_ms
+from pi_coding_agent.coding.retry import RetryState
+from pi_coding_agent.coding.session.manager import SessionManager
+
+if TYPE_CHECKING:
+    from pi_coding_agent.coding.runtime import SessionRuntime
+
+Listener = Callable[[dict[str, Any]], None]
+
+QUEUE_MODES = ("all", "one-at-a-time")
+STREAMING_ERROR = (
+    "Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message."
+)
+
+
+class SessionError(Exception):
+    """A command failed; ``str(err)`` is the text clients see in the response ``error``."""
+
+
+def _user_message(text: str, images: list[dict[str, Any]] | None) -> dict[str, Any]:
+    return {"role": "user", "content": [{"type": "text", "text": text}, *(images or [])], "timestamp": now_ms()}
+
+
+def _message_text(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    return "".join(block.get("text", "") for block in content or [] if block.get("type") == "text")
+
+
+class AgentSession:
+    """The operations behind the RPC commands, over one live session."""
+
+    def __init__(self, runtime: SessionRuntime) -> None:
+        self.rt = runtime
+        self.agent: Agent = runtime.agent
+        self.sm: SessionManager = runtime.session_manager
+        self.retry = RetryState(runtime.retry_settings())
+        self._listeners: list[Listener] = []
+        self._steering_texts: list[str] = []
+        self._follow_up_texts: list[str] = []
+        self._run_task: asyncio.Task[None] | None = None
+        self._settled = asyncio.Event()
+        self._settled.set()
+        self._aborted = False
+        self._retry_signal: AbortSignal | None = None
+        self._bash_signals: set[AbortSignal] = set()
+        self._deferred_bash: list[dict[str, Any]] = []
+        self._entry_of_message: dict[int, str] = {}  # id(message) -> session entry id
+        self._unsubscribe_agent = self.agent.subscribe(self._on_agent_event)
+        self.is_compacting = False
+
+    # ----------------------------------------------------------------- events
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+
+    def emit(self, event: dict[str, Any]) -> None:
+        for listener in self._listeners:
+            listener(event)
+
+    def _on_agent_event(self, event: dict[str, Any]) -> None:
+        """Persist finished messages, keep the queue mirrors, decide willRetry, then forward."""
+        etype = event["type"]
+        if etype == "message_start":
+            message = event["message"]
+            if message["role"] == "user":
+                self._dequeue_text(_message_text(message))
+        elif etype == "message_end":
+            self._persist(event["message"])
+        elif etype == "agent_end":
+            last = self._last_assistant(event["messages"])
+            event["willRetry"] = self.retry.will_retry(last, self._aborted)
+        self.emit(event)
+        if etype == "message_end" and self.retry.attempt and event["message"]["role"] == "assistant":
+            if event["message"].get("stopReason") not in ("error", "aborted"):
+                self.emit({"type": "auto_retry_end", "success": True, "attempt": self.retry.reset()})
+
+    def _persist(self, message: dict[str, Any]) -> None:
+        entry = self.sm.append_message(message)
+        self._entry_of_message[id(message)] = entry["id"]
+
+    @staticmethod
+    def _last_assistant(messages: list[dict[str, Any]]) -> AssistantMessage | None:
+        for message in reversed(messages):
+            if message["role"] == "assistant":
+                return message  # type: ignore[return-value]
+        return None
+
+    # ----------------------------------------------------------------- queues
+
+    def _emit_queue(self) -> None:
+        self.emit({"type": "queue_update", "steering": list(self._steering_texts),
+                   "followUp": list(self._follow_up_texts)})
+
+    def _dequeue_text(self, text: str) -> None:
+        for texts in (self._steering_texts, self._follow_up_texts):
+            if text in texts:
+                texts.remove(text)
+                self._emit_queue()
+                return
+
+    def _enqueue(self, kind: str, text: str, images: list[dict[str, Any]] | None) -> dict[str, Any]:
+        message = _user_message(text, images)
+        if kind == "steer":
+            self.agent.steer(message)
+            self._steering_texts.append(text)
+        else:
+            self.agent.follow_up(message)
+            self._follow_up_texts.append(text)
+        self._emit_queue()
+        return {"disposition": "queued"}
+
+    def clear_queue(self) -> dict[str, Any]:
+        self.agent.clear_steering_queue()
+        self.agent.clear_follow_up_queue()
+        cleared = {"steering": self._steering_texts, "followUp": self._follow_up_texts}
+        self._steering_texts, self._follow_up_texts = [], []
+        self._emit_queue()
+        return cleared
+
+    # ----------------------------------------------------------------- prompting
+
+    @property
+    def is_streaming(self) -> bool:
+        return not self._settled.is_set()
+
+    async def prompt(
+        self, message: str, images: list[dict[str, Any]] | None = None, streaming_behavior: str | None = None
+    ) -> dict[str, Any]:
+        handled = await self.rt.handle_input(self, message, images, streaming_behavior, allow_commands=True)
+        if handled is not None:
+            return handled
+        text = self.rt.expand_input(self, message)
+        if self.is_streaming:
+            if streaming_behavior not in ("steer", "followUp"):
+                raise SessionError(STREAMING_ERROR)
+            return self._enqueue("steer" if streaming_behavior == "steer" else "followUp", text, images)
+        if self.is_compacting:
+            raise SessionError(
+                "Cannot submit a prompt while compaction is in progress. Wait for compaction to finish and retry."
+            )
+        self._check_model_ready()
+        self._settled.clear()
+        try:
+            await self.rt.before_prompt(self)
+            messages = self.rt.run_start_messages(self, _user_message(text, images))
+        except BaseException:
+            self._settled.set()
+            raise
+        self._aborted = False
+        self._run_task = asyncio.create_task(self._session_run(messages))
+        return {"disposition": "started"}
+
+    async def steer(self, message: str, images: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        return await self._queue_command("steer", message, images)
+
+    async def follow_up(self, message: str, images: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        return await self._queue_command("followUp", message, images)
+
+    async def _queue_command(self, kind: str, message: str, images: list[dict[str, Any]] | None) -> dict[str, Any]:
+        handled = await self.rt.handle_input(self, message, images, kind, allow_commands=False)
+        if handled is not None:
+            return handled
+        return self._enqueue(kind, self.rt.expand_input(self, message), images)
+
+    def _check_model_ready(self) -> None:
+        model = self.agent.model
+        if model["provider"] == "unknown":
+            raise SessionError(self.rt.no_key_message("the selected model"))
+        if self.rt.api_key_for(model) is None:
+            raise SessionError(self.rt.no_key_message(model["provider"]))
+
+    async def _session_run(self, messages: list[dict[str, Any]]) -> None:
+        """One session-level run: the agent run, then retries, recovery and continuations."""
+        try:
+            await self.agent.prompt(messages)
+            while await self._after_run():
+                await self.agent.continue_run()
+        except Exception as exc:  # a bug must not leave the session streaming forever
+            print(f"pi: run failed: {exc!r}", file=sys.stderr)
+        finally:
+            await self._flush_deferred_bash()
+            self.emit({"type": "agent_settled", "aborted": self._aborted})
+            self._settled.set()
+
+    async def _after_run(self) -> bool:
+        """Post-run decisions of agent-loop.md §6; True to continue with another agent run."""
+        if self._aborted:
+            if self.retry.attempt:
+                self.emit({"type": "auto_retry_end", "success": False, "attempt": self.retry.reset(),
+                           "finalError": "Retry cancelled"})
+            return False
+        last = self._last_assistant(self.agent.messages)
+        if self.retry.will_retry(last, False):
+            assert last is not None
+            return await self._schedule_retry(last)
+        if self.retry.attempt and last is not None and last.get("stopReason") == "error":
+            self.emit({"type": "auto_retry_end", "success": False, "attempt": self.retry.reset(),
+                       "finalError": last.get("errorMessage", "")})
+        if await self.rt.after_run_compaction(self, last):
+            return True
+        return self.agent.has_queued_messages()
+
+    async def _schedule_retry(self, failed: AssistantMessage) -> bool:
+        delay = self.retry.next_delay_ms(self.agent.last_retry_after_ms)
+        self.emit({"type": "auto_retry_start", "attempt": self.retry.attempt,
+                   "maxAttempts": self.retry.settings.max_retries, "delayMs": delay,
+                   "errorMessage": failed.get("errorMessage", "")})
+        self.omit_from_context(failed)
+        self._retry_signal = AbortSignal()
+        completed = await sleep_abortable(delay / 1000, self._retry_signal)
+        self._retry_signal = None
+        if not completed:
+            if not self._aborted:  # abort_retry: the series ends here, the session settles
+                self.emit({"type": "auto_retry_end", "success": False, "attempt": self.retry.reset(),
+                           "finalError": "Retry cancelled"})
+            return False
+        return not self._aborted
+
+    def omit_from_context(self, message: dict[str, Any]) -> None:
+        """Hide a failed attempt from the model but keep it in the file (a ``context_edit``)."""
+        entry_id = self._entry_of_message.get(id(message))
+        if entry_id is not None:
+            entry = self.sm.append_context_edit(entry_id, None)
+            self.emit({"type": "entry_appended", "entry": entry})
+        with contextlib.suppress(ValueError):
+            self.agent.messages.remove(message)
+
+    async def abort(self) -> None:
+        self._aborted = True
+        if self._retry_signal is not None:
+            self._retry_signal.abort()
+        self.rt.abort_background_work()
+        self.agent.abort()
+        await self.wait_for_idle()
+
+    async def wait_for_idle(self) -> None:
+        await self._settled.wait()
+
+    def abort_retry(self) -> None:
+        if self._retry_signal is not None:
+            self._retry_signal.abort()
+
+    # ----------------------------------------------------------------- state
+
+    def get_state(self) -> dict[str, Any]:
+        state: dict[str, Any] = {
+            "model": self.agent.model,
+            "thinkingLevel": self.agent.thinking_level,
+            "isStreaming": self.is_streaming,
+            "isCompacting": self.is_compacting,
+            "steeringMode": self.agent.steering_mode,
+            "followUpMode": self.agent.follow_up_mode,
+        }
+        if self.sm.session_file is not None:
+            state["sessionFile"] = str(self.sm.session_file)
+        state["sessionId"] = self.sm.session_id
+        if self.sm.session_name:
+            state["sessionName"] = self.sm.session_name
+        state["autoCompactionEnabled"] = self.rt.auto_compaction_enabled
+        state["messageCount"] = len(self.agent.messages)
+        state["pendingMessageCount"] = len(self._steering_texts) + len(self._follow_up_texts)
+        return state
+
+    def get_messages(self) -> list[dict[str, Any]]:
+        return self.agent.messages
+
+    def set_steering_mode(self, mode: str) -> None:
+        self._check_queue_mode(mode)
+        self.agent.steering_mode = mode
+        self.rt.settings.set_global("steeringMode", mode)
+
+    def set_follow_up_mode(self, mode: str) -> None:
+        self._check_queue_mode(mode)
+        self.agent.follow_up_mode = mode
+        self.rt.settings.set_global("followUpMode", mode)
+
+    @staticmethod
+    def _check_queue_mode(mode: str) -> None:
+        if mode not in QUEUE_MODES:
+            raise SessionError(f'Invalid mode: {mode}. Expected "all" or "one-at-a-time"')
+
+    def set_auto_compaction(self, enabled: bool) -> None:
+        self.rt.auto_compaction_enabled = enabled
+        self.rt.settings.set_global("compaction.enabled", enabled)
+
+    def set_auto_retry(self, enabled: bool) -> None:
+        self.retry.settings.enabled = enabled
+        self.rt.settings.set_global("retry.enabled", enabled)
+
+    # ----------------------------------------------------------------- model and thinking
+
+    def get_available_models(self) -> list[Model]:
+        return self.rt.registry.available_models()
+
+    async def set_model(self, provider: str, model_id: str) -> Model:
+        model = next((m for m in self.get_available_models()
+                      if m["provider"] == provider and m["id"] == model_id), None)
+        if model is None:
+            if self.rt.registry.find(provider, model_id) is not None:
+                raise SessionError(f"No API key for {provider}/{model_id}")
+            raise SessionError(f"Model not found: {provider}/{model_id}")
+        await self._switch_model(model, "set")
+        return model
+
+    async def cycle_model(self) -> dict[str, Any] | None:
+        scoped = self.rt.scoped_models
+        candidates = scoped or self.get_available_models()
+        if len(candidates) <= 1 and (not candidates or candidates[0] is self.agent.model):
+            return None
+        current = self.agent.model
+        index = next((i for i, m in enumerate(candidates)
+                      if m["provider"] == current["provider"] and m["id"] == current["id"]), -1)
+        model = candidates[(index + 1) % len(candidates)] if index >= 0 else candidates[0]
+        await self._switch_model(model, "cycle")
+        return {"model": model, "thinkingLevel": self.agent.thinking_level, "isScoped": bool(scoped)}
+
+    async def _switch_model(self, model: Model, source: str) -> None:
+        previous = self.agent.model
+        self.agent.model = model
+        self.sm.append_model_change(model["provider"], model["id"])
+        await self.rt.notify_model_select(self, model, previous, source)
+        self._apply_thinking_level(self.rt.thinking_level_for(model, self.agent.thinking_level))
+
+    def set_thinking_level(self, level: str) -> None:
+        self._apply_thinking_level(level)
+
+    def _apply_thinking_level(self, level: str) -> None:
+        effective = clamp_thinking_level(self.agent.model, level)
+        if effective == self.agent.thinking_level:
+            return
+        self.agent.thinking_level = effective
+        self.sm.append_thinking_level_change(effective)
+        self.emit({"type": "thinking_level_changed", "level": effective})
+
+    def cycle_thinking_level(self) -> dict[str, Any] | None:
+        if not self.agent.model.get("reasoning"):
+            return None
+        levels = supported_thinking_levels(self.agent.model)
+        current = self.agent.thinking_level
+        index = levels.index(current) if current in levels else -1
+        self._apply_thinking_level(levels[(index + 1) % len(levels)])
+        return {"level": self.agent.thinking_level}
+
+    def get_available_thinking_levels(self) -> list[str]:
+        return supported_thinking_levels(self.agent.model)
+
+    # ----------------------------------------------------------------- user bash
+
+    async def bash(self, command: str, exclude_from_context: bool, on_delta: Callable[[str], None]) -> dict[str, Any]:
+        signal = AbortSignal()
+        self._bash_signals.add(signal)
+        try:
+            result = await self.rt.run_user_bash(self, command, exclude_from_context, on_delta, signal)
+        finally:
+            self._bash_signals.discard(signal)
+        record: dict[str, Any] = {"role": "bashExecution", "command": command, "output": result["output"]}
+        if "exitCode" in result:
+            record["exitCode"] = result["exitCode"]
+        record["cancelled"] = result["cancelled"]
+        record["truncated"] = result["truncated"]
+        if result.get("fullOutputPath"):
+            record["fullOutputPath"] = result["fullOutputPath"]
+        record["timestamp"] = now_ms()
+        if exclude_from_context:
+            record["excludeFromContext"] = True
+        if self.is_streaming:
+            self._deferred_bash.append(record)
+        else:
+            self._record_bash(record)
+        return result
+
+    def _record_bash(self, record: dict[str, Any]) -> None:
+        self._persist(record)
+        self.agent.messages.append(record)
+
+    async def _flush_deferred_bash(self) -> None:
+        records, self._deferred_bash = self._deferred_bash, []
+        for record in records:
+            self._record_bash(record)
+
+    def abort_bash(self) -> None:
+        for signal in list(self._bash_signals):
+            signal.abort()
+
+    # ----------------------------------------------------------------- session data
+
+    def get_session_stats(self) -> dict[str, Any]:
+        stats: dict[str, Any] = {}
+        if self.sm.session_file is not None:
+            stats["sessionFile"] = str(self.sm.session_file)
+        stats["sessionId"] = self.sm.session_id
+        stats.update(self.sm.stats())
+        usage = self.rt.context_usage(self)
+        if usage is not None:
+            stats["contextUsage"] = usage
+        return stats
+
+    def get_fork_messages(self) -> list[dict[str, Any]]:
+        return self.sm.get_fork_messages()
+
+    def get_entries(self, since: str | None = None) -> dict[str, Any]:
+        try:
+            entries = self.sm.get_entries(since)
+        except KeyError as exc:
+            raise SessionError(str(exc.args[0]) if exc.args else str(exc)) from None
+        return {"entries": entries, "leafId": self.sm.leaf_id}
+
+    def get_tree(self) -> dict[str, Any]:
+        return {"tree": self.sm.get_tree(), "leafId": self.sm.leaf_id}
+
+    def get_last_assistant_text(self) -> str | None:
+        for message in reversed(self.agent.messages):
+            if message["role"] != "assistant":
+                continue
+            text = _message_text(message).strip()
+            if message.get("stopReason") == "stop" or text:
+                if message.get("stopReason") in ("error", "aborted") and not text:
+                    continue
+                return text or None
+        return None
+
+    async def set_session_name(self, name: str) -> None:
+        cleaned = " ".join(name.replace("\r", "\n").split("\n")).strip()
+        if not cleaned:
+            raise SessionError("Session name cannot be empty")
+        self.sm.append_session_info(cleaned)
+        self.emit({"type": "session_info_changed", "name": cleaned})
+        await self.rt.notify_session_info(self, cleaned)
+
+    def get_commands(self) -> list[dict[str, Any]]:
+        return self.rt.list_commands()
+
+    # ----------------------------------------------------------------- replacing the session
+
+    async def new_session(self, parent_session: str | None = None) -> dict[str, Any]:
+        return await self.rt.replace_session(self, "new", parent_session=parent_session)
+
+    async def switch_session(self, session_path: str) -> dict[str, Any]:
+        return await self.rt.replace_session(self, "resume", target=Path(session_path))
+
+    async def fork(self, entry_id: str) -> dict[str, Any]:
+        entry = self.sm.get_entry(entry_id)
+        message = entry.get("message") if entry and entry.get("type") == "message" else None
+        if message is None or message.get("role") != "user":
+            raise SessionError("Invalid entry ID for forking")
+        result = await self.rt.replace_session(self, "fork", entry_id=entry_id, position="before")
+        if not result["cancelled"]:
+            result = {"text": _message_text(message), "cancelled": False}
+        return result
+
+    async def clone(self) -> dict[str, Any]:
+        if self.sm.leaf_id is None:
+            raise SessionError("Cannot clone session: no current entry selected")
+        return await self.rt.replace_session(self, "fork", entry_id=self.sm.leaf_id, position="at")
+
+    def rebind(self, session_manager: SessionManager) -> None:
+        """Point this session at another store (new/switch/fork/clone) and reload its state."""
+        self.sm = session_manager
+        self._entry_of_message.clear()
+        self._deferred_bash.clear()
+        self._steering_texts.clear()
+        self._follow_up_texts.clear()
+        self.agent.clear_steering_queue()
+        self.agent.clear_follow_up_queue()
+        self.retry.reset()
+
+    # ----------------------------------------------------------------- compaction, export, shutdown
+
+    async def compact(self, custom_instructions: str | None = None) -> dict[str, Any]:
+        if self.is_streaming:
+            await self.abort()
+        return await self.rt.compact(self, "manual", custom_instructions)
+
+    async def export_html(self, output_path: str | None = None) -> str:
+        return await self.rt.export_html(self, output_path)
+
+    async def shutdown(self) -> None:
+        """Orderly stop: abort the run, kill tool process trees, close the store."""
+        self.abort_bash()
+        if self.is_streaming:
+            await self.abort()
+        await self.rt.shutdown(self)
+        self._unsubscribe_agent()

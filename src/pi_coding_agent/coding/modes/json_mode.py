@@ -1,0 +1,36 @@
+"""``pi --mode json "prompt"``: the session header line, then every session event as a JSON line.
+
+The same one-shot driver as print mode; only the output differs. Events go through the same
+single writer as RPC mode, so lines never interleave and a slow reader applies back-pressure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from pi_coding_agent.coding.modes.print_mode import initial_prompts, read_piped_stdin, run_headless
+from pi_coding_agent.coding.modes.rpc_transport import RecordWriter, take_over_stdout
+
+if TYPE_CHECKING:
+    from pi_coding_agent.coding.agent_session import AgentSession
+    from pi_coding_agent.coding.cli import CliArgs
+
+
+def run(args: CliArgs) -> int:
+    prompts = initial_prompts(args, read_piped_stdin())
+    output_fd = take_over_stdout()
+    return asyncio.run(_main(args, prompts, output_fd))
+
+
+async def _main(args: CliArgs, prompts: list[str], output_fd: int) -> int:
+    writer = RecordWriter(output_fd)
+    await writer.start()
+
+    def attach(session: AgentSession) -> None:
+        writer.send(session.sm.header)
+        session.subscribe(writer.send)
+
+    code = await run_headless(args, "json", prompts, finish=lambda _: 0, attach=attach, close_output=writer.close)
+    await writer.close()  # also when the session could not be built
+    return code

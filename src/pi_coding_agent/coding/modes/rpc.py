@@ -1,0 +1,145 @@
+"""``pi --mode rpc``: JSON commands on stdin, responses and events on stdout (rpc-protocol.md).
+
+The mode is a thin loop around an ``AgentSession``: one reader task turns stdin into lines, every
+line is handled by its own task (so ``abort`` overtakes the command it cancels), the command table
+in ``rpc_commands`` calls the session, and one writer puts responses, events and extension UI
+requests on stdout in the order they were produced.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import traceback
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from pi_coding_agent.coding.modes import rpc_commands
+from pi_coding_agent.coding.modes.lifecycle import OrderlyShutdown
+from pi_coding_agent.coding.modes.rpc_transport import (
+    RecordWriter,
+    read_lines,
+    take_over_stdin,
+    take_over_stdout,
+)
+from pi_coding_agent.coding.modes.ui_bridge import RpcExtensionUI
+
+if TYPE_CHECKING:
+    from pi_coding_agent.coding.agent_session import AgentSession
+    from pi_coding_agent.coding.cli import CliArgs
+
+IN_FLIGHT_GRACE_S = 5.0
+
+
+SessionFactory = Callable[[RpcExtensionUI], Awaitable["AgentSession"]]
+
+
+def run(args: CliArgs) -> int:
+    """Serve the RPC protocol until stdin closes or a signal arrives; returns the exit code."""
+
+    async def factory(ui: RpcExtensionUI) -> AgentSession:
+        from pi_coding_agent.coding.runtime import create_session
+
+        return await create_session(args, "rpc", ui)
+
+    return serve(factory)
+
+
+def serve(factory: SessionFactory) -> int:
+    """Run the protocol over this process's stdio around the session ``factory`` builds."""
+    output_fd = take_over_stdout()  # first, before anything can print
+    input_fd = take_over_stdin()
+    return asyncio.run(_main(factory, input_fd, output_fd))
+
+
+async def _main(factory: SessionFactory, input_fd: int, output_fd: int) -> int:
+    writer = RecordWriter(output_fd)
+    await writer.start()
+    ui = RpcExtensionUI(writer.send)
+    try:
+        session = await factory(ui)
+    except Exception as err:
+        print(str(err) or type(err).__name__, file=sys.stderr)
+        await writer.close()
+        return 1
+    return await RpcServer(session, writer, ui).serve(input_fd)
+
+
+def parse_error(message: str) -> dict[str, Any]:
+    return {"type": "response", "command": "parse", "success": False, "error": f"Failed to parse command: {message}"}
+
+
+def _unknown_command(record: Any) -> dict[str, Any]:
+    """pi's answer to valid JSON that names no known command (``Unknown command: undefined`` if untyped)."""
+    if not isinstance(record, dict):
+        return {"type": "response", "success": False, "error": "Unknown command: undefined"}
+    has_id = "id" in record
+    if "type" not in record:
+        out: dict[str, Any] = {"id": record["id"]} if has_id else {}
+        out.update(type="response", success=False, error="Unknown command: undefined")
+        return out
+    kind = record["type"]
+    shown = kind if isinstance(kind, str) else orjson.dumps(kind).decode()
+    return rpc_commands.response(record.get("id"), has_id, kind, error=f"Unknown command: {shown}")
+
+
+class RpcServer:
+    """Dispatches input lines to the session; EOF or a signal ends it through ``OrderlyShutdown``."""
+
+    def __init__(self, session: AgentSession, writer: RecordWriter, ui: RpcExtensionUI) -> None:
+        self.session = session
+        self.writer = writer
+        self.ui = ui
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.shutdown = OrderlyShutdown(self._cleanup)
+
+    async def serve(self, input_fd: int) -> int:
+        unsubscribe = self.session.subscribe(self.writer.send)
+        self.shutdown.install_signal_handlers()
+        reader = asyncio.create_task(self._read(input_fd), name="rpc-reader")
+        try:
+            return await self.shutdown.wait()
+        finally:
+            unsubscribe()
+            reader.cancel()
+            for task in list(self._tasks):
+                task.cancel()
+
+    async def _read(self, input_fd: int) -> None:
+        try:
+            async for line in read_lines(input_fd):
+                self.handle_line(line)
+        except Exception:  # a broken stdin ends the session like EOF does
+            traceback.print_exc(file=sys.stderr)
+        self.shutdown.begin(0)
+
+    def handle_line(self, line: bytes) -> None:
+        """Parse errors are answered at once; everything else runs as its own task."""
+        try:
+            record = orjson.loads(line)
+        except orjson.JSONDecodeError as err:
+            self.writer.send(parse_error(str(err)))
+            return
+        if isinstance(record, dict) and record.get("type") == "extension_ui_response":
+            self.ui.resolve(record)
+            return
+        task = asyncio.create_task(self._handle(record))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _handle(self, record: Any) -> None:
+        name = record.get("type") if isinstance(record, dict) else None
+        if not isinstance(name, str) or name not in rpc_commands.COMMANDS:
+            self.writer.send(_unknown_command(record))
+            return
+        self.writer.send(await rpc_commands.execute(self.session, name, record, self.writer.send))
+
+    async def _cleanup(self) -> None:
+        try:
+            await self.session.shutdown()
+        finally:
+            if self._tasks:  # commands cut short by the shutdown still owe their client a response
+                await asyncio.wait(list(self._tasks), timeout=IN_FLIGHT_GRACE_S)
+            await self.writer.close()

@@ -1,0 +1,190 @@
+"""Strict JSONL transport for RPC mode: who owns stdin and stdout, and how records are framed.
+
+stdout belongs to the protocol alone. At start-up the real fd 1 is duplicated for the writer and
+fd 1 itself is pointed at stderr, so a stray ``print``, a library warning or a child process that
+inherits fd 1 lands on stderr instead of corrupting the stream. stdin gets the same treatment
+(fd 0 becomes /dev/null) so that no child process can swallow command bytes.
+
+Input is split on ``b"\\n"`` only (never ``str.splitlines``, which also breaks on U+2028 and
+friends), one trailing ``b"\\r"`` is dropped, lines have no length limit, and bytes after the last
+LF are still a line at EOF. Output goes through one queue drained by one task, so records never
+interleave and a client that stops reading slows the writer down instead of growing a pipe buffer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sys
+from collections.abc import AsyncIterator
+from typing import Any
+
+import orjson
+
+READ_CHUNK = 1 << 16
+FLUSH_TIMEOUT_S = 5.0
+
+
+class LineSplitter:
+    """Turns a byte stream into JSONL lines (LF only, one trailing CR stripped, no size limit)."""
+
+    def __init__(self) -> None:
+        self._buffer = bytearray()
+        self._scanned = 0  # bytes of _buffer already known to hold no LF (keeps long lines linear)
+
+    def feed(self, data: bytes) -> list[bytes]:
+        self._buffer += data
+        lines: list[bytes] = []
+        start = 0
+        while (end := self._buffer.find(b"\n", max(start, self._scanned))) != -1:
+            lines.append(_strip_cr(bytes(self._buffer[start:end])))
+            start = end + 1
+        if start:
+            del self._buffer[:start]
+        self._scanned = len(self._buffer)
+        return lines
+
+    def finish(self) -> bytes | None:
+        """The unterminated tail at EOF, if any."""
+        if not self._buffer:
+            return None
+        tail = _strip_cr(bytes(self._buffer))
+        self._buffer.clear()
+        self._scanned = 0
+        return tail
+
+
+def _strip_cr(line: bytes) -> bytes:
+    return line[:-1] if line.endswith(b"\r") else line
+
+
+def take_over_stdout() -> int:
+    """Move the real stdout to a private fd and point fd 1 (and ``sys.stdout``) at stderr.
+
+    The returned fd is non-inheritable, so tool child processes cannot write records either.
+    """
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+    output_fd = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return output_fd
+
+
+def take_over_stdin() -> int:
+    """Move the real stdin to a private fd and give fd 0 /dev/null, so no child swallows commands."""
+    input_fd = os.dup(0)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    return input_fd
+
+
+async def read_lines(fd: int) -> AsyncIterator[bytes]:
+    """Yield every input line of ``fd`` until EOF (including an unterminated last one)."""
+    splitter = LineSplitter()
+    async for chunk in _read_chunks(fd):
+        for line in splitter.feed(chunk):
+            yield line
+    tail = splitter.finish()
+    if tail is not None:
+        yield tail
+
+
+async def _read_chunks(fd: int) -> AsyncIterator[bytes]:
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=READ_CHUNK)
+    pipe = os.fdopen(fd, "rb", buffering=0, closefd=False)
+    try:
+        transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), pipe)
+    except ValueError:
+        # A regular file (``pi --mode rpc < commands.jsonl``): reads never block for long.
+        while chunk := await loop.run_in_executor(None, os.read, fd, READ_CHUNK):
+            yield chunk
+        return
+    try:
+        while chunk := await reader.read(READ_CHUNK):
+            yield chunk
+    finally:
+        transport.close()
+
+
+class RecordWriter:
+    """The single writer of protocol records; ``send`` never blocks, ``flush`` waits for the bytes."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._pending: list[bytes] = []
+        self._wakeup = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._closing = False
+        self._broken = False
+        self._stream: asyncio.StreamWriter | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        pipe = os.fdopen(self._fd, "wb", buffering=0, closefd=False)
+        with contextlib.suppress(ValueError):  # regular files fall back to plain blocking writes
+            transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, pipe)
+            self._stream = asyncio.StreamWriter(transport, protocol, None, loop)
+        self._task = asyncio.create_task(self._drain_queue(), name="rpc-writer")
+
+    def send(self, record: Any) -> None:
+        """Queue one record; the order of ``send`` calls is the order on stdout."""
+        try:
+            data = orjson.dumps(record)
+        except TypeError as err:
+            print(f"rpc: dropped an unserialisable record: {err}", file=sys.stderr)
+            return
+        self._pending.append(data + b"\n")
+        self._idle.clear()
+        self._wakeup.set()
+
+    async def flush(self) -> None:
+        """Wait until everything queued so far has been handed to the OS."""
+        await self._idle.wait()
+
+    async def close(self) -> None:
+        """Flush (bounded: a client that never reads must not block exit) and stop the writer."""
+        self._closing = True
+        self._wakeup.set()
+        if self._task is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(self._task), FLUSH_TIMEOUT_S)
+            self._task.cancel()
+        if self._stream is not None:
+            self._stream.close()
+
+    async def _drain_queue(self) -> None:
+        while True:
+            await self._wakeup.wait()
+            self._wakeup.clear()
+            while self._pending:
+                batch, self._pending = self._pending, []
+                await self._write(b"".join(batch))
+            self._idle.set()
+            if self._closing:
+                return
+
+    async def _write(self, data: bytes) -> None:
+        if self._broken:
+            return
+        try:
+            if self._stream is None:
+                write_all(self._fd, data)
+            else:
+                self._stream.write(data)
+                await self._stream.drain()
+        except (BrokenPipeError, ConnectionResetError):
+            self._broken = True
+            print("rpc: stdout closed by the client; further records are dropped", file=sys.stderr)
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """Blocking write of every byte (for regular files and the final output of print mode)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]

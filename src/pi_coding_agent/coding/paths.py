@@ -1,0 +1,46 @@
+"""Where pi keeps its files (config.md §1, session-format.md §1) and the markers it sets in its env."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import MutableMapping
+from pathlib import Path
+
+ENV_AGENT_DIR = "PI_CODING_AGENT_DIR"
+ENV_SESSION_DIR = "PI_CODING_AGENT_SESSION_DIR"
+CONFIG_DIR_NAME = ".pi"
+
+
+def expand_tilde(path: str) -> Path:
+    """``~`` and ``~/x`` expand to the home directory; other paths are taken as they are."""
+    return Path(os.path.expanduser(path))
+
+
+def agent_dir() -> Path:
+    """``$PI_CODING_AGENT_DIR`` (``~`` expanded) or ``~/.pi/agent``."""
+    configured = os.environ.get(ENV_AGENT_DIR)
+    if configured:
+        return expand_tilde(configured)
+    return Path.home() / CONFIG_DIR_NAME / "agent"
+
+
+def encode_cwd(cwd: Path | str) -> str:
+    """Session folder name of a working directory: ``/home/ana/work1`` -> ``--home-ana-work1--``."""
+    text = str(Path(cwd).resolve())
+    if text[:1] in ("/", "\\"):
+        text = text[1:]
+    for sep in ("/", "\\", ":"):
+        text = text.replace(sep, "-")
+    return f"--{text}--"
+
+
+def default_session_dir(agent: Path, cwd: Path | str) -> Path:
+    """``<agentDir>/sessions/--<encoded cwd>--`` (not created here)."""
+    return Path(agent).resolve() / "sessions" / encode_cwd(cwd)
+
+
+def mark_environment(env: MutableMapping[str, str] | None = None) -> None:
+    """Tell child processes they run under pi (inherited by every tool and shell command)."""
+    target = os.environ if env is None else env
+    target["AI_AGENT"] = "pi"
+    target["PI_CODING_AGENT"] = "true"

@@ -1,0 +1,185 @@
+"""Prompt templates: ``<name>.md`` files that ``/<name> args`` expands into a prompt (config.md §8)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pi_coding_agent.coding.resources import resource_paths as rp
+from pi_coding_agent.coding.resources.frontmatter import parse_frontmatter
+from pi_coding_agent.coding.resources.settings import PROJECT_DIR, SettingsPath
+from pi_coding_agent.coding.resources.skills import source_info
+
+DESCRIPTION_FALLBACK_LENGTH = 60
+
+
+@dataclass
+class PromptTemplate:
+    name: str
+    description: str
+    argument_hint: str | None
+    body: str
+    path: Path
+    source: str = "local"  # sourceInfo.source: "auto" | "local"
+    scope: str = "temporary"  # sourceInfo.scope: "user" | "project" | "temporary"
+    source_base_dir: Path | None = None  # sourceInfo.baseDir
+
+    def source_info(self) -> dict[str, Any]:
+        """The ``sourceInfo`` object of get_commands."""
+        return source_info(self.path, self.source, self.scope, self.source_base_dir)
+
+
+def load_prompt_templates(agent_dir: Path, cwd: Path, trusted: bool, extra_paths: Sequence[str],
+                          settings_paths: Sequence[SettingsPath | str],
+                          include_defaults: bool = True) -> list[PromptTemplate]:
+    """Templates in precedence order, first of a name wins. ``include_defaults=False`` is
+    ``--no-prompt-templates``: only the ``--prompt-template`` paths load."""
+    cli = rp.cli_files(extra_paths, cwd, _collect_cli_path, lambda root, _file: root if root.is_dir() else root.parent)
+    candidates = cli
+    if include_defaults:
+        project_dirs = [(cwd / PROJECT_DIR / "prompts", cwd / PROJECT_DIR)] if trusted else []
+        candidates = [
+            *rp.settings_files(settings_paths, agent_dir, collect_nested_markdown, "project"),
+            *rp.auto_files(project_dirs, top_level_markdown, "project", settings_paths, agent_dir),
+            *rp.settings_files(settings_paths, agent_dir, collect_nested_markdown, "user"),
+            *rp.auto_files([(agent_dir / "prompts", agent_dir)], top_level_markdown, "user",
+                           settings_paths, agent_dir),
+            *cli,
+        ]
+    templates: dict[str, PromptTemplate] = {}
+    for item in rp.dedupe_by_real_path(candidates):
+        template = read_template(item)
+        if template is not None and template.name not in templates:
+            templates[template.name] = template
+    return list(templates.values())
+
+
+def top_level_markdown(directory: Path) -> list[Path]:
+    """``*.md`` files directly in ``directory`` (hidden files skipped)."""
+    out = []
+    for entry in rp.sorted_entries(directory):
+        if entry.name.startswith(".") or not entry.name.endswith(".md"):
+            continue
+        if rp.entry_kind(entry)[1]:
+            out.append(Path(entry.path))
+    return out
+
+
+def collect_nested_markdown(directory: Path) -> list[Path]:
+    """``*.md`` files anywhere below ``directory`` (settings entries may name a whole tree)."""
+    out: list[Path] = []
+    for entry in rp.sorted_entries(directory):
+        if entry.name.startswith(".") or entry.name == "node_modules":
+            continue
+        is_dir, is_file = rp.entry_kind(entry)
+        if is_dir:
+            out += collect_nested_markdown(Path(entry.path))
+        elif is_file and entry.name.endswith(".md"):
+            out.append(Path(entry.path))
+    return out
+
+
+def _collect_cli_path(path: Path) -> list[Path]:
+    if path.is_dir():
+        return top_level_markdown(path)
+    return [path] if path.is_file() and path.name.endswith(".md") else []
+
+
+def read_template(item: rp.ResourceFile) -> PromptTemplate | None:
+    """Parse one template file; None when it cannot be read or its frontmatter is broken."""
+    try:
+        meta, body = parse_frontmatter(item.path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    description = meta.get("description") if isinstance(meta.get("description"), str) else ""
+    if not description:
+        first = next((line for line in body.split("\n") if line.strip()), "")
+        description = first[:DESCRIPTION_FALLBACK_LENGTH] + ("..." if len(first) > DESCRIPTION_FALLBACK_LENGTH else "")
+    hint = meta.get("argument-hint")
+    return PromptTemplate(
+        name=item.path.name.removesuffix(".md"), description=description,
+        argument_hint=hint if isinstance(hint, str) and hint else None, body=body, path=item.path,
+        source=item.source, scope=item.scope, source_base_dir=item.base_dir,
+    )
+
+
+# ---------------------------------------------------------------------- expansion
+
+COMMAND = re.compile(r"^/(\S+)(?:\s+(.*))?$", re.DOTALL)
+PLACEHOLDER = re.compile(r"\$\{(\d+|ARGUMENTS|@):-([^}]*)\}|\$\{@:(\d+)(?::(\d+))?\}|\$(ARGUMENTS|@|\d+)")
+
+
+def expand_prompt_template(text: str, templates: Sequence[PromptTemplate]) -> str:
+    """``/<name> args`` -> the template body with arguments substituted; other text unchanged."""
+    match = COMMAND.match(text)
+    if match is None:
+        return text
+    template = next((t for t in templates if t.name == match.group(1)), None)
+    if template is None:
+        return text
+    return substitute_args(template.body, parse_command_args(match.group(2) or ""))
+
+
+def parse_command_args(text: str) -> list[str]:
+    """Shell-like split. Quotes open only at the start of an argument (so ``don't`` stays one word),
+    ``\\"`` inside a quote is a literal quote, and an unclosed quote is literal text."""
+    args: list[str] = []
+    current = ""
+    has_token = False
+    quote: str | None = None
+    quote_start = 0
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if quote is not None:
+            if ch == "\\" and text[i + 1 : i + 2] == quote:
+                current += quote
+                i += 1
+            elif ch == quote:
+                quote = None
+            else:
+                current += ch
+        elif ch in "\"'" and not has_token:
+            quote, quote_start, has_token = ch, i, True
+        elif ch.isspace():
+            if has_token:
+                args.append(current)
+                current, has_token = "", False
+        else:
+            current += ch
+            has_token = True
+        if quote is not None and i == len(text) - 1:
+            # Unclosed: the quote character becomes text and parsing resumes right after it.
+            quote, current, i = None, text[quote_start], quote_start
+        i += 1
+    if has_token:
+        args.append(current)
+    return args
+
+
+def substitute_args(body: str, args: list[str]) -> str:
+    """Replace ``$1``, ``$@``/``$ARGUMENTS``, ``${N:-default}``, ``${@:-default}``, ``${@:N}``,
+    ``${@:N:L}`` in one pass (values are never substituted again)."""
+    joined = " ".join(args)
+
+    def positional(number: str) -> str:
+        index = int(number) - 1
+        return args[index] if 0 <= index < len(args) else ""
+
+    def replace(m: re.Match[str]) -> str:
+        default_target, default, start, length, simple = m.groups()
+        if default_target is not None:
+            value = joined if default_target in ("@", "ARGUMENTS") else positional(default_target)
+            return value or default
+        if start is not None:
+            first = max(int(start) - 1, 0)
+            end = first + int(length) if length is not None else None
+            return " ".join(args[first:end])
+        if simple in ("@", "ARGUMENTS"):
+            return joined
+        return positional(simple)
+
+    return PLACEHOLDER.sub(replace, body)

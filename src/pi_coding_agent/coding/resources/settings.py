@@ -1,0 +1,466 @@
+"""settings.json: the global file in the agent dir and the project file in ``<cwd>/.pi``.
+
+The project file overrides the global one (nested objects merge; ``defaultTools`` lists made only
+of ``+name``/``-name`` entries extend the inherited list). A broken file is reported as a warning
+and contributes nothing; a value of the wrong type is reported and dropped, the rest of the file
+still applies. Writes (``set_global``) change one key of the global file on disk, keeping every
+other key as the file has it at that moment.
+
+Validation imports pydantic, so it runs through ``ai.config_validation.validated_json``: only when
+the file's bytes changed since they were last validated.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import orjson
+
+from pi_coding_agent.ai.config_validation import ConfigError, parse_json, validated_json
+
+SETTINGS_FILE = "settings.json"
+PROJECT_DIR = ".pi"
+DEFAULT_TOOL_NAMES = ("read", "bash", "edit", "write")
+COMPACTION_DEFAULTS = {"reserveTokens": 16384, "keepRecentTokens": 20000}
+MAX_SAFE_INTEGER = 2**53 - 1
+QUEUE_MODES = ("all", "one-at-a-time")
+PROJECT_TRUST_CHOICES = ("always", "never")
+
+
+class SettingsPath(NamedTuple):
+    """A resource entry of a settings file: the entry resolved against that file's base dir.
+
+    ``base_dir`` is ``<agentDir>`` (user scope) or ``<cwd>/.pi`` (project scope); filter entries
+    (``!glob``, ``+path``, ``-path``) keep their prefix in ``entry``.
+    """
+
+    entry: str
+    base_dir: Path
+    scope: str  # "user" | "project"
+
+
+class Settings:
+    """Merged view of the global and project settings files (see module docstring)."""
+
+    def __init__(self, agent_dir: Path, cwd: Path, global_data: dict[str, Any], project_data: dict[str, Any],
+                 warnings: list[str], global_writable: bool = True) -> None:
+        self.agent_dir = agent_dir
+        self.cwd = cwd
+        self.global_path = agent_dir / SETTINGS_FILE
+        self.project_path = cwd / PROJECT_DIR / SETTINGS_FILE
+        self.warnings = warnings
+        self._global = global_data
+        self._project = project_data
+        self._global_writable = global_writable
+        self._merged = merge_settings(global_data, project_data)
+        self._compaction = {field: self._checked_compaction_value(field) for field in COMPACTION_DEFAULTS}
+
+    @classmethod
+    def load(cls, agent_dir: Path, cwd: Path, project_trusted: bool) -> Settings:
+        """Read both files; the project file only when the project is trusted."""
+        warnings: list[str] = []
+        cache_dir = agent_dir / ".cache"
+        global_data, global_ok = _read_settings_file(agent_dir / SETTINGS_FILE, cache_dir, warnings)
+        project_data: dict[str, Any] = {}
+        if project_trusted:
+            project_data, _ = _read_settings_file(cwd / PROJECT_DIR / SETTINGS_FILE, cache_dir, warnings)
+        return cls(agent_dir, cwd, global_data, project_data, warnings, global_writable=global_ok)
+
+    # ------------------------------------------------------------------ generic access
+
+    def get(self, dotted_key: str, default: Any = None) -> Any:
+        """Merged value at ``a.b.c`` (project overrides global), or ``default`` when unset."""
+        node: Any = self._merged
+        for part in dotted_key.split("."):
+            if not isinstance(node, dict) or part not in node:
+                return default
+            node = node[part]
+        return node
+
+    def get_global(self, dotted_key: str, default: Any = None) -> Any:
+        """Value from the global file only (for global-only settings such as ``defaultProjectTrust``)."""
+        node: Any = self._global
+        for part in dotted_key.split("."):
+            if not isinstance(node, dict) or part not in node:
+                return default
+            node = node[part]
+        return node
+
+    def set_global(self, dotted_key: str, value: Any) -> None:
+        """Set ``a.b.c`` in memory and in ``<agentDir>/settings.json`` (atomic replace).
+
+        The file is re-read first so keys written by another process survive. A global file that
+        failed to parse at load is left alone rather than overwritten with a partial view.
+        """
+        _set_dotted(self._global, dotted_key, value)
+        self._merged = merge_settings(self._global, self._project)
+        if not self._global_writable:
+            return
+        current = _read_for_update(self.global_path)
+        if current is None:
+            return
+        _set_dotted(current, dotted_key, value)
+        write_json_atomic(self.global_path, current)
+
+    # ------------------------------------------------------------------ typed accessors
+
+    @property
+    def steering_mode(self) -> str:
+        return self._choice("steeringMode", QUEUE_MODES, "one-at-a-time")
+
+    @property
+    def follow_up_mode(self) -> str:
+        return self._choice("followUpMode", QUEUE_MODES, "one-at-a-time")
+
+    @property
+    def default_provider(self) -> str | None:
+        return self._str("defaultProvider")
+
+    @property
+    def default_model(self) -> str | None:
+        return self._str("defaultModel")
+
+    @property
+    def default_thinking_level(self) -> str | None:
+        return self._str("defaultThinkingLevel")
+
+    @property
+    def model_thinking_levels(self) -> dict[str, str]:
+        value = self.get("modelThinkingLevels")
+        return dict(value) if isinstance(value, dict) else {}
+
+    @property
+    def thinking_budgets(self) -> dict[str, int] | None:
+        value = self.get("thinkingBudgets")
+        return dict(value) if isinstance(value, dict) else None
+
+    @property
+    def enabled_models(self) -> list[str] | None:
+        value = self.get("enabledModels")
+        return [v for v in value if isinstance(v, str)] if isinstance(value, list) else None
+
+    @property
+    def default_tools(self) -> list[str]:
+        """Plain names replace the built-in default list; ``+x``/``-x`` then add/remove in order."""
+        value = self.get("defaultTools")
+        if value is None:
+            return list(DEFAULT_TOOL_NAMES)
+        entries = [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+        return resolve_tool_entries(entries)
+
+    @property
+    def compaction_enabled(self) -> bool:
+        return self._bool("compaction.enabled", True)
+
+    @property
+    def compaction_reserve_tokens(self) -> int:
+        return self._compaction["reserveTokens"]
+
+    @property
+    def compaction_keep_recent_tokens(self) -> int:
+        return self._compaction["keepRecentTokens"]
+
+    def compaction_tokens_for(self, field: str, provider: str, model_id: str) -> int:
+        """``compaction.modelOverrides["provider/id"].<field>`` when valid, else the plain setting."""
+        key = f"{provider}/{model_id}"
+        overrides = self.get("compaction.modelOverrides")
+        entry = overrides.get(key) if isinstance(overrides, dict) else None
+        if entry is None:
+            return self._compaction[field]
+        if not isinstance(entry, dict):
+            self._warn_once(f'Invalid compaction.modelOverrides["{key}"] setting: {js_string(entry)}. '
+                            "Expected an object.")
+            return self._compaction[field]
+        value = entry.get(field)
+        if value is None:
+            return self._compaction[field]
+        if not is_non_negative_safe_integer(value):
+            self._warn_once(f'Invalid compaction.modelOverrides["{key}"].{field} setting: {js_string(value)}. '
+                            "Expected a non-negative safe integer.")
+            return self._compaction[field]
+        return int(value)
+
+    @property
+    def branch_summary_reserve_tokens(self) -> int:
+        return self._int("branchSummary.reserveTokens", 16384)
+
+    @property
+    def branch_summary_skip_prompt(self) -> bool:
+        return self._bool("branchSummary.skipPrompt", False)
+
+    @property
+    def retry_enabled(self) -> bool:
+        return self._bool("retry.enabled", True)
+
+    @property
+    def retry_max_retries(self) -> int:
+        return self._int("retry.maxRetries", 3)
+
+    @property
+    def retry_base_delay_ms(self) -> int:
+        return self._int("retry.baseDelayMs", 2000)
+
+    @property
+    def retry_max_agent_delay_ms(self) -> int:
+        return self._int("retry.maxAgentDelayMs", 60000)
+
+    @property
+    def http_idle_timeout_ms(self) -> int:
+        """0 disables the idle timeout (``0`` or ``"disabled"`` in the file)."""
+        value = self.get("httpIdleTimeoutMs")
+        if value == "disabled":
+            return 0
+        return int(value) if is_non_negative_safe_integer(value) else 300000
+
+    @property
+    def shell_path(self) -> str | None:
+        value = self._str("shellPath")
+        return os.path.expanduser(value) if value else None
+
+    @property
+    def shell_command_prefix(self) -> str | None:
+        return self._str("shellCommandPrefix")
+
+    @property
+    def session_dir(self) -> str | None:
+        value = self._str("sessionDir")
+        return os.path.expanduser(value) if value else None
+
+    @property
+    def enable_skill_commands(self) -> bool:
+        return self._bool("enableSkillCommands", True)
+
+    @property
+    def default_project_trust(self) -> str:
+        """Global file only: a project must not be able to trust itself."""
+        value = self.get_global("defaultProjectTrust")
+        return value if value in PROJECT_TRUST_CHOICES else "ask"
+
+    @property
+    def extensions(self) -> list[SettingsPath]:
+        return self.resource_paths("extensions")
+
+    @property
+    def skills(self) -> list[SettingsPath]:
+        return self.resource_paths("skills")
+
+    @property
+    def prompts(self) -> list[SettingsPath]:
+        return self.resource_paths("prompts")
+
+    def resource_paths(self, kind: str) -> list[SettingsPath]:
+        """Entries of ``kind`` from both files, project first (project resources win name collisions)."""
+        layers = ((self._project, self.cwd / PROJECT_DIR, "project"), (self._global, self.agent_dir, "user"))
+        out: list[SettingsPath] = []
+        for data, base_dir, scope in layers:
+            entries = data.get(kind)
+            if isinstance(entries, list):
+                out.extend(SettingsPath(e, base_dir, scope) for e in entries if isinstance(e, str))
+        return out
+
+    # ------------------------------------------------------------------ helpers
+
+    def _str(self, key: str) -> str | None:
+        value = self.get(key)
+        return value if isinstance(value, str) and value else None
+
+    def _bool(self, key: str, default: bool) -> bool:
+        value = self.get(key)
+        return value if isinstance(value, bool) else default
+
+    def _int(self, key: str, default: int) -> int:
+        value = self.get(key)
+        return int(value) if is_non_negative_safe_integer(value) else default
+
+    def _choice(self, key: str, choices: tuple[str, ...], default: str) -> str:
+        value = self.get(key)
+        return value if value in choices else default
+
+    def _checked_compaction_value(self, field: str) -> int:
+        value = self.get(f"compaction.{field}")
+        if value is None:
+            return COMPACTION_DEFAULTS[field]
+        if not is_non_negative_safe_integer(value):
+            self._warn_once(f"Invalid compaction.{field} setting: {js_string(value)}. "
+                            "Expected a non-negative safe integer.")
+            return COMPACTION_DEFAULTS[field]
+        return int(value)
+
+    def _warn_once(self, message: str) -> None:
+        line = f"Warning: {message}"
+        if line not in self.warnings:
+            self.warnings.append(line)
+
+
+# ---------------------------------------------------------------------- merging
+
+
+def merge_settings(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    """Deep merge, plus pi's rule for ``defaultTools`` (a modifier-only list extends the base list)."""
+    merged = _deep_merge(base, overrides)
+    tools = _merge_default_tools(base.get("defaultTools"), overrides.get("defaultTools"))
+    if tools is not None:
+        merged["defaultTools"] = tools
+    return merged
+
+
+def _deep_merge(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    result = dict(base)
+    for key, value in overrides.items():
+        current = result.get(key)
+        if isinstance(current, dict) and isinstance(value, dict):
+            result[key] = _deep_merge(current, value)
+        else:
+            result[key] = value
+    return result
+
+
+def is_tool_modifier(entry: str) -> bool:
+    return entry.startswith(("+", "-"))
+
+
+def _merge_default_tools(base: Any, overrides: Any) -> Any:
+    if overrides is None:
+        return base
+    if isinstance(base, list) and isinstance(overrides, list) and all(
+        isinstance(e, str) and is_tool_modifier(e) for e in overrides
+    ):
+        return [*base, *overrides]
+    return overrides
+
+
+def resolve_tool_entries(entries: list[str]) -> list[str]:
+    """Plain names (or the default list when there are none) then ``+x``/``-x`` applied in order."""
+    plain = [e for e in entries if not is_tool_modifier(e)]
+    tools = plain if plain or not entries else list(DEFAULT_TOOL_NAMES)
+    for entry in entries:
+        if not is_tool_modifier(entry):
+            continue
+        name = entry[1:]
+        if entry.startswith("+") and name and name not in tools:
+            tools.append(name)
+        elif entry.startswith("-") and name in tools:
+            tools.remove(name)
+    return tools
+
+
+# ---------------------------------------------------------------------- values
+
+
+def is_non_negative_safe_integer(value: Any) -> bool:
+    """JavaScript's ``Number.isSafeInteger(v) && v >= 0`` (``2.0`` counts, ``True`` does not)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    if isinstance(value, float) and not value.is_integer():
+        return False
+    return 0 <= value <= MAX_SAFE_INTEGER
+
+
+def js_string(value: Any) -> str:
+    """``String(value)`` as JavaScript prints it, so error texts match pi's."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
+        return str(int(value))
+    if isinstance(value, list):
+        return ",".join("" if v is None else js_string(v) for v in value)
+    if isinstance(value, dict):
+        return "[object Object]"
+    return str(value)
+
+
+# ---------------------------------------------------------------------- files
+
+
+def _read_settings_file(path: Path, cache_dir: Path, warnings: list[str]) -> tuple[dict[str, Any], bool]:
+    """(settings, parsed_ok). Problems become ``Warning: Invalid settings file <path>: ...`` lines.
+
+    Values of the wrong type drop their top-level key only; the file is not recorded as validated,
+    so the warning repeats until the file is fixed.
+    """
+    try:
+        data = validated_json(path, cache_dir, _validate)
+    except ConfigError as exc:
+        _add_warnings(path, exc, warnings)
+        bad_keys: set[str] = getattr(exc, "bad_keys", set())
+        if not bad_keys:
+            return {}, False
+        data = {k: v for k, v in parse_json(path.read_bytes(), path.name).items() if k not in bad_keys}
+    if not isinstance(data, dict):
+        return {}, data is None
+    return migrate_settings(data), True
+
+
+def _validate(data: Any) -> None:
+    from pi_coding_agent.coding.resources.settings_schema import validate_settings
+
+    validate_settings(data)
+
+
+def _add_warnings(path: Path, exc: ConfigError, warnings: list[str]) -> None:
+    """One warning per problem, without repeating the file-name label ``validated_json`` adds."""
+    label = f"{path.name}: "
+    for message in exc.messages:
+        text = message[len(label):] if message.startswith(label) else message
+        line = f"Warning: Invalid settings file {path}: {text}"
+        if line not in warnings:
+            warnings.append(line)
+
+
+def migrate_settings(data: dict[str, Any]) -> dict[str, Any]:
+    """Older spellings pi still accepts: ``queueMode``, boolean ``websockets``, object ``skills``."""
+    if "queueMode" in data and "steeringMode" not in data:
+        data["steeringMode"] = data.pop("queueMode")
+    if "transport" not in data and isinstance(data.get("websockets"), bool):
+        data["transport"] = "websocket" if data.pop("websockets") else "sse"
+    skills = data.get("skills")
+    if isinstance(skills, dict) and "enableSkillCommands" in skills and "enableSkillCommands" not in data:
+        data["enableSkillCommands"] = skills["enableSkillCommands"]
+    return data
+
+
+def _read_for_update(path: Path) -> dict[str, Any] | None:
+    """Current file content for a read-modify-write ({} when absent, None when not a JSON object)."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return {}
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]
+    try:
+        data = orjson.loads(raw) if raw.strip() else {}
+    except orjson.JSONDecodeError:
+        return None
+    return migrate_settings(data) if isinstance(data, dict) else None
+
+
+def _set_dotted(data: dict[str, Any], dotted_key: str, value: Any) -> None:
+    *parents, leaf = dotted_key.split(".")
+    node = data
+    for part in parents:
+        child = node.get(part)
+        if not isinstance(child, dict):
+            child = {}
+            node[part] = child
+        node = child
+    node[leaf] = value
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write pretty JSON (2-space indent, as pi writes it) via a temp file and ``os.replace``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(orjson.dumps(data, option=orjson.OPT_INDENT_2))
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise

@@ -1,0 +1,284 @@
+"""Skills: directories holding a ``SKILL.md`` (or loose ``.md`` files) with YAML frontmatter.
+
+Discovery, precedence and filters are in ``resource_paths``; this module reads and validates the
+files, renders the prompt index and expands ``/skill:name args``. A skill without a description
+is not loaded; other rule breaks (bad name, over-long description) only warn, as in pi.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pi_coding_agent.coding.resources import resource_paths as rp
+from pi_coding_agent.coding.resources.frontmatter import parse_frontmatter, strip_frontmatter
+from pi_coding_agent.coding.resources.settings import PROJECT_DIR, SettingsPath
+
+SKILL_FILE = "SKILL.md"
+MAX_NAME_LENGTH = 64
+MAX_DESCRIPTION_LENGTH = 1024
+NAME_CHARS = re.compile(r"^[a-z0-9-]+$")
+
+
+@dataclass
+class Skill:
+    name: str
+    description: str
+    path: Path  # the SKILL.md (or loose .md) file
+    base_dir: Path  # the skill's directory: relative references in the body resolve against it
+    disable_model_invocation: bool = False
+    source: str = "local"  # sourceInfo.source: "auto" | "local"
+    scope: str = "temporary"  # sourceInfo.scope: "user" | "project" | "temporary"
+    source_base_dir: Path | None = None  # sourceInfo.baseDir (the resource root, not base_dir)
+
+    def source_info(self) -> dict[str, Any]:
+        """The ``sourceInfo`` object of get_commands."""
+        return source_info(self.path, self.source, self.scope, self.source_base_dir)
+
+
+def source_info(path: Path, source: str, scope: str, base_dir: Path | None) -> dict[str, Any]:
+    info: dict[str, Any] = {"path": str(path), "source": source, "scope": scope, "origin": "top-level"}
+    if base_dir is not None:
+        info["baseDir"] = str(base_dir)
+    return info
+
+
+def load_skills(agent_dir: Path, cwd: Path, trusted: bool, extra_paths: Sequence[str],
+                settings_paths: Sequence[SettingsPath | str],
+                include_defaults: bool = True) -> tuple[list[Skill], list[str]]:
+    """(skills in precedence order, warnings). ``include_defaults=False`` is ``--no-skills``:
+    only the ``--skill`` paths load."""
+    warnings: list[str] = []
+    candidates = skill_candidates(agent_dir, cwd, trusted, extra_paths, settings_paths, include_defaults)
+    for raw in extra_paths:
+        path = rp.resolve_entry(raw, cwd)
+        if not path.exists():
+            warnings.append(f"Warning: Skill path does not exist: {path}")
+    skills: dict[str, Skill] = {}
+    for item in rp.dedupe_by_real_path(candidates):
+        skill = read_skill(item, warnings)
+        if skill is None:
+            continue
+        winner = skills.get(skill.name)
+        if winner is not None:
+            warnings.append(f'Warning: Skill name "{skill.name}" collision: {skill.path} '
+                            f"(using {winner.path})")
+            continue
+        skills[skill.name] = skill
+    return list(skills.values()), warnings
+
+
+def skill_candidates(agent_dir: Path, cwd: Path, trusted: bool, extra_paths: Sequence[str],
+                     settings_paths: Sequence[SettingsPath | str], include_defaults: bool) -> list[rp.ResourceFile]:
+    """Every candidate skill file in precedence order (see ``resource_paths``)."""
+    cli = rp.cli_files(extra_paths, cwd, _collect_cli_path, lambda _root, file: file.parent)
+    if not include_defaults:
+        return cli
+    cwd = cwd.absolute()
+    home_skills = Path(os.path.expanduser("~")) / ".agents" / "skills"
+    project_dirs: list[tuple[Path, Path]] = []
+    if trusted:
+        project_dirs.append((cwd / PROJECT_DIR / "skills", cwd / PROJECT_DIR))
+        project_dirs += [(d, d.parent) for d in ancestor_agents_skill_dirs(cwd) if d != home_skills]
+    user_dirs = [(agent_dir / "skills", agent_dir), (home_skills, home_skills.parent)]
+    return [
+        *rp.settings_files(settings_paths, agent_dir, collect_pi_mode, "project"),
+        *_auto(project_dirs, "project", settings_paths, agent_dir),
+        *rp.settings_files(settings_paths, agent_dir, collect_pi_mode, "user"),
+        *_auto(user_dirs, "user", settings_paths, agent_dir),
+        *cli,
+    ]
+
+
+def _auto(dirs: list[tuple[Path, Path]], scope: str, settings_paths: Sequence[SettingsPath | str],
+          agent_dir: Path) -> list[rp.ResourceFile]:
+    """Auto-discovered skills; ``.agents`` directories use the nested-file rule of that layout."""
+    out: list[rp.ResourceFile] = []
+    for directory, base in dirs:
+        collect = collect_agents_mode if directory.parent.name == ".agents" else collect_pi_mode
+        out += rp.auto_files([(directory, base)], collect, scope, settings_paths, agent_dir)
+    return out
+
+
+def ancestor_agents_skill_dirs(cwd: Path) -> list[Path]:
+    """``.agents/skills`` of the cwd and its ancestors, stopping at the git repository root."""
+    repo_root = next((d for d in (cwd, *cwd.parents) if (d / ".git").exists()), None)
+    dirs: list[Path] = []
+    for directory in (cwd, *cwd.parents):
+        dirs.append(directory / ".agents" / "skills")
+        if directory == repo_root:
+            break
+    return dirs
+
+
+def collect_pi_mode(root: Path) -> list[Path]:
+    """``.pi``/agent-dir layout: loose ``.md`` files at the top level, ``SKILL.md`` dirs below."""
+    return _collect(root, root, top_level_md=True)
+
+
+def collect_agents_mode(root: Path) -> list[Path]:
+    """``.agents/skills`` layout: ``SKILL.md`` dirs, and loose ``.md`` files only below the top level."""
+    return _collect(root, root, top_level_md=False)
+
+
+def _collect(directory: Path, root: Path, top_level_md: bool) -> list[Path]:
+    """A dir with a SKILL.md is one skill (not descended further); hidden dirs and node_modules skipped."""
+    entries = rp.sorted_entries(directory)
+    skill_file = directory / SKILL_FILE
+    if any(e.name == SKILL_FILE for e in entries) and skill_file.is_file():
+        return [skill_file]
+    found: list[Path] = []
+    at_root = directory == root
+    for entry in entries:
+        if entry.name.startswith(".") or entry.name == "node_modules":
+            continue
+        is_dir, is_file = rp.entry_kind(entry)
+        if is_dir:
+            found += _collect(Path(entry.path), root, top_level_md)
+        elif is_file and entry.name.endswith(".md") and at_root == top_level_md:
+            found.append(Path(entry.path))
+    return found
+
+
+def _collect_cli_path(path: Path) -> list[Path]:
+    if path.is_dir():
+        return collect_pi_mode(path)
+    return [path] if path.is_file() else []
+
+
+def read_skill(item: rp.ResourceFile, warnings: list[str]) -> Skill | None:
+    """Parse one candidate; None (with a warning where pi gives one) when it is not a usable skill."""
+    path = item.path
+    declared = path.name == SKILL_FILE
+    if not path.name.endswith(".md"):
+        warnings.append(f"Warning: Skill path is not a markdown file: {path}")
+        return None
+    try:
+        meta, _ = parse_frontmatter(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        if declared or isinstance(exc, OSError):
+            warnings.append(f"Warning: Skill {path}: {exc}")
+        return None
+    description = meta.get("description")
+    has_description = isinstance(description, str) and description.strip() != ""
+    if not declared and not has_description:
+        return None
+    name_value = meta.get("name")
+    name = name_value if isinstance(name_value, str) and name_value else path.parent.name
+    problems = validate_description(description) + validate_name(name)
+    warnings.extend(f"Warning: Skill {path}: {p}" for p in problems)
+    if not has_description:
+        return None
+    assert isinstance(description, str)
+    return Skill(
+        name=name, description=description, path=path, base_dir=path.parent,
+        disable_model_invocation=meta.get("disable-model-invocation") is True,
+        source=item.source, scope=item.scope, source_base_dir=item.base_dir,
+    )
+
+
+def validate_name(name: str) -> list[str]:
+    """Agent Skills naming rules: lowercase letters, digits, single inner hyphens, at most 64 chars."""
+    problems = []
+    if len(name) > MAX_NAME_LENGTH:
+        problems.append(f"name exceeds {MAX_NAME_LENGTH} characters ({len(name)})")
+    if not NAME_CHARS.match(name):
+        problems.append("name contains invalid characters (must be lowercase a-z, 0-9, hyphens only)")
+    if name.startswith("-") or name.endswith("-"):
+        problems.append("name must not start or end with a hyphen")
+    if "--" in name:
+        problems.append("name must not contain consecutive hyphens")
+    return problems
+
+
+def validate_description(description: Any) -> list[str]:
+    if not isinstance(description, str) or not description.strip():
+        return ["description is required"]
+    if len(description) > MAX_DESCRIPTION_LENGTH:
+        return [f"description exceeds {MAX_DESCRIPTION_LENGTH} characters ({len(description)})"]
+    return []
+
+
+# ---------------------------------------------------------------------- prompt index and expansion
+
+
+def escape_xml(text: str) -> str:
+    return (text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+            .replace('"', "&quot;").replace("'", "&apos;"))
+
+
+def skills_index(skills: Sequence[Skill], reader: str) -> str:
+    """Content of the ``skills`` prompt section ("" when no skill is visible to the model).
+
+    ``reader`` names how the model loads a skill file: ``read``, ``bash``, or ``indirect`` (a
+    reading tool exists but is hidden, so the hint names none).
+    """
+    visible = [s for s in skills if not s.disable_model_invocation]
+    if not visible:
+        return ""
+    hint = {
+        "read": "Use the read tool to load a skill's file when the task matches its description.",
+        "bash": "Use bash to load a skill's file when the task matches its description.",
+    }.get(reader, "Load a skill's file when the task matches its description.")
+    lines = [
+        "The following skills provide specialized instructions for specific tasks.",
+        hint,
+        "Resolve relative paths against the skill's directory (parent of SKILL.md). Use absolute paths in tool calls.",
+        "",
+        "<available_skills>",
+    ]
+    for skill in visible:
+        lines += [
+            "  <skill>",
+            f"    <name>{escape_xml(skill.name)}</name>",
+            f"    <description>{escape_xml(skill.description)}</description>",
+            f"    <location>{escape_xml(str(skill.path))}</location>",
+            "  </skill>",
+        ]
+    lines.append("</available_skills>")
+    return "\n".join(lines)
+
+
+class SkillReadError(Exception):
+    """The skill file named by ``/skill:name`` could not be read (reported as ``extension_error``)."""
+
+    def __init__(self, skill: Skill, error: OSError) -> None:
+        super().__init__(f"Failed to read skill {skill.path}: {error.strerror or error}")
+        self.skill = skill
+
+
+def find_skill_command(text: str, skills: Sequence[Skill]) -> tuple[Skill, str] | None:
+    """(skill, args) when ``text`` is ``/skill:<known name> [args]``."""
+    if not text.startswith("/skill:"):
+        return None
+    head, sep, rest = text.partition(" ")
+    name = head[len("/skill:"):]
+    skill = next((s for s in skills if s.name == name), None)
+    return (skill, rest.strip() if sep else "") if skill else None
+
+
+def expand_skill_command(text: str, skills: Sequence[Skill],
+                         on_error: Callable[[SkillReadError], None] | None = None) -> str:
+    """``/skill:name args`` -> the skill block (+ blank line + args); other text unchanged.
+
+    An unreadable skill file leaves the text unchanged and is passed to ``on_error`` (pi reports it
+    as an ``extension_error`` with event ``skill_expansion``).
+    """
+    found = find_skill_command(text, skills)
+    if found is None:
+        return text
+    skill, args = found
+    try:
+        content = skill.path.read_text(encoding="utf-8")
+    except OSError as exc:
+        if on_error is not None:
+            on_error(SkillReadError(skill, exc))
+        return text
+    body = strip_frontmatter(content).strip()
+    block = (f'<skill name="{skill.name}" location="{skill.path}">\n'
+             f"References are relative to {skill.base_dir}.\n\n{body}\n</skill>")
+    return f"{block}\n\n{args}" if args else block

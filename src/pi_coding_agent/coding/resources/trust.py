@@ -1,0 +1,92 @@
+"""Project trust: whether ``<cwd>/.pi`` resources (settings, SYSTEM.md, skills, prompts, ...) may load.
+
+Order (config.md §1): ``--approve``/``--no-approve``; a project without trust-requiring resources is
+trusted unless ``trust.json`` says otherwise; the saved decision for the dir or its nearest
+ancestor; then ``defaultProjectTrust`` where ``ask`` means "no" because headless modes cannot ask.
+Context files (AGENTS.md, ...) do not depend on trust.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import orjson
+
+from pi_coding_agent.coding.resources.settings import PROJECT_DIR, write_json_atomic
+
+TRUST_FILE = "trust.json"
+TRUST_REQUIRING_PROJECT_ENTRIES = (
+    "settings.json", "mcp.json", "extensions", "skills", "prompts", "themes", "SYSTEM.md", "APPEND_SYSTEM.md",
+)
+
+
+def is_project_trusted(agent_dir: Path, cwd: Path, approve_flag: bool | None, default_trust: str) -> bool:
+    """The trust decision for ``cwd`` in a mode without a UI (see module docstring)."""
+    if approve_flag is not None:
+        return approve_flag
+    saved = saved_trust_decision(agent_dir, cwd)
+    if not has_trust_requiring_resources(cwd):
+        return True if saved is None else saved
+    if saved is not None:
+        return saved
+    return default_trust == "always"
+
+
+def _canonical(path: Path) -> Path:
+    try:
+        return path.resolve()
+    except OSError:
+        return Path(os.path.abspath(path))
+
+
+def has_trust_requiring_resources(cwd: Path) -> bool:
+    """True when ``cwd/.pi`` holds a gated entry or ``.agents/skills`` exists in cwd or an ancestor.
+
+    ``~/.agents/skills`` is the user's own directory and never counts.
+    """
+    current = _canonical(cwd)
+    config_dir = current / PROJECT_DIR
+    if any((config_dir / entry).exists() for entry in TRUST_REQUIRING_PROJECT_ENTRIES):
+        return True
+    user_skills = _canonical(Path(os.environ.get("HOME") or Path.home())) / ".agents" / "skills"
+    for directory in (current, *current.parents):
+        candidate = directory / ".agents" / "skills"
+        if candidate != user_skills and candidate.exists():
+            return True
+    return False
+
+
+def read_trust_file(agent_dir: Path) -> dict[str, bool | None]:
+    """``{abs dir: true|false|null}``; a missing or malformed file counts as empty."""
+    try:
+        raw = (agent_dir / TRUST_FILE).read_bytes()
+    except OSError:
+        return {}
+    try:
+        data = orjson.loads(raw.removeprefix(b"\xef\xbb\xbf"))
+    except orjson.JSONDecodeError:
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {k: v for k, v in data.items() if v is None or isinstance(v, bool)}
+
+
+def saved_trust_decision(agent_dir: Path, cwd: Path) -> bool | None:
+    """The decision saved for ``cwd`` or its nearest ancestor that has one."""
+    data = read_trust_file(agent_dir)
+    if not data:
+        return None
+    current = _canonical(cwd)
+    for directory in (current, *current.parents):
+        value = data.get(str(directory))
+        if isinstance(value, bool):
+            return value
+    return None
+
+
+def save_trust_decision(agent_dir: Path, cwd: Path, decision: bool | None) -> None:
+    """Record (or with None clear) the decision for ``cwd``; keys are kept sorted like pi writes them."""
+    data = read_trust_file(agent_dir)
+    data[str(_canonical(cwd))] = decision
+    write_json_atomic(agent_dir / TRUST_FILE, {k: data[k] for k in sorted(data)})

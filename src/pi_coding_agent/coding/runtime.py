@@ -1,0 +1,381 @@
+"""The composition root: builds an AgentSession from CLI arguments and owns its collaborators.
+
+``SessionRuntime`` holds what a session is made of (settings, models, keys, the session store,
+resources, tools, the Agent) and the policies the session delegates: input expansion, the system
+prompt patch, replacing the session, compaction, export and shutdown. Keeping them here leaves
+``AgentSession`` a readable state machine over runs and commands.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pi_coding_agent.agent.agent import Agent, AgentHooks
+from pi_coding_agent.agent.tool import AgentTool, tool_declaration
+from pi_coding_agent.ai.abort import AbortSignal
+from pi_coding_agent.ai.keys import AuthStorage
+from pi_coding_agent.ai.models import PLACEHOLDER_MODEL, ModelRegistry, default_model, resolve_model_pattern
+from pi_coding_agent.ai.stream import StreamOptions
+from pi_coding_agent.ai.thinking import clamp_thinking_level
+from pi_coding_agent.ai.types import Context, Model
+from pi_coding_agent.coding import paths
+from pi_coding_agent.coding.agent_session import AgentSession, SessionError
+from pi_coding_agent.coding.resources.context_files import load_context_files
+from pi_coding_agent.coding.resources.prompt_templates import (
+    PromptTemplate,
+    expand_prompt_template,
+    load_prompt_templates,
+)
+from pi_coding_agent.coding.resources.settings import Settings
+from pi_coding_agent.coding.resources.skills import Skill, expand_skill_command, load_skills
+from pi_coding_agent.coding.resources.system_prompt import (
+    PromptInputs,
+    SystemState,
+    build_sections,
+    render_system_prompt,
+    resolve_append_prompts,
+    resolve_custom_prompt,
+)
+from pi_coding_agent.coding.resources.trust import is_project_trusted
+from pi_coding_agent.coding.retry import RetrySettings
+from pi_coding_agent.coding.session import SessionManager, convert_to_llm, session_dir_for
+from pi_coding_agent.coding.tools import ToolEnv, create_builtin_tools, processes, run_user_bash, select_tools
+
+if TYPE_CHECKING:
+    from pi_coding_agent.coding.cli import CliArgs
+
+LOGIN_HELP = (
+    "Use /login to log into a provider via OAuth or API key. See:\n"
+    "  https://github.com/earendil-works/pi/blob/main/packages/coding-agent/docs/providers.md\n"
+    "  https://github.com/earendil-works/pi/blob/main/packages/coding-agent/docs/models.md"
+)
+
+
+@dataclass
+class Resources:
+    """What shapes the system prompt and input expansion."""
+
+    context_files: list[tuple[Path, str]] = field(default_factory=list)
+    skills: list[Skill] = field(default_factory=list)
+    templates: list[PromptTemplate] = field(default_factory=list)
+    custom_prompt: str | None = None
+    append_prompts: list[str] = field(default_factory=list)
+
+
+class SessionRuntime:
+    """Collaborators and delegated policies of one AgentSession (see module docstring)."""
+
+    def __init__(
+        self, *, args: CliArgs, cwd: Path, agent_dir: Path, mode: str, ui: Any, settings: Settings,
+        auth: AuthStorage, registry: ModelRegistry, session_manager: SessionManager,
+        resources: Resources, all_tools: dict[str, AgentTool], scoped_models: list[Model],
+    ) -> None:
+        self.args = args
+        self.cwd = cwd
+        self.agent_dir = agent_dir
+        self.mode = mode
+        self.ui = ui
+        self.settings = settings
+        self.auth = auth
+        self.registry = registry
+        self.session_manager = session_manager
+        self.resources = resources
+        self.all_tools = all_tools
+        self.scoped_models = scoped_models
+        self.auto_compaction_enabled: bool = settings.compaction_enabled
+        self.background_signal: AbortSignal | None = None
+        self.agent = Agent(
+            model=PLACEHOLDER_MODEL,
+            tools=select_tools(all_tools, settings.default_tools,
+                               None if args.tools is None else ",".join(args.tools), args.no_tools),
+            hooks=AgentHooks(build_context=self.build_context, get_api_key=self._get_api_key,
+                             stream_options=self._stream_options),
+            steering_mode=settings.steering_mode,
+            follow_up_mode=settings.follow_up_mode,
+        )
+
+    # ----------------------------------------------------------------- model, keys, settings
+
+    def retry_settings(self) -> RetrySettings:
+        s = self.settings
+        return RetrySettings(s.retry_enabled, s.retry_max_retries, s.retry_base_delay_ms, s.retry_max_agent_delay_ms)
+
+    def api_key_for(self, model: Model) -> str | None:
+        if model["api"] == "faux":
+            return "faux"
+        override = self.args.api_key if self._cli_provider_matches(model) else None
+        return self.auth.api_key(model["provider"], override) or self.registry.configured_api_key(model["provider"])
+
+    def _cli_provider_matches(self, model: Model) -> bool:
+        return self.args.api_key is not None and (self.args.provider in (None, model["provider"]))
+
+    async def _get_api_key(self, model: Model) -> str | None:
+        return self.api_key_for(model)
+
+    def _stream_options(self, model: Model) -> StreamOptions:
+        return StreamOptions(session_id=self.session_manager.session_id,
+                             thinking_budgets=self.settings.thinking_budgets)
+
+    @staticmethod
+    def no_key_message(provider: str) -> str:
+        return f"No API key found for {provider}.\n\n{LOGIN_HELP}"
+
+    def thinking_level_for(self, model: Model, current: str) -> str:
+        """Per-model level from settings, else the global default, else the current level."""
+        per_model = self.settings.model_thinking_levels.get(f"{model['provider']}/{model['id']}")
+        return per_model or self.settings.get("defaultThinkingLevel") or current
+
+    # ----------------------------------------------------------------- prompt pipeline
+
+    async def handle_input(
+        self, session: AgentSession, text: str, images: list[dict[str, Any]] | None,
+        streaming_behavior: str | None, allow_commands: bool,
+    ) -> dict[str, Any] | None:
+        """Extension commands and ``input`` hooks; None lets the prompt go on (no extensions yet)."""
+        return None
+
+    def expand_input(self, session: AgentSession, text: str) -> str:
+        """``/skill:name`` first, then prompt templates (config.md §7-§8)."""
+
+        def report(error: Exception) -> None:
+            session.emit({"type": "extension_error", "extensionPath": "skill", "event": "skill_expansion",
+                          "error": str(error)})
+
+        text = expand_skill_command(text, self.resources.skills, on_error=report)
+        return expand_prompt_template(text, self.resources.templates)
+
+    async def before_prompt(self, session: AgentSession) -> None:
+        """Pre-prompt hooks (threshold compaction); nothing to do yet."""
+
+    def prompt_sections(self) -> dict[str, str]:
+        tools = self.agent.tools
+        names = {t.name for t in tools}
+        r = self.resources
+        inputs = PromptInputs(
+            tools=[(t.name, getattr(t, "prompt_snippet", None), list(getattr(t, "prompt_guidelines", [])))
+                   for t in tools],
+            custom_prompt=r.custom_prompt,
+            append_texts=r.append_prompts,
+            context_files=r.context_files,
+            skills=[s for s in r.skills if not s.disable_model_invocation] if names & {"read", "bash"} else [],
+            cwd=self.cwd,
+            extra_sections={},
+        )
+        return build_sections(inputs)
+
+    def run_start_messages(self, session: AgentSession, user_message: dict[str, Any]) -> list[dict[str, Any]]:
+        """The prompt's messages, led by a system patch when the prompt or tools changed."""
+        state = SystemState.replay(self.agent.messages)
+        patch = state.patch_to(self.prompt_sections(), [tool_declaration(t) for t in self.agent.tools])
+        return [patch, user_message] if patch else [user_message]
+
+    def build_context(self, messages: list[dict[str, Any]]) -> Context:
+        """Agent hook: the transcript as one request (system state replayed, custom roles converted)."""
+        state = SystemState.replay(messages)
+        context: Context = {
+            "systemPrompt": render_system_prompt(state.sections),
+            "messages": convert_to_llm([m for m in messages if m["role"] != "system"]),  # type: ignore[typeddict-item]
+        }
+        tools = list(state.tools.values()) or [tool_declaration(t) for t in self.agent.tools]
+        if tools:
+            context["tools"] = tools  # type: ignore[typeddict-item]
+        return context
+
+    def session_env(self) -> dict[str, str]:
+        """PI_* variables for the LLM's bash tool (not for the user's RPC bash)."""
+        sm = self.session_manager
+        env = {"PI_SESSION_ID": sm.session_id, "PI_PROVIDER": self.agent.model["provider"],
+               "PI_MODEL": self.agent.model["id"], "PI_REASONING_LEVEL": self.agent.thinking_level}
+        if sm.session_file is not None:
+            env["PI_SESSION_FILE"] = str(sm.session_file)
+        return env
+
+    # ----------------------------------------------------------------- after runs
+
+    async def after_run_compaction(self, session: AgentSession, last: dict[str, Any] | None) -> bool:
+        """Threshold/overflow compaction after a run; True to continue the run (not built yet)."""
+        return False
+
+    def abort_background_work(self) -> None:
+        if self.background_signal is not None:
+            self.background_signal.abort()
+
+    def context_usage(self, session: AgentSession) -> dict[str, Any] | None:
+        return None
+
+    async def compact(self, session: AgentSession, reason: str, custom_instructions: str | None) -> dict[str, Any]:
+        raise SessionError("Compaction is not available yet")
+
+    async def export_html(self, session: AgentSession, output_path: str | None) -> str:
+        raise SessionError("HTML export is not available yet")
+
+    # ----------------------------------------------------------------- extensions (none yet)
+
+    async def notify_model_select(self, session: AgentSession, model: Model, previous: Model, source: str) -> None:
+        """Extension ``model_select`` hook point."""
+
+    async def notify_session_info(self, session: AgentSession, name: str) -> None:
+        """Extension ``session_info_changed`` hook point."""
+
+    def list_commands(self) -> list[dict[str, Any]]:
+        """get_commands: extension commands, prompt templates, then skills."""
+        commands: list[dict[str, Any]] = []
+        for t in self.resources.templates:
+            item: dict[str, Any] = {"name": t.name}
+            if t.description:
+                item["description"] = t.description
+            item["source"] = "prompt"
+            item["sourceInfo"] = t.source_info()
+            commands.append(item)
+        for s in self.resources.skills:
+            commands.append({"name": f"skill:{s.name}", "description": s.description, "source": "skill",
+                             "sourceInfo": s.source_info()})
+        return commands
+
+    # ----------------------------------------------------------------- user bash, session replacement
+
+    async def run_user_bash(
+        self, session: AgentSession, command: str, exclude_from_context: bool, on_delta: Any, signal: AbortSignal
+    ) -> dict[str, Any]:
+        env = ToolEnv(cwd=self.cwd, shell_path=self.settings.shell_path,
+                      shell_command_prefix=self.settings.shell_command_prefix, agent_dir=self.agent_dir)
+        return await run_user_bash(command, env, on_delta, signal)
+
+    async def replace_session(
+        self, session: AgentSession, reason: str, *, parent_session: str | None = None, target: Path | None = None,
+        entry_id: str | None = None, position: str = "before",
+    ) -> dict[str, Any]:
+        """new / resume / fork: tear the run down, swap the store, restore model and transcript."""
+        if session.is_streaming:
+            await session.abort()
+        session.abort_bash()
+        old = self.session_manager
+        if reason == "new":
+            sm = SessionManager.create(self.cwd, self._session_dir(), persist=old.persist,
+                                       parent_session=parent_session)
+        elif reason == "resume":
+            assert target is not None
+            sm = SessionManager.open(target.resolve(), self.cwd)
+            if not Path(sm.cwd).is_dir():
+                raise SessionError(f"Session working directory does not exist: {sm.cwd}")
+        else:
+            if old.persist and old.session_file is not None and not old.session_file.exists():
+                raise SessionError(
+                    "This session has not been saved yet. Send a message before cloning or forking it."
+                )
+            sm = old.fork(entry_id, position)
+        self.session_manager = sm
+        session.rebind(sm)
+        self.load_transcript(sm, new=reason == "new")
+        return {"cancelled": False}
+
+    def _session_dir(self) -> Path:
+        return resolve_session_dir(self.args, self.settings, self.agent_dir, self.cwd)
+
+    def load_transcript(self, sm: SessionManager, new: bool) -> None:
+        """Give the agent the session's projected context, model and thinking level."""
+        ctx = sm.build_context()
+        self.agent.messages = ctx.messages
+        if ctx.model is not None:
+            restored = self.registry.find(*ctx.model)
+            if restored is not None:
+                self.agent.model = restored
+        if not new and sm.entries:
+            self.agent.thinking_level = clamp_thinking_level(self.agent.model, ctx.thinking_level)
+        elif new:
+            if self.agent.model is not PLACEHOLDER_MODEL:
+                sm.append_model_change(self.agent.model["provider"], self.agent.model["id"])
+            sm.append_thinking_level_change(self.agent.thinking_level)
+
+    async def shutdown(self, session: AgentSession) -> None:
+        processes.kill_all()
+        self.session_manager.close()
+
+
+def resolve_session_dir(args: CliArgs, settings: Settings, agent_dir: Path, cwd: Path) -> Path:
+    """--session-dir, then PI_CODING_AGENT_SESSION_DIR, then the sessionDir setting, then the default."""
+    explicit = args.session_dir or os.environ.get("PI_CODING_AGENT_SESSION_DIR") or settings.session_dir
+    if explicit:
+        return (cwd / Path(explicit).expanduser()).resolve()
+    return session_dir_for(agent_dir, cwd)
+
+
+def _open_session(args: CliArgs, settings: Settings, agent_dir: Path, cwd: Path) -> SessionManager:
+    session_dir = resolve_session_dir(args, settings, agent_dir, cwd)
+    if args.no_session:
+        return SessionManager.create(cwd, session_dir, persist=False)
+    if args.session:
+        return SessionManager.open(Path(args.session).expanduser().resolve(), cwd)
+    if args.continue_session:
+        recent = SessionManager.continue_recent(cwd, session_dir)
+        if recent is not None:
+            return recent
+    return SessionManager.create(cwd, session_dir, session_id=args.session_id)
+
+
+def _load_resources(args: CliArgs, settings: Settings, agent_dir: Path, cwd: Path, trusted: bool) -> Resources:
+    skills, warnings = load_skills(agent_dir, cwd, trusted, list(args.skills), settings.skills,
+                                   include_defaults=not args.no_skills)
+    for warning in [*warnings, *settings.warnings]:
+        print(warning, file=sys.stderr)
+    return Resources(
+        context_files=[] if args.no_context_files else load_context_files(agent_dir, cwd),
+        skills=skills,
+        templates=load_prompt_templates(agent_dir, cwd, trusted, list(args.prompt_templates), settings.prompts,
+                                        include_defaults=not args.no_prompt_templates),
+        custom_prompt=resolve_custom_prompt(args.system_prompt, agent_dir, cwd, trusted),
+        append_prompts=resolve_append_prompts(list(args.append_system_prompt), agent_dir, cwd, trusted),
+    )
+
+
+def _startup_model(args: CliArgs, registry: ModelRegistry, settings: Settings) -> tuple[Model, str | None]:
+    """The model named on the command line, else the configured or first available one."""
+    if args.model:
+        model, level, warnings = resolve_model_pattern(registry, args.model, args.provider)
+        for warning in warnings:
+            print(f"Warning: {warning}", file=sys.stderr)
+        return model, level
+    chosen = default_model(registry, args.provider or settings.default_provider, settings.default_model, [])
+    return (chosen or PLACEHOLDER_MODEL), None
+
+
+async def create_session(args: CliArgs, mode: str, ui: Any = None) -> AgentSession:
+    """Build the whole runtime for ``mode`` ("rpc", "json", "print") from parsed CLI arguments."""
+    cwd = Path.cwd().resolve()
+    agent_dir = paths.agent_dir()
+    # pi reads start-up settings (sessionDir, warnings) as if trusted, before the trust decision
+    startup = Settings.load(agent_dir, cwd, project_trusted=True)
+    trusted = is_project_trusted(agent_dir, cwd, args.approve, startup.default_project_trust)
+    settings = startup if trusted else Settings.load(agent_dir, cwd, project_trusted=False)
+    auth = AuthStorage(agent_dir)
+    registry = ModelRegistry(agent_dir, auth)
+    for error in registry.errors:
+        print(error, file=sys.stderr)
+    sm = _open_session(args, startup, agent_dir, cwd)
+    runtime_box: list[SessionRuntime] = []
+    env = ToolEnv(cwd=cwd, shell_path=settings.shell_path, shell_command_prefix=settings.shell_command_prefix,
+                  session_env=lambda: runtime_box[0].session_env(),
+                  model_accepts_images=lambda: "image" in runtime_box[0].agent.model.get("input", []),
+                  agent_dir=agent_dir)
+    runtime = SessionRuntime(
+        args=args, cwd=cwd, agent_dir=agent_dir, mode=mode, ui=ui, settings=settings, auth=auth,
+        registry=registry, session_manager=sm, resources=_load_resources(args, settings, agent_dir, cwd, trusted),
+        all_tools=create_builtin_tools(env), scoped_models=[],
+    )
+    runtime_box.append(runtime)
+    resumed = bool(sm.entries)
+    if not resumed:
+        if args.name:
+            sm.append_session_info(" ".join(args.name.split("\n")).strip())
+        model, level = _startup_model(args, registry, settings)
+        runtime.agent.model = model
+        requested = args.thinking or level or runtime.thinking_level_for(model, "medium")
+        runtime.agent.thinking_level = clamp_thinking_level(model, requested)
+    runtime.load_transcript(sm, new=not resumed)
+    if not registry.available_models():
+        print(f"Warning: No models available. {LOGIN_HELP}", file=sys.stderr)
+    return AgentSession(runtime)

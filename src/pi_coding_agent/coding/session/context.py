@@ -1,0 +1,183 @@
+"""What the model sees of a session: select the active entries, project them to messages.
+
+Selection follows the branch from the leaf; the latest compaction on it replaces everything
+before its first kept entry; ``context_edit`` entries hide or rewrite earlier entries. The result
+keeps, for every message, the id of the entry it came from (compaction needs the provenance).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pi_coding_agent.coding.session.ids import iso_to_ms
+
+Entry = dict[str, Any]
+Message = dict[str, Any]
+
+_EDITABLE_ROLES = frozenset({"user", "assistant", "toolResult", "custom"})
+_BLOCK_ROLES = frozenset({"user", "assistant", "toolResult"})
+
+
+@dataclass
+class SessionContext:
+    messages: list[Message] = field(default_factory=list)
+    model: tuple[str, str] | None = None  # (provider, model id)
+    thinking_level: str = "off"
+    context_entry_ids: list[str] = field(default_factory=list)  # source entry id of each message
+
+
+def select_context_entries(path: list[Entry]) -> list[Entry]:
+    """The entries of the path that reach the model, starting with the latest compaction if any."""
+    compaction_index = next(
+        (i for i in range(len(path) - 1, -1, -1) if path[i].get("type") == "compaction"), None
+    )
+    if compaction_index is None:
+        return path
+    compaction = path[compaction_index]
+    first_kept = compaction.get("firstKeptEntryId")
+    selected = [compaction]
+    keeping = False
+    for entry in path[:compaction_index]:
+        keeping = keeping or entry.get("id") == first_kept
+        if keeping and not _is_system_message(entry):
+            selected.append(entry)
+    selected.extend(path[compaction_index + 1 :])
+    return selected
+
+
+def _is_system_message(entry: Entry) -> bool:
+    return entry.get("type") == "message" and (entry.get("message") or {}).get("role") == "system"
+
+
+def entry_messages(entry: Entry) -> list[Message]:
+    """The messages one entry contributes (before context edits)."""
+    kind = entry.get("type")
+    if kind == "message":
+        message = entry.get("message") or {}
+        if message.get("content") is None:
+            role = message.get("role")
+            if role == "system":
+                return [{**message, "content": ""}]
+            if role in _BLOCK_ROLES:
+                return [{**message, "content": []}]
+        return [message]
+    if kind == "custom_message":
+        content = entry.get("content")
+        custom = _present(entry, "customType")
+        custom.update(content=[] if content is None else content, **_present(entry, "display", "details"))
+        return [{"role": "custom", **custom, "timestamp": iso_to_ms(entry.get("timestamp"))}]
+    if kind == "branch_summary" and entry.get("summary"):
+        return [{"role": "branchSummary", **_present(entry, "summary", "fromId"),
+                 "timestamp": iso_to_ms(entry.get("timestamp"))}]
+    if kind == "compaction":
+        summary = {"role": "compactionSummary", **_present(entry, "summary", "tokensBefore"),
+                   "timestamp": iso_to_ms(entry.get("timestamp"))}
+        system = entry.get("systemMessage")
+        return [system, summary] if system else [summary]
+    return []
+
+
+def _present(entry: Entry, *keys: str) -> dict[str, Any]:
+    """The given fields that the entry has (absent ones stay absent, as JavaScript drops undefined)."""
+    return {key: entry[key] for key in keys if key in entry}
+
+
+def apply_edit(messages: list[Message], edit: Entry | None) -> list[Message]:
+    """A ``null`` replacement hides the entry; otherwise only ``content`` is swapped."""
+    if edit is None:
+        return messages
+    replacement = edit.get("replacement")
+    if replacement is None:
+        return []
+    edited = []
+    for message in messages:
+        role = message.get("role")
+        if role not in _EDITABLE_ROLES:
+            edited.append(message)
+            continue
+        content = replacement.get("content")
+        if role in ("assistant", "toolResult") and isinstance(content, str):
+            content = [{"type": "text", "text": content}]
+        edited.append({**message, "content": content})
+    return edited
+
+
+def restored_settings(path: list[Entry]) -> tuple[tuple[str, str] | None, str]:
+    """Model and thinking level in force at the leaf (assistant replies also set the model)."""
+    level = "off"
+    model: tuple[Any, Any] | None = None
+    for entry in path:
+        kind = entry.get("type")
+        if kind == "thinking_level_change":
+            level = entry.get("thinkingLevel")  # type: ignore[assignment]
+        elif kind == "model_change":
+            model = (entry.get("provider"), entry.get("modelId"))
+        elif kind == "message":
+            message = entry.get("message") or {}
+            if message.get("role") == "assistant":
+                model = (message.get("provider"), message.get("model"))
+    return model, level
+
+
+def build_context(path: list[Entry]) -> SessionContext:
+    """Project a root-to-leaf path into the model context."""
+    selected = select_context_entries(path)
+    edits = {e.get("targetId"): e for e in selected if e.get("type") == "context_edit"}
+    context = SessionContext()
+    for index, entry in enumerate(selected):
+        if index > 0 and entry.get("type") == "compaction":
+            continue  # an older compaction inside the kept range: only the latest one speaks
+        entry_id = entry.get("id")
+        messages = entry_messages(entry)
+        if edits:
+            messages = apply_edit(messages, edits.get(entry_id))
+        context.messages.extend(messages)
+        context.context_entry_ids.extend([entry_id] * len(messages))  # type: ignore[list-item]
+    context.model, context.thinking_level = restored_settings(path)
+    return context
+
+
+def current_system_message(messages: list[Message]) -> Message | None:
+    """Replay every system message (prompt patches, tool deltas) into one full system message."""
+    texts: list[str] = []
+    sections: dict[str, Any] = {}
+    tools: dict[str, Any] = {}
+    timestamp = None
+    for message in messages:
+        if message.get("role") != "system":
+            continue
+        if timestamp is None:
+            timestamp = message.get("timestamp")
+        text = content_text(message.get("content"), "\n")
+        if text:
+            texts.append(text)
+        for name, value in (message.get("sections") or {}).items():
+            if value is None:
+                sections.pop(name, None)
+            else:
+                sections[name] = value
+        for tool in message.get("toolsRemoved") or []:
+            tools.pop(tool.get("name"), None)
+        for tool in message.get("toolsAdded") or []:
+            tools[tool.get("name")] = tool
+    if timestamp is None and not tools:
+        return None
+    result: Message = {"role": "system", "content": "\n\n".join(texts)}
+    if sections:
+        result["sections"] = sections
+    if tools:
+        result["toolsAdded"] = list(tools.values())
+    result["timestamp"] = timestamp if timestamp is not None else 0
+    return result
+
+
+def content_text(content: Any, separator: str) -> str:
+    """Text of a string or of the text blocks of a content list."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    return separator.join(
+        block.get("text", "") for block in content if isinstance(block, dict) and block.get("type") == "text"
+    )

@@ -1,0 +1,457 @@
+"""The session store: an append-only tree of entries kept in memory and in a pi-compatible JSONL file.
+
+Memory and file never diverge: an entry joins the tree only if its line was written. A new
+session touches the disk only once it holds a user or assistant message; the header and the
+setup entries gathered until then go out in that first (exclusive-create) write.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from pi_coding_agent.coding import paths
+from pi_coding_agent.coding.session import storage
+from pi_coding_agent.coding.session.context import (
+    SessionContext,
+    build_context,
+    content_text,
+    current_system_message,
+)
+from pi_coding_agent.coding.session.conversion import convert_to_llm
+from pi_coding_agent.coding.session.ids import (
+    file_stamp,
+    iso_now,
+    iso_to_ms,
+    new_entry_id,
+    uuid7,
+    validate_session_id,
+)
+from pi_coding_agent.coding.session.listing import (
+    find_most_recent,
+    is_custom_dir,
+    list_sessions,
+    session_dir_for,
+)
+from pi_coding_agent.coding.session.migration import CURRENT_VERSION, migrate_records, write_migrated
+
+__all__ = ["SessionContext", "SessionManager", "convert_to_llm", "list_sessions", "session_dir_for"]
+
+Entry = dict[str, Any]
+
+_FORK_ERROR = "Invalid entry ID for forking"
+_UNSAVED_ERROR = "This session has not been saved yet. Send a message before cloning or forking it."
+_REPLACEMENT_ERROR = "Context edit replacement must be null or contain string/array content"
+_NEWLINES = re.compile(r"[\r\n]+")
+
+
+def _is_conversation(entry: Entry) -> bool:
+    """A user or assistant message: what makes a session worth a file."""
+    return entry.get("type") == "message" and (entry.get("message") or {}).get("role") in ("user", "assistant")
+
+
+class SessionManager:
+    """One session: header, entries in file order, the leaf, labels and name."""
+
+    def __init__(self, *, cwd: Path, session_dir: Path | None, persist: bool, header: Entry,
+                 entries: list[Entry], session_file: Path | None, flushed: bool,
+                 stale_on_disk: bool = False) -> None:
+        self.cwd = cwd
+        self.session_dir = session_dir
+        self.persist = persist
+        self.header = header
+        self.entries = entries
+        self.session_file = session_file
+        self._flushed = flushed  # the file exists and holds every entry
+        self._stale_on_disk = stale_on_disk  # migrated in memory; rewrite before the next append
+        self._by_id: dict[str, Entry] = {}
+        self.labels: dict[str, dict[str, Any]] = {}
+        self.leaf_id: str | None = None
+        self._name_entry: Entry | None = None
+        self._conversation = False
+        for entry in entries:
+            self._index(entry)
+
+    # ----------------------------------------------------------------- construction
+
+    @classmethod
+    def create(cls, cwd: Path, session_dir: Path | None, *, persist: bool = True, session_id: str | None = None,
+               parent_session: str | None = None) -> SessionManager:
+        """A new, empty session (no file until the first user or assistant message)."""
+        if session_id is not None:
+            validate_session_id(session_id)
+        cwd = Path(os.path.abspath(cwd))
+        directory = Path(os.path.abspath(session_dir)) if session_dir else session_dir_for(paths.agent_dir(), cwd)
+        header = _new_header(session_id or uuid7(), cwd, parent_session)
+        file = directory / f"{file_stamp(header['timestamp'])}_{header['id']}.jsonl" if persist else None
+        return cls(cwd=cwd, session_dir=directory if persist else None, persist=persist, header=header,
+                   entries=[], session_file=file, flushed=False)
+
+    @classmethod
+    def open(cls, path: Path, cwd: Path) -> SessionManager:
+        """An existing session file (in the cwd its header records), or a new session at ``path``."""
+        return cls._load(Path(os.path.abspath(path)), Path(os.path.abspath(cwd)), prefer_header_cwd=True)
+
+    @classmethod
+    def continue_recent(cls, cwd: Path, session_dir: Path | None) -> SessionManager | None:
+        """The most recently modified session of the directory, or None when there is none."""
+        cwd = Path(os.path.abspath(cwd))
+        directory = Path(os.path.abspath(session_dir)) if session_dir else session_dir_for(paths.agent_dir(), cwd)
+        recent = find_most_recent(directory, cwd if is_custom_dir(directory, cwd) else None)
+        return cls._load(recent, cwd, prefer_header_cwd=False) if recent is not None else None
+
+    @classmethod
+    def _load(cls, path: Path, cwd: Path, *, prefer_header_cwd: bool) -> SessionManager:
+        if not path.exists():
+            header = _new_header(uuid7(), cwd, None)
+            return cls(cwd=cwd, session_dir=path.parent, persist=True, header=header, entries=[],
+                       session_file=path, flushed=False)
+        records = storage.read_records(path)
+        if not records or not storage.is_header(records[0]):
+            if path.stat().st_size > 0:
+                raise ValueError(f"Session file is not a valid pi session: {path}")
+            header = _new_header(uuid7(), cwd, None)
+            storage.append_line(path, storage.encode(header))
+            return cls(cwd=cwd, session_dir=path.parent, persist=True, header=header, entries=[],
+                       session_file=path, flushed=True)
+        migrated = migrate_records(records)
+        header = records[0]
+        recorded_cwd = header.get("cwd")
+        if prefer_header_cwd and isinstance(recorded_cwd, str) and recorded_cwd:
+            cwd = Path(recorded_cwd)
+        entries = [record for record in records[1:] if record.get("type") != "session"]
+        return cls(cwd=cwd, session_dir=path.parent, persist=True, header=header, entries=entries,
+                   session_file=path, flushed=True, stale_on_disk=migrated)
+
+    def fork(self, entry_id: str | None, position: str) -> SessionManager:
+        """A new session holding the root-to-target path (ids kept), ``parentSession`` = this file.
+
+        ``before``: the entry must be a user message and the target is its parent (re-editing it);
+        ``at``: the target is the entry itself (clone).
+        """
+        entry = self._by_id.get(entry_id) if entry_id is not None else None
+        if entry is None:
+            raise ValueError(_FORK_ERROR)
+        if position == "at":
+            target: str | None = entry["id"]
+        elif (entry.get("message") or {}).get("role") == "user" and entry.get("type") == "message":
+            target = entry.get("parentId")
+        else:
+            raise ValueError(_FORK_ERROR)
+        if self.persist and (self.session_file is None or not self.session_file.exists()) and target is not None:
+            raise ValueError(_UNSAVED_ERROR)
+        parent = str(self.session_file) if self.persist and self.session_file is not None else None
+        fresh = SessionManager.create(self.cwd, self.session_dir, persist=self.persist, parent_session=parent)
+        if target is None:
+            return fresh
+        fresh.entries = self._path_with_labels(target)
+        for copied in fresh.entries:
+            fresh._index(copied)
+        if fresh.persist and fresh._conversation:
+            fresh._write_new_file()
+        return fresh
+
+    def _path_with_labels(self, target: str) -> list[Entry]:
+        """The path to ``target`` re-chained without label entries, then its labels re-created."""
+        path: list[Entry] = []
+        label_successor: dict[str, str] = {}  # dropped label id -> next kept entry id
+        pending: list[str] = []
+        parent: str | None = None
+        for entry in self.get_branch(target):
+            if entry.get("type") == "label":
+                pending.append(entry["id"])
+                continue
+            label_successor.update((label_id, entry["id"]) for label_id in pending)
+            pending.clear()
+            copied = {**entry, "parentId": parent}
+            kept = entry.get("firstKeptEntryId")
+            if entry.get("type") == "compaction" and kept != entry["id"] and kept in label_successor:
+                copied["firstKeptEntryId"] = label_successor[kept]
+            path.append(copied)
+            parent = entry["id"]
+        taken = {entry["id"] for entry in path}
+        for target_id, label in self.labels.items():
+            if target_id not in taken:
+                continue
+            label_entry = {"type": "label", "id": new_entry_id(taken), "parentId": parent,
+                           "timestamp": label["timestamp"], "targetId": target_id, "label": label["label"]}
+            taken.add(label_entry["id"])
+            path.append(label_entry)
+            parent = label_entry["id"]
+        return path
+
+    def close(self) -> None:
+        """Nothing stays open between appends; kept so owners can release the store explicitly."""
+
+    # ----------------------------------------------------------------- state
+
+    @property
+    def session_id(self) -> str:
+        return str(self.header["id"])
+
+    @property
+    def session_name(self) -> str | None:
+        """The name of the last ``session_info`` in the file (any branch); None when empty."""
+        if self._name_entry is None:
+            return None
+        return str(self._name_entry.get("name") or "").strip() or None
+
+    def get_entry(self, entry_id: str) -> Entry | None:
+        return self._by_id.get(entry_id)
+
+    def _index(self, entry: Entry) -> None:
+        """Account for one entry that is in memory and on disk (load or successful append)."""
+        entry_id = entry.get("id")
+        self._by_id[entry_id] = entry  # type: ignore[index]
+        self.leaf_id = entry_id
+        kind = entry.get("type")
+        if kind == "label":
+            if entry.get("label"):
+                self.labels[entry.get("targetId")] = {"label": entry["label"], "timestamp": entry.get("timestamp")}  # type: ignore[index]
+            else:
+                self.labels.pop(entry.get("targetId"), None)  # type: ignore[arg-type]
+        elif kind == "session_info":
+            self._name_entry = entry
+        elif not self._conversation and _is_conversation(entry):
+            self._conversation = True
+
+    # ----------------------------------------------------------------- appending
+
+    def _entry(self, entry_type: str, /, **fields: Any) -> Entry:
+        """A new entry below the leaf; fields whose value is None are left out."""
+        entry: Entry = {"type": entry_type, "id": new_entry_id(self._by_id), "parentId": self.leaf_id,
+                        "timestamp": iso_now()}
+        entry.update((key, value) for key, value in fields.items() if value is not None)
+        return entry
+
+    def _append(self, entry: Entry) -> Entry:
+        """Write the entry (or keep it pending before the first conversation message), then index it."""
+        self.entries.append(entry)
+        try:
+            self._persist(entry)
+        except BaseException:
+            self.entries.pop()
+            raise
+        self._index(entry)
+        return entry
+
+    def _persist(self, entry: Entry) -> None:
+        if not self.persist or self.session_file is None:
+            return
+        if not self._flushed:
+            if self._conversation or _is_conversation(entry):
+                self._write_new_file()
+            return
+        if self._stale_on_disk:
+            write_migrated(self.session_file, [self.header, *self.entries[:-1]])
+            self._stale_on_disk = False
+        storage.append_line(self.session_file, storage.encode(entry))
+
+    def _write_new_file(self) -> None:
+        assert self.session_file is not None
+        storage.create_file(self.session_file, storage.encode_all([self.header, *self.entries]))
+        self._flushed = True
+
+    def append_message(self, message: dict[str, Any]) -> Entry:
+        return self._append(self._entry("message", message=message))
+
+    def append_model_change(self, provider: str, model_id: str) -> Entry:
+        return self._append(self._entry("model_change", provider=provider, modelId=model_id))
+
+    def append_thinking_level_change(self, level: str) -> Entry:
+        return self._append(self._entry("thinking_level_change", thinkingLevel=level))
+
+    def append_compaction(self, summary: str, first_kept_entry_id: str, tokens_before: int, *, details: Any = None,
+                          usage: dict[str, Any] | None = None, from_hook: bool | None = None,
+                          system_message: dict[str, Any] | None = None) -> Entry:
+        """A compaction checkpoint; ``system_message`` defaults to the replayed system state."""
+        if system_message is None:
+            system_message = current_system_message(self.build_context().messages)
+        entry = self._entry("compaction", summary=summary)
+        entry["firstKeptEntryId"] = first_kept_entry_id or entry["id"]
+        entry["tokensBefore"] = tokens_before
+        entry.update((k, v) for k, v in (("details", details), ("usage", usage), ("fromHook", from_hook))
+                     if v is not None)
+        if system_message is not None:
+            entry["systemMessage"] = {**system_message, "timestamp": iso_to_ms(entry["timestamp"])}
+        return self._append(entry)
+
+    def append_branch_summary(self, from_id: str, summary: str, *, details: Any = None,
+                              usage: dict[str, Any] | None = None, from_hook: bool | None = None) -> Entry:
+        """A summary of the abandoned branch ``from_id``, appended below the (already moved) leaf."""
+        return self._append(self._entry("branch_summary", fromId=from_id, summary=summary, details=details,
+                                         usage=usage, fromHook=from_hook))
+
+    def branch_with_summary(self, target_id: str | None, summary: str, **extra: Any) -> Entry:
+        """Move the leaf to ``target_id`` and record a summary of the branch it left."""
+        from_id = self.leaf_id or "root"
+        previous = self.leaf_id
+        self.branch(target_id)
+        try:
+            return self.append_branch_summary(from_id, summary, **extra)
+        except BaseException:
+            self.leaf_id = previous
+            raise
+
+    def append_custom(self, custom_type: str, data: Any = None) -> Entry:
+        return self._append(self._entry("custom", customType=custom_type, data=data))
+
+    def append_custom_message(self, custom_type: str, content: Any, display: bool, details: Any = None) -> Entry:
+        return self._append(self._entry("custom_message", customType=custom_type, content=content,
+                                        display=display, details=details))
+
+    def append_label(self, target_id: str, label: str | None) -> Entry:
+        """Set (or with None/empty, clear) the label of an entry."""
+        if target_id not in self._by_id:
+            raise ValueError(f"Entry {target_id} not found")
+        return self._append(self._entry("label", targetId=target_id, label=label))
+
+    def append_session_info(self, name: str) -> Entry:
+        return self._append(self._entry("session_info", name=_NEWLINES.sub(" ", name).strip()))
+
+    def append_context_edit(self, target_id: str, replacement: dict[str, Any] | None) -> Entry:
+        """Hide (None) or rewrite the content of an earlier model-visible entry on this branch."""
+        if replacement is not None and not (
+            isinstance(replacement, dict) and isinstance(replacement.get("content"), str | list)
+        ):
+            raise ValueError(_REPLACEMENT_ERROR)
+        target = self._by_id.get(target_id)
+        if target is None:
+            raise ValueError(f"Entry {target_id} not found")
+        if all(entry.get("id") != target_id for entry in self.get_branch()):
+            raise ValueError(f"Entry {target_id} is not on the active branch")
+        role = "custom" if target.get("type") == "custom_message" else None
+        if target.get("type") == "message":
+            role = (target.get("message") or {}).get("role")
+        if role not in ("custom", "user", "assistant", "toolResult"):
+            raise ValueError(f"Entry {target_id} does not contribute editable model content")
+        if replacement is not None and role in ("assistant", "toolResult") and isinstance(replacement["content"], str):
+            replacement = {"content": [{"type": "text", "text": replacement["content"]}]}
+        entry = self._entry("context_edit", targetId=target_id)
+        entry["replacement"] = replacement  # null is meaningful here
+        return self._append(entry)
+
+    def append_usage(self, kind: str, provider: str, model: str, usage: dict[str, Any],
+                     note: str | None = None) -> Entry:
+        return self._append(self._entry("usage", kind=kind, provider=provider, model=model, usage=usage,
+                                        note=note or None))
+
+    # ----------------------------------------------------------------- tree
+
+    def branch(self, entry_id: str | None) -> None:
+        """Move the leaf (None: before the first entry); nothing is written until the next append."""
+        if entry_id is not None and entry_id not in self._by_id:
+            raise ValueError(f"Entry {entry_id} not found")
+        self.leaf_id = entry_id
+
+    def get_branch(self, leaf_id: str | None = None) -> list[Entry]:
+        """Root-to-leaf path (stops at a missing parent)."""
+        path: list[Entry] = []
+        seen: set[str] = set()
+        start = leaf_id if leaf_id is not None else self.leaf_id
+        current = self._by_id.get(start) if start is not None else None
+        while current is not None and current.get("id") not in seen:
+            path.append(current)
+            seen.add(current.get("id"))  # type: ignore[arg-type]
+            parent = current.get("parentId")
+            current = self._by_id.get(parent) if parent is not None else None
+        path.reverse()
+        return path
+
+    def get_tree(self) -> list[dict[str, Any]]:
+        """Nodes ``{entry, children, label?, labelTimestamp?}``; roots include orphans."""
+        nodes: dict[Any, dict[str, Any]] = {}
+        for entry in self.entries:
+            node: dict[str, Any] = {"entry": entry, "children": []}
+            label = self.labels.get(entry.get("id"))  # type: ignore[arg-type]
+            if label is not None:
+                node["label"] = label["label"]
+                if label["timestamp"] is not None:
+                    node["labelTimestamp"] = label["timestamp"]
+            nodes[entry.get("id")] = node
+        roots: list[dict[str, Any]] = []
+        for entry in self.entries:
+            node = nodes[entry.get("id")]
+            parent_id = entry.get("parentId")
+            parent = nodes.get(parent_id) if parent_id is not None and parent_id != entry.get("id") else None
+            (parent["children"] if parent is not None else roots).append(node)
+        for node in nodes.values():
+            if len(node["children"]) > 1:
+                node["children"].sort(key=_node_time)
+        return roots
+
+    def get_entries(self, since: str | None = None) -> list[Entry]:
+        """Entries in file order; with ``since``, only those after that entry."""
+        if since is None:
+            return list(self.entries)
+        for index, entry in enumerate(self.entries):
+            if entry.get("id") == since:
+                return self.entries[index + 1 :]
+        raise KeyError(f"Entry not found: {since}")
+
+    def get_fork_messages(self) -> list[dict[str, str]]:
+        """Every user message with text, in file order (all branches)."""
+        result = []
+        for entry in self.entries:
+            message = entry.get("message") if entry.get("type") == "message" else None
+            if isinstance(message, dict) and message.get("role") == "user":
+                text = content_text(message.get("content"), "")
+                if text:
+                    result.append({"entryId": entry["id"], "text": text})
+        return result
+
+    # ----------------------------------------------------------------- context and totals
+
+    def build_context(self) -> SessionContext:
+        return build_context(self.get_branch())
+
+    def stats(self) -> dict[str, Any]:
+        """Message counts and usage totals over every entry of the file (all branches)."""
+        counts = {"userMessages": 0, "assistantMessages": 0, "toolCalls": 0, "toolResults": 0, "totalMessages": 0}
+        totals = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}
+        cost = 0.0
+
+        def add(usage: Any) -> None:
+            nonlocal cost
+            if isinstance(usage, dict):
+                for key in totals:
+                    totals[key] += usage.get(key) or 0
+                cost += (usage.get("cost") or {}).get("total") or 0
+
+        for entry in self.entries:
+            kind = entry.get("type")
+            if kind == "usage" or kind in ("branch_summary", "compaction"):
+                add(entry.get("usage"))
+            if kind != "message":
+                continue
+            counts["totalMessages"] += 1
+            message = entry.get("message") or {}
+            role = message.get("role")
+            if role == "user":
+                counts["userMessages"] += 1
+            elif role == "toolResult":
+                counts["toolResults"] += 1
+                add(message.get("usage"))
+            elif role == "assistant":
+                counts["assistantMessages"] += 1
+                content = message.get("content")
+                if isinstance(content, list):
+                    counts["toolCalls"] += sum(1 for block in content if block.get("type") == "toolCall")
+                add(message.get("usage"))
+        return {**counts, "tokens": {**totals, "total": sum(totals.values())}, "cost": cost}
+
+
+def _new_header(session_id: str, cwd: Path, parent_session: str | None) -> Entry:
+    header: Entry = {"type": "session", "version": CURRENT_VERSION, "id": session_id, "timestamp": iso_now(),
+                     "cwd": str(cwd)}
+    if parent_session is not None:
+        header["parentSession"] = parent_session
+    return header
+
+
+def _node_time(node: dict[str, Any]) -> float:
+    """Sort key of tree siblings: entry time (unparseable times sort as equal, first)."""
+    stamp = iso_to_ms(node["entry"].get("timestamp"))
+    return float("-inf") if stamp is None else stamp

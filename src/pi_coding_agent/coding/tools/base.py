@@ -1,0 +1,74 @@
+"""What every built-in tool shares: the environment it runs in and the declaration fields."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from pi_coding_agent.agent.tool import ToolError, ToolResult, UpdateCallback
+from pi_coding_agent.ai.abort import AbortSignal
+
+
+@dataclass
+class ToolEnv:
+    """The session facts a tool needs; the callables are read per call so they follow the session."""
+
+    cwd: Path
+    shell_path: str | None = None
+    shell_command_prefix: str | None = None
+    session_env: Callable[[], dict[str, str]] = field(default=lambda: {})
+    model_accepts_images: Callable[[], bool] = field(default=lambda: True)
+    agent_dir: Path | None = None
+
+
+def aborted_error() -> ToolError:
+    return ToolError("Operation aborted")
+
+
+def check_aborted(signal: AbortSignal | None) -> None:
+    if signal is not None and signal.aborted:
+        raise aborted_error()
+
+
+def string_param(description: str) -> dict[str, Any]:
+    return {"type": "string", "description": description}
+
+
+def number_param(description: str) -> dict[str, Any]:
+    return {"type": "number", "description": description}
+
+
+def object_schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    """A JSON schema object laid out as pi's TypeBox schemas serialise (``required`` omitted when empty)."""
+    schema: dict[str, Any] = {"type": "object"}
+    if required:
+        schema["required"] = required
+    schema["properties"] = properties
+    return schema
+
+
+class BuiltinTool:
+    """Base of the built-in tools: class-level declaration plus an ``env`` bound per session."""
+
+    name: str
+    label: str
+    description: str
+    parameters: dict[str, Any]
+    prompt_snippet: str
+    prompt_guidelines: list[str]
+    execution_mode: Literal["parallel", "sequential"] = "parallel"
+    GUIDELINES: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, env: ToolEnv) -> None:
+        self.env = env
+        self.prompt_guidelines = list(self.GUIDELINES)
+
+    def prepare_arguments(self, args: Any) -> Any:
+        return args
+
+    async def execute(
+        self, tool_call_id: str, params: dict[str, Any], signal: AbortSignal, on_update: UpdateCallback
+    ) -> ToolResult:
+        raise NotImplementedError

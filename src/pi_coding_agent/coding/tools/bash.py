@@ -1,0 +1,170 @@
+"""The LLM ``bash`` tool: run a command, stream a throttled tail, return the tail with notices."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from typing import Any
+
+from pi_coding_agent.agent.tool import ToolError, ToolResult, UpdateCallback, text_result
+from pi_coding_agent.ai.abort import AbortSignal
+
+from .base import BuiltinTool, number_param, object_schema, string_param
+from .output import OutputAccumulator, Snapshot
+from .shell import MAX_TIMEOUT_MS, CommandAborted, ShellError, ShellExit, run_shell, with_prefix
+from .truncate import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, format_size, js_number
+
+UPDATE_THROTTLE_SECONDS = 0.1
+
+
+def validate_timeout(timeout: Any) -> float | None:
+    """Seconds as given, or None; pi's exact messages for unusable values."""
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not math.isfinite(timeout) or timeout <= 0:
+        raise ToolError("Invalid timeout: must be a finite number of seconds")
+    if timeout * 1000 > MAX_TIMEOUT_MS:
+        raise ToolError(f"Invalid timeout: maximum is {js_number(MAX_TIMEOUT_MS / 1000)} seconds")
+    return float(timeout)
+
+
+def format_output(snapshot: Snapshot, last_line_bytes: int, empty_text: str) -> tuple[str, dict[str, Any] | None]:
+    """The tail text plus the truncation notice, and ``details`` when truncated."""
+    truncation = snapshot.truncation
+    text = snapshot.content or empty_text
+    if not truncation["truncated"]:
+        return text, None
+    details = {"truncation": truncation, "fullOutputPath": snapshot.full_output_path}
+    end = truncation["totalLines"]
+    start = end - truncation["outputLines"] + 1
+    path = snapshot.full_output_path
+    if truncation["lastLinePartial"]:
+        notice = (
+            f"[Showing last {format_size(truncation['outputBytes'])} of line {end} "
+            f"(line is {format_size(last_line_bytes)}). Full output: {path}]"
+        )
+    elif truncation["truncatedBy"] == "lines":
+        notice = f"[Showing lines {start}-{end} of {end}. Full output: {path}]"
+    else:
+        notice = f"[Showing lines {start}-{end} of {end} ({format_size(DEFAULT_MAX_BYTES)} limit). Full output: {path}]"
+    return f"{text}\n\n{notice}", details
+
+
+def append_status(text: str, status: str) -> str:
+    return f"{text}\n\n{status}" if text else status
+
+
+class _Throttle:
+    """Emits the current tail at most every 100 ms (the last change is never lost)."""
+
+    def __init__(self, output: OutputAccumulator, on_update: UpdateCallback) -> None:
+        self._output = output
+        self._on_update = on_update
+        self._dirty = False
+        self._last = 0.0
+        self._handle: asyncio.TimerHandle | None = None
+        self._loop = asyncio.get_running_loop()
+
+    def mark(self) -> None:
+        self._dirty = True
+        delay = UPDATE_THROTTLE_SECONDS - (self._loop.time() - self._last)
+        if delay <= 0:
+            self.cancel()
+            self.flush()
+        elif self._handle is None:
+            self._handle = self._loop.call_later(delay, self._fire)
+
+    def _fire(self) -> None:
+        self._handle = None
+        self.flush()
+
+    def flush(self) -> None:
+        if not self._dirty:
+            return
+        self._dirty = False
+        self._last = self._loop.time()
+        snap = self._output.snapshot(persist_if_truncated=True)
+        details: dict[str, Any] = {}
+        if snap.truncation["truncated"]:
+            details["truncation"] = snap.truncation
+        if snap.full_output_path is not None:
+            details["fullOutputPath"] = snap.full_output_path
+        self._on_update(ToolResult(content=[{"type": "text", "text": snap.content}], details=details))
+
+    def cancel(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+
+
+class BashTool(BuiltinTool):
+    name = "bash"
+    label = "bash"
+    description = (
+        f"Run a bash command in the current working directory and return its combined stdout and stderr. "
+        f"Only the last {DEFAULT_MAX_LINES} lines or {DEFAULT_MAX_BYTES // 1024}KB of output are returned "
+        f"(whichever limit comes first); when output is cut, the complete output is written to a temp file. "
+        f"A timeout in seconds may be given."
+    )
+    parameters = object_schema(
+        {
+            "command": string_param("The bash command to run"),
+            "timeout": number_param("Timeout in seconds (optional; no timeout by default)"),
+        },
+        ["command"],
+    )
+    prompt_snippet = "Execute bash commands (ls, grep, find, etc.)"
+    GUIDELINES = ("You can inspect PI_* environment variables for current model and session details.",)
+
+    async def execute(
+        self, tool_call_id: str, params: dict[str, Any], signal: AbortSignal, on_update: UpdateCallback
+    ) -> ToolResult:
+        timeout = validate_timeout(params.get("timeout"))
+        command = with_prefix(params["command"], self.env.shell_command_prefix)
+        output = OutputAccumulator("pi-bash")
+        on_update(ToolResult(content=[], details=None))
+        throttle = _Throttle(output, on_update)
+
+        def on_data(data: bytes) -> None:
+            output.append(data)
+            throttle.mark()
+
+        def finish() -> Snapshot:
+            output.finish()
+            throttle.cancel()
+            throttle.flush()
+            snap = output.snapshot(persist_if_truncated=True)
+            output.close()
+            return snap
+
+        try:
+            result = await run_shell(command, self.env, on_data, signal, timeout, self.env.session_env())
+        except CommandAborted:
+            text, _ = format_output(finish(), output.last_line_bytes, "")
+            raise ToolError(append_status(text, "Command aborted")) from None
+        except ShellError as exc:
+            finish()
+            raise ToolError(str(exc)) from None
+        except BaseException:
+            throttle.cancel()
+            output.close()
+            raise
+        snap = finish()
+        if result.timed_out:
+            text, _ = format_output(snap, output.last_line_bytes, "")
+            raise ToolError(append_status(text, _timeout_status(params["timeout"], result)))
+        text, details = format_output(snap, output.last_line_bytes, "(no output)")
+        if result.exit_code != 0:
+            return text_result(append_status(text, f"Command exited with code {result.exit_code}"), details, True)
+        return text_result(text, details)
+
+
+def _timeout_status(timeout: float, result: ShellExit) -> str:
+    status = f"Command timed out after {js_number(timeout)} seconds"
+    if result.shell_exited_after is not None:
+        after = js_number(round(result.shell_exited_after * 10) / 10)
+        status += (
+            f". The shell exited with code {result.exit_code} after {after} seconds, "
+            "but background processes it started kept writing output until the timeout."
+        )
+    return status

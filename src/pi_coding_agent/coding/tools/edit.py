@@ -1,0 +1,136 @@
+"""The ``edit`` tool: exact-text replacements in one file, all applied or none."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from typing import Any
+
+from pi_coding_agent.agent.tool import ToolError, ToolResult, UpdateCallback, text_result
+from pi_coding_agent.ai.abort import AbortSignal
+
+from .base import BuiltinTool, check_aborted, object_schema, string_param
+from .edit_diff import apply_edits, generate_edit_diff, normalize_to_lf, splice_into_original
+from .mutation import file_mutation_lock
+from .paths import error_code, node_error_message, resolve_to_cwd
+
+_EDIT_ITEM = object_schema(
+    {
+        "oldText": string_param(
+            "Text to replace, copied exactly. It must occur once in the original file and must not overlap "
+            "the oldText of any other edit in this call."
+        ),
+        "newText": string_param("The text that replaces oldText."),
+    },
+    ["oldText", "newText"],
+)
+
+
+def _is_single_edit(value: Any) -> bool:
+    return isinstance(value, dict) and isinstance(value.get("oldText"), str) and isinstance(value.get("newText"), str)
+
+
+class EditTool(BuiltinTool):
+    name = "edit"
+    label = "edit"
+    description = (
+        "Change one file by replacing exact text. Each edits[].oldText must match one unique region of the "
+        "original file, and no two edits may overlap. Changes that touch the same block or neighbouring "
+        "lines belong in a single edit; do not pad edits with long unchanged stretches to join distant changes."
+    )
+    parameters = object_schema(
+        {
+            "path": string_param("File to edit, relative to the working directory or absolute"),
+            "edits": {
+                "type": "array",
+                "items": _EDIT_ITEM,
+                "description": (
+                    "One or more replacements, each matched against the original file (not one after "
+                    "another). No overlapping or nested edits: merge changes to the same or nearby lines "
+                    "into one edit."
+                ),
+            },
+        },
+        ["path", "edits"],
+    )
+    prompt_snippet = (
+        "Make precise file edits with exact text replacement, including multiple disjoint edits in one call"
+    )
+    GUIDELINES = (
+        "Use edit for targeted changes. Batch changes to one file in a single call.",
+        "Each edits[].oldText must exactly and uniquely match the original file. Keep matches short and "
+        "non-overlapping; merge nearby changes without including large unchanged regions.",
+    )
+
+    def prepare_arguments(self, args: Any) -> Any:
+        """Accept ``edits`` as a JSON string or a single object, and legacy top-level oldText/newText."""
+        if not isinstance(args, dict):
+            return args
+        args = dict(args)
+        edits = args.get("edits")
+        if isinstance(edits, str):
+            try:
+                parsed = json.loads(edits)
+            except ValueError:
+                parsed = None
+            if isinstance(parsed, list):
+                args["edits"] = parsed
+            elif _is_single_edit(parsed):
+                args["edits"] = [parsed]
+        elif _is_single_edit(edits):
+            args["edits"] = [edits]
+        if not (isinstance(args.get("oldText"), str) and isinstance(args.get("newText"), str)):
+            return args
+        current = args.get("edits")
+        merged = [*current] if isinstance(current, list) else []
+        merged.append({"oldText": args.pop("oldText"), "newText": args.pop("newText")})
+        args["edits"] = merged
+        return args
+
+    async def execute(
+        self, tool_call_id: str, params: dict[str, Any], signal: AbortSignal, on_update: UpdateCallback
+    ) -> ToolResult:
+        edits = params.get("edits")
+        if not isinstance(edits, list) or not edits:
+            raise ToolError("Edit tool input is invalid. edits must contain at least one replacement.")
+        path: str = params["path"]
+        absolute = resolve_to_cwd(path, self.env.cwd)
+        async with file_mutation_lock(absolute):
+            # The lock stays held until the file work settles, even if the call is cancelled meanwhile.
+            work = asyncio.ensure_future(asyncio.to_thread(_edit_file, absolute, path, edits, signal))
+            try:
+                details = await asyncio.shield(work)
+            except asyncio.CancelledError:
+                await asyncio.wait({work})
+                raise
+        return text_result(f"Successfully replaced {len(edits)} block(s) in {path}.", details)
+
+
+def _edit_file(absolute: str, path: str, edits: list[dict[str, str]], signal: AbortSignal) -> dict[str, Any]:
+    """Apply every edit or none; returns the diff details."""
+    check_aborted(signal)
+    if not os.access(absolute, os.R_OK | os.W_OK):
+        try:
+            os.stat(absolute)
+            code = "EACCES"
+        except OSError as exc:
+            code = error_code(exc)
+        raise ToolError(f"Could not edit file: {path}. Error code: {code}.")
+    try:
+        with open(absolute, "rb") as handle:
+            raw = handle.read().decode("utf-8", "replace")
+    except OSError as exc:
+        raise ToolError(node_error_message(exc, "read")) from None
+    check_aborted(signal)
+    bom = "\ufeff" if raw.startswith("\ufeff") else ""
+    content = raw[len(bom) :]
+    normalized = normalize_to_lf(content)
+    new_content, replacements = apply_edits(normalized, edits, path)
+    details = generate_edit_diff(path, normalized, new_content, replacements)
+    check_aborted(signal)
+    final = new_content if content == normalized else splice_into_original(content, replacements)
+    with open(absolute, "wb") as handle:
+        handle.write((bom + final).encode("utf-8", "surrogatepass"))
+    check_aborted(signal)
+    return details

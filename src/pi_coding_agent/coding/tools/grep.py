@@ -1,0 +1,196 @@
+"""The ``grep`` tool: ``rg --json`` matches as ``path:line: text`` with context and caps."""
+
+from __future__ import annotations
+
+import base64
+import math
+import os
+import stat
+from typing import Any
+
+from pi_coding_agent.agent.tool import ToolError, ToolResult, UpdateCallback, text_result
+from pi_coding_agent.ai.abort import AbortSignal
+
+from .base import BuiltinTool, check_aborted, number_param, object_schema, string_param
+from .paths import resolve_to_cwd
+from .ripgrep import RgRun, require_rg
+from .truncate import (
+    DEFAULT_MAX_BYTES,
+    GREP_MAX_LINE_LENGTH,
+    format_size,
+    truncate_head,
+    truncate_line,
+    utf8_len,
+)
+
+DEFAULT_LIMIT = 100
+_MAX_SAFE_INTEGER = 2**53 - 1
+
+
+def _rg_text(data: Any) -> str:
+    """A ripgrep JSON text field; non-UTF-8 data arrives base64-encoded under ``bytes``."""
+    if isinstance(data, dict):
+        if isinstance(data.get("text"), str):
+            return data["text"]
+        if isinstance(data.get("bytes"), str):
+            return base64.b64decode(data["bytes"]).decode("utf-8", "replace")
+    return ""
+
+
+def _strip_terminator(text: str) -> str:
+    if text.endswith("\n"):
+        text = text[:-1]
+        if text.endswith("\r"):
+            text = text[:-1]
+    return text
+
+
+def _glob_arg(glob: str) -> str:
+    """rg never matches a leading ``./``; keep a leading ``!`` (negation)."""
+    neg = "!" if glob.startswith("!") else ""
+    rest = glob[len(neg) :]
+    while rest.startswith("./"):
+        rest = rest[2:]
+    return neg + rest
+
+
+class _Collector:
+    """Formats events into lines; counts past the byte cap without storing."""
+
+    def __init__(self, search_path: str, is_dir: bool) -> None:
+        self.search_path = search_path
+        self.is_dir = is_dir
+        self.lines: list[str] = []
+        self.bytes = 0
+        self.count = 0
+        self.lines_truncated = False
+        self.last_file: str | None = None
+
+    def rel(self, file_path: str) -> str:
+        if self.is_dir:
+            rel = os.path.relpath(os.path.join(self.search_path, file_path), self.search_path)
+            if rel and rel != "." and not rel.startswith(".."):
+                return rel.replace(os.sep, "/")
+        return os.path.basename(file_path)
+
+    def push(self, file_path: str, line_no: int, text: str, is_match: bool) -> None:
+        self.last_file = file_path
+        shown, cut = truncate_line(_strip_terminator(text))
+        self.lines_truncated = self.lines_truncated or cut
+        sep = ":" if is_match else "-"
+        line = f"{self.rel(file_path)}{sep}{line_no}{sep} {shown}"
+        if self.bytes - 1 <= DEFAULT_MAX_BYTES:
+            self.lines.append(line)
+        self.bytes += utf8_len(line) + 1
+        self.count += 1
+
+
+class GrepTool(BuiltinTool):
+    name = "grep"
+    label = "grep"
+    description = (
+        "Search file contents for a pattern and return the matching lines with their file paths and line "
+        f"numbers. Files ignored by .gitignore are skipped. At most {DEFAULT_LIMIT} matches or "
+        f"{DEFAULT_MAX_BYTES // 1024}KB are returned (whichever comes first), and lines longer than "
+        f"{GREP_MAX_LINE_LENGTH} characters are cut."
+    )
+    parameters = object_schema(
+        {
+            "pattern": string_param("Regular expression (or literal text) to search for"),
+            "path": string_param("Directory or file to search (defaults to the working directory)"),
+            "glob": string_param(
+                "Only search files matching this glob, relative to path, e.g. 'src/**/*.ts'. A glob without "
+                "'/', such as '*.ts', matches file names at any depth"
+            ),
+            "ignoreCase": {"type": "boolean", "description": "Match case-insensitively (default: false)"},
+            "literal": {"type": "boolean", "description": "Treat pattern as plain text, not a regex (default: false)"},
+            "context": number_param("Lines of context to show before and after each match (default: 0)"),
+            "limit": number_param(f"Maximum number of matches to return (default: {DEFAULT_LIMIT})"),
+        },
+        ["pattern"],
+    )
+    prompt_snippet = "Search file contents for patterns (respects .gitignore)"
+
+    async def execute(
+        self, tool_call_id: str, params: dict[str, Any], signal: AbortSignal, on_update: UpdateCallback
+    ) -> ToolResult:
+        check_aborted(signal)
+        rg = require_rg(self.env.agent_dir)
+        search_path = resolve_to_cwd(params.get("path") or ".", self.env.cwd)
+        try:
+            is_dir = stat.S_ISDIR(os.stat(search_path).st_mode)
+        except OSError:
+            raise ToolError(f"Path not found: {search_path}") from None
+        raw_context = params.get("context")
+        context = min(math.floor(raw_context), _MAX_SAFE_INTEGER) if raw_context and raw_context > 0 else 0
+        limit = max(1, math.floor(params.get("limit") or DEFAULT_LIMIT))
+        args = [rg, "--no-config", "--json", "--line-number", "--color=never", "--hidden"]
+        if params.get("ignoreCase"):
+            args.append("--ignore-case")
+        if params.get("literal"):
+            args.append("--fixed-strings")
+        if params.get("glob"):
+            args += ["--glob", _glob_arg(params["glob"])]
+        if context > 0:
+            args += ["--context", str(context)]
+        args += ["--", params["pattern"], "." if is_dir else search_path]
+        run = RgRun(args, search_path if is_dir else None, signal)
+        out = _Collector(search_path, is_dir)
+        matches, limit_hit, limit_reached, trailing_end = 0, False, False, 0
+        import orjson
+
+        async for raw in run.lines():
+            try:
+                event = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                continue
+            kind = event.get("type")
+            if kind not in ("match", "context"):
+                continue
+            data = event.get("data") or {}
+            file_path, line_no = _rg_text(data.get("path")), data.get("line_number")
+            if not file_path or not isinstance(line_no, int):
+                continue
+            text = _rg_text(data.get("lines"))
+            is_match = kind == "match"
+            if not limit_hit:
+                out.push(file_path, line_no, text, is_match)
+                if is_match:
+                    matches += 1
+                    if matches >= limit:
+                        limit_hit, trailing_end = True, line_no + context
+                continue
+            # Past the limit: keep the last match's trailing context; another match proves the cut.
+            in_window = file_path == out.last_file and line_no <= trailing_end
+            if in_window:
+                out.push(file_path, line_no, text, False)
+            limit_reached = limit_reached or is_match
+            if limit_reached and not (in_window and line_no < trailing_end):
+                run.stop()
+        code = run.returncode
+        if not run.stopped and code not in (0, 1):
+            raise ToolError(run.stderr.decode("utf-8", "replace").strip() or f"ripgrep exited with code {code}")
+        if matches == 0:
+            return text_result("No matches found")
+        return _format(out, limit, limit_reached)
+
+
+def _format(out: _Collector, limit: int, limit_reached: bool) -> ToolResult:
+    truncation = truncate_head("\n".join(out.lines), max_lines=_MAX_SAFE_INTEGER)
+    truncation["totalLines"] = out.count
+    truncation["totalBytes"] = out.bytes - 1
+    text = truncation["content"]
+    details: dict[str, Any] = {}
+    notices: list[str] = []
+    if limit_reached:
+        notices.append(f"{limit} matches limit reached. Use limit={limit * 2} for more, or refine pattern")
+        details["matchLimitReached"] = limit
+    if truncation["truncated"]:
+        notices.append(f"{format_size(DEFAULT_MAX_BYTES)} limit reached")
+        details["truncation"] = truncation
+    if out.lines_truncated:
+        notices.append(f"Some lines truncated to {GREP_MAX_LINE_LENGTH} chars. Use read tool to see full lines")
+        details["linesTruncated"] = True
+    if notices:
+        text += "\n\n[" + ". ".join(notices) + "]"
+    return text_result(text, details or None)

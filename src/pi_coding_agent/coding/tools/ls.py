@@ -1,0 +1,93 @@
+"""The ``ls`` tool: one directory's entries, sorted case-insensitively, directories with ``/``."""
+
+from __future__ import annotations
+
+import math
+import os
+import stat
+import unicodedata
+from typing import Any
+
+from pi_coding_agent.agent.tool import ToolError, ToolResult, UpdateCallback, text_result
+from pi_coding_agent.ai.abort import AbortSignal
+
+from .base import BuiltinTool, check_aborted, number_param, object_schema, string_param
+from .paths import node_error_message, resolve_to_cwd
+from .truncate import DEFAULT_MAX_BYTES, format_size, truncate_head
+
+DEFAULT_LIMIT = 500
+_MAX_SAFE_INTEGER = 2**53 - 1
+
+
+def _collation_key(name: str) -> tuple[tuple[int, str], ...]:
+    """Approximates locale order of lowercased names: punctuation, then digits, then letters."""
+
+    def rank(ch: str) -> tuple[int, str]:
+        if ch.isalpha():
+            return (2, ch)
+        if ch.isdigit():
+            return (1, ch)
+        return (0, unicodedata.category(ch) + ch)
+
+    return tuple(rank(ch) for ch in name.lower())
+
+
+class LsTool(BuiltinTool):
+    name = "ls"
+    label = "ls"
+    description = (
+        "List a directory's entries in alphabetical order, directories marked with a trailing '/', dotfiles "
+        f"included. At most {DEFAULT_LIMIT} entries or {DEFAULT_MAX_BYTES // 1024}KB are returned (whichever "
+        "comes first)."
+    )
+    parameters = object_schema(
+        {
+            "path": string_param("Directory to list (defaults to the working directory)"),
+            "limit": number_param(f"Maximum number of entries to return (default: {DEFAULT_LIMIT})"),
+        },
+        [],
+    )
+    prompt_snippet = "List directory contents"
+
+    async def execute(
+        self, tool_call_id: str, params: dict[str, Any], signal: AbortSignal, on_update: UpdateCallback
+    ) -> ToolResult:
+        check_aborted(signal)
+        path = resolve_to_cwd(params.get("path") or ".", self.env.cwd)
+        limit = max(1, math.floor(params.get("limit") or DEFAULT_LIMIT))
+        try:
+            mode = os.stat(path).st_mode
+        except OSError:
+            raise ToolError(f"Path not found: {path}") from None
+        if not stat.S_ISDIR(mode):
+            raise ToolError(f"Not a directory: {path}")
+        try:
+            entries = sorted(os.listdir(path), key=_collation_key)
+        except OSError as exc:
+            raise ToolError(f"Cannot read directory: {node_error_message(exc, 'scandir', path)}") from None
+        results: list[str] = []
+        limit_reached = False
+        for entry in entries:
+            if len(results) >= limit:
+                limit_reached = True
+                break
+            try:
+                is_dir = stat.S_ISDIR(os.stat(os.path.join(path, entry)).st_mode)
+            except OSError:
+                continue
+            results.append(entry + "/" if is_dir else entry)
+        if not results:
+            return text_result("(empty directory)")
+        truncation = truncate_head("\n".join(results), max_lines=_MAX_SAFE_INTEGER)
+        text = truncation["content"]
+        details: dict[str, Any] = {}
+        notices: list[str] = []
+        if limit_reached:
+            notices.append(f"{limit} entries limit reached. Use limit={limit * 2} for more")
+            details["entryLimitReached"] = limit
+        if truncation["truncated"]:
+            notices.append(f"{format_size(DEFAULT_MAX_BYTES)} limit reached")
+            details["truncation"] = truncation
+        if notices:
+            text += "\n\n[" + ". ".join(notices) + "]"
+        return text_result(text, details or None)

@@ -1,0 +1,48 @@
+"""The ``write`` tool: create or overwrite a file, creating its parent directories."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from pi_coding_agent.agent.tool import ToolError, ToolResult, UpdateCallback, text_result
+from pi_coding_agent.ai.abort import AbortSignal
+
+from .base import BuiltinTool, check_aborted, object_schema, string_param
+from .mutation import file_mutation_lock
+from .paths import node_error_message, resolve_to_cwd
+
+
+class WriteTool(BuiltinTool):
+    name = "write"
+    label = "write"
+    description = (
+        "Write content to a file: the file is created when missing and replaced when present. "
+        "Missing parent directories are created."
+    )
+    parameters = object_schema(
+        {
+            "path": string_param("File to write, relative to the working directory or absolute"),
+            "content": string_param("The complete new content of the file"),
+        },
+        ["path", "content"],
+    )
+    prompt_snippet = "Create or overwrite files"
+    GUIDELINES = ("Use write only for new files or complete rewrites.",)
+
+    async def execute(
+        self, tool_call_id: str, params: dict[str, Any], signal: AbortSignal, on_update: UpdateCallback
+    ) -> ToolResult:
+        path: str = params["path"]
+        absolute = resolve_to_cwd(path, self.env.cwd)
+        async with file_mutation_lock(absolute):
+            check_aborted(signal)
+            try:
+                os.makedirs(os.path.dirname(absolute), exist_ok=True)
+                check_aborted(signal)
+                with open(absolute, "wb") as handle:
+                    handle.write(params["content"].encode("utf-8", "surrogatepass"))
+            except OSError as exc:
+                raise ToolError(node_error_message(exc, "open", absolute)) from None
+            check_aborted(signal)
+            return text_result(f"Successfully wrote to {path}")
