@@ -283,3 +283,46 @@ async def test_missing_key_fails_before_any_request(fake_llm):
     _, msg = await run(claude(fake_llm.url), ctx(user("hi")), api_key=None)
     assert msg["errorMessage"] == "No API key for provider: anthropic"
     assert fake_llm.requests == []
+
+
+async def test_mid_conversation_effort_markers_and_fallbacks(fake_llm):
+    compat = {"forceAdaptiveThinking": True, "supportsMidConvoEffort": True,
+              "allowedFallbackModels": [{"provider": "anthropic", "model": "claude-backup", "cost": dict(COST)}]}
+    model = claude(fake_llm.url, compat=compat, thinkingLevelMap={"xhigh": "xhigh", "max": "max"})
+    _, first = await run(model, ctx(user("one")), thinking_level="medium")
+    assert first["providerThinkingLevel"] == "medium"
+    await run(model, ctx(user("one"), first, user("two")), thinking_level="xhigh")
+    request = fake_llm.requests[1]
+    body = request["body"]
+    assert [(m["role"], m.get("output_config")) for m in body["messages"]] == [
+        ("user", None), ("system", {"effort": "medium"}), ("assistant", None), ("user", None),
+        ("system", {"effort": "xhigh"})]
+    assert body["messages"][3]["content"][-1]["cache_control"] == {"type": "ephemeral"}
+    assert body["thinking"]["block_binding"] == {"prefix_mismatch_behavior": "drop_block"}
+    assert body["output_config"] == {"effort": "low"}  # fixed: it belongs to the cached prefix
+    assert body["fallbacks"] == [{"model": "claude-backup"}]
+    assert request["headers"]["anthropic-beta"] == ("server-side-fallback-2026-07-01,"
+                                                    "mid-conversation-output-config-2026-07-01,"
+                                                    "thinking-binding-controls-2026-08-01")
+    await run(model, ctx(user("three")), thinking_level="off")
+    assert fake_llm.requests[2]["body"]["thinking"] == {"type": "disabled"}
+    assert all(m["role"] != "system" for m in fake_llm.requests[2]["body"]["messages"])
+
+
+async def test_images_in_user_messages_and_tool_results(fake_llm):
+    image = {"type": "image", "data": "aW1n", "mimeType": "image/png"}
+    wire_image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "aW1n"}}
+    calls = {"role": "assistant", "api": "anthropic-messages", "provider": "anthropic", "model": "claude-test",
+             "stopReason": "toolUse", "timestamp": 2, "usage": empty_usage(), "content": [
+                 {"type": "toolCall", "id": "ok", "name": "read", "arguments": {"path": "a.png"}},
+                 {"type": "toolCall", "id": "bad", "name": "read", "arguments": {"path": "b.png"}}]}
+    results = [{"role": "toolResult", "toolCallId": cid, "toolName": "read", "isError": cid == "bad", "timestamp": 3,
+                "content": [image]} for cid in ("ok", "bad")]
+    look = {"role": "user", "content": [{"type": "text", "text": "look"}, image], "timestamp": 1}
+    await run(claude(fake_llm.url), ctx(look, calls, *results, tools=TOOLS), cache_retention="none")
+    messages = fake_llm.requests[0]["body"]["messages"]
+    assert messages[0]["content"] == [{"type": "text", "text": "look"}, wire_image]
+    ok, bad, *trailing = messages[2]["content"]
+    assert ok["content"][1] == wire_image and ok["content"][0]["type"] == "text"  # never an image alone
+    assert bad["is_error"] is True and isinstance(bad["content"], str)  # error results carry text only
+    assert trailing[0]["type"] == "text" and "bad" in trailing[0]["text"] and trailing[1] == wire_image

@@ -9,14 +9,16 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import subprocess
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import orjson
 import pytest
 
 from pi_coding_agent.coding.modes.rpc_commands import COMMANDS, CommandError, convert_arguments
 from pi_coding_agent.coding.modes.rpc_transport import LineSplitter
-from tests.rpc_helpers import RpcProcess
+from tests.rpc_helpers import PYTHON, ROOT, RpcProcess
 
 
 @pytest.fixture
@@ -287,3 +289,28 @@ async def test_no_traceback_reaches_stdout_on_eof_during_a_run(rpc: RpcProcess) 
     records = await rpc.read_rest()
     assert await rpc.wait() == 0
     assert records[-1] == {"type": "agent_settled", "aborted": True}
+
+
+async def test_everything_written_before_exit_reaches_the_client(rpc: RpcProcess) -> None:
+    names = [f"{i}" * 300_000 for i in range(10)]  # ~6 MB of output still buffered at EOF
+    for i, name in enumerate(names):
+        await rpc.send({"type": "set_session_name", "name": name, "id": f"n{i}"})
+    await rpc.close_stdin()
+    await asyncio.sleep(0.5)  # let the pipe fill up before reading (not an assertion on time)
+    records = await rpc.read_rest()
+    assert await rpc.wait() == 0
+    assert [r["id"] for r in records if r["type"] == "response"] == [f"n{i}" for i in range(10)]
+
+
+def test_stdin_and_stdout_may_be_plain_files(tmp_path: Path) -> None:
+    """``pi --mode rpc < commands.jsonl > out.jsonl`` and ``< /dev/null`` (not pollable) work too."""
+    commands = tmp_path / "commands.jsonl"
+    commands.write_bytes(b'{"type":"get_state","id":1}\n{"type":"bash","command":"echo x","id":2}')
+    out = tmp_path / "out.jsonl"
+    for source in (commands, Path(os.devnull)):
+        with source.open("rb") as stdin, out.open("wb") as stdout:
+            code = subprocess.run([PYTHON, "-m", "tests.rpc_helpers"], cwd=ROOT, stdin=stdin, stdout=stdout,
+                                  timeout=60, check=False).returncode
+        assert code == 0
+        responses = [orjson.loads(line) for line in out.read_bytes().splitlines()]
+        assert [r.get("id") for r in responses if r["type"] == "response"] == ([1, 2] if source == commands else [])

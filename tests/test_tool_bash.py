@@ -99,7 +99,7 @@ async def test_session_env_path_and_prefix(tmp_path: Path, monkeypatch: pytest.M
 
 
 async def test_missing_shell_and_cwd(tmp_path: Path) -> None:
-    with pytest.raises(ToolError, match="^Custom shell path not found: /no/shell$"):
+    with pytest.raises(ToolError, match=r"^Custom shell path not found: /no/shell$"):
         await bash(env_for(tmp_path, shell_path="/no/shell"), command="true")
     gone = tmp_path / "gone"
     with pytest.raises(ToolError) as info:
@@ -171,8 +171,7 @@ async def test_background_job_holding_the_pipe_does_not_hang(tmp_path: Path) -> 
     pid_file = tmp_path / "pid"
     result = await bash(env_for(tmp_path), command=f"sleep 30 & echo $! > {pid_file}; echo done")
     assert text_of(result) == "done\n"
-    processes_pid = int(pid_file.read_text())
-    os.kill(processes_pid, 9)
+    os.kill(int(pid_file.read_text()), 9)  # pi leaves background jobs running; clean up ours
 
 
 async def test_kill_all_kills_tracked_groups(tmp_path: Path) -> None:
@@ -220,5 +219,5 @@ async def test_user_bash_abort_is_cancelled_without_exit_code(tmp_path: Path) ->
 
 
 async def test_user_bash_start_failure_raises(tmp_path: Path) -> None:
-    with pytest.raises(ShellError, match="^Custom shell path not found: /nope$"):
+    with pytest.raises(ShellError, match=r"^Custom shell path not found: /nope$"):
         await run_user_bash("true", env_for(tmp_path, shell_path="/nope"), lambda _: None, AbortSignal())

@@ -90,7 +90,7 @@ async def test_error_messages(tmp_path: Path, content: str, edits: list[dict[str
 async def test_missing_file_and_empty_edits(tmp_path: Path) -> None:
     with pytest.raises(ToolError, match=r"^Could not edit file: no\.txt\. Error code: ENOENT\.$"):
         await run(tmp_path, "edit", path="no.txt", edits=[edit("a", "b")])
-    with pytest.raises(ToolError, match="^Edit tool input is invalid. edits must contain at least one replacement.$"):
+    with pytest.raises(ToolError, match=r"^Edit tool input is invalid\. edits must contain at least one replacement\.$"):
         await run(tmp_path, "edit", path="no.txt", edits=[])
 
 

@@ -141,5 +141,5 @@ async def test_abort_before_start(tmp_path: Path) -> None:
     signal = AbortSignal()
     signal.abort()
     tool = create_builtin_tools(ToolEnv(cwd=tmp_path))["read"]
-    with pytest.raises(ToolError, match="^Operation aborted$"):
+    with pytest.raises(ToolError, match=r"^Operation aborted$"):
         await tool.execute("t", {"path": "a.txt"}, signal, lambda _: None)

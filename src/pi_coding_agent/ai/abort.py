@@ -7,7 +7,9 @@ so the layer that owns a message can turn it into ``stopReason: "aborted"`` inst
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
+from typing import Any
 
 
 class AbortSignal:
@@ -39,10 +41,8 @@ class AbortSignal:
         self._callbacks.append(callback)
 
         def remove() -> None:
-            try:
+            with contextlib.suppress(ValueError):
                 self._callbacks.remove(callback)
-            except ValueError:
-                pass
 
         return remove
 
@@ -54,9 +54,13 @@ class AbortSignal:
             self._event = asyncio.Event()
         await self._event.wait()
 
-    def cancel_task_on_abort(self, task: asyncio.Task[object]) -> Callable[[], None]:
+    def cancel_task_on_abort(self, task: asyncio.Task[Any]) -> Callable[[], None]:
         """Cancel ``task`` when the signal fires; returns a remover."""
-        return self.on_abort(task.cancel)
+
+        def cancel() -> None:
+            task.cancel()
+
+        return self.on_abort(cancel)
 
 
 async def sleep_abortable(seconds: float, signal: AbortSignal | None) -> bool:

@@ -25,8 +25,8 @@ def _rates(model: Model, usage: Usage) -> Any:
 def apply_cost(model: Model, usage: Usage) -> None:
     """Fill ``usage["cost"]`` in place (pi-ai's calculateCost)."""
     rate = _rates(model, usage)
-    write_1h = usage.get("cacheWrite1h", 0)  # type: ignore[misc]
-    c = usage["cost"]
+    write_1h: int = usage.get("cacheWrite1h", 0)  # type: ignore[assignment]
+    c: Any = usage["cost"]
     c["input"] = rate.get("input", 0) / 1e6 * usage["input"]
     c["output"] = rate.get("output", 0) / 1e6 * usage["output"]
     c["cacheRead"] = rate.get("cacheRead", 0) / 1e6 * usage["cacheRead"]
@@ -35,8 +35,7 @@ def apply_cost(model: Model, usage: Usage) -> None:
     ) / 1e6
     c["total"] = c["input"] + c["output"] + c["cacheRead"] + c["cacheWrite"]
     for key in ("input", "output", "cacheRead", "cacheWrite", "total"):
-        value = c[key]  # type: ignore[literal-required]
-        if value == int(value):
-            c[key] = int(value)  # type: ignore[literal-required]  # JSON.stringify writes 0, not 0.0
+        if c[key] == int(c[key]):
+            c[key] = int(c[key])  # JSON.stringify writes 0, not 0.0
     if usage["totalTokens"]:
-        c["totalFromProvider"] = False  # type: ignore[typeddict-unknown-key]
+        c["totalFromProvider"] = False

@@ -15,12 +15,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
 from pi_coding_agent.agent.agent import Agent
 from pi_coding_agent.ai.abort import AbortSignal, sleep_abortable
 from pi_coding_agent.ai.thinking import clamp_thinking_level, supported_thinking_levels
-from pi_coding_agent.ai.types import AssistantMessage, Model, now_ms
+from pi_coding_agent.ai.types import Model, now_ms
 from pi_coding_agent.coding.retry import RetryState
-from pi_coding_agent.coding.session.manager import SessionManager
+from pi_coding_agent.coding.session import SessionManager, encode_tree
 
 if TYPE_CHECKING:
     from pi_coding_agent.coding.runtime import SessionRuntime
@@ -93,19 +95,22 @@ class AgentSession:
             last = self._last_assistant(event["messages"])
             event["willRetry"] = self.retry.will_retry(last, self._aborted)
         self.emit(event)
-        if etype == "message_end" and self.retry.attempt and event["message"]["role"] == "assistant":
-            if event["message"].get("stopReason") not in ("error", "aborted"):
-                self.emit({"type": "auto_retry_end", "success": True, "attempt": self.retry.reset()})
+        if etype == "message_end" and self.retry.attempt and self._is_success(event["message"]):
+            self.emit({"type": "auto_retry_end", "success": True, "attempt": self.retry.reset()})
+
+    @staticmethod
+    def _is_success(message: dict[str, Any]) -> bool:
+        return message["role"] == "assistant" and message.get("stopReason") not in ("error", "aborted")
 
     def _persist(self, message: dict[str, Any]) -> None:
         entry = self.sm.append_message(message)
         self._entry_of_message[id(message)] = entry["id"]
 
     @staticmethod
-    def _last_assistant(messages: list[dict[str, Any]]) -> AssistantMessage | None:
+    def _last_assistant(messages: list[Any]) -> Any:
         for message in reversed(messages):
             if message["role"] == "assistant":
-                return message  # type: ignore[return-value]
+                return message
         return None
 
     # ----------------------------------------------------------------- queues
@@ -151,7 +156,9 @@ class AgentSession:
     ) -> dict[str, Any]:
         handled = await self.rt.handle_input(self, message, images, streaming_behavior, allow_commands=True)
         if handled is not None:
-            return handled
+            if "disposition" in handled:
+                return handled
+            message, images = handled["text"], handled["images"]  # an extension's transform
         text = self.rt.expand_input(self, message)
         if self.is_streaming:
             if streaming_behavior not in ("steer", "followUp"):
@@ -161,11 +168,17 @@ class AgentSession:
             raise SessionError(
                 "Cannot submit a prompt while compaction is in progress. Wait for compaction to finish and retry."
             )
+        return await self.start_run(_user_message(text, images))
+
+    async def start_run(self, message: dict[str, Any]) -> dict[str, Any]:
+        """Start a session-level run from idle with ``message`` (a user, or an extension's custom message)."""
         self._check_model_ready()
         self._settled.clear()
         try:
             await self.rt.before_prompt(self)
-            messages = self.rt.run_start_messages(self, _user_message(text, images))
+            messages = self.rt.run_start_messages(self, message)
+            if self.rt.extensions is not None:
+                messages = await self.rt.extensions.before_agent_start(messages)
         except BaseException:
             self._settled.set()
             raise
@@ -182,7 +195,9 @@ class AgentSession:
     async def _queue_command(self, kind: str, message: str, images: list[dict[str, Any]] | None) -> dict[str, Any]:
         handled = await self.rt.handle_input(self, message, images, kind, allow_commands=False)
         if handled is not None:
-            return handled
+            if "disposition" in handled:
+                return handled
+            message, images = handled["text"], handled["images"]  # an extension's transform
         return self._enqueue(kind, self.rt.expand_input(self, message), images)
 
     def _check_model_ready(self) -> None:
@@ -223,7 +238,7 @@ class AgentSession:
             return True
         return self.agent.has_queued_messages()
 
-    async def _schedule_retry(self, failed: AssistantMessage) -> bool:
+    async def _schedule_retry(self, failed: Any) -> bool:
         delay = self.retry.next_delay_ms(self.agent.last_retry_after_ms)
         self.emit({"type": "auto_retry_start", "attempt": self.retry.attempt,
                    "maxAttempts": self.retry.settings.max_retries, "delayMs": delay,
@@ -429,7 +444,8 @@ class AgentSession:
         return {"entries": entries, "leafId": self.sm.leaf_id}
 
     def get_tree(self) -> dict[str, Any]:
-        return {"tree": self.sm.get_tree(), "leafId": self.sm.leaf_id}
+        # pre-serialised: a linear session nests one level per entry, deeper than orjson recurses
+        return {"tree": orjson.Fragment(encode_tree(self.sm.get_tree())), "leafId": self.sm.leaf_id}
 
     def get_last_assistant_text(self) -> str | None:
         for message in reversed(self.agent.messages):

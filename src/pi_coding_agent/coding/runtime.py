@@ -18,12 +18,19 @@ from pi_coding_agent.agent.agent import Agent, AgentHooks
 from pi_coding_agent.agent.tool import AgentTool, tool_declaration
 from pi_coding_agent.ai.abort import AbortSignal
 from pi_coding_agent.ai.keys import AuthStorage
-from pi_coding_agent.ai.models import PLACEHOLDER_MODEL, ModelRegistry, default_model, resolve_model_pattern
+from pi_coding_agent.ai.models import (
+    PLACEHOLDER_MODEL,
+    ModelRegistry,
+    default_model,
+    resolve_model_pattern,
+    resolve_model_scope,
+)
 from pi_coding_agent.ai.stream import StreamOptions
 from pi_coding_agent.ai.thinking import clamp_thinking_level
 from pi_coding_agent.ai.types import Context, Model
 from pi_coding_agent.coding import paths
 from pi_coding_agent.coding.agent_session import AgentSession, SessionError
+from pi_coding_agent.coding.compaction.controller import CompactionController
 from pi_coding_agent.coding.resources.context_files import load_context_files
 from pi_coding_agent.coding.resources.prompt_templates import (
     PromptTemplate,
@@ -47,6 +54,7 @@ from pi_coding_agent.coding.tools import ToolEnv, create_builtin_tools, processe
 
 if TYPE_CHECKING:
     from pi_coding_agent.coding.cli import CliArgs
+    from pi_coding_agent.coding.extensions.runner import ExtensionRunner
 
 LOGIN_HELP = (
     "Use /login to log into a provider via OAuth or API key. See:\n"
@@ -87,7 +95,8 @@ class SessionRuntime:
         self.all_tools = all_tools
         self.scoped_models = scoped_models
         self.auto_compaction_enabled: bool = settings.compaction_enabled
-        self.background_signal: AbortSignal | None = None
+        self.compaction: CompactionController  # bound by create_session once the AgentSession exists
+        self.extensions: ExtensionRunner | None = None  # set by create_session when any extension loads
         self.agent = Agent(
             model=PLACEHOLDER_MODEL,
             tools=select_tools(all_tools, settings.default_tools,
@@ -118,7 +127,8 @@ class SessionRuntime:
 
     def _stream_options(self, model: Model) -> StreamOptions:
         return StreamOptions(session_id=self.session_manager.session_id,
-                             thinking_budgets=self.settings.thinking_budgets)
+                             thinking_budgets=self.settings.thinking_budgets,
+                             headers=self.registry.request_headers(model, self.api_key_for(model)))
 
     @staticmethod
     def no_key_message(provider: str) -> str:
@@ -135,8 +145,10 @@ class SessionRuntime:
         self, session: AgentSession, text: str, images: list[dict[str, Any]] | None,
         streaming_behavior: str | None, allow_commands: bool,
     ) -> dict[str, Any] | None:
-        """Extension commands and ``input`` hooks; None lets the prompt go on (no extensions yet)."""
-        return None
+        """Extension commands and ``input`` hooks: a disposition, an ``{"action": "transform"}``, or None."""
+        if self.extensions is None:
+            return None
+        return await self.extensions.handle_input(text, images, streaming_behavior, allow_commands)
 
     def expand_input(self, session: AgentSession, text: str) -> str:
         """``/skill:name`` first, then prompt templates (config.md §7-§8)."""
@@ -149,7 +161,8 @@ class SessionRuntime:
         return expand_prompt_template(text, self.resources.templates)
 
     async def before_prompt(self, session: AgentSession) -> None:
-        """Pre-prompt hooks (threshold compaction); nothing to do yet."""
+        """Pre-prompt threshold compaction (its events precede the prompt response)."""
+        await self.compaction.check_before_prompt()
 
     def prompt_sections(self) -> dict[str, str]:
         tools = self.agent.tools
@@ -182,7 +195,7 @@ class SessionRuntime:
         }
         tools = list(state.tools.values()) or [tool_declaration(t) for t in self.agent.tools]
         if tools:
-            context["tools"] = tools  # type: ignore[typeddict-item]
+            context["tools"] = tools
         return context
 
     def session_env(self) -> dict[str, str]:
@@ -197,33 +210,55 @@ class SessionRuntime:
     # ----------------------------------------------------------------- after runs
 
     async def after_run_compaction(self, session: AgentSession, last: dict[str, Any] | None) -> bool:
-        """Threshold/overflow compaction after a run; True to continue the run (not built yet)."""
-        return False
+        """Threshold/overflow compaction after a run; True when the run must continue."""
+        return await self.compaction.check_after_run(last)
 
     def abort_background_work(self) -> None:
-        if self.background_signal is not None:
-            self.background_signal.abort()
+        self.compaction.abort()
 
     def context_usage(self, session: AgentSession) -> dict[str, Any] | None:
-        return None
+        return self.compaction.context_usage()
 
     async def compact(self, session: AgentSession, reason: str, custom_instructions: str | None) -> dict[str, Any]:
-        raise SessionError("Compaction is not available yet")
+        from pi_coding_agent.coding.compaction.prepare import CompactionError
+        from pi_coding_agent.coding.compaction.summarize import CompactionCancelled
+
+        try:
+            return await self.compaction.compact(reason, custom_instructions)
+        except CompactionCancelled:
+            raise SessionError("Compaction cancelled") from None
+        except CompactionError as exc:
+            raise SessionError(str(exc)) from None
 
     async def export_html(self, session: AgentSession, output_path: str | None) -> str:
-        raise SessionError("HTML export is not available yet")
+        """A self-contained page of the whole session; the returned path is absolute."""
+        from pi_coding_agent.coding.export.html import ExportError, export_session_html
 
-    # ----------------------------------------------------------------- extensions (none yet)
+        sm = self.session_manager
+        state = SystemState.replay(self.agent.messages)
+        try:
+            path = export_session_html(sm.session_file if sm.persist else None, sm.get_entries(), sm.header,
+                                       sm.leaf_id, output_path, Path.cwd(), system_prompt=state.render(),
+                                       tools=[dict(t) for t in state.tools.values()])
+        except ExportError as exc:
+            raise SessionError(str(exc)) from None
+        return str(path)
+
+    # ----------------------------------------------------------------- extensions
 
     async def notify_model_select(self, session: AgentSession, model: Model, previous: Model, source: str) -> None:
         """Extension ``model_select`` hook point."""
+        if self.extensions is not None:
+            await self.extensions.model_select(model, previous, source)
 
     async def notify_session_info(self, session: AgentSession, name: str) -> None:
         """Extension ``session_info_changed`` hook point."""
+        if self.extensions is not None:
+            await self.extensions.session_info_changed(name)
 
     def list_commands(self) -> list[dict[str, Any]]:
         """get_commands: extension commands, prompt templates, then skills."""
-        commands: list[dict[str, Any]] = []
+        commands: list[dict[str, Any]] = [] if self.extensions is None else self.extensions.list_commands()
         for t in self.resources.templates:
             item: dict[str, Any] = {"name": t.name}
             if t.description:
@@ -241,6 +276,8 @@ class SessionRuntime:
     async def run_user_bash(
         self, session: AgentSession, command: str, exclude_from_context: bool, on_delta: Any, signal: AbortSignal
     ) -> dict[str, Any]:
+        if self.extensions is not None and (replaced := await self.extensions.user_bash(command, exclude_from_context)):
+            return replaced
         env = ToolEnv(cwd=self.cwd, shell_path=self.settings.shell_path,
                       shell_command_prefix=self.settings.shell_command_prefix, agent_dir=self.agent_dir)
         return await run_user_bash(command, env, on_delta, signal)
@@ -250,6 +287,9 @@ class SessionRuntime:
         entry_id: str | None = None, position: str = "before",
     ) -> dict[str, Any]:
         """new / resume / fork: tear the run down, swap the store, restore model and transcript."""
+        ext = self.extensions
+        if ext is not None and await ext.before_replace(reason, target, entry_id, position):
+            return {"cancelled": True}
         if session.is_streaming:
             await session.abort()
         session.abort_bash()
@@ -268,9 +308,13 @@ class SessionRuntime:
                     "This session has not been saved yet. Send a message before cloning or forking it."
                 )
             sm = old.fork(entry_id, position)
+        if ext is not None:
+            await ext.session_shutdown(reason, None if sm.session_file is None else str(sm.session_file))
         self.session_manager = sm
         session.rebind(sm)
         self.load_transcript(sm, new=reason == "new")
+        if ext is not None:
+            await ext.reload(reason, None if old.session_file is None else str(old.session_file))
         return {"cancelled": False}
 
     def _session_dir(self) -> Path:
@@ -292,6 +336,8 @@ class SessionRuntime:
             sm.append_thinking_level_change(self.agent.thinking_level)
 
     async def shutdown(self, session: AgentSession) -> None:
+        if self.extensions is not None:
+            await self.extensions.session_shutdown("quit")
         processes.kill_all()
         self.session_manager.close()
 
@@ -332,15 +378,32 @@ def _load_resources(args: CliArgs, settings: Settings, agent_dir: Path, cwd: Pat
     )
 
 
-def _startup_model(args: CliArgs, registry: ModelRegistry, settings: Settings) -> tuple[Model, str | None]:
-    """The model named on the command line, else the configured or first available one."""
+def _startup_model(
+    args: CliArgs, registry: ModelRegistry, settings: Settings, scoped: list[tuple[Model, str | None]]
+) -> tuple[Model, str | None]:
+    """The model named on the command line, else the first scoped, configured or available one."""
     if args.model:
-        model, level, warnings = resolve_model_pattern(registry, args.model, args.provider)
+        model, level, warnings = resolve_model_pattern(registry, args.model, args.provider,
+                                                       cli_thinking=args.thinking,
+                                                       inline_api_key=args.api_key is not None)
         for warning in warnings:
             print(f"Warning: {warning}", file=sys.stderr)
         return model, level
+    if scoped:
+        return scoped[0]
     chosen = default_model(registry, args.provider or settings.default_provider, settings.default_model, [])
     return (chosen or PLACEHOLDER_MODEL), None
+
+
+def _scoped_models(args: CliArgs, registry: ModelRegistry, settings: Settings) -> list[tuple[Model, str | None]]:
+    """``--models`` (or the enabledModels setting): the models cycle_model walks through."""
+    patterns = args.models or settings.enabled_models or []
+    if not patterns:
+        return []
+    scoped, warnings = resolve_model_scope(registry, list(patterns))
+    for warning in warnings:
+        print(f"Warning: {warning}", file=sys.stderr)
+    return scoped
 
 
 async def create_session(args: CliArgs, mode: str, ui: Any = None) -> AgentSession:
@@ -356,6 +419,7 @@ async def create_session(args: CliArgs, mode: str, ui: Any = None) -> AgentSessi
     for error in registry.errors:
         print(error, file=sys.stderr)
     sm = _open_session(args, startup, agent_dir, cwd)
+    scoped = _scoped_models(args, registry, settings)
     runtime_box: list[SessionRuntime] = []
     env = ToolEnv(cwd=cwd, shell_path=settings.shell_path, shell_command_prefix=settings.shell_command_prefix,
                   session_env=lambda: runtime_box[0].session_env(),
@@ -364,18 +428,24 @@ async def create_session(args: CliArgs, mode: str, ui: Any = None) -> AgentSessi
     runtime = SessionRuntime(
         args=args, cwd=cwd, agent_dir=agent_dir, mode=mode, ui=ui, settings=settings, auth=auth,
         registry=registry, session_manager=sm, resources=_load_resources(args, settings, agent_dir, cwd, trusted),
-        all_tools=create_builtin_tools(env), scoped_models=[],
+        all_tools=create_builtin_tools(env), scoped_models=[m for m, _ in scoped],
     )
     runtime_box.append(runtime)
     resumed = bool(sm.entries)
     if not resumed:
         if args.name:
             sm.append_session_info(" ".join(args.name.split("\n")).strip())
-        model, level = _startup_model(args, registry, settings)
+        model, level = _startup_model(args, registry, settings, scoped)
         runtime.agent.model = model
         requested = args.thinking or level or runtime.thinking_level_for(model, "medium")
         runtime.agent.thinking_level = clamp_thinking_level(model, requested)
     runtime.load_transcript(sm, new=not resumed)
     if not registry.available_models():
         print(f"Warning: No models available. {LOGIN_HELP}", file=sys.stderr)
-    return AgentSession(runtime)
+    session = AgentSession(runtime)
+    runtime.compaction = CompactionController(session, runtime)
+    runtime.agent.hooks.prepare_next_turn = runtime.compaction.check_between_turns
+    from pi_coding_agent.coding.extensions.loader import attach_extensions
+
+    runtime.extensions = await attach_extensions(runtime, session, trusted)
+    return session

@@ -27,6 +27,9 @@ from pi_coding_agent.ai.types import AssistantMessage, Context, Model, Tool
 API_VERSION = "2023-06-01"
 INTERLEAVED_THINKING_BETA = "interleaved-thinking-2025-05-14"
 FINE_GRAINED_TOOL_STREAMING_BETA = "fine-grained-tool-streaming-2025-05-14"
+SERVER_SIDE_FALLBACK_BETA = "server-side-fallback-2026-07-01"
+MID_CONVERSATION_EFFORT_BETAS = ("mid-conversation-output-config-2026-07-01", "thinking-binding-controls-2026-08-01")
+EFFORTS = frozenset({"low", "medium", "high", "xhigh", "max"})
 OAUTH_BETAS = ("claude-code-20250219", "oauth-2025-04-20")
 OAUTH_USER_AGENT = "claude-cli/2.1.322"
 # Subscription (OAuth) tokens are only accepted for requests that present Claude Code's identity.
@@ -147,7 +150,14 @@ def _assistant_block(block: Any, oauth: bool, allow_empty_signature: bool) -> di
     return {"type": "text", "text": block["thinking"]}
 
 
-def convert_messages(model: Model, context: Context, oauth: bool) -> list[dict[str, Any]]:
+def effort_marker(effort: str) -> dict[str, Any]:
+    """A content-less system message setting the effort of the assistant message that follows it."""
+    return {"role": "system", "content": [], "output_config": {"effort": effort}}
+
+
+def convert_messages(model: Model, context: Context, oauth: bool, effort_markers: bool = False) -> list[dict[str, Any]]:
+    """Anthropic messages; with ``effort_markers``, each earlier reply of this provider is preceded
+    by the effort it was written with."""
     allow_empty = _compat(model, "allowEmptySignature", False)
     out: list[dict[str, Any]] = []
     messages: list[Any] = context["messages"]
@@ -170,6 +180,10 @@ def convert_messages(model: Model, context: Context, oauth: bool) -> list[dict[s
             blocks = [_assistant_block(b, oauth, allow_empty) for b in msg["content"]]
             kept = [b for b in blocks if b is not None]
             if kept:
+                effort = msg.get("providerThinkingLevel")
+                if effort_markers and effort in EFFORTS and msg["api"] == model["api"] \
+                        and msg["provider"] == model["provider"]:
+                    out.append(effort_marker(effort))
                 out.append({"role": "assistant", "content": kept})
         i += 1
     return out
@@ -217,13 +231,34 @@ def effort_for(model: Model, level: str) -> str:
     return {"minimal": "low", "low": "low", "medium": "medium"}.get(level, "high")
 
 
-def thinking_params(model: Model, context: Context, options: StreamOptions) -> tuple[dict[str, Any], int]:
+def _thinking_disabled(model: Model, level: str) -> bool:
+    """Level off on a reasoning model that may turn thinking off (its map does not null ``off``)."""
+    off_allowed = (model.get("thinkingLevelMap") or {}).get("off", "") is not None
+    return bool(model.get("reasoning")) and level == "off" and off_allowed
+
+
+def managed_effort(model: Model, level: str) -> str | None:
+    """The effort of this reply for ``compat.supportsMidConvoEffort`` models (None for others).
+
+    Such models keep a fixed top-level effort (part of the cached prefix) and get the effort of each
+    reply from a marker message placed before it.
+    """
+    if not _compat(model, "supportsMidConvoEffort", False) or _thinking_disabled(model, level):
+        return None
+    return effort_for(model, level) if level != "off" else "high"
+
+
+def thinking_params(model: Model, context: Context, options: StreamOptions, level: str) -> tuple[dict[str, Any], int]:
     """``thinking``/``output_config`` request fields and the ``max_tokens`` that goes with them."""
-    level = clamp_thinking_level(model, options.thinking_level) if model.get("reasoning") else "off"
     max_tokens = clamp_max_tokens(model, context, options.max_tokens)
+    if _thinking_disabled(model, level):
+        return {"thinking": {"type": "disabled"}}, max_tokens
+    if managed_effort(model, level):
+        thinking = {"type": "adaptive", "display": "summarized",
+                    "block_binding": {"prefix_mismatch_behavior": "drop_block"}}
+        return {"thinking": thinking, "output_config": {"effort": "low"}}, max_tokens
     if level == "off":
-        off_allowed = (model.get("thinkingLevelMap") or {}).get("off", "") is not None
-        return ({"thinking": {"type": "disabled"}} if model.get("reasoning") and off_allowed else {}), max_tokens
+        return {}, max_tokens
     if _compat(model, "forceAdaptiveThinking", False):
         return {"thinking": {"type": "adaptive", "display": "summarized"},
                 "output_config": {"effort": effort_for(model, level)}}, max_tokens
@@ -236,23 +271,35 @@ def thinking_params(model: Model, context: Context, options: StreamOptions) -> t
     return {"thinking": {"type": "enabled", "budget_tokens": budget, "display": "summarized"}}, max_tokens
 
 
+def thinking_level(model: Model, options: StreamOptions) -> str:
+    return clamp_thinking_level(model, options.thinking_level) if model.get("reasoning") else "off"
+
+
 def build_body(model: Model, context: Context, options: StreamOptions, oauth: bool) -> dict[str, Any]:
     control = cache_control(model, options.cache_retention)
-    messages = convert_messages(model, context, oauth)
+    level = thinking_level(model, options)
+    effort = managed_effort(model, level)
+    messages = convert_messages(model, context, oauth, effort_markers=effort is not None)
     if control:
         _mark_last_user_block(messages, control)
-    thinking, max_tokens = thinking_params(model, context, options)
+    if effort:
+        messages.append(effort_marker(effort))
+    thinking, max_tokens = thinking_params(model, context, options, level)
     body: dict[str, Any] = {"model": model["id"], "messages": messages, "max_tokens": max_tokens, "stream": True}
     system = ([OAUTH_IDENTITY] if oauth else []) + ([context["systemPrompt"]] if context.get("systemPrompt") else [])
     if system:
         body["system"] = [{"type": "text", "text": text, **({"cache_control": control} if control else {})}
                           for text in system]
-    thinking_on = thinking.get("thinking", {}).get("type") in ("enabled", "adaptive")
+    # Sampling temperature and extended thinking exclude each other (and effort-managed models take none).
+    thinking_on = level != "off" or _compat(model, "supportsMidConvoEffort", False)
     if options.temperature is not None and not thinking_on and _compat(model, "supportsTemperature", True):
         body["temperature"] = options.temperature
     if context.get("tools"):
         body["tools"] = convert_tools(model, context["tools"], oauth, control)
     body.update(thinking)
+    fallbacks = (model.get("compat") or {}).get("allowedFallbackModels")
+    if fallbacks:
+        body["fallbacks"] = [{"model": f["model"]} for f in fallbacks]
     return body
 
 
@@ -269,6 +316,10 @@ def build_headers(model: Model, context: Context, options: StreamOptions, body: 
         betas.append(FINE_GRAINED_TOOL_STREAMING_BETA)
     if body.get("thinking", {}).get("type") == "enabled":
         betas.append(INTERLEAVED_THINKING_BETA)
+    if (model.get("compat") or {}).get("allowedFallbackModels"):
+        betas.append(SERVER_SIDE_FALLBACK_BETA)
+    if _compat(model, "supportsMidConvoEffort", False):
+        betas.extend(MID_CONVERSATION_EFFORT_BETAS)
     if betas:
         headers["anthropic-beta"] = ",".join(betas)
     # Configured headers win, including a configured anthropic-beta list.
@@ -352,6 +403,10 @@ class _Reader:
             name = self.tool_names.get(block["name"].lower(), block["name"])
             content.append({"type": "toolCall", "id": block["id"], "name": name, "arguments": block.get("input") or {}})
             event = {"type": "toolcall_start", "contentIndex": at, "id": block["id"], "toolName": name}
+        elif kind == "fallback":  # another model answers: fine before any output, fatal after it
+            if content:
+                raise ProviderError("Anthropic performed an unsupported mid-output model fallback")
+            return []
         else:
             return []  # server tool blocks and the like are not part of pi's message
         self.open[index] = (at, [])
@@ -432,6 +487,9 @@ async def stream(
         raise ProviderError(f"No API key for provider: {model['provider']}")
     body = build_body(model, context, options, oauth)
     headers = build_headers(model, context, options, body)
+    effort = managed_effort(model, thinking_level(model, options))
+    if effort:
+        output["providerThinkingLevel"] = effort  # type: ignore[typeddict-unknown-key]
     if options.on_payload is not None:
         replaced = await options.on_payload(body)
         if replaced is not None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import stat
 import sys
 from collections.abc import AsyncIterator
 from typing import Any
@@ -94,20 +95,25 @@ async def read_lines(fd: int) -> AsyncIterator[bytes]:
 
 async def _read_chunks(fd: int) -> AsyncIterator[bytes]:
     loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=READ_CHUNK)
-    pipe = os.fdopen(fd, "rb", buffering=0, closefd=False)
-    try:
-        transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), pipe)
-    except ValueError:
-        # A regular file (``pi --mode rpc < commands.jsonl``): reads never block for long.
+    if not _pollable(fd):
+        # A file or /dev/null (``pi --mode rpc < commands.jsonl``): reads never block for long.
         while chunk := await loop.run_in_executor(None, os.read, fd, READ_CHUNK):
             yield chunk
         return
+    reader = asyncio.StreamReader(limit=READ_CHUNK)
+    pipe = os.fdopen(fd, "rb", buffering=0, closefd=False)
+    transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), pipe)
     try:
         while chunk := await reader.read(READ_CHUNK):
             yield chunk
     finally:
         transport.close()
+
+
+def _pollable(fd: int) -> bool:
+    """Whether the event loop can wait on ``fd`` (pipes, sockets, terminals; not files or /dev/null)."""
+    mode = os.fstat(fd).st_mode
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd)
 
 
 class RecordWriter:
@@ -125,9 +131,9 @@ class RecordWriter:
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
-        loop = asyncio.get_running_loop()
-        pipe = os.fdopen(self._fd, "wb", buffering=0, closefd=False)
-        with contextlib.suppress(ValueError):  # regular files fall back to plain blocking writes
+        if _pollable(self._fd):  # files and /dev/null get plain blocking writes
+            loop = asyncio.get_running_loop()
+            pipe = os.fdopen(self._fd, "wb", buffering=0, closefd=False)
             transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, pipe)
             self._stream = asyncio.StreamWriter(transport, protocol, None, loop)
         self._task = asyncio.create_task(self._drain_queue(), name="rpc-writer")
@@ -153,10 +159,19 @@ class RecordWriter:
         self._wakeup.set()
         if self._task is not None:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.shield(self._task), FLUSH_TIMEOUT_S)
+                await asyncio.wait_for(self._finish(), FLUSH_TIMEOUT_S)
             self._task.cancel()
         if self._stream is not None:
             self._stream.close()
+
+    async def _finish(self) -> None:
+        assert self._task is not None
+        await asyncio.shield(self._task)
+        if self._stream is not None and not self._broken:
+            # drain() only waits above the high-water mark; with a zero mark it waits for an empty buffer.
+            self._stream.transport.set_write_buffer_limits(high=0)
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                await self._stream.drain()
 
     async def _drain_queue(self) -> None:
         while True:

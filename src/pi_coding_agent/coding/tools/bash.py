@@ -114,15 +114,16 @@ class BashTool(BuiltinTool):
         ["command"],
     )
     prompt_snippet = "Execute bash commands (ls, grep, find, etc.)"
+    handles_abort = True  # reports "Command aborted" with the output so far instead of being cancelled
     GUIDELINES = ("You can inspect PI_* environment variables for current model and session details.",)
 
     async def execute(
         self, tool_call_id: str, params: dict[str, Any], signal: AbortSignal, on_update: UpdateCallback
     ) -> ToolResult:
-        timeout = validate_timeout(params.get("timeout"))
         command = with_prefix(params["command"], self.env.shell_command_prefix)
         output = OutputAccumulator("pi-bash")
         on_update(ToolResult(content=[], details=None))
+        timeout = validate_timeout(params.get("timeout"))
         throttle = _Throttle(output, on_update)
 
         def on_data(data: bytes) -> None:

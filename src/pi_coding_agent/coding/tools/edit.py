@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 from typing import Any
 
@@ -70,6 +69,8 @@ class EditTool(BuiltinTool):
         args = dict(args)
         edits = args.get("edits")
         if isinstance(edits, str):
+            import json
+
             try:
                 parsed = json.loads(edits)
             except ValueError:

@@ -1,16 +1,19 @@
 """The ``find`` tool: files by glob, via ``rg --files`` with fd's matching rules.
 
-fd is not shipped, so ripgrep lists the files and its glob overrides do the matching. rg's
-gitignore-style globs already behave like pi's fd call: a pattern without ``/`` matches file names at
-any depth, one with ``/`` is anchored at the search directory, and an all-lowercase pattern matches
-case-insensitively (``--iglob``). Difference: only files are listed (fd also lists matching
-directories with a trailing ``/``), and ``.git`` is never descended into.
+fd is not shipped: ripgrep lists the files (hidden included, .gitignore respected) and the glob is
+matched here, as pi's fd call matches it: a pattern without ``/`` matches file names at any depth,
+one with ``/`` is anchored at the search directory, and an all-lowercase pattern matches
+case-insensitively. (rg's own ``--glob`` cannot be used: it overrides .gitignore.) Difference: only
+files are listed (fd also lists matching directories with a trailing ``/``), and ``.git`` is never
+descended into.
 """
 
 from __future__ import annotations
 
 import math
 import os
+import re
+from collections.abc import Callable
 from typing import Any
 
 from pi_coding_agent.agent.tool import ToolError, ToolResult, UpdateCallback, text_result
@@ -36,15 +39,66 @@ def _inside_git_repo(path: str) -> bool:
         current = parent
 
 
-def _rg_glob(pattern: str, search_path: str) -> str:
-    """The user's pattern as an rg override glob rooted at the search directory."""
+def _relative_pattern(pattern: str, search_path: str) -> str:
+    """The pattern relative to the search directory (``./`` and an absolute root prefix dropped)."""
     while pattern.startswith("./"):
         pattern = pattern[2:]
     root = search_path.rstrip("/") + "/"
-    if pattern.startswith(root):
-        pattern = pattern[len(root) :]
-    # fd has no negation; a leading "!" is a literal character.
-    return "\\" + pattern if pattern.startswith("!") else pattern
+    return pattern[len(root) :] if pattern.startswith(root) else pattern
+
+
+def glob_to_regex(pattern: str) -> str:
+    """A glob as a regex over ``/``-separated paths: ``*``/``?`` stay within a segment, ``**`` spans
+    segments, ``[...]`` classes and ``{a,b}`` alternatives, backslash escapes."""
+    out: list[str] = []
+    i, n, depth = 0, len(pattern), 0
+    while i < n:
+        ch = pattern[i]
+        if pattern.startswith("**/", i) and (i == 0 or pattern[i - 1] == "/"):
+            out.append("(?:.*/)?")
+            i += 3
+            continue
+        if pattern.startswith("**", i) and (i == 0 or pattern[i - 1] == "/") and i + 2 == n:
+            out.append(".*")
+            i += 2
+            continue
+        if ch == "*":
+            out.append("[^/]*")
+        elif ch == "?":
+            out.append("[^/]")
+        elif ch == "[":
+            end = pattern.find("]", i + 2)
+            if end == -1:
+                out.append(re.escape(ch))
+            else:
+                body = pattern[i + 1 : end]
+                body = "^" + body[1:] if body[0] in "!^" else body
+                out.append("[" + body.replace("\\", "\\\\") + "]")
+                i = end
+        elif ch == "{":
+            depth += 1
+            out.append("(?:")
+        elif ch == "}" and depth:
+            depth -= 1
+            out.append(")")
+        elif ch == "," and depth:
+            out.append("|")
+        elif ch == "\\" and i + 1 < n:
+            i += 1
+            out.append(re.escape(pattern[i]))
+        else:
+            out.append(re.escape(ch))
+        i += 1
+    return "".join(out)
+
+
+def path_matcher(pattern: str) -> Callable[[str], bool]:
+    """Match a relative posix path: by file name when the pattern has no ``/``, else the whole path."""
+    on_path = "/" in pattern
+    regex = re.compile(glob_to_regex(pattern) + r"\Z", re.IGNORECASE if pattern == pattern.lower() else 0)
+    if on_path:
+        return lambda path: regex.match(path) is not None
+    return lambda path: regex.match(path.rsplit("/", 1)[-1]) is not None
 
 
 class FindTool(BuiltinTool):
@@ -77,26 +131,24 @@ class FindTool(BuiltinTool):
         rg = require_rg(self.env.agent_dir)
         if not os.path.isdir(search_path):
             raise ToolError(f"Path not found: {search_path}")
-        pattern: str = params["pattern"]
-        glob_flag = "--iglob" if pattern == pattern.lower() else "--glob"
-        args = [rg, "--no-config", "--files", "--hidden", "--color=never", "--sort=path"]
+        matches = path_matcher(_relative_pattern(params["pattern"], search_path))
+        args = [rg, "--no-config", "--files", "--hidden", "--color=never", "--sort=path", "--glob", "!.git"]
         if not _inside_git_repo(search_path):
             args.append("--no-require-git")
-        args += ["--glob", "!.git", glob_flag, _rg_glob(pattern, search_path)]
         run = RgRun(args, search_path, signal)
         stored: list[str] = []
         count = size = 0
         limit_reached = False
         async for raw in run.lines():
             line = raw.decode("utf-8", "replace").rstrip("\r\n").strip()
-            if not line:
+            result = line[2:] if line.startswith("./") else line
+            if not result or not matches(result):
                 continue
             if count == limit:
                 limit_reached = True
                 run.stop()
                 break
             count += 1
-            result = line[2:] if line.startswith("./") else line
             if size - 1 <= DEFAULT_MAX_BYTES:
                 stored.append(result)
             size += utf8_len(result) + 1

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import shutil
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -27,6 +26,8 @@ def find_rg(agent_dir: Path | None) -> str | None:
     for candidate in candidates:
         if os.access(candidate, os.X_OK):
             return str(candidate)
+    import shutil
+
     return shutil.which("rg")
 
 

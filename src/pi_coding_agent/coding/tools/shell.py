@@ -9,11 +9,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import secrets
-import shutil
 import signal as signals
 import subprocess
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -72,6 +69,8 @@ def resolve_shell(shell_path: str | None) -> str:
         raise ShellError(f"Custom shell path not found: {shell_path}")
     if os.path.exists("/bin/bash"):
         return "/bin/bash"
+    import shutil
+
     return shutil.which("bash") or "sh"
 
 
@@ -96,7 +95,9 @@ class OutputFile:
     """``$TMPDIR/<prefix>-<16 hex>.log``, created exclusively with mode 0600."""
 
     def __init__(self, prefix: str) -> None:
-        self.path = os.path.join(tempfile.gettempdir(), f"{prefix}-{secrets.token_hex(8)}.log")
+        import tempfile
+
+        self.path = os.path.join(tempfile.gettempdir(), f"{prefix}-{os.urandom(8).hex()}.log")
         fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         self._file: BinaryIO | None = os.fdopen(fd, "wb")
 

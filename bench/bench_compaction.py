@@ -1,0 +1,77 @@
+"""Compaction preparation benchmark: ``prepare_compaction`` on a 20,000-entry session (no LLM call).
+
+The session is built in memory (no file): turns of a user request, an assistant tool call, a ~7 KB
+tool result and a reply, with reported usage, so the cut search walks a realistic branch. Prints the
+median wall time of ``get_branch`` + ``prepare_compaction`` over a few runs.
+
+Usage: .venv/bin/python bench/bench_compaction.py [--entries 20000] [--runs 5] [--keep 20000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+
+def _usage(n: int) -> dict[str, object]:
+    return {"input": 1000 + n, "output": 50, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 1050 + n,
+            "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}}
+
+
+def build_session(entries: int):  # type: ignore[no-untyped-def]
+    from pi_coding_agent.coding.session import SessionManager
+
+    directory = Path(tempfile.mkdtemp(prefix="pi-bench-compaction-"))
+    sm = SessionManager.create(directory, directory, persist=False)
+    body = "x" * 7000
+    n = 0
+    while len(sm.entries) < entries:
+        ts = 1_700_000_000_000 + n
+        sm.append_message({"role": "user", "content": [{"type": "text", "text": f"step {n}: look at the file"}],
+                           "timestamp": ts})
+        sm.append_message({"role": "assistant", "content": [
+            {"type": "text", "text": "Reading it."},
+            {"type": "toolCall", "id": f"call_{n}", "name": "read", "arguments": {"path": f"src/mod_{n % 50}.py"}}],
+            "api": "openai-completions", "provider": "bench", "model": "m", "usage": _usage(n),
+            "stopReason": "toolUse", "timestamp": ts})
+        sm.append_message({"role": "toolResult", "toolCallId": f"call_{n}", "toolName": "read",
+                           "content": [{"type": "text", "text": body}], "isError": False, "timestamp": ts})
+        sm.append_message({"role": "assistant", "content": [{"type": "text", "text": f"Done with step {n}."}],
+                           "api": "openai-completions", "provider": "bench", "model": "m", "usage": _usage(n),
+                           "stopReason": "stop", "timestamp": ts})
+        n += 1
+    return sm
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--entries", type=int, default=20000)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--keep", type=int, default=20000, help="keepRecentTokens")
+    args = parser.parse_args()
+
+    from pi_coding_agent.coding.compaction.prepare import prepare_compaction
+
+    sm = build_session(args.entries)
+    times = []
+    preparation = None
+    for _ in range(args.runs):
+        started = time.perf_counter()
+        preparation = prepare_compaction(sm.get_branch(), args.keep)
+        times.append(time.perf_counter() - started)
+    assert preparation is not None
+    print(f"entries: {len(sm.entries)}  summarised messages: {len(preparation.messages_to_summarize)}  "
+          f"tokensBefore: {preparation.tokens_before}")
+    print(f"prepare_compaction (incl. get_branch): median {statistics.median(times) * 1000:.1f} ms, "
+          f"min {min(times) * 1000:.1f} ms over {args.runs} runs")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,365 @@
+"""When a session compacts, and what it tells clients while doing so (agent-loop.md §8.2, rpc §3.6/§5).
+
+The controller is the session's compaction policy: manual ``compact``, threshold checks after a run,
+before a prompt and between turns, and overflow recovery (omit the failed attempt, compact, retry
+once per user message). It works on duck-typed collaborators so the session can stay ignorant of
+compaction details:
+
+* ``session``: ``emit(event)``, ``subscribe(listener)``, ``omit_from_context(message)``,
+  ``is_compacting`` (set here), ``sm`` (the live ``SessionManager``);
+* ``runtime``: ``agent`` (``model``, ``thinking_level``, ``messages``, ``has_queued_messages()``),
+  ``settings`` (``compaction_tokens_for``, ``thinking_budgets``), ``auto_compaction_enabled``,
+  ``api_key_for(model)``, ``no_key_message(provider)``, ``retry_settings()``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pi_coding_agent.ai.abort import AbortSignal
+from pi_coding_agent.ai.errors import is_context_overflow
+from pi_coding_agent.coding.compaction.prepare import (
+    CompactionError,
+    CompactionPreparation,
+    prepare_compaction,
+    raise_unpreparable,
+)
+from pi_coding_agent.coding.compaction.projection import (
+    entry_time_ms,
+    latest_compaction,
+    project,
+    projected_messages,
+    projected_tokens,
+    usage_is_current,
+)
+from pi_coding_agent.coding.compaction.summarize import CompactionCancelled, SummaryRequest, summarize_with
+from pi_coding_agent.coding.compaction.tokens import (
+    context_usage,
+    estimate_context_tokens,
+    has_valid_usage,
+    last_usage_index,
+    sum_tokens,
+    usage_tokens,
+)
+
+Entry = dict[str, Any]
+Message = dict[str, Any]
+
+FAILURE_PREFIX = {
+    "manual": "Compaction failed: ",
+    "threshold": "Auto-compaction failed: ",
+    "overflow": "Context overflow recovery failed: ",
+}
+OVERFLOW_RETRY_FAILED = (
+    "Context overflow recovery failed after one compact-and-retry attempt. "
+    "Try reducing context or switching to a larger-context model."
+)
+LENGTH_RETRY_FAILED = "Truncated response recovery failed after one compact-and-retry attempt."
+
+
+class CompactionController:
+    """Compaction for one AgentSession (see the module docstring for what it needs from it)."""
+
+    def __init__(self, session: Any, runtime: Any) -> None:
+        self.session = session
+        self.runtime = runtime
+        self._signal: AbortSignal | None = None
+        self._overflow_recovery_attempted = False
+        session.subscribe(self._on_event)
+
+    # ----------------------------------------------------------------- state
+
+    @property
+    def _sm(self) -> Any:
+        return self.session.sm
+
+    @property
+    def _agent(self) -> Any:
+        return self.runtime.agent
+
+    def _on_event(self, event: dict[str, Any]) -> None:
+        """One compact-and-retry per user message: a new user message or a good reply re-arms it."""
+        etype = event["type"]
+        if etype not in ("message_start", "message_end"):
+            return
+        message = event["message"]
+        role = message.get("role")
+        if (etype == "message_start" and role == "user") or (
+            etype == "message_end" and role == "assistant" and message.get("stopReason") not in ("error", "length")
+        ):
+            self._overflow_recovery_attempted = False
+
+    def _setting(self, name: str) -> int:
+        model = self._agent.model
+        return int(self.runtime.settings.compaction_tokens_for(name, model["provider"], model["id"]))
+
+    def abort(self) -> None:
+        """Cancel the running compaction, if any (it ends with ``aborted: true``)."""
+        if self._signal is not None:
+            self._signal.abort()
+
+    # ----------------------------------------------------------------- running a compaction
+
+    async def compact(self, reason: str = "manual", custom_instructions: str | None = None,
+                      will_retry: bool = False) -> dict[str, Any]:
+        """Compact now: ``compaction_start`` … ``compaction_end``; returns the CompactionResult.
+
+        Raises ``CompactionError`` (``str`` is the response error, without the event's prefix).
+        """
+        return await self._run(reason, custom_instructions, will_retry, None)
+
+    async def _run(self, reason: str, custom_instructions: str | None, will_retry: bool,
+                   preparation: CompactionPreparation | None) -> dict[str, Any]:
+        signal = self._signal = AbortSignal()
+        self.session.is_compacting = True
+        self.session.emit({"type": "compaction_start", "reason": reason})
+        try:
+            result = await self._compact(signal, reason, custom_instructions, preparation)
+        except Exception as exc:
+            aborted = signal.aborted or isinstance(exc, CompactionCancelled)
+            self._finish()  # listeners of compaction_end may already prompt again
+            end: dict[str, Any] = {"type": "compaction_end", "reason": reason, "aborted": aborted, "willRetry": False}
+            if not aborted:
+                end["errorMessage"] = FAILURE_PREFIX.get(reason, FAILURE_PREFIX["manual"]) + str(exc)
+            self.session.emit(end)
+            if aborted and not isinstance(exc, CompactionCancelled):
+                raise CompactionCancelled() from exc
+            raise
+        finally:
+            self._finish()
+        self.session.emit({"type": "compaction_end", "reason": reason, "result": result, "aborted": False,
+                           "willRetry": will_retry})
+        return result
+
+    def _finish(self) -> None:
+        self._signal = None
+        self.session.is_compacting = False
+
+    async def _compact(self, signal: AbortSignal, reason: str, custom_instructions: str | None,
+                       preparation: CompactionPreparation | None) -> dict[str, Any]:
+        branch = self._sm.get_branch()
+        if preparation is None:
+            preparation = prepare_compaction(branch, self._setting("keepRecentTokens"))
+            if preparation is None:
+                raise_unpreparable(branch)
+            assert preparation is not None
+        supplied = await self._extension_compaction(preparation, branch, reason, custom_instructions, signal)
+        if supplied is not None:
+            summary, usage, details = supplied["summary"], supplied.get("usage"), supplied.get("details")
+            first_kept = supplied.get("firstKeptEntryId", preparation.first_kept_entry_id)
+            tokens_before = supplied.get("tokensBefore", preparation.tokens_before)
+        else:
+            summary, usage = await summarize_with(self._summary_request(signal, reason), preparation,
+                                                  custom_instructions)
+            read_files, modified_files = preparation.file_ops.file_lists()
+            details = {"readFiles": read_files, "modifiedFiles": modified_files}
+            first_kept, tokens_before = preparation.first_kept_entry_id, preparation.tokens_before
+        if signal.aborted:
+            raise CompactionCancelled()
+        entry = self._sm.append_compaction(summary, first_kept, tokens_before, details=details, usage=usage,
+                                           from_hook=supplied is not None)
+        await self._notify_extensions({"type": "session_compact", "compactionEntry": entry,
+                                       "fromExtension": supplied is not None, "reason": reason,
+                                       "willRetry": reason == "overflow"})
+        messages = self._sm.build_context().messages
+        self._agent.messages[:] = messages
+        result: dict[str, Any] = {"summary": summary, "firstKeptEntryId": first_kept,
+                                  "tokensBefore": tokens_before,
+                                  "estimatedTokensAfter": sum_tokens(messages)}
+        if usage is not None:
+            result["usage"] = usage
+        if details is not None:
+            result["details"] = details
+        return result
+
+    async def _extension_compaction(self, preparation: CompactionPreparation, branch: list[Entry], reason: str,
+                                    custom_instructions: str | None, signal: AbortSignal) -> dict[str, Any] | None:
+        """``session_before_compact``: an extension may cancel, or supply the summary itself."""
+        extensions = getattr(self.runtime, "extensions", None)
+        if extensions is None:
+            return None
+        answer = await extensions.before_compact({
+            "preparation": preparation.to_event(), "branchEntries": branch, "reason": reason,
+            "willRetry": reason == "overflow", "signal": signal,
+            **({"customInstructions": custom_instructions} if custom_instructions else {}),
+        })
+        if answer is None:
+            return None
+        if answer.get("cancel"):
+            raise CompactionCancelled()
+        supplied: dict[str, Any] = answer["compaction"]
+        return supplied
+
+    async def _notify_extensions(self, event: dict[str, Any]) -> None:
+        extensions = getattr(self.runtime, "extensions", None)
+        if extensions is not None:
+            await extensions.notify(event)
+
+    def _summary_request(self, signal: AbortSignal, reason: str) -> SummaryRequest:
+        agent = self._agent
+        model = agent.model
+        api_key = self.runtime.api_key_for(model)
+        if api_key is None:
+            provider = model["provider"]
+            raise CompactionError(self.runtime.no_key_message("the selected model" if provider == "unknown"
+                                                              else provider))
+        return SummaryRequest(model, api_key, agent.thinking_level, signal, self.session.emit,
+                              self.runtime.retry_settings(), {"source": "compaction", "reason": reason},
+                              getattr(self.runtime.settings, "thinking_budgets", None))
+
+    async def _auto(self, reason: str, will_retry: bool) -> bool:
+        """Threshold/overflow compaction; True when the run should continue (retry or queued input)."""
+        if self._agent.model["provider"] == "unknown":
+            return False
+        preparation = prepare_compaction(self._sm.get_branch(), self._setting("keepRecentTokens"))
+        if preparation is None:
+            return False  # nothing to summarise: no events at all
+        try:
+            await self._run(reason, None, will_retry, preparation)
+        except Exception:  # already reported by compaction_end; the run just does not continue
+            return False
+        return will_retry or bool(self._agent.has_queued_messages())
+
+    # ----------------------------------------------------------------- when to compact
+
+    def _over_threshold(self, tokens: int, context_window: int) -> bool:
+        return tokens > context_window - self._setting("reserveTokens")
+
+    async def check_after_run(self, last_assistant: dict[str, Any] | None) -> bool:
+        """Post-run check of the last reply; True when the session must continue the run."""
+        if last_assistant is None:
+            return False
+        return await self._check(last_assistant, skip_aborted=True)
+
+    async def check_before_prompt(self) -> None:
+        """Pre-prompt check (aborted replies count too); the new prompt follows, nothing continues."""
+        last = next((m for m in reversed(self._agent.messages) if m.get("role") == "assistant"), None)
+        if last is not None:
+            await self._check(last, skip_aborted=False)
+
+    async def check_between_turns(self) -> None:
+        """Before the next request of a run: compact when the projected context is over the threshold."""
+        model = self._agent.model
+        window = model.get("contextWindow", 0)
+        if not self.runtime.auto_compaction_enabled or window <= 0 or model["provider"] == "unknown":
+            return
+        branch = self._sm.get_branch()
+        if self._over_threshold(projected_tokens(project(branch), branch), window):
+            await self._auto("threshold", False)
+
+    async def _check(self, message: Message, skip_aborted: bool) -> bool:
+        if not self.runtime.auto_compaction_enabled:
+            return False
+        if skip_aborted and message.get("stopReason") == "aborted":
+            return False
+        model = self._agent.model
+        same_model = model["provider"] == message.get("provider") and model["id"] == message.get("model")
+        window = model.get("contextWindow", 0)
+        branch = self._sm.get_branch()
+        compaction = latest_compaction(branch)
+        compacted_at = entry_time_ms(compaction) if compaction is not None else None
+        if compacted_at is not None and message.get("timestamp", 0) <= compacted_at:
+            return False  # a reply from before the latest compaction says nothing about the context now
+        projected = project(branch)
+        if same_model:
+            recovery = self._overflow_kind(message, branch, projected, window, model.get("maxTokens", 0))
+            if recovery is not None:
+                return await self._recover(message, recovery)
+        return await self._check_threshold(message, branch, projected, window, compacted_at)
+
+    def _overflow_kind(self, message: Message, branch: list[Entry], projected: list[Any], window: int,
+                       max_tokens: int) -> str | None:
+        """"overflow" / "length" when the reply calls for overflow compaction, else None."""
+        entry_id = _entry_id_of(branch, message)
+        projected_here = entry_id is None or any(
+            p.entry.get("id") == entry_id and any(m.get("role") == "assistant" for m in p.messages) for p in projected)
+        after = _entries_after(branch, entry_id)
+        edits_of_message = [e for e in after if e.get("type") == "context_edit" and e.get("targetId") == entry_id]
+        retained = entry_id is None or (
+            not any(e.get("type") == "compaction" for e in after)
+            and (not edits_of_message or edits_of_message[-1].get("replacement") is not None))
+        usage_matches = projected_here and not any(e.get("type") == "context_edit" for e in after)
+        explicit = message.get("stopReason") == "error" and is_context_overflow(message)  # type: ignore[arg-type]
+        if (explicit and retained) or (usage_matches and is_context_overflow(message, window)):  # type: ignore[arg-type]
+            return "overflow"
+        usage = message.get("usage") or {}
+        if (projected_here and message.get("stopReason") == "length" and max_tokens > 0
+                and (usage.get("output") or 0) < max_tokens):
+            return "length"
+        return None
+
+    async def _recover(self, message: Message, kind: str) -> bool:
+        if message.get("stopReason") == "stop":
+            return await self._auto("overflow", False)  # a complete reply cannot be retried, only compacted
+        if self._overflow_recovery_attempted:
+            self.session.emit({"type": "compaction_end", "reason": "overflow", "aborted": False, "willRetry": False,
+                               "errorMessage": OVERFLOW_RETRY_FAILED if kind == "overflow" else LENGTH_RETRY_FAILED})
+            return False
+        self._overflow_recovery_attempted = True
+        self._omit_attempt(message)
+        return await self._auto("overflow", True)
+
+    def _omit_attempt(self, message: Message) -> None:
+        """Hide the failed reply and its tool results from the model (they stay in the file)."""
+        messages = self._agent.messages
+        call_ids = {b.get("id") for b in message.get("content") or [] if b.get("type") == "toolCall"}
+        index = next((i for i, m in enumerate(messages) if m is message), None)
+        results = []
+        for later in messages[index + 1 :] if index is not None else []:
+            if later.get("role") == "assistant":
+                break
+            if later.get("role") == "toolResult" and later.get("toolCallId") in call_ids:
+                results.append(later)
+        for target in (message, *results):
+            self.session.omit_from_context(target)
+
+    async def _check_threshold(self, message: Message, branch: list[Entry], projected: list[Any], window: int,
+                               compacted_at: int | None) -> bool:
+        direct = usage_tokens(message.get("usage"))
+        if any(p.entry.get("type") == "context_edit" for p in projected):
+            tokens = projected_tokens(projected, branch)
+        elif message.get("stopReason") == "error" or direct == 0:
+            messages = self._agent.messages
+            index = last_usage_index(messages)
+            if index is not None and compacted_at is not None and messages[index].get("timestamp", 0) <= compacted_at:
+                return False  # the only usage predates the compaction: it measures the old context
+            tokens = estimate_context_tokens(messages)
+        else:
+            tokens = direct
+        if self._over_threshold(tokens, window):
+            return await self._auto("threshold", False)
+        return False
+
+    # ----------------------------------------------------------------- stats
+
+    def context_usage(self) -> dict[str, Any] | None:
+        """``contextUsage`` of get_session_stats (agent-loop.md §9)."""
+        window = self._agent.model.get("contextWindow", 0)
+        if window <= 0:
+            return None
+        branch = self._sm.get_branch()
+        projected = project(branch)
+        compaction = latest_compaction(branch)
+        unknown = False
+        if compaction is not None:
+            answered = {p.entry.get("id") for p in projected if any(has_valid_usage(m) for m in p.messages)}
+            unknown = not any(e.get("id") in answered for e in _entries_after(branch, compaction.get("id")))
+        return context_usage(projected_messages(projected), window, unknown,
+                             usage_stale=not usage_is_current(projected, branch))
+
+
+def _entry_id_of(branch: list[Entry], message: Message) -> str | None:
+    """The id of the entry that persisted ``message`` (the same object), searching from the leaf."""
+    for entry in reversed(branch):
+        if entry.get("message") is message:
+            return entry.get("id")
+    return None
+
+
+def _entries_after(branch: list[Entry], entry_id: str | None) -> list[Entry]:
+    if entry_id is None:
+        return []
+    for index, entry in enumerate(branch):
+        if entry.get("id") == entry_id:
+            return branch[index + 1 :]
+    return []

@@ -1,0 +1,257 @@
+"""``pi``: the object an extension's ``setup(pi)`` receives (extensions.md §4), and extension tools."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import os
+import signal as signals
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal
+
+from pi_coding_agent.agent.tool import ToolResult, UpdateCallback
+
+if TYPE_CHECKING:
+    from pi_coding_agent.ai.abort import AbortSignal
+    from pi_coding_agent.ai.types import Model
+    from pi_coding_agent.coding.extensions.context import Binding
+    from pi_coding_agent.coding.extensions.runner import Extension, ExtensionRunner
+
+DELIVERY_MODES = ("steer", "followUp", "nextTurn")
+KILL_GRACE_S = 5.0
+
+
+def to_tool_result(value: Any) -> ToolResult:
+    """What an extension tool returned (a ToolResult, a wire-style dict, or text) as a ToolResult."""
+    if isinstance(value, ToolResult):
+        return value
+    if isinstance(value, str):
+        return ToolResult(content=[{"type": "text", "text": value}])
+    if not isinstance(value, dict):
+        raise TypeError(f"Extension tool returned {type(value).__name__}; expected a dict with 'content'")
+    content = value.get("content", [])
+    if isinstance(content, str):
+        content = [{"type": "text", "text": content}]
+    return ToolResult(content=content, details=value.get("details"), is_error=bool(value.get("isError")),
+                      terminate=bool(value.get("terminate")))
+
+
+class ExtensionTool:
+    """An AgentTool whose ``execute`` is the extension's ``execute(tool_call_id, params, signal,
+    on_update, ctx)``. ``parameters`` may be a JSON schema or a pydantic model class; with a model
+    class, ``params`` arrives as a validated model instance."""
+
+    def __init__(self, runner: ExtensionRunner, *, name: str, label: str | None, description: str,
+                 parameters: Any, execute: Callable[..., Any],
+                 execution_mode: Literal["parallel", "sequential"] = "parallel",
+                 prompt_snippet: str | None = None, prompt_guidelines: list[str] | None = None) -> None:
+        self._runner = runner
+        self._execute = execute
+        self._model_class: Any = None
+        if isinstance(parameters, type):
+            self._model_class = parameters
+            parameters = parameters.model_json_schema()  # type: ignore[attr-defined]
+        self.name = name
+        self.label = label or name
+        self.description = description
+        self.parameters: dict[str, Any] = parameters or {"type": "object", "properties": {}}
+        self.execution_mode: Literal["parallel", "sequential"] = execution_mode
+        self.prompt_snippet = prompt_snippet
+        self.prompt_guidelines = list(prompt_guidelines or [])
+
+    def prepare_arguments(self, args: Any) -> Any:
+        return args
+
+    async def execute(self, tool_call_id: str, params: dict[str, Any], signal: AbortSignal,
+                      on_update: UpdateCallback) -> ToolResult:
+        args = self._model_class.model_validate(params) if self._model_class is not None else params
+
+        def update(partial: Any) -> None:
+            on_update(to_tool_result(partial))
+
+        result = self._execute(tool_call_id, args, signal, update, self._runner.context)
+        if inspect.isawaitable(result):
+            result = await result
+        return to_tool_result(result)
+
+
+class ExtensionAPI:
+    """``pi`` for one extension; stale (raises) once the session it was bound to is replaced."""
+
+    def __init__(self, runner: ExtensionRunner, extension: Extension, binding: Binding) -> None:
+        self._runner = runner
+        self._extension = extension
+        self._binding = binding
+
+    def _live(self) -> ExtensionRunner:
+        self._binding.check()
+        return self._runner
+
+    # ------------------------------------------------------------------ events
+
+    def on(self, event: str, handler: Callable[[dict[str, Any], Any], Any]) -> Callable[[], None]:
+        """Subscribe ``handler(event, ctx)`` (sync or async); returns the unsubscriber."""
+        self._live()
+        handlers = self._extension.handlers.setdefault(event, [])
+        handlers.append(handler)
+
+        def unsubscribe() -> None:
+            with contextlib.suppress(ValueError):
+                handlers.remove(handler)
+
+        return unsubscribe
+
+    # ------------------------------------------------------------------ tools and commands
+
+    def register_tool(self, *, name: str, description: str, execute: Callable[..., Any],
+                      parameters: Any = None, label: str | None = None,
+                      execution_mode: Literal["parallel", "sequential"] = "parallel",
+                      prompt_snippet: str | None = None, prompt_guidelines: list[str] | None = None) -> None:
+        """Add a tool (a built-in of the same name is overridden); active at once."""
+        runner = self._live()
+        tool = ExtensionTool(runner, name=name, label=label, description=description, parameters=parameters,
+                             execute=execute, execution_mode=execution_mode, prompt_snippet=prompt_snippet,
+                             prompt_guidelines=prompt_guidelines)
+        self._extension.tools[name] = tool
+        if self._extension in runner.extensions:  # after setup; during setup the loader activates it
+            runner.activate_tool(tool)
+
+    def register_command(self, name: str, *, handler: Callable[[str, Any], Any],
+                         description: str | None = None) -> None:
+        """``/name args`` in a prompt runs ``handler(args, ctx)`` (even while a run streams)."""
+        from pi_coding_agent.coding.extensions.runner import Command
+
+        self._live()
+        self._extension.commands.append(Command(name, description, handler))
+
+    def get_commands(self) -> list[dict[str, Any]]:
+        return self._live().rt.list_commands()
+
+    # ------------------------------------------------------------------ messages and entries
+
+    async def send_message(self, message: dict[str, Any], *, trigger_turn: bool = False,
+                           deliver_as: str | None = None) -> None:
+        """Inject a ``custom`` message (user-role for the model): queued while a run streams
+        (``deliver_as``, default steer), appended when idle, or starting a run with ``trigger_turn``."""
+        from pi_coding_agent.coding.extensions.runner import custom_message
+
+        runner = self._live()
+        _check_delivery(deliver_as)
+        session = runner.session
+        custom = custom_message(message)
+        if deliver_as == "nextTurn":
+            runner.next_turn_messages.append(custom)
+        elif session.is_streaming:
+            (session.agent.follow_up if deliver_as == "followUp" else session.agent.steer)(custom)
+        elif trigger_turn:
+            await session.start_run(custom)
+        else:
+            session.agent.messages.append(custom)
+            session.sm.append_custom_message(custom["customType"], custom["content"], custom["display"],
+                                             custom.get("details"))
+            session.emit({"type": "message_start", "message": custom})
+            session.emit({"type": "message_end", "message": custom})
+
+    async def send_user_message(self, text: str, *, deliver_as: str | None = None) -> dict[str, Any]:
+        """Act like a typed prompt; while a run streams it is queued (``deliver_as``, default followUp)."""
+        runner = self._live()
+        _check_delivery(deliver_as)
+        session = runner.session
+        if session.is_streaming:
+            return await (session.steer(text) if deliver_as == "steer" else session.follow_up(text))
+        result: dict[str, Any] = await session.prompt(text)
+        return result
+
+    def append_entry(self, custom_type: str, data: Any = None) -> dict[str, Any]:
+        """A ``custom`` entry (kept in the file, never sent to the model), emitted as ``entry_appended``."""
+        session = self._live().session
+        entry = session.sm.append_custom(custom_type, data)
+        session.emit({"type": "entry_appended", "entry": entry})
+        return entry
+
+    # ------------------------------------------------------------------ session metadata
+
+    async def set_session_name(self, name: str) -> None:
+        await self._live().session.set_session_name(name)
+
+    def get_session_name(self) -> str | None:
+        return self._live().session.sm.session_name
+
+    def set_label(self, entry_id: str, label: str | None = None) -> None:
+        self._live().session.sm.append_label(entry_id, label)
+
+    # ------------------------------------------------------------------ tools, model, thinking
+
+    def get_active_tools(self) -> list[str]:
+        return [t.name for t in self._live().rt.agent.tools]
+
+    def get_all_tools(self) -> list[dict[str, Any]]:
+        return [{"name": t.name, "description": t.description, "parameters": t.parameters}
+                for t in self._live().rt.all_tools.values()]
+
+    def set_active_tools(self, names: list[str]) -> None:
+        """Unknown names are ignored; the change reaches the model as a system patch on the next prompt."""
+        runtime = self._live().rt
+        runtime.agent.tools = [runtime.all_tools[n] for n in dict.fromkeys(names) if n in runtime.all_tools]
+
+    async def set_model(self, model: Model) -> bool:
+        """False when the model is unknown or has no credentials."""
+        try:
+            await self._live().session.set_model(model["provider"], model["id"])
+        except Exception:
+            return False
+        return True
+
+    def get_thinking_level(self) -> str:
+        return self._live().rt.agent.thinking_level
+
+    def set_thinking_level(self, level: str) -> None:
+        self._live().session.set_thinking_level(level)
+
+    # ------------------------------------------------------------------ processes
+
+    async def exec(self, command: str, args: list[str] | None = None, *, timeout: float | None = None,
+                   signal: AbortSignal | None = None, cwd: str | None = None) -> dict[str, Any]:
+        """Run a program without a shell: ``{stdout, stderr, code, killed}`` (``timeout`` in seconds;
+        on timeout or abort SIGTERM, then SIGKILL after a grace period; a signal exit is 128+n)."""
+        runtime = self._live().rt
+        proc = await asyncio.create_subprocess_exec(
+            command, *(args or []), cwd=cwd or str(runtime.cwd), stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, start_new_session=True)
+        killed = False
+
+        def kill() -> None:
+            nonlocal killed
+            killed = True
+            _terminate(proc)
+
+        remove = signal.on_abort(kill) if signal is not None else (lambda: None)
+        try:
+            try:
+                stdout, stderr = await asyncio.wait_for(proc.communicate(), timeout)
+            except TimeoutError:
+                kill()
+                stdout, stderr = await proc.communicate()
+        finally:
+            remove()
+        code = proc.returncode if proc.returncode is not None else 1
+        return {"stdout": stdout.decode(errors="replace"), "stderr": stderr.decode(errors="replace"),
+                "code": 128 - code if code < 0 else code, "killed": killed}
+
+
+def _terminate(proc: asyncio.subprocess.Process) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signals.SIGTERM)
+
+    def force() -> None:
+        if proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signals.SIGKILL)
+
+    asyncio.get_running_loop().call_later(KILL_GRACE_S, force)
+
+
+def _check_delivery(deliver_as: str | None) -> None:
+    if deliver_as is not None and deliver_as not in DELIVERY_MODES:
+        raise ValueError(f"deliver_as must be one of {', '.join(DELIVERY_MODES)}")

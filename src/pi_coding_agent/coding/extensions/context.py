@@ -1,0 +1,209 @@
+"""``ctx``: what a handler may read and do in the live session (extensions.md §3).
+
+Every context and ``pi`` object belongs to one *binding*; replacing the session (new, resume, fork)
+marks the binding stale, and any later use of a captured handle raises ``StaleContextError``
+instead of silently acting on the wrong session.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pi_coding_agent.ai.abort import AbortSignal
+    from pi_coding_agent.ai.types import Model
+    from pi_coding_agent.coding.extensions.runner import ExtensionRunner
+    from pi_coding_agent.coding.session import SessionManager
+
+STALE_MESSAGE = (
+    "This extension context is stale: the session was replaced (new session, fork or switch) after it was "
+    "created. Use the ctx passed to the with_session callback, or the ctx of a later event, instead."
+)
+
+
+class StaleContextError(RuntimeError):
+    """A ``pi`` or ``ctx`` captured before a session replacement was used after it."""
+
+
+@dataclass
+class Binding:
+    """One generation of the extension runtime; ``stale`` once the session was replaced."""
+
+    stale: bool = False
+
+    def check(self) -> None:
+        if self.stale:
+            raise StaleContextError(STALE_MESSAGE)
+
+
+class SessionView:
+    """Read-only access to the session store (entries, branch, tree, labels, header)."""
+
+    def __init__(self, sm: SessionManager) -> None:
+        self._sm = sm
+
+    @property
+    def session_id(self) -> str:
+        return self._sm.session_id
+
+    @property
+    def session_file(self) -> str | None:
+        return None if self._sm.session_file is None else str(self._sm.session_file)
+
+    @property
+    def session_name(self) -> str | None:
+        return self._sm.session_name
+
+    @property
+    def cwd(self) -> str:
+        return str(self._sm.cwd)
+
+    @property
+    def header(self) -> dict[str, Any]:
+        return dict(self._sm.header)
+
+    @property
+    def leaf_id(self) -> str | None:
+        return self._sm.leaf_id
+
+    def get_entries(self) -> list[dict[str, Any]]:
+        return list(self._sm.get_entries())
+
+    def get_entry(self, entry_id: str) -> dict[str, Any] | None:
+        return self._sm.get_entry(entry_id)
+
+    def get_branch(self, leaf_id: str | None = None) -> list[dict[str, Any]]:
+        return list(self._sm.get_branch(leaf_id))
+
+    def get_tree(self) -> list[dict[str, Any]]:
+        return self._sm.get_tree()
+
+    def get_label(self, entry_id: str) -> str | None:
+        label = self._sm.labels.get(entry_id)
+        return None if label is None else label.get("label")
+
+
+class ExtensionContext:
+    """``ctx`` for event handlers and tools."""
+
+    def __init__(self, runner: ExtensionRunner, binding: Binding) -> None:
+        self._runner = runner
+        self._binding = binding
+
+    def _live(self) -> ExtensionRunner:
+        self._binding.check()
+        return self._runner
+
+    @property
+    def ui(self) -> Any:
+        ui = self._live().rt.ui
+        if ui is None:
+            from pi_coding_agent.coding.modes.ui_bridge import NoUI
+
+            return NoUI()
+        return ui
+
+    @property
+    def mode(self) -> str:
+        return self._live().rt.mode
+
+    @property
+    def has_ui(self) -> bool:
+        return bool(getattr(self.ui, "has_ui", False))
+
+    @property
+    def cwd(self) -> str:
+        return str(self._live().rt.cwd)
+
+    @property
+    def session_manager(self) -> SessionView:
+        return SessionView(self._live().session.sm)
+
+    @property
+    def model(self) -> Model:
+        return self._live().rt.agent.model
+
+    @property
+    def thinking_level(self) -> str:
+        return self._live().rt.agent.thinking_level
+
+    @property
+    def signal(self) -> AbortSignal | None:
+        return self._live().rt.agent.signal
+
+    def is_idle(self) -> bool:
+        return not self._live().session.is_streaming
+
+    def has_pending_messages(self) -> bool:
+        return self._live().rt.agent.has_queued_messages()
+
+    def get_context_usage(self) -> dict[str, Any] | None:
+        runner = self._live()
+        return runner.rt.context_usage(runner.session)
+
+    def get_system_prompt(self) -> str:
+        runner = self._live()
+        return runner.rt.build_context(runner.rt.agent.messages).get("systemPrompt", "")
+
+    def abort(self) -> None:
+        """Fire and forget: a handler inside the run cannot wait for the run to end."""
+        runner = self._live()
+        runner.spawn(runner.session.abort())
+
+    def compact(self, custom_instructions: str | None = None,
+                on_complete: Callable[[dict[str, Any]], Any] | None = None,
+                on_error: Callable[[Exception], Any] | None = None) -> None:
+        """Fire and forget, like ``abort``; the callbacks report the outcome."""
+        runner = self._live()
+
+        async def run() -> None:
+            try:
+                result = await runner.session.compact(custom_instructions)
+            except Exception as exc:
+                if on_error is not None:
+                    on_error(exc)
+                return
+            if on_complete is not None:
+                on_complete(result)
+
+        runner.spawn(run())
+
+    def shutdown(self) -> None:
+        """Ask the mode to exit once the session is idle."""
+        runner = self._live()
+        runner.spawn(runner.request_shutdown())
+
+
+WithSession = Callable[["CommandContext"], Awaitable[Any] | Any]
+
+
+class CommandContext(ExtensionContext):
+    """``ctx`` for command handlers: may also wait for idle and replace the session. Work meant for
+    the new session goes in ``with_session``, which receives a fresh ctx."""
+
+    async def wait_for_idle(self) -> None:
+        await self._live().session.wait_for_idle()
+
+    async def new_session(self, parent_session: str | None = None,
+                          with_session: WithSession | None = None) -> dict[str, Any]:
+        runner = self._live()
+        return await self._replaced(runner, await runner.session.new_session(parent_session), with_session)
+
+    async def fork(self, entry_id: str, with_session: WithSession | None = None) -> dict[str, Any]:
+        runner = self._live()
+        return await self._replaced(runner, await runner.session.fork(entry_id), with_session)
+
+    async def switch_session(self, session_path: str, with_session: WithSession | None = None) -> dict[str, Any]:
+        runner = self._live()
+        return await self._replaced(runner, await runner.session.switch_session(session_path), with_session)
+
+    @staticmethod
+    async def _replaced(runner: ExtensionRunner, result: dict[str, Any],
+                        with_session: WithSession | None) -> dict[str, Any]:
+        if not result.get("cancelled") and with_session is not None:
+            outcome = with_session(CommandContext(runner, runner.binding))
+            if hasattr(outcome, "__await__"):
+                await outcome
+        return result

@@ -1,0 +1,145 @@
+"""Finding and importing extensions: Python modules exposing ``setup(pi)``.
+
+Discovery is a few directory scans, so a session without extensions pays nothing more: the dispatch
+machinery (``runner``, ``api``, ``context``) is imported only when at least one extension was found.
+Order (first occurrence of a real path wins): ``-e/--extension`` paths, then the ``extensions``
+setting and discovered directories, project before user (the project only when trusted).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import os
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:
+    from pi_coding_agent.coding.agent_session import AgentSession
+    from pi_coding_agent.coding.extensions.runner import ExtensionRunner
+    from pi_coding_agent.coding.resources.settings import SettingsPath
+    from pi_coding_agent.coding.runtime import SessionRuntime
+
+PROJECT_DIR = ".pi"
+PACKAGE_ENTRY = "__init__.py"
+
+
+class ExtensionSource(NamedTuple):
+    """One extension file with the ``sourceInfo`` get_commands reports for its commands."""
+
+    path: Path
+    source: str  # "cli" | "local" | "auto"
+    scope: str  # "temporary" | "project" | "user"
+    base_dir: Path | None
+
+    def source_info(self) -> dict[str, Any]:
+        info: dict[str, Any] = {"path": str(self.path), "source": self.source, "scope": self.scope,
+                                "origin": "top-level"}
+        if self.base_dir is not None:
+            info["baseDir"] = str(self.base_dir)
+        return info
+
+
+class LoadError(Exception):
+    """An extension could not be imported or its ``setup`` raised."""
+
+
+def _entries_in(directory: Path) -> list[Path]:
+    """``*.py`` files and ``<package>/__init__.py`` one level down, in name order."""
+    try:
+        with os.scandir(directory) as it:
+            entries = sorted(it, key=lambda e: e.name)
+    except OSError:
+        return []
+    found: list[Path] = []
+    for entry in entries:
+        path = Path(entry.path)
+        if entry.name.startswith((".", "_")):
+            continue
+        if entry.name.endswith(".py") and os.path.isfile(path):
+            found.append(path)
+        elif os.path.isfile(path / PACKAGE_ENTRY):
+            found.append(path / PACKAGE_ENTRY)
+    return found
+
+
+def _explicit(path: Path) -> list[Path]:
+    """A path named by a flag or a setting: a file, a package folder, or a folder of extensions."""
+    if path.is_dir():
+        package = path / PACKAGE_ENTRY
+        return [package] if package.is_file() else _entries_in(path)
+    return [path]
+
+
+def discover(cwd: Path, agent_dir: Path, trusted: bool, cli_paths: list[str],
+             settings_paths: list[SettingsPath], include_discovered: bool) -> list[ExtensionSource]:
+    """Every extension to load, in load order (see module docstring). ``include_discovered=False``
+    is ``--no-extensions``: only the ``-e`` paths remain."""
+    candidates = [ExtensionSource(p, "cli", "temporary", None)
+                  for raw in cli_paths for p in _explicit(_resolve(raw, cwd))]
+    if include_discovered:
+        for scope, root in (("project", cwd / PROJECT_DIR), ("user", agent_dir)):
+            if scope == "project" and not trusted:
+                continue
+            for entry in settings_paths:
+                if entry.scope == scope and entry.entry[:1] not in "!+-":
+                    candidates.extend(ExtensionSource(p, "local", scope, None)
+                                      for p in _explicit(_resolve(entry.entry, entry.base_dir)))
+            candidates.extend(ExtensionSource(p, "auto", scope, root) for p in _entries_in(root / "extensions"))
+    seen: set[str] = set()
+    unique: list[ExtensionSource] = []
+    for item in candidates:
+        key = os.path.realpath(item.path)
+        if key not in seen:
+            seen.add(key)
+            unique.append(item)
+    return unique
+
+
+def _resolve(raw: str, base: Path) -> Path:
+    return Path(os.path.normpath(base / os.path.expanduser(raw.strip())))
+
+
+def import_extension(path: Path) -> ModuleType:
+    """Import one extension under a private module name (two files may share a base name)."""
+    if not path.is_file():
+        raise LoadError(f"Extension path does not exist: {path}")
+    is_package = path.name == PACKAGE_ENTRY
+    name = f"pi_extension_{abs(hash(str(path))):x}_{(path.parent if is_package else path).stem}"
+    spec = importlib.util.spec_from_file_location(
+        name, path, submodule_search_locations=[str(path.parent)] if is_package else None)
+    if spec is None or spec.loader is None:
+        raise LoadError(f"Not a Python module: {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    if not callable(getattr(module, "setup", None)):
+        raise LoadError(f"Extension does not define a setup(pi) function: {path}")
+    return module
+
+
+async def call_setup(module: ModuleType, pi: Any) -> None:
+    result = module.setup(pi)
+    if inspect.isawaitable(result):
+        await result
+
+
+async def attach_extensions(runtime: SessionRuntime, session: AgentSession, trusted: bool) -> ExtensionRunner | None:
+    """Load the session's extensions and bind them; None (and no further import) when there are none."""
+    args = runtime.args
+    sources = discover(runtime.cwd, runtime.agent_dir, trusted, list(args.extensions), runtime.settings.extensions,
+                       include_discovered=not args.no_extensions)
+    if not sources:
+        return None
+    from pi_coding_agent.coding.extensions.runner import ExtensionRunner
+
+    runner = ExtensionRunner(runtime, session, sources)
+    await runner.load()
+    runner.start_soon()
+    return runner

@@ -1,0 +1,530 @@
+"""Dispatching session events to extension handlers, and the hooks the session calls.
+
+Handlers run in extension load order, then registration order. Three return patterns
+(extensions.md §2): *notify* (result ignored), *chain* (each handler sees the previous result:
+``context``, ``before_provider_request``, ``tool_result``, ``input`` transforms, the system prompt of
+``before_agent_start``) and *gate* (the first ``cancel``/``block``/``handled`` wins). A raising
+handler becomes an ``extension_error`` session event and the run goes on, except ``tool_call`` and
+``user_bash``, which fail closed.
+
+The runner installs itself into the Agent's hooks (it wraps the ones already there), so the
+session's own code only calls it at the points where a session decision is made: input, switching,
+forking, user bash, model selection, naming, listing commands, shutdown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import inspect
+import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+from pi_coding_agent.agent.loop import default_context
+from pi_coding_agent.agent.tool import AgentTool, ToolResult
+from pi_coding_agent.ai.types import Context, Model, ToolCall, now_ms
+from pi_coding_agent.coding.extensions.api import ExtensionAPI, ExtensionTool
+from pi_coding_agent.coding.extensions.context import Binding, CommandContext, ExtensionContext
+from pi_coding_agent.coding.extensions.loader import ExtensionSource, call_setup, import_extension
+
+if TYPE_CHECKING:
+    from pi_coding_agent.ai.abort import AbortSignal
+    from pi_coding_agent.coding.agent_session import AgentSession
+    from pi_coding_agent.coding.runtime import SessionRuntime
+
+Handler = Callable[[dict[str, Any], Any], Any]
+_FAILED = object()  # a handler raised (already reported)
+
+# Agent events forwarded to handlers as they are (copied); the rest get pi's extension payloads.
+_PLAIN_AGENT_EVENTS = frozenset({"tool_execution_start", "tool_execution_update", "tool_execution_end"})
+COMMAND_NOT_QUEUEABLE = (
+    'Extension command "/{name}" cannot be queued. Use prompt() or execute the command when not streaming.'
+)
+
+
+@dataclass
+class Command:
+    name: str
+    description: str | None
+    handler: Callable[[str, CommandContext], Any]
+
+
+@dataclass
+class Extension:
+    """One loaded extension and what it registered."""
+
+    source: ExtensionSource
+    handlers: dict[str, list[Handler]] = field(default_factory=dict)
+    commands: list[Command] = field(default_factory=list)
+    tools: dict[str, ExtensionTool] = field(default_factory=dict)
+
+    @property
+    def path(self) -> str:
+        return str(self.source.path)
+
+
+class ExtensionRunner:
+    """The loaded extensions of one session and the dispatch of its events to them."""
+
+    def __init__(self, runtime: SessionRuntime, session: AgentSession, sources: list[ExtensionSource]) -> None:
+        self.rt = runtime
+        self.session = session
+        self.sources = sources
+        self.extensions: list[Extension] = []
+        self.binding = Binding()
+        self._modules: dict[Path, ModuleType] = {}
+        self._load_errors: list[tuple[str, str]] = []
+        self._builtin_tools: dict[str, AgentTool] = dict(runtime.all_tools)
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._turn_index = 0
+        self._system_prompt: str | None = None  # before_agent_start override, for the current run
+        self.next_turn_messages: list[dict[str, Any]] = []  # send_message(deliver_as="nextTurn")
+        self._thinking_level = runtime.agent.thinking_level
+        self.shutdown_requested = False
+        self._install_hooks()
+
+    # ------------------------------------------------------------------ loading
+
+    async def load(self) -> None:
+        """Import (once per process) and set up every extension; failures are kept for ``start``."""
+        for source in self.sources:
+            extension = Extension(source)
+            pi = ExtensionAPI(self, extension, self.binding)
+            try:
+                module = self._modules.get(source.path) or import_extension(source.path)
+                self._modules[source.path] = module
+                await call_setup(module, pi)
+            except Exception as exc:
+                message = str(exc) or type(exc).__name__
+                print(f'Error: Failed to load extension "{source.path}": {message}', file=sys.stderr)
+                self._load_errors.append((str(source.path), message))
+                continue
+            self.extensions.append(extension)
+            for tool in extension.tools.values():
+                self.activate_tool(tool)
+
+    async def start(self, reason: str, previous_session_file: str | None = None) -> None:
+        """Report load failures, then ``session_start``."""
+        errors, self._load_errors = self._load_errors, []
+        for path, message in errors:
+            self.session.emit({"type": "extension_error", "extensionPath": path, "event": "load",
+                               "error": f"Failed to load extension: {message}"})
+        event: dict[str, Any] = {"type": "session_start", "reason": reason}
+        if previous_session_file is not None:
+            event["previousSessionFile"] = previous_session_file
+        await self.notify(event)
+
+    def start_soon(self) -> None:
+        """``start`` once the mode has subscribed to the session (it does so right after creation)."""
+        self.spawn(self.start("startup"))
+
+    async def reload(self, reason: str, previous_session_file: str | None) -> None:
+        """Session replacement: old handles go stale, every extension is set up again."""
+        self.binding.stale = True
+        self.binding = Binding()
+        self.rt.all_tools.clear()
+        self.rt.all_tools.update(self._builtin_tools)
+        agent = self.rt.agent
+        agent.tools = [self._builtin_tools[t.name] for t in agent.tools if t.name in self._builtin_tools]
+        self.extensions = []
+        await self.load()
+        await self.start(reason, previous_session_file)
+
+    def spawn(self, coroutine: Awaitable[Any]) -> None:
+        task = asyncio.ensure_future(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # ------------------------------------------------------------------ tools
+
+    def activate_tool(self, tool: ExtensionTool) -> None:
+        """Register (overriding a same-named tool) and make it active at once."""
+        self.rt.all_tools[tool.name] = tool
+        tools = self.rt.agent.tools
+        for index, existing in enumerate(tools):
+            if existing.name == tool.name:
+                tools[index] = tool
+                return
+        tools.append(tool)
+
+    # ------------------------------------------------------------------ dispatch
+
+    @property
+    def context(self) -> ExtensionContext:
+        return ExtensionContext(self, self.binding)
+
+    def has_handlers(self, name: str) -> bool:
+        return any(ext.handlers.get(name) for ext in self.extensions)
+
+    def _handlers(self, name: str) -> list[tuple[Extension, Handler]]:
+        return [(ext, h) for ext in self.extensions for h in list(ext.handlers.get(name, ()))]
+
+    def report_error(self, extension_path: str, event: str, exc: BaseException) -> None:
+        self.session.emit({"type": "extension_error", "extensionPath": extension_path, "event": event,
+                           "error": str(exc) or type(exc).__name__})
+
+    async def _call(self, ext: Extension, handler: Handler, event: dict[str, Any], ctx: Any = None) -> Any:
+        try:
+            result = handler(event, ctx if ctx is not None else self.context)
+            if inspect.isawaitable(result):
+                result = await result
+        except Exception as exc:
+            self.report_error(ext.path, event["type"], exc)
+            return _FAILED
+        return result
+
+    async def notify(self, event: dict[str, Any]) -> None:
+        for ext, handler in self._handlers(event["type"]):
+            await self._call(ext, handler, event)
+
+    async def first(self, event: dict[str, Any], key: str) -> dict[str, Any] | None:
+        """Gate: the first result whose ``key`` is truthy, or None."""
+        for ext, handler in self._handlers(event["type"]):
+            result = await self._call(ext, handler, event)
+            if isinstance(result, dict) and result.get(key):
+                return result
+        return None
+
+    # ------------------------------------------------------------------ agent hooks
+
+    def _install_hooks(self) -> None:
+        hooks = self.rt.agent.hooks
+        build, options = hooks.build_context, hooks.stream_options
+        before, after, transform = hooks.before_tool_call, hooks.after_tool_call, hooks.transform_context
+
+        def build_context(messages: list[dict[str, Any]]) -> Context:
+            context = build(messages) if build is not None else default_context(messages, self.rt.agent.tools)
+            if self._system_prompt is not None:
+                context["systemPrompt"] = self._system_prompt
+            return context
+
+        def stream_options(model: Model) -> Any:
+            from pi_coding_agent.ai.stream import StreamOptions
+
+            base = options(model) if options is not None else StreamOptions()
+            return replace(base, on_payload=self._on_payload) if self.has_handlers("before_provider_request") else base
+
+        async def transform_context(messages: list[dict[str, Any]], signal: AbortSignal) -> list[dict[str, Any]]:
+            if transform is not None:
+                messages = await transform(messages, signal)
+            return await self._context_event(messages)
+
+        async def before_tool_call(call: ToolCall, args: dict[str, Any]) -> dict[str, Any] | None:
+            if before is not None and (decision := await before(call, args)):
+                return decision
+            return await self._tool_call(call, args)
+
+        async def after_tool_call(call: ToolCall, args: dict[str, Any], result: ToolResult) -> dict[str, Any] | None:
+            if after is not None and (patch := await after(call, args, result)):
+                result = _patched(result, patch)
+            return await self._tool_result(call, args, result)
+
+        hooks.build_context = build_context
+        hooks.stream_options = stream_options
+        hooks.transform_context = transform_context
+        hooks.before_tool_call = before_tool_call
+        hooks.after_tool_call = after_tool_call
+        self.rt.agent.subscribe(self._on_agent_event)
+        self.session.subscribe(self._on_session_event)
+
+    async def _context_event(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """``context`` (chain): handlers see a copy without system messages; those stay in front."""
+        if not self.has_handlers("context"):
+            return messages
+        system = [m for m in messages if m.get("role") == "system"]
+        visible = copy.deepcopy([m for m in messages if m.get("role") != "system"])
+        current, returned = visible, False
+        for ext, handler in self._handlers("context"):
+            result = await self._call(ext, handler, {"type": "context", "messages": current})
+            if isinstance(result, dict) and isinstance(result.get("messages"), list):
+                current, returned = result["messages"], True
+        return [*system, *current] if returned else messages
+
+    async def _on_payload(self, payload: Any) -> Any:
+        """``before_provider_request`` (chain): a non-None result replaces the body."""
+        current = payload
+        for ext, handler in self._handlers("before_provider_request"):
+            result = await self._call(ext, handler, {"type": "before_provider_request", "payload": current})
+            if result is not None and result is not _FAILED:
+                current = result
+        return None if current is payload else current
+
+    async def _tool_call(self, call: ToolCall, args: dict[str, Any]) -> dict[str, Any] | None:
+        """``tool_call`` (gate, fail closed): ``input`` is the live arguments, mutable in place."""
+        event = {"type": "tool_call", "toolCallId": call["id"], "toolName": call["name"], "input": args}
+        for ext, handler in self._handlers("tool_call"):
+            try:
+                result = handler(event, self.context)
+                if inspect.isawaitable(result):
+                    result = await result
+            except Exception as exc:
+                self.report_error(ext.path, "tool_call", exc)
+                return {"block": True, "reason": f"Extension failed, blocking execution: {exc}"}
+            if isinstance(result, dict) and result.get("block"):
+                return result
+        return None
+
+    async def _tool_result(self, call: ToolCall, args: dict[str, Any], result: ToolResult) -> dict[str, Any] | None:
+        """``tool_result`` (chain): each handler's patch is applied before the next one sees it."""
+        if not self.has_handlers("tool_result"):
+            return None
+        event: dict[str, Any] = {"type": "tool_result", "toolCallId": call["id"], "toolName": call["name"],
+                                 "input": args, "content": result.content, "details": result.details,
+                                 "isError": result.is_error}
+        modified = False
+        for ext, handler in self._handlers("tool_result"):
+            patch = await self._call(ext, handler, dict(event))
+            if isinstance(patch, dict):
+                for key in ("content", "details", "isError"):
+                    if key in patch:
+                        event[key] = patch[key]
+                        modified = True
+        if not modified:
+            return None
+        return {"content": event["content"], "details": event["details"], "isError": bool(event["isError"])}
+
+    async def _on_agent_event(self, event: dict[str, Any]) -> None:
+        """Run events, awaited inside the run as pi does (payloads as extensions.md §2)."""
+        kind = event["type"]
+        if not self.has_handlers(kind):
+            if kind == "turn_end":
+                self._turn_index += 1
+            elif kind == "agent_start":
+                self._turn_index = 0
+            return
+        if kind in _PLAIN_AGENT_EVENTS:
+            payload = dict(event)
+        elif kind == "agent_start":
+            self._turn_index = 0
+            payload = {"type": kind}
+        elif kind == "agent_end":
+            payload = {"type": kind, "messages": event["messages"]}
+        elif kind == "turn_start":
+            payload = {"type": kind, "turnIndex": self._turn_index, "timestamp": now_ms()}
+        elif kind == "turn_end":
+            payload = {"type": kind, "turnIndex": self._turn_index, "message": event["message"],
+                       "toolResults": event["toolResults"]}
+            self._turn_index += 1
+        elif kind == "message_update":
+            payload = {"type": kind, "message": self.rt.agent.streaming_message,
+                       "assistantMessageEvent": event["assistantMessageEvent"]}
+        elif kind in ("message_start", "message_end"):
+            payload = {"type": kind, "message": event["message"]}
+        else:
+            return
+        await self.notify(payload)
+
+    def _on_session_event(self, event: dict[str, Any]) -> None:
+        kind = event["type"]
+        if kind == "agent_settled":
+            self._system_prompt = None
+            if self.has_handlers("agent_settled"):
+                self.spawn(self.notify({"type": "agent_settled", "aborted": event["aborted"]}))
+            if self.shutdown_requested:
+                self.spawn(self.request_shutdown())
+        elif kind == "thinking_level_changed":
+            previous, self._thinking_level = self._thinking_level, event["level"]
+            if self.has_handlers("thinking_level_select"):
+                self.spawn(self.notify({"type": "thinking_level_select", "level": event["level"],
+                                        "previousLevel": previous}))
+
+    # ------------------------------------------------------------------ session hook points
+
+    async def handle_input(
+        self, text: str, images: list[dict[str, Any]] | None, streaming_behavior: str | None, allow_commands: bool,
+    ) -> dict[str, Any] | None:
+        """An extension command, else ``input`` handlers. Returns a prompt disposition (handled),
+        ``{"action": "transform", "text", "images"}``, or None to go on unchanged."""
+        if text.startswith("/"):
+            name, _, args = text[1:].partition(" ")
+            command = self.commands().get(name)
+            if command is not None:
+                if not allow_commands:
+                    from pi_coding_agent.coding.agent_session import SessionError
+
+                    raise SessionError(COMMAND_NOT_QUEUEABLE.format(name=name))
+                await self.run_command(name, command, args.strip())
+                return {"disposition": "handled"}
+        if not self.has_handlers("input"):
+            return None
+        return await self._input_event(text, images, streaming_behavior)
+
+    async def _input_event(self, text: str, images: list[dict[str, Any]] | None,
+                           streaming_behavior: str | None) -> dict[str, Any] | None:
+        transformed = False
+        for ext, handler in self._handlers("input"):
+            event: dict[str, Any] = {"type": "input", "text": text}
+            if images:
+                event["images"] = images
+            event["source"] = "rpc"
+            if streaming_behavior is not None:
+                event["streamingBehavior"] = streaming_behavior
+            result = await self._call(ext, handler, event)
+            if not isinstance(result, dict):
+                continue
+            if result.get("action") == "handled":
+                return {"disposition": "handled"}
+            if result.get("action") == "transform" and isinstance(result.get("text"), str):
+                text, images, transformed = result["text"], result.get("images", images), True
+        return {"action": "transform", "text": text, "images": images} if transformed else None
+
+    def commands(self) -> dict[str, tuple[Extension, Command]]:
+        """Invocation names: a name registered more than once becomes ``name:1``, ``name:2``... everywhere."""
+        registered = [(ext, cmd) for ext in self.extensions for cmd in ext.commands]
+        counts: dict[str, int] = {}
+        for _, cmd in registered:
+            counts[cmd.name] = counts.get(cmd.name, 0) + 1
+        seen: dict[str, int] = {}
+        out: dict[str, tuple[Extension, Command]] = {}
+        for ext, cmd in registered:
+            name = cmd.name
+            if counts[name] > 1:
+                seen[name] = seen.get(name, 0) + 1
+                name = f"{name}:{seen[name]}"
+            out[name] = (ext, cmd)
+        return out
+
+    async def run_command(self, name: str, entry: tuple[Extension, Command], args: str) -> None:
+        _, command = entry
+        try:
+            result = command.handler(args, CommandContext(self, self.binding))
+            if inspect.isawaitable(result):
+                await result
+        except Exception as exc:
+            self.report_error(f"command:{name}", "command", exc)
+
+    def list_commands(self) -> list[dict[str, Any]]:
+        items = []
+        for name, (ext, command) in self.commands().items():
+            item: dict[str, Any] = {"name": name}
+            if command.description:
+                item["description"] = command.description
+            item["source"] = "extension"
+            item["sourceInfo"] = ext.source.source_info()
+            items.append(item)
+        return items
+
+    async def before_agent_start(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Injected custom messages follow the prompt; a returned system prompt holds for this run."""
+        queued, self.next_turn_messages = self.next_turn_messages, []
+        if not self.has_handlers("before_agent_start"):
+            return [*messages, *queued]
+        prompt = next((m for m in reversed(messages) if m.get("role") in ("user", "custom")), None)
+        system_prompt = self.rt.build_context([*self.rt.agent.messages, *messages]).get("systemPrompt", "")
+        injected: list[dict[str, Any]] = []
+        override = None
+        for ext, handler in self._handlers("before_agent_start"):
+            event = _before_agent_start_event(prompt, system_prompt)
+            result = await self._call(ext, handler, event)
+            if not isinstance(result, dict):
+                continue
+            if isinstance(result.get("systemPrompt"), str):
+                system_prompt = override = result["systemPrompt"]
+            if isinstance(result.get("message"), dict):
+                injected.append(custom_message(result["message"]))
+        if override is not None:
+            self._system_prompt = override
+        return [*messages, *injected, *queued]
+
+    async def before_replace(self, reason: str, target: Path | None, entry_id: str | None, position: str) -> bool:
+        """True when a ``session_before_switch`` (new, resume) or ``session_before_fork`` handler cancels."""
+        event: dict[str, Any]
+        if reason == "fork":
+            event = {"type": "session_before_fork", "entryId": entry_id, "position": position}
+        else:
+            event = {"type": "session_before_switch", "reason": reason}
+            if target is not None:
+                event["targetSessionFile"] = str(target.resolve())
+        return await self.first(event, "cancel") is not None
+
+    async def session_shutdown(self, reason: str, target: str | None = None) -> None:
+        event: dict[str, Any] = {"type": "session_shutdown", "reason": reason}
+        if target is not None:
+            event["targetSessionFile"] = target
+        await self.notify(event)
+
+    async def before_compact(self, event: dict[str, Any]) -> dict[str, Any] | None:
+        """``session_before_compact``: ``{"cancel": True}`` or ``{"compaction": {...}}`` from the first
+        handler returning either (for the compaction controller)."""
+        for ext, handler in self._handlers("session_before_compact"):
+            result = await self._call(ext, handler, {"type": "session_before_compact", **event})
+            if isinstance(result, dict) and (result.get("cancel") or isinstance(result.get("compaction"), dict)):
+                return result
+        return None
+
+    async def user_bash(self, command: str, exclude_from_context: bool) -> dict[str, Any] | None:
+        """``user_bash``: a ``{"result": ...}`` replaces execution; a raising handler refuses the command."""
+        event = {"type": "user_bash", "command": command, "excludeFromContext": exclude_from_context,
+                 "cwd": str(self.rt.cwd)}
+        for ext, handler in self._handlers("user_bash"):
+            try:
+                result = handler(event, self.context)
+                if inspect.isawaitable(result):
+                    result = await result
+            except Exception as exc:
+                self.report_error(ext.path, "user_bash", exc)
+                from pi_coding_agent.coding.agent_session import SessionError
+
+                raise SessionError(str(exc) or type(exc).__name__) from exc
+            if isinstance(result, dict) and isinstance(result.get("result"), dict):
+                return dict(result["result"])
+        return None
+
+    async def model_select(self, model: Model, previous: Model | None, source: str) -> None:
+        event: dict[str, Any] = {"type": "model_select", "model": model}
+        if previous is not None:
+            event["previousModel"] = previous
+        event["source"] = source
+        await self.notify(event)
+
+    async def session_info_changed(self, name: str | None) -> None:
+        event: dict[str, Any] = {"type": "session_info_changed"}
+        if name is not None:
+            event["name"] = name
+        await self.notify(event)
+
+    async def request_shutdown(self) -> None:
+        """``ctx.shutdown()``: once idle, through the mode's orderly shutdown when it offers one."""
+        self.shutdown_requested = True
+        if self.session.is_streaming:
+            return  # re-checked at agent_settled
+        stop = getattr(self.rt, "request_shutdown", None)
+        if callable(stop):
+            stop()
+
+
+def custom_message(message: dict[str, Any]) -> dict[str, Any]:
+    """An extension's ``{customType, content, display, details?}`` as a ``custom`` transcript message."""
+    content = message.get("content", "")
+    out: dict[str, Any] = {"role": "custom", "customType": message.get("customType", "extension"),
+                           "content": content, "display": bool(message.get("display", True))}
+    if message.get("details") is not None:
+        out["details"] = message["details"]
+    out["timestamp"] = now_ms()
+    return out
+
+
+def _before_agent_start_event(prompt: dict[str, Any] | None, system_prompt: str) -> dict[str, Any]:
+    event: dict[str, Any] = {"type": "before_agent_start"}
+    if prompt is not None and prompt.get("role") == "custom":
+        event["messageType"] = "custom"
+        event["message"] = prompt
+    else:
+        content = prompt.get("content", []) if prompt else []
+        event["messageType"] = "user"
+        event["prompt"] = "".join(b.get("text", "") for b in content if b.get("type") == "text")
+        images = [b for b in content if b.get("type") == "image"]
+        if images:
+            event["images"] = images
+    event["systemPrompt"] = system_prompt
+    event["systemPromptOptions"] = {}
+    return event
+
+
+def _patched(result: ToolResult, patch: dict[str, Any]) -> ToolResult:
+    return replace(result, content=patch.get("content", result.content), details=patch.get("details", result.details),
+                   is_error=patch.get("isError", result.is_error))
