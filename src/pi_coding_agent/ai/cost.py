@@ -25,7 +25,7 @@ def _rates(model: Model, usage: Usage) -> Any:
 def apply_cost(model: Model, usage: Usage) -> None:
     """Fill ``usage["cost"]`` in place (pi-ai's calculateCost)."""
     rate = _rates(model, usage)
-    write_1h: int = usage.get("cacheWrite1h", 0)  # type: ignore[assignment]
+    write_1h: int = usage.get("cacheWrite1h", 0)
     c: Any = usage["cost"]
     c["input"] = rate.get("input", 0) / 1e6 * usage["input"]
     c["output"] = rate.get("output", 0) / 1e6 * usage["output"]

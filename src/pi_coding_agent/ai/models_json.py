@@ -232,7 +232,7 @@ def apply_override(model: Model, override: dict[str, Any]) -> Model:
                 current[level] = {**current.get(level, {}), **params}
         out["samplingParamsByThinkingLevel"] = current
     if override.get("inputLimits"):
-        out["inputLimits"] = _merge_input_limits(model.get("inputLimits"), override["inputLimits"])  # type: ignore[arg-type]
+        out["inputLimits"] = _merge_input_limits(model.get("inputLimits"), override["inputLimits"])
     _set_optional(out, "compat", merge_compat(model.get("compat"), override.get("compat")))
     result: Model = out
     return result

@@ -41,6 +41,7 @@ class ToolCall(TypedDict):
     name: str
     arguments: dict[str, Any]
     thoughtSignature: NotRequired[str]
+    argumentsError: NotRequired[str]  # the model sent arguments that are not valid JSON
 
 
 AssistantContent: TypeAlias = TextContent | ThinkingContent | ToolCall
@@ -53,6 +54,7 @@ class UsageCost(TypedDict):
     cacheRead: float
     cacheWrite: float
     total: float
+    totalFromProvider: NotRequired[bool]
 
 
 class Usage(TypedDict):
@@ -63,6 +65,7 @@ class Usage(TypedDict):
     totalTokens: int
     cost: UsageCost
     reasoning: NotRequired[int]
+    cacheWrite1h: NotRequired[int]
 
 
 class UserMessage(TypedDict):
@@ -84,6 +87,9 @@ class AssistantMessage(TypedDict):
     responseId: NotRequired[str]
     durationMs: NotRequired[int]
     thinkingLevel: NotRequired[str]
+    rawStopReason: NotRequired[str]
+    responseModel: NotRequired[str]
+    providerThinkingLevel: NotRequired[str]
 
 
 class ToolResultMessage(TypedDict):
@@ -141,6 +147,9 @@ class Model(TypedDict):
     headers: NotRequired[dict[str, str]]
     compat: NotRequired[dict[str, Any]]
     thinkingLevelMap: NotRequired[dict[str, str | None]]
+    inputLimits: NotRequired[dict[str, Any]]
+    promptCache: NotRequired[dict[str, int]]
+    samplingParams: NotRequired[dict[str, Any]]
 
 
 class Context(TypedDict):

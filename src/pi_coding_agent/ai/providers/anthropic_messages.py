@@ -489,11 +489,7 @@ async def stream(
     headers = build_headers(model, context, options, body)
     effort = managed_effort(model, thinking_level(model, options))
     if effort:
-        output["providerThinkingLevel"] = effort  # type: ignore[typeddict-unknown-key]
-    if options.on_payload is not None:
-        replaced = await options.on_payload(body)
-        if replaced is not None:
-            body = {**replaced, "stream": True}
+        output["providerThinkingLevel"] = effort
     reader = _Reader(model, context, output, oauth)
     url = f"{model['baseUrl'].rstrip('/')}/v1/messages"
     async for sse in sse_events(url, headers, body, options, anthropic_error_text):

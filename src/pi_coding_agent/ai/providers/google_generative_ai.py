@@ -323,10 +323,6 @@ async def stream(
     if not options.api_key:
         raise ProviderError(f"No API key for provider: {model['provider']}")
     body = build_body(model, context, options)
-    if options.on_payload is not None:
-        replaced = await options.on_payload(body)
-        if replaced is not None:
-            body = replaced
     headers = {"x-goog-api-key": options.api_key, **(model.get("headers") or {}), **options.headers}
     url = f"{model['baseUrl'].rstrip('/')}/models/{model['id']}:streamGenerateContent?alt=sse"
     reader = _Reader(model, output)

@@ -135,9 +135,18 @@ async def sse_events(
     options: StreamOptions,
     error_text: ErrorText = openai_error_text,
 ) -> AsyncGenerator[ServerSentEvent, None]:
-    """POST ``body`` and yield its server-sent events (see the module docstring)."""
+    """POST ``body`` and yield its server-sent events (see the module docstring).
+
+    The extension hook ``options.on_payload`` sees the body last and may replace it, so every
+    adapter honours ``before_provider_request`` the same way.
+    """
     import httpx
     from httpx_sse import EventSource
+
+    if options.on_payload is not None:
+        replaced = await options.on_payload(body)
+        if replaced is not None:
+            body = replaced
 
     timeout = httpx.Timeout(options.idle_timeout_s, connect=min(options.idle_timeout_s or 30.0, 30.0))
     request_headers = {"content-type": "application/json", "accept": "text/event-stream", **headers}

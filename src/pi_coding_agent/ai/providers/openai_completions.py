@@ -380,10 +380,6 @@ async def stream(
     compat = resolve_compat(model)
     headers = request_headers(model, options)
     body = build_request(model, context, options)
-    if options.on_payload is not None:
-        replaced = await options.on_payload(body)
-        if replaced is not None:
-            body = replaced
     url = model["baseUrl"].rstrip("/") + "/chat/completions"
     reader = _ChunkReader(output)
     async with aclosing(sse_events(url, headers, body, options)) as events:

@@ -374,10 +374,6 @@ async def stream(
 ) -> AsyncIterator[dict[str, Any]]:
     headers = _headers(model, options)
     body = build_request(model, context, options)
-    if options.on_payload is not None:
-        replaced = await options.on_payload(body)
-        if replaced is not None:
-            body = replaced
     url = model["baseUrl"].rstrip("/") + "/responses"
     reader = _EventReader(output)
     async with aclosing(sse_events(url, headers, body, options, _error_text(model))) as events:

@@ -16,6 +16,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from pi_coding_agent.coding.resources.resource_paths import dedupe_by_real_path
+
 if TYPE_CHECKING:
     from pi_coding_agent.coding.agent_session import AgentSession
     from pi_coding_agent.coding.extensions.runner import ExtensionRunner
@@ -88,14 +90,7 @@ def discover(cwd: Path, agent_dir: Path, trusted: bool, cli_paths: list[str],
                     candidates.extend(ExtensionSource(p, "local", scope, None)
                                       for p in _explicit(_resolve(entry.entry, entry.base_dir)))
             candidates.extend(ExtensionSource(p, "auto", scope, root) for p in _entries_in(root / "extensions"))
-    seen: set[str] = set()
-    unique: list[ExtensionSource] = []
-    for item in candidates:
-        key = os.path.realpath(item.path)
-        if key not in seen:
-            seen.add(key)
-            unique.append(item)
-    return unique
+    return dedupe_by_real_path(candidates)
 
 
 def _resolve(raw: str, base: Path) -> Path:

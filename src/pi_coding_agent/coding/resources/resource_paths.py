@@ -12,7 +12,7 @@ import os
 from collections.abc import Callable, Iterable, Sequence
 from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, Protocol, TypeVar
 
 from pi_coding_agent.coding.resources.settings import SettingsPath
 
@@ -93,10 +93,18 @@ def cli_files(paths: Sequence[str], cwd: Path, collect_one: Callable[[Path], lis
     return out
 
 
-def dedupe_by_real_path(files: Iterable[ResourceFile]) -> list[ResourceFile]:
+class _HasPath(Protocol):
+    @property
+    def path(self) -> Path: ...
+
+
+_Item = TypeVar("_Item", bound=_HasPath)
+
+
+def dedupe_by_real_path(files: Iterable[_Item]) -> list[_Item]:
     """Drop a file already listed under another path (symlink) or another source."""
     seen: set[str] = set()
-    out: list[ResourceFile] = []
+    out: list[_Item] = []
     for item in files:
         key = os.path.realpath(item.path)
         if key not in seen:

@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from pi_coding_agent.ai.config_validation import ConfigError, parse_json, validated_json
+from pi_coding_agent.coding.tools.selection import apply_modifiers
 
 SETTINGS_FILE = "settings.json"
 PROJECT_DIR = ".pi"
@@ -337,15 +338,7 @@ def resolve_tool_entries(entries: list[str]) -> list[str]:
     """Plain names (or the default list when there are none) then ``+x``/``-x`` applied in order."""
     plain = [e for e in entries if not is_tool_modifier(e)]
     tools = plain if plain or not entries else list(DEFAULT_TOOL_NAMES)
-    for entry in entries:
-        if not is_tool_modifier(entry):
-            continue
-        name = entry[1:]
-        if entry.startswith("+") and name and name not in tools:
-            tools.append(name)
-        elif entry.startswith("-") and name in tools:
-            tools.remove(name)
-    return tools
+    return apply_modifiers(tools, [e for e in entries if is_tool_modifier(e)])
 
 
 # ---------------------------------------------------------------------- values

@@ -22,7 +22,7 @@ from pi_coding_agent.ai.abort import AbortSignal
 from .base import BuiltinTool, check_aborted, number_param, object_schema, string_param
 from .paths import resolve_to_cwd
 from .ripgrep import RgRun, require_rg
-from .truncate import DEFAULT_MAX_BYTES, format_size, truncate_head, utf8_len
+from .truncate import DEFAULT_MAX_BYTES, listing_result, truncate_head, utf8_len
 
 DEFAULT_LIMIT = 1000
 _MAX_SAFE_INTEGER = 2**53 - 1
@@ -160,15 +160,5 @@ class FindTool(BuiltinTool):
         truncation = truncate_head("\n".join(stored), max_lines=_MAX_SAFE_INTEGER)
         truncation["totalLines"] = count
         truncation["totalBytes"] = size - 1
-        text = truncation["content"]
-        details: dict[str, Any] = {}
-        notices: list[str] = []
-        if limit_reached:
-            notices.append(f"{limit} results limit reached. Use limit={limit * 2} for more, or refine pattern")
-            details["resultLimitReached"] = limit
-        if truncation["truncated"]:
-            notices.append(f"{format_size(DEFAULT_MAX_BYTES)} limit reached")
-            details["truncation"] = truncation
-        if notices:
-            text += "\n\n[" + ". ".join(notices) + "]"
-        return text_result(text, details or None)
+        notice = f"{limit} results limit reached. Use limit={limit * 2} for more, or refine pattern"
+        return listing_result(truncation, notice if limit_reached else None, ("resultLimitReached", limit))

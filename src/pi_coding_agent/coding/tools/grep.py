@@ -17,7 +17,7 @@ from .ripgrep import RgRun, require_rg
 from .truncate import (
     DEFAULT_MAX_BYTES,
     GREP_MAX_LINE_LENGTH,
-    format_size,
+    listing_result,
     truncate_head,
     truncate_line,
     utf8_len,
@@ -179,18 +179,7 @@ def _format(out: _Collector, limit: int, limit_reached: bool) -> ToolResult:
     truncation = truncate_head("\n".join(out.lines), max_lines=_MAX_SAFE_INTEGER)
     truncation["totalLines"] = out.count
     truncation["totalBytes"] = out.bytes - 1
-    text = truncation["content"]
-    details: dict[str, Any] = {}
-    notices: list[str] = []
-    if limit_reached:
-        notices.append(f"{limit} matches limit reached. Use limit={limit * 2} for more, or refine pattern")
-        details["matchLimitReached"] = limit
-    if truncation["truncated"]:
-        notices.append(f"{format_size(DEFAULT_MAX_BYTES)} limit reached")
-        details["truncation"] = truncation
-    if out.lines_truncated:
-        notices.append(f"Some lines truncated to {GREP_MAX_LINE_LENGTH} chars. Use read tool to see full lines")
-        details["linesTruncated"] = True
-    if notices:
-        text += "\n\n[" + ". ".join(notices) + "]"
-    return text_result(text, details or None)
+    notice = f"{limit} matches limit reached. Use limit={limit * 2} for more, or refine pattern"
+    extra = (f"Some lines truncated to {GREP_MAX_LINE_LENGTH} chars. Use read tool to see full lines", "linesTruncated")
+    return listing_result(truncation, notice if limit_reached else None, ("matchLimitReached", limit),
+                          extra if out.lines_truncated else None)

@@ -13,7 +13,7 @@ from pi_coding_agent.ai.abort import AbortSignal
 
 from .base import BuiltinTool, check_aborted, number_param, object_schema, string_param
 from .paths import node_error_message, resolve_to_cwd
-from .truncate import DEFAULT_MAX_BYTES, format_size, truncate_head
+from .truncate import DEFAULT_MAX_BYTES, listing_result, truncate_head
 
 DEFAULT_LIMIT = 500
 _MAX_SAFE_INTEGER = 2**53 - 1
@@ -79,15 +79,5 @@ class LsTool(BuiltinTool):
         if not results:
             return text_result("(empty directory)")
         truncation = truncate_head("\n".join(results), max_lines=_MAX_SAFE_INTEGER)
-        text = truncation["content"]
-        details: dict[str, Any] = {}
-        notices: list[str] = []
-        if limit_reached:
-            notices.append(f"{limit} entries limit reached. Use limit={limit * 2} for more")
-            details["entryLimitReached"] = limit
-        if truncation["truncated"]:
-            notices.append(f"{format_size(DEFAULT_MAX_BYTES)} limit reached")
-            details["truncation"] = truncation
-        if notices:
-            text += "\n\n[" + ". ".join(notices) + "]"
-        return text_result(text, details or None)
+        notice = f"{limit} entries limit reached. Use limit={limit * 2} for more"
+        return listing_result(truncation, notice if limit_reached else None, ("entryLimitReached", limit))

@@ -34,6 +34,7 @@ def tool_list_error(entries: list[str]) -> str | None:
 
 
 def apply_modifiers(base: list[str], entries: list[str]) -> list[str]:
+    """``+name`` appends a tool not yet listed, ``-name`` removes one; in the order given."""
     tools = list(base)
     for entry in entries:
         name = entry[1:]

@@ -5,7 +5,9 @@ The metadata dict is pi's ``details.truncation`` object, so its keys are the wir
 
 from __future__ import annotations
 
-from typing import Literal, TypedDict
+from typing import Any, Literal, TypedDict
+
+from pi_coding_agent.agent.tool import ToolResult, text_result
 
 DEFAULT_MAX_LINES = 2000
 DEFAULT_MAX_BYTES = 50 * 1024
@@ -167,3 +169,27 @@ def truncate_line(line: str, max_chars: int = GREP_MAX_LINE_LENGTH) -> tuple[str
         out.append(ch)
         used += width
     return "".join(out) + "... [truncated]", True
+
+
+def listing_result(truncation: Truncation, limit_notice: str | None, limit_detail: tuple[str, int] | None,
+                   extra: tuple[str, str] | None = None) -> ToolResult:
+    """The result of a head-truncated listing (grep, find, ls) with pi's bracketed notices.
+
+    Notices come in pi's order: the result-count limit, the byte limit, then ``extra`` (a notice and
+    the details flag it sets); each also records its key in ``details``.
+    """
+    text = truncation["content"]
+    details: dict[str, Any] = {}
+    notices: list[str] = []
+    if limit_notice is not None and limit_detail is not None:
+        notices.append(limit_notice)
+        details[limit_detail[0]] = limit_detail[1]
+    if truncation["truncated"]:
+        notices.append(f"{format_size(DEFAULT_MAX_BYTES)} limit reached")
+        details["truncation"] = truncation
+    if extra is not None:
+        notices.append(extra[0])
+        details[extra[1]] = True
+    if notices:
+        text += "\n\n[" + ". ".join(notices) + "]"
+    return text_result(text, details or None)
