@@ -453,3 +453,19 @@ async def test_api_exec_append_entry_and_triggered_message(ws: Workspace, procs:
     body = ws.server.requests[0]["body"]
     assert "from extension" in json.dumps(body["messages"])
     assert [t["function"]["name"] for t in body["tools"]] == ["read"]
+
+
+async def test_ctx_shutdown_ends_the_process_in_order(ws: Workspace, procs: list[RpcProcess]) -> None:
+    ext = ws.extension("stopper.py", """
+        def setup(pi):
+            def stop(args, ctx):
+                ctx.shutdown()
+            pi.on("session_shutdown", lambda event, ctx: ctx.ui.notify(f"bye {event['reason']}"))
+            pi.register_command("stop", description="Stop pi", handler=stop)
+    """)
+    pi = await _spawn(ws, procs, "--no-session", "-e", str(ext))
+    response = await pi.request({"type": "prompt", "message": "/stop"})
+    assert response["data"] == {"disposition": "handled"}
+    rest = await pi.read_rest()
+    assert await pi.wait() == 0  # stdin is still open: the extension asked the process to stop
+    assert [r["message"] for r in rest if r.get("method") == "notify"] == ["bye quit"]

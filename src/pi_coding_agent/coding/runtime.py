@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -49,7 +50,7 @@ from pi_coding_agent.coding.resources.system_prompt import (
 )
 from pi_coding_agent.coding.resources.trust import is_project_trusted
 from pi_coding_agent.coding.retry import RetrySettings
-from pi_coding_agent.coding.session import SessionManager, convert_to_llm, session_dir_for
+from pi_coding_agent.coding.session import SessionManager, convert_to_llm, list_sessions, session_dir_for
 from pi_coding_agent.coding.tools import ToolEnv, create_builtin_tools, processes, run_user_bash, select_tools
 
 if TYPE_CHECKING:
@@ -96,6 +97,7 @@ class SessionRuntime:
         self.scoped_models = scoped_models
         self.auto_compaction_enabled: bool = settings.compaction_enabled
         self.compaction: CompactionController  # bound by create_session once the AgentSession exists
+        self.request_shutdown: Callable[[], None] | None = None  # set by a mode that can stop itself
         self.extensions: ExtensionRunner | None = None  # set by create_session when any extension loads
         self.agent = Agent(
             model=PLACEHOLDER_MODEL,
@@ -355,12 +357,35 @@ def _open_session(args: CliArgs, settings: Settings, agent_dir: Path, cwd: Path)
     if args.no_session:
         return SessionManager.create(cwd, session_dir, persist=False)
     if args.session:
-        return SessionManager.open(Path(args.session).expanduser().resolve(), cwd)
+        return SessionManager.open(_session_path(args.session, cwd, session_dir), cwd)
     if args.continue_session:
         recent = SessionManager.continue_recent(cwd, session_dir)
         if recent is not None:
             return recent
+    if args.session_id:
+        existing = _find_session_by_id(args.session_id, session_dir, exact=True)
+        if existing is not None:
+            return SessionManager.open(existing, cwd)
+        print(f"Warning: No project session found with id '{args.session_id}'; "
+              "creating a new session with that id.", file=sys.stderr)
     return SessionManager.create(cwd, session_dir, session_id=args.session_id)
+
+
+def _session_path(arg: str, cwd: Path, session_dir: Path) -> Path:
+    """``--session`` takes a path (it has a separator or ends in .jsonl) or a session id or id prefix."""
+    if "/" in arg or "\\" in arg or arg.endswith(".jsonl"):
+        return (cwd / Path(arg).expanduser()).resolve()
+    found = _find_session_by_id(arg, session_dir, exact=True) or _find_session_by_id(arg, session_dir, exact=False)
+    if found is None:
+        raise SessionError(f"No session found matching '{arg}'")
+    return found
+
+
+def _find_session_by_id(session_id: str, session_dir: Path, exact: bool) -> Path | None:
+    for info in list_sessions(session_dir):
+        if info["id"] == session_id or (not exact and info["id"].startswith(session_id)):
+            return Path(info["path"])
+    return None
 
 
 def _load_resources(args: CliArgs, settings: Settings, agent_dir: Path, cwd: Path, trusted: bool) -> Resources:

@@ -94,6 +94,8 @@ class RpcServer:
         self.ui = ui
         self._tasks: set[asyncio.Task[None]] = set()
         self.shutdown = OrderlyShutdown(self._cleanup)
+        # an extension's ctx.shutdown() ends the process through the same orderly path as EOF
+        session.rt.request_shutdown = lambda: self.shutdown.begin(0)
 
     async def serve(self, input_fd: int) -> int:
         unsubscribe = self.session.subscribe(self.writer.send)
