@@ -16,7 +16,8 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from common import ROOT, Row, compile_bytecode, format_table
+
 sys.path.insert(0, str(ROOT / "src"))
 
 
@@ -50,27 +51,28 @@ def build_session(entries: int):  # type: ignore[no-untyped-def]
     return sm
 
 
+def results(entries: int = 20_000, runs: int = 5, keep: int = 20_000) -> list[Row]:
+    from pi_coding_agent.coding.compaction.prepare import prepare_compaction
+
+    sm = build_session(entries)
+    times = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        prepare_compaction(sm.get_branch(), keep)
+        times.append(time.perf_counter() - started)
+    return [Row(f"compaction {entries} entries", "get_branch + prepare_compaction", "ms",
+                statistics.median(times) * 1000)]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--entries", type=int, default=20000)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--keep", type=int, default=20000, help="keepRecentTokens")
     args = parser.parse_args()
-
-    from pi_coding_agent.coding.compaction.prepare import prepare_compaction
-
-    sm = build_session(args.entries)
-    times = []
-    preparation = None
-    for _ in range(args.runs):
-        started = time.perf_counter()
-        preparation = prepare_compaction(sm.get_branch(), args.keep)
-        times.append(time.perf_counter() - started)
-    assert preparation is not None
-    print(f"entries: {len(sm.entries)}  summarised messages: {len(preparation.messages_to_summarize)}  "
-          f"tokensBefore: {preparation.tokens_before}")
-    print(f"prepare_compaction (incl. get_branch): median {statistics.median(times) * 1000:.1f} ms, "
-          f"min {min(times) * 1000:.1f} ms over {args.runs} runs")
+    note = compile_bytecode()
+    print(format_table(results(args.entries, args.runs, args.keep)))
+    print(f"median of {args.runs} runs, in this process; {note}")
 
 
 if __name__ == "__main__":

@@ -21,11 +21,9 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "src"))
+from common import ROOT, Row, compile_bytecode, env_for, format_table, peak_rss_mb, reference_cmd
 
-REFERENCE = Path("/root/.cache/pi-reference")
-REFERENCE_PI = REFERENCE / "pi-1.6.0" / "node_modules" / ".bin" / "pi"
+sys.path.insert(0, str(ROOT / "src"))
 
 
 def _usage(n: int) -> dict[str, object]:
@@ -70,7 +68,7 @@ def write_session(directory: Path, entries: int) -> tuple[Path, float]:
 def _ours_child(path: str) -> None:
     from pi_coding_agent.coding.session import SessionManager
 
-    baseline = _peak_rss_mb(os.getpid())
+    baseline = peak_rss_mb(os.getpid())
     started = time.perf_counter()
     sm = SessionManager.open(Path(path), Path(path).parent)
     opened = time.perf_counter()
@@ -78,7 +76,7 @@ def _ours_child(path: str) -> None:
     done = time.perf_counter()
     print(json.dumps({"open_s": opened - started, "context_s": done - opened, "total_s": done - started,
                       "entries": len(sm.entries), "messages": len(context.messages),
-                      "peak_rss_mb": _peak_rss_mb(os.getpid()), "rss_before_open_mb": baseline}))
+                      "peak_rss_mb": peak_rss_mb(os.getpid()), "rss_before_open_mb": baseline}))
 
 
 def measure_ours(path: Path) -> dict[str, float]:
@@ -86,22 +84,14 @@ def measure_ours(path: Path) -> dict[str, float]:
     return json.loads(out.stdout)
 
 
-def _peak_rss_mb(pid: int) -> float:
-    """VmHWM: the peak RSS of that process image (ru_maxrss would carry the parent's over exec)."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
-
-
 def measure_reference(path: Path) -> dict[str, float] | None:
-    if not REFERENCE_PI.exists():
+    cmd = reference_cmd()
+    if cmd is None:
         return None
     with tempfile.TemporaryDirectory() as home:
-        env = dict(os.environ, HOME=home, PATH=f"{REFERENCE / 'node22' / 'node_modules' / '.bin'}:{os.environ['PATH']}")
-        proc = subprocess.Popen([str(REFERENCE_PI), "--mode", "rpc", "--session-dir", str(Path(home) / "s")],
-                                cwd=path.parent, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen([*cmd, "--mode", "rpc", "--session-dir", str(Path(home) / "s")],
+                                cwd=path.parent, env=env_for(cmd, Path(home)), stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         assert proc.stdin is not None and proc.stdout is not None
 
         def call(command_id: str, kind: str, **fields: object) -> dict[str, object]:
@@ -115,17 +105,34 @@ def measure_reference(path: Path) -> dict[str, float] | None:
             raise RuntimeError("reference pi exited")
 
         call("warm", "get_state")  # start-up is not part of the measurement
-        baseline = _peak_rss_mb(proc.pid)
+        baseline = peak_rss_mb(proc.pid)
         started = time.perf_counter()
         call("s", "switch_session", sessionPath=str(path))
         switched = time.perf_counter()
         messages = call("m", "get_messages")["data"]["messages"]  # type: ignore[index]
         done = time.perf_counter()
-        peak = _peak_rss_mb(proc.pid)
+        peak = peak_rss_mb(proc.pid)
         proc.stdin.close()
         proc.wait(timeout=60)
     return {"switch_s": switched - started, "get_messages_s": done - switched, "total_s": done - started,
             "messages": len(messages), "peak_rss_mb": peak, "rss_before_switch_mb": baseline}
+
+
+def results(entries: int = 20_000, keep: Path | None = None) -> list[Row]:
+    with tempfile.TemporaryDirectory() as scratch:
+        directory = keep or Path(scratch)
+        directory.mkdir(parents=True, exist_ok=True)
+        path, append_s = write_session(directory, entries)
+        size_mb = path.stat().st_size / 2**20
+        ours = measure_ours(path)
+        ref = measure_reference(path)
+    bench = f"session {entries} entries, {size_mb:.0f} MiB"
+    return [Row(bench, "append one entry (locked write)", "us", append_s / entries * 1e6),
+            Row(bench, "open + context (ours) / switch_session + get_messages (ref)", "ms",
+                ours["total_s"] * 1000, ref and ref["total_s"] * 1000),
+            Row(bench, "peak RSS", "MiB", ours["peak_rss_mb"], ref and ref["peak_rss_mb"]),
+            Row(bench, "RSS added by the session", "MiB", ours["peak_rss_mb"] - ours["rss_before_open_mb"],
+                ref and ref["peak_rss_mb"] - ref["rss_before_switch_mb"])]
 
 
 def main() -> None:
@@ -137,21 +144,9 @@ def main() -> None:
     if args.child:
         _ours_child(args.child)
         return
-    with tempfile.TemporaryDirectory() as scratch:
-        directory = args.keep or Path(scratch)
-        directory.mkdir(parents=True, exist_ok=True)
-        path, append_s = write_session(directory, args.entries)
-        size_mb = path.stat().st_size / 1e6
-        print(f"file: {path.name}  {size_mb:.1f} MB")
-        print(f"append: {args.entries} entries in {append_s:.2f} s ({append_s / args.entries * 1e6:.0f} us/entry)")
-        ours = measure_ours(path)
-        print("ours (open + build_context): " + json.dumps({k: round(v, 3) for k, v in ours.items()}))
-        reference = measure_reference(path)
-        if reference is None:
-            print("reference pi not installed: skipped")
-        else:
-            print("reference (switch_session + get_messages): "
-                  + json.dumps({k: round(v, 3) for k, v in reference.items()}))
+    note = compile_bytecode()
+    print(format_table(results(args.entries, args.keep)))
+    print(f"one run per cell, each side in a fresh process; {note}")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """Measure the built-in tools by hand: peak RSS of bash on 200 MB of output and of read on a 2 GB file,
-and the time edit takes on a 50 MB file. Each case runs in a fresh interpreter so its peak RSS is its own.
+and the time edit takes on a 50 MB file. Each case runs in a fresh interpreter so its peak RSS is its own
+(ours only: the reference runs tools inside its TUI/agent process, with nothing comparable to isolate).
 
     .venv/bin/python bench/bench_tools.py
 """
@@ -7,20 +8,27 @@ and the time edit takes on a 50 MB file. Each case runs in a fresh interpreter s
 from __future__ import annotations
 
 import asyncio
+import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from common import Row, compile_bytecode, format_table, peak_rss_mb
+
+CASES = {"baseline": "interpreter + tool imports", "bash": "bash, 200 MB of output",
+         "read": "read, line 5,000,000 of a 2 GiB file", "read-sparse": "read, 2 GiB sparse binary",
+         "edit": "edit, 2 replacements in a 50 MB file"}
+
 
 def _rss_mib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    """VmHWM: ru_maxrss would carry the parent's peak over exec."""
+    return peak_rss_mb(os.getpid())
 
 
-async def _case(name: str, workdir: Path) -> str:
+async def _case(name: str, workdir: Path) -> dict[str, float]:
     from pi_coding_agent.ai.abort import AbortSignal
     from pi_coding_agent.coding.tools import ToolEnv, create_builtin_tools
 
@@ -58,17 +66,28 @@ async def _case(name: str, workdir: Path) -> str:
             AbortSignal(),
             lambda _: None,
         )
-    elapsed = time.perf_counter() - start
-    return f"{name:12s} time {elapsed:7.2f} s   peak RSS {_rss_mib():7.1f} MiB (start {base:.1f} MiB)"
+    return {"time_s": time.perf_counter() - start, "peak_rss_mb": _rss_mib(), "start_rss_mb": base}
+
+
+def results() -> list[Row]:
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, label in CASES.items():
+            out = subprocess.run([sys.executable, __file__, name, tmp], check=True, capture_output=True, text=True)
+            case = json.loads(out.stdout)
+            if name != "baseline":
+                rows.append(Row("tools", f"{label}: time", "s", case["time_s"]))
+            rows.append(Row("tools", f"{label}: peak RSS", "MiB", case["peak_rss_mb"]))
+    return rows
 
 
 def main() -> None:
     if len(sys.argv) == 3:
-        print(asyncio.run(_case(sys.argv[1], Path(sys.argv[2]))))
+        print(json.dumps(asyncio.run(_case(sys.argv[1], Path(sys.argv[2])))))
         return
-    with tempfile.TemporaryDirectory() as tmp:
-        for name in ("baseline", "bash", "read", "read-sparse", "edit"):
-            subprocess.run([sys.executable, __file__, name, tmp], check=True)
+    note = compile_bytecode()
+    print(format_table(results()))
+    print(f"one fresh interpreter per case (VmHWM); {note}")
 
 
 if __name__ == "__main__":

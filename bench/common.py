@@ -1,18 +1,77 @@
-"""Shared helpers for the hand-run benchmarks: locating the reference pi, spawning, measuring."""
+"""Shared helpers for the hand-run benchmarks: locating the reference pi, spawning, measuring, reporting."""
 
 from __future__ import annotations
 
+import compileall
+import json
 import os
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parents[1]
 REFERENCE_ROOT = Path(os.environ.get("PI_REFERENCE_DIR", Path.home() / ".cache" / "pi-reference"))
 REFERENCE_PI = REFERENCE_ROOT / "pi-1.6.0" / "node_modules" / ".bin" / "pi"
 REFERENCE_NODE_BIN = REFERENCE_ROOT / "node22" / "node_modules" / ".bin"
+PROVIDER, MODEL = "bench", "bench-model"
+
+
+@dataclass(frozen=True)
+class Row:
+    """One measure of one benchmark; ``target`` is the ratio ours/reference to stay under, if any."""
+
+    bench: str
+    measure: str
+    unit: str
+    ours: float
+    reference: float | None = None
+    target: float | None = None
+
+    @property
+    def ratio(self) -> float | None:
+        return self.ours / self.reference if self.reference else None
+
+
+def format_table(rows: Iterable[Row], markdown: bool = False) -> str:
+    """Rows as an aligned text table, or a Markdown table for docs/performance.md."""
+    header = ("benchmark", "measure", "ours", "reference", "ours/ref", "target")
+    cells = [header]
+    for row in rows:
+        ratio = "-" if row.ratio is None else f"{row.ratio:.2f}"
+        verdict = "-" if row.target is None or row.ratio is None else \
+            f"< {row.target:g} {'ok' if row.ratio < row.target else 'MISSED'}"
+        cells.append((row.bench, f"{row.measure} ({row.unit})", _number(row.ours), _number(row.reference),
+                      ratio, verdict))
+    if markdown:
+        lines = ["| " + " | ".join(c) + " |" for c in cells]
+        lines.insert(1, "|" + "|".join("---:" if i > 1 else "---" for i in range(len(header))) + "|")
+        return "\n".join(lines)
+    widths = [max(len(c[i]) for c in cells) for i in range(len(header))]
+    return "\n".join("  ".join(c[i].ljust(widths[i]) if i < 2 else c[i].rjust(widths[i]) for i in range(len(c)))
+                     for c in cells)
+
+
+def _number(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.0f}" if abs(value) >= 100 else f"{value:.1f}" if abs(value) >= 10 else f"{value:.2f}"
+
+
+def compile_bytecode() -> str:
+    """Compile ``src`` and let every process we start use and write .pyc files, as a real install does.
+
+    The sandbox sets PYTHONDONTWRITEBYTECODE=1; without .pyc files every start would recompile our
+    modules and the start-up numbers would measure the compiler. Returns a note for the output.
+    """
+    compileall.compile_dir(ROOT / "src", quiet=1)
+    dropped = os.environ.pop("PYTHONDONTWRITEBYTECODE", None) is not None
+    return ("bytecode: src compiled with compileall; PYTHONDONTWRITEBYTECODE "
+            + ("unset for the benchmark processes" if dropped else "not set"))
 
 
 def ours_cmd() -> list[str]:
@@ -29,11 +88,20 @@ def reference_cmd() -> list[str] | None:
 
 
 def env_for(cmd: list[str], home: Path, agent_dir: Path | None = None) -> dict[str, str]:
-    env = dict(os.environ, HOME=str(home))
+    """A scratch HOME, node on PATH, no network extras (version check, telemetry) for either side."""
+    env = dict(os.environ, HOME=str(home), PI_OFFLINE="1", PI_SKIP_VERSION_CHECK="1")
     env["PATH"] = f"{REFERENCE_NODE_BIN}:{env.get('PATH', '')}"
     if agent_dir is not None:
         env["PI_CODING_AGENT_DIR"] = str(agent_dir)
     return env
+
+
+def write_models_json(agent_dir: Path, base_url: str) -> None:
+    """models.json routing provider ``bench`` (model ``bench-model``) to an OpenAI-compatible server."""
+    agent_dir.mkdir(parents=True, exist_ok=True)
+    (agent_dir / "models.json").write_text(json.dumps({"providers": {PROVIDER: {
+        "baseUrl": f"{base_url}/v1", "api": "openai-completions", "apiKey": "dummy",
+        "models": [{"id": MODEL, "contextWindow": 100000, "maxTokens": 4096}]}}}))
 
 
 def scratch_home() -> Path:
@@ -45,7 +113,7 @@ def median(values: list[float]) -> float:
 
 
 def peak_rss_mb(pid: int) -> float:
-    """VmHWM of a live process (Linux), in MB."""
+    """VmHWM of a live process (Linux), in MB: the peak of that process image only."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) / 1024
@@ -53,7 +121,7 @@ def peak_rss_mb(pid: int) -> float:
 
 
 def cpu_seconds(pid: int) -> float:
-    """User+system CPU time of a live process (Linux), in seconds."""
+    """User+system CPU time of a live process and all its threads (Linux), in seconds (10 ms ticks)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     ticks = os.sysconf("SC_CLK_TCK")
     return (int(fields[11]) + int(fields[12])) / ticks
@@ -66,3 +134,14 @@ def cleanup(path: Path) -> None:
 def spawn(cmd: list[str], env: dict[str, str], cwd: Path | None = None) -> subprocess.Popen[bytes]:
     return subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                             env=env, cwd=cwd)
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """Close stdin (pi exits on EOF) and reap; kill it if it lingers."""
+    if proc.stdin is not None:
+        proc.stdin.close()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()

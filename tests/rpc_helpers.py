@@ -156,6 +156,9 @@ class FakeSession:
         self.thinking = "off"
         self.messages: list[dict[str, Any]] = []
 
+    def set_shutdown_handler(self, stop: Callable[[], None]) -> None:
+        self.request_shutdown = stop
+
     def subscribe(self, listener: Callable[[dict[str, Any]], None]) -> Callable[[], None]:
         self._listeners.append(listener)
         return lambda: self._listeners.remove(listener)

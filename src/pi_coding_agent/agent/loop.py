@@ -38,10 +38,15 @@ def default_context(messages: list[dict[str, Any]], tools: list[AgentTool]) -> C
     return cast(Context, context)
 
 
+# Fields an adapter fills in from the provider's stream, absent when pi emits ``message_start``.
+_SET_BY_STREAM = frozenset({"responseId", "responseModel", "rawStopReason"})
+
+
 def _opening_snapshot(partial: AssistantMessage) -> dict[str, Any]:
     """The message as it stood when the response began (no content, no usage yet), as pi shows it:
     the stream wrapper's producer may already be ahead of the events we are relaying."""
-    return {**partial, "content": [], "usage": empty_usage(), "stopReason": "pending"}
+    opening = {key: value for key, value in partial.items() if key not in _SET_BY_STREAM}
+    return {**opening, "content": [], "usage": empty_usage(), "stopReason": "pending"}
 
 
 class AgentRun:

@@ -7,7 +7,6 @@ Schema validation means importing pydantic, which costs more than the whole star
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -38,6 +37,8 @@ def validated_json(path: Path, cache_dir: Path, validate: Callable[[Any], None])
         return None
     except OSError as exc:
         raise ConfigError(f"{path.name}: cannot read {path}: {exc.strerror}") from None
+    import hashlib  # only when the file exists: a bare start-up never loads OpenSSL's hashes
+
     data = parse_json(raw, path.name)
     digest = hashlib.sha256(raw).hexdigest()
     fingerprints = _read_fingerprints(cache_dir)

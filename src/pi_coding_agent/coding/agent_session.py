@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 Listener = Callable[[dict[str, Any]], None]
 
 QUEUE_MODES = ("all", "one-at-a-time")
+RETRY_CANCELLED = "Retry cancelled"
 STREAMING_ERROR = (
     "Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message."
 )
@@ -69,8 +70,9 @@ class AgentSession:
         self._bash_signals: set[AbortSignal] = set()
         self._deferred_bash: list[dict[str, Any]] = []
         self._entry_of_message: dict[int, str] = {}  # id(message) -> session entry id
+        self._compaction_idle = asyncio.Event()
+        self._compaction_idle.set()
         self._unsubscribe_agent = self.agent.subscribe(self._on_agent_event)
-        self.is_compacting = False
 
     # ----------------------------------------------------------------- events
 
@@ -223,17 +225,14 @@ class AgentSession:
     async def _after_run(self) -> bool:
         """Post-run decisions of agent-loop.md §6; True to continue with another agent run."""
         if self._aborted:
-            if self.retry.attempt:
-                self.emit({"type": "auto_retry_end", "success": False, "attempt": self.retry.reset(),
-                           "finalError": "Retry cancelled"})
+            self._end_retry_series(RETRY_CANCELLED)
             return False
         last = self._last_assistant(self.agent.messages)
         if self.retry.will_retry(last, False):
             assert last is not None
             return await self._schedule_retry(last)
-        if self.retry.attempt and last is not None and last.get("stopReason") == "error":
-            self.emit({"type": "auto_retry_end", "success": False, "attempt": self.retry.reset(),
-                       "finalError": last.get("errorMessage", "")})
+        if last is not None and last.get("stopReason") == "error":
+            self._end_retry_series(last.get("errorMessage"))
         if await self.rt.after_run_compaction(self, last):
             return True
         return self.agent.has_queued_messages()
@@ -242,17 +241,24 @@ class AgentSession:
         delay = self.retry.next_delay_ms(self.agent.last_retry_after_ms)
         self.emit({"type": "auto_retry_start", "attempt": self.retry.attempt,
                    "maxAttempts": self.retry.settings.max_retries, "delayMs": delay,
-                   "errorMessage": failed.get("errorMessage", "")})
+                   "errorMessage": failed.get("errorMessage") or "Unknown error"})
         self.omit_from_context(failed)
         self._retry_signal = AbortSignal()
         completed = await sleep_abortable(delay / 1000, self._retry_signal)
         self._retry_signal = None
-        if not completed:
-            if not self._aborted:  # abort_retry: the series ends here, the session settles
-                self.emit({"type": "auto_retry_end", "success": False, "attempt": self.retry.reset(),
-                           "finalError": "Retry cancelled"})
+        if not completed or self._aborted:  # abort / abort_retry: the series ends, the session settles
+            self._end_retry_series(RETRY_CANCELLED)
             return False
-        return not self._aborted
+        return True
+
+    def _end_retry_series(self, final_error: str | None) -> None:
+        """``auto_retry_end{success:false}`` once per failed or cancelled series (no-op outside one)."""
+        if not self.retry.attempt:
+            return
+        event: dict[str, Any] = {"type": "auto_retry_end", "success": False, "attempt": self.retry.reset()}
+        if final_error is not None:
+            event["finalError"] = final_error
+        self.emit(event)
 
     def omit_from_context(self, message: dict[str, Any]) -> None:
         """Hide a failed attempt from the model but keep it in the file (a ``context_edit``)."""
@@ -264,19 +270,34 @@ class AgentSession:
             self.agent.messages.remove(message)
 
     async def abort(self) -> None:
+        """Stop the run, a retry wait and a compaction; returns once all of them have ended."""
         self._aborted = True
-        if self._retry_signal is not None:
-            self._retry_signal.abort()
+        self.abort_retry()
         self.rt.abort_background_work()
         self.agent.abort()
+        await self._compaction_idle.wait()
         await self.wait_for_idle()
 
     async def wait_for_idle(self) -> None:
         await self._settled.wait()
 
     def abort_retry(self) -> None:
+        """Cancel a pending back-off; the series ends now so its event precedes the command's response."""
         if self._retry_signal is not None:
             self._retry_signal.abort()
+            self._end_retry_series(RETRY_CANCELLED)
+
+    @property
+    def is_compacting(self) -> bool:
+        return not self._compaction_idle.is_set()
+
+    @is_compacting.setter
+    def is_compacting(self, value: bool) -> None:
+        """Set by the compaction controller; ``abort`` waits for it to fall back to False."""
+        if value:
+            self._compaction_idle.clear()
+        else:
+            self._compaction_idle.set()
 
     # ----------------------------------------------------------------- state
 
@@ -328,14 +349,12 @@ class AgentSession:
     # ----------------------------------------------------------------- model and thinking
 
     def get_available_models(self) -> list[Model]:
-        return self.rt.registry.available_models()
+        return self.rt.available_models()
 
     async def set_model(self, provider: str, model_id: str) -> Model:
         model = next((m for m in self.get_available_models()
                       if m["provider"] == provider and m["id"] == model_id), None)
-        if model is None:
-            if self.rt.registry.find(provider, model_id) is not None:
-                raise SessionError(f"No API key for {provider}/{model_id}")
+        if model is None:  # pi looks only among models with credentials, whatever the reason
             raise SessionError(f"Model not found: {provider}/{model_id}")
         await self._switch_model(model, "set")
         return model
@@ -512,6 +531,10 @@ class AgentSession:
 
     async def export_html(self, output_path: str | None = None) -> str:
         return await self.rt.export_html(self, output_path)
+
+    def set_shutdown_handler(self, stop: Callable[[], None]) -> None:
+        """How the running mode ends the process when an extension calls ``ctx.shutdown()``."""
+        self.rt.request_shutdown = stop
 
     async def shutdown(self) -> None:
         """Orderly stop: abort the run, kill tool process trees, close the store."""

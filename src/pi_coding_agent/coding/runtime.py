@@ -20,6 +20,7 @@ from pi_coding_agent.agent.tool import AgentTool, tool_declaration
 from pi_coding_agent.ai.abort import AbortSignal
 from pi_coding_agent.ai.keys import AuthStorage
 from pi_coding_agent.ai.models import (
+    FAUX_PROVIDER,
     PLACEHOLDER_MODEL,
     ModelRegistry,
     default_model,
@@ -50,7 +51,13 @@ from pi_coding_agent.coding.resources.system_prompt import (
 )
 from pi_coding_agent.coding.resources.trust import is_project_trusted
 from pi_coding_agent.coding.retry import RetrySettings
-from pi_coding_agent.coding.session import SessionManager, convert_to_llm, list_sessions, session_dir_for
+from pi_coding_agent.coding.session import (
+    SessionContext,
+    SessionManager,
+    convert_to_llm,
+    list_sessions,
+    session_dir_for,
+)
 from pi_coding_agent.coding.tools import ToolEnv, create_builtin_tools, processes, run_user_bash, select_tools
 
 if TYPE_CHECKING:
@@ -81,7 +88,8 @@ class SessionRuntime:
     def __init__(
         self, *, args: CliArgs, cwd: Path, agent_dir: Path, mode: str, ui: Any, settings: Settings,
         auth: AuthStorage, registry: ModelRegistry, session_manager: SessionManager,
-        resources: Resources, all_tools: dict[str, AgentTool], scoped_models: list[Model],
+        resources: Resources, all_tools: dict[str, AgentTool], scoped: list[tuple[Model, str | None]],
+        cli_model: tuple[Model, str | None] | None = None,
     ) -> None:
         self.args = args
         self.cwd = cwd
@@ -94,7 +102,9 @@ class SessionRuntime:
         self.session_manager = session_manager
         self.resources = resources
         self.all_tools = all_tools
-        self.scoped_models = scoped_models
+        self.scoped = scoped  # --models / enabledModels, each with its optional ":level"
+        self.scoped_models = [m for m, _ in scoped]
+        self.cli_model = cli_model  # the --model pattern resolved at start-up, with its ":level"
         self.auto_compaction_enabled: bool = settings.compaction_enabled
         self.compaction: CompactionController  # bound by create_session once the AgentSession exists
         self.request_shutdown: Callable[[], None] | None = None  # set by a mode that can stop itself
@@ -233,8 +243,13 @@ class SessionRuntime:
             raise SessionError(str(exc)) from None
 
     async def export_html(self, session: AgentSession, output_path: str | None) -> str:
-        """A self-contained page of the whole session; the returned path is absolute."""
+        """A self-contained page of the whole session, written relative to the process cwd.
+
+        Like pi, the answer is the path as the client gave it (or the default file name, which is
+        relative), and a failed write is reported in Node's words for the ``open`` call.
+        """
         from pi_coding_agent.coding.export.html import ExportError, export_session_html
+        from pi_coding_agent.coding.tools.paths import node_error_message
 
         sm = self.session_manager
         state = SystemState.replay(self.agent.messages)
@@ -243,8 +258,11 @@ class SessionRuntime:
                                        sm.leaf_id, output_path, Path.cwd(), system_prompt=state.render(),
                                        tools=[dict(t) for t in state.tools.values()])
         except ExportError as exc:
+            shown = os.path.expanduser(output_path) if output_path else None
+            if isinstance(exc.__cause__, OSError) and shown is not None:
+                raise SessionError(node_error_message(exc.__cause__, "open", shown)) from None
             raise SessionError(str(exc)) from None
-        return str(path)
+        return os.path.expanduser(output_path) if output_path else path.name
 
     # ----------------------------------------------------------------- extensions
 
@@ -314,7 +332,7 @@ class SessionRuntime:
             await ext.session_shutdown(reason, None if sm.session_file is None else str(sm.session_file))
         self.session_manager = sm
         session.rebind(sm)
-        self.load_transcript(sm, new=reason == "new")
+        self.load_transcript(sm)
         if ext is not None:
             await ext.reload(reason, None if old.session_file is None else str(old.session_file))
         return {"cancelled": False}
@@ -322,20 +340,59 @@ class SessionRuntime:
     def _session_dir(self) -> Path:
         return resolve_session_dir(self.args, self.settings, self.agent_dir, self.cwd)
 
-    def load_transcript(self, sm: SessionManager, new: bool) -> None:
-        """Give the agent the session's projected context, model and thinking level."""
+    def load_transcript(self, sm: SessionManager) -> None:
+        """Give the agent the session's projected context, model and thinking level.
+
+        As pi does on start-up and after every replacement, a session without messages records the
+        chosen model and level as its first entries; an older session that never recorded a level
+        gets one.
+        """
         ctx = sm.build_context()
+        has_level = any(entry.get("type") == "thinking_level_change" for entry in sm.get_branch())
+        model, level = self.choose_model(ctx, has_level)
         self.agent.messages = ctx.messages
-        if ctx.model is not None:
-            restored = self.registry.find(*ctx.model)
-            if restored is not None:
-                self.agent.model = restored
-        if not new and sm.entries:
-            self.agent.thinking_level = clamp_thinking_level(self.agent.model, ctx.thinking_level)
-        elif new:
-            if self.agent.model is not PLACEHOLDER_MODEL:
-                sm.append_model_change(self.agent.model["provider"], self.agent.model["id"])
-            sm.append_thinking_level_change(self.agent.thinking_level)
+        self.agent.model = model
+        self.agent.thinking_level = level
+        if not ctx.messages and model is not PLACEHOLDER_MODEL:
+            sm.append_model_change(model["provider"], model["id"])
+        if not ctx.messages or not has_level:
+            sm.append_thinking_level_change(level)
+
+    def choose_model(self, ctx: SessionContext, has_level: bool) -> tuple[Model, str]:
+        """pi's choice at start-up and on every session replacement (new, resume, fork).
+
+        Model: the ``--model`` pattern, else the model the session last used (when it still has
+        credentials), else the initial model. Level: ``--thinking`` or the pattern's suffix, else
+        the session's recorded level, else the settings for that model, clamped to the model.
+        """
+        existing = bool(ctx.messages)
+        level = self.args.thinking
+        model: Model | None = None
+        if self.cli_model is not None:
+            model, pattern_level = self.cli_model
+            level = level or pattern_level
+        elif existing and ctx.model is not None:
+            model = self.registry.find(*ctx.model)
+            if model is not None and not self.registry.has_auth(model["provider"]):
+                model = None
+        if model is None:
+            model, scoped_level = _initial_model(self.args, self.registry, self.settings,
+                                                 [] if existing else self.scoped)
+            level = level or scoped_level
+        if level is None and existing:
+            level = ctx.thinking_level if has_level else self.settings.get("defaultThinkingLevel") or "medium"
+        if level is None:
+            level = self.thinking_level_for(model, "medium")
+        return model, clamp_thinking_level(model, level)
+
+    def available_models(self) -> list[Model]:
+        """Models with credentials. Our faux provider (tests and demos; pi 1.6.0 has none) is only
+        listed when the command line chose it, so model lists and cycling match pi's."""
+        models = self.registry.available_models()
+        chosen = [m for m, _ in self.scoped] + ([self.cli_model[0]] if self.cli_model else [])
+        if any(m["provider"] == FAUX_PROVIDER for m in chosen):
+            return models
+        return [m for m in models if m["provider"] != FAUX_PROVIDER]
 
     async def shutdown(self, session: AgentSession) -> None:
         if self.extensions is not None:
@@ -403,21 +460,25 @@ def _load_resources(args: CliArgs, settings: Settings, agent_dir: Path, cwd: Pat
     )
 
 
-def _startup_model(
+def _initial_model(
     args: CliArgs, registry: ModelRegistry, settings: Settings, scoped: list[tuple[Model, str | None]]
 ) -> tuple[Model, str | None]:
-    """The model named on the command line, else the first scoped, configured or available one."""
-    if args.model:
-        model, level, warnings = resolve_model_pattern(registry, args.model, args.provider,
-                                                       cli_thinking=args.thinking,
-                                                       inline_api_key=args.api_key is not None)
-        for warning in warnings:
-            print(f"Warning: {warning}", file=sys.stderr)
-        return model, level
+    """Without ``--model``: the first scoped model, else the configured default or first available one."""
     if scoped:
         return scoped[0]
     chosen = default_model(registry, args.provider or settings.default_provider, settings.default_model, [])
     return (chosen or PLACEHOLDER_MODEL), None
+
+
+def _cli_model(args: CliArgs, registry: ModelRegistry) -> tuple[Model, str | None] | None:
+    """The ``--model`` pattern resolved once (its warnings printed once), with its ``:level`` suffix."""
+    if not args.model:
+        return None
+    model, level, warnings = resolve_model_pattern(registry, args.model, args.provider, cli_thinking=args.thinking,
+                                                   inline_api_key=args.api_key is not None)
+    for warning in warnings:
+        print(f"Warning: {warning}", file=sys.stderr)
+    return model, level
 
 
 def _scoped_models(args: CliArgs, registry: ModelRegistry, settings: Settings) -> list[tuple[Model, str | None]]:
@@ -453,18 +514,12 @@ async def create_session(args: CliArgs, mode: str, ui: Any = None) -> AgentSessi
     runtime = SessionRuntime(
         args=args, cwd=cwd, agent_dir=agent_dir, mode=mode, ui=ui, settings=settings, auth=auth,
         registry=registry, session_manager=sm, resources=_load_resources(args, settings, agent_dir, cwd, trusted),
-        all_tools=create_builtin_tools(env), scoped_models=[m for m, _ in scoped],
+        all_tools=create_builtin_tools(env), scoped=scoped, cli_model=_cli_model(args, registry),
     )
     runtime_box.append(runtime)
-    resumed = bool(sm.entries)
-    if not resumed:
-        if args.name:
-            sm.append_session_info(" ".join(args.name.split("\n")).strip())
-        model, level = _startup_model(args, registry, settings, scoped)
-        runtime.agent.model = model
-        requested = args.thinking or level or runtime.thinking_level_for(model, "medium")
-        runtime.agent.thinking_level = clamp_thinking_level(model, requested)
-    runtime.load_transcript(sm, new=not resumed)
+    if args.name and not sm.entries:
+        sm.append_session_info(" ".join(args.name.split("\n")).strip())
+    runtime.load_transcript(sm)
     if not registry.available_models():
         print(f"Warning: No models available. {LOGIN_HELP}", file=sys.stderr)
     session = AgentSession(runtime)

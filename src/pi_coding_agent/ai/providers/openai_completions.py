@@ -355,6 +355,7 @@ class _ChunkReader:
 
     def _finish_reason(self, reason: str) -> None:
         self.finished = True
+        self.output["rawStopReason"] = reason
         stop = STOP_REASONS.get(reason)
         if stop is None:
             self.output["stopReason"] = "error"

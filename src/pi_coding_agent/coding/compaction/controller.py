@@ -257,15 +257,14 @@ class CompactionController:
         window = model.get("contextWindow", 0)
         branch = self._sm.get_branch()
         compaction = latest_compaction(branch)
-        compacted_at = entry_time_ms(compaction) if compaction is not None else None
-        if compacted_at is not None and message.get("timestamp", 0) <= compacted_at:
+        if compaction is not None and _predates(branch, message, compaction):
             return False  # a reply from before the latest compaction says nothing about the context now
         projected = project(branch)
         if same_model:
             recovery = self._overflow_kind(message, branch, projected, window, model.get("maxTokens", 0))
             if recovery is not None:
                 return await self._recover(message, recovery)
-        return await self._check_threshold(message, branch, projected, window, compacted_at)
+        return await self._check_threshold(message, branch, projected, window, compaction)
 
     def _overflow_kind(self, message: Message, branch: list[Entry], projected: list[Any], window: int,
                        max_tokens: int) -> str | None:
@@ -314,14 +313,14 @@ class CompactionController:
             self.session.omit_from_context(target)
 
     async def _check_threshold(self, message: Message, branch: list[Entry], projected: list[Any], window: int,
-                               compacted_at: int | None) -> bool:
+                               compaction: Entry | None) -> bool:
         direct = usage_tokens(message.get("usage"))
         if any(p.entry.get("type") == "context_edit" for p in projected):
             tokens = projected_tokens(projected, branch)
         elif message.get("stopReason") == "error" or direct == 0:
             messages = self._agent.messages
             index = last_usage_index(messages)
-            if index is not None and compacted_at is not None and messages[index].get("timestamp", 0) <= compacted_at:
+            if index is not None and compaction is not None and _predates(branch, messages[index], compaction):
                 return False  # the only usage predates the compaction: it measures the old context
             tokens = estimate_context_tokens(messages)
         else:
@@ -354,6 +353,19 @@ def _entry_id_of(branch: list[Entry], message: Message) -> str | None:
         if entry.get("message") is message:
             return entry.get("id")
     return None
+
+
+def _predates(branch: list[Entry], message: Message, compaction: Entry) -> bool:
+    """True when ``message`` was recorded before ``compaction``.
+
+    The branch order decides when the message is on it: a reply that follows a compaction within the
+    same millisecond must not pass for an old one. Timestamps only decide for unrecorded messages.
+    """
+    entry_id = _entry_id_of(branch, message)
+    if entry_id is None:
+        return int(message.get("timestamp", 0)) <= entry_time_ms(compaction)
+    ids = [entry.get("id") for entry in branch]
+    return ids.index(entry_id) < ids.index(compaction.get("id"))
 
 
 def _entries_after(branch: list[Entry], entry_id: str | None) -> list[Entry]:

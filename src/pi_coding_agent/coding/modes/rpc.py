@@ -95,7 +95,7 @@ class RpcServer:
         self._tasks: set[asyncio.Task[None]] = set()
         self.shutdown = OrderlyShutdown(self._cleanup)
         # an extension's ctx.shutdown() ends the process through the same orderly path as EOF
-        session.rt.request_shutdown = lambda: self.shutdown.begin(0)
+        session.set_shutdown_handler(lambda: self.shutdown.begin(0))
 
     async def serve(self, input_fd: int) -> int:
         unsubscribe = self.session.subscribe(self.writer.send)

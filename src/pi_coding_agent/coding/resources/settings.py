@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -447,6 +446,8 @@ def _set_dotted(data: dict[str, Any], dotted_key: str, value: Any) -> None:
 
 def write_json_atomic(path: Path, data: Any) -> None:
     """Write pretty JSON (2-space indent, as pi writes it) via a temp file and ``os.replace``."""
+    import tempfile  # only writes need it; keeps it (and random) out of start-up
+
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}-", suffix=".tmp")
     try:

@@ -1,0 +1,172 @@
+"""Streaming: one prompt whose reply arrives as 5,000 tiny text deltas, as fast as the fake server sends them.
+
+For each side (ours, then the reference pi 1.6.0 if installed) and each run, a fresh fake LLM server
+(``tests/fakes/llm_server.py`` in its own process, OpenAI chat-completions wire) and a fresh
+``pi --mode rpc --no-session`` whose agent dir routes provider ``bench`` to it through models.json.
+Start-up is excluded: the clock starts when ``prompt`` is written, after ``get_state`` was answered.
+
+Measured per run: wall time from writing ``prompt`` to reading ``agent_settled``; CPU time (user+sys)
+the agent process spent in that window (``/proc/<pid>/stat``); its peak RSS (VmHWM) at the end; and the
+bytes it wrote to stdout in that window. The final assistant text is checked against the script.
+
+Usage: .venv/bin/python bench/bench_streaming.py [--runs 5] [--chunks 5000] [--side ours|reference]
+Prints the median of each measure and the ratio ours/reference (target: CPU < 0.8). The CPU clock
+ticks in 10 ms steps, hence medians of several runs; ``--chunks 1`` shows the fixed cost of a first
+request (for us: importing httpx and building its TLS context), larger counts the per-delta cost.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from common import (
+    MODEL,
+    PROVIDER,
+    ROOT,
+    Row,
+    cleanup,
+    compile_bytecode,
+    cpu_seconds,
+    env_for,
+    format_table,
+    median,
+    ours_cmd,
+    peak_rss_mb,
+    reference_cmd,
+    scratch_home,
+    spawn,
+    stop,
+    write_models_json,
+)
+
+SETTLED = b'"agent_settled"'
+
+
+@dataclass
+class Sample:
+    wall_s: float
+    cpu_s: float
+    peak_rss_mb: float
+    stdout_bytes: int
+
+
+def scripted_reply(chunks: int, seed: int = 5000) -> dict[str, object]:
+    """A reply of ``chunks`` text pieces of 1-4 characters, each its own SSE event.
+
+    Every piece is a separate text block no longer than ``chunkSize``, so the renderer sends exactly one
+    ``delta.content`` chunk per piece; on the wire they are all one text block.
+    """
+    rng = random.Random(seed)
+    alphabet = "abcdefghijklmnopqrstuvwxyz      .,\n"
+    pieces = ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 4))) for _ in range(chunks)]
+    return {"content": [{"type": "text", "text": p} for p in pieces], "chunkSize": 4, "chunkDelayMs": 0,
+            "usage": {"input": 100, "output": chunks}}
+
+
+def start_server(script: Path) -> tuple[subprocess.Popen[bytes], str]:
+    server = subprocess.Popen([sys.executable, "-m", "tests.fakes.llm_server", "--script", str(script)],
+                              cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert server.stdout is not None
+    return server, server.stdout.readline().decode().strip()
+
+
+def read_until(fd: int, marker: bytes, sink: bytearray) -> None:
+    """Append raw stdout to ``sink`` until ``marker`` shows up (large reads keep the reader cheap)."""
+    scanned = 0
+    while True:
+        data = os.read(fd, 1 << 20)
+        if not data:
+            raise RuntimeError(f"agent exited before {marker!r}")
+        sink += data
+        if sink.find(marker, max(0, scanned - len(marker))) >= 0:
+            return
+        scanned = len(sink)
+
+
+def final_text(output: bytes) -> str:
+    """The assistant text of the last ``message_end`` (to check nothing was lost)."""
+    for line in reversed(output.splitlines()):
+        record = json.loads(line)
+        if record.get("type") == "message_end" and record["message"]["role"] == "assistant":
+            return "".join(b.get("text", "") for b in record["message"]["content"] if b["type"] == "text")
+    raise RuntimeError("no assistant message_end")
+
+
+def run_once(cmd: list[str], reply: dict[str, object]) -> Sample:
+    home = scratch_home()
+    script = home / "script.json"
+    script.write_text(json.dumps([reply]))
+    server, url = start_server(script)
+    write_models_json(home / "agent", url)
+    env = env_for(cmd, home, home / "agent")
+    proc = spawn([*cmd, "--mode", "rpc", "--no-session", "--provider", PROVIDER, "--model", MODEL], env, cwd=home)
+    assert proc.stdin is not None and proc.stdout is not None
+    fd = proc.stdout.fileno()
+    try:
+        proc.stdin.write(b'{"id":"s","type":"get_state"}\n')
+        proc.stdin.flush()
+        read_until(fd, b'"get_state"', bytearray())
+        output = bytearray()
+        cpu_before = cpu_seconds(proc.pid)
+        started = time.perf_counter()
+        proc.stdin.write(b'{"id":"p","type":"prompt","message":"stream please"}\n')
+        proc.stdin.flush()
+        read_until(fd, SETTLED, output)
+        wall = time.perf_counter() - started
+        sample = Sample(wall, cpu_seconds(proc.pid) - cpu_before, peak_rss_mb(proc.pid), len(output))
+    finally:
+        stop(proc)
+        server.kill()
+        server.wait()
+        cleanup(home)
+    expected = "".join(block["text"] for block in reply["content"])  # type: ignore[attr-defined]
+    if final_text(bytes(output)) != expected:
+        raise RuntimeError(f"{cmd[0]}: streamed text differs from the script")
+    return sample
+
+
+def measure(cmd: list[str], reply: dict[str, object], runs: int) -> Sample:
+    samples = [run_once(cmd, reply) for _ in range(runs)]
+    return Sample(median([s.wall_s for s in samples]), median([s.cpu_s for s in samples]),
+                  median([s.peak_rss_mb for s in samples]), int(median([s.stdout_bytes for s in samples])))
+
+
+def results(runs: int = 5, chunks: int = 5000) -> list[Row]:
+    reply = scripted_reply(chunks)
+    ref_cmd = reference_cmd()
+    ours = measure(ours_cmd(), reply, runs)
+    ref = measure(ref_cmd, reply, runs) if ref_cmd else None
+    bench = f"streaming {chunks} deltas"
+    return [Row(bench, "prompt to agent_settled", "ms", ours.wall_s * 1000, ref and ref.wall_s * 1000),
+            Row(bench, "CPU", "ms", ours.cpu_s * 1000, ref and ref.cpu_s * 1000, 0.8),
+            Row(bench, "peak RSS", "MiB", ours.peak_rss_mb, ref and ref.peak_rss_mb),
+            Row(bench, "stdout", "KiB", ours.stdout_bytes / 1024, ref and ref.stdout_bytes / 1024)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--chunks", type=int, default=5000)
+    parser.add_argument("--side", choices=("ours", "reference"), help="measure one side only (profiling)")
+    args = parser.parse_args()
+    note = compile_bytecode()
+    if args.side:
+        cmd = ours_cmd() if args.side == "ours" else reference_cmd()
+        if cmd is None:
+            sys.exit("reference pi not installed")
+        print(measure(cmd, scripted_reply(args.chunks), args.runs))
+    else:
+        print(format_table(results(args.runs, args.chunks)))
+    print(f"median of {args.runs} runs per cell; {note}")
+
+
+if __name__ == "__main__":
+    main()

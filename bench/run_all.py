@@ -1,0 +1,45 @@
+"""Run every benchmark and print one table (``--markdown`` for docs/performance.md).
+
+    .venv/bin/python bench/run_all.py [--markdown] [--quick]
+
+``--quick`` lowers the repetitions (3 start-ups, 3 streams, a 5,000-entry session) for a smoke run;
+the published numbers use the defaults: start-up median of 10, streaming median of 5, 20,000 entries.
+Takes about a minute with the defaults; the tools case writes a 2 GiB scratch file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import time
+
+import bench_compaction
+import bench_session
+import bench_startup
+import bench_streaming
+import bench_tools
+from common import Row, compile_bytecode, format_table
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--markdown", action="store_true")
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    note = compile_bytecode()
+    starts, streams, entries = (3, 3, 5_000) if args.quick else (10, 5, 20_000)
+    started = time.perf_counter()
+    rows: list[Row] = [
+        *bench_startup.results(starts),
+        *bench_streaming.results(streams),
+        *bench_session.results(entries),
+        *bench_compaction.results(entries),
+        *bench_tools.results(),
+    ]
+    print(format_table(rows, markdown=args.markdown))
+    print(f"\n{platform.python_implementation()} {platform.python_version()}, {platform.machine()}; {note}; "
+          f"total {time.perf_counter() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()

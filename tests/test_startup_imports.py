@@ -1,0 +1,57 @@
+"""Start-up stays cheap: `pi --mode rpc` answers `get_state` without importing the heavy libraries.
+
+httpx (and its stack), pydantic and yaml cost more than our whole start-up budget; they belong in the
+functions that need them (first provider request, changed config file, skill front matter).
+``-X importtime`` lists every module the process imported, start to exit.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+from tests.rpc_helpers import PYTHON
+
+HEAVY = ("httpx", "httpcore", "h11", "anyio", "httpx_sse", "pydantic", "pydantic_core", "yaml")
+
+
+def imported_modules(stderr: str) -> set[str]:
+    """Module names from ``-X importtime`` lines (``import time: self | cumulative | name``)."""
+    names = set()
+    for line in stderr.splitlines():
+        if line.startswith("import time:") and "|" in line:
+            names.add(line.rsplit("|", 1)[1].strip())
+    return names
+
+
+def start_and_get_state(tmp_path: Path, *args: str) -> tuple[dict[str, object], set[str]]:
+    env = {**os.environ, "HOME": str(tmp_path), "PI_CODING_AGENT_DIR": str(tmp_path / "agent")}
+    done = subprocess.run([PYTHON, "-X", "importtime", "-m", "pi_coding_agent", "--mode", "rpc", "--no-session", *args],
+                          input=b'{"id":"s","type":"get_state"}\n', capture_output=True, env=env, cwd=tmp_path,
+                          timeout=60, check=False)
+    response = json.loads(done.stdout.splitlines()[0])
+    return response, imported_modules(done.stderr.decode())
+
+
+def test_bare_start_imports_no_heavy_library(tmp_path):
+    response, modules = start_and_get_state(tmp_path)
+    assert response["command"] == "get_state" and response["success"] is True
+    assert "pi_coding_agent.coding.modes.rpc" in modules  # the listing is real
+    assert sorted(m for m in modules if m.split(".")[0] in HEAVY) == []
+
+
+def test_start_with_validated_models_json_imports_no_heavy_library(tmp_path):
+    """Once models.json was validated, later starts trust its fingerprint and skip pydantic."""
+    agent = tmp_path / "agent"
+    agent.mkdir()
+    (agent / "models.json").write_text(json.dumps({"providers": {"local": {
+        "baseUrl": "http://127.0.0.1:9/v1", "api": "openai-completions", "apiKey": "dummy",
+        "models": [{"id": "m1", "contextWindow": 1000, "maxTokens": 100}]}}}))
+    first, first_modules = start_and_get_state(tmp_path, "--provider", "local", "--model", "m1")
+    assert first["success"] is True and "pydantic" in first_modules  # the first start validates
+    second, modules = start_and_get_state(tmp_path, "--provider", "local", "--model", "m1")
+    assert second["success"] is True
+    assert second["data"]["model"]["id"] == "m1"  # type: ignore[index]
+    assert sorted(m for m in modules if m.split(".")[0] in HEAVY) == []
