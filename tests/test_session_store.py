@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import re
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -72,9 +73,11 @@ def test_file_name_header_and_ids(tmp_path: Path) -> None:
     assert [e["parentId"] for e in sm.entries] == [None, *ids[:-1]]
 
 
-def test_uuid7_is_time_ordered() -> None:
-    first, second = uuid7(), uuid7()
-    assert first[:13] <= second[:13]
+def test_uuid7_is_time_ordered_and_strictly_increasing() -> None:
+    ids = [uuid7() for _ in range(5000)]  # thousands per millisecond exercise the counter
+    assert ids == sorted(ids) and len(set(ids)) == len(ids)
+    parsed = uuid.UUID(ids[-1])
+    assert parsed.version == 7 and parsed.variant == uuid.RFC_4122
 
 
 def test_session_id_validation(tmp_path: Path) -> None:

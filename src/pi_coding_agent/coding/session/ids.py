@@ -16,12 +16,26 @@ SESSION_ID_ERROR = (
 )
 
 
+_last_uuid7 = [0, 0]  # epoch ms and 12-bit counter of the previous id
+
+
 def uuid7() -> str:
-    """A time-ordered UUID (RFC 9562 version 7): 48-bit epoch ms, then 74 random bits."""
+    """A time-ordered UUID (RFC 9562 version 7): 48-bit epoch ms, a 12-bit counter, 62 random bits.
+
+    Ids made within one millisecond increase (RFC 9562 method 1), so session files created in the
+    same millisecond still sort in creation order by name.
+    """
     ms = time.time_ns() // 1_000_000
-    value = (ms & ((1 << 48) - 1)) << 80 | int.from_bytes(os.urandom(10), "big")
-    value = (value & ~(0xF << 76)) | (0x7 << 76)  # version
-    value = (value & ~(0x3 << 62)) | (0x2 << 62)  # RFC 4122 variant
+    last_ms, counter = _last_uuid7
+    if ms <= last_ms:
+        ms, counter = last_ms, counter + 1
+        if counter > 0xFFF:
+            ms, counter = ms + 1, 0
+    else:
+        counter = int.from_bytes(os.urandom(2), "big") & 0x7FF  # leave room to count up
+    _last_uuid7[:] = [ms, counter]
+    rand_b = int.from_bytes(os.urandom(8), "big") & ((1 << 62) - 1)
+    value = (ms & ((1 << 48) - 1)) << 80 | 0x7 << 76 | counter << 64 | 0x2 << 62 | rand_b
     return str(uuid.UUID(int=value))
 
 
