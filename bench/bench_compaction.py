@@ -15,8 +15,12 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from common import ROOT, Row, compile_bytecode, format_table
+
+if TYPE_CHECKING:
+    from pi_coding_agent.coding.session import SessionManager
 
 sys.path.insert(0, str(ROOT / "src"))
 
@@ -26,7 +30,7 @@ def _usage(n: int) -> dict[str, object]:
             "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}}
 
 
-def build_session(entries: int):  # type: ignore[no-untyped-def]
+def build_session(entries: int) -> SessionManager:
     from pi_coding_agent.coding.session import SessionManager
 
     directory = Path(tempfile.mkdtemp(prefix="pi-bench-compaction-"))

@@ -145,10 +145,12 @@ def results(runs: int = 5, chunks: int = 5000) -> list[Row]:
     ours = measure(ours_cmd(), reply, runs)
     ref = measure(ref_cmd, reply, runs) if ref_cmd else None
     bench = f"streaming {chunks} deltas"
-    return [Row(bench, "prompt to agent_settled", "ms", ours.wall_s * 1000, ref and ref.wall_s * 1000),
-            Row(bench, "CPU", "ms", ours.cpu_s * 1000, ref and ref.cpu_s * 1000, 0.8),
-            Row(bench, "peak RSS", "MiB", ours.peak_rss_mb, ref and ref.peak_rss_mb),
-            Row(bench, "stdout", "KiB", ours.stdout_bytes / 1024, ref and ref.stdout_bytes / 1024)]
+    measures = [("prompt to agent_settled", "ms", lambda s: s.wall_s * 1000, None),
+                ("CPU", "ms", lambda s: s.cpu_s * 1000, 0.8),
+                ("peak RSS", "MiB", lambda s: s.peak_rss_mb, None),
+                ("stdout", "KiB", lambda s: s.stdout_bytes / 1024, None)]
+    return [Row(bench, name, unit, value(ours), None if ref is None else value(ref), target)
+            for name, unit, value, target in measures]
 
 
 def main() -> None:

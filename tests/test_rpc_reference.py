@@ -267,19 +267,6 @@ def _without_builtin_commands(response: dict[str, Any]) -> dict[str, Any]:
     return {**response, "data": {"commands": commands}}
 
 
-# Differences owned by other parts, reported to the lead and not yet fixed there: pi's tool results
-# carry ``structuredContent`` (tools.md) and its tool declarations ``constrainedSampling``.
-NOT_YET_MATCHED = {"structuredContent"}
-
-
-def _strip(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _strip(v) for k, v in value.items() if k not in NOT_YET_MATCHED}
-    if isinstance(value, list):
-        return [_strip(v) for v in value]
-    return value
-
-
 @dataclass
 class Comparable:
     responses: dict[str, Any]
@@ -293,7 +280,7 @@ def comparable(transcript: Transcript) -> Comparable:
     """The normalised view of a transcript, its session files and the LLM requests it made."""
     side = transcript.side
     norm = Normaliser(side)
-    events = _strip(norm.value(_update_kinds(transcript.events())))
+    events = norm.value(_update_kinds(transcript.events()))
     responses = {key: norm.value(_without_builtin_commands(value)) for key, value in transcript.responses.items()}
     files = [[norm.value(json.loads(line)) for line in path.read_text().splitlines()]
              for path in side.session_files()]

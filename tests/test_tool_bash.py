@@ -221,3 +221,26 @@ async def test_user_bash_abort_is_cancelled_without_exit_code(tmp_path: Path) ->
 async def test_user_bash_start_failure_raises(tmp_path: Path) -> None:
     with pytest.raises(ShellError, match=r"^Custom shell path not found: /nope$"):
         await run_user_bash("true", env_for(tmp_path, shell_path="/nope"), lambda _: None, AbortSignal())
+
+
+async def test_structured_content_for_programmatic_callers(tmp_path: Path) -> None:
+    result = await bash(env_for(tmp_path), command="echo out; exit 2")
+    structured = result.to_wire()["structuredContent"]
+    assert structured["output"] == "out\n" and structured["truncated"] is False
+    assert structured["exit_code"] == 2 and "full_output_path" not in structured
+    assert 0 <= structured["wall_time_seconds"] < 60
+
+
+async def test_structured_output_keeps_head_and_tail_of_huge_output(tmp_path: Path) -> None:
+    # 3 MB of numbered lines: over the 1 MiB cap of structuredContent.output
+    result = await bash(env_for(tmp_path), command="seq 1 400000")
+    structured = result.structured_content
+    path = result.details["fullOutputPath"]
+    assert structured["truncated"] is True and structured["full_output_path"] == path
+    head, marker_and_tail = structured["output"].split("\n\n[... ", 1)
+    omitted, tail = marker_and_tail.split(" bytes omitted ...]\n\n", 1)
+    assert head.startswith("1\n2\n3\n") and tail.endswith("399999\n400000\n")
+    total = os.path.getsize(path)
+    assert int(omitted) == total - 1024 * 1024
+    assert len(head.encode()) + len(tail.encode()) <= 1024 * 1024
+    os.unlink(path)

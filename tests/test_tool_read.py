@@ -39,6 +39,13 @@ async def test_reads_text_without_line_numbers(tmp_path: Path) -> None:
     assert result.details is None
 
 
+async def test_structured_content_is_the_text(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("alpha\nbeta\n")
+    result = await read(tmp_path, path="a.txt", limit=1)
+    assert result.structured_content == text_of(result)
+    assert result.to_wire()["structuredContent"].startswith("alpha")
+
+
 async def test_strips_at_prefix_and_keeps_bom(tmp_path: Path) -> None:
     (tmp_path / "b.txt").write_bytes(b"\xef\xbb\xbfhello")
     assert text_of(await read(tmp_path, path="@b.txt")) == "\ufeffhello"
@@ -102,6 +109,8 @@ async def test_png_is_returned_as_image_block(tmp_path: Path) -> None:
     result = await read(tmp_path, path="pic.bin")
     assert result.content[0] == {"type": "text", "text": "Read image file [image/png]"}
     assert result.content[1] == {"type": "image", "data": base64.b64encode(data).decode(), "mimeType": "image/png"}
+    assert result.structured_content == {"type": "image", "data": base64.b64encode(data).decode(),
+                                         "mimeType": "image/png", "note": "Read image file [image/png]"}
     assert result.details is None
 
 

@@ -18,12 +18,15 @@ class ToolResult:
     details: Any = None
     is_error: bool = False
     terminate: bool = False
+    structured_content: Any = None  # machine-readable output for programmatic callers (not sent to the model)
 
     def to_wire(self) -> dict[str, Any]:
         """The ``result`` object of ``tool_execution_end`` / ``partialResult`` of updates."""
         out: dict[str, Any] = {"content": self.content}
         if self.details is not None:
             out["details"] = self.details
+        if self.structured_content is not None:
+            out["structuredContent"] = self.structured_content
         return out
 
 

@@ -216,6 +216,9 @@ class ToolExecutor:
             details=_pick(patch, "details", result.details),
             is_error=_pick(patch, "isError", result.is_error),
             terminate=_pick(patch, "terminate", result.terminate),
+            # new content makes the old structured output stale unless the patch supplies one
+            structured_content=patch.get("structuredContent",
+                                         None if "content" in patch else result.structured_content),
         )
 
     async def _start(self, call: ToolCall) -> None:

@@ -57,7 +57,6 @@ class StreamOptions:
     cache_retention: str = "short"  # "none" | "short" | "long"
     thinking_budgets: dict[str, int] | None = None
     idle_timeout_s: float | None = 300.0
-    max_retry_delay_ms: int = 60000  # server-requested waits above this fail at once
     on_payload: PayloadHook | None = None  # may return a replacement request body
 
 

@@ -4,8 +4,8 @@ httpx is imported on first use (never at start-up). The API is four names:
 
 * ``sse_events(url, headers, body, options, error_text=openai_error_text)`` - POST ``body`` as JSON
   and yield the response's ``httpx_sse.ServerSentEvent``s. A non-2xx answer raises ``ProviderError``
-  whose text is ``error_text(status, body_text)``; a ``retry-after(-ms)`` header above
-  ``options.max_retry_delay_ms`` turns it into a "retry delay" failure. Transport failures become
+  whose text is ``error_text(status, body_text)`` and whose ``retry_after_ms`` carries a
+  ``retry-after(-ms)`` header for the agent's retry policy. Transport failures become
   ``ProviderError``s whose texts the retry classifier (``ai.errors``) treats as transient. The
   connection is closed when the generator is closed or its task is cancelled.
 * ``openai_error_text(status, body_text, prefix=None)`` - pi's text for an OpenAI-SDK error.
@@ -107,12 +107,7 @@ def retry_after_ms(headers: Mapping[str, str]) -> int | None:
 
 def _http_error(status: int, headers: Mapping[str, str], body_text: str, options: StreamOptions,
                 error_text: ErrorText) -> ProviderError:
-    text = error_text(status, body_text)
-    wait = retry_after_ms(headers)
-    cap = options.max_retry_delay_ms
-    if wait is not None and cap > 0 and wait > cap:
-        text = f"Server requested {math.ceil(wait / 1000)}s retry delay (max: {math.ceil(cap / 1000)}s). {text}"
-    return ProviderError(text, status, wait)
+    return ProviderError(error_text(status, body_text), status, retry_after_ms(headers))
 
 
 def _transport_error(exc: Exception) -> ProviderError:

@@ -343,15 +343,14 @@ class _ChunkReader:
         details = raw.get("prompt_tokens_details") or {}
         cached = details.get("cached_tokens") or raw.get("prompt_cache_hit_tokens") or raw.get("cached_tokens") or 0
         written = details.get("cache_write_tokens") or 0
-        usage = empty_usage()
-        usage["input"] = max(0, (raw.get("prompt_tokens") or 0) - cached - written)
-        usage["output"] = raw.get("completion_tokens") or 0
-        usage["cacheRead"] = cached
-        usage["cacheWrite"] = written
-        usage["reasoning"] = (raw.get("completion_tokens_details") or {}).get("reasoning_tokens") or raw.get(
+        fresh = max(0, (raw.get("prompt_tokens") or 0) - cached - written)
+        output = raw.get("completion_tokens") or 0
+        reasoning = (raw.get("completion_tokens_details") or {}).get("reasoning_tokens") or raw.get(
             "reasoning_tokens") or 0
-        usage["totalTokens"] = usage["input"] + usage["output"] + cached + written
-        self.output["usage"] = usage
+        # key order as pi writes it: reasoning sits between the token counts and the total
+        self.output["usage"] = {"input": fresh, "output": output, "cacheRead": cached, "cacheWrite": written,
+                                "reasoning": reasoning, "totalTokens": fresh + output + cached + written,
+                                "cost": empty_usage()["cost"]}
 
     def _finish_reason(self, reason: str) -> None:
         self.finished = True

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import time
 from typing import Any
 
 from pi_coding_agent.agent.tool import ToolError, ToolResult, UpdateCallback, text_result
@@ -97,6 +98,9 @@ class _Throttle:
             self._handle = None
 
 
+STRUCTURED_OUTPUT_MAX_BYTES = 1024 * 1024  # cap of structuredContent.output
+
+
 class BashTool(BuiltinTool):
     name = "bash"
     label = "bash"
@@ -138,6 +142,7 @@ class BashTool(BuiltinTool):
             output.close()
             return snap
 
+        started = time.monotonic()
         try:
             result = await run_shell(command, self.env, on_data, signal, timeout, self.env.session_env())
         except CommandAborted:
@@ -155,9 +160,24 @@ class BashTool(BuiltinTool):
             text, _ = format_output(snap, output.last_line_bytes, "")
             raise ToolError(append_status(text, _timeout_status(params["timeout"], result)))
         text, details = format_output(snap, output.last_line_bytes, "(no output)")
-        if result.exit_code != 0:
-            return text_result(append_status(text, f"Command exited with code {result.exit_code}"), details, True)
-        return text_result(text, details)
+        failed = result.exit_code != 0
+        if failed:
+            text = append_status(text, f"Command exited with code {result.exit_code}")
+        outcome = text_result(text, details, failed)
+        outcome.structured_content = _structured(output, snap, result.exit_code, time.monotonic() - started)
+        return outcome
+
+
+def _structured(output: OutputAccumulator, snap: Snapshot, exit_code: int, seconds: float) -> dict[str, Any]:
+    """pi's ``structuredContent`` of a finished command (for programmatic callers, not the model)."""
+    text, cut = output.read_full_output(STRUCTURED_OUTPUT_MAX_BYTES)
+    structured: dict[str, Any] = {"output": text, "truncated": cut}
+    if cut and snap.full_output_path:
+        structured["full_output_path"] = snap.full_output_path
+    structured["exit_code"] = exit_code
+    wall = round(seconds * 10) / 10
+    structured["wall_time_seconds"] = int(wall) if wall.is_integer() else wall
+    return structured
 
 
 def _timeout_status(timeout: float, result: ShellExit) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import codecs
+import os
 from dataclasses import dataclass
 
 from .shell import OutputFile
@@ -90,6 +91,29 @@ class OutputAccumulator:
     def close(self) -> None:
         if self._file is not None:
             self._file.close()
+
+    def read_full_output(self, max_bytes: int) -> tuple[str, bool]:
+        """Everything printed, or its head and tail around an omission marker when over ``max_bytes``.
+
+        Call after ``close`` (the spill file is complete then). Cuts fall on character boundaries.
+        """
+        path = self.full_output_path
+        if path is None:
+            return b"".join(self._raw).decode("utf-8", "replace"), False
+        with open(path, "rb") as file:
+            size = os.fstat(file.fileno()).st_size
+            if size <= max_bytes:
+                return file.read().decode("utf-8", "replace"), False
+            head_size = max_bytes // 2
+            head = file.read(head_size)
+            file.seek(size - (max_bytes - head_size))
+            tail = file.read()
+        head_text = codecs.getincrementaldecoder("utf-8")("replace").decode(head)  # holds back a split char
+        start = 0
+        while start < len(tail) and tail[start] & 0xC0 == 0x80:
+            start += 1
+        omitted = size - max_bytes
+        return f"{head_text}\n\n[... {omitted} bytes omitted ...]\n\n{tail[start:].decode('utf-8', 'replace')}", True
 
     def _over_caps(self) -> bool:
         return (

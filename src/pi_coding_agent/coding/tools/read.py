@@ -138,6 +138,15 @@ def _consume(task: asyncio.Future[Any]) -> None:
         task.exception()
 
 
+def _structured(content: list[Any]) -> Any:
+    """pi's ``structuredContent`` of a read: the text, or the image with the text as its note."""
+    text = next((block["text"] for block in content if block["type"] == "text"), "")
+    image = next((block for block in content if block["type"] == "image"), None)
+    if image is None:
+        return text
+    return {"type": "image", "data": image["data"], "mimeType": image["mimeType"], "note": text}
+
+
 class ReadTool(BuiltinTool):
     name = "read"
     label = "read"
@@ -172,7 +181,9 @@ class ReadTool(BuiltinTool):
         if not work.done():
             work.add_done_callback(_consume)
             raise aborted_error()
-        return work.result()
+        result: ToolResult = work.result()
+        result.structured_content = _structured(result.content)
+        return result
 
     def _read(self, params: dict[str, Any], signal: AbortSignal) -> ToolResult:
         raw_path: str = params["path"]
