@@ -63,7 +63,11 @@ class AgentTool(Protocol):
 
 def tool_declaration(tool: AgentTool) -> Tool:
     """The declaration sent to the model and stored in system messages' ``toolsAdded``."""
-    return {"name": tool.name, "description": tool.description, "parameters": tool.parameters}
+    declaration: Tool = {"name": tool.name, "description": tool.description, "parameters": tool.parameters}
+    constrained = getattr(tool, "constrained_sampling", None)
+    if constrained:
+        declaration["constrainedSampling"] = constrained
+    return declaration
 
 
 def text_result(text: str, details: Any = None, is_error: bool = False) -> ToolResult:

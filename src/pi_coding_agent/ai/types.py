@@ -109,6 +109,7 @@ class Tool(TypedDict):
     name: str
     description: str
     parameters: dict[str, Any]
+    constrainedSampling: NotRequired[dict[str, str]]  # providers with strict schemas may enforce it
 
 
 class SystemMessage(TypedDict):

@@ -49,6 +49,9 @@ def object_schema(properties: dict[str, Any], required: list[str]) -> dict[str, 
     return schema
 
 
+STRICT_PREFERRED = {"type": "json_schema", "strict": "prefer"}  # pi's declaration for its file/shell tools
+
+
 class BuiltinTool:
     """Base of the built-in tools: class-level declaration plus an ``env`` bound per session."""
 
@@ -59,6 +62,7 @@ class BuiltinTool:
     prompt_snippet: str
     prompt_guidelines: list[str]
     execution_mode: Literal["parallel", "sequential"] = "parallel"
+    constrained_sampling: ClassVar[dict[str, str] | None] = None
     GUIDELINES: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, env: ToolEnv) -> None:

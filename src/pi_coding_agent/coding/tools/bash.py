@@ -5,12 +5,12 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from typing import Any
+from typing import Any, ClassVar
 
 from pi_coding_agent.agent.tool import ToolError, ToolResult, UpdateCallback, text_result
 from pi_coding_agent.ai.abort import AbortSignal
 
-from .base import BuiltinTool, number_param, object_schema, string_param
+from .base import STRICT_PREFERRED, BuiltinTool, number_param, object_schema, string_param
 from .output import OutputAccumulator, Snapshot
 from .shell import MAX_TIMEOUT_MS, CommandAborted, ShellError, ShellExit, run_shell, with_prefix
 from .truncate import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, format_size, js_number
@@ -118,6 +118,7 @@ class BashTool(BuiltinTool):
         ["command"],
     )
     prompt_snippet = "Execute bash commands (ls, grep, find, etc.)"
+    constrained_sampling: ClassVar[dict[str, str] | None] = STRICT_PREFERRED
     handles_abort = True  # reports "Command aborted" with the output so far instead of being cancelled
     GUIDELINES = ("You can inspect PI_* environment variables for current model and session details.",)
 

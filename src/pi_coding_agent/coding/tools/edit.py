@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import os
-from typing import Any
+from typing import Any, ClassVar
 
 from pi_coding_agent.agent.tool import ToolError, ToolResult, UpdateCallback, text_result
 from pi_coding_agent.ai.abort import AbortSignal
 
-from .base import BuiltinTool, check_aborted, object_schema, string_param
+from .base import STRICT_PREFERRED, BuiltinTool, check_aborted, object_schema, string_param
 from .edit_diff import apply_edits, generate_edit_diff, normalize_to_lf, splice_into_original
 from .mutation import file_mutation_lock
 from .paths import error_code, node_error_message, resolve_to_cwd
@@ -56,6 +56,7 @@ class EditTool(BuiltinTool):
     prompt_snippet = (
         "Make precise file edits with exact text replacement, including multiple disjoint edits in one call"
     )
+    constrained_sampling: ClassVar[dict[str, str] | None] = STRICT_PREFERRED
     GUIDELINES = (
         "Use edit for targeted changes. Batch changes to one file in a single call.",
         "Each edits[].oldText must exactly and uniquely match the original file. Keep matches short and "

@@ -6,13 +6,21 @@ import asyncio
 import math
 import os
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, ClassVar
 
 from pi_coding_agent.agent.tool import ToolError, ToolResult, UpdateCallback
 from pi_coding_agent.ai.abort import AbortSignal
 from pi_coding_agent.ai.types import UserContent
 
-from .base import BuiltinTool, aborted_error, check_aborted, number_param, object_schema, string_param
+from .base import (
+    STRICT_PREFERRED,
+    BuiltinTool,
+    aborted_error,
+    check_aborted,
+    number_param,
+    object_schema,
+    string_param,
+)
 from .images import SNIFF_BYTES, sniff_image_mime
 from .paths import node_error_message, resolve_read_path
 from .truncate import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, Truncation, format_size, js_number, truncate_head
@@ -165,6 +173,7 @@ class ReadTool(BuiltinTool):
         ["path"],
     )
     prompt_snippet = "Read file contents"
+    constrained_sampling: ClassVar[dict[str, str] | None] = STRICT_PREFERRED
     GUIDELINES = ("Use read to examine files instead of cat or sed.",)
 
     async def execute(

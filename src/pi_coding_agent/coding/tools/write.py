@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, ClassVar
 
 from pi_coding_agent.agent.tool import ToolError, ToolResult, UpdateCallback, text_result
 from pi_coding_agent.ai.abort import AbortSignal
 
-from .base import BuiltinTool, check_aborted, object_schema, string_param
+from .base import STRICT_PREFERRED, BuiltinTool, check_aborted, object_schema, string_param
 from .mutation import file_mutation_lock
 from .paths import node_error_message, resolve_to_cwd
 
@@ -28,6 +28,7 @@ class WriteTool(BuiltinTool):
         ["path", "content"],
     )
     prompt_snippet = "Create or overwrite files"
+    constrained_sampling: ClassVar[dict[str, str] | None] = STRICT_PREFERRED
     GUIDELINES = ("Use write only for new files or complete rewrites.",)
 
     async def execute(
