@@ -469,3 +469,50 @@ async def test_ctx_shutdown_ends_the_process_in_order(ws: Workspace, procs: list
     rest = await pi.read_rest()
     assert await pi.wait() == 0  # stdin is still open: the extension asked the process to stop
     assert [r["message"] for r in rest if r.get("method") == "notify"] == ["bye quit"]
+
+
+async def test_navigate_tree_with_branch_summary_and_its_retry(ws: Workspace, procs: list[RpcProcess]) -> None:
+    (ws.agent_dir / "settings.json").write_text(json.dumps({"retry": {"baseDelayMs": 10}}))
+    ext = ws.extension("goto.py", """
+        def setup(pi):
+            async def goto(args, ctx):
+                result = await ctx.navigate_tree(args.strip(), summarize=True, label="left branch")
+                ctx.ui.notify(repr(result))
+            pi.register_command("goto", description="Move in the tree", handler=goto)
+    """)
+    ws.server.add({"content": [{"type": "text", "text": "first answer"}]},
+                  {"content": [{"type": "text", "text": "second answer"}]},
+                  {"status": 529, "body": {"error": {"message": "Overloaded", "type": "overloaded_error"}}},
+                  {"content": [{"type": "text", "text": "## Goal\nthe summary"}]})
+    pi = await _spawn(ws, procs, "--no-session", "-e", str(ext))
+    await _run(pi, "first question")
+    await _run(pi, "second question")
+    entries = (await pi.request({"type": "get_entries"}))["data"]["entries"]
+    second_user = next(e for e in entries if e["type"] == "message" and e["message"]["role"] == "user"
+                       and e["message"]["content"][0]["text"] == "second question")
+    old_leaf = entries[-1]["id"]
+    response, before = await pi.response_to(await _send(pi, {"type": "prompt", "message": f"/goto {second_user['id']}"}))
+    assert response["data"] == {"disposition": "handled"}
+    kinds = [r["type"] for r in before]
+    assert kinds.index("summarization_retry_scheduled") < kinds.index("summarization_retry_attempt_start") \
+        < kinds.index("summarization_retry_finished")
+    start = next(r for r in before if r["type"] == "summarization_retry_attempt_start")
+    assert start["source"] == "branchSummary"
+    notify = next(r for r in before if r.get("method") == "notify")
+    assert notify["message"] == "{'cancelled': False, 'editorText': 'second question'}"
+    entries = (await pi.request({"type": "get_entries"}))["data"]["entries"]
+    summary = next(e for e in entries if e["type"] == "branch_summary")
+    assert summary["fromId"] == old_leaf and summary["parentId"] == second_user["parentId"]
+    assert summary["summary"].endswith("## Goal\nthe summary")
+    label = next(e for e in entries if e["type"] == "label")
+    assert label["targetId"] == summary["id"] and label["label"] == "left branch"
+    messages = (await pi.request({"type": "get_messages"}))["data"]["messages"]
+    assert [m["role"] for m in messages][-3:] == ["user", "assistant", "branchSummary"]
+    summary_request = ws.server.requests[-1]["body"]
+    assert "tools" not in summary_request and "second answer" in json.dumps(summary_request)
+
+
+async def _send(pi: RpcProcess, record: dict[str, Any]) -> str:
+    record = {**record, "id": pi.new_id()}
+    await pi.send(record)
+    return record["id"]

@@ -511,6 +511,10 @@ class AgentSession:
             raise SessionError("Cannot clone session: no current entry selected")
         return await self.rt.replace_session(self, "fork", entry_id=self.sm.leaf_id, position="at")
 
+    async def navigate_tree(self, target_id: str, **options: Any) -> dict[str, Any]:
+        """Move within the session tree (extension commands' ``ctx.navigate_tree``)."""
+        return await self.rt.navigate_tree(self, target_id, **options)
+
     def rebind(self, session_manager: SessionManager) -> None:
         """Point this session at another store (new/switch/fork/clone) and reload its state."""
         self.sm = session_manager

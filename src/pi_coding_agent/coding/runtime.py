@@ -32,6 +32,7 @@ from pi_coding_agent.ai.thinking import clamp_thinking_level
 from pi_coding_agent.ai.types import Context, Model
 from pi_coding_agent.coding import paths
 from pi_coding_agent.coding.agent_session import AgentSession, SessionError
+from pi_coding_agent.coding.compaction.branch_summary import collect_branch_entries
 from pi_coding_agent.coding.compaction.controller import CompactionController
 from pi_coding_agent.coding.resources.context_files import load_context_files
 from pi_coding_agent.coding.resources.prompt_templates import (
@@ -108,6 +109,7 @@ class SessionRuntime:
         self.auto_compaction_enabled: bool = settings.compaction_enabled
         self.compaction: CompactionController  # bound by create_session once the AgentSession exists
         self.request_shutdown: Callable[[], None] | None = None  # set by a mode that can stop itself
+        self._branch_summary_signal: AbortSignal | None = None
         self.extensions: ExtensionRunner | None = None  # set by create_session when any extension loads
         self.agent = Agent(
             model=PLACEHOLDER_MODEL,
@@ -227,6 +229,73 @@ class SessionRuntime:
 
     def abort_background_work(self) -> None:
         self.compaction.abort()
+        if self._branch_summary_signal is not None:
+            self._branch_summary_signal.abort()
+
+    async def navigate_tree(
+        self, session: AgentSession, target_id: str, *, summarize: bool = False,
+        custom_instructions: str | None = None, replace_instructions: bool = False, label: str | None = None,
+    ) -> dict[str, Any]:
+        """Move to another point of the session tree (session-format.md §7), optionally leaving a
+        summary of the abandoned branch. A user or custom message is re-opened for editing: the leaf
+        goes to its parent and its text comes back as ``editorText``."""
+        sm = self.session_manager
+        entry = sm.get_entry(target_id)
+        if entry is None:
+            raise SessionError(f"Entry {target_id} not found")
+        if session.is_streaming:
+            await session.abort()
+        message = entry.get("message") or {}
+        editable = entry["type"] == "custom_message" or (entry["type"] == "message" and message.get("role") == "user")
+        new_leaf = entry.get("parentId") if editable else target_id
+        old_leaf = sm.leaf_id
+        result: dict[str, Any] = {"cancelled": False}
+        if editable:
+            content = entry.get("content") if entry["type"] == "custom_message" else message.get("content")
+            result["editorText"] = content if isinstance(content, str) else "".join(
+                b.get("text", "") for b in content or [] if b.get("type") == "text")
+        summary_entry = None
+        branch = collect_branch_entries(sm.get_branch, old_leaf, new_leaf) if summarize else []
+        if branch:
+            summary_entry = await self._summarize_branch(session, branch, new_leaf, custom_instructions,
+                                                         replace_instructions)
+        else:
+            sm.branch(new_leaf)
+        if label and summary_entry is not None:
+            sm.append_label(summary_entry["id"], label)
+        session.agent.messages = sm.build_context().messages
+        if self.extensions is not None:
+            event: dict[str, Any] = {"type": "session_tree", "newLeafId": sm.leaf_id, "oldLeafId": old_leaf}
+            if summary_entry is not None:
+                event["summaryEntry"] = summary_entry
+            await self.extensions.notify(event)
+        return result
+
+    async def _summarize_branch(self, session: AgentSession, branch: list[dict[str, Any]], new_leaf: str | None,
+                                custom_instructions: str | None, replace_instructions: bool) -> dict[str, Any]:
+        """The ``branch_summary`` entry for the branch being left (``isCompacting`` meanwhile)."""
+        from pi_coding_agent.coding.compaction.branch_summary import summarize_branch
+        from pi_coding_agent.coding.compaction.prepare import CompactionError
+        from pi_coding_agent.coding.compaction.summarize import CompactionCancelled
+
+        model = self.agent.model
+        signal = self._branch_summary_signal = AbortSignal()
+        session.is_compacting = True
+        try:
+            summary, details, usage = await summarize_branch(
+                branch, model, self.api_key_for(model), signal, session.emit,
+                thinking_level=self.agent.thinking_level, retry=self.retry_settings(),
+                reserve_tokens=int(self.settings.get("branchSummary.reserveTokens", 16384)),
+                custom_instructions=custom_instructions, replace_instructions=replace_instructions,
+                thinking_budgets=self.settings.thinking_budgets)
+        except CompactionCancelled:
+            raise SessionError("Branch summarization cancelled") from None
+        except CompactionError as exc:
+            raise SessionError(str(exc)) from None
+        finally:
+            self._branch_summary_signal = None
+            session.is_compacting = False
+        return self.session_manager.branch_with_summary(new_leaf, summary, details=details, usage=usage)
 
     def context_usage(self, session: AgentSession) -> dict[str, Any] | None:
         return self.compaction.context_usage()

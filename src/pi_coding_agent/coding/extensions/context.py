@@ -195,6 +195,14 @@ class CommandContext(ExtensionContext):
         runner = self._live()
         return await self._replaced(runner, await runner.session.fork(entry_id), with_session)
 
+    async def navigate_tree(self, target_id: str, *, summarize: bool = False,
+                            custom_instructions: str | None = None, replace_instructions: bool = False,
+                            label: str | None = None) -> dict[str, Any]:
+        """Move to another entry of the tree; ``summarize`` records a summary of the branch left."""
+        return await self._live().session.navigate_tree(
+            target_id, summarize=summarize, custom_instructions=custom_instructions,
+            replace_instructions=replace_instructions, label=label)
+
     async def switch_session(self, session_path: str, with_session: WithSession | None = None) -> dict[str, Any]:
         runner = self._live()
         return await self._replaced(runner, await runner.session.switch_session(session_path), with_session)
