@@ -55,3 +55,22 @@ def test_continue_reopens_the_latest_session(tmp_path: Path) -> None:
     _new_session(tmp_path, "first")
     latest = _new_session(tmp_path, "second")
     assert _state(tmp_path, "--continue")["sessionId"] == latest
+
+
+def test_fork_copies_every_entry_into_a_new_session(tmp_path: Path) -> None:
+    session_id = _new_session(tmp_path, "first")
+    source = next((tmp_path / "agent" / "sessions").rglob(f"*_{session_id}.jsonl"))
+    state = _state(tmp_path, "--fork", session_id[:8])
+    assert state["sessionId"] != session_id and state["messageCount"] == 3
+    forked = Path(state["sessionFile"]).read_text().splitlines()
+    header = json.loads(forked[0])
+    assert header["parentSession"] == str(source)
+    original = source.read_text().splitlines()[1:]
+    assert [json.loads(line)["id"] for line in forked[1:len(original) + 1]] == \
+        [json.loads(line)["id"] for line in original]
+
+
+def test_fork_conflicts_with_no_session(tmp_path: Path) -> None:
+    proc = subprocess.run([*PI, "--mode", "rpc", "--fork", "x", "--no-session"], input=b"", capture_output=True,
+                          cwd=tmp_path, env=_env(tmp_path), timeout=60)
+    assert proc.returncode == 2 and b"--fork" in proc.stderr and proc.stdout == b""

@@ -482,6 +482,9 @@ def _open_session(args: CliArgs, settings: Settings, agent_dir: Path, cwd: Path)
     session_dir = resolve_session_dir(args, settings, agent_dir, cwd)
     if args.no_session:
         return SessionManager.create(cwd, session_dir, persist=False)
+    if args.fork:
+        return SessionManager.fork_from(_session_path(args.fork, cwd, session_dir), cwd, session_dir,
+                                        session_id=args.session_id)
     if args.session:
         return SessionManager.open(_session_path(args.session, cwd, session_dir), cwd)
     if args.continue_session:

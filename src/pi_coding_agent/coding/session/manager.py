@@ -153,6 +153,20 @@ class SessionManager:
             fresh._write_new_file()
         return fresh
 
+    @classmethod
+    def fork_from(cls, source: Path, cwd: Path, session_dir: Path | None,
+                  session_id: str | None = None) -> SessionManager:
+        """``--fork``: a new session of ``cwd`` holding every entry of ``source`` (all branches, ids
+        kept), with ``parentSession`` = the source file. Written at once when it has a conversation."""
+        original = cls.open(source, cwd)
+        fresh = cls.create(cwd, session_dir, session_id=session_id, parent_session=str(original.session_file))
+        fresh.entries = [dict(entry) for entry in original.entries]
+        for copied in fresh.entries:
+            fresh._index(copied)
+        if fresh._conversation:
+            fresh._write_new_file()
+        return fresh
+
     def _path_with_labels(self, target: str) -> list[Entry]:
         """The path to ``target`` re-chained without label entries, then its labels re-created."""
         path: list[Entry] = []
