@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -211,12 +212,14 @@ class AgentSession:
 
     async def _session_run(self, messages: list[dict[str, Any]]) -> None:
         """One session-level run: the agent run, then retries, recovery and continuations."""
+        self._entry_of_message.clear()  # only this run's messages can be omitted from the context
         try:
             await self.agent.prompt(messages)
             while await self._after_run():
                 await self.agent.continue_run()
-        except Exception as exc:  # a bug must not leave the session streaming forever
-            print(f"pi: run failed: {exc!r}", file=sys.stderr)
+        except Exception:  # a bug must not leave the session streaming forever
+            print("pi: the run failed:", file=sys.stderr)
+            traceback.print_exc()
         finally:
             await self._flush_deferred_bash()
             self.emit({"type": "agent_settled", "aborted": self._aborted})
