@@ -30,10 +30,9 @@ def _usage(n: int) -> dict[str, object]:
             "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}}
 
 
-def build_session(entries: int) -> SessionManager:
+def build_session(entries: int, directory: Path) -> SessionManager:
     from pi_coding_agent.coding.session import SessionManager
 
-    directory = Path(tempfile.mkdtemp(prefix="pi-bench-compaction-"))
     sm = SessionManager.create(directory, directory, persist=False)
     body = "x" * 7000
     n = 0
@@ -58,12 +57,13 @@ def build_session(entries: int) -> SessionManager:
 def results(entries: int = 20_000, runs: int = 5, keep: int = 20_000) -> list[Row]:
     from pi_coding_agent.coding.compaction.prepare import prepare_compaction
 
-    sm = build_session(entries)
     times = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        prepare_compaction(sm.get_branch(), keep)
-        times.append(time.perf_counter() - started)
+    with tempfile.TemporaryDirectory(prefix="pi-bench-compaction-") as directory:
+        sm = build_session(entries, Path(directory))
+        for _ in range(runs):
+            started = time.perf_counter()
+            prepare_compaction(sm.get_branch(), keep)
+            times.append(time.perf_counter() - started)
     return [Row(f"compaction {entries} entries", "get_branch + prepare_compaction", "ms",
                 statistics.median(times) * 1000)]
 

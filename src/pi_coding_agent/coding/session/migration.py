@@ -8,7 +8,6 @@ atomically.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +64,8 @@ def _v2_to_v3(records: list[dict[str, Any]]) -> None:
 
 def write_migrated(path: Path, records: list[dict[str, Any]]) -> None:
     """Keep the original as ``<file>.bak``, then atomically replace the file with ``records``."""
+    import shutil  # only migrations need it (its import pulls in the compression modules)
+
     shutil.copyfile(path, path.with_name(path.name + ".bak"))
     replace_file(path, encode_all(records))
 
