@@ -7,6 +7,7 @@ are the live transcript: changed messages are shallow copies, untouched ones are
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from pi_coding_agent.ai.types import AssistantMessage, Message, Model, ToolResultMessage, now_ms
@@ -117,3 +118,22 @@ def _answer_orphaned_tool_calls(messages: list[Any]) -> list[Message]:
 def _missing_result(call: Any) -> ToolResultMessage:
     return {"role": "toolResult", "toolCallId": call["id"], "toolName": call["name"],
             "content": [{"type": "text", "text": NO_RESULT}], "isError": True, "timestamp": now_ms()}
+
+
+def tool_result_runs(messages: Sequence[Any]) -> Iterator[Any]:
+    """The messages in order, each run of consecutive tool results grouped into one list.
+
+    Wire APIs answer a batch of tool calls in one turn (one user message of results, or a block of
+    ``tool`` messages), so adapters convert a run at once.
+    """
+    run: list[Any] = []
+    for message in messages:
+        if message["role"] == "toolResult":
+            run.append(message)
+            continue
+        if run:
+            yield run
+            run = []
+        yield message
+    if run:
+        yield run

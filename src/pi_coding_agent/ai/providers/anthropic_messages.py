@@ -22,6 +22,7 @@ import orjson
 from pi_coding_agent.ai.providers.http import sse_events
 from pi_coding_agent.ai.stream import ProviderError, StreamOptions
 from pi_coding_agent.ai.thinking import clamp_max_tokens, clamp_thinking_level, thinking_budget
+from pi_coding_agent.ai.transform import tool_result_runs
 from pi_coding_agent.ai.types import AssistantMessage, Context, Model, Tool
 
 API_VERSION = "2023-06-01"
@@ -160,18 +161,11 @@ def convert_messages(model: Model, context: Context, oauth: bool, effort_markers
     by the effort it was written with."""
     allow_empty = _compat(model, "allowEmptySignature", False)
     out: list[dict[str, Any]] = []
-    messages: list[Any] = context["messages"]
-    i = 0
-    while i < len(messages):
-        msg = messages[i]
-        role = msg["role"]
-        if role == "toolResult":
-            j = i
-            while j < len(messages) and messages[j]["role"] == "toolResult":
-                j += 1
-            out.append(_tool_results_message(messages[i:j]))
-            i = j
+    for msg in tool_result_runs(context["messages"]):
+        if isinstance(msg, list):
+            out.append(_tool_results_message(msg))
             continue
+        role = msg["role"]
         if role == "user":
             converted = _user_message(msg["content"])
             if converted:
@@ -185,7 +179,6 @@ def convert_messages(model: Model, context: Context, oauth: bool, effort_markers
                         and msg["provider"] == model["provider"]:
                     out.append(effort_marker(effort))
                 out.append({"role": "assistant", "content": kept})
-        i += 1
     return out
 
 

@@ -17,6 +17,7 @@ import orjson
 from pi_coding_agent.ai.providers.http import sse_events
 from pi_coding_agent.ai.providers.partial_json import parse_arguments
 from pi_coding_agent.ai.stream import ProviderError, StreamOptions
+from pi_coding_agent.ai.transform import tool_result_runs
 from pi_coding_agent.ai.types import AssistantMessage, Context, Model, empty_usage
 
 REASONING_FIELDS = ("reasoning_content", "reasoning", "reasoning_text")
@@ -156,18 +157,11 @@ def convert_messages(model: Model, context: Context, compat: dict[str, Any]) -> 
     out: list[dict[str, Any]] = []
     if context.get("systemPrompt"):
         out.append({"role": instruction_role, "content": context["systemPrompt"]})
-    messages: list[Any] = context["messages"]
-    i = 0
-    while i < len(messages):
-        msg = messages[i]
-        role = msg["role"]
-        if role == "toolResult":
-            j = i
-            while j < len(messages) and messages[j]["role"] == "toolResult":
-                j += 1
-            out += _tool_messages(model, messages[i:j], compat)
-            i = j
+    for msg in tool_result_runs(context["messages"]):
+        if isinstance(msg, list):
+            out += _tool_messages(model, msg, compat)
             continue
+        role = msg["role"]
         if role == "user":
             if compat["requiresAssistantAfterToolResult"] and out and out[-1]["role"] == "tool":
                 out.append({"role": "assistant", "content": BRIDGE_TEXT})
@@ -180,7 +174,6 @@ def convert_messages(model: Model, context: Context, compat: dict[str, Any]) -> 
                 out.append(converted)
         elif role == "system" and msg.get("content"):
             out.append({"role": instruction_role, "content": msg["content"]})
-        i += 1
     return out
 
 
