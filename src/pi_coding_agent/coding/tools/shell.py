@@ -19,6 +19,7 @@ from typing import BinaryIO
 from pi_coding_agent.ai.abort import AbortSignal
 
 from .base import ToolEnv
+from .guard import OrphanGuard
 
 SESSION_ENV_KEYS = ("PI_SESSION_ID", "PI_SESSION_FILE", "PI_PROVIDER", "PI_MODEL", "PI_REASONING_LEVEL")
 MAX_TIMEOUT_MS = 2_147_483_647
@@ -35,12 +36,15 @@ class ProcessRegistry:
 
     def __init__(self) -> None:
         self._pids: set[int] = set()
+        self._guard = OrphanGuard()
 
     def track(self, pid: int) -> None:
         self._pids.add(pid)
+        self._guard.started(pid)
 
     def untrack(self, pid: int) -> None:
         self._pids.discard(pid)
+        self._guard.ended(pid)
 
     def kill_all(self) -> None:
         """SIGKILL every tracked process group (pi's shutdown does the same)."""

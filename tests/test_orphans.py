@@ -1,0 +1,69 @@
+"""Commands started by pi never outlive it, even when pi is killed with SIGKILL and runs no cleanup."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from pathlib import Path
+
+from tests.rpc_helpers import RpcProcess
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as handle:  # a zombie waiting for its reaper is gone for our purposes
+        return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+
+
+async def _gone(pid: int, seconds: float = 10) -> bool:
+    for _ in range(int(seconds / 0.05)):
+        if not _alive(pid):
+            return True
+        await asyncio.sleep(0.05)
+    return False
+
+
+async def test_sigkill_of_pi_still_kills_running_command_groups(tmp_path: Path) -> None:
+    env = {**os.environ, "PI_CODING_AGENT_DIR": str(tmp_path / "agent"), "HOME": str(tmp_path)}
+    pi = await RpcProcess.pi("--no-session", cwd=tmp_path, env=env)
+    pid_file = tmp_path / "pids"
+    # a background job and a foreground child, both in the command's process group
+    await pi.send({"type": "bash", "id": "b", "command": f"sleep 300 & echo $! > {pid_file}; sleep 300"})
+    for _ in range(200):
+        if pid_file.exists() and pid_file.read_text().strip():
+            break
+        await asyncio.sleep(0.05)
+    background = int(pid_file.read_text())
+    assert _alive(background)
+    os.kill(pi.proc.pid, signal.SIGKILL)  # no handler runs: only the guard can clean up
+    await pi.proc.wait()
+    assert await _gone(background), "the background job outlived pi"
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                status = Path(f"/proc/{entry}/status").read_text()
+            except OSError:
+                continue
+            if f"\nPPid:\t{pid}\n" in status:
+                found.append(int(entry))
+    return found
+
+
+async def test_the_guard_leaves_with_pi(tmp_path: Path) -> None:
+    env = {**os.environ, "PI_CODING_AGENT_DIR": str(tmp_path / "agent"), "HOME": str(tmp_path)}
+    pi = await RpcProcess.pi("--no-session", cwd=tmp_path, env=env)
+    response = await pi.request({"type": "bash", "command": "echo done"})
+    assert response["data"]["output"] == "done\n" and response["data"]["exitCode"] == 0
+    guards = _children(pi.proc.pid)  # the command has finished: only the guard is left
+    assert len(guards) == 1
+    await pi.close_stdin()
+    assert await pi.wait() == 0
+    assert await _gone(guards[0]), "the guard outlived pi"
