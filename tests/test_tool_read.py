@@ -1,6 +1,7 @@
 """The read tool: offsets, limits, notices, images, errors (tools.md §4)."""
 
 import base64
+import io
 import struct
 import zlib
 from pathlib import Path
@@ -11,6 +12,7 @@ import pytest
 from pi_coding_agent.agent.tool import ToolError, ToolResult
 from pi_coding_agent.ai.abort import AbortSignal
 from pi_coding_agent.coding.tools import ToolEnv, create_builtin_tools
+from pi_coding_agent.coding.tools.images import ImageLimits, ImagePolicy
 
 
 async def read(cwd: Path, env: ToolEnv | None = None, **params: Any) -> ToolResult:
@@ -22,6 +24,12 @@ def text_of(result: ToolResult) -> str:
     block = result.content[0]
     assert block["type"] == "text"
     return block["text"]
+
+
+def image_of(result: ToolResult) -> dict[str, Any]:
+    block = result.content[1]
+    assert block["type"] == "image"
+    return dict(block)
 
 
 def png_bytes() -> bytes:
@@ -121,11 +129,61 @@ async def test_image_for_text_only_model_is_flagged(tmp_path: Path) -> None:
     assert result.details == {"imageUnsupportedByModel": "m-text"}
 
 
+def picture(fmt: str, size: tuple[int, int]) -> bytes:
+    from PIL import Image
+
+    out = io.BytesIO()
+    Image.linear_gradient("L").resize(size).convert("RGB").save(out, fmt)
+    return out.getvalue()
+
+
 async def test_gif_and_jpeg_magic(tmp_path: Path) -> None:
-    (tmp_path / "g").write_bytes(b"GIF89a" + b"\0" * 20)
-    (tmp_path / "j").write_bytes(b"\xff\xd8\xff\xe0" + b"\0" * 20)
-    assert (await read(tmp_path, path="g")).content[1]["mimeType"] == "image/gif"
-    assert (await read(tmp_path, path="j")).content[1]["mimeType"] == "image/jpeg"
+    (tmp_path / "g").write_bytes(picture("GIF", (8, 8)))
+    (tmp_path / "j").write_bytes(picture("JPEG", (8, 8)))
+    assert image_of(await read(tmp_path, path="g"))["mimeType"] == "image/gif"
+    assert image_of(await read(tmp_path, path="j"))["mimeType"] == "image/jpeg"
+
+
+async def test_large_image_is_resized_and_noted(tmp_path: Path) -> None:
+    (tmp_path / "big.png").write_bytes(picture("PNG", (4000, 2000)))
+    result = await read(tmp_path, path="big.png")
+    image = image_of(result)
+    assert text_of(result) == (
+        f"Read image file [{image['mimeType']}]\n"  # the type actually sent, which may now be JPEG
+        "[Image: original 4000x2000, displayed at 2000x1000. Multiply coordinates by 2.00 to map to original image.]"
+    )
+    from PIL import Image
+
+    assert Image.open(io.BytesIO(base64.b64decode(image["data"]))).size == (2000, 1000)
+    assert result.structured_content["note"] == text_of(result)
+
+
+async def test_model_limits_and_auto_resize_setting_reach_the_tool(tmp_path: Path) -> None:
+    data = picture("PNG", (800, 400))
+    (tmp_path / "p.png").write_bytes(data)
+    small_box = ImagePolicy(limits=ImageLimits(max_width=400, max_height=400))
+    resized = await read(tmp_path, ToolEnv(cwd=tmp_path, image_policy=lambda: small_box), path="p.png")
+    assert text_of(resized).endswith("displayed at 400x200. Multiply coordinates by 2.00 to map to original image.]")
+    off = ImagePolicy(auto_resize=False, limits=small_box.limits)
+    kept = await read(tmp_path, ToolEnv(cwd=tmp_path, image_policy=lambda: off), path="p.png")
+    assert kept.content == [{"type": "text", "text": "Read image file [image/png]"},
+                            {"type": "image", "data": base64.b64encode(data).decode(), "mimeType": "image/png"}]
+
+
+async def test_bmp_is_sent_as_png(tmp_path: Path) -> None:
+    (tmp_path / "b.bmp").write_bytes(picture("BMP", (30, 20)))
+    result = await read(tmp_path, path="b.bmp")
+    assert text_of(result) == "Read image file [image/png]\n[Image converted from image/bmp to image/png.]"
+    assert image_of(result)["mimeType"] == "image/png"
+
+
+async def test_undecodable_image_gives_only_the_note(tmp_path: Path) -> None:
+    (tmp_path / "bad.png").write_bytes(png_bytes()[:40])  # signature and header, no pixels
+    result = await read(tmp_path, path="bad.png")
+    assert result.content == [{"type": "text", "text": (
+        "Read image file [image/png]\n[Image omitted: could not be resized below the inline image size limit.]")}]
+    assert result.structured_content == text_of(result)
+    assert result.details is None
 
 
 async def test_huge_single_line_file_is_bounded(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +24,7 @@ from pi_coding_agent.ai.thinking import clamp_thinking_level, supported_thinking
 from pi_coding_agent.ai.types import Model, now_ms
 from pi_coding_agent.coding.retry import RetryState
 from pi_coding_agent.coding.session import SessionManager, encode_tree
+from pi_coding_agent.coding.tools.images import normalise_user_content
 
 if TYPE_CHECKING:
     from pi_coding_agent.coding.runtime import SessionRuntime
@@ -63,6 +64,7 @@ class AgentSession:
         self._listeners: list[Listener] = []
         self._steering_texts: list[str] = []
         self._follow_up_texts: list[str] = []
+        self._queued_with_images: list[dict[str, Any]] = []  # normalised when delivered, like pi
         self._run_task: asyncio.Task[None] | None = None
         self._settled = asyncio.Event()
         self._settled.set()
@@ -85,13 +87,15 @@ class AgentSession:
         for listener in self._listeners:
             listener(event)
 
-    def _on_agent_event(self, event: dict[str, Any]) -> None:
+    def _on_agent_event(self, event: dict[str, Any]) -> Awaitable[None] | None:
         """Persist finished messages, keep the queue mirrors, decide willRetry, then forward."""
         etype = event["type"]
         if etype == "message_start":
             message = event["message"]
             if message["role"] == "user":
                 self._dequeue_text(_message_text(message))
+                if any(queued is message for queued in self._queued_with_images):
+                    return self._emit_delivered_with_images(event)
         elif etype == "message_end":
             self._persist(event["message"])
         elif etype == "agent_end":
@@ -100,6 +104,20 @@ class AgentSession:
         self.emit(event)
         if etype == "message_end" and self.retry.attempt and self._is_success(event["message"]):
             self.emit({"type": "auto_retry_end", "success": True, "attempt": self.retry.reset()})
+        return None
+
+    async def _emit_delivered_with_images(self, event: dict[str, Any]) -> None:
+        """A queued message's images are normalised as it is delivered, before anyone sees or saves it."""
+        message = event["message"]
+        self._queued_with_images = [queued for queued in self._queued_with_images if queued is not message]
+        await self._normalise_images(message)
+        self.emit(event)
+
+    async def _normalise_images(self, message: dict[str, Any]) -> None:
+        """Resize/re-encode a user message's images (in a thread) and append their hints to its text."""
+        content = message.get("content")
+        if message["role"] == "user" and isinstance(content, list) and any(b["type"] == "image" for b in content):
+            message["content"] = await asyncio.to_thread(normalise_user_content, content, self.rt.image_policy())
 
     @staticmethod
     def _is_success(message: dict[str, Any]) -> bool:
@@ -131,6 +149,8 @@ class AgentSession:
 
     def _enqueue(self, kind: str, text: str, images: list[dict[str, Any]] | None) -> dict[str, Any]:
         message = _user_message(text, images)
+        if images:
+            self._queued_with_images.append(message)
         if kind == "steer":
             self.agent.steer(message)
             self._steering_texts.append(text)
@@ -145,6 +165,7 @@ class AgentSession:
         self.agent.clear_follow_up_queue()
         cleared = {"steering": self._steering_texts, "followUp": self._follow_up_texts}
         self._steering_texts, self._follow_up_texts = [], []
+        self._queued_with_images.clear()
         self._emit_queue()
         return cleared
 
@@ -179,6 +200,7 @@ class AgentSession:
         self._settled.clear()
         try:
             await self.rt.before_prompt(self)
+            await self._normalise_images(message)
             messages = self.rt.run_start_messages(self, message)
             if self.rt.extensions is not None:
                 messages = await self.rt.extensions.before_agent_start(messages)

@@ -60,6 +60,7 @@ from pi_coding_agent.coding.session import (
     session_dir_for,
 )
 from pi_coding_agent.coding.tools import ToolEnv, create_builtin_tools, processes, run_user_bash, select_tools
+from pi_coding_agent.coding.tools.images import ImageLimits, ImagePolicy, block_images
 
 if TYPE_CHECKING:
     from pi_coding_agent.coding.cli import CliArgs
@@ -144,6 +145,11 @@ class SessionRuntime:
                              thinking_budgets=self.settings.thinking_budgets,
                              headers=self.registry.request_headers(model, self.api_key_for(model)))
 
+    def image_policy(self) -> ImagePolicy:
+        """How images are normalised now: the ``images.autoResize`` setting within the model's limits."""
+        auto_resize = self.settings.get("images.autoResize")
+        return ImagePolicy(auto_resize is None or bool(auto_resize), ImageLimits.of_model(self.agent.model))
+
     @staticmethod
     def no_key_message(provider: str) -> str:
         return f"No API key found for {provider}.\n\n{LOGIN_HELP}"
@@ -207,6 +213,8 @@ class SessionRuntime:
             "systemPrompt": render_system_prompt(state.sections),
             "messages": convert_to_llm([m for m in messages if m["role"] != "system"]),  # type: ignore[typeddict-item]
         }
+        if self.settings.get("images.blockImages"):
+            context["messages"] = block_images(context["messages"])
         tools = list(state.tools.values()) or [tool_declaration(t) for t in self.agent.tools]
         if tools:
             context["tools"] = tools
@@ -582,6 +590,7 @@ async def create_session(args: CliArgs, mode: str, ui: Any = None) -> AgentSessi
     env = ToolEnv(cwd=cwd, shell_path=settings.shell_path, shell_command_prefix=settings.shell_command_prefix,
                   session_env=lambda: runtime_box[0].session_env(),
                   model_accepts_images=lambda: "image" in runtime_box[0].agent.model.get("input", []),
+                  image_policy=lambda: runtime_box[0].image_policy(),
                   agent_dir=agent_dir)
     runtime = SessionRuntime(
         args=args, cwd=cwd, agent_dir=agent_dir, mode=mode, ui=ui, settings=settings, auth=auth,

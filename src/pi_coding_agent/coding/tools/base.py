@@ -10,6 +10,8 @@ from typing import Any, ClassVar, Literal
 from pi_coding_agent.agent.tool import ToolError, ToolResult, UpdateCallback
 from pi_coding_agent.ai.abort import AbortSignal
 
+from .images import ImagePolicy
+
 
 @dataclass
 class ToolEnv:
@@ -20,6 +22,7 @@ class ToolEnv:
     shell_command_prefix: str | None = None
     session_env: Callable[[], dict[str, str]] = field(default=lambda: {})
     model_accepts_images: Callable[[], bool] = field(default=lambda: True)
+    image_policy: Callable[[], ImagePolicy] = field(default=ImagePolicy)
     agent_dir: Path | None = None
 
 

@@ -21,13 +21,11 @@ from .base import (
     object_schema,
     string_param,
 )
-from .images import SNIFF_BYTES, sniff_image_mime
+from .images import SNIFF_BYTES, process_image, sniff_image_mime
 from .paths import node_error_message, resolve_read_path
 from .truncate import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, Truncation, format_size, js_number, truncate_head
 
 _CHUNK = 1024 * 1024
-# Without an image library we cannot shrink images; ones whose base64 exceeds pi's cap are omitted.
-MAX_IMAGE_BASE64_BYTES = int(4.5 * 1024 * 1024)
 
 
 @dataclass
@@ -214,15 +212,11 @@ class ReadTool(BuiltinTool):
             raise ToolError(node_error_message(exc, "read")) from None
 
     def _image(self, handle: BinaryIO, mime: str) -> ToolResult:
-        import base64
-
-        note = f"Read image file [{mime}]"
-        if mime == "image/bmp":
-            return ToolResult([{"type": "text", "text": note + "\n[Image omitted: could not be converted to a supported inline image format.]"}])
-        data = base64.b64encode(handle.read()).decode("ascii")
-        if len(data) >= MAX_IMAGE_BASE64_BYTES:
-            return ToolResult([{"type": "text", "text": note + "\n[Image omitted: could not be resized below the inline image size limit.]"}])
-        content: list[UserContent] = [{"type": "text", "text": note}, {"type": "image", "data": data, "mimeType": mime}]
+        processed = process_image(handle.read(), mime, self.env.image_policy())
+        if processed.image is None:
+            return ToolResult([{"type": "text", "text": f"Read image file [{mime}]\n{processed.hints[0]}"}])
+        note = "\n".join([f"Read image file [{processed.image['mimeType']}]", *processed.hints])
+        content: list[UserContent] = [{"type": "text", "text": note}, processed.image]
         details = None
         if not self.env.model_accepts_images():
             details = {"imageUnsupportedByModel": self.env.session_env().get("PI_MODEL", "")}
