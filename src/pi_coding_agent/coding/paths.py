@@ -39,6 +39,14 @@ def default_session_dir(agent: Path, cwd: Path | str) -> Path:
     return Path(agent).resolve() / "sessions" / encode_cwd(cwd)
 
 
+def resolve_session_dir(cli_dir: str | None, setting: str | None, agent: Path, cwd: Path) -> Path:
+    """--session-dir, then PI_CODING_AGENT_SESSION_DIR, then the sessionDir setting, then the default."""
+    explicit = cli_dir or os.environ.get(ENV_SESSION_DIR) or setting
+    if explicit:
+        return (cwd / Path(explicit).expanduser()).resolve()
+    return default_session_dir(agent, cwd)
+
+
 def mark_environment(env: MutableMapping[str, str] | None = None) -> None:
     """Tell child processes they run under pi (inherited by every tool and shell command)."""
     target = os.environ if env is None else env

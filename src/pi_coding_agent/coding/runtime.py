@@ -1,15 +1,15 @@
-"""The composition root: builds an AgentSession from CLI arguments and owns its collaborators.
+"""What a session is made of, and the policies it delegates.
 
-``SessionRuntime`` holds what a session is made of (settings, models, keys, the session store,
-resources, tools, the Agent) and the policies the session delegates: input expansion, the system
-prompt patch, replacing the session, compaction, export and shutdown. Keeping them here leaves
-``AgentSession`` a readable state machine over runs and commands.
+``SessionRuntime`` holds the collaborators (settings, models, keys, the session store, resources,
+tools, the Agent) and the policies ``AgentSession`` delegates: input expansion, the system-prompt
+patch, model choice, replacing the session, compaction, export and shutdown. Keeping them here
+leaves ``AgentSession`` a readable state machine over runs and commands; ``bootstrap`` builds both
+from the command line.
 """
 
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,48 +19,34 @@ from pi_coding_agent.agent.agent import Agent, AgentHooks
 from pi_coding_agent.agent.tool import AgentTool, tool_declaration
 from pi_coding_agent.ai.abort import AbortSignal
 from pi_coding_agent.ai.keys import AuthStorage
-from pi_coding_agent.ai.models import (
-    FAUX_PROVIDER,
-    PLACEHOLDER_MODEL,
-    ModelRegistry,
-    default_model,
-    resolve_model_pattern,
-    resolve_model_scope,
-)
+from pi_coding_agent.ai.models import FAUX_PROVIDER, PLACEHOLDER_MODEL, ModelRegistry, default_model
 from pi_coding_agent.ai.stream import StreamOptions
 from pi_coding_agent.ai.thinking import clamp_thinking_level
 from pi_coding_agent.ai.types import Context, Model
 from pi_coding_agent.coding import paths
 from pi_coding_agent.coding.agent_session import AgentSession, SessionError
-from pi_coding_agent.coding.compaction.branch_summary import collect_branch_entries
 from pi_coding_agent.coding.compaction.controller import CompactionController
-from pi_coding_agent.coding.resources.context_files import load_context_files
 from pi_coding_agent.coding.resources.prompt_templates import (
     PromptTemplate,
     expand_prompt_template,
-    load_prompt_templates,
 )
 from pi_coding_agent.coding.resources.settings import Settings
-from pi_coding_agent.coding.resources.skills import Skill, expand_skill_command, load_skills
+from pi_coding_agent.coding.resources.skills import Skill, expand_skill_command
 from pi_coding_agent.coding.resources.system_prompt import (
     PromptInputs,
     SystemState,
     build_sections,
     render_system_prompt,
-    resolve_append_prompts,
-    resolve_custom_prompt,
 )
-from pi_coding_agent.coding.resources.trust import is_project_trusted
 from pi_coding_agent.coding.retry import RetrySettings
 from pi_coding_agent.coding.session import (
     SessionContext,
     SessionManager,
     convert_to_llm,
-    list_sessions,
-    session_dir_for,
 )
-from pi_coding_agent.coding.tools import ToolEnv, create_builtin_tools, processes, run_user_bash, select_tools
+from pi_coding_agent.coding.tools import ToolEnv, processes, run_user_bash, select_tools
 from pi_coding_agent.coding.tools.images import ImageLimits, ImagePolicy, block_images
+from pi_coding_agent.coding.tree_navigation import TreeNavigator
 
 if TYPE_CHECKING:
     from pi_coding_agent.coding.cli import CliArgs
@@ -110,7 +96,7 @@ class SessionRuntime:
         self.auto_compaction_enabled: bool = settings.compaction_enabled
         self.compaction: CompactionController  # bound by create_session once the AgentSession exists
         self.request_shutdown: Callable[[], None] | None = None  # set by a mode that can stop itself
-        self._branch_summary_signal: AbortSignal | None = None
+        self.navigator = TreeNavigator(self)
         self.extensions: ExtensionRunner | None = None  # set by create_session when any extension loads
         self.agent = Agent(
             model=PLACEHOLDER_MODEL,
@@ -237,73 +223,10 @@ class SessionRuntime:
 
     def abort_background_work(self) -> None:
         self.compaction.abort()
-        if self._branch_summary_signal is not None:
-            self._branch_summary_signal.abort()
+        self.navigator.abort()
 
-    async def navigate_tree(
-        self, session: AgentSession, target_id: str, *, summarize: bool = False,
-        custom_instructions: str | None = None, replace_instructions: bool = False, label: str | None = None,
-    ) -> dict[str, Any]:
-        """Move to another point of the session tree (session-format.md §7), optionally leaving a
-        summary of the abandoned branch. A user or custom message is re-opened for editing: the leaf
-        goes to its parent and its text comes back as ``editorText``."""
-        sm = self.session_manager
-        entry = sm.get_entry(target_id)
-        if entry is None:
-            raise SessionError(f"Entry {target_id} not found")
-        if session.is_streaming:
-            await session.abort()
-        message = entry.get("message") or {}
-        editable = entry["type"] == "custom_message" or (entry["type"] == "message" and message.get("role") == "user")
-        new_leaf = entry.get("parentId") if editable else target_id
-        old_leaf = sm.leaf_id
-        result: dict[str, Any] = {"cancelled": False}
-        if editable:
-            content = entry.get("content") if entry["type"] == "custom_message" else message.get("content")
-            result["editorText"] = content if isinstance(content, str) else "".join(
-                b.get("text", "") for b in content or [] if b.get("type") == "text")
-        summary_entry = None
-        branch = collect_branch_entries(sm.get_branch, old_leaf, new_leaf) if summarize else []
-        if branch:
-            summary_entry = await self._summarize_branch(session, branch, new_leaf, custom_instructions,
-                                                         replace_instructions)
-        else:
-            sm.branch(new_leaf)
-        if label and summary_entry is not None:
-            sm.append_label(summary_entry["id"], label)
-        session.agent.messages = sm.build_context().messages
-        if self.extensions is not None:
-            event: dict[str, Any] = {"type": "session_tree", "newLeafId": sm.leaf_id, "oldLeafId": old_leaf}
-            if summary_entry is not None:
-                event["summaryEntry"] = summary_entry
-            await self.extensions.notify(event)
-        return result
-
-    async def _summarize_branch(self, session: AgentSession, branch: list[dict[str, Any]], new_leaf: str | None,
-                                custom_instructions: str | None, replace_instructions: bool) -> dict[str, Any]:
-        """The ``branch_summary`` entry for the branch being left (``isCompacting`` meanwhile)."""
-        from pi_coding_agent.coding.compaction.branch_summary import summarize_branch
-        from pi_coding_agent.coding.compaction.prepare import CompactionError
-        from pi_coding_agent.coding.compaction.summarize import CompactionCancelled
-
-        model = self.agent.model
-        signal = self._branch_summary_signal = AbortSignal()
-        session.is_compacting = True
-        try:
-            summary, details, usage = await summarize_branch(
-                branch, model, self.api_key_for(model), signal, session.emit,
-                thinking_level=self.agent.thinking_level, retry=self.retry_settings(),
-                reserve_tokens=int(self.settings.get("branchSummary.reserveTokens", 16384)),
-                custom_instructions=custom_instructions, replace_instructions=replace_instructions,
-                thinking_budgets=self.settings.thinking_budgets)
-        except CompactionCancelled:
-            raise SessionError("Branch summarization cancelled") from None
-        except CompactionError as exc:
-            raise SessionError(str(exc)) from None
-        finally:
-            self._branch_summary_signal = None
-            session.is_compacting = False
-        return self.session_manager.branch_with_summary(new_leaf, summary, details=details, usage=usage)
+    async def navigate_tree(self, session: AgentSession, target_id: str, **options: Any) -> dict[str, Any]:
+        return await self.navigator.navigate(session, target_id, **options)
 
     def context_usage(self, session: AgentSession) -> dict[str, Any] | None:
         return self.compaction.context_usage()
@@ -415,7 +338,7 @@ class SessionRuntime:
         return {"cancelled": False}
 
     def _session_dir(self) -> Path:
-        return resolve_session_dir(self.args, self.settings, self.agent_dir, self.cwd)
+        return paths.resolve_session_dir(self.args.session_dir, self.settings.session_dir, self.agent_dir, self.cwd)
 
     def load_transcript(self, sm: SessionManager) -> None:
         """Give the agent the session's projected context, model and thinking level.
@@ -453,7 +376,7 @@ class SessionRuntime:
             if model is not None and not self.registry.has_auth(model["provider"]):
                 model = None
         if model is None:
-            model, scoped_level = _initial_model(self.args, self.registry, self.settings,
+            model, scoped_level = initial_model(self.args, self.registry, self.settings,
                                                  [] if existing else self.scoped)
             level = level or scoped_level
         if level is None and existing:
@@ -478,69 +401,7 @@ class SessionRuntime:
         self.session_manager.close()
 
 
-def resolve_session_dir(args: CliArgs, settings: Settings, agent_dir: Path, cwd: Path) -> Path:
-    """--session-dir, then PI_CODING_AGENT_SESSION_DIR, then the sessionDir setting, then the default."""
-    explicit = args.session_dir or os.environ.get("PI_CODING_AGENT_SESSION_DIR") or settings.session_dir
-    if explicit:
-        return (cwd / Path(explicit).expanduser()).resolve()
-    return session_dir_for(agent_dir, cwd)
-
-
-def _open_session(args: CliArgs, settings: Settings, agent_dir: Path, cwd: Path) -> SessionManager:
-    session_dir = resolve_session_dir(args, settings, agent_dir, cwd)
-    if args.no_session:
-        return SessionManager.create(cwd, session_dir, persist=False)
-    if args.fork:
-        return SessionManager.fork_from(_session_path(args.fork, cwd, session_dir), cwd, session_dir,
-                                        session_id=args.session_id)
-    if args.session:
-        return SessionManager.open(_session_path(args.session, cwd, session_dir), cwd)
-    if args.continue_session:
-        recent = SessionManager.continue_recent(cwd, session_dir)
-        if recent is not None:
-            return recent
-    if args.session_id:
-        existing = _find_session_by_id(args.session_id, session_dir, exact=True)
-        if existing is not None:
-            return SessionManager.open(existing, cwd)
-        print(f"Warning: No project session found with id '{args.session_id}'; "
-              "creating a new session with that id.", file=sys.stderr)
-    return SessionManager.create(cwd, session_dir, session_id=args.session_id)
-
-
-def _session_path(arg: str, cwd: Path, session_dir: Path) -> Path:
-    """``--session`` takes a path (it has a separator or ends in .jsonl) or a session id or id prefix."""
-    if "/" in arg or "\\" in arg or arg.endswith(".jsonl"):
-        return (cwd / Path(arg).expanduser()).resolve()
-    found = _find_session_by_id(arg, session_dir, exact=True) or _find_session_by_id(arg, session_dir, exact=False)
-    if found is None:
-        raise SessionError(f"No session found matching '{arg}'")
-    return found
-
-
-def _find_session_by_id(session_id: str, session_dir: Path, exact: bool) -> Path | None:
-    for info in list_sessions(session_dir):
-        if info["id"] == session_id or (not exact and info["id"].startswith(session_id)):
-            return Path(info["path"])
-    return None
-
-
-def _load_resources(args: CliArgs, settings: Settings, agent_dir: Path, cwd: Path, trusted: bool) -> Resources:
-    skills, warnings = load_skills(agent_dir, cwd, trusted, list(args.skills), settings.skills,
-                                   include_defaults=not args.no_skills)
-    for warning in [*warnings, *settings.warnings]:
-        print(warning, file=sys.stderr)
-    return Resources(
-        context_files=[] if args.no_context_files else load_context_files(agent_dir, cwd),
-        skills=skills,
-        templates=load_prompt_templates(agent_dir, cwd, trusted, list(args.prompt_templates), settings.prompts,
-                                        include_defaults=not args.no_prompt_templates),
-        custom_prompt=resolve_custom_prompt(args.system_prompt, agent_dir, cwd, trusted),
-        append_prompts=resolve_append_prompts(list(args.append_system_prompt), agent_dir, cwd, trusted),
-    )
-
-
-def _initial_model(
+def initial_model(
     args: CliArgs, registry: ModelRegistry, settings: Settings, scoped: list[tuple[Model, str | None]]
 ) -> tuple[Model, str | None]:
     """Without ``--model``: the first scoped model, else the configured default or first available one."""
@@ -548,65 +409,3 @@ def _initial_model(
         return scoped[0]
     chosen = default_model(registry, args.provider or settings.default_provider, settings.default_model, [])
     return (chosen or PLACEHOLDER_MODEL), None
-
-
-def _cli_model(args: CliArgs, registry: ModelRegistry) -> tuple[Model, str | None] | None:
-    """The ``--model`` pattern resolved once (its warnings printed once), with its ``:level`` suffix."""
-    if not args.model:
-        return None
-    model, level, warnings = resolve_model_pattern(registry, args.model, args.provider, cli_thinking=args.thinking,
-                                                   inline_api_key=args.api_key is not None)
-    for warning in warnings:
-        print(f"Warning: {warning}", file=sys.stderr)
-    return model, level
-
-
-def _scoped_models(args: CliArgs, registry: ModelRegistry, settings: Settings) -> list[tuple[Model, str | None]]:
-    """``--models`` (or the enabledModels setting): the models cycle_model walks through."""
-    patterns = args.models or settings.enabled_models or []
-    if not patterns:
-        return []
-    scoped, warnings = resolve_model_scope(registry, list(patterns))
-    for warning in warnings:
-        print(f"Warning: {warning}", file=sys.stderr)
-    return scoped
-
-
-async def create_session(args: CliArgs, mode: str, ui: Any = None) -> AgentSession:
-    """Build the whole runtime for ``mode`` ("rpc", "json", "print") from parsed CLI arguments."""
-    cwd = Path.cwd().resolve()
-    agent_dir = paths.agent_dir()
-    # pi reads start-up settings (sessionDir, warnings) as if trusted, before the trust decision
-    startup = Settings.load(agent_dir, cwd, project_trusted=True)
-    trusted = is_project_trusted(agent_dir, cwd, args.approve, startup.default_project_trust)
-    settings = startup if trusted else Settings.load(agent_dir, cwd, project_trusted=False)
-    auth = AuthStorage(agent_dir)
-    registry = ModelRegistry(agent_dir, auth)
-    for error in registry.errors:
-        print(error, file=sys.stderr)
-    sm = _open_session(args, startup, agent_dir, cwd)
-    scoped = _scoped_models(args, registry, settings)
-    runtime_box: list[SessionRuntime] = []
-    env = ToolEnv(cwd=cwd, shell_path=settings.shell_path, shell_command_prefix=settings.shell_command_prefix,
-                  session_env=lambda: runtime_box[0].session_env(),
-                  model_accepts_images=lambda: "image" in runtime_box[0].agent.model.get("input", []),
-                  image_policy=lambda: runtime_box[0].image_policy(),
-                  agent_dir=agent_dir)
-    runtime = SessionRuntime(
-        args=args, cwd=cwd, agent_dir=agent_dir, mode=mode, ui=ui, settings=settings, auth=auth,
-        registry=registry, session_manager=sm, resources=_load_resources(args, settings, agent_dir, cwd, trusted),
-        all_tools=create_builtin_tools(env), scoped=scoped, cli_model=_cli_model(args, registry),
-    )
-    runtime_box.append(runtime)
-    if args.name and not sm.entries:
-        sm.append_session_info(" ".join(args.name.split("\n")).strip())
-    runtime.load_transcript(sm)
-    if not registry.available_models():
-        print(f"Warning: No models available. {LOGIN_HELP}", file=sys.stderr)
-    session = AgentSession(runtime)
-    runtime.compaction = CompactionController(session, runtime)
-    runtime.agent.hooks.prepare_next_turn = runtime.compaction.check_between_turns
-    from pi_coding_agent.coding.extensions.loader import attach_extensions
-
-    runtime.extensions = await attach_extensions(runtime, session, trusted)
-    return session

@@ -59,7 +59,7 @@ async def run_headless(
     ``attach`` runs before the first prompt (JSON mode subscribes there); ``close_output`` flushes
     the mode's own output after the session has shut down. SIGTERM/SIGHUP end the run in order.
     """
-    from pi_coding_agent.coding.runtime import create_session
+    from pi_coding_agent.coding.bootstrap import create_session
 
     try:
         session = await create_session(args, mode, NoUI())

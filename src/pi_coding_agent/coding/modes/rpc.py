@@ -40,7 +40,7 @@ def run(args: CliArgs) -> int:
     """Serve the RPC protocol until stdin closes or a signal arrives; returns the exit code."""
 
     async def factory(ui: RpcExtensionUI) -> AgentSession:
-        from pi_coding_agent.coding.runtime import create_session
+        from pi_coding_agent.coding.bootstrap import create_session
 
         return await create_session(args, "rpc", ui)
 

@@ -1,0 +1,93 @@
+"""Moving within the session tree, optionally leaving a summary of the branch left behind.
+
+pi reaches this through extension commands (``ctx.navigate_tree``); it is the only way a session
+moves its leaf without appending, and the only place branch summaries are written.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pi_coding_agent.ai.abort import AbortSignal
+from pi_coding_agent.coding.agent_session import AgentSession, SessionError
+from pi_coding_agent.coding.compaction.branch_summary import collect_branch_entries
+
+if TYPE_CHECKING:
+    from pi_coding_agent.coding.runtime import SessionRuntime
+
+
+class TreeNavigator:
+    """Tree navigation for one runtime; ``abort`` cancels a branch summary in progress."""
+
+    def __init__(self, runtime: SessionRuntime) -> None:
+        self.rt = runtime
+        self._signal: AbortSignal | None = None
+
+    def abort(self) -> None:
+        if self._signal is not None:
+            self._signal.abort()
+
+    async def navigate(
+        self, session: AgentSession, target_id: str, *, summarize: bool = False,
+        custom_instructions: str | None = None, replace_instructions: bool = False, label: str | None = None,
+    ) -> dict[str, Any]:
+        """Move to another point of the session tree (session-format.md §7), optionally leaving a
+        summary of the abandoned branch. A user or custom message is re-opened for editing: the leaf
+        goes to its parent and its text comes back as ``editorText``."""
+        sm = self.rt.session_manager
+        entry = sm.get_entry(target_id)
+        if entry is None:
+            raise SessionError(f"Entry {target_id} not found")
+        if session.is_streaming:
+            await session.abort()
+        message = entry.get("message") or {}
+        editable = entry["type"] == "custom_message" or (entry["type"] == "message" and message.get("role") == "user")
+        new_leaf = entry.get("parentId") if editable else target_id
+        old_leaf = sm.leaf_id
+        result: dict[str, Any] = {"cancelled": False}
+        if editable:
+            content = entry.get("content") if entry["type"] == "custom_message" else message.get("content")
+            result["editorText"] = content if isinstance(content, str) else "".join(
+                b.get("text", "") for b in content or [] if b.get("type") == "text")
+        summary_entry = None
+        branch = collect_branch_entries(sm.get_branch, old_leaf, new_leaf) if summarize else []
+        if branch:
+            summary_entry = await self._summarize_branch(session, branch, new_leaf, custom_instructions,
+                                                         replace_instructions)
+        else:
+            sm.branch(new_leaf)
+        if label and summary_entry is not None:
+            sm.append_label(summary_entry["id"], label)
+        session.agent.messages = sm.build_context().messages
+        if self.rt.extensions is not None:
+            event: dict[str, Any] = {"type": "session_tree", "newLeafId": sm.leaf_id, "oldLeafId": old_leaf}
+            if summary_entry is not None:
+                event["summaryEntry"] = summary_entry
+            await self.rt.extensions.notify(event)
+        return result
+
+    async def _summarize_branch(self, session: AgentSession, branch: list[dict[str, Any]], new_leaf: str | None,
+                                custom_instructions: str | None, replace_instructions: bool) -> dict[str, Any]:
+        """The ``branch_summary`` entry for the branch being left (``isCompacting`` meanwhile)."""
+        from pi_coding_agent.coding.compaction.branch_summary import summarize_branch
+        from pi_coding_agent.coding.compaction.prepare import CompactionError
+        from pi_coding_agent.coding.compaction.summarize import CompactionCancelled
+
+        model = self.rt.agent.model
+        signal = self._signal = AbortSignal()
+        session.is_compacting = True
+        try:
+            summary, details, usage = await summarize_branch(
+                branch, model, self.rt.api_key_for(model), signal, session.emit,
+                thinking_level=self.rt.agent.thinking_level, retry=self.rt.retry_settings(),
+                reserve_tokens=int(self.rt.settings.get("branchSummary.reserveTokens", 16384)),
+                custom_instructions=custom_instructions, replace_instructions=replace_instructions,
+                thinking_budgets=self.rt.settings.thinking_budgets)
+        except CompactionCancelled:
+            raise SessionError("Branch summarization cancelled") from None
+        except CompactionError as exc:
+            raise SessionError(str(exc)) from None
+        finally:
+            self._signal = None
+            session.is_compacting = False
+        return self.rt.session_manager.branch_with_summary(new_leaf, summary, details=details, usage=usage)
