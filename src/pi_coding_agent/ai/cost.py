@@ -22,8 +22,12 @@ def _rates(model: Model, usage: Usage) -> Any:
     return {**cost, **best} if best else cost
 
 
-def apply_cost(model: Model, usage: Usage) -> None:
-    """Fill ``usage["cost"]`` in place (pi-ai's calculateCost)."""
+def apply_cost(model: Model, usage: Usage, reported: bool) -> None:
+    """Fill ``usage["cost"]`` in place (pi-ai's calculateCost).
+
+    ``reported``: the provider sent a usage report, so the cost is our computation from it
+    (``totalFromProvider: false``); without one pi leaves the flag out.
+    """
     rate = _rates(model, usage)
     write_1h: int = usage.get("cacheWrite1h", 0)
     c: Any = usage["cost"]
@@ -37,5 +41,5 @@ def apply_cost(model: Model, usage: Usage) -> None:
     for key in ("input", "output", "cacheRead", "cacheWrite", "total"):
         if c[key] == int(c[key]):
             c[key] = int(c[key])  # JSON.stringify writes 0, not 0.0
-    if usage["totalTokens"]:
+    if reported:
         c["totalFromProvider"] = False

@@ -124,6 +124,7 @@ class AssistantStream:
         self.options = options
         self.partial: AssistantMessage = new_assistant_message(model)
         self.retry_after_ms: int | None = None  # a server-requested wait, for the retry policy
+        self._initial_usage = self.partial["usage"]
         self._final: AssistantMessage | None = None
 
     def __aiter__(self) -> AsyncIterator[dict[str, Any]]:
@@ -203,7 +204,8 @@ class AssistantStream:
         usage = msg["usage"]
         if not usage["totalTokens"]:
             usage["totalTokens"] = usage["input"] + usage["output"] + usage["cacheRead"] + usage["cacheWrite"]
-        apply_cost(self.model, usage)
+        # adapters either replace the usage dict when a report arrives or fill in its counts
+        apply_cost(self.model, usage, reported=usage is not self._initial_usage or usage["totalTokens"] > 0)
         msg["durationMs"] = int((time.monotonic() - started) * 1000)
 
     def _finish_failed(self, msg: AssistantMessage, reason: str, text: str, started: float) -> dict[str, Any]:

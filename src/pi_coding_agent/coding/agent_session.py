@@ -88,15 +88,30 @@ class AgentSession:
             listener(event)
 
     def _on_agent_event(self, event: dict[str, Any]) -> Awaitable[None] | None:
-        """Persist finished messages, keep the queue mirrors, decide willRetry, then forward."""
-        etype = event["type"]
-        if etype == "message_start":
+        """Keep the queue mirrors, let extension handlers run first (as pi does), then forward."""
+        if event["type"] == "message_start":
             message = event["message"]
             if message["role"] == "user":
                 self._dequeue_text(_message_text(message))
                 if any(queued is message for queued in self._queued_with_images):
                     return self._emit_delivered_with_images(event)
-        elif etype == "message_end":
+        handlers = self._extension_handlers(event)
+        if handlers is not None:
+            return self._forward_after(handlers, event)
+        self._forward(event)
+        return None
+
+    def _extension_handlers(self, event: dict[str, Any]) -> Awaitable[None] | None:
+        return None if self.rt.extensions is None else self.rt.extensions.agent_event(event)
+
+    async def _forward_after(self, handlers: Awaitable[None], event: dict[str, Any]) -> None:
+        await handlers
+        self._forward(event)
+
+    def _forward(self, event: dict[str, Any]) -> None:
+        """Persist finished messages, decide willRetry, then emit."""
+        etype = event["type"]
+        if etype == "message_end":
             self._persist(event["message"])
         elif etype == "agent_end":
             last = self._last_assistant(event["messages"])
@@ -111,6 +126,9 @@ class AgentSession:
         message = event["message"]
         self._queued_with_images = [queued for queued in self._queued_with_images if queued is not message]
         await self._normalise_images(message)
+        handlers = self._extension_handlers(event)
+        if handlers is not None:
+            await handlers
         self.emit(event)
 
     async def _normalise_images(self, message: dict[str, Any]) -> None:
@@ -126,6 +144,10 @@ class AgentSession:
     def _persist(self, message: dict[str, Any]) -> None:
         entry = self.sm.append_message(message)
         self._entry_of_message[id(message)] = entry["id"]
+
+    def entry_id_of(self, message: dict[str, Any]) -> str | None:
+        """The entry a message of the current run was saved as (for extensions' ``turn_end``)."""
+        return self._entry_of_message.get(id(message))
 
     @staticmethod
     def _last_assistant(messages: list[Any]) -> Any:
@@ -244,6 +266,8 @@ class AgentSession:
             traceback.print_exc()
         finally:
             await self._flush_deferred_bash()
+            if self.rt.extensions is not None:
+                await self.rt.extensions.agent_settled(self._aborted)
             self.emit({"type": "agent_settled", "aborted": self._aborted})
             self._settled.set()
 

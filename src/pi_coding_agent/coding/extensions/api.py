@@ -123,17 +123,18 @@ class ExtensionAPI:
         from pi_coding_agent.coding.extensions.runner import Command
 
         self._live()
-        self._extension.commands.append(Command(name, description, handler))
+        self._extension.commands[name] = Command(name, description, handler)
 
     def get_commands(self) -> list[dict[str, Any]]:
         return self._live().rt.list_commands()
 
     # ------------------------------------------------------------------ messages and entries
 
-    async def send_message(self, message: dict[str, Any], *, trigger_turn: bool = False,
+    async def send_message(self, message: dict[str, Any], *, trigger_turn: bool | None = None,
                            deliver_as: str | None = None) -> None:
         """Inject a ``custom`` message (user-role for the model): queued while a run streams
-        (``deliver_as``, default steer), appended when idle, or starting a run with ``trigger_turn``."""
+        (``deliver_as``, default steer; ``trigger_turn=False`` holds it until the current turn ends),
+        appended when idle, or starting a run with ``trigger_turn``."""
         from pi_coding_agent.coding.extensions.runner import custom_message
 
         runner = self._live()
@@ -142,22 +143,25 @@ class ExtensionAPI:
         custom = custom_message(message)
         if deliver_as == "nextTurn":
             runner.next_turn_messages.append(custom)
-        elif session.is_streaming:
+        elif session.is_streaming and not runner.settling and trigger_turn is False:
+            runner.held_messages.append(custom)
+        elif session.is_streaming and not runner.settling:
             (session.agent.follow_up if deliver_as == "followUp" else session.agent.steer)(custom)
+        elif trigger_turn and runner.settling:
+            runner.defer(lambda: session.start_run(custom))
         elif trigger_turn:
             await session.start_run(custom)
         else:
-            session.agent.messages.append(custom)
-            session.sm.append_custom_message(custom["customType"], custom["content"], custom["display"],
-                                             custom.get("details"))
-            session.emit({"type": "message_start", "message": custom})
-            session.emit({"type": "message_end", "message": custom})
+            runner.append_custom(custom)
 
     async def send_user_message(self, text: str, *, deliver_as: str | None = None) -> dict[str, Any]:
         """Act like a typed prompt; while a run streams it is queued (``deliver_as``, default followUp)."""
         runner = self._live()
         _check_delivery(deliver_as)
         session = runner.session
+        if runner.settling:
+            runner.defer(lambda: session.prompt(text))
+            return {"disposition": "queued"}
         if session.is_streaming:
             return await (session.steer(text) if deliver_as == "steer" else session.follow_up(text))
         result: dict[str, Any] = await session.prompt(text)

@@ -134,7 +134,9 @@ class ExtensionContext:
         return self._live().rt.agent.signal
 
     def is_idle(self) -> bool:
-        return not self._live().session.is_streaming
+        """True in ``agent_settled`` handlers too: the run is over, only the record is still to come."""
+        runner = self._live()
+        return runner.settling or not runner.session.is_streaming
 
     def has_pending_messages(self) -> bool:
         return self._live().rt.agent.has_queued_messages()

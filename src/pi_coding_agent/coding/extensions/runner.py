@@ -59,7 +59,7 @@ class Extension:
 
     source: ExtensionSource
     handlers: dict[str, list[Handler]] = field(default_factory=dict)
-    commands: list[Command] = field(default_factory=list)
+    commands: dict[str, Command] = field(default_factory=dict)  # a name registered again replaces, in place
     tools: dict[str, ExtensionTool] = field(default_factory=dict)
 
     @property
@@ -83,8 +83,11 @@ class ExtensionRunner:
         self._turn_index = 0
         self._system_prompt: str | None = None  # before_agent_start override, for the current run
         self.next_turn_messages: list[dict[str, Any]] = []  # send_message(deliver_as="nextTurn")
+        self.held_messages: list[dict[str, Any]] = []  # send_message(trigger_turn=False) during a turn
         self._thinking_level = runtime.agent.thinking_level
         self.shutdown_requested = False
+        self.settling = False  # agent_settled handlers are running
+        self._deferred: list[Callable[[], Awaitable[Any]]] = []
         self._install_hooks()
 
     # ------------------------------------------------------------------ loading
@@ -228,7 +231,6 @@ class ExtensionRunner:
         hooks.transform_context = transform_context
         hooks.before_tool_call = before_tool_call
         hooks.after_tool_call = after_tool_call
-        self.rt.agent.subscribe(self._on_agent_event)
         self.session.subscribe(self._on_session_event)
 
     async def _context_event(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -254,16 +256,13 @@ class ExtensionRunner:
         return None if current is payload else current
 
     async def _tool_call(self, call: ToolCall, args: dict[str, Any]) -> dict[str, Any] | None:
-        """``tool_call`` (gate, fail closed): ``input`` is the live arguments, mutable in place."""
-        event = {"type": "tool_call", "toolCallId": call["id"], "toolName": call["name"], "input": args}
-        for ext, handler in self._handlers("tool_call"):
-            try:
-                result = handler(event, self.context)
-                if inspect.isawaitable(result):
-                    result = await result
-            except Exception as exc:
-                self.report_error(ext.path, "tool_call", exc)
-                return {"block": True, "reason": f"Extension failed, blocking execution: {exc}"}
+        """``tool_call`` (gate, fail closed): ``input`` is the live arguments, mutable in place. A raising
+        handler is not reported: its exception reaches the tool loop, whose error result is the message."""
+        event = {"type": "tool_call", "toolName": call["name"], "toolCallId": call["id"], "input": args}
+        for _, handler in self._handlers("tool_call"):
+            result = handler(event, self.context)
+            if inspect.isawaitable(result):
+                result = await result
             if isinstance(result, dict) and result.get("block"):
                 return result
         return None
@@ -272,30 +271,34 @@ class ExtensionRunner:
         """``tool_result`` (chain): each handler's patch is applied before the next one sees it."""
         if not self.has_handlers("tool_result"):
             return None
-        event: dict[str, Any] = {"type": "tool_result", "toolCallId": call["id"], "toolName": call["name"],
-                                 "input": args, "content": result.content, "details": result.details,
-                                 "isError": result.is_error}
+        event: dict[str, Any] = {"type": "tool_result", "toolName": call["name"], "toolCallId": call["id"],
+                                 "input": args, "content": result.content}
+        if result.details is not None:
+            event["details"] = result.details
+        if result.structured_content is not None:
+            event["structuredContent"] = result.structured_content
+        event["isError"] = result.is_error
         modified = False
         for ext, handler in self._handlers("tool_result"):
-            patch = await self._call(ext, handler, dict(event))
+            patch = await self._call(ext, handler, event)
             if isinstance(patch, dict):
-                for key in ("content", "details", "isError"):
-                    if key in patch:
-                        event[key] = patch[key]
-                        modified = True
+                modified = _apply_tool_result_patch(event, patch) or modified
         if not modified:
             return None
-        return {"content": event["content"], "details": event["details"], "isError": bool(event["isError"])}
+        return {key: event[key] for key in ("content", "details", "structuredContent", "isError") if key in event}
 
-    async def _on_agent_event(self, event: dict[str, Any]) -> None:
-        """Run events, awaited inside the run as pi does (payloads as extensions.md §2)."""
+    def agent_event(self, event: dict[str, Any]) -> Awaitable[None] | None:
+        """The handlers of a run event, for the session to await *before* it forwards the event (pi's
+        order: an extension's output precedes the record). None when no handler listens."""
         kind = event["type"]
+        if self.held_messages and kind in ("turn_start", "agent_end"):
+            self._append_held()
         if not self.has_handlers(kind):
             if kind == "turn_end":
                 self._turn_index += 1
             elif kind == "agent_start":
                 self._turn_index = 0
-            return
+            return None
         if kind in _PLAIN_AGENT_EVENTS:
             payload = dict(event)
         elif kind == "agent_start":
@@ -306,8 +309,7 @@ class ExtensionRunner:
         elif kind == "turn_start":
             payload = {"type": kind, "turnIndex": self._turn_index, "timestamp": now_ms()}
         elif kind == "turn_end":
-            payload = {"type": kind, "turnIndex": self._turn_index, "message": event["message"],
-                       "toolResults": event["toolResults"]}
+            payload = self._turn_end_payload(event)
             self._turn_index += 1
         elif kind == "message_update":
             payload = {"type": kind, "message": self.rt.agent.streaming_message,
@@ -315,15 +317,59 @@ class ExtensionRunner:
         elif kind in ("message_start", "message_end"):
             payload = {"type": kind, "message": event["message"]}
         else:
+            return None
+        return self.notify(payload)
+
+    def append_custom(self, custom: dict[str, Any]) -> None:
+        """Add a custom message to the transcript and the session file, with its message events."""
+        session = self.session
+        session.agent.messages.append(custom)
+        session.sm.append_custom_message(custom["customType"], custom["content"], custom["display"],
+                                         custom.get("details"))
+        session.emit({"type": "message_start", "message": custom})
+        session.emit({"type": "message_end", "message": custom})
+
+    def _append_held(self) -> None:
+        """Messages held during a turn join the transcript once it ended: never between a tool call and
+        its result (the next event after ``turn_end`` comes only after ``turn_end`` went out)."""
+        held, self.held_messages = self.held_messages, []
+        for custom in held:
+            self.append_custom(custom)
+
+    def _turn_end_payload(self, event: dict[str, Any]) -> dict[str, Any]:
+        message, results = event["message"], event["toolResults"]
+        payload: dict[str, Any] = {"type": "turn_end", "turnIndex": self._turn_index, "message": message,
+                                   "toolResults": results}
+        entry_id = self.session.entry_id_of(message)
+        if entry_id is not None:
+            payload["messageEntryId"] = entry_id
+        payload["toolResultEntryIds"] = [i for i in map(self.session.entry_id_of, results) if i is not None]
+        stop = message.get("stopReason")
+        payload["outcome"] = stop if stop in ("aborted", "error") else "completed"
+        return payload
+
+    async def agent_settled(self, aborted: bool) -> None:
+        """``agent_settled`` handlers, awaited before the session emits the record. Runs and prompts they
+        ask for start once the session is idle (``defer``), not inside the run that is ending."""
+        self._system_prompt = None
+        if not self.has_handlers("agent_settled"):
             return
-        await self.notify(payload)
+        self.settling = True
+        try:
+            await self.notify({"type": "agent_settled", "aborted": aborted})
+        finally:
+            self.settling = False
+            deferred, self._deferred = self._deferred, []
+            for start in deferred:
+                self.spawn(start())
+
+    def defer(self, start: Callable[[], Awaitable[Any]]) -> None:
+        """Keep work an ``agent_settled`` handler requested until the session is idle."""
+        self._deferred.append(start)
 
     def _on_session_event(self, event: dict[str, Any]) -> None:
         kind = event["type"]
         if kind == "agent_settled":
-            self._system_prompt = None
-            if self.has_handlers("agent_settled"):
-                self.spawn(self.notify({"type": "agent_settled", "aborted": event["aborted"]}))
             if self.shutdown_requested:
                 self.spawn(self.request_shutdown())
         elif kind == "thinking_level_changed":
@@ -373,18 +419,20 @@ class ExtensionRunner:
         return {"action": "transform", "text": text, "images": images} if transformed else None
 
     def commands(self) -> dict[str, tuple[Extension, Command]]:
-        """Invocation names: a name registered more than once becomes ``name:1``, ``name:2``... everywhere."""
-        registered = [(ext, cmd) for ext in self.extensions for cmd in ext.commands]
+        """Invocation names: a name several extensions register becomes ``name:1``, ``name:2``... everywhere
+        (skipping a suffixed name some extension already uses)."""
+        registered = [(ext, cmd) for ext in self.extensions for cmd in ext.commands.values()]
         counts: dict[str, int] = {}
         for _, cmd in registered:
             counts[cmd.name] = counts.get(cmd.name, 0) + 1
         seen: dict[str, int] = {}
         out: dict[str, tuple[Extension, Command]] = {}
         for ext, cmd in registered:
-            name = cmd.name
-            if counts[name] > 1:
-                seen[name] = seen.get(name, 0) + 1
-                name = f"{name}:{seen[name]}"
+            occurrence = seen[cmd.name] = seen.get(cmd.name, 0) + 1
+            name = f"{cmd.name}:{occurrence}" if counts[cmd.name] > 1 else cmd.name
+            while name in out:
+                occurrence += 1
+                name = f"{cmd.name}:{occurrence}"
             out[name] = (ext, cmd)
         return out
 
@@ -523,6 +571,19 @@ def _before_agent_start_event(prompt: dict[str, Any] | None, system_prompt: str)
     event["systemPrompt"] = system_prompt
     event["systemPromptOptions"] = {}
     return event
+
+
+def _apply_tool_result_patch(event: dict[str, Any], patch: dict[str, Any]) -> bool:
+    """Apply one handler's patch to the chained ``tool_result`` event; True when it changed anything.
+    New content without new structured content drops the old one, which may no longer match."""
+    changed = False
+    for key in ("content", "details", "structuredContent", "isError"):
+        if patch.get(key) is not None:
+            event[key] = patch[key]
+            changed = True
+    if patch.get("content") is not None and patch.get("structuredContent") is None:
+        event.pop("structuredContent", None)
+    return changed
 
 
 def _patched(result: ToolResult, patch: dict[str, Any]) -> ToolResult:
