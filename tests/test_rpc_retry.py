@@ -184,3 +184,13 @@ async def test_same_records_as_the_reference(name: str, tmp_path: Path) -> None:
     ours, reference = await compare(SCENARIOS[name], tmp_path)
     assert ours.workspace.settings() == reference.workspace.settings()  # set_auto_retry persists alike
 
+
+
+async def test_http_idle_timeout_setting_ends_a_stalled_stream(tmp_path: Path) -> None:
+    # the server sends its first chunk, then stalls longer than httpIdleTimeoutMs
+    stalled = {"content": [{"type": "text", "text": "slow answer " * 4}], "chunkDelayMs": 3000}
+    settings = {"httpIdleTimeoutMs": 300, "retry": {"enabled": False}}
+    played = await play("ours", Scenario([stalled], _prompt_once, settings, args=()), tmp_path)
+    final = only(played.records, "message_end")[-1]["message"]
+    assert final["stopReason"] == "error" and "timed out" in final["errorMessage"].lower()
+    assert played.records[-1] == {"type": "agent_settled", "aborted": False}

@@ -127,9 +127,11 @@ class SessionRuntime:
         return self.api_key_for(model)
 
     def _stream_options(self, model: Model) -> StreamOptions:
+        idle_ms = self.settings.http_idle_timeout_ms
         return StreamOptions(session_id=self.session_manager.session_id,
                              thinking_budgets=self.settings.thinking_budgets,
-                             headers=self.registry.request_headers(model, self.api_key_for(model)))
+                             headers=self.registry.request_headers(model, self.api_key_for(model)),
+                             idle_timeout_s=idle_ms / 1000 if idle_ms else None)
 
     def image_policy(self) -> ImagePolicy:
         """How images are normalised now: the ``images.autoResize`` setting within the model's limits."""
