@@ -11,6 +11,12 @@ fi
 if [ "${CI:-}" = "true" ] && ! command -v chromium >/dev/null 2>&1; then
   (apt-get update -qq && apt-get install -y -qq chromium >/dev/null) || echo "warning: could not install chromium" >&2
 fi
+# The comparison tests run the reference pi 1.6.0 side by side (they skip, with a reason, without it).
+REFERENCE_SCRIPT=../shared/tools/reference-pi.sh
+if [ "${CI:-}" = "true" ] && [ -f "$REFERENCE_SCRIPT" ] \
+   && [ ! -e "${PI_REFERENCE_DIR:-$HOME/.cache/pi-reference}/pi-1.6.0/node_modules/.bin/pi" ]; then
+  bash "$REFERENCE_SCRIPT" >/dev/null || echo "warning: could not install the reference pi" >&2
+fi
 .venv/bin/ruff check src tests bench examples
 .venv/bin/mypy
 exec .venv/bin/python -m pytest "$@"

@@ -19,12 +19,10 @@ from typing import Any
 import pytest
 
 from tests.fakes.llm_server import FakeLLMServer
+from tests.reference_pi import REFERENCE_NODE_BIN, REFERENCE_PI, REFERENCE_ROOT
 from tests.rpc_helpers import PYTHON, RpcProcess
 
 MODEL_ID = "fake-model"
-REFERENCE_ROOT = Path("/root/.cache/pi-reference")
-REFERENCE_PI = REFERENCE_ROOT / "pi-1.6.0" / "node_modules" / ".bin" / "pi"
-REFERENCE_NODE_BIN = REFERENCE_ROOT / "node22" / "node_modules" / ".bin"
 
 needs_reference = pytest.mark.skipif(
     not REFERENCE_PI.exists(),

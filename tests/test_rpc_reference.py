@@ -24,13 +24,11 @@ from typing import Any
 import pytest
 
 from tests.fakes.llm_server import FakeLLMServer
+from tests.reference_pi import REFERENCE_NODE_BIN, REFERENCE_PI, REFERENCE_ROOT
 from tests.rpc_helpers import PYTHON, RpcProcess
 
-REFERENCE = Path("/root/.cache/pi-reference")
-REFERENCE_PI = REFERENCE / "pi-1.6.0" / "node_modules" / ".bin" / "pi"
-REFERENCE_NODE_BIN = REFERENCE / "node22" / "node_modules" / ".bin"
 needs_reference = pytest.mark.skipif(
-    not REFERENCE_PI.exists(), reason="reference pi 1.6.0 not installed at /root/.cache/pi-reference"
+    not REFERENCE_PI.exists(), reason=f"reference pi 1.6.0 not installed at {REFERENCE_ROOT}"
 )
 
 PROVIDER = "fake"
@@ -182,7 +180,7 @@ _FILE_STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-\d{3}Z")
 _VOLATILE_NUMBERS = {"timestamp", "durationMs", "labelTimestamp"}
 _ID_KEYS = {"id", "parentId", "targetId", "firstKeptEntryId", "leafId", "entryId", "fromId"}
 _PACKAGE_DIRS = (
-    str(REFERENCE / "pi-1.6.0" / "node_modules" / "@earendil-works" / "pi-coding-agent"),
+    str(REFERENCE_ROOT / "pi-1.6.0" / "node_modules" / "@earendil-works" / "pi-coding-agent"),
 )
 
 

@@ -13,10 +13,9 @@ import pytest
 
 from pi_coding_agent.coding.session import SessionManager
 from tests.fixtures.sessions.builders import assistant, bash, system, tool_result, user
+from tests.reference_pi import REFERENCE_PI, REFERENCE_ROOT
 
 FIXTURES = Path(__file__).parent / "fixtures" / "sessions"
-REFERENCE = Path("/root/.cache/pi-reference")
-REFERENCE_PI = REFERENCE / "pi-1.6.0" / "node_modules" / ".bin" / "pi"
 
 
 def _expected(name: str) -> dict[str, Any]:
@@ -112,7 +111,7 @@ class ReferencePi:
     """The reference pi in RPC mode, in a scratch HOME, answering one command at a time."""
 
     def __init__(self, cwd: Path, home: Path) -> None:
-        node_bin = REFERENCE / "node22" / "node_modules" / ".bin"
+        node_bin = REFERENCE_ROOT / "node22" / "node_modules" / ".bin"
         env = dict(os.environ, HOME=str(home), PATH=f"{node_bin}:{os.environ['PATH']}")
         self.proc = subprocess.Popen([str(REFERENCE_PI), "--mode", "rpc", "--session-dir", str(cwd / "ref")],
                                      cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -138,7 +137,7 @@ class ReferencePi:
         self.proc.wait(timeout=30)
 
 
-@pytest.mark.skipif(not REFERENCE_PI.exists(), reason="reference pi 1.6.0 not installed at /root/.cache/pi-reference")
+@pytest.mark.skipif(not REFERENCE_PI.exists(), reason=f"reference pi 1.6.0 not installed at {REFERENCE_ROOT}")
 def test_our_files_open_identically_in_reference_pi(tmp_path: Path) -> None:
     sessions = _session_with_everything(tmp_path)
     home = tmp_path / "home"

@@ -1,0 +1,14 @@
+"""Where the reference pi 1.6.0 lives (installed by ../shared/tools/reference-pi.sh, which .ci/run calls).
+
+One definition for every side-by-side test; the same rule as the install script: ``PI_REFERENCE_DIR``,
+else ``~/.cache/pi-reference``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+REFERENCE_ROOT = Path(os.environ.get("PI_REFERENCE_DIR") or Path.home() / ".cache" / "pi-reference")
+REFERENCE_PI = REFERENCE_ROOT / "pi-1.6.0" / "node_modules" / ".bin" / "pi"
+REFERENCE_NODE_BIN = REFERENCE_ROOT / "node22" / "node_modules" / ".bin"
