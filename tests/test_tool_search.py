@@ -78,8 +78,14 @@ async def test_find_name_and_path_patterns(tree: Path) -> None:
     assert text_of(await run(tree, "find", pattern="Readme*")) == "No files found matching pattern"
     assert text_of(await run(tree, "find", pattern="ignored.txt")) == "No files found matching pattern"
     assert text_of(await run(tree, "find", pattern="*.{md,ts}", path="src")) == "a.ts\nsub/b.ts"
-    assert text_of(await run(tree, "find", pattern="src/**")) == "src/a.ts\nsrc/sub/b.ts"
+    assert text_of(await run(tree, "find", pattern="src/**")) == "src/a.ts\nsrc/sub/\nsrc/sub/b.ts"
     assert text_of(await run(tree, "find", pattern="[.]hidden*")) == ".hidden.md"
+
+
+async def test_find_lists_matching_directories_like_fd(tree: Path) -> None:
+    assert text_of(await run(tree, "find", pattern="sub")) == "src/sub/"
+    assert text_of(await run(tree, "find", pattern="*src*")) == "pkg/src/\nsrc/"
+    assert text_of(await run(tree, "find", pattern="pkg/*")) == "pkg/src/"
 
 
 async def test_find_limit_notice(tree: Path) -> None:

@@ -3,9 +3,10 @@
 fd is not shipped: ripgrep lists the files (hidden included, .gitignore respected) and the glob is
 matched here, as pi's fd call matches it: a pattern without ``/`` matches file names at any depth,
 one with ``/`` is anchored at the search directory, and an all-lowercase pattern matches
-case-insensitively. (rg's own ``--glob`` cannot be used: it overrides .gitignore.) Difference: only
-files are listed (fd also lists matching directories with a trailing ``/``), and ``.git`` is never
-descended into.
+case-insensitively. (rg's own ``--glob`` cannot be used: it overrides .gitignore.) Directories are
+derived from the listed files and reported, like fd, with a trailing ``/`` when they match.
+Differences: a directory holding no listed file (empty, or only ignored files) is not reported, and
+``.git`` is never descended into.
 """
 
 from __future__ import annotations
@@ -92,6 +93,19 @@ def glob_to_regex(pattern: str) -> str:
     return "".join(out)
 
 
+def _with_new_parents(path: str, seen_dirs: set[str]) -> list[str]:
+    """``path`` preceded by those of its directories not listed yet (``dir/``), outermost first."""
+    parts = path.split("/")
+    out = []
+    for depth in range(1, len(parts)):
+        directory = "/".join(parts[:depth])
+        if directory not in seen_dirs:
+            seen_dirs.add(directory)
+            out.append(directory + "/")
+    out.append(path)
+    return out
+
+
 def path_matcher(pattern: str) -> Callable[[str], bool]:
     """Match a relative posix path: by file name when the pattern has no ``/``, else the whole path."""
     on_path = "/" in pattern
@@ -139,19 +153,23 @@ class FindTool(BuiltinTool):
         stored: list[str] = []
         count = size = 0
         limit_reached = False
+        seen_dirs: set[str] = set()
         async for raw in run.lines():
             line = raw.decode("utf-8", "replace").rstrip("\r\n").strip()
-            result = line[2:] if line.startswith("./") else line
-            if not result or not matches(result):
-                continue
-            if count == limit:
-                limit_reached = True
+            path = line[2:] if line.startswith("./") else line
+            for result in _with_new_parents(path, seen_dirs) if path else ():
+                if not matches(result.rstrip("/")):
+                    continue
+                if count == limit:
+                    limit_reached = True
+                    break
+                count += 1
+                if size - 1 <= DEFAULT_MAX_BYTES:
+                    stored.append(result)
+                size += utf8_len(result) + 1
+            if limit_reached:
                 run.stop()
                 break
-            count += 1
-            if size - 1 <= DEFAULT_MAX_BYTES:
-                stored.append(result)
-            size += utf8_len(result) + 1
         code = run.returncode
         if not run.stopped and code not in (0, 1) and count == 0:
             raise ToolError(run.stderr.decode("utf-8", "replace").strip() or f"ripgrep exited with code {code}")
