@@ -239,15 +239,17 @@ def resolve_model_pattern(
     ``cli_thinking`` is ``--thinking`` (it keeps a suffix inside a synthesised custom id);
     ``inline_api_key`` (``--api-key`` given) stops stored credentials from choosing a provider.
     """
-    models = registry.all_models()
-    if not models:
-        raise ModelResolutionError("No models available. Check your installation or add models to models.json.")
     canonical = None
     if provider:
-        canonical = next((m["provider"] for m in models if m["provider"].lower() == provider.lower()), None)
+        # only that provider's catalog is loaded: the others cannot match (start-up time)
+        canonical = next((p for p in registry.providers() if p.lower() == provider.lower()
+                          and registry.provider_models(p)), None)
         if canonical is None:
             raise ModelResolutionError(
                 f'Unknown provider "{provider}". Use --list-models to see available providers/models.')
+    models = registry.provider_models(canonical) if canonical else registry.all_models()
+    if not models:
+        raise ModelResolutionError("No models available. Check your installation or add models to models.json.")
     usable = (lambda _p: False) if inline_api_key else registry.has_auth
     result = _resolve_reference(pattern, canonical, models, usable, suffix="strict", fuzzy=True)
     if result.status == "resolved":
