@@ -830,15 +830,12 @@ SCENARIOS["get_commands"] = Parity(COMMANDS_TS, COMMANDS_PY, _commands, _check_c
 RUN_EVENTS = ("agent_start", "turn_start", "message_start", "message_end", "tool_execution_start",
               "tool_execution_update", "tool_execution_end", "turn_end", "agent_end", "agent_settled")
 
-# turn_end's boundary proposals are not implemented by us (docs/extensions.md), so not compared.
 EVENTS_TS = """
-const BOUNDARY_PROPOSALS = ["entries", "continue", "context"];
 export default function (pi) {
   for (const name of RUN_EVENTS) {
     pi.on(name, async (event, ctx) => {
       const role = event.message ? ":" + event.message.role : "";
-      const keys = Object.keys(event).filter((key) => !BOUNDARY_PROPOSALS.includes(key));
-      ctx.ui.notify(`${event.type}${role}|${keys.join(",")}|${ctx.isIdle()}`);
+      ctx.ui.notify(`${event.type}${role}|${Object.keys(event).join(",")}|${ctx.isIdle()}`);
     });
   }
 }
@@ -858,8 +855,8 @@ def setup(pi):
 def _check_events(records: list[Record], requests: list[dict[str, Any]]) -> None:
     reported = [n.split("|")[0] for n in notes(records)]
     assert reported[0] == "agent_start" and reported[-1] == "agent_settled"
-    assert "turn_end:assistant|type,turnIndex,message,toolResults,messageEntryId,toolResultEntryIds,outcome|false" \
-        in notes(records)
+    assert ("turn_end:assistant|type,turnIndex,message,toolResults,messageEntryId,toolResultEntryIds,outcome,"
+            "entries,continue,context|false") in notes(records)
     assert "agent_settled|type,aborted|true" in notes(records)
     kinds = [r["type"] for r in records if r["type"] != "message_update"]
     for index, record in enumerate(kinds):  # each handler's report comes just before its record
@@ -908,6 +905,252 @@ def _check_permission(records: list[Record], requests: list[dict[str, Any]]) -> 
 SCENARIOS["dialog_in_tool_call"] = Parity(PERMISSION_TS, PERMISSION_PY, _permission, _check_permission, script=[
     tool_call(("call_1", "bash", {"command": "rm -rf gone"})), tool_call(("call_2", "bash", {"command": "echo fine"})),
     text_reply("done")])
+
+# --------------------------------------------------------------------------- turn_end boundary
+
+BOUNDARY_TS = """
+export default function (pi) {
+  pi.on("turn_end", async (event, ctx) => {
+    const c = event.context;
+    ctx.ui.notify([event.turnIndex, event.outcome, event.entries.length, event.continue, c.canContinue,
+                   c.llmMessages.length, c.contextMessages.length, c.contextEntries.length,
+                   c.pendingMessages.length].join("|"));
+    if (event.turnIndex === 0) {
+      return { entries: [{ type: "custom_message", customType: "nudge", content: "keep going", display: false },
+                         { type: "custom", customType: "mark", data: { turn: 0 } }], continue: true };
+    }
+  });
+  pi.on("turn_end", async (event, ctx) => {
+    ctx.ui.notify(`second|${event.entries.length}|${event.continue}|${event.context.canContinue}`);
+  });
+}
+"""
+
+BOUNDARY_PY = """
+def setup(pi):
+    def propose(event, ctx):
+        c = event["context"]
+        ctx.ui.notify("|".join(js(v) for v in (
+            event["turnIndex"], event["outcome"], len(event["entries"]), event["continue"], c["canContinue"],
+            len(c["llmMessages"]), len(c["contextMessages"]), len(c["contextEntries"]), len(c["pendingMessages"]))))
+        if event["turnIndex"] == 0:
+            return {"entries": [{"type": "custom_message", "customType": "nudge", "content": "keep going",
+                                 "display": False},
+                                {"type": "custom", "customType": "mark", "data": {"turn": 0}}], "continue": True}
+
+    def second(event, ctx):
+        ctx.ui.notify(f"second|{len(event['entries'])}|{js(event['continue'])}|{js(event['context']['canContinue'])}")
+
+    pi.on("turn_end", propose)
+    pi.on("turn_end", second)
+"""
+
+
+def _check_boundary(records: list[Record], requests: list[dict[str, Any]]) -> None:
+    assert [n.split("|")[:5] for n in notes(records) if not n.startswith("second")] == [
+        ["0", "completed", "0", "false", "false"], ["1", "completed", "0", "false", "false"]]
+    assert [n for n in notes(records) if n.startswith("second")] == ["second|2|true|true", "second|0|false|false"]
+    assert [r["entry"]["type"] for r in only(records, "entry_appended")] == ["custom_message", "custom"]
+    assert len(requests) == 2 and bodies(requests)[1][-1]["content"] in (
+        "keep going", [{"type": "text", "text": "keep going"}])
+
+
+SCENARIOS["turn_end_boundary"] = Parity(BOUNDARY_TS, BOUNDARY_PY, _prompt, _check_boundary,
+                                        script=[text_reply("first"), text_reply("second")])
+
+# --------------------------------------------------------------------------- agent_before_settle
+
+SETTLE_TS = """
+let calls = 0;
+export default function (pi) {
+  pi.on("agent_before_settle", async (event, ctx) => {
+    calls++;
+    ctx.ui.notify(`${Object.keys(event).join(",")}|${event.outcome}|${calls}|${event.context.canContinue}`);
+    if (calls === 1) {
+      return { entries: [{ type: "custom_message", customType: "check", content: "verify", display: true }],
+               continue: true };
+    }
+    if (calls === 2) return { continue: true };
+  });
+  pi.on("agent_settled", async (event, ctx) => ctx.ui.notify("settled"));
+}
+"""
+
+SETTLE_PY = """
+calls = []
+
+
+def setup(pi):
+    def before_settle(event, ctx):
+        calls.append(1)
+        ctx.ui.notify(f"{','.join(event)}|{event['outcome']}|{len(calls)}|{js(event['context']['canContinue'])}")
+        if len(calls) == 1:
+            return {"entries": [{"type": "custom_message", "customType": "check", "content": "verify",
+                                 "display": True}], "continue": True}
+        if len(calls) == 2:
+            return {"continue": True}
+
+    pi.on("agent_before_settle", before_settle)
+    pi.on("agent_settled", lambda event, ctx: ctx.ui.notify("settled"))
+"""
+
+
+def _check_settle(records: list[Record], requests: list[dict[str, Any]]) -> None:
+    assert notes(records) == ["type,outcome,entries,continue,context|completed|1|false",
+                              "type,outcome,entries,continue,context|completed|2|false", "settled"]
+    assert len(only(records, "agent_start")) == 2 and len(only(records, "agent_settled")) == 1
+    errors = only(records, "extension_error")
+    assert [e["error"] for e in errors] == ["agent_before_settle requested continuation without runnable model context"]
+    assert len(requests) == 2
+
+
+SCENARIOS["agent_before_settle"] = Parity(SETTLE_TS, SETTLE_PY, _prompt, _check_settle,
+                                          script=[text_reply("done"), text_reply("verified")])
+
+# --------------------------------------------------------------------------- tool_result usage
+
+USAGE_TS = """
+const USAGE = { input: 100, output: 20, cacheRead: 0, cacheWrite: 0, totalTokens: 120,
+                cost: { input: 0.5, output: 0.25, cacheRead: 0, cacheWrite: 0, total: 0.75 } };
+export default function (pi) {
+  pi.on("tool_result", async () => ({ usage: USAGE }));
+  pi.on("tool_result", async (event, ctx) => { ctx.ui.notify(JSON.stringify(event.usage)); });
+}
+"""
+
+USAGE_PY = """
+USAGE = {"input": 100, "output": 20, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 120,
+         "cost": {"input": 0.5, "output": 0.25, "cacheRead": 0, "cacheWrite": 0, "total": 0.75}}
+
+
+def setup(pi):
+    pi.on("tool_result", lambda event, ctx: {"usage": USAGE})
+    pi.on("tool_result", lambda event, ctx: ctx.ui.notify(stringify(event.get("usage"))))
+"""
+
+
+async def _usage(conv: Conversation) -> None:
+    await conv.prompt("go")
+    await conv.request({"type": "get_session_stats"})
+
+
+def _check_usage(records: list[Record], requests: list[dict[str, Any]]) -> None:
+    assert messages(records, "toolResult")[0]["usage"]["input"] == 100
+    stats = response(records, "get_session_stats")["data"]
+    assert stats["tokens"]["input"] == 110 and stats["tokens"]["output"] == 25  # the tool's and the reply's
+
+
+SCENARIOS["tool_result_usage"] = Parity(USAGE_TS, USAGE_PY, _usage, _check_usage, script=[
+    tool_call(("call_1", "bash", {"command": "echo hi"})), text_reply("done")])
+
+# --------------------------------------------------------------------------- message_end replacement
+
+REPLACE_TS = """
+export default function (pi) {
+  pi.on("message_end", async (event) => {
+    const message = event.message;
+    if (message.role === "assistant") {
+      return { message: { ...message, content: [{ type: "text", text: "[redacted]" }] } };
+    }
+    if (message.role === "user") return { message: { ...message, role: "assistant" } };
+  });
+  pi.on("message_end", async (event, ctx) => {
+    const m = event.message;
+    if (m.role === "user" || m.role === "assistant") ctx.ui.notify(`${m.role}:${m.content[0].text}`);
+  });
+}
+"""
+
+REPLACE_PY = """
+def setup(pi):
+    def redact(event, ctx):
+        message = event["message"]
+        if message["role"] == "assistant":
+            return {"message": {**message, "content": [{"type": "text", "text": "[redacted]"}]}}
+        if message["role"] == "user":
+            return {"message": {**message, "role": "assistant"}}
+
+    def report(event, ctx):
+        m = event["message"]
+        if m["role"] in ("user", "assistant"):
+            ctx.ui.notify(f"{m['role']}:{m['content'][0]['text']}")
+
+    pi.on("message_end", redact)
+    pi.on("message_end", report)
+"""
+
+
+async def _replace(conv: Conversation) -> None:
+    await conv.prompt("hello")
+    await conv.prompt("and?")
+    await conv.request({"type": "get_messages"})
+
+
+def _check_replace(records: list[Record], requests: list[dict[str, Any]]) -> None:
+    assert notes(records) == ["user:hello", "assistant:[redacted]", "user:and?", "assistant:[redacted]"]
+    assert "the secret" not in json.dumps(requests)
+    assert response(records, "get_messages")["data"]["messages"][-1]["content"][0]["text"] == "[redacted]"
+
+
+SCENARIOS["message_end_replace"] = Parity(REPLACE_TS, REPLACE_PY, _replace, _check_replace,
+                                          script=[text_reply("the secret"), text_reply("more")])
+
+# --------------------------------------------------------------------------- dialog signal
+
+SIGNAL_TS = """
+export default function (pi) {
+  pi.registerCommand("ask", {
+    handler: async (args, ctx) => {
+      const controller = new AbortController();
+      const pending = ctx.ui.confirm("Second", "dismissed later", { signal: controller.signal });
+      const choice = await ctx.ui.select("First", ["dismiss"]);
+      controller.abort();
+      const dismissed = await pending;
+      const gone = new AbortController();
+      gone.abort();
+      const skipped = await ctx.ui.input("Never asked", undefined, { signal: gone.signal });
+      ctx.ui.notify(`${choice}|${dismissed}|${skipped}`);
+    },
+  });
+}
+"""
+
+SIGNAL_PY = """
+import asyncio
+
+from pi_coding_agent.ai.abort import AbortSignal
+
+
+def setup(pi):
+    async def ask(args, ctx):
+        signal = AbortSignal()
+        pending = asyncio.ensure_future(ctx.ui.confirm("Second", "dismissed later", signal=signal))
+        await asyncio.sleep(0)  # the confirm request goes out first, as in pi
+        choice = await ctx.ui.select("First", ["dismiss"])
+        signal.abort()
+        dismissed = await pending
+        gone = AbortSignal()
+        gone.abort()
+        skipped = await ctx.ui.input("Never asked", signal=gone)
+        ctx.ui.notify(f"{choice}|{js(dismissed)}|{js(skipped)}")
+
+    pi.register_command("ask", handler=ask)
+"""
+
+
+async def _signal(conv: Conversation) -> None:
+    command_id = await conv.send({"type": "prompt", "message": "/ask"})
+    await answer(conv, "confirm")
+    await answer(conv, "select", value="dismiss")
+    await conv.response(command_id)
+
+
+def _check_signal(records: list[Record], requests: list[dict[str, Any]]) -> None:
+    assert [r["method"] for r in only(records, "extension_ui_request")] == ["confirm", "select", "notify"]
+    assert notes(records) == ["dismiss|false|undefined"]
+
+
+SCENARIOS["dialog_signal"] = Parity(SIGNAL_TS, SIGNAL_PY, _signal, _check_signal)
 
 # --------------------------------------------------------------------------- tests
 

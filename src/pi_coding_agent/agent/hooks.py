@@ -9,7 +9,7 @@ from typing import Any
 from pi_coding_agent.agent.tool import ToolResult
 from pi_coding_agent.ai.abort import AbortSignal
 from pi_coding_agent.ai.stream import StreamOptions
-from pi_coding_agent.ai.types import Context, Model, ToolCall
+from pi_coding_agent.ai.types import AssistantMessage, Context, Model, ToolCall, ToolResultMessage
 
 
 @dataclass
@@ -20,9 +20,12 @@ class AgentHooks:
       context without a ``tools`` key gets the declarations of the agent's tools.
     * ``transform_context(transcript, signal) -> transcript``: runs before each request.
     * ``before_tool_call(call, args) -> {"block": True, "reason"?, "terminate"?} | None``.
-    * ``after_tool_call(call, args, result) -> {"content"?, "details"?, "isError"?, "terminate"?} | None``.
+    * ``after_tool_call(call, args, result) -> {"content"?, "details"?, "isError"?, "usage"?, "terminate"?} | None``.
     * ``get_api_key(model)``: asked before every request (keys may expire during a run).
     * ``prepare_next_turn()``: between turns, before the next ``turn_start`` (threshold compaction).
+    * ``finish_turn(message, tool_results) -> bool``: once a turn's messages are all in, just before
+      its ``turn_end``; True asks for one more request when the run would otherwise stop (the
+      transcript must then end with something the model can answer).
     * ``stream_options(model) -> StreamOptions``: extra per-request options (headers, budgets,
       on_payload); the agent sets ``signal``, ``thinking_level`` and a resolved ``api_key`` on them.
     """
@@ -33,4 +36,5 @@ class AgentHooks:
     after_tool_call: Callable[[ToolCall, dict[str, Any], ToolResult], Awaitable[dict[str, Any] | None]] | None = None
     get_api_key: Callable[[Model], Awaitable[str | None]] | None = None
     prepare_next_turn: Callable[[], Awaitable[None]] | None = None
+    finish_turn: Callable[[AssistantMessage, list[ToolResultMessage]], Awaitable[bool]] | None = None
     stream_options: Callable[[Model], StreamOptions] | None = None

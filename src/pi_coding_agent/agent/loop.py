@@ -81,6 +81,7 @@ class AgentRun:
     async def _turns(self) -> None:
         pending = self._poll_steering()
         first_turn = True
+        asked_to_continue = False
         while True:
             more_tool_calls = True
             while more_tool_calls or pending:
@@ -97,16 +98,28 @@ class AgentRun:
                 message = await self._stream_assistant()
                 self.new_messages.append(cast(dict[str, Any], message))
                 if message["stopReason"] in ("error", "aborted"):
+                    await self._finish_turn(message, [])  # a failed turn cannot ask for more
                     await self._emit({"type": "turn_end", "message": message, "toolResults": []})
                     await self._end()
                     return
                 more_tool_calls, results = await self._run_tools(message)
+                asked_to_continue = await self._finish_turn(message, results)
                 await self._emit({"type": "turn_end", "message": message, "toolResults": results})
                 pending = self._poll_steering()
+                if more_tool_calls or pending:
+                    asked_to_continue = False  # a request follows anyway
             pending = self.agent._follow_up.drain()
-            if not pending:
+            if pending:
+                asked_to_continue = False
+            elif asked_to_continue:
+                asked_to_continue = False  # one request on the transcript as it stands
+            else:
                 break
         await self._end()
+
+    async def _finish_turn(self, message: AssistantMessage, results: list[Any]) -> bool:
+        finish = self.agent.hooks.finish_turn
+        return False if finish is None else await finish(message, results)
 
     async def _end(self) -> None:
         await self._emit({"type": "agent_end", "messages": self.new_messages, "willRetry": False})

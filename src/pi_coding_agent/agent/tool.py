@@ -19,6 +19,7 @@ class ToolResult:
     is_error: bool = False
     terminate: bool = False
     structured_content: Any = None  # machine-readable output for programmatic callers (not sent to the model)
+    usage: dict[str, Any] | None = None  # tokens the tool itself spent (a sub-agent, a summariser)
 
     def to_wire(self) -> dict[str, Any]:
         """The ``result`` object of ``tool_execution_end`` / ``partialResult`` of updates."""
@@ -27,6 +28,8 @@ class ToolResult:
             out["details"] = self.details
         if self.structured_content is not None:
             out["structuredContent"] = self.structured_content
+        if self.usage is not None:
+            out["usage"] = self.usage
         return out
 
 

@@ -216,6 +216,7 @@ class ToolExecutor:
             details=_pick(patch, "details", result.details),
             is_error=_pick(patch, "isError", result.is_error),
             terminate=_pick(patch, "terminate", result.terminate),
+            usage=_pick(patch, "usage", result.usage),
             # new content makes the old structured output stale unless the patch supplies one
             structured_content=patch.get("structuredContent",
                                          None if "content" in patch else result.structured_content),
@@ -237,6 +238,8 @@ class ToolExecutor:
                                    "toolName": done.call["name"], "content": done.result.content or []}
         if done.result.details is not None:
             message["details"] = done.result.details
+        if done.result.usage is not None:
+            message["usage"] = done.result.usage
         message["isError"] = done.result.is_error
         if done.duration_ms is not None:
             message["durationMs"] = done.duration_ms

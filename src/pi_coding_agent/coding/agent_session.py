@@ -259,7 +259,7 @@ class AgentSession:
         self._entry_of_message.clear()  # only this run's messages can be omitted from the context
         try:
             await self.agent.prompt(messages)
-            while await self._after_run():
+            while await self._after_run() or await self._before_settle():
                 await self.agent.continue_run()
         except Exception:  # a bug must not leave the session streaming forever
             print("pi: the run failed:", file=sys.stderr)
@@ -285,6 +285,12 @@ class AgentSession:
         if await self.rt.after_run_compaction(self, last):
             return True
         return self.agent.has_queued_messages()
+
+    async def _before_settle(self) -> bool:
+        """Extensions' ``agent_before_settle`` (agent-loop.md §6 step 6); True for one more agent run."""
+        if self._aborted or self.rt.extensions is None:
+            return False
+        return await self.rt.extensions.before_settle() and not self._aborted
 
     async def _schedule_retry(self, failed: Any) -> bool:
         delay = self.retry.next_delay_ms(self.agent.last_retry_after_ms)

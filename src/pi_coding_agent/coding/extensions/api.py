@@ -34,7 +34,8 @@ def to_tool_result(value: Any) -> ToolResult:
     if isinstance(content, str):
         content = [{"type": "text", "text": content}]
     return ToolResult(content=content, details=value.get("details"), is_error=bool(value.get("isError")),
-                      terminate=bool(value.get("terminate")))
+                      terminate=bool(value.get("terminate")), structured_content=value.get("structuredContent"),
+                      usage=value.get("usage"))
 
 
 class ExtensionTool:

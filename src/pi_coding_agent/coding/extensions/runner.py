@@ -22,12 +22,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from pi_coding_agent.agent.loop import default_context
 from pi_coding_agent.agent.tool import AgentTool, ToolResult
-from pi_coding_agent.ai.types import Context, Model, ToolCall, now_ms
+from pi_coding_agent.ai.types import AssistantMessage, Context, Model, ToolCall, ToolResultMessage, now_ms
 from pi_coding_agent.coding.extensions.api import ExtensionAPI, ExtensionTool
+from pi_coding_agent.coding.extensions.boundary import apply_drafts, preview_context
 from pi_coding_agent.coding.extensions.context import Binding, CommandContext, ExtensionContext
 from pi_coding_agent.coding.extensions.loader import ExtensionSource, call_setup, import_extension
 
@@ -35,12 +36,15 @@ if TYPE_CHECKING:
     from pi_coding_agent.ai.abort import AbortSignal
     from pi_coding_agent.coding.agent_session import AgentSession
     from pi_coding_agent.coding.runtime import SessionRuntime
+    from pi_coding_agent.coding.tools.images import ImagePolicy
 
 Handler = Callable[[dict[str, Any], Any], Any]
 _FAILED = object()  # a handler raised (already reported)
 
 # Agent events forwarded to handlers as they are (copied); the rest get pi's extension payloads.
 _PLAIN_AGENT_EVENTS = frozenset({"tool_execution_start", "tool_execution_update", "tool_execution_end"})
+_CONTENT_ROLES = frozenset({"user", "assistant", "toolResult", "custom"})  # a replacement keeps a content list
+_TOOL_RESULT_KEYS = ("content", "details", "structuredContent", "isError", "usage")  # what a patch may set
 COMMAND_NOT_QUEUEABLE = (
     'Extension command "/{name}" cannot be queued. Use prompt() or execute the command when not streaming.'
 )
@@ -81,6 +85,8 @@ class ExtensionRunner:
         self._builtin_tools: dict[str, AgentTool] = dict(runtime.all_tools)
         self._tasks: set[asyncio.Task[Any]] = set()
         self._turn_index = 0
+        self._outcome = "completed"  # of the last turn: the outcome agent_before_settle reports
+        self._boundary_done: dict[str, Any] | None = None  # the assistant message finish_turn dispatched
         self._system_prompt: str | None = None  # before_agent_start override, for the current run
         self.next_turn_messages: list[dict[str, Any]] = []  # send_message(deliver_as="nextTurn")
         self.held_messages: list[dict[str, Any]] = []  # send_message(trigger_turn=False) during a turn
@@ -198,6 +204,7 @@ class ExtensionRunner:
         hooks = self.rt.agent.hooks
         build, options = hooks.build_context, hooks.stream_options
         before, after, transform = hooks.before_tool_call, hooks.after_tool_call, hooks.transform_context
+        finish = hooks.finish_turn
 
         def build_context(messages: list[dict[str, Any]]) -> Context:
             context = build(messages) if build is not None else default_context(messages, self.rt.agent.tools)
@@ -224,9 +231,20 @@ class ExtensionRunner:
         async def after_tool_call(call: ToolCall, args: dict[str, Any], result: ToolResult) -> dict[str, Any] | None:
             if after is not None and (patch := await after(call, args, result)):
                 result = _patched(result, patch)
-            return await self._tool_result(call, args, result)
+            patch = await self._tool_result(call, args, result)
+            content = result.content if patch is None else patch.get("content", result.content)
+            normalised = await self._normalise_result_images(content)
+            if normalised is not content:
+                patch = {**(patch or {}), "content": normalised}
+            return patch
+
+        async def finish_turn(message: AssistantMessage, results: list[ToolResultMessage]) -> bool:
+            self._boundary_done = cast(dict[str, Any], message)
+            proceed = await self._turn_end_boundary(message, results)
+            return (await finish(message, results) if finish is not None else False) or proceed
 
         hooks.build_context = build_context
+        hooks.finish_turn = finish_turn
         hooks.stream_options = stream_options
         hooks.transform_context = transform_context
         hooks.before_tool_call = before_tool_call
@@ -278,6 +296,8 @@ class ExtensionRunner:
         if result.structured_content is not None:
             event["structuredContent"] = result.structured_content
         event["isError"] = result.is_error
+        if result.usage is not None:
+            event["usage"] = result.usage
         modified = False
         for ext, handler in self._handlers("tool_result"):
             patch = await self._call(ext, handler, event)
@@ -285,7 +305,15 @@ class ExtensionRunner:
                 modified = _apply_tool_result_patch(event, patch) or modified
         if not modified:
             return None
-        return {key: event[key] for key in ("content", "details", "structuredContent", "isError") if key in event}
+        return {key: event[key] for key in _TOOL_RESULT_KEYS if key in event}
+
+    async def _normalise_result_images(self, content: list[Any]) -> list[Any]:
+        """Images a tool made itself (pi: ``normalizeToolResultImages``), after the ``tool_result`` patches:
+        each is resized like a prompt's, its hints follow it as a text block, and an image that cannot be
+        processed is kept as it is. The same list comes back when nothing changed."""
+        if not any(block.get("type") == "image" for block in content):
+            return content
+        return await asyncio.to_thread(_normalise_images, content, self.rt.image_policy())
 
     def agent_event(self, event: dict[str, Any]) -> Awaitable[None] | None:
         """The handlers of a run event, for the session to await *before* it forwards the event (pi's
@@ -293,10 +321,10 @@ class ExtensionRunner:
         kind = event["type"]
         if self.held_messages and kind in ("turn_start", "agent_end"):
             self._append_held()
+        if kind == "turn_end":
+            return self._turn_ended(event)
         if not self.has_handlers(kind):
-            if kind == "turn_end":
-                self._turn_index += 1
-            elif kind == "agent_start":
+            if kind == "agent_start":
                 self._turn_index = 0
             return None
         if kind in _PLAIN_AGENT_EVENTS:
@@ -308,14 +336,13 @@ class ExtensionRunner:
             payload = {"type": kind, "messages": event["messages"]}
         elif kind == "turn_start":
             payload = {"type": kind, "turnIndex": self._turn_index, "timestamp": now_ms()}
-        elif kind == "turn_end":
-            payload = self._turn_end_payload(event)
-            self._turn_index += 1
         elif kind == "message_update":
             payload = {"type": kind, "message": self.rt.agent.streaming_message,
                        "assistantMessageEvent": event["assistantMessageEvent"]}
-        elif kind in ("message_start", "message_end"):
+        elif kind == "message_start":
             payload = {"type": kind, "message": event["message"]}
+        elif kind == "message_end":
+            return self._message_end(event["message"])
         else:
             return None
         return self.notify(payload)
@@ -336,17 +363,121 @@ class ExtensionRunner:
         for custom in held:
             self.append_custom(custom)
 
-    def _turn_end_payload(self, event: dict[str, Any]) -> dict[str, Any]:
-        message, results = event["message"], event["toolResults"]
-        payload: dict[str, Any] = {"type": "turn_end", "turnIndex": self._turn_index, "message": message,
-                                   "toolResults": results}
-        entry_id = self.session.entry_id_of(message)
-        if entry_id is not None:
-            payload["messageEntryId"] = entry_id
-        payload["toolResultEntryIds"] = [i for i in map(self.session.entry_id_of, results) if i is not None]
+    # ------------------------------------------------------------------ message_end and boundaries
+
+    async def _message_end(self, message: dict[str, Any]) -> None:
+        """``message_end`` (chain): a returned ``{"message"}`` of the same role replaces the message in
+        place, so the transcript, later events and the session file all get the replacement."""
+        current = message
+        for ext, handler in self._handlers("message_end"):
+            result = await self._call(ext, handler, {"type": "message_end", "message": current})
+            replacement = result.get("message") if isinstance(result, dict) else None
+            if not isinstance(replacement, dict):
+                continue
+            if replacement.get("role") != current.get("role"):
+                self.report_error(ext.path, "message_end",
+                                  ValueError("message_end handlers must return a message with the same role"))
+                continue
+            current = replacement
+        if current is not message:
+            replacement = dict(current)
+            if replacement.get("content") is None and replacement.get("role") in _CONTENT_ROLES:
+                replacement["content"] = []
+            message.clear()
+            message.update(replacement)
+
+    def _turn_ended(self, event: dict[str, Any]) -> Awaitable[None] | None:
+        """A turn that ended without ``finish_turn`` (the run failed) still gets its boundary."""
+        message = event["message"]
+        dispatched, self._boundary_done = self._boundary_done is message, None
+        if dispatched or message.get("role") != "assistant":
+            self._turn_index += 1
+            return None
+        return self._late_turn_end(message, event["toolResults"])
+
+    async def _late_turn_end(self, message: AssistantMessage, results: list[ToolResultMessage]) -> None:
+        await self._turn_end_boundary(message, results)
+        self._turn_index += 1
+
+    async def _turn_end_boundary(self, message: AssistantMessage, results: list[ToolResultMessage]) -> bool:
+        """``turn_end`` handlers may propose entries and ask for one more request; True to continue."""
         stop = message.get("stopReason")
-        payload["outcome"] = stop if stop in ("aborted", "error") else "completed"
-        return payload
+        self._outcome = stop if stop in ("aborted", "error") else "completed"
+        if not self.has_handlers("turn_end"):
+            return False
+        entry_id = self.session.entry_id_of(cast(dict[str, Any], message))
+        if entry_id is None:
+            self._boundary_error("turn_end", "turn_end could not resolve the persisted assistant entry ID")
+            return False
+        result_ids = [self.session.entry_id_of(cast(dict[str, Any], r)) for r in results]
+        event = {"type": "turn_end", "turnIndex": self._turn_index, "message": message, "toolResults": results,
+                 "messageEntryId": entry_id, "toolResultEntryIds": [i for i in result_ids if i is not None],
+                 "outcome": self._outcome}
+        drafts, proceed = await self._boundary(event)
+        self._commit_drafts(drafts)
+        if proceed and not self._preview([], "turn_end")["canContinue"]:
+            self._boundary_error("turn_end", "turn_end requested continuation without runnable model context")
+            return False
+        return proceed
+
+    async def before_settle(self) -> bool:
+        """``agent_before_settle``, once nothing else would run: True when the session must make one more
+        request (a handler asked to, or messages were queued meanwhile)."""
+        agent = self.rt.agent
+        if not self.has_handlers("agent_before_settle"):
+            return agent.has_queued_messages()
+        drafts, proceed = await self._boundary({"type": "agent_before_settle", "outcome": self._outcome})
+        self._commit_drafts(drafts)
+        self._append_held()
+        if not (proceed or agent.has_queued_messages()):
+            return False
+        if not self._preview([], "agent_before_settle")["canContinue"]:
+            if proceed:
+                self._boundary_error("agent_before_settle",
+                                     "agent_before_settle requested continuation without runnable model context")
+            return False
+        return True
+
+    async def _boundary(self, base: dict[str, Any]) -> tuple[list[dict[str, Any]], bool]:
+        """Run a boundary event's handlers: each sees the drafts and decision so far and the context they
+        make; a handler's ``entries``/``continue`` replace them. Drafts the store would refuse void all."""
+        kind = base["type"]
+        drafts: list[dict[str, Any]] = []
+        proceed = False
+        context = self._preview(drafts, kind)
+        valid = True
+        for ext, handler in self._handlers(kind):
+            result = await self._call(ext, handler, {**base, "entries": drafts, "continue": proceed,
+                                                     "context": context})
+            if isinstance(result, dict):
+                if result.get("entries") is not None:
+                    drafts = list(result["entries"])
+                if result.get("continue") is not None:
+                    proceed = bool(result["continue"])
+            try:
+                context = self._preview(drafts, kind)
+                valid = True
+            except Exception as exc:
+                valid = False
+                self.report_error(ext.path, kind, ValueError(f"Invalid boundary entries: {_reason(exc)}"))
+        return (drafts, proceed) if valid else ([], False)
+
+    def _preview(self, drafts: list[dict[str, Any]], boundary: str) -> dict[str, Any]:
+        return preview_context(self.session.sm, drafts, self.rt.agent, self.held_messages, boundary)
+
+    def _commit_drafts(self, drafts: list[dict[str, Any]]) -> None:
+        """Write the drafts, give the agent the context they make, and announce each entry."""
+        if not drafts:
+            return
+        sm = self.session.sm
+        appended = apply_drafts(sm, drafts)
+        self.rt.agent.messages = sm.build_context().messages
+        for entry in appended:
+            self.session.emit({"type": "entry_appended", "entry": entry})
+
+    def _boundary_error(self, event: str, message: str) -> None:
+        self.session.emit({"type": "extension_error", "extensionPath": "<boundary>", "event": event,
+                           "error": message})
 
     async def agent_settled(self, aborted: bool) -> None:
         """``agent_settled`` handlers, awaited before the session emits the record. Runs and prompts they
@@ -577,7 +708,7 @@ def _apply_tool_result_patch(event: dict[str, Any], patch: dict[str, Any]) -> bo
     """Apply one handler's patch to the chained ``tool_result`` event; True when it changed anything.
     New content without new structured content drops the old one, which may no longer match."""
     changed = False
-    for key in ("content", "details", "structuredContent", "isError"):
+    for key in _TOOL_RESULT_KEYS:
         if patch.get(key) is not None:
             event[key] = patch[key]
             changed = True
@@ -586,6 +717,34 @@ def _apply_tool_result_patch(event: dict[str, Any], patch: dict[str, Any]) -> bo
     return changed
 
 
+def _reason(exc: Exception) -> str:
+    """An exception as a sentence: a missing draft key reads as the key, not as its repr."""
+    if isinstance(exc, KeyError) and exc.args:
+        return f"missing {exc.args[0]}"
+    return str(exc) or type(exc).__name__
+
+
+def _normalise_images(content: list[Any], policy: ImagePolicy) -> list[Any]:
+    """Blocking part of ``_normalise_result_images`` (decodes images: runs in a thread)."""
+    from pi_coding_agent.coding.tools.images import decode_base64, process_image
+
+    out: list[Any] = []
+    changed = False
+    for block in content:
+        processed = process_image(decode_base64(block["data"]), block["mimeType"], policy) \
+            if block.get("type") == "image" else None
+        image = None if processed is None else processed.image
+        if processed is None or image is None or (
+                image["data"] == block["data"] and image["mimeType"] == block["mimeType"] and not processed.hints):
+            out.append(block)  # not an image, could not be processed, or already fine
+            continue
+        out.append(image)
+        if processed.hints:
+            out.append({"type": "text", "text": "\n".join(processed.hints)})
+        changed = True
+    return out if changed else content
+
+
 def _patched(result: ToolResult, patch: dict[str, Any]) -> ToolResult:
     return replace(result, content=patch.get("content", result.content), details=patch.get("details", result.details),
-                   is_error=patch.get("isError", result.is_error))
+                   is_error=patch.get("isError", result.is_error), usage=patch.get("usage", result.usage))

@@ -11,7 +11,10 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pi_coding_agent.ai.abort import AbortSignal
 
 Send = Callable[[dict[str, Any]], None]
 Parse = Callable[[dict[str, Any]], Any]
@@ -39,19 +42,22 @@ class RpcExtensionUI:
 
     # ------------------------------------------------------------------ dialogs
 
-    async def select(self, title: str, options: list[str], timeout_ms: int | None = None) -> str | None:
+    async def select(self, title: str, options: list[str], timeout_ms: int | None = None,
+                     signal: AbortSignal | None = None) -> str | None:
         request = {"method": "select", "title": title, "options": options, "timeout": timeout_ms}
-        result: str | None = await self._dialog(request, None, _value, timeout_ms)
+        result: str | None = await self._dialog(request, None, _value, timeout_ms, signal)
         return result
 
-    async def confirm(self, title: str, message: str, timeout_ms: int | None = None) -> bool:
+    async def confirm(self, title: str, message: str, timeout_ms: int | None = None,
+                      signal: AbortSignal | None = None) -> bool:
         request = {"method": "confirm", "title": title, "message": message, "timeout": timeout_ms}
-        result: bool = await self._dialog(request, False, _confirmed, timeout_ms)
+        result: bool = await self._dialog(request, False, _confirmed, timeout_ms, signal)
         return result
 
-    async def input(self, title: str, placeholder: str | None = None, timeout_ms: int | None = None) -> str | None:
+    async def input(self, title: str, placeholder: str | None = None, timeout_ms: int | None = None,
+                    signal: AbortSignal | None = None) -> str | None:
         request = {"method": "input", "title": title, "placeholder": placeholder, "timeout": timeout_ms}
-        result: str | None = await self._dialog(request, None, _value, timeout_ms)
+        result: str | None = await self._dialog(request, None, _value, timeout_ms, signal)
         return result
 
     async def editor(self, title: str, prefill: str | None = None) -> str | None:
@@ -68,11 +74,21 @@ class RpcExtensionUI:
             future.set_result(parse(response))
 
     async def _dialog(
-        self, request: dict[str, Any], default: Any, parse: Parse, timeout_ms: int | None = None
+        self, request: dict[str, Any], default: Any, parse: Parse, timeout_ms: int | None = None,
+        signal: AbortSignal | None = None,
     ) -> Any:
+        """A fired ``signal`` (before or during the dialog) resolves it to ``default``, like a timeout."""
+        if signal is not None and signal.aborted:
+            return default  # nothing is asked
         request_id = str(uuid.uuid4())
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[request_id] = (future, parse)
+
+        def dismiss() -> None:
+            if not future.done():
+                future.set_result(default)
+
+        remove = signal.on_abort(dismiss) if signal is not None else None
         self._write(request_id, request)
         try:
             if timeout_ms:
@@ -82,6 +98,8 @@ class RpcExtensionUI:
             return default
         finally:
             self._pending.pop(request_id, None)
+            if remove is not None:
+                remove()
 
     # ------------------------------------------------------------ fire and forget
 
@@ -122,13 +140,16 @@ class NoUI:
 
     has_ui = False
 
-    async def select(self, title: str, options: list[str], timeout_ms: int | None = None) -> str | None:
+    async def select(self, title: str, options: list[str], timeout_ms: int | None = None,
+                     signal: AbortSignal | None = None) -> str | None:
         return None
 
-    async def confirm(self, title: str, message: str, timeout_ms: int | None = None) -> bool:
+    async def confirm(self, title: str, message: str, timeout_ms: int | None = None,
+                      signal: AbortSignal | None = None) -> bool:
         return False
 
-    async def input(self, title: str, placeholder: str | None = None, timeout_ms: int | None = None) -> str | None:
+    async def input(self, title: str, placeholder: str | None = None, timeout_ms: int | None = None,
+                    signal: AbortSignal | None = None) -> str | None:
         return None
 
     async def editor(self, title: str, prefill: str | None = None) -> str | None:
