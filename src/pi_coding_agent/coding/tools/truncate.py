@@ -85,15 +85,24 @@ def _result(
     }
 
 
+def _measure(content: str, max_lines: int, max_bytes: int) -> tuple[list[str], int, Truncation | None]:
+    """Lines and byte size of ``content``, and the untruncated result when it fits both caps."""
+    total_bytes = utf8_len(content)
+    lines = split_counted_lines(content)
+    total = len(lines)
+    fits = total <= max_lines and total_bytes <= max_bytes
+    whole = _result(content, False, None, total, total_bytes, total, max_lines, max_bytes) if fits else None
+    return lines, total_bytes, whole
+
+
 def truncate_head(
     content: str, max_lines: int = DEFAULT_MAX_LINES, max_bytes: int = DEFAULT_MAX_BYTES
 ) -> Truncation:
     """Keep whole lines from the start; a first line over the byte cap keeps nothing."""
-    total_bytes = utf8_len(content)
-    lines = split_counted_lines(content)
+    lines, total_bytes, whole = _measure(content, max_lines, max_bytes)
+    if whole is not None:
+        return whole
     total = len(lines)
-    if total <= max_lines and total_bytes <= max_bytes:
-        return _result(content, False, None, total, total_bytes, total, max_lines, max_bytes)
     if utf8_len(lines[0]) > max_bytes:
         return _result("", True, "bytes", total, total_bytes, 0, max_lines, max_bytes, first_line_exceeds=True)
     kept: list[str] = []
@@ -126,11 +135,10 @@ def truncate_tail(
     content: str, max_lines: int = DEFAULT_MAX_LINES, max_bytes: int = DEFAULT_MAX_BYTES
 ) -> Truncation:
     """Keep whole lines from the end; a last line over the byte cap keeps its final bytes."""
-    total_bytes = utf8_len(content)
-    lines = split_counted_lines(content)
+    lines, total_bytes, whole = _measure(content, max_lines, max_bytes)
+    if whole is not None:
+        return whole
     total = len(lines)
-    if total <= max_lines and total_bytes <= max_bytes:
-        return _result(content, False, None, total, total_bytes, total, max_lines, max_bytes)
     kept: list[str] = []
     used = 0
     by: Literal["lines", "bytes"] = "lines"
