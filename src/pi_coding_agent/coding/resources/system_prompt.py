@@ -9,6 +9,7 @@ plain join.
 from __future__ import annotations
 
 import re
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -135,8 +136,12 @@ def docs_section() -> str:
 
 
 def project_root() -> Path:
-    """The source checkout holding README.md, docs/ and examples/ (three levels above this package)."""
-    return Path(__file__).resolve().parents[4]
+    """Where README.md, docs/ and examples/ are: the source checkout (three levels above this
+    package) when running from one, else the copy an installation puts in ``<prefix>/share``."""
+    checkout = Path(__file__).resolve().parents[4]
+    if (checkout / "README.md").is_file() and (checkout / "docs").is_dir():
+        return checkout
+    return Path(sys.prefix) / "share" / "pi-coding-agent"
 
 
 def project_context_section(files: Sequence[tuple[Path, str]]) -> str:
