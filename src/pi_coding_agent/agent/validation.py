@@ -294,6 +294,29 @@ def _item_schema(node: dict[str, Any], index: int) -> Json:
     return items
 
 
+def _map_members(
+    v: dict[str, Any], node: dict[str, Any], convert: Callable[[Json, Json], Json],
+    drop: Callable[[str, Json, dict[str, Any]], bool] | None = None,
+) -> dict[str, Any]:
+    """Pass each property through ``convert(value, schema)`` for every schema that governs it
+    (``drop`` removes one instead); the object is copied only when something changes."""
+    declared = node.get("properties") if isinstance(node.get("properties"), dict) else {}
+    assert isinstance(declared, dict)
+    out: dict[str, Any] | None = None
+    for key, item in v.items():
+        if drop is not None and drop(key, item, declared):
+            out = dict(v) if out is None else out
+            del out[key]
+            continue
+        new = item
+        for schema in _member_schemas(node, key, declared):
+            new = convert(new, schema)
+        if new is not item:
+            out = dict(v) if out is None else out
+            out[key] = new
+    return v if out is None else out
+
+
 def _member_schemas(node: dict[str, Any], key: str, declared: dict[str, Any]) -> list[Any]:
     """The schemas a member ``key`` answers to: ``properties``, matching patterns, else ``additionalProperties``."""
     schemas = [declared[key]] if key in declared else []
@@ -506,25 +529,14 @@ class SchemaValidator:
             return _map_items(v, lambda item, i: self._drop_optional_nulls(item, _item_schema(node, i)))
         if not isinstance(v, dict):
             return v
-        declared = node.get("properties") if isinstance(node.get("properties"), dict) else {}
-        assert isinstance(declared, dict)
         required = set(node.get("required") or [])
-        out: dict[str, Any] | None = None
-        for key, item in v.items():
-            schemas = _member_schemas(node, key, declared)
-            if (key in declared and item is None and key not in required
+
+        def optional_null(key: str, item: Json, declared: dict[str, Any]) -> bool:
+            return (key in declared and item is None and key not in required
                     and not (isinstance(declared[key], dict) and "$ref" in declared[key])
-                    and not self.ok(declared[key], None)):
-                out = dict(v) if out is None else out
-                del out[key]
-                continue
-            new = item
-            for schema in schemas:
-                new = self._drop_optional_nulls(new, schema)
-            if new is not item:
-                out = dict(v) if out is None else out
-                out[key] = new
-        return v if out is None else out
+                    and not self.ok(declared[key], None))
+
+        return _map_members(v, node, self._drop_optional_nulls, optional_null)
 
     def _convert(self, node: Json, v: Json) -> Json:
         """Pass 2: conversions keyed on the schema's first applicable keyword."""
@@ -607,17 +619,7 @@ class SchemaValidator:
     def _convert_object(self, node: dict[str, Any], v: Json) -> Json:
         if not isinstance(v, dict):
             return v
-        declared = node.get("properties") if isinstance(node.get("properties"), dict) else {}
-        assert isinstance(declared, dict)
-        out: dict[str, Any] | None = None
-        for key, item in v.items():
-            new = item
-            for schema in _member_schemas(node, key, declared):
-                new = self._convert(schema, new)
-            if new is not item:
-                out = dict(v) if out is None else out
-                out[key] = new
-        return v if out is None else out
+        return _map_members(v, node, lambda item, schema: self._convert(schema, item))
 
     def _coerce_types(self, v: Json, node: Json) -> Json:
         """Pass 3: primitive coercion by ``type`` (type lists), then into members."""

@@ -38,6 +38,10 @@ class OrphanGuard:
     def __init__(self) -> None:
         self._proc: subprocess.Popen[bytes] | None = None
 
+    def ready(self) -> None:
+        """Start the guard now, so that registering a new group later is a single pipe write."""
+        self._process()
+
     def started(self, pgid: int) -> None:
         self._send(f"{pgid}\n")
 

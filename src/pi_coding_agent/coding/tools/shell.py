@@ -38,6 +38,11 @@ class ProcessRegistry:
         self._pids: set[int] = set()
         self._guard = OrphanGuard()
 
+    def prepare(self) -> None:
+        """Before spawning: the guard must already run, or a command could outlive a pi killed while
+        the guard was still starting."""
+        self._guard.ready()
+
     def track(self, pid: int) -> None:
         self._pids.add(pid)
         self._guard.started(pid)
@@ -146,6 +151,7 @@ async def run_shell(
     cwd = str(env.cwd)
     if not os.path.exists(cwd):
         raise ShellError(f"Working directory does not exist: {cwd}\nCannot execute bash commands.")
+    processes.prepare()
     proc = subprocess.Popen(
         [shell, "-c", command],
         cwd=cwd,
