@@ -14,7 +14,11 @@ from pi_coding_agent.coding.compaction.branch_summary import (
     prepare_branch_entries,
     summarize_branch,
 )
-from pi_coding_agent.coding.compaction.prepare import CompactionError, prepare_compaction
+from pi_coding_agent.coding.compaction.prepare import (
+    CompactionError,
+    CompactionPreparation,
+    prepare_compaction,
+)
 from pi_coding_agent.coding.compaction.summarize import (
     SUMMARY_INSTRUCTIONS,
     SUMMARY_SYSTEM_PROMPT,
@@ -77,15 +81,21 @@ def test_fit_conversation_drops_the_oldest_part_at_a_message_boundary() -> None:
     assert fit_conversation(conversation, 500, fake_model("", contextWindow=10**6)) == conversation
 
 
-# --------------------------------------------------------------------------- summarize()
-
-
-async def test_summary_request_body_and_result(fake_llm, tmp_path: Path) -> None:
+def two_turns_prepared(tmp_path: Path) -> tuple[Any, CompactionPreparation]:
+    """A store with two turns and its compaction plan (keeping about 400 tokens)."""
     sm = new_store(tmp_path)
     turn(sm, 0)
     turn(sm, 1)
     prep = prepare_compaction(sm.get_branch(), 400)
     assert prep is not None
+    return sm, prep
+
+
+# --------------------------------------------------------------------------- summarize()
+
+
+async def test_summary_request_body_and_result(fake_llm, tmp_path: Path) -> None:
+    _sm, prep = two_turns_prepared(tmp_path)
     fake_llm.add(reply())
     summary, usage = await summarize(fake_model(fake_llm.url), "sk-x", prep, "the parser", None, None)
     assert summary == SUMMARY + "\n\n<read-files>\nsrc/f0.py\n</read-files>"
@@ -134,11 +144,7 @@ async def test_split_turn_makes_two_requests_and_sums_usage(fake_llm, tmp_path: 
 
 
 async def test_transient_error_is_retried_with_events(fake_llm, tmp_path: Path) -> None:
-    sm = new_store(tmp_path)
-    turn(sm, 0)
-    turn(sm, 1)
-    prep = prepare_compaction(sm.get_branch(), 400)
-    assert prep is not None
+    _sm, prep = two_turns_prepared(tmp_path)
     fake_llm.add({"status": 529, "body": {"error": {"type": "overloaded_error", "message": "Overloaded"}}}, reply())
     events: list[dict[str, Any]] = []
     summary, _ = await summarize(fake_model(fake_llm.url), "k", prep, None, None, events.append,
@@ -160,11 +166,7 @@ async def test_transient_error_is_retried_with_events(fake_llm, tmp_path: Path) 
      "Summarization attempted to call a tool"),
 ])
 async def test_summary_failures(fake_llm, tmp_path: Path, response: dict[str, Any], message: str) -> None:
-    sm = new_store(tmp_path)
-    turn(sm, 0)
-    turn(sm, 1)
-    prep = prepare_compaction(sm.get_branch(), 400)
-    assert prep is not None
+    _sm, prep = two_turns_prepared(tmp_path)
     fake_llm.add(response)
     with pytest.raises(CompactionError) as info:
         await summarize(fake_model(fake_llm.url), "k", prep, None, None, None, retry=RetrySettings(base_delay_ms=1))
@@ -173,11 +175,7 @@ async def test_summary_failures(fake_llm, tmp_path: Path, response: dict[str, An
 
 
 async def test_abort_during_retry_backoff_cancels(fake_llm, tmp_path: Path) -> None:
-    sm = new_store(tmp_path)
-    turn(sm, 0)
-    turn(sm, 1)
-    prep = prepare_compaction(sm.get_branch(), 400)
-    assert prep is not None
+    _sm, prep = two_turns_prepared(tmp_path)
     fake_llm.add({"status": 503})
     signal = AbortSignal()
     events: list[dict[str, Any]] = []
