@@ -243,8 +243,14 @@ def _no_conflicts(flag: str, others: dict[str, bool]) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Run ``pi``; returns the process exit status."""
     paths.mark_environment()
+    words = sys.argv[1:] if argv is None else list(argv)
+    from pi_coding_agent.coding.subcommands import run_subcommand
+
+    status = run_subcommand(words)
+    if status is not None:
+        return status
     try:
-        args = parse_args(sys.argv[1:] if argv is None else list(argv))
+        args = parse_args(words)
     except CliError as err:
         print(f"Error: {err}", file=sys.stderr)
         return EXIT_USAGE
