@@ -9,20 +9,17 @@ setting and discovered directories, project before user (the project only when t
 from __future__ import annotations
 
 import importlib.util
-import inspect
 import os
 import sys
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from pi_coding_agent.agent.awaitables import maybe_await
 from pi_coding_agent.coding.resources.resource_paths import dedupe_by_real_path
 
 if TYPE_CHECKING:
-    from pi_coding_agent.coding.agent_session import AgentSession
-    from pi_coding_agent.coding.extensions.runner import ExtensionRunner
     from pi_coding_agent.coding.resources.settings import SettingsPath
-    from pi_coding_agent.coding.runtime import SessionRuntime
 
 PROJECT_DIR = ".pi"
 PACKAGE_ENTRY = "__init__.py"
@@ -120,21 +117,4 @@ def import_extension(path: Path) -> ModuleType:
 
 
 async def call_setup(module: ModuleType, pi: Any) -> None:
-    result = module.setup(pi)
-    if inspect.isawaitable(result):
-        await result
-
-
-async def attach_extensions(runtime: SessionRuntime, session: AgentSession, trusted: bool) -> ExtensionRunner | None:
-    """Load the session's extensions and bind them; None (and no further import) when there are none."""
-    args = runtime.args
-    sources = discover(runtime.cwd, runtime.agent_dir, trusted, list(args.extensions), runtime.settings.extensions,
-                       include_discovered=not args.no_extensions)
-    if not sources:
-        return None
-    from pi_coding_agent.coding.extensions.runner import ExtensionRunner
-
-    runner = ExtensionRunner(runtime, session, sources)
-    await runner.load()
-    runner.start_soon()
-    return runner
+    await maybe_await(module.setup(pi))

@@ -28,7 +28,7 @@ from pi_coding_agent.coding.modes.ui_bridge import RpcExtensionUI
 
 if TYPE_CHECKING:
     from pi_coding_agent.coding.agent_session import AgentSession
-    from pi_coding_agent.coding.cli import CliArgs
+    from pi_coding_agent.coding.options import CliArgs
 
 IN_FLIGHT_GRACE_S = 5.0
 

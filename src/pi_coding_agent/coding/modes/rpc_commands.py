@@ -8,16 +8,16 @@ ill-typed field with an error naming it instead of whatever the implementation w
 
 from __future__ import annotations
 
-import inspect
 import sys
 import traceback
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-Emit = Callable[[dict[str, Any]], None]
+from pi_coding_agent.agent.awaitables import maybe_await
+from pi_coding_agent.agent.queues import QUEUE_MODES
+from pi_coding_agent.coding.errors import CommandError, is_bug
 
-# Exception types that mean a bug rather than a refused command: their traceback goes to stderr.
-_BUG_ERRORS = (TypeError, AttributeError, KeyError, IndexError, NameError, AssertionError, ZeroDivisionError)
+Emit = Callable[[dict[str, Any]], None]
 
 
 class Field(NamedTuple):
@@ -58,7 +58,7 @@ class CallContext(NamedTuple):
 
 
 _MESSAGE = (Field("message", "string"), _opt("images", "images"))
-_QUEUE_MODE = (Field("mode", "string", choices=("all", "one-at-a-time")),)
+_QUEUE_MODE = (Field("mode", "string", choices=QUEUE_MODES),)
 
 COMMANDS: dict[str, Command] = {
     # prompting
@@ -104,10 +104,6 @@ COMMANDS: dict[str, Command] = {
     # discovery
     "get_commands": Command("get_commands", result="commands"),
 }
-
-
-class CommandError(Exception):
-    """A command was refused before reaching the session (bad fields, empty name)."""
 
 
 def _type_error(kind: str, value: Any) -> str | None:
@@ -222,10 +218,9 @@ async def execute(session: Any, name: str, record: dict[str, Any], emit: Emit) -
             value = special(session, CallContext(record_id, has_id, emit), **arguments)
         else:
             value = getattr(session, command.method)(**arguments)
-        if inspect.isawaitable(value):
-            value = await value
+        value = await maybe_await(value)
     except Exception as err:  # every failure becomes an error response; the stream goes on
-        if isinstance(err, _BUG_ERRORS):
+        if is_bug(err):
             traceback.print_exc(file=sys.stderr)
         return response(record_id, has_id, name, error=str(err) or type(err).__name__)
     has_data, data = _shape(command, value)
