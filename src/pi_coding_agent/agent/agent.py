@@ -8,16 +8,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pi_coding_agent.agent.hooks import AgentHooks
-from pi_coding_agent.agent.loop import AgentRun
+from pi_coding_agent.agent.loop import LoopConfig, StreamFn, run_loop
 from pi_coding_agent.agent.queues import MessageQueue
 from pi_coding_agent.agent.tool import AgentTool
 from pi_coding_agent.ai import stream as ai_stream
 from pi_coding_agent.ai.abort import AbortSignal
-from pi_coding_agent.ai.stream import AssistantStream, StreamOptions
-from pi_coding_agent.ai.types import AssistantMessage, Context, Model, empty_usage, now_ms
+from pi_coding_agent.ai.types import AssistantMessage, Model, empty_usage, now_ms
 
 Listener = Callable[[dict[str, Any]], Awaitable[None] | None]
-StreamFn = Callable[[Model, Context, StreamOptions], AssistantStream]
 
 BUSY_PROMPT = ("Agent is already processing a prompt. Use steer() or followUp() to queue messages, "
                "or wait for completion.")
@@ -185,13 +183,20 @@ class Agent:
         active = self._active = _ActiveRun()
         self.streaming_message = None
         try:
-            await AgentRun(self, active.signal, skip_initial_steering_poll).run(prompts)
+            config = LoopConfig(state=self, hooks=self.hooks, signal=active.signal, emit=self._emit,
+                                poll_steering=self._steering.drain, poll_follow_up=self._follow_up.drain,
+                                stream_fn=self.stream_fn, on_stream_start=self._stream_started)
+            outcome = await run_loop(config, prompts, skip_initial_steering_poll)
+            self.last_retry_after_ms = outcome.retry_after_ms
         except Exception as exc:
             await self._fail_run(exc, active.signal.aborted)
         finally:
             self.streaming_message = None
             self._active = None
             active.idle.set()
+
+    def _stream_started(self, partial: AssistantMessage) -> None:
+        self.streaming_message = partial
 
     async def _fail_run(self, exc: Exception, aborted: bool) -> None:
         """A run that threw still ends with an assistant message and ``agent_end``."""
