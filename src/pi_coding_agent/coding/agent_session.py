@@ -19,8 +19,6 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
 from pi_coding_agent.agent.agent import Agent
 from pi_coding_agent.agent.queues import QUEUE_MODES
 from pi_coding_agent.ai.abort import AbortSignal, sleep_abortable
@@ -29,11 +27,12 @@ from pi_coding_agent.ai.types import Model
 from pi_coding_agent.coding.bash_runs import BashRuns
 from pi_coding_agent.coding.compaction.controller import CompactionController
 from pi_coding_agent.coding.errors import SessionError
+from pi_coding_agent.coding.event_stream import EventStream
 from pi_coding_agent.coding.messages import last_assistant, last_assistant_text, message_text, user_message
 from pi_coding_agent.coding.queue_mirror import QueueMirror
 from pi_coding_agent.coding.retry import RetryState
 from pi_coding_agent.coding.runtime import SessionRuntime
-from pi_coding_agent.coding.session import SessionManager, encode_tree
+from pi_coding_agent.coding.session import SessionManager
 from pi_coding_agent.coding.session_host import Listener
 from pi_coding_agent.coding.tools import processes
 from pi_coding_agent.coding.tools.images import normalise_user_content
@@ -89,6 +88,10 @@ class AgentSession:
         return self.rt.session_manager
 
     # ----------------------------------------------------------------- events
+
+    def events(self, until_settled: bool = False) -> EventStream:
+        """The events from now on as an async iterator (``until_settled``: stop after ``agent_settled``)."""
+        return EventStream(self.subscribe, until_settled)
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         self._listeners.append(listener)
@@ -485,8 +488,8 @@ class AgentSession:
         return {"entries": entries, "leafId": self.sm.leaf_id}
 
     def get_tree(self) -> dict[str, Any]:
-        # pre-serialised: a linear session nests one level per entry, deeper than orjson recurses
-        return {"tree": orjson.Fragment(encode_tree(self.sm.get_tree())), "leafId": self.sm.leaf_id}
+        """``{"tree": [node...], "leafId"}``; RPC pre-serialises the nodes (see ``rpc_commands``)."""
+        return {"tree": self.sm.get_tree(), "leafId": self.sm.leaf_id}
 
     def get_last_assistant_text(self) -> str | None:
         return last_assistant_text(self.agent.messages)

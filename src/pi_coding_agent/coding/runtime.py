@@ -93,7 +93,7 @@ class SessionRuntime:
         self.request_shutdown: Callable[[], None] | None = None  # set by a mode that can stop itself
         self.agent = Agent(
             model=PLACEHOLDER_MODEL,
-            tools=select_tools(self.all_tools, settings.default_tools,
+            tools=select_tools(self.all_tools, [*settings.default_tools, *(t.name for t in extra_tools)],
                                None if args.tools is None else ",".join(args.tools), args.no_tools),
             hooks=AgentHooks(build_context=self.build_context, get_api_key=self._get_api_key,
                              stream_options=self._stream_options),

@@ -11,11 +11,11 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from pi_coding_agent.agent.awaitables import maybe_await
 from pi_coding_agent.coding.resources.resource_paths import dedupe_by_real_path
 
 if TYPE_CHECKING:
@@ -26,12 +26,14 @@ PACKAGE_ENTRY = "__init__.py"
 
 
 class ExtensionSource(NamedTuple):
-    """One extension file with the ``sourceInfo`` get_commands reports for its commands."""
+    """One extension (a file, or an SDK caller's ``setup`` function) with the ``sourceInfo``
+    get_commands reports for its commands."""
 
     path: Path
-    source: str  # "cli" | "local" | "auto"
+    source: str  # "cli" | "local" | "auto" | "sdk"
     scope: str  # "temporary" | "project" | "user"
     base_dir: Path | None
+    setup: Callable[[Any], Any] | None = None  # in-process: called instead of importing ``path``
 
     def source_info(self) -> dict[str, Any]:
         info: dict[str, Any] = {"path": str(self.path), "source": self.source, "scope": self.scope,
@@ -116,5 +118,7 @@ def import_extension(path: Path) -> ModuleType:
     return module
 
 
-async def call_setup(module: ModuleType, pi: Any) -> None:
-    await maybe_await(module.setup(pi))
+def in_process(setup: Callable[[Any], Any]) -> ExtensionSource:
+    """An SDK caller's ``setup(pi)`` as an extension; its name stands in for a path in reports."""
+    name = getattr(setup, "__qualname__", None) or type(setup).__name__
+    return ExtensionSource(Path(f"<sdk:{name}>"), "sdk", "temporary", None, setup)

@@ -31,7 +31,7 @@ from pi_coding_agent.coding.errors import SessionError
 from pi_coding_agent.coding.extensions.api import ExtensionAPI
 from pi_coding_agent.coding.extensions.boundary import apply_drafts, preview_context
 from pi_coding_agent.coding.extensions.context import CommandContext, ExtensionContext
-from pi_coding_agent.coding.extensions.loader import ExtensionSource, call_setup, import_extension
+from pi_coding_agent.coding.extensions.loader import ExtensionSource, import_extension
 from pi_coding_agent.coding.extensions.registry import Binding, Command, Extension, Handler, custom_message
 
 if TYPE_CHECKING:
@@ -84,9 +84,7 @@ class ExtensionRunner:
             extension = Extension(source)
             pi = ExtensionAPI(self, extension, self.binding)
             try:
-                module = self._modules.get(source.path) or import_extension(source.path)
-                self._modules[source.path] = module
-                await call_setup(module, pi)
+                await maybe_await(self._setup_of(source)(pi))
             except Exception as exc:
                 message = str(exc) or type(exc).__name__
                 print(f'Error: Failed to load extension "{source.path}": {message}', file=sys.stderr)
@@ -95,6 +93,14 @@ class ExtensionRunner:
             self.extensions.append(extension)
             for tool in extension.tools.values():
                 self.activate_tool(tool)
+
+    def _setup_of(self, source: ExtensionSource) -> Callable[[Any], Any]:
+        if source.setup is not None:
+            return source.setup
+        module = self._modules.get(source.path) or import_extension(source.path)
+        self._modules[source.path] = module
+        setup: Callable[[Any], Any] = module.setup
+        return setup
 
     async def start(self, reason: str, previous_session_file: str | None = None) -> None:
         """Report load failures, then ``session_start``."""

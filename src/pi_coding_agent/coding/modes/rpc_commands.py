@@ -13,9 +13,12 @@ import traceback
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+import orjson
+
 from pi_coding_agent.agent.awaitables import maybe_await
 from pi_coding_agent.agent.queues import QUEUE_MODES
 from pi_coding_agent.coding.errors import CommandError, is_bug
+from pi_coding_agent.coding.session import encode_tree
 
 Emit = Callable[[dict[str, Any]], None]
 
@@ -140,7 +143,7 @@ def convert_arguments(name: str, command: Command, record: dict[str, Any]) -> di
 
 
 # --------------------------------------------------------------------------- special cases
-# Four commands need more than "call the method with the arguments": they are spelled out here.
+# Five commands need more than "call the method with the arguments": they are spelled out here.
 
 
 async def _bash(session: Any, ctx: CallContext, command: str, exclude_from_context: bool) -> Any:
@@ -168,6 +171,12 @@ async def _set_session_name(session: Any, ctx: CallContext, name: str) -> None:
     await session.set_session_name(trimmed)
 
 
+def _get_tree(session: Any, ctx: CallContext) -> dict[str, Any]:
+    """Pre-serialised: a linear session nests one level per entry, deeper than orjson recurses."""
+    tree = session.get_tree()
+    return {"tree": orjson.Fragment(encode_tree(tree["tree"])), "leafId": tree["leafId"]}
+
+
 def _last_assistant_text(session: Any, ctx: CallContext) -> dict[str, Any]:
     text = session.get_last_assistant_text()
     return {} if text is None else {"text": text}
@@ -178,6 +187,7 @@ SPECIAL_HANDLERS: dict[str, Callable[..., Any]] = {
     "fork": _fork,
     "set_session_name": _set_session_name,
     "get_last_assistant_text": _last_assistant_text,
+    "get_tree": _get_tree,
 }
 
 
