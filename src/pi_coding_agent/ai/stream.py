@@ -78,11 +78,6 @@ class Adapter(Protocol):
 _adapters: dict[str, Adapter] = {}
 
 
-def register_api(api: str, adapter: Adapter) -> None:
-    """Register an adapter for an API name (used by extensions and tests)."""
-    _adapters[api] = adapter
-
-
 def load_adapter(api: str) -> Adapter:
     adapter = _adapters.get(api)
     if adapter is None:

@@ -132,10 +132,6 @@ class Settings:
         return self._str("defaultModel")
 
     @property
-    def default_thinking_level(self) -> str | None:
-        return self._str("defaultThinkingLevel")
-
-    @property
     def model_thinking_levels(self) -> dict[str, str]:
         value = self.get("modelThinkingLevels")
         return dict(value) if isinstance(value, dict) else {}
@@ -190,14 +186,6 @@ class Settings:
                             "Expected a non-negative safe integer.")
             return self._compaction[field]
         return int(value)
-
-    @property
-    def branch_summary_reserve_tokens(self) -> int:
-        return self._int("branchSummary.reserveTokens", 16384)
-
-    @property
-    def branch_summary_skip_prompt(self) -> bool:
-        return self._bool("branchSummary.skipPrompt", False)
 
     @property
     def retry_enabled(self) -> bool:
