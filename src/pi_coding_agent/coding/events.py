@@ -48,25 +48,24 @@ class MessageEndEvent(TypedDict):
     message: Message
 
 
-class ToolExecutionStartEvent(TypedDict):
-    type: Literal["tool_execution_start"]
+class _ToolExecution(TypedDict):
     toolCallId: str
     toolName: str
+
+
+class ToolExecutionStartEvent(_ToolExecution):
+    type: Literal["tool_execution_start"]
     args: dict[str, Any]
 
 
-class ToolExecutionUpdateEvent(TypedDict):
+class ToolExecutionUpdateEvent(_ToolExecution):
     type: Literal["tool_execution_update"]
-    toolCallId: str
-    toolName: str
     args: dict[str, Any]
     partialResult: dict[str, Any]
 
 
-class ToolExecutionEndEvent(TypedDict):
+class ToolExecutionEndEvent(_ToolExecution):
     type: Literal["tool_execution_end"]
-    toolCallId: str
-    toolName: str
     result: dict[str, Any]
     isError: bool
     durationMs: NotRequired[int]
