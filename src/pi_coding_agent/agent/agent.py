@@ -32,9 +32,10 @@ class Agent:
     """Runs prompts through the model and the tools; knows nothing of files, sessions or RPC.
 
     ``model``, ``thinking_level``, ``tools``, ``messages`` (the transcript), ``hooks``,
-    ``tool_execution``, ``steering_mode`` and ``follow_up_mode`` are plain attributes the owner may
-    change between runs (and between turns, from hooks). Every finished message is appended to
-    ``messages`` before listeners see its ``message_end``.
+    ``tool_execution``, ``steering_mode`` and ``follow_up_mode`` are readable attributes; the owner
+    changes them between runs (and between turns, from hooks) through the setters below, so every
+    write to agent state is a named call. Every finished message is appended to ``messages``
+    before listeners see its ``message_end``.
     """
 
     def __init__(
@@ -93,6 +94,36 @@ class Agent:
     def signal(self) -> AbortSignal | None:
         """The abort signal of the active run, if any."""
         return self._active.signal if self._active is not None else None
+
+    # ---- setters for the owner ---------------------------------------------------------------
+
+    def set_model(self, model: Model, thinking_level: str | None = None) -> None:
+        self.model = model
+        if thinking_level is not None:
+            self.thinking_level = thinking_level
+
+    def set_thinking_level(self, level: str) -> None:
+        self.thinking_level = level
+
+    def set_tools(self, tools: list[AgentTool]) -> None:
+        """The active tools from the next request on."""
+        self.tools = tools
+
+    def replace_messages(self, messages: list[dict[str, Any]]) -> None:
+        """A new transcript (session switch, tree navigation): ``messages`` becomes the transcript."""
+        self.messages = messages
+
+    def append_message(self, message: dict[str, Any]) -> None:
+        """A message recorded outside a run (user bash, an extension's custom message)."""
+        self.messages.append(message)
+
+    def remove_message(self, message: dict[str, Any]) -> bool:
+        """Drop the first message equal to ``message``; False when there is none."""
+        try:
+            self.messages.remove(message)
+        except ValueError:
+            return False
+        return True
 
     # ---- events ------------------------------------------------------------------------------
 

@@ -12,7 +12,6 @@ compaction controller, tree navigator and extension runner; those see it only as
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import sys
 import traceback
 from collections.abc import Awaitable, Callable, Sequence
@@ -314,8 +313,7 @@ class AgentSession:
         if entry_id is not None:
             entry = self.sm.append_context_edit(entry_id, None)
             self.emit({"type": "entry_appended", "entry": entry})
-        with contextlib.suppress(ValueError):
-            self.agent.messages.remove(message)
+        self.agent.remove_message(message)
 
     async def abort(self) -> None:
         """Stop the run, a retry wait and a compaction; returns once all of them have ended."""
@@ -422,7 +420,7 @@ class AgentSession:
 
     async def _switch_model(self, model: Model, source: str) -> None:
         previous = self.agent.model
-        self.agent.model = model
+        self.agent.set_model(model)
         self.sm.append_model_change(model["provider"], model["id"])
         if self.extensions is not None:
             await self.extensions.model_select(model, previous, source)
@@ -435,7 +433,7 @@ class AgentSession:
         effective = clamp_thinking_level(self.agent.model, level)
         if effective == self.agent.thinking_level:
             return
-        self.agent.thinking_level = effective
+        self.agent.set_thinking_level(effective)
         self.sm.append_thinking_level_change(effective)
         self.emit({"type": "thinking_level_changed", "level": effective})
 
@@ -459,7 +457,7 @@ class AgentSession:
 
     def _record_bash(self, record: dict[str, Any]) -> None:
         self._persist(record)
-        self.agent.messages.append(record)
+        self.agent.append_message(record)
 
     def abort_bash(self) -> None:
         self.bash_runs.abort()

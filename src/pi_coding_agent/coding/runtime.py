@@ -282,9 +282,8 @@ class SessionRuntime:
         ctx = sm.build_context()
         has_level = any(entry.get("type") == "thinking_level_change" for entry in sm.get_branch())
         model, level = self.choose_model(ctx, has_level)
-        self.agent.messages = ctx.messages
-        self.agent.model = model
-        self.agent.thinking_level = level
+        self.agent.replace_messages(ctx.messages)
+        self.agent.set_model(model, level)
         if not ctx.messages and model is not PLACEHOLDER_MODEL:
             sm.append_model_change(model["provider"], model["id"])
         if not ctx.messages or not has_level:

@@ -62,7 +62,7 @@ class TreeNavigator:
             sm.branch(new_leaf)
         if label and summary_entry is not None:
             sm.append_label(summary_entry["id"], label)
-        self.rt.agent.messages = sm.build_context().messages
+        self.rt.agent.replace_messages(sm.build_context().messages)
         event: dict[str, Any] = {"type": "session_tree", "newLeafId": sm.leaf_id, "oldLeafId": old_leaf}
         if summary_entry is not None:
             event["summaryEntry"] = summary_entry

@@ -193,7 +193,7 @@ class ExtensionAPI:
     def set_active_tools(self, names: list[str]) -> None:
         """Unknown names are ignored; the change reaches the model as a system patch on the next prompt."""
         runtime = self._live().rt
-        runtime.agent.tools = [runtime.all_tools[n] for n in dict.fromkeys(names) if n in runtime.all_tools]
+        runtime.agent.set_tools([runtime.all_tools[n] for n in dict.fromkeys(names) if n in runtime.all_tools])
 
     async def set_model(self, model: Model) -> bool:
         """False when the model is unknown or has no credentials."""

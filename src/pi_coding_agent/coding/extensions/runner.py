@@ -124,7 +124,7 @@ class ExtensionRunner:
         self.rt.all_tools.clear()
         self.rt.all_tools.update(self._builtin_tools)
         agent = self.rt.agent
-        agent.tools = [self._builtin_tools[t.name] for t in agent.tools if t.name in self._builtin_tools]
+        agent.set_tools([self._builtin_tools[t.name] for t in agent.tools if t.name in self._builtin_tools])
         self.extensions = []
         await self.load()
         await self.start(reason, previous_session_file)
@@ -332,7 +332,7 @@ class ExtensionRunner:
     def append_custom(self, custom: dict[str, Any]) -> None:
         """Add a custom message to the transcript and the session file, with its message events."""
         session = self.session
-        self.rt.agent.messages.append(custom)
+        self.rt.agent.append_message(custom)
         session.sm.append_custom_message(custom["customType"], custom["content"], custom["display"],
                                          custom.get("details"))
         session.emit({"type": "message_start", "message": custom})
@@ -453,7 +453,7 @@ class ExtensionRunner:
             return
         sm = self.session.sm
         appended = apply_drafts(sm, drafts)
-        self.rt.agent.messages = sm.build_context().messages
+        self.rt.agent.replace_messages(sm.build_context().messages)
         for entry in appended:
             self.session.emit({"type": "entry_appended", "entry": entry})
 
