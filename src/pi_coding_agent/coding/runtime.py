@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pi_coding_agent.agent.agent import Agent, AgentHooks
+from pi_coding_agent.agent.agent import Agent
+from pi_coding_agent.agent.hooks import AgentHooks
 from pi_coding_agent.agent.tool import AgentTool, tool_declaration
 from pi_coding_agent.ai.abort import AbortSignal
 from pi_coding_agent.ai.keys import AuthStorage
