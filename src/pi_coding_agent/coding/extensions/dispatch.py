@@ -1,0 +1,92 @@
+"""Handler lookup and the one way handlers are run: a chain folding each result into a state.
+
+Handlers run in extension load order, then registration order. Every pattern extensions.md §2 names
+is a chain: *notify* ignores the results, a *transform* (``context``, ``before_provider_request``,
+``tool_result``, ``message_end``, ``input``, the system prompt of ``before_agent_start``, boundary
+drafts) lets each handler see the state the previous ones left, and a *gate* (the first
+``cancel``/``block``/``handled`` wins) stops at the first result it accepts. A raising handler becomes
+an ``extension_error`` session event and the chain goes on with the state it had.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+from pi_coding_agent.agent.awaitables import maybe_await
+from pi_coding_agent.coding.extensions.context import ExtensionContext
+from pi_coding_agent.coding.extensions.registry import Binding, Extension, Handler
+
+if TYPE_CHECKING:
+    from pi_coding_agent.coding.extensions.host import ExtensionHost, RunnerHandle
+    from pi_coding_agent.coding.runtime import SessionRuntime
+
+S = TypeVar("S")
+FAILED = object()  # the result of a handler that raised (already reported)
+
+
+def _never(_: object) -> bool:
+    return False
+
+
+class Dispatcher:
+    """The loaded extensions of one session and the running of their handlers."""
+
+    def __init__(self, session: ExtensionHost, runtime: SessionRuntime) -> None:
+        self.rt = runtime
+        self.session = session
+        self.extensions: list[Extension] = []
+        self.binding = Binding()
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    @property
+    def handle(self) -> RunnerHandle:
+        """This runner as ``pi`` and ``ctx`` see it: ``ExtensionRunner``, built on this class, satisfies it."""
+        return cast("RunnerHandle", self)
+
+    @property
+    def context(self) -> ExtensionContext:
+        return ExtensionContext(self.handle, self.binding)
+
+    def spawn(self, coroutine: Awaitable[Any]) -> None:
+        task = asyncio.ensure_future(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def has_handlers(self, name: str) -> bool:
+        return any(ext.handlers.get(name) for ext in self.extensions)
+
+    def _handlers(self, name: str) -> list[tuple[Extension, Handler]]:
+        return [(ext, h) for ext in self.extensions for h in list(ext.handlers.get(name, ()))]
+
+    def report_error(self, extension_path: str, event: str, exc: BaseException) -> None:
+        self.session.emit({"type": "extension_error", "extensionPath": extension_path, "event": event,
+                           "error": str(exc) or type(exc).__name__})
+
+    async def _call(self, ext: Extension, handler: Handler, event: dict[str, Any]) -> Any:
+        try:
+            return await maybe_await(handler(event, self.context))
+        except Exception as exc:
+            self.report_error(ext.path, event["type"], exc)
+            return FAILED
+
+    async def chain(self, kind: str, state: S, event: Callable[[S], dict[str, Any]],
+                    step: Callable[[S, Any, Extension], S], until: Callable[[S], bool] = _never) -> S:
+        """Run the handlers of ``kind``: each gets ``event(state)``, ``step`` folds its result (``FAILED``
+        when it raised) into the state, and the chain stops early once ``until(state)`` holds."""
+        for ext, handler in self._handlers(kind):
+            state = step(state, await self._call(ext, handler, event(state)), ext)
+            if until(state):
+                break
+        return state
+
+    async def notify(self, event: dict[str, Any]) -> None:
+        await self.chain(event["type"], None, lambda _: event, lambda state, _result, _ext: state)
+
+    async def first(self, event: dict[str, Any], accept: Callable[[dict[str, Any]], object]) -> dict[str, Any] | None:
+        """Gate: the first dict result ``accept`` takes, or None."""
+        def step(found: dict[str, Any] | None, result: Any, _: Extension) -> dict[str, Any] | None:
+            return result if isinstance(result, dict) and accept(result) else found
+
+        return await self.chain(event["type"], None, lambda _: event, step, lambda found: found is not None)
