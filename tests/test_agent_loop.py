@@ -12,7 +12,7 @@ import pytest
 
 from pi_coding_agent.agent import Agent, AgentHooks
 from pi_coding_agent.agent.loop import default_context
-from pi_coding_agent.agent.tool import ToolError, ToolResult, text_result
+from pi_coding_agent.agent.tool import AgentTool, ToolError, ToolResult, text_result
 from pi_coding_agent.ai.abort import AbortSignal
 from pi_coding_agent.ai.stream import StreamOptions
 from pi_coding_agent.ai.types import Model
@@ -73,7 +73,7 @@ ExecuteFn = Callable[[str, dict[str, Any], AbortSignal, Callable[[ToolResult], N
 
 
 @dataclass
-class FakeTool:
+class FakeTool(AgentTool):
     """An in-test tool: ``run`` is its execute; ``calls`` records the arguments it received."""
 
     name: str

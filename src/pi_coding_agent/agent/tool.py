@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
 from pi_coding_agent.ai.abort import AbortSignal
 from pi_coding_agent.ai.types import Tool, UserContent
@@ -44,20 +44,27 @@ UpdateCallback = Callable[[ToolResult], None]
 class AgentTool(Protocol):
     """A tool the agent can call. ``parameters`` is a JSON schema (what the model sees).
 
+    The members after ``parameters`` are optional: a class that subclasses ``AgentTool`` inherits the
+    defaults given here, one that implements the protocol structurally declares them itself.
+
     On abort the agent cancels a running ``execute`` (the call then reports ``Operation aborted``).
     A tool that watches ``signal`` itself and ends promptly with its own text (bash: ``Command
-    aborted``) sets the optional class attribute ``handles_abort = True`` and is not cancelled.
+    aborted``) sets ``handles_abort = True`` and is not cancelled.
     """
 
     name: str
-    label: str
     description: str
     parameters: dict[str, Any]
-    execution_mode: Literal["parallel", "sequential"]
+    label: str = ""
+    execution_mode: Literal["parallel", "sequential"] = "parallel"  # "sequential": the batch runs one by one
+    handles_abort: ClassVar[bool] = False
+    prompt_snippet: str | None = None  # its line in the system prompt's tool list
+    prompt_guidelines: Sequence[str] = ()  # rule bullets the system prompt adds while it is active
+    constrained_sampling: ClassVar[dict[str, str] | None] = None  # ``constrainedSampling`` of its declaration
 
     def prepare_arguments(self, args: Any) -> Any:
         """Repair common model mistakes before validation (identity by default)."""
-        ...
+        return args
 
     def execute(
         self, tool_call_id: str, params: dict[str, Any], signal: AbortSignal, on_update: UpdateCallback
@@ -67,9 +74,8 @@ class AgentTool(Protocol):
 def tool_declaration(tool: AgentTool) -> Tool:
     """The declaration sent to the model and stored in system messages' ``toolsAdded``."""
     declaration: Tool = {"name": tool.name, "description": tool.description, "parameters": tool.parameters}
-    constrained = getattr(tool, "constrained_sampling", None)
-    if constrained:
-        declaration["constrainedSampling"] = constrained
+    if tool.constrained_sampling:
+        declaration["constrainedSampling"] = tool.constrained_sampling
     return declaration
 
 

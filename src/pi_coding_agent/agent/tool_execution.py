@@ -99,7 +99,7 @@ class ToolExecutor:
     def is_sequential(self, calls: list[ToolCall], mode: str) -> bool:
         """Sequential when asked for, or when any called tool must run alone."""
         return mode == "sequential" or any(
-            getattr(self._tools.get(call["name"]), "execution_mode", "parallel") == "sequential" for call in calls
+            (tool := self._tools.get(call["name"])) is not None and tool.execution_mode == "sequential" for call in calls
         )
 
     async def run(self, calls: list[ToolCall], mode: str) -> ToolBatch:
@@ -164,8 +164,7 @@ class ToolExecutor:
         if tool is None:
             return _Finalized(call, error_result(f"Tool {call['name']} not found"))
         try:
-            repair = getattr(tool, "prepare_arguments", None)
-            repaired = call if repair is None else {**call, "arguments": repair(call["arguments"])}
+            repaired = {**call, "arguments": tool.prepare_arguments(call["arguments"])}
             args = validate_tool_arguments(call["name"], tool.parameters, repaired)
             if self._hooks.before_tool_call is not None:
                 decision = await self._hooks.before_tool_call(call, args)
@@ -184,8 +183,7 @@ class ToolExecutor:
         relay = _UpdateRelay(prepared.call, self._emit)
         started = time.monotonic()
         task = asyncio.ensure_future(prepared.tool.execute(prepared.call["id"], prepared.args, self._signal, relay))
-        cooperative = getattr(prepared.tool, "handles_abort", False)
-        remove: Callable[[], None] = _no_op if cooperative else self._signal.cancel_task_on_abort(task)
+        remove: Callable[[], None] = _no_op if prepared.tool.handles_abort else self._signal.cancel_task_on_abort(task)
         try:
             result = await task
         except asyncio.CancelledError:

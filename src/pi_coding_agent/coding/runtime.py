@@ -164,8 +164,7 @@ class SessionRuntime:
         names = {t.name for t in tools}
         r = self.resources
         inputs = PromptInputs(
-            tools=[(t.name, getattr(t, "prompt_snippet", None), list(getattr(t, "prompt_guidelines", [])))
-                   for t in tools],
+            tools=[(t.name, t.prompt_snippet, list(t.prompt_guidelines)) for t in tools],
             custom_prompt=r.custom_prompt,
             append_texts=r.append_prompts,
             context_files=r.context_files,

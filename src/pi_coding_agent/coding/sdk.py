@@ -34,7 +34,7 @@ ExtensionSetup = Callable[[Any], Any]  # ``setup(pi)``, sync or async, as in an 
 
 
 @dataclass
-class FunctionTool:
+class FunctionTool(AgentTool):
     """An ``AgentTool`` around one function ``fn(params) -> str | ToolResult`` (plain or async).
 
     A host's own tool in a few lines; anything richer (progress updates, abort handling) implements
@@ -47,9 +47,6 @@ class FunctionTool:
     parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
     label: str = ""
     execution_mode: Literal["parallel", "sequential"] = "parallel"
-
-    def prepare_arguments(self, args: Any) -> Any:
-        return args
 
     async def execute(self, tool_call_id: str, params: dict[str, Any], signal: AbortSignal,
                       on_update: UpdateCallback) -> ToolResult:

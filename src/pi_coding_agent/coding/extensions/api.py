@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
 from pi_coding_agent.agent.awaitables import maybe_await
-from pi_coding_agent.agent.tool import ToolResult, UpdateCallback
+from pi_coding_agent.agent.tool import AgentTool, ToolResult, UpdateCallback
 from pi_coding_agent.coding.extensions.registry import Binding, Command, Extension, custom_message
 
 if TYPE_CHECKING:
@@ -38,7 +38,7 @@ def to_tool_result(value: Any) -> ToolResult:
                       usage=value.get("usage"))
 
 
-class ExtensionTool:
+class ExtensionTool(AgentTool):
     """An AgentTool whose ``execute`` is the extension's ``execute(tool_call_id, params, signal,
     on_update, ctx)``. ``parameters`` may be a JSON schema or a pydantic model class; with a model
     class, ``params`` arrives as a validated model instance."""
@@ -60,9 +60,6 @@ class ExtensionTool:
         self.execution_mode: Literal["parallel", "sequential"] = execution_mode
         self.prompt_snippet = prompt_snippet
         self.prompt_guidelines = list(prompt_guidelines or [])
-
-    def prepare_arguments(self, args: Any) -> Any:
-        return args
 
     async def execute(self, tool_call_id: str, params: dict[str, Any], signal: AbortSignal,
                       on_update: UpdateCallback) -> ToolResult:

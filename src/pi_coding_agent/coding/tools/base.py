@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
-from pi_coding_agent.agent.tool import ToolError, ToolResult, UpdateCallback
+from pi_coding_agent.agent.tool import AgentTool, ToolError, ToolResult, UpdateCallback
 from pi_coding_agent.ai.abort import AbortSignal
 
 from .images import ImagePolicy
@@ -55,7 +55,7 @@ def object_schema(properties: dict[str, Any], required: list[str]) -> dict[str, 
 STRICT_PREFERRED = {"type": "json_schema", "strict": "prefer"}  # pi's declaration for its file/shell tools
 
 
-class BuiltinTool:
+class BuiltinTool(AgentTool):
     """Base of the built-in tools: class-level declaration plus an ``env`` bound per session."""
 
     name: str
@@ -64,16 +64,11 @@ class BuiltinTool:
     parameters: dict[str, Any]
     prompt_snippet: str
     prompt_guidelines: list[str]
-    execution_mode: Literal["parallel", "sequential"] = "parallel"
-    constrained_sampling: ClassVar[dict[str, str] | None] = None
     GUIDELINES: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, env: ToolEnv) -> None:
         self.env = env
         self.prompt_guidelines = list(self.GUIDELINES)
-
-    def prepare_arguments(self, args: Any) -> Any:
-        return args
 
     async def execute(
         self, tool_call_id: str, params: dict[str, Any], signal: AbortSignal, on_update: UpdateCallback
