@@ -140,7 +140,7 @@ def resolve_or_raise(value: str, description: str, env: Mapping[str, str] | None
 
 
 class AuthStorage:
-    """Credentials of ``<agentDir>/auth.json`` plus the key sources of config.md §4, in order."""
+    """Credentials of ``<agentDir>/auth.json`` plus the other key sources, in order (docs/models.md, Keys)."""
 
     def __init__(self, agent_dir: Path) -> None:
         self.path = Path(agent_dir) / "auth.json"

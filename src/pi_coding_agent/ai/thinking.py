@@ -1,6 +1,6 @@
 """Thinking levels per model, thinking budgets, and the output-token cap of every request.
 
-Numbers follow pi-ai 1.6.0 (agent-loop.md §10): budgets 1024/2048/8192/16384, an input estimate of
+Numbers follow pi-ai 1.6.0: budgets 1024/2048/8192/16384, an input estimate of
 3.5 characters per token, and a safety margin so that a provider counting the input higher than we
 do still leaves the request inside the context window.
 """

@@ -264,7 +264,7 @@ class AgentSession:
             self._settled.set()
 
     async def _after_run(self) -> bool:
-        """Post-run decisions of agent-loop.md §6; True to continue with another agent run."""
+        """Post-run decisions (retry, compaction, extension boundaries); True to continue with another agent run."""
         if self._aborted:
             self._end_retry_series(RETRY_CANCELLED)
             return False
@@ -279,7 +279,7 @@ class AgentSession:
         return self.agent.has_queued_messages()
 
     async def _before_settle(self) -> bool:
-        """Extensions' ``agent_before_settle`` (agent-loop.md §6 step 6); True for one more agent run."""
+        """Extensions' ``agent_before_settle``; True for one more agent run."""
         if self._aborted or self.extensions is None:
             return False
         return await self.extensions.before_settle() and not self._aborted

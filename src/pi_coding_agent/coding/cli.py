@@ -1,4 +1,4 @@
-"""The ``pi`` command line (config.md §10): parse flags, then hand over to a mode.
+"""The ``pi`` command line: parse flags, then hand over to a mode.
 
 The parser is written by hand: argparse costs start-up time and prints multi-line usage errors,
 while pi reports one line and stops. Usage errors exit with status 2. Mode modules are imported only

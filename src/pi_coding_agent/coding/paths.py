@@ -1,4 +1,4 @@
-"""Where pi keeps its files (config.md §1, session-format.md §1) and the markers it sets in its env."""
+"""Where pi keeps its files and the markers it sets in its env."""
 
 from __future__ import annotations
 

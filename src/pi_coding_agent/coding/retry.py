@@ -1,4 +1,4 @@
-"""Auto-retry policy for transient provider errors (agent-loop.md §7).
+"""Auto-retry policy for transient provider errors.
 
 Kept apart from the session so the decision ("will this failure be retried, after how long?") is a
 pure function of the settings, the attempt counter and the failed message.

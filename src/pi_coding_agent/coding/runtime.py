@@ -155,7 +155,7 @@ class SessionRuntime:
     # ----------------------------------------------------------------- prompt pipeline
 
     def expand_input(self, text: str, report: Callable[[Exception], None]) -> str:
-        """``/skill:name`` first (a failure goes to ``report``), then prompt templates (config.md §7-§8)."""
+        """``/skill:name`` first (a failure goes to ``report``), then prompt templates."""
         text = expand_skill_command(text, self.resources.skills, on_error=report)
         return expand_prompt_template(text, self.resources.templates)
 

@@ -33,7 +33,7 @@ class TreeNavigator:
         self, target_id: str, *, summarize: bool = False,
         custom_instructions: str | None = None, replace_instructions: bool = False, label: str | None = None,
     ) -> tuple[dict[str, Any], dict[str, Any]]:
-        """Move to another point of the session tree (session-format.md §7), optionally leaving a
+        """Move to another point of the session tree, optionally leaving a
         summary of the abandoned branch. A user or custom message is re-opened for editing: the leaf
         goes to its parent and its text comes back as ``editorText``. Returns the command result and
         the ``session_tree`` event for extensions."""

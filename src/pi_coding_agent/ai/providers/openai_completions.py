@@ -185,7 +185,7 @@ def _tools(context: Context, compat: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _apply_thinking(body: dict[str, Any], model: Model, options: StreamOptions, compat: dict[str, Any]) -> None:
-    """Ask for reasoning in the host's dialect (agent-loop.md §10); ``off`` may still need saying."""
+    """Ask for reasoning in the host's dialect (as pi-ai 1.6.0 does); ``off`` may still need saying."""
     if not model["reasoning"]:
         return
     mapping = model.get("thinkingLevelMap") or {}

@@ -1,4 +1,4 @@
-"""Summaries of an abandoned branch when navigating the session tree (agent-loop.md §8.5).
+"""Summaries of an abandoned branch when navigating the session tree.
 
 The entries between the old leaf and the common ancestor with the target are summarised, newest
 first within a token budget, so that returning to an earlier point keeps what was learnt on the

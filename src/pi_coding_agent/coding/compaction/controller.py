@@ -1,4 +1,4 @@
-"""When a session compacts, and what it tells clients while doing so (agent-loop.md §8.2, rpc §3.6/§5).
+"""When a session compacts, and what it tells clients while doing so.
 
 The controller is the session's compaction policy: manual ``compact``, threshold checks after a run,
 before a prompt and between turns, and overflow recovery (omit the failed attempt, compact, retry
@@ -341,7 +341,7 @@ class CompactionController:
     # ----------------------------------------------------------------- stats
 
     def context_usage(self) -> dict[str, Any] | None:
-        """``contextUsage`` of get_session_stats (agent-loop.md §9)."""
+        """``contextUsage`` of get_session_stats."""
         window = self._agent.model.get("contextWindow", 0)
         if window <= 0:
             return None

@@ -1,4 +1,4 @@
-"""What a compaction summarises and what it keeps (agent-loop.md §8.3).
+"""What a compaction summarises and what it keeps.
 
 Everything here is pure: the branch's projected entries go in, a ``CompactionPreparation`` comes
 out. The cut keeps about ``keep_recent_tokens`` of the newest context, never starts the kept part

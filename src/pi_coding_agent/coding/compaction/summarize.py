@@ -1,4 +1,4 @@
-"""Asking the current model for a compaction summary (agent-loop.md §8.4).
+"""Asking the current model for a compaction summary.
 
 The conversation is sent as *text* inside ``<conversation>`` tags, never as chat turns, so the
 model describes it instead of continuing it. Transient provider failures are retried with the
@@ -222,7 +222,7 @@ class SummaryRequest:
                              thinking_budgets=self.thinking_budgets)
 
     async def _complete_with_retry(self, context: Context) -> AssistantMessage:
-        """One request, repeated on transient errors with the agent's back-off (agent-loop.md §7)."""
+        """One request, repeated on transient errors with the agent's back-off (``coding/retry.py``)."""
         retry = RetryState(self.retry or RetrySettings(enabled=False))
         options = self._options(context)
         retried = False

@@ -1,8 +1,8 @@
 """Token estimates of session messages (chars/4) and the context usage shown in session stats.
 
 Compaction decides *what* to keep from these estimates, so they follow pi's per-role counting
-exactly (agent-loop.md §8.3): a different count would move cut points and ``tokensBefore``. Where a
-provider reported real usage we trust it, and only estimate what came after it (§8.2).
+exactly: a different count would move cut points and ``tokensBefore``. Where a
+provider reported real usage we trust it, and only estimate what came after it.
 """
 
 from __future__ import annotations
@@ -122,7 +122,7 @@ def estimate_fresh_tokens(messages: list[Message]) -> int:
 def context_usage(
     messages: list[Message], context_window: int, compacted_since_usage: bool, *, usage_stale: bool = False
 ) -> dict[str, Any] | None:
-    """``get_session_stats.contextUsage`` (agent-loop.md §9).
+    """``get_session_stats.contextUsage``.
 
     ``compacted_since_usage``: the branch has a compaction and no valid reply came after it, so
     the size is unknown until the next response. ``usage_stale``: a compaction or context edit

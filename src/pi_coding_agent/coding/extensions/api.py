@@ -1,4 +1,4 @@
-"""``pi``: the object an extension's ``setup(pi)`` receives (extensions.md §4), and extension tools."""
+"""``pi``: the object an extension's ``setup(pi)`` receives (docs/extensions.md), and extension tools."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``ctx``: what a handler may read and do in the live session (extensions.md §3).
+"""``ctx``: what a handler may read and do in the live session (docs/extensions.md).
 
 Every context and ``pi`` object belongs to one *binding*; replacing the session (new, resume, fork)
 marks the binding stale, and any later use of a captured handle raises ``StaleContextError``

@@ -1,6 +1,6 @@
 """Handler lookup and the one way handlers are run: a chain folding each result into a state.
 
-Handlers run in extension load order, then registration order. Every pattern extensions.md §2 names
+Handlers run in extension load order, then registration order. Every pattern of docs/extensions.md (Events)
 is a chain: *notify* ignores the results, a *transform* (``context``, ``before_provider_request``,
 ``tool_result``, ``message_end``, ``input``, the system prompt of ``before_agent_start``, boundary
 drafts) lets each handler see the state the previous ones left, and a *gate* (the first

@@ -1,4 +1,4 @@
-"""Orderly shutdown shared by the headless modes (rpc-protocol.md §1.2).
+"""Orderly shutdown shared by the headless modes.
 
 EOF (RPC) or the end of the prompts (print/JSON) shuts down with exit code 0; SIGTERM with 143 and
 SIGHUP with 129, after the same cleanup. Process managers often close stdin and signal together,

@@ -1,4 +1,4 @@
-"""``pi --mode rpc``: JSON commands on stdin, responses and events on stdout (rpc-protocol.md).
+"""``pi --mode rpc``: JSON commands on stdin, responses and events on stdout (docs/rpc.md).
 
 The mode is a thin loop around an ``AgentSession``: one reader task turns stdin into lines, every
 line is handled by its own task (so ``abort`` overtakes the command it cancels), the command table

@@ -1,7 +1,6 @@
 """Extension UI over RPC: the ``ExtensionUI`` (``extensions/ui.py``) of ``pi --mode rpc``.
 
-``RpcExtensionUI`` turns ``ctx.ui`` calls into ``extension_ui_request`` records (rpc-protocol.md
-§6): dialogs wait for the ``extension_ui_response`` carrying the same id, fire-and-forget methods
+``RpcExtensionUI`` turns ``ctx.ui`` calls into ``extension_ui_request`` records: dialogs wait for the ``extension_ui_response`` carrying the same id, fire-and-forget methods
 just write. Headless modes use ``NoUI`` from the same protocol's module.
 """
 

@@ -1,4 +1,4 @@
-"""Prompt templates: ``<name>.md`` files that ``/<name> args`` expands into a prompt (config.md §8)."""
+"""Prompt templates: ``<name>.md`` files that ``/<name> args`` expands into a prompt."""
 
 from __future__ import annotations
 

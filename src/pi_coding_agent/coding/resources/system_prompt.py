@@ -1,7 +1,7 @@
-"""The system prompt as named sections, and its replay/patch state in the transcript (config.md §6).
+"""The system prompt as named sections, and its replay/patch state in the transcript.
 
 Sections are kept in their persisted form: ``preamble`` bare, every other section wrapped as
-``<name>\\n...\\n</name>``. That is what system messages store (session-format.md §5), so replaying
+``<name>\\n...\\n</name>``. That is what system messages store, so replaying
 a transcript and building the prompt afresh give directly comparable values, and rendering is a
 plain join.
 """

@@ -1,6 +1,6 @@
 """Project trust: whether ``<cwd>/.pi`` resources (settings, SYSTEM.md, skills, prompts, ...) may load.
 
-Order (config.md §1): ``--approve``/``--no-approve``; a project without trust-requiring resources is
+Order: ``--approve``/``--no-approve``; a project without trust-requiring resources is
 trusted unless ``trust.json`` says otherwise; the saved decision for the dir or its nearest
 ancestor; then ``defaultProjectTrust`` where ``ask`` means "no" because headless modes cannot ask.
 Context files (AGENTS.md, ...) do not depend on trust.
