@@ -1,4 +1,4 @@
-"""The compaction controller: manual, threshold and overflow compaction with their events (rpc §3.6, §5)."""
+"""The compaction controller: manual, threshold and overflow compaction with their events."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Compaction preparation and token estimates on synthetic sessions (agent-loop.md §8.3, §9)."""
+"""Compaction preparation and token estimates on synthetic sessions."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Summary requests over real HTTP to the scripted fake server (agent-loop.md §8.4, §8.5, §7)."""
+"""Summary requests over real HTTP to the scripted fake server."""
 
 from __future__ import annotations
 

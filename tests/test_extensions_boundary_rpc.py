@@ -2,7 +2,7 @@
 
 Boundary events (``turn_end`` and ``agent_before_settle`` proposing entries and one more request),
 ``tool_result`` patches with ``usage``, ``message_end`` replacements, dialogs dismissed by a
-signal, and images made by extension tools (extensions.md §2, §5; agent-loop.md §2, §3, §6).
+signal, and images made by extension tools.
 """
 
 from __future__ import annotations

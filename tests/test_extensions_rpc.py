@@ -1,7 +1,7 @@
 """Extensions end to end: the real ``pi --mode rpc`` loading Python extensions, the fake LLM server over HTTP.
 
 Extension sources are written per test into the workspace and loaded with ``-e`` (or discovered in
-``<agentDir>/extensions``). Orders and shapes follow rpc-protocol.md §3.1, §3.10 and §6.
+``<agentDir>/extensions``). Orders and shapes are pi 1.6.0's.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The image normaliser (tools.md §4, rpc-protocol.md §3.1): pass-through, resize, conversion, failure notes,
+"""The image normaliser: pass-through, resize, conversion, failure notes,
 and prompt images over RPC reaching the provider resized."""
 
 from __future__ import annotations

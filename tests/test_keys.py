@@ -1,4 +1,4 @@
-"""API key sources in order (config.md §4) and config value resolution."""
+"""API key sources in order and config value resolution."""
 
 import json
 import stat

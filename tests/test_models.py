@@ -1,4 +1,4 @@
-"""Model catalog, availability and model resolution (config.md §5)."""
+"""Model catalog, availability and model resolution."""
 
 import json
 from pathlib import Path

@@ -1,4 +1,4 @@
-"""Context-file discovery (config.md §6): candidates, order, BOM, duplicates, worktree shadowing."""
+"""Context-file discovery: candidates, order, BOM, duplicates, worktree shadowing."""
 
 from __future__ import annotations
 

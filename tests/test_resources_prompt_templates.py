@@ -1,4 +1,4 @@
-"""Prompt templates: loading/precedence and the whole argument grammar of config.md §8."""
+"""Prompt templates: loading/precedence and the whole argument grammar of pi's templates."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Project trust resolution (config.md §1) in modes without a UI."""
+"""Project trust resolution in modes without a UI."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Compaction over real RPC: manual, threshold, overflow recovery and abort (rpc-protocol.md §3.6, §5).
+"""Compaction over real RPC: manual, threshold, overflow recovery and abort.
 
 Our process is checked against the exact record sequences of the reference; with the reference pi
 1.6.0 installed, the same conversations are played against both and compared, and session files

@@ -1,4 +1,4 @@
-"""Auto-retry over real RPC: ``pi --mode rpc`` against the scripted fake server (rpc-protocol.md §3.7, §5).
+"""Auto-retry over real RPC: ``pi --mode rpc`` against the scripted fake server.
 
 Each scenario is checked on our process with the exact record sequence of the reference, then
 (when the reference pi 1.6.0 is installed) played against both and compared record by record.

@@ -1,6 +1,6 @@
 """``pi --mode rpc`` end to end: the real process, a real session, the scripted fake LLM server over HTTP.
 
-Event orders follow rpc-protocol.md §5; shapes follow §3.
+Event orders and shapes are pi 1.6.0's.
 """
 
 from __future__ import annotations

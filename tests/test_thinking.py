@@ -1,4 +1,4 @@
-"""Thinking levels, budgets and the output cap (agent-loop.md §10)."""
+"""Thinking levels, budgets and the output cap."""
 
 import pytest
 

@@ -1,4 +1,4 @@
-"""edit and write: matching, errors, CRLF/BOM round trips, all-or-nothing, serialisation (tools.md §6-7)."""
+"""edit and write: matching, errors, CRLF/BOM round trips, all-or-nothing, serialisation."""
 
 import asyncio
 from pathlib import Path

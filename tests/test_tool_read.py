@@ -1,4 +1,4 @@
-"""The read tool: offsets, limits, notices, images, errors (tools.md §4)."""
+"""The read tool: offsets, limits, notices, images, errors."""
 
 import base64
 import io

@@ -1,4 +1,4 @@
-"""grep, find and ls: formats, limits, notices and errors (tools.md §8-10)."""
+"""grep, find and ls: formats, limits, notices and errors."""
 
 from pathlib import Path
 from typing import Any

@@ -1,4 +1,4 @@
-"""Truncation helpers: caps, metadata and size formatting (tools.md §1, §3)."""
+"""Truncation helpers: caps, metadata and size formatting."""
 
 from pi_coding_agent.coding.tools.truncate import (
     format_size,
