@@ -178,3 +178,23 @@ def test_function_tool_result_is_a_tool_result() -> None:
     tool = FunctionTool("t", "d", lambda params: ToolResult(content=[{"type": "text", "text": "x"}], is_error=True))
     result = asyncio.run(tool.execute("id", {}, None, lambda _: None))  # type: ignore[arg-type]
     assert result.is_error and result.content == [{"type": "text", "text": "x"}]
+
+
+async def test_shutting_one_session_down_leaves_the_others_commands_running(
+        fake_llm: FakeLLMServer, tmp_path: Path) -> None:
+    """Each session kills only the process groups it started: a host closing one session must not take
+    a command another session is running with it."""
+    sessions = [await create_agent_session(cwd=workdir(tmp_path / name), agent_dir=agent_dir_for(
+        tmp_path / name, fake_llm, "fake", "m1"), provider="fake", model="m1", in_memory=True) for name in "ab"]
+    alpha, beta = sessions
+    started = tmp_path / "started"
+    try:
+        running = asyncio.ensure_future(beta.bash(f"echo $$ > {started}; sleep 1; echo finished", False, lambda _: None))
+        while not started.exists() or not started.read_text().strip():
+            await asyncio.sleep(0.02)
+        await alpha.shutdown()
+        result = await running
+    finally:
+        await beta.shutdown()
+    assert result["exitCode"] == 0 and result["output"] == "finished\n"
+    assert not result["cancelled"]

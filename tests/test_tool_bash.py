@@ -11,7 +11,7 @@ import pytest
 
 from pi_coding_agent.agent.tool import ToolError, ToolResult
 from pi_coding_agent.ai.abort import AbortSignal
-from pi_coding_agent.coding.tools import ShellError, ToolEnv, create_builtin_tools, processes, run_user_bash
+from pi_coding_agent.coding.tools import ShellError, ToolEnv, create_builtin_tools, run_user_bash
 
 
 def env_for(tmp_path: Path, **kwargs: Any) -> ToolEnv:
@@ -176,10 +176,11 @@ async def test_background_job_holding_the_pipe_does_not_hang(tmp_path: Path) -> 
 
 async def test_kill_all_kills_tracked_groups(tmp_path: Path) -> None:
     pid_file = tmp_path / "pid"
-    task = asyncio.ensure_future(bash(env_for(tmp_path), command=f"sleep 100 & echo $! > {pid_file}; wait"))
+    env = env_for(tmp_path)
+    task = asyncio.ensure_future(bash(env, command=f"sleep 100 & echo $! > {pid_file}; wait"))
     while not pid_file.exists() or not pid_file.read_text().strip():
         await asyncio.sleep(0.02)
-    processes.kill_all()
+    env.processes.kill_all()
     result = await task
     assert text_of(result) == "(no output)\n\nCommand exited with code 137"
     assert await wait_gone(int(pid_file.read_text()))

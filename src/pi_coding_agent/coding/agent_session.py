@@ -33,7 +33,6 @@ from pi_coding_agent.coding.retry import RetryState
 from pi_coding_agent.coding.runtime import SessionRuntime
 from pi_coding_agent.coding.session import SessionManager
 from pi_coding_agent.coding.session_host import Listener
-from pi_coding_agent.coding.tools import processes
 from pi_coding_agent.coding.tools.images import normalise_user_content
 from pi_coding_agent.coding.tree_navigation import TreeNavigator
 
@@ -601,6 +600,6 @@ class AgentSession:
             await self.abort()
         if self.extensions is not None:
             await self.extensions.session_shutdown("quit")
-        processes.kill_all()
+        self.rt.processes.kill_all()
         self.sm.close()
         self._unsubscribe_agent()

@@ -46,7 +46,13 @@ from pi_coding_agent.coding.session import (
     SessionManager,
     convert_to_llm,
 )
-from pi_coding_agent.coding.tools import ToolEnv, create_builtin_tools, run_user_bash, select_tools
+from pi_coding_agent.coding.tools import (
+    ProcessRegistry,
+    ToolEnv,
+    create_builtin_tools,
+    run_user_bash,
+    select_tools,
+)
 from pi_coding_agent.coding.tools.images import ImageLimits, ImagePolicy, block_images
 
 LOGIN_HELP = (
@@ -86,6 +92,7 @@ class SessionRuntime:
         self.registry = registry
         self.session_manager = session_manager
         self.resources = resources
+        self.processes = ProcessRegistry()  # this session's commands: its shutdown kills them, no other's
         self.all_tools = self._create_tools(extra_tools)
         self.scoped = scoped  # --models / enabledModels, each with its optional ":level"
         self.scoped_models = [m for m, _ in scoped]
@@ -108,7 +115,7 @@ class SessionRuntime:
         env = ToolEnv(cwd=self.cwd, shell_path=s.shell_path, shell_command_prefix=s.shell_command_prefix,
                       session_env=self.session_env,
                       model_accepts_images=lambda: "image" in self.agent.model.get("input", []),
-                      image_policy=self.image_policy, agent_dir=self.agent_dir)
+                      image_policy=self.image_policy, agent_dir=self.agent_dir, processes=self.processes)
         tools = create_builtin_tools(env)
         tools.update((tool.name, tool) for tool in extra_tools)
         return tools
@@ -248,7 +255,8 @@ class SessionRuntime:
         self, command: str, on_delta: Callable[[str], None], signal: AbortSignal
     ) -> dict[str, Any]:
         env = ToolEnv(cwd=self.cwd, shell_path=self.settings.shell_path,
-                      shell_command_prefix=self.settings.shell_command_prefix, agent_dir=self.agent_dir)
+                      shell_command_prefix=self.settings.shell_command_prefix, agent_dir=self.agent_dir,
+                      processes=self.processes)
         return await run_user_bash(command, env, on_delta, signal)
 
     def open_replacement(

@@ -10,9 +10,10 @@ from .edit import EditTool
 from .find import FindTool
 from .grep import GrepTool
 from .ls import LsTool
+from .process_groups import ProcessRegistry
 from .read import ReadTool
 from .selection import ToolSelectionError, select_tools
-from .shell import ProcessRegistry, ShellError, processes
+from .shell import ShellError
 from .user_bash import run_user_bash
 from .write import WriteTool
 
@@ -36,7 +37,6 @@ __all__ = [
     "ToolEnv",
     "ToolSelectionError",
     "create_builtin_tools",
-    "processes",
     "run_user_bash",
     "select_tools",
 ]

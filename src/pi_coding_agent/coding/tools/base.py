@@ -11,6 +11,7 @@ from pi_coding_agent.agent.tool import AgentTool, ToolError, ToolResult, UpdateC
 from pi_coding_agent.ai.abort import AbortSignal
 
 from .images import ImagePolicy
+from .process_groups import ProcessRegistry
 
 
 @dataclass
@@ -24,6 +25,7 @@ class ToolEnv:
     model_accepts_images: Callable[[], bool] = field(default=lambda: True)
     image_policy: Callable[[], ImagePolicy] = field(default=ImagePolicy)
     agent_dir: Path | None = None
+    processes: ProcessRegistry = field(default_factory=ProcessRegistry)  # the session's, killed at its shutdown
 
 
 def aborted_error() -> ToolError:

@@ -1,15 +1,13 @@
 """Running shell commands: shell choice, environment, process groups, and waiting without hanging.
 
 Each command runs in its own session (hence its own process group) so abort and timeout can SIGKILL
-the whole tree at once, and so pi's shutdown can kill whatever is still tracked.
+the whole tree at once, and so the session's shutdown can kill whatever is still tracked (``env.processes``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
-import signal as signals
 import subprocess
 import time
 from collections.abc import Callable
@@ -19,7 +17,7 @@ from typing import BinaryIO
 from pi_coding_agent.ai.abort import AbortSignal
 
 from .base import ToolEnv
-from .guard import OrphanGuard
+from .process_groups import kill_process_group
 
 SESSION_ENV_KEYS = ("PI_SESSION_ID", "PI_SESSION_FILE", "PI_PROVIDER", "PI_MODEL", "PI_REASONING_LEVEL")
 MAX_TIMEOUT_MS = 2_147_483_647
@@ -29,45 +27,6 @@ _READ_SIZE = 256 * 1024
 
 class ShellError(Exception):
     """A command could not be started (missing shell or working directory)."""
-
-
-class ProcessRegistry:
-    """Process groups of running commands, so shutdown can kill what is still alive."""
-
-    def __init__(self) -> None:
-        self._pids: set[int] = set()
-        self._guard = OrphanGuard()
-
-    def prepare(self) -> None:
-        """Before spawning: the guard must already run, or a command could outlive a pi killed while
-        the guard was still starting."""
-        self._guard.ready()
-
-    def track(self, pid: int) -> None:
-        self._pids.add(pid)
-        self._guard.started(pid)
-
-    def untrack(self, pid: int) -> None:
-        self._pids.discard(pid)
-        self._guard.ended(pid)
-
-    def kill_all(self) -> None:
-        """SIGKILL every tracked process group (pi's shutdown does the same)."""
-        pids, self._pids = self._pids, set()
-        for pid in pids:
-            kill_process_group(pid)
-
-
-processes = ProcessRegistry()
-
-
-def kill_process_group(pid: int) -> None:
-    """SIGKILL the group led by ``pid``; fall back to the single process."""
-    try:
-        os.killpg(pid, signals.SIGKILL)
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.kill(pid, signals.SIGKILL)
 
 
 def resolve_shell(shell_path: str | None) -> str:
@@ -151,7 +110,7 @@ async def run_shell(
     cwd = str(env.cwd)
     if not os.path.exists(cwd):
         raise ShellError(f"Working directory does not exist: {cwd}\nCannot execute bash commands.")
-    processes.prepare()
+    env.processes.prepare()
     proc = subprocess.Popen(
         [shell, "-c", command],
         cwd=cwd,
@@ -162,7 +121,7 @@ async def run_shell(
         start_new_session=True,
         close_fds=True,
     )
-    processes.track(proc.pid)
+    env.processes.track(proc.pid)
     finished = False
     try:
         result = await _supervise(proc, on_data, signal, timeout)
@@ -173,7 +132,7 @@ async def run_shell(
             # Aborted, cancelled or failed: nothing the command started may outlive the call.
             kill_process_group(proc.pid)
             _reap_later(proc)
-        processes.untrack(proc.pid)
+        env.processes.untrack(proc.pid)
         if proc.stdout is not None:
             proc.stdout.close()
 
