@@ -7,7 +7,10 @@ these types are for readers and for type checkers of SDK hosts.
 
 from __future__ import annotations
 
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict
+
+if TYPE_CHECKING:
+    from pi_coding_agent.coding.session.entries import SessionEntry
 
 Message = dict[str, Any]  # a transcript message (user, assistant, toolResult, custom, bashExecution, ...)
 
@@ -125,7 +128,7 @@ class SessionInfoChangedEvent(TypedDict):
 
 class EntryAppendedEvent(TypedDict):
     type: Literal["entry_appended"]
-    entry: dict[str, Any]
+    entry: SessionEntry
 
 
 class ExtensionErrorEvent(TypedDict):

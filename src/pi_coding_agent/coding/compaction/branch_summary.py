@@ -19,13 +19,12 @@ from pi_coding_agent.coding.compaction.summarize import (
     serialize_conversation,
 )
 from pi_coding_agent.coding.compaction.tokens import estimate_message_tokens
+from pi_coding_agent.coding.events import Message
 from pi_coding_agent.coding.retry import RetrySettings
 from pi_coding_agent.coding.session.context import apply_edit, entry_messages
 from pi_coding_agent.coding.session.conversion import convert_to_llm
+from pi_coding_agent.coding.session.entries import Entry
 from pi_coding_agent.coding.session.ids import iso_to_ms
-
-Entry = dict[str, Any]
-Message = dict[str, Any]
 
 DEFAULT_CONTEXT_WINDOW = 128000
 DEFAULT_RESERVE_TOKENS = 16384

@@ -36,6 +36,8 @@ from pi_coding_agent.coding.compaction.tokens import (
     sum_tokens,
     usage_tokens,
 )
+from pi_coding_agent.coding.events import Message
+from pi_coding_agent.coding.session.entries import Entry
 
 if TYPE_CHECKING:
     from pi_coding_agent.agent.agent import Agent
@@ -44,8 +46,6 @@ if TYPE_CHECKING:
     from pi_coding_agent.coding.session import SessionManager
     from pi_coding_agent.coding.session_host import SessionHost
 
-Entry = dict[str, Any]
-Message = dict[str, Any]
 
 FAILURE_PREFIX = {
     "manual": "Compaction failed: ",

@@ -13,10 +13,9 @@ from typing import Any
 
 from pi_coding_agent.coding.compaction.projection import ProjectedEntry, project, projected_tokens
 from pi_coding_agent.coding.compaction.tokens import sum_tokens
+from pi_coding_agent.coding.events import Message
 from pi_coding_agent.coding.session.context import entry_messages
-
-Entry = dict[str, Any]
-Message = dict[str, Any]
+from pi_coding_agent.coding.session.entries import Entry
 
 ALREADY_COMPACTED = "Already compacted"
 NOTHING_TO_COMPACT = "Nothing to compact (session too small)"

@@ -7,18 +7,16 @@ source entry (where to cut, which entry a reported usage came from, which entrie
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from pi_coding_agent.coding.compaction.tokens import (
     estimate_context_tokens,
     estimate_fresh_tokens,
     last_usage_index,
 )
+from pi_coding_agent.coding.events import Message
 from pi_coding_agent.coding.session.context import apply_edit, entry_messages, select_context_entries
+from pi_coding_agent.coding.session.entries import Entry
 from pi_coding_agent.coding.session.ids import iso_to_ms
-
-Entry = dict[str, Any]
-Message = dict[str, Any]
 
 
 @dataclass(slots=True)

@@ -18,12 +18,12 @@ from pi_coding_agent.ai.stream import StreamOptions, complete
 from pi_coding_agent.ai.thinking import CHARS_PER_TOKEN, SAFETY_TOKENS, clamp_max_tokens
 from pi_coding_agent.ai.types import AssistantMessage, Context, Model, now_ms
 from pi_coding_agent.coding.compaction.prepare import CompactionError, CompactionPreparation
+from pi_coding_agent.coding.events import Message
 from pi_coding_agent.coding.retry import RetrySettings, RetryState
 from pi_coding_agent.coding.session.context import content_text
 from pi_coding_agent.coding.session.conversion import convert_to_llm
 from pi_coding_agent.coding.session.ids import uuid7
 
-Message = dict[str, Any]
 EventSink = Callable[[dict[str, Any]], None]
 
 SUMMARY_SYSTEM_PROMPT = (

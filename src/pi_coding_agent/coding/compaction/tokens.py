@@ -12,9 +12,8 @@ from typing import Any
 
 import orjson
 
+from pi_coding_agent.coding.events import Message
 from pi_coding_agent.coding.session.context import current_system_message
-
-Message = dict[str, Any]
 
 CHARS_PER_TOKEN = 4
 IMAGE_CHARS = 4800  # an image block counts like this many characters

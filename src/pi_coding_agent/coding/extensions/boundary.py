@@ -11,11 +11,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from pi_coding_agent.coding.session import SessionManager, convert_to_llm
+from pi_coding_agent.coding.session.entries import Entry
 
 if TYPE_CHECKING:
     from pi_coding_agent.agent.agent import Agent
 
-Entry = dict[str, Any]
 
 
 def apply_drafts(sm: SessionManager, drafts: list[dict[str, Any]]) -> list[Entry]:

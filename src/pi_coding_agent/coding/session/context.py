@@ -10,10 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from pi_coding_agent.coding.events import Message
+from pi_coding_agent.coding.session.entries import Entry
 from pi_coding_agent.coding.session.ids import iso_to_ms
-
-Entry = dict[str, Any]
-Message = dict[str, Any]
 
 _EDITABLE_ROLES = frozenset({"user", "assistant", "toolResult", "custom"})
 _BLOCK_ROLES = frozenset({"user", "assistant", "toolResult"})

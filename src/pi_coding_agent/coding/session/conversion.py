@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-Message = dict[str, Any]
+from pi_coding_agent.coding.events import Message
 
 COMPACTION_SUMMARY_PREFIX = (
     "The conversation history before this point was compacted into the following summary:\n\n<summary>\n"

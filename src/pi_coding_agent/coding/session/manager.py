@@ -21,6 +21,7 @@ from pi_coding_agent.coding.session.context import (
     current_system_message,
 )
 from pi_coding_agent.coding.session.conversion import convert_to_llm
+from pi_coding_agent.coding.session.entries import Entry
 from pi_coding_agent.coding.session.ids import (
     file_stamp,
     iso_now,
@@ -39,7 +40,6 @@ from pi_coding_agent.coding.session.migration import CURRENT_VERSION, migrate_re
 
 __all__ = ["SessionContext", "SessionManager", "convert_to_llm", "list_sessions", "session_dir_for"]
 
-Entry = dict[str, Any]
 
 _FORK_ERROR = "Invalid entry ID for forking"
 _UNSAVED_ERROR = "This session has not been saved yet. Send a message before cloning or forking it."
