@@ -13,6 +13,7 @@ import pytest
 from pi_coding_agent import create_agent_session
 from pi_coding_agent.agent.tool import ToolResult
 from pi_coding_agent.coding.agent_session import AgentSession
+from pi_coding_agent.coding.errors import SessionError
 from pi_coding_agent.coding.sdk import FunctionTool
 from tests.fakes.llm_server import FakeLLMServer
 from tests.rpc_helpers import RpcProcess
@@ -111,6 +112,34 @@ async def test_custom_tool_and_in_process_extension(fake_llm: FakeLLMServer, tmp
     declared = [t["function"]["name"] for t in fake_llm.requests[0]["body"]["tools"]]
     assert "lookup" in declared and "read" in declared
     assert any(e["type"] == "tool_execution_end" and e["toolName"] == "lookup" for e in seen)
+
+
+async def test_user_bash_handlers_replace_or_refuse_the_command(fake_llm: FakeLLMServer, tmp_path: Path) -> None:
+    """``user_bash`` fails closed: a raising handler refuses the command (reported), a ``result`` replaces it."""
+    def on_user_bash(event: dict[str, Any], ctx: Any) -> dict[str, Any] | None:
+        if event["command"] == "refuse me":
+            raise RuntimeError("not this one")
+        if event["command"] == "replace me":
+            return {"result": {"output": "replaced\n", "exitCode": 0, "cancelled": False, "truncated": False}}
+        return None
+
+    session = await create_agent_session(cwd=workdir(tmp_path), agent_dir=agent_dir_for(tmp_path, fake_llm, "fake", "m1"),
+                                         provider="fake", model="m1", in_memory=True, load_resources=False,
+                                         extensions=[lambda pi: pi.on("user_bash", on_user_bash)])
+    seen: list[dict[str, Any]] = []
+    session.subscribe(seen.append)
+    try:
+        replaced = await session.bash("replace me", False, lambda _: None)
+        with pytest.raises(SessionError, match="not this one"):
+            await session.bash("refuse me", False, lambda _: None)
+        real = await session.bash("echo real", False, lambda _: None)
+    finally:
+        await session.shutdown()
+    assert replaced["output"] == "replaced\n" and real["output"] == "real\n"
+    errors = [e for e in seen if e["type"] == "extension_error"]
+    assert [(e["event"], e["error"]) for e in errors] == [("user_bash", "not this one")]
+    commands = [m["command"] for m in session.get_messages() if m["role"] == "bashExecution"]
+    assert commands == ["replace me", "echo real"]
 
 
 async def test_settings_overrides_apply_and_are_not_written(fake_llm: FakeLLMServer, tmp_path: Path) -> None:

@@ -13,11 +13,10 @@ from collections.abc import Awaitable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, cast
 
-from pi_coding_agent.agent.awaitables import maybe_await
 from pi_coding_agent.agent.loop import default_context
 from pi_coding_agent.ai.types import now_ms
 from pi_coding_agent.coding.extensions.boundaries import Boundaries
-from pi_coding_agent.coding.extensions.dispatch import FAILED
+from pi_coding_agent.coding.extensions.dispatch import FAILED, propagate
 from pi_coding_agent.coding.extensions.registry import custom_message
 
 if TYPE_CHECKING:
@@ -118,11 +117,7 @@ class AgentHooks(Boundaries):
     async def _tool_call(self, call: ToolCall, args: dict[str, Any]) -> dict[str, Any] | None:
         """``tool_call`` gate: ``input`` is the live arguments, mutable in place; raising fails closed."""
         event = {"type": "tool_call", "toolName": call["name"], "toolCallId": call["id"], "input": args}
-        for _, handler in self._handlers("tool_call"):
-            result = await maybe_await(handler(event, self.context))
-            if isinstance(result, dict) and result.get("block"):
-                return result
-        return None
+        return await self.first(event, lambda result: result.get("block"), fail=propagate)
 
     async def _tool_result(self, call: ToolCall, args: dict[str, Any], result: ToolResult) -> dict[str, Any] | None:
         """``tool_result``: each handler's patch is applied before the next one sees it."""

@@ -5,14 +5,15 @@ is a chain: *notify* ignores the results, a *transform* (``context``, ``before_p
 ``tool_result``, ``message_end``, ``input``, the system prompt of ``before_agent_start``, boundary
 drafts) lets each handler see the state the previous ones left, and a *gate* (the first
 ``cancel``/``block``/``handled`` wins) stops at the first result it accepts. A raising handler becomes
-an ``extension_error`` session event and the chain goes on with the state it had.
+an ``extension_error`` session event and the chain goes on with the state it had, except in the
+events that fail closed (``tool_call``, ``user_bash``), where it ends the chain as a refusal.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, cast
 
 from pi_coding_agent.agent.awaitables import maybe_await
 from pi_coding_agent.coding.extensions.context import ExtensionContext
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
 
 S = TypeVar("S")
 FAILED = object()  # the result of a handler that raised (already reported)
+Fail = Callable[[Extension, Exception], NoReturn]  # how a fail-closed event ends when a handler raises
 
 
 def _never(_: object) -> bool:
@@ -64,19 +66,23 @@ class Dispatcher:
         self.session.emit({"type": "extension_error", "extensionPath": extension_path, "event": event,
                            "error": str(exc) or type(exc).__name__})
 
-    async def _call(self, ext: Extension, handler: Handler, event: dict[str, Any]) -> Any:
+    async def _call(self, ext: Extension, handler: Handler, event: dict[str, Any], fail: Fail | None) -> Any:
         try:
             return await maybe_await(handler(event, self.context))
         except Exception as exc:
+            if fail is not None:
+                fail(ext, exc)
             self.report_error(ext.path, event["type"], exc)
             return FAILED
 
     async def chain(self, kind: str, state: S, event: Callable[[S], dict[str, Any]],
-                    step: Callable[[S, Any, Extension], S], until: Callable[[S], bool] = _never) -> S:
+                    step: Callable[[S, Any, Extension], S], until: Callable[[S], bool] = _never,
+                    fail: Fail | None = None) -> S:
         """Run the handlers of ``kind``: each gets ``event(state)``, ``step`` folds its result (``FAILED``
-        when it raised) into the state, and the chain stops early once ``until(state)`` holds."""
+        when it raised) into the state, and the chain stops early once ``until(state)`` holds. With
+        ``fail`` the event fails closed: a raising handler ends the chain through ``fail``, which raises."""
         for ext, handler in self._handlers(kind):
-            state = step(state, await self._call(ext, handler, event(state)), ext)
+            state = step(state, await self._call(ext, handler, event(state), fail), ext)
             if until(state):
                 break
         return state
@@ -84,9 +90,15 @@ class Dispatcher:
     async def notify(self, event: dict[str, Any]) -> None:
         await self.chain(event["type"], None, lambda _: event, lambda state, _result, _ext: state)
 
-    async def first(self, event: dict[str, Any], accept: Callable[[dict[str, Any]], object]) -> dict[str, Any] | None:
+    async def first(self, event: dict[str, Any], accept: Callable[[dict[str, Any]], object],
+                    fail: Fail | None = None) -> dict[str, Any] | None:
         """Gate: the first dict result ``accept`` takes, or None."""
         def step(found: dict[str, Any] | None, result: Any, _: Extension) -> dict[str, Any] | None:
             return result if isinstance(result, dict) and accept(result) else found
 
-        return await self.chain(event["type"], None, lambda _: event, step, lambda found: found is not None)
+        return await self.chain(event["type"], None, lambda _: event, step, lambda found: found is not None, fail)
+
+
+def propagate(_: Extension, exc: Exception) -> NoReturn:
+    """``fail`` of an event whose caller turns the handler's own exception into the refusal."""
+    raise exc

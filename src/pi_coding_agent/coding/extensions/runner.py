@@ -17,7 +17,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from pi_coding_agent.agent.awaitables import maybe_await
 from pi_coding_agent.coding.errors import SessionError
@@ -174,15 +174,13 @@ class ExtensionRunner(Commands, AgentHooks):
         """``user_bash``: a ``{"result": ...}`` replaces execution; a raising handler refuses the command."""
         event = {"type": "user_bash", "command": command, "excludeFromContext": exclude_from_context,
                  "cwd": str(self.rt.cwd)}
-        for ext, handler in self._handlers("user_bash"):
-            try:
-                result = await maybe_await(handler(event, self.context))
-            except Exception as exc:
-                self.report_error(ext.path, "user_bash", exc)
-                raise SessionError(str(exc) or type(exc).__name__) from exc
-            if isinstance(result, dict) and isinstance(result.get("result"), dict):
-                return dict(result["result"])
-        return None
+
+        def refuse(ext: Extension, exc: Exception) -> NoReturn:
+            self.report_error(ext.path, "user_bash", exc)
+            raise SessionError(str(exc) or type(exc).__name__) from exc
+
+        found = await self.first(event, lambda result: isinstance(result.get("result"), dict), fail=refuse)
+        return None if found is None else dict(found["result"])
 
     async def model_select(self, model: Model, previous: Model | None, source: str) -> None:
         event: dict[str, Any] = {"type": "model_select", "model": model}
