@@ -155,3 +155,61 @@ async def test_an_absurd_read_offset_is_printed_as_javascript_does(tmp_path: Pat
     [end] = [r for r in records if r["type"] == "tool_execution_end"]
     assert end["result"]["content"][0]["text"] == "Offset 1e+300 is beyond end of file (3 lines total)"
 
+
+
+async def _wait_for_pid(path: Path) -> int:
+    for _ in range(400):
+        if path.exists() and path.read_text().strip():
+            return int(path.read_text().split()[0])
+        await asyncio.sleep(0.025)
+    raise AssertionError(f"{path} never written")
+
+
+async def _gone(pid: int) -> bool:
+    for _ in range(200):
+        try:
+            os.kill(pid, 0)
+            if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+                return True
+        except (ProcessLookupError, FileNotFoundError):
+            return True
+        await asyncio.sleep(0.05)
+    return False
+
+
+DAEMON = (
+    "import os, sys, time\n"
+    "if os.fork(): sys.exit(0)\n"
+    "os.setsid()\n"
+    "if os.fork(): sys.exit(0)\n"
+    "open(sys.argv[1], 'w').write(str(os.getpid()))\n"
+    "time.sleep(300)\n"
+)
+
+
+async def test_abort_kills_what_left_the_process_group(tmp_path: Path) -> None:
+    """setsid and a double-forked daemon escape the command's group; abort still finds and kills them."""
+    pi = await _faux_pi(tmp_path, None, "--no-session")
+    (tmp_path / "daemon.py").write_text(DAEMON)
+    command = (f"setsid sleep 300 & echo $! > {tmp_path}/setsid.pid; {PYTHON} {tmp_path}/daemon.py "
+               f"{tmp_path}/daemon.pid; sleep 300")
+    await pi.send({"type": "bash", "id": "b", "command": command})
+    escaped = [await _wait_for_pid(tmp_path / "setsid.pid"), await _wait_for_pid(tmp_path / "daemon.pid")]
+    assert all(os.getpgid(pid) != os.getpgid(pi.proc.pid) for pid in escaped)
+    await pi.send({"type": "abort_bash", "id": "a"})
+    response, _ = await pi.response_to("b")
+    assert response["data"]["cancelled"] is True
+    for pid in escaped:
+        assert await _gone(pid), f"{pid} outlived the abort"
+    await pi.close_stdin()
+    assert await pi.wait() == 0
+
+
+async def test_full_output_files_are_removed_at_exit(tmp_path: Path) -> None:
+    pi = await _faux_pi(tmp_path, None, "--no-session")
+    response = await pi.request({"type": "bash", "command": "seq 1 100000"})
+    full = Path(response["data"]["fullOutputPath"])
+    assert full.exists() and response["data"]["truncated"] is True
+    await pi.close_stdin()
+    assert await pi.wait() == 0
+    assert not full.exists()
