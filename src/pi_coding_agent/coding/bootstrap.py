@@ -24,6 +24,7 @@ from pi_coding_agent.coding.resources.skills import load_skills
 from pi_coding_agent.coding.resources.system_prompt import resolve_append_prompts, resolve_custom_prompt
 from pi_coding_agent.coding.resources.trust import is_project_trusted
 from pi_coding_agent.coding.runtime import LOGIN_HELP, Resources, SessionRuntime
+from pi_coding_agent.coding.sandbox.policy import SandboxPolicy, policy_from_settings
 from pi_coding_agent.coding.session import SessionManager, list_sessions
 from pi_coding_agent.coding.tools import ToolEnv, create_builtin_tools
 
@@ -107,6 +108,23 @@ def _scoped_models(args: CliArgs, registry: ModelRegistry, settings: Settings) -
     return scoped
 
 
+def _sandbox_policy(args: CliArgs, settings: Settings, cwd: Path) -> SandboxPolicy | None:
+    """The tools' sandbox, or a start-up error saying what is missing: never silently unsandboxed."""
+    try:
+        policy = policy_from_settings(settings.get, cwd, args.sandbox)
+    except ValueError as exc:
+        raise SessionError(f"Invalid sandbox setting: {exc}") from None
+    if not policy.active:
+        return None
+    from pi_coding_agent.coding.sandbox.bwrap import SandboxUnavailable, ensure_available
+
+    try:
+        ensure_available()
+    except SandboxUnavailable as exc:
+        raise SessionError(f"Cannot start in the {policy.mode} sandbox: {exc}") from None
+    return policy
+
+
 async def create_session(args: CliArgs, mode: str, ui: Any = None) -> AgentSession:
     """Build the whole runtime for ``mode`` ("rpc", "json", "print") from parsed CLI arguments."""
     cwd = Path.cwd().resolve()
@@ -123,6 +141,7 @@ async def create_session(args: CliArgs, mode: str, ui: Any = None) -> AgentSessi
     scoped = _scoped_models(args, registry, settings)
     runtime_box: list[SessionRuntime] = []
     env = ToolEnv(cwd=cwd, shell_path=settings.shell_path, shell_command_prefix=settings.shell_command_prefix,
+                  sandbox=_sandbox_policy(args, settings, cwd), confirm=None if ui is None else ui.confirm,
                   session_env=lambda: runtime_box[0].session_env(),
                   model_accepts_images=lambda: "image" in runtime_box[0].agent.model.get("input", []),
                   image_policy=lambda: runtime_box[0].image_policy(),

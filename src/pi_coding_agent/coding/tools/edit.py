@@ -98,6 +98,7 @@ class EditTool(BuiltinTool):
             raise ToolError("Edit tool input is invalid. edits must contain at least one replacement.")
         path: str = params["path"]
         absolute = resolve_to_cwd(path, self.env.cwd)
+        await self.env.check_write(absolute)
         async with file_mutation_lock(absolute):
             details = await run_settled(_edit_file, absolute, path, edits, signal)
         return text_result(f"Successfully replaced {len(edits)} block(s) in {path}.", details)

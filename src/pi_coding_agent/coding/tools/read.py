@@ -179,6 +179,7 @@ class ReadTool(BuiltinTool):
         self, tool_call_id: str, params: dict[str, Any], signal: AbortSignal, on_update: UpdateCallback
     ) -> ToolResult:
         check_aborted(signal)
+        await self.env.check_read(resolve_read_path(params["path"], self.env.cwd))
         # File work runs in a thread so a multi-GB scan never blocks the loop; abort answers at once.
         work = asyncio.ensure_future(run_blocking(self._read, params, signal))
         aborted = asyncio.ensure_future(signal.wait())

@@ -178,10 +178,13 @@ async def run_shell(
     signal: AbortSignal | None,
     timeout: float | None = None,
     session_vars: dict[str, str] | None = None,
+    sandboxed: bool = True,
 ) -> ShellExit:
     """Run ``<shell> -c command`` in the cwd; stream merged stdout/stderr bytes to ``on_data``.
 
-    Raises :class:`CommandAborted` if the signal fired. Returns once the shell exited and its
+    The command runs inside ``env.sandbox`` when one is active, unless ``sandboxed`` is false (the
+    user allowed a refused command to run outside). Raises :class:`CommandAborted` if the signal
+    fired. Returns once the shell exited and its
     pipe reached EOF or stayed idle for a short grace (background jobs may keep it open).
     """
     if signal is not None and signal.aborted:
@@ -192,10 +195,15 @@ async def run_shell(
         raise ShellError(f"Working directory does not exist: {cwd}\nCannot execute bash commands.")
     processes.prepare()
     marker = os.urandom(8).hex()
+    argv, environment = [shell, "-c", command], shell_environment(env, session_vars)
+    if sandboxed and env.sandbox is not None and env.sandbox.active:
+        from pi_coding_agent.coding.sandbox.bwrap import wrap_command
+
+        argv, environment = wrap_command(env.sandbox, argv, cwd), env.sandbox.tool_environment(environment)
     proc = subprocess.Popen(
-        [shell, "-c", command],
+        argv,
         cwd=cwd,
-        env={**shell_environment(env, session_vars), MARKER_VARIABLE: marker},
+        env={**environment, MARKER_VARIABLE: marker},
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

@@ -37,6 +37,7 @@ class WriteTool(BuiltinTool):
     ) -> ToolResult:
         path: str = params["path"]
         absolute = resolve_to_cwd(path, self.env.cwd)
+        await self.env.check_write(absolute)
         async with file_mutation_lock(absolute):
             check_aborted(signal)
             refuse_special_file(absolute, path, "write")
