@@ -15,10 +15,15 @@ from typing import Any
 from pi_coding_agent.coding import paths
 from pi_coding_agent.coding.session import storage
 from pi_coding_agent.coding.session.context import (
+    NO_SETTINGS,
     SessionContext,
+    Settings,
     build_context,
     content_text,
+    context_start,
     current_system_message,
+    restored_settings,
+    settings_after,
 )
 from pi_coding_agent.coding.session.conversion import convert_to_llm
 from pi_coding_agent.coding.session.ids import (
@@ -68,11 +73,18 @@ class SessionManager:
         self._stale_on_disk = stale_on_disk  # migrated in memory; rewrite before the next append
         self._by_id: dict[str, Entry] = {}
         self.labels: dict[str, dict[str, Any]] = {}
-        self.leaf_id: str | None = None
+        self._leaf_id: str | None = None
+        # The root-to-leaf path, kept up to date as entries are appended below the leaf (None: rebuild
+        # on demand), with where its model-visible part starts and the model/thinking level at the leaf:
+        # per-turn work then costs what the context since the last compaction costs, not the history.
+        self._path: list[Entry] | None = []
+        self._context_start = 0
+        self._settings: Settings = NO_SETTINGS
         self._name_entry: Entry | None = None
         self._conversation = False
         for entry in entries:
             self._index(entry)
+        self._path = None  # a loaded file may branch anywhere: walk the tree on first use
 
     # ----------------------------------------------------------------- construction
 
@@ -215,11 +227,29 @@ class SessionManager:
     def get_entry(self, entry_id: str) -> Entry | None:
         return self._by_id.get(entry_id)
 
+    @property
+    def leaf_id(self) -> str | None:
+        return self._leaf_id
+
+    @leaf_id.setter
+    def leaf_id(self, value: str | None) -> None:
+        if value != self._leaf_id:
+            self._leaf_id = value
+            self._path = None
+
     def _index(self, entry: Entry) -> None:
         """Account for one entry that is in memory and on disk (load or successful append)."""
         entry_id = entry.get("id")
         self._by_id[entry_id] = entry  # type: ignore[index]
-        self.leaf_id = entry_id
+        path = self._path
+        if path is not None and entry.get("parentId") == self._leaf_id:
+            path.append(entry)
+            self._settings = settings_after(self._settings, entry)
+            if entry.get("type") == "compaction":
+                self._context_start = context_start(path)
+        else:
+            self._path = None
+        self._leaf_id = entry_id
         kind = entry.get("type")
         if kind == "label":
             if entry.get("label"):
@@ -362,9 +392,29 @@ class SessionManager:
 
     def get_branch(self, leaf_id: str | None = None) -> list[Entry]:
         """Root-to-leaf path (stops at a missing parent)."""
+        if leaf_id is None or leaf_id == self._leaf_id:
+            return list(self._current_path())
+        return self._walk(leaf_id)
+
+    def get_context_branch(self) -> list[Entry]:
+        """The part of the current path the model sees: from the latest compaction's first kept entry.
+
+        Everything the projection (``select_context_entries``) selects is in it, so checks that run
+        every turn give the same answers as on the whole branch without walking the history.
+        """
+        path = self._current_path()
+        return path[self._context_start :]
+
+    def _current_path(self) -> list[Entry]:
+        if self._path is None:
+            self._path = self._walk(self._leaf_id)
+            self._context_start = context_start(self._path)
+            self._settings = restored_settings(self._path)
+        return self._path
+
+    def _walk(self, start: str | None) -> list[Entry]:
         path: list[Entry] = []
         seen: set[str] = set()
-        start = leaf_id if leaf_id is not None else self.leaf_id
         current = self._by_id.get(start) if start is not None else None
         while current is not None and current.get("id") not in seen:
             path.append(current)
@@ -419,7 +469,8 @@ class SessionManager:
     # ----------------------------------------------------------------- context and totals
 
     def build_context(self) -> SessionContext:
-        return build_context(self.get_branch())
+        context_branch = self.get_context_branch()  # also brings the leaf's settings up to date
+        return build_context(context_branch, self._settings)
 
     def stats(self) -> dict[str, Any]:
         """Message counts and usage totals over every entry of the file (all branches)."""
