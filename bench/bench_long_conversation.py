@@ -78,6 +78,13 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client closing its keep-alive connection is not worth a traceback."""
+
+
 def _agent_dir(home: Path, url: str) -> Path:
     agent = home / "agent"
     agent.mkdir(parents=True)
@@ -112,8 +119,7 @@ def _wait_settled(proc: Any, buffer: bytearray) -> int:
 
 def run(cmd: list[str], turns: int) -> list[dict[str, float]]:
     home = scratch_home()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    server.daemon_threads = True
+    server = _Server(("127.0.0.1", 0), _Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     agent = _agent_dir(home, f"http://127.0.0.1:{server.server_address[1]}")
     sessions = home / "sessions"
