@@ -129,8 +129,9 @@ def restored_settings(path: list[Entry]) -> Settings:
     return settings
 
 
-def context_start(path: list[Entry]) -> int:
-    """Where the model-visible part of a path starts: the first kept entry of its latest compaction.
+def context_start(path: list[Entry]) -> int | None:
+    """Where the model-visible part of a path starts: the first kept entry of its latest compaction
+    (0 without a compaction; None when that entry is not on ``path`` before the compaction).
 
     ``select_context_entries`` gives the same result for ``path[context_start(path):]`` as for the
     whole path, so per-turn work can skip everything a compaction already summarised.
@@ -142,7 +143,16 @@ def context_start(path: list[Entry]) -> int:
     for i in range(compaction_index - 1, -1, -1):
         if path[i].get("id") == first_kept:
             return i
-    return compaction_index
+    return None
+
+
+def context_start_of(path: list[Entry]) -> int:
+    """:func:`context_start` of a root-to-leaf path: a first kept entry missing from it keeps nothing
+    before the compaction, which then starts the model-visible part."""
+    start = context_start(path)
+    if start is not None:
+        return start
+    return next(i for i in range(len(path) - 1, -1, -1) if path[i].get("type") == "compaction")
 
 
 def build_context(path: list[Entry], settings: Settings | None = None) -> SessionContext:
