@@ -31,6 +31,7 @@ from pi_coding_agent.coding.resources.skills import load_skills
 from pi_coding_agent.coding.resources.system_prompt import resolve_append_prompts, resolve_custom_prompt
 from pi_coding_agent.coding.resources.trust import is_project_trusted
 from pi_coding_agent.coding.runtime import LOGIN_HELP, Resources, SessionRuntime
+from pi_coding_agent.coding.sandbox.policy import SandboxPolicy, policy_from_settings
 from pi_coding_agent.coding.session import SessionManager, list_sessions
 
 
@@ -118,6 +119,23 @@ def _extension_sources(args: CliArgs, settings: Settings, agent_dir: Path, cwd: 
     return [*found, *in_process]
 
 
+def _sandbox_policy(args: CliArgs, settings: Settings, cwd: Path) -> SandboxPolicy | None:
+    """The tools' sandbox, or a start-up error saying what is missing: never silently unsandboxed."""
+    try:
+        policy = policy_from_settings(settings.get, cwd, args.sandbox)
+    except ValueError as exc:
+        raise SessionError(f"Invalid sandbox setting: {exc}") from None
+    if not policy.active:
+        return None
+    from pi_coding_agent.coding.sandbox.bwrap import SandboxUnavailable, ensure_available
+
+    try:
+        ensure_available()
+    except SandboxUnavailable as exc:
+        raise SessionError(f"Cannot start in the {policy.mode} sandbox: {exc}") from None
+    return policy
+
+
 async def create_session(
     args: CliArgs, mode: str, ui: ExtensionUI | None = None, *, cwd: Path | None = None,
     agent_dir: Path | None = None, settings_overrides: dict[str, Any] | None = None,
@@ -145,6 +163,7 @@ async def create_session(
         args=args, cwd=cwd, agent_dir=agent_dir, mode=mode, ui=ui or NoUI(), settings=settings, auth=auth,
         registry=registry, session_manager=sm, resources=_load_resources(args, settings, agent_dir, cwd, trusted),
         scoped=_scoped_models(args, registry, settings), cli_model=_cli_model(args, registry), extra_tools=tools,
+        sandbox=_sandbox_policy(args, settings, cwd),
     )
     if args.name and not sm.entries:
         sm.append_session_info(" ".join(args.name.split("\n")).strip())

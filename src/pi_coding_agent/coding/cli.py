@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 EXIT_USAGE = 2
 MODES = ("text", "json", "rpc")
+SANDBOX_MODES = ("off", "read-only", "workspace-write")  # as coding/sandbox/policy.py MODES, kept import-free
 
 
 class CliError(Exception):
@@ -64,6 +65,7 @@ _flag("--session-dir", "session_dir", "value")
 _flag("--export", "export", "value")
 _flag("--use-theme", "use_theme", "value")
 _flag("--tui-mode", "tui_mode", "value")
+_flag("--sandbox", "sandbox", "value")
 _flag("--append-system-prompt", "append_system_prompt", "append")
 _flag("-e --extension", "extensions", "append")
 _flag("--skill", "skills", "append")
@@ -153,6 +155,8 @@ def _check_values(args: CliArgs) -> None:
         raise CliError(f'Invalid thinking level "{args.thinking}". Valid values: {", ".join(THINKING_LEVELS)}')
     if args.tui_mode is not None and args.tui_mode not in ("regular", "fullscreen"):
         raise CliError(f'Invalid TUI mode "{args.tui_mode}". Valid values: regular, fullscreen')
+    if args.sandbox is not None and args.sandbox not in SANDBOX_MODES:
+        raise CliError(f'Invalid sandbox mode "{args.sandbox}". Valid values: {", ".join(SANDBOX_MODES)}')
     if args.tools is not None:
         problem = _tool_list_problem(args.tools)
         if problem:
@@ -356,6 +360,7 @@ Tools and resources:
   -a, --approve                  Trust this project's .pi files for this run
   -na, --no-approve              Ignore this project's .pi files for this run
   --offline                      No network activity at start-up
+  --sandbox <mode>               off, read-only or workspace-write: limit what the model's tools touch
 
 Other:
   -h, --help                     This text

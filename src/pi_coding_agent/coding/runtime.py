@@ -41,6 +41,7 @@ from pi_coding_agent.coding.resources.system_prompt import (
     render_system_prompt,
 )
 from pi_coding_agent.coding.retry import RetrySettings
+from pi_coding_agent.coding.sandbox.policy import SandboxPolicy
 from pi_coding_agent.coding.session import (
     SessionContext,
     SessionManager,
@@ -75,8 +76,10 @@ class SessionRuntime:
         auth: AuthStorage, registry: ModelRegistry, session_manager: SessionManager,
         resources: Resources, scoped: list[tuple[Model, str | None]],
         cli_model: tuple[Model, str | None] | None = None, extra_tools: Sequence[AgentTool] = (),
+        sandbox: SandboxPolicy | None = None,
     ) -> None:
         self.args = args
+        self.sandbox = sandbox  # limits of the model's tools (None: off, as in pi)
         self.cwd = cwd
         self.agent_dir = agent_dir
         self.mode = mode
@@ -108,7 +111,8 @@ class SessionRuntime:
         env = ToolEnv(cwd=self.cwd, shell_path=s.shell_path, shell_command_prefix=s.shell_command_prefix,
                       session_env=self.session_env,
                       model_accepts_images=lambda: "image" in self.agent.model.get("input", []),
-                      image_policy=self.image_policy, agent_dir=self.agent_dir)
+                      image_policy=self.image_policy, agent_dir=self.agent_dir, sandbox=self.sandbox,
+                      confirm=self.ui.confirm)
         tools = create_builtin_tools(env)
         tools.update((tool.name, tool) for tool in extra_tools)
         return tools
