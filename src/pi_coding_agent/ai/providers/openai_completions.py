@@ -16,9 +16,15 @@ import orjson
 
 from pi_coding_agent.ai.providers.http import sse_events
 from pi_coding_agent.ai.providers.partial_json import parse_arguments
+from pi_coding_agent.ai.providers.reasoning_details import (
+    is_reasoning_detail,
+    merge_reasoning_details,
+    replayed_reasoning_details,
+)
+from pi_coding_agent.ai.providers.usage import chat_usage
 from pi_coding_agent.ai.stream import ProviderError, StreamOptions
 from pi_coding_agent.ai.transform import tool_result_runs
-from pi_coding_agent.ai.types import AssistantMessage, Context, Model, empty_usage
+from pi_coding_agent.ai.types import AssistantMessage, Context, Model
 
 REASONING_FIELDS = ("reasoning_content", "reasoning", "reasoning_text")
 STOP_REASONS = {"stop": "stop", "end": "stop", "length": "length", "tool_calls": "toolUse", "function_call": "toolUse"}
@@ -107,6 +113,7 @@ def _assistant_message(model: Model, msg: Any, compat: dict[str, Any]) -> dict[s
     needs_string = compat["requiresAssistantAfterToolResult"] or compat["requiresNonNullAssistantContent"]
     out: dict[str, Any] = {"role": "assistant", "content": "" if needs_string else None}
     text = "".join(b["text"] for b in msg["content"] if b["type"] == "text" and b["text"].strip())
+    details = replayed_reasoning_details([b for b in msg["content"] if b["type"] == "thinking"])
     thinking = [b for b in msg["content"] if b["type"] == "thinking" and b["thinking"].strip()]
     calls = [b for b in msg["content"] if b["type"] == "toolCall"]
     if thinking and compat["requiresThinkingAsText"]:
@@ -115,7 +122,7 @@ def _assistant_message(model: Model, msg: Any, compat: dict[str, Any]) -> dict[s
     else:
         if text:
             out["content"] = text
-        field = thinking[0].get("thinkingSignature") if thinking else None
+        field = thinking[0].get("thinkingSignature") if thinking and details is None else None
         if field in REASONING_FIELDS:
             out[field] = "\n".join(b["thinking"] for b in thinking)
     if calls:
@@ -124,6 +131,8 @@ def _assistant_message(model: Model, msg: Any, compat: dict[str, Any]) -> dict[s
              "function": {"name": c["name"], "arguments": orjson.dumps(c["arguments"]).decode()}}
             for c in calls
         ]
+    if details is not None:
+        out["reasoning_details"] = details
     if compat["requiresReasoningContentOnAssistantMessages"] and model["reasoning"] and "reasoning_content" not in out:
         out["reasoning_content"] = ""
     return out if out["content"] or calls else None
@@ -257,16 +266,26 @@ def request_headers(model: Model, options: StreamOptions) -> dict[str, str]:
 # ---------------------------------------------------------------------------------------------- stream
 
 
+def first_choice(choices: Any) -> dict[str, Any] | None:
+    """Choice 0 of a chunk: hosts asked for several choices stream each under its ``index``."""
+    for choice in choices if isinstance(choices, list) else []:
+        if isinstance(choice, dict) and choice.get("index", 0) in (0, None):
+            return choice
+    return None
+
+
 class _ChunkReader:
     """Turns chunks into content blocks and events; every block ends only when the stream does."""
 
-    def __init__(self, output: AssistantMessage) -> None:
+    def __init__(self, model: Model, output: AssistantMessage) -> None:
+        self.model = model
         self.output = output
         self.blocks: list[Any] = output["content"]
         self.text: Any = None
         self.thinking: Any = None
         self.calls: dict[Any, Any] = {}  # stream index (or id) -> block
         self.raw_args: dict[int, str] = {}  # content index -> argument text so far
+        self.reasoning_details: list[dict[str, Any]] | None = None  # OpenRouter's replay data
         self.finished = False
 
     def feed(self, chunk: dict[str, Any]) -> list[dict[str, Any]]:
@@ -276,11 +295,13 @@ class _ChunkReader:
             raise ProviderError(str(message) if message else orjson.dumps(error).decode())
         if chunk.get("id") and "responseId" not in self.output:
             self.output["responseId"] = chunk["id"]
-        choices = chunk.get("choices") or []
-        choice = choices[0] if choices else None
+        served = chunk.get("model")
+        if isinstance(served, str) and served and served != self.model["id"] and "responseModel" not in self.output:
+            self.output["responseModel"] = served
+        choice = first_choice(chunk.get("choices"))
         usage = chunk.get("usage") or (choice or {}).get("usage")
         if usage:
-            self._usage(usage)
+            self.output["usage"] = chat_usage(usage)
         if not choice:
             return []
         events: list[dict[str, Any]] = []
@@ -290,22 +311,52 @@ class _ChunkReader:
         field = next((f for f in REASONING_FIELDS if isinstance(delta.get(f), str) and delta[f]), None)
         if field:
             events += self._append("thinking", delta[field], field)
-        if delta.get("content"):
-            events += self._append("text", delta["content"])
+        if isinstance(delta.get("reasoning_details"), list):
+            events += self._reasoning_details(delta["reasoning_details"])
+        events += self._content(delta.get("content"))
+        if isinstance(delta.get("refusal"), str) and delta["refusal"]:  # shown as text, as the Responses API does
+            events += self._append("text", delta["refusal"])
         for call in delta.get("tool_calls") or []:
             events += self._tool_call(call)
         return events
 
-    def _append(self, kind: str, piece: str, signature: str | None = None) -> list[dict[str, Any]]:
+    def _content(self, content: Any) -> list[dict[str, Any]]:
+        """``delta.content`` as a string, or as a list of parts (Mistral: thinking parts, then text parts)."""
+        if isinstance(content, str):
+            return self._append("text", content) if content else []
         events: list[dict[str, Any]] = []
+        for part in content if isinstance(content, list) else []:
+            kind = part.get("type") if isinstance(part, dict) else None
+            if kind == "text" and isinstance(part.get("text"), str) and part["text"]:
+                events += self._append("text", part["text"])
+            elif kind == "thinking":
+                inner = part.get("thinking")
+                pieces = [inner] if isinstance(inner, str) else [
+                    p.get("text") for p in inner or [] if isinstance(p, dict) and p.get("type") == "text"]
+                events += [ev for piece in pieces if isinstance(piece, str) and piece
+                           for ev in self._append("thinking", piece)]
+        return events
+
+    def _reasoning_details(self, details: list[Any]) -> list[dict[str, Any]]:
+        """Collect OpenRouter's ``reasoning_details`` (kept in the thinking block's signature for replay)."""
+        valid = [d for d in details if is_reasoning_detail(d)]
+        if not valid:
+            return []
+        events = [] if self.thinking is not None else self._open("thinking", "")
+        self.reasoning_details = merge_reasoning_details(self.reasoning_details or [], valid)
+        return events
+
+    def _open(self, kind: str, signature: str | None) -> list[dict[str, Any]]:
+        block: dict[str, Any] = {"type": kind, kind: ""}
+        if signature is not None:
+            block["thinkingSignature"] = signature
+        self.blocks.append(block)
+        setattr(self, kind, block)
+        return [{"type": f"{kind}_start", "contentIndex": len(self.blocks) - 1}]
+
+    def _append(self, kind: str, piece: str, signature: str | None = None) -> list[dict[str, Any]]:
+        events = self._open(kind, signature) if getattr(self, kind) is None else []
         block = self.thinking if kind == "thinking" else self.text
-        if block is None:
-            block = {"type": kind, kind: ""}
-            if signature:
-                block["thinkingSignature"] = signature
-            self.blocks.append(block)
-            setattr(self, kind, block)
-            events.append({"type": f"{kind}_start", "contentIndex": len(self.blocks) - 1})
         block[kind] += piece
         events.append({"type": f"{kind}_delta", "contentIndex": self.blocks.index(block), "delta": piece})
         return events
@@ -332,19 +383,6 @@ class _ChunkReader:
         events.append({"type": "toolcall_delta", "contentIndex": index, "delta": piece})
         return events
 
-    def _usage(self, raw: dict[str, Any]) -> None:
-        details = raw.get("prompt_tokens_details") or {}
-        cached = details.get("cached_tokens") or raw.get("prompt_cache_hit_tokens") or raw.get("cached_tokens") or 0
-        written = details.get("cache_write_tokens") or 0
-        fresh = max(0, (raw.get("prompt_tokens") or 0) - cached - written)
-        output = raw.get("completion_tokens") or 0
-        reasoning = (raw.get("completion_tokens_details") or {}).get("reasoning_tokens") or raw.get(
-            "reasoning_tokens") or 0
-        # key order as pi writes it: reasoning sits between the token counts and the total
-        self.output["usage"] = {"input": fresh, "output": output, "cacheRead": cached, "cacheWrite": written,
-                                "reasoning": reasoning, "totalTokens": fresh + output + cached + written,
-                                "cost": empty_usage()["cost"]}
-
     def _finish_reason(self, reason: str) -> None:
         self.finished = True
         self.output["rawStopReason"] = reason
@@ -363,6 +401,8 @@ class _ChunkReader:
                 block["arguments"] = parse_arguments(self.raw_args.get(index, ""))
                 events.append({"type": "toolcall_end", "contentIndex": index, "toolCall": block})
             else:
+                if kind == "thinking" and self.reasoning_details is not None:
+                    block["thinkingSignature"] = orjson.dumps(self.reasoning_details).decode()
                 events.append({"type": f"{kind}_end", "contentIndex": index, "content": block[kind]})
         return events
 
@@ -374,7 +414,7 @@ async def stream(
     headers = request_headers(model, options)
     body = build_request(model, context, options)
     url = model["baseUrl"].rstrip("/") + "/chat/completions"
-    reader = _ChunkReader(output)
+    reader = _ChunkReader(model, output)
     async with aclosing(sse_events(url, headers, body, options)) as events:
         async for event in events:
             if event.data == "[DONE]" or not event.data:

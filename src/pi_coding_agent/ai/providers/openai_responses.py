@@ -18,8 +18,9 @@ import orjson
 from pi_coding_agent.ai.providers.http import openai_error_text, sse_events
 from pi_coding_agent.ai.providers.openai_completions import request_headers
 from pi_coding_agent.ai.providers.partial_json import parse_arguments
+from pi_coding_agent.ai.providers.usage import responses_usage
 from pi_coding_agent.ai.stream import ProviderError, StreamOptions
-from pi_coding_agent.ai.types import AssistantMessage, Context, Model, empty_usage
+from pi_coding_agent.ai.types import AssistantMessage, Context, Model
 
 MIN_OUTPUT_TOKENS = 16  # the API rejects smaller max_output_tokens
 CALL_ID_PROVIDERS = frozenset({"openai", "openai-codex", "opencode"})
@@ -232,9 +233,13 @@ class _EventReader:
         elif kind in ("response.completed", "response.incomplete"):
             self._finish(event["response"])
         elif kind == "response.failed":
-            raise ProviderError(_failure_text(event.get("response") or {}))
+            self.terminal = True
+            response = event.get("response") or {}
+            if response.get("status"):
+                self.output["rawStopReason"] = response["status"]
+            raise ProviderError(_failure_text(response))
         elif kind == "error":
-            raise ProviderError(f"Error Code {event.get('code')}: {event.get('message')}")
+            raise ProviderError(stream_error_text(event))
         return []
 
     def _slot(self, event: dict[str, Any], kind: str) -> int | None:
@@ -326,21 +331,12 @@ class _EventReader:
         output = self.output
         if response.get("id"):
             output["responseId"] = response["id"]
-        raw = response.get("usage")
-        if raw:
-            details = raw.get("input_tokens_details") or {}
-            cached = details.get("cached_tokens") or 0
-            written = details.get("cache_write_tokens") or 0
-            usage = empty_usage()
-            usage["input"] = max(0, (raw.get("input_tokens") or 0) - cached - written)
-            usage["output"] = raw.get("output_tokens") or 0
-            usage["cacheRead"] = cached
-            usage["cacheWrite"] = written
-            usage["reasoning"] = (raw.get("output_tokens_details") or {}).get("reasoning_tokens") or 0
-            usage["totalTokens"] = raw.get("total_tokens") or 0
-            output["usage"] = usage
+        if response.get("usage"):
+            output["usage"] = responses_usage(response["usage"])
         status = response.get("status")
         reason = (response.get("incomplete_details") or {}).get("reason")
+        if status:
+            output["rawStopReason"] = f"{status}.{reason}" if isinstance(reason, str) and reason else status
         output.pop("errorMessage", None)
         if status == "incomplete" and reason == "max_output_tokens":
             output["stopReason"] = "length"
@@ -354,6 +350,20 @@ class _EventReader:
             output["stopReason"] = "stop"
         if output["stopReason"] == "stop" and any(b["type"] == "toolCall" for b in self.blocks):
             output["stopReason"] = "toolUse"
+
+
+def stream_error_text(event: dict[str, Any]) -> str:
+    """The text of an ``error`` event, whose details sit at the top level or nested under ``error``.
+
+    The nested form (``{"type":"error","error":{"code":...,"message":...}}``) is what the API sends;
+    reading only the top level (as pi 1.6.0 does) loses the code the retry policy needs.
+    """
+    nested: dict[str, Any] = event["error"] if isinstance(event.get("error"), dict) else {}
+    code = event.get("code") or nested.get("code") or nested.get("type")
+    message = event.get("message") or nested.get("message")
+    if code is None and message is None:
+        return f"Error Code unknown: {orjson.dumps(event).decode()}"
+    return f"Error Code {code or 'unknown'}: {message or 'no message'}"
 
 
 def _failure_text(response: dict[str, Any]) -> str:
