@@ -21,6 +21,7 @@ import orjson
 
 from pi_coding_agent.ai.providers.http import sse_events
 from pi_coding_agent.ai.providers.partial_json import repair_arguments
+from pi_coding_agent.ai.providers.usage import apply_reported_cost, is_openrouter
 from pi_coding_agent.ai.stream import ProviderError, StreamOptions
 from pi_coding_agent.ai.thinking import clamp_max_tokens, clamp_thinking_level, thinking_budget
 from pi_coding_agent.ai.transform import tool_result_runs
@@ -500,6 +501,8 @@ class _Reader:
         if thinking is not None:
             u["reasoning"] = thinking
         u["totalTokens"] = u["input"] + u["output"] + u["cacheRead"] + u["cacheWrite"]
+        if usage and is_openrouter(self.model):
+            apply_reported_cost(u, usage)
 
     def _map_stop(self, reason: str, details: Any) -> str:
         if reason in STOP_REASONS:

@@ -21,7 +21,7 @@ from pi_coding_agent.ai.providers.reasoning_details import (
     merge_reasoning_details,
     replayed_reasoning_details,
 )
-from pi_coding_agent.ai.providers.usage import chat_usage
+from pi_coding_agent.ai.providers.usage import apply_reported_cost, chat_usage, is_openrouter
 from pi_coding_agent.ai.stream import ProviderError, StreamOptions
 from pi_coding_agent.ai.transform import tool_result_runs
 from pi_coding_agent.ai.types import AssistantMessage, Context, Model
@@ -44,7 +44,7 @@ def detect_compat(model: Model) -> dict[str, Any]:
     zai = host("zai", "api.z.ai", "open.bigmodel.cn") or provider == "zai-coding-cn"
     together = host("together", "api.together.ai", "api.together.xyz")
     moonshot = host("moonshotai", "api.moonshot.") or provider == "moonshotai-cn"
-    openrouter = host("openrouter", "openrouter.ai")
+    openrouter = is_openrouter(model)
     nvidia = host("nvidia", "integrate.api.nvidia.com")
     cerebras = host("cerebras", "cerebras.ai")
     deepseek = host("deepseek", "deepseek.com")
@@ -299,9 +299,12 @@ class _ChunkReader:
         if isinstance(served, str) and served and served != self.model["id"] and "responseModel" not in self.output:
             self.output["responseModel"] = served
         choice = first_choice(chunk.get("choices"))
-        usage = chunk.get("usage") or (choice or {}).get("usage")
+        # Groq reports streamed usage under x_groq; Moonshot inside the choice
+        usage = chunk.get("usage") or (choice or {}).get("usage") or (chunk.get("x_groq") or {}).get("usage")
         if usage:
             self.output["usage"] = chat_usage(usage)
+            if is_openrouter(self.model):
+                apply_reported_cost(self.output["usage"], usage)
         if not choice:
             return []
         events: list[dict[str, Any]] = []

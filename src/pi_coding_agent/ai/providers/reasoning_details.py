@@ -37,8 +37,8 @@ def merge_reasoning_details(merged: list[dict[str, Any]], pieces: list[dict[str,
         if last is not None and kind == last["type"] and kind != "reasoning.encrypted":
             field = _TEXT_FIELD[kind]
             last[field] += piece[field]
-            if kind == "reasoning.text" and not last.get("signature"):
-                last["signature"] = piece.get("signature")
+            if kind == "reasoning.text" and not last.get("signature") and piece.get("signature"):
+                last["signature"] = piece["signature"]
             for key in ("id", "format", "index"):
                 if last.get(key) is None and piece.get(key) is not None:
                     last[key] = piece[key]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pi_coding_agent.ai.types import Usage, empty_usage
+from pi_coding_agent.ai.types import Model, Usage, empty_usage
 
 
 def build_usage(fresh: int, output: int, cached: int, written: int, reasoning: int) -> Usage:
@@ -52,3 +52,35 @@ def responses_usage(raw: dict[str, Any]) -> Usage:
     usage = build_usage(max(0, prompt - cached - written), output, cached, written, reasoning)
     usage["totalTokens"] = raw.get("total_tokens") or 0
     return usage
+
+
+def is_openrouter(model: Model) -> bool:
+    return model["provider"] == "openrouter" or "openrouter.ai" in model["baseUrl"]
+
+
+def apply_reported_cost(usage: Usage, raw: dict[str, Any]) -> None:
+    """Keep OpenRouter's billed total (``cost``, plus the upstream cost for BYOK keys) when it is complete.
+
+    The stream wrapper still prices each component from the catalog but leaves this total, flagged
+    ``totalFromProvider: true``, as pi does.
+    """
+    def valid(value: Any) -> bool:
+        return isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
+
+    billed: Any = raw.get("cost")
+    if not valid(billed):
+        return
+    total: float = billed
+    if raw.get("is_byok") is True:
+        details = raw.get("cost_details") or {}
+        upstream: Any = details.get("upstream_inference_cost")
+        if upstream is None and valid(details.get("upstream_inference_prompt_cost")) \
+                and valid(details.get("upstream_inference_completions_cost")):
+            upstream = details["upstream_inference_prompt_cost"] + details["upstream_inference_completions_cost"]
+        if not valid(upstream):
+            return
+        total = billed + upstream
+    elif raw.get("is_byok") is not False:
+        return
+    usage["cost"]["total"] = total
+    usage["cost"]["totalFromProvider"] = True

@@ -1,0 +1,69 @@
+"""The corpus of recorded provider streams under ``tests/fixtures/streams`` and how to replay one.
+
+``manifest.json`` lists every recording with the public recording it follows, its license and the
+assistant message it describes (``expect``). ``replay`` serves a recording byte for byte from the
+fake LLM server and runs it through the adapter's real HTTP path.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pi_coding_agent.ai.stream import StreamOptions, stream
+from pi_coding_agent.ai.types import Context, Model
+from tests.fakes.llm_server import FakeLLMServer
+
+STREAMS = Path(__file__).resolve().parent / "fixtures" / "streams"
+MANIFEST: list[dict[str, Any]] = json.loads((STREAMS / "manifest.json").read_text())["recordings"]
+
+# api -> (default provider, path appended to the server URL for baseUrl)
+APIS = {
+    "openai-completions": ("openai", "/v1"),
+    "openai-responses": ("openai", "/v1"),
+    "anthropic-messages": ("anthropic", ""),
+    "google-generative-ai": ("google", "/v1beta"),
+}
+MODEL_ID = "test-model"
+TOOLS: list[Any] = [
+    {"name": name, "description": f"The {name} tool", "parameters": {"type": "object", "properties": {}}}
+    for name in ("bash", "read", "write", "lookup_customer")
+]
+
+
+def api_of(entry: dict[str, Any]) -> str:
+    return entry["file"].split("/", 1)[0]
+
+
+def model_for(entry: dict[str, Any], url: str) -> Model:
+    api = api_of(entry)
+    provider, path = APIS[api]
+    return {"id": MODEL_ID, "name": MODEL_ID, "api": api, "provider": entry.get("provider", provider),
+            "baseUrl": url + path, "reasoning": False, "input": ["text"],
+            "cost": {"input": 1, "output": 2, "cacheRead": 0.5, "cacheWrite": 1.25},
+            "contextWindow": 200000, "maxTokens": 8192}
+
+
+def context() -> Context:
+    return {"systemPrompt": "Be brief.", "messages": [{"role": "user", "content": "hi", "timestamp": 1}],
+            "tools": TOOLS}
+
+
+def scripted(entry: dict[str, Any], chunk_size: int | None = None) -> dict[str, Any]:
+    """The fake server's script item serving this recording."""
+    response: dict[str, Any] = {"raw": (STREAMS / entry["file"]).read_bytes(), "status": entry.get("status", 200),
+                                "contentType": entry.get("contentType", "text/event-stream")}
+    if chunk_size:
+        response["rawChunkSize"] = chunk_size
+    return response
+
+
+async def replay(entry: dict[str, Any], server: FakeLLMServer,
+                 chunk_size: int | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Events and final message of one recording through the real adapter."""
+    server.add(scripted(entry, chunk_size))
+    s = stream(model_for(entry, server.url), context(), StreamOptions(api_key="key"))
+    events = [event async for event in s]
+    message: Any = await s.result()
+    return events, message
