@@ -67,3 +67,58 @@ async def replay(entry: dict[str, Any], server: FakeLLMServer,
     events = [event async for event in s]
     message: Any = await s.result()
     return events, message
+
+
+async def rpc_messages(kind: str, api: str, entries: list[dict[str, Any]], root: Path) -> list[dict[str, Any]]:
+    """The assistant message of each recording, replayed through ``pi --mode rpc`` (``kind``:
+    ``"ours"`` or ``"reference"``) with a models.json provider of that API pointed at the fake server.
+
+    Tool calls in a recording are really run by that pi (in a scratch directory); the requests
+    that follow them get the fake server's default reply.
+    """
+    from tests.rpc_compare import Workspace
+
+    with FakeLLMServer() as server:
+        workspace = Workspace.create(root / kind / api, server.url, {"retry": {"enabled": False}})
+        path = APIS[api][1]
+        (workspace.agent_dir / "models.json").write_text(json.dumps({"providers": {"fake": {
+            "baseUrl": server.url + path, "api": api, "apiKey": "dummy",
+            "models": [{"id": "fake-model", "contextWindow": 200000, "maxTokens": 8192}]}}}))
+        proc = await workspace.spawn(kind, "--no-session")
+        messages = []
+        try:
+            for index, entry in enumerate(entries):
+                # Requests after the recorded one (turns after tool calls) get the server's default "ok".
+                server.add(scripted(entry))
+                await proc.send({"type": "prompt", "message": "hi", "id": f"p{index}"})
+                records = await proc.read_until(lambda r: r["type"] == "agent_settled")
+                messages.append(next(r["message"] for r in records if r["type"] == "message_end"
+                                     and r["message"]["role"] == "assistant"))
+        finally:
+            await proc.kill()
+        return messages
+
+
+MESSAGE_FIELDS = ("stopReason", "rawStopReason", "errorMessage", "responseId", "responseModel")
+
+
+def view(message: dict[str, Any], expect: dict[str, Any]) -> dict[str, Any]:
+    """The parts of ``message`` that ``expect`` speaks about, in its shape (made-up tool ids dropped)."""
+    out: dict[str, Any] = {field: message.get(field) for field in MESSAGE_FIELDS if field in expect}
+    content = []
+    for block, wanted in zip(message["content"], expect["content"] + [{}] * len(message["content"]), strict=False):
+        if block["type"] == "toolCall" and wanted and "id" not in wanted:
+            block = {k: v for k, v in block.items() if k != "id"}
+        content.append(block)
+    out["content"] = content
+    for key, value in expect.get("usage", {}).items():
+        if not isinstance(value, dict):  # cost depends on the provider's name, not on the stream
+            out[f"usage.{key}"] = message["usage"].get(key, 0)
+    return out
+
+
+def expected_view(expect: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {field: expect[field] for field in MESSAGE_FIELDS if field in expect}
+    out["content"] = expect["content"]
+    out.update({f"usage.{k}": v for k, v in expect.get("usage", {}).items() if not isinstance(v, dict)})
+    return out

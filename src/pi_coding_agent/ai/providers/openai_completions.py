@@ -266,6 +266,14 @@ def request_headers(model: Model, options: StreamOptions) -> dict[str, str]:
 # ---------------------------------------------------------------------------------------------- stream
 
 
+def chunk_error_text(error: Any) -> str:
+    """An error object inside the stream: its message (or the object), plus OpenRouter's upstream detail."""
+    message = error.get("message") if isinstance(error, dict) else None
+    text = str(message) if message else orjson.dumps(error).decode()
+    raw = ((error.get("metadata") or {}) if isinstance(error, dict) else {}).get("raw")
+    return f"{text}\n{raw}" if raw and str(raw) not in text else text
+
+
 def first_choice(choices: Any) -> dict[str, Any] | None:
     """Choice 0 of a chunk: hosts asked for several choices stream each under its ``index``."""
     for choice in choices if isinstance(choices, list) else []:
@@ -290,9 +298,7 @@ class _ChunkReader:
 
     def feed(self, chunk: dict[str, Any]) -> list[dict[str, Any]]:
         if chunk.get("error"):  # mid-stream failure relayed by a gateway
-            error: Any = chunk["error"]
-            message = error.get("message") if isinstance(error, dict) else None
-            raise ProviderError(str(message) if message else orjson.dumps(error).decode())
+            raise ProviderError(chunk_error_text(chunk["error"]))
         if chunk.get("id") and "responseId" not in self.output:
             self.output["responseId"] = chunk["id"]
         served = chunk.get("model")

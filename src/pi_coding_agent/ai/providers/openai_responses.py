@@ -353,17 +353,21 @@ class _EventReader:
 
 
 def stream_error_text(event: dict[str, Any]) -> str:
-    """The text of an ``error`` event, whose details sit at the top level or nested under ``error``.
+    """The text of an ``error`` event.
 
-    The nested form (``{"type":"error","error":{"code":...,"message":...}}``) is what the API sends;
-    reading only the top level (as pi 1.6.0 does) loses the code the retry policy needs.
+    The API nests the details (``{"type":"error","error":{"code":...,"message":...}}``): the text is
+    the nested message (the whole object when it has none), as the OpenAI SDK reports it for pi.
+    Reading only top-level fields gave ``Error Code None: None`` and hid rate limits and overflows
+    from the retry policy. The top-level form (``code``/``message`` beside ``type``) keeps pi's
+    ``Error Code <code>: <message>``.
     """
-    nested: dict[str, Any] = event["error"] if isinstance(event.get("error"), dict) else {}
-    code = event.get("code") or nested.get("code") or nested.get("type")
-    message = event.get("message") or nested.get("message")
-    if code is None and message is None:
-        return f"Error Code unknown: {orjson.dumps(event).decode()}"
-    return f"Error Code {code or 'unknown'}: {message or 'no message'}"
+    nested = event.get("error")
+    if isinstance(nested, dict):
+        message = nested.get("message")
+        return message if isinstance(message, str) and message else orjson.dumps(nested).decode()
+    if nested:
+        return orjson.dumps(nested).decode()
+    return f"Error Code {event.get('code')}: {event.get('message')}"
 
 
 def _failure_text(response: dict[str, Any]) -> str:
