@@ -114,6 +114,8 @@ def view(message: dict[str, Any], expect: dict[str, Any]) -> dict[str, Any]:
     for key, value in expect.get("usage", {}).items():
         if not isinstance(value, dict):  # cost depends on the provider's name, not on the stream
             out[f"usage.{key}"] = message["usage"].get(key, 0)
+    if "diagnostics" in expect:  # their timestamps are the receiver's
+        out["diagnostics"] = [{k: v for k, v in d.items() if k != "timestamp"} for d in message.get("diagnostics", [])]
     return out
 
 
@@ -121,4 +123,6 @@ def expected_view(expect: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {field: expect[field] for field in MESSAGE_FIELDS if field in expect}
     out["content"] = expect["content"]
     out.update({f"usage.{k}": v for k, v in expect.get("usage", {}).items() if not isinstance(v, dict)})
+    if "diagnostics" in expect:
+        out["diagnostics"] = expect["diagnostics"]
     return out

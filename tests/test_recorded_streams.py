@@ -69,6 +69,8 @@ async def test_recording_gives_the_message_it_holds(entry: dict[str, Any], chunk
         assert classify_error(message["errorMessage"], message["provider"]) == expect["errorClass"]
     _content_matches(message["content"], expect["content"])
     _usage_matches(message["usage"], expect.get("usage", {}))
+    assert [{k: v for k, v in d.items() if k != "timestamp"} for d in message.get("diagnostics", [])] \
+        == expect.get("diagnostics", [])
     _events_are_consistent(events, message)
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 import orjson
 
+from pi_coding_agent.ai.providers.diagnostics import append_transformations
 from pi_coding_agent.ai.providers.http import sse_events
 from pi_coding_agent.ai.providers.partial_json import repair_arguments
 from pi_coding_agent.ai.providers.usage import apply_reported_cost, is_openrouter
@@ -352,6 +353,7 @@ class _Reader:
         self.started = False
         self.stopped = False
         self.failure: str | None = None  # set when the stream turned out malformed (raised after its events)
+        self.transformations: list[Any] | None = None  # input_transformations the API reported, the last wins
 
     def handle(self, event: dict[str, Any]) -> list[dict[str, Any]]:
         kind = event["type"]
@@ -374,6 +376,8 @@ class _Reader:
 
     def _start(self, message: dict[str, Any]) -> list[dict[str, Any]]:
         self.started = True
+        if isinstance(message.get("input_transformations"), list):
+            self.transformations = message["input_transformations"]
         if message.get("id"):
             self.msg["responseId"] = message["id"]
         if message.get("model") and message["model"] != self.model["id"]:
@@ -484,6 +488,8 @@ class _Reader:
         return [{"type": "toolcall_end", "contentIndex": at, "toolCall": block}]
 
     def _message_delta(self, event: dict[str, Any]) -> None:
+        if isinstance(event.get("input_transformations"), list):
+            self.transformations = event["input_transformations"]
         reason = (event.get("delta") or {}).get("stop_reason")
         if reason:
             self.msg["rawStopReason"] = reason
@@ -553,3 +559,5 @@ async def stream(
         raise ProviderError("Anthropic stream ended without a stop reason")
     if output["stopReason"] == "error":
         raise ProviderError(output.get("errorMessage") or "An unknown error occurred")
+    append_transformations(reader.msg, "anthropic_input_transformations", reader.transformations or [],
+                           ("type", "path", "reason"))

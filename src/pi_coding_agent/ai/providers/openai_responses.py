@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from pi_coding_agent.ai.providers.diagnostics import append_transformations
 from pi_coding_agent.ai.providers.http import openai_error_text, sse_events
 from pi_coding_agent.ai.providers.openai_completions import request_headers
 from pi_coding_agent.ai.providers.partial_json import parse_arguments
@@ -210,6 +211,7 @@ class _EventReader:
         self.slots: dict[int, int] = {}  # output_index -> content index
         self.raw_args: dict[int, str] = {}  # content index -> argument text so far
         self.unfinished: set[int] = set()  # tool calls whose output_item.done is missing
+        self.reasoning: dict[str, Any] = {}  # reasoning item id -> its thinking block
         self.terminal = False
 
     def feed(self, event: dict[str, Any]) -> list[dict[str, Any]]:
@@ -306,6 +308,8 @@ class _EventReader:
             content = "\n\n".join(c.get("text", "") for c in item.get("content") or [])
             block["thinking"] = summary or content or block["thinking"]
             block["thinkingSignature"] = orjson.dumps(item).decode()
+            if item.get("id"):
+                self.reasoning[item["id"]] = block
             events.append({"type": "thinking_end", "contentIndex": index, "content": block["thinking"]})
         elif kind == "message" and block["type"] == "text":
             if item.get("phase") == "final_answer":
@@ -326,9 +330,24 @@ class _EventReader:
             events.append({"type": "toolcall_end", "contentIndex": index, "toolCall": block})
         return events
 
+    def _backfill_reasoning(self, items: list[Any]) -> None:
+        """Encrypted reasoning some hosts (Azure) send only in the terminal response's output."""
+        for item in items:
+            block = self.reasoning.get(str(item.get("id"))) if isinstance(item, dict) else None
+            if block is None or item.get("type") != "reasoning" or not item.get("encrypted_content"):
+                continue
+            stored = orjson.loads(block["thinkingSignature"])
+            if not stored.get("encrypted_content"):
+                block["thinkingSignature"] = orjson.dumps({**stored, "encrypted_content": item["encrypted_content"]}).decode()
+
     def _finish(self, response: dict[str, Any]) -> None:
         self.terminal = True
         output = self.output
+        self._backfill_reasoning(response.get("output") or [])
+        removals = [t for t in response.get("input_transformations") or []
+                    if isinstance(t, dict) and t.get("type") == "reasoning" and t.get("action") == "removed"
+                    and t.get("reason") != "turn_boundary"]  # turn_boundary: routine, and would grow every turn
+        append_transformations(output, "openai_input_transformations", removals, ("type", "id", "action", "reason"))
         if response.get("id"):
             output["responseId"] = response["id"]
         if response.get("usage"):
