@@ -1,8 +1,9 @@
 """OpenAI Chat Completions (``openai-completions``) and the many servers that copy it.
 
-Differences between hosts are switches in ``model["compat"]``; unset switches are detected from the
-provider name and base URL (OpenAI, OpenRouter, Groq, Cerebras, xAI, Mistral, DeepSeek, z.ai,
-Together, Moonshot and local servers such as Ollama, vLLM, llama.cpp and LM Studio).
+Differences between hosts are switches in ``model["compat"]`` (``ai.providers.openai_compat``);
+unset switches are detected from the provider name and base URL (OpenAI, OpenRouter, Groq,
+Cerebras, xAI, Mistral, DeepSeek, z.ai, Together, Moonshot and local servers such as Ollama, vLLM,
+llama.cpp and LM Studio). The output cap is fitted into the context window, as pi does.
 """
 
 from __future__ import annotations
@@ -15,69 +16,31 @@ from typing import Any
 import orjson
 
 from pi_coding_agent.ai.providers.http import sse_events
+from pi_coding_agent.ai.providers.openai_compat import (
+    affinity_headers,
+    apply_cache_control,
+    apply_thinking,
+    cache_control,
+    prompt_cache_fields,
+    resolve_compat,
+    routing_fields,
+)
 from pi_coding_agent.ai.providers.partial_json import parse_arguments
 from pi_coding_agent.ai.providers.reasoning_details import (
     is_reasoning_detail,
     merge_reasoning_details,
     replayed_reasoning_details,
 )
+from pi_coding_agent.ai.providers.sampling import sampling_params
 from pi_coding_agent.ai.providers.usage import apply_reported_cost, chat_usage, is_openrouter
 from pi_coding_agent.ai.stream import ProviderError, StreamOptions
+from pi_coding_agent.ai.thinking import clamp_max_tokens
 from pi_coding_agent.ai.transform import tool_result_runs
 from pi_coding_agent.ai.types import AssistantMessage, Context, Model
 
 REASONING_FIELDS = ("reasoning_content", "reasoning", "reasoning_text")
 STOP_REASONS = {"stop": "stop", "end": "stop", "length": "length", "tool_calls": "toolUse", "function_call": "toolUse"}
 BRIDGE_TEXT = "I have processed the tool results."
-
-
-# ---------------------------------------------------------------------------------------------- compat
-
-
-def detect_compat(model: Model) -> dict[str, Any]:
-    """Switch defaults for a host, from its provider name and base URL."""
-    provider, url = model["provider"], model["baseUrl"]
-
-    def host(name: str, *fragments: str) -> bool:
-        return provider == name or any(f in url.lower() for f in fragments)
-
-    zai = host("zai", "api.z.ai", "open.bigmodel.cn") or provider == "zai-coding-cn"
-    together = host("together", "api.together.ai", "api.together.xyz")
-    moonshot = host("moonshotai", "api.moonshot.") or provider == "moonshotai-cn"
-    openrouter = is_openrouter(model)
-    nvidia = host("nvidia", "integrate.api.nvidia.com")
-    cerebras = host("cerebras", "cerebras.ai")
-    deepseek = host("deepseek", "deepseek.com")
-    xai = host("xai", "api.x.ai")
-    cloudflare = host("cloudflare-ai-gateway", "gateway.ai.cloudflare.com")
-    opencode = host("opencode", "opencode.ai")
-    chutes = "chutes.ai" in url
-    non_standard = nvidia or cerebras or xai or together or chutes or deepseek or zai or moonshot or opencode or cloudflare
-    use_max_tokens = chutes or deepseek or moonshot or cloudflare or together or nvidia or zai
-    thinking_format = ("deepseek" if deepseek else "zai" if zai else "together" if together
-                       else "openrouter" if openrouter else "openai")
-    return {
-        "supportsStore": not non_standard,
-        "supportsDeveloperRole": host("openai", "api.openai.com"),
-        "supportsReasoningEffort": not (xai or zai or moonshot or together or cloudflare or nvidia),
-        "supportsUsageInStreaming": True,
-        "supportsFinishReason": True,
-        "maxTokensField": "max_tokens" if use_max_tokens else "max_completion_tokens",
-        "requiresToolResultName": False,
-        "requiresAssistantAfterToolResult": False,
-        "requiresNonNullAssistantContent": False,
-        "requiresToolsWithToolHistory": False,
-        "requiresThinkingAsText": False,
-        "requiresReasoningContentOnAssistantMessages": deepseek,
-        "thinkingFormat": thinking_format,
-        "supportsStrictMode": False,
-        "zaiToolStream": False,
-    }
-
-
-def resolve_compat(model: Model) -> dict[str, Any]:
-    """Detected switches overridden by the ones the model sets explicitly."""
-    return {**detect_compat(model), **(model.get("compat") or {})}
 
 
 # --------------------------------------------------------------------------------------------- request
@@ -193,51 +156,18 @@ def _tools(context: Context, compat: dict[str, Any]) -> list[dict[str, Any]]:
             for t in context.get("tools") or []]
 
 
-def _apply_thinking(body: dict[str, Any], model: Model, options: StreamOptions, compat: dict[str, Any]) -> None:
-    """Ask for reasoning in the host's dialect (agent-loop.md §10); ``off`` may still need saying."""
-    if not model["reasoning"]:
-        return
-    mapping = model.get("thinkingLevelMap") or {}
-    level = options.thinking_level if options.thinking_level != "off" else None
-    effort = (mapping.get(level) or level) if level else None
-    off_allowed = mapping.get("off", "none") is not None  # a null "off" means the model cannot stop thinking
-    fmt = compat["thinkingFormat"]
-    with_effort = bool(effort) and compat["supportsReasoningEffort"]
-    if fmt == "openrouter":
-        if effort or off_allowed:
-            body["reasoning"] = {"effort": effort or mapping.get("off") or "none"}
-    elif fmt == "zai":
-        body["thinking"] = {"type": "enabled", "clear_thinking": False} if effort else {"type": "disabled"}
-    elif fmt == "deepseek":
-        if effort or off_allowed:
-            body["thinking"] = {"type": "enabled" if effort else "disabled"}
-    elif fmt == "qwen":
-        body["enable_thinking"] = bool(effort)
-    elif fmt == "qwen-chat-template":
-        body["chat_template_kwargs"] = {"enable_thinking": bool(effort), "preserve_thinking": True}
-    elif fmt == "together":
-        body["reasoning"] = {"enabled": bool(effort)}
-    elif compat["supportsReasoningEffort"] and not effort and isinstance(mapping.get("off"), str):
-        body["reasoning_effort"] = mapping["off"]
-    if with_effort and fmt not in ("openrouter", "qwen-chat-template"):
-        body["reasoning_effort"] = effort
-
-
 def build_request(model: Model, context: Context, options: StreamOptions) -> dict[str, Any]:
     """The JSON body of one ``/chat/completions`` request."""
     compat = resolve_compat(model)
-    body: dict[str, Any] = {"model": model["id"], "messages": convert_messages(model, context, compat), "stream": True}
-    key_mode = compat.get("promptCacheKeyMode", "auto")
-    if options.session_id and options.cache_retention != "none" and (
-            key_mode == "enabled" or (key_mode == "auto" and "api.openai.com" in model["baseUrl"])):
-        body["prompt_cache_key"] = options.session_id[:64]
+    messages = convert_messages(model, context, compat)
+    body: dict[str, Any] = {"model": model["id"], "messages": messages, "stream": True,
+                            **prompt_cache_fields(model, options, compat)}
     if compat["supportsUsageInStreaming"] is not False:
         body["stream_options"] = {"include_usage": True}
     if compat["supportsStore"]:
         body["store"] = False
-    max_tokens = options.max_tokens or model.get("maxTokens")
-    if max_tokens:
-        body["max_tokens" if compat["maxTokensField"] == "max_tokens" else "max_completion_tokens"] = max_tokens
+    max_field = "max_tokens" if compat["maxTokensField"] == "max_tokens" else "max_completion_tokens"
+    body[max_field] = clamp_max_tokens(model, context, options.max_tokens)  # input + output fit the window
     if options.temperature is not None:
         body["temperature"] = options.temperature
     tools = _tools(context, compat)
@@ -247,20 +177,25 @@ def build_request(model: Model, context: Context, options: StreamOptions) -> dic
             body["tool_stream"] = True
     elif compat["requiresToolsWithToolHistory"] and any(m["role"] == "toolResult" for m in context["messages"]):
         body["tools"] = []
-    _apply_thinking(body, model, options, compat)
-    if compat.get("openRouterRouting"):
-        body["provider"] = compat["openRouterRouting"]
+    control = cache_control(compat, options.cache_retention)
+    if control:
+        apply_cache_control(messages, body.get("tools"), control)
+    if compat.get("vllmPriority") is not None:
+        body["priority"] = compat["vllmPriority"]
+    apply_thinking(body, model, options, compat)
+    body.update(routing_fields(model))
+    body.update(sampling_params(model, options.thinking_level))  # last: configured sampling wins
     return body
 
 
-def request_headers(model: Model, options: StreamOptions) -> dict[str, str]:
-    """Bearer auth plus the model's and the caller's headers (the caller's win)."""
+def request_headers(model: Model, options: StreamOptions, affinity: dict[str, str] | None = None) -> dict[str, str]:
+    """Bearer auth, the model's headers, session-affinity headers, then the caller's (which win)."""
     extra = {**(model.get("headers") or {}), **options.headers}
     has_auth = any(k.lower() == "authorization" and v.strip() for k, v in extra.items())
     if not options.api_key and not has_auth:
         raise ProviderError(f"No API key for provider: {model['provider']}")
     auth = {"authorization": f"Bearer {options.api_key}"} if options.api_key else {}
-    return {**auth, **extra}
+    return {**auth, **(model.get("headers") or {}), **(affinity or {}), **options.headers}
 
 
 # ---------------------------------------------------------------------------------------------- stream
@@ -420,7 +355,8 @@ async def stream(
     model: Model, context: Context, options: StreamOptions, output: AssistantMessage
 ) -> AsyncIterator[dict[str, Any]]:
     compat = resolve_compat(model)
-    headers = request_headers(model, options)
+    session = options.session_id if options.cache_retention != "none" else None
+    headers = request_headers(model, options, affinity_headers(compat, session))
     body = build_request(model, context, options)
     url = model["baseUrl"].rstrip("/") + "/chat/completions"
     reader = _ChunkReader(model, output)

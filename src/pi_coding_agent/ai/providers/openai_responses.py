@@ -19,8 +19,10 @@ from pi_coding_agent.ai.providers.diagnostics import append_transformations
 from pi_coding_agent.ai.providers.http import openai_error_text, sse_events
 from pi_coding_agent.ai.providers.openai_completions import request_headers
 from pi_coding_agent.ai.providers.partial_json import parse_arguments
-from pi_coding_agent.ai.providers.usage import responses_usage
+from pi_coding_agent.ai.providers.sampling import sampling_params
+from pi_coding_agent.ai.providers.usage import is_openrouter, responses_usage
 from pi_coding_agent.ai.stream import ProviderError, StreamOptions
+from pi_coding_agent.ai.thinking import clamp_max_tokens, clamp_thinking_level
 from pi_coding_agent.ai.types import AssistantMessage, Context, Model
 
 MIN_OUTPUT_TOKENS = 16  # the API rejects smaller max_output_tokens
@@ -160,15 +162,19 @@ def _parse_text_signature(signature: str | None) -> dict[str, str]:
 def build_request(model: Model, context: Context, options: StreamOptions) -> dict[str, Any]:
     """The JSON body of one ``/responses`` request."""
     compat = model.get("compat") or {}
+    retention = options.cache_retention
+    explicit_cache = bool(compat.get("supportsExplicitPromptCacheMode"))
+    long = retention == "long" and compat.get("supportsLongCacheRetention", True) is not False
     body: dict[str, Any] = {"model": model["id"], "input": _Converter(model).convert(context), "stream": True}
-    if options.session_id and options.cache_retention != "none" and compat.get("promptCacheKeyMode") != "disabled":
+    if options.session_id and retention != "none" and compat.get("promptCacheKeyMode") != "disabled":
         body["prompt_cache_key"] = options.session_id[:64]
-    if options.cache_retention == "long" and compat.get("supportsLongCacheRetention", True):
+    if long and not explicit_cache:
         body["prompt_cache_retention"] = "24h"
+    if explicit_cache and (retention == "none" or long):
+        body["prompt_cache_options"] = {"mode": "explicit"} if retention == "none" else {"ttl": "30m"}
     body["store"] = False
-    max_tokens = options.max_tokens or model.get("maxTokens")
-    if max_tokens and compat.get("supportsMaxOutputTokens", True):
-        body["max_output_tokens"] = max(max_tokens, MIN_OUTPUT_TOKENS)
+    if compat.get("supportsMaxOutputTokens", True) is not False:  # fitted into the context window, as pi does
+        body["max_output_tokens"] = max(clamp_max_tokens(model, context, options.max_tokens), MIN_OUTPUT_TOKENS)
     if options.temperature is not None:
         body["temperature"] = options.temperature
     strict = {"strict": False} if compat.get("supportsStrictMode") else {}
@@ -176,27 +182,36 @@ def build_request(model: Model, context: Context, options: StreamOptions) -> dic
               "parameters": t["parameters"], **strict} for t in context.get("tools") or []]
     if tools:
         body["tools"] = tools
+    level = clamp_thinking_level(model, options.thinking_level) if options.thinking_level != "off" else "off"
     if model["reasoning"]:
-        mapping = model.get("thinkingLevelMap") or {}
-        level = options.thinking_level
-        if level != "off":
-            body["reasoning"] = {"effort": mapping.get(level) or level, "summary": "auto"}
-            body["include"] = ["reasoning.encrypted_content"]
-        elif model["provider"] != "github-copilot" and mapping.get("off", "none") is not None:
-            body["reasoning"] = {"effort": mapping.get("off") or "none"}
-        if model["provider"] == "xai":
-            body["include"] = ["reasoning.encrypted_content"]
+        _reasoning_fields(body, model, level)
+    body.update(sampling_params(model, level))  # last: configured sampling wins
     return body
 
 
+def _reasoning_fields(body: dict[str, Any], model: Model, level: str) -> None:
+    mapping = model.get("thinkingLevelMap") or {}
+    if level != "off":
+        body["reasoning"] = {"effort": mapping.get(level) or level, "summary": "auto"}
+        body["include"] = ["reasoning.encrypted_content"]
+    elif model["provider"] != "github-copilot" and mapping.get("off", "none") is not None:
+        body["reasoning"] = {"effort": mapping.get("off") or "none"}
+    if model["provider"] == "xai":
+        body["include"] = ["reasoning.encrypted_content"]
+
+
 def _headers(model: Model, options: StreamOptions) -> dict[str, str]:
-    headers = request_headers(model, options)
+    """Session-affinity headers in the host's format (``compat.sessionAffinityFormat``)."""
+    affinity: dict[str, str] = {}
     if options.session_id and options.cache_retention != "none":
-        openrouter = model["provider"] == "openrouter" or "openrouter.ai" in model["baseUrl"]
-        affinity = {"x-session-id": options.session_id} if openrouter else {
-            "session-id": options.session_id, "x-client-request-id": options.session_id}
-        headers = {**affinity, **headers}
-    return headers
+        fmt = (model.get("compat") or {}).get("sessionAffinityFormat") or (
+            "openrouter" if is_openrouter(model) else "openai")
+        if fmt == "openrouter":
+            affinity = {"x-session-id": options.session_id}
+        else:
+            own = {"session-id": options.session_id} if fmt == "openai" else {}
+            affinity = {**own, "x-client-request-id": options.session_id}
+    return request_headers(model, options, affinity)
 
 
 # ---------------------------------------------------------------------------------------------- stream
