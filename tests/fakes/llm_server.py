@@ -62,6 +62,7 @@ import sys
 import threading
 import time
 from collections import deque
+from collections.abc import Iterable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import ModuleType
@@ -154,8 +155,6 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
     def _stream(self, events: list[bytes], response: dict[str, Any]) -> None:
-        delay = response.get("chunkDelayMs", 0) / 1000
-        cut = response.get("cutAfterChunks")
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
         self.send_header("cache-control", "no-cache")
@@ -163,17 +162,31 @@ class _Handler(BaseHTTPRequestHandler):
         for key, value in (response.get("headers") or {}).items():
             self.send_header(key, value)
         self.end_headers()
+        self._write_chunked(self._paced(events, response))
+
+    def _paced(self, events: list[bytes], response: dict[str, Any]) -> Iterator[bytes | None]:
+        """The events with the script's pauses; None where the connection is to be dropped."""
+        delay = response.get("chunkDelayMs", 0) / 1000
+        cut = response.get("cutAfterChunks")
+        for sent, event in enumerate(events):
+            if cut is not None and sent >= cut:
+                yield None
+                return
+            if delay and sent:
+                time.sleep(delay)
+            if self.server.fake.stopping:
+                yield None
+                return
+            yield event
+
+    def _write_chunked(self, pieces: Iterable[bytes | None]) -> None:
+        """One HTTP chunk per piece, then the terminator; a None piece drops the connection instead."""
         try:
-            for sent, event in enumerate(events):
-                if cut is not None and sent >= cut:
+            for piece in pieces:
+                if piece is None:
                     self._drop_connection()
                     return
-                if delay and sent:
-                    time.sleep(delay)
-                if self.server.fake.stopping:
-                    self._drop_connection()
-                    return
-                self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
                 self.wfile.flush()
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
@@ -192,16 +205,7 @@ class _Handler(BaseHTTPRequestHandler):
         for key, value in (response.get("headers") or {}).items():
             self.send_header(key, value)
         self.end_headers()
-        try:
-            for start in range(0, len(data), size):
-                piece = data[start : start + size]
-                self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
-                self.wfile.flush()
-            self.wfile.write(b"0\r\n\r\n")
-            self.wfile.flush()
-        except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
-            self.server.fake.note_disconnect()
-            self.close_connection = True
+        self._write_chunked(data[start : start + size] for start in range(0, len(data), size))
 
     def _drop_connection(self) -> None:
         self.close_connection = True
