@@ -45,7 +45,7 @@ PayloadHook = Callable[[dict[str, Any]], Awaitable[dict[str, Any] | None]]
 
 
 def default_cache_retention() -> str:
-    """``long`` when ``PI_CACHE_RETENTION=long`` (pi's switch for all providers), else ``short``."""
+    """pi's default retention: ``long`` when ``PI_CACHE_RETENTION=long``, else ``short``."""
     return "long" if os.environ.get("PI_CACHE_RETENTION") == "long" else "short"
 
 
