@@ -37,8 +37,14 @@ API_MODULES: dict[str, str] = {
     "openai-completions": "openai_completions",
     "openai-responses": "openai_responses",
     "google-generative-ai": "google_generative_ai",
+    "azure-openai-responses": "azure_openai",
+    "bedrock-converse-stream": "bedrock_converse",
+    "google-vertex": "google_vertex",
+    "openai-codex-responses": "openai_codex",
     "faux": "faux",
 }
+# (provider, api) pairs whose provider changes the wire details (pi gives providers their own streams)
+PROVIDER_API_MODULES: dict[tuple[str, str], str] = {("azure", "openai-completions"): "azure_openai:stream_completions"}
 
 PayloadHook = Callable[[dict[str, Any]], Awaitable[dict[str, Any] | None]]
 
@@ -83,15 +89,17 @@ def register_api(api: str, adapter: Adapter) -> None:
     _adapters[api] = adapter
 
 
-def load_adapter(api: str) -> Adapter:
-    adapter = _adapters.get(api)
+def load_adapter(api: str, provider: str | None = None) -> Adapter:
+    special = PROVIDER_API_MODULES.get((provider, api)) if provider is not None else None
+    key = special or api
+    adapter = _adapters.get(key)
     if adapter is None:
-        module_name = API_MODULES.get(api)
-        if module_name is None:
+        module_name, _, function = (special or API_MODULES.get(api) or "").partition(":")
+        if not module_name:
             raise ProviderError(f"Unsupported API: {api}")
         module = importlib.import_module(f"pi_coding_agent.ai.providers.{module_name}")
-        adapter = module.stream
-        _adapters[api] = adapter
+        adapter = getattr(module, function or "stream")
+        _adapters[key] = adapter
     return adapter
 
 
@@ -189,7 +197,7 @@ class AssistantStream:
 
     async def _produce(self, queue: asyncio.Queue[Any]) -> None:
         try:
-            adapter = load_adapter(self.model["api"])
+            adapter = load_adapter(self.model["api"], self.model["provider"])
             context: Context = {**self.context, "messages": prepare_messages(self.model, self.context["messages"])}
             async for ev in adapter(self.model, context, self.options, self.partial):
                 queue.put_nowait(ev)

@@ -1,0 +1,91 @@
+"""The ChatGPT subscription backend (``openai-codex-responses``): OpenAI Responses at ``/codex/responses``.
+
+The key is the ChatGPT OAuth access token (a JWT; the sign-in and its refresh belong to the
+credentials layer, which hands the current token over as ``options.api_key``). The account id the
+backend wants in ``chatgpt-account-id`` is read from the token's ``https://api.openai.com/auth``
+claim. The body is Codex's: the Responses input with ``store: false``, ``text.verbosity``, encrypted
+reasoning included, ``tool_choice: auto`` and parallel tool calls.
+
+Only pi's SSE transport is implemented (pi prefers a WebSocket and falls back to SSE); the request
+body is sent uncompressed (pi sends zstd when its runtime has it).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import AsyncGenerator
+from typing import Any
+
+import orjson
+
+from pi_coding_agent.ai.providers.http import openai_error_text
+from pi_coding_agent.ai.providers.openai_responses import build_request, stream_response
+from pi_coding_agent.ai.stream import ProviderError, StreamOptions
+from pi_coding_agent.ai.types import AssistantMessage, Context, Model
+
+DEFAULT_BASE_URL = "https://chatgpt.com/backend-api"
+JWT_CLAIM = "https://api.openai.com/auth"
+MIN_OUTPUT_TOKENS = 16
+
+
+def codex_url(base_url: str) -> str:
+    base = (base_url.strip() or DEFAULT_BASE_URL).rstrip("/")
+    if base.endswith("/codex/responses"):
+        return base
+    return f"{base}/responses" if base.endswith("/codex") else f"{base}/codex/responses"
+
+
+def account_id(token: str) -> str:
+    """The ChatGPT account id inside the access token (never echoing the token on failure)."""
+    parts = token.split(".")
+    try:
+        if len(parts) != 3:
+            raise ValueError
+        claims = orjson.loads(base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4)))
+        found = claims[JWT_CLAIM]["chatgpt_account_id"]
+        if not isinstance(found, str) or not found:
+            raise ValueError
+        return found
+    except (ValueError, KeyError, TypeError, binascii.Error, orjson.JSONDecodeError):
+        raise ProviderError("Failed to extract accountId from token") from None
+
+
+def build_body(model: Model, context: Context, options: StreamOptions) -> dict[str, Any]:
+    responses = build_request(model, context, options)
+    body: dict[str, Any] = {
+        "model": model["id"], "store": False, "stream": True, "input": responses["input"],
+        "text": {"verbosity": "low"}, "include": ["reasoning.encrypted_content"],
+    }
+    if options.session_id and options.cache_retention != "none":
+        body["prompt_cache_key"] = options.session_id[:64]
+    body.update(tool_choice="auto", parallel_tool_calls=True)
+    compat = model.get("compat") or {}
+    if options.max_tokens and compat.get("supportsMaxOutputTokens", True):
+        body["max_output_tokens"] = max(options.max_tokens, MIN_OUTPUT_TOKENS)
+    if options.temperature is not None:
+        body["temperature"] = options.temperature
+    if responses.get("tools"):
+        body["tools"] = [{k: v for k, v in tool.items() if k != "strict"} for tool in responses["tools"]]
+    if "reasoning" in responses:
+        body["reasoning"] = responses["reasoning"]
+    return body
+
+
+def headers_for(model: Model, options: StreamOptions, token: str) -> dict[str, str]:
+    headers = {"originator": "pi", **(model.get("headers") or {}), **options.headers,
+               "Authorization": f"Bearer {token}", "chatgpt-account-id": account_id(token),
+               "OpenAI-Beta": "responses=experimental"}
+    if options.session_id and options.cache_retention != "none":
+        headers.update({"session-id": options.session_id[:64], "x-client-request-id": options.session_id[:64]})
+    return headers
+
+
+def stream(
+    model: Model, context: Context, options: StreamOptions, output: AssistantMessage
+) -> AsyncGenerator[dict[str, Any], None]:
+    if not options.api_key:
+        raise ProviderError(f"No API key for provider: {model['provider']}")
+    headers = headers_for(model, options, options.api_key)
+    return stream_response(codex_url(model["baseUrl"]), headers, build_body(model, context, options), options,
+                           output, openai_error_text, "Codex")
