@@ -23,6 +23,8 @@ renderer only breaks its own route):
 * ``POST .../responses``                            -> ``wire_openai_responses.py``
 * ``POST .../v1/messages``                          -> ``wire_anthropic.py``
 * ``POST .../models/<model>:streamGenerateContent`` -> ``wire_google.py``
+* ``POST .../model/<model>/converse-stream``        -> ``wire_bedrock.py`` (binary frames; a renderer's
+  ``CONTENT_TYPE`` replaces ``text/event-stream``)
 
 Renderer interface (each module provides both functions)::
 
@@ -69,6 +71,7 @@ ROUTES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"/responses$"), "wire_openai_responses"),
     (re.compile(r"/v1/messages$"), "wire_anthropic"),
     (re.compile(r"/models/[^/]+:streamGenerateContent$"), "wire_google"),
+    (re.compile(r"/model/[^/]+/converse-stream$"), "wire_bedrock"),
 ]
 
 _renderers_lock = threading.Lock()
@@ -116,6 +119,7 @@ class _Handler(BaseHTTPRequestHandler):
         }
         fake = self.server.fake
         response = fake.next_response()
+        fake.raw_bodies.append(raw)
         fake.log_request(request)
         try:
             renderer = renderer_for(self.path)
@@ -129,7 +133,8 @@ class _Handler(BaseHTTPRequestHandler):
             body_out = response["body"] if "body" in response else renderer.render_error_body(response)
             self._send_json(int(response["status"]), body_out, response.get("headers") or {})
             return
-        self._stream(renderer.render_events(response, request), response)
+        self._stream(renderer.render_events(response, request), response,
+                     getattr(renderer, "CONTENT_TYPE", "text/event-stream"))
 
     def _send_json(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
         """JSON for dicts/lists; a ``str`` body is sent verbatim as text, ``None`` as an empty body."""
@@ -144,11 +149,11 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
         self.wfile.flush()
 
-    def _stream(self, events: list[bytes], response: dict[str, Any]) -> None:
+    def _stream(self, events: list[bytes], response: dict[str, Any], content_type: str) -> None:
         delay = response.get("chunkDelayMs", 0) / 1000
         cut = response.get("cutAfterChunks")
         self.send_response(200)
-        self.send_header("content-type", "text/event-stream")
+        self.send_header("content-type", content_type)
         self.send_header("cache-control", "no-cache")
         self.send_header("transfer-encoding", "chunked")
         for key, value in (response.get("headers") or {}).items():
@@ -197,6 +202,7 @@ class FakeLLMServer:
         self._httpd: _Server | None = None
         self._thread: threading.Thread | None = None
         self.requests: list[dict[str, Any]] = []
+        self.raw_bodies: list[bytes] = []  # request bodies as sent (signature checks), in request order
         self.disconnects = 0
         self.stopping = False
         self.url = ""

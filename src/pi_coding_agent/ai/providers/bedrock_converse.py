@@ -481,8 +481,7 @@ async def _authorised(model: Model, options: StreamOptions, body: bytes) -> tupl
 async def stream(
     model: Model, context: Context, options: StreamOptions, output: AssistantMessage
 ) -> AsyncIterator[dict[str, Any]]:
-    from botocore.eventstream import EventStreamBuffer, InvalidHeadersLength, InvalidPayloadLength
-    from botocore.exceptions import EventStreamError
+    from botocore.eventstream import EventStreamBuffer, ParserError
 
     body = await apply_payload_hook(build_request(model, context, options), options)
     content = orjson.dumps(body)
@@ -496,7 +495,7 @@ async def stream(
                 for message in buffer:
                     for event in _handle_frame(reader, message.headers, message.payload):
                         yield event
-    except (EventStreamError, InvalidHeadersLength, InvalidPayloadLength) as exc:
+    except ParserError as exc:  # bad CRCs or lengths
         reader.flush()
         raise ProviderError(f"Bedrock event stream: {exc}") from exc
     reader.flush()
