@@ -52,7 +52,7 @@ async def test_responses_go_to_the_deployment_with_api_key_and_version(fake_llm,
     assert "authorization" not in request["headers"]
     body = request["body"]
     assert body["model"] == "prod-deploy" and body["prompt_cache_key"] == "sess-1"
-    assert "prompt_cache_retention" not in body and "max_output_tokens" not in body
+    assert "prompt_cache_retention" not in body and body["max_output_tokens"] == model["maxTokens"]
 
 
 async def test_chat_completions_model_uses_bearer_at_the_azure_base(fake_llm, monkeypatch) -> None:

@@ -161,6 +161,8 @@ async def test_codex_backend_request(fake_llm) -> None:
         False, True, {"verbosity": "low"}, "auto", True)
     assert body["include"] == ["reasoning.encrypted_content"] and body["prompt_cache_key"] == "sess-9"
     assert body["reasoning"]["effort"] in ("low", catalog.get("thinkingLevelMap", {}).get("low"))
+    assert body["max_output_tokens"] == catalog["maxTokens"]
+    assert list(body)[-3:] == ["parallel_tool_calls", "max_output_tokens", "reasoning"]  # pi's order
 
 
 async def test_codex_token_without_account_fails_without_echoing_it(fake_llm) -> None:

@@ -82,11 +82,9 @@ def _error_text(status: int, body_text: str) -> str:
 
 
 def responses_body(model: Model, context: Context, options: StreamOptions) -> dict[str, Any]:
-    """The OpenAI Responses body as Azure takes it: no ``prompt_cache_retention``, the caller's max tokens only."""
+    """The OpenAI Responses body as Azure takes it (pi sends no ``prompt_cache_retention`` there)."""
     body = openai_responses.build_request(model, context, options)
     body.pop("prompt_cache_retention", None)
-    if not options.max_tokens:
-        body.pop("max_output_tokens", None)
     return body
 
 

@@ -457,7 +457,7 @@ def _http_error_text(status: int, headers: Mapping[str, str], body_text: str) ->
 def _request_headers(model: Model, options: StreamOptions) -> dict[str, str]:
     """Caller and model headers, minus those SigV4 or the bearer token own."""
     reserved = re.compile(r"^(?:x-amz-.*|authorization|host)$", re.I)
-    headers = {"content-type": "application/json", "accept": "application/vnd.amazon.eventstream"}
+    headers = {"content-type": "application/json"}
     headers.update({k: v for k, v in {**(model.get("headers") or {}), **options.headers}.items()
                     if not reserved.match(k)})
     return headers

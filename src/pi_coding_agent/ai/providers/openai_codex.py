@@ -26,7 +26,6 @@ from pi_coding_agent.ai.types import AssistantMessage, Context, Model
 
 DEFAULT_BASE_URL = "https://chatgpt.com/backend-api"
 JWT_CLAIM = "https://api.openai.com/auth"
-MIN_OUTPUT_TOKENS = 16
 
 
 def codex_url(base_url: str) -> str:
@@ -60,15 +59,11 @@ def build_body(model: Model, context: Context, options: StreamOptions) -> dict[s
     if options.session_id and options.cache_retention != "none":
         body["prompt_cache_key"] = options.session_id[:64]
     body.update(tool_choice="auto", parallel_tool_calls=True)
-    compat = model.get("compat") or {}
-    if options.max_tokens and compat.get("supportsMaxOutputTokens", True):
-        body["max_output_tokens"] = max(options.max_tokens, MIN_OUTPUT_TOKENS)
-    if options.temperature is not None:
-        body["temperature"] = options.temperature
+    for key in ("max_output_tokens", "temperature", "reasoning"):
+        if key in responses:
+            body[key] = responses[key]
     if responses.get("tools"):
         body["tools"] = [{k: v for k, v in tool.items() if k != "strict"} for tool in responses["tools"]]
-    if "reasoning" in responses:
-        body["reasoning"] = responses["reasoning"]
     return body
 
 
