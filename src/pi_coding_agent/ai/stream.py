@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -49,6 +50,11 @@ PROVIDER_API_MODULES: dict[tuple[str, str], str] = {("azure", "openai-completion
 PayloadHook = Callable[[dict[str, Any]], Awaitable[dict[str, Any] | None]]
 
 
+def default_cache_retention() -> str:
+    """pi's default retention: ``long`` when ``PI_CACHE_RETENTION=long``, else ``short``."""
+    return "long" if os.environ.get("PI_CACHE_RETENTION") == "long" else "short"
+
+
 @dataclass
 class StreamOptions:
     """Per-request options; every field is optional."""
@@ -60,10 +66,12 @@ class StreamOptions:
     signal: AbortSignal | None = None
     headers: dict[str, str] = field(default_factory=dict)
     session_id: str | None = None
-    cache_retention: str = "short"  # "none" | "short" | "long"
+    cache_retention: str = field(default_factory=default_cache_retention)  # "none" | "short" | "long"
     thinking_budgets: dict[str, int] | None = None
     idle_timeout_s: float | None = 300.0
     on_payload: PayloadHook | None = None  # may return a replacement request body
+    max_retries: int = 0  # provider-level retries of a failed request (``retry.provider.maxRetries``)
+    max_retry_delay_ms: int = 60000  # longest server-requested wait honoured; 0 = no limit
 
 
 class ProviderError(Exception):

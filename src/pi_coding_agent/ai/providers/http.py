@@ -137,6 +137,30 @@ async def apply_payload_hook(body: Any, options: StreamOptions) -> Any:
     return body
 
 
+RETRYABLE_STATUSES = frozenset({408, 409, 429})
+
+
+def _retryable(status: int | None, headers: Mapping[str, str]) -> bool:
+    """The OpenAI/Anthropic SDK policy pi mirrors: ``x-should-retry``, else transport errors, 408/409/429/5xx."""
+    decision = headers.get("x-should-retry")
+    if decision in ("true", "false"):
+        return decision == "true"
+    return status is None or status in RETRYABLE_STATUSES or status >= 500
+
+
+def _retry_delay_s(error: ProviderError, retry_index: int, options: StreamOptions) -> float:
+    """The server's wait (refused past ``max_retry_delay_ms``) or exponential backoff with jitter."""
+    import random
+
+    if error.retry_after_ms is not None:
+        limit = options.max_retry_delay_ms
+        if limit > 0 and error.retry_after_ms > limit:
+            raise ProviderError(f"Server requested {math.ceil(error.retry_after_ms / 1000)}s retry delay "
+                                f"(max: {math.ceil(limit / 1000)}s). {error}", error.status, error.retry_after_ms)
+        return error.retry_after_ms / 1000
+    return min(0.5 * 2**retry_index, 8.0) * (1 - random.random() * 0.25)
+
+
 @asynccontextmanager
 async def post_stream(
     url: str,
@@ -149,23 +173,33 @@ async def post_stream(
     """POST ``content`` and give the open streaming response (2xx only; see the module docstring).
 
     ``describe(status, headers, body_text)``, when given, names an HTTP error instead of
-    ``error_text`` (for APIs whose error type travels in a header, such as AWS's).
+    ``error_text`` (for APIs whose error type travels in a header, such as AWS's). Failures before
+    the response starts are retried ``options.max_retries`` times (``retry.provider.*``).
     """
     import httpx
 
     timeout = httpx.Timeout(options.idle_timeout_s, connect=min(options.idle_timeout_s or 30.0, 30.0))
-    try:
-        headers = with_identity(url, headers)
-        async with get_client().stream("POST", url, headers=headers, content=content, timeout=timeout) as response:
-            if response.status_code >= 400:
+    headers = with_identity(url, headers)
+    for attempt in range(options.max_retries + 1):
+        opened = False
+        try:
+            async with get_client().stream("POST", url, headers=headers, content=content,
+                                           timeout=timeout) as response:
+                if response.status_code < 400:
+                    opened = True
+                    yield response
+                    return
                 text = (await response.aread()).decode(errors="replace")
-                if describe is not None:
-                    status, headers_in = response.status_code, response.headers
-                    raise ProviderError(describe(status, headers_in, text), status, retry_after_ms(headers_in))
-                raise _http_error(response.status_code, response.headers, text, options, error_text)
-            yield response
-    except httpx.TransportError as exc:
-        raise _transport_error(exc) from exc
+                status, received = response.status_code, response.headers
+                error = (ProviderError(describe(status, received, text), status, retry_after_ms(received))
+                         if describe is not None else _http_error(status, received, text, options, error_text))
+                if attempt >= options.max_retries or not _retryable(status, received):
+                    raise error
+        except httpx.TransportError as exc:
+            error = _transport_error(exc)
+            if opened or attempt >= options.max_retries:
+                raise error from exc
+        await asyncio.sleep(_retry_delay_s(error, attempt, options))
 
 
 async def sse_events(
