@@ -16,6 +16,7 @@ from pi_coding_agent.ai.models import ModelRegistry, resolve_model_pattern, reso
 from pi_coding_agent.ai.types import Model
 from pi_coding_agent.coding import paths
 from pi_coding_agent.coding.agent_session import AgentSession, SessionError
+from pi_coding_agent.coding.cache_warming import attach_cache_warmer
 from pi_coding_agent.coding.compaction.controller import CompactionController
 from pi_coding_agent.coding.resources.context_files import load_context_files
 from pi_coding_agent.coding.resources.prompt_templates import load_prompt_templates
@@ -140,6 +141,7 @@ async def create_session(args: CliArgs, mode: str, ui: Any = None) -> AgentSessi
         print(f"Warning: No models available. {LOGIN_HELP}", file=sys.stderr)
     session = AgentSession(runtime)
     runtime.compaction = CompactionController(session, runtime)
+    attach_cache_warmer(session, runtime)
     runtime.agent.hooks.prepare_next_turn = runtime.compaction.check_between_turns
     from pi_coding_agent.coding.extensions.loader import attach_extensions
 
