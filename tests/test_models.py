@@ -177,11 +177,13 @@ def test_invalid_suffix_stays_part_of_the_id(tmp_path):
 
 
 def test_ambiguous_across_providers(tmp_path):
+    """The reference pi 1.6.0 prints this very message for ``--model gpt-6.2-sol`` without keys."""
     with pytest.raises(ModelResolutionError) as err:
         resolve(make_registry(tmp_path), "gpt-6.2-sol")
     assert str(err.value) == (
         'Model "gpt-6.2-sol" is ambiguous across providers: azure/gpt-6.2-sol, cloudflare-ai-gateway/gpt-6.2-sol, '
-        "github-copilot/gpt-6.2-sol, openai-codex/gpt-6.2-sol, openai/gpt-6.2-sol, opencode/gpt-6.2-sol. "
+        "github-copilot/gpt-6.2-sol, openai-codex/gpt-6.2-sol, openai/gpt-6.2-sol, opencode/gpt-6.2-sol, "
+        "radius/gpt-6.2-sol. "
         "No matching provider is authenticated. Use --provider or provider/model."
     )
 

@@ -170,3 +170,37 @@ async def test_codex_token_without_account_fails_without_echoing_it(fake_llm) ->
     msg = await _result(model, api_key="not-a-jwt-secret")
     assert msg["errorMessage"] == "Failed to extract accountId from token"
     assert fake_llm.requests == []
+
+
+def _radius(url: str) -> Model:
+    catalog = builtin_models("radius")[0]
+    return {**catalog, "baseUrl": f"{url}/radius"}  # type: ignore[typeddict-item]
+
+
+async def test_pi_messages_stream_round_trip(fake_llm) -> None:
+    fake_llm.add({"content": [{"type": "thinking", "thinking": "hmm", "signature": "s1"},
+                              {"type": "text", "text": "Listing."},
+                              {"type": "toolCall", "id": "c1", "name": "bash", "arguments": {"command": "ls"}}],
+                  "usage": {"input": 50, "output": 7}, "chunkSize": 3})
+    msg = await _result(_radius(fake_llm.url), api_key="rad-key", session_id="s-1", thinking_level="high")
+    request = fake_llm.requests[0]
+    assert request["path"] == "/radius/messages" and request["headers"]["authorization"] == "Bearer rad-key"
+    body = request["body"]
+    assert body["model"] == builtin_models("radius")[0]["id"]
+    assert body["context"]["messages"][0]["content"] == "hi"
+    assert body["options"] == {"reasoning": "high", "sessionId": "s-1"}
+    assert msg["content"][0] == {"type": "thinking", "thinking": "hmm", "thinkingSignature": "s1"}
+    assert msg["content"][2]["arguments"] == {"command": "ls"}
+    assert msg["stopReason"] == "toolUse" and msg["usage"]["input"] == 50 and msg["responseId"] == "pim_1"
+
+
+async def test_pi_messages_bad_index_and_terminal_error(fake_llm) -> None:
+    fake_llm.add({"content": [{"type": "text", "text": "x"}], "badIndex": True},
+                 {"content": [{"type": "text", "text": "partial"}], "streamError": "upstream overloaded"},
+                 {"status": 429})
+    first = await _result(_radius(fake_llm.url), api_key="k")
+    assert first["errorMessage"] == "Invalid contentIndex 5 in pi-messages text_delta event"
+    second = await _result(_radius(fake_llm.url), api_key="k")
+    assert second["errorMessage"] == "upstream overloaded" and second["content"][0]["text"] == "partial"
+    third = await _result(_radius(fake_llm.url), api_key="k")
+    assert third["errorMessage"] == "429: rate limited (rate_limit)"

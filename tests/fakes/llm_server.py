@@ -25,6 +25,7 @@ renderer only breaks its own route):
 * ``POST .../models/<model>:streamGenerateContent`` -> ``wire_google.py``
 * ``POST .../model/<model>/converse-stream``        -> ``wire_bedrock.py`` (binary frames; a renderer's
   ``CONTENT_TYPE`` replaces ``text/event-stream``)
+* ``POST .../messages`` (not ``/v1/messages``)      -> ``wire_pi_messages.py``
 
 Renderer interface (each module provides both functions)::
 
@@ -72,6 +73,7 @@ ROUTES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"/v1/messages$"), "wire_anthropic"),
     (re.compile(r"/models/[^/]+:streamGenerateContent$"), "wire_google"),
     (re.compile(r"/model/[^/]+/converse-stream$"), "wire_bedrock"),
+    (re.compile(r"/messages$"), "wire_pi_messages"),  # after Anthropic's /v1/messages
 ]
 
 _renderers_lock = threading.Lock()

@@ -42,6 +42,7 @@ API_MODULES: dict[str, str] = {
     "bedrock-converse-stream": "bedrock_converse",
     "google-vertex": "google_vertex",
     "openai-codex-responses": "openai_codex",
+    "pi-messages": "pi_messages",
     "faux": "faux",
 }
 # (provider, api) pairs whose provider changes the wire details (pi gives providers their own streams)
