@@ -204,3 +204,15 @@ async def test_pi_messages_bad_index_and_terminal_error(fake_llm) -> None:
     assert second["errorMessage"] == "upstream overloaded" and second["content"][0]["text"] == "partial"
     third = await _result(_radius(fake_llm.url), api_key="k")
     assert third["errorMessage"] == "429: rate limited (rate_limit)"
+
+
+async def test_codex_usage_limit_is_named_like_pi(fake_llm) -> None:
+    token = _jwt({"https://api.openai.com/auth": {"chatgpt_account_id": "acct-1"}})
+    model: Model = {**builtin_models("openai-codex")[0], "baseUrl": fake_llm.url}  # type: ignore[typeddict-item]
+    fake_llm.add({"status": 429, "body": {"error": {"type": "usage_limit_reached", "plan_type": "PLUS",
+                                                    "message": "The usage limit has been reached"}}},
+                 {"status": 400, "body": {"error": {"message": "Unsupported parameter: foo"}}})
+    first = await _result(model, api_key=token)
+    assert first["errorMessage"] == "You have hit your ChatGPT usage limit (plus plan)."
+    second = await _result(model, api_key=token)
+    assert second["errorMessage"] == "Unsupported parameter: foo" and token not in second["errorMessage"]

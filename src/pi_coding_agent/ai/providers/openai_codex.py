@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
+import time
 from collections.abc import AsyncGenerator
 from typing import Any
 
 import orjson
 
-from pi_coding_agent.ai.providers.http import openai_error_text
 from pi_coding_agent.ai.providers.openai_responses import build_request, stream_response
 from pi_coding_agent.ai.stream import ProviderError, StreamOptions
 from pi_coding_agent.ai.types import AssistantMessage, Context, Model
@@ -48,6 +49,24 @@ def account_id(token: str) -> str:
         return found
     except (ValueError, KeyError, TypeError, binascii.Error, orjson.JSONDecodeError):
         raise ProviderError("Failed to extract accountId from token") from None
+
+
+def error_text(status: int, body_text: str) -> str:
+    """The backend's message, or pi's notice for a spent ChatGPT plan (never retried by the agent)."""
+    try:
+        error = orjson.loads(body_text).get("error") if body_text.strip() else None
+    except (orjson.JSONDecodeError, AttributeError):
+        error = None
+    if not isinstance(error, dict):
+        return body_text or "Request failed"
+    code = str(error.get("code") or error.get("type") or "")
+    if status == 429 or re.search(r"usage_limit_reached|usage_not_included|rate_limit_exceeded", code, re.I):
+        plan = f" ({str(error['plan_type']).lower()} plan)" if error.get("plan_type") else ""
+        resets = error.get("resets_at")
+        when = (f" Try again in ~{max(0, round((resets * 1000 - time.time() * 1000) / 60000))} min."
+                if isinstance(resets, int | float) else "")
+        return f"You have hit your ChatGPT usage limit{plan}.{when}"
+    return str(error.get("message") or body_text)
 
 
 def build_body(model: Model, context: Context, options: StreamOptions) -> dict[str, Any]:
@@ -83,4 +102,4 @@ def stream(
         raise ProviderError(f"No API key for provider: {model['provider']}")
     headers = headers_for(model, options, options.api_key)
     return stream_response(codex_url(model["baseUrl"]), headers, build_body(model, context, options), options,
-                           output, openai_error_text, "Codex")
+                           output, error_text, "Codex")
