@@ -1,0 +1,110 @@
+"""Command-line behaviour side by side with the reference pi 1.6.0, plus checks on our process alone.
+
+Each case runs the same argv in a fresh HOME for both implementations and compares what a script or a
+client sees: the exit status and the ``Error:`` lines on stderr (pi also prints start-up warnings about
+missing credentials, which are not compared).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pi_coding_agent import PI_COMPATIBLE_VERSION, VERSION_TAG, __version__
+from tests.reference_pi import REFERENCE_NODE_BIN, REFERENCE_PI, REFERENCE_ROOT
+
+needs_reference = pytest.mark.skipif(
+    not REFERENCE_PI.exists(), reason=f"reference pi 1.6.0 not installed at {REFERENCE_ROOT}")
+
+# what version-checking pi clients accept (pi-acp's own test, and the semver grammar's core + build part)
+SEMVER = re.compile(r"^\d+\.\d+\.\d+(?:[-+].+)?$")
+
+
+def run_pi(kind: str, argv: list[str], home: Path, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    """One ``pi`` run (``kind`` is ``ours`` or ``reference``) with its own HOME and agent dir."""
+    home.mkdir(parents=True, exist_ok=True)
+    env = {key: value for key, value in os.environ.items() if not key.endswith("_API_KEY")}
+    env.update(HOME=str(home), PI_CODING_AGENT_DIR=str(home / ".pi" / "agent"), PI_OFFLINE="1")
+    if kind == "ours":
+        command = [sys.executable, "-m", "pi_coding_agent", *argv]
+    else:
+        env["PATH"] = f"{REFERENCE_NODE_BIN}:{env.get('PATH', '')}"
+        command = [str(REFERENCE_PI), *argv]
+    return subprocess.run(command, cwd=home, env=env, input=stdin, capture_output=True, text=True, timeout=120)
+
+
+def error_lines(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith("Error:")]
+
+
+REFUSALS = [
+    ["--provider", "openai", "-p", "hi"],
+    ["--provider", "nosuch", "-p", "hi"],
+    ["--provider", "faux", "--mode", "json", "hi"],
+    ["-e", "builtin:nosuch", "-p", "hi"],
+    ["--mode", "rpc", "@notes.txt"],
+]
+
+
+@pytest.mark.parametrize("argv", REFUSALS, ids=" ".join)
+def test_refusals_as_ours(argv, tmp_path):
+    """Our process alone: one Error line, status 1, no model run, nothing on stdout."""
+    done = run_pi("ours", argv, tmp_path)
+    assert (done.returncode, done.stdout) == (1, "")
+    assert len(error_lines(done.stderr)) == 1
+    assert not (tmp_path / ".pi" / "agent" / "sessions").exists()
+
+
+@needs_reference
+@pytest.mark.parametrize("argv", REFUSALS, ids=" ".join)
+def test_refusals_match_reference(argv, tmp_path):
+    ours = run_pi("ours", argv, tmp_path / "ours")
+    reference = run_pi("reference", argv, tmp_path / "reference")
+    assert ours.returncode == reference.returncode
+    assert error_lines(ours.stderr) == error_lines(reference.stderr)
+
+
+def test_version_is_pi_version_with_ours_as_build_metadata(tmp_path):
+    out = run_pi("ours", ["--version"], tmp_path).stdout.strip()
+    assert out == VERSION_TAG
+    assert SEMVER.match(out)
+    assert out.split("+")[0] == PI_COMPATIBLE_VERSION
+    assert out.endswith(f".{__version__}")
+
+
+@needs_reference
+def test_version_core_matches_reference(tmp_path):
+    ours = run_pi("ours", ["--version"], tmp_path / "ours").stdout.strip()
+    reference = run_pi("reference", ["--version"], tmp_path / "reference").stdout.strip()
+    assert ours.split("+")[0] == reference
+
+
+def test_list_models_writes_nothing(tmp_path):
+    done = run_pi("ours", ["--list-models", "sonnet"], tmp_path)
+    assert done.returncode == 0
+    assert not (tmp_path / ".pi").exists()  # no auth.json, no agent dir
+
+
+def test_list_models_into_a_closed_pipe_ends_quietly(tmp_path):
+    """``pi --list-models | head -1``: the reader leaves early; no BrokenPipeError traceback."""
+    env = {**os.environ, "HOME": str(tmp_path), "PI_CODING_AGENT_DIR": str(tmp_path / "agent"),
+           "XAI_API_KEY": "x", "OPENAI_API_KEY": "x", "ANTHROPIC_API_KEY": "x"}
+    for _ in range(5):
+        proc = subprocess.Popen([sys.executable, "-m", "pi_coding_agent", "--list-models"], env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert proc.stdout is not None and proc.stderr is not None
+        proc.stdout.close()  # closed before anything was written: the first write hits EPIPE
+        stderr = proc.stderr.read().decode()
+        assert proc.wait(timeout=60) == 0
+        assert "Traceback" not in stderr and "BrokenPipeError" not in stderr
+
+
+def test_resume_is_refused_with_a_way_forward(tmp_path):
+    done = run_pi("ours", ["-r", "-p", "hi"], tmp_path)
+    assert done.returncode == 2
+    assert "--session" in done.stderr and "--continue" in done.stderr
