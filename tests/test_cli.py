@@ -145,7 +145,7 @@ def test_fuzzy_filter_tokens():
 def test_modes_dispatch_lazily(monkeypatch, argv, module):
     seen: list[CliArgs] = []
     fake = types.ModuleType(module)
-    fake.run = lambda args: seen.append(args) or 7  # type: ignore[attr-defined]
+    fake.run = lambda args, *images: seen.append(args) or 7  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, module, fake)
     parent, name = module.rsplit(".", 1)
     monkeypatch.setattr(importlib.import_module(parent), name, fake, raising=False)

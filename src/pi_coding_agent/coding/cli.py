@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pi_coding_agent import PI_COMPATIBLE_VERSION, VERSION_TAG, __version__
@@ -316,16 +317,27 @@ def _run_mode(args: CliArgs) -> int:
         from pi_coding_agent.coding.modes import rpc
 
         return int(rpc.run(args))
+    headless = args.print or args.mode == "text" or not (sys.stdin.isatty() and sys.stdout.isatty())
+    if args.mode != "json" and not headless:
+        print("Error: interactive mode is not available; use -p, --mode json or --mode rpc", file=sys.stderr)
+        return EXIT_USAGE
+    images = None
+    if args.file_args:
+        from pi_coding_agent.coding.file_args import FileArgError, expand_file_args
+
+        try:
+            files = expand_file_args(args.file_args, Path.cwd())
+        except FileArgError as err:
+            print(f"Error: {err}", file=sys.stderr)
+            return EXIT_FAILURE
+        args.messages, images = files.first_messages(args.messages), files.images or None
     if args.mode == "json":
         from pi_coding_agent.coding.modes import json_mode
 
-        return int(json_mode.run(args))
-    if args.print or args.mode == "text" or not (sys.stdin.isatty() and sys.stdout.isatty()):
-        from pi_coding_agent.coding.modes import print_mode
+        return int(json_mode.run(args, images))
+    from pi_coding_agent.coding.modes import print_mode
 
-        return int(print_mode.run(args))
-    print("Error: interactive mode is not available; use -p, --mode json or --mode rpc", file=sys.stderr)
-    return EXIT_USAGE
+    return int(print_mode.run(args, images))
 
 
 # ----------------------------------------------------------------------------- --list-models

@@ -23,10 +23,12 @@ if TYPE_CHECKING:
 TRUNCATED = "Response was truncated: the model reached its output token limit."
 
 
-def run(args: CliArgs) -> int:
+def run(args: CliArgs, images: list[dict[str, Any]] | None = None) -> int:
+    """``images`` (from ``@path`` arguments) go with the first prompt."""
     prompts = initial_prompts(args, read_piped_stdin())
     output_fd = take_over_stdout()
-    return asyncio.run(run_headless(args, "print", prompts, finish=lambda session: _print_answer(session, output_fd)))
+    return asyncio.run(run_headless(args, "print", prompts, finish=lambda session: _print_answer(session, output_fd),
+                                    images=images))
 
 
 def read_piped_stdin() -> str | None:
@@ -53,6 +55,7 @@ async def run_headless(
     finish: Callable[[AgentSession], int],
     attach: Callable[[AgentSession], None] | None = None,
     close_output: Callable[[], Awaitable[None]] | None = None,
+    images: list[dict[str, Any]] | None = None,
 ) -> int:
     """Build the session, run ``prompts`` to completion, then ``finish`` decides the exit code.
 
@@ -78,7 +81,7 @@ async def run_headless(
     shutdown.install_signal_handlers()
     if attach is not None:
         attach(session)
-    body = asyncio.create_task(_run_prompts(session, prompts, finish))
+    body = asyncio.create_task(_run_prompts(session, prompts, finish, images))
     stopped = asyncio.create_task(shutdown.wait())
     await asyncio.wait({body, stopped}, return_when=asyncio.FIRST_COMPLETED)
     if not body.done():  # a signal arrived: the shutdown already aborted the run
@@ -89,10 +92,11 @@ async def run_headless(
     return await shutdown.wait()
 
 
-async def _run_prompts(session: AgentSession, prompts: list[str], finish: Callable[[AgentSession], int]) -> int:
+async def _run_prompts(session: AgentSession, prompts: list[str], finish: Callable[[AgentSession], int],
+                       images: list[dict[str, Any]] | None) -> int:
     try:
-        for text in prompts:
-            await session.prompt(text)
+        for index, text in enumerate(prompts):
+            await session.prompt(text, images if index == 0 else None)
             await session.wait_for_idle()
     except Exception as err:  # a refused prompt (no model, no key...) ends the mode with its message
         print(str(err) or type(err).__name__, file=sys.stderr)
