@@ -25,6 +25,7 @@ import orjson
 
 READ_CHUNK = 1 << 16
 FLUSH_TIMEOUT_S = 5.0
+READER_WAIT_S = 0.5  # how long agent_end waits for a client to read it before the run settles anyway
 
 
 class LineSplitter:
@@ -152,6 +153,24 @@ class RecordWriter:
     async def flush(self) -> None:
         """Wait until everything queued so far has been handed to the OS."""
         await self._idle.wait()
+
+    async def flush_to_reader(self, timeout: float = READER_WAIT_S) -> None:
+        """Flush, then wait (bounded) until the client has read everything out of a pipe.
+
+        Used for ``agent_end``, which clients expect to be the last record they have read when it
+        arrives: the next record is only written once the pipe is empty (Linux ``FIONREAD``).
+        """
+        await self.flush()
+        if self._broken or not stat.S_ISFIFO(os.fstat(self._fd).st_mode):
+            return
+        import fcntl
+        import termios
+
+        deadline = asyncio.get_running_loop().time() + timeout
+        while int.from_bytes(fcntl.ioctl(self._fd, termios.FIONREAD, bytes(4)), sys.byteorder) > 0:
+            if asyncio.get_running_loop().time() >= deadline:
+                return
+            await asyncio.sleep(0.001)
 
     async def close(self) -> None:
         """Flush (bounded: a client that never reads must not block exit) and stop the writer."""
