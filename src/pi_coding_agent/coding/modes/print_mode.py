@@ -27,8 +27,10 @@ def run(args: CliArgs, images: list[dict[str, Any]] | None = None) -> int:
     """``images`` (from ``@path`` arguments) go with the first prompt."""
     prompts = initial_prompts(args, read_piped_stdin())
     output_fd = take_over_stdout()
+    from pi_coding_agent.coding.print_report import attach_retry_report
+
     return asyncio.run(run_headless(args, "print", prompts, finish=lambda session: _print_answer(session, output_fd),
-                                    images=images))
+                                    attach=attach_retry_report, images=images))
 
 
 def read_piped_stdin() -> str | None:
@@ -105,17 +107,19 @@ async def _run_prompts(session: AgentSession, prompts: list[str], finish: Callab
 
 
 def _print_answer(session: AgentSession, output_fd: int) -> int:
-    """pi's print mode: the last assistant message's text blocks, or its error on stderr (exit 1)."""
+    """The last assistant message's text blocks; on an error or abort, also one failure line on stderr (exit 1)."""
     messages = session.get_messages()
     last: dict[str, Any] | None = messages[-1] if messages else None
     if last is None or last.get("role") != "assistant":
         return 0
     stop_reason = last.get("stopReason")
-    if stop_reason in ("error", "aborted"):
-        print(last.get("errorMessage") or f"Request {stop_reason}", file=sys.stderr)
-        return 1
     text = "".join(f"{block['text']}\n" for block in last.get("content", []) if block.get("type") == "text")
-    write_all(output_fd, text.encode())
+    write_all(output_fd, text.encode())  # on a failure: what had streamed before it
+    if stop_reason in ("error", "aborted"):
+        from pi_coding_agent.coding.print_report import failure_line
+
+        print(failure_line(last), file=sys.stderr)
+        return 1
     if stop_reason == "length":
         print(TRUNCATED, file=sys.stderr)
         return 1
