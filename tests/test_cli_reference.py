@@ -16,10 +16,7 @@ from pathlib import Path
 import pytest
 
 from pi_coding_agent import PI_COMPATIBLE_VERSION, VERSION_TAG, __version__
-from tests.reference_pi import REFERENCE_NODE_BIN, REFERENCE_PI, REFERENCE_ROOT
-
-needs_reference = pytest.mark.skipif(
-    not REFERENCE_PI.exists(), reason=f"reference pi 1.6.0 not installed at {REFERENCE_ROOT}")
+from tests.cli_sides import needs_reference, pi_command
 
 # what version-checking pi clients accept (pi-acp's own test, and the semver grammar's core + build part)
 SEMVER = re.compile(r"^\d+\.\d+\.\d+(?:[-+].+)?$")
@@ -30,11 +27,7 @@ def run_pi(kind: str, argv: list[str], home: Path, stdin: str = "") -> subproces
     home.mkdir(parents=True, exist_ok=True)
     env = {key: value for key, value in os.environ.items() if not key.endswith("_API_KEY")}
     env.update(HOME=str(home), PI_CODING_AGENT_DIR=str(home / ".pi" / "agent"), PI_OFFLINE="1")
-    if kind == "ours":
-        command = [sys.executable, "-m", "pi_coding_agent", *argv]
-    else:
-        env["PATH"] = f"{REFERENCE_NODE_BIN}:{env.get('PATH', '')}"
-        command = [str(REFERENCE_PI), *argv]
+    command, env = pi_command(kind, argv, env)
     return subprocess.run(command, cwd=home, env=env, input=stdin, capture_output=True, text=True, timeout=120)
 
 
@@ -108,3 +101,16 @@ def test_resume_is_refused_with_a_way_forward(tmp_path):
     done = run_pi("ours", ["-r", "-p", "hi"], tmp_path)
     assert done.returncode == 2
     assert "--session" in done.stderr and "--continue" in done.stderr
+
+
+@needs_reference
+def test_every_reference_subcommand_word_is_handled(tmp_path):
+    """The words under "Commands:" in pi's --help: each is dispatched here (auth and mcp by their own
+    modules when they land), none becomes a prompt."""
+    from pi_coding_agent.coding.subcommands import SUPPORTED, UNSUPPORTED
+
+    help_text = run_pi("reference", ["--help"], tmp_path).stdout
+    block = help_text.split("Commands:", 1)[1].split("\n\n", 1)[0]
+    words = {match.group(1) for match in re.finditer(r"^\s+pi (\w+) ", block, re.M)} - {"<command>"}
+    assert {"install", "config"} <= words
+    assert words - {"auth", "mcp"} <= UNSUPPORTED | set(SUPPORTED)

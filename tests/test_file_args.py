@@ -6,21 +6,15 @@ Both implementations run in the same working folder with the same files, so the 
 
 from __future__ import annotations
 
-import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.cli_sides import FAKE_MODEL, fake_agent_env, needs_reference, pi_command
 from tests.fakes.llm_server import FakeLLMServer
-from tests.reference_pi import REFERENCE_NODE_BIN, REFERENCE_PI, REFERENCE_ROOT
 from tests.test_tool_read import png_bytes
-
-needs_reference = pytest.mark.skipif(
-    not REFERENCE_PI.exists(), reason=f"reference pi 1.6.0 not installed at {REFERENCE_ROOT}")
 
 FILES = ["@notes.txt", "@pic.png", "@empty.txt", "@blob.bin", "@sub/../more.md"]
 
@@ -39,19 +33,8 @@ def work(tmp_path: Path) -> Path:
 
 
 def run(kind: str, cwd: Path, argv: list[str], server_url: str = "http://127.0.0.1:9") -> subprocess.CompletedProcess[str]:
-    home = cwd.parent / f"home-{kind}"
-    agent_dir = home / "agent"
-    agent_dir.mkdir(parents=True, exist_ok=True)
-    (agent_dir / "models.json").write_text(json.dumps({"providers": {"fake": {
-        "baseUrl": f"{server_url}/v1", "api": "openai-completions", "apiKey": "dummy",
-        "models": [{"id": "fake-model", "input": ["text", "image"]}]}}}))
-    env = {**os.environ, "HOME": str(home), "PI_CODING_AGENT_DIR": str(agent_dir), "PI_OFFLINE": "1"}
-    full = ["--provider", "fake", "--model", "fake-model", "--no-session", *argv]
-    if kind == "ours":
-        command = [sys.executable, "-m", "pi_coding_agent", *full]
-    else:
-        env["PATH"] = f"{REFERENCE_NODE_BIN}:{env.get('PATH', '')}"
-        command = [str(REFERENCE_PI), *full]
+    env = fake_agent_env(cwd.parent / f"home-{kind}", server_url, input=["text", "image"])
+    command, env = pi_command(kind, [*FAKE_MODEL, "--no-session", *argv], env)
     return subprocess.run(command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
                           timeout=120, check=False)
 

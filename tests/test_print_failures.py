@@ -6,20 +6,14 @@ exit status and the error text it reports are the same, the rest is checked on o
 
 from __future__ import annotations
 
-import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.cli_sides import FAKE_MODEL, fake_agent_env, needs_reference, pi_command
 from tests.fakes.llm_server import FakeLLMServer
-from tests.reference_pi import REFERENCE_NODE_BIN, REFERENCE_PI, REFERENCE_ROOT
-
-needs_reference = pytest.mark.skipif(
-    not REFERENCE_PI.exists(), reason=f"reference pi 1.6.0 not installed at {REFERENCE_ROOT}")
 
 SERVER_ERROR = {"status": 500, "body": {"error": {"message": "upstream exploded", "type": "server_error"}}}
 DROPPED = {"content": [{"type": "text", "text": "The first half of the answer and then"}], "chunkSize": 4,
@@ -29,20 +23,10 @@ DROPPED = {"content": [{"type": "text", "text": "The first half of the answer an
 def run_print(kind: str, root: Path, script: list[dict[str, Any]], settings: dict[str, Any]) -> subprocess.CompletedProcess[str]:
     with FakeLLMServer() as server:
         server.add(*script)
-        agent_dir, cwd = root / kind / "agent", root / kind / "work"
-        agent_dir.mkdir(parents=True)
-        cwd.mkdir()
-        (agent_dir / "models.json").write_text(json.dumps({"providers": {"fake": {
-            "baseUrl": f"{server.url}/v1", "api": "openai-completions", "apiKey": "dummy",
-            "models": [{"id": "fake-model"}]}}}))
-        (agent_dir / "settings.json").write_text(json.dumps(settings))
-        env = {**os.environ, "HOME": str(root / kind), "PI_CODING_AGENT_DIR": str(agent_dir), "PI_OFFLINE": "1"}
-        argv = ["--provider", "fake", "--model", "fake-model", "--no-session", "-p", "hello"]
-        if kind == "ours":
-            command = [sys.executable, "-m", "pi_coding_agent", *argv]
-        else:
-            env["PATH"] = f"{REFERENCE_NODE_BIN}:{env.get('PATH', '')}"
-            command = [str(REFERENCE_PI), *argv]
+        cwd = root / kind / "work"
+        cwd.mkdir(parents=True)
+        env = fake_agent_env(root / kind, server.url, settings)
+        command, env = pi_command(kind, [*FAKE_MODEL, "--no-session", "-p", "hello"], env)
         return subprocess.run(command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
                               timeout=120, check=False)
 

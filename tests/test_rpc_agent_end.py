@@ -11,19 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
-
+from tests.cli_sides import FAKE_MODEL, fake_agent_env, needs_reference, pi_command
 from tests.fakes.llm_server import FakeLLMServer
-from tests.reference_pi import REFERENCE_NODE_BIN, REFERENCE_PI, REFERENCE_ROOT
 
 RUNS = 5
-needs_reference = pytest.mark.skipif(
-    not REFERENCE_PI.exists(), reason=f"reference pi 1.6.0 not installed at {REFERENCE_ROOT}")
 
 
 async def chunks_around_agent_end(kind: str, root: Path) -> list[list[str]]:
@@ -32,19 +26,10 @@ async def chunks_around_agent_end(kind: str, root: Path) -> list[list[str]]:
         for index in range(RUNS):
             server.add({"content": [{"type": "toolCall", "name": "bash", "arguments": {"command": f"echo {index}"}}]},
                        {"content": [{"type": "text", "text": f"done {index}"}]})
-        agent_dir, cwd = root / kind / "agent", root / kind / "work"
-        agent_dir.mkdir(parents=True)
-        cwd.mkdir()
-        (agent_dir / "models.json").write_text(json.dumps({"providers": {"fake": {
-            "baseUrl": f"{server.url}/v1", "api": "openai-completions", "apiKey": "dummy",
-            "models": [{"id": "fake-model"}]}}}))
-        env = {**os.environ, "HOME": str(root / kind), "PI_CODING_AGENT_DIR": str(agent_dir), "PI_OFFLINE": "1"}
-        argv = ["--mode", "rpc", "--provider", "fake", "--model", "fake-model", "--no-session"]
-        if kind == "ours":
-            command = [sys.executable, "-m", "pi_coding_agent", *argv]
-        else:
-            env["PATH"] = f"{REFERENCE_NODE_BIN}:{env.get('PATH', '')}"
-            command = [str(REFERENCE_PI), *argv]
+        cwd = root / kind / "work"
+        cwd.mkdir(parents=True)
+        env = fake_agent_env(root / kind, server.url)
+        command, env = pi_command(kind, ["--mode", "rpc", *FAKE_MODEL, "--no-session"], env)
         proc = await asyncio.create_subprocess_exec(*command, cwd=cwd, env=env, stdin=asyncio.subprocess.PIPE,
                                                     stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
         try:
