@@ -40,16 +40,17 @@ REFUSALS = [
     ["--provider", "nosuch", "-p", "hi"],
     ["--provider", "faux", "--mode", "json", "hi"],
     ["-e", "builtin:nosuch", "-p", "hi"],
+    ["-e", "builtin:nosuch", "--provider", "openai", "--mode", "json", "hi"],
     ["--mode", "rpc", "@notes.txt"],
 ]
 
 
 @pytest.mark.parametrize("argv", REFUSALS, ids=" ".join)
 def test_refusals_as_ours(argv, tmp_path):
-    """Our process alone: one Error line, status 1, no model run, nothing on stdout."""
+    """Our process alone: an Error line per problem, status 1, no model run, nothing on stdout."""
     done = run_pi("ours", argv, tmp_path)
     assert (done.returncode, done.stdout) == (1, "")
-    assert len(error_lines(done.stderr)) == 1
+    assert len(error_lines(done.stderr)) == 1 + ("--provider" in argv and "-e" in argv)
     assert not (tmp_path / ".pi" / "agent" / "sessions").exists()
 
 

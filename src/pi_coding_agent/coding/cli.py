@@ -265,11 +265,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.version:
         print(VERSION_TAG)
         return 0
-    problem = _startup_problem(args)
-    if problem is not None:
+    problems = _startup_problems(args)
+    for problem in problems:
         print(f"Error: {problem}", file=sys.stderr)
-        if not (args.help or args.list_models is not None or args.export is not None):
-            return EXIT_FAILURE
+    if problems and not (args.help or args.list_models is not None or args.export is not None):
+        return EXIT_FAILURE
     if args.help:
         return _print_or_stop(HELP)
     if args.list_models is not None:
@@ -277,19 +277,25 @@ def main(argv: list[str] | None = None) -> int:
     return _run_mode(args)
 
 
-def _startup_problem(args: CliArgs) -> str | None:
-    """What pi reports (exit 1) once flags parse but cannot start a run; --help and --list-models still go on."""
-    if args.provider is not None and args.model is None:
-        return f"--provider requires --model (for example: --provider {args.provider} --model <pattern>)"
-    for entry in args.extensions:
-        if entry.startswith("builtin:"):
-            name = entry.removeprefix("builtin:")
-            if name not in PI_BUILTIN_EXTENSIONS:
-                return f'Failed to load extension "{entry}": Unknown built-in extension: {entry}'
-            if not PI_BUILTIN_EXTENSIONS[name]:
-                return f'Failed to load extension "{entry}": this implementation does not provide it'
+def _startup_problems(args: CliArgs) -> list[str]:
+    """What pi reports (exit 1, in its order) once flags parse but cannot start a run; --help and
+    --list-models print them and go on."""
     if args.mode == "rpc" and args.file_args:
-        return "@file arguments are not supported in RPC mode"
+        return ["@file arguments are not supported in RPC mode"]
+    problems = [problem for entry in args.extensions if (problem := _builtin_extension_problem(entry))]
+    if args.provider is not None and args.model is None:
+        problems.append(f"--provider requires --model (for example: --provider {args.provider} --model <pattern>)")
+    return problems
+
+
+def _builtin_extension_problem(entry: str) -> str | None:
+    if not entry.startswith("builtin:"):
+        return None
+    name = entry.removeprefix("builtin:")
+    if name not in PI_BUILTIN_EXTENSIONS:
+        return f'Failed to load extension "{entry}": Unknown built-in extension: {entry}'
+    if not PI_BUILTIN_EXTENSIONS[name]:
+        return f'Failed to load extension "{entry}": this implementation does not provide it'
     return None
 
 
