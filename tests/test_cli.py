@@ -93,7 +93,7 @@ def test_usage_errors_exit_2_with_one_line(capsys, argv, message):
 
 def test_version_and_help(capsys):
     assert main(["--version"]) == 0
-    assert capsys.readouterr().out == f"{PI_COMPATIBLE_VERSION}+pi-coding-agent-py.{__version__}\n"
+    assert capsys.readouterr() == (f"{PI_COMPATIBLE_VERSION}\n", f"pi-coding-agent-py {__version__}\n")
     assert main(["-h"]) == 0
     out = capsys.readouterr().out
     for flag in ("--mode", "--list-models", "--export", "--no-session", "--models", "--thinking", "-nc"):

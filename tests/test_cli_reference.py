@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from pi_coding_agent import PI_COMPATIBLE_VERSION, VERSION_TAG, __version__
+from pi_coding_agent import PI_COMPATIBLE_VERSION, __version__
 from tests.cli_sides import needs_reference, pi_command
 
-# what version-checking pi clients accept (pi-acp's own test, and the semver grammar's core + build part)
+# what pi-acp accepts as a version (its own test of `pi --version`)
 SEMVER = re.compile(r"^\d+\.\d+\.\d+(?:[-+].+)?$")
 
 
@@ -63,19 +63,20 @@ def test_refusals_match_reference(argv, tmp_path):
     assert error_lines(ours.stderr) == error_lines(reference.stderr)
 
 
-def test_version_is_pi_version_with_ours_as_build_metadata(tmp_path):
-    out = run_pi("ours", ["--version"], tmp_path).stdout.strip()
-    assert out == VERSION_TAG
-    assert SEMVER.match(out)
-    assert out.split("+")[0] == PI_COMPATIBLE_VERSION
-    assert out.endswith(f".{__version__}")
+def test_version_is_the_pi_version_then_ours(tmp_path):
+    done = run_pi("ours", ["--version"], tmp_path)
+    assert done.stdout == f"{PI_COMPATIBLE_VERSION}\n"
+    assert SEMVER.match(done.stdout.strip())  # pi-acp's test
+    assert [int(part) for part in done.stdout.strip().split(".")] == [1, 6, 0]  # a split-on-dots client
+    assert done.stderr == f"pi-coding-agent-py {__version__}\n"
 
 
 @needs_reference
-def test_version_core_matches_reference(tmp_path):
-    ours = run_pi("ours", ["--version"], tmp_path / "ours").stdout.strip()
-    reference = run_pi("reference", ["--version"], tmp_path / "reference").stdout.strip()
-    assert ours.split("+")[0] == reference
+def test_version_stdout_matches_reference(tmp_path):
+    ours = run_pi("ours", ["--version"], tmp_path / "ours")
+    reference = run_pi("reference", ["--version"], tmp_path / "reference")
+    assert ours.stdout == reference.stdout
+    assert ours.returncode == reference.returncode == 0
 
 
 def test_list_models_writes_nothing(tmp_path):

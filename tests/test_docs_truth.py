@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pi_coding_agent import VERSION_TAG
+from pi_coding_agent import PI_COMPATIBLE_VERSION, __version__
 from tests.rpc_helpers import ROOT
 
 README = (ROOT / "README.md").read_text()
@@ -36,10 +36,11 @@ def test_readme_python_example_runs_verbatim(tmp_path):
 
 
 def test_readme_version_example_is_what_pi_prints(tmp_path):
-    assert f"`{VERSION_TAG}`" in README
+    assert f"(`{PI_COMPATIBLE_VERSION}`) on stdout" in README
+    assert f"(`pi-coding-agent-py {__version__}`" in README
     done = subprocess.run([sys.executable, "-m", "pi_coding_agent", "--version"], env=_env(tmp_path),
                           capture_output=True, text=True, timeout=60, check=True)
-    assert done.stdout.strip() == VERSION_TAG
+    assert (done.stdout, done.stderr) == (f"{PI_COMPATIBLE_VERSION}\n", f"pi-coding-agent-py {__version__}\n")
 
 
 def test_readme_faux_script_sentence(tmp_path):

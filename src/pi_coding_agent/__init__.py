@@ -9,6 +9,3 @@ __version__ = "0.1.0"
 
 PI_COMPATIBLE_VERSION = "1.6.0"
 """The pi release whose protocol and files this package implements: the one place to bump it."""
-
-VERSION_TAG = f"{PI_COMPATIBLE_VERSION}+pi-coding-agent-py.{__version__}"
-"""What ``pi --version`` prints: pi's version with ours as semver build metadata, which version checks ignore."""

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pi_coding_agent import PI_COMPATIBLE_VERSION, VERSION_TAG, __version__
+from pi_coding_agent import PI_COMPATIBLE_VERSION, __version__
 from pi_coding_agent.ai.types import THINKING_LEVELS
 from pi_coding_agent.coding import paths
 
@@ -263,7 +263,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"Error: {err}", file=sys.stderr)
         return EXIT_USAGE
     if args.version:
-        print(VERSION_TAG)
+        # stdout is exactly pi's version, which every version-checking client parses; ours follows on stderr
+        print(PI_COMPATIBLE_VERSION)
+        print(f"pi-coding-agent-py {__version__}", file=sys.stderr)
         return 0
     problems = _startup_problems(args)
     for problem in problems:
@@ -476,7 +478,7 @@ Tools and resources:
 
 Other:
   -h, --help                     This text
-  -v, --version                  Print the pi version implemented, with ours as build metadata
+  -v, --version                  Print the pi version implemented (stdout), then ours (stderr)
 
 Environment:
   {paths.ENV_AGENT_DIR:<30} Configuration directory (default ~/.pi/agent)
