@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pi_coding_agent import PI_COMPATIBLE_VERSION, __version__
 from pi_coding_agent.ai.types import THINKING_LEVELS
@@ -329,16 +329,11 @@ def _run_mode(args: CliArgs) -> int:
     if args.mode != "json" and not headless:
         print("Error: interactive mode is not available; use -p, --mode json or --mode rpc", file=sys.stderr)
         return EXIT_USAGE
-    images = None
-    if args.file_args:
-        from pi_coding_agent.coding.file_args import FileArgError, expand_file_args
-
-        try:
-            files = expand_file_args(args.file_args, Path.cwd())
-        except FileArgError as err:
-            print(f"Error: {err}", file=sys.stderr)
-            return EXIT_FAILURE
-        args.messages, images = files.first_messages(args.messages), files.images or None
+    try:
+        images = _inline_file_args(args)
+    except CliError as err:
+        print(f"Error: {err}", file=sys.stderr)
+        return EXIT_FAILURE
     if args.mode == "json":
         from pi_coding_agent.coding.modes import json_mode
 
@@ -346,6 +341,20 @@ def _run_mode(args: CliArgs) -> int:
     from pi_coding_agent.coding.modes import print_mode
 
     return int(print_mode.run(args, images))
+
+
+def _inline_file_args(args: CliArgs) -> list[dict[str, Any]] | None:
+    """Put the ``@path`` blocks in front of the first message; returns the images for the first prompt."""
+    if not args.file_args:
+        return None
+    from pi_coding_agent.coding.file_args import FileArgError, expand_file_args
+
+    try:
+        files = expand_file_args(args.file_args, Path.cwd())
+    except FileArgError as err:
+        raise CliError(str(err)) from None
+    args.messages = files.first_messages(args.messages)
+    return files.images or None
 
 
 # ----------------------------------------------------------------------------- --list-models
