@@ -163,14 +163,17 @@ class RecordWriter:
         await self.flush()
         if self._broken or not stat.S_ISFIFO(os.fstat(self._fd).st_mode):
             return
+        deadline = asyncio.get_running_loop().time() + timeout
+        while self._unread() > 0 and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.001)
+
+    def _unread(self) -> int:
+        """Bytes still in the transport's buffer or in the pipe, not yet read by the client."""
         import fcntl
         import termios
 
-        deadline = asyncio.get_running_loop().time() + timeout
-        while int.from_bytes(fcntl.ioctl(self._fd, termios.FIONREAD, bytes(4)), sys.byteorder) > 0:
-            if asyncio.get_running_loop().time() >= deadline:
-                return
-            await asyncio.sleep(0.001)
+        buffered = 0 if self._stream is None else self._stream.transport.get_write_buffer_size()
+        return buffered + int.from_bytes(fcntl.ioctl(self._fd, termios.FIONREAD, bytes(4)), sys.byteorder)
 
     async def close(self) -> None:
         """Flush (bounded: a client that never reads must not block exit) and stop the writer."""
