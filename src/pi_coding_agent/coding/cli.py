@@ -260,8 +260,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = parse_args(words)
     except CliError as err:
-        print(f"Error: {err}", file=sys.stderr)
-        return EXIT_USAGE
+        return _refuse(err, EXIT_USAGE)
     if args.version:
         # stdout is exactly pi's version, which every version-checking client parses; ours follows on stderr
         print(PI_COMPATIBLE_VERSION)
@@ -277,6 +276,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.list_models is not None:
         return list_models(args.list_models if isinstance(args.list_models, str) else None)
     return _run_mode(args)
+
+
+def _refuse(err: CliError, status: int) -> int:
+    print(f"Error: {err}", file=sys.stderr)
+    return status
 
 
 def _startup_problems(args: CliArgs) -> list[str]:
@@ -332,8 +336,7 @@ def _run_mode(args: CliArgs) -> int:
     try:
         images = _inline_file_args(args)
     except CliError as err:
-        print(f"Error: {err}", file=sys.stderr)
-        return EXIT_FAILURE
+        return _refuse(err, EXIT_FAILURE)
     if args.mode == "json":
         from pi_coding_agent.coding.modes import json_mode
 
