@@ -143,10 +143,10 @@ def resolve_or_raise(value: str, description: str, env: Mapping[str, str] | None
 class AuthStorage:
     """Credentials of ``<agentDir>/auth.json`` plus the key sources of config.md §4, in order."""
 
-    def __init__(self, agent_dir: Path) -> None:
+    def __init__(self, agent_dir: Path, create_missing: bool = True) -> None:
         self.path = Path(agent_dir) / "auth.json"
         self.errors: list[str] = []
-        self._credentials = self._load()
+        self._credentials = self._load() if create_missing or self.path.exists() else {}
         self._config_keys: dict[str, str] = {}
 
     def __repr__(self) -> str:

@@ -18,8 +18,8 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from dataclasses import dataclass, field, replace
 from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pi_coding_agent.ai.cost import apply_cost
