@@ -23,7 +23,7 @@ from pi_coding_agent.ai.models import FAUX_PROVIDER, PLACEHOLDER_MODEL, ModelReg
 from pi_coding_agent.ai.stream import StreamOptions
 from pi_coding_agent.ai.thinking import clamp_thinking_level
 from pi_coding_agent.ai.types import Context, Model
-from pi_coding_agent.coding import paths
+from pi_coding_agent.coding import auth_help, paths
 from pi_coding_agent.coding.agent_session import AgentSession, SessionError
 from pi_coding_agent.coding.compaction.controller import CompactionController
 from pi_coding_agent.coding.resources.prompt_templates import (
@@ -52,11 +52,7 @@ if TYPE_CHECKING:
     from pi_coding_agent.coding.cli import CliArgs
     from pi_coding_agent.coding.extensions.runner import ExtensionRunner
 
-LOGIN_HELP = (
-    "Use /login to log into a provider via OAuth or API key. See:\n"
-    "  https://github.com/earendil-works/pi/blob/main/packages/coding-agent/docs/providers.md\n"
-    "  https://github.com/earendil-works/pi/blob/main/packages/coding-agent/docs/models.md"
-)
+LOGIN_HELP = auth_help.login_help()
 
 
 @dataclass
@@ -118,20 +114,26 @@ class SessionRuntime:
         if model["api"] == "faux":
             return "faux"
         override = self.args.api_key if self._cli_provider_matches(model) else None
-        return self.auth.api_key(model["provider"], override) or self.registry.configured_api_key(model["provider"])
+        key = self.auth.api_key(model["provider"], override)
+        return key if key is not None else self.registry.configured_api_key(model["provider"])
 
     def _cli_provider_matches(self, model: Model) -> bool:
         return self.args.api_key is not None and (self.args.provider in (None, model["provider"]))
 
     async def _get_api_key(self, model: Model) -> str | None:
+        await self.auth.prepare(model["provider"])  # refreshes a due OAuth credential
         return self.api_key_for(model)
 
     def _stream_options(self, model: Model) -> StreamOptions:
         idle_ms = self.settings.http_idle_timeout_ms
         return StreamOptions(session_id=self.session_manager.session_id,
                              thinking_budgets=self.settings.thinking_budgets,
-                             headers=self.registry.request_headers(model, self.api_key_for(model)),
+                             headers=self._auth_headers(model) | self.registry.request_headers(model, self.api_key_for(model)),
                              idle_timeout_s=idle_ms / 1000 if idle_ms else None)
+
+    def _auth_headers(self, model: Model) -> dict[str, str]:
+        token = self.auth.bearer_token(model["provider"], self.args.api_key if self._cli_provider_matches(model) else None)
+        return {"Authorization": f"Bearer {token}"} if token else {}
 
     def image_policy(self) -> ImagePolicy:
         """How images are normalised now: the ``images.autoResize`` setting within the model's limits."""
@@ -140,7 +142,7 @@ class SessionRuntime:
 
     @staticmethod
     def no_key_message(provider: str) -> str:
-        return f"No API key found for {provider}.\n\n{LOGIN_HELP}"
+        return auth_help.no_key_message(provider)
 
     def thinking_level_for(self, model: Model, current: str) -> str:
         """Per-model level from settings, else the global default, else the current level."""
