@@ -205,6 +205,10 @@ class AuthStorage:
         self._credentials.pop(provider, None)
         return removed
 
+    def stored_providers(self) -> list[str]:
+        """Providers with an entry in auth.json (nothing is resolved)."""
+        return list(self._credentials)
+
     def stored_type(self, provider: str) -> str | None:
         """``"api_key"`` or ``"oauth"`` for a stored credential, else None (nothing is resolved)."""
         kind = self._credentials.get(provider, {}).get("type")

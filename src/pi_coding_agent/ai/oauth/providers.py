@@ -225,11 +225,9 @@ async def keep(cred: Credential) -> Credential:
 @dataclass(frozen=True)
 class OAuthProvider:
     id: str
+    title: str  # the provider's name ("Anthropic"); ``name`` is its sign-in method's
     name: str
     refresh: Callable[[Credential], Awaitable[Credential]]
-    # request auth: the access token as the API key, or (Kimi) as a bearer header only
-    bearer_header: bool = False
-    login_label: str | None = None
 
     def base_url(self, cred: Credential) -> str | None:
         """A per-credential API base URL (GitHub Copilot's proxy endpoint), else None."""
@@ -239,13 +237,12 @@ class OAuthProvider:
 
 
 PROVIDERS: dict[str, OAuthProvider] = {p.id: p for p in (
-    OAuthProvider("anthropic", "Anthropic (Claude Pro/Max)", refresh_anthropic),
-    OAuthProvider("openai-codex", "OpenAI (ChatGPT Plus/Pro)", refresh_codex),
-    OAuthProvider("openai", "OpenAI (ChatGPT subscription)", refresh_chatgpt, login_label="Sign in with ChatGPT"),
-    OAuthProvider("github-copilot", "GitHub Copilot", refresh_copilot),
-    OAuthProvider("xai", "xAI (Grok/X subscription)", refresh_xai, login_label="Sign in with SuperGrok or X Premium"),
-    OAuthProvider("kimi-coding", "Kimi Code (subscription)", refresh_kimi, bearer_header=True,
-                  login_label="Sign in with Kimi Code"),
-    OAuthProvider("meta", "Meta (Muse subscription)", refresh_meta, login_label="Sign in with Meta"),
-    OAuthProvider("openrouter", "OpenRouter OAuth", keep, login_label="Sign in with OpenRouter"),
+    OAuthProvider("anthropic", "Anthropic", "Anthropic (Claude Pro/Max)", refresh_anthropic),
+    OAuthProvider("openai-codex", "OpenAI Codex", "OpenAI (ChatGPT Plus/Pro)", refresh_codex),
+    OAuthProvider("openai", "OpenAI", "OpenAI (ChatGPT subscription)", refresh_chatgpt),
+    OAuthProvider("github-copilot", "GitHub Copilot", "GitHub Copilot", refresh_copilot),
+    OAuthProvider("xai", "xAI", "xAI (Grok/X subscription)", refresh_xai),
+    OAuthProvider("kimi-coding", "Kimi For Coding", "Kimi Code (subscription)", refresh_kimi),
+    OAuthProvider("meta", "Meta", "Meta (Muse subscription)", refresh_meta),
+    OAuthProvider("openrouter", "OpenRouter", "OpenRouter OAuth", keep),
 )}
