@@ -277,7 +277,7 @@ class AgentSession:
             self._end_retry_series(RETRY_CANCELLED)
             return False
         last = self._last_assistant(self.agent.messages)
-        if self.retry.will_retry(last, False):
+        if self.retry.will_retry(last, False) or (not self.retry.attempt and await self.rt.recover_unauthorized(last)):
             assert last is not None
             return await self._schedule_retry(last)
         if last is not None and last.get("stopReason") == "error":

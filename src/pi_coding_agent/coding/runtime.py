@@ -10,6 +10,7 @@ from the command line.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,6 +54,8 @@ if TYPE_CHECKING:
     from pi_coding_agent.coding.extensions.runner import ExtensionRunner
 
 LOGIN_HELP = auth_help.login_help()
+# "401 …" or "<API> error (401): …", as the adapters word an HTTP 401
+_UNAUTHORIZED = re.compile(r"(?:[^(]*\()?401\b")
 
 
 @dataclass
@@ -130,6 +133,17 @@ class SessionRuntime:
                              thinking_budgets=self.settings.thinking_budgets,
                              headers=self._auth_headers(model) | self.registry.request_headers(model, self.api_key_for(model)),
                              idle_timeout_s=idle_ms / 1000 if idle_ms else None)
+
+    async def recover_unauthorized(self, failed: dict[str, Any] | None) -> bool:
+        """After a 401 to an OAuth access token, refresh it (even before its expiry): True to retry once."""
+        text = str((failed or {}).get("errorMessage") or "")
+        if not failed or failed.get("stopReason") != "error" or not _UNAUTHORIZED.match(text):
+            return False
+        model = self.agent.model
+        try:
+            return await self.auth.unauthorized(model["provider"], self.api_key_for(model))
+        except Exception:  # the refresh failed too: the 401 stands
+            return False
 
     def _auth_headers(self, model: Model) -> dict[str, str]:
         token = self.auth.bearer_token(model["provider"], self.args.api_key if self._cli_provider_matches(model) else None)
