@@ -18,10 +18,12 @@ import orjson
 from pi_coding_agent.ai.models import catalog_index, provider_env_vars
 
 if TYPE_CHECKING:
+    from pi_coding_agent.ai.llama_router import LlamaClient
     from pi_coding_agent.ai.oauth.store import CredentialFile
 
 COMMAND_TIMEOUT_S = 10.0
 ANTHROPIC_AUTH_TOKEN = "ANTHROPIC_AUTH_TOKEN"
+LLAMA_PROVIDER = "llama.cpp"
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 # Results of ``!command`` values from auth.json, kept for the life of the process.
@@ -286,6 +288,14 @@ class AuthStorage:
         key = cred.get("key")
         return key if isinstance(key, str) and key else None
 
+    def llama_client(self) -> LlamaClient | None:
+        """A client for the configured llama.cpp router, or None when it is not configured."""
+        from pi_coding_agent.ai import llama_router
+
+        cred = self._credentials.get(llama_router.PROVIDER_ID)
+        url = llama_router.server_url(cred, os.environ)
+        return None if url is None else llama_router.LlamaClient(url, llama_router.api_key(cred, os.environ))
+
     def _env_key(self, provider: str) -> str | None:
         env = self._credential_env(provider)
         for name in provider_env_vars(provider):
@@ -316,6 +326,8 @@ class AuthStorage:
                 return resolved
         if self.bearer_token(provider) is not None:
             return ""  # the credential travels as a header (``bearer_token``)
+        if provider == LLAMA_PROVIDER and (client := self.llama_client()) is not None:
+            return client.key or "local"
         found = self._env_key(provider)
         if found:
             return found
@@ -327,6 +339,8 @@ class AuthStorage:
             return True
         if self.bearer_token(provider) is not None:
             return True
+        if provider == LLAMA_PROVIDER:
+            return self.llama_client() is not None
         configured = self._config_keys.get(provider)
         if configured is not None and is_configured(configured, self._credential_env(provider)):
             return True

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from pi_coding_agent.ai.keys import AuthStorage
 from pi_coding_agent.ai.models import ModelRegistry, resolve_model_pattern, resolve_model_scope
 from pi_coding_agent.ai.types import Model
-from pi_coding_agent.coding import paths
+from pi_coding_agent.coding import llama_command, paths
 from pi_coding_agent.coding.agent_session import AgentSession, SessionError
 from pi_coding_agent.coding.compaction.controller import CompactionController
 from pi_coding_agent.coding.resources.context_files import load_context_files
@@ -116,7 +116,7 @@ async def create_session(args: CliArgs, mode: str, ui: Any = None) -> AgentSessi
     trusted = is_project_trusted(agent_dir, cwd, args.approve, startup.default_project_trust)
     settings = startup if trusted else Settings.load(agent_dir, cwd, project_trusted=False)
     auth = AuthStorage(agent_dir)
-    registry = ModelRegistry(agent_dir, auth)
+    registry = ModelRegistry(agent_dir, auth, llama_enabled=llama_command.enabled(settings))
     for error in registry.errors:
         print(error, file=sys.stderr)
     sm = _open_session(args, startup, agent_dir, cwd)

@@ -24,7 +24,7 @@ from pi_coding_agent.ai.models import FAUX_PROVIDER, PLACEHOLDER_MODEL, ModelReg
 from pi_coding_agent.ai.stream import StreamOptions
 from pi_coding_agent.ai.thinking import clamp_thinking_level
 from pi_coding_agent.ai.types import Context, Model
-from pi_coding_agent.coding import auth_help, paths
+from pi_coding_agent.coding import auth_help, llama_command, paths
 from pi_coding_agent.coding.agent_session import AgentSession, SessionError
 from pi_coding_agent.coding.compaction.controller import CompactionController
 from pi_coding_agent.coding.resources.prompt_templates import (
@@ -170,6 +170,9 @@ class SessionRuntime:
         streaming_behavior: str | None, allow_commands: bool,
     ) -> dict[str, Any] | None:
         """Extension commands and ``input`` hooks: a disposition, an ``{"action": "transform"}``, or None."""
+        if allow_commands and self.registry.llama_enabled and llama_command.is_invocation(text):
+            await llama_command.run(self)
+            return {"disposition": "handled"}
         if self.extensions is None:
             return None
         return await self.extensions.handle_input(text, images, streaming_behavior, allow_commands)
@@ -296,7 +299,8 @@ class SessionRuntime:
 
     def list_commands(self) -> list[dict[str, Any]]:
         """get_commands: extension commands, prompt templates, then skills."""
-        commands: list[dict[str, Any]] = [] if self.extensions is None else self.extensions.list_commands()
+        commands: list[dict[str, Any]] = [dict(llama_command.COMMAND)] if self.registry.llama_enabled else []
+        commands += [] if self.extensions is None else self.extensions.list_commands()
         for t in self.resources.templates:
             item: dict[str, Any] = {"name": t.name}
             if t.description:
