@@ -155,3 +155,14 @@ async def test_get_commands_lists_llama_as_pi_does(tmp_path: Path):
                           env={"PATH": f"{REFERENCE_NODE_BIN}:{os.environ['PATH']}", "HOME": str(tmp_path)})
     theirs = json.loads(done.stdout.splitlines()[0])["data"]["commands"]
     assert [c for c in ours if c["name"] == "llama"] == [c for c in theirs if c["name"] == "llama"]
+
+
+async def test_no_extensions_drops_llama_unless_named_with_e(tmp_path: Path):
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path)}
+    for args, listed in ((("--no-extensions",), []), (("--no-extensions", "-e", "builtin:llama.cpp"), ["llama"])):
+        pi = await start(tmp_path, env, *args)
+        try:
+            response = await pi.request({"type": "get_commands"})
+            assert [c["name"] for c in response["data"]["commands"]] == listed
+        finally:
+            await pi.kill()

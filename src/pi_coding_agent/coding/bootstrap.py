@@ -116,7 +116,7 @@ async def create_session(args: CliArgs, mode: str, ui: Any = None) -> AgentSessi
     trusted = is_project_trusted(agent_dir, cwd, args.approve, startup.default_project_trust)
     settings = startup if trusted else Settings.load(agent_dir, cwd, project_trusted=False)
     auth = AuthStorage(agent_dir)
-    registry = ModelRegistry(agent_dir, auth, llama_enabled=llama_command.enabled(settings))
+    registry = ModelRegistry(agent_dir, auth, llama_command.enabled(settings, args.no_extensions, args.extensions))
     for error in registry.errors:
         print(error, file=sys.stderr)
     sm = _open_session(args, startup, agent_dir, cwd)
