@@ -260,3 +260,57 @@ async def test_store_modify_keeps_entries_written_meanwhile(tmp_path: Path):
     CredentialFile(path)._write({"a": {"type": "api_key", "key": "1"}, "b": {"type": "api_key", "key": "2"}})
     await auth.store_credential("c", {"type": "api_key", "key": "3"})
     assert sorted(json.loads(path.read_text())) == ["a", "b", "c"]
+
+
+# ----------------------------------------------------------------------------- sign-in over RPC dialogs
+
+
+class RpcClient:
+    """Plays an RPC client answering ``extension_ui_request`` records written by ``RpcExtensionUI``."""
+
+    def __init__(self, oauth: FakeOAuthServer, dismiss: bool = False) -> None:
+        from pi_coding_agent.coding.modes.ui_bridge import RpcExtensionUI
+
+        self.oauth = oauth
+        self.dismiss = dismiss
+        self.records: list[dict[str, Any]] = []
+        self.ui = RpcExtensionUI(self.receive)
+
+    def receive(self, record: dict[str, Any]) -> None:
+        self.records.append(record)
+        method = record["method"]
+        if method == "select":
+            self._answer(record, {"cancelled": True} if self.dismiss else {"value": "Copy code login (headless)"})
+        elif method == "notify" and record["message"].startswith("Open this URL"):
+            self.redirect = self.oauth.approve(record["message"].splitlines()[1])
+        elif method == "input":
+            self._answer(record, {"value": self.redirect})
+
+    def _answer(self, record: dict[str, Any], reply: dict[str, Any]) -> None:
+        asyncio.get_running_loop().call_soon(self.ui.resolve, {"type": "extension_ui_response", "id": record["id"], **reply})
+
+
+async def test_sign_in_over_rpc_dialogs_stores_the_credential(tmp_path: Path, oauth: FakeOAuthServer):
+    from pi_coding_agent.coding.login_ui import sign_in
+
+    client = RpcClient(oauth)
+    auth = AuthStorage(tmp_path)
+    assert await sign_in(auth, client.ui, "anthropic") is True
+    methods = [(r["method"], r.get("title") or r.get("message", "").splitlines()[0]) for r in client.records]
+    assert methods == [("select", "Select Anthropic login method:"), ("notify", "Open this URL to sign in:"),
+                       ("input", "Paste the code Anthropic shows after you sign in:"),
+                       ("notify", "Exchanging authorization code for tokens..."),
+                       ("notify", f"Logged in to Anthropic. Credentials saved to {auth.path}")]
+    stored = json.loads(auth.path.read_text())["anthropic"]
+    assert stored["type"] == "oauth" and stored["access"] == "sk-ant-oat01-access-1"
+    assert all(stored["access"] not in json.dumps(r) and stored["refresh"] not in json.dumps(r) for r in client.records)
+
+
+async def test_a_dismissed_sign_in_dialog_cancels_and_stores_nothing(tmp_path: Path, oauth: FakeOAuthServer):
+    from pi_coding_agent.coding.login_ui import sign_in
+
+    client = RpcClient(oauth, dismiss=True)
+    auth = AuthStorage(tmp_path)
+    assert await sign_in(auth, client.ui, "anthropic") is False
+    assert client.records[-1]["message"] == "Failed to log in to Anthropic: Login cancelled"
+    assert json.loads(auth.path.read_text()) == {}
