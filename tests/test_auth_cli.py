@@ -237,3 +237,27 @@ def test_api_key_saved_by_pi_login_is_used_by_ours(tmp_path: Path):
     assert auth_file(env)["anthropic"] == {"type": "api_key", "key": "sk-ant-api03-from-pi"}
     printed = ours(env, "auth", "print-api-key", "--provider", "anthropic")
     assert (printed.returncode, printed.stdout) == (0, "sk-ant-api03-from-pi\n")
+
+
+def test_anthropic_auth_token_reaches_the_server_as_bearer(tmp_path: Path, fake_llm: FakeLLMServer):
+    env = {**home(tmp_path, {}, fake_llm.url), "ANTHROPIC_AUTH_TOKEN": "workload-bearer-1"}
+    fake_llm.add({"content": [{"type": "text", "text": "ok"}]})
+    done = ours(env, "-p", "--no-session", "--model", "anthropic/claude-sonnet-4-5", "hi")
+    assert done.returncode == 0, done.stderr
+    headers = fake_llm.requests[0]["headers"]
+    assert headers["authorization"] == "Bearer workload-bearer-1" and "x-api-key" not in headers
+
+
+def test_no_key_errors_name_what_works_here(tmp_path: Path):
+    env = home(tmp_path, {})
+    (Path(env["HOME"]) / ".pi" / "agent" / "models.json").write_text(json.dumps({"providers": {"local": {
+        "baseUrl": "http://127.0.0.1:9/v1", "api": "openai-completions",
+        "models": [{"id": "m1", "contextWindow": 1000, "maxTokens": 100}]}}}))
+    catalog = ours(env, "-p", "--no-session", "--model", "openai/gpt-4.1", "hi")
+    custom = ours(env, "-p", "--no-session", "--model", "local/m1", "hi")
+    assert catalog.returncode == custom.returncode == 1
+    assert catalog.stderr.startswith("No API key found for openai.\n\nSet OPENAI_API_KEY, or run `pi auth login openai`")
+    assert custom.stderr.startswith('No API key found for local.\n\nAdd "apiKey" to the "local" provider in ')
+    for text in (catalog.stderr, custom.stderr):
+        assert "docs/models.md" in text and "/login" not in text and "github.com" not in text
+        assert Path(text.split("See ")[-1].strip()).is_file()

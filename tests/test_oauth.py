@@ -314,3 +314,30 @@ async def test_a_dismissed_sign_in_dialog_cancels_and_stores_nothing(tmp_path: P
     assert await sign_in(auth, client.ui, "anthropic") is False
     assert client.records[-1]["message"] == "Failed to log in to Anthropic: Login cancelled"
     assert json.loads(auth.path.read_text()) == {}
+
+
+def test_copilot_oauth_credential_shapes_its_model_list(tmp_path: Path):
+    from pi_coding_agent.ai.models import ModelRegistry, builtin_models
+
+    catalog = [m["id"] for m in builtin_models("github-copilot")]
+    write_auth(tmp_path, {"github-copilot": {
+        "type": "oauth", "refresh": "gho_x", "access": "tid=1;proxy-ep=proxy.business.githubcopilot.com;x=1",
+        "expires": now_ms() + 3600_000, "availableModelIds": catalog[:2]}})
+    models = ModelRegistry(tmp_path, AuthStorage(tmp_path)).provider_models("github-copilot")
+    assert [m["id"] for m in models] == catalog[:2]
+    assert {m["baseUrl"] for m in models} == {"https://api.business.githubcopilot.com"}
+
+
+def test_anthropic_auth_token_is_a_bearer_header_after_stored_and_configured_keys(tmp_path: Path,
+                                                                                 monkeypatch: pytest.MonkeyPatch):
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_OAUTH_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("ANTHROPIC_AUTH_TOKEN", "bearer-1")
+    auth = AuthStorage(tmp_path)
+    assert auth.has_auth("anthropic") and auth.api_key("anthropic") == "" and auth.bearer_token("anthropic") == "bearer-1"
+    assert auth.bearer_token("anthropic", runtime_override="sk-cli") is None  # --api-key wins
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-env")
+    assert auth.bearer_token("anthropic") == "bearer-1" and auth.api_key("anthropic") == ""  # pi: token before key
+    write_auth(tmp_path, {"anthropic": {"type": "api_key", "key": "sk-stored"}})
+    stored = AuthStorage(tmp_path)
+    assert stored.bearer_token("anthropic") is None and stored.api_key("anthropic") == "sk-stored"

@@ -20,6 +20,7 @@ from pi_coding_agent.ai.models import catalog_index, provider_env_vars
 if TYPE_CHECKING:
     from pi_coding_agent.ai.llama_router import LlamaClient
     from pi_coding_agent.ai.oauth.store import CredentialFile
+    from pi_coding_agent.ai.types import Model
 
 COMMAND_TIMEOUT_S = 10.0
 ANTHROPIC_AUTH_TOKEN = "ANTHROPIC_AUTH_TOKEN"
@@ -261,6 +262,19 @@ class AuthStorage:
         spec = PROVIDERS.get(provider)
         return spec.base_url(cred) if spec is not None else None
 
+    def oauth_models(self, provider: str, models: list[Model]) -> list[Model]:
+        """``models`` as a provider's OAuth credential shapes them (pi's ``filterModels``): GitHub
+        Copilot lists only the credential's ``availableModelIds`` and serves them from the API host
+        its token names."""
+        cred = self._credentials.get(provider)
+        if provider != "github-copilot" or not cred or cred.get("type") != "oauth":
+            return models
+        ids = cred.get("availableModelIds")
+        if isinstance(ids, list) and all(isinstance(i, str) for i in ids):
+            models = [m for m in models if m["id"] in ids]
+        base_url = self.oauth_base_url(provider)
+        return [{**m, "baseUrl": base_url} if base_url else m for m in models]
+
     def bearer_token(self, provider: str, runtime_override: str | None = None) -> str | None:
         """A token sent as ``Authorization: Bearer`` rather than as the API key.
 
@@ -290,9 +304,11 @@ class AuthStorage:
 
     def llama_client(self) -> LlamaClient | None:
         """A client for the configured llama.cpp router, or None when it is not configured."""
+        cred = self._credentials.get(LLAMA_PROVIDER)
+        if cred is None and not os.environ.get("LLAMA_BASE_URL", "").strip():
+            return None  # not configured: decided without importing the router client
         from pi_coding_agent.ai import llama_router
 
-        cred = self._credentials.get(llama_router.PROVIDER_ID)
         url = llama_router.server_url(cred, os.environ)
         return None if url is None else llama_router.LlamaClient(url, llama_router.api_key(cred, os.environ))
 

@@ -150,6 +150,7 @@ class ModelRegistry:
 
     def _build_provider(self, provider: str) -> list[Model]:
         base = self._llama_models() if provider == LLAMA_PROVIDER and self.llama_enabled else builtin_models(provider)
+        base = self.auth.oauth_models(provider, base)
         config = self._config.get(provider)
         return base if config is None else models_json.apply_provider_config(provider, base, config)
 
