@@ -13,16 +13,17 @@ from __future__ import annotations
 import json
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import urlsplit
 
 from tests.fakes import wire_openai_completions
+from tests.fakes.local_server import LocalServer
 
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    server: _Server
+    server: Any
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
@@ -68,15 +69,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(404, {"error": {"message": "File Not Found", "type": "not_found_error"}})
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
 
-    def __init__(self, fake: FakeLlamaRouter) -> None:
-        self.fake = fake
-        super().__init__(("127.0.0.1", 0), _Handler)
+class FakeLlamaRouter(LocalServer):
+    handler = _Handler
 
-
-class FakeLlamaRouter:
     def __init__(self, models: dict[str, dict[str, Any]], api_key: str | None = None, autoload: bool = False) -> None:
         self.models = models
         self.api_key = api_key
@@ -84,19 +80,6 @@ class FakeLlamaRouter:
         self.load_delay_s = 0.2
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
-        self.url = ""
-        self._httpd: _Server | None = None
-
-    def __enter__(self) -> FakeLlamaRouter:
-        self._httpd = _Server(self)
-        self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}"
-        threading.Thread(target=self._httpd.serve_forever, args=(0.02,), daemon=True).start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
 
     def log(self, method: str, path: str, body: Any, authorization: str | None) -> None:
         with self.lock:
@@ -123,3 +106,4 @@ class FakeLlamaRouter:
 
         threading.Thread(target=settle, daemon=True).start()
         return True
+

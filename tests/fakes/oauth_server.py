@@ -26,9 +26,11 @@ import json
 import secrets
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
+
+from tests.fakes.local_server import LocalServer
 
 TOKEN_PATHS = ("/v1/oauth/token", "/oauth/token", "/oauth2/token", "/api/oauth/token")
 
@@ -47,7 +49,7 @@ def codex_jwt(account_id: str, serial: int) -> str:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    server: _Server
+    server: Any
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
@@ -95,15 +97,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._reply(404, {"error": "not_found"})
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
 
-    def __init__(self, fake: FakeOAuthServer) -> None:
-        self.fake = fake
-        super().__init__(("127.0.0.1", 0), _Handler)
+class FakeOAuthServer(LocalServer):
+    handler = _Handler
 
-
-class FakeOAuthServer:
     def __init__(self, expires_in: int = 3600) -> None:
         self.expires_in = expires_in
         self.refresh_delay_s = 0.0
@@ -113,19 +110,6 @@ class FakeOAuthServer:
         self.codes: dict[str, dict[str, str]] = {}
         self.devices: dict[str, bool] = {}
         self.serial = 0
-        self.url = ""
-        self._httpd: _Server | None = None
-
-    def __enter__(self) -> FakeOAuthServer:
-        self._httpd = _Server(self)
-        self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}"
-        threading.Thread(target=self._httpd.serve_forever, args=(0.02,), daemon=True).start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
 
     def log(self, method: str, path: str, body: dict[str, Any], headers: dict[str, str]) -> None:
         with self.lock:
@@ -215,3 +199,4 @@ class FakeOAuthServer:
             proxy = urlsplit(self.url).netloc
             return 200, {"token": f"tid=t{self.serial};exp=1;proxy-ep=proxy.{proxy}",
                          "expires_at": int(time.time()) + self.expires_in}
+
