@@ -211,19 +211,18 @@ def test_credential_we_refreshed_is_used_by_pi_and_pi_rewrites_it_identically(tm
     assert (Path(env["HOME"]) / ".pi" / "agent" / "auth.json").read_bytes() == json.dumps(data, indent=2).encode()
 
 
-@needs_reference
-def test_api_key_saved_by_pi_login_is_used_by_ours(tmp_path: Path):
-    env = home(tmp_path, {})
-    env = {**env, "PATH": f"{REFERENCE_NODE_BIN}:{env.get('PATH', '')}", "TERM": "dumb"}
+def in_terminal(argv: list[str], env: dict[str, str], answers: list[tuple[bytes, bytes]]) -> tuple[int, bytes]:
+    """Run ``argv`` on a pseudo-terminal, typing each answer once its prompt text has appeared."""
     pid, fd = pty.fork()
-    if pid == 0:  # the child: pi on a terminal
+    if pid == 0:  # the child
         os.chdir(env["HOME"])
-        os.execve(str(REFERENCE_PI), [str(REFERENCE_PI), "auth", "login", "anthropic", "--api-key"], env)
+        os.execve(argv[0], argv, env)
     output = b""
     deadline = time.monotonic() + 30
-    while b"API key" not in output and time.monotonic() < deadline:
-        output += os.read(fd, 1024)
-    os.write(fd, b"sk-ant-api03-from-pi\r")
+    for prompt, answer in answers:
+        while prompt not in output and time.monotonic() < deadline:
+            output += os.read(fd, 1024)
+        os.write(fd, answer + b"\r")
     while time.monotonic() < deadline:
         try:
             chunk = os.read(fd, 1024)
@@ -233,10 +232,33 @@ def test_api_key_saved_by_pi_login_is_used_by_ours(tmp_path: Path):
             break
         output += chunk
     _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0, output
+    os.close(fd)
+    return os.waitstatus_to_exitcode(status), output
+
+
+@needs_reference
+def test_api_key_saved_by_pi_login_is_used_by_ours(tmp_path: Path):
+    env = {**home(tmp_path, {}), "TERM": "dumb"}
+    env["PATH"] = f"{REFERENCE_NODE_BIN}:{env.get('PATH', '')}"
+    code, output = in_terminal([str(REFERENCE_PI), "auth", "login", "anthropic", "--api-key"], env,
+                               [(b"API key", b"sk-ant-api03-from-pi")])
+    assert code == 0, output
     assert auth_file(env)["anthropic"] == {"type": "api_key", "key": "sk-ant-api03-from-pi"}
     printed = ours(env, "auth", "print-api-key", "--provider", "anthropic")
     assert (printed.returncode, printed.stdout) == (0, "sk-ant-api03-from-pi\n")
+
+
+def test_llama_login_checks_the_router_and_keeps_its_url(tmp_path: Path):
+    from tests.fakes.llama_server import FakeLlamaRouter
+
+    env = {**home(tmp_path, {}), "TERM": "dumb"}
+    with FakeLlamaRouter({"m": {"status": {"value": "loaded"}}}) as router:
+        code, output = in_terminal([PYTHON, "-m", "pi_coding_agent", "auth", "login", "llama.cpp"], env,
+                                   [(b"server URL", router.url.encode() + b"/v1"), (b"API key", b"")])
+        assert code == 0, output
+        assert router.requests[0]["path"] == "/models"
+    assert auth_file(env)["llama.cpp"] == {"type": "api_key", "env": {"LLAMA_BASE_URL": router.url}}
+    assert b"Saved API key for llama.cpp." in output
 
 
 def test_anthropic_auth_token_reaches_the_server_as_bearer(tmp_path: Path, fake_llm: FakeLLMServer):

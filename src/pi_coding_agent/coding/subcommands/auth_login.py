@@ -151,11 +151,13 @@ async def _login(provider: str, api_key: bool, browser: bool) -> int:
     flow = None if api_key else LOGINS.get(provider)
     ui = TerminalUI(provider, browser)
     try:
-        if flow is None:
+        if provider == "llama.cpp":
+            credential: dict[str, Any] = await _llama_credential(ui)
+        elif flow is None:
             key = (await ui.prompt("secret", f"Enter {_title(provider)} API key")).strip()
             if not key:
                 raise OAuthError("No API key entered")
-            credential: dict[str, Any] = {"type": "api_key", "key": key}
+            credential = {"type": "api_key", "key": key}
         else:
             credential = await flow(ui)
         await auth.store_credential(provider, credential)
@@ -165,6 +167,27 @@ async def _login(provider: str, api_key: bool, browser: bool) -> int:
     done = f"Logged in to {_title(provider)}" if flow else f"Saved API key for {_title(provider)}"
     _say(f"{done}. Credentials saved to {auth.path}")
     return 0
+
+
+async def _llama_credential(ui: TerminalUI) -> dict[str, Any]:
+    """The router's URL (kept in the credential's ``env``, as pi does) and an optional key, checked live."""
+    import os
+
+    from pi_coding_agent.ai import llama_router
+
+    default = os.environ.get("LLAMA_BASE_URL") or llama_router.DEFAULT_SERVER_URL
+    try:
+        url = llama_router.normalize_server_url((await ui.prompt("text", "llama.cpp server URL",
+                                                                 placeholder=default)).strip() or default)
+        key = (await ui.prompt("secret", "API key (optional)")).strip()
+        await asyncio.to_thread(llama_router.LlamaClient(url, key or None).list)
+    except llama_router.LlamaError as exc:
+        raise OSError(str(exc)) from None
+    credential: dict[str, Any] = {"type": "api_key"}
+    if key:
+        credential["key"] = key
+    credential["env"] = {"LLAMA_BASE_URL": url}
+    return credential
 
 
 def logout(args: list[str]) -> int:
