@@ -283,3 +283,45 @@ def test_no_key_errors_name_what_works_here(tmp_path: Path):
     for text in (catalog.stderr, custom.stderr):
         assert "docs/models.md" in text and "/login" not in text and "github.com" not in text
         assert Path(text.split("See ")[-1].strip()).is_file()
+
+
+@needs_reference
+@pytest.mark.parametrize("first", ["ours", "pi"])
+async def test_pi_and_ours_refreshing_one_credential_at_once_keep_the_rotated_token(
+        tmp_path: Path, oauth: FakeOAuthServer, first: str):
+    """pi's refresh reaches the fake server through an intercepting HTTPS proxy; both processes find
+    the token expired at the same moment, one refreshes under the shared lock, the other reuses it."""
+    from urllib.parse import urlsplit
+
+    from tests.fakes.tls_proxy import InterceptingProxy
+
+    oauth.refresh_delay_s = 1.0
+    env = home(tmp_path, {"anthropic": expired_anthropic(oauth.issue_refresh())})
+    port = int(urlsplit(oauth.url).port or 0)
+    with InterceptingProxy(tmp_path, "platform.claude.com", port) as proxy:
+        ref_env = {**env, "PATH": f"{REFERENCE_NODE_BIN}:{env['PATH']}", "HTTPS_PROXY": proxy.url,
+                   "NODE_EXTRA_CA_CERTS": str(proxy.ca), "PI_SKIP_VERSION_CHECK": "1", "PI_OFFLINE": "1"}
+        commands = {"ours": [PYTHON, "-m", "pi_coding_agent"], "pi": [str(REFERENCE_PI)]}
+        envs = {"ours": env, "pi": ref_env}
+
+        lock = Path(env["HOME"]) / ".pi" / "agent" / "auth.json.lock"
+
+        async def run(side: str, after_lock: bool) -> tuple[int, str, str]:
+            while after_lock and not lock.exists():  # the first process holds the lock for its refresh
+                await asyncio.sleep(0.02)
+            proc = await asyncio.create_subprocess_exec(
+                *commands[side], "auth", "print-bearer-token", "--provider", "anthropic", env=envs[side],
+                cwd=env["HOME"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            out, err = await proc.communicate()
+            return proc.returncode or 0, out.decode(), err.decode()
+
+        second = "pi" if first == "ours" else "ours"
+        results = await asyncio.wait_for(asyncio.gather(run(first, False), run(second, True)), 60)
+    assert [r[0] for r in results] == [0, 0], results
+    refreshes = [r for r in oauth.requests if r["body"].get("grant_type") == "refresh_token"]
+    assert len(refreshes) == 1, refreshes
+    # the process that started first refreshed (pi's request came through the proxy)
+    assert (refreshes[0]["headers"]["host"] == "platform.claude.com") == (first == "pi")
+    stored = auth_file(env)["anthropic"]
+    assert {r[1] for r in results} == {stored["access"] + "\n"}
+    assert stored["refresh"] in oauth.live_refresh and list(stored) == ["type", "refresh", "access", "expires"]
