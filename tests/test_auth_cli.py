@@ -10,6 +10,7 @@ import asyncio
 import json
 import os
 import pty
+import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -286,6 +287,7 @@ def test_no_key_errors_name_what_works_here(tmp_path: Path):
 
 
 @needs_reference
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="the intercepting proxy needs openssl for its certificates")
 @pytest.mark.parametrize("first", ["ours", "pi"])
 async def test_pi_and_ours_refreshing_one_credential_at_once_keep_the_rotated_token(
         tmp_path: Path, oauth: FakeOAuthServer, first: str):
