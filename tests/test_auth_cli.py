@@ -13,6 +13,7 @@ import pty
 import shutil
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -212,8 +213,12 @@ def test_credential_we_refreshed_is_used_by_pi_and_pi_rewrites_it_identically(tm
     assert (Path(env["HOME"]) / ".pi" / "agent" / "auth.json").read_bytes() == json.dumps(data, indent=2).encode()
 
 
-def in_terminal(argv: list[str], env: dict[str, str], answers: list[tuple[bytes, bytes]]) -> tuple[int, bytes]:
-    """Run ``argv`` on a pseudo-terminal, typing each answer once its prompt text has appeared."""
+Answer = bytes | Callable[[bytes], bytes]
+
+
+def in_terminal(argv: list[str], env: dict[str, str], answers: list[tuple[bytes, Answer]]) -> tuple[int, bytes]:
+    """Run ``argv`` on a pseudo-terminal, typing each answer once its prompt text has appeared
+    (a callable answer is computed from the output so far)."""
     pid, fd = pty.fork()
     if pid == 0:  # the child
         os.chdir(env["HOME"])
@@ -223,7 +228,7 @@ def in_terminal(argv: list[str], env: dict[str, str], answers: list[tuple[bytes,
     for prompt, answer in answers:
         while prompt not in output and time.monotonic() < deadline:
             output += os.read(fd, 1024)
-        os.write(fd, answer + b"\r")
+        os.write(fd, (answer(output) if callable(answer) else answer) + b"\r")
     while time.monotonic() < deadline:
         try:
             chunk = os.read(fd, 1024)
@@ -327,3 +332,20 @@ async def test_pi_and_ours_refreshing_one_credential_at_once_keep_the_rotated_to
     stored = auth_file(env)["anthropic"]
     assert {r[1] for r in results} == {stored["access"] + "\n"}
     assert stored["refresh"] in oauth.live_refresh and list(stored) == ["type", "refresh", "access", "expires"]
+
+
+def test_terminal_sign_in_without_browser_uses_the_pasted_code(tmp_path: Path, oauth: FakeOAuthServer):
+    env = {**home(tmp_path, {}), "TERM": "dumb"}
+
+    def paste(output: bytes) -> bytes:
+        url = next(line.strip() for line in output.decode().splitlines() if "claude.ai/oauth/authorize" in line)
+        return oauth.approve(url).encode()
+
+    code, output = in_terminal([PYTHON, "-m", "pi_coding_agent", "auth", "login", "anthropic", "--no-browser"], env,
+                               [(b"code#state", paste)])
+    text = output.decode()
+    assert code == 0, text
+    assert "Select Anthropic login method: Copy code login (headless)" in text
+    assert f"Logged in to Anthropic. Credentials saved to {Path(env['HOME'])}/.pi/agent/auth.json" in text
+    stored = auth_file(env)["anthropic"]
+    assert stored["type"] == "oauth" and stored["access"] not in text and stored["refresh"] not in text

@@ -33,7 +33,7 @@ def no_key_message(provider: str) -> str:
     if provider == "the selected model" or provider == "unknown":
         return f"No API key found for the selected model.\n\n{login_help()}"
     lines = [f"No API key found for {provider}.", ""]
-    env = _env_hint(provider)
+    env = "LLAMA_BASE_URL (and LLAMA_API_KEY when the router has one)" if provider == "llama.cpp" else _env_hint(provider)
     if env:
         lines.append(f"Set {env}, or run `pi auth login {provider}` to sign in or save a key.")
     elif provider not in catalog_index()["providers"]:
