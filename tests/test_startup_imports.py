@@ -73,3 +73,16 @@ def test_start_with_cloud_credentials_imports_no_cloud_sdk(tmp_path):
     assert {"amazon-bedrock", "google-vertex"} <= providers
     modules = imported_modules(done.stderr.decode())
     assert sorted(m for m in modules if m.split(".")[0] in HEAVY) == []
+
+
+def test_start_with_an_oauth_credential_imports_no_oauth_or_router_code(tmp_path):
+    """Sign-in and refresh code (``ai.oauth``) loads on the first request of an OAuth provider, and
+    the llama.cpp router client only when ``LLAMA_BASE_URL`` or its credential configures it."""
+    agent = tmp_path / "agent"
+    agent.mkdir()
+    (agent / "auth.json").write_text(json.dumps({"anthropic": {
+        "type": "oauth", "refresh": "r", "access": "sk-ant-oat01-x", "expires": 4102444800000}}))
+    response, modules = start_and_get_state(tmp_path)
+    assert response["data"]["model"]["provider"] == "anthropic"  # type: ignore[index]
+    assert sorted(m for m in modules if m.startswith(("pi_coding_agent.ai.oauth", "pi_coding_agent.ai.llama"))) == []
+    assert sorted(m for m in modules if m.split(".")[0] in HEAVY) == []

@@ -18,7 +18,7 @@ from pi_coding_agent.agent.tool import AgentTool
 from pi_coding_agent.ai.keys import AuthStorage
 from pi_coding_agent.ai.models import ModelRegistry, resolve_model_pattern, resolve_model_scope
 from pi_coding_agent.ai.types import Model
-from pi_coding_agent.coding import paths
+from pi_coding_agent.coding import llama_command, paths
 from pi_coding_agent.coding.agent_session import AgentSession
 from pi_coding_agent.coding.cache_warming import attach_cache_warmer
 from pi_coding_agent.coding.errors import SessionError
@@ -156,7 +156,7 @@ async def create_session(
     settings = startup if trusted else Settings.load(agent_dir, cwd, project_trusted=False)
     settings = settings.with_overrides(settings_overrides or {})
     auth = AuthStorage(agent_dir)
-    registry = ModelRegistry(agent_dir, auth)
+    registry = ModelRegistry(agent_dir, auth, llama_command.enabled(settings, args.no_extensions, args.extensions))
     for error in registry.errors:
         print(error, file=sys.stderr)
     sm = _open_session(args, startup, agent_dir, cwd)
