@@ -257,8 +257,8 @@ def _update_kinds(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _without_builtin_commands(response: dict[str, Any]) -> dict[str, Any]:
-    """pi 1.6.0 lists its built-in ``llama`` and ``mcp`` extension commands; we ship neither extension
-    (docs/rpc.md, deliberate differences), so ``get_commands`` is compared without them."""
+    """pi 1.6.0 lists its built-in ``llama`` and ``mcp`` extension commands; ``get_commands`` is
+    compared without built-ins (tests/test_llama.py compares ``llama`` itself)."""
     if response.get("command") != "get_commands" or not response.get("success"):
         return response
     commands = [c for c in response["data"]["commands"] if c.get("sourceInfo", {}).get("source") != "builtin"]
@@ -693,7 +693,7 @@ async def test_settings_commands_persist_and_idle_commands_answer(tmp_path: Path
     assert t.responses["c9"]["error"] == "Nothing to compact (session too small)"
     assert t.data("c10") == {"steering": [], "followUp": []}
     assert t.responses["c11"]["error"] == "Nothing to export yet - start a conversation first"
-    assert [c["name"] for c in t.data("c12")["commands"]] == ["review", "skill:greeter"]
+    assert [c["name"] for c in t.data("c12")["commands"]] == ["llama", "review", "skill:greeter"]
 
 
 async def test_new_and_switched_sessions_write_their_files(tmp_path: Path) -> None:
@@ -758,7 +758,7 @@ async def test_templates_skills_and_images(tmp_path: Path) -> None:
     steps, args = FLOWS["resources"]
     with FakeLLMServer() as server:
         t = await run_script(Side("ours", tmp_path, server), steps(), *args)
-    commands = t.data("c1")["commands"]
+    commands = _without_builtin_commands(t.responses["c1"])["data"]["commands"]
     assert [(c["name"], c["source"], c["description"]) for c in commands] == [
         ("review", "prompt", "Review a file"), ("skill:greeter", "skill", "Greets people politely")]
     assert commands[0]["sourceInfo"] == {"path": str(t.side.agent_dir / "prompts" / "review.md"), "source": "auto",

@@ -79,7 +79,7 @@ async def test_prompt_without_a_model_names_how_to_configure_one(workspace: tupl
         response = await proc.request({"type": "prompt", "message": "hi"})
         assert response["success"] is False
         assert response["error"].startswith("No API key found for the selected model.")
-        assert "/login" in response["error"]
+        assert "pi auth login" in response["error"] and "/login" not in response["error"]
     finally:
         await proc.kill()
 

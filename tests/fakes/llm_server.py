@@ -14,6 +14,12 @@ the next *scripted response* (one FIFO shared by all routes). A scripted respons
      "chunkDelayMs": 0,       # pause before each SSE event after the first (slow streams)
      "cutAfterChunks": 5}     # drop the connection after N SSE events (no chunked terminator)
 
+A *raw replay* serves a recorded body byte for byte instead of rendering one, whatever the route::
+
+    {"raw": "<body text or bytes>", "status": 200, "contentType": "text/event-stream",
+     "rawChunkSize": 64,      # bytes per HTTP chunk (default: the whole body in one chunk)
+     "headers": {...}}
+
 With an empty script the reply is the text ``ok``, so a stray request never hangs.
 
 Routing by request path to a renderer module in this directory, imported on first use (a missing
@@ -23,6 +29,9 @@ renderer only breaks its own route):
 * ``POST .../responses``                            -> ``wire_openai_responses.py``
 * ``POST .../v1/messages``                          -> ``wire_anthropic.py``
 * ``POST .../models/<model>:streamGenerateContent`` -> ``wire_google.py``
+* ``POST .../model/<model>/converse-stream``        -> ``wire_bedrock.py`` (binary frames; a renderer's
+  ``CONTENT_TYPE`` replaces ``text/event-stream``)
+* ``POST .../messages`` (not ``/v1/messages``)      -> ``wire_pi_messages.py``
 
 Renderer interface (each module provides both functions)::
 
@@ -56,6 +65,7 @@ import sys
 import threading
 import time
 from collections import deque
+from collections.abc import Iterable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import ModuleType
@@ -69,6 +79,8 @@ ROUTES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"/responses$"), "wire_openai_responses"),
     (re.compile(r"/v1/messages$"), "wire_anthropic"),
     (re.compile(r"/models/[^/]+:streamGenerateContent$"), "wire_google"),
+    (re.compile(r"/model/[^/]+/converse-stream$"), "wire_bedrock"),
+    (re.compile(r"/messages$"), "wire_pi_messages"),  # after Anthropic's /v1/messages
 ]
 
 _renderers_lock = threading.Lock()
@@ -116,6 +128,7 @@ class _Handler(BaseHTTPRequestHandler):
         }
         fake = self.server.fake
         response = fake.next_response()
+        fake.raw_bodies.append(raw)
         fake.log_request(request)
         try:
             renderer = renderer_for(self.path)
@@ -125,11 +138,15 @@ class _Handler(BaseHTTPRequestHandler):
         if renderer is None:
             self._send_json(404, {"error": {"message": f"unknown route {self.path}", "type": "invalid_request_error"}})
             return
+        if "raw" in response:
+            self._replay(response)
+            return
         if "status" in response:
             body_out = response["body"] if "body" in response else renderer.render_error_body(response)
             self._send_json(int(response["status"]), body_out, response.get("headers") or {})
             return
-        self._stream(renderer.render_events(response, request), response)
+        self._stream(renderer.render_events(response, request), response,
+                     getattr(renderer, "CONTENT_TYPE", "text/event-stream"))
 
     def _send_json(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
         """JSON for dicts/lists; a ``str`` body is sent verbatim as text, ``None`` as an empty body."""
@@ -144,33 +161,58 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
         self.wfile.flush()
 
-    def _stream(self, events: list[bytes], response: dict[str, Any]) -> None:
-        delay = response.get("chunkDelayMs", 0) / 1000
-        cut = response.get("cutAfterChunks")
+    def _stream(self, events: list[bytes], response: dict[str, Any], content_type: str) -> None:
         self.send_response(200)
-        self.send_header("content-type", "text/event-stream")
+        self.send_header("content-type", content_type)
         self.send_header("cache-control", "no-cache")
         self.send_header("transfer-encoding", "chunked")
         for key, value in (response.get("headers") or {}).items():
             self.send_header(key, value)
         self.end_headers()
+        self._write_chunked(self._paced(events, response))
+
+    def _paced(self, events: list[bytes], response: dict[str, Any]) -> Iterator[bytes | None]:
+        """The events with the script's pauses; None where the connection is to be dropped."""
+        delay = response.get("chunkDelayMs", 0) / 1000
+        cut = response.get("cutAfterChunks")
+        for sent, event in enumerate(events):
+            if cut is not None and sent >= cut:
+                yield None
+                return
+            if delay and sent:
+                time.sleep(delay)
+            if self.server.fake.stopping:
+                yield None
+                return
+            yield event
+
+    def _write_chunked(self, pieces: Iterable[bytes | None]) -> None:
+        """One HTTP chunk per piece, then the terminator; a None piece drops the connection instead."""
         try:
-            for sent, event in enumerate(events):
-                if cut is not None and sent >= cut:
+            for piece in pieces:
+                if piece is None:
                     self._drop_connection()
                     return
-                if delay and sent:
-                    time.sleep(delay)
-                if self.server.fake.stopping:
-                    self._drop_connection()
-                    return
-                self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
                 self.wfile.flush()
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
             self.server.fake.note_disconnect()
             self.close_connection = True
+
+    def _replay(self, response: dict[str, Any]) -> None:
+        """Serve a recorded body byte for byte (chunked, ``rawChunkSize`` bytes per HTTP chunk)."""
+        raw = response["raw"]
+        data = raw.encode() if isinstance(raw, str) else bytes(raw)
+        size = int(response.get("rawChunkSize") or len(data) or 1)
+        self.send_response(int(response.get("status", 200)))
+        self.send_header("content-type", response.get("contentType", "text/event-stream"))
+        self.send_header("transfer-encoding", "chunked")
+        for key, value in (response.get("headers") or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        self._write_chunked(data[start : start + size] for start in range(0, len(data), size))
 
     def _drop_connection(self) -> None:
         self.close_connection = True
@@ -197,6 +239,7 @@ class FakeLLMServer:
         self._httpd: _Server | None = None
         self._thread: threading.Thread | None = None
         self.requests: list[dict[str, Any]] = []
+        self.raw_bodies: list[bytes] = []  # request bodies as sent (signature checks), in request order
         self.disconnects = 0
         self.stopping = False
         self.url = ""

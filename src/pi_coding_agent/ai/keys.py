@@ -11,13 +11,21 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from pi_coding_agent.ai.catalog import catalog_index, provider_env_vars
+from pi_coding_agent.ai.cloud_auth import ambient_key
+
+if TYPE_CHECKING:
+    from pi_coding_agent.ai.llama_router import LlamaClient
+    from pi_coding_agent.ai.oauth.store import CredentialFile
+    from pi_coding_agent.ai.types import Model
 
 COMMAND_TIMEOUT_S = 10.0
+ANTHROPIC_AUTH_TOKEN = "ANTHROPIC_AUTH_TOKEN"
+LLAMA_PROVIDER = "llama.cpp"
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 # Results of ``!command`` values from auth.json, kept for the life of the process.
@@ -142,10 +150,10 @@ def resolve_or_raise(value: str, description: str, env: Mapping[str, str] | None
 class AuthStorage:
     """Credentials of ``<agentDir>/auth.json`` plus the other key sources, in order (docs/models.md, Keys)."""
 
-    def __init__(self, agent_dir: Path) -> None:
+    def __init__(self, agent_dir: Path, create_missing: bool = True) -> None:
         self.path = Path(agent_dir) / "auth.json"
         self.errors: list[str] = []
-        self._credentials = self._load()
+        self._credentials = self._load() if create_missing or self.path.exists() else {}
         self._config_keys: dict[str, str] = {}
 
     def __repr__(self) -> str:
@@ -182,13 +190,103 @@ class AuthStorage:
         """Raw ``apiKey`` values from models.json (resolved per request, after auth.json)."""
         self._config_keys = dict(keys)
 
-    def set_api_key(self, provider: str, key: str) -> None:
-        """Store an API key credential for a provider in auth.json."""
-        self._credentials[provider] = {"type": "api_key", "key": key}
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(orjson.dumps(self._credentials, option=orjson.OPT_INDENT_2))
+    def _file(self) -> CredentialFile:
+        from pi_coding_agent.ai.oauth.store import CredentialFile
+
+        return CredentialFile(self.path)
+
+    async def store_credential(self, provider: str, credential: dict[str, Any]) -> None:
+        """Save a provider's credential (an API key or an OAuth sign-in) under pi's auth.json lock."""
+        async def replace(_current: dict[str, Any] | None) -> dict[str, Any]:
+            return credential
+
+        await self._file().modify(provider, replace)
+        self._credentials[provider] = credential
+
+    async def remove_credential(self, provider: str) -> bool:
+        """Forget a provider's stored credential; whether one was stored."""
+        removed = await self._file().delete(provider)
+        self._credentials.pop(provider, None)
+        return removed
+
+    def stored_providers(self) -> list[str]:
+        """Providers with an entry in auth.json (nothing is resolved)."""
+        return list(self._credentials)
+
+    def stored_type(self, provider: str) -> str | None:
+        """``"api_key"`` or ``"oauth"`` for a stored credential, else None (nothing is resolved)."""
+        kind = self._credentials.get(provider, {}).get("type")
+        return kind if kind in ("api_key", "oauth") else None
+
+    async def fresh_oauth(self, provider: str, min_validity_ms: int | None = None,
+                          stale_access: str | None = None) -> dict[str, Any] | None:
+        """The provider's OAuth credential from auth.json, refreshed under pi's lock when due.
+
+        The entry point for adapters that need more than the access token (OpenAI Codex's
+        ``accountId``, GitHub Copilot's ``enterpriseUrl``): a copy of the stored entry, or None
+        when the provider has no OAuth credential. Raises ``OAuthError`` (no token in its message)
+        when a due refresh fails.
+        """
+        if self.stored_type(provider) != "oauth":
+            return None
+        from pi_coding_agent.ai.oauth.refresh import fresh_credential
+
+        cred = await fresh_credential(self._file(), provider, min_validity_ms, stale_access)
+        if cred is None:
+            self._credentials.pop(provider, None)
+        else:
+            self._credentials[provider] = cred
+        return dict(cred) if cred is not None else None
+
+    async def prepare(self, provider: str) -> None:
+        """Before a request: refresh the provider's OAuth credential when it is due (no-op otherwise)."""
+        await self.fresh_oauth(provider)
+
+    async def unauthorized(self, provider: str, rejected_key: str | None) -> bool:
+        """A server answered 401 to ``rejected_key``: force a refresh when it was our OAuth token.
+
+        Whether a different token is now stored (worth one more attempt).
+        """
+        cred = self._credentials.get(provider, {})
+        if cred.get("type") != "oauth" or not rejected_key or cred.get("access") != rejected_key:
+            return False
+        fresh = await self.fresh_oauth(provider, stale_access=rejected_key)
+        return fresh is not None and fresh.get("access") != rejected_key
+
+    def oauth_base_url(self, provider: str) -> str | None:
+        """The API base URL an OAuth credential names (GitHub Copilot's token), else None."""
+        cred = self._credentials.get(provider)
+        if not cred or cred.get("type") != "oauth":
+            return None
+        from pi_coding_agent.ai.oauth.providers import PROVIDERS
+
+        spec = PROVIDERS.get(provider)
+        return spec.base_url(cred) if spec is not None else None
+
+    def oauth_models(self, provider: str, models: list[Model]) -> list[Model]:
+        """``models`` as a provider's OAuth credential shapes them (pi's ``filterModels``): GitHub
+        Copilot lists only the credential's ``availableModelIds`` and serves them from the API host
+        its token names."""
+        cred = self._credentials.get(provider)
+        if provider != "github-copilot" or not cred or cred.get("type") != "oauth":
+            return models
+        ids = cred.get("availableModelIds")
+        if isinstance(ids, list) and all(isinstance(i, str) for i in ids):
+            models = [m for m in models if m["id"] in ids]
+        base_url = self.oauth_base_url(provider)
+        return [{**m, "baseUrl": base_url} if base_url else m for m in models]
+
+    def bearer_token(self, provider: str, runtime_override: str | None = None) -> str | None:
+        """A token sent as ``Authorization: Bearer`` rather than as the API key.
+
+        Anthropic's ``ANTHROPIC_AUTH_TOKEN``, used when no stored credential, models.json key or
+        ``--api-key`` comes first (pi's order).
+        """
+        if provider != "anthropic" or runtime_override or self._stored_key(provider) is not None:
+            return None
+        if provider in self._config_keys:
+            return None
+        return _env(ANTHROPIC_AUTH_TOKEN, self._credential_env(provider))
 
     def _credential_env(self, provider: str) -> dict[str, str]:
         env = self._credentials.get(provider, {}).get("env")
@@ -205,13 +303,23 @@ class AuthStorage:
         key = cred.get("key")
         return key if isinstance(key, str) and key else None
 
+    def llama_client(self) -> LlamaClient | None:
+        """A client for the configured llama.cpp router, or None when it is not configured."""
+        cred = self._credentials.get(LLAMA_PROVIDER)
+        if cred is None and not os.environ.get("LLAMA_BASE_URL", "").strip():
+            return None  # not configured: decided without importing the router client
+        from pi_coding_agent.ai import llama_router
+
+        url = llama_router.server_url(cred, os.environ)
+        return None if url is None else llama_router.LlamaClient(url, llama_router.api_key(cred, os.environ))
+
     def _env_key(self, provider: str) -> str | None:
         env = self._credential_env(provider)
         for name in provider_env_vars(provider):
             value = _env(name, env)
             if value:
                 return value
-        return None
+        return ambient_key(provider, env)
 
     def api_key(self, provider: str, runtime_override: str | None = None) -> str | None:
         """The key for a request: --api-key, auth.json, models.json apiKey, then env vars.
@@ -222,6 +330,8 @@ class AuthStorage:
             return runtime_override
         env = self._credential_env(provider)
         stored = self._stored_key(provider)
+        if stored is not None and self.stored_type(provider) == "oauth":
+            return stored  # an access token is used as stored, never interpolated
         if stored is not None:
             resolved = resolve_value(stored, env, cache=True)
             if resolved:
@@ -231,6 +341,10 @@ class AuthStorage:
             resolved = resolve_value(configured, env)
             if resolved:
                 return resolved
+        if self.bearer_token(provider) is not None:
+            return ""  # the credential travels as a header (``bearer_token``)
+        if provider == LLAMA_PROVIDER and (client := self.llama_client()) is not None:
+            return client.key or "local"
         found = self._env_key(provider)
         if found:
             return found
@@ -240,6 +354,10 @@ class AuthStorage:
         """Whether a key source is configured (cheap: commands are not run)."""
         if _is_keyless(provider) or self._stored_key(provider) is not None:
             return True
+        if self.bearer_token(provider) is not None:
+            return True
+        if provider == LLAMA_PROVIDER:
+            return self.llama_client() is not None
         configured = self._config_keys.get(provider)
         if configured is not None and is_configured(configured, self._credential_env(provider)):
             return True

@@ -92,12 +92,17 @@ def _expand_placeholders(url: str) -> str:
 # ----------------------------------------------------------------------------- registry
 
 
+LLAMA_PROVIDER = "llama.cpp"
+
+
 class ModelRegistry:
     """All models (catalog merged with models.json) and which of them have usable credentials."""
 
-    def __init__(self, agent_dir: Path, auth: AuthStorage) -> None:
+    def __init__(self, agent_dir: Path, auth: AuthStorage, llama_enabled: bool = True) -> None:
         self.agent_dir = Path(agent_dir)
         self.auth = auth
+        # the built-in llama.cpp provider (off with "extensions": ["-builtin:llama.cpp"])
+        self.llama_enabled = llama_enabled
         self.errors: list[str] = []
         self._config, load_errors = models_json.load_models_json(self.agent_dir)
         self.errors.extend(load_errors)
@@ -111,7 +116,9 @@ class ModelRegistry:
     def providers(self) -> list[str]:
         """Built-in providers in catalog order, then custom providers in models.json order."""
         builtin = list(catalog_index()["providers"])
-        return builtin + [p for p in self._config if p not in catalog_index()["providers"]]
+        if self.llama_enabled:
+            builtin.append(LLAMA_PROVIDER)
+        return builtin + [p for p in self._config if p not in builtin]
 
     def provider_models(self, provider: str) -> list[Model]:
         if provider not in self._models:
@@ -129,9 +136,27 @@ class ModelRegistry:
                 del self._config[provider]
 
     def _build_provider(self, provider: str) -> list[Model]:
-        base = builtin_models(provider)
+        base = self._llama_models() if provider == LLAMA_PROVIDER and self.llama_enabled else builtin_models(provider)
+        base = self.auth.oauth_models(provider, base)
         config = self._config.get(provider)
         return base if config is None else models_json.apply_provider_config(provider, base, config)
+
+    def _llama_models(self) -> list[Model]:
+        """The router's live list, read once per registry (``set_llama_models`` replaces it)."""
+        from pi_coding_agent.ai import llama_router
+
+        client = self.auth.llama_client()
+        if client is None:
+            return []
+        try:
+            return llama_router.router_models(client, llama_router.LIST_TIMEOUT_S)
+        except llama_router.LlamaError as exc:
+            self.errors.append(f"llama.cpp: {exc}")
+            return []
+
+    def set_llama_models(self, models: list[Model]) -> None:
+        """The router's list after ``/llama`` loaded or unloaded a model."""
+        self._models[LLAMA_PROVIDER] = models
 
     def all_models(self) -> list[Model]:
         return [m for p in self.providers() for m in self.provider_models(p)]

@@ -23,6 +23,7 @@ from pi_coding_agent.agent.queues import QUEUE_MODES
 from pi_coding_agent.ai.abort import AbortSignal, sleep_abortable
 from pi_coding_agent.ai.thinking import clamp_thinking_level, supported_thinking_levels
 from pi_coding_agent.ai.types import Model
+from pi_coding_agent.coding import llama_command
 from pi_coding_agent.coding.bash_runs import BashRuns
 from pi_coding_agent.coding.compaction.controller import CompactionController
 from pi_coding_agent.coding.errors import SessionError
@@ -226,7 +227,11 @@ class AgentSession:
 
     async def _handle_input(self, text: str, images: list[dict[str, Any]] | None, streaming_behavior: str | None,
                             allow_commands: bool) -> dict[str, Any] | None:
-        """Extension commands and ``input`` hooks: a disposition, an ``{"action": "transform"}``, or None."""
+        """The built-in ``/llama``, extension commands and ``input`` hooks: a disposition, an
+        ``{"action": "transform"}``, or None."""
+        if allow_commands and self.rt.registry.llama_enabled and llama_command.is_invocation(text):
+            await llama_command.run(self.rt)
+            return {"disposition": "handled"}
         if self.extensions is None:
             return None
         return await self.extensions.handle_input(text, images, streaming_behavior, allow_commands)
@@ -268,7 +273,7 @@ class AgentSession:
             self._end_retry_series(RETRY_CANCELLED)
             return False
         last = last_assistant(self.agent.messages)
-        if self.retry.will_retry(last, False):
+        if self.retry.will_retry(last, False) or (not self.retry.attempt and await self.rt.recover_unauthorized(last)):
             assert last is not None
             return await self._schedule_retry(last)
         if last is not None and last.get("stopReason") == "error":
@@ -501,8 +506,11 @@ class AgentSession:
             await self.extensions.session_info_changed(cleaned)
 
     def get_commands(self) -> list[dict[str, Any]]:
-        """Extension commands, then prompt templates and skills."""
-        commands = [] if self.extensions is None else self.extensions.list_commands()
+        """The built-in ``/llama`` (when the router is configured), extension commands, then prompt
+        templates and skills."""
+        commands: list[dict[str, Any]] = [dict(llama_command.COMMAND)] if self.rt.registry.llama_enabled else []
+        if self.extensions is not None:
+            commands += self.extensions.list_commands()
         return commands + self.rt.resource_commands()
 
     def context_usage(self) -> dict[str, Any] | None:

@@ -18,8 +18,9 @@ from pi_coding_agent.agent.tool import AgentTool
 from pi_coding_agent.ai.keys import AuthStorage
 from pi_coding_agent.ai.models import ModelRegistry, resolve_model_pattern, resolve_model_scope
 from pi_coding_agent.ai.types import Model
-from pi_coding_agent.coding import paths
+from pi_coding_agent.coding import llama_command, paths
 from pi_coding_agent.coding.agent_session import AgentSession
+from pi_coding_agent.coding.cache_warming import attach_cache_warmer
 from pi_coding_agent.coding.errors import SessionError
 from pi_coding_agent.coding.extensions.loader import ExtensionSource, discover
 from pi_coding_agent.coding.extensions.ui import ExtensionUI, NoUI
@@ -31,6 +32,7 @@ from pi_coding_agent.coding.resources.skills import load_skills
 from pi_coding_agent.coding.resources.system_prompt import resolve_append_prompts, resolve_custom_prompt
 from pi_coding_agent.coding.resources.trust import is_project_trusted
 from pi_coding_agent.coding.runtime import LOGIN_HELP, Resources, SessionRuntime
+from pi_coding_agent.coding.sandbox.policy import SandboxPolicy, policy_from_settings
 from pi_coding_agent.coding.session import SessionManager, list_sessions
 
 
@@ -118,6 +120,23 @@ def _extension_sources(args: CliArgs, settings: Settings, agent_dir: Path, cwd: 
     return [*found, *in_process]
 
 
+def _sandbox_policy(args: CliArgs, settings: Settings, cwd: Path) -> SandboxPolicy | None:
+    """The tools' sandbox, or a start-up error saying what is missing: never silently unsandboxed."""
+    try:
+        policy = policy_from_settings(settings.get, cwd, args.sandbox)
+    except ValueError as exc:
+        raise SessionError(f"Invalid sandbox setting: {exc}") from None
+    if not policy.active:
+        return None
+    from pi_coding_agent.coding.sandbox.bwrap import SandboxUnavailable, ensure_available
+
+    try:
+        ensure_available()
+    except SandboxUnavailable as exc:
+        raise SessionError(f"Cannot start in the {policy.mode} sandbox: {exc}") from None
+    return policy
+
+
 async def create_session(
     args: CliArgs, mode: str, ui: ExtensionUI | None = None, *, cwd: Path | None = None,
     agent_dir: Path | None = None, settings_overrides: dict[str, Any] | None = None,
@@ -137,7 +156,7 @@ async def create_session(
     settings = startup if trusted else Settings.load(agent_dir, cwd, project_trusted=False)
     settings = settings.with_overrides(settings_overrides or {})
     auth = AuthStorage(agent_dir)
-    registry = ModelRegistry(agent_dir, auth)
+    registry = ModelRegistry(agent_dir, auth, llama_command.enabled(settings, args.no_extensions, args.extensions))
     for error in registry.errors:
         print(error, file=sys.stderr)
     sm = _open_session(args, startup, agent_dir, cwd)
@@ -145,6 +164,7 @@ async def create_session(
         args=args, cwd=cwd, agent_dir=agent_dir, mode=mode, ui=ui or NoUI(), settings=settings, auth=auth,
         registry=registry, session_manager=sm, resources=_load_resources(args, settings, agent_dir, cwd, trusted),
         scoped=_scoped_models(args, registry, settings), cli_model=_cli_model(args, registry), extra_tools=tools,
+        sandbox=_sandbox_policy(args, settings, cwd),
     )
     if args.name and not sm.entries:
         sm.append_session_info(" ".join(args.name.split("\n")).strip())
@@ -152,5 +172,6 @@ async def create_session(
     if not registry.available_models():
         print(f"Warning: No models available. {LOGIN_HELP}", file=sys.stderr)
     session = AgentSession(runtime, _extension_sources(args, settings, agent_dir, cwd, trusted, extensions))
+    attach_cache_warmer(session, runtime)
     await session.start()
     return session

@@ -50,6 +50,7 @@ class CliArgs:
     no_context_files: bool = False
     approve: bool | None = None  # True: -a, False: -na, None: ask the trust rules
     offline: bool = False
+    sandbox: str | None = None  # off | read-only | workspace-write (our addition; see docs/sandbox.md)
     verbose: bool = False
     export: str | None = None
     list_models: str | bool | None = None  # True without a search term

@@ -10,7 +10,8 @@ so everything here can be read, and tested, without it. ``bootstrap`` builds the
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,10 +25,11 @@ from pi_coding_agent.ai.models import FAUX_PROVIDER, PLACEHOLDER_MODEL, ModelReg
 from pi_coding_agent.ai.stream import StreamOptions
 from pi_coding_agent.ai.thinking import clamp_thinking_level
 from pi_coding_agent.ai.types import Context, Model
-from pi_coding_agent.coding import paths
+from pi_coding_agent.coding import auth_help, paths
 from pi_coding_agent.coding.errors import SessionError
 from pi_coding_agent.coding.extensions.ui import ExtensionUI
 from pi_coding_agent.coding.options import CliArgs
+from pi_coding_agent.coding.provider_settings import provider_request_options
 from pi_coding_agent.coding.resources.prompt_templates import (
     PromptTemplate,
     expand_prompt_template,
@@ -41,6 +43,7 @@ from pi_coding_agent.coding.resources.system_prompt import (
     render_system_prompt,
 )
 from pi_coding_agent.coding.retry import RetrySettings
+from pi_coding_agent.coding.sandbox.policy import SandboxPolicy
 from pi_coding_agent.coding.session import (
     SessionContext,
     SessionManager,
@@ -55,11 +58,9 @@ from pi_coding_agent.coding.tools import (
 )
 from pi_coding_agent.coding.tools.images import ImageLimits, ImagePolicy, block_images
 
-LOGIN_HELP = (
-    "Use /login to log into a provider via OAuth or API key. See:\n"
-    "  https://github.com/earendil-works/pi/blob/main/packages/coding-agent/docs/providers.md\n"
-    "  https://github.com/earendil-works/pi/blob/main/packages/coding-agent/docs/models.md"
-)
+LOGIN_HELP = auth_help.login_help()
+# "401 …" or "<API> error (401): …", as the adapters word an HTTP 401
+_UNAUTHORIZED = re.compile(r"(?:[^(]*\()?401\b")
 
 
 @dataclass
@@ -81,8 +82,10 @@ class SessionRuntime:
         auth: AuthStorage, registry: ModelRegistry, session_manager: SessionManager,
         resources: Resources, scoped: list[tuple[Model, str | None]],
         cli_model: tuple[Model, str | None] | None = None, extra_tools: Sequence[AgentTool] = (),
+        sandbox: SandboxPolicy | None = None,
     ) -> None:
         self.args = args
+        self.sandbox = sandbox  # limits of the model's tools (None: off, as in pi)
         self.cwd = cwd
         self.agent_dir = agent_dir
         self.mode = mode
@@ -115,7 +118,8 @@ class SessionRuntime:
         env = ToolEnv(cwd=self.cwd, shell_path=s.shell_path, shell_command_prefix=s.shell_command_prefix,
                       session_env=self.session_env,
                       model_accepts_images=lambda: "image" in self.agent.model.get("input", []),
-                      image_policy=self.image_policy, agent_dir=self.agent_dir, processes=self.processes)
+                      image_policy=self.image_policy, agent_dir=self.agent_dir, sandbox=self.sandbox,
+                      confirm=self.ui.confirm, processes=self.processes)
         tools = create_builtin_tools(env)
         tools.update((tool.name, tool) for tool in extra_tools)
         return tools
@@ -130,20 +134,36 @@ class SessionRuntime:
         if model["api"] == "faux":
             return "faux"
         override = self.args.api_key if self._cli_provider_matches(model) else None
-        return self.auth.api_key(model["provider"], override) or self.registry.configured_api_key(model["provider"])
+        key = self.auth.api_key(model["provider"], override)
+        return key if key is not None else self.registry.configured_api_key(model["provider"])
 
     def _cli_provider_matches(self, model: Model) -> bool:
         return self.args.api_key is not None and (self.args.provider in (None, model["provider"]))
 
     async def _get_api_key(self, model: Model) -> str | None:
+        await self.auth.prepare(model["provider"])  # refreshes a due OAuth credential
         return self.api_key_for(model)
 
     def _stream_options(self, model: Model) -> StreamOptions:
-        idle_ms = self.settings.http_idle_timeout_ms
         return StreamOptions(session_id=self.session_manager.session_id,
                              thinking_budgets=self.settings.thinking_budgets,
-                             headers=self.registry.request_headers(model, self.api_key_for(model)),
-                             idle_timeout_s=idle_ms / 1000 if idle_ms else None)
+                             headers=self._auth_headers(model) | self.registry.request_headers(model, self.api_key_for(model)),
+                             **provider_request_options(self.settings))
+
+    async def recover_unauthorized(self, failed: Mapping[str, Any] | None) -> bool:
+        """After a 401 to an OAuth access token, refresh it (even before its expiry): True to retry once."""
+        text = str((failed or {}).get("errorMessage") or "")
+        if not failed or failed.get("stopReason") != "error" or not _UNAUTHORIZED.match(text):
+            return False
+        model = self.agent.model
+        try:
+            return await self.auth.unauthorized(model["provider"], self.api_key_for(model))
+        except Exception:  # the refresh failed too: the 401 stands
+            return False
+
+    def _auth_headers(self, model: Model) -> dict[str, str]:
+        token = self.auth.bearer_token(model["provider"], self.args.api_key if self._cli_provider_matches(model) else None)
+        return {"Authorization": f"Bearer {token}"} if token else {}
 
     def image_policy(self) -> ImagePolicy:
         """How images are normalised now: the ``images.autoResize`` setting within the model's limits."""
@@ -152,7 +172,7 @@ class SessionRuntime:
 
     @staticmethod
     def no_key_message(provider: str) -> str:
-        return f"No API key found for {provider}.\n\n{LOGIN_HELP}"
+        return auth_help.no_key_message(provider)
 
     def thinking_level_for(self, model: Model, current: str) -> str:
         """Per-model level from settings, else the global default, else the current level."""

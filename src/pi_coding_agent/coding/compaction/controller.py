@@ -252,7 +252,7 @@ class CompactionController:
         window = model.get("contextWindow", 0)
         if not self.runtime.auto_compaction_enabled or window <= 0 or model["provider"] == "unknown":
             return
-        branch = self._sm.get_branch()
+        branch = self._sm.get_context_branch()
         if self._over_threshold(projected_tokens(project(branch), branch), window):
             await self._auto("threshold", False)
 
@@ -264,7 +264,7 @@ class CompactionController:
         model = self._agent.model
         same_model = model["provider"] == message.get("provider") and model["id"] == message.get("model")
         window = model.get("contextWindow", 0)
-        branch = self._sm.get_branch()
+        branch = self._sm.get_context_branch()
         compaction = latest_compaction(branch)
         if compaction is not None and _predates(branch, message, compaction):
             return False  # a reply from before the latest compaction says nothing about the context now
@@ -345,7 +345,7 @@ class CompactionController:
         window = self._agent.model.get("contextWindow", 0)
         if window <= 0:
             return None
-        branch = self._sm.get_branch()
+        branch = self._sm.get_context_branch()
         projected = project(branch)
         compaction = latest_compaction(branch)
         unknown = False

@@ -78,8 +78,8 @@ def discover(cwd: Path, agent_dir: Path, trusted: bool, cli_paths: list[str],
              settings_paths: list[SettingsPath], include_discovered: bool) -> list[ExtensionSource]:
     """Every extension to load, in load order (see module docstring). ``include_discovered=False``
     is ``--no-extensions``: only the ``-e`` paths remain."""
-    candidates = [ExtensionSource(p, "cli", "temporary", None)
-                  for raw in cli_paths for p in _explicit(_resolve(raw, cwd))]
+    candidates = [ExtensionSource(p, "cli", "temporary", None)  # builtin:<name> is not a file (llama_command)
+                  for raw in cli_paths if not raw.startswith("builtin:") for p in _explicit(_resolve(raw, cwd))]
     if include_discovered:
         for scope, root in (("project", cwd / PROJECT_DIR), ("user", agent_dir)):
             if scope == "project" and not trusted:

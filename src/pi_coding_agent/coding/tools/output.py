@@ -6,6 +6,7 @@ import codecs
 import os
 from dataclasses import dataclass
 
+from .process_groups import ProcessRegistry
 from .shell import OutputFile
 from .truncate import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, Truncation, truncate_tail, utf8_len
 
@@ -25,8 +26,10 @@ class OutputAccumulator:
     """
 
     def __init__(
-        self, temp_prefix: str, max_lines: int = DEFAULT_MAX_LINES, max_bytes: int = DEFAULT_MAX_BYTES
+        self, temp_prefix: str, registry: ProcessRegistry, max_lines: int = DEFAULT_MAX_LINES,
+        max_bytes: int = DEFAULT_MAX_BYTES,
     ) -> None:
+        self._registry = registry  # the session's: it removes the spill file at shutdown
         self.max_lines = max_lines
         self.max_bytes = max_bytes
         self._rolling = max(max_bytes * 2, 1)
@@ -124,7 +127,7 @@ class OutputAccumulator:
 
     def _ensure_file(self) -> OutputFile:
         if self._file is None:
-            self._file = OutputFile(self._prefix)
+            self._file = OutputFile(self._prefix, self._registry)
             for chunk in self._raw:
                 self._file.write(chunk)
             self._raw = []

@@ -17,7 +17,7 @@ from typing import BinaryIO
 from pi_coding_agent.ai.abort import AbortSignal
 
 from .base import ToolEnv
-from .process_groups import kill_process_group
+from .process_groups import MARKER_VARIABLE, ProcessRegistry, kill_command
 
 SESSION_ENV_KEYS = ("PI_SESSION_ID", "PI_SESSION_FILE", "PI_PROVIDER", "PI_MODEL", "PI_REASONING_LEVEL")
 MAX_TIMEOUT_MS = 2_147_483_647
@@ -62,12 +62,13 @@ def with_prefix(command: str, prefix: str | None) -> str:
 class OutputFile:
     """``$TMPDIR/<prefix>-<16 hex>.log``, created exclusively with mode 0600."""
 
-    def __init__(self, prefix: str) -> None:
+    def __init__(self, prefix: str, registry: ProcessRegistry) -> None:
         import tempfile
 
         self.path = os.path.join(tempfile.gettempdir(), f"{prefix}-{os.urandom(8).hex()}.log")
         fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         self._file: BinaryIO | None = os.fdopen(fd, "wb")
+        registry.keep_file(self.path)  # removed at the session's shutdown
 
     def write(self, data: bytes) -> None:
         if self._file is not None:
@@ -98,10 +99,13 @@ async def run_shell(
     signal: AbortSignal | None,
     timeout: float | None = None,
     session_vars: dict[str, str] | None = None,
+    sandboxed: bool = True,
 ) -> ShellExit:
     """Run ``<shell> -c command`` in the cwd; stream merged stdout/stderr bytes to ``on_data``.
 
-    Raises :class:`CommandAborted` if the signal fired. Returns once the shell exited and its
+    The command runs inside ``env.sandbox`` when one is active, unless ``sandboxed`` is false (the
+    user allowed a refused command to run outside). Raises :class:`CommandAborted` if the signal
+    fired. Returns once the shell exited and its
     pipe reached EOF or stayed idle for a short grace (background jobs may keep it open).
     """
     if signal is not None and signal.aborted:
@@ -111,26 +115,32 @@ async def run_shell(
     if not os.path.exists(cwd):
         raise ShellError(f"Working directory does not exist: {cwd}\nCannot execute bash commands.")
     env.processes.prepare()
+    marker = os.urandom(8).hex()
+    argv, environment = [shell, "-c", command], shell_environment(env, session_vars)
+    if sandboxed and env.sandbox is not None and env.sandbox.active:
+        from pi_coding_agent.coding.sandbox.bwrap import wrap_command
+
+        argv, environment = wrap_command(env.sandbox, argv, cwd), env.sandbox.tool_environment(environment)
     proc = subprocess.Popen(
-        [shell, "-c", command],
+        argv,
         cwd=cwd,
-        env=shell_environment(env, session_vars),
+        env={**environment, MARKER_VARIABLE: marker},
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         start_new_session=True,
         close_fds=True,
     )
-    env.processes.track(proc.pid)
+    env.processes.track(proc.pid, marker)
     finished = False
     try:
-        result = await _supervise(proc, on_data, signal, timeout)
+        result = await _supervise(proc, marker, on_data, signal, timeout)
         finished = True
         return result
     finally:
         if not finished:
             # Aborted, cancelled or failed: nothing the command started may outlive the call.
-            kill_process_group(proc.pid)
+            kill_command(proc.pid, marker)
             _reap_later(proc)
         env.processes.untrack(proc.pid)
         if proc.stdout is not None:
@@ -145,6 +155,7 @@ def _reap_later(proc: subprocess.Popen[bytes], tries: int = 100) -> None:
 
 async def _supervise(
     proc: subprocess.Popen[bytes],
+    marker: str,
     on_data: Callable[[bytes], None],
     signal: AbortSignal | None,
     timeout: float | None,
@@ -187,7 +198,7 @@ async def _supervise(
         return True
 
     def kill() -> None:
-        kill_process_group(proc.pid)
+        kill_command(proc.pid, marker)
 
     def on_timeout() -> None:
         nonlocal timed_out, shell_exit_before_timeout

@@ -11,6 +11,7 @@ from typing import Any
 from pi_coding_agent.ai.abort import AbortSignal
 
 from .base import ToolEnv
+from .process_groups import ProcessRegistry
 from .shell import CommandAborted, OutputFile, run_shell, with_prefix
 from .truncate import DEFAULT_MAX_BYTES, truncate_tail
 
@@ -50,7 +51,8 @@ def clean_output(text: str) -> str:
 class _UserOutput:
     """The 100 KiB rolling buffer of cleaned text, spilled to a temp file past 50 KiB of raw output."""
 
-    def __init__(self, on_delta: Callable[[str], None]) -> None:
+    def __init__(self, on_delta: Callable[[str], None], registry: ProcessRegistry) -> None:
+        self._registry = registry
         self._on_delta = on_delta
         self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
         self._pending = ""
@@ -72,7 +74,7 @@ class _UserOutput:
 
     def ensure_file(self) -> OutputFile:
         if self.file is None:
-            self.file = OutputFile("pi-bash")
+            self.file = OutputFile("pi-bash", self._registry)
             for chunk in self.chunks:
                 self.file.write(chunk.encode("utf-8", "surrogatepass"))
         return self.file
@@ -100,7 +102,7 @@ async def run_user_bash(
 
     Start-up failures (missing shell or cwd) raise :class:`ShellError`.
     """
-    out = _UserOutput(on_delta)
+    out = _UserOutput(on_delta, env.processes)
     exit_code: int | None = None
     try:
         exit_code = (await run_shell(with_prefix(command, env.shell_command_prefix), env, out.on_data, signal)).exit_code

@@ -1,0 +1,202 @@
+"""A fake OAuth authorization server on 127.0.0.1 for the providers' real endpoint paths.
+
+Point the agent at it with ``PI_OAUTH_ORIGIN=<server.url>``: every sign-in and refresh request
+keeps its path and comes here. It implements what the tests need of each provider:
+
+* authorization code with PKCE (S256): ``approve(authorize_url)`` plays the user who signs in —
+  it records the challenge, issues a one-time code and returns the redirect URL (the browser's
+  next stop); the token endpoint checks ``code_verifier`` against the recorded challenge.
+* refresh with rotation: every refresh issues a new access *and* refresh token and invalidates
+  the old refresh token, so a client that refreshes twice with the same token (a lost update
+  between processes) gets ``invalid_grant``. ``refresh_delay_s`` widens race windows.
+* revocation: ``POST /oauth/revoke`` (RFC 7009) or ``revoke(token)`` kills a refresh token.
+* device code (RFC 8628, GitHub's ``/login/device/code`` + ``/login/oauth/access_token``):
+  ``authorization_pending`` until ``approve_device()``.
+* GitHub Copilot's token exchange and model list.
+
+Paths: Anthropic ``/v1/oauth/token`` (JSON), OpenAI Codex ``/oauth/token`` (form), xAI
+``/oauth2/token`` (form).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import secrets
+import threading
+import time
+from http.server import BaseHTTPRequestHandler
+from typing import Any
+from urllib.parse import parse_qs, urlencode, urlsplit
+
+from tests.fakes.local_server import LocalServer
+
+TOKEN_PATHS = ("/v1/oauth/token", "/oauth/token", "/oauth2/token", "/api/oauth/token")
+
+
+def s256(verifier: str) -> str:
+    return base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+
+
+def codex_jwt(account_id: str, serial: int) -> str:
+    """An unsigned JWT with the claim OpenAI puts the ChatGPT account id in."""
+    def part(obj: dict[str, Any]) -> str:
+        return base64.urlsafe_b64encode(json.dumps(obj).encode()).rstrip(b"=").decode()
+    claims = {"n": serial, "https://api.openai.com/auth": {"chatgpt_account_id": account_id}}
+    return f"{part({'alg': 'none'})}.{part(claims)}.sig"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: Any
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def _body(self) -> dict[str, Any]:
+        raw = self.rfile.read(int(self.headers.get("content-length") or 0))
+        if "json" in (self.headers.get("content-type") or ""):
+            return json.loads(raw or b"{}")
+        return {k: v[0] for k, v in parse_qs(raw.decode()).items()}
+
+    def _reply(self, status: int, body: dict[str, Any]) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_POST(self) -> None:
+        fake = self.server.fake
+        path, body = urlsplit(self.path).path, self._body()
+        fake.log(self.command, path, body, dict(self.headers))
+        if path in TOKEN_PATHS:
+            self._reply(*fake.token(path, body))
+        elif path == "/oauth/revoke":
+            fake.revoke(body.get("token", ""))
+            self._reply(200, {})
+        elif path == "/login/device/code":
+            self._reply(200, fake.start_device())
+        elif path == "/login/oauth/access_token":
+            self._reply(200, fake.poll_device(body.get("device_code", "")))
+        else:
+            self._reply(404, {"error": "not_found"})
+
+    def do_GET(self) -> None:
+        fake = self.server.fake
+        path = urlsplit(self.path).path
+        fake.log(self.command, path, {}, dict(self.headers))
+        if path == "/copilot_internal/v2/token":
+            self._reply(*fake.copilot_token(self.headers.get("authorization", "")))
+        elif path == "/models":
+            self._reply(200, {"data": [{"id": "gpt-4.1", "model_picker_enabled": True},
+                                       {"id": "hidden", "model_picker_enabled": False}]})
+        else:
+            self._reply(404, {"error": "not_found"})
+
+
+
+class FakeOAuthServer(LocalServer):
+    handler = _Handler
+
+    def __init__(self, expires_in: int = 3600) -> None:
+        self.expires_in = expires_in
+        self.refresh_delay_s = 0.0
+        self.lock = threading.Lock()
+        self.requests: list[dict[str, Any]] = []
+        self.live_refresh: set[str] = set()
+        self.codes: dict[str, dict[str, str]] = {}
+        self.devices: dict[str, bool] = {}
+        self.serial = 0
+
+    def log(self, method: str, path: str, body: dict[str, Any], headers: dict[str, str]) -> None:
+        with self.lock:
+            self.requests.append({"method": method, "path": path, "body": body,
+                                  "headers": {k.lower(): v for k, v in headers.items()}})
+
+    def grants(self, grant_type: str) -> list[dict[str, Any]]:
+        return [r["body"] for r in self.requests if r["body"].get("grant_type") == grant_type]
+
+    # --------------------------------------------------------------------- tokens
+
+    def issue_refresh(self) -> str:
+        """A refresh token the server accepts once (as if issued by an earlier sign-in)."""
+        with self.lock:
+            token = f"refresh-{secrets.token_hex(8)}"
+            self.live_refresh.add(token)
+            return token
+
+    def revoke(self, token: str) -> None:
+        with self.lock:
+            self.live_refresh.discard(token)
+
+    def _tokens(self, path: str) -> dict[str, Any]:
+        self.serial += 1
+        refresh = f"refresh-{secrets.token_hex(8)}"
+        self.live_refresh.add(refresh)
+        access = codex_jwt("acct-1", self.serial) if path == "/oauth/token" else f"sk-ant-oat01-access-{self.serial}"
+        return {"access_token": access, "refresh_token": refresh, "expires_in": self.expires_in,
+                "token_type": "Bearer"}
+
+    def token(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        grant = body.get("grant_type")
+        if grant == "refresh_token":
+            time.sleep(self.refresh_delay_s)
+            with self.lock:
+                if body.get("refresh_token") not in self.live_refresh:
+                    return 400, {"error": "invalid_grant", "error_description": "refresh token is not valid"}
+                self.live_refresh.discard(body["refresh_token"])
+                return 200, self._tokens(path)
+        if grant == "authorization_code":
+            with self.lock:
+                issued = self.codes.pop(body.get("code", ""), None)
+                if issued is None or s256(body.get("code_verifier", "")) != issued["challenge"]:
+                    return 400, {"error": "invalid_grant", "error_description": "code or verifier rejected"}
+                if issued["redirect_uri"] != body.get("redirect_uri"):
+                    return 400, {"error": "invalid_grant", "error_description": "redirect_uri mismatch"}
+                return 200, self._tokens(path)
+        return 400, {"error": "unsupported_grant_type"}
+
+    def approve(self, authorize_url: str) -> str:
+        """Sign the user in at ``authorize_url``; the redirect URL the browser is sent to next."""
+        query = {k: v[0] for k, v in parse_qs(urlsplit(authorize_url).query).items()}
+        assert query["code_challenge_method"] == "S256" and query["response_type"] == "code"
+        code = f"code-{secrets.token_hex(6)}"
+        with self.lock:
+            self.codes[code] = {"challenge": query["code_challenge"], "redirect_uri": query["redirect_uri"]}
+        return f"{query['redirect_uri']}?{urlencode({'code': code, 'state': query['state']})}"
+
+    # --------------------------------------------------------------------- device code, Copilot
+
+    def start_device(self) -> dict[str, Any]:
+        device = secrets.token_hex(6)
+        with self.lock:
+            self.devices[device] = False
+        return {"device_code": device, "user_code": "ABCD-1234", "verification_uri": "https://github.com/login/device",
+                "interval": 1, "expires_in": 60}
+
+    def approve_device(self) -> None:
+        with self.lock:
+            for device in self.devices:
+                self.devices[device] = True
+
+    def poll_device(self, device: str) -> dict[str, Any]:
+        with self.lock:
+            if not self.devices.get(device):
+                return {"error": "authorization_pending"}
+            token = f"gho_{secrets.token_hex(6)}"
+            self.live_refresh.add(token)
+            return {"access_token": token, "token_type": "bearer", "scope": "read:user"}
+
+    def copilot_token(self, authorization: str) -> tuple[int, dict[str, Any]]:
+        github_token = authorization.removeprefix("Bearer ").strip()
+        with self.lock:
+            if github_token not in self.live_refresh:
+                return 401, {"message": "Bad credentials"}
+            self.serial += 1
+            proxy = urlsplit(self.url).netloc
+            return 200, {"token": f"tid=t{self.serial};exp=1;proxy-ep=proxy.{proxy}",
+                         "expires_at": int(time.time()) + self.expires_in}
+
