@@ -211,19 +211,22 @@ def test_function_tool_result_is_a_tool_result() -> None:
 
 async def test_shutting_one_session_down_leaves_the_others_commands_running(
         fake_llm: FakeLLMServer, tmp_path: Path) -> None:
-    """Each session kills only the process groups it started: a host closing one session must not take
-    a command another session is running with it."""
+    """Each session kills only the process groups it started and removes only its own full-output files:
+    a host closing one session must not take a command or file another session still uses with it."""
     sessions = [await create_agent_session(cwd=workdir(tmp_path / name), agent_dir=agent_dir_for(
         tmp_path / name, fake_llm, "fake", "m1"), provider="fake", model="m1", in_memory=True) for name in "ab"]
     alpha, beta = sessions
     started = tmp_path / "started"
     try:
+        spilled = Path((await beta.bash("seq 1 30000", False, lambda _: None))["fullOutputPath"])
         running = asyncio.ensure_future(beta.bash(f"echo $$ > {started}; sleep 1; echo finished", False, lambda _: None))
         while not started.exists() or not started.read_text().strip():
             await asyncio.sleep(0.02)
         await alpha.shutdown()
         result = await running
+        assert spilled.exists()
     finally:
         await beta.shutdown()
     assert result["exitCode"] == 0 and result["output"] == "finished\n"
     assert not result["cancelled"]
+    assert not spilled.exists()  # beta's own shutdown removes it
