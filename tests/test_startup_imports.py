@@ -14,7 +14,8 @@ from pathlib import Path
 
 from tests.rpc_helpers import PYTHON
 
-HEAVY = ("httpx", "httpcore", "h11", "anyio", "httpx_sse", "pydantic", "pydantic_core", "yaml")
+HEAVY = ("httpx", "httpcore", "h11", "anyio", "httpx_sse", "pydantic", "pydantic_core", "yaml",
+         "_quickjs", "quickjs")  # the codemode engine loads only in its worker process
 
 
 def imported_modules(stderr: str) -> set[str]:

@@ -16,6 +16,7 @@ from pi_coding_agent.ai.models import ModelRegistry, resolve_model_pattern, reso
 from pi_coding_agent.ai.types import Model
 from pi_coding_agent.coding import paths
 from pi_coding_agent.coding.agent_session import AgentSession, SessionError
+from pi_coding_agent.coding.codemode import codemode_tools
 from pi_coding_agent.coding.compaction.controller import CompactionController
 from pi_coding_agent.coding.resources.context_files import load_context_files
 from pi_coding_agent.coding.resources.prompt_templates import load_prompt_templates
@@ -130,7 +131,7 @@ async def create_session(args: CliArgs, mode: str, ui: Any = None) -> AgentSessi
     runtime = SessionRuntime(
         args=args, cwd=cwd, agent_dir=agent_dir, mode=mode, ui=ui, settings=settings, auth=auth,
         registry=registry, session_manager=sm, resources=_load_resources(args, settings, agent_dir, cwd, trusted),
-        all_tools=create_builtin_tools(env), scoped=scoped, cli_model=_cli_model(args, registry),
+        all_tools=create_builtin_tools(env) | codemode_tools(lambda: runtime_box[0]), scoped=scoped, cli_model=_cli_model(args, registry),
     )
     runtime_box.append(runtime)
     if args.name and not sm.entries:

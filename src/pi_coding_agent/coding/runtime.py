@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pi_coding_agent.agent.agent import Agent, AgentHooks
-from pi_coding_agent.agent.tool import AgentTool, tool_declaration
+from pi_coding_agent.agent.tool import AgentTool
 from pi_coding_agent.ai.abort import AbortSignal
 from pi_coding_agent.ai.keys import AuthStorage
 from pi_coding_agent.ai.models import FAUX_PROVIDER, PLACEHOLDER_MODEL, ModelRegistry, default_model
@@ -188,10 +188,16 @@ class SessionRuntime:
         )
         return build_sections(inputs)
 
+    def tool_declarations(self) -> list[Any]:
+        """The active tools as the model sees them (codemode may annotate or hide the others)."""
+        from pi_coding_agent.coding.codemode.tool import presented_declarations
+
+        return presented_declarations(self.agent.tools, self.settings)
+
     def run_start_messages(self, session: AgentSession, user_message: dict[str, Any]) -> list[dict[str, Any]]:
         """The prompt's messages, led by a system patch when the prompt or tools changed."""
         state = SystemState.replay(self.agent.messages)
-        patch = state.patch_to(self.prompt_sections(), [tool_declaration(t) for t in self.agent.tools])
+        patch = state.patch_to(self.prompt_sections(), self.tool_declarations())
         return [patch, user_message] if patch else [user_message]
 
     def build_context(self, messages: list[dict[str, Any]]) -> Context:
@@ -203,7 +209,7 @@ class SessionRuntime:
         }
         if self.settings.get("images.blockImages"):
             context["messages"] = block_images(context["messages"])
-        tools = list(state.tools.values()) or [tool_declaration(t) for t in self.agent.tools]
+        tools = list(state.tools.values()) or self.tool_declarations()
         if tools:
             context["tools"] = tools
         return context
