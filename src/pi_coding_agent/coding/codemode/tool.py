@@ -50,13 +50,13 @@ NEWLINE: /\r?\n/
 SOURCE: /[\s\S]+/
 """
 INTRO = (
-    "Run JavaScript that calls other tools. The input is raw JavaScript (not JSON, no code fence), run as an "
-    "async function body in a QuickJS sandbox: top-level `await` and `return` work. No Node, file system, "
-    "network, or timers.\n"
-    "- `await tools.<name>({ ...args })` resolves to a string, or an object if the tool's declaration says so, "
-    "and rejects with an Error on failure. A tool whose declaration returns an object resolves on failure too "
-    "when it returned that object; check its fields. Calls still running when the script ends are cancelled.\n"
-    '- Optional first line: `// @options: {"max_output_tokens": 10000, "timeout_ms": 60000}`'
+    "Run a JavaScript program that calls the other tools. Send plain JavaScript source (no JSON wrapping, no "
+    "markdown fence); it becomes the body of an async function in a QuickJS sandbox, so `await` and `return` "
+    "work at the top level. There is no Node, no file system, no network and no timers.\n"
+    "- `await tools.<name>({ ...args })` gives a string, or an object when the tool's declaration returns one, "
+    "and throws an Error when the call fails. A tool declared to return an object may also return that object "
+    "on failure, so look at its fields. Calls that are still running when the script finishes are cancelled.\n"
+    '- The first line may set options: `// @options: {"max_output_tokens": 10000, "timeout_ms": 60000}`'
 )
 
 
@@ -69,14 +69,15 @@ def docs_path() -> str:
 def globals_text() -> str:
     return "\n".join([
         "Globals:",
-        "- `text(value)`, `image(dataUrlOrImageBlock)`, `console.log(...)`, and top-level `return` add output; "
-        "`exit()` ends the script. With several text items, each starts with a `==> text N/M <==` line, and "
-        "`console` lines follow the other output in one `<console_output>` block. `image()` also saves the image "
-        "to a temp file and the result names its path.",
-        "- `store(key, value)` and `load(key)` keep JSON values across codemode calls.",
-        "- `ALL_TOOLS`, `await searchTools(query, { limit?, namespace? })`, `await describeTool(name)`, "
-        "`await describeNamespace(name)`: find unlisted tools, such as MCP tools.",
-        f"- `models`: classifiers and image generation. Read {docs_path()} first.",
+        "- Output comes from `text(value)`, `image(dataUrlOrImageBlock)`, `console.log(...)` and a top-level "
+        "`return`; `exit()` stops the script. When there is more than one text item, each opens with a "
+        "`==> text N/M <==` line; `console` lines come after everything else in a single `<console_output>` block. "
+        "Every `image()` is also written to a temp file whose path the result gives.",
+        "- `store(key, value)` and `load(key)` carry JSON values from one codemode call to the next.",
+        "- To find tools that are not listed here (MCP tools, for example): `ALL_TOOLS`, "
+        "`await searchTools(query, { limit?, namespace? })`, `await describeTool(name)`, "
+        "`await describeNamespace(name)`.",
+        f"- `models`: classifier and image models; read {docs_path()} before using it.",
     ])
 
 
@@ -223,8 +224,8 @@ class CodemodeTool:
     handles_abort = True  # an abort ends the script with a "Script aborted" result
     prompt_snippet = "Run JavaScript that calls other tools"
     prompt_guidelines: ClassVar[list[str]] = [
-        "Use codemode to batch independent tool calls (Promise.allSettled), chain them, or filter large output, "
-        "instead of many separate calls."]
+        "Prefer one codemode script over many separate calls when calls are independent (Promise.allSettled), "
+        "depend on each other, or return large output to filter."]
     constrained_sampling: ClassVar[dict[str, Any]] = {"type": "grammar", "variants": {"openai_lark": GRAMMAR}}
 
     def __init__(self, host: Callable[[], CodemodeHost], settings: Callable[[], Any]) -> None:

@@ -1,0 +1,66 @@
+"""The same codemode scripts through ours and the reference pi 1.6.0: the result texts must match."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from tests.rpc_compare import Conversation, Record, Scenario, needs_reference, play
+
+SCRIPTS = [
+    "text('a'); text({ b: 1 }); console.log('c', 2, [3]); return null;",
+    "return 42",
+    "const r = await tools.bash({ command: 'printf hello; exit 3' });\nreturn r;",
+    "const t = await tools.read({ path: 'notes.txt' });\ntext(t);\nawait tools.read({ path: 'missing.txt' });",
+    "let = ;",
+    'return 1\n// @options: {"timeout_ms": 5}',
+    '// @options: {"max_output_tokens": 5, "x": 1}\nreturn 1',
+    "await tools.nope({})",
+    "await tools.read({})",
+    "await new Promise(() => {});",
+    "store('k', { v: 1 }); exit(); text('not shown');",
+    "return load('k')",
+    "throw new TypeError('bad ' + typeof setTimeout + ' ' + typeof require)",
+    "text(ALL_TOOLS.map((t) => t.name).sort()); text((await searchTools('edit file text', { limit: 1 })).map((t) => t.name));",
+    "store('big', 'x'.repeat(300000))",
+    "image('https://example.com/a.png')",
+    "return [await describeNamespace('x'), await models.getModelOfType('chat', 'fake', 'fake-model') !== undefined]",
+]
+
+
+def _calls() -> list[dict[str, Any]]:
+    script = []
+    for index, code in enumerate(SCRIPTS):
+        script.append({"content": [{"type": "toolCall", "id": f"cm{index}", "name": "codemode",
+                                    "arguments": {"code": code}}]})
+        script.append({"content": [{"type": "text", "text": "done"}]})
+    return script
+
+
+async def _drive(conversation: Conversation) -> None:
+    (conversation.workspace.cwd / "notes.txt").write_text("milk\n")
+    for _ in SCRIPTS:
+        await conversation.prompt("go")
+
+
+def _normal(text: str, cwd: Path) -> str:
+    text = re.sub(r"Wall time \d+\.\d seconds", "Wall time N seconds", text)
+    text = re.sub(r'"wall_time_seconds":[0-9.e-]+', '"wall_time_seconds":N', text)
+    return text.replace(str(cwd), "<cwd>")
+
+
+def _results(records: list[Record], cwd: Path) -> list[str]:
+    ends = [r for r in records if r["type"] == "tool_execution_end" and r["toolName"] == "codemode"]
+    return [_normal("".join(b.get("text", "") for b in r["result"]["content"]), cwd) for r in ends]
+
+
+@needs_reference
+async def test_result_texts_match_the_reference(tmp_path: Path) -> None:
+    scenario = Scenario(script=_calls(), drive=_drive, settings={"defaultTools": ["+codemode"]})
+    ours = await play("ours", scenario, tmp_path)
+    reference = await play("reference", scenario, tmp_path)
+    mine, theirs = _results(ours.records, ours.workspace.cwd), _results(reference.records, reference.workspace.cwd)
+    assert len(mine) == len(theirs) == len(SCRIPTS)
+    for index, (a, b) in enumerate(zip(mine, theirs, strict=True)):
+        assert a == b, f"script {index}: {SCRIPTS[index]!r}"
