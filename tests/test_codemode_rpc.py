@@ -221,3 +221,66 @@ async def test_large_output_is_truncated_with_the_full_text_saved(pi: RpcProcess
     assert "Warning: truncated output (original token count: " in text and "tokens truncated…" in text
     path = text.split("[Full output: ")[1].split(" (read with")[0]
     assert "row 499" in Path(path).read_text() and "row 250" not in text
+
+
+EXTENSION = '''
+def setup(pi):
+    def gate(event, ctx):
+        if event["toolName"] == "bash" and "forbidden" in event["input"]["command"]:
+            return {"block": True, "reason": "blocked by the gate"}
+        return None
+
+    def tag(event, ctx):
+        if event["toolName"] == "shout":
+            return {"content": [{"type": "text", "text": event["content"][0]["text"] + " (seen)"}]}
+        return None
+
+    async def shout(tool_call_id, params, signal, on_update, ctx):
+        return {"content": [{"type": "text", "text": params["word"].upper()}]}
+
+    pi.on("tool_call", gate)
+    pi.on("tool_result", tag)
+    pi.register_tool(name="shout", description="Upper-case a word.", execute=shout,
+                     parameters={"type": "object", "properties": {"word": {"type": "string"}}, "required": ["word"]})
+'''
+
+
+async def test_inner_calls_pass_extension_handlers(workspace: tuple[Path, dict[str, str]],
+                                                   fake_llm: FakeLLMServer) -> None:
+    extension = workspace[0].parent / "gate.py"
+    extension.write_text(EXTENSION)
+    pi = await _spawn(workspace, "--no-session", "-e", str(extension))
+    try:
+        script(fake_llm, "text(await tools.shout({ word: 'hi' }));\n"
+                         "const r = await Promise.allSettled([tools.bash({ command: 'echo forbidden' })]);\n"
+                         "text(r[0].status + ': ' + r[0].reason.message);")
+        records = await run(pi)
+        text = result_text(codemode_end(records))
+        assert "==> text 1/2 <==\nHI (seen)\n==> text 2/2 <==\nrejected: blocked by the gate" in text
+        blocked = next(r for r in records if r["type"] == "tool_execution_end" and r["toolCallId"] == "cm1/2")
+        assert blocked["isError"] and blocked["parentToolCallId"] == "cm1"
+    finally:
+        await pi.kill()
+
+
+async def test_scripts_wait_for_a_free_worker(workspace: tuple[Path, dict[str, str]],
+                                              fake_llm: FakeLLMServer) -> None:
+    cwd, env = workspace
+    pi = await RpcProcess.pi("--provider", "fake", "--model", MODEL_ID, "--no-session", cwd=cwd,
+                             env={**env, "PI_CODEMODE_MAX_WORKERS": "1"})
+    try:
+        hold = '// @options: {"timeout_ms": 1500}\nwhile (true) {}'
+        fake_llm.add({"content": [
+            {"type": "toolCall", "id": "a", "name": "codemode", "arguments": {"code": hold}},
+            {"type": "toolCall", "id": "b", "name": "codemode",
+             "arguments": {"code": '// @options: {"timeout_ms": 300}\nreturn 1'}},
+            {"type": "toolCall", "id": "c", "name": "codemode", "arguments": {"code": "return 'after'"}}]},
+            {"content": [{"type": "text", "text": "done"}]})
+        records = await run(pi)
+        assert "Script timed out: Execution timed out after 1500 ms" in result_text(codemode_end(records, "a"))
+        waited = result_text(codemode_end(records, "b"))
+        assert ("Script timed out: Execution timed out after 300 ms while waiting for a free codemode worker\n\n"
+                "The script did not start.") in waited
+        assert result_text(codemode_end(records, "c")).endswith("after")
+    finally:
+        await pi.kill()

@@ -264,8 +264,8 @@ class CodemodeTool:
             return run.not_started(admission, deadline, started, signal)
         try:
             # the wait for a worker counts toward the deadline
-            waited_ms = round((time.monotonic() - waiting) * 1000)
-            remaining = None if deadline is None else max(1, round(deadline * 1000) - waited_ms) / 1000
+            waited_ms = (time.monotonic() - waiting) * 1000
+            remaining = None if deadline is None else max(1, round(deadline * 1000 - waited_ms)) / 1000
             job = run.job(source.code, remaining)
             result = await Execution(job, signal).run()
         finally:
