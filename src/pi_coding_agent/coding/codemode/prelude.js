@@ -1,9 +1,10 @@
 // Evaluated in the QuickJS VM before the script. It evaluates to a function of the host bridge and
-// the JSON-encoded tool list, global list and store snapshot, and returns { settle, run, stalled }.
-// The bridge stays in this closure, so the script can only reach the host through the globals
-// built here. Values cross the bridge as JSON text, encoded with functions captured before the
-// script runs, so a script that patches JSON or prototypes cannot forge what the host receives.
-(function (bridge, toolsJson, globalsJson, storeJson, limitsJson) {
+// the job (JSON text: code, tools, globals, store snapshot, limits) and returns { deliver, run,
+// stalled }. The bridge stays in this closure, so the script can only reach the host through the
+// globals built here. Every message to the host is one line of JSON built here, with functions
+// captured before the script runs, so a script that patches JSON or prototypes cannot forge it;
+// the worker process only moves lines, which keeps its start-up to the engine itself.
+(function (bridge, jobJson) {
   "use strict";
   const encode = JSON.stringify;
   const decode = JSON.parse;
@@ -11,16 +12,26 @@
   const BaseError = Error;
   const TypeErr = TypeError;
   const RangeErr = RangeError;
-  const limits = decode(limitsJson);
+  const job = decode(jobJson);
+  const limits = job.limits;
+  const post = (message) => bridge(message.type, encode(message));
   const waiting = new Map();
   let lastId = 0;
   let settled = false;
   const EXIT = Object.freeze({});
+  const OUT_OF_MEMORY = encode({ name: "InternalError", message: "out of memory", stack: "InternalError: out of memory" });
 
   function finish(ok, payload, writes) {
     if (settled) return;
     settled = true;
-    bridge("done", ok, payload === undefined ? null : payload, writes === undefined ? null : writes);
+    const message = { type: "done", ok };
+    if (ok) {
+      if (payload !== undefined) message.value = payload;
+      message.writes = writes;
+    } else {
+      message.error = payload;
+    }
+    post(message);
   }
 
   // QuickJS stacks hold only frames; lead with "Name: message" as V8 does. The worker evaluates
@@ -74,7 +85,9 @@
         }
         const id = ++lastId;
         waiting.set(id, { resolve, reject });
-        bridge(kind, id, name, json === undefined ? null : json);
+        const message = { type: "call", id, target: kind === "call" ? "tool" : "global", name };
+        if (json !== undefined && json !== null) message.args = json;
+        post(message);
       });
     };
   }
@@ -103,7 +116,7 @@
 
   const toolTable = Object.create(null);
   const listing = [];
-  for (const tool of decode(toolsJson)) {
+  for (const tool of job.tools) {
     const call = hostCall("call", tool.name, false);
     if (!(tool.jsName in toolTable)) {
       toolTable[tool.jsName] = call;
@@ -117,7 +130,7 @@
     "ALL_TOOLS lists every tool; searchTools(query) finds tools by topic.");
 
   const groups = new Map();
-  for (const global of decode(globalsJson)) {
+  for (const global of job.globals) {
     const call = hostCall("global", global.name, global.spread);
     const dot = global.name.indexOf(".");
     if (dot === -1) {
@@ -134,7 +147,7 @@
   }
 
   // The store holds JSON text per key; sizes count key and JSON characters.
-  const stored = new Map(Object.entries(decode(storeJson)));
+  const stored = new Map(Object.entries(job.store));
   const written = new Map();
   let storedChars = 0;
   for (const [key, json] of stored) storedChars += key.length + json.length;
@@ -195,7 +208,9 @@
       finish(false, describeError(error));
       throw error;
     }
-    bridge("output", kind, data, mimeType === undefined ? null : mimeType);
+    const message = { type: "output", kind, data };
+    if (mimeType !== undefined) message.mimeType = mimeType;
+    post(message);
   }
 
   function asText(value) {
@@ -289,7 +304,10 @@
   define("load", load);
 
   return {
-    settle(id, ok, payload, propertiesJson) {
+    // One result line from the host: { id, ok, payload?, properties? }.
+    deliver(line) {
+      const { id, ok, payload, properties } = decode(line);
+      const propertiesJson = properties;
       const entry = waiting.get(id);
       if (!entry) return;
       waiting.delete(id);
@@ -314,7 +332,8 @@
       }
       entry.resolve(value);
     },
-    run(source) {
+    run() {
+      const source = job.code;
       let promise;
       try {
         // Indirect eval: the script is an async function body, so top-level await and return work.
@@ -335,7 +354,8 @@
         finish(true, json, writesJson());
       }, (error) => {
         if (error === EXIT) return;
-        finish(false, describeError(error));
+        // QuickJS throws null when it cannot even allocate the out-of-memory error at the heap limit
+        finish(false, error === null ? OUT_OF_MEMORY : describeError(error));
       });
     },
     stalled() {

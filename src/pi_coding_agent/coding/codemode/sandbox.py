@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
+import importlib.util
 import json
 import os
 import sys
@@ -20,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from pi_coding_agent.ai.abort import AbortSignal
+from pi_coding_agent.coding.codemode.worker import PRELUDE_FIRST_LINE
 
 WORKER = Path(__file__).with_name("worker.py")
 MEMORY_LIMIT_BYTES = 256 * 1024 * 1024
@@ -62,6 +65,15 @@ class ScriptRun:
     writes: dict[str, Any] = field(default_factory=lambda: {"set": {}, "delete": []})
 
 
+@functools.cache
+def engine_path() -> str:
+    """The directory holding the QuickJS extension module, found without importing it."""
+    spec = importlib.util.find_spec("_quickjs")
+    if spec is None or spec.origin is None:
+        raise RuntimeError("The QuickJS engine (the quickjs-ng package) is not installed")
+    return str(Path(spec.origin).parent)
+
+
 def max_workers() -> int:
     """``PI_CODEMODE_MAX_WORKERS`` when it is a positive integer, read per call."""
     raw = os.environ.get("PI_CODEMODE_MAX_WORKERS", "")
@@ -79,6 +91,9 @@ class WorkerSlots:
         """``reserved``, ``aborted`` or ``timeout``."""
         if signal.aborted:
             return "aborted"
+        if not self._waiters and self.active < max_workers():
+            self.active += 1
+            return "reserved"
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiters.append(waiter)
         self._admit()
@@ -87,6 +102,11 @@ class WorkerSlots:
             await asyncio.wait_for(asyncio.shield(waiter), timeout_s)
             return "reserved"
         except (TimeoutError, asyncio.CancelledError):
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
+                if waiter.done() and not waiter.cancelled():
+                    self.release()  # granted just as the caller was cancelled
+                raise
             if waiter.done() and not waiter.cancelled():
                 return "reserved"
             waiter.cancel()
@@ -143,7 +163,8 @@ class Execution:
 
         processes.prepare()
         self.process = await asyncio.create_subprocess_exec(
-            sys.executable, "-I", str(WORKER), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            sys.executable, "-I", "-S", str(WORKER), engine_path(), str(MEMORY_LIMIT_BYTES),
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.DEVNULL, start_new_session=True, limit=_LINE_LIMIT)
         processes.track(self.process.pid)
         remove = self.signal.on_abort(lambda: self._fail("aborted", self.signal.reason or "Execution aborted"))
@@ -168,9 +189,9 @@ class Execution:
             "code": self.job.code, "tools": self.job.tools,
             "globals": [{"name": n, "spread": s} for n, (s, _) in self.job.global_executors.items()],
             "store": {k: json.dumps(v, ensure_ascii=False) for k, v in self.job.store.items()},
-            "memoryLimitBytes": MEMORY_LIMIT_BYTES,
             "limits": {"storeValue": MAX_STORE_VALUE_CHARS, "storeTotal": MAX_STORE_TOTAL_CHARS,
-                       "outputChars": MAX_OUTPUT_CHARS, "outputItems": MAX_OUTPUT_ITEMS},
+                       "outputChars": MAX_OUTPUT_CHARS, "outputItems": MAX_OUTPUT_ITEMS,
+                       "preludeFirstLine": PRELUDE_FIRST_LINE},
         }
 
     def _post(self, message: dict[str, Any]) -> None:
