@@ -27,8 +27,8 @@ from typing import Any
 from common import ROOT, Row, compile_bytecode, format_table
 
 sys.path.insert(0, str(ROOT))
-from tests.rpc_compare import Conversation, Record, Scenario, play  # noqa: E402
-from tests.reference_pi import REFERENCE_PI  # noqa: E402
+from tests.reference_pi import REFERENCE_PI
+from tests.rpc_compare import Conversation, Record, Scenario, play
 
 INNER_CALLS = 50
 PS = "ps -eo pid=,ppid=,rss=,args="
