@@ -284,3 +284,15 @@ async def test_scripts_wait_for_a_free_worker(workspace: tuple[Path, dict[str, s
         assert result_text(codemode_end(records, "c")).endswith("after")
     finally:
         await pi.kill()
+
+
+def test_enable_codemode_respects_auto_enable_false() -> None:
+    from types import SimpleNamespace
+
+    from pi_coding_agent.coding.codemode import NAME, enable_codemode
+
+    tool = SimpleNamespace(name=NAME)
+    runtime: Any = SimpleNamespace(agent=SimpleNamespace(tools=[]), all_tools={NAME: tool})
+    assert enable_codemode(runtime, auto_enable=False) is False and runtime.agent.tools == []
+    assert enable_codemode(runtime) is True and runtime.agent.tools == [tool]
+    assert enable_codemode(runtime, auto_enable=False) is True  # already active stays active

@@ -19,5 +19,19 @@ def codemode_tools(runtime: Callable[[], SessionRuntime]) -> dict[str, AgentTool
     return {NAME: tool}
 
 
+def enable_codemode(runtime: SessionRuntime, auto_enable: object = True) -> bool:
+    """Make ``codemode`` active, as pi does when an MCP server with ``codemode`` exposure connects;
+    ``auto_enable`` is mcp.json's ``autoEnableCodemode`` (only ``false`` prevents it). True when
+    codemode is active afterwards."""
+    tools = runtime.agent.tools
+    if any(tool.name == NAME for tool in tools):
+        return True
+    tool = runtime.all_tools.get(NAME)
+    if auto_enable is False or tool is None:
+        return False
+    tools.append(tool)
+    return True
+
+
 __all__ = ["NAME", "CatalogTool", "CodemodeHost", "CodemodeTool", "Namespace", "SessionCodemodeHost",
-           "codemode_tools"]
+           "codemode_tools", "enable_codemode"]
