@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,15 @@ def _normal(text: str, cwd: Path) -> str:
     return text.replace(str(cwd), "<cwd>")
 
 
+def _nested(records: list[Record], cwd: Path) -> str:
+    """``nestedCalls`` of each codemode result message, without the timings, as JSON."""
+    messages = [r["message"] for r in records if r["type"] == "message_end"
+                and r["message"]["role"] == "toolResult" and r["message"]["toolName"] == "codemode"]
+    calls = [[{k: v for k, v in c.items() if k != "durationMs"} for c in m["nestedCalls"]["calls"]]
+             if "nestedCalls" in m else None for m in messages]
+    return json.dumps(calls).replace(str(cwd), "<cwd>")
+
+
 def _results(records: list[Record], cwd: Path) -> list[str]:
     ends = [r for r in records if r["type"] == "tool_execution_end" and r["toolName"] == "codemode"]
     return [_normal("".join(b.get("text", "") for b in r["result"]["content"]), cwd) for r in ends]
@@ -62,5 +72,6 @@ async def test_result_texts_match_the_reference(tmp_path: Path) -> None:
     reference = await play("reference", scenario, tmp_path)
     mine, theirs = _results(ours.records, ours.workspace.cwd), _results(reference.records, reference.workspace.cwd)
     assert len(mine) == len(theirs) == len(SCRIPTS)
+    assert _nested(ours.records, ours.workspace.cwd) == _nested(reference.records, reference.workspace.cwd)
     for index, (a, b) in enumerate(zip(mine, theirs, strict=True)):
         assert a == b, f"script {index}: {SCRIPTS[index]!r}"

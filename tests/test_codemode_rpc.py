@@ -79,9 +79,11 @@ async def test_parallel_reads_are_real_tool_executions(pi: RpcProcess, fake_llm:
     calls = end["result"]["details"]["calls"]
     assert len(calls) == 20 and {c["status"] for c in calls} == {"ok"}
     # inner results are not messages: only the codemode call has a toolResult
-    results = [r["message"]["toolCallId"] for r in records
-               if r["type"] == "message_end" and r["message"]["role"] == "toolResult"]
-    assert results == ["cm1"]
+    results = [r["message"] for r in records if r["type"] == "message_end" and r["message"]["role"] == "toolResult"]
+    assert [m["toolCallId"] for m in results] == ["cm1"]
+    nested = results[0]["nestedCalls"]
+    assert nested["complete"] is True and len(nested["calls"]) == 20
+    assert {c["status"] for c in nested["calls"]} == {"ok"} and nested["calls"][0]["arguments"]["path"].endswith(".txt")
 
 
 async def test_bash_output_is_filtered_inside_the_script(pi: RpcProcess, fake_llm: FakeLLMServer) -> None:

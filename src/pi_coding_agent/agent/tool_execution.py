@@ -261,6 +261,8 @@ class ToolExecutor:
         if done.duration_ms is not None:
             message["durationMs"] = done.duration_ms
         message["timestamp"] = now_ms()
+        if done.result.nested_calls is not None:
+            message["nestedCalls"] = done.result.nested_calls
         await self._emit({"type": "message_start", "message": message})
         await self._emit({"type": "message_end", "message": message})
         return cast(ToolResultMessage, message)

@@ -273,6 +273,50 @@ class CodemodeTool:
         return run.finish(result, source.max_output_tokens, started)
 
 
+class NestedCalls:
+    """The ``nestedCalls`` record of the result message: calls with their arguments, within pi's
+    limits (256 calls, 8 KiB of arguments per call and 32 KiB in all); ``complete`` is false when
+    anything was left out or a call never finished."""
+
+    MAX_CALLS = 256
+    MAX_ARGS_PER_CALL = 8 * 1024
+    MAX_ARGS_TOTAL = 32 * 1024
+
+    def __init__(self) -> None:
+        self.calls: list[dict[str, Any]] = []
+        self.complete = True
+        self.argument_bytes = 0
+
+    def start(self, call_id: str, name: str, args: Any) -> dict[str, Any] | None:
+        if len(self.calls) >= self.MAX_CALLS:
+            self.complete = False
+            return None
+        record: dict[str, Any] = {"id": call_id, "name": name, "status": "unfinished"}
+        size = len(json.dumps({} if args is None else args, ensure_ascii=False, separators=(",", ":")).encode())
+        if size > self.MAX_ARGS_PER_CALL or self.argument_bytes + size > self.MAX_ARGS_TOTAL:
+            record["argumentsBytes"] = size
+            self.complete = False
+        else:
+            record["arguments"] = {} if args is None else args
+            self.argument_bytes += size
+        self.calls.append(record)
+        return record
+
+    def finish(self, record: dict[str, Any] | None, is_error: bool, text: str, duration_ms: float) -> None:
+        if record is None:
+            return
+        record["status"] = "error" if is_error else "ok"
+        record["durationMs"] = round(duration_ms)
+        if is_error and text:
+            record["error"] = text[:_ERROR_PREVIEW]
+
+    def snapshot(self) -> dict[str, Any] | None:
+        if not self.calls and self.complete:
+            return None
+        calls = [dict(c) for c in self.calls]
+        return {"calls": calls, "complete": self.complete and all(c["status"] != "unfinished" for c in calls)}
+
+
 class _Run:
     """The call records and script-facing executors of one codemode call."""
 
@@ -281,6 +325,7 @@ class _Run:
         self.id = tool_call_id
         self.on_update = on_update
         self.calls: list[dict[str, Any]] = []
+        self.nested = NestedCalls()
         self.next_call = 0
         self.on_update(ToolResult(content=[], details=self.details()))
 
@@ -308,10 +353,12 @@ class _Run:
             call_id = f"{self.id}/{self.next_call}"
             record: dict[str, Any] = {"id": call_id, "name": tool.name, "args": _preview(args), "status": "running"}
             self.calls.append(record)
+            nested = self.nested.start(call_id, tool.name, args)
             self.publish()
             started = time.monotonic()
             outcome = await self.host.execute_tool(self.id, call_id, tool.name, args, signal)
             record["durationMs"] = round((time.monotonic() - started) * 1000, 3)
+            self.nested.finish(nested, outcome.result.is_error, _text_of(outcome.result), record["durationMs"])
             if outcome.result.is_error:
                 record["status"] = "cancelled" if signal.aborted else "error"
                 text = _text_of(outcome.result) or f'Tool "{tool.name}" failed'
@@ -366,4 +413,4 @@ class _Run:
         if full_path:
             details["fullOutputPath"] = full_path
         return ToolResult(content=[{"type": "text", "text": header}, *content], details=details,  # type: ignore[list-item]
-                          is_error=not result.ok)
+                          is_error=not result.ok, nested_calls=self.nested.snapshot())
