@@ -3,30 +3,22 @@
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.fakes.llm_server import FakeLLMServer
+from tests.rpc_compare import MODEL_ID, Workspace
 from tests.rpc_helpers import RpcProcess
-
-MODEL_ID = "fake-model"
 
 
 @pytest.fixture
-def workspace(tmp_path: Path, fake_llm: FakeLLMServer) -> Iterator[tuple[Path, dict[str, str]]]:
-    agent_dir = tmp_path / "agent"
-    agent_dir.mkdir()
-    (agent_dir / "models.json").write_text(json.dumps({"providers": {"fake": {
-        "baseUrl": f"{fake_llm.url}/v1", "api": "openai-completions", "apiKey": "dummy",
-        "models": [{"id": MODEL_ID, "contextWindow": 100000, "maxTokens": 4096}]}}}))
-    (agent_dir / "settings.json").write_text(json.dumps({"defaultTools": ["+codemode"]}))
-    cwd = tmp_path / "work"
-    cwd.mkdir()
-    yield cwd, {**os.environ, "PI_CODING_AGENT_DIR": str(agent_dir), "HOME": str(tmp_path)}
+def workspace(tmp_path: Path, fake_llm: FakeLLMServer) -> tuple[Path, dict[str, str]]:
+    """pi's agent dir routing provider ``fake`` to the fake server, with codemode among the default tools."""
+    created = Workspace.create(tmp_path, fake_llm.url, {"defaultTools": ["+codemode"]})
+    return created.cwd, created.env
 
 
 async def _spawn(workspace: tuple[Path, dict[str, str]], *extra: str) -> RpcProcess:
