@@ -290,3 +290,41 @@ def test_enable_codemode_respects_auto_enable_false() -> None:
     assert enable_codemode(runtime, auto_enable=False) is False and runtime.agent.tools == []
     assert enable_codemode(runtime) is True and runtime.agent.tools == [tool]
     assert enable_codemode(runtime, auto_enable=False) is True  # already active stays active
+
+
+def _workers_of(parent: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == parent and b"codemode/worker.py" in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
+async def test_a_killed_pi_leaves_no_worker_behind(pi: RpcProcess, fake_llm: FakeLLMServer) -> None:
+    import asyncio
+    import signal
+
+    script(fake_llm, "while (true) {}")
+    await pi.send({"type": "prompt", "message": "go", "id": "run"})
+    await pi.read_until(lambda r: r["type"] == "tool_execution_start" and r["toolCallId"] == "cm1")
+    workers: list[int] = []
+    for _ in range(100):
+        workers = _workers_of(pi.proc.pid)
+        if workers:
+            break
+        await asyncio.sleep(0.05)
+    assert len(workers) == 1
+    pi.proc.send_signal(signal.SIGKILL)
+    await pi.proc.wait()
+    for _ in range(100):
+        if not Path(f"/proc/{workers[0]}").exists():
+            break
+        await asyncio.sleep(0.05)
+    assert not Path(f"/proc/{workers[0]}").exists()
