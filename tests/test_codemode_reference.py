@@ -9,6 +9,7 @@ from typing import Any
 
 from tests.rpc_compare import Conversation, Record, Scenario, needs_reference, play
 
+PNG = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")
 SCRIPTS = [
     "text('a'); text({ b: 1 }); console.log('c', 2, [3]); return null;",
     "return 42",
@@ -27,6 +28,8 @@ SCRIPTS = [
     "store('big', 'x'.repeat(300000))",
     "image('https://example.com/a.png')",
     "return [await describeNamespace('x'), await models.getModelOfType('chat', 'fake', 'fake-model') !== undefined]",
+    f"text('before'); image('data:image/png;base64,{PNG}'); image({{ type: 'image', data: '{PNG}', mimeType: 'x' }});",
+    '// @options: {"max_output_tokens": 20}\nfor (let i = 0; i < 50; i++) text("line " + i);',
 ]
 
 
@@ -47,6 +50,7 @@ async def _drive(conversation: Conversation) -> None:
 
 def _normal(text: str, cwd: Path) -> str:
     text = re.sub(r"Wall time \d+\.\d seconds", "Wall time N seconds", text)
+    text = re.sub(r"pi-codemode-[0-9a-f]{16}", "pi-codemode-X", text)
     text = re.sub(r'"wall_time_seconds":[0-9.e-]+', '"wall_time_seconds":N', text)
     return text.replace(str(cwd), "<cwd>")
 
