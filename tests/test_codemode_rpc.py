@@ -328,3 +328,34 @@ async def test_a_killed_pi_leaves_no_worker_behind(pi: RpcProcess, fake_llm: Fak
             break
         await asyncio.sleep(0.05)
     assert not Path(f"/proc/{workers[0]}").exists()
+
+
+SEQUENTIAL_EXTENSION = '''
+import asyncio
+
+state = {"running": 0, "most": 0}
+
+
+def setup(pi):
+    async def slow(tool_call_id, params, signal, on_update, ctx):
+        state["running"] += 1
+        state["most"] = max(state["most"], state["running"])
+        await asyncio.sleep(0.1)
+        state["running"] -= 1
+        return {"content": [{"type": "text", "text": str(state["most"])}]}
+
+    pi.register_tool(name="slow", description="Takes a while, alone.", execute=slow, execution_mode="sequential",
+                     parameters={"type": "object", "properties": {}})
+'''
+
+
+async def test_sequential_tools_take_turns_inside_scripts(workspace: tuple[Path, dict[str, str]],
+                                                          fake_llm: FakeLLMServer) -> None:
+    extension = workspace[0].parent / "slow.py"
+    extension.write_text(SEQUENTIAL_EXTENSION)
+    pi = await _spawn(workspace, "--no-session", "-e", str(extension))
+    try:
+        script(fake_llm, "const r = await Promise.all([tools.slow({}), tools.slow({}), tools.slow({})]);\nreturn r;")
+        assert result_text(codemode_end(await run(pi))).endswith('Output:\n["1","1","1"]')
+    finally:
+        await pi.kill()

@@ -9,6 +9,8 @@ knows the runtime's shape (see docs/codemode.md, "Seams").
 
 from __future__ import annotations
 
+import asyncio
+import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -113,6 +115,17 @@ def catalog_entry(tool: AgentTool) -> CatalogTool:
     )
 
 
+_locks: weakref.WeakKeyDictionary[Any, asyncio.Lock] = weakref.WeakKeyDictionary()
+
+
+def _exclusive_lock(runtime: Any) -> asyncio.Lock:
+    """One queue per session for inner calls that must not run concurrently."""
+    lock = _locks.get(runtime)
+    if lock is None:
+        lock = _locks[runtime] = asyncio.Lock()
+    return lock
+
+
 class SessionCodemodeHost:
     """:class:`CodemodeHost` over today's ``SessionRuntime``."""
 
@@ -134,10 +147,15 @@ class SessionCodemodeHost:
                            signal: AbortSignal) -> InnerOutcome:
         from pi_coding_agent.agent.tool_execution import ToolExecutor
 
-        executor = ToolExecutor(self._tools(), self.rt.agent.hooks, signal, self.rt.agent._emit)
+        tools = self._tools()
+        executor = ToolExecutor(tools, self.rt.agent.hooks, signal, self.rt.agent._emit)
         call = {"type": "toolCall", "id": call_id, "name": name, "arguments": args if args is not None else {}}
-        result = await executor.run_nested(call, parent_id)  # type: ignore[arg-type]
-        return InnerOutcome(call_id, result)
+        tool = next((t for t in tools if t.name == name), None)
+        exclusive = self.rt.agent.tool_execution == "sequential" or getattr(tool, "execution_mode", "") == "sequential"
+        if not exclusive:
+            return InnerOutcome(call_id, await executor.run_nested(call, parent_id))  # type: ignore[arg-type]
+        async with _exclusive_lock(self.rt):  # tools that must run alone take turns, as direct calls do
+            return InnerOutcome(call_id, await executor.run_nested(call, parent_id))  # type: ignore[arg-type]
 
     def branch_entries(self) -> list[dict[str, Any]]:
         return list(self.rt.session_manager.get_branch())
