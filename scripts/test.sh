@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Sets up .venv with the package and its test extras (idempotent), installs what the end-to-end
-# tests need (chromium for the HTML export test), then runs lint, type checks and the test suite.
+# tests need (chromium for the HTML export test, bubblewrap for the sandbox), then runs lint, type checks and the test suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
@@ -8,8 +8,15 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
-if [ "${CI:-}" = "true" ] && ! command -v chromium >/dev/null 2>&1; then
-  (apt-get update -qq && apt-get install -y -qq chromium >/dev/null) || echo "warning: could not install chromium" >&2
+# Debian packages the end-to-end tests use: chromium (HTML export), bubblewrap (the sandbox).
+if [ "${CI:-}" = "true" ]; then
+  missing=""
+  command -v chromium >/dev/null 2>&1 || missing="$missing chromium"
+  command -v bwrap >/dev/null 2>&1 || missing="$missing bubblewrap"
+  if [ -n "$missing" ]; then
+    # shellcheck disable=SC2086
+    (apt-get update -qq && apt-get install -y -qq $missing >/dev/null) || echo "warning: could not install$missing" >&2
+  fi
 fi
 # The comparison tests run the reference pi 1.6.0 side by side (they skip, with a reason, without it).
 REFERENCE_SCRIPT=../shared/tools/reference-pi.sh

@@ -13,13 +13,13 @@ from pi_coding_agent import __version__
 from pi_coding_agent.ai.models import catalog_index
 from pi_coding_agent.coding import paths
 from pi_coding_agent.coding.cli import (
-    CliArgs,
     CliError,
     format_token_count,
     fuzzy_filter_match,
     main,
     parse_args,
 )
+from pi_coding_agent.coding.options import CliArgs
 
 
 @pytest.fixture(autouse=True)

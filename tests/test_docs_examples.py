@@ -31,3 +31,21 @@ def test_models_md_example_loads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     routed = [m for m in registry.all_models() if m["provider"] == "anthropic"]
     assert routed and all(m["baseUrl"] == "https://my-proxy.example.com" for m in routed)
     assert json.loads(block.group(1))["providers"]["anthropic"] == {"baseUrl": "https://my-proxy.example.com"}
+
+
+def _python_blocks(name: str) -> list[str]:
+    return re.findall(r"```python\n(.*?)```", (DOCS / name).read_text(), re.S)
+
+
+@pytest.mark.parametrize("index", range(len(_python_blocks("sdk.md"))))
+def test_sdk_md_examples_run(index: int, tmp_path: Path) -> None:
+    """Every example of docs/sdk.md runs as written (in its own interpreter) and prints something."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "example.py"
+    script.write_text(_python_blocks("sdk.md")[index])
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
+                          cwd=tmp_path, env={"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip()

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from pi_coding_agent.coding.extensions.context import Binding, StaleContextError
 from pi_coding_agent.coding.extensions.examples import permission_gate, protected_paths
 from pi_coding_agent.coding.extensions.loader import LoadError, discover, import_extension
+from pi_coding_agent.coding.extensions.registry import Binding, StaleContextError
 from pi_coding_agent.coding.resources.settings import SettingsPath
 
 

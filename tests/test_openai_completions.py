@@ -201,7 +201,8 @@ async def test_request_for_other_hosts(fake_llm):
 async def test_request_replays_tools_history_and_fills_missing_results(fake_llm):
     model = _model(fake_llm.url)
     assistant = {"role": "assistant", "api": "openai-completions", "provider": "openai", "model": "gpt-test",
-                 "usage": {}, "stopReason": "toolUse", "timestamp": 0,
+                 "usage": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 0},
+                 "stopReason": "toolUse", "timestamp": 0,
                  "content": [{"type": "text", "text": "Checking."},
                              {"type": "toolCall", "id": "call_a", "name": "bash", "arguments": {"command": "ls"}},
                              {"type": "toolCall", "id": "call_b", "name": "bash", "arguments": {"command": "pwd"}}]}

@@ -177,7 +177,7 @@ _HEX8 = re.compile(r"^[0-9a-f]{8}$")
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$")
 _FILE_STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-\d{3}Z")
-_VOLATILE_NUMBERS = {"timestamp", "durationMs", "labelTimestamp"}
+_VOLATILE_NUMBERS = {"timestamp", "durationMs", "labelTimestamp", "wall_time_seconds"}  # timing, not behaviour
 _ID_KEYS = {"id", "parentId", "targetId", "firstKeptEntryId", "leafId", "entryId", "fromId"}
 _PACKAGE_DIRS = (
     str(REFERENCE_ROOT / "pi-1.6.0" / "node_modules" / "@earendil-works" / "pi-coding-agent"),

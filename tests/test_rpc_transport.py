@@ -16,7 +16,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from pi_coding_agent.coding.modes.rpc_commands import COMMANDS, CommandError, convert_arguments
+from pi_coding_agent.coding.errors import CommandError
+from pi_coding_agent.coding.modes.rpc_commands import COMMANDS, convert_arguments
 from pi_coding_agent.coding.modes.rpc_transport import LineSplitter
 from tests.rpc_helpers import PYTHON, ROOT, RpcProcess
 

@@ -173,3 +173,40 @@ def test_convert_to_llm_exact_texts() -> None:
         "Ran `big`\n```\ntail\n```\n\n[Output truncated. Full output: /tmp/pi-bash-1.log]",
     ]
     assert converted[0]["timestamp"] == stamp and converted[3]["content"] == messages[3]["content"]
+
+
+def test_the_cached_path_and_context_suffix_match_a_fresh_walk(tmp_path):
+    """Appends, branch moves, compactions and settings changes in a seeded random order: the manager's
+    incrementally kept path, context suffix and settings always equal a walk of the whole tree."""
+    import random
+
+    from pi_coding_agent.coding.session import SessionManager
+    from pi_coding_agent.coding.session.context import build_context, select_context_entries
+
+    rng = random.Random(7)
+    sm = SessionManager.create(tmp_path, tmp_path, persist=False)
+    for step in range(600):
+        op = rng.random()
+        if op < 0.55:
+            role = rng.choice(["user", "assistant"])
+            message = {"role": role, "content": [{"type": "text", "text": f"m{step}"}], "timestamp": step}
+            if role == "assistant":
+                message.update(provider=rng.choice(["a", "b"]), model=f"m{step % 3}")
+            sm.append_message(message)
+        elif op < 0.65 and sm.entries:
+            sm.branch(rng.choice(sm.entries)["id"])
+        elif op < 0.75:
+            sm.append_thinking_level_change(rng.choice(["off", "low", "high"]))
+        elif op < 0.82:
+            sm.append_model_change("p", f"x{step}")
+        elif sm.leaf_id is not None:
+            branch = sm.get_branch()
+            kept = rng.choice(branch)["id"] if rng.random() < 0.9 else "missing"
+            sm.append_compaction(f"summary {step}", kept, 100, system_message={"role": "system", "content": ""})
+        rebuilt = SessionManager(cwd=tmp_path, session_dir=None, persist=False, header=sm.header,
+                                 entries=list(sm.entries), session_file=None, flushed=False)
+        rebuilt.branch(sm.leaf_id)
+        fresh = rebuilt.get_branch()
+        assert sm.get_branch() == fresh
+        assert select_context_entries(sm.get_context_branch()) == select_context_entries(fresh)
+        assert sm.build_context() == build_context(fresh)

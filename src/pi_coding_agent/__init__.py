@@ -2,6 +2,25 @@
 
 Three layers, imports only go downward:
 ``ai`` (LLM layer) <- ``agent`` (agent core) <- ``coding`` (the coding agent: tools, sessions, modes, CLI).
+
+``create_agent_session`` (``coding/sdk.py``, see ``docs/sdk.md``) runs a session in this process;
+it is imported on first use so that ``pi`` itself starts without it.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pi_coding_agent.coding.sdk import create_agent_session
+
 __version__ = "0.1.0"
+__all__ = ["__version__", "create_agent_session"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "create_agent_session":
+        from pi_coding_agent.coding.sdk import create_agent_session
+
+        return create_agent_session
+    raise AttributeError(f"module 'pi_coding_agent' has no attribute {name!r}")

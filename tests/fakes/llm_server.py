@@ -14,6 +14,12 @@ the next *scripted response* (one FIFO shared by all routes). A scripted respons
      "chunkDelayMs": 0,       # pause before each SSE event after the first (slow streams)
      "cutAfterChunks": 5}     # drop the connection after N SSE events (no chunked terminator)
 
+A *raw replay* serves a recorded body byte for byte instead of rendering one, whatever the route::
+
+    {"raw": "<body text or bytes>", "status": 200, "contentType": "text/event-stream",
+     "rawChunkSize": 64,      # bytes per HTTP chunk (default: the whole body in one chunk)
+     "headers": {...}}
+
 With an empty script the reply is the text ``ok``, so a stray request never hangs.
 
 Routing by request path to a renderer module in this directory, imported on first use (a missing
@@ -56,6 +62,7 @@ import sys
 import threading
 import time
 from collections import deque
+from collections.abc import Iterable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import ModuleType
@@ -125,6 +132,9 @@ class _Handler(BaseHTTPRequestHandler):
         if renderer is None:
             self._send_json(404, {"error": {"message": f"unknown route {self.path}", "type": "invalid_request_error"}})
             return
+        if "raw" in response:
+            self._replay(response)
+            return
         if "status" in response:
             body_out = response["body"] if "body" in response else renderer.render_error_body(response)
             self._send_json(int(response["status"]), body_out, response.get("headers") or {})
@@ -145,8 +155,6 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
     def _stream(self, events: list[bytes], response: dict[str, Any]) -> None:
-        delay = response.get("chunkDelayMs", 0) / 1000
-        cut = response.get("cutAfterChunks")
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
         self.send_header("cache-control", "no-cache")
@@ -154,23 +162,50 @@ class _Handler(BaseHTTPRequestHandler):
         for key, value in (response.get("headers") or {}).items():
             self.send_header(key, value)
         self.end_headers()
+        self._write_chunked(self._paced(events, response))
+
+    def _paced(self, events: list[bytes], response: dict[str, Any]) -> Iterator[bytes | None]:
+        """The events with the script's pauses; None where the connection is to be dropped."""
+        delay = response.get("chunkDelayMs", 0) / 1000
+        cut = response.get("cutAfterChunks")
+        for sent, event in enumerate(events):
+            if cut is not None and sent >= cut:
+                yield None
+                return
+            if delay and sent:
+                time.sleep(delay)
+            if self.server.fake.stopping:
+                yield None
+                return
+            yield event
+
+    def _write_chunked(self, pieces: Iterable[bytes | None]) -> None:
+        """One HTTP chunk per piece, then the terminator; a None piece drops the connection instead."""
         try:
-            for sent, event in enumerate(events):
-                if cut is not None and sent >= cut:
+            for piece in pieces:
+                if piece is None:
                     self._drop_connection()
                     return
-                if delay and sent:
-                    time.sleep(delay)
-                if self.server.fake.stopping:
-                    self._drop_connection()
-                    return
-                self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
                 self.wfile.flush()
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
             self.server.fake.note_disconnect()
             self.close_connection = True
+
+    def _replay(self, response: dict[str, Any]) -> None:
+        """Serve a recorded body byte for byte (chunked, ``rawChunkSize`` bytes per HTTP chunk)."""
+        raw = response["raw"]
+        data = raw.encode() if isinstance(raw, str) else bytes(raw)
+        size = int(response.get("rawChunkSize") or len(data) or 1)
+        self.send_response(int(response.get("status", 200)))
+        self.send_header("content-type", response.get("contentType", "text/event-stream"))
+        self.send_header("transfer-encoding", "chunked")
+        for key, value in (response.get("headers") or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        self._write_chunked(data[start : start + size] for start in range(0, len(data), size))
 
     def _drop_connection(self) -> None:
         self.close_connection = True

@@ -8,16 +8,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pi_coding_agent.agent.hooks import AgentHooks
-from pi_coding_agent.agent.loop import AgentRun
+from pi_coding_agent.agent.loop import LoopConfig, StreamFn, run_loop
 from pi_coding_agent.agent.queues import MessageQueue
 from pi_coding_agent.agent.tool import AgentTool
 from pi_coding_agent.ai import stream as ai_stream
 from pi_coding_agent.ai.abort import AbortSignal
-from pi_coding_agent.ai.stream import AssistantStream, StreamOptions
-from pi_coding_agent.ai.types import AssistantMessage, Context, Model, empty_usage, now_ms
+from pi_coding_agent.ai.types import AssistantMessage, Model, empty_usage, now_ms
 
 Listener = Callable[[dict[str, Any]], Awaitable[None] | None]
-StreamFn = Callable[[Model, Context, StreamOptions], AssistantStream]
 
 BUSY_PROMPT = ("Agent is already processing a prompt. Use steer() or followUp() to queue messages, "
                "or wait for completion.")
@@ -34,9 +32,10 @@ class Agent:
     """Runs prompts through the model and the tools; knows nothing of files, sessions or RPC.
 
     ``model``, ``thinking_level``, ``tools``, ``messages`` (the transcript), ``hooks``,
-    ``tool_execution``, ``steering_mode`` and ``follow_up_mode`` are plain attributes the owner may
-    change between runs (and between turns, from hooks). Every finished message is appended to
-    ``messages`` before listeners see its ``message_end``.
+    ``tool_execution``, ``steering_mode`` and ``follow_up_mode`` are readable attributes; the owner
+    changes them between runs (and between turns, from hooks) through the setters below, so every
+    write to agent state is a named call. Every finished message is appended to ``messages``
+    before listeners see its ``message_end``.
     """
 
     def __init__(
@@ -95,6 +94,36 @@ class Agent:
     def signal(self) -> AbortSignal | None:
         """The abort signal of the active run, if any."""
         return self._active.signal if self._active is not None else None
+
+    # ---- setters for the owner ---------------------------------------------------------------
+
+    def set_model(self, model: Model, thinking_level: str | None = None) -> None:
+        self.model = model
+        if thinking_level is not None:
+            self.thinking_level = thinking_level
+
+    def set_thinking_level(self, level: str) -> None:
+        self.thinking_level = level
+
+    def set_tools(self, tools: list[AgentTool]) -> None:
+        """The active tools from the next request on."""
+        self.tools = tools
+
+    def replace_messages(self, messages: list[dict[str, Any]]) -> None:
+        """A new transcript (session switch, tree navigation): ``messages`` becomes the transcript."""
+        self.messages = messages
+
+    def append_message(self, message: dict[str, Any]) -> None:
+        """A message recorded outside a run (user bash, an extension's custom message)."""
+        self.messages.append(message)
+
+    def remove_message(self, message: dict[str, Any]) -> bool:
+        """Drop the first message equal to ``message``; False when there is none."""
+        try:
+            self.messages.remove(message)
+        except ValueError:
+            return False
+        return True
 
     # ---- events ------------------------------------------------------------------------------
 
@@ -185,13 +214,20 @@ class Agent:
         active = self._active = _ActiveRun()
         self.streaming_message = None
         try:
-            await AgentRun(self, active.signal, skip_initial_steering_poll).run(prompts)
+            config = LoopConfig(state=self, hooks=self.hooks, signal=active.signal, emit=self._emit,
+                                poll_steering=self._steering.drain, poll_follow_up=self._follow_up.drain,
+                                stream_fn=self.stream_fn, on_stream_start=self._stream_started)
+            outcome = await run_loop(config, prompts, skip_initial_steering_poll)
+            self.last_retry_after_ms = outcome.retry_after_ms
         except Exception as exc:
             await self._fail_run(exc, active.signal.aborted)
         finally:
             self.streaming_message = None
             self._active = None
             active.idle.set()
+
+    def _stream_started(self, partial: AssistantMessage) -> None:
+        self.streaming_message = partial
 
     async def _fail_run(self, exc: Exception, aborted: bool) -> None:
         """A run that threw still ends with an assistant message and ``agent_end``."""

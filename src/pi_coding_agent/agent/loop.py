@@ -4,21 +4,28 @@ The order of events is a contract (RPC clients and the session store depend on i
 ``agent_start, turn_start, <prompt messages>, [assistant, tools, turn_end, turn_start, ...], agent_end``.
 Steering messages are taken between turns only (a streaming response and its tool calls are never
 interrupted); follow-ups only when the run would otherwise stop; both become new turns of this run.
+
+``run_loop`` is a function of a ``LoopConfig``: the state it reads as it goes, the hooks, the abort
+signal, where events go and how the two queues are polled. It returns the run's outcome and writes
+nothing but the transcript it was given, so the ``Agent`` stays the only owner of its state.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol, cast
 
+from pi_coding_agent.agent.hooks import AgentHooks
 from pi_coding_agent.agent.tool import AgentTool, tool_declaration
 from pi_coding_agent.agent.tool_execution import ToolExecutor
 from pi_coding_agent.ai.abort import AbortSignal
-from pi_coding_agent.ai.stream import StreamOptions
-from pi_coding_agent.ai.types import AssistantMessage, Context, ToolCall, empty_usage
+from pi_coding_agent.ai.stream import AssistantStream, StreamOptions
+from pi_coding_agent.ai.types import AssistantMessage, Context, Model, ToolCall, empty_usage
 
-if TYPE_CHECKING:
-    from pi_coding_agent.agent.agent import Agent
+Emit = Callable[[dict[str, Any]], Awaitable[None]]
+Poll = Callable[[], list[dict[str, Any]]]
+StreamFn = Callable[[Model, Context, StreamOptions], AssistantStream]
 
 _BLOCK_EVENTS = frozenset({
     "text_start", "text_delta", "text_end", "thinking_start", "thinking_delta", "thinking_end",
@@ -49,15 +56,67 @@ def _opening_snapshot(partial: AssistantMessage) -> dict[str, Any]:
     return {**opening, "content": [], "usage": empty_usage(), "stopReason": "pending"}
 
 
-class AgentRun:
-    """The state of one run: its abort signal and the messages it produced (for ``agent_end``)."""
+class RunState(Protocol):
+    """What a run reads as it goes; the owner may change it between turns (from hooks)."""
 
-    def __init__(self, agent: Agent, signal: AbortSignal, skip_initial_steering_poll: bool = False) -> None:
-        self.agent = agent
-        self.signal = signal
-        self.new_messages: list[dict[str, Any]] = []
+    @property
+    def model(self) -> Model: ...
+
+    @property
+    def thinking_level(self) -> str: ...
+
+    @property
+    def tools(self) -> list[AgentTool]: ...
+
+    @property
+    def tool_execution(self) -> str: ...
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """The transcript; the ``emit`` that receives ``message_end`` appends to it."""
+        ...
+
+
+@dataclass(frozen=True)
+class LoopConfig:
+    state: RunState
+    hooks: AgentHooks
+    signal: AbortSignal
+    emit: Emit
+    poll_steering: Poll
+    poll_follow_up: Poll
+    stream_fn: StreamFn
+    on_stream_start: Callable[[AssistantMessage], None]  # the live partial of the response now streaming
+
+
+@dataclass
+class RunOutcome:
+    """The messages the run produced (as in ``agent_end``) and the last response's retry-after hint."""
+
+    new_messages: list[dict[str, Any]] = field(default_factory=list)
+    retry_after_ms: int | None = None
+
+
+async def run_loop(config: LoopConfig, prompts: list[dict[str, Any]] | None,
+                   skip_initial_steering_poll: bool = False) -> RunOutcome:
+    """One run with new prompt messages, or continued from the transcript when ``prompts`` is None."""
+    run = _Run(config, skip_initial_steering_poll)
+    await run.run(prompts)
+    return run.outcome
+
+
+class _Run:
+    """The state of one run: its config and its outcome so far."""
+
+    def __init__(self, config: LoopConfig, skip_initial_steering_poll: bool) -> None:
+        self.config = config
+        self.state = config.state
+        self.hooks = config.hooks
+        self.signal = config.signal
+        self.outcome = RunOutcome()
+        self.new_messages = self.outcome.new_messages
         self._skip_steering_poll = skip_initial_steering_poll
-        self._emit = agent._emit
+        self._emit = config.emit
 
     async def run(self, prompts: list[dict[str, Any]] | None) -> None:
         """Run with new prompt messages, or continue from the transcript when ``prompts`` is None."""
@@ -76,7 +135,7 @@ class AgentRun:
         if self._skip_steering_poll:
             self._skip_steering_poll = False
             return []
-        return self.agent._steering.drain()
+        return self.config.poll_steering()
 
     async def _turns(self) -> None:
         pending = self._poll_steering()
@@ -86,8 +145,8 @@ class AgentRun:
             more_tool_calls = True
             while more_tool_calls or pending:
                 if not first_turn:
-                    if self.agent.hooks.prepare_next_turn is not None:
-                        await self.agent.hooks.prepare_next_turn()
+                    if self.hooks.prepare_next_turn is not None:
+                        await self.hooks.prepare_next_turn()
                     if not pending:  # one-at-a-time must not deliver two in one turn
                         pending = self._poll_steering()
                     await self._emit({"type": "turn_start"})
@@ -108,7 +167,7 @@ class AgentRun:
                 pending = self._poll_steering()
                 if more_tool_calls or pending:
                     asked_to_continue = False  # a request follows anyway
-            pending = self.agent._follow_up.drain()
+            pending = self.config.poll_follow_up()
             if pending:
                 asked_to_continue = False
             elif asked_to_continue:
@@ -118,7 +177,7 @@ class AgentRun:
         await self._end()
 
     async def _finish_turn(self, message: AssistantMessage, results: list[Any]) -> bool:
-        finish = self.agent.hooks.finish_turn
+        finish = self.hooks.finish_turn
         return False if finish is None else await finish(message, results)
 
     async def _end(self) -> None:
@@ -129,44 +188,41 @@ class AgentRun:
         calls: list[ToolCall] = [b for b in message["content"] if b["type"] == "toolCall"]
         if not calls:
             return False, []
-        agent = self.agent
-        executor = ToolExecutor(agent.tools, agent.hooks, self.signal, self._emit)
+        executor = ToolExecutor(self.state.tools, self.hooks, self.signal, self._emit)
         if message["stopReason"] == "length":
             batch = await executor.fail_truncated(calls)
         else:
-            batch = await executor.run(calls, agent.tool_execution)
+            batch = await executor.run(calls, self.state.tool_execution)
         self.new_messages.extend(cast(list[dict[str, Any]], batch.messages))
         return not batch.terminate, batch.messages
 
     async def _request_options(self) -> StreamOptions:
-        agent = self.agent
-        hooks = agent.hooks
-        options = hooks.stream_options(agent.model) if hooks.stream_options is not None else StreamOptions()
-        api_key = await hooks.get_api_key(agent.model) if hooks.get_api_key is not None else None
-        return replace(options, signal=self.signal, thinking_level=agent.thinking_level,
+        state, hooks = self.state, self.hooks
+        options = hooks.stream_options(state.model) if hooks.stream_options is not None else StreamOptions()
+        api_key = await hooks.get_api_key(state.model) if hooks.get_api_key is not None else None
+        return replace(options, signal=self.signal, thinking_level=state.thinking_level,
                        api_key=api_key or options.api_key)
 
     def _context(self, messages: list[dict[str, Any]]) -> Context:
-        agent = self.agent
-        build = agent.hooks.build_context
+        tools = self.state.tools
+        build = self.hooks.build_context
         if build is None:
-            return default_context(messages, agent.tools)
+            return default_context(messages, tools)
         context = build(messages)
-        if "tools" not in context and agent.tools:
-            context["tools"] = [tool_declaration(t) for t in agent.tools]
+        if "tools" not in context and tools:
+            context["tools"] = [tool_declaration(t) for t in tools]
         return context
 
     async def _stream_assistant(self) -> AssistantMessage:
         """Stream one response. ``message_start`` waits for the first stream data, so a request that
         fails before any (HTTP error, aborted before start) has no pending phase."""
-        agent = self.agent
-        messages = agent.messages
-        if agent.hooks.transform_context is not None:
-            messages = await agent.hooks.transform_context(messages, self.signal)
+        messages = self.state.messages
+        if self.hooks.transform_context is not None:
+            messages = await self.hooks.transform_context(messages, self.signal)
         context = self._context(messages)
         options = await self._request_options()
         level = options.thinking_level
-        response = agent.stream_fn(agent.model, context, options)
+        response = self.config.stream_fn(self.state.model, context, options)
         partial = response.partial
         usage = partial["usage"]
         emit = self._emit
@@ -177,7 +233,7 @@ class AgentRun:
             if kind in _BLOCK_EVENTS:
                 if not started:
                     started = True
-                    agent.streaming_message = partial
+                    self.config.on_stream_start(partial)
                     await emit({"type": "message_start", "message": _opening_snapshot(partial)})
                 await emit({"type": "message_update", "usage": usage, "assistantMessageEvent": event})
             elif kind == "done":
@@ -186,7 +242,7 @@ class AgentRun:
                 final = event["error"]
         if final is None:
             final = await response.result()
-        agent.last_retry_after_ms = getattr(response, "retry_after_ms", None)
+        self.outcome.retry_after_ms = response.retry_after_ms
         final["thinkingLevel"] = level
         if not started:
             await emit({"type": "message_start", "message": dict(final)})

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal, get_args
 
-QUEUE_MODES = ("one-at-a-time", "all")
+QueueMode = Literal["all", "one-at-a-time"]
+QUEUE_MODES: tuple[str, ...] = get_args(QueueMode)  # in the order pi lists them in errors
 
 
 class MessageQueue:

@@ -197,7 +197,7 @@ class ToolExecutor:
         started = time.monotonic()
         task = asyncio.ensure_future(prepared.tool.execute(prepared.call["id"], prepared.args, self._signal, relay))
         cooperative = getattr(prepared.tool, "handles_abort", False)
-        remove = (lambda: None) if cooperative else self._signal.cancel_task_on_abort(task)
+        remove: Callable[[], None] = _no_op if cooperative else self._signal.cancel_task_on_abort(task)
         try:
             result = await task
         except asyncio.CancelledError:
@@ -275,3 +275,7 @@ def _pick(patch: dict[str, Any], key: str, default: Any) -> Any:
 
 def _all_terminate(finalized: list[_Finalized]) -> bool:
     return bool(finalized) and all(f.result.terminate for f in finalized)
+
+
+def _no_op() -> None:
+    """Nothing to undo: a cooperative tool watches the signal itself."""

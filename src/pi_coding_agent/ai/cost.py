@@ -28,9 +28,10 @@ def apply_cost(model: Model, usage: Usage, reported: bool) -> None:
     ``reported``: the provider sent a usage report, so the cost is our computation from it
     (``totalFromProvider: false``); without one pi leaves the flag out.
     """
+    c: Any = usage["cost"]
+    billed = c["total"] if c.get("totalFromProvider") is True else None  # a provider's own total wins
     rate = _rates(model, usage)
     write_1h: int = usage.get("cacheWrite1h", 0)
-    c: Any = usage["cost"]
     c["input"] = rate.get("input", 0) / 1e6 * usage["input"]
     c["output"] = rate.get("output", 0) / 1e6 * usage["output"]
     c["cacheRead"] = rate.get("cacheRead", 0) / 1e6 * usage["cacheRead"]
@@ -41,5 +42,7 @@ def apply_cost(model: Model, usage: Usage, reported: bool) -> None:
     for key in ("input", "output", "cacheRead", "cacheWrite", "total"):
         if c[key] == int(c[key]):
             c[key] = int(c[key])  # JSON.stringify writes 0, not 0.0
-    if reported:
+    if billed is not None:
+        c["total"] = billed
+    elif reported:
         c["totalFromProvider"] = False

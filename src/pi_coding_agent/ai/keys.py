@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from pi_coding_agent.ai.models import catalog_index, provider_env_vars
+from pi_coding_agent.ai.catalog import catalog_index, provider_env_vars
 
 COMMAND_TIMEOUT_S = 10.0
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

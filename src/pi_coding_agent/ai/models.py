@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from pi_coding_agent.ai import models_json
+from pi_coding_agent.ai.catalog import DATA_DIR, catalog_index
 from pi_coding_agent.ai.types import THINKING_LEVELS, Model
 
 if TYPE_CHECKING:
@@ -22,7 +23,6 @@ if TYPE_CHECKING:
 
     from pi_coding_agent.ai.keys import AuthStorage
 
-DATA_DIR = Path(__file__).parent / "data"
 FAUX_PROVIDER = "faux"
 
 # get_state reports this when no model is selected (rpc-protocol.md §3.2).
@@ -45,19 +45,6 @@ class ModelResolutionError(Exception):
 
 
 # ----------------------------------------------------------------------------- catalog data
-
-
-@cache
-def catalog_index() -> dict[str, Any]:
-    """``{"source", "providers": {id: {api, baseUrl, envVars, defaultModel?, keyless?}}, "defaultModelOrder"}``."""
-    index: dict[str, Any] = orjson.loads((DATA_DIR / "index.json").read_bytes())
-    return index
-
-
-def provider_env_vars(provider: str) -> list[str]:
-    """Environment variables that may hold the provider's API key, in lookup order."""
-    names: list[str] = catalog_index()["providers"].get(provider, {}).get("envVars", [])
-    return names
 
 
 @cache

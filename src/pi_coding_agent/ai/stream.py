@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -43,6 +44,11 @@ API_MODULES: dict[str, str] = {
 PayloadHook = Callable[[dict[str, Any]], Awaitable[dict[str, Any] | None]]
 
 
+def default_cache_retention() -> str:
+    """pi's default retention: ``long`` when ``PI_CACHE_RETENTION=long``, else ``short``."""
+    return "long" if os.environ.get("PI_CACHE_RETENTION") == "long" else "short"
+
+
 @dataclass
 class StreamOptions:
     """Per-request options; every field is optional."""
@@ -54,7 +60,7 @@ class StreamOptions:
     signal: AbortSignal | None = None
     headers: dict[str, str] = field(default_factory=dict)
     session_id: str | None = None
-    cache_retention: str = "short"  # "none" | "short" | "long"
+    cache_retention: str = field(default_factory=default_cache_retention)  # "none" | "short" | "long"
     thinking_budgets: dict[str, int] | None = None
     idle_timeout_s: float | None = 300.0
     on_payload: PayloadHook | None = None  # may return a replacement request body
@@ -76,11 +82,6 @@ class Adapter(Protocol):
 
 
 _adapters: dict[str, Adapter] = {}
-
-
-def register_api(api: str, adapter: Adapter) -> None:
-    """Register an adapter for an API name (used by extensions and tests)."""
-    _adapters[api] = adapter
 
 
 def load_adapter(api: str) -> Adapter:

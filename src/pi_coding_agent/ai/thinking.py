@@ -118,8 +118,12 @@ def _assistant_block_chars(block: Any) -> int:
 
 
 def _usage_tokens(usage: Any) -> int:
-    return int(usage.get("totalTokens") or (
-        usage["input"] + usage["output"] + usage["cacheRead"] + usage["cacheWrite"]))
+    """Context tokens of a reported usage; a malformed one counts as none (pi's sum is NaN there)."""
+    if not isinstance(usage, dict):
+        return 0
+    parts: list[Any] = [usage.get(k) for k in ("input", "output", "cacheRead", "cacheWrite")]
+    total = usage.get("totalTokens") or (sum(parts) if all(isinstance(p, int) for p in parts) else 0)
+    return int(total) if isinstance(total, int | float) else 0
 
 
 def _last_usage_index(messages: list[Message]) -> int | None:

@@ -1,83 +1,96 @@
 """AgentSession: one Agent bound to a session file, settings, resources, retry and compaction.
 
-Every RPC command is one method here; the modes (RPC, print, JSON) are thin front ends. The session
-turns agent-core events into session events (persisting each finished message first), and wraps
-each prompt in a *session-level run* that may hold several agent runs (auto-retry, overflow
-recovery, queued continuations) and always ends with exactly one ``agent_settled``.
+Every RPC command is one method here; the modes (RPC, print, JSON) and the SDK are thin front ends.
+The session turns agent-core events into session events (persisting each finished message first),
+and wraps each prompt in a *session-level run* that may hold several agent runs (auto-retry,
+overflow recovery, queued continuations) and always ends with exactly one ``agent_settled``.
+
+Ownership points one way: the session owns its ``SessionRuntime`` (collaborators and policies), its
+compaction controller, tree navigator and extension runner; those see it only as a ``SessionHost``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import sys
 import traceback
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
 from pi_coding_agent.agent.agent import Agent
+from pi_coding_agent.agent.queues import QUEUE_MODES
 from pi_coding_agent.ai.abort import AbortSignal, sleep_abortable
 from pi_coding_agent.ai.thinking import clamp_thinking_level, supported_thinking_levels
-from pi_coding_agent.ai.types import Model, now_ms
+from pi_coding_agent.ai.types import Model
+from pi_coding_agent.coding.bash_runs import BashRuns
+from pi_coding_agent.coding.compaction.controller import CompactionController
+from pi_coding_agent.coding.errors import SessionError
+from pi_coding_agent.coding.event_stream import EventStream
+from pi_coding_agent.coding.messages import last_assistant, last_assistant_text, message_text, user_message
+from pi_coding_agent.coding.queue_mirror import QueueMirror
 from pi_coding_agent.coding.retry import RetryState
-from pi_coding_agent.coding.session import SessionManager, encode_tree
+from pi_coding_agent.coding.runtime import SessionRuntime
+from pi_coding_agent.coding.session import SessionManager
+from pi_coding_agent.coding.session_host import Listener
+from pi_coding_agent.coding.tools import processes
 from pi_coding_agent.coding.tools.images import normalise_user_content
+from pi_coding_agent.coding.tree_navigation import TreeNavigator
 
 if TYPE_CHECKING:
-    from pi_coding_agent.coding.runtime import SessionRuntime
+    from pi_coding_agent.coding.extensions.loader import ExtensionSource
+    from pi_coding_agent.coding.extensions.runner import ExtensionRunner
 
-Listener = Callable[[dict[str, Any]], None]
-
-QUEUE_MODES = ("all", "one-at-a-time")
 RETRY_CANCELLED = "Retry cancelled"
 STREAMING_ERROR = (
     "Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message."
 )
 
 
-class SessionError(Exception):
-    """A command failed; ``str(err)`` is the text clients see in the response ``error``."""
-
-
-def _user_message(text: str, images: list[dict[str, Any]] | None) -> dict[str, Any]:
-    return {"role": "user", "content": [{"type": "text", "text": text}, *(images or [])], "timestamp": now_ms()}
-
-
-def _message_text(message: dict[str, Any]) -> str:
-    content = message.get("content")
-    if isinstance(content, str):
-        return content
-    return "".join(block.get("text", "") for block in content or [] if block.get("type") == "text")
-
-
 class AgentSession:
     """The operations behind the RPC commands, over one live session."""
 
-    def __init__(self, runtime: SessionRuntime) -> None:
+    def __init__(self, runtime: SessionRuntime, extension_sources: Sequence[ExtensionSource] = ()) -> None:
         self.rt = runtime
         self.agent: Agent = runtime.agent
-        self.sm: SessionManager = runtime.session_manager
         self.retry = RetryState(runtime.retry_settings())
         self._listeners: list[Listener] = []
-        self._steering_texts: list[str] = []
-        self._follow_up_texts: list[str] = []
-        self._queued_with_images: list[dict[str, Any]] = []  # normalised when delivered, like pi
+        self.queues = QueueMirror(self.agent, self.emit)
         self._run_task: asyncio.Task[None] | None = None
         self._settled = asyncio.Event()
         self._settled.set()
         self._aborted = False
         self._retry_signal: AbortSignal | None = None
-        self._bash_signals: set[AbortSignal] = set()
-        self._deferred_bash: list[dict[str, Any]] = []
+        self.bash_runs = BashRuns(runtime, self._record_bash, lambda: self.is_streaming)
         self._entry_of_message: dict[int, str] = {}  # id(message) -> session entry id
         self._compaction_idle = asyncio.Event()
         self._compaction_idle.set()
         self._unsubscribe_agent = self.agent.subscribe(self._on_agent_event)
+        self.extensions: ExtensionRunner | None = None
+        if extension_sources:  # the dispatch machinery is imported only when an extension exists
+            from pi_coding_agent.coding.extensions.runner import ExtensionRunner
+
+            self.extensions = ExtensionRunner(self, runtime, list(extension_sources))
+        self.compaction = CompactionController(self, runtime, self.extensions)
+        self.agent.hooks.prepare_next_turn = self.compaction.check_between_turns
+        self.navigator = TreeNavigator(self, runtime)
+
+    async def start(self) -> None:
+        """Set up the extensions; their ``session_start`` runs once the caller has subscribed."""
+        if self.extensions is not None:
+            await self.extensions.load()
+            self.extensions.start_soon()
+
+    @property
+    def sm(self) -> SessionManager:
+        """The live session store (the runtime's; replaced by new / resume / fork)."""
+        return self.rt.session_manager
 
     # ----------------------------------------------------------------- events
+
+    def events(self, until_settled: bool = False) -> EventStream:
+        """The events from now on as an async iterator (``until_settled``: stop after ``agent_settled``)."""
+        return EventStream(self.subscribe, until_settled)
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         self._listeners.append(listener)
@@ -92,8 +105,8 @@ class AgentSession:
         if event["type"] == "message_start":
             message = event["message"]
             if message["role"] == "user":
-                self._dequeue_text(_message_text(message))
-                if any(queued is message for queued in self._queued_with_images):
+                self.queues.delivered(message_text(message))
+                if self.queues.take_with_images(message):
                     return self._emit_delivered_with_images(event)
         handlers = self._extension_handlers(event)
         if handlers is not None:
@@ -102,20 +115,20 @@ class AgentSession:
         return None
 
     def _extension_handlers(self, event: dict[str, Any]) -> Awaitable[None] | None:
-        return None if self.rt.extensions is None else self.rt.extensions.agent_event(event)
+        return None if self.extensions is None else self.extensions.agent_event(event)
 
     async def _forward_after(self, handlers: Awaitable[None], event: dict[str, Any]) -> None:
         await handlers
         self._forward(event)
 
     def _forward(self, event: dict[str, Any]) -> None:
-        """Persist finished messages, decide willRetry, then emit."""
+        """Persist finished messages, decide willRetry (on a copy: the agent's event stays as emitted), then emit."""
         etype = event["type"]
         if etype == "message_end":
             self._persist(event["message"])
         elif etype == "agent_end":
-            last = self._last_assistant(event["messages"])
-            event["willRetry"] = self.retry.will_retry(last, self._aborted)
+            last = last_assistant(event["messages"])
+            event = {**event, "willRetry": self.retry.will_retry(last, self._aborted)}
         self.emit(event)
         if etype == "message_end" and self.retry.attempt and self._is_success(event["message"]):
             self.emit({"type": "auto_retry_end", "success": True, "attempt": self.retry.reset()})
@@ -123,9 +136,7 @@ class AgentSession:
 
     async def _emit_delivered_with_images(self, event: dict[str, Any]) -> None:
         """A queued message's images are normalised as it is delivered, before anyone sees or saves it."""
-        message = event["message"]
-        self._queued_with_images = [queued for queued in self._queued_with_images if queued is not message]
-        await self._normalise_images(message)
+        await self._normalise_images(event["message"])
         handlers = self._extension_handlers(event)
         if handlers is not None:
             await handlers
@@ -149,47 +160,14 @@ class AgentSession:
         """The entry a message of the current run was saved as (for extensions' ``turn_end``)."""
         return self._entry_of_message.get(id(message))
 
-    @staticmethod
-    def _last_assistant(messages: list[Any]) -> Any:
-        for message in reversed(messages):
-            if message["role"] == "assistant":
-                return message
-        return None
-
     # ----------------------------------------------------------------- queues
 
-    def _emit_queue(self) -> None:
-        self.emit({"type": "queue_update", "steering": list(self._steering_texts),
-                   "followUp": list(self._follow_up_texts)})
-
-    def _dequeue_text(self, text: str) -> None:
-        for texts in (self._steering_texts, self._follow_up_texts):
-            if text in texts:
-                texts.remove(text)
-                self._emit_queue()
-                return
-
     def _enqueue(self, kind: str, text: str, images: list[dict[str, Any]] | None) -> dict[str, Any]:
-        message = _user_message(text, images)
-        if images:
-            self._queued_with_images.append(message)
-        if kind == "steer":
-            self.agent.steer(message)
-            self._steering_texts.append(text)
-        else:
-            self.agent.follow_up(message)
-            self._follow_up_texts.append(text)
-        self._emit_queue()
+        self.queues.enqueue(kind, user_message(text, images), text, bool(images))
         return {"disposition": "queued"}
 
     def clear_queue(self) -> dict[str, Any]:
-        self.agent.clear_steering_queue()
-        self.agent.clear_follow_up_queue()
-        cleared = {"steering": self._steering_texts, "followUp": self._follow_up_texts}
-        self._steering_texts, self._follow_up_texts = [], []
-        self._queued_with_images.clear()
-        self._emit_queue()
-        return cleared
+        return self.queues.clear()
 
     # ----------------------------------------------------------------- prompting
 
@@ -200,12 +178,12 @@ class AgentSession:
     async def prompt(
         self, message: str, images: list[dict[str, Any]] | None = None, streaming_behavior: str | None = None
     ) -> dict[str, Any]:
-        handled = await self.rt.handle_input(self, message, images, streaming_behavior, allow_commands=True)
+        handled = await self._handle_input(message, images, streaming_behavior, allow_commands=True)
         if handled is not None:
             if "disposition" in handled:
                 return handled
             message, images = handled["text"], handled["images"]  # an extension's transform
-        text = self.rt.expand_input(self, message)
+        text = self._expand_input(message)
         if self.is_streaming:
             if streaming_behavior not in ("steer", "followUp"):
                 raise SessionError(STREAMING_ERROR)
@@ -214,18 +192,18 @@ class AgentSession:
             raise SessionError(
                 "Cannot submit a prompt while compaction is in progress. Wait for compaction to finish and retry."
             )
-        return await self.start_run(_user_message(text, images))
+        return await self.start_run(user_message(text, images))
 
     async def start_run(self, message: dict[str, Any]) -> dict[str, Any]:
         """Start a session-level run from idle with ``message`` (a user, or an extension's custom message)."""
         self._check_model_ready()
         self._settled.clear()
         try:
-            await self.rt.before_prompt(self)
+            await self.compaction.check_before_prompt()  # its events precede the prompt response
             await self._normalise_images(message)
-            messages = self.rt.run_start_messages(self, message)
-            if self.rt.extensions is not None:
-                messages = await self.rt.extensions.before_agent_start(messages)
+            messages = self.rt.run_start_messages(message)
+            if self.extensions is not None:
+                messages = await self.extensions.before_agent_start(messages)
         except BaseException:
             self._settled.set()
             raise
@@ -240,12 +218,26 @@ class AgentSession:
         return await self._queue_command("followUp", message, images)
 
     async def _queue_command(self, kind: str, message: str, images: list[dict[str, Any]] | None) -> dict[str, Any]:
-        handled = await self.rt.handle_input(self, message, images, kind, allow_commands=False)
+        handled = await self._handle_input(message, images, kind, allow_commands=False)
         if handled is not None:
             if "disposition" in handled:
                 return handled
             message, images = handled["text"], handled["images"]  # an extension's transform
-        return self._enqueue(kind, self.rt.expand_input(self, message), images)
+        return self._enqueue(kind, self._expand_input(message), images)
+
+    async def _handle_input(self, text: str, images: list[dict[str, Any]] | None, streaming_behavior: str | None,
+                            allow_commands: bool) -> dict[str, Any] | None:
+        """Extension commands and ``input`` hooks: a disposition, an ``{"action": "transform"}``, or None."""
+        if self.extensions is None:
+            return None
+        return await self.extensions.handle_input(text, images, streaming_behavior, allow_commands)
+
+    def _expand_input(self, text: str) -> str:
+        def report(error: Exception) -> None:
+            self.emit({"type": "extension_error", "extensionPath": "skill", "event": "skill_expansion",
+                       "error": str(error)})
+
+        return self.rt.expand_input(text, report)
 
     def _check_model_ready(self) -> None:
         model = self.agent.model
@@ -265,9 +257,9 @@ class AgentSession:
             print("pi: the run failed:", file=sys.stderr)
             traceback.print_exc()
         finally:
-            await self._flush_deferred_bash()
-            if self.rt.extensions is not None:
-                await self.rt.extensions.agent_settled(self._aborted)
+            self.bash_runs.flush()
+            if self.extensions is not None:
+                await self.extensions.agent_settled(self._aborted)
             self.emit({"type": "agent_settled", "aborted": self._aborted})
             self._settled.set()
 
@@ -276,21 +268,21 @@ class AgentSession:
         if self._aborted:
             self._end_retry_series(RETRY_CANCELLED)
             return False
-        last = self._last_assistant(self.agent.messages)
+        last = last_assistant(self.agent.messages)
         if self.retry.will_retry(last, False):
             assert last is not None
             return await self._schedule_retry(last)
         if last is not None and last.get("stopReason") == "error":
             self._end_retry_series(last.get("errorMessage"))
-        if await self.rt.after_run_compaction(self, last):
+        if await self.compaction.check_after_run(last):  # threshold or overflow compaction
             return True
         return self.agent.has_queued_messages()
 
     async def _before_settle(self) -> bool:
         """Extensions' ``agent_before_settle`` (agent-loop.md §6 step 6); True for one more agent run."""
-        if self._aborted or self.rt.extensions is None:
+        if self._aborted or self.extensions is None:
             return False
-        return await self.rt.extensions.before_settle() and not self._aborted
+        return await self.extensions.before_settle() and not self._aborted
 
     async def _schedule_retry(self, failed: Any) -> bool:
         delay = self.retry.next_delay_ms(self.agent.last_retry_after_ms)
@@ -321,14 +313,14 @@ class AgentSession:
         if entry_id is not None:
             entry = self.sm.append_context_edit(entry_id, None)
             self.emit({"type": "entry_appended", "entry": entry})
-        with contextlib.suppress(ValueError):
-            self.agent.messages.remove(message)
+        self.agent.remove_message(message)
 
     async def abort(self) -> None:
         """Stop the run, a retry wait and a compaction; returns once all of them have ended."""
         self._aborted = True
         self.abort_retry()
-        self.rt.abort_background_work()
+        self.compaction.abort()
+        self.navigator.abort()
         self.agent.abort()
         await self._compaction_idle.wait()
         await self.wait_for_idle()
@@ -372,7 +364,7 @@ class AgentSession:
             state["sessionName"] = self.sm.session_name
         state["autoCompactionEnabled"] = self.rt.auto_compaction_enabled
         state["messageCount"] = len(self.agent.messages)
-        state["pendingMessageCount"] = len(self._steering_texts) + len(self._follow_up_texts)
+        state["pendingMessageCount"] = len(self.queues)
         return state
 
     def get_messages(self) -> list[dict[str, Any]]:
@@ -428,9 +420,10 @@ class AgentSession:
 
     async def _switch_model(self, model: Model, source: str) -> None:
         previous = self.agent.model
-        self.agent.model = model
+        self.agent.set_model(model)
         self.sm.append_model_change(model["provider"], model["id"])
-        await self.rt.notify_model_select(self, model, previous, source)
+        if self.extensions is not None:
+            await self.extensions.model_select(model, previous, source)
         self._apply_thinking_level(self.rt.thinking_level_for(model, self.agent.thinking_level))
 
     def set_thinking_level(self, level: str) -> None:
@@ -440,7 +433,7 @@ class AgentSession:
         effective = clamp_thinking_level(self.agent.model, level)
         if effective == self.agent.thinking_level:
             return
-        self.agent.thinking_level = effective
+        self.agent.set_thinking_level(effective)
         self.sm.append_thinking_level_change(effective)
         self.emit({"type": "thinking_level_changed", "level": effective})
 
@@ -459,40 +452,15 @@ class AgentSession:
     # ----------------------------------------------------------------- user bash
 
     async def bash(self, command: str, exclude_from_context: bool, on_delta: Callable[[str], None]) -> dict[str, Any]:
-        signal = AbortSignal()
-        self._bash_signals.add(signal)
-        try:
-            result = await self.rt.run_user_bash(self, command, exclude_from_context, on_delta, signal)
-        finally:
-            self._bash_signals.discard(signal)
-        record: dict[str, Any] = {"role": "bashExecution", "command": command, "output": result["output"]}
-        if "exitCode" in result:
-            record["exitCode"] = result["exitCode"]
-        record["cancelled"] = result["cancelled"]
-        record["truncated"] = result["truncated"]
-        if result.get("fullOutputPath"):
-            record["fullOutputPath"] = result["fullOutputPath"]
-        record["timestamp"] = now_ms()
-        if exclude_from_context:
-            record["excludeFromContext"] = True
-        if self.is_streaming:
-            self._deferred_bash.append(record)
-        else:
-            self._record_bash(record)
-        return result
+        intercept = None if self.extensions is None else self.extensions.user_bash
+        return await self.bash_runs.run(command, exclude_from_context, on_delta, intercept)
 
     def _record_bash(self, record: dict[str, Any]) -> None:
         self._persist(record)
-        self.agent.messages.append(record)
-
-    async def _flush_deferred_bash(self) -> None:
-        records, self._deferred_bash = self._deferred_bash, []
-        for record in records:
-            self._record_bash(record)
+        self.agent.append_message(record)
 
     def abort_bash(self) -> None:
-        for signal in list(self._bash_signals):
-            signal.abort()
+        self.bash_runs.abort()
 
     # ----------------------------------------------------------------- session data
 
@@ -502,7 +470,7 @@ class AgentSession:
             stats["sessionFile"] = str(self.sm.session_file)
         stats["sessionId"] = self.sm.session_id
         stats.update(self.sm.stats())
-        usage = self.rt.context_usage(self)
+        usage = self.context_usage()
         if usage is not None:
             stats["contextUsage"] = usage
         return stats
@@ -518,19 +486,11 @@ class AgentSession:
         return {"entries": entries, "leafId": self.sm.leaf_id}
 
     def get_tree(self) -> dict[str, Any]:
-        # pre-serialised: a linear session nests one level per entry, deeper than orjson recurses
-        return {"tree": orjson.Fragment(encode_tree(self.sm.get_tree())), "leafId": self.sm.leaf_id}
+        """``{"tree": [node...], "leafId"}``; RPC pre-serialises the nodes (see ``rpc_commands``)."""
+        return {"tree": self.sm.get_tree(), "leafId": self.sm.leaf_id}
 
     def get_last_assistant_text(self) -> str | None:
-        for message in reversed(self.agent.messages):
-            if message["role"] != "assistant":
-                continue
-            text = _message_text(message).strip()
-            if message.get("stopReason") == "stop" or text:
-                if message.get("stopReason") in ("error", "aborted") and not text:
-                    continue
-                return text or None
-        return None
+        return last_assistant_text(self.agent.messages)
 
     async def set_session_name(self, name: str) -> None:
         cleaned = " ".join(name.replace("\r", "\n").split("\n")).strip()
@@ -538,58 +498,97 @@ class AgentSession:
             raise SessionError("Session name cannot be empty")
         self.sm.append_session_info(cleaned)
         self.emit({"type": "session_info_changed", "name": cleaned})
-        await self.rt.notify_session_info(self, cleaned)
+        if self.extensions is not None:
+            await self.extensions.session_info_changed(cleaned)
 
     def get_commands(self) -> list[dict[str, Any]]:
-        return self.rt.list_commands()
+        """Extension commands, then prompt templates and skills."""
+        commands = [] if self.extensions is None else self.extensions.list_commands()
+        return commands + self.rt.resource_commands()
+
+    def context_usage(self) -> dict[str, Any] | None:
+        return self.compaction.context_usage()
 
     # ----------------------------------------------------------------- replacing the session
 
     async def new_session(self, parent_session: str | None = None) -> dict[str, Any]:
-        return await self.rt.replace_session(self, "new", parent_session=parent_session)
+        return await self._replace("new", parent_session=parent_session)
 
     async def switch_session(self, session_path: str) -> dict[str, Any]:
-        return await self.rt.replace_session(self, "resume", target=Path(session_path))
+        return await self._replace("resume", target=Path(session_path))
 
     async def fork(self, entry_id: str) -> dict[str, Any]:
         entry = self.sm.get_entry(entry_id)
         message = entry.get("message") if entry and entry.get("type") == "message" else None
         if message is None or message.get("role") != "user":
             raise SessionError("Invalid entry ID for forking")
-        result = await self.rt.replace_session(self, "fork", entry_id=entry_id, position="before")
+        result = await self._replace("fork", entry_id=entry_id, position="before")
         if not result["cancelled"]:
-            result = {"text": _message_text(message), "cancelled": False}
+            result = {"text": message_text(message), "cancelled": False}
         return result
 
     async def clone(self) -> dict[str, Any]:
         if self.sm.leaf_id is None:
             raise SessionError("Cannot clone session: no current entry selected")
-        return await self.rt.replace_session(self, "fork", entry_id=self.sm.leaf_id, position="at")
+        return await self._replace("fork", entry_id=self.sm.leaf_id, position="at")
 
-    async def navigate_tree(self, target_id: str, **options: Any) -> dict[str, Any]:
+    async def navigate_tree(self, target_id: str, *, summarize: bool = False, custom_instructions: str | None = None,
+                            replace_instructions: bool = False, label: str | None = None) -> dict[str, Any]:
         """Move within the session tree (extension commands' ``ctx.navigate_tree``)."""
-        return await self.rt.navigate_tree(self, target_id, **options)
+        result, event = await self.navigator.navigate(
+            target_id, summarize=summarize, custom_instructions=custom_instructions,
+            replace_instructions=replace_instructions, label=label)
+        if self.extensions is not None:
+            await self.extensions.notify(event)
+        return result
 
-    def rebind(self, session_manager: SessionManager) -> None:
-        """Point this session at another store (new/switch/fork/clone) and reload its state."""
-        self.sm = session_manager
+    async def _replace(
+        self, reason: str, *, parent_session: str | None = None, target: Path | None = None,
+        entry_id: str | None = None, position: str = "before",
+    ) -> dict[str, Any]:
+        """new / resume / fork: tear the run down, swap the store, restore model and transcript."""
+        ext = self.extensions
+        if ext is not None and await ext.before_replace(reason, target, entry_id, position):
+            return {"cancelled": True}
+        if self.is_streaming:
+            await self.abort()
+        self.abort_bash()
+        old = self.sm
+        sm = self.rt.open_replacement(reason, parent_session=parent_session, target=target, entry_id=entry_id,
+                                      position=position)
+        if ext is not None:
+            await ext.session_shutdown(reason, None if sm.session_file is None else str(sm.session_file))
+        self._rebind(sm)
+        if ext is not None:
+            await ext.reload(reason, None if old.session_file is None else str(old.session_file))
+        return {"cancelled": False}
+
+    def _rebind(self, session_manager: SessionManager) -> None:
+        """Point this session at another store and reload its state from it."""
+        self.rt.session_manager = session_manager
         self._entry_of_message.clear()
-        self._deferred_bash.clear()
-        self._steering_texts.clear()
-        self._follow_up_texts.clear()
-        self.agent.clear_steering_queue()
-        self.agent.clear_follow_up_queue()
+        self.bash_runs.forget()
+        self.queues.reset()
         self.retry.reset()
+        self.rt.load_transcript(session_manager)
 
     # ----------------------------------------------------------------- compaction, export, shutdown
 
     async def compact(self, custom_instructions: str | None = None) -> dict[str, Any]:
         if self.is_streaming:
             await self.abort()
-        return await self.rt.compact(self, "manual", custom_instructions)
+        from pi_coding_agent.coding.compaction.prepare import CompactionError
+        from pi_coding_agent.coding.compaction.summarize import CompactionCancelled
+
+        try:
+            return await self.compaction.compact("manual", custom_instructions)
+        except CompactionCancelled:
+            raise SessionError("Compaction cancelled") from None
+        except CompactionError as exc:
+            raise SessionError(str(exc)) from None
 
     async def export_html(self, output_path: str | None = None) -> str:
-        return await self.rt.export_html(self, output_path)
+        return await self.rt.export_html(output_path)
 
     def set_shutdown_handler(self, stop: Callable[[], None]) -> None:
         """How the running mode ends the process when an extension calls ``ctx.shutdown()``."""
@@ -600,5 +599,8 @@ class AgentSession:
         self.abort_bash()
         if self.is_streaming:
             await self.abort()
-        await self.rt.shutdown(self)
+        if self.extensions is not None:
+            await self.extensions.session_shutdown("quit")
+        processes.kill_all()
+        self.sm.close()
         self._unsubscribe_agent()

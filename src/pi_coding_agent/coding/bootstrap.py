@@ -1,23 +1,29 @@
-"""Building a session from the command line: settings, trust, models, the session file, resources.
+"""Building a session from start-up options: settings, trust, models, the session file, resources.
 
-``create_session`` is what every mode calls first. It assembles a ``SessionRuntime`` and the
-``AgentSession`` over it, following pi's start-up order (settings read as trusted for the session
-directory, then the trust decision, then the model choice and the session file).
+``create_session`` is what every mode and the SDK call first. It assembles a ``SessionRuntime`` and
+the ``AgentSession`` that owns it, following pi's start-up order (settings read as trusted for the
+session directory, then the trust decision, then the model choice and the session file). Everything
+it needs comes in as arguments (options, cwd, agent directory, UI, extra tools and extensions), so
+two sessions built in one process share nothing.
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from pi_coding_agent.agent.tool import AgentTool
 from pi_coding_agent.ai.keys import AuthStorage
 from pi_coding_agent.ai.models import ModelRegistry, resolve_model_pattern, resolve_model_scope
 from pi_coding_agent.ai.types import Model
 from pi_coding_agent.coding import paths
-from pi_coding_agent.coding.agent_session import AgentSession, SessionError
-from pi_coding_agent.coding.codemode import codemode_tools
-from pi_coding_agent.coding.compaction.controller import CompactionController
+from pi_coding_agent.coding.agent_session import AgentSession
+from pi_coding_agent.coding.errors import SessionError
+from pi_coding_agent.coding.extensions.loader import ExtensionSource, discover
+from pi_coding_agent.coding.extensions.ui import ExtensionUI, NoUI
+from pi_coding_agent.coding.options import CliArgs
 from pi_coding_agent.coding.resources.context_files import load_context_files
 from pi_coding_agent.coding.resources.prompt_templates import load_prompt_templates
 from pi_coding_agent.coding.resources.settings import Settings
@@ -25,11 +31,8 @@ from pi_coding_agent.coding.resources.skills import load_skills
 from pi_coding_agent.coding.resources.system_prompt import resolve_append_prompts, resolve_custom_prompt
 from pi_coding_agent.coding.resources.trust import is_project_trusted
 from pi_coding_agent.coding.runtime import LOGIN_HELP, Resources, SessionRuntime
+from pi_coding_agent.coding.sandbox.policy import SandboxPolicy, policy_from_settings
 from pi_coding_agent.coding.session import SessionManager, list_sessions
-from pi_coding_agent.coding.tools import ToolEnv, create_builtin_tools
-
-if TYPE_CHECKING:
-    from pi_coding_agent.coding.cli import CliArgs
 
 
 def _open_session(args: CliArgs, settings: Settings, agent_dir: Path, cwd: Path) -> SessionManager:
@@ -108,41 +111,65 @@ def _scoped_models(args: CliArgs, registry: ModelRegistry, settings: Settings) -
     return scoped
 
 
-async def create_session(args: CliArgs, mode: str, ui: Any = None) -> AgentSession:
-    """Build the whole runtime for ``mode`` ("rpc", "json", "print") from parsed CLI arguments."""
-    cwd = Path.cwd().resolve()
-    agent_dir = paths.agent_dir()
+def _extension_sources(args: CliArgs, settings: Settings, agent_dir: Path, cwd: Path, trusted: bool,
+                       in_process: Sequence[ExtensionSource]) -> list[ExtensionSource]:
+    """Discovered and ``-e`` extensions, then the caller's in-process ones."""
+    found = discover(cwd, agent_dir, trusted, list(args.extensions), settings.extensions,
+                     include_discovered=not args.no_extensions)
+    return [*found, *in_process]
+
+
+def _sandbox_policy(args: CliArgs, settings: Settings, cwd: Path) -> SandboxPolicy | None:
+    """The tools' sandbox, or a start-up error saying what is missing: never silently unsandboxed."""
+    try:
+        policy = policy_from_settings(settings.get, cwd, args.sandbox)
+    except ValueError as exc:
+        raise SessionError(f"Invalid sandbox setting: {exc}") from None
+    if not policy.active:
+        return None
+    from pi_coding_agent.coding.sandbox.bwrap import SandboxUnavailable, ensure_available
+
+    try:
+        ensure_available()
+    except SandboxUnavailable as exc:
+        raise SessionError(f"Cannot start in the {policy.mode} sandbox: {exc}") from None
+    return policy
+
+
+async def create_session(
+    args: CliArgs, mode: str, ui: ExtensionUI | None = None, *, cwd: Path | None = None,
+    agent_dir: Path | None = None, settings_overrides: dict[str, Any] | None = None,
+    tools: Sequence[AgentTool] = (), extensions: Sequence[ExtensionSource] = (),
+) -> AgentSession:
+    """Build the whole session for ``mode`` ("rpc", "json", "print", "sdk").
+
+    ``cwd`` and ``agent_dir`` default to the process's; ``tools`` are added to the built-in ones (a
+    same name replaces), ``extensions`` load after the discovered ones. Tool sources that come with
+    a feature (a protocol client, a code runner) join here, through ``tools``.
+    """
+    cwd = (cwd or Path.cwd()).resolve()
+    agent_dir = agent_dir or paths.agent_dir()
     # pi reads start-up settings (sessionDir, warnings) as if trusted, before the trust decision
     startup = Settings.load(agent_dir, cwd, project_trusted=True)
     trusted = is_project_trusted(agent_dir, cwd, args.approve, startup.default_project_trust)
     settings = startup if trusted else Settings.load(agent_dir, cwd, project_trusted=False)
+    settings = settings.with_overrides(settings_overrides or {})
     auth = AuthStorage(agent_dir)
     registry = ModelRegistry(agent_dir, auth)
     for error in registry.errors:
         print(error, file=sys.stderr)
     sm = _open_session(args, startup, agent_dir, cwd)
-    scoped = _scoped_models(args, registry, settings)
-    runtime_box: list[SessionRuntime] = []
-    env = ToolEnv(cwd=cwd, shell_path=settings.shell_path, shell_command_prefix=settings.shell_command_prefix,
-                  session_env=lambda: runtime_box[0].session_env(),
-                  model_accepts_images=lambda: "image" in runtime_box[0].agent.model.get("input", []),
-                  image_policy=lambda: runtime_box[0].image_policy(),
-                  agent_dir=agent_dir)
     runtime = SessionRuntime(
-        args=args, cwd=cwd, agent_dir=agent_dir, mode=mode, ui=ui, settings=settings, auth=auth,
+        args=args, cwd=cwd, agent_dir=agent_dir, mode=mode, ui=ui or NoUI(), settings=settings, auth=auth,
         registry=registry, session_manager=sm, resources=_load_resources(args, settings, agent_dir, cwd, trusted),
-        all_tools=create_builtin_tools(env) | codemode_tools(lambda: runtime_box[0]), scoped=scoped, cli_model=_cli_model(args, registry),
+        scoped=_scoped_models(args, registry, settings), cli_model=_cli_model(args, registry), extra_tools=tools,
+        sandbox=_sandbox_policy(args, settings, cwd),
     )
-    runtime_box.append(runtime)
     if args.name and not sm.entries:
         sm.append_session_info(" ".join(args.name.split("\n")).strip())
     runtime.load_transcript(sm)
     if not registry.available_models():
         print(f"Warning: No models available. {LOGIN_HELP}", file=sys.stderr)
-    session = AgentSession(runtime)
-    runtime.compaction = CompactionController(session, runtime)
-    runtime.agent.hooks.prepare_next_turn = runtime.compaction.check_between_turns
-    from pi_coding_agent.coding.extensions.loader import attach_extensions
-
-    runtime.extensions = await attach_extensions(runtime, session, trusted)
+    session = AgentSession(runtime, _extension_sources(args, settings, agent_dir, cwd, trusted, extensions))
+    await session.start()
     return session

@@ -8,75 +8,23 @@ in the branch that runs them.
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from pi_coding_agent import __version__
 from pi_coding_agent.ai.types import THINKING_LEVELS
 from pi_coding_agent.coding import paths
+from pi_coding_agent.coding.options import CliArgs
 
 if TYPE_CHECKING:
     from pi_coding_agent.ai.types import Model
 
 EXIT_USAGE = 2
 MODES = ("text", "json", "rpc")
+SANDBOX_MODES = ("off", "read-only", "workspace-write")  # as coding/sandbox/policy.py MODES, kept import-free
 
 
 class CliError(Exception):
     """A usage error; ``str()`` is the one line printed after ``Error: ``."""
-
-
-@dataclass
-class CliArgs:
-    """Every flag of ``pi``; lists default to empty, unset options to None."""
-
-    help: bool = False
-    version: bool = False
-    mode: str | None = None
-    print: bool = False
-    continue_session: bool = False
-    resume: bool = False
-    provider: str | None = None
-    model: str | None = None
-    api_key: str | None = field(default=None, repr=False)
-    thinking: str | None = None
-    models: list[str] | None = None
-    system_prompt: str | None = None
-    append_system_prompt: list[str] = field(default_factory=list)
-    name: str | None = None
-    session: str | None = None
-    session_id: str | None = None
-    fork: str | None = None
-    session_dir: str | None = None
-    no_session: bool = False
-    tools: list[str] | None = None
-    exclude_tools: list[str] | None = None
-    no_tools: bool = False
-    no_builtin_tools: bool = False
-    extensions: list[str] = field(default_factory=list)
-    no_extensions: bool = False
-    no_mcp: bool = False
-    skills: list[str] = field(default_factory=list)
-    no_skills: bool = False
-    prompt_templates: list[str] = field(default_factory=list)
-    no_prompt_templates: bool = False
-    themes: list[str] = field(default_factory=list)
-    no_themes: bool = False
-    use_theme: str | None = None
-    tui_mode: str | None = None
-    no_context_files: bool = False
-    approve: bool | None = None  # True: -a, False: -na, None: ask the trust rules
-    offline: bool = False
-    verbose: bool = False
-    export: str | None = None
-    list_models: str | bool | None = None  # True without a search term
-    messages: list[str] = field(default_factory=list)
-    file_args: list[str] = field(default_factory=list)
-
-    @property
-    def export_output(self) -> str | None:
-        """``--export <in> [out]``: the optional output path is the first positional argument."""
-        return self.messages[0] if self.messages else None
 
 
 # flag -> (CliArgs attribute, kind); kinds: "bool", "value", "append", "list" (comma separated)
@@ -117,6 +65,7 @@ _flag("--session-dir", "session_dir", "value")
 _flag("--export", "export", "value")
 _flag("--use-theme", "use_theme", "value")
 _flag("--tui-mode", "tui_mode", "value")
+_flag("--sandbox", "sandbox", "value")
 _flag("--append-system-prompt", "append_system_prompt", "append")
 _flag("-e --extension", "extensions", "append")
 _flag("--skill", "skills", "append")
@@ -206,6 +155,8 @@ def _check_values(args: CliArgs) -> None:
         raise CliError(f'Invalid thinking level "{args.thinking}". Valid values: {", ".join(THINKING_LEVELS)}')
     if args.tui_mode is not None and args.tui_mode not in ("regular", "fullscreen"):
         raise CliError(f'Invalid TUI mode "{args.tui_mode}". Valid values: regular, fullscreen')
+    if args.sandbox is not None and args.sandbox not in SANDBOX_MODES:
+        raise CliError(f'Invalid sandbox mode "{args.sandbox}". Valid values: {", ".join(SANDBOX_MODES)}')
     if args.tools is not None:
         problem = _tool_list_problem(args.tools)
         if problem:
@@ -409,6 +360,7 @@ Tools and resources:
   -a, --approve                  Trust this project's .pi files for this run
   -na, --no-approve              Ignore this project's .pi files for this run
   --offline                      No network activity at start-up
+  --sandbox <mode>               off, read-only or workspace-write: limit what the model's tools touch
 
 Other:
   -h, --help                     This text

@@ -1,21 +1,22 @@
 """What a session is made of, and the policies it delegates.
 
 ``SessionRuntime`` holds the collaborators (settings, models, keys, the session store, resources,
-tools, the Agent) and the policies ``AgentSession`` delegates: input expansion, the system-prompt
-patch, model choice, replacing the session, compaction, export and shutdown. Keeping them here
-leaves ``AgentSession`` a readable state machine over runs and commands; ``bootstrap`` builds both
-from the command line.
+tools, the Agent) and the policies that need nothing but them: input expansion, the system-prompt
+patch, model choice, opening a replacement store, export. ``AgentSession`` owns one runtime (and
+the compaction controller, tree navigator and extension runner); the runtime never sees the session,
+so everything here can be read, and tested, without it. ``bootstrap`` builds the runtime.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from pi_coding_agent.agent.agent import Agent, AgentHooks
+from pi_coding_agent.agent.agent import Agent
+from pi_coding_agent.agent.hooks import AgentHooks
 from pi_coding_agent.agent.tool import AgentTool
 from pi_coding_agent.ai.abort import AbortSignal
 from pi_coding_agent.ai.keys import AuthStorage
@@ -24,8 +25,10 @@ from pi_coding_agent.ai.stream import StreamOptions
 from pi_coding_agent.ai.thinking import clamp_thinking_level
 from pi_coding_agent.ai.types import Context, Model
 from pi_coding_agent.coding import paths
-from pi_coding_agent.coding.agent_session import AgentSession, SessionError
-from pi_coding_agent.coding.compaction.controller import CompactionController
+from pi_coding_agent.coding.codemode import codemode_tools
+from pi_coding_agent.coding.errors import SessionError
+from pi_coding_agent.coding.extensions.ui import ExtensionUI
+from pi_coding_agent.coding.options import CliArgs
 from pi_coding_agent.coding.resources.prompt_templates import (
     PromptTemplate,
     expand_prompt_template,
@@ -39,18 +42,14 @@ from pi_coding_agent.coding.resources.system_prompt import (
     render_system_prompt,
 )
 from pi_coding_agent.coding.retry import RetrySettings
+from pi_coding_agent.coding.sandbox.policy import SandboxPolicy
 from pi_coding_agent.coding.session import (
     SessionContext,
     SessionManager,
     convert_to_llm,
 )
-from pi_coding_agent.coding.tools import ToolEnv, processes, run_user_bash, select_tools
+from pi_coding_agent.coding.tools import ToolEnv, create_builtin_tools, run_user_bash, select_tools
 from pi_coding_agent.coding.tools.images import ImageLimits, ImagePolicy, block_images
-from pi_coding_agent.coding.tree_navigation import TreeNavigator
-
-if TYPE_CHECKING:
-    from pi_coding_agent.coding.cli import CliArgs
-    from pi_coding_agent.coding.extensions.runner import ExtensionRunner
 
 LOGIN_HELP = (
     "Use /login to log into a provider via OAuth or API key. See:\n"
@@ -74,12 +73,14 @@ class SessionRuntime:
     """Collaborators and delegated policies of one AgentSession (see module docstring)."""
 
     def __init__(
-        self, *, args: CliArgs, cwd: Path, agent_dir: Path, mode: str, ui: Any, settings: Settings,
+        self, *, args: CliArgs, cwd: Path, agent_dir: Path, mode: str, ui: ExtensionUI, settings: Settings,
         auth: AuthStorage, registry: ModelRegistry, session_manager: SessionManager,
-        resources: Resources, all_tools: dict[str, AgentTool], scoped: list[tuple[Model, str | None]],
-        cli_model: tuple[Model, str | None] | None = None,
+        resources: Resources, scoped: list[tuple[Model, str | None]],
+        cli_model: tuple[Model, str | None] | None = None, extra_tools: Sequence[AgentTool] = (),
+        sandbox: SandboxPolicy | None = None,
     ) -> None:
         self.args = args
+        self.sandbox = sandbox  # limits of the model's tools (None: off, as in pi)
         self.cwd = cwd
         self.agent_dir = agent_dir
         self.mode = mode
@@ -89,24 +90,34 @@ class SessionRuntime:
         self.registry = registry
         self.session_manager = session_manager
         self.resources = resources
-        self.all_tools = all_tools
+        self.all_tools = self._create_tools(extra_tools)
         self.scoped = scoped  # --models / enabledModels, each with its optional ":level"
         self.scoped_models = [m for m, _ in scoped]
         self.cli_model = cli_model  # the --model pattern resolved at start-up, with its ":level"
         self.auto_compaction_enabled: bool = settings.compaction_enabled
-        self.compaction: CompactionController  # bound by create_session once the AgentSession exists
         self.request_shutdown: Callable[[], None] | None = None  # set by a mode that can stop itself
-        self.navigator = TreeNavigator(self)
-        self.extensions: ExtensionRunner | None = None  # set by create_session when any extension loads
         self.agent = Agent(
             model=PLACEHOLDER_MODEL,
-            tools=select_tools(all_tools, settings.default_tools,
+            tools=select_tools(self.all_tools, [*settings.default_tools, *(t.name for t in extra_tools)],
                                None if args.tools is None else ",".join(args.tools), args.no_tools),
             hooks=AgentHooks(build_context=self.build_context, get_api_key=self._get_api_key,
                              stream_options=self._stream_options),
             steering_mode=settings.steering_mode,
             follow_up_mode=settings.follow_up_mode,
         )
+
+    def _create_tools(self, extra_tools: Sequence[AgentTool]) -> dict[str, AgentTool]:
+        """Built-in tools bound to this runtime, then the caller's own (a same name replaces)."""
+        s = self.settings
+        env = ToolEnv(cwd=self.cwd, shell_path=s.shell_path, shell_command_prefix=s.shell_command_prefix,
+                      session_env=self.session_env,
+                      model_accepts_images=lambda: "image" in self.agent.model.get("input", []),
+                      image_policy=self.image_policy, agent_dir=self.agent_dir, sandbox=self.sandbox,
+                      confirm=self.ui.confirm)
+        tools = create_builtin_tools(env)
+        tools.update(codemode_tools(lambda: self))  # registered inactive: defaultTools/--tools name it
+        tools.update((tool.name, tool) for tool in extra_tools)
+        return tools
 
     # ----------------------------------------------------------------- model, keys, settings
 
@@ -149,28 +160,10 @@ class SessionRuntime:
 
     # ----------------------------------------------------------------- prompt pipeline
 
-    async def handle_input(
-        self, session: AgentSession, text: str, images: list[dict[str, Any]] | None,
-        streaming_behavior: str | None, allow_commands: bool,
-    ) -> dict[str, Any] | None:
-        """Extension commands and ``input`` hooks: a disposition, an ``{"action": "transform"}``, or None."""
-        if self.extensions is None:
-            return None
-        return await self.extensions.handle_input(text, images, streaming_behavior, allow_commands)
-
-    def expand_input(self, session: AgentSession, text: str) -> str:
-        """``/skill:name`` first, then prompt templates (config.md §7-§8)."""
-
-        def report(error: Exception) -> None:
-            session.emit({"type": "extension_error", "extensionPath": "skill", "event": "skill_expansion",
-                          "error": str(error)})
-
+    def expand_input(self, text: str, report: Callable[[Exception], None]) -> str:
+        """``/skill:name`` first (a failure goes to ``report``), then prompt templates (config.md §7-§8)."""
         text = expand_skill_command(text, self.resources.skills, on_error=report)
         return expand_prompt_template(text, self.resources.templates)
-
-    async def before_prompt(self, session: AgentSession) -> None:
-        """Pre-prompt threshold compaction (its events precede the prompt response)."""
-        await self.compaction.check_before_prompt()
 
     def prompt_sections(self) -> dict[str, str]:
         tools = self.agent.tools
@@ -194,7 +187,7 @@ class SessionRuntime:
 
         return presented_declarations(self.agent.tools, self.settings)
 
-    def run_start_messages(self, session: AgentSession, user_message: dict[str, Any]) -> list[dict[str, Any]]:
+    def run_start_messages(self, user_message: dict[str, Any]) -> list[dict[str, Any]]:
         """The prompt's messages, led by a system patch when the prompt or tools changed."""
         state = SystemState.replay(self.agent.messages)
         patch = state.patch_to(self.prompt_sections(), self.tool_declarations())
@@ -223,34 +216,9 @@ class SessionRuntime:
             env["PI_SESSION_FILE"] = str(sm.session_file)
         return env
 
-    # ----------------------------------------------------------------- after runs
+    # ----------------------------------------------------------------- export
 
-    async def after_run_compaction(self, session: AgentSession, last: dict[str, Any] | None) -> bool:
-        """Threshold/overflow compaction after a run; True when the run must continue."""
-        return await self.compaction.check_after_run(last)
-
-    def abort_background_work(self) -> None:
-        self.compaction.abort()
-        self.navigator.abort()
-
-    async def navigate_tree(self, session: AgentSession, target_id: str, **options: Any) -> dict[str, Any]:
-        return await self.navigator.navigate(session, target_id, **options)
-
-    def context_usage(self, session: AgentSession) -> dict[str, Any] | None:
-        return self.compaction.context_usage()
-
-    async def compact(self, session: AgentSession, reason: str, custom_instructions: str | None) -> dict[str, Any]:
-        from pi_coding_agent.coding.compaction.prepare import CompactionError
-        from pi_coding_agent.coding.compaction.summarize import CompactionCancelled
-
-        try:
-            return await self.compaction.compact(reason, custom_instructions)
-        except CompactionCancelled:
-            raise SessionError("Compaction cancelled") from None
-        except CompactionError as exc:
-            raise SessionError(str(exc)) from None
-
-    async def export_html(self, session: AgentSession, output_path: str | None) -> str:
+    async def export_html(self, output_path: str | None) -> str:
         """A self-contained page of the whole session, written relative to the process cwd.
 
         Like pi, the answer is the path as the client gave it (or the default file name, which is
@@ -272,21 +240,11 @@ class SessionRuntime:
             raise SessionError(str(exc)) from None
         return os.path.expanduser(output_path) if output_path else path.name
 
-    # ----------------------------------------------------------------- extensions
+    # ----------------------------------------------------------------- commands, user bash, replacement
 
-    async def notify_model_select(self, session: AgentSession, model: Model, previous: Model, source: str) -> None:
-        """Extension ``model_select`` hook point."""
-        if self.extensions is not None:
-            await self.extensions.model_select(model, previous, source)
-
-    async def notify_session_info(self, session: AgentSession, name: str) -> None:
-        """Extension ``session_info_changed`` hook point."""
-        if self.extensions is not None:
-            await self.extensions.session_info_changed(name)
-
-    def list_commands(self) -> list[dict[str, Any]]:
-        """get_commands: extension commands, prompt templates, then skills."""
-        commands: list[dict[str, Any]] = [] if self.extensions is None else self.extensions.list_commands()
+    def resource_commands(self) -> list[dict[str, Any]]:
+        """get_commands after the extension commands: prompt templates, then skills."""
+        commands: list[dict[str, Any]] = []
         for t in self.resources.templates:
             item: dict[str, Any] = {"name": t.name}
             if t.description:
@@ -299,51 +257,30 @@ class SessionRuntime:
                              "sourceInfo": s.source_info()})
         return commands
 
-    # ----------------------------------------------------------------- user bash, session replacement
-
     async def run_user_bash(
-        self, session: AgentSession, command: str, exclude_from_context: bool, on_delta: Any, signal: AbortSignal
+        self, command: str, on_delta: Callable[[str], None], signal: AbortSignal
     ) -> dict[str, Any]:
-        if self.extensions is not None and (replaced := await self.extensions.user_bash(command, exclude_from_context)):
-            return replaced
         env = ToolEnv(cwd=self.cwd, shell_path=self.settings.shell_path,
                       shell_command_prefix=self.settings.shell_command_prefix, agent_dir=self.agent_dir)
         return await run_user_bash(command, env, on_delta, signal)
 
-    async def replace_session(
-        self, session: AgentSession, reason: str, *, parent_session: str | None = None, target: Path | None = None,
-        entry_id: str | None = None, position: str = "before",
-    ) -> dict[str, Any]:
-        """new / resume / fork: tear the run down, swap the store, restore model and transcript."""
-        ext = self.extensions
-        if ext is not None and await ext.before_replace(reason, target, entry_id, position):
-            return {"cancelled": True}
-        if session.is_streaming:
-            await session.abort()
-        session.abort_bash()
+    def open_replacement(
+        self, reason: str, *, parent_session: str | None, target: Path | None, entry_id: str | None, position: str,
+    ) -> SessionManager:
+        """The store a new / resume / fork replacement switches to (the current one is left as it is)."""
         old = self.session_manager
         if reason == "new":
-            sm = SessionManager.create(self.cwd, self._session_dir(), persist=old.persist,
-                                       parent_session=parent_session)
-        elif reason == "resume":
+            return SessionManager.create(self.cwd, self._session_dir(), persist=old.persist,
+                                         parent_session=parent_session)
+        if reason == "resume":
             assert target is not None
             sm = SessionManager.open(target.resolve(), self.cwd)
             if not Path(sm.cwd).is_dir():
                 raise SessionError(f"Session working directory does not exist: {sm.cwd}")
-        else:
-            if old.persist and old.session_file is not None and not old.session_file.exists():
-                raise SessionError(
-                    "This session has not been saved yet. Send a message before cloning or forking it."
-                )
-            sm = old.fork(entry_id, position)
-        if ext is not None:
-            await ext.session_shutdown(reason, None if sm.session_file is None else str(sm.session_file))
-        self.session_manager = sm
-        session.rebind(sm)
-        self.load_transcript(sm)
-        if ext is not None:
-            await ext.reload(reason, None if old.session_file is None else str(old.session_file))
-        return {"cancelled": False}
+            return sm
+        if old.persist and old.session_file is not None and not old.session_file.exists():
+            raise SessionError("This session has not been saved yet. Send a message before cloning or forking it.")
+        return old.fork(entry_id, position)
 
     def _session_dir(self) -> Path:
         return paths.resolve_session_dir(self.args.session_dir, self.settings.session_dir, self.agent_dir, self.cwd)
@@ -358,9 +295,8 @@ class SessionRuntime:
         ctx = sm.build_context()
         has_level = any(entry.get("type") == "thinking_level_change" for entry in sm.get_branch())
         model, level = self.choose_model(ctx, has_level)
-        self.agent.messages = ctx.messages
-        self.agent.model = model
-        self.agent.thinking_level = level
+        self.agent.replace_messages(ctx.messages)
+        self.agent.set_model(model, level)
         if not ctx.messages and model is not PLACEHOLDER_MODEL:
             sm.append_model_change(model["provider"], model["id"])
         if not ctx.messages or not has_level:
@@ -401,12 +337,6 @@ class SessionRuntime:
         if any(m["provider"] == FAUX_PROVIDER for m in chosen):
             return models
         return [m for m in models if m["provider"] != FAUX_PROVIDER]
-
-    async def shutdown(self, session: AgentSession) -> None:
-        if self.extensions is not None:
-            await self.extensions.session_shutdown("quit")
-        processes.kill_all()
-        self.session_manager.close()
 
 
 def initial_model(

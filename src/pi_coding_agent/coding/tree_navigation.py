@@ -9,17 +9,19 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from pi_coding_agent.ai.abort import AbortSignal
-from pi_coding_agent.coding.agent_session import AgentSession, SessionError
 from pi_coding_agent.coding.compaction.branch_summary import collect_branch_entries
+from pi_coding_agent.coding.errors import SessionError
 
 if TYPE_CHECKING:
     from pi_coding_agent.coding.runtime import SessionRuntime
+    from pi_coding_agent.coding.session_host import SessionHost
 
 
 class TreeNavigator:
-    """Tree navigation for one runtime; ``abort`` cancels a branch summary in progress."""
+    """Tree navigation for one session; ``abort`` cancels a branch summary in progress."""
 
-    def __init__(self, runtime: SessionRuntime) -> None:
+    def __init__(self, host: SessionHost, runtime: SessionRuntime) -> None:
+        self.host = host
         self.rt = runtime
         self._signal: AbortSignal | None = None
 
@@ -28,12 +30,14 @@ class TreeNavigator:
             self._signal.abort()
 
     async def navigate(
-        self, session: AgentSession, target_id: str, *, summarize: bool = False,
+        self, target_id: str, *, summarize: bool = False,
         custom_instructions: str | None = None, replace_instructions: bool = False, label: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
         """Move to another point of the session tree (session-format.md §7), optionally leaving a
         summary of the abandoned branch. A user or custom message is re-opened for editing: the leaf
-        goes to its parent and its text comes back as ``editorText``."""
+        goes to its parent and its text comes back as ``editorText``. Returns the command result and
+        the ``session_tree`` event for extensions."""
+        session = self.host
         sm = self.rt.session_manager
         entry = sm.get_entry(target_id)
         if entry is None:
@@ -52,21 +56,19 @@ class TreeNavigator:
         summary_entry = None
         branch = collect_branch_entries(sm.get_branch, old_leaf, new_leaf) if summarize else []
         if branch:
-            summary_entry = await self._summarize_branch(session, branch, new_leaf, custom_instructions,
+            summary_entry = await self._summarize_branch(branch, new_leaf, custom_instructions,
                                                          replace_instructions)
         else:
             sm.branch(new_leaf)
         if label and summary_entry is not None:
             sm.append_label(summary_entry["id"], label)
-        session.agent.messages = sm.build_context().messages
-        if self.rt.extensions is not None:
-            event: dict[str, Any] = {"type": "session_tree", "newLeafId": sm.leaf_id, "oldLeafId": old_leaf}
-            if summary_entry is not None:
-                event["summaryEntry"] = summary_entry
-            await self.rt.extensions.notify(event)
-        return result
+        self.rt.agent.replace_messages(sm.build_context().messages)
+        event: dict[str, Any] = {"type": "session_tree", "newLeafId": sm.leaf_id, "oldLeafId": old_leaf}
+        if summary_entry is not None:
+            event["summaryEntry"] = summary_entry
+        return result, event
 
-    async def _summarize_branch(self, session: AgentSession, branch: list[dict[str, Any]], new_leaf: str | None,
+    async def _summarize_branch(self, branch: list[dict[str, Any]], new_leaf: str | None,
                                 custom_instructions: str | None, replace_instructions: bool) -> dict[str, Any]:
         """The ``branch_summary`` entry for the branch being left (``isCompacting`` meanwhile)."""
         from pi_coding_agent.coding.compaction.branch_summary import summarize_branch
@@ -74,6 +76,7 @@ class TreeNavigator:
         from pi_coding_agent.coding.compaction.summarize import CompactionCancelled
 
         model = self.rt.agent.model
+        session = self.host
         signal = self._signal = AbortSignal()
         session.is_compacting = True
         try:

@@ -19,7 +19,10 @@ from typing import Any
 
 import orjson
 
+from pi_coding_agent.ai.providers.diagnostics import append_transformations
 from pi_coding_agent.ai.providers.http import sse_events
+from pi_coding_agent.ai.providers.partial_json import repair_arguments
+from pi_coding_agent.ai.providers.usage import apply_reported_cost, is_openrouter
 from pi_coding_agent.ai.stream import ProviderError, StreamOptions
 from pi_coding_agent.ai.thinking import clamp_max_tokens, clamp_thinking_level, thinking_budget
 from pi_coding_agent.ai.transform import tool_result_runs
@@ -50,6 +53,10 @@ STOP_REASONS = {"end_turn": "stop", "max_tokens": "length", "tool_use": "toolUse
 MESSAGE_EVENTS = frozenset({"message_start", "message_delta", "message_stop", "content_block_start",
                             "content_block_delta", "content_block_stop"})
 _UNSAFE_ID_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
+# argumentsError texts of a tool call whose content_block_stop never came
+CUT_BY_LIMIT = "Tool call cut off by the output token limit (max_tokens) before its arguments were complete"
+CUT_BY_END = "Tool call cut off: the stream ended before its arguments were complete"
+CUT_BY_RESTART = "Tool call cut off by a second message_start in the same stream"
 
 
 def is_oauth_token(api_key: str | None) -> bool:
@@ -345,11 +352,16 @@ class _Reader:
         self.open: dict[int, tuple[int, list[str]]] = {}  # anthropic index -> (content index, json pieces)
         self.started = False
         self.stopped = False
+        self.failure: str | None = None  # set when the stream turned out malformed (raised after its events)
+        self.transformations: list[Any] | None = None  # input_transformations the API reported, the last wins
 
     def handle(self, event: dict[str, Any]) -> list[dict[str, Any]]:
         kind = event["type"]
         if kind == "message_start":
-            self._start(event["message"])
+            if self.started:  # a second message inside this one: what came before it is broken
+                self.failure = "Anthropic stream sent a second message_start before message_stop (malformed response)"
+                return self.close_open(CUT_BY_RESTART)
+            return self._start(event["message"])
         elif kind == "content_block_start":
             return self._block_start(event["index"], event["content_block"])
         elif kind == "content_block_delta":
@@ -362,8 +374,10 @@ class _Reader:
             self.stopped = True
         return []
 
-    def _start(self, message: dict[str, Any]) -> None:
+    def _start(self, message: dict[str, Any]) -> list[dict[str, Any]]:
         self.started = True
+        if isinstance(message.get("input_transformations"), list):
+            self.transformations = message["input_transformations"]
         if message.get("id"):
             self.msg["responseId"] = message["id"]
         if message.get("model") and message["model"] != self.model["id"]:
@@ -376,6 +390,39 @@ class _Reader:
         u["cacheWrite"] = usage.get("cache_creation_input_tokens") or 0
         u["cacheWrite1h"] = (usage.get("cache_creation") or {}).get("ephemeral_1h_input_tokens") or 0
         u["totalTokens"] = u["input"] + u["output"] + u["cacheRead"] + u["cacheWrite"]
+        return self._whole_content(message)
+
+    def _whole_content(self, message: dict[str, Any]) -> list[dict[str, Any]]:
+        """A message that arrives complete in ``message_start`` (proxies, programmatic tool calling)."""
+        events: list[dict[str, Any]] = []
+        for offset, block in enumerate(message.get("content") or []):
+            index = -1 - offset  # out of the stream's own index range
+            started = self._block_start(index, block)
+            events += started
+            kind = {"text_start": "text", "thinking_start": "thinking"}.get(started[0]["type"]) if started else None
+            if kind and self.msg["content"][-1][kind] and not self.msg["content"][-1].get("redacted"):
+                events.append({"type": f"{kind}_delta", "contentIndex": started[0]["contentIndex"],
+                               "delta": self.msg["content"][-1][kind]})
+            events += self._block_stop(index)
+        if message.get("stop_reason"):
+            self._message_delta({"delta": {"stop_reason": message["stop_reason"],
+                                           "stop_details": message.get("stop_details")}})
+            self.stopped = True  # nothing more is owed; a later message_stop changes nothing
+        return events
+
+    def close_open(self, cause: str) -> list[dict[str, Any]]:
+        """End every block still open; a tool call keeps its repaired partial input, marked incomplete."""
+        events: list[dict[str, Any]] = []
+        for index in sorted(self.open, key=lambda i: self.open[i][0]):
+            at, pieces = self.open[index]
+            block = self.msg["content"][at]
+            if block["type"] == "toolCall":
+                raw = "".join(pieces)
+                if raw:
+                    block["arguments"] = repair_arguments(raw)[0]
+                block["argumentsError"] = f"{cause}\n\nReceived arguments:\n{raw}"
+            events += self._block_stop(index, keep_arguments=True)
+        return events
 
     def _block_start(self, index: int, block: dict[str, Any]) -> list[dict[str, Any]]:
         content = self.msg["content"]
@@ -424,7 +471,7 @@ class _Reader:
             return [{"type": "toolcall_delta", "contentIndex": at, "delta": delta["partial_json"]}]
         return []
 
-    def _block_stop(self, index: int) -> list[dict[str, Any]]:
+    def _block_stop(self, index: int, keep_arguments: bool = False) -> list[dict[str, Any]]:
         if index not in self.open:
             return []
         at, pieces = self.open.pop(index)
@@ -433,13 +480,16 @@ class _Reader:
             return [{"type": "text_end", "contentIndex": at, "content": block["text"]}]
         if block["type"] == "thinking":
             return [{"type": "thinking_end", "contentIndex": at, "content": block["thinking"]}]
-        arguments, error = finish_arguments("".join(pieces))
-        block["arguments"] = arguments
-        if error:
-            block["argumentsError"] = error
+        if pieces and not keep_arguments:  # else the input came whole with content_block_start
+            arguments, error = finish_arguments("".join(pieces))
+            block["arguments"] = arguments
+            if error:
+                block["argumentsError"] = error
         return [{"type": "toolcall_end", "contentIndex": at, "toolCall": block}]
 
     def _message_delta(self, event: dict[str, Any]) -> None:
+        if isinstance(event.get("input_transformations"), list):
+            self.transformations = event["input_transformations"]
         reason = (event.get("delta") or {}).get("stop_reason")
         if reason:
             self.msg["rawStopReason"] = reason
@@ -457,6 +507,8 @@ class _Reader:
         if thinking is not None:
             u["reasoning"] = thinking
         u["totalTokens"] = u["input"] + u["output"] + u["cacheRead"] + u["cacheWrite"]
+        if usage and is_openrouter(self.model):
+            apply_reported_cost(u, usage)
 
     def _map_stop(self, reason: str, details: Any) -> str:
         if reason in STOP_REASONS:
@@ -496,9 +548,16 @@ async def stream(
             raise ProviderError(f"Could not parse Anthropic SSE event {sse.event}: {exc}; data={sse.data}") from exc
         for normalized in reader.handle(event):
             yield normalized
+        if reader.failure:
+            raise ProviderError(reader.failure)
+    cause = CUT_BY_LIMIT if output["stopReason"] == "length" else CUT_BY_END
+    for normalized in reader.close_open(cause):  # blocks the stream never stopped (max_tokens inside a call)
+        yield normalized
     if reader.started and not reader.stopped:
         raise ProviderError("Anthropic stream ended before message_stop")
     if output["stopReason"] == "pending":
         raise ProviderError("Anthropic stream ended without a stop reason")
     if output["stopReason"] == "error":
         raise ProviderError(output.get("errorMessage") or "An unknown error occurred")
+    append_transformations(reader.msg, "anthropic_input_transformations", reader.transformations or [],
+                           ("type", "path", "reason"))

@@ -226,6 +226,7 @@ class _Reader:
         self.model = model
         self.msg: dict[str, Any] = output  # type: ignore[assignment]  # also gets rawStopReason
         self.current: dict[str, Any] | None = None  # the open text/thinking block
+        self.prompt_blocked: str | None = None  # promptFeedback.blockReason of a refused prompt
 
     def handle(self, chunk: dict[str, Any]) -> list[dict[str, Any]]:
         error = chunk.get("error")
@@ -233,6 +234,12 @@ class _Reader:
             raise ProviderError(f"got status: {error.get('status', 'undefined')}. {orjson.dumps(chunk).decode()}")
         if chunk.get("responseId") and not self.msg.get("responseId"):
             self.msg["responseId"] = chunk["responseId"]
+        blocked = (chunk.get("promptFeedback") or {}).get("blockReason")
+        if blocked and not chunk.get("candidates"):
+            # The prompt itself was refused: no candidate will follow (pi waits for a finish
+            # reason and reports a retryable "ended without" error; a retry is refused again).
+            self.msg["rawStopReason"] = self.prompt_blocked = blocked
+            self.msg["stopReason"] = "error"
         events: list[dict[str, Any]] = []
         candidate = (chunk.get("candidates") or [{}])[0]
         for part in (candidate.get("content") or {}).get("parts") or []:
@@ -340,4 +347,6 @@ async def stream(
     if output["stopReason"] == "pending":
         raise ProviderError("Google stream ended without a finish reason")
     if output["stopReason"] == "error":
+        if reader.prompt_blocked:
+            raise ProviderError(f"Provider blocked the prompt: {reader.prompt_blocked}")
         raise ProviderError(f"Provider stopped with: {reader.msg.get('rawStopReason')}")

@@ -1,8 +1,9 @@
 """OpenAI Chat Completions (``openai-completions``) and the many servers that copy it.
 
-Differences between hosts are switches in ``model["compat"]``; unset switches are detected from the
-provider name and base URL (OpenAI, OpenRouter, Groq, Cerebras, xAI, Mistral, DeepSeek, z.ai,
-Together, Moonshot and local servers such as Ollama, vLLM, llama.cpp and LM Studio).
+Differences between hosts are switches in ``model["compat"]`` (``ai.providers.openai_compat``);
+unset switches are detected from the provider name and base URL (OpenAI, OpenRouter, Groq,
+Cerebras, xAI, Mistral, DeepSeek, z.ai, Together, Moonshot and local servers such as Ollama, vLLM,
+llama.cpp and LM Studio). The output cap is fitted into the context window, as pi does.
 """
 
 from __future__ import annotations
@@ -15,63 +16,31 @@ from typing import Any
 import orjson
 
 from pi_coding_agent.ai.providers.http import sse_events
+from pi_coding_agent.ai.providers.openai_compat import (
+    affinity_headers,
+    apply_cache_control,
+    apply_thinking,
+    cache_control,
+    prompt_cache_fields,
+    resolve_compat,
+    routing_fields,
+)
 from pi_coding_agent.ai.providers.partial_json import parse_arguments
+from pi_coding_agent.ai.providers.reasoning_details import (
+    is_reasoning_detail,
+    merge_reasoning_details,
+    replayed_reasoning_details,
+)
+from pi_coding_agent.ai.providers.sampling import sampling_params
+from pi_coding_agent.ai.providers.usage import apply_reported_cost, chat_usage, is_openrouter
 from pi_coding_agent.ai.stream import ProviderError, StreamOptions
+from pi_coding_agent.ai.thinking import clamp_max_tokens
 from pi_coding_agent.ai.transform import tool_result_runs
-from pi_coding_agent.ai.types import AssistantMessage, Context, Model, empty_usage
+from pi_coding_agent.ai.types import AssistantMessage, Context, Model
 
 REASONING_FIELDS = ("reasoning_content", "reasoning", "reasoning_text")
 STOP_REASONS = {"stop": "stop", "end": "stop", "length": "length", "tool_calls": "toolUse", "function_call": "toolUse"}
 BRIDGE_TEXT = "I have processed the tool results."
-
-
-# ---------------------------------------------------------------------------------------------- compat
-
-
-def detect_compat(model: Model) -> dict[str, Any]:
-    """Switch defaults for a host, from its provider name and base URL."""
-    provider, url = model["provider"], model["baseUrl"]
-
-    def host(name: str, *fragments: str) -> bool:
-        return provider == name or any(f in url.lower() for f in fragments)
-
-    zai = host("zai", "api.z.ai", "open.bigmodel.cn") or provider == "zai-coding-cn"
-    together = host("together", "api.together.ai", "api.together.xyz")
-    moonshot = host("moonshotai", "api.moonshot.") or provider == "moonshotai-cn"
-    openrouter = host("openrouter", "openrouter.ai")
-    nvidia = host("nvidia", "integrate.api.nvidia.com")
-    cerebras = host("cerebras", "cerebras.ai")
-    deepseek = host("deepseek", "deepseek.com")
-    xai = host("xai", "api.x.ai")
-    cloudflare = host("cloudflare-ai-gateway", "gateway.ai.cloudflare.com")
-    opencode = host("opencode", "opencode.ai")
-    chutes = "chutes.ai" in url
-    non_standard = nvidia or cerebras or xai or together or chutes or deepseek or zai or moonshot or opencode or cloudflare
-    use_max_tokens = chutes or deepseek or moonshot or cloudflare or together or nvidia or zai
-    thinking_format = ("deepseek" if deepseek else "zai" if zai else "together" if together
-                       else "openrouter" if openrouter else "openai")
-    return {
-        "supportsStore": not non_standard,
-        "supportsDeveloperRole": host("openai", "api.openai.com"),
-        "supportsReasoningEffort": not (xai or zai or moonshot or together or cloudflare or nvidia),
-        "supportsUsageInStreaming": True,
-        "supportsFinishReason": True,
-        "maxTokensField": "max_tokens" if use_max_tokens else "max_completion_tokens",
-        "requiresToolResultName": False,
-        "requiresAssistantAfterToolResult": False,
-        "requiresNonNullAssistantContent": False,
-        "requiresToolsWithToolHistory": False,
-        "requiresThinkingAsText": False,
-        "requiresReasoningContentOnAssistantMessages": deepseek,
-        "thinkingFormat": thinking_format,
-        "supportsStrictMode": False,
-        "zaiToolStream": False,
-    }
-
-
-def resolve_compat(model: Model) -> dict[str, Any]:
-    """Detected switches overridden by the ones the model sets explicitly."""
-    return {**detect_compat(model), **(model.get("compat") or {})}
 
 
 # --------------------------------------------------------------------------------------------- request
@@ -107,6 +76,7 @@ def _assistant_message(model: Model, msg: Any, compat: dict[str, Any]) -> dict[s
     needs_string = compat["requiresAssistantAfterToolResult"] or compat["requiresNonNullAssistantContent"]
     out: dict[str, Any] = {"role": "assistant", "content": "" if needs_string else None}
     text = "".join(b["text"] for b in msg["content"] if b["type"] == "text" and b["text"].strip())
+    details = replayed_reasoning_details([b for b in msg["content"] if b["type"] == "thinking"])
     thinking = [b for b in msg["content"] if b["type"] == "thinking" and b["thinking"].strip()]
     calls = [b for b in msg["content"] if b["type"] == "toolCall"]
     if thinking and compat["requiresThinkingAsText"]:
@@ -115,7 +85,7 @@ def _assistant_message(model: Model, msg: Any, compat: dict[str, Any]) -> dict[s
     else:
         if text:
             out["content"] = text
-        field = thinking[0].get("thinkingSignature") if thinking else None
+        field = thinking[0].get("thinkingSignature") if thinking and details is None else None
         if field in REASONING_FIELDS:
             out[field] = "\n".join(b["thinking"] for b in thinking)
     if calls:
@@ -124,6 +94,8 @@ def _assistant_message(model: Model, msg: Any, compat: dict[str, Any]) -> dict[s
              "function": {"name": c["name"], "arguments": orjson.dumps(c["arguments"]).decode()}}
             for c in calls
         ]
+    if details is not None:
+        out["reasoning_details"] = details
     if compat["requiresReasoningContentOnAssistantMessages"] and model["reasoning"] and "reasoning_content" not in out:
         out["reasoning_content"] = ""
     return out if out["content"] or calls else None
@@ -184,51 +156,18 @@ def _tools(context: Context, compat: dict[str, Any]) -> list[dict[str, Any]]:
             for t in context.get("tools") or []]
 
 
-def _apply_thinking(body: dict[str, Any], model: Model, options: StreamOptions, compat: dict[str, Any]) -> None:
-    """Ask for reasoning in the host's dialect (agent-loop.md §10); ``off`` may still need saying."""
-    if not model["reasoning"]:
-        return
-    mapping = model.get("thinkingLevelMap") or {}
-    level = options.thinking_level if options.thinking_level != "off" else None
-    effort = (mapping.get(level) or level) if level else None
-    off_allowed = mapping.get("off", "none") is not None  # a null "off" means the model cannot stop thinking
-    fmt = compat["thinkingFormat"]
-    with_effort = bool(effort) and compat["supportsReasoningEffort"]
-    if fmt == "openrouter":
-        if effort or off_allowed:
-            body["reasoning"] = {"effort": effort or mapping.get("off") or "none"}
-    elif fmt == "zai":
-        body["thinking"] = {"type": "enabled", "clear_thinking": False} if effort else {"type": "disabled"}
-    elif fmt == "deepseek":
-        if effort or off_allowed:
-            body["thinking"] = {"type": "enabled" if effort else "disabled"}
-    elif fmt == "qwen":
-        body["enable_thinking"] = bool(effort)
-    elif fmt == "qwen-chat-template":
-        body["chat_template_kwargs"] = {"enable_thinking": bool(effort), "preserve_thinking": True}
-    elif fmt == "together":
-        body["reasoning"] = {"enabled": bool(effort)}
-    elif compat["supportsReasoningEffort"] and not effort and isinstance(mapping.get("off"), str):
-        body["reasoning_effort"] = mapping["off"]
-    if with_effort and fmt not in ("openrouter", "qwen-chat-template"):
-        body["reasoning_effort"] = effort
-
-
 def build_request(model: Model, context: Context, options: StreamOptions) -> dict[str, Any]:
     """The JSON body of one ``/chat/completions`` request."""
     compat = resolve_compat(model)
-    body: dict[str, Any] = {"model": model["id"], "messages": convert_messages(model, context, compat), "stream": True}
-    key_mode = compat.get("promptCacheKeyMode", "auto")
-    if options.session_id and options.cache_retention != "none" and (
-            key_mode == "enabled" or (key_mode == "auto" and "api.openai.com" in model["baseUrl"])):
-        body["prompt_cache_key"] = options.session_id[:64]
+    messages = convert_messages(model, context, compat)
+    body: dict[str, Any] = {"model": model["id"], "messages": messages, "stream": True,
+                            **prompt_cache_fields(model, options, compat)}
     if compat["supportsUsageInStreaming"] is not False:
         body["stream_options"] = {"include_usage": True}
     if compat["supportsStore"]:
         body["store"] = False
-    max_tokens = options.max_tokens or model.get("maxTokens")
-    if max_tokens:
-        body["max_tokens" if compat["maxTokensField"] == "max_tokens" else "max_completion_tokens"] = max_tokens
+    max_field = "max_tokens" if compat["maxTokensField"] == "max_tokens" else "max_completion_tokens"
+    body[max_field] = clamp_max_tokens(model, context, options.max_tokens)  # input + output fit the window
     if options.temperature is not None:
         body["temperature"] = options.temperature
     tools = _tools(context, compat)
@@ -238,49 +177,75 @@ def build_request(model: Model, context: Context, options: StreamOptions) -> dic
             body["tool_stream"] = True
     elif compat["requiresToolsWithToolHistory"] and any(m["role"] == "toolResult" for m in context["messages"]):
         body["tools"] = []
-    _apply_thinking(body, model, options, compat)
-    if compat.get("openRouterRouting"):
-        body["provider"] = compat["openRouterRouting"]
+    control = cache_control(compat, options.cache_retention)
+    if control:
+        apply_cache_control(messages, body.get("tools"), control)
+    if compat.get("vllmPriority") is not None:
+        body["priority"] = compat["vllmPriority"]
+    apply_thinking(body, model, options, compat)
+    body.update(routing_fields(model))
+    body.update(sampling_params(model, options.thinking_level))  # last: configured sampling wins
     return body
 
 
-def request_headers(model: Model, options: StreamOptions) -> dict[str, str]:
-    """Bearer auth plus the model's and the caller's headers (the caller's win)."""
+def request_headers(model: Model, options: StreamOptions, affinity: dict[str, str] | None = None) -> dict[str, str]:
+    """Bearer auth, the model's headers, session-affinity headers, then the caller's (which win)."""
     extra = {**(model.get("headers") or {}), **options.headers}
     has_auth = any(k.lower() == "authorization" and v.strip() for k, v in extra.items())
     if not options.api_key and not has_auth:
         raise ProviderError(f"No API key for provider: {model['provider']}")
     auth = {"authorization": f"Bearer {options.api_key}"} if options.api_key else {}
-    return {**auth, **extra}
+    return {**auth, **(model.get("headers") or {}), **(affinity or {}), **options.headers}
 
 
 # ---------------------------------------------------------------------------------------------- stream
 
 
+def chunk_error_text(error: Any) -> str:
+    """An error object inside the stream: its message (or the object), plus OpenRouter's upstream detail."""
+    message = error.get("message") if isinstance(error, dict) else None
+    text = str(message) if message else orjson.dumps(error).decode()
+    raw = ((error.get("metadata") or {}) if isinstance(error, dict) else {}).get("raw")
+    return f"{text}\n{raw}" if raw and str(raw) not in text else text
+
+
+def first_choice(choices: Any) -> dict[str, Any] | None:
+    """Choice 0 of a chunk: hosts asked for several choices stream each under its ``index``."""
+    for choice in choices if isinstance(choices, list) else []:
+        if isinstance(choice, dict) and choice.get("index", 0) in (0, None):
+            return choice
+    return None
+
+
 class _ChunkReader:
     """Turns chunks into content blocks and events; every block ends only when the stream does."""
 
-    def __init__(self, output: AssistantMessage) -> None:
+    def __init__(self, model: Model, output: AssistantMessage) -> None:
+        self.model = model
         self.output = output
         self.blocks: list[Any] = output["content"]
         self.text: Any = None
         self.thinking: Any = None
         self.calls: dict[Any, Any] = {}  # stream index (or id) -> block
         self.raw_args: dict[int, str] = {}  # content index -> argument text so far
+        self.reasoning_details: list[dict[str, Any]] | None = None  # OpenRouter's replay data
         self.finished = False
 
     def feed(self, chunk: dict[str, Any]) -> list[dict[str, Any]]:
         if chunk.get("error"):  # mid-stream failure relayed by a gateway
-            error: Any = chunk["error"]
-            message = error.get("message") if isinstance(error, dict) else None
-            raise ProviderError(str(message) if message else orjson.dumps(error).decode())
+            raise ProviderError(chunk_error_text(chunk["error"]))
         if chunk.get("id") and "responseId" not in self.output:
             self.output["responseId"] = chunk["id"]
-        choices = chunk.get("choices") or []
-        choice = choices[0] if choices else None
-        usage = chunk.get("usage") or (choice or {}).get("usage")
+        served = chunk.get("model")
+        if isinstance(served, str) and served and served != self.model["id"] and "responseModel" not in self.output:
+            self.output["responseModel"] = served
+        choice = first_choice(chunk.get("choices"))
+        # Groq reports streamed usage under x_groq; Moonshot inside the choice
+        usage = chunk.get("usage") or (choice or {}).get("usage") or (chunk.get("x_groq") or {}).get("usage")
         if usage:
-            self._usage(usage)
+            self.output["usage"] = chat_usage(usage)
+            if is_openrouter(self.model):
+                apply_reported_cost(self.output["usage"], usage)
         if not choice:
             return []
         events: list[dict[str, Any]] = []
@@ -290,22 +255,52 @@ class _ChunkReader:
         field = next((f for f in REASONING_FIELDS if isinstance(delta.get(f), str) and delta[f]), None)
         if field:
             events += self._append("thinking", delta[field], field)
-        if delta.get("content"):
-            events += self._append("text", delta["content"])
+        if isinstance(delta.get("reasoning_details"), list):
+            events += self._reasoning_details(delta["reasoning_details"])
+        events += self._content(delta.get("content"))
+        if isinstance(delta.get("refusal"), str) and delta["refusal"]:  # shown as text, as the Responses API does
+            events += self._append("text", delta["refusal"])
         for call in delta.get("tool_calls") or []:
             events += self._tool_call(call)
         return events
 
-    def _append(self, kind: str, piece: str, signature: str | None = None) -> list[dict[str, Any]]:
+    def _content(self, content: Any) -> list[dict[str, Any]]:
+        """``delta.content`` as a string, or as a list of parts (Mistral: thinking parts, then text parts)."""
+        if isinstance(content, str):
+            return self._append("text", content) if content else []
         events: list[dict[str, Any]] = []
+        for part in content if isinstance(content, list) else []:
+            kind = part.get("type") if isinstance(part, dict) else None
+            if kind == "text" and isinstance(part.get("text"), str) and part["text"]:
+                events += self._append("text", part["text"])
+            elif kind == "thinking":
+                inner = part.get("thinking")
+                pieces = [inner] if isinstance(inner, str) else [
+                    p.get("text") for p in inner or [] if isinstance(p, dict) and p.get("type") == "text"]
+                events += [ev for piece in pieces if isinstance(piece, str) and piece
+                           for ev in self._append("thinking", piece)]
+        return events
+
+    def _reasoning_details(self, details: list[Any]) -> list[dict[str, Any]]:
+        """Collect OpenRouter's ``reasoning_details`` (kept in the thinking block's signature for replay)."""
+        valid = [d for d in details if is_reasoning_detail(d)]
+        if not valid:
+            return []
+        events = [] if self.thinking is not None else self._open("thinking", "")
+        self.reasoning_details = merge_reasoning_details(self.reasoning_details or [], valid)
+        return events
+
+    def _open(self, kind: str, signature: str | None) -> list[dict[str, Any]]:
+        block: dict[str, Any] = {"type": kind, kind: ""}
+        if signature is not None:
+            block["thinkingSignature"] = signature
+        self.blocks.append(block)
+        setattr(self, kind, block)
+        return [{"type": f"{kind}_start", "contentIndex": len(self.blocks) - 1}]
+
+    def _append(self, kind: str, piece: str, signature: str | None = None) -> list[dict[str, Any]]:
+        events = self._open(kind, signature) if getattr(self, kind) is None else []
         block = self.thinking if kind == "thinking" else self.text
-        if block is None:
-            block = {"type": kind, kind: ""}
-            if signature:
-                block["thinkingSignature"] = signature
-            self.blocks.append(block)
-            setattr(self, kind, block)
-            events.append({"type": f"{kind}_start", "contentIndex": len(self.blocks) - 1})
         block[kind] += piece
         events.append({"type": f"{kind}_delta", "contentIndex": self.blocks.index(block), "delta": piece})
         return events
@@ -332,19 +327,6 @@ class _ChunkReader:
         events.append({"type": "toolcall_delta", "contentIndex": index, "delta": piece})
         return events
 
-    def _usage(self, raw: dict[str, Any]) -> None:
-        details = raw.get("prompt_tokens_details") or {}
-        cached = details.get("cached_tokens") or raw.get("prompt_cache_hit_tokens") or raw.get("cached_tokens") or 0
-        written = details.get("cache_write_tokens") or 0
-        fresh = max(0, (raw.get("prompt_tokens") or 0) - cached - written)
-        output = raw.get("completion_tokens") or 0
-        reasoning = (raw.get("completion_tokens_details") or {}).get("reasoning_tokens") or raw.get(
-            "reasoning_tokens") or 0
-        # key order as pi writes it: reasoning sits between the token counts and the total
-        self.output["usage"] = {"input": fresh, "output": output, "cacheRead": cached, "cacheWrite": written,
-                                "reasoning": reasoning, "totalTokens": fresh + output + cached + written,
-                                "cost": empty_usage()["cost"]}
-
     def _finish_reason(self, reason: str) -> None:
         self.finished = True
         self.output["rawStopReason"] = reason
@@ -363,6 +345,8 @@ class _ChunkReader:
                 block["arguments"] = parse_arguments(self.raw_args.get(index, ""))
                 events.append({"type": "toolcall_end", "contentIndex": index, "toolCall": block})
             else:
+                if kind == "thinking" and self.reasoning_details is not None:
+                    block["thinkingSignature"] = orjson.dumps(self.reasoning_details).decode()
                 events.append({"type": f"{kind}_end", "contentIndex": index, "content": block[kind]})
         return events
 
@@ -371,10 +355,11 @@ async def stream(
     model: Model, context: Context, options: StreamOptions, output: AssistantMessage
 ) -> AsyncIterator[dict[str, Any]]:
     compat = resolve_compat(model)
-    headers = request_headers(model, options)
+    session = options.session_id if options.cache_retention != "none" else None
+    headers = request_headers(model, options, affinity_headers(compat, session))
     body = build_request(model, context, options)
     url = model["baseUrl"].rstrip("/") + "/chat/completions"
-    reader = _ChunkReader(output)
+    reader = _ChunkReader(model, output)
     async with aclosing(sse_events(url, headers, body, options)) as events:
         async for event in events:
             if event.data == "[DONE]" or not event.data:

@@ -15,11 +15,15 @@ from typing import Any
 
 import orjson
 
+from pi_coding_agent.ai.providers.diagnostics import append_transformations
 from pi_coding_agent.ai.providers.http import openai_error_text, sse_events
 from pi_coding_agent.ai.providers.openai_completions import request_headers
 from pi_coding_agent.ai.providers.partial_json import parse_arguments
+from pi_coding_agent.ai.providers.sampling import sampling_params
+from pi_coding_agent.ai.providers.usage import is_openrouter, responses_usage
 from pi_coding_agent.ai.stream import ProviderError, StreamOptions
-from pi_coding_agent.ai.types import AssistantMessage, Context, Model, empty_usage
+from pi_coding_agent.ai.thinking import clamp_max_tokens, clamp_thinking_level
+from pi_coding_agent.ai.types import AssistantMessage, Context, Model
 
 MIN_OUTPUT_TOKENS = 16  # the API rejects smaller max_output_tokens
 CALL_ID_PROVIDERS = frozenset({"openai", "openai-codex", "opencode"})
@@ -158,15 +162,19 @@ def _parse_text_signature(signature: str | None) -> dict[str, str]:
 def build_request(model: Model, context: Context, options: StreamOptions) -> dict[str, Any]:
     """The JSON body of one ``/responses`` request."""
     compat = model.get("compat") or {}
+    retention = options.cache_retention
+    explicit_cache = bool(compat.get("supportsExplicitPromptCacheMode"))
+    long = retention == "long" and compat.get("supportsLongCacheRetention", True) is not False
     body: dict[str, Any] = {"model": model["id"], "input": _Converter(model).convert(context), "stream": True}
-    if options.session_id and options.cache_retention != "none" and compat.get("promptCacheKeyMode") != "disabled":
+    if options.session_id and retention != "none" and compat.get("promptCacheKeyMode") != "disabled":
         body["prompt_cache_key"] = options.session_id[:64]
-    if options.cache_retention == "long" and compat.get("supportsLongCacheRetention", True):
+    if long and not explicit_cache:
         body["prompt_cache_retention"] = "24h"
+    if explicit_cache and (retention == "none" or long):
+        body["prompt_cache_options"] = {"mode": "explicit"} if retention == "none" else {"ttl": "30m"}
     body["store"] = False
-    max_tokens = options.max_tokens or model.get("maxTokens")
-    if max_tokens and compat.get("supportsMaxOutputTokens", True):
-        body["max_output_tokens"] = max(max_tokens, MIN_OUTPUT_TOKENS)
+    if compat.get("supportsMaxOutputTokens", True) is not False:  # fitted into the context window, as pi does
+        body["max_output_tokens"] = max(clamp_max_tokens(model, context, options.max_tokens), MIN_OUTPUT_TOKENS)
     if options.temperature is not None:
         body["temperature"] = options.temperature
     strict = {"strict": False} if compat.get("supportsStrictMode") else {}
@@ -174,27 +182,36 @@ def build_request(model: Model, context: Context, options: StreamOptions) -> dic
               "parameters": t["parameters"], **strict} for t in context.get("tools") or []]
     if tools:
         body["tools"] = tools
+    level = clamp_thinking_level(model, options.thinking_level) if options.thinking_level != "off" else "off"
     if model["reasoning"]:
-        mapping = model.get("thinkingLevelMap") or {}
-        level = options.thinking_level
-        if level != "off":
-            body["reasoning"] = {"effort": mapping.get(level) or level, "summary": "auto"}
-            body["include"] = ["reasoning.encrypted_content"]
-        elif model["provider"] != "github-copilot" and mapping.get("off", "none") is not None:
-            body["reasoning"] = {"effort": mapping.get("off") or "none"}
-        if model["provider"] == "xai":
-            body["include"] = ["reasoning.encrypted_content"]
+        _reasoning_fields(body, model, level)
+    body.update(sampling_params(model, level))  # last: configured sampling wins
     return body
 
 
+def _reasoning_fields(body: dict[str, Any], model: Model, level: str) -> None:
+    mapping = model.get("thinkingLevelMap") or {}
+    if level != "off":
+        body["reasoning"] = {"effort": mapping.get(level) or level, "summary": "auto"}
+        body["include"] = ["reasoning.encrypted_content"]
+    elif model["provider"] != "github-copilot" and mapping.get("off", "none") is not None:
+        body["reasoning"] = {"effort": mapping.get("off") or "none"}
+    if model["provider"] == "xai":
+        body["include"] = ["reasoning.encrypted_content"]
+
+
 def _headers(model: Model, options: StreamOptions) -> dict[str, str]:
-    headers = request_headers(model, options)
+    """Session-affinity headers in the host's format (``compat.sessionAffinityFormat``)."""
+    affinity: dict[str, str] = {}
     if options.session_id and options.cache_retention != "none":
-        openrouter = model["provider"] == "openrouter" or "openrouter.ai" in model["baseUrl"]
-        affinity = {"x-session-id": options.session_id} if openrouter else {
-            "session-id": options.session_id, "x-client-request-id": options.session_id}
-        headers = {**affinity, **headers}
-    return headers
+        fmt = (model.get("compat") or {}).get("sessionAffinityFormat") or (
+            "openrouter" if is_openrouter(model) else "openai")
+        if fmt == "openrouter":
+            affinity = {"x-session-id": options.session_id}
+        else:
+            own = {"session-id": options.session_id} if fmt == "openai" else {}
+            affinity = {**own, "x-client-request-id": options.session_id}
+    return request_headers(model, options, affinity)
 
 
 # ---------------------------------------------------------------------------------------------- stream
@@ -209,6 +226,7 @@ class _EventReader:
         self.slots: dict[int, int] = {}  # output_index -> content index
         self.raw_args: dict[int, str] = {}  # content index -> argument text so far
         self.unfinished: set[int] = set()  # tool calls whose output_item.done is missing
+        self.reasoning: dict[str, Any] = {}  # reasoning item id -> its thinking block
         self.terminal = False
 
     def feed(self, event: dict[str, Any]) -> list[dict[str, Any]]:
@@ -232,9 +250,13 @@ class _EventReader:
         elif kind in ("response.completed", "response.incomplete"):
             self._finish(event["response"])
         elif kind == "response.failed":
-            raise ProviderError(_failure_text(event.get("response") or {}))
+            self.terminal = True
+            response = event.get("response") or {}
+            if response.get("status"):
+                self.output["rawStopReason"] = response["status"]
+            raise ProviderError(_failure_text(response))
         elif kind == "error":
-            raise ProviderError(f"Error Code {event.get('code')}: {event.get('message')}")
+            raise ProviderError(stream_error_text(event))
         return []
 
     def _slot(self, event: dict[str, Any], kind: str) -> int | None:
@@ -301,6 +323,8 @@ class _EventReader:
             content = "\n\n".join(c.get("text", "") for c in item.get("content") or [])
             block["thinking"] = summary or content or block["thinking"]
             block["thinkingSignature"] = orjson.dumps(item).decode()
+            if item.get("id"):
+                self.reasoning[item["id"]] = block
             events.append({"type": "thinking_end", "contentIndex": index, "content": block["thinking"]})
         elif kind == "message" and block["type"] == "text":
             if item.get("phase") == "final_answer":
@@ -321,26 +345,32 @@ class _EventReader:
             events.append({"type": "toolcall_end", "contentIndex": index, "toolCall": block})
         return events
 
+    def _backfill_reasoning(self, items: list[Any]) -> None:
+        """Encrypted reasoning some hosts (Azure) send only in the terminal response's output."""
+        for item in items:
+            block = self.reasoning.get(str(item.get("id"))) if isinstance(item, dict) else None
+            if block is None or item.get("type") != "reasoning" or not item.get("encrypted_content"):
+                continue
+            stored = orjson.loads(block["thinkingSignature"])
+            if not stored.get("encrypted_content"):
+                block["thinkingSignature"] = orjson.dumps({**stored, "encrypted_content": item["encrypted_content"]}).decode()
+
     def _finish(self, response: dict[str, Any]) -> None:
         self.terminal = True
         output = self.output
+        self._backfill_reasoning(response.get("output") or [])
+        removals = [t for t in response.get("input_transformations") or []
+                    if isinstance(t, dict) and t.get("type") == "reasoning" and t.get("action") == "removed"
+                    and t.get("reason") != "turn_boundary"]  # turn_boundary: routine, and would grow every turn
+        append_transformations(output, "openai_input_transformations", removals, ("type", "id", "action", "reason"))
         if response.get("id"):
             output["responseId"] = response["id"]
-        raw = response.get("usage")
-        if raw:
-            details = raw.get("input_tokens_details") or {}
-            cached = details.get("cached_tokens") or 0
-            written = details.get("cache_write_tokens") or 0
-            usage = empty_usage()
-            usage["input"] = max(0, (raw.get("input_tokens") or 0) - cached - written)
-            usage["output"] = raw.get("output_tokens") or 0
-            usage["cacheRead"] = cached
-            usage["cacheWrite"] = written
-            usage["reasoning"] = (raw.get("output_tokens_details") or {}).get("reasoning_tokens") or 0
-            usage["totalTokens"] = raw.get("total_tokens") or 0
-            output["usage"] = usage
+        if response.get("usage"):
+            output["usage"] = responses_usage(response["usage"])
         status = response.get("status")
         reason = (response.get("incomplete_details") or {}).get("reason")
+        if status:
+            output["rawStopReason"] = f"{status}.{reason}" if isinstance(reason, str) and reason else status
         output.pop("errorMessage", None)
         if status == "incomplete" and reason == "max_output_tokens":
             output["stopReason"] = "length"
@@ -354,6 +384,24 @@ class _EventReader:
             output["stopReason"] = "stop"
         if output["stopReason"] == "stop" and any(b["type"] == "toolCall" for b in self.blocks):
             output["stopReason"] = "toolUse"
+
+
+def stream_error_text(event: dict[str, Any]) -> str:
+    """The text of an ``error`` event.
+
+    The API nests the details (``{"type":"error","error":{"code":...,"message":...}}``): the text is
+    the nested message (the whole object when it has none), as the OpenAI SDK reports it for pi.
+    Reading only top-level fields gave ``Error Code None: None`` and hid rate limits and overflows
+    from the retry policy. The top-level form (``code``/``message`` beside ``type``) keeps pi's
+    ``Error Code <code>: <message>``.
+    """
+    nested = event.get("error")
+    if isinstance(nested, dict):
+        message = nested.get("message")
+        return message if isinstance(message, str) and message else orjson.dumps(nested).decode()
+    if nested:
+        return orjson.dumps(nested).decode()
+    return f"Error Code {event.get('code')}: {event.get('message')}"
 
 
 def _failure_text(response: dict[str, Any]) -> str:

@@ -1,4 +1,9 @@
-"""Best-effort parsing of tool-call arguments that may have been cut off mid-stream."""
+"""Best-effort parsing of tool-call arguments that may have been cut off mid-stream.
+
+Shared by every adapter that streams arguments as JSON text (Chat Completions, Responses,
+Anthropic): ``repair_arguments`` tells a complete object from one closed by repair, so an adapter
+can mark a call whose arguments were cut (the agent must not run it with invented values).
+"""
 
 from __future__ import annotations
 
@@ -11,15 +16,20 @@ _CLOSERS = {"{": "}", "[": "]"}
 
 def parse_arguments(text: str) -> dict[str, Any]:
     """The argument object in ``text``; an unfinished object is closed first, garbage gives ``{}``."""
+    return repair_arguments(text)[0]
+
+
+def repair_arguments(text: str) -> tuple[dict[str, Any], bool]:
+    """``(arguments, complete)``: ``complete`` is False when the text had to be repaired or was garbage."""
     if not text.strip():
-        return {}
-    for candidate in (text, _complete(text)):
+        return {}, True
+    for candidate, complete in ((text, True), (_complete(text), False)):
         try:
             value = orjson.loads(candidate)
         except orjson.JSONDecodeError:
             continue
-        return value if isinstance(value, dict) else {}
-    return {}
+        return (value, complete) if isinstance(value, dict) else ({}, False)
+    return {}, False
 
 
 def _complete(text: str) -> str:

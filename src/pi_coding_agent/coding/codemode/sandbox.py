@@ -159,14 +159,15 @@ class Execution:
         self.process: asyncio.subprocess.Process | None = None
 
     async def run(self) -> ScriptRun:
-        from pi_coding_agent.coding.tools.shell import processes
+        from pi_coding_agent.coding.tools.shell import MARKER_VARIABLE, processes
 
         processes.prepare()
+        marker = os.urandom(8).hex()  # tracked like a command, so pi's shutdown and the guard kill it
         self.process = await asyncio.create_subprocess_exec(
             sys.executable, "-I", "-S", str(WORKER), engine_path(), str(MEMORY_LIMIT_BYTES),
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            env={**os.environ, MARKER_VARIABLE: marker}, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.DEVNULL, start_new_session=True, limit=_LINE_LIMIT)
-        processes.track(self.process.pid)
+        processes.track(self.process.pid, marker)
         remove = self.signal.on_abort(lambda: self._fail("aborted", self.signal.reason or "Execution aborted"))
         reader = asyncio.ensure_future(self._read())
         try:

@@ -2,19 +2,14 @@
 
 The controller is the session's compaction policy: manual ``compact``, threshold checks after a run,
 before a prompt and between turns, and overflow recovery (omit the failed attempt, compact, retry
-once per user message). It works on duck-typed collaborators so the session can stay ignorant of
-compaction details:
-
-* ``session``: ``emit(event)``, ``subscribe(listener)``, ``omit_from_context(message)``,
-  ``is_compacting`` (set here), ``sm`` (the live ``SessionManager``);
-* ``runtime``: ``agent`` (``model``, ``thinking_level``, ``messages``, ``has_queued_messages()``),
-  ``settings`` (``compaction_tokens_for``, ``thinking_budgets``), ``auto_compaction_enabled``,
-  ``api_key_for(model)``, ``no_key_message(provider)``, ``retry_settings()``.
+once per user message). The session that owns it is seen as a ``SessionHost`` (events, the live
+store, omitting a message, the compacting flag); the ``SessionRuntime`` supplies the agent, the
+settings, ``auto_compaction_enabled``, keys and retry settings.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from pi_coding_agent.ai.abort import AbortSignal
 from pi_coding_agent.ai.errors import is_context_overflow
@@ -42,6 +37,13 @@ from pi_coding_agent.coding.compaction.tokens import (
     usage_tokens,
 )
 
+if TYPE_CHECKING:
+    from pi_coding_agent.agent.agent import Agent
+    from pi_coding_agent.ai.types import AssistantMessage
+    from pi_coding_agent.coding.runtime import SessionRuntime
+    from pi_coding_agent.coding.session import SessionManager
+    from pi_coding_agent.coding.session_host import SessionHost
+
 Entry = dict[str, Any]
 Message = dict[str, Any]
 
@@ -57,12 +59,21 @@ OVERFLOW_RETRY_FAILED = (
 LENGTH_RETRY_FAILED = "Truncated response recovery failed after one compact-and-retry attempt."
 
 
+class CompactionHooks(Protocol):
+    """The extension hook points of a compaction (the session's extension runner, when it has one)."""
+
+    async def before_compact(self, event: dict[str, Any]) -> dict[str, Any] | None: ...
+
+    async def notify(self, event: dict[str, Any]) -> None: ...
+
+
 class CompactionController:
     """Compaction for one AgentSession (see the module docstring for what it needs from it)."""
 
-    def __init__(self, session: Any, runtime: Any) -> None:
+    def __init__(self, session: SessionHost, runtime: SessionRuntime, extensions: CompactionHooks | None = None) -> None:
         self.session = session
         self.runtime = runtime
+        self.extensions = extensions
         self._signal: AbortSignal | None = None
         self._overflow_recovery_attempted = False
         session.subscribe(self._on_event)
@@ -70,11 +81,11 @@ class CompactionController:
     # ----------------------------------------------------------------- state
 
     @property
-    def _sm(self) -> Any:
+    def _sm(self) -> SessionManager:
         return self.session.sm
 
     @property
-    def _agent(self) -> Any:
+    def _agent(self) -> Agent:
         return self.runtime.agent
 
     def _on_event(self, event: dict[str, Any]) -> None:
@@ -175,10 +186,9 @@ class CompactionController:
     async def _extension_compaction(self, preparation: CompactionPreparation, branch: list[Entry], reason: str,
                                     custom_instructions: str | None, signal: AbortSignal) -> dict[str, Any] | None:
         """``session_before_compact``: an extension may cancel, or supply the summary itself."""
-        extensions = getattr(self.runtime, "extensions", None)
-        if extensions is None:
+        if self.extensions is None:
             return None
-        answer = await extensions.before_compact({
+        answer = await self.extensions.before_compact({
             "preparation": preparation.to_event(), "branchEntries": branch, "reason": reason,
             "willRetry": reason == "overflow", "signal": signal,
             **({"customInstructions": custom_instructions} if custom_instructions else {}),
@@ -191,9 +201,8 @@ class CompactionController:
         return supplied
 
     async def _notify_extensions(self, event: dict[str, Any]) -> None:
-        extensions = getattr(self.runtime, "extensions", None)
-        if extensions is not None:
-            await extensions.notify(event)
+        if self.extensions is not None:
+            await self.extensions.notify(event)
 
     def _summary_request(self, signal: AbortSignal, reason: str) -> SummaryRequest:
         agent = self._agent
@@ -205,7 +214,7 @@ class CompactionController:
                                                               else provider))
         return SummaryRequest(model, api_key, agent.thinking_level, signal, self.session.emit,
                               self.runtime.retry_settings(), {"source": "compaction", "reason": reason},
-                              getattr(self.runtime.settings, "thinking_budgets", None))
+                              self.runtime.settings.thinking_budgets)
 
     async def _auto(self, reason: str, will_retry: bool) -> bool:
         """Threshold/overflow compaction; True when the run should continue (retry or queued input)."""
@@ -225,11 +234,11 @@ class CompactionController:
     def _over_threshold(self, tokens: int, context_window: int) -> bool:
         return tokens > context_window - self._setting("reserveTokens")
 
-    async def check_after_run(self, last_assistant: dict[str, Any] | None) -> bool:
+    async def check_after_run(self, last_assistant: AssistantMessage | None) -> bool:
         """Post-run check of the last reply; True when the session must continue the run."""
         if last_assistant is None:
             return False
-        return await self._check(last_assistant, skip_aborted=True)
+        return await self._check(cast(dict[str, Any], last_assistant), skip_aborted=True)
 
     async def check_before_prompt(self) -> None:
         """Pre-prompt check (aborted replies count too); the new prompt follows, nothing continues."""
@@ -243,7 +252,7 @@ class CompactionController:
         window = model.get("contextWindow", 0)
         if not self.runtime.auto_compaction_enabled or window <= 0 or model["provider"] == "unknown":
             return
-        branch = self._sm.get_branch()
+        branch = self._sm.get_context_branch()
         if self._over_threshold(projected_tokens(project(branch), branch), window):
             await self._auto("threshold", False)
 
@@ -255,7 +264,7 @@ class CompactionController:
         model = self._agent.model
         same_model = model["provider"] == message.get("provider") and model["id"] == message.get("model")
         window = model.get("contextWindow", 0)
-        branch = self._sm.get_branch()
+        branch = self._sm.get_context_branch()
         compaction = latest_compaction(branch)
         if compaction is not None and _predates(branch, message, compaction):
             return False  # a reply from before the latest compaction says nothing about the context now
@@ -336,7 +345,7 @@ class CompactionController:
         window = self._agent.model.get("contextWindow", 0)
         if window <= 0:
             return None
-        branch = self._sm.get_branch()
+        branch = self._sm.get_context_branch()
         projected = project(branch)
         compaction = latest_compaction(branch)
         unknown = False

@@ -4,19 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
 import os
 import signal as signals
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
+from pi_coding_agent.agent.awaitables import maybe_await
 from pi_coding_agent.agent.tool import ToolResult, UpdateCallback
+from pi_coding_agent.coding.extensions.registry import Binding, Command, Extension, custom_message
 
 if TYPE_CHECKING:
     from pi_coding_agent.ai.abort import AbortSignal
     from pi_coding_agent.ai.types import Model
-    from pi_coding_agent.coding.extensions.context import Binding
-    from pi_coding_agent.coding.extensions.runner import Extension, ExtensionRunner
+    from pi_coding_agent.coding.extensions.host import RunnerHandle
 
 DELIVERY_MODES = ("steer", "followUp", "nextTurn")
 KILL_GRACE_S = 5.0
@@ -43,7 +43,7 @@ class ExtensionTool:
     on_update, ctx)``. ``parameters`` may be a JSON schema or a pydantic model class; with a model
     class, ``params`` arrives as a validated model instance."""
 
-    def __init__(self, runner: ExtensionRunner, *, name: str, label: str | None, description: str,
+    def __init__(self, runner: RunnerHandle, *, name: str, label: str | None, description: str,
                  parameters: Any, execute: Callable[..., Any],
                  execution_mode: Literal["parallel", "sequential"] = "parallel",
                  prompt_snippet: str | None = None, prompt_guidelines: list[str] | None = None) -> None:
@@ -71,21 +71,19 @@ class ExtensionTool:
         def update(partial: Any) -> None:
             on_update(to_tool_result(partial))
 
-        result = self._execute(tool_call_id, args, signal, update, self._runner.context)
-        if inspect.isawaitable(result):
-            result = await result
+        result = await maybe_await(self._execute(tool_call_id, args, signal, update, self._runner.context))
         return to_tool_result(result)
 
 
 class ExtensionAPI:
     """``pi`` for one extension; stale (raises) once the session it was bound to is replaced."""
 
-    def __init__(self, runner: ExtensionRunner, extension: Extension, binding: Binding) -> None:
+    def __init__(self, runner: RunnerHandle, extension: Extension, binding: Binding) -> None:
         self._runner = runner
         self._extension = extension
         self._binding = binding
 
-    def _live(self) -> ExtensionRunner:
+    def _live(self) -> RunnerHandle:
         self._binding.check()
         return self._runner
 
@@ -121,13 +119,11 @@ class ExtensionAPI:
     def register_command(self, name: str, *, handler: Callable[[str, Any], Any],
                          description: str | None = None) -> None:
         """``/name args`` in a prompt runs ``handler(args, ctx)`` (even while a run streams)."""
-        from pi_coding_agent.coding.extensions.runner import Command
-
         self._live()
         self._extension.commands[name] = Command(name, description, handler)
 
     def get_commands(self) -> list[dict[str, Any]]:
-        return self._live().rt.list_commands()
+        return self._live().session.get_commands()
 
     # ------------------------------------------------------------------ messages and entries
 
@@ -136,8 +132,6 @@ class ExtensionAPI:
         """Inject a ``custom`` message (user-role for the model): queued while a run streams
         (``deliver_as``, default steer; ``trigger_turn=False`` holds it until the current turn ends),
         appended when idle, or starting a run with ``trigger_turn``."""
-        from pi_coding_agent.coding.extensions.runner import custom_message
-
         runner = self._live()
         _check_delivery(deliver_as)
         session = runner.session
@@ -147,7 +141,8 @@ class ExtensionAPI:
         elif session.is_streaming and not runner.settling and trigger_turn is False:
             runner.held_messages.append(custom)
         elif session.is_streaming and not runner.settling:
-            (session.agent.follow_up if deliver_as == "followUp" else session.agent.steer)(custom)
+            agent = runner.rt.agent
+            (agent.follow_up if deliver_as == "followUp" else agent.steer)(custom)
         elif trigger_turn and runner.settling:
             runner.defer(lambda: session.start_run(custom))
         elif trigger_turn:
@@ -198,7 +193,7 @@ class ExtensionAPI:
     def set_active_tools(self, names: list[str]) -> None:
         """Unknown names are ignored; the change reaches the model as a system patch on the next prompt."""
         runtime = self._live().rt
-        runtime.agent.tools = [runtime.all_tools[n] for n in dict.fromkeys(names) if n in runtime.all_tools]
+        runtime.agent.set_tools([runtime.all_tools[n] for n in dict.fromkeys(names) if n in runtime.all_tools])
 
     async def set_model(self, model: Model) -> bool:
         """False when the model is unknown or has no credentials."""

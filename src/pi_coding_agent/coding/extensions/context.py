@@ -8,35 +8,17 @@ instead of silently acting on the wrong session.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from pi_coding_agent.agent.awaitables import maybe_await
+from pi_coding_agent.coding.extensions.registry import Binding
 
 if TYPE_CHECKING:
     from pi_coding_agent.ai.abort import AbortSignal
     from pi_coding_agent.ai.types import Model
-    from pi_coding_agent.coding.extensions.runner import ExtensionRunner
+    from pi_coding_agent.coding.extensions.host import RunnerHandle
+    from pi_coding_agent.coding.extensions.ui import ExtensionUI
     from pi_coding_agent.coding.session import SessionManager
-
-STALE_MESSAGE = (
-    "This extension context is stale: the session was replaced (new session, fork or switch) after it was "
-    "created. Use the ctx passed to the with_session callback, or the ctx of a later event, instead."
-)
-
-
-class StaleContextError(RuntimeError):
-    """A ``pi`` or ``ctx`` captured before a session replacement was used after it."""
-
-
-@dataclass
-class Binding:
-    """One generation of the extension runtime; ``stale`` once the session was replaced."""
-
-    stale: bool = False
-
-    def check(self) -> None:
-        if self.stale:
-            raise StaleContextError(STALE_MESSAGE)
-
 
 class SessionView:
     """Read-only access to the session store (entries, branch, tree, labels, header)."""
@@ -88,22 +70,17 @@ class SessionView:
 class ExtensionContext:
     """``ctx`` for event handlers and tools."""
 
-    def __init__(self, runner: ExtensionRunner, binding: Binding) -> None:
+    def __init__(self, runner: RunnerHandle, binding: Binding) -> None:
         self._runner = runner
         self._binding = binding
 
-    def _live(self) -> ExtensionRunner:
+    def _live(self) -> RunnerHandle:
         self._binding.check()
         return self._runner
 
     @property
-    def ui(self) -> Any:
-        ui = self._live().rt.ui
-        if ui is None:
-            from pi_coding_agent.coding.modes.ui_bridge import NoUI
-
-            return NoUI()
-        return ui
+    def ui(self) -> ExtensionUI:
+        return self._live().rt.ui
 
     @property
     def mode(self) -> str:
@@ -111,7 +88,7 @@ class ExtensionContext:
 
     @property
     def has_ui(self) -> bool:
-        return bool(getattr(self.ui, "has_ui", False))
+        return self.ui.has_ui
 
     @property
     def cwd(self) -> str:
@@ -143,7 +120,7 @@ class ExtensionContext:
 
     def get_context_usage(self) -> dict[str, Any] | None:
         runner = self._live()
-        return runner.rt.context_usage(runner.session)
+        return runner.session.context_usage()
 
     def get_system_prompt(self) -> str:
         runner = self._live()
@@ -210,10 +187,8 @@ class CommandContext(ExtensionContext):
         return await self._replaced(runner, await runner.session.switch_session(session_path), with_session)
 
     @staticmethod
-    async def _replaced(runner: ExtensionRunner, result: dict[str, Any],
+    async def _replaced(runner: RunnerHandle, result: dict[str, Any],
                         with_session: WithSession | None) -> dict[str, Any]:
         if not result.get("cancelled") and with_session is not None:
-            outcome = with_session(CommandContext(runner, runner.binding))
-            if hasattr(outcome, "__await__"):
-                await outcome
+            await maybe_await(with_session(CommandContext(runner, runner.binding)))
         return result

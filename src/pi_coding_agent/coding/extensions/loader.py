@@ -9,9 +9,9 @@ setting and discovered directories, project before user (the project only when t
 from __future__ import annotations
 
 import importlib.util
-import inspect
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -19,22 +19,21 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from pi_coding_agent.coding.resources.resource_paths import dedupe_by_real_path
 
 if TYPE_CHECKING:
-    from pi_coding_agent.coding.agent_session import AgentSession
-    from pi_coding_agent.coding.extensions.runner import ExtensionRunner
     from pi_coding_agent.coding.resources.settings import SettingsPath
-    from pi_coding_agent.coding.runtime import SessionRuntime
 
 PROJECT_DIR = ".pi"
 PACKAGE_ENTRY = "__init__.py"
 
 
 class ExtensionSource(NamedTuple):
-    """One extension file with the ``sourceInfo`` get_commands reports for its commands."""
+    """One extension (a file, or an SDK caller's ``setup`` function) with the ``sourceInfo``
+    get_commands reports for its commands."""
 
     path: Path
-    source: str  # "cli" | "local" | "auto"
+    source: str  # "cli" | "local" | "auto" | "sdk"
     scope: str  # "temporary" | "project" | "user"
     base_dir: Path | None
+    setup: Callable[[Any], Any] | None = None  # in-process: called instead of importing ``path``
 
     def source_info(self) -> dict[str, Any]:
         info: dict[str, Any] = {"path": str(self.path), "source": self.source, "scope": self.scope,
@@ -119,22 +118,7 @@ def import_extension(path: Path) -> ModuleType:
     return module
 
 
-async def call_setup(module: ModuleType, pi: Any) -> None:
-    result = module.setup(pi)
-    if inspect.isawaitable(result):
-        await result
-
-
-async def attach_extensions(runtime: SessionRuntime, session: AgentSession, trusted: bool) -> ExtensionRunner | None:
-    """Load the session's extensions and bind them; None (and no further import) when there are none."""
-    args = runtime.args
-    sources = discover(runtime.cwd, runtime.agent_dir, trusted, list(args.extensions), runtime.settings.extensions,
-                       include_discovered=not args.no_extensions)
-    if not sources:
-        return None
-    from pi_coding_agent.coding.extensions.runner import ExtensionRunner
-
-    runner = ExtensionRunner(runtime, session, sources)
-    await runner.load()
-    runner.start_soon()
-    return runner
+def in_process(setup: Callable[[Any], Any]) -> ExtensionSource:
+    """An SDK caller's ``setup(pi)`` as an extension; its name stands in for a path in reports."""
+    name = getattr(setup, "__qualname__", None) or type(setup).__name__
+    return ExtensionSource(Path(f"<sdk:{name}>"), "sdk", "temporary", None, setup)

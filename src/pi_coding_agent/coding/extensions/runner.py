@@ -16,29 +16,30 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import inspect
 import sys
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, cast
 
+from pi_coding_agent.agent.awaitables import maybe_await
 from pi_coding_agent.agent.loop import default_context
 from pi_coding_agent.agent.tool import AgentTool, ToolResult
 from pi_coding_agent.ai.types import AssistantMessage, Context, Model, ToolCall, ToolResultMessage, now_ms
-from pi_coding_agent.coding.extensions.api import ExtensionAPI, ExtensionTool
+from pi_coding_agent.coding.errors import SessionError
+from pi_coding_agent.coding.extensions.api import ExtensionAPI
 from pi_coding_agent.coding.extensions.boundary import apply_drafts, preview_context
-from pi_coding_agent.coding.extensions.context import Binding, CommandContext, ExtensionContext
-from pi_coding_agent.coding.extensions.loader import ExtensionSource, call_setup, import_extension
+from pi_coding_agent.coding.extensions.context import CommandContext, ExtensionContext
+from pi_coding_agent.coding.extensions.loader import ExtensionSource, import_extension
+from pi_coding_agent.coding.extensions.registry import Binding, Command, Extension, Handler, custom_message
 
 if TYPE_CHECKING:
     from pi_coding_agent.ai.abort import AbortSignal
-    from pi_coding_agent.coding.agent_session import AgentSession
+    from pi_coding_agent.coding.extensions.host import ExtensionHost
     from pi_coding_agent.coding.runtime import SessionRuntime
     from pi_coding_agent.coding.tools.images import ImagePolicy
 
-Handler = Callable[[dict[str, Any], Any], Any]
 _FAILED = object()  # a handler raised (already reported)
 
 # Agent events forwarded to handlers as they are (copied); the rest get pi's extension payloads.
@@ -50,31 +51,10 @@ COMMAND_NOT_QUEUEABLE = (
 )
 
 
-@dataclass
-class Command:
-    name: str
-    description: str | None
-    handler: Callable[[str, CommandContext], Any]
-
-
-@dataclass
-class Extension:
-    """One loaded extension and what it registered."""
-
-    source: ExtensionSource
-    handlers: dict[str, list[Handler]] = field(default_factory=dict)
-    commands: dict[str, Command] = field(default_factory=dict)  # a name registered again replaces, in place
-    tools: dict[str, ExtensionTool] = field(default_factory=dict)
-
-    @property
-    def path(self) -> str:
-        return str(self.source.path)
-
-
 class ExtensionRunner:
     """The loaded extensions of one session and the dispatch of its events to them."""
 
-    def __init__(self, runtime: SessionRuntime, session: AgentSession, sources: list[ExtensionSource]) -> None:
+    def __init__(self, session: ExtensionHost, runtime: SessionRuntime, sources: list[ExtensionSource]) -> None:
         self.rt = runtime
         self.session = session
         self.sources = sources
@@ -104,9 +84,7 @@ class ExtensionRunner:
             extension = Extension(source)
             pi = ExtensionAPI(self, extension, self.binding)
             try:
-                module = self._modules.get(source.path) or import_extension(source.path)
-                self._modules[source.path] = module
-                await call_setup(module, pi)
+                await maybe_await(self._setup_of(source)(pi))
             except Exception as exc:
                 message = str(exc) or type(exc).__name__
                 print(f'Error: Failed to load extension "{source.path}": {message}', file=sys.stderr)
@@ -115,6 +93,14 @@ class ExtensionRunner:
             self.extensions.append(extension)
             for tool in extension.tools.values():
                 self.activate_tool(tool)
+
+    def _setup_of(self, source: ExtensionSource) -> Callable[[Any], Any]:
+        if source.setup is not None:
+            return source.setup
+        module = self._modules.get(source.path) or import_extension(source.path)
+        self._modules[source.path] = module
+        setup: Callable[[Any], Any] = module.setup
+        return setup
 
     async def start(self, reason: str, previous_session_file: str | None = None) -> None:
         """Report load failures, then ``session_start``."""
@@ -138,7 +124,7 @@ class ExtensionRunner:
         self.rt.all_tools.clear()
         self.rt.all_tools.update(self._builtin_tools)
         agent = self.rt.agent
-        agent.tools = [self._builtin_tools[t.name] for t in agent.tools if t.name in self._builtin_tools]
+        agent.set_tools([self._builtin_tools[t.name] for t in agent.tools if t.name in self._builtin_tools])
         self.extensions = []
         await self.load()
         await self.start(reason, previous_session_file)
@@ -150,7 +136,7 @@ class ExtensionRunner:
 
     # ------------------------------------------------------------------ tools
 
-    def activate_tool(self, tool: ExtensionTool) -> None:
+    def activate_tool(self, tool: AgentTool) -> None:
         """Register (overriding a same-named tool) and make it active at once."""
         self.rt.all_tools[tool.name] = tool
         tools = self.rt.agent.tools
@@ -178,9 +164,7 @@ class ExtensionRunner:
 
     async def _call(self, ext: Extension, handler: Handler, event: dict[str, Any], ctx: Any = None) -> Any:
         try:
-            result = handler(event, ctx if ctx is not None else self.context)
-            if inspect.isawaitable(result):
-                result = await result
+            result = await maybe_await(handler(event, ctx if ctx is not None else self.context))
         except Exception as exc:
             self.report_error(ext.path, event["type"], exc)
             return _FAILED
@@ -278,9 +262,7 @@ class ExtensionRunner:
         handler is not reported: its exception reaches the tool loop, whose error result is the message."""
         event = {"type": "tool_call", "toolName": call["name"], "toolCallId": call["id"], "input": args}
         for _, handler in self._handlers("tool_call"):
-            result = handler(event, self.context)
-            if inspect.isawaitable(result):
-                result = await result
+            result = await maybe_await(handler(event, self.context))
             if isinstance(result, dict) and result.get("block"):
                 return result
         return None
@@ -350,7 +332,7 @@ class ExtensionRunner:
     def append_custom(self, custom: dict[str, Any]) -> None:
         """Add a custom message to the transcript and the session file, with its message events."""
         session = self.session
-        session.agent.messages.append(custom)
+        self.rt.agent.append_message(custom)
         session.sm.append_custom_message(custom["customType"], custom["content"], custom["display"],
                                          custom.get("details"))
         session.emit({"type": "message_start", "message": custom})
@@ -471,7 +453,7 @@ class ExtensionRunner:
             return
         sm = self.session.sm
         appended = apply_drafts(sm, drafts)
-        self.rt.agent.messages = sm.build_context().messages
+        self.rt.agent.replace_messages(sm.build_context().messages)
         for entry in appended:
             self.session.emit({"type": "entry_appended", "entry": entry})
 
@@ -521,8 +503,6 @@ class ExtensionRunner:
             command = self.commands().get(name)
             if command is not None:
                 if not allow_commands:
-                    from pi_coding_agent.coding.agent_session import SessionError
-
                     raise SessionError(COMMAND_NOT_QUEUEABLE.format(name=name))
                 await self.run_command(name, command, args.strip())
                 return {"disposition": "handled"}
@@ -570,9 +550,7 @@ class ExtensionRunner:
     async def run_command(self, name: str, entry: tuple[Extension, Command], args: str) -> None:
         _, command = entry
         try:
-            result = command.handler(args, CommandContext(self, self.binding))
-            if inspect.isawaitable(result):
-                await result
+            await maybe_await(command.handler(args, CommandContext(self, self.binding)))
         except Exception as exc:
             self.report_error(f"command:{name}", "command", exc)
 
@@ -641,13 +619,9 @@ class ExtensionRunner:
                  "cwd": str(self.rt.cwd)}
         for ext, handler in self._handlers("user_bash"):
             try:
-                result = handler(event, self.context)
-                if inspect.isawaitable(result):
-                    result = await result
+                result = await maybe_await(handler(event, self.context))
             except Exception as exc:
                 self.report_error(ext.path, "user_bash", exc)
-                from pi_coding_agent.coding.agent_session import SessionError
-
                 raise SessionError(str(exc) or type(exc).__name__) from exc
             if isinstance(result, dict) and isinstance(result.get("result"), dict):
                 return dict(result["result"])
@@ -671,20 +645,8 @@ class ExtensionRunner:
         self.shutdown_requested = True
         if self.session.is_streaming:
             return  # re-checked at agent_settled
-        stop = getattr(self.rt, "request_shutdown", None)
-        if callable(stop):
-            stop()
-
-
-def custom_message(message: dict[str, Any]) -> dict[str, Any]:
-    """An extension's ``{customType, content, display, details?}`` as a ``custom`` transcript message."""
-    content = message.get("content", "")
-    out: dict[str, Any] = {"role": "custom", "customType": message.get("customType", "extension"),
-                           "content": content, "display": bool(message.get("display", True))}
-    if message.get("details") is not None:
-        out["details"] = message["details"]
-    out["timestamp"] = now_ms()
-    return out
+        if self.rt.request_shutdown is not None:
+            self.rt.request_shutdown()
 
 
 def _before_agent_start_event(prompt: dict[str, Any] | None, system_prompt: str) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from pi_coding_agent.coding.modes.rpc_transport import RecordWriter, take_over_s
 
 if TYPE_CHECKING:
     from pi_coding_agent.coding.agent_session import AgentSession
-    from pi_coding_agent.coding.cli import CliArgs
+    from pi_coding_agent.coding.options import CliArgs
 
 
 def run(args: CliArgs) -> int:

@@ -1,7 +1,8 @@
 """Orderly shutdown shared by the headless modes (rpc-protocol.md §1.2).
 
-EOF (RPC) or the end of the prompts (print/JSON) shuts down with exit code 0; SIGTERM with 143 and
-SIGHUP with 129, after the same cleanup. Process managers often close stdin and signal together,
+EOF (RPC) or the end of the prompts (print/JSON) shuts down with exit code 0; SIGTERM with 143,
+SIGHUP with 129 and SIGINT with 130, after the same cleanup (so Ctrl-C saves the partial answer as
+aborted instead of unwinding the loop with a traceback). Process managers often close stdin and signal together,
 so a single signal during shutdown is tolerated; a second one exits at once.
 """
 
@@ -15,7 +16,7 @@ import sys
 import traceback
 from collections.abc import Awaitable, Callable
 
-SIGNAL_EXIT_CODES = {signal.SIGTERM: 143, signal.SIGHUP: 129}
+SIGNAL_EXIT_CODES = {signal.SIGTERM: 143, signal.SIGHUP: 129, signal.SIGINT: 130}
 
 
 class OrderlyShutdown:

@@ -12,13 +12,13 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from pi_coding_agent.coding.extensions.ui import NoUI
 from pi_coding_agent.coding.modes.lifecycle import OrderlyShutdown
 from pi_coding_agent.coding.modes.rpc_transport import take_over_stdout, write_all
-from pi_coding_agent.coding.modes.ui_bridge import NoUI
 
 if TYPE_CHECKING:
     from pi_coding_agent.coding.agent_session import AgentSession
-    from pi_coding_agent.coding.cli import CliArgs
+    from pi_coding_agent.coding.options import CliArgs
 
 TRUNCATED = "Response was truncated: the model reached its output token limit."
 

@@ -28,7 +28,7 @@ from pi_coding_agent.coding.modes.ui_bridge import RpcExtensionUI
 
 if TYPE_CHECKING:
     from pi_coding_agent.coding.agent_session import AgentSession
-    from pi_coding_agent.coding.cli import CliArgs
+    from pi_coding_agent.coding.options import CliArgs
 
 IN_FLIGHT_GRACE_S = 5.0
 
@@ -67,8 +67,24 @@ async def _main(factory: SessionFactory, input_fd: int, output_fd: int) -> int:
     return await RpcServer(session, writer, ui).serve(input_fd)
 
 
-def parse_error(message: str) -> dict[str, Any]:
-    return {"type": "response", "command": "parse", "success": False, "error": f"Failed to parse command: {message}"}
+def parse_error(message: str, line: bytes = b"") -> dict[str, Any]:
+    """The parse-error response; it carries the line's ``id`` when only its text encoding was bad."""
+    error = f"Failed to parse command: {message}"
+    record_id = _salvage_id(line)
+    if record_id is None:
+        return {"type": "response", "command": "parse", "success": False, "error": error}
+    return rpc_commands.response(record_id, True, "parse", error=error)
+
+
+def _salvage_id(line: bytes) -> Any:
+    """The ``id`` of a line that is JSON apart from invalid UTF-8 or a lone surrogate escape."""
+    import json
+
+    try:
+        record = json.loads(line.decode("utf-8", "replace"))
+    except ValueError:
+        return None
+    return record.get("id") if isinstance(record, dict) else None
 
 
 def _unknown_command(record: Any) -> dict[str, Any]:
@@ -113,6 +129,9 @@ class RpcServer:
         try:
             async for line in read_lines(input_fd):
                 self.handle_line(line)
+                # Let the command run to its first wait, then stop reading while its output is backlogged.
+                await asyncio.sleep(0)
+                await self.writer.below_backlog_limit()
         except Exception:  # a broken stdin ends the session like EOF does
             traceback.print_exc(file=sys.stderr)
         self.shutdown.begin(0)
@@ -122,7 +141,7 @@ class RpcServer:
         try:
             record = orjson.loads(line)
         except orjson.JSONDecodeError as err:
-            self.writer.send(parse_error(str(err)))
+            self.writer.send(parse_error(str(err), line))
             return
         if isinstance(record, dict) and record.get("type") == "extension_ui_response":
             self.ui.resolve(record)

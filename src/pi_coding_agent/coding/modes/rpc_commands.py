@@ -8,16 +8,35 @@ ill-typed field with an error naming it instead of whatever the implementation w
 
 from __future__ import annotations
 
-import inspect
 import sys
 import traceback
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
+
+import orjson
+
+from pi_coding_agent.agent.awaitables import maybe_await
+from pi_coding_agent.agent.queues import QUEUE_MODES
+from pi_coding_agent.coding.errors import CommandError, is_bug
+from pi_coding_agent.coding.session import encode_tree
 
 Emit = Callable[[dict[str, Any]], None]
 
-# Exception types that mean a bug rather than a refused command: their traceback goes to stderr.
-_BUG_ERRORS = (TypeError, AttributeError, KeyError, IndexError, NameError, AssertionError, ZeroDivisionError)
+
+class RpcSession(Protocol):
+    """The session as the command table sees it: the methods named in ``COMMANDS`` (looked up by
+    name) plus those the special cases below call directly. ``AgentSession`` is one."""
+
+    async def bash(self, command: str, exclude_from_context: bool,
+                   on_delta: Callable[[str], None]) -> dict[str, Any]: ...
+
+    async def fork(self, entry_id: str) -> dict[str, Any]: ...
+
+    async def set_session_name(self, name: str) -> None: ...
+
+    def get_tree(self) -> dict[str, Any]: ...
+
+    def get_last_assistant_text(self) -> str | None: ...
 
 
 class Field(NamedTuple):
@@ -58,7 +77,7 @@ class CallContext(NamedTuple):
 
 
 _MESSAGE = (Field("message", "string"), _opt("images", "images"))
-_QUEUE_MODE = (Field("mode", "string", choices=("all", "one-at-a-time")),)
+_QUEUE_MODE = (Field("mode", "string", choices=QUEUE_MODES),)
 
 COMMANDS: dict[str, Command] = {
     # prompting
@@ -106,10 +125,6 @@ COMMANDS: dict[str, Command] = {
 }
 
 
-class CommandError(Exception):
-    """A command was refused before reaching the session (bad fields, empty name)."""
-
-
 def _type_error(kind: str, value: Any) -> str | None:
     if kind == "string":
         return None if isinstance(value, str) else "must be a string"
@@ -144,10 +159,10 @@ def convert_arguments(name: str, command: Command, record: dict[str, Any]) -> di
 
 
 # --------------------------------------------------------------------------- special cases
-# Four commands need more than "call the method with the arguments": they are spelled out here.
+# Five commands need more than "call the method with the arguments": they are spelled out here.
 
 
-async def _bash(session: Any, ctx: CallContext, command: str, exclude_from_context: bool) -> Any:
+async def _bash(session: RpcSession, ctx: CallContext, command: str, exclude_from_context: bool) -> Any:
     """Every output chunk becomes a ``bash_execution_update`` carrying the command's id, all before the response."""
 
     def on_delta(delta: str) -> None:
@@ -160,19 +175,25 @@ async def _bash(session: Any, ctx: CallContext, command: str, exclude_from_conte
     return await session.bash(command, exclude_from_context, on_delta)
 
 
-async def _fork(session: Any, ctx: CallContext, entry_id: str) -> Any:
+async def _fork(session: RpcSession, ctx: CallContext, entry_id: str) -> Any:
     result = await session.fork(entry_id)
     return {"cancelled": True} if result.get("cancelled") else {"text": result.get("text", ""), "cancelled": False}
 
 
-async def _set_session_name(session: Any, ctx: CallContext, name: str) -> None:
+async def _set_session_name(session: RpcSession, ctx: CallContext, name: str) -> None:
     trimmed = name.strip()
     if not trimmed:
         raise CommandError("Session name cannot be empty")
     await session.set_session_name(trimmed)
 
 
-def _last_assistant_text(session: Any, ctx: CallContext) -> dict[str, Any]:
+def _get_tree(session: RpcSession, ctx: CallContext) -> dict[str, Any]:
+    """Pre-serialised: a linear session nests one level per entry, deeper than orjson recurses."""
+    tree = session.get_tree()
+    return {"tree": orjson.Fragment(encode_tree(tree["tree"])), "leafId": tree["leafId"]}
+
+
+def _last_assistant_text(session: RpcSession, ctx: CallContext) -> dict[str, Any]:
     text = session.get_last_assistant_text()
     return {} if text is None else {"text": text}
 
@@ -182,6 +203,7 @@ SPECIAL_HANDLERS: dict[str, Callable[..., Any]] = {
     "fork": _fork,
     "set_session_name": _set_session_name,
     "get_last_assistant_text": _last_assistant_text,
+    "get_tree": _get_tree,
 }
 
 
@@ -210,7 +232,7 @@ def _shape(command: Command, value: Any) -> tuple[bool, Any]:
     return True, {command.result: value}
 
 
-async def execute(session: Any, name: str, record: dict[str, Any], emit: Emit) -> dict[str, Any]:
+async def execute(session: RpcSession, name: str, record: dict[str, Any], emit: Emit) -> dict[str, Any]:
     """Run one known command against the session and build its response (never raises)."""
     has_id = "id" in record
     record_id = record.get("id")
@@ -222,10 +244,9 @@ async def execute(session: Any, name: str, record: dict[str, Any], emit: Emit) -
             value = special(session, CallContext(record_id, has_id, emit), **arguments)
         else:
             value = getattr(session, command.method)(**arguments)
-        if inspect.isawaitable(value):
-            value = await value
+        value = await maybe_await(value)
     except Exception as err:  # every failure becomes an error response; the stream goes on
-        if isinstance(err, _BUG_ERRORS):
+        if is_bug(err):
             traceback.print_exc(file=sys.stderr)
         return response(record_id, has_id, name, error=str(err) or type(err).__name__)
     has_data, data = _shape(command, value)

@@ -18,6 +18,7 @@ import contextlib
 import os
 import stat
 import sys
+from collections import deque
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -25,6 +26,8 @@ import orjson
 
 READ_CHUNK = 1 << 16
 FLUSH_TIMEOUT_S = 5.0
+BACKLOG_LIMIT = 8 << 20  # queued output bytes past which the RPC reader stops taking commands
+BATCH_BYTES = 256 << 10  # small records are joined into writes up to this size; larger go alone
 
 
 class LineSplitter:
@@ -121,7 +124,10 @@ class RecordWriter:
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
-        self._pending: list[bytes] = []
+        self._pending: deque[bytes] = deque()
+        self._pending_bytes = 0
+        self._below_limit = asyncio.Event()
+        self._below_limit.set()
         self._wakeup = asyncio.Event()
         self._idle = asyncio.Event()
         self._idle.set()
@@ -141,13 +147,20 @@ class RecordWriter:
     def send(self, record: Any) -> None:
         """Queue one record; the order of ``send`` calls is the order on stdout."""
         try:
-            data = orjson.dumps(record)
+            data = orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE)
         except TypeError as err:
             print(f"rpc: dropped an unserialisable record: {err}", file=sys.stderr)
             return
-        self._pending.append(data + b"\n")
+        self._pending.append(data)
+        self._pending_bytes += len(data)
+        if self._pending_bytes > BACKLOG_LIMIT:
+            self._below_limit.clear()
         self._idle.clear()
         self._wakeup.set()
+
+    async def below_backlog_limit(self) -> None:
+        """Wait while more than ``BACKLOG_LIMIT`` bytes of output wait for a client that reads slowly."""
+        await self._below_limit.wait()
 
     async def flush(self) -> None:
         """Wait until everything queued so far has been handed to the OS."""
@@ -178,11 +191,24 @@ class RecordWriter:
             await self._wakeup.wait()
             self._wakeup.clear()
             while self._pending:
-                batch, self._pending = self._pending, []
-                await self._write(b"".join(batch))
+                data = self._take_batch()
+                await self._write(data)
+                self._pending_bytes -= len(data)
+                if self._pending_bytes <= BACKLOG_LIMIT:
+                    self._below_limit.set()
             self._idle.set()
             if self._closing:
                 return
+
+    def _take_batch(self) -> bytes:
+        """The next write: one large record as it is (no copy), or small ones joined up to a bound."""
+        pending = self._pending
+        batch = [pending.popleft()]
+        size = len(batch[0])
+        while pending and size + len(pending[0]) <= BATCH_BYTES:
+            size += len(pending[0])
+            batch.append(pending.popleft())
+        return batch[0] if len(batch) == 1 else b"".join(batch)
 
     async def _write(self, data: bytes) -> None:
         if self._broken:

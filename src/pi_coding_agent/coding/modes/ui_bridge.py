@@ -1,9 +1,8 @@
-"""Extension UI for the headless modes.
+"""Extension UI over RPC: the ``ExtensionUI`` (``extensions/ui.py``) of ``pi --mode rpc``.
 
 ``RpcExtensionUI`` turns ``ctx.ui`` calls into ``extension_ui_request`` records (rpc-protocol.md
 §6): dialogs wait for the ``extension_ui_response`` carrying the same id, fire-and-forget methods
-just write. ``NoUI`` is the print/JSON twin: no client to ask, so every dialog returns its default
-at once. Both expose the same methods, so extensions never test which one they got beyond ``has_ui``.
+just write. Headless modes use ``NoUI`` from the same protocol's module.
 """
 
 from __future__ import annotations
@@ -133,48 +132,3 @@ class RpcExtensionUI:
         record = {"type": "extension_ui_request", "id": request_id}
         record.update((key, value) for key, value in request.items() if value is not None)
         self._send(record)
-
-
-class NoUI:
-    """ctx.ui for print and JSON modes: nobody can answer, so dialogs resolve to their defaults."""
-
-    has_ui = False
-
-    async def select(self, title: str, options: list[str], timeout_ms: int | None = None,
-                     signal: AbortSignal | None = None) -> str | None:
-        return None
-
-    async def confirm(self, title: str, message: str, timeout_ms: int | None = None,
-                      signal: AbortSignal | None = None) -> bool:
-        return False
-
-    async def input(self, title: str, placeholder: str | None = None, timeout_ms: int | None = None,
-                    signal: AbortSignal | None = None) -> str | None:
-        return None
-
-    async def editor(self, title: str, prefill: str | None = None) -> str | None:
-        return None
-
-    def notify(self, message: str, notify_type: str | None = None) -> None:
-        """Dropped: print and JSON modes keep stdout for their own output."""
-
-    def set_status(self, key: str, text: str | None = None) -> None:
-        """No status bar without a UI."""
-
-    def set_widget(self, key: str, lines: list[str] | None = None, placement: str | None = None) -> None:
-        """No widgets without a UI."""
-
-    def set_title(self, title: str) -> None:
-        """No title without a UI."""
-
-    def set_editor_text(self, text: str) -> None:
-        """No editor without a UI."""
-
-    def paste_to_editor(self, text: str) -> None:
-        """No editor without a UI."""
-
-    def get_editor_text(self) -> str:
-        return ""
-
-
-ExtensionUI = RpcExtensionUI | NoUI

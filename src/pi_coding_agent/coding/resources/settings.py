@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
+from pi_coding_agent.agent.queues import QUEUE_MODES
 from pi_coding_agent.ai.config_validation import ConfigError, parse_json, validated_json
 from pi_coding_agent.coding.tools.selection import apply_modifiers
 
@@ -27,7 +28,6 @@ PROJECT_DIR = ".pi"
 DEFAULT_TOOL_NAMES = ("read", "bash", "edit", "write")
 COMPACTION_DEFAULTS = {"reserveTokens": 16384, "keepRecentTokens": 20000}
 MAX_SAFE_INTEGER = 2**53 - 1
-QUEUE_MODES = ("all", "one-at-a-time")
 PROJECT_TRUST_CHOICES = ("always", "never")
 
 
@@ -69,6 +69,13 @@ class Settings:
         if project_trusted:
             project_data, _ = _read_settings_file(cwd / PROJECT_DIR / SETTINGS_FILE, cache_dir, warnings)
         return cls(agent_dir, cwd, global_data, project_data, warnings, global_writable=global_ok)
+
+    def with_overrides(self, overrides: dict[str, Any]) -> Settings:
+        """These settings with ``overrides`` on top of both files (in memory only; an SDK caller's)."""
+        if not overrides:
+            return self
+        return Settings(self.agent_dir, self.cwd, self._global, merge_settings(self._project, overrides),
+                        self.warnings, global_writable=self._global_writable)
 
     # ------------------------------------------------------------------ generic access
 
@@ -125,10 +132,6 @@ class Settings:
         return self._str("defaultModel")
 
     @property
-    def default_thinking_level(self) -> str | None:
-        return self._str("defaultThinkingLevel")
-
-    @property
     def model_thinking_levels(self) -> dict[str, str]:
         value = self.get("modelThinkingLevels")
         return dict(value) if isinstance(value, dict) else {}
@@ -183,14 +186,6 @@ class Settings:
                             "Expected a non-negative safe integer.")
             return self._compaction[field]
         return int(value)
-
-    @property
-    def branch_summary_reserve_tokens(self) -> int:
-        return self._int("branchSummary.reserveTokens", 16384)
-
-    @property
-    def branch_summary_skip_prompt(self) -> bool:
-        return self._bool("branchSummary.skipPrompt", False)
 
     @property
     def retry_enabled(self) -> bool:

@@ -11,9 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from pi_coding_agent.agent.queues import QueueMode
 from pi_coding_agent.ai.config_validation import ConfigError, format_location
-
-QueueMode = Literal["all", "one-at-a-time"]
 
 
 class _Lenient(BaseModel):

@@ -103,25 +103,61 @@ def apply_edit(messages: list[Message], edit: Entry | None) -> list[Message]:
     return edited
 
 
-def restored_settings(path: list[Entry]) -> tuple[tuple[str, str] | None, str]:
-    """Model and thinking level in force at the leaf (assistant replies also set the model)."""
-    level = "off"
-    model: tuple[Any, Any] | None = None
+Settings = tuple[tuple[str, str] | None, str]  # (provider, model id) or None, thinking level
+NO_SETTINGS: Settings = (None, "off")
+
+
+def settings_after(settings: Settings, entry: Entry) -> Settings:
+    """Model and thinking level once ``entry`` is on the path (assistant replies also set the model)."""
+    kind = entry.get("type")
+    if kind == "thinking_level_change":
+        return settings[0], entry.get("thinkingLevel")  # type: ignore[return-value]
+    if kind == "model_change":
+        return (entry.get("provider"), entry.get("modelId")), settings[1]  # type: ignore[return-value]
+    if kind == "message":
+        message = entry.get("message") or {}
+        if message.get("role") == "assistant":
+            return (message.get("provider"), message.get("model")), settings[1]  # type: ignore[return-value]
+    return settings
+
+
+def restored_settings(path: list[Entry]) -> Settings:
+    """Model and thinking level in force at the leaf."""
+    settings = NO_SETTINGS
     for entry in path:
-        kind = entry.get("type")
-        if kind == "thinking_level_change":
-            level = entry.get("thinkingLevel")  # type: ignore[assignment]
-        elif kind == "model_change":
-            model = (entry.get("provider"), entry.get("modelId"))
-        elif kind == "message":
-            message = entry.get("message") or {}
-            if message.get("role") == "assistant":
-                model = (message.get("provider"), message.get("model"))
-    return model, level
+        settings = settings_after(settings, entry)
+    return settings
 
 
-def build_context(path: list[Entry]) -> SessionContext:
-    """Project a root-to-leaf path into the model context."""
+def context_start(path: list[Entry]) -> int | None:
+    """Where the model-visible part of a path starts: the first kept entry of its latest compaction
+    (0 without a compaction; None when that entry is not on ``path`` before the compaction).
+
+    ``select_context_entries`` gives the same result for ``path[context_start(path):]`` as for the
+    whole path, so per-turn work can skip everything a compaction already summarised.
+    """
+    compaction_index = next((i for i in range(len(path) - 1, -1, -1) if path[i].get("type") == "compaction"), None)
+    if compaction_index is None:
+        return 0
+    first_kept = path[compaction_index].get("firstKeptEntryId")
+    for i in range(compaction_index - 1, -1, -1):
+        if path[i].get("id") == first_kept:
+            return i
+    return None
+
+
+def context_start_of(path: list[Entry]) -> int:
+    """:func:`context_start` of a root-to-leaf path: a first kept entry missing from it keeps nothing
+    before the compaction, which then starts the model-visible part."""
+    start = context_start(path)
+    if start is not None:
+        return start
+    return next(i for i in range(len(path) - 1, -1, -1) if path[i].get("type") == "compaction")
+
+
+def build_context(path: list[Entry], settings: Settings | None = None) -> SessionContext:
+    """Project a root-to-leaf path (or its model-visible suffix with the leaf's ``settings``) into the
+    model context."""
     selected = select_context_entries(path)
     edits = {e.get("targetId"): e for e in selected if e.get("type") == "context_edit"}
     context = SessionContext()
@@ -134,7 +170,7 @@ def build_context(path: list[Entry]) -> SessionContext:
             messages = apply_edit(messages, edits.get(entry_id))
         context.messages.extend(messages)
         context.context_entry_ids.extend([entry_id] * len(messages))  # type: ignore[list-item]
-    context.model, context.thinking_level = restored_settings(path)
+    context.model, context.thinking_level = restored_settings(path) if settings is None else settings
     return context
 
 

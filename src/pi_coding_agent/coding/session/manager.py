@@ -9,18 +9,26 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from pi_coding_agent.coding import paths
 from pi_coding_agent.coding.session import storage
 from pi_coding_agent.coding.session.context import (
+    NO_SETTINGS,
     SessionContext,
+    Settings,
     build_context,
     content_text,
+    context_start,
+    context_start_of,
     current_system_message,
+    restored_settings,
+    settings_after,
 )
 from pi_coding_agent.coding.session.conversion import convert_to_llm
+from pi_coding_agent.coding.session.entry_list import EntryList
 from pi_coding_agent.coding.session.ids import (
     file_stamp,
     iso_now,
@@ -62,17 +70,33 @@ class SessionManager:
         self.session_dir = session_dir
         self.persist = persist
         self.header = header
-        self.entries = entries
+        self.entries = entries  # kept as an EntryList (see the property)
         self.session_file = session_file
         self._flushed = flushed  # the file exists and holds every entry
         self._stale_on_disk = stale_on_disk  # migrated in memory; rewrite before the next append
-        self._by_id: dict[str, Entry] = {}
+        self._by_id: dict[str, int] = {}  # entry id -> position in entries
         self.labels: dict[str, dict[str, Any]] = {}
-        self.leaf_id: str | None = None
+        self._leaf_id: str | None = None
+        # The end of the root-to-leaf path, kept up to date as entries are appended below the leaf (None:
+        # rebuild on demand): it starts below ``_path_base`` (None: at the root) and holds at least the
+        # model-visible part, which starts at ``_context_start``; ``_settings`` are the model and thinking
+        # level at the leaf. Per-turn work then costs what the context since the last compaction costs,
+        # and what a compaction summarised is packed (``EntryList``) instead of held parsed.
+        self._path: list[Entry] | None = None
+        self._path_base: str | None = None
+        self._context_start = 0
+        self._settings: Settings = NO_SETTINGS
         self._name_entry: Entry | None = None
         self._conversation = False
-        for entry in entries:
-            self._index(entry)
+        self._index_all()
+
+    @property
+    def entries(self) -> EntryList:
+        return self._entries
+
+    @entries.setter
+    def entries(self, entries: Iterable[Entry]) -> None:
+        self._entries = entries if isinstance(entries, EntryList) else EntryList(entries)
 
     # ----------------------------------------------------------------- construction
 
@@ -131,7 +155,7 @@ class SessionManager:
         ``before``: the entry must be a user message and the target is its parent (re-editing it);
         ``at``: the target is the entry itself (clone).
         """
-        entry = self._by_id.get(entry_id) if entry_id is not None else None
+        entry = self.get_entry(entry_id) if entry_id is not None else None
         if entry is None:
             raise ValueError(_FORK_ERROR)
         if position == "at":
@@ -147,8 +171,7 @@ class SessionManager:
         if target is None:
             return fresh
         fresh.entries = self._path_with_labels(target)
-        for copied in fresh.entries:
-            fresh._index(copied)
+        fresh._index_all()
         if fresh.persist and fresh._conversation:
             fresh._write_new_file()
         return fresh
@@ -161,8 +184,7 @@ class SessionManager:
         original = cls.open(source, cwd)
         fresh = cls.create(cwd, session_dir, session_id=session_id, parent_session=str(original.session_file))
         fresh.entries = [dict(entry) for entry in original.entries]
-        for copied in fresh.entries:
-            fresh._index(copied)
+        fresh._index_all()
         if fresh._conversation:
             fresh._write_new_file()
         return fresh
@@ -213,13 +235,48 @@ class SessionManager:
         return str(self._name_entry.get("name") or "").strip() or None
 
     def get_entry(self, entry_id: str) -> Entry | None:
-        return self._by_id.get(entry_id)
+        position = self._by_id.get(entry_id)
+        return None if position is None else self._entries[position]
 
-    def _index(self, entry: Entry) -> None:
-        """Account for one entry that is in memory and on disk (load or successful append)."""
+    @property
+    def leaf_id(self) -> str | None:
+        return self._leaf_id
+
+    @leaf_id.setter
+    def leaf_id(self, value: str | None) -> None:
+        if value != self._leaf_id:
+            self._leaf_id = value
+            self._path = None
+
+    def _index_all(self) -> None:
+        """Index every entry (load, fork); a loaded file may branch anywhere, so the path is walked once."""
+        self._path = None
+        for position, entry in enumerate(self._entries):
+            self._index(entry, position)
+        if self._entries:
+            self._pack_summarised()
+        else:
+            self._path = []
+
+    def _index(self, entry: Entry, position: int) -> None:
+        """Account for the entry at ``position`` of ``entries``, in memory and on disk (load or append)."""
         entry_id = entry.get("id")
-        self._by_id[entry_id] = entry  # type: ignore[index]
-        self.leaf_id = entry_id
+        self._by_id[entry_id] = position  # type: ignore[index]
+        path = self._path
+        if path is not None and entry.get("parentId") == self._leaf_id:
+            path.append(entry)
+            self._settings = settings_after(self._settings, entry)
+            if entry.get("type") == "compaction":
+                start = context_start(path)
+                if start is None and self._path_base is not None:
+                    self._path = None  # the first kept entry lies before the held part: walk from the root
+                else:
+                    self._context_start = len(path) - 1 if start is None else start
+                self._leaf_id = entry_id
+                self._pack_summarised()
+        else:
+            self._path = None
+        self._leaf_id = entry_id
         kind = entry.get("type")
         if kind == "label":
             if entry.get("label"):
@@ -248,7 +305,7 @@ class SessionManager:
         except BaseException:
             self.entries.pop()
             raise
-        self._index(entry)
+        self._index(entry, len(self._entries) - 1)
         return entry
 
     def _persist(self, entry: Entry) -> None:
@@ -331,7 +388,7 @@ class SessionManager:
             isinstance(replacement, dict) and isinstance(replacement.get("content"), str | list)
         ):
             raise ValueError(_REPLACEMENT_ERROR)
-        target = self._by_id.get(target_id)
+        target = self.get_entry(target_id)
         if target is None:
             raise ValueError(f"Entry {target_id} not found")
         if all(entry.get("id") != target_id for entry in self.get_branch()):
@@ -362,15 +419,45 @@ class SessionManager:
 
     def get_branch(self, leaf_id: str | None = None) -> list[Entry]:
         """Root-to-leaf path (stops at a missing parent)."""
+        if leaf_id is not None and leaf_id != self._leaf_id:
+            return self._walk(leaf_id)
+        path = self._current_path()
+        return self._walk(self._path_base) + path if self._path_base is not None else list(path)
+
+    def get_context_branch(self) -> list[Entry]:
+        """The part of the current path the model sees: from the latest compaction's first kept entry.
+
+        Everything the projection (``select_context_entries``) selects is in it, so checks that run
+        every turn give the same answers as on the whole branch without walking the history.
+        """
+        path = self._current_path()
+        return path[self._context_start :]
+
+    def _current_path(self) -> list[Entry]:
+        if self._path is None:
+            self._path, self._path_base = self._walk(self._leaf_id), None
+            self._context_start = context_start_of(self._path)
+            self._settings = restored_settings(self._path)
+        return self._path
+
+    def _pack_summarised(self) -> None:
+        """Keep only the model-visible part of the path parsed; pack every other entry."""
+        path = self._current_path()
+        start = self._context_start
+        if start > 0:
+            self._path_base, self._path, self._context_start = path[start - 1].get("id"), path[start:], 0
+        live = {id(entry) for entry in self._path or ()}
+        self._entries.pack(lambda entry: id(entry) in live)
+
+    def _walk(self, start: str | None) -> list[Entry]:
         path: list[Entry] = []
         seen: set[str] = set()
-        start = leaf_id if leaf_id is not None else self.leaf_id
-        current = self._by_id.get(start) if start is not None else None
+        current = self.get_entry(start) if start is not None else None
         while current is not None and current.get("id") not in seen:
             path.append(current)
             seen.add(current.get("id"))  # type: ignore[arg-type]
             parent = current.get("parentId")
-            current = self._by_id.get(parent) if parent is not None else None
+            current = self.get_entry(parent) if parent is not None else None
         path.reverse()
         return path
 
@@ -419,7 +506,8 @@ class SessionManager:
     # ----------------------------------------------------------------- context and totals
 
     def build_context(self) -> SessionContext:
-        return build_context(self.get_branch())
+        context_branch = self.get_context_branch()  # also brings the leaf's settings up to date
+        return build_context(context_branch, self._settings)
 
     def stats(self) -> dict[str, Any]:
         """Message counts and usage totals over every entry of the file (all branches)."""

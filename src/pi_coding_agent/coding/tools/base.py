@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from pi_coding_agent.agent.tool import ToolError, ToolResult, UpdateCallback
 from pi_coding_agent.ai.abort import AbortSignal
+from pi_coding_agent.coding.sandbox.policy import SandboxPolicy, SandboxRefusal
 
 from .images import ImagePolicy
 
@@ -24,6 +25,31 @@ class ToolEnv:
     model_accepts_images: Callable[[], bool] = field(default=lambda: True)
     image_policy: Callable[[], ImagePolicy] = field(default=ImagePolicy)
     agent_dir: Path | None = None
+    sandbox: SandboxPolicy | None = None
+    # asks the user (extension UI confirm) whether a refused operation may run outside the sandbox
+    confirm: Callable[[str, str], Awaitable[bool]] | None = None
+
+    async def allowed_outside_sandbox(self, refusal: SandboxRefusal) -> bool:
+        """Whether the user lets a refused operation go ahead (only with ``sandbox.onRefusal: "ask"``)."""
+        if self.sandbox is None or not self.sandbox.ask_on_refusal or self.confirm is None:
+            return False
+        return await self.confirm("Run outside the sandbox?", str(refusal))
+
+    async def check_write(self, path: str) -> None:
+        """Raise the sandbox's refusal of a file-tool write unless the user allows it."""
+        await self._checked(SandboxPolicy.check_write, path)
+
+    async def check_read(self, path: str, recursive: bool = False) -> None:
+        await self._checked(SandboxPolicy.check_read, path, recursive)
+
+    async def _checked(self, check: Callable[..., None], *args: object) -> None:
+        if self.sandbox is None:
+            return
+        try:
+            check(self.sandbox, *args)
+        except SandboxRefusal as refusal:
+            if not await self.allowed_outside_sandbox(refusal):
+                raise
 
 
 def aborted_error() -> ToolError:

@@ -146,6 +146,13 @@ class BashTool(BuiltinTool):
         started = time.monotonic()
         try:
             result = await run_shell(command, self.env, on_data, signal, timeout, self.env.session_env())
+            snap = finish()
+            if result.exit_code != 0 and await self._rerun_outside_sandbox(output):
+                output = OutputAccumulator("pi-bash")
+                throttle = _Throttle(output, on_update)
+                result = await run_shell(command, self.env, on_data, signal, timeout, self.env.session_env(),
+                                         sandboxed=False)
+                snap = finish()
         except CommandAborted:
             text, _ = format_output(finish(), output.last_line_bytes, "")
             raise ToolError(append_status(text, "Command aborted")) from None
@@ -156,7 +163,6 @@ class BashTool(BuiltinTool):
             throttle.cancel()
             output.close()
             raise
-        snap = finish()
         if result.timed_out:
             text, _ = format_output(snap, output.last_line_bytes, "")
             raise ToolError(append_status(text, _timeout_status(params["timeout"], result)))
@@ -164,9 +170,32 @@ class BashTool(BuiltinTool):
         failed = result.exit_code != 0
         if failed:
             text = append_status(text, f"Command exited with code {result.exit_code}")
+            if (refusal := self._sandbox_refusal(output)) is not None:
+                text = append_status(text, refusal)
         outcome = text_result(text, details, failed)
         outcome.structured_content = _structured(output, snap, result.exit_code, time.monotonic() - started)
         return outcome
+
+
+    def _sandbox_refusal(self, output: OutputAccumulator) -> str | None:
+        """A line telling the model the sandbox refused part of the command, when its output shows so."""
+        sandbox = self.env.sandbox
+        if sandbox is None or not sandbox.active:
+            return None
+        from pi_coding_agent.coding.sandbox.bwrap import REFUSAL_MARKERS
+
+        text, _ = output.read_full_output(STRUCTURED_OUTPUT_MAX_BYTES)
+        if not any(marker in text for marker in REFUSAL_MARKERS):
+            return None
+        network = "" if sandbox.network else " and the network"
+        return f"Sandbox ({sandbox.mode}): writes outside the workspace{network} are refused"
+
+    async def _rerun_outside_sandbox(self, output: OutputAccumulator) -> bool:
+        """With ``sandbox.onRefusal: "ask"``, whether the user lets a refused command run again unsandboxed."""
+        from pi_coding_agent.coding.sandbox.policy import SandboxRefusal
+
+        refusal = self._sandbox_refusal(output)
+        return refusal is not None and await self.env.allowed_outside_sandbox(SandboxRefusal(refusal))
 
 
 def _structured(output: OutputAccumulator, snap: Snapshot, exit_code: int, seconds: float) -> dict[str, Any]:

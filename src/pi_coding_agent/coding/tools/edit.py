@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 from typing import Any, ClassVar
 
@@ -10,6 +9,7 @@ from pi_coding_agent.agent.tool import ToolError, ToolResult, UpdateCallback, te
 from pi_coding_agent.ai.abort import AbortSignal
 
 from .base import STRICT_PREFERRED, BuiltinTool, check_aborted, object_schema, string_param
+from .blocking import refuse_special_file, run_settled
 from .edit_diff import apply_edits, generate_edit_diff, normalize_to_lf, splice_into_original
 from .mutation import file_mutation_lock
 from .paths import error_code, node_error_message, resolve_to_cwd
@@ -98,14 +98,9 @@ class EditTool(BuiltinTool):
             raise ToolError("Edit tool input is invalid. edits must contain at least one replacement.")
         path: str = params["path"]
         absolute = resolve_to_cwd(path, self.env.cwd)
+        await self.env.check_write(absolute)
         async with file_mutation_lock(absolute):
-            # The lock stays held until the file work settles, even if the call is cancelled meanwhile.
-            work = asyncio.ensure_future(asyncio.to_thread(_edit_file, absolute, path, edits, signal))
-            try:
-                details = await asyncio.shield(work)
-            except asyncio.CancelledError:
-                await asyncio.wait({work})
-                raise
+            details = await run_settled(_edit_file, absolute, path, edits, signal)
         return text_result(f"Successfully replaced {len(edits)} block(s) in {path}.", details)
 
 
@@ -119,6 +114,7 @@ def _edit_file(absolute: str, path: str, edits: list[dict[str, str]], signal: Ab
         except OSError as exc:
             code = error_code(exc)
         raise ToolError(f"Could not edit file: {path}. Error code: {code}.")
+    refuse_special_file(absolute, path, "edit")
     try:
         with open(absolute, "rb") as handle:
             raw = handle.read().decode("utf-8", "replace")

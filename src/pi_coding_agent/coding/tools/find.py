@@ -141,6 +141,7 @@ class FindTool(BuiltinTool):
     ) -> ToolResult:
         check_aborted(signal)
         search_path = resolve_to_cwd(params.get("path") or ".", self.env.cwd)
+        await self.env.check_read(search_path, recursive=True)
         limit = max(1, math.floor(params.get("limit") or DEFAULT_LIMIT))
         rg = require_rg(self.env.agent_dir)
         if not os.path.isdir(search_path):

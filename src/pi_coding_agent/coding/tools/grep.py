@@ -117,6 +117,7 @@ class GrepTool(BuiltinTool):
         check_aborted(signal)
         rg = require_rg(self.env.agent_dir)
         search_path = resolve_to_cwd(params.get("path") or ".", self.env.cwd)
+        await self.env.check_read(search_path, recursive=True)
         try:
             is_dir = stat.S_ISDIR(os.stat(search_path).st_mode)
         except OSError:

@@ -54,6 +54,7 @@ class LsTool(BuiltinTool):
     ) -> ToolResult:
         check_aborted(signal)
         path = resolve_to_cwd(params.get("path") or ".", self.env.cwd)
+        await self.env.check_read(path)
         limit = max(1, math.floor(params.get("limit") or DEFAULT_LIMIT))
         try:
             mode = os.stat(path).st_mode

@@ -21,6 +21,7 @@ from .base import (
     object_schema,
     string_param,
 )
+from .blocking import refuse_special_file, run_blocking
 from .images import SNIFF_BYTES, process_image, sniff_image_mime
 from .paths import node_error_message, resolve_read_path
 from .truncate import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, Truncation, format_size, js_number, truncate_head
@@ -178,8 +179,9 @@ class ReadTool(BuiltinTool):
         self, tool_call_id: str, params: dict[str, Any], signal: AbortSignal, on_update: UpdateCallback
     ) -> ToolResult:
         check_aborted(signal)
+        await self.env.check_read(resolve_read_path(params["path"], self.env.cwd))
         # File work runs in a thread so a multi-GB scan never blocks the loop; abort answers at once.
-        work = asyncio.ensure_future(asyncio.to_thread(self._read, params, signal))
+        work = asyncio.ensure_future(run_blocking(self._read, params, signal))
         aborted = asyncio.ensure_future(signal.wait())
         try:
             await asyncio.wait({work, aborted}, return_when=asyncio.FIRST_COMPLETED)
@@ -201,6 +203,7 @@ class ReadTool(BuiltinTool):
                 raise PermissionError(13, "Permission denied")
             except OSError as exc:
                 raise ToolError(node_error_message(exc, "access", path)) from None
+        refuse_special_file(path, raw_path, "read")
         try:
             with open(path, "rb") as handle:
                 mime = sniff_image_mime(handle.read(SNIFF_BYTES))

@@ -21,6 +21,7 @@ from pi_coding_agent.ai.abort import AbortSignal
 from .base import ToolEnv
 from .guard import OrphanGuard
 
+MARKER_VARIABLE = "PI_COMMAND_RUN"  # set in every command's environment so escaped children can be found
 SESSION_ENV_KEYS = ("PI_SESSION_ID", "PI_SESSION_FILE", "PI_PROVIDER", "PI_MODEL", "PI_REASONING_LEVEL")
 MAX_TIMEOUT_MS = 2_147_483_647
 _EXIT_GRACE_SECONDS = 0.1
@@ -32,30 +33,40 @@ class ShellError(Exception):
 
 
 class ProcessRegistry:
-    """Process groups of running commands, so shutdown can kill what is still alive."""
+    """Process groups of running commands, so shutdown can kill what is still alive, and the
+    full-output files they left, so shutdown can remove them."""
 
     def __init__(self) -> None:
-        self._pids: set[int] = set()
+        self._pids: dict[int, str] = {}
         self._guard = OrphanGuard()
+        self._files: set[str] = set()
 
     def prepare(self) -> None:
         """Before spawning: the guard must already run, or a command could outlive a pi killed while
         the guard was still starting."""
         self._guard.ready()
 
-    def track(self, pid: int) -> None:
-        self._pids.add(pid)
+    def track(self, pid: int, marker: str) -> None:
+        self._pids[pid] = marker
         self._guard.started(pid)
 
     def untrack(self, pid: int) -> None:
-        self._pids.discard(pid)
+        self._pids.pop(pid, None)
         self._guard.ended(pid)
 
+    def keep_file(self, path: str) -> None:
+        self._files.add(path)
+
     def kill_all(self) -> None:
-        """SIGKILL every tracked process group (pi's shutdown does the same)."""
-        pids, self._pids = self._pids, set()
-        for pid in pids:
-            kill_process_group(pid)
+        """SIGKILL every tracked command with all it started (pi's shutdown kills the groups too),
+        and remove the full-output files, which are only named to the model of this process."""
+        pids, self._pids = self._pids, {}
+        for pid, marker in pids.items():
+            kill_command(pid, marker)
+        files, self._files = self._files, set()
+        for path in files:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
 
 
 processes = ProcessRegistry()
@@ -68,6 +79,33 @@ def kill_process_group(pid: int) -> None:
     except OSError:
         with contextlib.suppress(OSError):
             os.kill(pid, signals.SIGKILL)
+
+
+def kill_command(pid: int, marker: str) -> None:
+    """Kill the command's group, then whatever left it (``setsid``, double-forked daemons).
+
+    Those escape the group but keep the environment, so they are found by the marker variable
+    every command is started with. What clears its environment as well is not found.
+    """
+    kill_process_group(pid)
+    for escaped in _marked_processes(marker):
+        with contextlib.suppress(OSError):
+            os.kill(escaped, signals.SIGKILL)
+
+
+def _marked_processes(marker: str) -> list[int]:
+    needle = f"{MARKER_VARIABLE}={marker}\0".encode()
+    found = []
+    with contextlib.suppress(OSError):
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    with open(f"/proc/{entry}/environ", "rb") as handle:
+                        if needle in handle.read():
+                            found.append(int(entry))
+                except OSError:
+                    continue
+    return found
 
 
 def resolve_shell(shell_path: str | None) -> str:
@@ -109,6 +147,7 @@ class OutputFile:
         self.path = os.path.join(tempfile.gettempdir(), f"{prefix}-{os.urandom(8).hex()}.log")
         fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         self._file: BinaryIO | None = os.fdopen(fd, "wb")
+        processes.keep_file(self.path)
 
     def write(self, data: bytes) -> None:
         if self._file is not None:
@@ -139,10 +178,13 @@ async def run_shell(
     signal: AbortSignal | None,
     timeout: float | None = None,
     session_vars: dict[str, str] | None = None,
+    sandboxed: bool = True,
 ) -> ShellExit:
     """Run ``<shell> -c command`` in the cwd; stream merged stdout/stderr bytes to ``on_data``.
 
-    Raises :class:`CommandAborted` if the signal fired. Returns once the shell exited and its
+    The command runs inside ``env.sandbox`` when one is active, unless ``sandboxed`` is false (the
+    user allowed a refused command to run outside). Raises :class:`CommandAborted` if the signal
+    fired. Returns once the shell exited and its
     pipe reached EOF or stayed idle for a short grace (background jobs may keep it open).
     """
     if signal is not None and signal.aborted:
@@ -152,26 +194,32 @@ async def run_shell(
     if not os.path.exists(cwd):
         raise ShellError(f"Working directory does not exist: {cwd}\nCannot execute bash commands.")
     processes.prepare()
+    marker = os.urandom(8).hex()
+    argv, environment = [shell, "-c", command], shell_environment(env, session_vars)
+    if sandboxed and env.sandbox is not None and env.sandbox.active:
+        from pi_coding_agent.coding.sandbox.bwrap import wrap_command
+
+        argv, environment = wrap_command(env.sandbox, argv, cwd), env.sandbox.tool_environment(environment)
     proc = subprocess.Popen(
-        [shell, "-c", command],
+        argv,
         cwd=cwd,
-        env=shell_environment(env, session_vars),
+        env={**environment, MARKER_VARIABLE: marker},
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         start_new_session=True,
         close_fds=True,
     )
-    processes.track(proc.pid)
+    processes.track(proc.pid, marker)
     finished = False
     try:
-        result = await _supervise(proc, on_data, signal, timeout)
+        result = await _supervise(proc, marker, on_data, signal, timeout)
         finished = True
         return result
     finally:
         if not finished:
             # Aborted, cancelled or failed: nothing the command started may outlive the call.
-            kill_process_group(proc.pid)
+            kill_command(proc.pid, marker)
             _reap_later(proc)
         processes.untrack(proc.pid)
         if proc.stdout is not None:
@@ -186,6 +234,7 @@ def _reap_later(proc: subprocess.Popen[bytes], tries: int = 100) -> None:
 
 async def _supervise(
     proc: subprocess.Popen[bytes],
+    marker: str,
     on_data: Callable[[bytes], None],
     signal: AbortSignal | None,
     timeout: float | None,
@@ -228,7 +277,7 @@ async def _supervise(
         return True
 
     def kill() -> None:
-        kill_process_group(proc.pid)
+        kill_command(proc.pid, marker)
 
     def on_timeout() -> None:
         nonlocal timed_out, shell_exit_before_timeout

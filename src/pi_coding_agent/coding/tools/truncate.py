@@ -42,8 +42,8 @@ def format_size(size: int) -> str:
 
 
 def js_number(value: float) -> str:
-    """A number as JavaScript's template strings print it (``2`` not ``2.0``)."""
-    if isinstance(value, float) and value.is_integer():
+    """A number as JavaScript's template strings print it (``2`` not ``2.0``, ``1e+300`` not 301 digits)."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
         return str(int(value))
     return str(value)
 

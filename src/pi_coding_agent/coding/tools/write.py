@@ -9,6 +9,7 @@ from pi_coding_agent.agent.tool import ToolError, ToolResult, UpdateCallback, te
 from pi_coding_agent.ai.abort import AbortSignal
 
 from .base import STRICT_PREFERRED, BuiltinTool, check_aborted, object_schema, string_param
+from .blocking import refuse_special_file, run_settled
 from .mutation import file_mutation_lock
 from .paths import node_error_message, resolve_to_cwd
 
@@ -36,14 +37,21 @@ class WriteTool(BuiltinTool):
     ) -> ToolResult:
         path: str = params["path"]
         absolute = resolve_to_cwd(path, self.env.cwd)
+        await self.env.check_write(absolute)
         async with file_mutation_lock(absolute):
             check_aborted(signal)
-            try:
-                os.makedirs(os.path.dirname(absolute), exist_ok=True)
-                check_aborted(signal)
-                with open(absolute, "wb") as handle:
-                    handle.write(params["content"].encode("utf-8", "surrogatepass"))
-            except OSError as exc:
-                raise ToolError(node_error_message(exc, "open", absolute)) from None
+            refuse_special_file(absolute, path, "write")
+            data = params["content"].encode("utf-8", "surrogatepass")
+            await run_settled(_write_file, absolute, data, signal)
             check_aborted(signal)
             return text_result(f"Successfully wrote to {path}")
+
+
+def _write_file(absolute: str, data: bytes, signal: AbortSignal) -> None:
+    try:
+        os.makedirs(os.path.dirname(absolute), exist_ok=True)
+        check_aborted(signal)
+        with open(absolute, "wb") as handle:
+            handle.write(data)
+    except OSError as exc:
+        raise ToolError(node_error_message(exc, "open", absolute)) from None

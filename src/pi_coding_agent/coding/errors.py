@@ -1,0 +1,32 @@
+"""The coding layer's error tree, so a front end decides by type how to report a failure.
+
+``UserError`` is a request refused because of what the user asked (bad input, a missing session,
+no key): its ``str()`` is the whole message and no traceback is due. Anything else that escapes a
+command is a defect; Python's own programming-error types (``BUG_TYPES``) get their traceback
+printed to stderr, other library errors are reported by message only, as pi reports them.
+"""
+
+from __future__ import annotations
+
+
+class UserError(Exception):
+    """A refused request; ``str(err)`` is the text clients see (the RPC response ``error``)."""
+
+
+class SessionError(UserError):
+    """A session operation refused (no model, nothing to fork, a failed compaction...)."""
+
+
+class CommandError(UserError):
+    """A command refused before it reached the session (a missing or ill-typed field)."""
+
+
+# Exception types that only a bug raises: reported with their traceback.
+BUG_TYPES: tuple[type[Exception], ...] = (
+    TypeError, AttributeError, KeyError, IndexError, NameError, AssertionError, ZeroDivisionError,
+)
+
+
+def is_bug(err: BaseException) -> bool:
+    """True for a defect (worth a traceback), False for a refusal or an expected failure."""
+    return isinstance(err, BUG_TYPES) and not isinstance(err, UserError)

@@ -1,0 +1,81 @@
+"""The two narrow views the extension objects work through.
+
+``ExtensionHost`` is the session as extensions see it (a ``SessionHost`` plus the operations ``pi``
+and ``ctx`` expose); ``RunnerHandle`` is what ``pi`` and ``ctx`` need from the runner. The session
+satisfies the first and ``ExtensionRunner`` the second, so ``api`` and ``context`` import neither.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Protocol
+
+from pi_coding_agent.coding.session_host import SessionHost
+
+if TYPE_CHECKING:
+    from pi_coding_agent.agent.tool import AgentTool
+    from pi_coding_agent.coding.extensions.registry import Binding, Extension
+    from pi_coding_agent.coding.runtime import SessionRuntime
+
+
+class ExtensionHost(SessionHost, Protocol):
+    """Session operations reachable from ``pi`` and ``ctx``."""
+
+    async def prompt(self, message: str, images: list[dict[str, Any]] | None = None,
+                     streaming_behavior: str | None = None) -> dict[str, Any]: ...
+
+    async def steer(self, message: str, images: list[dict[str, Any]] | None = None) -> dict[str, Any]: ...
+
+    async def follow_up(self, message: str, images: list[dict[str, Any]] | None = None) -> dict[str, Any]: ...
+
+    async def start_run(self, message: dict[str, Any]) -> dict[str, Any]: ...
+
+    async def compact(self, custom_instructions: str | None = None) -> dict[str, Any]: ...
+
+    async def wait_for_idle(self) -> None: ...
+
+    async def new_session(self, parent_session: str | None = None) -> dict[str, Any]: ...
+
+    async def fork(self, entry_id: str) -> dict[str, Any]: ...
+
+    async def switch_session(self, session_path: str) -> dict[str, Any]: ...
+
+    async def navigate_tree(self, target_id: str, *, summarize: bool = False, custom_instructions: str | None = None,
+                            replace_instructions: bool = False, label: str | None = None) -> dict[str, Any]: ...
+
+    async def set_session_name(self, name: str) -> None: ...
+
+    async def set_model(self, provider: str, model_id: str) -> Any: ...
+
+    def set_thinking_level(self, level: str) -> None: ...
+
+    def entry_id_of(self, message: dict[str, Any]) -> str | None: ...
+
+    def context_usage(self) -> dict[str, Any] | None: ...
+
+    def get_commands(self) -> list[dict[str, Any]]: ...
+
+
+class RunnerHandle(Protocol):
+    """The runner state and actions ``pi`` and ``ctx`` objects reach through their binding."""
+
+    session: ExtensionHost
+    rt: SessionRuntime
+    binding: Binding
+    extensions: list[Extension]
+    settling: bool
+    held_messages: list[dict[str, Any]]
+    next_turn_messages: list[dict[str, Any]]
+
+    @property
+    def context(self) -> object: ...
+
+    def spawn(self, coroutine: Awaitable[Any]) -> None: ...
+
+    def defer(self, start: Callable[[], Awaitable[Any]]) -> None: ...
+
+    def activate_tool(self, tool: AgentTool) -> None: ...
+
+    def append_custom(self, custom: dict[str, Any]) -> None: ...
+
+    async def request_shutdown(self) -> None: ...

@@ -1,0 +1,66 @@
+"""What extensions registered, and the generation they were bound to: plain data shared by ``pi``,
+``ctx`` and the runner, so none of them has to import another to know its shape."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pi_coding_agent.agent.tool import AgentTool
+from pi_coding_agent.ai.types import now_ms
+from pi_coding_agent.coding.extensions.loader import ExtensionSource
+
+Handler = Callable[[dict[str, Any], Any], Any]
+
+STALE_MESSAGE = (
+    "This extension context is stale: the session was replaced (new session, fork or switch) after it was "
+    "created. Use the ctx passed to the with_session callback, or the ctx of a later event, instead."
+)
+
+
+class StaleContextError(RuntimeError):
+    """A ``pi`` or ``ctx`` captured before a session replacement was used after it."""
+
+
+@dataclass
+class Binding:
+    """One generation of the extension runtime; ``stale`` once the session was replaced."""
+
+    stale: bool = False
+
+    def check(self) -> None:
+        if self.stale:
+            raise StaleContextError(STALE_MESSAGE)
+
+
+@dataclass
+class Command:
+    name: str
+    description: str | None
+    handler: Callable[[str, Any], Any]
+
+
+@dataclass
+class Extension:
+    """One loaded extension and what it registered."""
+
+    source: ExtensionSource
+    handlers: dict[str, list[Handler]] = field(default_factory=dict)
+    commands: dict[str, Command] = field(default_factory=dict)  # a name registered again replaces, in place
+    tools: dict[str, AgentTool] = field(default_factory=dict)
+
+    @property
+    def path(self) -> str:
+        return str(self.source.path)
+
+
+def custom_message(message: dict[str, Any]) -> dict[str, Any]:
+    """An extension's ``{customType, content, display, details?}`` as a ``custom`` transcript message."""
+    content = message.get("content", "")
+    out: dict[str, Any] = {"role": "custom", "customType": message.get("customType", "extension"),
+                           "content": content, "display": bool(message.get("display", True))}
+    if message.get("details") is not None:
+        out["details"] = message["details"]
+    out["timestamp"] = now_ms()
+    return out

@@ -1,0 +1,86 @@
+"""``ctx.ui``: what extension dialogs and notices need from a front end, and the UI of a headless one.
+
+The protocol lives beside the extension runner (its only user) so a mode supplies a UI without the
+extensions importing the mode: RPC mode passes ``modes.ui_bridge.RpcExtensionUI``; print, JSON and
+SDK sessions default to ``NoUI``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from pi_coding_agent.ai.abort import AbortSignal
+
+
+class ExtensionUI(Protocol):
+    """Dialogs (awaited, answered by the user or by their default) and fire-and-forget notices."""
+
+    has_ui: bool
+
+    async def select(self, title: str, options: list[str], timeout_ms: int | None = None,
+                     signal: AbortSignal | None = None) -> str | None: ...
+
+    async def confirm(self, title: str, message: str, timeout_ms: int | None = None,
+                      signal: AbortSignal | None = None) -> bool: ...
+
+    async def input(self, title: str, placeholder: str | None = None, timeout_ms: int | None = None,
+                    signal: AbortSignal | None = None) -> str | None: ...
+
+    async def editor(self, title: str, prefill: str | None = None) -> str | None: ...
+
+    def notify(self, message: str, notify_type: str | None = None) -> None: ...
+
+    def set_status(self, key: str, text: str | None = None) -> None: ...
+
+    def set_widget(self, key: str, lines: list[str] | None = None, placement: str | None = None) -> None: ...
+
+    def set_title(self, title: str) -> None: ...
+
+    def set_editor_text(self, text: str) -> None: ...
+
+    def paste_to_editor(self, text: str) -> None: ...
+
+    def get_editor_text(self) -> str: ...
+
+
+class NoUI:
+    """ctx.ui for print, JSON and SDK sessions: nobody can answer, so dialogs resolve to their defaults."""
+
+    has_ui = False
+
+    async def select(self, title: str, options: list[str], timeout_ms: int | None = None,
+                     signal: AbortSignal | None = None) -> str | None:
+        return None
+
+    async def confirm(self, title: str, message: str, timeout_ms: int | None = None,
+                      signal: AbortSignal | None = None) -> bool:
+        return False
+
+    async def input(self, title: str, placeholder: str | None = None, timeout_ms: int | None = None,
+                    signal: AbortSignal | None = None) -> str | None:
+        return None
+
+    async def editor(self, title: str, prefill: str | None = None) -> str | None:
+        return None
+
+    def notify(self, message: str, notify_type: str | None = None) -> None:
+        """Dropped: print and JSON modes keep stdout for their own output."""
+
+    def set_status(self, key: str, text: str | None = None) -> None:
+        """No status bar without a UI."""
+
+    def set_widget(self, key: str, lines: list[str] | None = None, placement: str | None = None) -> None:
+        """No widgets without a UI."""
+
+    def set_title(self, title: str) -> None:
+        """No title without a UI."""
+
+    def set_editor_text(self, text: str) -> None:
+        """No editor without a UI."""
+
+    def paste_to_editor(self, text: str) -> None:
+        """No editor without a UI."""
+
+    def get_editor_text(self) -> str:
+        return ""

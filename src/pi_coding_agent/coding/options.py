@@ -1,0 +1,63 @@
+"""Start-up options of one session: everything the command line (or an SDK caller) can set.
+
+A leaf module so that the layers below the CLI (bootstrap, runtime, modes, extensions) can read the
+options without importing the parser in ``cli.py``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class CliArgs:
+    """Every flag of ``pi``; lists default to empty, unset options to None."""
+
+    help: bool = False
+    version: bool = False
+    mode: str | None = None
+    print: bool = False
+    continue_session: bool = False
+    resume: bool = False
+    provider: str | None = None
+    model: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    thinking: str | None = None
+    models: list[str] | None = None
+    system_prompt: str | None = None
+    append_system_prompt: list[str] = field(default_factory=list)
+    name: str | None = None
+    session: str | None = None
+    session_id: str | None = None
+    fork: str | None = None
+    session_dir: str | None = None
+    no_session: bool = False
+    tools: list[str] | None = None
+    exclude_tools: list[str] | None = None
+    no_tools: bool = False
+    no_builtin_tools: bool = False
+    extensions: list[str] = field(default_factory=list)
+    no_extensions: bool = False
+    no_mcp: bool = False
+    skills: list[str] = field(default_factory=list)
+    no_skills: bool = False
+    prompt_templates: list[str] = field(default_factory=list)
+    no_prompt_templates: bool = False
+    themes: list[str] = field(default_factory=list)
+    no_themes: bool = False
+    use_theme: str | None = None
+    tui_mode: str | None = None
+    no_context_files: bool = False
+    approve: bool | None = None  # True: -a, False: -na, None: ask the trust rules
+    offline: bool = False
+    sandbox: str | None = None  # off | read-only | workspace-write (our addition; see docs/sandbox.md)
+    verbose: bool = False
+    export: str | None = None
+    list_models: str | bool | None = None  # True without a search term
+    messages: list[str] = field(default_factory=list)
+    file_args: list[str] = field(default_factory=list)
+
+    @property
+    def export_output(self) -> str | None:
+        """``--export <in> [out]``: the optional output path is the first positional argument."""
+        return self.messages[0] if self.messages else None

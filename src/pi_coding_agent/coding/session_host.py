@@ -1,0 +1,36 @@
+"""``SessionHost``: the session as the services it owns see it.
+
+``AgentSession`` owns its compaction controller, tree navigator and extension runner; they call back
+into it only through this protocol (events, the live store, omitting a failed attempt, the
+compacting flag), so none of them imports the session and each can be driven by a small stand-in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from pi_coding_agent.coding.session import SessionManager
+
+Listener = Callable[[dict[str, Any]], None]
+
+
+class SessionHost(Protocol):
+    """Events out, the current store, and the two pieces of run state a service may change."""
+
+    is_compacting: bool  # set while a compaction or branch summary runs; abort waits for False
+
+    @property
+    def sm(self) -> SessionManager: ...
+
+    @property
+    def is_streaming(self) -> bool: ...
+
+    def emit(self, event: dict[str, Any]) -> None: ...
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]: ...
+
+    def omit_from_context(self, message: dict[str, Any]) -> None: ...
+
+    async def abort(self) -> None: ...
