@@ -3,23 +3,25 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from pi_coding_agent.agent.tool import AgentTool
-from pi_coding_agent.coding.codemode.host import CatalogTool, CodemodeHost, Namespace, SessionCodemodeHost
+from pi_coding_agent.coding.codemode.host import (
+    CatalogTool,
+    CodemodeHost,
+    Namespace,
+    SessionCodemodeHost,
+    SessionRuntimeView,
+)
 from pi_coding_agent.coding.codemode.tool import NAME, CodemodeTool
 
-if TYPE_CHECKING:
-    from pi_coding_agent.coding.runtime import SessionRuntime
 
-
-def codemode_tools(runtime: Callable[[], SessionRuntime]) -> dict[str, AgentTool]:
+def codemode_tools(runtime: Callable[[], SessionRuntimeView]) -> dict[str, AgentTool]:
     """The registry entry for ``codemode`` (inactive unless ``defaultTools``/``--tools`` name it)."""
     tool = CodemodeTool(lambda: SessionCodemodeHost(runtime()), lambda: runtime().settings)
     return {NAME: tool}
 
 
-def enable_codemode(runtime: SessionRuntime, auto_enable: object = True) -> bool:
+def enable_codemode(runtime: SessionRuntimeView, auto_enable: object = True) -> bool:
     """Make ``codemode`` active, as pi does when an MCP server with ``codemode`` exposure connects;
     ``auto_enable`` is mcp.json's ``autoEnableCodemode`` (only ``false`` prevents it). True when
     codemode is active afterwards."""

@@ -12,13 +12,10 @@ from __future__ import annotations
 import asyncio
 import weakref
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from pi_coding_agent.agent.tool import AgentTool, ToolResult
 from pi_coding_agent.ai.abort import AbortSignal
-
-if TYPE_CHECKING:
-    from pi_coding_agent.coding.runtime import SessionRuntime
 
 STORE_ENTRY_TYPE = "codemode-store"
 BUILTIN_NAMESPACE = None  # built-in and plain extension tools are listed before any namespace
@@ -126,10 +123,20 @@ def _exclusive_lock(runtime: Any) -> asyncio.Lock:
     return lock
 
 
+class SessionRuntimeView(Protocol):
+    """What the adapter reads of ``SessionRuntime`` (named here, so codemode sits below the runtime)."""
+
+    agent: Any  # tools, hooks, tool_execution, _emit
+    all_tools: dict[str, AgentTool]
+    session_manager: Any  # get_branch(), append_custom()
+    registry: Any  # all_models(), available_models()
+    settings: Any
+
+
 class SessionCodemodeHost:
     """:class:`CodemodeHost` over today's ``SessionRuntime``."""
 
-    def __init__(self, runtime: SessionRuntime) -> None:
+    def __init__(self, runtime: SessionRuntimeView) -> None:
         self.rt = runtime
 
     def _tools(self) -> list[AgentTool]:
