@@ -26,6 +26,12 @@ async def _spawn(workspace: tuple[Path, dict[str, str]], *extra: str) -> RpcProc
     return await RpcProcess.pi("--provider", "fake", "--model", MODEL_ID, *extra, cwd=cwd, env=env)
 
 
+async def _with_extension(workspace: tuple[Path, dict[str, str]], source: str) -> RpcProcess:
+    extension = workspace[0].parent / f"extension_{abs(hash(source))}.py"
+    extension.write_text(source)
+    return await _spawn(workspace, "--no-session", "-e", str(extension))
+
+
 @pytest.fixture
 async def pi(workspace: tuple[Path, dict[str, str]]) -> AsyncIterator[RpcProcess]:
     proc = await _spawn(workspace, "--no-session")
@@ -241,9 +247,7 @@ def setup(pi):
 
 async def test_inner_calls_pass_extension_handlers(workspace: tuple[Path, dict[str, str]],
                                                    fake_llm: FakeLLMServer) -> None:
-    extension = workspace[0].parent / "gate.py"
-    extension.write_text(EXTENSION)
-    pi = await _spawn(workspace, "--no-session", "-e", str(extension))
+    pi = await _with_extension(workspace, EXTENSION)
     try:
         script(fake_llm, "text(await tools.shout({ word: 'hi' }));\n"
                          "const r = await Promise.allSettled([tools.bash({ command: 'echo forbidden' })]);\n"
@@ -351,9 +355,7 @@ def setup(pi):
 
 async def test_sequential_tools_take_turns_inside_scripts(workspace: tuple[Path, dict[str, str]],
                                                           fake_llm: FakeLLMServer) -> None:
-    extension = workspace[0].parent / "slow.py"
-    extension.write_text(SEQUENTIAL_EXTENSION)
-    pi = await _spawn(workspace, "--no-session", "-e", str(extension))
+    pi = await _with_extension(workspace, SEQUENTIAL_EXTENSION)
     try:
         script(fake_llm, "const r = await Promise.all([tools.slow({}), tools.slow({}), tools.slow({})]);\nreturn r;")
         assert result_text(codemode_end(await run(pi))).endswith('Output:\n["1","1","1"]')
