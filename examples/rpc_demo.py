@@ -46,6 +46,8 @@ def describe(event: dict[str, Any]) -> str | None:
             return None
         text = "".join(b.get("text", "") for b in message["content"] if b.get("type") == "text")
         reason = f" ({message['stopReason']})" if message["role"] == "assistant" else ""
+        if message.get("errorMessage"):
+            text = message["errorMessage"]
         return f"{kind} {message['role']}{reason}: {text.strip()[:120]!r}"
     if kind == "tool_execution_start":
         return f"{kind} {event['toolName']} {json.dumps(event['args'])}"
@@ -53,6 +55,15 @@ def describe(event: dict[str, Any]) -> str | None:
         text = "".join(b.get("text", "") for b in event["result"]["content"] if b.get("type") == "text")
         return f"{kind} {event['toolName']} isError={event['isError']}: {text.strip()[:120]!r}"
     return kind
+
+
+def run_failure(messages: list[dict[str, Any]]) -> str | None:
+    """Why the run failed (the last reply's error or abort), or None when it answered."""
+    last = messages[-1] if messages else None
+    if last is None or last["role"] != "assistant" or last.get("stopReason") not in ("error", "aborted"):
+        return None
+    model = f"{last.get('provider')}/{last.get('model')}"
+    return f"{model}: {last.get('errorMessage') or 'request ' + last['stopReason']}"
 
 
 async def main() -> int:
@@ -80,6 +91,10 @@ async def main() -> int:
             print(f"> {options.prompt}")
             client.subscribe(lambda event: (line := describe(event)) and print(line))
             await client.prompt_and_wait(options.prompt)
+            failure = run_failure(await client.get_messages())
+            if failure is not None:
+                print(f"error: {failure}", file=sys.stderr)
+                return 1
             print(f"answer: {await client.get_last_assistant_text()}")
             print(f"files: {sorted(p.name for p in Path(workdir).iterdir() if not p.name.startswith('.'))}")
         except RpcError as err:

@@ -25,7 +25,10 @@ CODING_AGENT = REFERENCE.parent / "pi-coding-agent"
 OUT = Path(__file__).resolve().parents[1] / "src" / "pi_coding_agent" / "ai" / "data"
 SOURCE = "pi-ai 1.6.0"
 
-IMPLEMENTED_APIS = {"anthropic-messages", "openai-completions", "openai-responses", "google-generative-ai"}
+IMPLEMENTED_APIS = {
+    "anthropic-messages", "openai-completions", "openai-responses", "google-generative-ai",
+    "azure-openai-responses", "bedrock-converse-stream", "google-vertex", "openai-codex-responses", "pi-messages",
+}
 # Mistral's own Conversations API is not implemented; its OpenAI-compatible endpoint serves the same models.
 API_REMAP = {"mistral-conversations": ("openai-completions", "https://api.mistral.ai/v1")}
 KEPT_FIELDS = (

@@ -142,11 +142,29 @@ class RpcProcess:
 # --------------------------------------------------------------------------- fake session
 
 
+class FakeAgent:
+    """The agent's awaited listeners (the RPC mode waits there for agent_end to be read)."""
+
+    def __init__(self) -> None:
+        self.listeners: list[Callable[[dict[str, Any]], Any]] = []
+
+    def subscribe(self, listener: Callable[[dict[str, Any]], Any]) -> Callable[[], None]:
+        self.listeners.append(listener)
+        return lambda: self.listeners.remove(listener)
+
+    async def emit(self, event: dict[str, Any]) -> None:
+        for listener in self.listeners:
+            pending = listener(event)
+            if pending is not None:
+                await pending
+
+
 class FakeSession:
     """Implements the AgentSession surface the RPC table calls, with scripted, observable behaviour."""
 
     def __init__(self, ui: Any) -> None:
         self.ui = ui
+        self.agent = FakeAgent()
         self._listeners: list[Callable[[dict[str, Any]], None]] = []
         self._run: asyncio.Task[None] | None = None
         self._idle = asyncio.Event()
@@ -203,7 +221,9 @@ class FakeSession:
             self._emit({"type": "message_end", "message": reply})
         except asyncio.CancelledError:
             aborted = True
-        self._emit({"type": "agent_end", "messages": [], "willRetry": False})
+        agent_end = {"type": "agent_end", "messages": [], "willRetry": False}
+        self._emit(agent_end)
+        await self.agent.emit(agent_end)
         self._emit({"type": "agent_settled", "aborted": aborted})
         self._idle.set()
 

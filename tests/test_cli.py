@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pi_coding_agent import __version__
+from pi_coding_agent import PI_COMPATIBLE_VERSION, __version__
 from pi_coding_agent.ai.models import catalog_index
 from pi_coding_agent.coding import paths
 from pi_coding_agent.coding.cli import (
@@ -93,7 +93,7 @@ def test_usage_errors_exit_2_with_one_line(capsys, argv, message):
 
 def test_version_and_help(capsys):
     assert main(["--version"]) == 0
-    assert capsys.readouterr().out == f"{__version__}\n"
+    assert capsys.readouterr() == (f"{PI_COMPATIBLE_VERSION}\n", f"pi-coding-agent-py {__version__}\n")
     assert main(["-h"]) == 0
     out = capsys.readouterr().out
     for flag in ("--mode", "--list-models", "--export", "--no-session", "--models", "--thinking", "-nc"):
@@ -145,7 +145,7 @@ def test_fuzzy_filter_tokens():
 def test_modes_dispatch_lazily(monkeypatch, argv, module):
     seen: list[CliArgs] = []
     fake = types.ModuleType(module)
-    fake.run = lambda args: seen.append(args) or 7  # type: ignore[attr-defined]
+    fake.run = lambda args, *images: seen.append(args) or 7  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, module, fake)
     parent, name = module.rsplit(".", 1)
     monkeypatch.setattr(importlib.import_module(parent), name, fake, raising=False)

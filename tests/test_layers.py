@@ -19,16 +19,16 @@ FORBIDDEN = {
 # Inside coding/, from the bottom up (module paths relative to coding/; the longest prefix decides).
 # A module may import its own level and the levels below it, never one above.
 CODING_ORDER: list[tuple[str, tuple[str, ...]]] = [
-    ("foundations", ("paths", "options", "errors", "messages", "events", "event_stream", "retry", "session_host", "session", "sandbox", "tools", "codemode",
+    ("foundations", ("paths", "options", "errors", "messages", "events", "event_stream", "retry", "session_host", "session", "sandbox", "tools", "codemode", "file_args", "provider_settings",
                      "resources", "export", "extensions.ui", "extensions.loader", "extensions.registry",
                      "extensions.examples", "compaction", "compaction.tokens", "compaction.projection", "compaction.prepare",
                      "compaction.summarize", "compaction.branch_summary")),
     ("runtime", ("runtime",)),
     ("services the session owns", ("compaction.controller", "tree_navigation", "extensions", "bash_runs",
-                                   "queue_mirror")),
+                                   "queue_mirror", "cache_warming")),
     ("session", ("agent_session",)),
     ("assembly", ("bootstrap", "sdk")),
-    ("front ends", ("modes",)),
+    ("front ends", ("modes", "print_report")),
     ("command line", ("cli", "subcommands")),
 ]
 

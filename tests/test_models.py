@@ -53,8 +53,10 @@ def test_catalog_records_source_and_core_providers():
 
 
 def test_catalog_holds_only_implemented_apis():
+    from pi_coding_agent.ai.stream import API_MODULES
+
     apis = {m["api"] for p in catalog_index()["providers"] for m in builtin_models(p)}
-    assert apis == {"anthropic-messages", "openai-completions", "openai-responses", "google-generative-ai", "faux"}
+    assert apis == set(API_MODULES)
 
 
 def test_mistral_served_over_openai_completions():
@@ -175,11 +177,13 @@ def test_invalid_suffix_stays_part_of_the_id(tmp_path):
 
 
 def test_ambiguous_across_providers(tmp_path):
+    """The reference pi 1.6.0 prints this very message for ``--model gpt-6.2-sol`` without keys."""
     with pytest.raises(ModelResolutionError) as err:
         resolve(make_registry(tmp_path), "gpt-6.2-sol")
     assert str(err.value) == (
-        'Model "gpt-6.2-sol" is ambiguous across providers: cloudflare-ai-gateway/gpt-6.2-sol, '
-        "github-copilot/gpt-6.2-sol, openai/gpt-6.2-sol, opencode/gpt-6.2-sol. "
+        'Model "gpt-6.2-sol" is ambiguous across providers: azure/gpt-6.2-sol, cloudflare-ai-gateway/gpt-6.2-sol, '
+        "github-copilot/gpt-6.2-sol, openai-codex/gpt-6.2-sol, openai/gpt-6.2-sol, opencode/gpt-6.2-sol, "
+        "radius/gpt-6.2-sol. "
         "No matching provider is authenticated. Use --provider or provider/model."
     )
 

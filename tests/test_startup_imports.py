@@ -1,6 +1,6 @@
 """Start-up stays cheap: `pi --mode rpc` answers `get_state` without importing the heavy libraries.
 
-httpx (and its stack), pydantic and yaml cost more than our whole start-up budget; they belong in the
+httpx (and its stack), pydantic, yaml and the cloud credential libraries (botocore, google-auth) cost more than our whole start-up budget; they belong in the
 functions that need them (first provider request, changed config file, skill front matter).
 ``-X importtime`` lists every module the process imported, start to exit.
 """
@@ -15,6 +15,7 @@ from pathlib import Path
 from tests.rpc_helpers import PYTHON
 
 HEAVY = ("httpx", "httpcore", "h11", "anyio", "httpx_sse", "pydantic", "pydantic_core", "yaml",
+         "botocore", "urllib3", "google", "cryptography",  # the cloud SDKs load on a provider's first request
          "_quickjs", "quickjs")  # the codemode engine loads only in its worker process
 
 
@@ -55,4 +56,21 @@ def test_start_with_validated_models_json_imports_no_heavy_library(tmp_path):
     second, modules = start_and_get_state(tmp_path, "--provider", "local", "--model", "m1")
     assert second["success"] is True
     assert second["data"]["model"]["id"] == "m1"  # type: ignore[index]
+    assert sorted(m for m in modules if m.split(".")[0] in HEAVY) == []
+
+
+def test_start_with_cloud_credentials_imports_no_cloud_sdk(tmp_path):
+    """Ambient AWS and Google credentials make their providers available without loading their SDKs."""
+    adc = tmp_path / "adc.json"
+    adc.write_text("{}")
+    env_extra = {"AWS_ACCESS_KEY_ID": "AKID", "AWS_SECRET_ACCESS_KEY": "secret", "GOOGLE_APPLICATION_CREDENTIALS":
+                 str(adc), "GOOGLE_CLOUD_PROJECT": "p", "GOOGLE_CLOUD_LOCATION": "us-central1"}
+    env = {**os.environ, **env_extra, "HOME": str(tmp_path), "PI_CODING_AGENT_DIR": str(tmp_path / "agent")}
+    done = subprocess.run([PYTHON, "-X", "importtime", "-m", "pi_coding_agent", "--mode", "rpc", "--no-session"],
+                          input=b'{"id":"s","type":"get_available_models"}\n', capture_output=True, env=env,
+                          cwd=tmp_path, timeout=60, check=False)
+    response = json.loads(done.stdout.splitlines()[0])
+    providers = {m["provider"] for m in response["data"]["models"]}
+    assert {"amazon-bedrock", "google-vertex"} <= providers
+    modules = imported_modules(done.stderr.decode())
     assert sorted(m for m in modules if m.split(".")[0] in HEAVY) == []

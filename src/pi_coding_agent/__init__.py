@@ -15,7 +15,12 @@ if TYPE_CHECKING:
     from pi_coding_agent.coding.sdk import create_agent_session
 
 __version__ = "0.1.0"
-__all__ = ["__version__", "create_agent_session"]
+"""This package's own release (``pip show pi-coding-agent-py``)."""
+
+PI_COMPATIBLE_VERSION = "1.6.0"
+"""The pi release whose protocol and files this package implements: the one place to bump it."""
+
+__all__ = ["PI_COMPATIBLE_VERSION", "__version__", "create_agent_session"]
 
 
 def __getattr__(name: str) -> Any:

@@ -29,6 +29,9 @@ renderer only breaks its own route):
 * ``POST .../responses``                            -> ``wire_openai_responses.py``
 * ``POST .../v1/messages``                          -> ``wire_anthropic.py``
 * ``POST .../models/<model>:streamGenerateContent`` -> ``wire_google.py``
+* ``POST .../model/<model>/converse-stream``        -> ``wire_bedrock.py`` (binary frames; a renderer's
+  ``CONTENT_TYPE`` replaces ``text/event-stream``)
+* ``POST .../messages`` (not ``/v1/messages``)      -> ``wire_pi_messages.py``
 
 Renderer interface (each module provides both functions)::
 
@@ -76,6 +79,8 @@ ROUTES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"/responses$"), "wire_openai_responses"),
     (re.compile(r"/v1/messages$"), "wire_anthropic"),
     (re.compile(r"/models/[^/]+:streamGenerateContent$"), "wire_google"),
+    (re.compile(r"/model/[^/]+/converse-stream$"), "wire_bedrock"),
+    (re.compile(r"/messages$"), "wire_pi_messages"),  # after Anthropic's /v1/messages
 ]
 
 _renderers_lock = threading.Lock()
@@ -123,6 +128,7 @@ class _Handler(BaseHTTPRequestHandler):
         }
         fake = self.server.fake
         response = fake.next_response()
+        fake.raw_bodies.append(raw)
         fake.log_request(request)
         try:
             renderer = renderer_for(self.path)
@@ -139,7 +145,8 @@ class _Handler(BaseHTTPRequestHandler):
             body_out = response["body"] if "body" in response else renderer.render_error_body(response)
             self._send_json(int(response["status"]), body_out, response.get("headers") or {})
             return
-        self._stream(renderer.render_events(response, request), response)
+        self._stream(renderer.render_events(response, request), response,
+                     getattr(renderer, "CONTENT_TYPE", "text/event-stream"))
 
     def _send_json(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
         """JSON for dicts/lists; a ``str`` body is sent verbatim as text, ``None`` as an empty body."""
@@ -154,9 +161,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
         self.wfile.flush()
 
-    def _stream(self, events: list[bytes], response: dict[str, Any]) -> None:
+    def _stream(self, events: list[bytes], response: dict[str, Any], content_type: str) -> None:
         self.send_response(200)
-        self.send_header("content-type", "text/event-stream")
+        self.send_header("content-type", content_type)
         self.send_header("cache-control", "no-cache")
         self.send_header("transfer-encoding", "chunked")
         for key, value in (response.get("headers") or {}).items():
@@ -232,6 +239,7 @@ class FakeLLMServer:
         self._httpd: _Server | None = None
         self._thread: threading.Thread | None = None
         self.requests: list[dict[str, Any]] = []
+        self.raw_bodies: list[bytes] = []  # request bodies as sent (signature checks), in request order
         self.disconnects = 0
         self.stopping = False
         self.url = ""

@@ -207,6 +207,8 @@ class ToolExecutor:
             result = error_result(ABORTED_TEXT)
         except Exception as exc:
             result = error_result(str(exc))
+        else:
+            result = replace(result, returned_error=result.is_error)
         finally:
             remove()
         duration_ms = round((time.monotonic() - started) * 1000)

@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 
 from pi_coding_agent.ai.catalog import catalog_index, provider_env_vars
+from pi_coding_agent.ai.cloud_auth import ambient_key
 
 COMMAND_TIMEOUT_S = 10.0
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -142,10 +143,10 @@ def resolve_or_raise(value: str, description: str, env: Mapping[str, str] | None
 class AuthStorage:
     """Credentials of ``<agentDir>/auth.json`` plus the key sources of config.md §4, in order."""
 
-    def __init__(self, agent_dir: Path) -> None:
+    def __init__(self, agent_dir: Path, create_missing: bool = True) -> None:
         self.path = Path(agent_dir) / "auth.json"
         self.errors: list[str] = []
-        self._credentials = self._load()
+        self._credentials = self._load() if create_missing or self.path.exists() else {}
         self._config_keys: dict[str, str] = {}
 
     def __repr__(self) -> str:
@@ -211,7 +212,7 @@ class AuthStorage:
             value = _env(name, env)
             if value:
                 return value
-        return None
+        return ambient_key(provider, env)
 
     def api_key(self, provider: str, runtime_override: str | None = None) -> str | None:
         """The key for a request: --api-key, auth.json, models.json apiKey, then env vars.

@@ -38,8 +38,15 @@ API_MODULES: dict[str, str] = {
     "openai-completions": "openai_completions",
     "openai-responses": "openai_responses",
     "google-generative-ai": "google_generative_ai",
+    "azure-openai-responses": "azure_openai",
+    "bedrock-converse-stream": "bedrock_converse",
+    "google-vertex": "google_vertex",
+    "openai-codex-responses": "openai_codex",
+    "pi-messages": "pi_messages",
     "faux": "faux",
 }
+# (provider, api) pairs whose provider changes the wire details (pi gives providers their own streams)
+PROVIDER_API_MODULES: dict[tuple[str, str], str] = {("azure", "openai-completions"): "azure_openai:stream_completions"}
 
 PayloadHook = Callable[[dict[str, Any]], Awaitable[dict[str, Any] | None]]
 
@@ -64,6 +71,8 @@ class StreamOptions:
     thinking_budgets: dict[str, int] | None = None
     idle_timeout_s: float | None = 300.0
     on_payload: PayloadHook | None = None  # may return a replacement request body
+    max_retries: int = 0  # provider-level retries of a failed request (``retry.provider.maxRetries``)
+    max_retry_delay_ms: int = 60000  # longest server-requested wait honoured; 0 = no limit
 
 
 class ProviderError(Exception):
@@ -84,15 +93,17 @@ class Adapter(Protocol):
 _adapters: dict[str, Adapter] = {}
 
 
-def load_adapter(api: str) -> Adapter:
-    adapter = _adapters.get(api)
+def load_adapter(api: str, provider: str | None = None) -> Adapter:
+    special = PROVIDER_API_MODULES.get((provider, api)) if provider is not None else None
+    key = special or api
+    adapter = _adapters.get(key)
     if adapter is None:
-        module_name = API_MODULES.get(api)
-        if module_name is None:
+        module_name, _, function = (special or API_MODULES.get(api) or "").partition(":")
+        if not module_name:
             raise ProviderError(f"Unsupported API: {api}")
         module = importlib.import_module(f"pi_coding_agent.ai.providers.{module_name}")
-        adapter = module.stream
-        _adapters[api] = adapter
+        adapter = getattr(module, function or "stream")
+        _adapters[key] = adapter
     return adapter
 
 
@@ -190,7 +201,7 @@ class AssistantStream:
 
     async def _produce(self, queue: asyncio.Queue[Any]) -> None:
         try:
-            adapter = load_adapter(self.model["api"])
+            adapter = load_adapter(self.model["api"], self.model["provider"])
             context: Context = {**self.context, "messages": prepare_messages(self.model, self.context["messages"])}
             async for ev in adapter(self.model, context, self.options, self.partial):
                 queue.put_nowait(ev)

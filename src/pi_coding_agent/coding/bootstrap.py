@@ -20,6 +20,7 @@ from pi_coding_agent.ai.models import ModelRegistry, resolve_model_pattern, reso
 from pi_coding_agent.ai.types import Model
 from pi_coding_agent.coding import paths
 from pi_coding_agent.coding.agent_session import AgentSession
+from pi_coding_agent.coding.cache_warming import attach_cache_warmer
 from pi_coding_agent.coding.errors import SessionError
 from pi_coding_agent.coding.extensions.loader import ExtensionSource, discover
 from pi_coding_agent.coding.extensions.ui import ExtensionUI, NoUI
@@ -171,5 +172,6 @@ async def create_session(
     if not registry.available_models():
         print(f"Warning: No models available. {LOGIN_HELP}", file=sys.stderr)
     session = AgentSession(runtime, _extension_sources(args, settings, agent_dir, cwd, trusted, extensions))
+    attach_cache_warmer(session, runtime)
     await session.start()
     return session

@@ -8,9 +8,10 @@ in the branch that runs them.
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from pi_coding_agent import __version__
+from pi_coding_agent import PI_COMPATIBLE_VERSION, __version__
 from pi_coding_agent.ai.types import THINKING_LEVELS
 from pi_coding_agent.coding import paths
 from pi_coding_agent.coding.options import CliArgs
@@ -19,8 +20,12 @@ if TYPE_CHECKING:
     from pi_coding_agent.ai.types import Model
 
 EXIT_USAGE = 2
+EXIT_FAILURE = 1
 MODES = ("text", "json", "rpc")
 SANDBOX_MODES = ("off", "read-only", "workspace-write")  # as coding/sandbox/policy.py MODES, kept import-free
+
+# pi 1.6.0's bundled extensions (``-e builtin:<name>``) -> whether this implementation provides it
+PI_BUILTIN_EXTENSIONS: dict[str, bool] = {"mcp": False, "llama.cpp": False, "codemode": False, "tool-search": False}
 
 
 class CliError(Exception):
@@ -167,6 +172,9 @@ def _check_values(args: CliArgs) -> None:
     if args.session_id is not None:
         _no_conflicts("--session-id", {"--session": args.session is not None, "--continue": args.continue_session,
                                        "--resume": args.resume})
+    if args.resume and not (args.help or args.version):
+        raise CliError("--resume opens pi's interactive session picker, which this headless pi does not have; "
+                       "use --session <path|id> or --continue")
 
 
 def _tool_list_problem(entries: list[str]) -> str | None:
@@ -203,17 +211,63 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = parse_args(words)
     except CliError as err:
-        print(f"Error: {err}", file=sys.stderr)
-        return EXIT_USAGE
-    if args.help:
-        print(HELP)
-        return 0
+        return _refuse(err, EXIT_USAGE)
     if args.version:
-        print(__version__)
+        # stdout is exactly pi's version, which every version-checking client parses; ours follows on stderr
+        print(PI_COMPATIBLE_VERSION)
+        print(f"pi-coding-agent-py {__version__}", file=sys.stderr)
         return 0
+    problems = _startup_problems(args)
+    for problem in problems:
+        print(f"Error: {problem}", file=sys.stderr)
+    if problems and not (args.help or args.list_models is not None or args.export is not None):
+        return EXIT_FAILURE
+    if args.help:
+        return _print_or_stop(HELP)
     if args.list_models is not None:
         return list_models(args.list_models if isinstance(args.list_models, str) else None)
     return _run_mode(args)
+
+
+def _refuse(err: CliError, status: int) -> int:
+    print(f"Error: {err}", file=sys.stderr)
+    return status
+
+
+def _startup_problems(args: CliArgs) -> list[str]:
+    """What pi reports (exit 1, in its order) once flags parse but cannot start a run; --help and
+    --list-models print them and go on."""
+    if args.mode == "rpc" and args.file_args:
+        return ["@file arguments are not supported in RPC mode"]
+    problems = [problem for entry in args.extensions if (problem := _builtin_extension_problem(entry))]
+    if args.provider is not None and args.model is None:
+        problems.append(f"--provider requires --model (for example: --provider {args.provider} --model <pattern>)")
+    return problems
+
+
+def _builtin_extension_problem(entry: str) -> str | None:
+    if not entry.startswith("builtin:"):
+        return None
+    name = entry.removeprefix("builtin:")
+    if name not in PI_BUILTIN_EXTENSIONS:
+        return f'Failed to load extension "{entry}": Unknown built-in extension: {entry}'
+    if not PI_BUILTIN_EXTENSIONS[name]:
+        return f'Failed to load extension "{entry}": this implementation does not provide it'
+    return None
+
+
+def _print_or_stop(text: str) -> int:
+    """Print ``text``; a reader that went away (``pi --list-models | head -1``) ends us quietly."""
+    import os
+
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        # Point stdout at /dev/null so the interpreter's final flush cannot raise again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    return 0
 
 
 def _run_mode(args: CliArgs) -> int:
@@ -226,39 +280,61 @@ def _run_mode(args: CliArgs) -> int:
         from pi_coding_agent.coding.modes import rpc
 
         return int(rpc.run(args))
+    headless = args.print or args.mode == "text" or not (sys.stdin.isatty() and sys.stdout.isatty())
+    if args.mode != "json" and not headless:
+        print("Error: interactive mode is not available; use -p, --mode json or --mode rpc", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        images = _inline_file_args(args)
+    except CliError as err:
+        return _refuse(err, EXIT_FAILURE)
     if args.mode == "json":
         from pi_coding_agent.coding.modes import json_mode
 
-        return int(json_mode.run(args))
-    if args.print or args.mode == "text" or not (sys.stdin.isatty() and sys.stdout.isatty()):
-        from pi_coding_agent.coding.modes import print_mode
+        return int(json_mode.run(args, images))
+    from pi_coding_agent.coding.modes import print_mode
 
-        return int(print_mode.run(args))
-    print("Error: interactive mode is not available; use -p, --mode json or --mode rpc", file=sys.stderr)
-    return EXIT_USAGE
+    return int(print_mode.run(args, images))
+
+
+def _inline_file_args(args: CliArgs) -> list[dict[str, Any]] | None:
+    """Put the ``@path`` blocks in front of the first message; returns the images for the first prompt."""
+    if not args.file_args:
+        return None
+    from pi_coding_agent.coding.file_args import FileArgError, expand_file_args
+
+    try:
+        files = expand_file_args(args.file_args, Path.cwd())
+    except FileArgError as err:
+        raise CliError(str(err)) from None
+    args.messages = files.first_messages(args.messages)
+    return files.images or None
 
 
 # ----------------------------------------------------------------------------- --list-models
 
 
 def list_models(search: str | None) -> int:
-    """Print the available models as a table (provider, model, context, max-out, thinking, images)."""
+    """Print the models that have credentials as a table (provider, model, context, max-out, thinking, images).
+
+    Like pi, only models a request could be sent to are listed; unlike pi, nothing is written (no auth.json).
+    """
     from pi_coding_agent.ai.keys import AuthStorage
     from pi_coding_agent.ai.models import ModelRegistry, locale_key
 
     agent = paths.agent_dir()
-    registry = ModelRegistry(agent, AuthStorage(agent))
+    registry = ModelRegistry(agent, AuthStorage(agent, create_missing=False))
     models = registry.available_models()
     for error in registry.errors:
         print(f"Warning: {error}", file=sys.stderr)
     if search:
         models = [m for m in models if fuzzy_filter_match(search, f"{m['provider']} {m['id']}")]
         if not models:
-            print(f'No models matching "{search}"')
-            return 0
+            return _print_or_stop(f'No models matching "{search}"')
+    if not models:
+        return _print_or_stop(NO_MODELS)
     models.sort(key=lambda m: (locale_key(m["provider"]), locale_key(m["id"])))
-    print(format_model_table(models))
-    return 0
+    return _print_or_stop(format_model_table(models))
 
 
 def format_model_table(models: list[Model]) -> str:
@@ -314,7 +390,9 @@ def _subsequence(needle: str, haystack: str) -> bool:
     return True
 
 
-HELP = f"""pi {__version__} - a coding agent with read, bash, edit and write tools (headless: print, JSON, RPC)
+NO_MODELS = "No models with credentials: set a provider's API key variable (see docs/models.md)."
+
+HELP = f"""pi-coding-agent-py {__version__} (implements pi {PI_COMPATIBLE_VERSION}) - a coding agent with read, bash, edit and write tools (headless: print, JSON, RPC)
 
 Usage:
   pi [options] [--] [@files...] [messages...]
@@ -323,10 +401,10 @@ Modes:
   -p, --print                    Answer the prompt(s) and exit, printing the final text
   --mode <text|json|rpc>         text (print), json (event stream), rpc (JSON-lines protocol on stdio)
   --export <session> [out.html]  Write a session file as a self-contained HTML page and exit
-  --list-models [search]         Show the models that have credentials (optionally filtered)
+  --list-models [search]         Show the models that have credentials (a key, or keyless), optionally filtered
 
 Model:
-  --provider <name>              Provider in which --model is looked up
+  --provider <name>              Provider in which --model is looked up (requires --model)
   --model <pattern>              Model id, provider/id or a fuzzy pattern; ":<level>" sets thinking
   --models <patterns>            Comma-separated patterns (globs allowed) the model cycle is limited to
   --thinking <level>             {", ".join(THINKING_LEVELS)}
@@ -334,7 +412,7 @@ Model:
 
 Session:
   -c, --continue                 Continue the latest session of this directory
-  -r, --resume                   Resume a session
+  -r, --resume                   Interactive session picker: not available here (use --session or -c)
   --session <path|id>            Open a session file or id
   --session-id <id>              Use (or create) this session id in the current directory
   --fork <path|id>               Start a copy of another session here
@@ -347,7 +425,7 @@ Tools and resources:
   -xt, --exclude-tools <list>    Tools to disable
   -nt, --no-tools                Start without tools
   -nbt, --no-builtin-tools       Start without the built-in tools
-  -e, --extension <path>         Load an extension (repeatable; builtin:<name> for bundled ones)
+  -e, --extension <path>         Load a Python extension file or folder (repeatable)
   -ne, --no-extensions           Skip extension discovery
   --no-mcp                       Disable MCP servers
   --skill <path>                 Load a skill (repeatable)
@@ -364,7 +442,7 @@ Tools and resources:
 
 Other:
   -h, --help                     This text
-  -v, --version                  Print the version
+  -v, --version                  Print the pi version implemented (stdout), then ours (stderr)
 
 Environment:
   {paths.ENV_AGENT_DIR:<30} Configuration directory (default ~/.pi/agent)

@@ -29,6 +29,7 @@ from pi_coding_agent.coding.codemode import codemode_tools
 from pi_coding_agent.coding.errors import SessionError
 from pi_coding_agent.coding.extensions.ui import ExtensionUI
 from pi_coding_agent.coding.options import CliArgs
+from pi_coding_agent.coding.provider_settings import provider_request_options
 from pi_coding_agent.coding.resources.prompt_templates import (
     PromptTemplate,
     expand_prompt_template,
@@ -138,11 +139,10 @@ class SessionRuntime:
         return self.api_key_for(model)
 
     def _stream_options(self, model: Model) -> StreamOptions:
-        idle_ms = self.settings.http_idle_timeout_ms
         return StreamOptions(session_id=self.session_manager.session_id,
                              thinking_budgets=self.settings.thinking_budgets,
                              headers=self.registry.request_headers(model, self.api_key_for(model)),
-                             idle_timeout_s=idle_ms / 1000 if idle_ms else None)
+                             **provider_request_options(self.settings))
 
     def image_policy(self) -> ImagePolicy:
         """How images are normalised now: the ``images.autoResize`` setting within the model's limits."""

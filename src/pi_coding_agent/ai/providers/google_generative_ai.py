@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import aclosing
 from http import HTTPStatus
 from typing import Any
 
@@ -329,9 +330,19 @@ async def stream(
 ) -> AsyncIterator[dict[str, Any]]:
     if not options.api_key:
         raise ProviderError(f"No API key for provider: {model['provider']}")
-    body = build_body(model, context, options)
     headers = {"x-goog-api-key": options.api_key, **(model.get("headers") or {}), **options.headers}
     url = f"{model['baseUrl'].rstrip('/')}/models/{model['id']}:streamGenerateContent?alt=sse"
+    async with aclosing(stream_request(url, headers, model, context, options, output)) as events:
+        async for event in events:
+            yield event
+
+
+async def stream_request(
+    url: str, headers: dict[str, str], model: Model, context: Context, options: StreamOptions,
+    output: AssistantMessage, label: str = "Google",
+) -> AsyncGenerator[dict[str, Any], None]:
+    """POST a Gemini body to ``url`` and translate the stream (shared with Vertex AI)."""
+    body = build_body(model, context, options)
     reader = _Reader(model, output)
     async for sse in sse_events(url, headers, body, options, google_error_text):
         if not sse.data.strip():
@@ -339,13 +350,13 @@ async def stream(
         try:
             chunk = orjson.loads(sse.data)
         except orjson.JSONDecodeError as exc:
-            raise ProviderError(f"Could not parse Google stream chunk: {exc}; data={sse.data}") from exc
+            raise ProviderError(f"Could not parse {label} stream chunk: {exc}; data={sse.data}") from exc
         for event in reader.handle(chunk):
             yield event
     for event in reader.close():
         yield event
     if output["stopReason"] == "pending":
-        raise ProviderError("Google stream ended without a finish reason")
+        raise ProviderError(f"{label} stream ended without a finish reason")
     if output["stopReason"] == "error":
         if reader.prompt_blocked:
             raise ProviderError(f"Provider blocked the prompt: {reader.prompt_blocked}")

@@ -1,6 +1,6 @@
 """HTTP plumbing shared by every wire adapter: one pooled client, SSE streaming, error texts.
 
-httpx is imported on first use (never at start-up). The API is four names:
+httpx is imported on first use (never at start-up). The API is six names:
 
 * ``sse_events(url, headers, body, options, error_text=openai_error_text)`` - POST ``body`` as JSON
   and yield the response's ``httpx_sse.ServerSentEvent``s. A non-2xx answer raises ``ProviderError``
@@ -10,6 +10,9 @@ httpx is imported on first use (never at start-up). The API is four names:
   connection is closed when the generator is closed or its task is cancelled.
 * ``openai_error_text(status, body_text, prefix=None)`` - pi's text for an OpenAI-SDK error.
 * ``retry_after_ms(headers)`` - the server-requested wait, if any.
+* ``post_stream(url, headers, content, options, error_text)`` - the same POST for non-SSE streams
+  (Bedrock's binary event stream): an async context manager giving the open 2xx response.
+* ``apply_payload_hook(body, options)`` - the body after ``before_provider_request``.
 * ``get_client()`` - the shared ``httpx.AsyncClient`` of the running event loop.
 """
 
@@ -19,12 +22,14 @@ import asyncio
 import math
 import time
 import weakref
-from collections.abc import AsyncGenerator, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from pi_coding_agent.ai.identity import with_identity
 from pi_coding_agent.ai.stream import ProviderError, StreamOptions
 
 if TYPE_CHECKING:
@@ -123,6 +128,80 @@ def _transport_error(exc: Exception) -> ProviderError:
     return ProviderError(f"Network error: {exc}")
 
 
+async def apply_payload_hook(body: Any, options: StreamOptions) -> Any:
+    """The request body after the ``before_provider_request`` hook (which may replace it)."""
+    if options.on_payload is not None:
+        replaced = await options.on_payload(body)
+        if replaced is not None:
+            return replaced
+    return body
+
+
+RETRYABLE_STATUSES = frozenset({408, 409, 429})
+
+
+def _retryable(status: int | None, headers: Mapping[str, str]) -> bool:
+    """The OpenAI/Anthropic SDK policy pi mirrors: ``x-should-retry``, else transport errors, 408/409/429/5xx."""
+    decision = headers.get("x-should-retry")
+    if decision in ("true", "false"):
+        return decision == "true"
+    return status is None or status in RETRYABLE_STATUSES or status >= 500
+
+
+def _retry_delay_s(error: ProviderError, retry_index: int, options: StreamOptions) -> float:
+    """The server's wait (refused past ``max_retry_delay_ms``) or exponential backoff with jitter."""
+    import random
+
+    if error.retry_after_ms is not None:
+        limit = options.max_retry_delay_ms
+        if limit > 0 and error.retry_after_ms > limit:
+            raise ProviderError(f"Server requested {math.ceil(error.retry_after_ms / 1000)}s retry delay "
+                                f"(max: {math.ceil(limit / 1000)}s). {error}", error.status, error.retry_after_ms)
+        return float(error.retry_after_ms) / 1000
+    return min(0.5 * 2.0**retry_index, 8.0) * (1 - random.random() * 0.25)
+
+
+@asynccontextmanager
+async def post_stream(
+    url: str,
+    headers: Mapping[str, str],
+    content: bytes,
+    options: StreamOptions,
+    error_text: ErrorText = openai_error_text,
+    describe: Callable[[int, Mapping[str, str], str], str] | None = None,
+) -> AsyncIterator[httpx.Response]:
+    """POST ``content`` and give the open streaming response (2xx only; see the module docstring).
+
+    ``describe(status, headers, body_text)``, when given, names an HTTP error instead of
+    ``error_text`` (for APIs whose error type travels in a header, such as AWS's). Failures before
+    the response starts are retried ``options.max_retries`` times (``retry.provider.*``).
+    """
+    import httpx
+
+    timeout = httpx.Timeout(options.idle_timeout_s, connect=min(options.idle_timeout_s or 30.0, 30.0))
+    headers = with_identity(url, headers)
+    for attempt in range(options.max_retries + 1):
+        opened = False
+        try:
+            async with get_client().stream("POST", url, headers=headers, content=content,
+                                           timeout=timeout) as response:
+                if response.status_code < 400:
+                    opened = True
+                    yield response
+                    return
+                text = (await response.aread()).decode(errors="replace")
+                status, received = response.status_code, response.headers
+                error = (ProviderError(describe(status, received, text), status, retry_after_ms(received))
+                         if describe is not None else _http_error(status, received, text, options, error_text))
+                if attempt >= options.max_retries or not _retryable(status, received):
+                    raise error
+        except httpx.TransportError as exc:
+            error = _transport_error(exc)
+            if opened or attempt >= options.max_retries:
+                raise error from exc
+        await asyncio.sleep(_retry_delay_s(error, attempt, options))
+
+
 async def sse_events(
     url: str,
     headers: Mapping[str, str],
@@ -135,24 +214,10 @@ async def sse_events(
     The extension hook ``options.on_payload`` sees the body last and may replace it, so every
     adapter honours ``before_provider_request`` the same way.
     """
-    import httpx
     from httpx_sse import EventSource
 
-    if options.on_payload is not None:
-        replaced = await options.on_payload(body)
-        if replaced is not None:
-            body = replaced
-
-    timeout = httpx.Timeout(options.idle_timeout_s, connect=min(options.idle_timeout_s or 30.0, 30.0))
+    body = await apply_payload_hook(body, options)
     request_headers = {"content-type": "application/json", "accept": "text/event-stream", **headers}
-    try:
-        async with get_client().stream(
-            "POST", url, headers=request_headers, content=orjson.dumps(body), timeout=timeout
-        ) as response:
-            if response.status_code >= 400:
-                text = (await response.aread()).decode(errors="replace")
-                raise _http_error(response.status_code, response.headers, text, options, error_text)
-            async for event in EventSource(response).aiter_sse():
-                yield event
-    except httpx.TransportError as exc:
-        raise _transport_error(exc) from exc
+    async with post_stream(url, request_headers, orjson.dumps(body), options, error_text) as response:
+        async for event in EventSource(response).aiter_sse():
+            yield event

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from typing import Any
 
@@ -26,7 +26,7 @@ from pi_coding_agent.ai.thinking import clamp_max_tokens, clamp_thinking_level
 from pi_coding_agent.ai.types import AssistantMessage, Context, Model
 
 MIN_OUTPUT_TOKENS = 16  # the API rejects smaller max_output_tokens
-CALL_ID_PROVIDERS = frozenset({"openai", "openai-codex", "opencode"})
+CALL_ID_PROVIDERS = frozenset({"openai", "openai-codex", "opencode", "azure"})
 
 
 def _short_hash(text: str) -> str:
@@ -420,21 +420,31 @@ def _error_text(model: Model) -> Any:
 async def stream(
     model: Model, context: Context, options: StreamOptions, output: AssistantMessage
 ) -> AsyncIterator[dict[str, Any]]:
-    headers = _headers(model, options)
-    body = build_request(model, context, options)
     url = model["baseUrl"].rstrip("/") + "/responses"
+    events = stream_response(url, _headers(model, options), build_request(model, context, options), options,
+                             output, _error_text(model))
+    async with aclosing(events) as items:
+        async for item in items:
+            yield item
+
+
+async def stream_response(
+    url: str, headers: dict[str, str], body: dict[str, Any], options: StreamOptions, output: AssistantMessage,
+    error_text: Any, label: str = "OpenAI Responses",
+) -> AsyncGenerator[dict[str, Any], None]:
+    """POST a Responses body and translate its events (shared with the Azure and Codex backends)."""
     reader = _EventReader(output)
-    async with aclosing(sse_events(url, headers, body, options, _error_text(model))) as events:
+    async with aclosing(sse_events(url, headers, body, options, error_text)) as events:
         async for event in events:
             if event.data and event.data != "[DONE]":
                 for item in reader.feed(orjson.loads(event.data)):
                     yield item
     if not reader.terminal:
-        raise ProviderError("OpenAI Responses stream ended before a terminal response event")
+        raise ProviderError(f"{label} stream ended before a terminal response event")
     if output["stopReason"] == "error":
         raise ProviderError(output.get("errorMessage") or "An unknown error occurred")
     if output["stopReason"] == "toolUse":
         for index in sorted(reader.unfinished):
             call: Any = reader.blocks[index]
             raise ProviderError(
-                f"OpenAI Responses stream completed with an unfinished tool call: {call['name']} ({call['id']})")
+                f"{label} stream completed with an unfinished tool call: {call['name']} ({call['id']})")

@@ -7,7 +7,7 @@ single writer as RPC mode, so lines never interleave and a slow reader applies b
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pi_coding_agent.coding.modes.print_mode import initial_prompts, read_piped_stdin, run_headless
 from pi_coding_agent.coding.modes.rpc_transport import RecordWriter, take_over_stdout
@@ -17,13 +17,13 @@ if TYPE_CHECKING:
     from pi_coding_agent.coding.options import CliArgs
 
 
-def run(args: CliArgs) -> int:
+def run(args: CliArgs, images: list[dict[str, Any]] | None = None) -> int:
     prompts = initial_prompts(args, read_piped_stdin())
     output_fd = take_over_stdout()
-    return asyncio.run(_main(args, prompts, output_fd))
+    return asyncio.run(_main(args, prompts, output_fd, images))
 
 
-async def _main(args: CliArgs, prompts: list[str], output_fd: int) -> int:
+async def _main(args: CliArgs, prompts: list[str], output_fd: int, images: list[dict[str, Any]] | None) -> int:
     writer = RecordWriter(output_fd)
     await writer.start()
 
@@ -31,6 +31,7 @@ async def _main(args: CliArgs, prompts: list[str], output_fd: int) -> int:
         writer.send(session.sm.header)
         session.subscribe(writer.send)
 
-    code = await run_headless(args, "json", prompts, finish=lambda _: 0, attach=attach, close_output=writer.close)
+    code = await run_headless(args, "json", prompts, finish=lambda _: 0, attach=attach, close_output=writer.close,
+                              images=images)
     await writer.close()  # also when the session could not be built
     return code

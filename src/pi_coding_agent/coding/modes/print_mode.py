@@ -23,10 +23,14 @@ if TYPE_CHECKING:
 TRUNCATED = "Response was truncated: the model reached its output token limit."
 
 
-def run(args: CliArgs) -> int:
+def run(args: CliArgs, images: list[dict[str, Any]] | None = None) -> int:
+    """``images`` (from ``@path`` arguments) go with the first prompt."""
     prompts = initial_prompts(args, read_piped_stdin())
     output_fd = take_over_stdout()
-    return asyncio.run(run_headless(args, "print", prompts, finish=lambda session: _print_answer(session, output_fd)))
+    from pi_coding_agent.coding.print_report import attach_retry_report
+
+    return asyncio.run(run_headless(args, "print", prompts, finish=lambda session: _print_answer(session, output_fd),
+                                    attach=attach_retry_report, images=images))
 
 
 def read_piped_stdin() -> str | None:
@@ -53,6 +57,7 @@ async def run_headless(
     finish: Callable[[AgentSession], int],
     attach: Callable[[AgentSession], None] | None = None,
     close_output: Callable[[], Awaitable[None]] | None = None,
+    images: list[dict[str, Any]] | None = None,
 ) -> int:
     """Build the session, run ``prompts`` to completion, then ``finish`` decides the exit code.
 
@@ -78,7 +83,7 @@ async def run_headless(
     shutdown.install_signal_handlers()
     if attach is not None:
         attach(session)
-    body = asyncio.create_task(_run_prompts(session, prompts, finish))
+    body = asyncio.create_task(_run_prompts(session, prompts, finish, images))
     stopped = asyncio.create_task(shutdown.wait())
     await asyncio.wait({body, stopped}, return_when=asyncio.FIRST_COMPLETED)
     if not body.done():  # a signal arrived: the shutdown already aborted the run
@@ -89,10 +94,11 @@ async def run_headless(
     return await shutdown.wait()
 
 
-async def _run_prompts(session: AgentSession, prompts: list[str], finish: Callable[[AgentSession], int]) -> int:
+async def _run_prompts(session: AgentSession, prompts: list[str], finish: Callable[[AgentSession], int],
+                       images: list[dict[str, Any]] | None) -> int:
     try:
-        for text in prompts:
-            await session.prompt(text)
+        for index, text in enumerate(prompts):
+            await session.prompt(text, images if index == 0 else None)
             await session.wait_for_idle()
     except Exception as err:  # a refused prompt (no model, no key...) ends the mode with its message
         print(str(err) or type(err).__name__, file=sys.stderr)
@@ -101,17 +107,19 @@ async def _run_prompts(session: AgentSession, prompts: list[str], finish: Callab
 
 
 def _print_answer(session: AgentSession, output_fd: int) -> int:
-    """pi's print mode: the last assistant message's text blocks, or its error on stderr (exit 1)."""
+    """The last assistant message's text blocks; on an error or abort, also one failure line on stderr (exit 1)."""
     messages = session.get_messages()
     last: dict[str, Any] | None = messages[-1] if messages else None
     if last is None or last.get("role") != "assistant":
         return 0
     stop_reason = last.get("stopReason")
-    if stop_reason in ("error", "aborted"):
-        print(last.get("errorMessage") or f"Request {stop_reason}", file=sys.stderr)
-        return 1
     text = "".join(f"{block['text']}\n" for block in last.get("content", []) if block.get("type") == "text")
-    write_all(output_fd, text.encode())
+    write_all(output_fd, text.encode())  # on a failure: what had streamed before it
+    if stop_reason in ("error", "aborted"):
+        from pi_coding_agent.coding.print_report import failure_line
+
+        print(failure_line(last), file=sys.stderr)
+        return 1
     if stop_reason == "length":
         print(TRUNCATED, file=sys.stderr)
         return 1

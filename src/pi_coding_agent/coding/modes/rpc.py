@@ -115,6 +115,10 @@ class RpcServer:
 
     async def serve(self, input_fd: int) -> int:
         unsubscribe = self.session.subscribe(self.writer.send)
+        # The run settles only once agent_end has been read: clients check that agent_end is the last
+        # record they have seen when it arrives (pi only waits for stdout, which races with the reader).
+        self.session.agent.subscribe(
+            lambda event: self.writer.flush_to_reader() if event["type"] == "agent_end" else None)
         self.shutdown.install_signal_handlers()
         reader = asyncio.create_task(self._read(input_fd), name="rpc-reader")
         try:

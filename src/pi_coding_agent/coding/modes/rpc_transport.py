@@ -28,6 +28,7 @@ READ_CHUNK = 1 << 16
 FLUSH_TIMEOUT_S = 5.0
 BACKLOG_LIMIT = 8 << 20  # queued output bytes past which the RPC reader stops taking commands
 BATCH_BYTES = 256 << 10  # small records are joined into writes up to this size; larger go alone
+READER_WAIT_S = 0.5  # how long agent_end waits for a client to read it before the run settles anyway
 
 
 class LineSplitter:
@@ -165,6 +166,27 @@ class RecordWriter:
     async def flush(self) -> None:
         """Wait until everything queued so far has been handed to the OS."""
         await self._idle.wait()
+
+    async def flush_to_reader(self, timeout: float = READER_WAIT_S) -> None:
+        """Flush, then wait (bounded) until the client has read everything out of a pipe.
+
+        Used for ``agent_end``, which clients expect to be the last record they have read when it
+        arrives: the next record is only written once the pipe is empty (Linux ``FIONREAD``).
+        """
+        await self.flush()
+        if self._broken or not stat.S_ISFIFO(os.fstat(self._fd).st_mode):
+            return
+        deadline = asyncio.get_running_loop().time() + timeout
+        while self._unread() > 0 and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.001)
+
+    def _unread(self) -> int:
+        """Bytes still in the transport's buffer or in the pipe, not yet read by the client."""
+        import fcntl
+        import termios
+
+        buffered = 0 if self._stream is None else self._stream.transport.get_write_buffer_size()
+        return buffered + int.from_bytes(fcntl.ioctl(self._fd, termios.FIONREAD, bytes(4)), sys.byteorder)
 
     async def close(self) -> None:
         """Flush (bounded: a client that never reads must not block exit) and stop the writer."""

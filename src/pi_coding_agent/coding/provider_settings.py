@@ -1,0 +1,43 @@
+"""Settings that shape each provider request: ``retry.provider.*``, ``httpIdleTimeoutMs``, ``httpProxy``.
+
+* ``retry.provider.timeoutMs`` (default: ``httpIdleTimeoutMs``, 300000; 0 disables) is the request's
+  idle timeout; ``retry.provider.maxRetries`` (default 0) and ``retry.provider.maxRetryDelayMs``
+  (default 60000; 0 = no limit) drive the provider-level retries in ``ai/providers/http.py``.
+* ``httpProxy``, read from the agent-directory settings only, becomes ``HTTP_PROXY`` and
+  ``HTTPS_PROXY`` unless those are already set (pi's rule), which httpx and the tools' child
+  processes then use.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from pi_coding_agent.coding.resources.settings import Settings, is_non_negative_safe_integer
+
+DEFAULT_MAX_RETRY_DELAY_MS = 60000
+
+
+def _count(settings: Settings, key: str, default: int | None) -> int | None:
+    value = settings.get(key)
+    return int(value) if is_non_negative_safe_integer(value) else default
+
+
+def apply_http_proxy(settings: Settings) -> None:
+    proxy = settings.get_global("httpProxy")
+    if isinstance(proxy, str) and proxy.strip():
+        os.environ.setdefault("HTTP_PROXY", proxy.strip())
+        os.environ.setdefault("HTTPS_PROXY", proxy.strip())
+
+
+def provider_request_options(settings: Settings) -> dict[str, Any]:
+    """``StreamOptions`` fields from the settings (and the proxy applied to the environment)."""
+    apply_http_proxy(settings)
+    timeout_ms = _count(settings, "retry.provider.timeoutMs", None)
+    if timeout_ms is None:
+        timeout_ms = settings.http_idle_timeout_ms
+    return {
+        "idle_timeout_s": timeout_ms / 1000 if timeout_ms else None,
+        "max_retries": _count(settings, "retry.provider.maxRetries", 0) or 0,
+        "max_retry_delay_ms": _count(settings, "retry.provider.maxRetryDelayMs", DEFAULT_MAX_RETRY_DELAY_MS),
+    }

@@ -1,0 +1,42 @@
+"""Run one ``pi`` command line against ours or the reference pi 1.6.0, each with its own agent dir.
+
+The command-line tests (``@file``, print-mode failures, refusals, agent_end timing) start a fresh process
+per case on either side; this is the one place that knows how each side is started.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.reference_pi import REFERENCE_NODE_BIN, REFERENCE_PI, REFERENCE_ROOT
+
+needs_reference = pytest.mark.skipif(
+    not REFERENCE_PI.exists(), reason=f"reference pi 1.6.0 not installed at {REFERENCE_ROOT}")
+
+FAKE_MODEL = ["--provider", "fake", "--model", "fake-model"]
+
+
+def pi_command(kind: str, argv: list[str], env: dict[str, str]) -> tuple[list[str], dict[str, str]]:
+    """The argv and environment that start ``pi <argv>``; ``kind`` is ``ours`` or ``reference``."""
+    if kind == "ours":
+        return [sys.executable, "-m", "pi_coding_agent", *argv], env
+    return [str(REFERENCE_PI), *argv], {**env, "PATH": f"{REFERENCE_NODE_BIN}:{env.get('PATH', '')}"}
+
+
+def fake_agent_env(home: Path, server_url: str, settings: dict[str, Any] | None = None,
+                   **model: Any) -> dict[str, str]:
+    """A HOME whose agent dir routes provider ``fake`` / model ``fake-model`` to ``server_url``."""
+    agent_dir = home / "agent"
+    agent_dir.mkdir(parents=True, exist_ok=True)
+    (agent_dir / "models.json").write_text(json.dumps({"providers": {"fake": {
+        "baseUrl": f"{server_url}/v1", "api": "openai-completions", "apiKey": "dummy",
+        "models": [{"id": "fake-model", **model}]}}}))
+    if settings is not None:
+        (agent_dir / "settings.json").write_text(json.dumps(settings))
+    return {**os.environ, "HOME": str(home), "PI_CODING_AGENT_DIR": str(agent_dir), "PI_OFFLINE": "1"}
