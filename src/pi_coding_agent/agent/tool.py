@@ -20,6 +20,7 @@ class ToolResult:
     terminate: bool = False
     structured_content: Any = None  # machine-readable output for programmatic callers (not sent to the model)
     usage: dict[str, Any] | None = None  # tokens the tool itself spent (a sub-agent, a summariser)
+    nested_calls: dict[str, Any] | None = None  # calls the tool made itself (codemode), kept on its result message
     # The tool itself returned an error result (bash's non-zero exit): pi keeps that ``isError`` inside
     # ``result`` too, whatever an after-hook later decides. Thrown errors do not carry it.
     returned_error: bool = False

@@ -62,9 +62,10 @@ class _Prepared:
 class _UpdateRelay:
     """A tool's synchronous ``on_update`` calls as ``tool_execution_update`` events, emitted in order."""
 
-    def __init__(self, call: ToolCall, emit: Emit) -> None:
+    def __init__(self, call: ToolCall, emit: Emit, parent_id: str | None = None) -> None:
         self._call = call
         self._emit = emit
+        self._parent_id = parent_id
         self._last: asyncio.Future[None] | None = None
         self._open = True
 
@@ -73,6 +74,8 @@ class _UpdateRelay:
             return
         event = {"type": "tool_execution_update", "toolCallId": self._call["id"], "toolName": self._call["name"],
                  "args": self._call["arguments"], "partialResult": partial.to_wire()}
+        if self._parent_id is not None:
+            event["parentToolCallId"] = self._parent_id
         self._last = asyncio.ensure_future(self._send(self._last, event))
 
     async def _send(self, previous: asyncio.Future[None] | None, event: dict[str, Any]) -> None:
@@ -115,6 +118,15 @@ class ToolExecutor:
             await self._end(done)
             messages.append(await self._result_message(done))
         return ToolBatch(messages)
+
+    async def run_nested(self, call: ToolCall, parent_id: str) -> ToolResult:
+        """One call a tool makes while it runs (a codemode script's ``tools.x()``): the same
+        preparation, hooks and execution, events tagged ``parentToolCallId``, no result message."""
+        await self._start(call, parent_id)
+        prepared = await self._prepare(call)
+        done = prepared if isinstance(prepared, _Finalized) else await self._execute(prepared, parent_id)
+        await self._end(done, parent_id)
+        return done.result
 
     async def _sequential(self, calls: list[ToolCall]) -> list[tuple[_Finalized, ToolResultMessage]]:
         out = []
@@ -178,9 +190,9 @@ class ToolExecutor:
             return _Finalized(call, error_result(str(exc)))
         return _Prepared(call, tool, args)
 
-    async def _execute(self, prepared: _Prepared) -> _Finalized:
+    async def _execute(self, prepared: _Prepared, parent_id: str | None = None) -> _Finalized:
         """Run ``execute`` (cancelled when the run aborts), then let ``after_tool_call`` patch the result."""
-        relay = _UpdateRelay(prepared.call, self._emit)
+        relay = _UpdateRelay(prepared.call, self._emit, parent_id)
         started = time.monotonic()
         task = asyncio.ensure_future(prepared.tool.execute(prepared.call["id"], prepared.args, self._signal, relay))
         remove: Callable[[], None] = _no_op if prepared.tool.handles_abort else self._signal.cancel_task_on_abort(task)
@@ -222,15 +234,20 @@ class ToolExecutor:
                                          None if "content" in patch else result.structured_content),
         )
 
-    async def _start(self, call: ToolCall) -> None:
-        await self._emit({"type": "tool_execution_start", "toolCallId": call["id"], "toolName": call["name"],
-                          "args": call["arguments"]})
+    async def _start(self, call: ToolCall, parent_id: str | None = None) -> None:
+        event = {"type": "tool_execution_start", "toolCallId": call["id"], "toolName": call["name"],
+                 "args": call["arguments"]}
+        if parent_id is not None:
+            event["parentToolCallId"] = parent_id
+        await self._emit(event)
 
-    async def _end(self, done: _Finalized) -> None:
+    async def _end(self, done: _Finalized, parent_id: str | None = None) -> None:
         event = {"type": "tool_execution_end", "toolCallId": done.call["id"], "toolName": done.call["name"],
                  "result": done.result.to_wire(), "isError": done.result.is_error}
         if done.duration_ms is not None:
             event["durationMs"] = done.duration_ms
+        if parent_id is not None:
+            event["parentToolCallId"] = parent_id
         await self._emit(event)
 
     async def _result_message(self, done: _Finalized) -> ToolResultMessage:
@@ -244,6 +261,8 @@ class ToolExecutor:
         if done.duration_ms is not None:
             message["durationMs"] = done.duration_ms
         message["timestamp"] = now_ms()
+        if done.result.nested_calls is not None:
+            message["nestedCalls"] = done.result.nested_calls
         await self._emit({"type": "message_start", "message": message})
         await self._emit({"type": "message_end", "message": message})
         return cast(ToolResultMessage, message)

@@ -18,7 +18,7 @@ from typing import Any
 
 from pi_coding_agent.agent.agent import Agent
 from pi_coding_agent.agent.hooks import AgentHooks
-from pi_coding_agent.agent.tool import AgentTool, tool_declaration
+from pi_coding_agent.agent.tool import AgentTool
 from pi_coding_agent.ai.abort import AbortSignal
 from pi_coding_agent.ai.keys import AuthStorage
 from pi_coding_agent.ai.models import FAUX_PROVIDER, PLACEHOLDER_MODEL, ModelRegistry, default_model
@@ -26,6 +26,7 @@ from pi_coding_agent.ai.stream import StreamOptions
 from pi_coding_agent.ai.thinking import clamp_thinking_level
 from pi_coding_agent.ai.types import Context, Model
 from pi_coding_agent.coding import auth_help, paths
+from pi_coding_agent.coding.codemode import codemode_tools
 from pi_coding_agent.coding.errors import SessionError
 from pi_coding_agent.coding.extensions.ui import ExtensionUI
 from pi_coding_agent.coding.options import CliArgs
@@ -121,6 +122,7 @@ class SessionRuntime:
                       image_policy=self.image_policy, agent_dir=self.agent_dir, sandbox=self.sandbox,
                       confirm=self.ui.confirm, processes=self.processes)
         tools = create_builtin_tools(env)
+        tools.update(codemode_tools(lambda: self))  # registered inactive: defaultTools/--tools name it
         tools.update((tool.name, tool) for tool in extra_tools)
         return tools
 
@@ -201,10 +203,16 @@ class SessionRuntime:
         )
         return build_sections(inputs)
 
+    def tool_declarations(self) -> list[Any]:
+        """The active tools as the model sees them (codemode may annotate or hide the others)."""
+        from pi_coding_agent.coding.codemode.tool import presented_declarations
+
+        return presented_declarations(self.agent.tools, self.settings)
+
     def run_start_messages(self, user_message: dict[str, Any]) -> list[dict[str, Any]]:
         """The prompt's messages, led by a system patch when the prompt or tools changed."""
         state = SystemState.replay(self.agent.messages)
-        patch = state.patch_to(self.prompt_sections(), [tool_declaration(t) for t in self.agent.tools])
+        patch = state.patch_to(self.prompt_sections(), self.tool_declarations())
         return [patch, user_message] if patch else [user_message]
 
     def build_context(self, messages: list[dict[str, Any]]) -> Context:
@@ -216,7 +224,7 @@ class SessionRuntime:
         }
         if self.settings.get("images.blockImages"):
             context["messages"] = block_images(context["messages"])
-        tools = list(state.tools.values()) or [tool_declaration(t) for t in self.agent.tools]
+        tools = list(state.tools.values()) or self.tool_declarations()
         if tools:
             context["tools"] = tools
         return context

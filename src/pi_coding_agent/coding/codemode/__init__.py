@@ -1,0 +1,39 @@
+"""The ``codemode`` tool: model-written JavaScript, run in a QuickJS worker, calling the other tools."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pi_coding_agent.agent.tool import AgentTool
+from pi_coding_agent.coding.codemode.host import (
+    CatalogTool,
+    CodemodeHost,
+    Namespace,
+    SessionCodemodeHost,
+    SessionRuntimeView,
+)
+from pi_coding_agent.coding.codemode.tool import NAME, CodemodeTool
+
+
+def codemode_tools(runtime: Callable[[], SessionRuntimeView]) -> dict[str, AgentTool]:
+    """The registry entry for ``codemode`` (inactive unless ``defaultTools``/``--tools`` name it)."""
+    tool = CodemodeTool(lambda: SessionCodemodeHost(runtime()), lambda: runtime().settings)
+    return {NAME: tool}
+
+
+def enable_codemode(runtime: SessionRuntimeView, auto_enable: object = True) -> bool:
+    """Make ``codemode`` active, as pi does when an MCP server with ``codemode`` exposure connects;
+    ``auto_enable`` is mcp.json's ``autoEnableCodemode`` (only ``false`` prevents it). True when
+    codemode is active afterwards."""
+    tools = runtime.agent.tools
+    if any(tool.name == NAME for tool in tools):
+        return True
+    tool = runtime.all_tools.get(NAME)
+    if auto_enable is False or tool is None:
+        return False
+    tools.append(tool)
+    return True
+
+
+__all__ = ["NAME", "CatalogTool", "CodemodeHost", "CodemodeTool", "Namespace", "SessionCodemodeHost",
+           "codemode_tools", "enable_codemode"]
