@@ -122,7 +122,7 @@ class SessionRuntime:
                       image_policy=self.image_policy, agent_dir=self.agent_dir, sandbox=self.sandbox,
                       confirm=self.ui.confirm, processes=self.processes)
         tools = create_builtin_tools(env)
-        tools.update(codemode_tools(lambda: self))  # registered inactive: defaultTools/--tools name it
+        tools.update(codemode_tools(lambda: self, self.processes))  # registered inactive: defaultTools/--tools name it
         tools.update((tool.name, tool) for tool in extra_tools)
         return tools
 

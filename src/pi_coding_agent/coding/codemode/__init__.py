@@ -13,11 +13,13 @@ from pi_coding_agent.coding.codemode.host import (
     SessionRuntimeView,
 )
 from pi_coding_agent.coding.codemode.tool import NAME, CodemodeTool
+from pi_coding_agent.coding.tools.process_groups import ProcessRegistry
 
 
-def codemode_tools(runtime: Callable[[], SessionRuntimeView]) -> dict[str, AgentTool]:
-    """The registry entry for ``codemode`` (inactive unless ``defaultTools``/``--tools`` name it)."""
-    tool = CodemodeTool(lambda: SessionCodemodeHost(runtime()), lambda: runtime().settings)
+def codemode_tools(runtime: Callable[[], SessionRuntimeView], processes: ProcessRegistry) -> dict[str, AgentTool]:
+    """The registry entry for ``codemode`` (inactive unless ``defaultTools``/``--tools`` name it); its
+    workers are tracked in the session's ``processes``."""
+    tool = CodemodeTool(lambda: SessionCodemodeHost(runtime()), lambda: runtime().settings, processes)
     return {NAME: tool}
 
 

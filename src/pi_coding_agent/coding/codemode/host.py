@@ -98,8 +98,8 @@ class CodemodeHost(Protocol):
 
 
 def catalog_entry(tool: AgentTool) -> CatalogTool:
-    """An agent tool as the catalog lists it; tools may declare ``output_schema``, ``namespace``,
-    ``exposure`` and ``prompt_guidelines`` attributes (MCP tools do)."""
+    """An agent tool as the catalog lists it; beyond the ``AgentTool`` members, tools may declare
+    ``output_schema``, ``namespace`` and ``exposure`` attributes (MCP tools do)."""
     namespace = getattr(tool, "namespace", None)
     if isinstance(namespace, str):
         namespace = Namespace(namespace)
@@ -108,7 +108,7 @@ def catalog_entry(tool: AgentTool) -> CatalogTool:
         output_schema=getattr(tool, "output_schema", None) or _BUILTIN_OUTPUT_SCHEMAS.get(tool.name),
         namespace=namespace if isinstance(namespace, Namespace) else None,
         exposure=getattr(tool, "exposure", "direct"),
-        guidelines=list(getattr(tool, "prompt_guidelines", []) or []),
+        guidelines=list(tool.prompt_guidelines),
     )
 
 
@@ -158,7 +158,7 @@ class SessionCodemodeHost:
         executor = ToolExecutor(tools, self.rt.agent.hooks, signal, self.rt.agent._emit)
         call = {"type": "toolCall", "id": call_id, "name": name, "arguments": args if args is not None else {}}
         tool = next((t for t in tools if t.name == name), None)
-        exclusive = self.rt.agent.tool_execution == "sequential" or getattr(tool, "execution_mode", "") == "sequential"
+        exclusive = self.rt.agent.tool_execution == "sequential" or (tool is not None and tool.execution_mode == "sequential")
         if not exclusive:
             return InnerOutcome(call_id, await executor.run_nested(call, parent_id))  # type: ignore[arg-type]
         async with _exclusive_lock(self.rt):  # tools that must run alone take turns, as direct calls do

@@ -23,6 +23,7 @@ from typing import Any
 
 from pi_coding_agent.ai.abort import AbortSignal
 from pi_coding_agent.coding.codemode.worker import PRELUDE_FIRST_LINE
+from pi_coding_agent.coding.tools.process_groups import MARKER_VARIABLE, ProcessRegistry
 
 WORKER = Path(__file__).with_name("worker.py")
 MEMORY_LIMIT_BYTES = 256 * 1024 * 1024
@@ -149,8 +150,9 @@ class Job:
 class Execution:
     """One script in one worker process (see the module docstring)."""
 
-    def __init__(self, job: Job, signal: AbortSignal) -> None:
+    def __init__(self, job: Job, signal: AbortSignal, processes: ProcessRegistry) -> None:
         self.job = job
+        self._processes = processes
         self.signal = signal
         self.calls_signal = AbortSignal()
         self.output: list[dict[str, Any]] = []
@@ -159,8 +161,7 @@ class Execution:
         self.process: asyncio.subprocess.Process | None = None
 
     async def run(self) -> ScriptRun:
-        from pi_coding_agent.coding.tools.shell import MARKER_VARIABLE, processes
-
+        processes = self._processes
         processes.prepare()
         marker = os.urandom(8).hex()  # tracked like a command, so pi's shutdown and the guard kill it
         self.process = await asyncio.create_subprocess_exec(

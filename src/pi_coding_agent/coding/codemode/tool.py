@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from typing import Any, ClassVar, Literal
 
-from pi_coding_agent.agent.tool import ToolResult, UpdateCallback
+from pi_coding_agent.agent.tool import AgentTool, ToolResult, UpdateCallback
 from pi_coding_agent.ai.abort import AbortSignal
 from pi_coding_agent.coding.codemode import output as out
 from pi_coding_agent.coding.codemode.declarations import describe_output, to_identifier, tool_sample
@@ -29,6 +29,7 @@ from pi_coding_agent.coding.codemode.sandbox import (
 )
 from pi_coding_agent.coding.codemode.scope import script_globals
 from pi_coding_agent.coding.codemode.source import SourceError, parse_source
+from pi_coding_agent.coding.tools.process_groups import ProcessRegistry
 
 NAME = "codemode"
 DEFAULT_INLINE_BUDGET = 3000
@@ -214,7 +215,7 @@ def presented_declarations(tools: list[Any], settings: Any) -> list[Any]:
     return declarations
 
 
-class CodemodeTool:
+class CodemodeTool(AgentTool):
     """The ``codemode`` tool over a :class:`CodemodeHost` (created lazily: the session comes later)."""
 
     name = NAME
@@ -223,14 +224,16 @@ class CodemodeTool:
     execution_mode: Literal["parallel", "sequential"] = "parallel"
     handles_abort = True  # an abort ends the script with a "Script aborted" result
     prompt_snippet = "Run JavaScript that calls other tools"
-    prompt_guidelines: ClassVar[list[str]] = [
+    prompt_guidelines = (
         "Prefer one codemode script over many separate calls when calls are independent (Promise.allSettled), "
-        "depend on each other, or return large output to filter."]
+        "depend on each other, or return large output to filter.",)
     constrained_sampling: ClassVar[dict[str, Any]] = {"type": "grammar", "variants": {"openai_lark": GRAMMAR}}
 
-    def __init__(self, host: Callable[[], CodemodeHost], settings: Callable[[], Any]) -> None:
+    def __init__(self, host: Callable[[], CodemodeHost], settings: Callable[[], Any],
+                 processes: ProcessRegistry) -> None:
         self._host = host
         self._settings = settings
+        self._processes = processes  # the session's: its shutdown kills a worker still running
         self._description: str | None = None
 
     @property
@@ -267,7 +270,7 @@ class CodemodeTool:
             waited_ms = (time.monotonic() - waiting) * 1000
             remaining = None if deadline is None else max(1, round(deadline * 1000 - waited_ms)) / 1000
             job = run.job(source.code, remaining)
-            result = await Execution(job, signal).run()
+            result = await Execution(job, signal, self._processes).run()
         finally:
             slots.release()
         return run.finish(result, source.max_output_tokens, started)
