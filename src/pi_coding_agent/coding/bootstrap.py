@@ -144,4 +144,7 @@ async def create_session(args: CliArgs, mode: str, ui: Any = None) -> AgentSessi
     from pi_coding_agent.coding.extensions.loader import attach_extensions
 
     runtime.extensions = await attach_extensions(runtime, session, trusted)
+    from pi_coding_agent.coding.mcp import start_mcp
+
+    runtime.mcp = start_mcp(runtime, trusted)
     return session

@@ -51,6 +51,7 @@ from pi_coding_agent.coding.tree_navigation import TreeNavigator
 if TYPE_CHECKING:
     from pi_coding_agent.coding.cli import CliArgs
     from pi_coding_agent.coding.extensions.runner import ExtensionRunner
+    from pi_coding_agent.coding.mcp import McpSession
 
 LOGIN_HELP = (
     "Use /login to log into a provider via OAuth or API key. See:\n"
@@ -98,6 +99,7 @@ class SessionRuntime:
         self.request_shutdown: Callable[[], None] | None = None  # set by a mode that can stop itself
         self.navigator = TreeNavigator(self)
         self.extensions: ExtensionRunner | None = None  # set by create_session when any extension loads
+        self.mcp: McpSession | None = None  # set by create_session unless MCP is off (--no-mcp, -builtin:mcp)
         self.agent = Agent(
             model=PLACEHOLDER_MODEL,
             tools=select_tools(all_tools, settings.default_tools,
@@ -154,6 +156,8 @@ class SessionRuntime:
         streaming_behavior: str | None, allow_commands: bool,
     ) -> dict[str, Any] | None:
         """Extension commands and ``input`` hooks: a disposition, an ``{"action": "transform"}``, or None."""
+        if self.mcp is not None and (handled := await self.mcp.handle_input(text)) is not None:
+            return handled
         if self.extensions is None:
             return None
         return await self.extensions.handle_input(text, images, streaming_behavior, allow_commands)
@@ -171,6 +175,8 @@ class SessionRuntime:
     async def before_prompt(self, session: AgentSession) -> None:
         """Pre-prompt threshold compaction (its events precede the prompt response)."""
         await self.compaction.check_before_prompt()
+        if self.mcp is not None:
+            await self.mcp.before_prompt()
 
     def prompt_sections(self) -> dict[str, str]:
         tools = self.agent.tools
@@ -184,7 +190,7 @@ class SessionRuntime:
             context_files=r.context_files,
             skills=[s for s in r.skills if not s.disable_model_invocation] if names & {"read", "bash"} else [],
             cwd=self.cwd,
-            extra_sections={},
+            extra_sections=self.mcp.prompt_sections() if self.mcp is not None else {},
         )
         return build_sections(inputs)
 
@@ -280,7 +286,9 @@ class SessionRuntime:
 
     def list_commands(self) -> list[dict[str, Any]]:
         """get_commands: extension commands, prompt templates, then skills."""
-        commands: list[dict[str, Any]] = [] if self.extensions is None else self.extensions.list_commands()
+        commands: list[dict[str, Any]] = [] if self.mcp is None else [self.mcp.command_entry()]
+        if self.extensions is not None:
+            commands += self.extensions.list_commands()
         for t in self.resources.templates:
             item: dict[str, Any] = {"name": t.name}
             if t.description:
@@ -399,6 +407,8 @@ class SessionRuntime:
     async def shutdown(self, session: AgentSession) -> None:
         if self.extensions is not None:
             await self.extensions.session_shutdown("quit")
+        if self.mcp is not None:
+            await self.mcp.close()
         processes.kill_all()
         self.session_manager.close()
 

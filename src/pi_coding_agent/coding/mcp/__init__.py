@@ -1,0 +1,129 @@
+"""MCP servers for a session (pi 1.6.0's built-in ``mcp`` extension, as a plain component).
+
+This module is all a session imports when MCP is on but no ``mcp.json`` exists: the ``/mcp`` command
+entry and status, nothing else. The manager, the client and the transports load only once a config
+file is found, and connect in the background so the command loop never waits for a server.
+
+Seams in the session (each one call): ``start_mcp`` from ``create_session``, and on the returned
+``McpSession``: ``command_entry`` (get_commands), ``handle_input`` (``/mcp``), ``before_prompt``,
+``prompt_sections`` and ``close``.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pi_coding_agent.coding.mcp.manager import McpManager
+    from pi_coding_agent.coding.runtime import SessionRuntime
+
+DISABLE_ENTRY = "-builtin:mcp"
+COMMAND_DESCRIPTION = "Manage MCP servers: sign in, reconnect, enable or disable, and change exposure"
+USAGE = "Usage: /mcp, /mcp login [server], /mcp logout [server], /mcp reconnect [server]"
+SECTION = "mcp_servers"
+
+
+def mcp_disabled(runtime: SessionRuntime) -> bool:
+    """``--no-mcp`` for one run, or ``"extensions": ["-builtin:mcp"]`` in settings."""
+    if getattr(runtime.args, "no_mcp", False):
+        return True
+    return any(entry.entry.strip() == DISABLE_ENTRY for entry in runtime.settings.extensions)
+
+
+def start_mcp(runtime: SessionRuntime, trusted: bool) -> McpSession | None:
+    """The session's MCP component, servers connecting in the background; None when MCP is off."""
+    if mcp_disabled(runtime):
+        return None
+    mcp = McpSession(runtime, trusted)
+    mcp.start()
+    return mcp
+
+
+class McpSession:
+    """Binds an ``McpManager`` to one ``SessionRuntime``: declares its tools, runs ``/mcp``."""
+
+    def __init__(self, runtime: SessionRuntime, trusted: bool) -> None:
+        self.runtime = runtime
+        self.trusted = trusted
+        self.manager: McpManager | None = None
+
+    def start(self) -> None:
+        rt = self.runtime
+        paths = [rt.agent_dir / "mcp.json", *([rt.cwd / ".pi" / "mcp.json"] if self.trusted else [])]
+        if not any(path.exists() for path in paths):
+            return
+        from pi_coding_agent.coding.mcp.config import load_config
+        from pi_coding_agent.coding.mcp.manager import McpManager
+
+        config = load_config(rt.agent_dir, rt.cwd, self.trusted)
+        for error in config.errors:
+            print(f"Warning: MCP config: {error}", file=sys.stderr)
+        self.manager = McpManager(config, rt.cwd, rt.agent_dir, self.notify)
+        self.manager.on_tools_changed.append(self.sync_tools)
+        self.manager.start()
+
+    def notify(self, message: str, kind: str) -> None:
+        notify = getattr(self.runtime.ui, "notify", None)
+        if notify is not None:
+            notify(message, kind)
+
+    def sync_tools(self) -> None:
+        """Declare the direct tools (``--tools``/``--exclude-tools`` ``mcp__`` patterns apply) and make
+        every reachable tool known to ``get_all_tools``; withdrawn and hidden tools leave both."""
+        if self.manager is None:
+            return
+        from pi_coding_agent.coding.mcp.tools import McpTool
+
+        rt = self.runtime
+        keep = tool_filter(rt.args)
+        reachable = {t.name: t for t in self.manager.tools() if keep(t.name)}
+        for name in [n for n, t in rt.all_tools.items() if isinstance(t, McpTool) and n not in reachable]:
+            del rt.all_tools[name]
+        rt.all_tools.update(reachable)
+        declared = [t for t in rt.agent.tools if not isinstance(t, McpTool) or t.name in reachable]
+        present = {t.name for t in declared}
+        declared += [t for t in self.manager.declared_tools() if t.name in reachable and t.name not in present]
+        rt.agent.tools = declared
+
+    # ------------------------------------------------------------------ session hook points
+
+    def command_entry(self) -> dict[str, Any]:
+        """``/mcp`` as pi's get_commands lists its built-in extension command."""
+        return {"name": "mcp", "description": COMMAND_DESCRIPTION, "source": "extension",
+                "sourceInfo": {"path": "builtin:mcp", "source": "builtin", "scope": "temporary",
+                               "origin": "top-level"}}
+
+    async def handle_input(self, text: str) -> dict[str, Any] | None:
+        """``/mcp [login|logout|reconnect] [server]``: handled here, never sent to the model."""
+        if text != "/mcp" and not text.startswith("/mcp "):
+            return None
+        from pi_coding_agent.coding.mcp.commands import run_mcp_command
+
+        await run_mcp_command(self, text[4:].strip())
+        return {"disposition": "handled"}
+
+    async def before_prompt(self) -> None:
+        if self.manager is not None:
+            await self.manager.before_prompt()
+            self.sync_tools()
+
+    def prompt_sections(self) -> dict[str, str]:
+        section = self.manager.servers_section() if self.manager is not None else None
+        return {SECTION: section} if section else {}
+
+    async def close(self) -> None:
+        if self.manager is not None:
+            await self.manager.close()
+
+
+def tool_filter(args: Any) -> Any:
+    """``--tools`` keeps MCP tools unless an entry starts with ``mcp__``; ``--exclude-tools`` removes."""
+    from pi_coding_agent.coding.mcp.naming import name_matcher
+
+    include = [t for t in (getattr(args, "tools", None) or []) if t.startswith("mcp__")]
+    exclude = list(getattr(args, "exclude_tools", None) or [])
+    included = name_matcher(include) if include else (lambda _name: True)
+    excluded = name_matcher(exclude)
+    return lambda name: included(name) and not excluded(name)
+

@@ -1,0 +1,142 @@
+"""MCP end to end: the real ``pi --mode rpc`` over pipes, a FastMCP server over stdio, the fake LLM
+calling ``mcp__<server>__<tool>`` (docs/mcp.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from tests.fakes.llm_server import FakeLLMServer
+from tests.mcp_helpers import McpWorkspace, declared_tools, run_prompt, stdio_server, tool_call, tool_end
+from tests.rpc_helpers import RpcProcess
+
+pytestmark = pytest.mark.timeout(180)
+
+
+@pytest.fixture
+def ws(tmp_path: Path, fake_llm: FakeLLMServer) -> McpWorkspace:
+    return McpWorkspace(tmp_path, fake_llm)
+
+
+@pytest.fixture
+async def pi_procs() -> AsyncIterator[list[RpcProcess]]:
+    started: list[RpcProcess] = []
+    yield started
+    for proc in started:
+        await proc.kill()
+
+
+async def _start(ws: McpWorkspace, procs: list[RpcProcess], *args: str) -> RpcProcess:
+    proc = await ws.pi(*args)
+    procs.append(proc)
+    return proc
+
+
+async def test_direct_tool_is_declared_and_called_through_the_model(ws: McpWorkspace, pi_procs: list[RpcProcess]) -> None:
+    ws.servers({"fake": stdio_server(exposure="direct")})
+    ws.llm.add(tool_call("mcp__fake__echo", {"text": "hi"}), {"content": [{"type": "text", "text": "done"}]})
+    pi = await _start(ws, pi_procs)
+    records = await run_prompt(pi, "use the tool")
+    end = tool_end(records)
+    assert end["toolName"] == "mcp__fake__echo"
+    assert end["isError"] is False
+    assert end["result"]["content"] == [{"type": "text", "text": "echo: hi"}]
+    assert end["result"]["details"] == {"server": "fake", "tool": "echo"}
+    assert end["result"]["structuredContent"] == {"content": [{"type": "text", "text": "echo: hi"}],
+                                                  "structuredContent": {"result": "echo: hi"}, "isError": False}
+    first = ws.llm.requests[0]
+    assert "mcp__fake__echo" in declared_tools(first)
+    schema = next(t["function"]["parameters"] for t in first["body"]["tools"] if t["function"]["name"] == "mcp__fake__echo")
+    assert schema["properties"]["text"]["type"] == "string"
+    tool_message = ws.llm.requests[1]["body"]["messages"][-1]
+    assert tool_message["role"] == "tool" and "echo: hi" in json.dumps(tool_message["content"])
+
+
+async def test_big_result_is_cut_in_the_middle_and_saved(ws: McpWorkspace, pi_procs: list[RpcProcess]) -> None:
+    ws.servers({"fake": stdio_server(exposure="direct")})
+    ws.llm.add(tool_call("mcp__fake__big", {}), {"content": [{"type": "text", "text": "done"}]})
+    pi = await _start(ws, pi_procs)
+    end = tool_end(await run_prompt(pi, "big"))
+    text = end["result"]["content"][0]["text"]
+    assert text.startswith("Warning: truncated output (original token count: 50500)\nTotal output lines: 2000\n\n")
+    assert "chars truncated…" in text
+    saved = end["result"]["details"]["fullOutputPath"]
+    assert f"[Full output: {saved} (read it with offset/limit)]" in text
+    assert len(Path(saved).read_text()) == 202_000
+    assert os.stat(saved).st_mode & 0o777 == 0o600
+    assert len(text.encode()) < 21 * 1024
+    os.unlink(saved)
+
+
+async def test_error_image_and_unknown_server_tool(ws: McpWorkspace, pi_procs: list[RpcProcess]) -> None:
+    ws.servers({"fake": stdio_server(exposure="direct")})
+    ws.llm.add({"content": [{"type": "toolCall", "id": "c1", "name": "mcp__fake__fail", "arguments": {}},
+                            {"type": "toolCall", "id": "c2", "name": "mcp__fake__picture", "arguments": {}}]},
+               {"content": [{"type": "text", "text": "done"}]})
+    pi = await _start(ws, pi_procs)
+    records = await run_prompt(pi, "two")
+    ends = {r["toolCallId"]: r for r in records if r.get("type") == "tool_execution_end"}
+    assert ends["c1"]["isError"] is True
+    assert "deliberate failure" in ends["c1"]["result"]["content"][0]["text"]
+    picture = ends["c2"]["result"]["content"]
+    assert picture[0] == {"type": "text", "text": "a red pixel"}
+    assert picture[1]["type"] == "image" and picture[1]["mimeType"] == "image/png"
+
+
+async def test_abort_cancels_the_call_at_the_server(ws: McpWorkspace, pi_procs: list[RpcProcess]) -> None:
+    marker = ws.root / "cancelled.txt"
+    ws.servers({"fake": stdio_server(exposure="direct", env={"MCP_FAKE_MARKER": str(marker)})})
+    ws.llm.add(tool_call("mcp__fake__hang", {}))
+    pi = await _start(ws, pi_procs)
+    await pi.send({"type": "prompt", "message": "hang", "id": "run"})
+    await pi.read_until(lambda r: r.get("type") == "tool_execution_start")
+    await pi.send({"type": "abort", "id": "stop"})
+    records = await pi.read_until(lambda r: r.get("type") == "agent_settled")
+    end = tool_end(records)
+    assert end["isError"] is True
+    for _ in range(100):
+        if marker.exists():
+            break
+        import asyncio
+
+        await asyncio.sleep(0.1)
+    assert marker.read_text() == "cancelled\n"
+
+
+async def test_mcp_command_status_and_get_commands(ws: McpWorkspace, pi_procs: list[RpcProcess]) -> None:
+    ws.servers({"fake": stdio_server(exposure="direct"), "gone": {"command": "/nonexistent/server"},
+                "bad name": {"command": "x"}, "old": {"type": "sse", "url": "http://127.0.0.1:1/sse"}})
+    pi = await _start(ws, pi_procs)
+    commands = (await pi.request({"type": "get_commands", "id": "c"}))["data"]["commands"]
+    assert commands[0] == {"name": "mcp", "description": "Manage MCP servers: sign in, reconnect, enable or "
+                           "disable, and change exposure", "source": "extension",
+                           "sourceInfo": {"path": "builtin:mcp", "source": "builtin", "scope": "temporary",
+                                          "origin": "top-level"}}
+    await pi.send({"type": "prompt", "message": "/mcp", "id": "m"})
+    records = await pi.read_until(lambda r: r.get("id") == "m")
+    assert records[-1]["data"] == {"disposition": "handled"}
+    notes = [r for r in records if r.get("method") == "notify"]
+    status = notes[-1]["message"]
+    mcp_json = ws.agent_dir / "mcp.json"
+    assert status.splitlines()[0] == "fake: connected, 10 tools (direct)"
+    assert "gone: failed (codemode)\n    spawn /nonexistent/server ENOENT" in status
+    assert f'config error: {mcp_json}: invalid server name "bad name" (use letters, digits, "_" and "-")' in status
+    assert "legacy SSE transport is not supported" in status
+    attention = next(n for n in notes if n["message"].startswith("MCP servers need attention:"))
+    assert attention["notifyType"] == "warning" and "  gone: failed: spawn /nonexistent/server ENOENT" in attention["message"]
+
+
+async def test_no_mcp_and_disabled_builtin(ws: McpWorkspace, pi_procs: list[RpcProcess]) -> None:
+    ws.servers({"fake": stdio_server(exposure="direct")})
+    pi = await _start(ws, pi_procs, "--no-mcp")
+    commands = (await pi.request({"type": "get_commands", "id": "c"}))["data"]["commands"]
+    assert all(c["name"] != "mcp" for c in commands)
+    (ws.agent_dir / "settings.json").write_text(json.dumps({"extensions": ["-builtin:mcp"]}))
+    ws.llm.add({"content": [{"type": "text", "text": "hello"}]})
+    pi2 = await _start(ws, pi_procs)
+    await run_prompt(pi2, "hi")
+    assert not any(name.startswith("mcp__") for name in declared_tools(ws.llm.requests[-1]))
