@@ -73,15 +73,15 @@ class McpSession:
         every reachable tool known to ``get_all_tools``; withdrawn and hidden tools leave both."""
         if self.manager is None:
             return
-        from pi_coding_agent.coding.mcp.tools import McpTool
+        from pi_coding_agent.coding.mcp.manager import AnyMcpTool
 
         rt = self.runtime
         keep = tool_filter(rt.args)
         reachable = {t.name: t for t in self.manager.tools() if keep(t.name)}
-        for name in [n for n, t in rt.all_tools.items() if isinstance(t, McpTool) and n not in reachable]:
+        for name in [n for n, t in rt.all_tools.items() if isinstance(t, AnyMcpTool) and n not in reachable]:
             del rt.all_tools[name]
         rt.all_tools.update(reachable)
-        declared = [t for t in rt.agent.tools if not isinstance(t, McpTool) or t.name in reachable]
+        declared = [t for t in rt.agent.tools if not isinstance(t, AnyMcpTool) or t.name in reachable]
         present = {t.name for t in declared}
         declared += [t for t in self.manager.declared_tools() if t.name in reachable and t.name not in present]
         rt.agent.tools = declared

@@ -15,7 +15,10 @@ from pi_coding_agent.coding.mcp.config import McpConfig, ServerEntry
 from pi_coding_agent.coding.mcp.connection import ServerConnection
 from pi_coding_agent.coding.mcp.log import ServerLog
 from pi_coding_agent.coding.mcp.naming import namespace, server_summary, tool_name
+from pi_coding_agent.coding.mcp.resources import RESOURCE_TOOLS, ResourceTool, resource_exposure
 from pi_coding_agent.coding.mcp.tools import McpTool
+
+AnyMcpTool = McpTool | ResourceTool
 
 STARTUP_WAIT_S = 10.0
 MAX_DESCRIPTION_CHARS = 250
@@ -33,6 +36,7 @@ class McpManager:
         self.on_tools_changed: list[Callable[[], None]] = []
         self._tools: dict[str, McpTool] = {}  # pi name -> adapter, withdrawn ones kept but unavailable
         self._owners: dict[str, str] = {}  # pi name -> "server\0tool", so names stay stable
+        self._resource_tools = [ResourceTool(name, "hidden", self.resource_servers) for name in RESOURCE_TOOLS]
         self._startup: asyncio.Task[None] | None = None
         self._waited_for_direct = False
 
@@ -95,12 +99,25 @@ class McpManager:
 
     # ------------------------------------------------------------------ tools
 
-    def tools(self) -> list[McpTool]:
-        """Every reachable server tool with its exposure: the interface codemode and tool_search use."""
-        return [t for t in self._tools.values() if t.available and t.exposure != "hidden"]
+    def tools(self) -> list[AnyMcpTool]:
+        """Every reachable tool with its exposure (server tools, then the resource tools): the
+        interface codemode and tool_search consume."""
+        tools: list[AnyMcpTool] = [t for t in self._tools.values() if t.available and t.exposure != "hidden"]
+        return tools + [t for t in self._resource_tools if t.exposure != "hidden"]
 
-    def declared_tools(self) -> list[McpTool]:
+    def declared_tools(self) -> list[AnyMcpTool]:
         return [t for t in self.tools() if t.exposure == "direct"]
+
+    def resource_servers(self) -> list[ServerConnection]:
+        """Connected, enabled, not hidden servers that offer resources."""
+        return [c for c in self.connections.values()
+                if c.has_resources and c.state == "connected" and c.entry.exposure != "hidden"]
+
+    def _sync_resource_tools(self) -> None:
+        exposures = {c.entry.exposure for c in self.connections.values()
+                     if c.has_resources and c.entry.exposure != "hidden"}
+        for tool in self._resource_tools:
+            tool.exposure = resource_exposure(exposures)
 
     def _register_tools(self, connection: ServerConnection) -> None:
         """Name the server's current tools (hash suffix for every sanitised collision, like pi) and
@@ -125,6 +142,7 @@ class McpManager:
         for name, adapter in self._tools.items():
             if adapter.server == server and name not in current:
                 adapter.available = False
+        self._sync_resource_tools()
         for listener in self.on_tools_changed:
             listener()
 
