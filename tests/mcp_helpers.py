@@ -44,9 +44,10 @@ class McpWorkspace:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(json.dumps({"mcpServers": servers}))
 
-    async def pi(self, *args: str) -> RpcProcess:
-        return await RpcProcess.pi("--provider", "fake", "--model", MODEL_ID, "--no-session", *args,
-                                   cwd=self.cwd, env=self.env)
+    async def pi(self, *args: str, session: bool = False) -> RpcProcess:
+        """``pi --mode rpc`` on the fake model; ``--no-session`` unless ``session``."""
+        flags = () if session else ("--no-session",)
+        return await RpcProcess.pi("--provider", "fake", "--model", MODEL_ID, *flags, *args, cwd=self.cwd, env=self.env)
 
 
 async def run_prompt(pi: RpcProcess, message: str) -> list[dict[str, Any]]:

@@ -140,3 +140,46 @@ async def test_no_mcp_and_disabled_builtin(ws: McpWorkspace, pi_procs: list[RpcP
     pi2 = await _start(ws, pi_procs)
     await run_prompt(pi2, "hi")
     assert not any(name.startswith("mcp__") for name in declared_tools(ws.llm.requests[-1]))
+
+
+async def test_deferred_tools_load_through_tool_search_and_stay_declared_after_resume(
+        ws: McpWorkspace, pi_procs: list[RpcProcess]) -> None:
+    ws.servers({"fake": stdio_server(exposure="deferred", description="Fake test tools")})
+    ws.llm.add(tool_call("tool_search", {"query": "echo text"}, "s1"),
+               tool_call("mcp__fake__echo", {"text": "x"}, "e1"),
+               {"content": [{"type": "text", "text": "done"}]}, {"content": [{"type": "text", "text": "again"}]})
+    session_dir = ws.root / "sessions"
+    pi = await ws.pi("--session-dir", str(session_dir), session=True)
+    pi_procs.append(pi)
+    records = await run_prompt(pi, "find a tool")
+    search = tool_end(records)
+    assert search["result"]["details"] == {"loaded": ["mcp__fake__echo", "mcp__fake__shout", "mcp__fake__big"]}
+    assert search["result"]["content"][0]["text"].startswith(
+        "Loaded 3 tools. They are available from your next call:\n- mcp__fake__echo: Echo the text back.")
+    patches = [r["message"] for r in records if r.get("type") == "message_end" and r["message"]["role"] == "system"]
+    assert [t["name"] for t in patches[1]["toolsAdded"]] == ["mcp__fake__echo", "mcp__fake__shout", "mcp__fake__big"]
+    first, second = ws.llm.requests[0], ws.llm.requests[1]
+    assert declared_tools(first)[-1] == "tool_search" and not any(n.startswith("mcp__") for n in declared_tools(first))
+    assert declared_tools(second)[-3:] == ["mcp__fake__echo", "mcp__fake__shout", "mcp__fake__big"]
+    system = first["body"]["messages"][0]["content"]
+    assert system.endswith("<mcp_servers>\nMCP servers whose tools are not declared to you. Load the tools of "
+                           "`tool_search` servers with `tool_search`.\n- mcp__fake (tool_search): Fake test tools\n"
+                           "</mcp_servers>")
+    ends = [r for r in records if r.get("type") == "tool_execution_end"]
+    assert ends[1]["result"]["content"] == [{"type": "text", "text": "echo: x"}]
+    await pi.kill()
+    resumed = await ws.pi("--session-dir", str(session_dir), "--continue", session=True)
+    pi_procs.append(resumed)
+    await run_prompt(resumed, "again")
+    assert "mcp__fake__echo" in declared_tools(ws.llm.requests[-1])
+
+
+async def test_list_changed_reaches_the_next_prompt(ws: McpWorkspace, pi_procs: list[RpcProcess]) -> None:
+    ws.servers({"fake": stdio_server(exposure="direct")})
+    ws.llm.add(tool_call("mcp__fake__grow", {}), {"content": [{"type": "text", "text": "grown"}]},
+               {"content": [{"type": "text", "text": "next"}]})
+    pi = await _start(ws, pi_procs)
+    await run_prompt(pi, "grow")
+    await run_prompt(pi, "next")
+    tools = declared_tools(ws.llm.requests[-1])
+    assert "mcp__fake__extra" in tools and "mcp__fake__add" not in tools

@@ -91,6 +91,8 @@ class AgentRun:
                     if not pending:  # one-at-a-time must not deliver two in one turn
                         pending = self._poll_steering()
                     await self._emit({"type": "turn_start"})
+                    if self.agent.hooks.turn_start_messages is not None:
+                        pending = [*self.agent.hooks.turn_start_messages(), *pending]
                 first_turn = False
                 for queued in pending:
                     await self._add(queued)

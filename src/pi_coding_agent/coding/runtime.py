@@ -105,7 +105,7 @@ class SessionRuntime:
             tools=select_tools(all_tools, settings.default_tools,
                                None if args.tools is None else ",".join(args.tools), args.no_tools),
             hooks=AgentHooks(build_context=self.build_context, get_api_key=self._get_api_key,
-                             stream_options=self._stream_options),
+                             stream_options=self._stream_options, turn_start_messages=self.tool_patch_messages),
             steering_mode=settings.steering_mode,
             follow_up_mode=settings.follow_up_mode,
         )
@@ -199,6 +199,13 @@ class SessionRuntime:
         state = SystemState.replay(self.agent.messages)
         patch = state.patch_to(self.prompt_sections(), [tool_declaration(t) for t in self.agent.tools])
         return [patch, user_message] if patch else [user_message]
+
+    def tool_patch_messages(self) -> list[dict[str, Any]]:
+        """Tools activated during a run (``tool_search``) are declared from the next request on by a
+        system message, as pi records it; the prompt sections change only when a prompt starts."""
+        state = SystemState.replay(self.agent.messages)
+        patch = state.patch_to(state.sections, [tool_declaration(t) for t in self.agent.tools])
+        return [patch] if patch else []
 
     def build_context(self, messages: list[dict[str, Any]]) -> Context:
         """Agent hook: the transcript as one request (system state replayed, custom roles converted)."""

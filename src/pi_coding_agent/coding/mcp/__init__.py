@@ -61,6 +61,7 @@ class McpSession:
             print(f"Warning: MCP config: {error}", file=sys.stderr)
         self.manager = McpManager(config, rt.cwd, rt.agent_dir, self.notify)
         self.manager.on_tools_changed.append(self.sync_tools)
+        self._add_tool_search()
         self.manager.start()
 
     def notify(self, message: str, kind: str) -> None:
@@ -69,11 +70,13 @@ class McpSession:
             notify(message, kind)
 
     def sync_tools(self) -> None:
-        """Declare the direct tools (``--tools``/``--exclude-tools`` ``mcp__`` patterns apply) and make
-        every reachable tool known to ``get_all_tools``; withdrawn and hidden tools leave both."""
+        """Declare the direct tools and those the transcript declares (loaded by ``tool_search`` on this
+        branch), make every reachable tool known to ``get_all_tools``; withdrawn and hidden tools leave
+        both. ``--tools``/``--exclude-tools`` ``mcp__`` patterns apply."""
         if self.manager is None:
             return
         from pi_coding_agent.coding.mcp.manager import AnyMcpTool
+        from pi_coding_agent.coding.resources.system_prompt import SystemState
 
         rt = self.runtime
         keep = tool_filter(rt.args)
@@ -81,10 +84,34 @@ class McpSession:
         for name in [n for n, t in rt.all_tools.items() if isinstance(t, AnyMcpTool) and n not in reachable]:
             del rt.all_tools[name]
         rt.all_tools.update(reachable)
-        declared = [t for t in rt.agent.tools if not isinstance(t, AnyMcpTool) or t.name in reachable]
-        present = {t.name for t in declared}
-        declared += [t for t in self.manager.declared_tools() if t.name in reachable and t.name not in present]
-        rt.agent.tools = declared
+        recorded = SystemState.replay(rt.agent.messages).tools
+        current = [reachable[t.name] if isinstance(t, AnyMcpTool) else t for t in rt.agent.tools
+                   if not isinstance(t, AnyMcpTool) or t.name in reachable]
+        present = {t.name for t in current}
+        current += [t for t in reachable.values()
+                    if t.name not in present and (t.exposure == "direct" or t.name in recorded)]
+        rt.agent.tools = current
+
+    def _add_tool_search(self) -> None:
+        """``tool_search`` is active while some server needs it, from the config on (before servers connect)."""
+        from pi_coding_agent.coding.mcp.tool_search import TOOL_SEARCH, ToolSearchTool
+
+        manager = self.manager
+        rt = self.runtime
+        if manager is None or not manager.needs_tool_search() or TOOL_SEARCH in rt.all_tools:
+            return
+
+        def candidates() -> list[tuple[Any, str]]:
+            active = {t.name for t in rt.agent.tools}
+            return [(t, _namespace_text(manager, t)) for t in manager.tools()
+                    if t.exposure in ("deferred", "codemode") and t.name not in active and t.name in rt.all_tools]
+
+        def load(names: list[str]) -> None:
+            rt.agent.tools = [*rt.agent.tools, *(rt.all_tools[n] for n in names)]
+
+        tool = ToolSearchTool(candidates, load, manager.wait_for_all)
+        rt.all_tools[TOOL_SEARCH] = tool
+        rt.agent.tools = [*rt.agent.tools, tool]
 
     # ------------------------------------------------------------------ session hook points
 
@@ -105,7 +132,9 @@ class McpSession:
 
     async def before_prompt(self) -> None:
         if self.manager is not None:
-            await self.manager.before_prompt()
+            from pi_coding_agent.coding.resources.system_prompt import SystemState
+
+            await self.manager.before_prompt(set(SystemState.replay(self.runtime.agent.messages).tools))
             self.sync_tools()
 
     def prompt_sections(self) -> dict[str, str]:
@@ -127,3 +156,11 @@ def tool_filter(args: Any) -> Any:
     excluded = name_matcher(exclude)
     return lambda name: included(name) and not excluded(name)
 
+
+def _namespace_text(manager: McpManager, tool: Any) -> str:
+    """The server's namespace, description and instructions, which tool search weighs lightly."""
+    server = getattr(tool, "server", None)
+    if server is None:
+        return ""
+    info = manager.namespace_info(server)
+    return " ".join(str(info.get(key) or "") for key in ("name", "description", "instructions"))

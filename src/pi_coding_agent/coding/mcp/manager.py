@@ -39,6 +39,8 @@ class McpManager:
         self._resource_tools = [ResourceTool(name, "hidden", self.resource_servers) for name in RESOURCE_TOOLS]
         self._startup: asyncio.Task[None] | None = None
         self._waited_for_direct = False
+        # set by the codemode tool once it exists; until then codemode servers are reached like deferred ones
+        self.codemode_active = False
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -69,12 +71,14 @@ class McpManager:
         """tool_search and the resource tools reach every server, so they wait for all of them."""
         await self.wait_for(list(self.connections.values()))
 
-    async def before_prompt(self) -> None:
-        """The first prompt waits (10 s at most) only for servers some of whose tools are ``direct``."""
+    async def before_prompt(self, declared: set[str]) -> None:
+        """The first prompt waits (10 s at most) only for servers whose tools it must declare: those
+        with ``direct`` tools and those owning tools the transcript declares (loaded on this branch)."""
         if self._waited_for_direct:
             return
         self._waited_for_direct = True
-        direct = [c for c in self.connections.values() if "direct" in c.entry.configured_exposures()]
+        direct = [c for c in self.connections.values() if "direct" in c.entry.configured_exposures()
+                  or any(name.startswith(tool_name(c.name, "")) for name in declared)]
         if not direct:
             return
         try:
@@ -146,6 +150,23 @@ class McpManager:
         for listener in self.on_tools_changed:
             listener()
 
+    def namespace_info(self, server: str) -> dict[str, object]:
+        """What codemode's ``describeNamespace()`` returns and what tool search ranks a server by."""
+        connection = self.connections.get(server)
+        entry = connection.entry if connection else next(e for e in self.config.servers if e.name == server)
+        info: dict[str, object] = {"name": namespace(server), "aliases": [server]}
+        if description := str(entry.config.get("description") or "").strip():
+            info["description"] = description
+        if connection is not None and connection.instructions:
+            info["instructions"] = connection.instructions
+        info["tools"] = [t.name for t in self.tools() if isinstance(t, McpTool) and t.server == server]
+        return info
+
+    def needs_tool_search(self) -> bool:
+        """Some enabled server has tools only ``tool_search`` reaches (``codemode`` ones too until codemode)."""
+        wanted = {"deferred"} if self.codemode_active else {"deferred", "codemode"}
+        return any(e.enabled and e.configured_exposures() & wanted for e in self.config.servers)
+
     def _changed(self, connection: ServerConnection) -> None:
         """State changes need no action: status is computed when asked."""
 
@@ -157,7 +178,8 @@ class McpManager:
                         key=lambda e: e.name)
         if not listed:
             return None
-        reaches = ["codemode" if "codemode" in e.configured_exposures() else "tool_search" for e in listed]
+        reaches = ["codemode" if self.codemode_active and "codemode" in e.configured_exposures() else "tool_search"
+                   for e in listed]
         intro = "MCP servers whose tools are not declared to you."
         if "codemode" in reaches:
             intro += " Call the tools of `codemode` servers from codemode scripts."
