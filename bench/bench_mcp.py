@@ -37,7 +37,7 @@ from common import (
 )
 
 sys.path.insert(0, str(ROOT))
-from tests.fakes.llm_server import FakeLLMServer  # noqa: E402
+from tests.fakes.llm_server import FakeLLMServer
 
 SERVER = {"command": sys.executable, "args": ["-m", "tests.fakes.mcp_server", "stdio"], "cwd": str(ROOT),
           "exposure": "direct"}

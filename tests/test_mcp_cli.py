@@ -35,7 +35,7 @@ def test_add_list_remove_a_stdio_server(tmp_path: Path) -> None:
     listed = pi_mcp(tmp_path, "list")
     assert listed.returncode == 0, listed.stdout + listed.stderr
     lines = listed.stdout.splitlines()
-    assert lines[0] == "fake: connected, 10 tools (direct, global)"
+    assert lines[0] == "fake: connected, 11 tools (direct, global)"
     assert lines[1] == f"  {PYTHON} -m tests.fakes.mcp_server stdio"
     assert lines[2].startswith("  tools: echo, add, big,") and lines[3] == "  offers resources"
     as_json = json.loads(pi_mcp(tmp_path, "list", "--json").stdout)

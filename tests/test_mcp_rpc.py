@@ -122,7 +122,7 @@ async def test_mcp_command_status_and_get_commands(ws: McpWorkspace, pi_procs: l
     notes = [r for r in records if r.get("method") == "notify"]
     status = notes[-1]["message"]
     mcp_json = ws.agent_dir / "mcp.json"
-    assert status.splitlines()[0] == "fake: connected, 10 tools (direct)"
+    assert status.splitlines()[0] == "fake: connected, 11 tools (direct)"
     assert "gone: failed (codemode)\n    spawn /nonexistent/server ENOENT" in status
     assert f'config error: {mcp_json}: invalid server name "bad name" (use letters, digits, "_" and "-")' in status
     assert "legacy SSE transport is not supported" in status
@@ -153,14 +153,15 @@ async def test_deferred_tools_load_through_tool_search_and_stay_declared_after_r
     pi_procs.append(pi)
     records = await run_prompt(pi, "find a tool")
     search = tool_end(records)
-    assert search["result"]["details"] == {"loaded": ["mcp__fake__echo", "mcp__fake__shout", "mcp__fake__big"]}
+    loaded = ["mcp__fake__echo", "mcp__fake__shout", "mcp__fake__big", "mcp__fake__huge"]
+    assert search["result"]["details"] == {"loaded": loaded}
     assert search["result"]["content"][0]["text"].startswith(
-        "Loaded 3 tools. They are available from your next call:\n- mcp__fake__echo: Echo the text back.")
+        "Loaded 4 tools. They are available from your next call:\n- mcp__fake__echo: Echo the text back.")
     patches = [r["message"] for r in records if r.get("type") == "message_end" and r["message"]["role"] == "system"]
-    assert [t["name"] for t in patches[1]["toolsAdded"]] == ["mcp__fake__echo", "mcp__fake__shout", "mcp__fake__big"]
+    assert [t["name"] for t in patches[1]["toolsAdded"]] == loaded
     first, second = ws.llm.requests[0], ws.llm.requests[1]
     assert declared_tools(first)[-1] == "tool_search" and not any(n.startswith("mcp__") for n in declared_tools(first))
-    assert declared_tools(second)[-3:] == ["mcp__fake__echo", "mcp__fake__shout", "mcp__fake__big"]
+    assert declared_tools(second)[-4:] == loaded
     system = first["body"]["messages"][0]["content"]
     assert system.endswith("<mcp_servers>\nMCP servers whose tools are not declared to you. Load the tools of "
                            "`tool_search` servers with `tool_search`.\n- mcp__fake (tool_search): Fake test tools\n"
@@ -183,3 +184,42 @@ async def test_list_changed_reaches_the_next_prompt(ws: McpWorkspace, pi_procs: 
     await run_prompt(pi, "next")
     tools = declared_tools(ws.llm.requests[-1])
     assert "mcp__fake__extra" in tools and "mcp__fake__add" not in tools
+
+
+async def test_bad_input_gets_clear_errors_and_the_session_keeps_working(
+        ws: McpWorkspace, pi_procs: list[RpcProcess]) -> None:
+    from tests.rpc_helpers import PYTHON, ROOT
+
+    ws.servers({"fake": stdio_server(exposure="direct"),
+                "raw": {"command": PYTHON, "args": ["-m", "tests.fakes.mcp_raw_server"], "cwd": str(ROOT),
+                        "exposure": "direct"}})
+    ws.llm.add({"content": [{"type": "toolCall", "id": "bad_args", "name": "mcp__fake__add", "arguments": {"a": "x"}},
+                            {"type": "toolCall", "id": "weird", "name": "mcp__raw__weird", "arguments": {"x": 1}},
+                            {"type": "toolCall", "id": "bare", "name": "mcp__raw__bare", "arguments": {}},
+                            {"type": "toolCall", "id": "liar", "name": "mcp__raw__liar", "arguments": {}},
+                            {"type": "toolCall", "id": "huge", "name": "mcp__fake__huge", "arguments": {"megabytes": 50}}]},
+               {"content": [{"type": "text", "text": "survived"}]}, {"content": [{"type": "text", "text": "still here"}]})
+    pi = await _start(ws, pi_procs)
+    records = await run_prompt(pi, "break things")
+    ends = {r["toolCallId"]: r for r in records if r.get("type") == "tool_execution_end"}
+    assert ends["bad_args"]["isError"] is True
+    assert ends["bad_args"]["result"]["content"][0]["text"] == (
+        'Validation failed for tool "mcp__fake__add":\n  - b: missing\n  - a: expected integer, got string\n\n'
+        'Received arguments:\n{\n  "a": "x"\n}')
+    bare = ends["bare"]["result"]["content"][0]["text"]
+    assert bare.startswith('called {"_meta": {"progressToken": ') and bare.endswith('"arguments": {}, "name": "bare"}')
+    assert ends["weird"]["result"]["content"][0]["text"] == "Tool mcp__raw__weird not found"
+    skipped = [r["message"] for r in records if r.get("method") == "notify" and "skipped" in r["message"]]
+    assert skipped == ['MCP server "raw": tool "weird" skipped, its inputSchema.properties.x.type 12 is not a '
+                       'JSON Schema type.']
+    status = await pi.request({"type": "prompt", "message": "/mcp", "id": "m"})
+    assert status["data"] == {"disposition": "handled"}
+    assert ends["liar"]["isError"] is True
+    assert ends["liar"]["result"]["content"][0]["text"] == "MCP tool raw/liar returned an invalid result"
+    huge = ends["huge"]["result"]
+    assert len(huge["content"][0]["text"].encode()) < 21 * 1024
+    assert Path(huge["details"]["fullOutputPath"]).stat().st_size == 50 * 1024 * 1024
+    os.unlink(huge["details"]["fullOutputPath"])
+    assert all(line.startswith(b"{") for line in pi.raw_lines)
+    await run_prompt(pi, "again")
+    assert ws.llm.requests[-1]["body"]["messages"][-1]["content"] == [{"type": "text", "text": "again"}]

@@ -42,6 +42,12 @@ def big() -> str:
     return "".join(f"line {i:06d} " + "x" * 88 + "\n" for i in range(2000))
 
 
+@server.tool()
+def huge(megabytes: int = 50) -> str:
+    """A text of the given size."""
+    return "y" * (megabytes * 1024 * 1024)
+
+
 @server.tool(structured_output=False)
 def picture() -> list[TextContent | ImageContent]:
     """A caption and an image."""

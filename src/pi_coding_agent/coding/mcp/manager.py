@@ -16,7 +16,7 @@ from pi_coding_agent.coding.mcp.connection import ServerConnection
 from pi_coding_agent.coding.mcp.log import ServerLog
 from pi_coding_agent.coding.mcp.naming import namespace, server_summary, tool_name
 from pi_coding_agent.coding.mcp.resources import RESOURCE_TOOLS, ResourceTool, resource_exposure
-from pi_coding_agent.coding.mcp.tools import McpTool
+from pi_coding_agent.coding.mcp.tools import McpTool, schema_problem
 
 AnyMcpTool = McpTool | ResourceTool
 
@@ -38,6 +38,7 @@ class McpManager:
         self._owners: dict[str, str] = {}  # pi name -> "server\0tool", so names stay stable
         self._resource_tools = [ResourceTool(name, "hidden", self.resource_servers) for name in RESOURCE_TOOLS]
         self._startup: asyncio.Task[None] | None = None
+        self._reported: set[tuple[str, str]] = set()  # (server, tool) whose bad schema was reported
         self._waited_for_direct = False
         # set by the codemode tool once it exists; until then codemode servers are reached like deferred ones
         self.codemode_active = False
@@ -127,10 +128,18 @@ class McpManager:
         """Name the server's current tools (hash suffix for every sanitised collision, like pi) and
         mark the ones it withdrew unavailable."""
         server, entry = connection.name, connection.entry
-        offered = list(dict.fromkeys(t["name"] for t in connection.tools))
+        usable = []
+        for tool in connection.tools:
+            problem = schema_problem(tool.get("inputSchema", {}))
+            if problem is None:
+                usable.append(tool)
+            elif (server, tool["name"]) not in self._reported:
+                self._reported.add((server, tool["name"]))
+                self.notify(f'MCP server "{server}": tool "{tool["name"]}" skipped, its {problem}.', "warning")
+        offered = list(dict.fromkeys(t["name"] for t in usable))
         plain = [tool_name(server, t) for t in offered]
         current: set[str] = set()
-        for tool in connection.tools:
+        for tool in usable:
             owner = f"{server}\0{tool['name']}"
 
             def taken(candidate: str, owner: str = owner) -> bool:

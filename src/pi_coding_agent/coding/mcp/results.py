@@ -20,6 +20,9 @@ from urllib.parse import urlsplit
 from pi_coding_agent.coding.tools.truncate import format_size
 
 MAX_OUTPUT_BYTES = 20 * 1024
+# Past this the raw result is not repeated as structuredContent on the RPC stream (pi repeats it
+# whatever its size; a 50 MB result would become a 50 MB event line). The full text is in the file.
+MAX_STRUCTURED_BYTES = 1024 * 1024
 READ_RESOURCE_TOOL = "read_mcp_resource"
 
 
@@ -133,7 +136,7 @@ def limit_content(content: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], 
 
 
 def convert_result(server: str, tool: str, result: dict[str, Any], readable_resources: bool = False,
-                   ) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any], bool]:
+                   ) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any] | None, bool]:
     """``(content, details, structuredContent, is_error)`` of one ``tools/call`` answer."""
     blocks = [b for b in result.get("content") or [] if isinstance(b, dict)]
     if blocks:
@@ -149,5 +152,11 @@ def convert_result(server: str, tool: str, result: dict[str, Any], readable_reso
     details: dict[str, Any] = {"server": server, "tool": tool}
     if full_path:
         details["fullOutputPath"] = full_path
-    structured = {k: v for k, v in result.items() if k != "_meta"}
+    structured: dict[str, Any] | None = {k: v for k, v in result.items() if k != "_meta"}
+    if full_path and _rough_size(blocks) > MAX_STRUCTURED_BYTES:
+        structured = None
     return content, details, structured, is_error
+
+
+def _rough_size(blocks: list[dict[str, Any]]) -> int:
+    return sum(len(str(b.get("text") or b.get("data") or "")) for b in blocks)

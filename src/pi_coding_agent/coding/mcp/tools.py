@@ -28,6 +28,35 @@ def normalize_schema(schema: Any) -> dict[str, Any]:
     return base
 
 
+JSON_TYPES = frozenset({"string", "number", "integer", "boolean", "object", "array", "null"})
+
+
+def schema_problem(schema: Any, path: str = "inputSchema", depth: int = 0) -> str | None:
+    """Why a tool's schema would break a request (providers reject the whole call), or None.
+
+    Only what makes a schema unusable is checked: non-object schemas, unknown ``type`` names,
+    non-object ``properties``, non-list ``required``.
+    """
+    if isinstance(schema, bool) and depth > 0:
+        return None
+    if not isinstance(schema, dict) or depth > 64:
+        return f"{path} must be an object"
+    kinds = schema.get("type")
+    for kind in kinds if isinstance(kinds, list) else [kinds] if kinds is not None else []:
+        if kind not in JSON_TYPES:
+            return f"{path}.type {kind!r} is not a JSON Schema type"
+    properties = schema.get("properties")
+    if properties is not None and not isinstance(properties, dict):
+        return f"{path}.properties must be an object"
+    if "required" in schema and not isinstance(schema["required"], list):
+        return f"{path}.required must be an array"
+    for name, sub in (properties or {}).items():
+        if problem := schema_problem(sub, f"{path}.properties.{name}", depth + 1):
+            return problem
+    items = schema.get("items")
+    return schema_problem(items, f"{path}.items", depth + 1) if isinstance(items, dict) else None
+
+
 def tool_annotations(tool: dict[str, Any]) -> dict[str, bool] | None:
     raw = tool.get("annotations")
     if not isinstance(raw, dict):
