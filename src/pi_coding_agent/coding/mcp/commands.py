@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pi_coding_agent.coding.mcp import USAGE
-from pi_coding_agent.coding.mcp.manager import describe_state, no_servers_text
+from pi_coding_agent.coding.mcp.manager import credential_store, describe_state, no_servers_text
 
 if TYPE_CHECKING:
     from pi_coding_agent.coding.mcp import McpSession
@@ -32,7 +32,7 @@ async def run_mcp_command(mcp: McpSession, args: str) -> None:
     if action == "reconnect":
         await _reconnect(mcp, rest[0] if rest else None)
     else:
-        _oauth(mcp, action, rest[0] if rest else None)
+        await _oauth(mcp, action, rest[0] if rest else None)
 
 
 async def _reconnect(mcp: McpSession, name: str | None) -> None:
@@ -59,20 +59,34 @@ async def _reconnect(mcp: McpSession, name: str | None) -> None:
     mcp.notify(f'Reconnected to MCP server "{name}" ({describe_state(connection)}).', "info")
 
 
-def _oauth(mcp: McpSession, action: str, name: str | None) -> None:
-    """OAuth sign-in is not implemented here yet (docs/mcp.md): say so for the servers that would use it."""
+async def _oauth(mcp: McpSession, action: str, name: str | None) -> None:
+    """``/mcp login|logout``: the sign-in URL reaches the client as a ``notify`` it can show."""
     manager = mcp.manager
-    oauth = [e for e in (manager.config.servers if manager else []) if e.enabled and uses_oauth(e.config)]
-    if name is not None and manager is not None and not any(e.name == name for e in manager.config.servers):
+    entries = manager.config.servers if manager else []
+    oauth = [e for e in entries if e.enabled and e.uses_oauth and manager and e.name in manager.connections]
+    if name is not None and not any(e.name == name for e in entries):
         mcp.notify(f'No MCP server named "{name}".', "error")
-    elif not oauth or (name is not None and name not in {e.name for e in oauth}):
-        mcp.notify(OAUTH_NONE, "error" if name else "info")
-    else:
-        mcp.notify(f"/mcp {action}: OAuth sign-in for MCP servers is not supported by this implementation; "
-                   "set an Authorization header in mcp.json instead.", "error")
+        return
+    picked = [e for e in oauth if e.name == name] if name else oauth
+    if not picked or (name is None and len(picked) > 1):
+        mcp.notify(OAUTH_NONE if not picked else USAGE, "error" if name else "info")
+        return
+    entry = picked[0]
+    assert manager is not None
+    if action == "logout":
+        removed = credential_store(mcp.runtime.agent_dir).save(entry.name, entry.config["url"], None)
+        await manager.reconnect(entry.name)
+        mcp.notify(f'Signed out of MCP server "{entry.name}".' if removed
+                   else f'No stored credentials for MCP server "{entry.name}".', "info")
+        return
 
+    def show(url: str) -> None:
+        mcp.notify(f'Sign in to MCP server "{entry.name}" in your browser:\n{url}', "info")
 
-def uses_oauth(config: dict[str, Any]) -> bool:
-    """HTTP servers without an ``Authorization`` header (or ``auth``) sign in with OAuth."""
-    headers: dict[str, str] = config.get("headers") or {}
-    return "url" in config and not config.get("auth") and not any(h.lower() == "authorization" for h in headers)
+    failure = await manager.sign_in(entry.name, show)
+    if failure:
+        mcp.notify(failure, "error")
+        return
+    mcp.sync_tools()
+    count = len(manager.connections[entry.name].tools)
+    mcp.notify(f'Signed in to MCP server "{entry.name}" ({count} tools).', "info")

@@ -48,6 +48,12 @@ class ServerEntry:
     def timeout_s(self) -> float:
         return float(self.config.get("timeout") or DEFAULT_TIMEOUT_S)
 
+    @property
+    def uses_oauth(self) -> bool:
+        """HTTP servers without an ``Authorization`` header (or ``auth``) sign in with OAuth."""
+        headers = self.config.get("headers") or {}
+        return self.is_http and not self.config.get("auth") and not any(h.lower() == "authorization" for h in headers)
+
     def configured_exposures(self) -> set[str]:
         """Exposures its tools can have, known before it connects."""
         return {self.exposure, *(self.config.get("toolExposure") or {}).values()}

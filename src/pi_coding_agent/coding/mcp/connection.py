@@ -63,6 +63,7 @@ class ServerConnection:
         self.tools: list[dict[str, Any]] = []
         self.has_resources = False
         self.instructions: str | None = None
+        self.challenge = ""  # the last 401's WWW-Authenticate, which sign-in starts from
         self._client: McpClient | None = None
         self._opening: asyncio.Task[None] | None = None
         self._refresh: asyncio.Task[None] | None = None  # the tools/list after a list_changed
@@ -87,6 +88,17 @@ class ServerConnection:
         return self._client
 
     async def _open(self) -> None:
+        from pi_coding_agent.coding.mcp.http import McpAuthRequired
+
+        try:
+            await self._open_once()
+        except McpAuthRequired:
+            # an expired or revoked access token: one refresh, then the user must sign in again
+            if self.token is not None and await self.token.refresh():
+                with contextlib.suppress(McpAuthRequired):
+                    await self._open_once()
+
+    async def _open_once(self) -> None:
         transport: Any = None
         try:
             transport = create_transport(self.entry, self.cwd, self.token)
@@ -103,7 +115,12 @@ class ServerConnection:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
+            from pi_coding_agent.coding.mcp.http import McpAuthRequired
+
             await self._fail(exc, transport)
+            if isinstance(exc, McpAuthRequired) and self.token is not None:
+                self.challenge = exc.www_authenticate
+                raise
             return
         self.on_tools(self)
         self.on_change(self)
@@ -155,8 +172,17 @@ class ServerConnection:
 
     async def call_tool(self, tool: str, arguments: dict[str, Any],
                         on_progress: Callable[[dict[str, Any]], None] | None) -> dict[str, Any]:
+        from pi_coding_agent.coding.mcp.http import McpAuthRequired
+
         client = await self.client()
-        result = await client.request("tools/call", {"name": tool, "arguments": arguments}, on_progress=on_progress)
+        params = {"name": tool, "arguments": arguments}
+        try:
+            result = await client.request("tools/call", params, on_progress=on_progress)
+        except McpAuthRequired:
+            # the server refused the token before running anything, so one retry after a refresh is safe
+            if self.token is None or not await self.token.refresh():
+                raise
+            result = await client.request("tools/call", params, on_progress=on_progress)
         if not isinstance(result, dict) or not isinstance(result.get("content", []), list):
             raise McpError(-32600, f"MCP tool {self.name}/{tool} returned an invalid result")
         return result

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pi_coding_agent.coding.mcp.config import McpConfig, ServerEntry
 from pi_coding_agent.coding.mcp.connection import ServerConnection
@@ -17,6 +18,9 @@ from pi_coding_agent.coding.mcp.log import ServerLog
 from pi_coding_agent.coding.mcp.naming import namespace, server_summary, tool_name
 from pi_coding_agent.coding.mcp.resources import RESOURCE_TOOLS, ResourceTool, resource_exposure
 from pi_coding_agent.coding.mcp.tools import McpTool, schema_problem
+
+if TYPE_CHECKING:
+    from pi_coding_agent.coding.mcp.oauth import CredentialStore, TokenSource
 
 AnyMcpTool = McpTool | ResourceTool
 
@@ -30,6 +34,7 @@ class McpManager:
     def __init__(self, config: McpConfig, cwd: Path, agent_dir: Path, notify: Notify) -> None:
         self.config = config
         self.cwd = cwd
+        self.agent_dir = agent_dir
         self.notify = notify
         self.log = ServerLog(agent_dir / "mcp.log")
         self.connections: dict[str, ServerConnection] = {}
@@ -49,7 +54,8 @@ class McpManager:
         """Connect every enabled server in the background; report problems once all settled."""
         for entry in self.config.servers:
             if entry.enabled:
-                connection = ServerConnection(entry, self.cwd, self.log, self._register_tools, self._changed)
+                connection = ServerConnection(entry, self.cwd, self.log, self._register_tools, self._changed,
+                                              token_source(entry, self.agent_dir))
                 self.connections[entry.name] = connection
                 connection.start()
         self._startup = asyncio.create_task(self._report_after_startup())
@@ -101,6 +107,19 @@ class McpManager:
         await connection.close()
         await connection.start()
         return None if connection.state == "connected" else (connection.error or connection.state)
+
+    async def sign_in(self, name: str, show_url: Callable[[str], None], timeout_s: float = 300) -> str | None:
+        """OAuth sign-in, then reconnect; an error message on failure."""
+        from pi_coding_agent.coding.mcp.oauth import SignInError, sign_in
+
+        connection = self.connections[name]
+        entry = connection.entry
+        try:
+            await sign_in(name, entry.config["url"], entry.config.get("oauth") or {}, credential_store(self.agent_dir),
+                          connection.challenge, show_url, timeout_s)
+        except (SignInError, OSError) as exc:
+            return f'Sign-in to MCP server "{name}" failed: {exc}'
+        return await self.reconnect(name)
 
     # ------------------------------------------------------------------ tools
 
@@ -240,6 +259,21 @@ class McpManager:
         if connection is not None and connection.error and connection.state != "connected":
             error = "\n    " + connection.error.replace("\n", "\n    ")
         return f"{entry.name}: {state}{tools} ({entry.exposure}){error}"
+
+
+def credential_store(agent_dir: Path) -> CredentialStore:
+    from pi_coding_agent.coding.mcp.oauth import CredentialStore
+
+    return CredentialStore(agent_dir / "mcp-auth.json")
+
+
+def token_source(entry: ServerEntry, agent_dir: Path) -> TokenSource | None:
+    """The stored OAuth token of an HTTP server that signs in with OAuth (None for the others)."""
+    if not entry.uses_oauth:
+        return None
+    from pi_coding_agent.coding.mcp.oauth import TokenSource
+
+    return TokenSource(entry.name, entry.config["url"], credential_store(agent_dir))
 
 
 def no_servers_text(agent_dir: Path) -> str:

@@ -37,7 +37,7 @@ Commands:
   add <server>            Add or replace a server in mcp.json
   remove <server>         Remove a server from mcp.json
   list                    Show state, tools, and errors (exits 1 on failure)
-  login <server>          Sign in through the browser (not supported here yet)
+  login <server>          Sign in through the browser
   logout <server>         Delete the stored OAuth credentials
 
 Options for add, remove, login, and logout:
@@ -228,9 +228,7 @@ def add(args: list[str], agent_dir: Path, cwd: Path, project_config: Path) -> in
     print(f'{"Replaced" if replaced[0] else "Added"} {"project" if local else "global"} MCP server "{name}" in {path}.')
     if local and not _trusted(agent_dir, cwd):
         print(f"The project is not trusted, so {path} is ignored until you start pi in the project and trust it.")
-    from pi_coding_agent.coding.mcp.commands import uses_oauth
-
-    hint = f". If it requires sign-in: pi mcp login {name}" if uses_oauth(validated) else ""
+    hint = f". If it requires sign-in: pi mcp login {name}" if ServerEntry(name, validated, "", "").uses_oauth else ""
     print(f"Check it with: pi mcp list{hint}")
     return 0
 
@@ -359,17 +357,65 @@ def sign_in_out(command: str, args: list[str], agent_dir: Path, cwd: Path, trust
     if parsed.values.get("local") and entry.scope != "project":
         _err(f'MCP server "{name}" is defined in {entry.source}, not in the project; omit --local.')
         return 1
-    from pi_coding_agent.coding.mcp.commands import uses_oauth
-
-    if not uses_oauth(entry.config):
+    if not entry.uses_oauth:
         _err(f'MCP server "{name}" does not use OAuth. Only HTTP servers without an Authorization header do.')
         return 1
+    from pi_coding_agent.coding.mcp.manager import credential_store
+
+    store = credential_store(agent_dir)
     if command == "logout":
-        print(f'No stored credentials for MCP server "{name}".')
+        removed = store.save(name, entry.config["url"], None)
+        print(f'Signed out of MCP server "{name}".' if removed else f'No stored credentials for MCP server "{name}".')
         return 0
-    _err(f'Sign-in to MCP server "{name}" failed: OAuth sign-in is not supported by this implementation; '
-         'set an Authorization header in mcp.json instead.')
-    return 1
+    try:
+        timeout = float(parsed.values.get("timeout", 300))
+    except ValueError:
+        timeout = -1
+    if not timeout > 0:
+        _err("--timeout must be a positive number of seconds.")
+        return 1
+    return asyncio.run(_login(entry, cwd, agent_dir, timeout))
+
+
+async def _login(entry: ServerEntry, cwd: Path, agent_dir: Path, timeout: float) -> int:
+    """Connect first (already signed in?), then the browser flow, then connect again."""
+    from pi_coding_agent.coding.mcp.connection import ServerConnection
+    from pi_coding_agent.coding.mcp.log import ServerLog
+    from pi_coding_agent.coding.mcp.manager import token_source
+    from pi_coding_agent.coding.mcp.oauth import SignInError, sign_in
+
+    name = entry.name
+    connection = ServerConnection(entry, cwd, ServerLog(agent_dir / "mcp.log"), _ignore, _ignore,
+                                  token_source(entry, agent_dir))
+    try:
+        await connection.start()
+        if connection.state == "connected":
+            print(f'Already signed in to MCP server "{name}" ({len(connection.tools)} tools).')
+            return 0
+        if connection.state != "needs-auth":
+            _err(f'MCP server "{name}" failed to connect: {connection.error or "unknown error"}')
+            return 1
+
+        def show(url: str) -> None:
+            print(f'Sign in to MCP server "{name}" in your browser:\n{url}', flush=True)
+
+        from pi_coding_agent.coding.mcp.manager import credential_store
+
+        try:
+            await sign_in(name, entry.config["url"], entry.config.get("oauth") or {}, credential_store(agent_dir),
+                          connection.challenge, show, timeout)
+        except (SignInError, OSError) as exc:
+            _err(f'Sign-in to MCP server "{name}" failed: {exc}')
+            return 1
+        await connection.close()
+        await connection.start()
+        if connection.state != "connected":
+            _err(f"Signed in, but {connection.error or connection.state}")
+            return 1
+        print(f'Signed in to MCP server "{name}" ({len(connection.tools)} tools).')
+        return 0
+    finally:
+        await connection.close()
 
 
 def _distance(a: str, b: str) -> int:
