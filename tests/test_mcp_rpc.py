@@ -223,3 +223,31 @@ async def test_bad_input_gets_clear_errors_and_the_session_keeps_working(
     assert all(line.startswith(b"{") for line in pi.raw_lines)
     await run_prompt(pi, "again")
     assert ws.llm.requests[-1]["body"]["messages"][-1]["content"] == [{"type": "text", "text": "again"}]
+
+
+async def test_extensions_register_servers_and_gate_calls_by_annotations(
+        ws: McpWorkspace, pi_procs: list[RpcProcess]) -> None:
+    """No mcp.json at all: an extension registers the server; its tool_call gate reads the annotations."""
+    import textwrap
+
+    server = stdio_server(exposure="direct")
+    ext = ws.cwd / "gate.py"
+    ext.write_text(textwrap.dedent(f"""
+        def setup(pi):
+            pi.register_mcp_server("fake", {server!r})
+
+            def gate(event, ctx):
+                tool = next(t for t in pi.get_all_tools() if t["name"] == event["toolName"])
+                if not tool.get("annotations", {{}}).get("readOnlyHint"):
+                    return {{"block": True, "reason": "only read-only MCP tools"}}
+                return None
+            pi.on("tool_call", gate)
+    """))
+    ws.llm.add({"content": [{"type": "toolCall", "id": "ro", "name": "mcp__fake__echo", "arguments": {"text": "a"}},
+                            {"type": "toolCall", "id": "rw", "name": "mcp__fake__add", "arguments": {"a": 1, "b": 2}}]},
+               {"content": [{"type": "text", "text": "done"}]})
+    pi = await _start(ws, pi_procs, "-e", str(ext))
+    records = await run_prompt(pi, "go")
+    ends = {r["toolCallId"]: r for r in records if r.get("type") == "tool_execution_end"}
+    assert ends["ro"]["result"]["content"] == [{"type": "text", "text": "echo: a"}]
+    assert ends["rw"]["isError"] is True and ends["rw"]["result"]["content"][0]["text"] == "only read-only MCP tools"

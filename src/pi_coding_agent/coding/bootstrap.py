@@ -142,9 +142,8 @@ async def create_session(args: CliArgs, mode: str, ui: Any = None) -> AgentSessi
     runtime.compaction = CompactionController(session, runtime)
     runtime.agent.hooks.prepare_next_turn = runtime.compaction.check_between_turns
     from pi_coding_agent.coding.extensions.loader import attach_extensions
-
-    runtime.extensions = await attach_extensions(runtime, session, trusted)
     from pi_coding_agent.coding.mcp import start_mcp
 
-    runtime.mcp = start_mcp(runtime, trusted)
+    runtime.mcp = start_mcp(runtime, trusted)  # before extensions, which may register MCP servers
+    runtime.extensions = await attach_extensions(runtime, session, trusted)
     return session

@@ -15,6 +15,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from pi_coding_agent.coding.mcp.config import McpConfig
     from pi_coding_agent.coding.mcp.manager import McpManager
     from pi_coding_agent.coding.runtime import SessionRuntime
 
@@ -51,18 +52,35 @@ class McpSession:
     def start(self) -> None:
         rt = self.runtime
         paths = [rt.agent_dir / "mcp.json", *([rt.cwd / ".pi" / "mcp.json"] if self.trusted else [])]
-        if not any(path.exists() for path in paths):
-            return
-        from pi_coding_agent.coding.mcp.config import load_config
+        if any(path.exists() for path in paths):
+            from pi_coding_agent.coding.mcp.config import load_config
+
+            self._start_manager(load_config(rt.agent_dir, rt.cwd, self.trusted))
+
+    def _start_manager(self, config: McpConfig) -> McpManager:
         from pi_coding_agent.coding.mcp.manager import McpManager
 
-        config = load_config(rt.agent_dir, rt.cwd, self.trusted)
+        rt = self.runtime
         for error in config.errors:
             print(f"Warning: MCP config: {error}", file=sys.stderr)
         self.manager = McpManager(config, rt.cwd, rt.agent_dir, self.notify)
         self.manager.on_tools_changed.append(self.sync_tools)
         self._add_tool_search()
         self.manager.start()
+        return self.manager
+
+    def register_server(self, name: str, config: dict[str, Any], source: str) -> None:
+        """``register_mcp_server`` of the extension API: the same shape as an ``mcpServers`` entry."""
+        from pi_coding_agent.coding.mcp.config import McpConfig, ServerEntry, validate_server
+
+        validated = validate_server(name, config)
+        if isinstance(validated, str):
+            raise ValueError(validated)
+        manager = self.manager or self._start_manager(McpConfig())
+        overridden = manager.add_server(ServerEntry(name, validated, source, "extension"))
+        if overridden:
+            print(f"Warning: MCP server {overridden}", file=sys.stderr)
+        self._add_tool_search()
 
     def notify(self, message: str, kind: str) -> None:
         notify = getattr(self.runtime.ui, "notify", None)

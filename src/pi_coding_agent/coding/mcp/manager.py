@@ -53,12 +53,25 @@ class McpManager:
     def start(self) -> None:
         """Connect every enabled server in the background; report problems once all settled."""
         for entry in self.config.servers:
-            if entry.enabled:
-                connection = ServerConnection(entry, self.cwd, self.log, self._register_tools, self._changed,
-                                              token_source(entry, self.agent_dir))
-                self.connections[entry.name] = connection
-                connection.start()
+            self._connect(entry)
         self._startup = asyncio.create_task(self._report_after_startup())
+
+    def _connect(self, entry: ServerEntry) -> None:
+        if entry.enabled:
+            connection = ServerConnection(entry, self.cwd, self.log, self._register_tools, self._changed,
+                                          token_source(entry, self.agent_dir))
+            self.connections[entry.name] = connection
+            connection.start()
+
+    def add_server(self, entry: ServerEntry) -> str | None:
+        """A server an extension registered: connects at once unless a file entry of the same
+        namespace overrides it (then the reason is returned)."""
+        clash = next((e for e in self.config.servers if namespace(e.name) == namespace(entry.name)), None)
+        if clash is not None:
+            return f'"{entry.name}" registered by {entry.source} is overridden by "{clash.name}" in {clash.source}'
+        self.config.servers.append(entry)
+        self._connect(entry)
+        return None
 
     async def _report_after_startup(self) -> None:
         await self.wait_for(list(self.connections.values()))
