@@ -693,7 +693,8 @@ async def test_settings_commands_persist_and_idle_commands_answer(tmp_path: Path
     assert t.responses["c9"]["error"] == "Nothing to compact (session too small)"
     assert t.data("c10") == {"steering": [], "followUp": []}
     assert t.responses["c11"]["error"] == "Nothing to export yet - start a conversation first"
-    assert [c["name"] for c in t.data("c12")["commands"]] == ["review", "skill:greeter"]
+    assert [c["name"] for c in t.data("c12")["commands"]
+            if c["sourceInfo"].get("source") != "builtin"] == ["review", "skill:greeter"]
 
 
 async def test_new_and_switched_sessions_write_their_files(tmp_path: Path) -> None:
@@ -758,7 +759,7 @@ async def test_templates_skills_and_images(tmp_path: Path) -> None:
     steps, args = FLOWS["resources"]
     with FakeLLMServer() as server:
         t = await run_script(Side("ours", tmp_path, server), steps(), *args)
-    commands = t.data("c1")["commands"]
+    commands = [c for c in t.data("c1")["commands"] if c["sourceInfo"].get("source") != "builtin"]
     assert [(c["name"], c["source"], c["description"]) for c in commands] == [
         ("review", "prompt", "Review a file"), ("skill:greeter", "skill", "Greets people politely")]
     assert commands[0]["sourceInfo"] == {"path": str(t.side.agent_dir / "prompts" / "review.md"), "source": "auto",

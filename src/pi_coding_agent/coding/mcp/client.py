@@ -41,6 +41,14 @@ class McpTimeout(Exception):
         super().__init__(f"MCP request timed out after {round(timeout_s * 1000)}ms")
 
 
+class McpAuthRequired(Exception):
+    """HTTP 401: the server wants a bearer token (OAuth sign-in)."""
+
+    def __init__(self, www_authenticate: str) -> None:
+        super().__init__("MCP server requires authorization")
+        self.www_authenticate = www_authenticate
+
+
 class Transport(Protocol):
     """What the client needs of stdio and streamable HTTP alike."""
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pi_coding_agent.ai.keys import resolve_or_raise
-from pi_coding_agent.coding.mcp.client import McpClient, McpError
+from pi_coding_agent.coding.mcp.client import McpAuthRequired, McpClient, McpError
 from pi_coding_agent.coding.mcp.config import ServerEntry
 from pi_coding_agent.coding.mcp.log import ServerLog
 
@@ -88,8 +88,6 @@ class ServerConnection:
         return self._client
 
     async def _open(self) -> None:
-        from pi_coding_agent.coding.mcp.http import McpAuthRequired
-
         try:
             await self._open_once()
         except McpAuthRequired:
@@ -115,8 +113,6 @@ class ServerConnection:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            from pi_coding_agent.coding.mcp.http import McpAuthRequired
-
             await self._fail(exc, transport)
             if isinstance(exc, McpAuthRequired) and self.token is not None:
                 self.challenge = exc.www_authenticate
@@ -132,8 +128,6 @@ class ServerConnection:
         return [t for t in tools if isinstance(t.get("name"), str) and t["name"]]
 
     async def _fail(self, exc: Exception, transport: Any) -> None:
-        from pi_coding_agent.coding.mcp.http import McpAuthRequired
-
         if self._client is not None:
             with contextlib.suppress(Exception):
                 await self._client.close()
@@ -172,8 +166,6 @@ class ServerConnection:
 
     async def call_tool(self, tool: str, arguments: dict[str, Any],
                         on_progress: Callable[[dict[str, Any]], None] | None) -> dict[str, Any]:
-        from pi_coding_agent.coding.mcp.http import McpAuthRequired
-
         client = await self.client()
         params = {"name": tool, "arguments": arguments}
         try:

@@ -15,6 +15,8 @@ from typing import Any
 import httpx
 import orjson
 
+from pi_coding_agent.coding.mcp.client import McpAuthRequired
+
 RETRY_DELAYS_S = (0.25, 1.0)
 NOT_RETRIED = frozenset({"tools/call"})
 
@@ -23,14 +25,6 @@ class McpHttpError(Exception):
     def __init__(self, status: int, text: str) -> None:
         super().__init__(f"MCP server answered HTTP {status}{': ' + text[:300] if text else ''}")
         self.status = status
-
-
-class McpAuthRequired(Exception):
-    """HTTP 401: the server wants a bearer token (OAuth sign-in)."""
-
-    def __init__(self, www_authenticate: str) -> None:
-        super().__init__("MCP server requires authorization")
-        self.www_authenticate = www_authenticate
 
 
 def is_transient(error: BaseException) -> bool:
