@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -22,24 +22,27 @@ def ws(tmp_path: Path, fake_llm: FakeLLMServer) -> McpWorkspace:
     return McpWorkspace(tmp_path, fake_llm)
 
 
+Start = Callable[..., Awaitable[RpcProcess]]
+
+
 @pytest.fixture
-async def pi_procs() -> AsyncIterator[list[RpcProcess]]:
+async def start(ws: McpWorkspace) -> AsyncIterator[Start]:
+    """Spawns ``pi --mode rpc`` in the workspace; every process is killed after the test."""
     started: list[RpcProcess] = []
-    yield started
+
+    async def spawn(*args: str, session: bool = False) -> RpcProcess:
+        started.append(await ws.pi(*args, session=session))
+        return started[-1]
+
+    yield spawn
     for proc in started:
         await proc.kill()
 
 
-async def _start(ws: McpWorkspace, procs: list[RpcProcess], *args: str) -> RpcProcess:
-    proc = await ws.pi(*args)
-    procs.append(proc)
-    return proc
-
-
-async def test_direct_tool_is_declared_and_called_through_the_model(ws: McpWorkspace, pi_procs: list[RpcProcess]) -> None:
+async def test_direct_tool_is_declared_and_called_through_the_model(ws: McpWorkspace, start: Start) -> None:
     ws.servers({"fake": stdio_server(exposure="direct")})
     ws.llm.add(tool_call("mcp__fake__echo", {"text": "hi"}), {"content": [{"type": "text", "text": "done"}]})
-    pi = await _start(ws, pi_procs)
+    pi = await start()
     records = await run_prompt(pi, "use the tool")
     end = tool_end(records)
     assert end["toolName"] == "mcp__fake__echo"
@@ -56,10 +59,10 @@ async def test_direct_tool_is_declared_and_called_through_the_model(ws: McpWorks
     assert tool_message["role"] == "tool" and "echo: hi" in json.dumps(tool_message["content"])
 
 
-async def test_big_result_is_cut_in_the_middle_and_saved(ws: McpWorkspace, pi_procs: list[RpcProcess]) -> None:
+async def test_big_result_is_cut_in_the_middle_and_saved(ws: McpWorkspace, start: Start) -> None:
     ws.servers({"fake": stdio_server(exposure="direct")})
     ws.llm.add(tool_call("mcp__fake__big", {}), {"content": [{"type": "text", "text": "done"}]})
-    pi = await _start(ws, pi_procs)
+    pi = await start()
     end = tool_end(await run_prompt(pi, "big"))
     text = end["result"]["content"][0]["text"]
     assert text.startswith("Warning: truncated output (original token count: 50500)\nTotal output lines: 2000\n\n")
@@ -72,12 +75,12 @@ async def test_big_result_is_cut_in_the_middle_and_saved(ws: McpWorkspace, pi_pr
     os.unlink(saved)
 
 
-async def test_error_image_and_unknown_server_tool(ws: McpWorkspace, pi_procs: list[RpcProcess]) -> None:
+async def test_error_image_and_unknown_server_tool(ws: McpWorkspace, start: Start) -> None:
     ws.servers({"fake": stdio_server(exposure="direct")})
     ws.llm.add({"content": [{"type": "toolCall", "id": "c1", "name": "mcp__fake__fail", "arguments": {}},
                             {"type": "toolCall", "id": "c2", "name": "mcp__fake__picture", "arguments": {}}]},
                {"content": [{"type": "text", "text": "done"}]})
-    pi = await _start(ws, pi_procs)
+    pi = await start()
     records = await run_prompt(pi, "two")
     ends = {r["toolCallId"]: r for r in records if r.get("type") == "tool_execution_end"}
     assert ends["c1"]["isError"] is True
@@ -87,11 +90,11 @@ async def test_error_image_and_unknown_server_tool(ws: McpWorkspace, pi_procs: l
     assert picture[1]["type"] == "image" and picture[1]["mimeType"] == "image/png"
 
 
-async def test_abort_cancels_the_call_at_the_server(ws: McpWorkspace, pi_procs: list[RpcProcess]) -> None:
+async def test_abort_cancels_the_call_at_the_server(ws: McpWorkspace, start: Start) -> None:
     marker = ws.root / "cancelled.txt"
     ws.servers({"fake": stdio_server(exposure="direct", env={"MCP_FAKE_MARKER": str(marker)})})
     ws.llm.add(tool_call("mcp__fake__hang", {}))
-    pi = await _start(ws, pi_procs)
+    pi = await start()
     await pi.send({"type": "prompt", "message": "hang", "id": "run"})
     await pi.read_until(lambda r: r.get("type") == "tool_execution_start")
     await pi.send({"type": "abort", "id": "stop"})
@@ -107,10 +110,10 @@ async def test_abort_cancels_the_call_at_the_server(ws: McpWorkspace, pi_procs: 
     assert marker.read_text() == "cancelled\n"
 
 
-async def test_mcp_command_status_and_get_commands(ws: McpWorkspace, pi_procs: list[RpcProcess]) -> None:
+async def test_mcp_command_status_and_get_commands(ws: McpWorkspace, start: Start) -> None:
     ws.servers({"fake": stdio_server(exposure="direct"), "gone": {"command": "/nonexistent/server"},
                 "bad name": {"command": "x"}, "old": {"type": "sse", "url": "http://127.0.0.1:1/sse"}})
-    pi = await _start(ws, pi_procs)
+    pi = await start()
     commands = (await pi.request({"type": "get_commands", "id": "c"}))["data"]["commands"]
     assert commands[0] == {"name": "mcp", "description": "Manage MCP servers: sign in, reconnect, enable or "
                            "disable, and change exposure", "source": "extension",
@@ -130,27 +133,26 @@ async def test_mcp_command_status_and_get_commands(ws: McpWorkspace, pi_procs: l
     assert attention["notifyType"] == "warning" and "  gone: failed: spawn /nonexistent/server ENOENT" in attention["message"]
 
 
-async def test_no_mcp_and_disabled_builtin(ws: McpWorkspace, pi_procs: list[RpcProcess]) -> None:
+async def test_no_mcp_and_disabled_builtin(ws: McpWorkspace, start: Start) -> None:
     ws.servers({"fake": stdio_server(exposure="direct")})
-    pi = await _start(ws, pi_procs, "--no-mcp")
+    pi = await start("--no-mcp")
     commands = (await pi.request({"type": "get_commands", "id": "c"}))["data"]["commands"]
     assert all(c["name"] != "mcp" for c in commands)
     (ws.agent_dir / "settings.json").write_text(json.dumps({"extensions": ["-builtin:mcp"]}))
     ws.llm.add({"content": [{"type": "text", "text": "hello"}]})
-    pi2 = await _start(ws, pi_procs)
+    pi2 = await start()
     await run_prompt(pi2, "hi")
     assert not any(name.startswith("mcp__") for name in declared_tools(ws.llm.requests[-1]))
 
 
 async def test_deferred_tools_load_through_tool_search_and_stay_declared_after_resume(
-        ws: McpWorkspace, pi_procs: list[RpcProcess]) -> None:
+        ws: McpWorkspace, start: Start) -> None:
     ws.servers({"fake": stdio_server(exposure="deferred", description="Fake test tools")})
     ws.llm.add(tool_call("tool_search", {"query": "echo text"}, "s1"),
                tool_call("mcp__fake__echo", {"text": "x"}, "e1"),
                {"content": [{"type": "text", "text": "done"}]}, {"content": [{"type": "text", "text": "again"}]})
     session_dir = ws.root / "sessions"
-    pi = await ws.pi("--session-dir", str(session_dir), session=True)
-    pi_procs.append(pi)
+    pi = await start("--session-dir", str(session_dir), session=True)
     records = await run_prompt(pi, "find a tool")
     search = tool_end(records)
     loaded = ["mcp__fake__echo", "mcp__fake__shout", "mcp__fake__big", "mcp__fake__huge"]
@@ -169,17 +171,16 @@ async def test_deferred_tools_load_through_tool_search_and_stay_declared_after_r
     ends = [r for r in records if r.get("type") == "tool_execution_end"]
     assert ends[1]["result"]["content"] == [{"type": "text", "text": "echo: x"}]
     await pi.kill()
-    resumed = await ws.pi("--session-dir", str(session_dir), "--continue", session=True)
-    pi_procs.append(resumed)
+    resumed = await start("--session-dir", str(session_dir), "--continue", session=True)
     await run_prompt(resumed, "again")
     assert "mcp__fake__echo" in declared_tools(ws.llm.requests[-1])
 
 
-async def test_list_changed_reaches_the_next_prompt(ws: McpWorkspace, pi_procs: list[RpcProcess]) -> None:
+async def test_list_changed_reaches_the_next_prompt(ws: McpWorkspace, start: Start) -> None:
     ws.servers({"fake": stdio_server(exposure="direct")})
     ws.llm.add(tool_call("mcp__fake__grow", {}), {"content": [{"type": "text", "text": "grown"}]},
                {"content": [{"type": "text", "text": "next"}]})
-    pi = await _start(ws, pi_procs)
+    pi = await start()
     await run_prompt(pi, "grow")
     await run_prompt(pi, "next")
     tools = declared_tools(ws.llm.requests[-1])
@@ -187,7 +188,7 @@ async def test_list_changed_reaches_the_next_prompt(ws: McpWorkspace, pi_procs: 
 
 
 async def test_bad_input_gets_clear_errors_and_the_session_keeps_working(
-        ws: McpWorkspace, pi_procs: list[RpcProcess]) -> None:
+        ws: McpWorkspace, start: Start) -> None:
     from tests.rpc_helpers import PYTHON, ROOT
 
     ws.servers({"fake": stdio_server(exposure="direct"),
@@ -199,7 +200,7 @@ async def test_bad_input_gets_clear_errors_and_the_session_keeps_working(
                             {"type": "toolCall", "id": "liar", "name": "mcp__raw__liar", "arguments": {}},
                             {"type": "toolCall", "id": "huge", "name": "mcp__fake__huge", "arguments": {"megabytes": 50}}]},
                {"content": [{"type": "text", "text": "survived"}]}, {"content": [{"type": "text", "text": "still here"}]})
-    pi = await _start(ws, pi_procs)
+    pi = await start()
     records = await run_prompt(pi, "break things")
     ends = {r["toolCallId"]: r for r in records if r.get("type") == "tool_execution_end"}
     assert ends["bad_args"]["isError"] is True
@@ -226,7 +227,7 @@ async def test_bad_input_gets_clear_errors_and_the_session_keeps_working(
 
 
 async def test_extensions_register_servers_and_gate_calls_by_annotations(
-        ws: McpWorkspace, pi_procs: list[RpcProcess]) -> None:
+        ws: McpWorkspace, start: Start) -> None:
     """No mcp.json at all: an extension registers the server; its tool_call gate reads the annotations."""
     import textwrap
 
@@ -246,7 +247,7 @@ async def test_extensions_register_servers_and_gate_calls_by_annotations(
     ws.llm.add({"content": [{"type": "toolCall", "id": "ro", "name": "mcp__fake__echo", "arguments": {"text": "a"}},
                             {"type": "toolCall", "id": "rw", "name": "mcp__fake__add", "arguments": {"a": 1, "b": 2}}]},
                {"content": [{"type": "text", "text": "done"}]})
-    pi = await _start(ws, pi_procs, "-e", str(ext))
+    pi = await start("-e", str(ext))
     records = await run_prompt(pi, "go")
     ends = {r["toolCallId"]: r for r in records if r.get("type") == "tool_execution_end"}
     assert ends["ro"]["result"]["content"] == [{"type": "text", "text": "echo: a"}]

@@ -118,6 +118,17 @@ def parse_options(args: list[str], known: dict[str, str], max_positionals: int =
     return parsed
 
 
+def parse_one_server(args: list[str], command: str, known: dict[str, str]) -> tuple[str, Parsed] | None:
+    """``<command> <server> [options]``: the server name and the options, or None (reported)."""
+    parsed = parse_options(args, known)
+    if parsed is None:
+        return None
+    if len(parsed.positional) != 1:
+        _err(f"Usage: pi mcp {command} <server> [-l]\n{HELP_HINT}")
+        return None
+    return parsed.positional[0], parsed
+
+
 def _pairs(option: str, pairs: list[str]) -> dict[str, str] | None:
     out: dict[str, str] = {}
     for pair in pairs:
@@ -234,13 +245,10 @@ def add(args: list[str], agent_dir: Path, cwd: Path, project_config: Path) -> in
 
 
 def remove(args: list[str], agent_dir: Path, cwd: Path, project_config: Path) -> int:
-    parsed = parse_options(args, {"local": "flag"})
-    if parsed is None:
+    one = parse_one_server(args, "remove", {"local": "flag"})
+    if one is None:
         return 1
-    if len(parsed.positional) != 1:
-        _err(f"Usage: pi mcp remove <server> [-l]\n{HELP_HINT}")
-        return 1
-    name = parsed.positional[0]
+    name, parsed = one
     local = bool(parsed.values.get("local"))
     scope = "project" if local else "global"
     path = project_config if local else agent_dir / "mcp.json"
@@ -338,13 +346,10 @@ def _print_report(report: dict[str, Any], out: Callable[[str], None]) -> None:
 
 def sign_in_out(command: str, args: list[str], agent_dir: Path, cwd: Path, trusted: bool, note: str | None) -> int:
     known = {"local": "flag", "timeout": "value"} if command == "login" else {"local": "flag"}
-    parsed = parse_options(args, known)
-    if parsed is None:
+    one = parse_one_server(args, command, known)
+    if one is None:
         return 1
-    if len(parsed.positional) != 1:
-        _err(f"Usage: pi mcp {command} <server> [-l]\n{HELP_HINT}")
-        return 1
-    name = parsed.positional[0]
+    name, parsed = one
     loaded = load_config(agent_dir, cwd, trusted)
     entry = next((e for e in loaded.servers if e.name == name), None)
     if entry is None:
