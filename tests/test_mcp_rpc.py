@@ -252,3 +252,42 @@ async def test_extensions_register_servers_and_gate_calls_by_annotations(
     ends = {r["toolCallId"]: r for r in records if r.get("type") == "tool_execution_end"}
     assert ends["ro"]["result"]["content"] == [{"type": "text", "text": "echo: a"}]
     assert ends["rw"]["isError"] is True and ends["rw"]["result"]["content"][0]["text"] == "only read-only MCP tools"
+
+
+async def test_first_prompt_waits_at_most_10_s_for_a_direct_server(ws: McpWorkspace, start: Start) -> None:
+    import time
+
+    from tests.rpc_helpers import PYTHON
+
+    ws.servers({"mute": {"command": PYTHON, "args": ["-c", "import time; time.sleep(120)"], "exposure": "direct"},
+                "lazy": stdio_server(exposure="deferred")})
+    ws.llm.add({"content": [{"type": "text", "text": "hi"}]})
+    pi = await start()
+    began = time.monotonic()
+    records = await run_prompt(pi, "hello")
+    waited = time.monotonic() - began
+    notes = [r["message"] for r in records if r.get("method") == "notify"]
+    assert "MCP servers are still connecting; their tools become available once connected." in notes
+    assert 9.5 < waited < 40
+    assert not any(n.startswith("mcp__mute") for n in declared_tools(ws.llm.requests[0]))
+
+
+async def test_a_killed_agent_leaves_no_server_behind(ws: McpWorkspace, start: Start) -> None:
+    import asyncio
+    import signal
+
+    pid_file = ws.root / "server.pid"
+    ws.servers({"fake": stdio_server(exposure="direct", env={"MCP_FAKE_PIDFILE": str(pid_file)})})
+    ws.llm.add({"content": [{"type": "text", "text": "hi"}]})
+    pi = await start()
+    await run_prompt(pi, "hello")  # the direct server connected before the first request
+    server_pid = int(pid_file.read_text())
+    os.kill(pi.proc.pid, signal.SIGKILL)
+    await pi.proc.wait()
+    for _ in range(100):
+        try:
+            os.kill(server_pid, 0)
+        except ProcessLookupError:
+            return
+        await asyncio.sleep(0.1)
+    pytest.fail(f"MCP server {server_pid} outlived the killed agent")

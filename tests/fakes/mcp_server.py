@@ -112,6 +112,9 @@ async def grow(ctx: Context) -> str:  # type: ignore[type-arg]
 
 def main() -> None:
     mode = sys.argv[1] if len(sys.argv) > 1 else "stdio"
+    if pid_file := os.environ.get("MCP_FAKE_PIDFILE"):
+        with open(pid_file, "w") as handle:
+            handle.write(str(os.getpid()))
     if os.environ.get("MCP_FAKE_GARBAGE"):
         print("this is not json", flush=True)
     if mode == "http":
