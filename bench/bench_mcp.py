@@ -4,6 +4,7 @@
   (the FastMCP test server of tests/fakes): the servers connect in the background, so the answer
   must not wait for them;
 * a second ``get_state`` sent while the servers are still connecting (command-loop latency);
+* the first prompt with a ``direct`` server: spawn to the first assistant ``message_start``;
 * per-call overhead: ``durationMs`` of ``mcp__one__echo`` called by the fake LLM, 10 calls per run
   (the server's own time is the same for both sides).
 
@@ -88,6 +89,25 @@ def start_once(cmd: list[str], servers: int, base_url: str) -> tuple[float, floa
     return first, second, rss
 
 
+def first_stream(cmd: list[str], llm: FakeLLMServer) -> float:
+    """Seconds from spawning (prompt sent at once) to the first assistant ``message_start``, with a
+    direct server: the prompt waits for the server so its tools are declared in the first request."""
+    home, agent_dir = _home(1, llm.url)
+    llm.add({"content": [{"type": "text", "text": "hello"}]})
+    start = time.perf_counter()
+    proc = spawn([*cmd, "--mode", "rpc", "--no-session", "--provider", PROVIDER, "--model", MODEL],
+                 env_for(cmd, home, agent_dir), cwd=home)
+    assert proc.stdin is not None
+    proc.stdin.write(b'{"id":"p","type":"prompt","message":"hi"}\n')
+    proc.stdin.flush()
+    _read_until(proc, lambda r: r.get("type") == "message_start" and r["message"]["role"] == "assistant")
+    elapsed = time.perf_counter() - start
+    _read_until(proc, lambda r: r.get("type") == "agent_settled")
+    stop(proc)
+    cleanup(home)
+    return elapsed
+
+
 def call_overhead(cmd: list[str], llm: FakeLLMServer) -> float:
     """Median ``durationMs`` of one echo call."""
     home, agent_dir = _home(1, llm.url)
@@ -128,6 +148,9 @@ def main() -> None:
                 ours = median([r[index] for r in results["ours"]])
                 ref = median([r[index] for r in results["reference"]]) if results["reference"] else None
                 rows.append(Row("mcp", f"{measure} ({label})", unit, ours, ref))
+        first = {side: median([first_stream(cmd, llm) for _ in range(runs)])
+                 for side, cmd in sides.items() if cmd is not None}
+        rows.append(Row("mcp", "first prompt streams (1 direct server)", "s", first["ours"], first.get("reference")))
         per_call = {side: median([call_overhead(cmd, llm) for _ in range(runs)])
                     for side, cmd in sides.items() if cmd is not None}
         rows.append(Row("mcp", "echo call durationMs", "ms", per_call["ours"], per_call.get("reference")))
