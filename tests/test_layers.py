@@ -25,7 +25,7 @@ CODING_ORDER: list[tuple[str, tuple[str, ...]]] = [
                      "compaction.summarize", "compaction.branch_summary")),
     ("runtime", ("runtime",)),
     ("services the session owns", ("compaction.controller", "tree_navigation", "extensions", "bash_runs",
-                                   "queue_mirror", "cache_warming", "llama_command")),
+                                   "queue_mirror", "cache_warming", "llama_command", "mcp")),
     ("session", ("agent_session",)),
     ("assembly", ("bootstrap", "sdk")),
     ("front ends", ("modes", "print_report")),
