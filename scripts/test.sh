@@ -24,6 +24,8 @@ if [ "${CI:-}" = "true" ] && [ -f "$REFERENCE_SCRIPT" ] \
    && [ ! -e "${PI_REFERENCE_DIR:-$HOME/.cache/pi-reference}/pi-1.6.0/node_modules/.bin/pi" ]; then
   bash "$REFERENCE_SCRIPT" >/dev/null || echo "warning: could not install the reference pi" >&2
 fi
+# The MCP interop test runs a third-party server from npm (it skips, with a reason, without it).
+bash scripts/install_mcp_test_servers.sh
 .venv/bin/ruff check src tests bench examples
 .venv/bin/mypy
 exec .venv/bin/python -m pytest "$@"

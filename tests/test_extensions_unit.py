@@ -122,3 +122,14 @@ def test_protected_paths_extra_patterns(tmp_path: Path, monkeypatch: pytest.Monk
     assert protected_paths.protected("secrets/key.txt", str(tmp_path))
     assert protected_paths.protected("certs/server.pem", str(tmp_path))
     assert not protected_paths.protected("src/main.py", str(tmp_path))
+
+
+def test_builtin_extensions_follow_pis_rule():
+    """-e builtin:<name> turns a bundled extension on; --no-extensions or -builtin:<name> turn it off."""
+    from pi_coding_agent.coding.extensions.loader import builtin_enabled
+
+    assert builtin_enabled("mcp", [], False, [])
+    assert not builtin_enabled("mcp", [], True, [])
+    assert builtin_enabled("mcp", [], True, ["builtin:mcp"])
+    assert not builtin_enabled("mcp", ["-builtin:mcp"], False, [])
+    assert builtin_enabled("mcp", ["-builtin:llama.cpp"], False, [])

@@ -136,7 +136,7 @@ async def test_disabling_the_builtin_removes_command_and_provider(tmp_path: Path
         pi = await start(tmp_path, router_env(tmp_path, router.url, {"extensions": ["-builtin:llama.cpp"]}))
         try:
             commands = (await pi.request({"type": "get_commands"}))["data"]["commands"]
-            assert [c["name"] for c in commands] == []
+            assert [c["name"] for c in commands] == ["mcp"]  # only llama.cpp's built-in is removed
             assert await llama_models(pi) == []
         finally:
             await pi.kill()

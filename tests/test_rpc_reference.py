@@ -244,13 +244,18 @@ class Normaliser:
 
 
 def _update_kinds(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``message_update`` runs reduced to their event kinds (chunking and live usage are timing)."""
+    """``message_update`` reduced to the first of each event kind per message: chunking, live usage
+    and where a command's own event (``queue_update``) falls between two deltas are timing."""
     out: list[dict[str, Any]] = []
+    seen: set[str] = set()
     for record in records:
+        if record.get("type") == "message_start":
+            seen = set()
         if record.get("type") == "message_update":
             kind = record["assistantMessageEvent"]["type"]
-            if out and out[-1].get("type") == "message_update" and out[-1]["kind"] == kind:
+            if kind in seen:
                 continue
+            seen.add(kind)
             record = {"type": "message_update", "kind": kind}
         out.append(record)
     return out
@@ -693,7 +698,8 @@ async def test_settings_commands_persist_and_idle_commands_answer(tmp_path: Path
     assert t.responses["c9"]["error"] == "Nothing to compact (session too small)"
     assert t.data("c10") == {"steering": [], "followUp": []}
     assert t.responses["c11"]["error"] == "Nothing to export yet - start a conversation first"
-    assert [c["name"] for c in t.data("c12")["commands"]] == ["llama", "review", "skill:greeter"]
+    assert [c["name"] for c in t.data("c12")["commands"]
+            if c["sourceInfo"].get("source") != "builtin"] == ["review", "skill:greeter"]
 
 
 async def test_new_and_switched_sessions_write_their_files(tmp_path: Path) -> None:
@@ -758,7 +764,7 @@ async def test_templates_skills_and_images(tmp_path: Path) -> None:
     steps, args = FLOWS["resources"]
     with FakeLLMServer() as server:
         t = await run_script(Side("ours", tmp_path, server), steps(), *args)
-    commands = _without_builtin_commands(t.responses["c1"])["data"]["commands"]
+    commands = [c for c in t.data("c1")["commands"] if c["sourceInfo"].get("source") != "builtin"]
     assert [(c["name"], c["source"], c["description"]) for c in commands] == [
         ("review", "prompt", "Review a file"), ("skill:greeter", "skill", "Greets people politely")]
     assert commands[0]["sourceInfo"] == {"path": str(t.side.agent_dir / "prompts" / "review.md"), "source": "auto",

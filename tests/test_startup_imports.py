@@ -87,3 +87,21 @@ def test_start_with_an_oauth_credential_imports_no_oauth_or_router_code(tmp_path
     assert response["data"]["model"]["provider"] == "anthropic"  # type: ignore[index]
     assert sorted(m for m in modules if m.startswith(("pi_coding_agent.ai.oauth", "pi_coding_agent.ai.llama"))) == []
     assert sorted(m for m in modules if m.split(".")[0] in HEAVY) == []
+
+
+def test_start_without_mcp_json_loads_only_the_mcp_entry_module(tmp_path):
+    """No mcp.json: the ``/mcp`` entry module is all of MCP a session imports."""
+    response, modules = start_and_get_state(tmp_path)
+    assert response["success"] is True
+    assert sorted(m for m in modules if m.startswith("pi_coding_agent.coding.mcp")) == ["pi_coding_agent.coding.mcp"]
+
+
+def test_start_with_a_stdio_mcp_server_imports_no_heavy_library(tmp_path):
+    """A stdio server needs neither httpx nor the official SDK; the connection runs in the background."""
+    agent = tmp_path / "agent"
+    agent.mkdir()
+    (agent / "mcp.json").write_text(json.dumps({"mcpServers": {"s": {"command": "sleep", "args": ["5"]}}}))
+    response, modules = start_and_get_state(tmp_path)
+    assert response["success"] is True
+    assert "pi_coding_agent.coding.mcp.manager" in modules
+    assert sorted(m for m in modules if m.split(".")[0] in (*HEAVY, "mcp")) == []

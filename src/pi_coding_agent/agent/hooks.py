@@ -23,6 +23,8 @@ class AgentHooks:
     * ``after_tool_call(call, args, result) -> {"content"?, "details"?, "isError"?, "usage"?, "terminate"?} | None``.
     * ``get_api_key(model)``: asked before every request (keys may expire during a run).
     * ``prepare_next_turn()``: between turns, before the next ``turn_start`` (threshold compaction).
+    * ``turn_start_messages() -> messages``: right after a later ``turn_start``, messages to add before
+      the request (a system message declaring tools a tool loaded during the run, as pi records it).
     * ``finish_turn(message, tool_results) -> bool``: once a turn's messages are all in, just before
       its ``turn_end``; True asks for one more request when the run would otherwise stop (the
       transcript must then end with something the model can answer).
@@ -36,5 +38,6 @@ class AgentHooks:
     after_tool_call: Callable[[ToolCall, dict[str, Any], ToolResult], Awaitable[dict[str, Any] | None]] | None = None
     get_api_key: Callable[[Model], Awaitable[str | None]] | None = None
     prepare_next_turn: Callable[[], Awaitable[None]] | None = None
+    turn_start_messages: Callable[[], list[dict[str, Any]]] | None = None
     finish_turn: Callable[[AssistantMessage, list[ToolResultMessage]], Awaitable[bool]] | None = None
     stream_options: Callable[[Model], StreamOptions] | None = None

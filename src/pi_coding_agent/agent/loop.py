@@ -150,6 +150,8 @@ class _Run:
                     if not pending:  # one-at-a-time must not deliver two in one turn
                         pending = self._poll_steering()
                     await self._emit({"type": "turn_start"})
+                    if self.hooks.turn_start_messages is not None:
+                        pending = [*self.hooks.turn_start_messages(), *pending]
                 first_turn = False
                 for queued in pending:
                     await self._add(queued)

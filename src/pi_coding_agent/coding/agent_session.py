@@ -200,6 +200,8 @@ class AgentSession:
         self._settled.clear()
         try:
             await self.compaction.check_before_prompt()  # its events precede the prompt response
+            if self.rt.mcp is not None:
+                await self.rt.mcp.before_prompt()  # waits (bounded) for servers with direct tools
             await self._normalise_images(message)
             messages = self.rt.run_start_messages(message)
             if self.extensions is not None:
@@ -227,11 +229,13 @@ class AgentSession:
 
     async def _handle_input(self, text: str, images: list[dict[str, Any]] | None, streaming_behavior: str | None,
                             allow_commands: bool) -> dict[str, Any] | None:
-        """The built-in ``/llama``, extension commands and ``input`` hooks: a disposition, an
+        """The built-in ``/llama`` and ``/mcp``, extension commands and ``input`` hooks: a disposition, an
         ``{"action": "transform"}``, or None."""
         if allow_commands and self.rt.registry.llama_enabled and llama_command.is_invocation(text):
             await llama_command.run(self.rt)
             return {"disposition": "handled"}
+        if self.rt.mcp is not None and (handled := await self.rt.mcp.handle_input(text)) is not None:
+            return handled
         if self.extensions is None:
             return None
         return await self.extensions.handle_input(text, images, streaming_behavior, allow_commands)
@@ -506,9 +510,11 @@ class AgentSession:
             await self.extensions.session_info_changed(cleaned)
 
     def get_commands(self) -> list[dict[str, Any]]:
-        """The built-in ``/llama`` (when the router is configured), extension commands, then prompt
+        """The built-in ``/llama`` (when the router is configured) and ``/mcp``, extension commands, then prompt
         templates and skills."""
         commands: list[dict[str, Any]] = [dict(llama_command.COMMAND)] if self.rt.registry.llama_enabled else []
+        if self.rt.mcp is not None:
+            commands.append(self.rt.mcp.command_entry())
         if self.extensions is not None:
             commands += self.extensions.list_commands()
         return commands + self.rt.resource_commands()
@@ -608,6 +614,8 @@ class AgentSession:
             await self.abort()
         if self.extensions is not None:
             await self.extensions.session_shutdown("quit")
+        if self.rt.mcp is not None:
+            await self.rt.mcp.close()
         self.rt.processes.kill_all()
         self.sm.close()
         self._unsubscribe_agent()

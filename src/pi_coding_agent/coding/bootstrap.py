@@ -173,5 +173,8 @@ async def create_session(
         print(f"Warning: No models available. {LOGIN_HELP}", file=sys.stderr)
     session = AgentSession(runtime, _extension_sources(args, settings, agent_dir, cwd, trusted, extensions))
     attach_cache_warmer(session, runtime)
+    from pi_coding_agent.coding.mcp import start_mcp
+
+    runtime.mcp = start_mcp(runtime, trusted)  # before extensions, which may register MCP servers
     await session.start()
     return session

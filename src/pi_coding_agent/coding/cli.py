@@ -25,7 +25,7 @@ MODES = ("text", "json", "rpc")
 SANDBOX_MODES = ("off", "read-only", "workspace-write")  # as coding/sandbox/policy.py MODES, kept import-free
 
 # pi 1.6.0's bundled extensions (``-e builtin:<name>``) -> whether this implementation provides it
-PI_BUILTIN_EXTENSIONS: dict[str, bool] = {"mcp": False, "llama.cpp": True, "codemode": False, "tool-search": False}
+PI_BUILTIN_EXTENSIONS: dict[str, bool] = {"mcp": True, "llama.cpp": True, "codemode": False, "tool-search": False}
 
 
 class CliError(Exception):

@@ -32,9 +32,9 @@ REPLACE, KEEP, CANCEL = "Unload all and load", "Keep loaded and load", "Cancel"
 def enabled(settings: Settings, no_extensions: bool, cli_extensions: list[str]) -> bool:
     """As pi decides for its built-in extension: ``-e builtin:llama.cpp`` turns it on, else
     ``--no-extensions`` or a settings entry ``-builtin:llama.cpp`` turns it off."""
-    if EXTENSION in (e.strip() for e in cli_extensions):
-        return True
-    return not no_extensions and not any(p.entry.strip() == f"-{EXTENSION}" for p in settings.extensions)
+    from pi_coding_agent.coding.extensions.loader import builtin_enabled
+
+    return builtin_enabled("llama.cpp", [p.entry for p in settings.extensions], no_extensions, cli_extensions)
 
 
 def is_invocation(text: str) -> bool:

@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from pi_coding_agent.agent.agent import Agent
 from pi_coding_agent.agent.hooks import AgentHooks
@@ -59,6 +59,19 @@ from pi_coding_agent.coding.tools import (
 )
 from pi_coding_agent.coding.tools.images import ImageLimits, ImagePolicy, block_images
 
+
+class McpHooks(Protocol):
+    """What the session and its runtime call of the MCP connections (``coding/mcp``), which sit above
+    the runtime and are started with it."""
+
+    def register_server(self, name: str, config: dict[str, Any], source: str) -> None: ...
+    def command_entry(self) -> dict[str, Any]: ...
+    async def handle_input(self, text: str) -> dict[str, Any] | None: ...
+    async def before_prompt(self) -> None: ...
+    def prompt_sections(self) -> dict[str, str]: ...
+    async def close(self) -> None: ...
+
+
 LOGIN_HELP = auth_help.login_help()
 # "401 …" or "<API> error (401): …", as the adapters word an HTTP 401
 _UNAUTHORIZED = re.compile(r"(?:[^(]*\()?401\b")
@@ -87,6 +100,8 @@ class SessionRuntime:
     ) -> None:
         self.args = args
         self.sandbox = sandbox  # limits of the model's tools (None: off, as in pi)
+        # MCP connections, started by create_session once the runtime exists (None: off or --no-mcp)
+        self.mcp: McpHooks | None = None
         self.cwd = cwd
         self.agent_dir = agent_dir
         self.mode = mode
@@ -108,7 +123,7 @@ class SessionRuntime:
             tools=select_tools(self.all_tools, [*settings.default_tools, *(t.name for t in extra_tools)],
                                None if args.tools is None else ",".join(args.tools), args.no_tools),
             hooks=AgentHooks(build_context=self.build_context, get_api_key=self._get_api_key,
-                             stream_options=self._stream_options),
+                             stream_options=self._stream_options, turn_start_messages=self.tool_patch_messages),
             steering_mode=settings.steering_mode,
             follow_up_mode=settings.follow_up_mode,
         )
@@ -199,7 +214,7 @@ class SessionRuntime:
             context_files=r.context_files,
             skills=[s for s in r.skills if not s.disable_model_invocation] if names & {"read", "bash"} else [],
             cwd=self.cwd,
-            extra_sections={},
+            extra_sections=self.mcp.prompt_sections() if self.mcp is not None else {},
         )
         return build_sections(inputs)
 
@@ -214,6 +229,13 @@ class SessionRuntime:
         state = SystemState.replay(self.agent.messages)
         patch = state.patch_to(self.prompt_sections(), self.tool_declarations())
         return [patch, user_message] if patch else [user_message]
+
+    def tool_patch_messages(self) -> list[dict[str, Any]]:
+        """Tools activated during a run (``tool_search``) are declared from the next request on by a
+        system message, as pi records it; the prompt sections change only when a prompt starts."""
+        state = SystemState.replay(self.agent.messages)
+        patch = state.patch_to(state.sections, self.tool_declarations())
+        return [patch] if patch else []
 
     def build_context(self, messages: list[dict[str, Any]]) -> Context:
         """Agent hook: the transcript as one request (system state replayed, custom roles converted)."""

@@ -184,8 +184,17 @@ class ExtensionAPI:
         return [t.name for t in self._live().rt.agent.tools]
 
     def get_all_tools(self) -> list[dict[str, Any]]:
-        return [{"name": t.name, "description": t.description, "parameters": t.parameters}
+        """Every tool; MCP tools also carry the server's ``annotations`` hints (permission gates use them)."""
+        return [{"name": t.name, "description": t.description, "parameters": t.parameters,
+                 **({"annotations": a} if (a := getattr(t, "annotations", None)) else {})}
                 for t in self._live().rt.all_tools.values()]
+
+    def register_mcp_server(self, name: str, config: dict[str, Any]) -> None:
+        """Add an MCP server for this session (an ``mcpServers`` entry); ValueError when invalid or MCP is off."""
+        mcp = self._live().rt.mcp
+        if mcp is None:
+            raise ValueError("MCP is disabled in this session (--no-mcp or -builtin:mcp)")
+        mcp.register_server(name, config, self._extension.path)
 
     def set_active_tools(self, names: list[str]) -> None:
         """Unknown names are ignored; the change reaches the model as a system patch on the next prompt."""

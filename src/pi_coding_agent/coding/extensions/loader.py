@@ -122,3 +122,12 @@ def in_process(setup: Callable[[Any], Any]) -> ExtensionSource:
     """An SDK caller's ``setup(pi)`` as an extension; its name stands in for a path in reports."""
     name = getattr(setup, "__qualname__", None) or type(setup).__name__
     return ExtensionSource(Path(f"<sdk:{name}>"), "sdk", "temporary", None, setup)
+
+
+def builtin_enabled(name: str, settings_entries: list[str], no_extensions: bool, cli_extensions: list[str]) -> bool:
+    """Whether pi's bundled extension ``builtin:<name>`` (``mcp``, ``llama.cpp``) is on, as pi decides:
+    ``-e builtin:<name>`` turns it on; else ``--no-extensions`` or a settings entry ``-builtin:<name>``
+    turns it off."""
+    if f"builtin:{name}" in (e.strip() for e in cli_extensions):
+        return True
+    return not no_extensions and not any(entry.strip() == f"-builtin:{name}" for entry in settings_entries)

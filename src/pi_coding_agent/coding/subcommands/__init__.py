@@ -14,7 +14,7 @@ import sys
 EXIT_UNSUPPORTED = 2
 
 # word -> module (in this package) whose ``main(argv)`` runs it
-SUPPORTED: dict[str, str] = {"auth": "auth"}
+SUPPORTED: dict[str, str] = {"auth": "auth", "mcp": "mcp"}
 
 # pi 1.6.0 subcommands this implementation does not provide
 UNSUPPORTED: frozenset[str] = frozenset({"install", "remove", "uninstall", "update", "list", "config"})

@@ -1,0 +1,185 @@
+"""MCP servers for a session (pi 1.6.0's built-in ``mcp`` extension, as a plain component).
+
+This module is all a session imports when MCP is on but no ``mcp.json`` exists: the ``/mcp`` command
+entry and status, nothing else. The manager, the client and the transports load only once a config
+file is found, and connect in the background so the command loop never waits for a server.
+
+Seams in the session (each one call): ``start_mcp`` from ``create_session``, and on the returned
+``McpSession``: ``command_entry`` (get_commands), ``handle_input`` (``/mcp``), ``before_prompt``,
+``prompt_sections`` and ``close``.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pi_coding_agent.coding.mcp.config import McpConfig
+    from pi_coding_agent.coding.mcp.manager import McpManager
+    from pi_coding_agent.coding.runtime import SessionRuntime
+
+COMMAND_DESCRIPTION = "Manage MCP servers: sign in, reconnect, enable or disable, and change exposure"
+SECTION = "mcp_servers"
+
+
+def mcp_disabled(runtime: SessionRuntime) -> bool:
+    """``--no-mcp`` for one run, ``"extensions": ["-builtin:mcp"]`` in settings, or ``--no-extensions``
+    without ``-e builtin:mcp`` (pi's rule for its bundled extensions)."""
+    from pi_coding_agent.coding.extensions.loader import builtin_enabled
+
+    args = runtime.args
+    entries = [entry.entry for entry in runtime.settings.extensions]
+    return args.no_mcp or not builtin_enabled("mcp", entries, args.no_extensions, args.extensions)
+
+
+def start_mcp(runtime: SessionRuntime, trusted: bool) -> McpSession | None:
+    """The session's MCP component, servers connecting in the background; None when MCP is off."""
+    if mcp_disabled(runtime):
+        return None
+    mcp = McpSession(runtime, trusted)
+    mcp.start()
+    return mcp
+
+
+class McpSession:
+    """Binds an ``McpManager`` to one ``SessionRuntime``: declares its tools, runs ``/mcp``."""
+
+    def __init__(self, runtime: SessionRuntime, trusted: bool) -> None:
+        self.runtime = runtime
+        self.trusted = trusted
+        self.manager: McpManager | None = None
+
+    def start(self) -> None:
+        rt = self.runtime
+        paths = [rt.agent_dir / "mcp.json", *([rt.cwd / ".pi" / "mcp.json"] if self.trusted else [])]
+        if any(path.exists() for path in paths):
+            from pi_coding_agent.coding.mcp.config import load_config
+
+            self._start_manager(load_config(rt.agent_dir, rt.cwd, self.trusted))
+
+    def _start_manager(self, config: McpConfig) -> McpManager:
+        from pi_coding_agent.coding.mcp.manager import McpManager
+
+        rt = self.runtime
+        for error in config.errors:
+            print(f"Warning: MCP config: {error}", file=sys.stderr)
+        self.manager = McpManager(config, rt.cwd, rt.agent_dir, self.notify)
+        self.manager.on_tools_changed.append(self.sync_tools)
+        self._add_tool_search()
+        self.manager.start()
+        return self.manager
+
+    def register_server(self, name: str, config: dict[str, Any], source: str) -> None:
+        """``register_mcp_server`` of the extension API: the same shape as an ``mcpServers`` entry."""
+        from pi_coding_agent.coding.mcp.config import McpConfig, ServerEntry, validate_server
+
+        validated = validate_server(name, config)
+        if isinstance(validated, str):
+            raise ValueError(validated)
+        manager = self.manager or self._start_manager(McpConfig())
+        overridden = manager.add_server(ServerEntry(name, validated, source, "extension"))
+        if overridden:
+            print(f"Warning: MCP server {overridden}", file=sys.stderr)
+        self._add_tool_search()
+
+    def notify(self, message: str, kind: str) -> None:
+        notify = getattr(self.runtime.ui, "notify", None)
+        if notify is not None:
+            notify(message, kind)
+
+    def sync_tools(self) -> None:
+        """Declare the direct tools and those the transcript declares (loaded by ``tool_search`` on this
+        branch), make every reachable tool known to ``get_all_tools``; withdrawn and hidden tools leave
+        both. ``--tools``/``--exclude-tools`` ``mcp__`` patterns apply."""
+        if self.manager is None:
+            return
+        from pi_coding_agent.coding.mcp.manager import AnyMcpTool
+        from pi_coding_agent.coding.resources.system_prompt import SystemState
+
+        rt = self.runtime
+        keep = tool_filter(rt.args)
+        reachable = {t.name: t for t in self.manager.tools() if keep(t.name)}
+        for name in [n for n, t in rt.all_tools.items() if isinstance(t, AnyMcpTool) and n not in reachable]:
+            del rt.all_tools[name]
+        rt.all_tools.update(reachable)
+        recorded = SystemState.replay(rt.agent.messages).tools
+        current = [reachable[t.name] if isinstance(t, AnyMcpTool) else t for t in rt.agent.tools
+                   if not isinstance(t, AnyMcpTool) or t.name in reachable]
+        present = {t.name for t in current}
+        current += [t for t in reachable.values()
+                    if t.name not in present and (t.exposure == "direct" or t.name in recorded)]
+        rt.agent.set_tools(current)
+
+    def _add_tool_search(self) -> None:
+        """``tool_search`` is active while some server needs it, from the config on (before servers connect)."""
+        from pi_coding_agent.coding.mcp.tool_search import TOOL_SEARCH, ToolSearchTool
+
+        manager = self.manager
+        rt = self.runtime
+        if manager is None or not manager.needs_tool_search() or TOOL_SEARCH in rt.all_tools:
+            return
+
+        def candidates() -> list[tuple[Any, str]]:
+            active = {t.name for t in rt.agent.tools}
+            return [(t, _namespace_text(manager, t)) for t in manager.tools()
+                    if t.exposure in ("deferred", "codemode") and t.name not in active and t.name in rt.all_tools]
+
+        def load(names: list[str]) -> None:
+            rt.agent.set_tools([*rt.agent.tools, *(rt.all_tools[n] for n in names)])
+
+        tool = ToolSearchTool(candidates, load, manager.wait_for_all)
+        rt.all_tools[TOOL_SEARCH] = tool
+        rt.agent.set_tools([*rt.agent.tools, tool])
+
+    # ------------------------------------------------------------------ session hook points
+
+    def command_entry(self) -> dict[str, Any]:
+        """``/mcp`` as pi's get_commands lists its built-in extension command."""
+        return {"name": "mcp", "description": COMMAND_DESCRIPTION, "source": "extension",
+                "sourceInfo": {"path": "builtin:mcp", "source": "builtin", "scope": "temporary",
+                               "origin": "top-level"}}
+
+    async def handle_input(self, text: str) -> dict[str, Any] | None:
+        """``/mcp [login|logout|reconnect] [server]``: handled here, never sent to the model."""
+        if text != "/mcp" and not text.startswith("/mcp "):
+            return None
+        from pi_coding_agent.coding.mcp.commands import run_mcp_command
+
+        await run_mcp_command(self, text[4:].strip())
+        return {"disposition": "handled"}
+
+    async def before_prompt(self) -> None:
+        if self.manager is not None:
+            from pi_coding_agent.coding.resources.system_prompt import SystemState
+
+            await self.manager.before_prompt(set(SystemState.replay(self.runtime.agent.messages).tools))
+            self.sync_tools()
+
+    def prompt_sections(self) -> dict[str, str]:
+        section = self.manager.servers_section() if self.manager is not None else None
+        return {SECTION: section} if section else {}
+
+    async def close(self) -> None:
+        if self.manager is not None:
+            await self.manager.close()
+
+
+def tool_filter(args: Any) -> Any:
+    """``--tools`` keeps MCP tools unless an entry starts with ``mcp__``; ``--exclude-tools`` removes."""
+    from pi_coding_agent.coding.mcp.naming import name_matcher
+
+    include = [t for t in (getattr(args, "tools", None) or []) if t.startswith("mcp__")]
+    exclude = list(getattr(args, "exclude_tools", None) or [])
+    included = name_matcher(include) if include else (lambda _name: True)
+    excluded = name_matcher(exclude)
+    return lambda name: included(name) and not excluded(name)
+
+
+def _namespace_text(manager: McpManager, tool: Any) -> str:
+    """The server's namespace, description and instructions, which tool search weighs lightly."""
+    server = getattr(tool, "server", None)
+    if server is None:
+        return ""
+    info = manager.namespace_info(server)
+    return " ".join(str(info.get(key) or "") for key in ("name", "description", "instructions"))

@@ -1,0 +1,166 @@
+"""``tool_search``: BM25 over the metadata of tools not declared to the model, loading the matches.
+
+Ranking follows pi's rules so the same query loads the same tools: the name weighs 3 times a term's
+IDF, the server (namespace) text 0.5 times, the description is length-normalised Okapi BM25
+(k1 1.2, b 0.75); more covered query terms beat a higher score, a query that is exactly a tool's
+name ranks it first, and a tool whose whole local name is in the query gets a bonus. Loading adds
+the matches to the active tools, so the next model call declares them (a system message records it
+in the transcript, which keeps them declared on that branch after resume and fork).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pi_coding_agent.agent.tool import AgentTool, ToolResult, UpdateCallback
+from pi_coding_agent.ai.abort import AbortSignal
+
+TOOL_SEARCH = "tool_search"
+DEFAULT_LIMIT = 8
+NAME_WEIGHT = 3.0
+NAMESPACE_WEIGHT = 0.5
+STOP_WORDS = frozenset(["a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "in", "is", "it", "of", "on", "or", "that", "the", "this", "to", "with"])
+DESCRIPTION = (
+    "# Tool discovery\n\nSearches over deferred tool metadata with BM25 and exposes matching tools for the next "
+    "model call.\n\nSome of the tools, such as tools of MCP servers, may not have been provided to you upfront, "
+    f"and you should use this tool (`{TOOL_SEARCH}`) to search for the required tools. For MCP tool discovery, "
+    f"always use `{TOOL_SEARCH}`.")
+PARAMETERS = {"type": "object", "required": ["query"], "properties": {
+    "query": {"description": "Search query for deferred tools.", "type": "string"},
+    "limit": {"description": f"Maximum number of tools to return. Defaults to {DEFAULT_LIMIT}.", "type": "number"}}}
+
+
+def _stem(term: str) -> str:
+    if len(term) > 4 and term.endswith("ies"):
+        return term[:-3] + "y"
+    if len(term) > 4 and re.search(r"(ches|shes|sses|xes|zes)$", term):
+        return term[:-2]
+    if len(term) > 3 and term.endswith("s") and not term.endswith("ss"):
+        return term[:-1]
+    return term
+
+
+def tokenize(text: str) -> list[str]:
+    """Words split at identifier boundaries, lower-cased, stop words dropped, ASCII words singular."""
+    text = unicodedata.normalize("NFC", text)
+    text = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", text)
+    text = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1 \2", text).lower()
+    words = re.sub(r"[^\w]|_", " ", text).split()
+    return [_stem(w) if re.fullmatch(r"[a-z0-9]+", w) else w for w in words if w not in STOP_WORDS]
+
+
+def _schema_text(schema: Any, parts: list[str], depth: int = 0) -> None:
+    if not isinstance(schema, dict) or depth > 20:
+        return
+    if isinstance(schema.get("description"), str):
+        parts.append(schema["description"])
+    for name, prop in (schema.get("properties") or {}).items() if isinstance(schema.get("properties"), dict) else ():
+        parts.append(name)
+        _schema_text(prop, parts, depth + 1)
+    _schema_text(schema.get("items"), parts, depth + 1)
+    for key in ("anyOf", "oneOf", "allOf"):
+        for variant in schema.get(key) or [] if isinstance(schema.get(key), list) else []:
+            _schema_text(variant, parts, depth + 1)
+
+
+@dataclass
+class SearchDocument:
+    name: str
+    text: str
+    namespace_text: str
+
+
+def document_of(tool: Any, namespace_text: str) -> SearchDocument:
+    parts = [tool.description]
+    _schema_text(tool.parameters, parts)
+    return SearchDocument(tool.name, " ".join(p for p in parts if p.strip()), namespace_text)
+
+
+def _normalize_name(name: str) -> str:
+    return re.sub(r"[^a-z0-9_$]", "_", name.strip().lower())
+
+
+def rank(query: str, documents: list[SearchDocument], limit: int) -> list[str]:
+    """Names of the best ``limit`` documents for ``query``, best first (ties keep document order)."""
+    terms = list(dict.fromkeys(tokenize(query)))
+    if not terms or not documents or limit <= 0:
+        return []
+    indexed = []
+    for doc in documents:
+        counts: dict[str, int] = {}
+        for term in tokenize(doc.text):
+            counts[term] = counts.get(term, 0) + 1
+        local = list(dict.fromkeys(tokenize(doc.name.split("__")[-1])))
+        indexed.append((doc.name, set(tokenize(doc.name)), local, counts, sum(counts.values()),
+                        set(tokenize(doc.namespace_text))))
+    average = sum(i[4] for i in indexed) / len(indexed) or 1
+    idf = {}
+    for term in terms:
+        frequency = sum(1 for i in indexed if term in i[1] or term in i[3] or term in i[5])
+        idf[term] = math.log(1 + (len(indexed) - frequency + 0.5) / (frequency + 0.5))
+    bonus = sum(idf.values())
+    exact_query = _normalize_name(query)
+    matches = []
+    for order, (name, name_terms, local, counts, length, ns_terms) in enumerate(indexed):
+        norm = 1.2 * (1 - 0.75 + 0.75 * length / average)
+        score, covered = 0.0, 0
+        for term in terms:
+            count = counts.get(term, 0)
+            weight = ((NAME_WEIGHT if term in name_terms else 0) + (NAMESPACE_WEIGHT if term in ns_terms else 0)
+                      + count * 2.2 / (count + norm))
+            covered += weight > 0
+            score += idf[term] * weight
+        if score == 0:
+            continue
+        if local and all(t in terms for t in local):
+            score += bonus
+        normalized = _normalize_name(name)
+        exact = normalized == exact_query or normalized.endswith(f"__{exact_query}")
+        matches.append((not exact, -covered, -score, order, name))
+    return [m[4] for m in sorted(matches)[:limit]]
+
+
+class ToolSearchTool(AgentTool):
+    """Loads matches among ``candidates()`` (searchable tools not active yet) through ``load(names)``."""
+
+    name = label = TOOL_SEARCH
+    description = DESCRIPTION
+    parameters = PARAMETERS
+    prompt_snippet = "Search for tools that are not loaded yet and load the matches"
+    execution_mode: Literal["parallel", "sequential"] = "parallel"
+
+    def __init__(self, candidates: Callable[[], list[tuple[AgentTool, str]]], load: Callable[[list[str]], None],
+                 ready: Callable[[], Any]) -> None:
+        self._candidates = candidates  # (tool, namespace text) pairs
+        self._load = load
+        self._ready = ready  # awaitable factory: every server settled
+
+    async def execute(self, tool_call_id: str, params: dict[str, Any], signal: AbortSignal,
+                      on_update: UpdateCallback) -> ToolResult:
+        query = str(params.get("query") or "")
+        if not query.strip():
+            raise ValueError("query must not be empty")
+        limit = params.get("limit", DEFAULT_LIMIT)
+        if isinstance(limit, float) and limit.is_integer():
+            limit = int(limit)
+        if not isinstance(limit, int) or isinstance(limit, bool) or limit <= 0:
+            raise ValueError("limit must be a positive integer")
+        await self._ready()
+        candidates = self._candidates()
+        found = rank(query, [document_of(tool, ns) for tool, ns in candidates], limit)
+        if found:
+            self._load(found)
+        described = {tool.name: tool.description for tool, _ in candidates}
+        if not found:
+            text = "No matching tools found."
+        else:
+            lines = [f"- {name}: {described[name].strip().splitlines()[0] if described[name].strip() else ''}"
+                     for name in found]
+            plural = "" if len(found) == 1 else "s"
+            text = f"Loaded {len(found)} tool{plural}. They are available from your next call:\n" + "\n".join(lines)
+        return ToolResult(content=[{"type": "text", "text": text}], details={"loaded": found})

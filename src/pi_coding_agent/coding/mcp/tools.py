@@ -1,0 +1,110 @@
+"""A server tool as an ``AgentTool``: what the model declares and what the agent executes.
+
+The adapter resolves its server at call time (a reconnect replaces the client underneath), refuses
+a tool the server has withdrawn or that is hidden now, and reports progress as partial results.
+Exposure, namespace, annotations and ``call`` are also the interface codemode consumes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal
+
+from pi_coding_agent.agent.tool import AgentTool, ToolResult, UpdateCallback
+from pi_coding_agent.ai.abort import AbortSignal
+from pi_coding_agent.coding.mcp.results import convert_result
+
+if TYPE_CHECKING:
+    from pi_coding_agent.coding.mcp.connection import ServerConnection
+
+ANNOTATION_HINTS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
+
+
+def normalize_schema(schema: Any) -> dict[str, Any]:
+    """An object schema: servers may omit ``type`` and some providers reject a missing ``properties``."""
+    base = dict(schema) if isinstance(schema, dict) else {}
+    base["type"] = base.get("type") or "object"
+    base.setdefault("properties", {})
+    return base
+
+
+JSON_TYPES = frozenset({"string", "number", "integer", "boolean", "object", "array", "null"})
+
+
+def schema_problem(schema: Any, path: str = "inputSchema", depth: int = 0) -> str | None:
+    """Why a tool's schema would break a request (providers reject the whole call), or None.
+
+    Only what makes a schema unusable is checked: non-object schemas, unknown ``type`` names,
+    non-object ``properties``, non-list ``required``.
+    """
+    if isinstance(schema, bool) and depth > 0:
+        return None
+    if not isinstance(schema, dict) or depth > 64:
+        return f"{path} must be an object"
+    kinds = schema.get("type")
+    for kind in kinds if isinstance(kinds, list) else [kinds] if kinds is not None else []:
+        if kind not in JSON_TYPES:
+            return f"{path}.type {kind!r} is not a JSON Schema type"
+    properties = schema.get("properties")
+    if properties is not None and not isinstance(properties, dict):
+        return f"{path}.properties must be an object"
+    if "required" in schema and not isinstance(schema["required"], list):
+        return f"{path}.required must be an array"
+    for name, sub in (properties or {}).items():
+        if problem := schema_problem(sub, f"{path}.properties.{name}", depth + 1):
+            return problem
+    items = schema.get("items")
+    return schema_problem(items, f"{path}.items", depth + 1) if isinstance(items, dict) else None
+
+
+def tool_annotations(tool: dict[str, Any]) -> dict[str, bool] | None:
+    raw = tool.get("annotations")
+    if not isinstance(raw, dict):
+        return None
+    hints = {hint: raw[hint] for hint in ANNOTATION_HINTS if isinstance(raw.get(hint), bool)}
+    return hints or None
+
+
+class McpTool(AgentTool):
+    """``mcp__<server>__<tool>``; ``exposure`` is pi's (``direct``, ``deferred``, ``codemode``, ``hidden``)."""
+
+    execution_mode: Literal["parallel", "sequential"] = "parallel"
+
+    def __init__(self, name: str, server: str, tool: dict[str, Any], exposure: str, namespace: str,
+                 connection: ServerConnection) -> None:
+        self.name = name
+        self.server = server
+        self.tool_name: str = tool["name"]
+        self.label = f"{server}/{self.tool_name}"
+        title = tool.get("title") or (tool.get("annotations") or {}).get("title")
+        self.description = (str(tool.get("description") or "").strip() or title
+                            or f"MCP tool {self.tool_name} from server {server}")
+        self.parameters = normalize_schema(tool.get("inputSchema"))
+        self.output_schema = tool.get("outputSchema")
+        self.annotations = tool_annotations(tool)
+        self.exposure = exposure
+        self.namespace = namespace
+        self._connection = connection  # reconnects replace its client, never the connection itself
+        self.available = True  # False once the server withdrew it or it was hidden
+
+    async def call(self, arguments: dict[str, Any],
+                   on_progress: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+        """The raw ``CallToolResult`` (what codemode scripts receive); raises when unreachable."""
+        if not self.available or self.exposure == "hidden":
+            raise RuntimeError(f'MCP tool "{self.label}" is no longer available.')
+        return await self._connection.call_tool(self.tool_name, arguments, on_progress)
+
+    async def execute(self, tool_call_id: str, params: dict[str, Any], signal: AbortSignal,
+                      on_update: UpdateCallback) -> ToolResult:
+        details = {"server": self.server, "tool": self.tool_name}
+
+        def progress(note: dict[str, Any]) -> None:
+            total = f"/{note['total']}" if note.get("total") is not None else ""
+            text = note.get("message") or f"Progress {note.get('progress')}{total}"
+            on_update(ToolResult(content=[{"type": "text", "text": str(text)}], details=details))
+
+        result = await self.call(params or {}, progress)
+        content, shaped, structured, is_error = convert_result(self.server, self.tool_name, result,
+                                                               self._connection.has_resources)
+        return ToolResult(content=content, details=shaped, is_error=is_error,  # type: ignore[arg-type]
+                          structured_content=structured)
