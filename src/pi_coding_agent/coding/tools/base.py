@@ -5,12 +5,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pi_coding_agent.agent.tool import ToolError, ToolResult, UpdateCallback
 from pi_coding_agent.ai.abort import AbortSignal
 
 from .images import ImagePolicy
+
+if TYPE_CHECKING:
+    from .backend import CommandBackend, FileBackend
 
 
 @dataclass
@@ -24,6 +27,8 @@ class ToolEnv:
     model_accepts_images: Callable[[], bool] = field(default=lambda: True)
     image_policy: Callable[[], ImagePolicy] = field(default=ImagePolicy)
     agent_dir: Path | None = None
+    files: FileBackend | None = None  # None: this machine's files (see backend.py)
+    commands: CommandBackend | None = None  # None: this machine's shell
 
 
 def aborted_error() -> ToolError:

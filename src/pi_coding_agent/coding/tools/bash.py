@@ -145,7 +145,11 @@ class BashTool(BuiltinTool):
 
         started = time.monotonic()
         try:
-            result = await run_shell(command, self.env, on_data, signal, timeout, self.env.session_env())
+            if self.env.commands is not None:
+                result = await self.env.commands.run(command, self.env, on_data, signal, timeout,
+                                                     self.env.session_env(), tool_call_id=tool_call_id)
+            else:
+                result = await run_shell(command, self.env, on_data, signal, timeout, self.env.session_env())
         except CommandAborted:
             text, _ = format_output(finish(), output.last_line_bytes, "")
             raise ToolError(append_status(text, "Command aborted")) from None

@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 from pi_coding_agent.agent.tool import ToolError, ToolResult, UpdateCallback, text_result
 from pi_coding_agent.ai.abort import AbortSignal
 
+from .backend import FileBackend
 from .base import STRICT_PREFERRED, BuiltinTool, check_aborted, object_schema, string_param
 from .edit_diff import apply_edits, generate_edit_diff, normalize_to_lf, splice_into_original
 from .mutation import file_mutation_lock
@@ -99,6 +100,8 @@ class EditTool(BuiltinTool):
         path: str = params["path"]
         absolute = resolve_to_cwd(path, self.env.cwd)
         async with file_mutation_lock(absolute):
+            if self.env.files is not None:
+                return await self._edit_via_backend(self.env.files, absolute, path, edits, signal)
             # The lock stays held until the file work settles, even if the call is cancelled meanwhile.
             work = asyncio.ensure_future(asyncio.to_thread(_edit_file, absolute, path, edits, signal))
             try:
@@ -106,6 +109,15 @@ class EditTool(BuiltinTool):
             except asyncio.CancelledError:
                 await asyncio.wait({work})
                 raise
+        return text_result(f"Successfully replaced {len(edits)} block(s) in {path}.", details)
+
+    async def _edit_via_backend(
+        self, files: FileBackend, absolute: str, path: str, edits: list[dict[str, str]], signal: AbortSignal
+    ) -> ToolResult:
+        check_aborted(signal)
+        final, details = _apply_to_text(await files.read_text(absolute), path, edits, signal)
+        await files.write_text(absolute, final)
+        check_aborted(signal)
         return text_result(f"Successfully replaced {len(edits)} block(s) in {path}.", details)
 
 
@@ -125,6 +137,17 @@ def _edit_file(absolute: str, path: str, edits: list[dict[str, str]], signal: Ab
     except OSError as exc:
         raise ToolError(node_error_message(exc, "read")) from None
     check_aborted(signal)
+    final, details = _apply_to_text(raw, path, edits, signal)
+    with open(absolute, "wb") as handle:
+        handle.write(final.encode("utf-8", "surrogatepass"))
+    check_aborted(signal)
+    return details
+
+
+def _apply_to_text(
+    raw: str, path: str, edits: list[dict[str, str]], signal: AbortSignal
+) -> tuple[str, dict[str, Any]]:
+    """The file's new text (BOM and line endings kept) and the diff details."""
     bom = "\ufeff" if raw.startswith("\ufeff") else ""
     content = raw[len(bom) :]
     normalized = normalize_to_lf(content)
@@ -132,7 +155,4 @@ def _edit_file(absolute: str, path: str, edits: list[dict[str, str]], signal: Ab
     details = generate_edit_diff(path, normalized, new_content, replacements)
     check_aborted(signal)
     final = new_content if content == normalized else splice_into_original(content, replacements)
-    with open(absolute, "wb") as handle:
-        handle.write((bom + final).encode("utf-8", "surrogatepass"))
-    check_aborted(signal)
-    return details
+    return bom + final, details

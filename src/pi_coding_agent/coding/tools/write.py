@@ -38,12 +38,19 @@ class WriteTool(BuiltinTool):
         absolute = resolve_to_cwd(path, self.env.cwd)
         async with file_mutation_lock(absolute):
             check_aborted(signal)
-            try:
-                os.makedirs(os.path.dirname(absolute), exist_ok=True)
-                check_aborted(signal)
-                with open(absolute, "wb") as handle:
-                    handle.write(params["content"].encode("utf-8", "surrogatepass"))
-            except OSError as exc:
-                raise ToolError(node_error_message(exc, "open", absolute)) from None
+            if self.env.files is not None:
+                await self.env.files.write_text(absolute, params["content"])
+            else:
+                _write_local(absolute, params["content"], signal)
             check_aborted(signal)
             return text_result(f"Successfully wrote to {path}")
+
+
+def _write_local(absolute: str, content: str, signal: AbortSignal) -> None:
+    try:
+        os.makedirs(os.path.dirname(absolute), exist_ok=True)
+        check_aborted(signal)
+        with open(absolute, "wb") as handle:
+            handle.write(content.encode("utf-8", "surrogatepass"))
+    except OSError as exc:
+        raise ToolError(node_error_message(exc, "open", absolute)) from None
