@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from pi_coding_agent.ai.types import Model
 
 EXIT_USAGE = 2
-MODES = ("text", "json", "rpc")
+MODES = ("text", "json", "rpc", "acp")
 
 
 class CliError(Exception):
@@ -275,6 +275,10 @@ def _run_mode(args: CliArgs) -> int:
         from pi_coding_agent.coding.modes import rpc
 
         return int(rpc.run(args))
+    if args.mode == "acp":
+        from pi_coding_agent.coding.modes import acp
+
+        return int(acp.run(args))
     if args.mode == "json":
         from pi_coding_agent.coding.modes import json_mode
 
