@@ -17,6 +17,13 @@ if [ "${CI:-}" = "true" ] && [ -f "$REFERENCE_SCRIPT" ] \
    && [ ! -e "${PI_REFERENCE_DIR:-$HOME/.cache/pi-reference}/pi-1.6.0/node_modules/.bin/pi" ]; then
   bash "$REFERENCE_SCRIPT" >/dev/null || echo "warning: could not install the reference pi" >&2
 fi
+# acpx, a third-party headless ACP client, drives pi --mode acp (tests/test_acp_acpx.py; node >= 22.13,
+# taken from the reference install; the test skips, with a reason, without it).
+ACPX_DIR="${PI_ACPX_DIR:-$HOME/.cache/pi-acpx}"
+if [ "${CI:-}" = "true" ] && [ ! -e "$ACPX_DIR/node_modules/.bin/acpx" ] && command -v npm >/dev/null 2>&1; then
+  (mkdir -p "$ACPX_DIR" && cd "$ACPX_DIR" && npm install -q --no-audit --no-fund acpx@0.19.1 >/dev/null) \
+    || echo "warning: could not install acpx" >&2
+fi
 .venv/bin/ruff check src tests bench examples
 .venv/bin/mypy
 exec .venv/bin/python -m pytest "$@"
