@@ -42,7 +42,8 @@ def make_workspace(root: Path, fake_llm: FakeLLMServer, settings: dict[str, Any]
     agent_dir.mkdir(exist_ok=True)
     (agent_dir / "models.json").write_text(json.dumps({"providers": {"fake": {
         "baseUrl": f"{fake_llm.url}/v1", "api": "openai-completions", "apiKey": "dummy",
-        "models": [{"id": MODEL_ID, "contextWindow": 100000, "maxTokens": 4096}]}}}))
+        "models": [{"id": MODEL_ID, "contextWindow": 100000, "maxTokens": 4096},
+                   {"id": "fake-reasoner", "reasoning": True, "contextWindow": 100000, "maxTokens": 4096}]}}}))
     (agent_dir / "settings.json").write_text(json.dumps({"retry": {"enabled": False}, **(settings or {})}))
     cwd = root / "work"
     cwd.mkdir(exist_ok=True)
