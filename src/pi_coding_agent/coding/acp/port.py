@@ -58,6 +58,10 @@ class SessionPort(Protocol):
 
     def get_session_stats(self) -> dict[str, Any]: ...
 
+    def set_shutdown_handler(self, stop: Callable[[], None]) -> None:
+        """How an extension's ``ctx.shutdown()`` ends the process."""
+        ...
+
     async def shutdown(self) -> None: ...
 
 

@@ -27,6 +27,11 @@ def text_chunk(kind: str, text: str, message_id: str | None) -> dict[str, Any]:
     return update
 
 
+def _thought_id(message_id: str | None) -> str | None:
+    """Thoughts are their own stream of chunks, apart from the answer text of the same message."""
+    return None if message_id is None else f"{message_id}-thought"
+
+
 def plan_entries(text: str) -> list[dict[str, Any]]:
     """A Markdown task list the model wrote (``- [ ] step`` / ``- [x] step``) as ACP plan entries."""
     entries = []
@@ -73,7 +78,7 @@ class UpdateStream:
         if kind == "text_delta" and delta.get("delta"):
             self._send(text_chunk("agent_message_chunk", delta["delta"], self._message_id))
         elif kind == "thinking_delta" and delta.get("delta"):
-            self._send(text_chunk("agent_thought_chunk", delta["delta"], self._message_id))
+            self._send(text_chunk("agent_thought_chunk", delta["delta"], _thought_id(self._message_id)))
         elif kind == "toolcall_end":
             call = delta.get("toolCall") or {}
             self.announce(call.get("id"), call.get("name"), call.get("arguments"))
@@ -194,7 +199,7 @@ def _replay_assistant(message: dict[str, Any], message_id: str, cwd: str, send: 
     for block in message.get("content") or []:
         kind = block.get("type")
         if kind == "thinking" and block.get("thinking"):
-            send(text_chunk("agent_thought_chunk", block["thinking"], message_id))
+            send(text_chunk("agent_thought_chunk", block["thinking"], _thought_id(message_id)))
         elif kind == "text" and block.get("text"):
             send(text_chunk("agent_message_chunk", block["text"], message_id))
         elif kind == "toolCall" and isinstance(block.get("id"), str):

@@ -226,6 +226,7 @@ class AcpAgent:
             await session.shutdown()
             raise RpcError(AUTH_REQUIRED, "No provider has credentials: set an API key or run pi's login first")
         session_id = str(session.get_state()["sessionId"])
+        session.set_shutdown_handler(lambda: self.shutdown.begin(0))
         ui.bind(session_id)
         live = LiveSession(session_id, session, cwd, self.peer, self.host, self.caps)
         self.sessions[session_id] = live
