@@ -17,28 +17,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+import common
 from bench_streaming import SETTLED, read_until, scripted_reply, start_server
-from common import (
-    MODEL,
-    PROVIDER,
-    Row,
-    cleanup,
-    compile_bytecode,
-    cpu_seconds,
-    env_for,
-    format_table,
-    median,
-    ours_cmd,
-    reference_cmd,
-    scratch_home,
-    spawn,
-    stop,
-    write_models_json,
-)
+from common import MODEL, PROVIDER, Row, median
 
 GET_STATE = b'{"id":"s","type":"get_state"}\n'
 INITIALIZE = b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}\n'
@@ -48,12 +34,16 @@ ACP_PROMPT = ('{{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{{"se
 RPC_PROMPT = b'{"id":"p","type":"prompt","message":"stream please"}\n'
 
 
+def _start(cmd: list[str], mode: str, home: Path) -> subprocess.Popen[bytes]:
+    return common.spawn([*cmd, "--mode", mode, "--no-session", "--provider", PROVIDER, "--model", MODEL],
+                        common.env_for(cmd, home, home / "agent"), cwd=home)
+
+
 def first_answer_s(cmd: list[str], mode: str, request: bytes) -> float:
     """Spawn to the first stdout line, with a models.json in place (as a real user has)."""
-    home = scratch_home()
-    write_models_json(home / "agent", "http://127.0.0.1:9")
-    proc = spawn([*cmd, "--mode", mode, "--no-session", "--provider", PROVIDER, "--model", MODEL],
-                 env_for(cmd, home, home / "agent"), cwd=home)
+    home = common.scratch_home()
+    common.write_models_json(home / "agent", "http://127.0.0.1:9")
+    proc = _start(cmd, mode, home)
     assert proc.stdin is not None and proc.stdout is not None
     try:
         started = time.perf_counter()
@@ -62,35 +52,33 @@ def first_answer_s(cmd: list[str], mode: str, request: bytes) -> float:
         proc.stdout.readline()
         return time.perf_counter() - started
     finally:
-        stop(proc)
-        cleanup(home)
+        common.stop(proc)
+        common.cleanup(home)
 
 
 def stream_once(mode: str, chunks: int) -> tuple[float, float, int]:
     """(wall s, CPU s, stdout bytes) of one streamed prompt in ``mode``."""
-    home = scratch_home()
+    home = common.scratch_home()
     script = home / "script.json"
     script.write_text(json.dumps([scripted_reply(chunks)]))
     server, url = start_server(script)
-    write_models_json(home / "agent", url)
-    cmd = ours_cmd()
-    proc = spawn([*cmd, "--mode", mode, "--no-session", "--provider", PROVIDER, "--model", MODEL],
-                 env_for(cmd, home, home / "agent"), cwd=home)
+    common.write_models_json(home / "agent", url)
+    proc = _start(common.ours_cmd(), mode, home)
     assert proc.stdin is not None and proc.stdout is not None
     fd = proc.stdout.fileno()
     try:
         prompt, done = _prepare(mode, proc.stdin.write, proc.stdin.flush, fd, home)
         output = bytearray()
-        cpu_before, started = cpu_seconds(proc.pid), time.perf_counter()
+        cpu_before, started = common.cpu_seconds(proc.pid), time.perf_counter()
         proc.stdin.write(prompt)
         proc.stdin.flush()
         read_until(fd, done, output)
-        return time.perf_counter() - started, cpu_seconds(proc.pid) - cpu_before, len(output)
+        return time.perf_counter() - started, common.cpu_seconds(proc.pid) - cpu_before, len(output)
     finally:
-        stop(proc)
+        common.stop(proc)
         server.kill()
         server.wait()
-        cleanup(home)
+        common.cleanup(home)
 
 
 def _prepare(mode: str, write: Callable[[bytes], object], flush: Callable[[], None], fd: int,
@@ -111,10 +99,10 @@ def _prepare(mode: str, write: Callable[[bytes], object], flush: Callable[[], No
 
 
 def results(runs: int, chunks: int) -> list[Row]:
-    ours = ours_cmd()
+    ours = common.ours_cmd()
     rpc = median([first_answer_s(ours, "rpc", GET_STATE) for _ in range(runs)]) * 1000
     acp = median([first_answer_s(ours, "acp", INITIALIZE) for _ in range(runs)]) * 1000
-    ref_cmd = reference_cmd()
+    ref_cmd = common.reference_cmd()
     ref = median([first_answer_s(ref_cmd, "rpc", GET_STATE) for _ in range(runs)]) * 1000 if ref_cmd else None
     rows = [Row("start-up", "acp initialize vs our rpc get_state", "ms", acp, rpc, 1.0),
             Row("start-up", "our rpc get_state vs reference rpc", "ms", rpc, ref)]
@@ -133,8 +121,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--chunks", type=int, default=5000)
     args = parser.parse_args()
-    note = compile_bytecode()
-    print(format_table(results(args.runs, args.chunks)))
+    note = common.compile_bytecode()
+    print(common.format_table(results(args.runs, args.chunks)))
     print(f"median of {args.runs} runs per cell; the reference column is the mode compared against; {note}")
 
 

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pi_coding_agent.coding.acp.tool_calls import block_content, end_update, start_update
+from pi_coding_agent.coding.session.context import content_text
 
 Send = Callable[[dict[str, Any]], None]
 
@@ -39,13 +40,6 @@ def plan_entries(text: str) -> list[dict[str, Any]]:
         status = "completed" if mark in "xX" else "in_progress" if mark in "~-" else "pending"
         entries.append({"content": content, "priority": "medium", "status": status})
     return entries if len(entries) >= PLAN_MIN_ENTRIES else []
-
-
-def _text_of(message: dict[str, Any]) -> str:
-    content = message.get("content")
-    if isinstance(content, str):
-        return content
-    return "".join(b.get("text", "") for b in content or [] if b.get("type") == "text")
 
 
 class UpdateStream:
@@ -87,7 +81,7 @@ class UpdateStream:
         message = event["message"]
         if message.get("role") != "assistant":
             return
-        entries = plan_entries(_text_of(message))
+        entries = plan_entries(content_text(message.get("content"), ""))
         if entries and entries != self._plan:
             self._plan = entries
             self._send({"sessionUpdate": "plan", "entries": entries})
@@ -207,6 +201,6 @@ def _replay_assistant(message: dict[str, Any], message_id: str, cwd: str, send: 
             update = start_update(block["id"], str(block.get("name", "")), args, cwd, "in_progress")
             calls[block["id"]] = (str(block.get("name", "")), args, update.get("content", []))
             send(update)
-    entries = plan_entries(_text_of(message))
+    entries = plan_entries(content_text(message.get("content"), ""))
     if entries:
         send({"sessionUpdate": "plan", "entries": entries})

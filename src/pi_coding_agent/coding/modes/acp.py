@@ -47,15 +47,15 @@ def run(args: CliArgs) -> int:
 
 
 def serve(host: SessionHost) -> int:
-    output_fd = take_over_stdout()  # first, before anything can print
-    input_fd = take_over_stdin()
-    return asyncio.run(_main(host, input_fd, output_fd))
+    """ACP over this process's stdio (stdout is taken over first, before anything can print)."""
+    output_fd, input_fd = take_over_stdout(), take_over_stdin()
 
+    async def main() -> int:
+        writer = RecordWriter(output_fd)
+        await writer.start()
+        return await AcpAgent(host, writer).serve(input_fd)
 
-async def _main(host: SessionHost, input_fd: int, output_fd: int) -> int:
-    writer = RecordWriter(output_fd)
-    await writer.start()
-    return await AcpAgent(host, writer).serve(input_fd)
+    return asyncio.run(main())
 
 
 def _params(params: Any) -> dict[str, Any]:
