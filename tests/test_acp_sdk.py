@@ -177,3 +177,28 @@ async def test_client_buffers_and_terminal_serve_the_tools(tmp_path: Path, fake_
     assert edit_end["content"] == [{"type": "diff", "path": str(cwd / "notes.txt"), "oldText": "unsaved",
                                     "newText": "edited"}]
     assert _calls(client, "b1")[-1]["content"] == [{"type": "terminal", "terminalId": "term-0"}]
+
+
+async def test_a_session_written_by_the_reference_pi_loads_over_acp(tmp_path: Path,
+                                                                   fake_llm: FakeLLMServer) -> None:
+    cwd, env = make_workspace(tmp_path, fake_llm)
+    fixture = Path(__file__).parent / "fixtures" / "sessions" / "basic.jsonl"
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    (sessions / fixture.name).write_bytes(fixture.read_bytes())
+    session_id = json.loads(fixture.read_text().split("\n", 1)[0])["id"]
+    lines = [json.loads(line) for line in fixture.read_text().splitlines()]
+    saved = [e["message"] for e in lines if e["type"] == "message"]
+    client = RecordingClient()
+    async with acp_pi(client, cwd, env, "--session-dir", str(sessions)) as (conn, _):
+        await conn.initialize(protocol_version=1, client_capabilities=ClientCapabilities())
+        await conn.load_session(cwd=str(cwd), session_id=session_id, mcp_servers=[])
+        here = await conn.list_sessions(cwd=str(cwd))
+        everywhere = await conn.list_sessions()
+    users = [m for m in saved if m["role"] == "user"]
+    assert len(client.of_kind("user_message_chunk")) == len(users)
+    calls = [b["id"] for m in saved if m["role"] == "assistant" for b in m["content"] if b["type"] == "toolCall"]
+    assert [u["toolCallId"] for u in client.of_kind("tool_call")] == calls
+    assert here.sessions == []  # the file belongs to another project directory
+    name = [e["name"] for e in lines if e["type"] == "session_info"][-1]
+    assert [(s.session_id, s.title) for s in everywhere.sessions] == [(session_id, name)]
