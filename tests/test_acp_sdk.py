@@ -179,10 +179,11 @@ async def test_client_buffers_and_terminal_serve_the_tools(tmp_path: Path, fake_
     assert _calls(client, "b1")[-1]["content"] == [{"type": "terminal", "terminalId": "term-0"}]
 
 
-async def test_a_session_written_by_the_reference_pi_loads_over_acp(tmp_path: Path,
-                                                                   fake_llm: FakeLLMServer) -> None:
+@pytest.mark.parametrize("name", ["basic", "compaction"])
+async def test_a_session_written_by_the_reference_pi_loads_over_acp(tmp_path: Path, fake_llm: FakeLLMServer,
+                                                                   name: str) -> None:
     cwd, env = make_workspace(tmp_path, fake_llm)
-    fixture = Path(__file__).parent / "fixtures" / "sessions" / "basic.jsonl"
+    fixture = Path(__file__).parent / "fixtures" / "sessions" / f"{name}.jsonl"
     sessions = tmp_path / "sessions"
     sessions.mkdir()
     (sessions / fixture.name).write_bytes(fixture.read_bytes())
@@ -200,5 +201,9 @@ async def test_a_session_written_by_the_reference_pi_loads_over_acp(tmp_path: Pa
     calls = [b["id"] for m in saved if m["role"] == "assistant" for b in m["content"] if b["type"] == "toolCall"]
     assert [u["toolCallId"] for u in client.of_kind("tool_call")] == calls
     assert here.sessions == []  # the file belongs to another project directory
-    name = [e["name"] for e in lines if e["type"] == "session_info"][-1]
-    assert [(s.session_id, s.title) for s in everywhere.sessions] == [(session_id, name)]
+    summaries = [e["summary"] for e in lines if e["type"] == "compaction"]
+    assert all(summary in client.text("agent_thought_chunk") for summary in summaries)  # history kept
+    titles = [e["name"] for e in lines if e["type"] == "session_info"]
+    assert [s.session_id for s in everywhere.sessions] == [session_id]
+    assert everywhere.sessions[0].title == (titles[-1] if titles else next(
+        m["content"][0]["text"] for m in saved if m["role"] == "user"))

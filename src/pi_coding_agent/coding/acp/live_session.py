@@ -17,7 +17,7 @@ from pi_coding_agent.coding.acp.jsonrpc import AUTH_REQUIRED, INTERNAL_ERROR, Js
 from pi_coding_agent.coding.acp.permissions import PermissionGate
 from pi_coding_agent.coding.acp.port import SessionHost, SessionPort
 from pi_coding_agent.coding.acp.prompt import to_pi_prompt
-from pi_coding_agent.coding.acp.updates import UpdateStream, replay
+from pi_coding_agent.coding.acp.updates import UpdateStream, branch_messages, replay
 
 NO_KEY_PREFIX = "No API key found"
 
@@ -78,7 +78,8 @@ class LiveSession:
         self.send({"sessionUpdate": "available_commands_update", "availableCommands": commands})
 
     def replay(self) -> None:
-        replay(self.session.get_messages(), self.cwd, self.send)
+        saved = self.session.get_entries()
+        replay(branch_messages(saved["entries"], saved["leafId"]), self.cwd, self.send)
 
     def _on_event(self, event: dict[str, Any]) -> None:
         self.stream.on_event(event)

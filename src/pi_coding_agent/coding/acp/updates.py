@@ -166,6 +166,28 @@ def _user_blocks(content: Any) -> list[dict[str, Any]]:
     return blocks
 
 
+SUMMARY_ROLES = {"compaction": "compactionSummary", "branch_summary": "branchSummary"}
+
+
+def branch_messages(entries: list[dict[str, Any]], leaf_id: str | None) -> list[dict[str, Any]]:
+    """The whole history of the current branch (older messages a compaction replaced included)."""
+    by_id = {e.get("id"): e for e in entries}
+    branch: list[dict[str, Any]] = []
+    seen: set[Any] = set()
+    entry = by_id.get(leaf_id)
+    while entry is not None and entry.get("id") not in seen:
+        seen.add(entry.get("id"))
+        branch.append(entry)
+        entry = by_id.get(entry.get("parentId"))
+    messages = []
+    for entry in reversed(branch):
+        if entry.get("type") == "message" and isinstance(entry.get("message"), dict):
+            messages.append(entry["message"])
+        elif entry.get("type") in SUMMARY_ROLES:
+            messages.append({"role": SUMMARY_ROLES[entry["type"]], "summary": entry.get("summary")})
+    return messages
+
+
 def replay(messages: list[dict[str, Any]], cwd: str, send: Send) -> None:
     """A saved transcript as the updates a client would have seen live (``session/load``)."""
     calls: dict[str, tuple[str, dict[str, Any], list[dict[str, Any]]]] = {}
