@@ -20,6 +20,11 @@ def _bash(call_id: str, command: str) -> dict[str, object]:
 
 async def test_allow_always_read_only_and_config_options(tmp_path: Path, fake_llm: FakeLLMServer) -> None:
     cwd, env = make_workspace(tmp_path, fake_llm, {"acp": {"defaultMode": "ask"}})
+    prompts, skill = tmp_path / "agent" / "prompts", tmp_path / "agent" / "skills" / "greeter"
+    prompts.mkdir()
+    (prompts / "review.md").write_text("---\ndescription: Review a file\n---\nPlease review $1 carefully.\n")
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: greeter\ndescription: Greets people\n---\nSay hello.\n")
     client = RecordingClient()
     async with acp_pi(client, cwd, env) as (conn, _):
         await conn.initialize(protocol_version=1, client_capabilities=ClientCapabilities())
@@ -32,6 +37,9 @@ async def test_allow_always_read_only_and_config_options(tmp_path: Path, fake_ll
         client.permission_answers = ["allow-always"]
         await conn.prompt(session_id=session_id, prompt=[TextContentBlock(type="text", text="run")])
         assert (cwd / "one.txt").exists() and (cwd / "two.txt").exists()
+        commands = client.of_kind("available_commands_update")[-1]["availableCommands"]  # sent after session/new
+        assert {"name": "review", "description": "Review a file", "input": {"hint": "arguments"}} in commands
+        assert {"name": "skill:greeter", "description": "Greets people"} in commands
         assert len(client.permission_requests) == 1  # the second bash call was not asked again
         assert client.permission_requests[0]["toolCall"]["kind"] == "execute"
 
