@@ -207,3 +207,20 @@ async def test_a_session_written_by_the_reference_pi_loads_over_acp(tmp_path: Pa
     assert [s.session_id for s in everywhere.sessions] == [session_id]
     assert everywhere.sessions[0].title == (titles[-1] if titles else next(
         m["content"][0]["text"] for m in saved if m["role"] == "user"))
+
+
+async def test_client_terminal_timeout_kills_and_releases(tmp_path: Path, fake_llm: FakeLLMServer) -> None:
+    cwd, env = make_workspace(tmp_path, fake_llm)
+    client = RecordingClient()
+    fake_llm.add({"content": [{"type": "toolCall", "id": "t1", "name": "bash",
+                               "arguments": {"command": "echo started; sleep 30", "timeout": 1}}]},
+                 {"content": [{"type": "text", "text": "gave up"}]})
+    async with acp_pi(client, cwd, env) as (conn, _):
+        await conn.initialize(protocol_version=1, client_capabilities=ClientCapabilities(terminal=True))
+        session_id = (await conn.new_session(cwd=str(cwd), mcp_servers=[])).session_id
+        assert (await conn.prompt(session_id=session_id, prompt=_text("wait"))).stop_reason == "end_turn"
+    result = next(m for m in fake_llm.requests[-1]["body"]["messages"] if m["role"] == "tool")
+    assert "started" in result["content"] and "Command timed out after 1 seconds" in result["content"]
+    proc, _ = client.terminals["term-0"]
+    assert proc.returncode is not None  # killed by terminal/kill, then released
+    assert _calls(client, "t1")[-1]["status"] == "failed"
