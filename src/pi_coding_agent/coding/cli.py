@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from pi_coding_agent.ai.types import Model
 
 EXIT_USAGE = 2
-MODES = ("text", "json", "rpc", "acp")
+MODES = ("text", "json", "rpc")
 
 
 class CliError(Exception):
@@ -200,7 +200,7 @@ def _parse_flag(args: CliArgs, argv: list[str], i: int, arg: str) -> int:
 
 def _check_values(args: CliArgs) -> None:
     """Enumerations, tool lists and flag combinations pi rejects."""
-    if args.mode is not None and args.mode not in MODES:
+    if args.mode is not None and args.mode not in MODES and args.mode != "acp":  # acp: ours, not in pi's list
         raise CliError(f'Invalid mode "{args.mode}". Valid values: {", ".join(MODES)}')
     if args.thinking is not None and args.thinking not in THINKING_LEVELS:
         raise CliError(f'Invalid thinking level "{args.thinking}". Valid values: {", ".join(THINKING_LEVELS)}')
