@@ -59,6 +59,8 @@ def test_tool_call_rendering(tmp_path: Path) -> None:
     assert read["locations"] == [{"path": str(tmp_path / "f.txt"), "line": 3}]
     bash = start_update("b", "bash", {"command": "ls -la\necho more"}, str(tmp_path), "pending")
     assert bash["title"] == "`ls -la`" and bash["kind"] == "execute" and "locations" not in bash
+    legacy = start_update("e", "edit", {"path": "f.txt", "oldText": "old", "newText": "new"}, str(tmp_path), "pending")
+    assert legacy["content"] == [{"type": "diff", "path": str(tmp_path / "f.txt"), "oldText": "old", "newText": "new"}]
     other = start_update("x", "mcp__docs__search", {"q": 1}, str(tmp_path), "pending")
     assert other["kind"] == "other" and other["title"] == "mcp__docs__search" and other["rawInput"] == {"q": 1}
 

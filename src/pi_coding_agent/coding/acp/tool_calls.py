@@ -83,6 +83,8 @@ def diff_content(name: str, args: dict[str, Any], cwd: str, before_write: bool) 
         diff["newText"] = args["content"]
         return [diff]
     edits = args.get("edits")
+    if name == "edit" and not isinstance(edits, list) and isinstance(args.get("oldText"), str):
+        edits = [args]  # the legacy single-edit form the edit tool still accepts
     if name != "edit" or not isinstance(edits, list):
         return []
     return [{"type": "diff", "path": path, "oldText": e["oldText"], "newText": e["newText"]}
