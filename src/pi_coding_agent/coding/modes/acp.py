@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
+import traceback
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -121,7 +123,10 @@ class AcpAgent:
 
     async def _cleanup(self) -> None:
         for live in list(self.sessions.values()):
-            await live.close()
+            try:
+                await live.close()
+            except Exception:  # one broken session must not keep the others' files open
+                traceback.print_exc(file=sys.stderr)
         self.sessions.clear()
         await self.peer.drain(IN_FLIGHT_GRACE_S)  # prompts cut short still owe their answer
         await self.writer.close()
