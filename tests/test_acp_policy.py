@@ -70,3 +70,29 @@ def dump_options(response: object) -> list[dict[str, object]]:
     data = response.model_dump(by_alias=True, exclude_none=True, mode="json")  # type: ignore[attr-defined]
     options: list[dict[str, object]] = data["configOptions"]
     return options
+
+
+async def test_an_extension_confirm_dialog_reaches_the_client(tmp_path: Path, fake_llm: FakeLLMServer) -> None:
+    """The example permission-gate extension asks ``ctx.ui.confirm``; over ACP that is a permission request."""
+    gate = Path(__file__).resolve().parents[1] / "src/pi_coding_agent/coding/extensions/examples/permission_gate.py"
+    cwd, env = make_workspace(tmp_path, fake_llm)
+    client = RecordingClient()
+    fake_llm.add(_bash("d1", "sudo echo hi"), {"content": [{"type": "text", "text": "asked"}]},
+                 _bash("d2", "sudo echo again"), {"content": [{"type": "text", "text": "ran"}]})
+    async with acp_pi(client, cwd, env, "-e", str(gate)) as (conn, _):
+        await conn.initialize(protocol_version=1, client_capabilities=ClientCapabilities())
+        session_id = (await conn.new_session(cwd=str(cwd), mcp_servers=[])).session_id
+        client.permission_answers = ["no", "yes"]
+        await conn.prompt(session_id=session_id, prompt=[TextContentBlock(type="text", text="one")])
+        await conn.prompt(session_id=session_id, prompt=[TextContentBlock(type="text", text="two")])
+    asked = client.permission_requests
+    assert [r["toolCall"]["title"] for r in asked] == ["Allow this tool call?"] * 2
+    assert [o["optionId"] for o in asked[0]["options"]] == ["yes", "no"]
+    assert "runs as root" in asked[0]["toolCall"]["content"][0]["content"]["text"]
+    statuses = {u["toolCallId"]: u["status"] for u in client.updates if u.get("status") in ("completed", "failed")}
+    assert statuses["d1"] == "failed"  # refused through the dialog
+    assert statuses["d2"] in ("completed", "failed")  # allowed: it ran (sudo may be missing here)
+    blocked = [m for m in fake_llm.requests[1]["body"]["messages"] if m["role"] == "tool"]
+    assert "Blocked by the user" in blocked[-1]["content"]
+    ran = [m for m in fake_llm.requests[3]["body"]["messages"] if m["role"] == "tool"]
+    assert "Blocked" not in ran[-1]["content"]
