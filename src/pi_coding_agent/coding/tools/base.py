@@ -5,13 +5,16 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pi_coding_agent.agent.tool import ToolError, ToolResult, UpdateCallback
 from pi_coding_agent.ai.abort import AbortSignal
 from pi_coding_agent.coding.sandbox.policy import SandboxPolicy, SandboxRefusal
 
 from .images import ImagePolicy
+
+if TYPE_CHECKING:
+    from .backend import CommandBackend, FileBackend
 
 
 @dataclass
@@ -25,6 +28,8 @@ class ToolEnv:
     model_accepts_images: Callable[[], bool] = field(default=lambda: True)
     image_policy: Callable[[], ImagePolicy] = field(default=ImagePolicy)
     agent_dir: Path | None = None
+    files: FileBackend | None = None  # None: this machine's files (see backend.py)
+    commands: CommandBackend | None = None  # None: this machine's shell
     sandbox: SandboxPolicy | None = None
     # asks the user (extension UI confirm) whether a refused operation may run outside the sandbox
     confirm: Callable[[str, str], Awaitable[bool]] | None = None
