@@ -26,6 +26,13 @@ if [ "${CI:-}" = "true" ] && [ -f "$REFERENCE_SCRIPT" ] \
 fi
 # The MCP interop test runs a third-party server from npm (it skips, with a reason, without it).
 bash scripts/install_mcp_test_servers.sh
+# acpx, a third-party headless ACP client, drives pi --mode acp (tests/test_acp_acpx.py; node >= 22.13,
+# taken from the reference install; the test skips, with a reason, without it).
+ACPX_DIR="${PI_ACPX_DIR:-$HOME/.cache/pi-acpx}"
+if [ "${CI:-}" = "true" ] && [ ! -e "$ACPX_DIR/node_modules/.bin/acpx" ] && command -v npm >/dev/null 2>&1; then
+  (mkdir -p "$ACPX_DIR" && cd "$ACPX_DIR" && npm install -q --no-audit --no-fund acpx@0.19.1 >/dev/null) \
+    || echo "warning: could not install acpx" >&2
+fi
 .venv/bin/ruff check src tests bench examples
 .venv/bin/mypy
 exec .venv/bin/python -m pytest "$@"

@@ -30,7 +30,7 @@ CODING_ORDER: list[tuple[str, tuple[str, ...]]] = [
                                    "mcp")),
     ("session", ("agent_session",)),
     ("assembly", ("bootstrap", "sdk")),
-    ("front ends", ("modes", "print_report")),
+    ("front ends", ("modes", "acp", "print_report")),
     ("command line", ("cli", "subcommands")),
 ]
 

@@ -105,3 +105,16 @@ def test_start_with_a_stdio_mcp_server_imports_no_heavy_library(tmp_path):
     assert response["success"] is True
     assert "pi_coding_agent.coding.mcp.manager" in modules
     assert sorted(m for m in modules if m.split(".")[0] in (*HEAVY, "mcp")) == []
+
+
+def test_acp_initialize_imports_no_heavy_library_nor_the_acp_sdk(tmp_path):
+    """``pi --mode acp`` answers ``initialize`` before building any session; the ACP SDK is for tests only."""
+    env = {**os.environ, "HOME": str(tmp_path), "PI_CODING_AGENT_DIR": str(tmp_path / "agent")}
+    request = b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}\n'
+    done = subprocess.run([PYTHON, "-X", "importtime", "-m", "pi_coding_agent", "--mode", "acp"], input=request,
+                          capture_output=True, env=env, cwd=tmp_path, timeout=60, check=False)
+    assert json.loads(done.stdout.splitlines()[0])["result"]["protocolVersion"] == 1
+    modules = imported_modules(done.stderr.decode())
+    assert "pi_coding_agent.coding.modes.acp" in modules
+    assert sorted(m for m in modules if m.split(".")[0] in (*HEAVY, "acp")) == []
+    assert "pi_coding_agent.coding.bootstrap" not in modules

@@ -154,7 +154,7 @@ def _parse_flag(args: CliArgs, argv: list[str], i: int, arg: str) -> int:
 
 def _check_values(args: CliArgs) -> None:
     """Enumerations, tool lists and flag combinations pi rejects."""
-    if args.mode is not None and args.mode not in MODES:
+    if args.mode is not None and args.mode not in MODES and args.mode != "acp":  # acp: ours, not in pi's list
         raise CliError(f'Invalid mode "{args.mode}". Valid values: {", ".join(MODES)}')
     if args.thinking is not None and args.thinking not in THINKING_LEVELS:
         raise CliError(f'Invalid thinking level "{args.thinking}". Valid values: {", ".join(THINKING_LEVELS)}')
@@ -280,6 +280,10 @@ def _run_mode(args: CliArgs) -> int:
         from pi_coding_agent.coding.modes import rpc
 
         return int(rpc.run(args))
+    if args.mode == "acp":
+        from pi_coding_agent.coding.modes import acp
+
+        return int(acp.run(args))
     headless = args.print or args.mode == "text" or not (sys.stdin.isatty() and sys.stdout.isatty())
     if args.mode != "json" and not headless:
         print("Error: interactive mode is not available; use -p, --mode json or --mode rpc", file=sys.stderr)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pi_coding_agent.agent.tool import AgentTool, ToolError, ToolResult, UpdateCallback
 from pi_coding_agent.ai.abort import AbortSignal
@@ -13,6 +13,9 @@ from pi_coding_agent.coding.sandbox.policy import SandboxPolicy, SandboxRefusal
 
 from .images import ImagePolicy
 from .process_groups import ProcessRegistry
+
+if TYPE_CHECKING:
+    from .backend import CommandBackend, FileBackend
 
 
 @dataclass
@@ -27,6 +30,8 @@ class ToolEnv:
     image_policy: Callable[[], ImagePolicy] = field(default=ImagePolicy)
     agent_dir: Path | None = None
     processes: ProcessRegistry = field(default_factory=ProcessRegistry)  # the session's, killed at its shutdown
+    files: FileBackend | None = None  # None: this machine's files (see backend.py)
+    commands: CommandBackend | None = None  # None: this machine's shell
     sandbox: SandboxPolicy | None = None
     # asks the user (extension UI confirm) whether a refused operation may run outside the sandbox
     confirm: Callable[[str, str], Awaitable[bool]] | None = None

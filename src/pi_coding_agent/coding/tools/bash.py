@@ -10,9 +10,10 @@ from typing import Any, ClassVar
 from pi_coding_agent.agent.tool import ToolError, ToolResult, UpdateCallback, text_result
 from pi_coding_agent.ai.abort import AbortSignal
 
+from .backend import ShellExit
 from .base import STRICT_PREFERRED, BuiltinTool, number_param, object_schema, string_param
 from .output import OutputAccumulator, Snapshot
-from .shell import MAX_TIMEOUT_MS, CommandAborted, ShellError, ShellExit, run_shell, with_prefix
+from .shell import MAX_TIMEOUT_MS, CommandAborted, ShellError, run_shell, with_prefix
 from .truncate import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, format_size, js_number
 
 UPDATE_THROTTLE_SECONDS = 0.1
@@ -145,14 +146,19 @@ class BashTool(BuiltinTool):
 
         started = time.monotonic()
         try:
-            result = await run_shell(command, self.env, on_data, signal, timeout, self.env.session_env())
-            snap = finish()
-            if result.exit_code != 0 and await self._rerun_outside_sandbox(output):
-                output = OutputAccumulator("pi-bash", self.env.processes)
-                throttle = _Throttle(output, on_update)
-                result = await run_shell(command, self.env, on_data, signal, timeout, self.env.session_env(),
-                                         sandboxed=False)
+            if self.env.commands is not None:
+                result = await self.env.commands.run(command, self.env, on_data, signal, timeout,
+                                                     self.env.session_env(), tool_call_id=tool_call_id)
                 snap = finish()
+            else:
+                result = await run_shell(command, self.env, on_data, signal, timeout, self.env.session_env())
+                snap = finish()
+                if result.exit_code != 0 and await self._rerun_outside_sandbox(output):
+                    output = OutputAccumulator("pi-bash", self.env.processes)
+                    throttle = _Throttle(output, on_update)
+                    result = await run_shell(command, self.env, on_data, signal, timeout, self.env.session_env(),
+                                             sandboxed=False)
+                    snap = finish()
         except CommandAborted:
             text, _ = format_output(finish(), output.last_line_bytes, "")
             raise ToolError(append_status(text, "Command aborted")) from None

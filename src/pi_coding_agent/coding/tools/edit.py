@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 from pi_coding_agent.agent.tool import ToolError, ToolResult, UpdateCallback, text_result
 from pi_coding_agent.ai.abort import AbortSignal
 
+from .backend import FileBackend
 from .base import STRICT_PREFERRED, BuiltinTool, check_aborted, object_schema, string_param
 from .blocking import refuse_special_file, run_settled
 from .edit_diff import apply_edits, generate_edit_diff, normalize_to_lf, splice_into_original
@@ -100,7 +101,18 @@ class EditTool(BuiltinTool):
         absolute = resolve_to_cwd(path, self.env.cwd)
         await self.env.check_write(absolute)
         async with file_mutation_lock(absolute):
+            if self.env.files is not None:
+                return await self._edit_via_backend(self.env.files, absolute, path, edits, signal)
             details = await run_settled(_edit_file, absolute, path, edits, signal)
+        return text_result(f"Successfully replaced {len(edits)} block(s) in {path}.", details)
+
+    async def _edit_via_backend(
+        self, files: FileBackend, absolute: str, path: str, edits: list[dict[str, str]], signal: AbortSignal
+    ) -> ToolResult:
+        check_aborted(signal)
+        final, details = _apply_to_text(await files.read_text(absolute), path, edits, signal)
+        await files.write_text(absolute, final)
+        check_aborted(signal)
         return text_result(f"Successfully replaced {len(edits)} block(s) in {path}.", details)
 
 
@@ -121,6 +133,17 @@ def _edit_file(absolute: str, path: str, edits: list[dict[str, str]], signal: Ab
     except OSError as exc:
         raise ToolError(node_error_message(exc, "read")) from None
     check_aborted(signal)
+    final, details = _apply_to_text(raw, path, edits, signal)
+    with open(absolute, "wb") as handle:
+        handle.write(final.encode("utf-8", "surrogatepass"))
+    check_aborted(signal)
+    return details
+
+
+def _apply_to_text(
+    raw: str, path: str, edits: list[dict[str, str]], signal: AbortSignal
+) -> tuple[str, dict[str, Any]]:
+    """The file's new text (BOM and line endings kept) and the diff details."""
     bom = "\ufeff" if raw.startswith("\ufeff") else ""
     content = raw[len(bom) :]
     normalized = normalize_to_lf(content)
@@ -128,7 +151,4 @@ def _edit_file(absolute: str, path: str, edits: list[dict[str, str]], signal: Ab
     details = generate_edit_diff(path, normalized, new_content, replacements)
     check_aborted(signal)
     final = new_content if content == normalized else splice_into_original(content, replacements)
-    with open(absolute, "wb") as handle:
-        handle.write((bom + final).encode("utf-8", "surrogatepass"))
-    check_aborted(signal)
-    return details
+    return bom + final, details

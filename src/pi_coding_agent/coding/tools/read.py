@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import math
 import os
 from dataclasses import dataclass, field
@@ -180,6 +181,22 @@ class ReadTool(BuiltinTool):
     ) -> ToolResult:
         check_aborted(signal)
         await self.env.check_read(resolve_read_path(params["path"], self.env.cwd))
+        result = await self._read_via_backend(params, signal) if self.env.files else None
+        if result is None:
+            result = await self._read_local(params, signal)
+        result.structured_content = _structured(result.content)
+        return result
+
+    async def _read_via_backend(self, params: dict[str, Any], signal: AbortSignal) -> ToolResult | None:
+        """Text through ``env.files`` (an editor's buffers); None when the backend leaves the file to us."""
+        assert self.env.files is not None
+        path = resolve_read_path(params["path"], self.env.cwd)
+        if not self.env.files.handles_read(path):
+            return None
+        raw = io.BytesIO((await self.env.files.read_text(path)).encode("utf-8", "surrogatepass"))
+        return self._text(raw, params["path"], params.get("offset"), params.get("limit"), signal)
+
+    async def _read_local(self, params: dict[str, Any], signal: AbortSignal) -> ToolResult:
         # File work runs in a thread so a multi-GB scan never blocks the loop; abort answers at once.
         work = asyncio.ensure_future(run_blocking(self._read, params, signal))
         aborted = asyncio.ensure_future(signal.wait())
@@ -191,7 +208,6 @@ class ReadTool(BuiltinTool):
             work.add_done_callback(_consume)
             raise aborted_error()
         result: ToolResult = work.result()
-        result.structured_content = _structured(result.content)
         return result
 
     def _read(self, params: dict[str, Any], signal: AbortSignal) -> ToolResult:

@@ -11,11 +11,11 @@ import os
 import subprocess
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import BinaryIO
 
 from pi_coding_agent.ai.abort import AbortSignal
 
+from .backend import ShellExit
 from .base import ToolEnv
 from .process_groups import MARKER_VARIABLE, ProcessRegistry, kill_command
 
@@ -78,14 +78,6 @@ class OutputFile:
         if self._file is not None:
             self._file.close()
             self._file = None
-
-
-@dataclass
-class ShellExit:
-    exit_code: int
-    timed_out: bool = False
-    # Set on timeout when the shell itself had exited earlier (background jobs held the pipe).
-    shell_exited_after: float | None = None
 
 
 class CommandAborted(Exception):

@@ -40,9 +40,11 @@ class WriteTool(BuiltinTool):
         await self.env.check_write(absolute)
         async with file_mutation_lock(absolute):
             check_aborted(signal)
-            refuse_special_file(absolute, path, "write")
-            data = params["content"].encode("utf-8", "surrogatepass")
-            await run_settled(_write_file, absolute, data, signal)
+            if self.env.files is not None:
+                await self.env.files.write_text(absolute, params["content"])
+            else:
+                refuse_special_file(absolute, path, "write")
+                await run_settled(_write_file, absolute, params["content"].encode("utf-8", "surrogatepass"), signal)
             check_aborted(signal)
             return text_result(f"Successfully wrote to {path}")
 
