@@ -558,6 +558,7 @@ class AgentSession:
                                       position=position)
         if ext is not None:
             await ext.session_shutdown(reason, None if sm.session_file is None else str(sm.session_file))
+        self.rt.move_to(Path(sm.cwd))
         self._rebind(sm)
         if ext is not None:
             await ext.reload(reason, None if old.session_file is None else str(old.session_file))

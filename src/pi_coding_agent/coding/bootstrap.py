@@ -9,8 +9,10 @@ two sessions built in one process share nothing.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +32,7 @@ from pi_coding_agent.coding.resources.settings import Settings
 from pi_coding_agent.coding.resources.skills import load_skills
 from pi_coding_agent.coding.resources.system_prompt import resolve_append_prompts, resolve_custom_prompt
 from pi_coding_agent.coding.resources.trust import is_project_trusted
-from pi_coding_agent.coding.runtime import LOGIN_HELP, Resources, SessionRuntime
+from pi_coding_agent.coding.runtime import LOGIN_HELP, Project, Resources, SessionRuntime, missing_cwd_error
 from pi_coding_agent.coding.session import SessionManager, list_sessions
 
 
@@ -71,6 +73,15 @@ def _find_session_by_id(session_id: str, session_dir: Path, exact: bool) -> Path
         if info["id"] == session_id or (not exact and info["id"].startswith(session_id)):
             return Path(info["path"])
     return None
+
+
+def _anchored(args: CliArgs, start_cwd: Path) -> CliArgs:
+    """``args`` with its relative resource paths made absolute against the start-up directory."""
+    def anchor(raw: str) -> str:
+        return raw if raw.startswith("~") or ":" in raw else os.path.join(start_cwd, raw)
+
+    return replace(args, extensions=[anchor(p) for p in args.extensions], skills=[anchor(p) for p in args.skills],
+                   prompt_templates=[anchor(p) for p in args.prompt_templates])
 
 
 def _load_resources(args: CliArgs, settings: Settings, agent_dir: Path, cwd: Path, trusted: bool) -> Resources:
@@ -129,28 +140,41 @@ async def create_session(
     same name replaces), ``extensions`` load after the discovered ones. Tool sources that come with
     a feature (a protocol client, a code runner) join here, through ``tools``.
     """
-    cwd = (cwd or Path.cwd()).resolve()
+    start_cwd = (cwd or Path.cwd()).resolve()
     agent_dir = agent_dir or paths.agent_dir()
-    # pi reads start-up settings (sessionDir, warnings) as if trusted, before the trust decision
-    startup = Settings.load(agent_dir, cwd, project_trusted=True)
-    trusted = is_project_trusted(agent_dir, cwd, args.approve, startup.default_project_trust)
-    settings = startup if trusted else Settings.load(agent_dir, cwd, project_trusted=False)
-    settings = settings.with_overrides(settings_overrides or {})
+    # pi reads start-up settings (sessionDir, default trust) as if trusted, before the trust decision
+    startup = Settings.load(agent_dir, start_cwd, project_trusted=True)
+    sm = _open_session(args, startup, agent_dir, start_cwd)
+    missing = missing_cwd_error(sm, start_cwd)
+    if missing is not None:
+        raise SessionError(missing)
+    args = _anchored(args, start_cwd)  # command-line paths stay relative to where pi was started
+
+    def load_project(project_cwd: Path) -> Project:
+        """A directory's trust, settings and resources: the start-up one's, or a resumed session's."""
+        trusted = is_project_trusted(agent_dir, project_cwd, args.approve, startup.default_project_trust)
+        settings = Settings.load(agent_dir, project_cwd, project_trusted=trusted).with_overrides(
+            settings_overrides or {})
+        resources = _load_resources(args, settings, agent_dir, project_cwd, trusted)
+        return Project(project_cwd, trusted, settings, resources)
+
+    project = load_project(Path(sm.cwd).resolve())  # tools work where the session was recorded, as in pi
+    cwd, settings = project.cwd, project.settings
     auth = AuthStorage(agent_dir)
     registry = ModelRegistry(agent_dir, auth)
     for error in registry.errors:
         print(error, file=sys.stderr)
-    sm = _open_session(args, startup, agent_dir, cwd)
     runtime = SessionRuntime(
         args=args, cwd=cwd, agent_dir=agent_dir, mode=mode, ui=ui or NoUI(), settings=settings, auth=auth,
-        registry=registry, session_manager=sm, resources=_load_resources(args, settings, agent_dir, cwd, trusted),
+        registry=registry, session_manager=sm, resources=project.resources,
         scoped=_scoped_models(args, registry, settings), cli_model=_cli_model(args, registry), extra_tools=tools,
+        trusted=project.trusted, load_project=load_project,
     )
     if args.name and not sm.entries:
         sm.append_session_info(" ".join(args.name.split("\n")).strip())
     runtime.load_transcript(sm)
     if not registry.available_models():
         print(f"Warning: No models available. {LOGIN_HELP}", file=sys.stderr)
-    session = AgentSession(runtime, _extension_sources(args, settings, agent_dir, cwd, trusted, extensions))
+    session = AgentSession(runtime, _extension_sources(args, settings, agent_dir, cwd, project.trusted, extensions))
     await session.start()
     return session

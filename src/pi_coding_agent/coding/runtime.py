@@ -67,6 +67,27 @@ class Resources:
     append_prompts: list[str] = field(default_factory=list)
 
 
+@dataclass
+class Project:
+    """What belongs to one working directory: its trust decision, settings and resources."""
+
+    cwd: Path
+    trusted: bool
+    settings: Settings
+    resources: Resources
+
+
+ProjectLoader = Callable[[Path], Project]
+
+
+def missing_cwd_error(sm: SessionManager, fallback_cwd: Path) -> str | None:
+    """pi's refusal of a saved session whose recorded working directory is gone (None when it exists)."""
+    if not sm.persist or sm.session_file is None or Path(sm.cwd).exists():
+        return None
+    return (f"Stored session working directory does not exist: {sm.cwd}\nSession file: {sm.session_file}\n"
+            f"Current working directory: {fallback_cwd}")
+
+
 class SessionRuntime:
     """Collaborators and delegated policies of one AgentSession (see module docstring)."""
 
@@ -75,6 +96,7 @@ class SessionRuntime:
         auth: AuthStorage, registry: ModelRegistry, session_manager: SessionManager,
         resources: Resources, scoped: list[tuple[Model, str | None]],
         cli_model: tuple[Model, str | None] | None = None, extra_tools: Sequence[AgentTool] = (),
+        trusted: bool = False, load_project: ProjectLoader | None = None,
     ) -> None:
         self.args = args
         self.cwd = cwd
@@ -86,6 +108,9 @@ class SessionRuntime:
         self.registry = registry
         self.session_manager = session_manager
         self.resources = resources
+        self.project_trusted = trusted
+        self._load_project = load_project  # how a session of another directory gets that directory's project
+        self._extra_tools = tuple(extra_tools)
         self.all_tools = self._create_tools(extra_tools)
         self.scoped = scoped  # --models / enabledModels, each with its optional ":level"
         self.scoped_models = [m for m, _ in scoped]
@@ -263,12 +288,25 @@ class SessionRuntime:
         if reason == "resume":
             assert target is not None
             sm = SessionManager.open(target.resolve(), self.cwd)
-            if not Path(sm.cwd).is_dir():
-                raise SessionError(f"Session working directory does not exist: {sm.cwd}")
+            missing = missing_cwd_error(sm, self.cwd)
+            if missing is not None:
+                raise SessionError(missing)
             return sm
         if old.persist and old.session_file is not None and not old.session_file.exists():
             raise SessionError("This session has not been saved yet. Send a message before cloning or forking it.")
         return old.fork(entry_id, position)
+
+    def move_to(self, cwd: Path) -> None:
+        """Work in ``cwd`` from now on (a resumed session of another project), as pi rebuilds its runtime
+        there: that directory's trust, settings and resources, and tools bound to it (the same ones active)."""
+        cwd = cwd.resolve()
+        if cwd == self.cwd or self._load_project is None:
+            return
+        project = self._load_project(cwd)
+        self.cwd, self.project_trusted = project.cwd, project.trusted
+        self.settings, self.resources = project.settings, project.resources
+        before, self.all_tools = self.all_tools, self._create_tools(self._extra_tools)
+        self.agent.set_tools([self.all_tools[t.name] if before.get(t.name) is t else t for t in self.agent.tools])
 
     def _session_dir(self) -> Path:
         return paths.resolve_session_dir(self.args.session_dir, self.settings.session_dir, self.agent_dir, self.cwd)
