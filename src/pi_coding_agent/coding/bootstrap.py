@@ -121,6 +121,21 @@ def _scoped_models(args: CliArgs, registry: ModelRegistry, settings: Settings) -
     return scoped
 
 
+def _inline_key_provider(args: CliArgs, cli_model: tuple[Model, str | None] | None,
+                         scoped: list[tuple[Model, str | None]], settings: Settings, sm: SessionManager) -> str | None:
+    """The provider ``--api-key`` is for: that of the model the command line chose, as in pi (``--model``,
+    else for a session without messages the default model if scoped, else the first of ``--models``)."""
+    if args.api_key is None:
+        return None
+    if cli_model is not None:
+        return cli_model[0]["provider"]
+    if scoped and not any(entry.get("type") == "message" for entry in sm.entries):
+        default = (settings.default_provider, settings.default_model)
+        return next((m for m, _ in scoped if (m["provider"], m["id"]) == default), scoped[0][0])["provider"]
+    raise SessionError("Error: --api-key requires a model to be specified via --model, --provider/--model, "
+                       "or --models")
+
+
 def _extension_sources(args: CliArgs, settings: Settings, agent_dir: Path, cwd: Path, trusted: bool,
                        in_process: Sequence[ExtensionSource]) -> list[ExtensionSource]:
     """Discovered and ``-e`` extensions, then the caller's in-process ones."""
@@ -164,11 +179,12 @@ async def create_session(
     registry = ModelRegistry(agent_dir, auth)
     for error in registry.errors:
         print(error, file=sys.stderr)
+    scoped, cli_model = _scoped_models(args, registry, settings), _cli_model(args, registry)
     runtime = SessionRuntime(
         args=args, cwd=cwd, agent_dir=agent_dir, mode=mode, ui=ui or NoUI(), settings=settings, auth=auth,
         registry=registry, session_manager=sm, resources=project.resources,
-        scoped=_scoped_models(args, registry, settings), cli_model=_cli_model(args, registry), extra_tools=tools,
-        trusted=project.trusted, load_project=load_project,
+        scoped=scoped, cli_model=cli_model, extra_tools=tools, trusted=project.trusted, load_project=load_project,
+        inline_key_provider=_inline_key_provider(args, cli_model, scoped, settings, sm),
     )
     if args.name and not sm.entries:
         sm.append_session_info(" ".join(args.name.split("\n")).strip())

@@ -96,7 +96,7 @@ class SessionRuntime:
         auth: AuthStorage, registry: ModelRegistry, session_manager: SessionManager,
         resources: Resources, scoped: list[tuple[Model, str | None]],
         cli_model: tuple[Model, str | None] | None = None, extra_tools: Sequence[AgentTool] = (),
-        trusted: bool = False, load_project: ProjectLoader | None = None,
+        trusted: bool = False, load_project: ProjectLoader | None = None, inline_key_provider: str | None = None,
     ) -> None:
         self.args = args
         self.cwd = cwd
@@ -109,6 +109,7 @@ class SessionRuntime:
         self.session_manager = session_manager
         self.resources = resources
         self.project_trusted = trusted
+        self.inline_key_provider = inline_key_provider  # whose credential ``--api-key`` is, as pi decides at start-up
         self._load_project = load_project  # how a session of another directory gets that directory's project
         self._extra_tools = tuple(extra_tools)
         self.all_tools = self._create_tools(extra_tools)
@@ -147,11 +148,12 @@ class SessionRuntime:
     def api_key_for(self, model: Model) -> str | None:
         if model["api"] == "faux":
             return "faux"
-        override = self.args.api_key if self._cli_provider_matches(model) else None
+        override = self.args.api_key if model["provider"] == self.inline_key_provider else None
         return self.auth.api_key(model["provider"], override) or self.registry.configured_api_key(model["provider"])
 
-    def _cli_provider_matches(self, model: Model) -> bool:
-        return self.args.api_key is not None and (self.args.provider in (None, model["provider"]))
+    def has_auth(self, provider: str) -> bool:
+        """A stored or configured credential, or the ``--api-key`` given for this provider."""
+        return provider == self.inline_key_provider or self.registry.has_auth(provider)
 
     async def _get_api_key(self, model: Model) -> str | None:
         return self.api_key_for(model)
@@ -343,7 +345,7 @@ class SessionRuntime:
             level = level or pattern_level
         elif existing and ctx.model is not None:
             model = self.registry.find(*ctx.model)
-            if model is not None and not self.registry.has_auth(model["provider"]):
+            if model is not None and not self.has_auth(model["provider"]):
                 model = None
         if model is None:
             model, scoped_level = initial_model(self.args, self.registry, self.settings,
@@ -358,7 +360,8 @@ class SessionRuntime:
     def available_models(self) -> list[Model]:
         """Models with credentials. Our faux provider (tests and demos; pi 1.6.0 has none) is only
         listed when the command line chose it, so model lists and cycling match pi's."""
-        models = self.registry.available_models()
+        registry = self.registry
+        models = [m for p in registry.providers() if self.has_auth(p) for m in registry.provider_models(p)]
         chosen = [m for m, _ in self.scoped] + ([self.cli_model[0]] if self.cli_model else [])
         if any(m["provider"] == FAUX_PROVIDER for m in chosen):
             return models
