@@ -109,6 +109,7 @@ class SessionRuntime:
         self.session_manager = session_manager
         self.resources = resources
         self.project_trusted = trusted
+        self.flag_values: dict[str, bool | str] = dict(args.flag_values)  # extension flags, shared by all
         self.inline_key_provider = inline_key_provider  # whose credential ``--api-key`` is, as pi decides at start-up
         self._load_project = load_project  # how a session of another directory gets that directory's project
         self._extra_tools = tuple(extra_tools)

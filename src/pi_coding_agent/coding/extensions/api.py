@@ -16,6 +16,7 @@ from pi_coding_agent.coding.extensions.registry import Binding, Command, Extensi
 if TYPE_CHECKING:
     from pi_coding_agent.ai.abort import AbortSignal
     from pi_coding_agent.ai.types import Model
+    from pi_coding_agent.coding.extensions.event_bus import EventBus
     from pi_coding_agent.coding.extensions.host import RunnerHandle
 
 DELIVERY_MODES = ("steer", "followUp", "nextTurn")
@@ -100,6 +101,34 @@ class ExtensionAPI:
                 handlers.remove(handler)
 
         return unsubscribe
+
+    @property
+    def events(self) -> EventBus:
+        """The bus every extension of this session shares: ``events.on(channel, handler)``, ``events.emit``."""
+        return self._live().events
+
+    # ------------------------------------------------------------------ flags and settings
+
+    def register_flag(self, name: str, *, type: Literal["boolean", "string"] = "boolean",
+                      description: str | None = None, default: bool | str | None = None) -> None:
+        """A command-line flag ``--name``; its default applies unless the command line gave one."""
+        runtime = self._live().rt
+        expected = bool if type == "boolean" else str
+        if default is not None and not isinstance(default, expected):
+            raise TypeError(f'Invalid default for flag "{name}": expected {type}, got {_js_type(default)}')
+        self._extension.flags[name] = {"name": name, "type": type, "description": description, "default": default,
+                                       "extensionPath": self._extension.path}
+        if default is not None:
+            runtime.flag_values.setdefault(name, default)
+
+    def get_flag(self, name: str) -> bool | str | None:
+        """The flag's value; None for a flag this extension did not register."""
+        runtime = self._live().rt
+        return runtime.flag_values.get(name) if name in self._extension.flags else None
+
+    def get_settings(self) -> dict[str, Any]:
+        """A copy of the effective settings (global and project merged, overrides applied)."""
+        return self._live().rt.settings.effective()
 
     # ------------------------------------------------------------------ tools and commands
 
@@ -250,6 +279,10 @@ def _terminate(proc: asyncio.subprocess.Process) -> None:
                 os.killpg(proc.pid, signals.SIGKILL)
 
     asyncio.get_running_loop().call_later(KILL_GRACE_S, force)
+
+
+def _js_type(value: Any) -> str:
+    return "boolean" if isinstance(value, bool) else "string" if isinstance(value, str) else type(value).__name__
 
 
 def _check_delivery(deliver_as: str | None) -> None:

@@ -110,6 +110,10 @@ class ExtensionContext:
     def signal(self) -> AbortSignal | None:
         return self._live().rt.agent.signal
 
+    def is_project_trusted(self) -> bool:
+        """Whether this directory's project resources are honoured (saved, ``-a``/``-na`` or default trust)."""
+        return self._live().rt.project_trusted
+
     def is_idle(self) -> bool:
         """True in ``agent_settled`` handlers too: the run is over, only the record is still to come."""
         runner = self._live()

@@ -31,6 +31,7 @@ from pi_coding_agent.coding.errors import SessionError
 from pi_coding_agent.coding.extensions.api import ExtensionAPI
 from pi_coding_agent.coding.extensions.boundary import apply_drafts, preview_context
 from pi_coding_agent.coding.extensions.context import CommandContext, ExtensionContext
+from pi_coding_agent.coding.extensions.event_bus import EventBus
 from pi_coding_agent.coding.extensions.loader import ExtensionSource, import_extension
 from pi_coding_agent.coding.extensions.registry import Binding, Command, Extension, Handler, custom_message
 
@@ -60,6 +61,7 @@ class ExtensionRunner:
         self.sources = sources
         self.extensions: list[Extension] = []
         self.binding = Binding()
+        self.events = EventBus()  # pi.events, shared by the extensions of this session
         self._modules: dict[Path, ModuleType] = {}
         self._load_errors: list[tuple[str, str]] = []
         self._builtin_tools: dict[str, AgentTool] = dict(runtime.all_tools)

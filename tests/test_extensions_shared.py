@@ -1,0 +1,114 @@
+"""The parts of ``pi``/``ctx`` extensions share with each other and with the session: ``pi.events``,
+``register_flag``/``get_flag``, ``get_settings`` and ``ctx.is_project_trusted()``; through the real RPC
+process (an extension file loaded with ``-e``) and in process (``create_session``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pi_coding_agent.coding.bootstrap import create_session
+from pi_coding_agent.coding.extensions.event_bus import EventBus
+from pi_coding_agent.coding.extensions.loader import in_process
+from pi_coding_agent.coding.options import CliArgs
+from tests.rpc_helpers import RpcProcess
+
+EXTENSION = """
+    import asyncio
+
+    def talker(pi):
+        pi.register_flag("plan", type="boolean", default=False, description="Start in plan mode")
+        pi.register_flag("name", type="string")
+
+        async def started(event, ctx):
+            await asyncio.sleep(0)
+            pi.events.emit("talk:ready", {"trusted": ctx.is_project_trusted(), "plan": pi.get_flag("plan"),
+                                          "name": pi.get_flag("name"), "other": pi.get_flag("other"),
+                                          "steering": pi.get_settings().get("steeringMode")})
+
+        pi.on("session_start", started)
+
+    def listener(pi):
+        async def heard(data):
+            await asyncio.sleep(0)
+            pi.append_entry("heard", data)
+
+        def broken(data):
+            raise RuntimeError("listener broke")
+
+        pi.events.on("talk:ready", broken)
+        pi.events.on("talk:ready", heard)
+        pi.register_flag("other", type="boolean", default=True)
+
+    def setup(pi):
+        talker(pi)
+"""
+
+
+async def test_bus_flags_settings_and_trust_over_rpc(tmp_path: Path) -> None:
+    agent_dir, cwd = tmp_path / "agent", tmp_path / "work"
+    (cwd / ".pi").mkdir(parents=True)
+    agent_dir.mkdir()
+    (agent_dir / "settings.json").write_text(json.dumps({"steeringMode": "all"}))
+    (cwd / "talk.py").write_text(textwrap.dedent(EXTENSION))
+    (cwd / "listen.py").write_text(textwrap.dedent(EXTENSION).replace("talker(pi)", "listener(pi)"))
+    env = {**os.environ, "PI_CODING_AGENT_DIR": str(agent_dir), "HOME": str(tmp_path)}
+    proc = await RpcProcess.pi("--provider", "faux", "--model", "faux-1", "--no-session", "-a",
+                               "-e", "talk.py", "-e", "listen.py", cwd=cwd, env=env)
+    try:
+        entries: list[dict[str, Any]] = []
+        for _ in range(50):
+            entries = [e for e in (await proc.request({"type": "get_entries"}))["data"]["entries"]
+                       if e.get("customType") == "heard"]
+            if entries:
+                break
+    finally:
+        await proc.kill()
+    assert [e["data"] for e in entries] == [
+        {"trusted": True, "plan": False, "name": None, "other": None, "steering": "all"}]
+    assert "Event handler error (talk:ready): listener broke" in await proc.stderr_text()
+
+
+async def _session(tmp_path: Path, args: CliArgs, setup: Any, settings: dict[str, Any] | None = None) -> Any:
+    (tmp_path / ".pi").mkdir(exist_ok=True)
+    return await create_session(args, "sdk", cwd=tmp_path, agent_dir=tmp_path / "agent", extensions=[in_process(setup)],
+                                settings_overrides=settings)
+
+
+async def test_flag_values_from_the_command_line_win_over_defaults(tmp_path: Path) -> None:
+    seen: dict[str, Any] = {}
+
+    def setup(pi: Any) -> None:
+        pi.register_flag("plan", type="boolean", default=False)
+        pi.register_flag("mode", type="string", default="fast")
+        with pytest.raises(TypeError, match='Invalid default for flag "bad": expected string, got boolean'):
+            pi.register_flag("bad", type="string", default=True)
+        seen["pi"] = pi
+
+    args = CliArgs(provider="faux", model="faux-1", no_session=True, approve=False, flag_values={"plan": True})
+    session = await _session(tmp_path, args, setup, {"retry": {"enabled": False}})
+    try:
+        pi = seen["pi"]
+        assert (pi.get_flag("plan"), pi.get_flag("mode"), pi.get_flag("bad")) == (True, "fast", None)
+        settings = pi.get_settings()
+        assert settings["retry"] == {"enabled": False}
+        settings["retry"]["enabled"] = True  # a copy: the session's settings are untouched
+        assert pi.get_settings()["retry"] == {"enabled": False}
+        assert session.extensions.context.is_project_trusted() is False  # -na
+    finally:
+        await session.shutdown()
+
+
+async def test_bus_unsubscribe_and_sync_handlers() -> None:
+    bus, heard = EventBus(), []
+    stop = bus.on("ch", heard.append)
+    bus.emit("ch", 1)
+    stop()
+    bus.emit("ch", 2)
+    bus.emit("nobody", 3)
+    assert heard == [1]
