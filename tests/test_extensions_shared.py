@@ -112,3 +112,61 @@ async def test_bus_unsubscribe_and_sync_handlers() -> None:
     bus.emit("ch", 2)
     bus.emit("nobody", 3)
     assert heard == [1]
+
+
+TOOLS_EXTENSION = """
+    def setup(pi):
+        pi.register_tool(name="lookup", description="Look a word up", default_active=False,
+                         annotations={"readOnlyHint": True}, output_schema={"type": "object"},
+                         parameters={"type": "object", "properties": {"word": {"type": "string"}}},
+                         execute=lambda call_id, params, signal, update, ctx: "found " + params["word"])
+        pi.register_tool(name="legacy", description="Takes query (older sessions sent q)",
+                         parameters={"type": "object", "properties": {"query": {"type": "string"}},
+                                     "required": ["query"]},
+                         prepare_arguments=lambda args: {"query": args["q"]} if "q" in args else args,
+                         execute=lambda call_id, params, signal, update, ctx: "query=" + params["query"])
+
+        async def tools(args, ctx):
+            pi.append_entry("tools", {"all": pi.get_all_tools(), "active": pi.get_active_tools()})
+            pi.set_active_tools([*pi.get_active_tools(), "lookup"])
+
+        pi.register_command("tools", handler=tools)
+"""
+
+
+async def test_tool_fields_default_active_annotations_and_prepare_arguments(tmp_path: Path) -> None:
+    from tests.fakes.llm_server import FakeLLMServer
+
+    legacy_call = {"content": [{"type": "toolCall", "id": "c1", "name": "legacy", "arguments": {"q": "old"}}]}
+    with FakeLLMServer() as server:
+        server.add(legacy_call, {"content": [{"type": "text", "text": "ok"}]},
+                   {"content": [{"type": "text", "text": "again"}]})
+        agent_dir, cwd = tmp_path / "agent", tmp_path / "work"
+        agent_dir.mkdir()
+        cwd.mkdir()
+        (agent_dir / "models.json").write_text(json.dumps({"providers": {"fake": {
+            "baseUrl": f"{server.url}/v1", "api": "openai-completions", "apiKey": "dummy",
+            "models": [{"id": "fake-model"}]}}}))
+        (cwd / "tools.py").write_text(textwrap.dedent(TOOLS_EXTENSION))
+        env = {**os.environ, "PI_CODING_AGENT_DIR": str(agent_dir), "HOME": str(tmp_path)}
+        proc = await RpcProcess.pi("--provider", "fake", "--model", "fake-model", "--no-session",
+                                   "--tools", "read", "-e", "tools.py", cwd=cwd, env=env)
+        try:
+            await proc.send({"type": "prompt", "message": "use legacy"})
+            records = await proc.read_until(lambda r: r["type"] == "agent_settled")
+            await proc.request({"type": "prompt", "message": "/tools"})
+            await proc.send({"type": "prompt", "message": "now lookup"})
+            await proc.read_until(lambda r: r["type"] == "agent_settled")
+            entries = (await proc.request({"type": "get_entries"}))["data"]["entries"]
+        finally:
+            await proc.kill()
+        declared = [[t["function"]["name"] for t in r["body"].get("tools", [])] for r in server.requests]
+    end = next(r for r in records if r["type"] == "tool_execution_end")
+    assert end["result"]["content"] == [{"type": "text", "text": "query=old"}]
+    assert declared[0] == declared[1] == ["read", "legacy"]  # lookup registered, not active
+    assert declared[2] == ["read", "legacy", "lookup"]
+    listed = next(e["data"] for e in entries if e.get("customType") == "tools")
+    assert listed["active"] == ["read", "legacy"]
+    lookup = next(t for t in listed["all"] if t["name"] == "lookup")
+    assert lookup["annotations"] == {"readOnlyHint": True}
+    assert "annotations" not in next(t for t in listed["all"] if t["name"] == "legacy")

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
 from pi_coding_agent.agent.awaitables import maybe_await
-from pi_coding_agent.agent.tool import ToolResult, UpdateCallback
+from pi_coding_agent.agent.tool import AgentTool, ToolResult, UpdateCallback
 from pi_coding_agent.coding.extensions.registry import Binding, Command, Extension, custom_message
 
 if TYPE_CHECKING:
@@ -42,14 +42,21 @@ def to_tool_result(value: Any) -> ToolResult:
 class ExtensionTool:
     """An AgentTool whose ``execute`` is the extension's ``execute(tool_call_id, params, signal,
     on_update, ctx)``. ``parameters`` may be a JSON schema or a pydantic model class; with a model
-    class, ``params`` arrives as a validated model instance."""
+    class, ``params`` arrives as a validated model instance. ``prepare_arguments`` (optional) turns
+    stored arguments of an older shape into the current one before validation."""
 
     def __init__(self, runner: RunnerHandle, *, name: str, label: str | None, description: str,
                  parameters: Any, execute: Callable[..., Any],
                  execution_mode: Literal["parallel", "sequential"] = "parallel",
-                 prompt_snippet: str | None = None, prompt_guidelines: list[str] | None = None) -> None:
+                 prompt_snippet: str | None = None, prompt_guidelines: list[str] | None = None,
+                 prepare_arguments: Callable[[Any], Any] | None = None, default_active: bool = True,
+                 annotations: dict[str, Any] | None = None, output_schema: dict[str, Any] | None = None) -> None:
         self._runner = runner
         self._execute = execute
+        self._prepare = prepare_arguments
+        self.default_active = default_active
+        self.annotations = annotations  # MCP-style hints (readOnlyHint, destructiveHint, ...), unverified
+        self.output_schema = output_schema  # the shape of ``structuredContent`` for programmatic callers
         self._model_class: Any = None
         if isinstance(parameters, type):
             self._model_class = parameters
@@ -63,7 +70,7 @@ class ExtensionTool:
         self.prompt_guidelines = list(prompt_guidelines or [])
 
     def prepare_arguments(self, args: Any) -> Any:
-        return args
+        return args if self._prepare is None else self._prepare(args)
 
     async def execute(self, tool_call_id: str, params: dict[str, Any], signal: AbortSignal,
                       on_update: UpdateCallback) -> ToolResult:
@@ -135,15 +142,19 @@ class ExtensionAPI:
     def register_tool(self, *, name: str, description: str, execute: Callable[..., Any],
                       parameters: Any = None, label: str | None = None,
                       execution_mode: Literal["parallel", "sequential"] = "parallel",
-                      prompt_snippet: str | None = None, prompt_guidelines: list[str] | None = None) -> None:
-        """Add a tool (a built-in of the same name is overridden); active at once."""
+                      prompt_snippet: str | None = None, prompt_guidelines: list[str] | None = None,
+                      prepare_arguments: Callable[[Any], Any] | None = None, default_active: bool = True,
+                      annotations: dict[str, Any] | None = None, output_schema: dict[str, Any] | None = None) -> None:
+        """Add a tool (a built-in of the same name is overridden); active at once unless ``default_active``
+        is False (then ``set_active_tools`` or ``--tools`` activates it)."""
         runner = self._live()
         tool = ExtensionTool(runner, name=name, label=label, description=description, parameters=parameters,
                              execute=execute, execution_mode=execution_mode, prompt_snippet=prompt_snippet,
-                             prompt_guidelines=prompt_guidelines)
+                             prompt_guidelines=prompt_guidelines, prepare_arguments=prepare_arguments,
+                             default_active=default_active, annotations=annotations, output_schema=output_schema)
         self._extension.tools[name] = tool
-        if self._extension in runner.extensions:  # after setup; during setup the loader activates it
-            runner.activate_tool(tool)
+        if self._extension in runner.extensions:  # after setup; during setup the loader installs it
+            install_tool(runner, tool)
 
     def register_command(self, name: str, *, handler: Callable[[str, Any], Any],
                          description: str | None = None) -> None:
@@ -216,8 +227,7 @@ class ExtensionAPI:
         return [t.name for t in self._live().rt.agent.tools]
 
     def get_all_tools(self) -> list[dict[str, Any]]:
-        return [{"name": t.name, "description": t.description, "parameters": t.parameters}
-                for t in self._live().rt.all_tools.values()]
+        return [_tool_info(t) for t in self._live().rt.all_tools.values()]
 
     def set_active_tools(self, names: list[str]) -> None:
         """Unknown names are ignored; the change reaches the model as a system patch on the next prompt."""
@@ -279,6 +289,22 @@ def _terminate(proc: asyncio.subprocess.Process) -> None:
                 os.killpg(proc.pid, signals.SIGKILL)
 
     asyncio.get_running_loop().call_later(KILL_GRACE_S, force)
+
+
+def install_tool(runner: RunnerHandle, tool: AgentTool) -> None:
+    """Make a registered tool callable, and active unless it was registered with ``default_active=False``."""
+    if getattr(tool, "default_active", True):
+        runner.activate_tool(tool)
+    else:
+        runner.rt.all_tools[tool.name] = tool
+
+
+def _tool_info(tool: AgentTool) -> dict[str, Any]:
+    info: dict[str, Any] = {"name": tool.name, "description": tool.description, "parameters": tool.parameters}
+    annotations = getattr(tool, "annotations", None)
+    if annotations is not None:
+        info["annotations"] = annotations
+    return info
 
 
 def _js_type(value: Any) -> str:

@@ -28,7 +28,7 @@ from pi_coding_agent.agent.loop import default_context
 from pi_coding_agent.agent.tool import AgentTool, ToolResult
 from pi_coding_agent.ai.types import AssistantMessage, Context, Model, ToolCall, ToolResultMessage, now_ms
 from pi_coding_agent.coding.errors import SessionError
-from pi_coding_agent.coding.extensions.api import ExtensionAPI
+from pi_coding_agent.coding.extensions.api import ExtensionAPI, install_tool
 from pi_coding_agent.coding.extensions.boundary import apply_drafts, preview_context
 from pi_coding_agent.coding.extensions.context import CommandContext, ExtensionContext
 from pi_coding_agent.coding.extensions.event_bus import EventBus
@@ -94,7 +94,7 @@ class ExtensionRunner:
                 continue
             self.extensions.append(extension)
             for tool in extension.tools.values():
-                self.activate_tool(tool)
+                install_tool(self, tool)
 
     def _setup_of(self, source: ExtensionSource) -> Callable[[Any], Any]:
         if source.setup is not None:
