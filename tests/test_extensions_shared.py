@@ -170,3 +170,38 @@ async def test_tool_fields_default_active_annotations_and_prepare_arguments(tmp_
     lookup = next(t for t in listed["all"] if t["name"] == "lookup")
     assert lookup["annotations"] == {"readOnlyHint": True}
     assert "annotations" not in next(t for t in listed["all"] if t["name"] == "legacy")
+
+
+COMPACT_EXTENSION = """
+    def setup(pi):
+        pi.on("session_before_compact", lambda event, ctx: {"cancel": True})
+        pi.on("session_compact_failed",
+              lambda event, ctx: pi.append_entry("failed", {k: v for k, v in event.items() if k != "type"}))
+"""
+
+
+async def test_session_compact_failed_reports_errors_and_cancellations(tmp_path: Path) -> None:
+    agent_dir, cwd = tmp_path / "agent", tmp_path / "work"
+    agent_dir.mkdir()
+    cwd.mkdir()
+    (cwd / "compact.py").write_text(textwrap.dedent(COMPACT_EXTENSION))
+    (agent_dir / "settings.json").write_text(json.dumps({"compaction": {"keepRecentTokens": 1}}))
+    env = {**os.environ, "PI_CODING_AGENT_DIR": str(agent_dir), "HOME": str(tmp_path)}
+    proc = await RpcProcess.pi("--provider", "faux", "--model", "faux-1", "--no-session", "-e", "compact.py",
+                               cwd=cwd, env=env)
+    try:
+        empty = await proc.request({"type": "compact"})
+        for text in ("hello", "again"):
+            await proc.send({"type": "prompt", "message": text})
+            await proc.read_until(lambda r: r["type"] == "agent_settled")
+        cancelled = await proc.request({"type": "compact"})
+        entries = (await proc.request({"type": "get_entries"}))["data"]["entries"]
+    finally:
+        await proc.kill()
+    assert empty["success"] is False and cancelled["error"] == "Compaction cancelled"
+    failed = [e["data"] for e in entries if e.get("customType") == "failed"]
+    assert failed == [
+        {"reason": "manual", "errorMessage": f"Compaction failed: {empty['error']}", "aborted": False,
+         "willRetry": False, "fromExtension": False},
+        {"reason": "manual", "aborted": True, "willRetry": False, "fromExtension": False},
+    ]
