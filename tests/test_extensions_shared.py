@@ -205,3 +205,65 @@ async def test_session_compact_failed_reports_errors_and_cancellations(tmp_path:
          "willRetry": False, "fromExtension": False},
         {"reason": "manual", "aborted": True, "willRetry": False, "fromExtension": False},
     ]
+
+
+TREE_EXTENSION = """
+    def setup(pi):
+        seen = []
+
+        def before(event, ctx):
+            prep = event["preparation"]
+            seen.append({k: prep[k] for k in ("targetId", "oldLeafId", "commonAncestorId", "userWantsSummary",
+                                               "label")} | {"left": len(prep["entriesToSummarize"])})
+            if prep["label"] == "cancel-me":
+                return {"cancel": True}
+            return {"summary": {"summary": "summary by the extension"}, "label": "renamed"}
+
+        def after(event, ctx):
+            pi.append_entry("tree", {"before": seen, "fromExtension": event.get("fromExtension"),
+                                     "summary": event["summaryEntry"]["summary"]})
+
+        async def goto(args, ctx):
+            target, label = args.split()
+            result = await ctx.navigate_tree(target, summarize=True, label=label)
+            ctx.ui.notify(str(result))
+
+        pi.on("session_before_tree", before)
+        pi.on("session_tree", after)
+        pi.register_command("goto", handler=goto)
+"""
+
+
+async def test_session_before_tree_cancels_or_supplies_the_summary(tmp_path: Path) -> None:
+    agent_dir, cwd = tmp_path / "agent", tmp_path / "work"
+    agent_dir.mkdir()
+    cwd.mkdir()
+    (cwd / "tree.py").write_text(textwrap.dedent(TREE_EXTENSION))
+    env = {**os.environ, "PI_CODING_AGENT_DIR": str(agent_dir), "HOME": str(tmp_path)}
+    proc = await RpcProcess.pi("--provider", "faux", "--model", "faux-1", "--no-session", "-e", "tree.py",
+                               cwd=cwd, env=env)
+    try:
+        for text in ("one", "two"):
+            await proc.send({"type": "prompt", "message": text})
+            await proc.read_until(lambda r: r["type"] == "agent_settled")
+        entries = (await proc.request({"type": "get_entries"}))["data"]["entries"]
+        messages = [e for e in entries if e["type"] == "message"]
+        first_answer = next(e["id"] for e in messages if e["message"]["role"] == "assistant")
+        leaf = messages[-1]["id"]
+        notes = []
+        for label in ("cancel-me", "kept"):
+            await proc.send({"type": "prompt", "message": f"/goto {first_answer} {label}"})
+            records = await proc.read_until(lambda r: r.get("method") == "notify")
+            notes.append(records[-1]["message"])
+        entries = (await proc.request({"type": "get_entries"}))["data"]["entries"]
+    finally:
+        await proc.kill()
+    assert notes == ["{'cancelled': True}", "{'cancelled': False}"]
+    [tree] = [e["data"] for e in entries if e.get("customType") == "tree"]
+    prepared = {"targetId": first_answer, "oldLeafId": leaf, "commonAncestorId": first_answer,
+                "userWantsSummary": True, "left": 2}
+    assert tree == {"before": [{**prepared, "label": "cancel-me"}, {**prepared, "label": "kept"}],
+                    "fromExtension": True, "summary": "summary by the extension"}
+    summary = next(e for e in entries if e["type"] == "branch_summary")
+    labels = [e for e in entries if e["type"] == "label"]
+    assert labels[-1]["targetId"] == summary["id"] and labels[-1]["label"] == "renamed"

@@ -615,6 +615,14 @@ class ExtensionRunner:
                 return result
         return None
 
+    async def before_tree(self, event: dict[str, Any]) -> dict[str, Any] | None:
+        """``session_before_tree``: the first handler's answer that cancels, supplies or changes something."""
+        for ext, handler in self._handlers("session_before_tree"):
+            result = await self._call(ext, handler, {"type": "session_before_tree", **event})
+            if isinstance(result, dict) and result:
+                return result
+        return None
+
     async def user_bash(self, command: str, exclude_from_context: bool) -> dict[str, Any] | None:
         """``user_bash``: a ``{"result": ...}`` replaces execution; a raising handler refuses the command."""
         event = {"type": "user_bash", "command": command, "excludeFromContext": exclude_from_context,
