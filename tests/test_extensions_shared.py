@@ -267,3 +267,41 @@ async def test_session_before_tree_cancels_or_supplies_the_summary(tmp_path: Pat
     summary = next(e for e in entries if e["type"] == "branch_summary")
     labels = [e for e in entries if e["type"] == "label"]
     assert labels[-1]["targetId"] == summary["id"] and labels[-1]["label"] == "renamed"
+
+
+OPTIONS_EXTENSION = """
+    def setup(pi):
+        def first(event, ctx):
+            event["systemPromptOptions"]["promptGuidelines"].append("added by the first handler")
+
+        def second(event, ctx):
+            options = event["systemPromptOptions"]
+            pi.append_entry("options", {k: v for k, v in options.items() if k not in ("toolSnippets", "toolGuidelines")}
+                            | {"snippets": sorted(options["toolSnippets"]), "guided": sorted(options["toolGuidelines"])})
+
+        pi.on("before_agent_start", first)
+        pi.on("before_agent_start", second)
+"""
+
+
+async def test_before_agent_start_gets_the_system_prompt_options(tmp_path: Path) -> None:
+    agent_dir, cwd = tmp_path / "agent", tmp_path / "work"
+    agent_dir.mkdir()
+    cwd.mkdir()
+    (cwd / "AGENTS.md").write_text("Be brief.")
+    (cwd / "options.py").write_text(textwrap.dedent(OPTIONS_EXTENSION))
+    env = {**os.environ, "PI_CODING_AGENT_DIR": str(agent_dir), "HOME": str(tmp_path)}
+    proc = await RpcProcess.pi("--provider", "faux", "--model", "faux-1", "--no-session", "-e", "options.py",
+                               "--tools", "read,bash", "--append-system-prompt", "Extra words.", cwd=cwd, env=env)
+    try:
+        await proc.send({"type": "prompt", "message": "hello"})
+        await proc.read_until(lambda r: r["type"] == "agent_settled")
+        entries = (await proc.request({"type": "get_entries"}))["data"]["entries"]
+    finally:
+        await proc.kill()
+    [options] = [e["data"] for e in entries if e.get("customType") == "options"]
+    assert options == {
+        "selectedTools": ["read", "bash"], "hiddenTools": [], "promptGuidelines": ["added by the first handler"],
+        "appendSystemPrompt": "Extra words.", "sections": {}, "cwd": str(cwd.resolve()),
+        "contextFiles": [{"path": str((cwd / "AGENTS.md").resolve()), "content": "Be brief."}], "skills": [],
+        "snippets": ["bash", "edit", "find", "grep", "ls", "read", "write"], "guided": ["bash", "edit", "read", "write"]}

@@ -203,6 +203,23 @@ class SessionRuntime:
         )
         return build_sections(inputs)
 
+    def system_prompt_options(self) -> dict[str, Any]:
+        """What the system prompt is built from, in pi's ``systemPromptOptions`` shape (for extensions)."""
+        r, tools = self.resources, self.all_tools
+        options: dict[str, Any] = {} if r.custom_prompt is None else {"customPrompt": r.custom_prompt}
+        options.update(
+            selectedTools=[t.name for t in self.agent.tools], hiddenTools=[],
+            toolSnippets={n: getattr(t, "prompt_snippet", None) for n, t in tools.items()
+                          if getattr(t, "prompt_snippet", None)},
+            toolGuidelines={n: list(getattr(t, "prompt_guidelines", [])) for n, t in tools.items()
+                            if getattr(t, "prompt_guidelines", None)},
+            promptGuidelines=[], appendSystemPrompt="\n\n".join(r.append_prompts), sections={}, cwd=str(self.cwd),
+            contextFiles=[{"path": str(path), "content": content} for path, content in r.context_files],
+            skills=[{"name": s.name, "description": s.description, "filePath": str(s.path),
+                     "baseDir": str(s.base_dir), "sourceInfo": s.source_info(),
+                     "disableModelInvocation": s.disable_model_invocation} for s in r.skills])
+        return options
+
     def run_start_messages(self, user_message: dict[str, Any]) -> list[dict[str, Any]]:
         """The prompt's messages, led by a system patch when the prompt or tools changed."""
         state = SystemState.replay(self.agent.messages)

@@ -576,8 +576,9 @@ class ExtensionRunner:
         system_prompt = self.rt.build_context([*self.rt.agent.messages, *messages]).get("systemPrompt", "")
         injected: list[dict[str, Any]] = []
         override = None
+        options = self.rt.system_prompt_options()  # one object: later handlers see earlier changes
         for ext, handler in self._handlers("before_agent_start"):
-            event = _before_agent_start_event(prompt, system_prompt)
+            event = _before_agent_start_event(prompt, system_prompt, options)
             result = await self._call(ext, handler, event)
             if not isinstance(result, dict):
                 continue
@@ -659,7 +660,8 @@ class ExtensionRunner:
             self.rt.request_shutdown()
 
 
-def _before_agent_start_event(prompt: dict[str, Any] | None, system_prompt: str) -> dict[str, Any]:
+def _before_agent_start_event(prompt: dict[str, Any] | None, system_prompt: str,
+                              options: dict[str, Any]) -> dict[str, Any]:
     event: dict[str, Any] = {"type": "before_agent_start"}
     if prompt is not None and prompt.get("role") == "custom":
         event["messageType"] = "custom"
@@ -672,7 +674,7 @@ def _before_agent_start_event(prompt: dict[str, Any] | None, system_prompt: str)
         if images:
             event["images"] = images
     event["systemPrompt"] = system_prompt
-    event["systemPromptOptions"] = {}
+    event["systemPromptOptions"] = options
     return event
 
 
