@@ -305,3 +305,53 @@ async def test_before_agent_start_gets_the_system_prompt_options(tmp_path: Path)
         "appendSystemPrompt": "Extra words.", "sections": {}, "cwd": str(cwd.resolve()),
         "contextFiles": [{"path": str((cwd / "AGENTS.md").resolve()), "content": "Be brief."}], "skills": [],
         "snippets": ["bash", "edit", "find", "grep", "ls", "read", "write"], "guided": ["bash", "edit", "read", "write"]}
+
+
+REVIEW_EXTENSION = """
+    def setup(pi):
+        async def review(args, ctx):
+            registry = ctx.model_registry
+            model = registry.find("fake", "fake-model")
+            answer = await registry.complete(model, {"systemPrompt": "You review.",
+                                                     "messages": [{"role": "user", "content": args,
+                                                                   "timestamp": 0}]})
+            pi.append_entry("review", {
+                "text": answer["content"][0]["text"], "stop": answer["stopReason"],
+                "available": [m["id"] for m in registry.get_available()],
+                "missing": registry.find("fake", "nope"), "scoped": ctx.scoped_models})
+
+        pi.register_command("review", handler=review)
+"""
+
+
+async def test_model_registry_calls_a_model_with_the_session_credentials(tmp_path: Path) -> None:
+    from tests.fakes.llm_server import FakeLLMServer
+
+    with FakeLLMServer() as server:
+        server.add({"content": [{"type": "text", "text": "looks fine"}]})
+        agent_dir, cwd = tmp_path / "agent", tmp_path / "work"
+        agent_dir.mkdir()
+        cwd.mkdir()
+        (agent_dir / "models.json").write_text(json.dumps({"providers": {"fake": {
+            "baseUrl": f"{server.url}/v1", "api": "openai-completions",
+            "headers": {"x-team": "reviewers"}, "models": [{"id": "fake-model"}]}}}))
+        (cwd / "review.py").write_text(textwrap.dedent(REVIEW_EXTENSION))
+        env = {**os.environ, "PI_CODING_AGENT_DIR": str(agent_dir), "HOME": str(tmp_path)}
+        proc = await RpcProcess.pi("--provider", "fake", "--model", "fake-model", "--api-key", "sk-session-key",
+                                   "--no-session", "-e", "review.py", cwd=cwd, env=env)
+        try:
+            await proc.request({"type": "prompt", "message": "/review check this diff"})
+            entries: list[dict[str, Any]] = []
+            for _ in range(100):
+                entries = [e for e in (await proc.request({"type": "get_entries"}))["data"]["entries"]
+                           if e.get("customType") == "review"]
+                if entries:
+                    break
+        finally:
+            await proc.kill()
+        [request] = server.requests
+    assert entries[0]["data"] == {"text": "looks fine", "stop": "stop", "available": ["fake-model"],
+                                  "missing": None, "scoped": []}
+    assert request["headers"]["authorization"] == "Bearer sk-session-key"
+    assert request["headers"]["x-team"] == "reviewers"
+    assert request["body"]["messages"][0] == {"role": "system", "content": "You review."}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -165,6 +165,10 @@ class SessionRuntime:
                              thinking_budgets=self.settings.thinking_budgets,
                              headers=self.registry.request_headers(model, self.api_key_for(model)),
                              idle_timeout_s=idle_ms / 1000 if idle_ms else None)
+
+    def request_options(self, model: Model) -> StreamOptions:
+        """A request's options as the session's own requests get them, its credential included."""
+        return replace(self._stream_options(model), api_key=self.api_key_for(model))
 
     def image_policy(self) -> ImagePolicy:
         """How images are normalised now: the ``images.autoResize`` setting within the model's limits."""

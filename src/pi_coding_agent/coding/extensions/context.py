@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from pi_coding_agent.agent.awaitables import maybe_await
+from pi_coding_agent.coding.extensions.model_access import ModelRegistryView
 from pi_coding_agent.coding.extensions.registry import Binding
 
 if TYPE_CHECKING:
@@ -97,6 +98,15 @@ class ExtensionContext:
     @property
     def session_manager(self) -> SessionView:
         return SessionView(self._live().session.sm)
+
+    @property
+    def model_registry(self) -> ModelRegistryView:
+        return ModelRegistryView(self._live().rt)
+
+    @property
+    def scoped_models(self) -> list[dict[str, Any]]:
+        """``--models`` / ``enabledModels``: ``{"model", "thinkingLevel"?}`` each (empty: no scoping)."""
+        return [{"model": m, **({"thinkingLevel": level} if level else {})} for m, level in self._live().rt.scoped]
 
     @property
     def model(self) -> Model:
