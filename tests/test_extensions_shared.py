@@ -50,23 +50,34 @@ EXTENSION = """
 """
 
 
-async def test_bus_flags_settings_and_trust_over_rpc(tmp_path: Path) -> None:
-    agent_dir, cwd = tmp_path / "agent", tmp_path / "work"
-    (cwd / ".pi").mkdir(parents=True)
+def _dirs(root: Path) -> tuple[Path, Path, dict[str, str]]:
+    """An agent dir, a working directory and the environment pointing pi at them."""
+    agent_dir, cwd = root / "agent", root / "work"
     agent_dir.mkdir()
+    cwd.mkdir(exist_ok=True)
+    return agent_dir, cwd, {**os.environ, "PI_CODING_AGENT_DIR": str(agent_dir), "HOME": str(root)}
+
+
+async def _wait_for_entries(proc: RpcProcess, custom_type: str) -> list[dict[str, Any]]:
+    """The ``custom`` entries of that type, once an asynchronous handler has appended one."""
+    for _ in range(100):
+        entries = [e for e in (await proc.request({"type": "get_entries"}))["data"]["entries"]
+                   if e.get("customType") == custom_type]
+        if entries:
+            return entries
+    return []
+
+
+async def test_bus_flags_settings_and_trust_over_rpc(tmp_path: Path) -> None:
+    agent_dir, cwd, env = _dirs(tmp_path)
+    (cwd / ".pi").mkdir()
     (agent_dir / "settings.json").write_text(json.dumps({"steeringMode": "all"}))
     (cwd / "talk.py").write_text(textwrap.dedent(EXTENSION))
     (cwd / "listen.py").write_text(textwrap.dedent(EXTENSION).replace("talker(pi)", "listener(pi)"))
-    env = {**os.environ, "PI_CODING_AGENT_DIR": str(agent_dir), "HOME": str(tmp_path)}
     proc = await RpcProcess.pi("--provider", "faux", "--model", "faux-1", "--no-session", "-a",
                                "-e", "talk.py", "-e", "listen.py", cwd=cwd, env=env)
     try:
-        entries: list[dict[str, Any]] = []
-        for _ in range(50):
-            entries = [e for e in (await proc.request({"type": "get_entries"}))["data"]["entries"]
-                       if e.get("customType") == "heard"]
-            if entries:
-                break
+        entries = await _wait_for_entries(proc, "heard")
     finally:
         await proc.kill()
     assert [e["data"] for e in entries] == [
@@ -141,14 +152,11 @@ async def test_tool_fields_default_active_annotations_and_prepare_arguments(tmp_
     with FakeLLMServer() as server:
         server.add(legacy_call, {"content": [{"type": "text", "text": "ok"}]},
                    {"content": [{"type": "text", "text": "again"}]})
-        agent_dir, cwd = tmp_path / "agent", tmp_path / "work"
-        agent_dir.mkdir()
-        cwd.mkdir()
+        agent_dir, cwd, env = _dirs(tmp_path)
         (agent_dir / "models.json").write_text(json.dumps({"providers": {"fake": {
             "baseUrl": f"{server.url}/v1", "api": "openai-completions", "apiKey": "dummy",
             "models": [{"id": "fake-model"}]}}}))
         (cwd / "tools.py").write_text(textwrap.dedent(TOOLS_EXTENSION))
-        env = {**os.environ, "PI_CODING_AGENT_DIR": str(agent_dir), "HOME": str(tmp_path)}
         proc = await RpcProcess.pi("--provider", "fake", "--model", "fake-model", "--no-session",
                                    "--tools", "read", "-e", "tools.py", cwd=cwd, env=env)
         try:
@@ -181,12 +189,9 @@ COMPACT_EXTENSION = """
 
 
 async def test_session_compact_failed_reports_errors_and_cancellations(tmp_path: Path) -> None:
-    agent_dir, cwd = tmp_path / "agent", tmp_path / "work"
-    agent_dir.mkdir()
-    cwd.mkdir()
+    agent_dir, cwd, env = _dirs(tmp_path)
     (cwd / "compact.py").write_text(textwrap.dedent(COMPACT_EXTENSION))
     (agent_dir / "settings.json").write_text(json.dumps({"compaction": {"keepRecentTokens": 1}}))
-    env = {**os.environ, "PI_CODING_AGENT_DIR": str(agent_dir), "HOME": str(tmp_path)}
     proc = await RpcProcess.pi("--provider", "faux", "--model", "faux-1", "--no-session", "-e", "compact.py",
                                cwd=cwd, env=env)
     try:
@@ -235,11 +240,8 @@ TREE_EXTENSION = """
 
 
 async def test_session_before_tree_cancels_or_supplies_the_summary(tmp_path: Path) -> None:
-    agent_dir, cwd = tmp_path / "agent", tmp_path / "work"
-    agent_dir.mkdir()
-    cwd.mkdir()
+    _, cwd, env = _dirs(tmp_path)
     (cwd / "tree.py").write_text(textwrap.dedent(TREE_EXTENSION))
-    env = {**os.environ, "PI_CODING_AGENT_DIR": str(agent_dir), "HOME": str(tmp_path)}
     proc = await RpcProcess.pi("--provider", "faux", "--model", "faux-1", "--no-session", "-e", "tree.py",
                                cwd=cwd, env=env)
     try:
@@ -285,12 +287,9 @@ OPTIONS_EXTENSION = """
 
 
 async def test_before_agent_start_gets_the_system_prompt_options(tmp_path: Path) -> None:
-    agent_dir, cwd = tmp_path / "agent", tmp_path / "work"
-    agent_dir.mkdir()
-    cwd.mkdir()
+    _, cwd, env = _dirs(tmp_path)
     (cwd / "AGENTS.md").write_text("Be brief.")
     (cwd / "options.py").write_text(textwrap.dedent(OPTIONS_EXTENSION))
-    env = {**os.environ, "PI_CODING_AGENT_DIR": str(agent_dir), "HOME": str(tmp_path)}
     proc = await RpcProcess.pi("--provider", "faux", "--model", "faux-1", "--no-session", "-e", "options.py",
                                "--tools", "read,bash", "--append-system-prompt", "Extra words.", cwd=cwd, env=env)
     try:
@@ -329,24 +328,16 @@ async def test_model_registry_calls_a_model_with_the_session_credentials(tmp_pat
 
     with FakeLLMServer() as server:
         server.add({"content": [{"type": "text", "text": "looks fine"}]})
-        agent_dir, cwd = tmp_path / "agent", tmp_path / "work"
-        agent_dir.mkdir()
-        cwd.mkdir()
+        agent_dir, cwd, env = _dirs(tmp_path)
         (agent_dir / "models.json").write_text(json.dumps({"providers": {"fake": {
             "baseUrl": f"{server.url}/v1", "api": "openai-completions",
             "headers": {"x-team": "reviewers"}, "models": [{"id": "fake-model"}]}}}))
         (cwd / "review.py").write_text(textwrap.dedent(REVIEW_EXTENSION))
-        env = {**os.environ, "PI_CODING_AGENT_DIR": str(agent_dir), "HOME": str(tmp_path)}
         proc = await RpcProcess.pi("--provider", "fake", "--model", "fake-model", "--api-key", "sk-session-key",
                                    "--no-session", "-e", "review.py", cwd=cwd, env=env)
         try:
             await proc.request({"type": "prompt", "message": "/review check this diff"})
-            entries: list[dict[str, Any]] = []
-            for _ in range(100):
-                entries = [e for e in (await proc.request({"type": "get_entries"}))["data"]["entries"]
-                           if e.get("customType") == "review"]
-                if entries:
-                    break
+            entries = await _wait_for_entries(proc, "review")
         finally:
             await proc.kill()
         [request] = server.requests
