@@ -346,3 +346,44 @@ async def test_model_registry_calls_a_model_with_the_session_credentials(tmp_pat
     assert request["headers"]["authorization"] == "Bearer sk-session-key"
     assert request["headers"]["x-team"] == "reviewers"
     assert request["body"]["messages"][0] == {"role": "system", "content": "You review."}
+
+
+WITH_SYSTEM_EXTENSION = """
+    def setup(pi):
+        def rewrite(event, ctx):
+            messages = event["messages"]
+            last = dict(messages[-1], content=[{"type": "text", "text": "rewritten for this request"}])
+            return {"messages": [*messages[:-1], last]}
+
+        pi.on("context_with_system", lambda event, ctx: ctx.ui.notify(event["messages"][0]["role"]))
+        pi.on("context_with_system", rewrite)
+        pi.on("context_with_system", lambda event, ctx: {"messages": event["messages"][1:]})
+"""
+
+
+async def test_context_with_system_rewrites_the_request_and_keeps_the_system_head(tmp_path: Path) -> None:
+    from tests.fakes.llm_server import FakeLLMServer
+
+    with FakeLLMServer() as server:
+        server.add({"content": [{"type": "text", "text": "ok"}]})
+        agent_dir, cwd, env = _dirs(tmp_path)
+        (agent_dir / "models.json").write_text(json.dumps({"providers": {"fake": {
+            "baseUrl": f"{server.url}/v1", "api": "openai-completions", "apiKey": "dummy",
+            "models": [{"id": "fake-model"}]}}}))
+        (cwd / "system.py").write_text(textwrap.dedent(WITH_SYSTEM_EXTENSION))
+        proc = await RpcProcess.pi("--provider", "fake", "--model", "fake-model", "--no-session",
+                                   "-e", "system.py", cwd=cwd, env=env)
+        try:
+            await proc.send({"type": "prompt", "message": "original text"})
+            records = await proc.read_until(lambda r: r["type"] == "agent_settled")
+            messages = (await proc.request({"type": "get_messages"}))["data"]["messages"]
+        finally:
+            await proc.kill()
+        [request] = server.requests
+    sent = request["body"]["messages"]
+    assert sent[0]["role"] == "system" and sent[-1]["content"] in (
+        "rewritten for this request", [{"type": "text", "text": "rewritten for this request"}])
+    assert [r["message"] for r in records if r.get("method") == "notify"] == ["system"]
+    [error] = [r for r in records if r["type"] == "extension_error"]
+    assert error["event"] == "context_with_system" and "index 0" in error["error"]
+    assert messages[-2]["content"] == [{"type": "text", "text": "original text"}]  # the transcript is untouched

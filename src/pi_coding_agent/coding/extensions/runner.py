@@ -207,7 +207,7 @@ class ExtensionRunner:
         async def transform_context(messages: list[dict[str, Any]], signal: AbortSignal) -> list[dict[str, Any]]:
             if transform is not None:
                 messages = await transform(messages, signal)
-            return await self._context_event(messages)
+            return await self._context_with_system(await self._context_event(messages))
 
         async def before_tool_call(call: ToolCall, args: dict[str, Any]) -> dict[str, Any] | None:
             if before is not None and (decision := await before(call, args)):
@@ -249,6 +249,21 @@ class ExtensionRunner:
             if isinstance(result, dict) and isinstance(result.get("messages"), list):
                 current, returned = result["messages"], True
         return [*system, *current] if returned else messages
+
+    async def _context_with_system(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """``context_with_system`` (chain): the full transcript, system messages included, sent as returned;
+        a result without a system message first is reported and ignored."""
+        for ext, handler in self._handlers("context_with_system"):
+            result = await self._call(ext, handler, {"type": "context_with_system", "messages": messages})
+            returned = result.get("messages") if isinstance(result, dict) else None
+            if not isinstance(returned, list):
+                continue
+            if not returned or returned[0].get("role") != "system":
+                self.report_error(ext.path, "context_with_system",
+                                  ValueError("context_with_system must keep a system message at index 0"))
+                continue
+            messages = returned
+        return messages
 
     async def _on_payload(self, payload: Any) -> Any:
         """``before_provider_request`` (chain): a non-None result replaces the body."""
