@@ -58,6 +58,12 @@ def _dirs(root: Path) -> tuple[Path, Path, dict[str, str]]:
     return agent_dir, cwd, {**os.environ, "PI_CODING_AGENT_DIR": str(agent_dir), "HOME": str(root)}
 
 
+def _fake_provider(agent_dir: Path, url: str, **extra: Any) -> None:
+    """models.json routing provider ``fake`` (model ``fake-model``) to the fake server."""
+    provider = {"baseUrl": f"{url}/v1", "api": "openai-completions", **extra, "models": [{"id": "fake-model"}]}
+    (agent_dir / "models.json").write_text(json.dumps({"providers": {"fake": provider}}))
+
+
 async def _wait_for_entries(proc: RpcProcess, custom_type: str) -> list[dict[str, Any]]:
     """The ``custom`` entries of that type, once an asynchronous handler has appended one."""
     for _ in range(100):
@@ -153,9 +159,7 @@ async def test_tool_fields_default_active_annotations_and_prepare_arguments(tmp_
         server.add(legacy_call, {"content": [{"type": "text", "text": "ok"}]},
                    {"content": [{"type": "text", "text": "again"}]})
         agent_dir, cwd, env = _dirs(tmp_path)
-        (agent_dir / "models.json").write_text(json.dumps({"providers": {"fake": {
-            "baseUrl": f"{server.url}/v1", "api": "openai-completions", "apiKey": "dummy",
-            "models": [{"id": "fake-model"}]}}}))
+        _fake_provider(agent_dir, server.url, apiKey="dummy")
         (cwd / "tools.py").write_text(textwrap.dedent(TOOLS_EXTENSION))
         proc = await RpcProcess.pi("--provider", "fake", "--model", "fake-model", "--no-session",
                                    "--tools", "read", "-e", "tools.py", cwd=cwd, env=env)
@@ -329,9 +333,7 @@ async def test_model_registry_calls_a_model_with_the_session_credentials(tmp_pat
     with FakeLLMServer() as server:
         server.add({"content": [{"type": "text", "text": "looks fine"}]})
         agent_dir, cwd, env = _dirs(tmp_path)
-        (agent_dir / "models.json").write_text(json.dumps({"providers": {"fake": {
-            "baseUrl": f"{server.url}/v1", "api": "openai-completions",
-            "headers": {"x-team": "reviewers"}, "models": [{"id": "fake-model"}]}}}))
+        _fake_provider(agent_dir, server.url, headers={"x-team": "reviewers"})
         (cwd / "review.py").write_text(textwrap.dedent(REVIEW_EXTENSION))
         proc = await RpcProcess.pi("--provider", "fake", "--model", "fake-model", "--api-key", "sk-session-key",
                                    "--no-session", "-e", "review.py", cwd=cwd, env=env)
@@ -367,9 +369,7 @@ async def test_context_with_system_rewrites_the_request_and_keeps_the_system_hea
     with FakeLLMServer() as server:
         server.add({"content": [{"type": "text", "text": "ok"}]})
         agent_dir, cwd, env = _dirs(tmp_path)
-        (agent_dir / "models.json").write_text(json.dumps({"providers": {"fake": {
-            "baseUrl": f"{server.url}/v1", "api": "openai-completions", "apiKey": "dummy",
-            "models": [{"id": "fake-model"}]}}}))
+        _fake_provider(agent_dir, server.url, apiKey="dummy")
         (cwd / "system.py").write_text(textwrap.dedent(WITH_SYSTEM_EXTENSION))
         proc = await RpcProcess.pi("--provider", "fake", "--model", "fake-model", "--no-session",
                                    "-e", "system.py", cwd=cwd, env=env)
