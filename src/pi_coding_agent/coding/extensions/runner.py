@@ -28,9 +28,10 @@ from pi_coding_agent.agent.loop import default_context
 from pi_coding_agent.agent.tool import AgentTool, ToolResult
 from pi_coding_agent.ai.types import AssistantMessage, Context, Model, ToolCall, ToolResultMessage, now_ms
 from pi_coding_agent.coding.errors import SessionError
-from pi_coding_agent.coding.extensions.api import ExtensionAPI
+from pi_coding_agent.coding.extensions.api import ExtensionAPI, install_tool
 from pi_coding_agent.coding.extensions.boundary import apply_drafts, preview_context
 from pi_coding_agent.coding.extensions.context import CommandContext, ExtensionContext
+from pi_coding_agent.coding.extensions.event_bus import EventBus
 from pi_coding_agent.coding.extensions.loader import ExtensionSource, import_extension
 from pi_coding_agent.coding.extensions.registry import Binding, Command, Extension, Handler, custom_message
 
@@ -60,6 +61,7 @@ class ExtensionRunner:
         self.sources = sources
         self.extensions: list[Extension] = []
         self.binding = Binding()
+        self.events = EventBus()  # pi.events, shared by the extensions of this session
         self._modules: dict[Path, ModuleType] = {}
         self._load_errors: list[tuple[str, str]] = []
         self._builtin_tools: dict[str, AgentTool] = dict(runtime.all_tools)
@@ -92,7 +94,7 @@ class ExtensionRunner:
                 continue
             self.extensions.append(extension)
             for tool in extension.tools.values():
-                self.activate_tool(tool)
+                install_tool(self, tool)
 
     def _setup_of(self, source: ExtensionSource) -> Callable[[Any], Any]:
         if source.setup is not None:
@@ -205,7 +207,7 @@ class ExtensionRunner:
         async def transform_context(messages: list[dict[str, Any]], signal: AbortSignal) -> list[dict[str, Any]]:
             if transform is not None:
                 messages = await transform(messages, signal)
-            return await self._context_event(messages)
+            return await self._context_with_system(await self._context_event(messages))
 
         async def before_tool_call(call: ToolCall, args: dict[str, Any]) -> dict[str, Any] | None:
             if before is not None and (decision := await before(call, args)):
@@ -247,6 +249,21 @@ class ExtensionRunner:
             if isinstance(result, dict) and isinstance(result.get("messages"), list):
                 current, returned = result["messages"], True
         return [*system, *current] if returned else messages
+
+    async def _context_with_system(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """``context_with_system`` (chain): the full transcript, system messages included, sent as returned;
+        a result without a system message first is reported and ignored."""
+        for ext, handler in self._handlers("context_with_system"):
+            result = await self._call(ext, handler, {"type": "context_with_system", "messages": messages})
+            returned = result.get("messages") if isinstance(result, dict) else None
+            if not isinstance(returned, list):
+                continue
+            if not returned or returned[0].get("role") != "system":
+                self.report_error(ext.path, "context_with_system",
+                                  ValueError("context_with_system must keep a system message at index 0"))
+                continue
+            messages = returned
+        return messages
 
     async def _on_payload(self, payload: Any) -> Any:
         """``before_provider_request`` (chain): a non-None result replaces the body."""
@@ -574,8 +591,9 @@ class ExtensionRunner:
         system_prompt = self.rt.build_context([*self.rt.agent.messages, *messages]).get("systemPrompt", "")
         injected: list[dict[str, Any]] = []
         override = None
+        options = self.rt.system_prompt_options()  # one object: later handlers see earlier changes
         for ext, handler in self._handlers("before_agent_start"):
-            event = _before_agent_start_event(prompt, system_prompt)
+            event = _before_agent_start_event(prompt, system_prompt, options)
             result = await self._call(ext, handler, event)
             if not isinstance(result, dict):
                 continue
@@ -610,6 +628,14 @@ class ExtensionRunner:
         for ext, handler in self._handlers("session_before_compact"):
             result = await self._call(ext, handler, {"type": "session_before_compact", **event})
             if isinstance(result, dict) and (result.get("cancel") or isinstance(result.get("compaction"), dict)):
+                return result
+        return None
+
+    async def before_tree(self, event: dict[str, Any]) -> dict[str, Any] | None:
+        """``session_before_tree``: the first handler's answer that cancels, supplies or changes something."""
+        for ext, handler in self._handlers("session_before_tree"):
+            result = await self._call(ext, handler, {"type": "session_before_tree", **event})
+            if isinstance(result, dict) and result:
                 return result
         return None
 
@@ -649,7 +675,8 @@ class ExtensionRunner:
             self.rt.request_shutdown()
 
 
-def _before_agent_start_event(prompt: dict[str, Any] | None, system_prompt: str) -> dict[str, Any]:
+def _before_agent_start_event(prompt: dict[str, Any] | None, system_prompt: str,
+                              options: dict[str, Any]) -> dict[str, Any]:
     event: dict[str, Any] = {"type": "before_agent_start"}
     if prompt is not None and prompt.get("role") == "custom":
         event["messageType"] = "custom"
@@ -662,7 +689,7 @@ def _before_agent_start_event(prompt: dict[str, Any] | None, system_prompt: str)
         if images:
             event["images"] = images
     event["systemPrompt"] = system_prompt
-    event["systemPromptOptions"] = {}
+    event["systemPromptOptions"] = options
     return event
 
 
