@@ -73,7 +73,7 @@ class AgentSession:
             self.extensions = ExtensionRunner(self, runtime, list(extension_sources))
         self.compaction = CompactionController(self, runtime, self.extensions)
         self.agent.hooks.prepare_next_turn = self.compaction.check_between_turns
-        self.navigator = TreeNavigator(self, runtime)
+        self.navigator = TreeNavigator(self, runtime, self.extensions)
 
     async def start(self) -> None:
         """Set up the extensions; their ``session_start`` runs once the caller has subscribed."""
@@ -551,7 +551,7 @@ class AgentSession:
         result, event = await self.navigator.navigate(
             target_id, summarize=summarize, custom_instructions=custom_instructions,
             replace_instructions=replace_instructions, label=label)
-        if self.extensions is not None:
+        if self.extensions is not None and event is not None:
             await self.extensions.notify(event)
         return result
 
@@ -571,6 +571,7 @@ class AgentSession:
                                       position=position)
         if ext is not None:
             await ext.session_shutdown(reason, None if sm.session_file is None else str(sm.session_file))
+        self.rt.move_to(Path(sm.cwd))
         self._rebind(sm)
         if ext is not None:
             await ext.reload(reason, None if old.session_file is None else str(old.session_file))

@@ -9,8 +9,10 @@ two sessions built in one process share nothing.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +33,7 @@ from pi_coding_agent.coding.resources.settings import Settings
 from pi_coding_agent.coding.resources.skills import load_skills
 from pi_coding_agent.coding.resources.system_prompt import resolve_append_prompts, resolve_custom_prompt
 from pi_coding_agent.coding.resources.trust import is_project_trusted
-from pi_coding_agent.coding.runtime import LOGIN_HELP, Resources, SessionRuntime
+from pi_coding_agent.coding.runtime import LOGIN_HELP, Project, Resources, SessionRuntime, missing_cwd_error
 from pi_coding_agent.coding.sandbox.policy import SandboxPolicy, policy_from_settings
 from pi_coding_agent.coding.session import SessionManager, list_sessions
 
@@ -75,6 +77,15 @@ def _find_session_by_id(session_id: str, session_dir: Path, exact: bool) -> Path
     return None
 
 
+def _anchored(args: CliArgs, start_cwd: Path) -> CliArgs:
+    """``args`` with its relative resource paths made absolute against the start-up directory."""
+    def anchor(raw: str) -> str:
+        return raw if raw.startswith("~") or ":" in raw else os.path.join(start_cwd, raw)
+
+    return replace(args, extensions=[anchor(p) for p in args.extensions], skills=[anchor(p) for p in args.skills],
+                   prompt_templates=[anchor(p) for p in args.prompt_templates])
+
+
 def _load_resources(args: CliArgs, settings: Settings, agent_dir: Path, cwd: Path, trusted: bool) -> Resources:
     skills, warnings = load_skills(agent_dir, cwd, trusted, list(args.skills), settings.skills,
                                    include_defaults=not args.no_skills)
@@ -110,6 +121,21 @@ def _scoped_models(args: CliArgs, registry: ModelRegistry, settings: Settings) -
     for warning in warnings:
         print(f"Warning: {warning}", file=sys.stderr)
     return scoped
+
+
+def _inline_key_provider(args: CliArgs, cli_model: tuple[Model, str | None] | None,
+                         scoped: list[tuple[Model, str | None]], settings: Settings, sm: SessionManager) -> str | None:
+    """The provider ``--api-key`` is for: that of the model the command line chose, as in pi (``--model``,
+    else for a session without messages the default model if scoped, else the first of ``--models``)."""
+    if args.api_key is None:
+        return None
+    if cli_model is not None:
+        return cli_model[0]["provider"]
+    if scoped and not any(entry.get("type") == "message" for entry in sm.entries):
+        default = (settings.default_provider, settings.default_model)
+        return next((m for m, _ in scoped if (m["provider"], m["id"]) == default), scoped[0][0])["provider"]
+    raise SessionError("Error: --api-key requires a model to be specified via --model, --provider/--model, "
+                       "or --models")
 
 
 def _extension_sources(args: CliArgs, settings: Settings, agent_dir: Path, cwd: Path, trusted: bool,
@@ -148,22 +174,36 @@ async def create_session(
     same name replaces), ``extensions`` load after the discovered ones. Tool sources that come with
     a feature (a protocol client, a code runner) join here, through ``tools``.
     """
-    cwd = (cwd or Path.cwd()).resolve()
+    start_cwd = (cwd or Path.cwd()).resolve()
     agent_dir = agent_dir or paths.agent_dir()
-    # pi reads start-up settings (sessionDir, warnings) as if trusted, before the trust decision
-    startup = Settings.load(agent_dir, cwd, project_trusted=True)
-    trusted = is_project_trusted(agent_dir, cwd, args.approve, startup.default_project_trust)
-    settings = startup if trusted else Settings.load(agent_dir, cwd, project_trusted=False)
-    settings = settings.with_overrides(settings_overrides or {})
+    # pi reads start-up settings (sessionDir, default trust) as if trusted, before the trust decision
+    startup = Settings.load(agent_dir, start_cwd, project_trusted=True)
+    sm = _open_session(args, startup, agent_dir, start_cwd)
+    missing = missing_cwd_error(sm, start_cwd)
+    if missing is not None:
+        raise SessionError(missing)
+    args = _anchored(args, start_cwd)  # command-line paths stay relative to where pi was started
+
+    def load_project(project_cwd: Path) -> Project:
+        """A directory's trust, settings and resources: the start-up one's, or a resumed session's."""
+        trusted = is_project_trusted(agent_dir, project_cwd, args.approve, startup.default_project_trust)
+        settings = Settings.load(agent_dir, project_cwd, project_trusted=trusted).with_overrides(
+            settings_overrides or {})
+        resources = _load_resources(args, settings, agent_dir, project_cwd, trusted)
+        return Project(project_cwd, trusted, settings, resources)
+
+    project = load_project(Path(sm.cwd).resolve())  # tools work where the session was recorded, as in pi
+    cwd, settings = project.cwd, project.settings
     auth = AuthStorage(agent_dir)
     registry = ModelRegistry(agent_dir, auth, llama_command.enabled(settings, args.no_extensions, args.extensions))
     for error in registry.errors:
         print(error, file=sys.stderr)
-    sm = _open_session(args, startup, agent_dir, cwd)
+    scoped, cli_model = _scoped_models(args, registry, settings), _cli_model(args, registry)
     runtime = SessionRuntime(
         args=args, cwd=cwd, agent_dir=agent_dir, mode=mode, ui=ui or NoUI(), settings=settings, auth=auth,
-        registry=registry, session_manager=sm, resources=_load_resources(args, settings, agent_dir, cwd, trusted),
-        scoped=_scoped_models(args, registry, settings), cli_model=_cli_model(args, registry), extra_tools=tools,
+        registry=registry, session_manager=sm, resources=project.resources,
+        scoped=scoped, cli_model=cli_model, extra_tools=tools, trusted=project.trusted, load_project=load_project,
+        inline_key_provider=_inline_key_provider(args, cli_model, scoped, settings, sm),
         sandbox=_sandbox_policy(args, settings, cwd),
     )
     if args.name and not sm.entries:
@@ -171,10 +211,10 @@ async def create_session(
     runtime.load_transcript(sm)
     if not registry.available_models():
         print(f"Warning: No models available. {LOGIN_HELP}", file=sys.stderr)
-    session = AgentSession(runtime, _extension_sources(args, settings, agent_dir, cwd, trusted, extensions))
+    session = AgentSession(runtime, _extension_sources(args, settings, agent_dir, cwd, project.trusted, extensions))
     attach_cache_warmer(session, runtime)
     from pi_coding_agent.coding.mcp import start_mcp
 
-    runtime.mcp = start_mcp(runtime, trusted)  # before extensions, which may register MCP servers
+    runtime.mcp = start_mcp(runtime, project.trusted)  # before extensions, which may register MCP servers
     await session.start()
     return session

@@ -56,6 +56,7 @@ class CliArgs:
     list_models: str | bool | None = None  # True without a search term
     messages: list[str] = field(default_factory=list)
     file_args: list[str] = field(default_factory=list)
+    flag_values: dict[str, bool | str] = field(default_factory=dict)  # extension flags (``--name [value]``)
 
     @property
     def export_output(self) -> str | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -88,6 +88,27 @@ class Resources:
     append_prompts: list[str] = field(default_factory=list)
 
 
+@dataclass
+class Project:
+    """What belongs to one working directory: its trust decision, settings and resources."""
+
+    cwd: Path
+    trusted: bool
+    settings: Settings
+    resources: Resources
+
+
+ProjectLoader = Callable[[Path], Project]
+
+
+def missing_cwd_error(sm: SessionManager, fallback_cwd: Path) -> str | None:
+    """pi's refusal of a saved session whose recorded working directory is gone (None when it exists)."""
+    if not sm.persist or sm.session_file is None or Path(sm.cwd).exists():
+        return None
+    return (f"Stored session working directory does not exist: {sm.cwd}\nSession file: {sm.session_file}\n"
+            f"Current working directory: {fallback_cwd}")
+
+
 class SessionRuntime:
     """Collaborators and delegated policies of one AgentSession (see module docstring)."""
 
@@ -96,6 +117,7 @@ class SessionRuntime:
         auth: AuthStorage, registry: ModelRegistry, session_manager: SessionManager,
         resources: Resources, scoped: list[tuple[Model, str | None]],
         cli_model: tuple[Model, str | None] | None = None, extra_tools: Sequence[AgentTool] = (),
+        trusted: bool = False, load_project: ProjectLoader | None = None, inline_key_provider: str | None = None,
         sandbox: SandboxPolicy | None = None,
     ) -> None:
         self.args = args
@@ -112,6 +134,11 @@ class SessionRuntime:
         self.session_manager = session_manager
         self.resources = resources
         self.processes = ProcessRegistry()  # this session's commands: its shutdown kills them, no other's
+        self.project_trusted = trusted
+        self.flag_values: dict[str, bool | str] = dict(args.flag_values)  # extension flags, shared by all
+        self.inline_key_provider = inline_key_provider  # whose credential ``--api-key`` is, as pi decides at start-up
+        self._load_project = load_project  # how a session of another directory gets that directory's project
+        self._extra_tools = tuple(extra_tools)
         self.all_tools = self._create_tools(extra_tools)
         self.scoped = scoped  # --models / enabledModels, each with its optional ":level"
         self.scoped_models = [m for m, _ in scoped]
@@ -150,12 +177,13 @@ class SessionRuntime:
     def api_key_for(self, model: Model) -> str | None:
         if model["api"] == "faux":
             return "faux"
-        override = self.args.api_key if self._cli_provider_matches(model) else None
+        override = self.args.api_key if model["provider"] == self.inline_key_provider else None
         key = self.auth.api_key(model["provider"], override)
         return key if key is not None else self.registry.configured_api_key(model["provider"])
 
-    def _cli_provider_matches(self, model: Model) -> bool:
-        return self.args.api_key is not None and (self.args.provider in (None, model["provider"]))
+    def has_auth(self, provider: str) -> bool:
+        """A stored or configured credential, or the ``--api-key`` given for this provider."""
+        return provider == self.inline_key_provider or self.registry.has_auth(provider)
 
     async def _get_api_key(self, model: Model) -> str | None:
         await self.auth.prepare(model["provider"])  # refreshes a due OAuth credential
@@ -179,8 +207,13 @@ class SessionRuntime:
             return False
 
     def _auth_headers(self, model: Model) -> dict[str, str]:
-        token = self.auth.bearer_token(model["provider"], self.args.api_key if self._cli_provider_matches(model) else None)
+        override = self.args.api_key if model["provider"] == self.inline_key_provider else None
+        token = self.auth.bearer_token(model["provider"], override)
         return {"Authorization": f"Bearer {token}"} if token else {}
+
+    def request_options(self, model: Model) -> StreamOptions:
+        """A request's options as the session's own requests get them, its credential included."""
+        return replace(self._stream_options(model), api_key=self.api_key_for(model))
 
     def image_policy(self) -> ImagePolicy:
         """How images are normalised now: the ``images.autoResize`` setting within the model's limits."""
@@ -223,6 +256,23 @@ class SessionRuntime:
         from pi_coding_agent.coding.codemode.tool import presented_declarations
 
         return presented_declarations(self.agent.tools, self.settings)
+
+    def system_prompt_options(self) -> dict[str, Any]:
+        """What the system prompt is built from, in pi's ``systemPromptOptions`` shape (for extensions)."""
+        r, tools = self.resources, self.all_tools
+        options: dict[str, Any] = {} if r.custom_prompt is None else {"customPrompt": r.custom_prompt}
+        options.update(
+            selectedTools=[t.name for t in self.agent.tools], hiddenTools=[],
+            toolSnippets={n: getattr(t, "prompt_snippet", None) for n, t in tools.items()
+                          if getattr(t, "prompt_snippet", None)},
+            toolGuidelines={n: list(getattr(t, "prompt_guidelines", [])) for n, t in tools.items()
+                            if getattr(t, "prompt_guidelines", None)},
+            promptGuidelines=[], appendSystemPrompt="\n\n".join(r.append_prompts), sections={}, cwd=str(self.cwd),
+            contextFiles=[{"path": str(path), "content": content} for path, content in r.context_files],
+            skills=[{"name": s.name, "description": s.description, "filePath": str(s.path),
+                     "baseDir": str(s.base_dir), "sourceInfo": s.source_info(),
+                     "disableModelInvocation": s.disable_model_invocation} for s in r.skills])
+        return options
 
     def run_start_messages(self, user_message: dict[str, Any]) -> list[dict[str, Any]]:
         """The prompt's messages, led by a system patch when the prompt or tools changed."""
@@ -320,12 +370,27 @@ class SessionRuntime:
         if reason == "resume":
             assert target is not None
             sm = SessionManager.open(target.resolve(), self.cwd)
-            if not Path(sm.cwd).is_dir():
-                raise SessionError(f"Session working directory does not exist: {sm.cwd}")
+            missing = missing_cwd_error(sm, self.cwd)
+            if missing is not None:
+                raise SessionError(missing)
             return sm
         if old.persist and old.session_file is not None and not old.session_file.exists():
             raise SessionError("This session has not been saved yet. Send a message before cloning or forking it.")
         return old.fork(entry_id, position)
+
+    def move_to(self, cwd: Path) -> None:
+        """Work in ``cwd`` from now on (a resumed session of another project), as pi rebuilds its runtime
+        there: that directory's trust, settings and resources, and tools bound to it (the same ones active)."""
+        cwd = cwd.resolve()
+        if cwd == self.cwd or self._load_project is None:
+            return
+        project = self._load_project(cwd)
+        self.cwd, self.project_trusted = project.cwd, project.trusted
+        self.settings, self.resources = project.settings, project.resources
+        if self.sandbox is not None:  # the workspace moves with the session
+            self.sandbox = replace(self.sandbox, cwd=project.cwd)
+        before, self.all_tools = self.all_tools, self._create_tools(self._extra_tools)
+        self.agent.set_tools([self.all_tools[t.name] if before.get(t.name) is t else t for t in self.agent.tools])
 
     def _session_dir(self) -> Path:
         return paths.resolve_session_dir(self.args.session_dir, self.settings.session_dir, self.agent_dir, self.cwd)
@@ -362,7 +427,7 @@ class SessionRuntime:
             level = level or pattern_level
         elif existing and ctx.model is not None:
             model = self.registry.find(*ctx.model)
-            if model is not None and not self.registry.has_auth(model["provider"]):
+            if model is not None and not self.has_auth(model["provider"]):
                 model = None
         if model is None:
             model, scoped_level = initial_model(self.args, self.registry, self.settings,
@@ -377,7 +442,8 @@ class SessionRuntime:
     def available_models(self) -> list[Model]:
         """Models with credentials. Our faux provider (tests and demos; pi 1.6.0 has none) is only
         listed when the command line chose it, so model lists and cycling match pi's."""
-        models = self.registry.available_models()
+        registry = self.registry
+        models = [m for p in registry.providers() if self.has_auth(p) for m in registry.provider_models(p)]
         chosen = [m for m, _ in self.scoped] + ([self.cli_model[0]] if self.cli_model else [])
         if any(m["provider"] == FAUX_PROVIDER for m in chosen):
             return models

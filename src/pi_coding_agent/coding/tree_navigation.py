@@ -6,7 +6,7 @@ moves its leaf without appending, and the only place branch summaries are writte
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pi_coding_agent.ai.abort import AbortSignal
 from pi_coding_agent.coding.compaction.branch_summary import collect_branch_entries
@@ -17,12 +17,22 @@ if TYPE_CHECKING:
     from pi_coding_agent.coding.session_host import SessionHost
 
 
+TREE_CHOICES = ("customInstructions", "replaceInstructions", "label")
+
+
+class TreeHooks(Protocol):
+    """What navigation asks the extensions (the runner implements it)."""
+
+    async def before_tree(self, event: dict[str, Any]) -> dict[str, Any] | None: ...
+
+
 class TreeNavigator:
     """Tree navigation for one session; ``abort`` cancels a branch summary in progress."""
 
-    def __init__(self, host: SessionHost, runtime: SessionRuntime) -> None:
+    def __init__(self, host: SessionHost, runtime: SessionRuntime, hooks: TreeHooks | None = None) -> None:
         self.host = host
         self.rt = runtime
+        self.hooks = hooks
         self._signal: AbortSignal | None = None
 
     def abort(self) -> None:
@@ -32,11 +42,11 @@ class TreeNavigator:
     async def navigate(
         self, target_id: str, *, summarize: bool = False,
         custom_instructions: str | None = None, replace_instructions: bool = False, label: str | None = None,
-    ) -> tuple[dict[str, Any], dict[str, Any]]:
+    ) -> tuple[dict[str, Any], dict[str, Any] | None]:
         """Move to another point of the session tree, optionally leaving a
         summary of the abandoned branch. A user or custom message is re-opened for editing: the leaf
         goes to its parent and its text comes back as ``editorText``. Returns the command result and
-        the ``session_tree`` event for extensions."""
+        the ``session_tree`` event for extensions (None when an extension cancelled)."""
         session = self.host
         sm = self.rt.session_manager
         entry = sm.get_entry(target_id)
@@ -54,10 +64,21 @@ class TreeNavigator:
             result["editorText"] = content if isinstance(content, str) else "".join(
                 b.get("text", "") for b in content or [] if b.get("type") == "text")
         summary_entry = None
-        branch = collect_branch_entries(sm.get_branch, old_leaf, new_leaf) if summarize else []
-        if branch:
+        branch = collect_branch_entries(sm.get_branch, old_leaf, new_leaf) if summarize or self.hooks else []
+        choices: dict[str, Any] = {"customInstructions": custom_instructions,
+                                   "replaceInstructions": replace_instructions, "label": label}
+        answer = await self._before_tree(target_id, old_leaf, branch, summarize, choices)
+        if answer.get("cancel"):
+            return {"cancelled": True}, None
+        choices.update((key, answer[key]) for key in TREE_CHOICES if answer.get(key) is not None)
+        custom_instructions, label = choices["customInstructions"], choices["label"]
+        supplied = answer.get("summary") if summarize and isinstance(answer.get("summary"), dict) else None
+        if supplied is not None:
+            summary_entry = sm.branch_with_summary(new_leaf, supplied.get("summary", ""),
+                                                   details=supplied.get("details"), usage=supplied.get("usage"))
+        elif summarize and branch:
             summary_entry = await self._summarize_branch(branch, new_leaf, custom_instructions,
-                                                         replace_instructions)
+                                                         bool(choices["replaceInstructions"]))
         else:
             sm.branch(new_leaf)
         if label and summary_entry is not None:
@@ -66,7 +87,18 @@ class TreeNavigator:
         event: dict[str, Any] = {"type": "session_tree", "newLeafId": sm.leaf_id, "oldLeafId": old_leaf}
         if summary_entry is not None:
             event["summaryEntry"] = summary_entry
+            event["fromExtension"] = supplied is not None
         return result, event
+
+    async def _before_tree(self, target_id: str, old_leaf: str | None, branch: list[dict[str, Any]],
+                           summarize: bool, choices: dict[str, Any]) -> dict[str, Any]:
+        """``session_before_tree``: the extensions may cancel, supply the summary or change the choices."""
+        if self.hooks is None:
+            return {}
+        preparation = {"targetId": target_id, "oldLeafId": old_leaf,
+                       "commonAncestorId": branch[0].get("parentId") if branch else old_leaf,
+                       "entriesToSummarize": branch, "userWantsSummary": summarize, **choices}
+        return await self.hooks.before_tree({"preparation": preparation, "signal": AbortSignal()}) or {}
 
     async def _summarize_branch(self, branch: list[dict[str, Any]], new_leaf: str | None,
                                 custom_instructions: str | None, replace_instructions: bool) -> dict[str, Any]:

@@ -76,6 +76,7 @@ class CompactionController:
         self.extensions = extensions
         self._signal: AbortSignal | None = None
         self._overflow_recovery_attempted = False
+        self._from_extension = False  # the running compaction uses a summary an extension supplied
         session.subscribe(self._on_event)
 
     # ----------------------------------------------------------------- state
@@ -122,6 +123,7 @@ class CompactionController:
     async def _run(self, reason: str, custom_instructions: str | None, will_retry: bool,
                    preparation: CompactionPreparation | None) -> dict[str, Any]:
         signal = self._signal = AbortSignal()
+        self._from_extension = False
         self.session.is_compacting = True
         self.session.emit({"type": "compaction_start", "reason": reason})
         try:
@@ -133,6 +135,10 @@ class CompactionController:
             if not aborted:
                 end["errorMessage"] = FAILURE_PREFIX.get(reason, FAILURE_PREFIX["manual"]) + str(exc)
             self.session.emit(end)
+            await self._notify_extensions({"type": "session_compact_failed", "reason": reason,
+                                           **({"errorMessage": end["errorMessage"]} if not aborted else {}),
+                                           "aborted": aborted, "willRetry": False,
+                                           "fromExtension": self._from_extension})
             if aborted and not isinstance(exc, CompactionCancelled):
                 raise CompactionCancelled() from exc
             raise
@@ -156,6 +162,7 @@ class CompactionController:
             assert preparation is not None
         supplied = await self._extension_compaction(preparation, branch, reason, custom_instructions, signal)
         if supplied is not None:
+            self._from_extension = True
             summary, usage, details = supplied["summary"], supplied.get("usage"), supplied.get("details")
             first_kept = supplied.get("firstKeptEntryId", preparation.first_kept_entry_id)
             tokens_before = supplied.get("tokensBefore", preparation.tokens_before)

@@ -63,7 +63,7 @@ class AgentHooks(Boundaries):
         async def transform_context(messages: list[dict[str, Any]], signal: AbortSignal) -> list[dict[str, Any]]:
             if transform is not None:
                 messages = await transform(messages, signal)
-            return await self._context_event(messages)
+            return await self._context_with_system(await self._context_event(messages))
 
         async def before_tool_call(call: ToolCall, args: dict[str, Any]) -> dict[str, Any] | None:
             if before is not None and (decision := await before(call, args)):
@@ -106,6 +106,22 @@ class AgentHooks(Boundaries):
         current, returned = await self.chain(
             "context", (visible, False), lambda state: {"type": "context", "messages": state[0]}, step)
         return [*system, *current] if returned else messages
+
+    async def _context_with_system(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """``context_with_system``: the full transcript, system messages included, sent as returned; a
+        result without a system message first is reported and ignored."""
+        def step(current: list[dict[str, Any]], result: Any, ext: Extension) -> list[dict[str, Any]]:
+            returned = result.get("messages") if isinstance(result, dict) else None
+            if not isinstance(returned, list):
+                return current
+            if not returned or returned[0].get("role") != "system":
+                self.report_error(ext.path, "context_with_system",
+                                  ValueError("context_with_system must keep a system message at index 0"))
+                return current
+            return returned
+
+        return await self.chain("context_with_system", messages,
+                                lambda current: {"type": "context_with_system", "messages": current}, step)
 
     async def _on_payload(self, payload: Any) -> Any:
         """``before_provider_request``: a non-None result replaces the body."""
@@ -210,6 +226,7 @@ class AgentHooks(Boundaries):
         prompt = next((m for m in reversed(messages) if m.get("role") in ("user", "custom")), None)
         system_prompt = self.rt.build_context([*self.rt.agent.messages, *messages]).get("systemPrompt", "")
         injected: list[dict[str, Any]] = []
+        options = self.rt.system_prompt_options()  # one object: later handlers see earlier changes
 
         def step(state: tuple[str, str | None], result: Any, _: Extension) -> tuple[str, str | None]:
             if not isinstance(result, dict):
@@ -222,13 +239,14 @@ class AgentHooks(Boundaries):
 
         start: tuple[str, str | None] = (system_prompt, None)
         _, override = await self.chain("before_agent_start", start,
-                                       lambda state: _before_agent_start_event(prompt, state[0]), step)
+                                       lambda state: _before_agent_start_event(prompt, state[0], options), step)
         if override is not None:
             self._system_prompt = override
         return [*messages, *injected, *queued]
 
 
-def _before_agent_start_event(prompt: dict[str, Any] | None, system_prompt: str) -> dict[str, Any]:
+def _before_agent_start_event(prompt: dict[str, Any] | None, system_prompt: str,
+                              options: dict[str, Any]) -> dict[str, Any]:
     event: dict[str, Any] = {"type": "before_agent_start"}
     if prompt is not None and prompt.get("role") == "custom":
         event["messageType"] = "custom"
@@ -241,7 +259,7 @@ def _before_agent_start_event(prompt: dict[str, Any] | None, system_prompt: str)
         if images:
             event["images"] = images
     event["systemPrompt"] = system_prompt
-    event["systemPromptOptions"] = {}
+    event["systemPromptOptions"] = options
     return event
 
 

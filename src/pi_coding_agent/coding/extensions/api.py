@@ -16,6 +16,7 @@ from pi_coding_agent.coding.extensions.registry import Binding, Command, Extensi
 if TYPE_CHECKING:
     from pi_coding_agent.ai.abort import AbortSignal
     from pi_coding_agent.ai.types import Model
+    from pi_coding_agent.coding.extensions.event_bus import EventBus
     from pi_coding_agent.coding.extensions.host import RunnerHandle
 
 DELIVERY_MODES = ("steer", "followUp", "nextTurn")
@@ -41,14 +42,21 @@ def to_tool_result(value: Any) -> ToolResult:
 class ExtensionTool(AgentTool):
     """An AgentTool whose ``execute`` is the extension's ``execute(tool_call_id, params, signal,
     on_update, ctx)``. ``parameters`` may be a JSON schema or a pydantic model class; with a model
-    class, ``params`` arrives as a validated model instance."""
+    class, ``params`` arrives as a validated model instance. ``prepare_arguments`` (optional) turns
+    stored arguments of an older shape into the current one before validation."""
 
     def __init__(self, runner: RunnerHandle, *, name: str, label: str | None, description: str,
                  parameters: Any, execute: Callable[..., Any],
                  execution_mode: Literal["parallel", "sequential"] = "parallel",
-                 prompt_snippet: str | None = None, prompt_guidelines: list[str] | None = None) -> None:
+                 prompt_snippet: str | None = None, prompt_guidelines: list[str] | None = None,
+                 prepare_arguments: Callable[[Any], Any] | None = None, default_active: bool = True,
+                 annotations: dict[str, Any] | None = None, output_schema: dict[str, Any] | None = None) -> None:
         self._runner = runner
         self._execute = execute
+        self._prepare = prepare_arguments
+        self.default_active = default_active
+        self.annotations = annotations  # MCP-style hints (readOnlyHint, destructiveHint, ...), unverified
+        self.output_schema = output_schema  # the shape of ``structuredContent`` for programmatic callers
         self._model_class: Any = None
         if isinstance(parameters, type):
             self._model_class = parameters
@@ -60,6 +68,9 @@ class ExtensionTool(AgentTool):
         self.execution_mode: Literal["parallel", "sequential"] = execution_mode
         self.prompt_snippet = prompt_snippet
         self.prompt_guidelines = list(prompt_guidelines or [])
+
+    def prepare_arguments(self, args: Any) -> Any:
+        return args if self._prepare is None else self._prepare(args)
 
     async def execute(self, tool_call_id: str, params: dict[str, Any], signal: AbortSignal,
                       on_update: UpdateCallback) -> ToolResult:
@@ -98,20 +109,52 @@ class ExtensionAPI:
 
         return unsubscribe
 
+    @property
+    def events(self) -> EventBus:
+        """The bus every extension of this session shares: ``events.on(channel, handler)``, ``events.emit``."""
+        return self._live().events
+
+    # ------------------------------------------------------------------ flags and settings
+
+    def register_flag(self, name: str, *, type: Literal["boolean", "string"] = "boolean",
+                      description: str | None = None, default: bool | str | None = None) -> None:
+        """A command-line flag ``--name``; its default applies unless the command line gave one."""
+        runtime = self._live().rt
+        expected = bool if type == "boolean" else str
+        if default is not None and not isinstance(default, expected):
+            raise TypeError(f'Invalid default for flag "{name}": expected {type}, got {_js_type(default)}')
+        self._extension.flags[name] = {"name": name, "type": type, "description": description, "default": default,
+                                       "extensionPath": self._extension.path}
+        if default is not None:
+            runtime.flag_values.setdefault(name, default)
+
+    def get_flag(self, name: str) -> bool | str | None:
+        """The flag's value; None for a flag this extension did not register."""
+        runtime = self._live().rt
+        return runtime.flag_values.get(name) if name in self._extension.flags else None
+
+    def get_settings(self) -> dict[str, Any]:
+        """A copy of the effective settings (global and project merged, overrides applied)."""
+        return self._live().rt.settings.effective()
+
     # ------------------------------------------------------------------ tools and commands
 
     def register_tool(self, *, name: str, description: str, execute: Callable[..., Any],
                       parameters: Any = None, label: str | None = None,
                       execution_mode: Literal["parallel", "sequential"] = "parallel",
-                      prompt_snippet: str | None = None, prompt_guidelines: list[str] | None = None) -> None:
-        """Add a tool (a built-in of the same name is overridden); active at once."""
+                      prompt_snippet: str | None = None, prompt_guidelines: list[str] | None = None,
+                      prepare_arguments: Callable[[Any], Any] | None = None, default_active: bool = True,
+                      annotations: dict[str, Any] | None = None, output_schema: dict[str, Any] | None = None) -> None:
+        """Add a tool (a built-in of the same name is overridden); active at once unless ``default_active``
+        is False (then ``set_active_tools`` or ``--tools`` activates it)."""
         runner = self._live()
         tool = ExtensionTool(runner, name=name, label=label, description=description, parameters=parameters,
                              execute=execute, execution_mode=execution_mode, prompt_snippet=prompt_snippet,
-                             prompt_guidelines=prompt_guidelines)
+                             prompt_guidelines=prompt_guidelines, prepare_arguments=prepare_arguments,
+                             default_active=default_active, annotations=annotations, output_schema=output_schema)
         self._extension.tools[name] = tool
-        if self._extension in runner.extensions:  # after setup; during setup the loader activates it
-            runner.activate_tool(tool)
+        if self._extension in runner.extensions:  # after setup; during setup the loader installs it
+            install_tool(runner, tool)
 
     def register_command(self, name: str, *, handler: Callable[[str, Any], Any],
                          description: str | None = None) -> None:
@@ -184,10 +227,7 @@ class ExtensionAPI:
         return [t.name for t in self._live().rt.agent.tools]
 
     def get_all_tools(self) -> list[dict[str, Any]]:
-        """Every tool; MCP tools also carry the server's ``annotations`` hints (permission gates use them)."""
-        return [{"name": t.name, "description": t.description, "parameters": t.parameters,
-                 **({"annotations": a} if (a := getattr(t, "annotations", None)) else {})}
-                for t in self._live().rt.all_tools.values()]
+        return [_tool_info(t) for t in self._live().rt.all_tools.values()]
 
     def register_mcp_server(self, name: str, config: dict[str, Any]) -> None:
         """Add an MCP server for this session (an ``mcpServers`` entry); ValueError when invalid or MCP is off."""
@@ -256,6 +296,26 @@ def _terminate(proc: asyncio.subprocess.Process) -> None:
                 os.killpg(proc.pid, signals.SIGKILL)
 
     asyncio.get_running_loop().call_later(KILL_GRACE_S, force)
+
+
+def install_tool(runner: RunnerHandle, tool: AgentTool) -> None:
+    """Make a registered tool callable, and active unless it was registered with ``default_active=False``."""
+    if getattr(tool, "default_active", True):
+        runner.activate_tool(tool)
+    else:
+        runner.rt.all_tools[tool.name] = tool
+
+
+def _tool_info(tool: AgentTool) -> dict[str, Any]:
+    info: dict[str, Any] = {"name": tool.name, "description": tool.description, "parameters": tool.parameters}
+    annotations = getattr(tool, "annotations", None)
+    if annotations is not None:
+        info["annotations"] = annotations
+    return info
+
+
+def _js_type(value: Any) -> str:
+    return "boolean" if isinstance(value, bool) else "string" if isinstance(value, str) else type(value).__name__
 
 
 def _check_delivery(deliver_as: str | None) -> None:

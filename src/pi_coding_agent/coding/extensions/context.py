@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from pi_coding_agent.agent.awaitables import maybe_await
+from pi_coding_agent.coding.extensions.model_access import ModelRegistryView
 from pi_coding_agent.coding.extensions.registry import Binding
 
 if TYPE_CHECKING:
@@ -99,6 +100,15 @@ class ExtensionContext:
         return SessionView(self._live().session.sm)
 
     @property
+    def model_registry(self) -> ModelRegistryView:
+        return ModelRegistryView(self._live().rt)
+
+    @property
+    def scoped_models(self) -> list[dict[str, Any]]:
+        """``--models`` / ``enabledModels``: ``{"model", "thinkingLevel"?}`` each (empty: no scoping)."""
+        return [{"model": m, **({"thinkingLevel": level} if level else {})} for m, level in self._live().rt.scoped]
+
+    @property
     def model(self) -> Model:
         return self._live().rt.agent.model
 
@@ -109,6 +119,10 @@ class ExtensionContext:
     @property
     def signal(self) -> AbortSignal | None:
         return self._live().rt.agent.signal
+
+    def is_project_trusted(self) -> bool:
+        """Whether this directory's project resources are honoured (saved, ``-a``/``-na`` or default trust)."""
+        return self._live().rt.project_trusted
 
     def is_idle(self) -> bool:
         """True in ``agent_settled`` handlers too: the run is over, only the record is still to come."""

@@ -14,6 +14,7 @@ from pi_coding_agent.coding.session_host import SessionHost
 
 if TYPE_CHECKING:
     from pi_coding_agent.agent.tool import AgentTool
+    from pi_coding_agent.coding.extensions.event_bus import EventBus
     from pi_coding_agent.coding.extensions.registry import Binding, Extension
     from pi_coding_agent.coding.runtime import SessionRuntime
 
@@ -62,6 +63,7 @@ class RunnerHandle(Protocol):
     session: ExtensionHost
     rt: SessionRuntime
     binding: Binding
+    events: EventBus
     extensions: list[Extension]
     settling: bool
     held_messages: list[dict[str, Any]]

@@ -49,6 +49,7 @@ class Extension:
     handlers: dict[str, list[Handler]] = field(default_factory=dict)
     commands: dict[str, Command] = field(default_factory=dict)  # a name registered again replaces, in place
     tools: dict[str, AgentTool] = field(default_factory=dict)
+    flags: dict[str, dict[str, Any]] = field(default_factory=dict)  # register_flag options, by flag name
 
     @property
     def path(self) -> str:

@@ -22,8 +22,9 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from pi_coding_agent.agent.awaitables import maybe_await
 from pi_coding_agent.coding.errors import SessionError
 from pi_coding_agent.coding.extensions.agent_hooks import AgentHooks
-from pi_coding_agent.coding.extensions.api import ExtensionAPI
+from pi_coding_agent.coding.extensions.api import ExtensionAPI, install_tool
 from pi_coding_agent.coding.extensions.commands import Commands
+from pi_coding_agent.coding.extensions.event_bus import EventBus
 from pi_coding_agent.coding.extensions.loader import ExtensionSource, import_extension
 from pi_coding_agent.coding.extensions.registry import Binding, Extension
 
@@ -40,6 +41,7 @@ class ExtensionRunner(Commands, AgentHooks):
     def __init__(self, session: ExtensionHost, runtime: SessionRuntime, sources: list[ExtensionSource]) -> None:
         super().__init__(session, runtime)
         self.sources = sources
+        self.events = EventBus()  # pi.events, shared by the extensions of this session
         self._modules: dict[Path, ModuleType] = {}
         self._load_errors: list[tuple[str, str]] = []
         self._builtin_tools: dict[str, AgentTool] = dict(runtime.all_tools)
@@ -66,7 +68,7 @@ class ExtensionRunner(Commands, AgentHooks):
                 continue
             self.extensions.append(extension)
             for tool in extension.tools.values():
-                self.activate_tool(tool)
+                install_tool(self, tool)
 
     def _setup_of(self, source: ExtensionSource) -> Callable[[Any], Any]:
         if source.setup is not None:
@@ -169,6 +171,10 @@ class ExtensionRunner(Commands, AgentHooks):
         handler returning either (for the compaction controller)."""
         return await self.first({"type": "session_before_compact", **event},
                                 lambda result: result.get("cancel") or isinstance(result.get("compaction"), dict))
+
+    async def before_tree(self, event: dict[str, Any]) -> dict[str, Any] | None:
+        """``session_before_tree``: the first handler's answer that cancels, supplies or changes something."""
+        return await self.first({"type": "session_before_tree", **event}, bool)
 
     async def user_bash(self, command: str, exclude_from_context: bool) -> dict[str, Any] | None:
         """``user_bash``: a ``{"result": ...}`` replaces execution; a raising handler refuses the command."""

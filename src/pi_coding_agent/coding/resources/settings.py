@@ -13,6 +13,7 @@ the file's bytes changed since they were last validated.
 from __future__ import annotations
 
 import contextlib
+import copy
 import os
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -78,6 +79,10 @@ class Settings:
                         self.warnings, global_writable=self._global_writable)
 
     # ------------------------------------------------------------------ generic access
+
+    def effective(self) -> dict[str, Any]:
+        """A copy of the merged settings (global, project, overrides): what ``pi.get_settings()`` returns."""
+        return copy.deepcopy(self._merged)
 
     def get(self, dotted_key: str, default: Any = None) -> Any:
         """Merged value at ``a.b.c`` (project overrides global), or ``default`` when unset."""

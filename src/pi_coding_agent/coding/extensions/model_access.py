@@ -1,0 +1,51 @@
+"""``ctx.model_registry``: the session's models, and model calls made with the session's credentials.
+
+An extension that asks a second model (a reviewer, a summariser) should not have to find keys or
+headers itself: these calls resolve them as the session's own requests do (``--api-key``, auth.json,
+models.json keys and headers, the idle timeout).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from pi_coding_agent.ai.stream import AssistantStream, stream
+
+if TYPE_CHECKING:
+    from pi_coding_agent.ai.abort import AbortSignal
+    from pi_coding_agent.ai.types import AssistantMessage, Context, Model
+    from pi_coding_agent.coding.runtime import SessionRuntime
+
+
+class ModelRegistryView:
+    """pi's ``ctx.modelRegistry`` in snake_case: ``find``, ``get_all``, ``get_available``,
+    ``stream_simple`` and ``complete``."""
+
+    def __init__(self, runtime: SessionRuntime) -> None:
+        self._rt = runtime
+
+    def find(self, provider: str, model_id: str) -> Model | None:
+        return self._rt.registry.find(provider, model_id)
+
+    def get_all(self) -> list[Model]:
+        return self._rt.registry.all_models()
+
+    def get_available(self) -> list[Model]:
+        """The models with credentials, as ``get_available_models`` lists them."""
+        return self._rt.available_models()
+
+    def stream_simple(self, model: Model, context: Context, *, reasoning: str | None = None,
+                      max_tokens: int | None = None, temperature: float | None = None,
+                      signal: AbortSignal | None = None) -> AssistantStream:
+        """Stream one request (iterate it for events; ``await .result()`` for the final message)."""
+        options = replace(self._rt.request_options(model), thinking_level=reasoning or "off",
+                          max_tokens=max_tokens, temperature=temperature, signal=signal)
+        return stream(model, context, options)
+
+    async def complete(self, model: Model, context: Context, *, reasoning: str | None = None,
+                       max_tokens: int | None = None, temperature: float | None = None,
+                       signal: AbortSignal | None = None) -> AssistantMessage:
+        """The final assistant message of one request (an error is a message with ``stopReason: "error"``)."""
+        return await self.stream_simple(model, context, reasoning=reasoning, max_tokens=max_tokens,
+                                        temperature=temperature, signal=signal).result()
