@@ -186,9 +186,12 @@ async def test_a_session_written_by_the_reference_pi_loads_over_acp(tmp_path: Pa
     fixture = Path(__file__).parent / "fixtures" / "sessions" / f"{name}.jsonl"
     sessions = tmp_path / "sessions"
     sessions.mkdir()
-    (sessions / fixture.name).write_bytes(fixture.read_bytes())
-    session_id = json.loads(fixture.read_text().split("\n", 1)[0])["id"]
     lines = [json.loads(line) for line in fixture.read_text().splitlines()]
+    recorded = tmp_path / "recorded-project"  # the project the reference ran in, here as an existing directory
+    recorded.mkdir()
+    lines[0]["cwd"] = str(recorded)
+    (sessions / fixture.name).write_text("".join(json.dumps(line) + "\n" for line in lines))
+    session_id = lines[0]["id"]
     saved = [e["message"] for e in lines if e["type"] == "message"]
     client = RecordingClient()
     async with acp_pi(client, cwd, env, "--session-dir", str(sessions)) as (conn, _):

@@ -292,3 +292,24 @@ async def test_a_killed_agent_leaves_no_server_behind(ws: McpWorkspace, start: S
             return
         await asyncio.sleep(0.1)
     pytest.fail(f"MCP server {server_pid} outlived the killed agent")
+
+
+async def test_a_server_without_exposure_is_reached_through_codemode(ws: McpWorkspace, start: Start) -> None:
+    """pi's default exposure: the server's tools stay off the declared list and a script calls them."""
+    ws.servers({"fake": stdio_server()})
+    script = "const r = await tools.mcp__fake__echo({text: 'from a script'});\ntext(r.content[0].text);"
+    ws.llm.add(tool_call("codemode", {"code": script}), {"content": [{"type": "text", "text": "done"}]})
+    pi = await start()
+    await pi.send({"type": "prompt", "message": "/mcp", "id": "m"})  # waits until the server is connected
+    await pi.read_until(lambda r: r.get("id") == "m")
+    records = await run_prompt(pi, "use a script")
+    ends = [r for r in records if r.get("type") == "tool_execution_end"]
+    inner = next(e for e in ends if e["toolName"] == "mcp__fake__echo")
+    outer = next(e for e in ends if e["toolName"] == "codemode")
+    assert inner["toolCallId"].startswith(outer["toolCallId"] + "/")
+    assert outer["isError"] is False
+    assert outer["result"]["content"][0]["text"].startswith("Script completed")
+    assert outer["result"]["content"][1] == {"type": "text", "text": "echo: from a script"}
+    assert outer["result"]["details"]["calls"][0]["name"] == "mcp__fake__echo"
+    declared = declared_tools(ws.llm.requests[0])
+    assert "codemode" in declared and "mcp__fake__echo" not in declared

@@ -33,7 +33,7 @@ def enable_codemode(runtime: SessionRuntimeView, auto_enable: object = True) -> 
     tool = runtime.all_tools.get(NAME)
     if auto_enable is False or tool is None:
         return False
-    tools.append(tool)
+    runtime.agent.set_tools([*tools, tool])
     return True
 
 

@@ -23,6 +23,9 @@ COMMAND_DESCRIPTION = "Manage MCP servers: sign in, reconnect, enable or disable
 SECTION = "mcp_servers"
 
 
+CODEMODE = "codemode"  # the tool a "codemode" server's tools are called through (coding/codemode)
+
+
 def mcp_disabled(runtime: SessionRuntime) -> bool:
     """``--no-mcp`` for one run, ``"extensions": ["-builtin:mcp"]`` in settings, or ``--no-extensions``
     without ``-e builtin:mcp`` (pi's rule for its bundled extensions)."""
@@ -65,6 +68,8 @@ class McpSession:
         for error in config.errors:
             print(f"Warning: MCP config: {error}", file=sys.stderr)
         self.manager = McpManager(config, rt.cwd, rt.agent_dir, self.notify)
+        # with the codemode tool available, "codemode" servers are reached through scripts, not tool_search
+        self.manager.codemode_active = CODEMODE in rt.all_tools
         self.manager.on_tools_changed.append(self.sync_tools)
         self._add_tool_search()
         self.manager.start()
@@ -110,6 +115,10 @@ class McpSession:
         current += [t for t in reachable.values()
                     if t.name not in present and (t.exposure == "direct" or t.name in recorded)]
         rt.agent.set_tools(current)
+        if self.manager.codemode_active and any(t.exposure == "codemode" for t in reachable.values()):
+            from pi_coding_agent.coding.codemode import enable_codemode
+
+            enable_codemode(rt, self.manager.config.auto_enable_codemode is not False)
 
     def _add_tool_search(self) -> None:
         """``tool_search`` is active while some server needs it, from the config on (before servers connect)."""
