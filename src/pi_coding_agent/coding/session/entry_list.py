@@ -60,7 +60,8 @@ class EntryList(Sequence[Entry]):
         items = self._items
         for position, item in enumerate(items):
             if not isinstance(item, bytes) and not keep(item):
-                items[position] = orjson.dumps(item)
+                # orjson's result keeps its whole output buffer (4 KiB at least): keep an exact copy
+                items[position] = memoryview(orjson.dumps(item)).tobytes()
 
 
 def _decoded(item: Entry | bytes) -> Entry:
