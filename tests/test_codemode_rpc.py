@@ -290,7 +290,9 @@ def test_enable_codemode_respects_auto_enable_false() -> None:
     from pi_coding_agent.coding.codemode import NAME, enable_codemode
 
     tool = SimpleNamespace(name=NAME)
-    runtime: Any = SimpleNamespace(agent=SimpleNamespace(tools=[]), all_tools={NAME: tool})
+    agent = SimpleNamespace(tools=[])
+    agent.set_tools = lambda tools: setattr(agent, "tools", tools)  # the Agent's setter
+    runtime: Any = SimpleNamespace(agent=agent, all_tools={NAME: tool})
     assert enable_codemode(runtime, auto_enable=False) is False and runtime.agent.tools == []
     assert enable_codemode(runtime) is True and runtime.agent.tools == [tool]
     assert enable_codemode(runtime, auto_enable=False) is True  # already active stays active

@@ -10,20 +10,17 @@ in the transcript, which keeps them declared on that branch after resume and for
 
 from __future__ import annotations
 
-import math
 import re
-import unicodedata
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from pi_coding_agent.agent.tool import AgentTool, ToolResult, UpdateCallback
 from pi_coding_agent.ai.abort import AbortSignal
+from pi_coding_agent.coding.tool_ranking import SearchDocument, split_words, tool_document
+from pi_coding_agent.coding.tool_ranking import rank as rank_tools
 
 TOOL_SEARCH = "tool_search"
 DEFAULT_LIMIT = 8
-NAME_WEIGHT = 3.0
-NAMESPACE_WEIGHT = 0.5
 STOP_WORDS = frozenset(["a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "in", "is", "it", "of", "on", "or", "that", "the", "this", "to", "with"])
 DESCRIPTION = (
     "# Tool discovery\n\nSearches over deferred tool metadata with BM25 and exposes matching tools for the next "
@@ -47,82 +44,16 @@ def _stem(term: str) -> str:
 
 def tokenize(text: str) -> list[str]:
     """Words split at identifier boundaries, lower-cased, stop words dropped, ASCII words singular."""
-    text = unicodedata.normalize("NFC", text)
-    text = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", text)
-    text = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1 \2", text).lower()
-    words = re.sub(r"[^\w]|_", " ", text).split()
-    return [_stem(w) if re.fullmatch(r"[a-z0-9]+", w) else w for w in words if w not in STOP_WORDS]
-
-
-def _schema_text(schema: Any, parts: list[str], depth: int = 0) -> None:
-    if not isinstance(schema, dict) or depth > 20:
-        return
-    if isinstance(schema.get("description"), str):
-        parts.append(schema["description"])
-    for name, prop in (schema.get("properties") or {}).items() if isinstance(schema.get("properties"), dict) else ():
-        parts.append(name)
-        _schema_text(prop, parts, depth + 1)
-    _schema_text(schema.get("items"), parts, depth + 1)
-    for key in ("anyOf", "oneOf", "allOf"):
-        for variant in schema.get(key) or [] if isinstance(schema.get(key), list) else []:
-            _schema_text(variant, parts, depth + 1)
-
-
-@dataclass
-class SearchDocument:
-    name: str
-    text: str
-    namespace_text: str
+    return [_stem(w) if re.fullmatch(r"[a-z0-9]+", w) else w for w in split_words(text) if w not in STOP_WORDS]
 
 
 def document_of(tool: Any, namespace_text: str) -> SearchDocument:
-    parts = [tool.description]
-    _schema_text(tool.parameters, parts)
-    return SearchDocument(tool.name, " ".join(p for p in parts if p.strip()), namespace_text)
-
-
-def _normalize_name(name: str) -> str:
-    return re.sub(r"[^a-z0-9_$]", "_", name.strip().lower())
+    return tool_document(tool.name, tool.description, tool.parameters, namespace_text)
 
 
 def rank(query: str, documents: list[SearchDocument], limit: int) -> list[str]:
-    """Names of the best ``limit`` documents for ``query``, best first (ties keep document order)."""
-    terms = list(dict.fromkeys(tokenize(query)))
-    if not terms or not documents or limit <= 0:
-        return []
-    indexed = []
-    for doc in documents:
-        counts: dict[str, int] = {}
-        for term in tokenize(doc.text):
-            counts[term] = counts.get(term, 0) + 1
-        local = list(dict.fromkeys(tokenize(doc.name.split("__")[-1])))
-        indexed.append((doc.name, set(tokenize(doc.name)), local, counts, sum(counts.values()),
-                        set(tokenize(doc.namespace_text))))
-    average = sum(i[4] for i in indexed) / len(indexed) or 1
-    idf = {}
-    for term in terms:
-        frequency = sum(1 for i in indexed if term in i[1] or term in i[3] or term in i[5])
-        idf[term] = math.log(1 + (len(indexed) - frequency + 0.5) / (frequency + 0.5))
-    bonus = sum(idf.values())
-    exact_query = _normalize_name(query)
-    matches = []
-    for order, (name, name_terms, local, counts, length, ns_terms) in enumerate(indexed):
-        norm = 1.2 * (1 - 0.75 + 0.75 * length / average)
-        score, covered = 0.0, 0
-        for term in terms:
-            count = counts.get(term, 0)
-            weight = ((NAME_WEIGHT if term in name_terms else 0) + (NAMESPACE_WEIGHT if term in ns_terms else 0)
-                      + count * 2.2 / (count + norm))
-            covered += weight > 0
-            score += idf[term] * weight
-        if score == 0:
-            continue
-        if local and all(t in terms for t in local):
-            score += bonus
-        normalized = _normalize_name(name)
-        exact = normalized == exact_query or normalized.endswith(f"__{exact_query}")
-        matches.append((not exact, -covered, -score, order, name))
-    return [m[4] for m in sorted(matches)[:limit]]
+    """``tool_search``'s ranking: the shared BM25 with this tool's tokenizer."""
+    return rank_tools(query, documents, limit, tokenize)
 
 
 class ToolSearchTool(AgentTool):
