@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Sets up .venv with the package and its test extras (idempotent), installs what the end-to-end
-# tests need (chromium for the HTML export test, bubblewrap for the sandbox), then runs lint, type checks and the test suite.
+# tests need (chromium, bubblewrap, the reference pi, npm test peers), then runs lint, type checks and the suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
