@@ -227,3 +227,27 @@ async def test_client_terminal_timeout_kills_and_releases(tmp_path: Path, fake_l
     proc, _ = client.terminals["term-0"]
     assert proc.returncode is not None  # killed by terminal/kill, then released
     assert _calls(client, "t1")[-1]["status"] == "failed"
+
+
+async def test_mcp_servers_from_the_client_join_the_session(tmp_path: Path, fake_llm: FakeLLMServer) -> None:
+    """A stdio server the editor passes in ``session/new`` connects through our MCP support; its tools are
+    reached as pi's default exposure has it, from a codemode script."""
+    from acp.schema import McpServerStdio
+
+    from tests.rpc_helpers import PYTHON, ROOT
+
+    cwd, env = make_workspace(tmp_path, fake_llm)
+    server = McpServerStdio(name="fake", command=PYTHON, args=[str(ROOT / "tests" / "fakes" / "mcp_server.py"),
+                                                                "stdio"], env=[])
+    script = "const r = await tools.mcp__fake__echo({text: 'from acp'});\ntext(r.content[0].text);"
+    fake_llm.add({"content": [{"type": "toolCall", "id": "cm", "name": "codemode", "arguments": {"code": script}}]},
+                 {"content": [{"type": "text", "text": "done"}]})
+    client = RecordingClient()
+    async with acp_pi(client, cwd, env) as (conn, _):
+        await conn.initialize(protocol_version=1, client_capabilities=ClientCapabilities())
+        session_id = (await conn.new_session(cwd=str(cwd), mcp_servers=[server])).session_id
+        await conn.prompt(session_id=session_id, prompt=_text("/mcp"))  # answered once the server is connected
+        reply = await conn.prompt(session_id=session_id, prompt=_text("use the server"))
+    assert reply.stop_reason == "end_turn"
+    tool_result = fake_llm.requests[-1]["body"]["messages"][-1]
+    assert tool_result["role"] == "tool" and "echo: from acp" in json.dumps(tool_result["content"])
