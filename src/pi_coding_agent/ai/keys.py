@@ -7,6 +7,7 @@ value. Resolved keys are secrets: they never appear in errors, logs or ``repr()`
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from collections.abc import Mapping
@@ -112,11 +113,66 @@ def run_command(command: str) -> str | None:
     return done.stdout.decode("utf-8", "replace").strip() or None
 
 
+_command_failures: dict[str, str] = {}  # "!command" value -> why it gave no key (exit status, timeout)
+_prompt_values: dict[str, str | None] = {}  # models.json commands, run once for the current prompt
+
+
+async def prepare_command(value: str, for_process: bool) -> None:
+    """Run a ``!command`` value off the event loop (cancellable by abort), so that the synchronous
+    reads of the key that follow use its result: for the process lifetime (auth.json, as pi caches
+    it) or for the current prompt (models.json, which pi runs at request time)."""
+    store = _command_cache if for_process else _prompt_values
+    if value in store:
+        return
+    output, failure = await _run_command_async(value[1:])
+    store[value] = output
+    _command_failures.pop(value, None)
+    if failure is not None:
+        _command_failures[value] = failure
+
+
+def start_prompt() -> None:
+    """A new prompt runs the models.json key commands again."""
+    _prompt_values.clear()
+
+
+def command_failure(value: str | None) -> str | None:
+    """Why a ``!command`` value gave no key, when it ran and failed (never its output)."""
+    return None if value is None else _command_failures.get(value)
+
+
+async def _run_command_async(command: str) -> tuple[str | None, str | None]:
+    import asyncio
+    import os
+    import signal
+
+    proc = await asyncio.create_subprocess_shell(
+        command, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL, start_new_session=True)
+
+    def kill() -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+
+    try:
+        stdout, _ = await asyncio.wait_for(proc.communicate(), COMMAND_TIMEOUT_S)
+    except TimeoutError:
+        kill()
+        await proc.wait()
+        return None, f"timed out after {COMMAND_TIMEOUT_S:g} s"
+    except asyncio.CancelledError:  # an abort: nothing the command started may outlive it
+        kill()
+        raise
+    if proc.returncode != 0:
+        return None, f"exited with status {proc.returncode}"
+    return stdout.decode("utf-8", "replace").strip() or None, None
+
+
 def resolve_value(value: str, env: Mapping[str, str] | None = None, cache: bool = False) -> str | None:
     """The value a config string stands for, or None when a variable is unset or a command fails."""
     if is_command(value):
         if not cache:
-            return run_command(value[1:])
+            return _prompt_values[value] if value in _prompt_values else run_command(value[1:])
         if value not in _command_cache:
             _command_cache[value] = run_command(value[1:])
         return _command_cache[value]
@@ -239,8 +295,30 @@ class AuthStorage:
         return dict(cred) if cred is not None else None
 
     async def prepare(self, provider: str) -> None:
-        """Before a request: refresh the provider's OAuth credential when it is due (no-op otherwise)."""
+        """Before a request: refresh the provider's OAuth credential when it is due, and run its
+        ``!command`` key sources once, off the event loop."""
         await self.fresh_oauth(provider)
+        stored, configured = self._key_sources(provider)
+        if stored is not None and is_command(stored):
+            await prepare_command(stored, for_process=True)
+        if configured is not None and is_command(configured):
+            await prepare_command(configured, for_process=False)
+
+    def _key_sources(self, provider: str) -> tuple[str | None, str | None]:
+        """The provider's auth.json key (not an OAuth token) and models.json ``apiKey``."""
+        stored = None if self.stored_type(provider) == "oauth" else self._stored_key(provider)
+        return stored, self._config_keys.get(provider)
+
+    def key_commands(self, provider: str) -> list[str]:
+        """The ``!command`` values among the provider's key sources."""
+        return [v for v in self._key_sources(provider) if v is not None and is_command(v)]
+
+    def key_command_failure(self, provider: str) -> str | None:
+        """One line saying which key command of the provider failed and how, if one did."""
+        for source in self.key_commands(provider):
+            if (failure := command_failure(source)) is not None:
+                return f"The API key command for {provider} {failure}: {source[1:]}"
+        return None
 
     async def unauthorized(self, provider: str, rejected_key: str | None) -> bool:
         """A server answered 401 to ``rejected_key``: force a refresh when it was our OAuth token.

@@ -174,7 +174,8 @@ class ModelRegistry:
         return next((m for m in self.provider_models(provider) if m["id"] == model_id), None)
 
     def configured_api_key(self, provider: str) -> str | None:
-        """The models.json ``apiKey`` of a provider, resolved now (commands run on every call)."""
+        """The models.json ``apiKey`` of a provider (a ``!command`` runs at request time, as in pi;
+        ``AuthStorage.prepare`` runs it off the event loop once per prompt)."""
         from pi_coding_agent.ai.keys import resolve_value
 
         raw = self._config.get(provider, {}).get("apiKey")

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from pi_coding_agent.agent.agent import Agent
 from pi_coding_agent.agent.queues import QUEUE_MODES
 from pi_coding_agent.ai.abort import AbortSignal, sleep_abortable
+from pi_coding_agent.ai.keys import start_prompt
 from pi_coding_agent.ai.thinking import clamp_thinking_level, supported_thinking_levels
 from pi_coding_agent.ai.types import Model
 from pi_coding_agent.coding import llama_command
@@ -196,6 +197,8 @@ class AgentSession:
 
     async def start_run(self, message: dict[str, Any]) -> dict[str, Any]:
         """Start a session-level run from idle with ``message`` (a user, or an extension's custom message)."""
+        start_prompt()  # models.json key commands run again for this prompt, off the loop
+        await self.rt.auth.prepare(self.agent.model["provider"])
         self._check_model_ready()
         self._settled.clear()
         try:
@@ -252,7 +255,8 @@ class AgentSession:
         if model["provider"] == "unknown":
             raise SessionError(self.rt.no_key_message("the selected model"))
         if self.rt.api_key_for(model) is None:
-            raise SessionError(self.rt.no_key_message(model["provider"]))
+            failure = self.rt.auth.key_command_failure(model["provider"])
+            raise SessionError(failure or self.rt.no_key_message(model["provider"]))
 
     async def _session_run(self, messages: list[dict[str, Any]]) -> None:
         """One session-level run: the agent run, then retries, recovery and continuations."""
