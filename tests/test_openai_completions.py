@@ -241,3 +241,14 @@ async def test_plain_text_and_bodyless_json_errors(fake_llm):
     assert text["errorMessage"] == "502 Bad gateway"
     assert detail["errorMessage"] == '503 {"detail":"busy"}'
     assert is_retryable_error(text) and is_retryable_error(detail)
+
+
+def test_a_provider_authorization_header_replaces_the_adapters_whatever_its_case():
+    """models.json ``authHeader: true`` adds ``Authorization``; the request carries one such header."""
+    from pi_coding_agent.ai.providers.openai_completions import request_headers
+    from pi_coding_agent.ai.stream import StreamOptions
+
+    model = {"provider": "local", "id": "m", "headers": {"X-Team": "a"}}
+    headers = request_headers(model, StreamOptions(api_key="k", headers={"Authorization": "Bearer k"}))  # type: ignore[arg-type]
+    assert [name for name in headers if name.lower() == "authorization"] == ["Authorization"]
+    assert headers["X-Team"] == "a"

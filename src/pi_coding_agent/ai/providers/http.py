@@ -56,6 +56,16 @@ def get_client() -> httpx.AsyncClient:
     return client
 
 
+def merge_headers(*layers: Mapping[str, str]) -> dict[str, str]:
+    """Header layers, later ones winning; names compare case-insensitively, so a provider's
+    ``Authorization`` replaces the adapter's ``authorization`` instead of being sent beside it."""
+    merged: dict[str, tuple[str, str]] = {}
+    for layer in layers:
+        for name, value in layer.items():
+            merged[name.lower()] = (name, value)
+    return dict(merged.values())
+
+
 def _truncate(text: str) -> str:
     extra = len(text) - MAX_ERROR_BODY_CHARS
     return text if extra <= 0 else f"{text[:MAX_ERROR_BODY_CHARS]}... [truncated {extra} chars]"

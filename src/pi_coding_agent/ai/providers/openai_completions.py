@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from pi_coding_agent.ai.providers.http import sse_events
+from pi_coding_agent.ai.providers.http import merge_headers, sse_events
 from pi_coding_agent.ai.providers.openai_compat import (
     affinity_headers,
     apply_cache_control,
@@ -195,7 +195,7 @@ def request_headers(model: Model, options: StreamOptions, affinity: dict[str, st
     if not options.api_key and not has_auth:
         raise ProviderError(f"No API key for provider: {model['provider']}")
     auth = {"authorization": f"Bearer {options.api_key}"} if options.api_key else {}
-    return {**auth, **(model.get("headers") or {}), **(affinity or {}), **options.headers}
+    return merge_headers(auth, model.get("headers") or {}, affinity or {}, options.headers)
 
 
 # ---------------------------------------------------------------------------------------------- stream
