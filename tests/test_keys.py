@@ -105,7 +105,7 @@ def test_registry_configured_api_key(tmp_path):
 def test_broken_auth_json_is_reported_not_raised(tmp_path):
     (tmp_path / "auth.json").write_text("{nope")
     auth = AuthStorage(tmp_path)
-    assert auth.errors and auth.errors[0].startswith("auth.json: invalid JSON")
+    assert auth.errors and auth.errors[0].startswith(f"Warning: {tmp_path / 'auth.json'}: invalid JSON (")
     assert auth.api_key("openai") is None
 
 

@@ -238,3 +238,14 @@ async def test_a_key_command_runs_off_the_event_loop_once_and_says_why_it_failed
     assert counter.read_text() == "run\n"  # once, not once per key lookup
     await pi.close_stdin()
     assert await pi.wait() == 0
+
+
+async def test_a_malformed_auth_json_is_named_on_stderr(tmp_path: Path) -> None:
+    agent = tmp_path / "agent"
+    agent.mkdir()
+    (agent / "auth.json").write_text('{"openai": {"type":')
+    pi = await _faux_pi(tmp_path, None, "--no-session")
+    assert (await pi.request({"type": "get_state"}))["success"] is True
+    await pi.close_stdin()
+    assert await pi.wait() == 0
+    assert f"Warning: {agent / 'auth.json'}: invalid JSON (" in await pi.stderr_text()

@@ -233,7 +233,7 @@ class AuthStorage:
         try:
             data = orjson.loads(raw.removeprefix(b"\xef\xbb\xbf"))
         except orjson.JSONDecodeError as exc:
-            self.errors.append(f"auth.json: invalid JSON: {exc}")
+            self.errors.append(f"Warning: {self.path}: invalid JSON ({exc}); its credentials are ignored")
             return {}
         if not isinstance(data, dict):
             self.errors.append("auth.json: expected an object")

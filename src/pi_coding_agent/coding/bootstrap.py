@@ -196,7 +196,7 @@ async def create_session(
     cwd, settings = project.cwd, project.settings
     auth = AuthStorage(agent_dir)
     registry = ModelRegistry(agent_dir, auth, llama_command.enabled(settings, args.no_extensions, args.extensions))
-    for error in registry.errors:
+    for error in [*auth.errors, *registry.errors]:  # a broken auth.json is named, not silently ignored
         print(error, file=sys.stderr)
     scoped, cli_model = _scoped_models(args, registry, settings), _cli_model(args, registry)
     runtime = SessionRuntime(
