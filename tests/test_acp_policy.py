@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -96,3 +97,24 @@ async def test_an_extension_confirm_dialog_reaches_the_client(tmp_path: Path, fa
     assert "Blocked by the user" in blocked[-1]["content"]
     ran = [m for m in fake_llm.requests[3]["body"]["messages"] if m["role"] == "tool"]
     assert "Blocked" not in ran[-1]["content"]
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed")
+async def test_the_sandbox_is_a_session_config_option(tmp_path: Path, fake_llm: FakeLLMServer) -> None:
+    """ACP's config option ``sandbox`` sets the session's sandbox mode (docs/sandbox.md)."""
+    cwd, env = make_workspace(tmp_path, fake_llm)
+    env["TMPDIR"] = str(cwd)  # the temp dir is writable too: keep the "outside" below out of it
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    client = RecordingClient()
+    async with acp_pi(client, cwd, env) as (conn, _):
+        await conn.initialize(protocol_version=1, client_capabilities=ClientCapabilities())
+        session = await conn.new_session(cwd=str(cwd), mcp_servers=[])
+        assert next(o for o in dump_options(session) if o["id"] == "sandbox")["currentValue"] == "off"
+        options = await conn.set_config_option(session_id=session.session_id, config_id="sandbox",
+                                               value="workspace-write")
+        assert next(o for o in dump_options(options) if o["id"] == "sandbox")["currentValue"] == "workspace-write"
+        fake_llm.add(_bash("s1", f"echo x > {outside}/escaped.txt; echo y > inside.txt"),
+                     {"content": [{"type": "text", "text": "done"}]})
+        await conn.prompt(session_id=session.session_id, prompt=[TextContentBlock(type="text", text="go")])
+    assert not (outside / "escaped.txt").exists() and (cwd / "inside.txt").read_text() == "y\n"

@@ -458,6 +458,14 @@ class AgentSession:
         self._apply_thinking_level(levels[(index + 1) % len(levels)])
         return {"level": self.agent.thinking_level}
 
+    @property
+    def sandbox_mode(self) -> str:
+        """The tools' sandbox mode (``docs/sandbox.md``)."""
+        return "off" if self.rt.sandbox is None else self.rt.sandbox.mode
+
+    def set_sandbox_mode(self, mode: str) -> None:
+        self.rt.set_sandbox_mode(mode)
+
     def get_available_thinking_levels(self) -> list[str]:
         return supported_thinking_levels(self.agent.model)
 

@@ -163,6 +163,7 @@ class SessionRuntime:
                       model_accepts_images=lambda: "image" in self.agent.model.get("input", []),
                       image_policy=self.image_policy, agent_dir=self.agent_dir, sandbox=self.sandbox,
                       confirm=self.ui.confirm, processes=self.processes)
+        self.tool_env = env  # shared by the built-in tools: what changes per session changes here
         tools = create_builtin_tools(env)
         tools.update(codemode_tools(lambda: self, self.processes))  # registered inactive: defaultTools/--tools name it
         tools.update((tool.name, tool) for tool in extra_tools)
@@ -391,6 +392,21 @@ class SessionRuntime:
             self.sandbox = replace(self.sandbox, cwd=project.cwd)
         before, self.all_tools = self.all_tools, self._create_tools(self._extra_tools)
         self.agent.set_tools([self.all_tools[t.name] if before.get(t.name) is t else t for t in self.agent.tools])
+
+    def set_sandbox_mode(self, mode: str) -> None:
+        """Switch the tools' sandbox (``off``, ``read-only``, ``workspace-write``) for this session,
+        keeping the other ``sandbox`` settings; refused when this machine cannot provide it."""
+        from pi_coding_agent.coding.sandbox.bwrap import SandboxUnavailable, ensure_available
+        from pi_coding_agent.coding.sandbox.policy import policy_from_settings
+
+        try:
+            policy = policy_from_settings(self.settings.get, self.cwd, mode)
+            if policy.active:
+                ensure_available()
+        except (ValueError, SandboxUnavailable) as exc:
+            raise SessionError(f"Cannot use the {mode} sandbox: {exc}") from None
+        self.sandbox = policy if policy.active else None
+        self.tool_env.sandbox = self.sandbox
 
     def _session_dir(self) -> Path:
         return paths.resolve_session_dir(self.args.session_dir, self.settings.session_dir, self.agent_dir, self.cwd)

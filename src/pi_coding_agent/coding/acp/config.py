@@ -1,4 +1,5 @@
-"""Session modes and config options: ACP's selectors mapped onto pi's model, thinking level and tool policy.
+"""Session modes and config options: ACP's selectors mapped onto pi's model, thinking level, tool policy
+and the sandbox (``sandbox``: off, read-only, workspace-write).
 
 The mode is the tool policy of the session (``permissions.PermissionGate`` enforces it); it is
 offered both as the legacy ``modes`` state and as the ``mode`` config option, kept in sync, as the
@@ -12,6 +13,8 @@ from typing import Any
 
 from pi_coding_agent.coding.acp.jsonrpc import INVALID_PARAMS, RpcError
 from pi_coding_agent.coding.acp.port import SessionPort
+from pi_coding_agent.coding.errors import UserError
+from pi_coding_agent.coding.sandbox.policy import MODES as SANDBOX_MODES
 
 FULL_ACCESS = "full-access"
 ASK = "ask"
@@ -57,6 +60,10 @@ def config_options(session: SessionPort, mode: str) -> list[dict[str, Any]]:
             choices.insert(0, {"value": _model_key(current), "name": current.get("name") or current["id"]})
         options.append({"id": "model", "name": "Model", "category": "model", "type": "select",
                         "currentValue": _model_key(current), "options": choices})
+    options.append({"id": "sandbox", "name": "Sandbox", "description": "What the model's commands and file tools "
+                    "may touch (docs/sandbox.md)", "type": "select",
+                    "currentValue": session.sandbox_mode,
+                    "options": [{"value": value, "name": value} for value in SANDBOX_MODES]})
     levels = session.get_available_thinking_levels()
     if levels:
         options.append({"id": "thought_level", "name": "Thinking", "category": "thought_level", "type": "select",
@@ -79,6 +86,12 @@ async def apply_option(session: SessionPort, config_id: Any, value: Any) -> str 
         models = {_model_key(m): m for m in session.get_available_models()}
         chosen = models[_choice(value, list(models), "model")]
         await session.set_model(chosen["provider"], chosen["id"])
+        return None
+    if config_id == "sandbox":
+        try:
+            session.set_sandbox_mode(_choice(value, list(SANDBOX_MODES), "sandbox"))
+        except UserError as exc:
+            raise RpcError(INVALID_PARAMS, "Invalid params", str(exc)) from None
         return None
     if config_id == "thought_level":
         session.set_thinking_level(_choice(value, session.get_available_thinking_levels(), "thought_level"))
