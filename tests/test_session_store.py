@@ -21,7 +21,6 @@ from pi_coding_agent.coding.session import (
     storage,
 )
 from pi_coding_agent.coding.session.ids import SESSION_ID_ERROR, uuid7
-from pi_coding_agent.coding.session.tree_json import encode_tree
 from tests.fixtures.sessions.builders import assistant, usage, user
 
 
@@ -406,16 +405,15 @@ def test_deep_tree_encodes_without_recursion(tmp_path: Path) -> None:
     sm.branch(sm.entries[0]["id"])
     sm.append_message(user("side branch"))
     small = sm.get_tree()
-    assert encode_tree(small) == orjson.dumps(small)
+    assert b"".join(sm.iter_tree_json()) == orjson.dumps(small)
     for n in range(300):  # deeper than orjson allows, shallow enough for json.loads to check
         sm.append_custom("deep", {"n": n})
     deep = sm.get_tree()
     with pytest.raises(orjson.JSONEncodeError):
         orjson.dumps(deep)
-    decoded = json.loads(encode_tree(deep))
+    decoded = json.loads(b"".join(sm.iter_tree_json()))
     node = decoded[0]["children"][1]
     depth = 0
     while node["children"]:
         node, depth = node["children"][0], depth + 1
     assert depth == 300 and node["entry"] == sm.entries[-1]
-    assert orjson.dumps({"tree": orjson.Fragment(encode_tree(deep))}).startswith(b'{"tree":[{"entry":')

@@ -14,9 +14,9 @@ from __future__ import annotations
 import asyncio
 import sys
 import traceback
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pi_coding_agent.agent.agent import Agent
 from pi_coding_agent.agent.queues import QUEUE_MODES
@@ -499,15 +499,19 @@ class AgentSession:
         return self.sm.get_fork_messages()
 
     def get_entries(self, since: str | None = None) -> dict[str, Any]:
-        try:
-            entries = self.sm.get_entries(since)
-        except KeyError as exc:
-            raise SessionError(str(exc.args[0]) if exc.args else str(exc)) from None
-        return {"entries": entries, "leafId": self.sm.leaf_id}
+        return {"entries": _since(self.sm.get_entries, since), "leafId": self.sm.leaf_id}
+
+    def get_entries_json(self, since: str | None = None) -> tuple[Iterator[bytes], str | None]:
+        """``get_entries`` as JSON chunks of the entries list, for RPC to stream."""
+        return _since(self.sm.iter_entries_json, since), self.sm.leaf_id
 
     def get_tree(self) -> dict[str, Any]:
-        """``{"tree": [node...], "leafId"}``; RPC pre-serialises the nodes (see ``rpc_commands``)."""
+        """``{"tree": [node...], "leafId"}``."""
         return {"tree": self.sm.get_tree(), "leafId": self.sm.leaf_id}
+
+    def get_tree_json(self) -> tuple[Iterator[bytes], str | None]:
+        """``get_tree`` as JSON chunks of the node list, for RPC to stream (one entry read at a time)."""
+        return self.sm.iter_tree_json(), self.sm.leaf_id
 
     def get_last_assistant_text(self) -> str | None:
         return last_assistant_text(self.agent.messages)
@@ -632,3 +636,14 @@ class AgentSession:
         self.rt.processes.kill_all()
         self.sm.close()
         self._unsubscribe_agent()
+
+
+_T = TypeVar("_T")
+
+
+def _since(read: Callable[[str | None], _T], since: str | None) -> _T:
+    """``read(since)``, an unknown ``since`` entry answered as a session error."""
+    try:
+        return read(since)
+    except KeyError as exc:
+        raise SessionError(str(exc.args[0]) if exc.args else str(exc)) from None

@@ -325,7 +325,7 @@ class SessionRuntime:
         sm = self.session_manager
         state = SystemState.replay(self.agent.messages)
         try:
-            path = export_session_html(sm.session_file if sm.persist else None, sm.get_entries(), sm.header,
+            path = export_session_html(sm.session_file if sm.persist else None, sm.entries, sm.header,
                                        sm.leaf_id, output_path, Path.cwd(), system_prompt=state.render(),
                                        tools=[dict(t) for t in state.tools.values()])
         except ExportError as exc:
@@ -419,7 +419,7 @@ class SessionRuntime:
         gets one.
         """
         ctx = sm.build_context()
-        has_level = any(entry.get("type") == "thinking_level_change" for entry in sm.get_branch())
+        has_level = sm.branch_has("thinking_level_change")
         model, level = self.choose_model(ctx, has_level)
         self.agent.replace_messages(ctx.messages)
         self.agent.set_model(model, level)

@@ -13,11 +13,14 @@ import os
 import re
 import secrets
 import sys
+from collections.abc import Iterable, Iterator
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import orjson
+
+from pi_coding_agent.coding.session import iter_array
 
 __all__ = ["ExportError", "default_output_name", "export_cli", "export_session_html", "render_page"]
 
@@ -36,19 +39,49 @@ def _asset(name: str) -> str:
 
 
 def render_page(data: dict[str, Any]) -> str:
-    """The complete page for ``data``.
+    """The complete page for ``data`` (see ``page_parts``)."""
+    return "".join(page_parts(data))
+
+
+def page_parts(data: dict[str, Any]) -> Iterator[str]:
+    """The page for ``data`` in pieces, its ``entries`` (any iterable) read one at a time, so the
+    export of a session of hundreds of megabytes never holds it whole.
 
     Placeholders are filled in one pass so that text inserted for one (the stylesheet, the script)
     is never scanned for another. The page's own script carries a fresh CSP nonce, so even markup
     that slipped into the page could neither run script nor load anything from the network.
     """
-    parts = {
-        "NONCE": secrets.token_urlsafe(18),
-        "CSS": _asset("page.css"),
-        "JS": _asset("page.js"),
-        "SESSION_DATA": base64.b64encode(orjson.dumps(data)).decode("ascii"),
-    }
-    return _PLACEHOLDER.sub(lambda m: parts[m.group(1)], _asset("template.html"))
+    parts = {"NONCE": secrets.token_urlsafe(18), "CSS": _asset("page.css"), "JS": _asset("page.js")}
+    template = _asset("template.html")
+    done = 0
+    for match in _PLACEHOLDER.finditer(template):
+        yield template[done : match.start()]
+        name = match.group(1)
+        if name == "SESSION_DATA":
+            yield from _base64(_data_json(data))
+        else:
+            yield parts[name]
+        done = match.end()
+    yield template[done:]
+
+
+def _data_json(data: dict[str, Any]) -> Iterator[bytes]:
+    """``orjson.dumps(data)`` in chunks, ``entries`` serialised one by one."""
+    head, tail = orjson.dumps({**data, "entries": orjson.Fragment(b"\x00")}).split(b"\x00")
+    yield head
+    yield from iter_array(map(orjson.dumps, data["entries"]))
+    yield tail
+
+
+def _base64(chunks: Iterable[bytes]) -> Iterator[str]:
+    """Base64 of the concatenated chunks, encoded in pieces of whole 3-byte groups."""
+    rest = b""
+    for chunk in chunks:
+        chunk = rest + chunk
+        cut = len(chunk) - len(chunk) % 3
+        rest = chunk[cut:]
+        yield base64.b64encode(chunk[:cut]).decode("ascii")
+    yield base64.b64encode(rest).decode("ascii")
 
 
 def default_output_name(session_file: Path) -> str:
@@ -64,7 +97,7 @@ def _output_path(output_path: str | None, session_file: Path, cwd: Path) -> Path
     return Path(os.path.abspath(cwd / target))
 
 
-def session_data(entries: list[dict[str, Any]], header: dict[str, Any], leaf_id: str | None,
+def session_data(entries: Iterable[dict[str, Any]], header: dict[str, Any], leaf_id: str | None,
                  system_prompt: str | None, tools: list[dict[str, Any]] | None) -> dict[str, Any]:
     """The embedded record; absent optional fields are omitted, as pi's JSON.stringify drops them."""
     data: dict[str, Any] = {"header": header, "entries": entries, "leafId": leaf_id}
@@ -75,7 +108,7 @@ def session_data(entries: list[dict[str, Any]], header: dict[str, Any], leaf_id:
     return data
 
 
-def export_session_html(session_file: Path | None, entries: list[dict[str, Any]], header: dict[str, Any],
+def export_session_html(session_file: Path | None, entries: Iterable[dict[str, Any]], header: dict[str, Any],
                         leaf_id: str | None, output_path: str | None, cwd: Path,
                         system_prompt: str | None = None, tools: list[dict[str, Any]] | None = None) -> Path:
     """Write the page and return its absolute path.
@@ -89,9 +122,10 @@ def export_session_html(session_file: Path | None, entries: list[dict[str, Any]]
     if not session_file.exists():
         raise ExportError(NOTHING_YET_ERROR)
     target = _output_path(output_path, session_file, cwd)
-    page = render_page(session_data(entries, header, leaf_id, system_prompt, tools))
+    data = session_data(entries, header, leaf_id, system_prompt, tools)
     try:
-        target.write_text(page, encoding="utf-8")
+        with target.open("w", encoding="utf-8") as page:
+            page.writelines(page_parts(data))
     except OSError as exc:
         raise ExportError(f"Could not write {target}: {exc.strerror or exc}") from exc
     return target
@@ -117,7 +151,7 @@ def export_cli(args: Any) -> int:
         if not path.is_file():
             raise ExportError(f"File not found: {path}")
         manager = SessionManager.open(path, cwd)
-        result = export_session_html(manager.session_file, manager.get_entries(), manager.header,
+        result = export_session_html(manager.session_file, manager.entries, manager.header,
                                      manager.leaf_id, output, cwd)
     except (ExportError, ValueError, OSError) as exc:
         print(f"Error: {exc}", file=sys.stderr)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple, Protocol
 
 import orjson
@@ -18,7 +18,8 @@ import orjson
 from pi_coding_agent.agent.awaitables import maybe_await
 from pi_coding_agent.agent.queues import QUEUE_MODES
 from pi_coding_agent.coding.errors import CommandError, is_bug
-from pi_coding_agent.coding.session import encode_tree
+from pi_coding_agent.coding.modes.rpc_transport import StreamedJson
+from pi_coding_agent.coding.session import iter_array
 
 Emit = Callable[[dict[str, Any]], None]
 
@@ -34,7 +35,11 @@ class RpcSession(Protocol):
 
     async def set_session_name(self, name: str) -> None: ...
 
-    def get_tree(self) -> dict[str, Any]: ...
+    def get_tree_json(self) -> tuple[Iterator[bytes], str | None]: ...
+
+    def get_entries_json(self, since: str | None) -> tuple[Iterator[bytes], str | None]: ...
+
+    def get_messages(self) -> list[dict[str, Any]]: ...
 
     def get_last_assistant_text(self) -> str | None: ...
 
@@ -159,7 +164,7 @@ def convert_arguments(name: str, command: Command, record: dict[str, Any]) -> di
 
 
 # --------------------------------------------------------------------------- special cases
-# Five commands need more than "call the method with the arguments": they are spelled out here.
+# Eight commands need more than "call the method with the arguments": they are spelled out here.
 
 
 async def _bash(session: RpcSession, ctx: CallContext, command: str, exclude_from_context: bool) -> Any:
@@ -187,10 +192,23 @@ async def _set_session_name(session: RpcSession, ctx: CallContext, name: str) ->
     await session.set_session_name(trimmed)
 
 
+# The three that can be as large as the session are streamed into their response line (the tree
+# also nests one level per entry, deeper than orjson recurses).
+
+
 def _get_tree(session: RpcSession, ctx: CallContext) -> dict[str, Any]:
-    """Pre-serialised: a linear session nests one level per entry, deeper than orjson recurses."""
-    tree = session.get_tree()
-    return {"tree": orjson.Fragment(encode_tree(tree["tree"])), "leafId": tree["leafId"]}
+    chunks, leaf_id = session.get_tree_json()
+    return {"tree": StreamedJson(chunks), "leafId": leaf_id}
+
+
+def _get_entries(session: RpcSession, ctx: CallContext, since: str | None) -> dict[str, Any]:
+    chunks, leaf_id = session.get_entries_json(since)
+    return {"entries": StreamedJson(chunks), "leafId": leaf_id}
+
+
+def _get_messages(session: RpcSession, ctx: CallContext) -> StreamedJson:
+    """Serialised now (the list moves on), joined only as it is written."""
+    return StreamedJson(iter_array([orjson.dumps(message) for message in session.get_messages()]))
 
 
 def _last_assistant_text(session: RpcSession, ctx: CallContext) -> dict[str, Any]:
@@ -204,6 +222,8 @@ SPECIAL_HANDLERS: dict[str, Callable[..., Any]] = {
     "set_session_name": _set_session_name,
     "get_last_assistant_text": _last_assistant_text,
     "get_tree": _get_tree,
+    "get_entries": _get_entries,
+    "get_messages": _get_messages,
 }
 
 

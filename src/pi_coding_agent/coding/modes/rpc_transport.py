@@ -19,7 +19,7 @@ import os
 import stat
 import sys
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import Any
 
 import orjson
@@ -120,12 +120,26 @@ def _pollable(fd: int) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd)
 
 
+class StreamedJson:
+    """A value too large to serialise whole (a session's tree, its entries): a record holding one is
+    written with the value's chunks in its place, as they come, so the line never exists whole."""
+
+    __slots__ = ("chunks",)
+
+    def __init__(self, chunks: Iterable[bytes]) -> None:
+        self.chunks = iter(chunks)
+
+
+_STREAM_MARK = b"\x00"  # a raw NUL: orjson escapes it inside strings, so only a placeholder writes it
+
+
 class RecordWriter:
     """The single writer of protocol records; ``send`` never blocks, ``flush`` waits for the bytes."""
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
-        self._pending: deque[bytes] = deque()
+        self._pending: deque[bytes | Iterator[bytes]] = deque()
+        self._streams: list[StreamedJson] = []  # met while serialising the current record
         self._pending_bytes = 0
         self._below_limit = asyncio.Event()
         self._below_limit.set()
@@ -148,16 +162,35 @@ class RecordWriter:
     def send(self, record: Any) -> None:
         """Queue one record; the order of ``send`` calls is the order on stdout."""
         try:
-            data = orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE)
+            data = orjson.dumps(record, default=self._placeholder, option=orjson.OPT_APPEND_NEWLINE)
         except TypeError as err:
+            self._streams.clear()
             print(f"rpc: dropped an unserialisable record: {err}", file=sys.stderr)
             return
-        self._pending.append(data)
+        if self._streams:
+            self._queue_streamed(data)
+        else:
+            self._pending.append(data)
         self._pending_bytes += len(data)
         if self._pending_bytes > BACKLOG_LIMIT:
             self._below_limit.clear()
         self._idle.clear()
         self._wakeup.set()
+
+    def _placeholder(self, value: Any) -> orjson.Fragment:
+        if not isinstance(value, StreamedJson):
+            raise TypeError(f"Type is not JSON serializable: {type(value).__name__}")
+        self._streams.append(value)
+        return orjson.Fragment(_STREAM_MARK)
+
+    def _queue_streamed(self, data: bytes) -> None:
+        """The record's own bytes around each streamed value, the value's chunks in between."""
+        parts = data.split(_STREAM_MARK)
+        self._pending.append(parts[0])
+        for stream, part in zip(self._streams, parts[1:], strict=True):
+            self._pending.append(stream.chunks)
+            self._pending.append(part)
+        self._streams.clear()
 
     async def below_backlog_limit(self) -> None:
         """Wait while more than ``BACKLOG_LIMIT`` bytes of output wait for a client that reads slowly."""
@@ -214,6 +247,9 @@ class RecordWriter:
             self._wakeup.clear()
             while self._pending:
                 data = self._take_batch()
+                if not isinstance(data, bytes):
+                    await self._write_chunks(data)
+                    continue
                 await self._write(data)
                 self._pending_bytes -= len(data)
                 if self._pending_bytes <= BACKLOG_LIMIT:
@@ -222,15 +258,27 @@ class RecordWriter:
             if self._closing:
                 return
 
-    def _take_batch(self) -> bytes:
-        """The next write: one large record as it is (no copy), or small ones joined up to a bound."""
+    def _take_batch(self) -> bytes | Iterator[bytes]:
+        """The next write: one large record as it is (no copy), or small ones joined up to a bound;
+        a streamed value goes alone."""
         pending = self._pending
-        batch = [pending.popleft()]
-        size = len(batch[0])
-        while pending and size + len(pending[0]) <= BATCH_BYTES:
+        first = pending.popleft()
+        if not isinstance(first, bytes):
+            return first
+        batch = [first]
+        size = len(first)
+        while pending and isinstance(pending[0], bytes) and size + len(pending[0]) <= BATCH_BYTES:
             size += len(pending[0])
-            batch.append(pending.popleft())
+            batch.append(pending.popleft())  # type: ignore[arg-type]  # checked just above
         return batch[0] if len(batch) == 1 else b"".join(batch)
+
+    async def _write_chunks(self, chunks: Iterator[bytes]) -> None:
+        """Each chunk as it is produced; one that fails leaves the line unparseable, never unterminated."""
+        try:
+            for chunk in chunks:
+                await self._write(chunk)
+        except Exception as err:  # the record's tail still follows, so the line ends
+            print(f"rpc: a streamed response failed midway: {err}", file=sys.stderr)
 
     async def _write(self, data: bytes) -> None:
         if self._broken:

@@ -3,10 +3,10 @@
 from pi_coding_agent.coding.session.context import SessionContext
 from pi_coding_agent.coding.session.conversion import convert_to_llm
 from pi_coding_agent.coding.session.entries import Entry, SessionEntry, SessionHeader
+from pi_coding_agent.coding.session.json_stream import iter_array
 from pi_coding_agent.coding.session.listing import list_sessions, session_dir_for
 from pi_coding_agent.coding.session.manager import SessionManager
 from pi_coding_agent.coding.session.migration import migrate_file
-from pi_coding_agent.coding.session.tree_json import encode_tree
 
 __all__ = [
     "Entry",
@@ -15,7 +15,7 @@ __all__ = [
     "SessionHeader",
     "SessionManager",
     "convert_to_llm",
-    "encode_tree",
+    "iter_array",
     "list_sessions",
     "migrate_file",
     "session_dir_for",

@@ -7,6 +7,7 @@ keeps, for every message, the id of the entry it came from (compaction needs the
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -104,6 +105,7 @@ def apply_edit(messages: list[Message], edit: Entry | None) -> list[Message]:
 
 Settings = tuple[tuple[str, str] | None, str]  # (provider, model id) or None, thinking level
 NO_SETTINGS: Settings = (None, "off")
+_UNSET = object()
 
 
 def settings_after(settings: Settings, entry: Entry) -> Settings:
@@ -120,15 +122,23 @@ def settings_after(settings: Settings, entry: Entry) -> Settings:
     return settings
 
 
-def restored_settings(path: list[Entry]) -> Settings:
-    """Model and thinking level in force at the leaf."""
-    settings = NO_SETTINGS
-    for entry in path:
-        settings = settings_after(settings, entry)
-    return settings
+def restored_settings(path: Sequence[Entry]) -> Settings:
+    """Model and thinking level in force at the leaf: each set by the last entry on the path that
+    sets it (searched from the leaf, so a long path is read only as far back as needed)."""
+    model: Any = _UNSET
+    level: Any = _UNSET
+    for entry in reversed(path):
+        kind = entry.get("type")
+        if level is _UNSET and kind == "thinking_level_change":
+            level = settings_after(NO_SETTINGS, entry)[1]
+        elif model is _UNSET and kind in ("model_change", "message"):
+            model = settings_after(NO_SETTINGS, entry)[0] or _UNSET  # a message other than a reply sets nothing
+        if model is not _UNSET and level is not _UNSET:
+            break
+    return (NO_SETTINGS[0] if model is _UNSET else model), (NO_SETTINGS[1] if level is _UNSET else level)
 
 
-def context_start(path: list[Entry]) -> int | None:
+def context_start(path: Sequence[Entry]) -> int | None:
     """Where the model-visible part of a path starts: the first kept entry of its latest compaction
     (0 without a compaction; None when that entry is not on ``path`` before the compaction).
 
@@ -145,7 +155,7 @@ def context_start(path: list[Entry]) -> int | None:
     return None
 
 
-def context_start_of(path: list[Entry]) -> int:
+def context_start_of(path: Sequence[Entry]) -> int:
     """:func:`context_start` of a root-to-leaf path: a first kept entry missing from it keeps nothing
     before the compaction, which then starts the model-visible part."""
     start = context_start(path)

@@ -1,29 +1,46 @@
-"""The entries of a session in file order, with the ones the model no longer sees kept packed.
+"""The entries of a session in file order, each held parsed, packed, or only on disk.
 
 A compaction summarises the history before its first kept entry; from then on those entries (and
 every entry off the current branch) are only read again by commands that walk the whole file
-(``get_tree``, ``get_entries``, stats, export, forks). They are kept as their JSON line, a few times
-smaller than the parsed dicts, and decoded when read, so a long conversation's memory grows with its
-file rather than with the parsed objects.
+(``get_tree``, ``get_entries``, stats, export, forks). Entries read from an indexed file
+(``file_index``) stay on disk until read and go back there when the model stops seeing them;
+entries appended since are kept as their JSON line, a few times smaller than the parsed dicts. So
+memory grows with the file's index rather than with the parsed objects.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import overload
+from contextlib import contextmanager, suppress
+from typing import Any, overload
 
 import orjson
 
 from pi_coding_agent.coding.session.entries import Entry
+from pi_coding_agent.coding.session.file_index import FileIndex
+
+_ON_DISK = None  # the item of an entry that is only in the indexed file
+_INDEX_LISTS = {"id": "ids", "parentId": "parents", "type": "kinds"}
 
 
 class EntryList(Sequence[Entry]):
-    """A list of entries, some stored as ``bytes``; reading one always gives a dict."""
+    """A list of entries, some stored as ``bytes`` or left in the file; reading one always gives a dict."""
 
-    __slots__ = ("_items",)
+    __slots__ = ("_fd", "_index", "_items")
 
-    def __init__(self, entries: Iterable[Entry] = ()) -> None:
-        self._items: list[Entry | bytes] = list(entries)
+    def __init__(self, entries: Iterable[Entry] = (), index: FileIndex | None = None) -> None:
+        self._items: list[Entry | bytes | None] = list(entries)
+        self._index = index  # the first ``len(index.ids)`` positions are the indexed file's entries
+        self._fd: int | None = None  # open only while one iteration reads the file
+
+    @classmethod
+    def from_index(cls, index: FileIndex) -> EntryList:
+        """Every indexed entry, on disk except those the pass parsed."""
+        entries = cls((), index)
+        entries._items = [index.parsed.get(position) for position in range(len(index.ids))]
+        index.parsed = {}
+        return entries
 
     def __len__(self) -> int:
         return len(self._items)
@@ -36,11 +53,15 @@ class EntryList(Sequence[Entry]):
 
     def __getitem__(self, index: int | slice) -> Entry | list[Entry]:
         if isinstance(index, slice):
-            return [_decoded(item) for item in self._items[index]]
-        return _decoded(self._items[index])
+            return [self._entry(position) for position in range(len(self._items))[index]]
+        return self._entry(index if index >= 0 else index + len(self._items))
 
     def __iter__(self) -> Iterator[Entry]:
-        return map(_decoded, self._items)
+        return self._each(self._entry)
+
+    def iter_json(self) -> Iterator[bytes]:
+        """Every entry serialised as ``orjson.dumps`` gives it, without keeping the parsed entries."""
+        return self._each(self.json_at)
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, list | EntryList):
@@ -53,19 +74,158 @@ class EntryList(Sequence[Entry]):
         self._items.append(entry)
 
     def pop(self) -> Entry:
-        return _decoded(self._items.pop())
+        entry = self._entry(len(self._items) - 1)
+        self._items.pop()
+        return entry
+
+    # ----------------------------------------------------------------- links without parsing
+
+    def entry_id(self, position: int) -> Any:
+        return self._field(position, "id")
+
+    def parent_id(self, position: int) -> Any:
+        return self._field(position, "parentId")
+
+    def kind(self, position: int) -> Any:
+        return self._field(position, "type")
+
+    def ids(self) -> list[Any]:
+        """Every entry's id, in file order."""
+        return self._indexed("ids") + [self._entry(p).get("id") for p in range(self._on_file(), len(self._items))]
+
+    def kinds(self) -> list[Any]:
+        """Every entry's type, in file order."""
+        return self._indexed("kinds") + [self._entry(p).get("type") for p in range(self._on_file(), len(self._items))]
+
+    def path_to(self, position: int | None, by_id: dict[Any, int]) -> list[int]:
+        """Positions from the root down to ``position``, following parent ids (stops at a missing
+        parent or a cycle); the indexed part of the file is walked without reading an entry."""
+        on_file, ids, parents = self._on_file(), self._indexed("ids"), self._indexed("parents")
+        path: list[int] = []
+        seen: set[Any] = set()
+        while position is not None:
+            if position < on_file:
+                entry_id, parent = ids[position], parents[position]
+            else:
+                entry = self._entry(position)
+                entry_id, parent = entry.get("id"), entry.get("parentId")
+            if entry_id in seen:
+                break
+            path.append(position)
+            seen.add(entry_id)
+            position = by_id.get(parent) if parent is not None else None
+        path.reverse()
+        return path
+
+    def linked(self, positions: Iterable[int]) -> list[Linked]:
+        """The entries at ``positions`` as ``Linked`` views (a path walked without reading it)."""
+        on_file, ids, kinds = self._on_file(), self._indexed("ids"), self._indexed("kinds")
+        return [Linked(self, p, kinds[p], ids[p]) if p < on_file else Linked(self, p, self.kind(p), self.entry_id(p))
+                for p in positions]
+
+    def _on_file(self) -> int:
+        return 0 if self._index is None else len(self._index.ids)
+
+    def _indexed(self, name: str) -> list[Any]:
+        return [] if self._index is None else getattr(self._index, name)
+
+    def _field(self, position: int, key: str) -> Any:
+        if position < self._on_file():
+            return self._indexed(_INDEX_LISTS[key])[position]
+        return self._entry(position).get(key)
+
+    # ----------------------------------------------------------------- storage
 
     def pack(self, keep: Callable[[Entry], bool]) -> None:
-        """Store every parsed entry ``keep`` rejects as its JSON line."""
+        """Drop every parsed entry ``keep`` rejects back to the file, or store it as its JSON line."""
         items = self._items
+        on_file = 0 if self._index is None else len(self._index.ids)
         for position, item in enumerate(items):
-            if not isinstance(item, bytes) and not keep(item):
+            if isinstance(item, dict) and not keep(item):
                 # orjson's result keeps its whole output buffer (4 KiB at least): keep an exact copy
-                items[position] = memoryview(orjson.dumps(item)).tobytes()
+                items[position] = _ON_DISK if position < on_file else memoryview(orjson.dumps(item)).tobytes()
 
+    def json_at(self, position: int) -> bytes:
+        """One entry as ``orjson.dumps`` writes it (a file line is re-encoded: pi may space or escape it
+        differently)."""
+        item = self._items[position]
+        if isinstance(item, bytes):
+            return item
+        return orjson.dumps(self._entry(position) if item is _ON_DISK else item)
 
-def _decoded(item: Entry | bytes) -> Entry:
-    if isinstance(item, bytes):
-        entry: Entry = orjson.loads(item)
+    def _entry(self, position: int) -> Entry:
+        item = self._items[position]
+        if isinstance(item, dict):
+            return item
+        if isinstance(item, bytes):
+            entry: Entry = orjson.loads(item)
+            return entry
+        return self._read(position)
+
+    def _read(self, position: int) -> Entry:
+        """An on-disk entry from its line; an id that no longer matches means the file was replaced."""
+        index = self._index
+        assert index is not None
+        start = index.starts[position]
+        fd = self._fd if self._fd is not None else os.open(index.path, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            line = os.pread(fd, index.ends[position] - start, start)
+        finally:
+            if fd != self._fd:
+                os.close(fd)
+        try:
+            entry = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            entry = None
+        if not isinstance(entry, dict) or entry.get("id") != index.ids[position]:
+            raise ValueError(f"Session file {index.path} is damaged or was replaced: no entry {index.ids[position]} "
+                             f"at byte {start}")
         return entry
-    return item
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        """Hold the indexed file open while a walk reads many entries (nested walks share it)."""
+        if self._fd is not None or self._index is None:
+            yield
+            return
+        self._fd = os.open(self._index.path, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            yield
+        finally:
+            with suppress(OSError):
+                os.close(self._fd)
+            self._fd = None
+
+    def read_many(self, positions: Iterable[int]) -> list[Entry]:
+        with self.reading():
+            return [self._entry(position) for position in positions]
+
+    def _each(self, read: Callable[[int], Any]) -> Iterator[Any]:
+        with self.reading():
+            position = 0
+            while position < len(self._items):  # entries appended meanwhile are read too, like a list
+                yield read(position)
+                position += 1
+
+
+class Linked:
+    """An entry seen through the index: ``type``, ``id`` and ``parentId`` cost nothing, any other key
+    reads the entry. Lets the path functions of ``context`` run over a long branch reading only the
+    entries they look into."""
+
+    __slots__ = ("_entries", "_id", "_kind", "_position")
+
+    def __init__(self, entries: EntryList, position: int, kind: Any, entry_id: Any) -> None:
+        self._entries = entries
+        self._position = position
+        self._kind = kind
+        self._id = entry_id
+
+    def get(self, key: str, default: Any = None) -> Any:
+        if key == "type":
+            value = self._kind
+        elif key == "id":
+            value = self._id
+        else:
+            value = self._entries[self._position].get(key)
+        return default if value is None else value

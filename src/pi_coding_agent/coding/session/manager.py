@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pi_coding_agent.coding import paths
 from pi_coding_agent.coding.session import storage
@@ -30,6 +30,7 @@ from pi_coding_agent.coding.session.context import (
 from pi_coding_agent.coding.session.conversion import convert_to_llm
 from pi_coding_agent.coding.session.entries import Entry
 from pi_coding_agent.coding.session.entry_list import EntryList
+from pi_coding_agent.coding.session.file_index import index_file
 from pi_coding_agent.coding.session.ids import (
     file_stamp,
     iso_now,
@@ -38,13 +39,19 @@ from pi_coding_agent.coding.session.ids import (
     uuid7,
     validate_session_id,
 )
+from pi_coding_agent.coding.session.json_stream import iter_array, iter_tree, label_fields, tree_layout
 from pi_coding_agent.coding.session.listing import (
     find_most_recent,
     is_custom_dir,
     list_sessions,
     session_dir_for,
 )
-from pi_coding_agent.coding.session.migration import CURRENT_VERSION, migrate_records, write_migrated
+from pi_coding_agent.coding.session.migration import (
+    CURRENT_VERSION,
+    migrate_records,
+    needs_migration,
+    write_migrated,
+)
 
 __all__ = ["SessionContext", "SessionManager", "convert_to_llm", "list_sessions", "session_dir_for"]
 
@@ -64,7 +71,7 @@ class SessionManager:
     """One session: header, entries in file order, the leaf, labels and name."""
 
     def __init__(self, *, cwd: Path, session_dir: Path | None, persist: bool, header: Entry,
-                 entries: list[Entry], session_file: Path | None, flushed: bool,
+                 entries: Iterable[Entry], session_file: Path | None, flushed: bool,
                  stale_on_disk: bool = False) -> None:
         self.cwd = cwd
         self.session_dir = session_dir
@@ -132,22 +139,25 @@ class SessionManager:
             header = _new_header(uuid7(), cwd, None)
             return cls(cwd=cwd, session_dir=path.parent, persist=True, header=header, entries=[],
                        session_file=path, flushed=False)
-        records = storage.read_records(path)
-        if not records or not storage.is_header(records[0]):
+        index = index_file(path)
+        if index.header is None:
             if path.stat().st_size > 0:
                 raise ValueError(f"Session file is not a valid pi session: {path}")
             header = _new_header(uuid7(), cwd, None)
             storage.append_line(path, storage.encode(header))
             return cls(cwd=cwd, session_dir=path.parent, persist=True, header=header, entries=[],
                        session_file=path, flushed=True)
-        migrated = migrate_records(records)
-        header = records[0]
+        header = index.header
         recorded_cwd = header.get("cwd")
         if prefer_header_cwd and isinstance(recorded_cwd, str) and recorded_cwd:
             cwd = Path(recorded_cwd)
-        entries = [record for record in records[1:] if record.get("type") != "session"]
-        return cls(cwd=cwd, session_dir=path.parent, persist=True, header=header, entries=entries,
-                   session_file=path, flushed=True, stale_on_disk=migrated)
+        if needs_migration(header):  # rewritten before the next append: hold it parsed, migrated
+            records = [header, *EntryList.from_index(index)]
+            migrate_records(records)
+            return cls(cwd=cwd, session_dir=path.parent, persist=True, header=header, entries=records[1:],
+                       session_file=path, flushed=True, stale_on_disk=True)
+        return cls(cwd=cwd, session_dir=path.parent, persist=True, header=header,
+                   entries=EntryList.from_index(index), session_file=path, flushed=True)
 
     def fork(self, entry_id: str | None, position: str) -> SessionManager:
         """A new session holding the root-to-target path (ids kept), ``parentSession`` = this file.
@@ -249,11 +259,18 @@ class SessionManager:
             self._path = None
 
     def _index_all(self) -> None:
-        """Index every entry (load, fork); a loaded file may branch anywhere, so the path is walked once."""
+        """Index every entry (load, fork) by its id and type, reading only the few that set state
+        (labels, the name, the first conversation message); a loaded file may branch anywhere, so
+        the path is walked once."""
         self._path = None
-        for position, entry in enumerate(self._entries):
-            self._index(entry, position)
-        if self._entries:
+        entries = self._entries
+        ids = entries.ids()
+        self._by_id = dict(zip(ids, range(len(ids)), strict=True))  # a repeated id names its last entry
+        for position, kind in enumerate(entries.kinds()):
+            if kind in ("label", "session_info") or (kind == "message" and not self._conversation):
+                self._note(entries[position])
+        if entries:
+            self._leaf_id = ids[-1]
             self._pack_summarised()
         else:
             self._path = []
@@ -277,6 +294,10 @@ class SessionManager:
         else:
             self._path = None
         self._leaf_id = entry_id
+        self._note(entry)
+
+    def _note(self, entry: Entry) -> None:
+        """Labels, the session name and whether there is a conversation yet."""
         kind = entry.get("type")
         if kind == "label":
             if entry.get("label"):
@@ -434,10 +455,16 @@ class SessionManager:
         return path[self._context_start :]
 
     def _current_path(self) -> list[Entry]:
+        """The held end of the path, rebuilt when unknown: the root-to-leaf walk follows the index's
+        links, and only the model-visible part (from ``context_start_of``) is read."""
         if self._path is None:
-            self._path, self._path_base = self._walk(self._leaf_id), None
-            self._context_start = context_start_of(self._path)
-            self._settings = restored_settings(self._path)
+            positions = self._walk_positions(self._leaf_id)
+            linked = cast(list[Entry], self._entries.linked(positions))  # only .get is used on them
+            start = context_start_of(linked)
+            self._settings = restored_settings(linked)
+            self._path = self._entries.read_many(positions[start:])
+            self._path_base = self._entries.entry_id(positions[start - 1]) if start else None
+            self._context_start = 0
         return self._path
 
     def _pack_summarised(self) -> None:
@@ -450,47 +477,54 @@ class SessionManager:
         self._entries.pack(lambda entry: id(entry) in live)
 
     def _walk(self, start: str | None) -> list[Entry]:
-        path: list[Entry] = []
-        seen: set[str] = set()
-        current = self.get_entry(start) if start is not None else None
-        while current is not None and current.get("id") not in seen:
-            path.append(current)
-            seen.add(current.get("id"))  # type: ignore[arg-type]
-            parent = current.get("parentId")
-            current = self.get_entry(parent) if parent is not None else None
-        path.reverse()
-        return path
+        return self._entries.read_many(self._walk_positions(start))
+
+    def _walk_positions(self, start: str | None) -> list[int]:
+        """Positions of the root-to-``start`` path (stops at a missing parent or a cycle)."""
+        return self._entries.path_to(self._by_id.get(start) if start is not None else None, self._by_id)
+
+    def branch_has(self, kind: str) -> bool:
+        """Whether an entry of type ``kind`` is on the current path (read from the index alone)."""
+        entries = self._entries
+        return any(entries.kind(position) == kind for position in self._walk_positions(self._leaf_id))
 
     def get_tree(self) -> list[dict[str, Any]]:
         """Nodes ``{entry, children, label?, labelTimestamp?}``; roots include orphans."""
-        nodes: dict[Any, dict[str, Any]] = {}
-        for entry in self.entries:
-            node: dict[str, Any] = {"entry": entry, "children": []}
-            label = self.labels.get(entry.get("id"))  # type: ignore[arg-type]
-            if label is not None:
-                node["label"] = label["label"]
-                if label["timestamp"] is not None:
-                    node["labelTimestamp"] = label["timestamp"]
-            nodes[entry.get("id")] = node
-        roots: list[dict[str, Any]] = []
-        for entry in self.entries:
-            node = nodes[entry.get("id")]
-            parent_id = entry.get("parentId")
-            parent = nodes.get(parent_id) if parent_id is not None and parent_id != entry.get("id") else None
-            (parent["children"] if parent is not None else roots).append(node)
-        for node in nodes.values():
-            if len(node["children"]) > 1:
-                node["children"].sort(key=_node_time)
-        return roots
+        entries = self._entries
+        roots, children = tree_layout(entries, self._by_id)
+        with entries.reading():
+            nodes = {position: {"entry": entries[position], "children": [], **label_fields(self.labels.get(entry_id))}
+                     for entry_id, position in self._by_id.items()}
+        for parent, positions in children.items():
+            nodes[parent]["children"] = [nodes[position] for position in positions]
+        return [nodes[position] for position in roots]
+
+    def iter_tree_json(self) -> Iterator[bytes]:
+        """``get_tree()`` as JSON chunks, reading one entry at a time (the layout is taken now)."""
+        return iter_tree(self._entries, tree_layout(self._entries, self._by_id), dict(self.labels))
 
     def get_entries(self, since: str | None = None) -> list[Entry]:
         """Entries in file order; with ``since``, only those after that entry."""
+        return self._entries[self._first_after(since) :]
+
+    def iter_entries_json(self, since: str | None = None) -> Iterator[bytes]:
+        """``get_entries(since)`` as JSON chunks (the entries present now, read one at a time)."""
+        entries, first, end = self._entries, self._first_after(since), len(self._entries)
+
+        def each() -> Iterator[bytes]:
+            with entries.reading():
+                yield from map(entries.json_at, range(first, end))
+
+        return iter_array(each())
+
+    def _first_after(self, since: str | None) -> int:
         if since is None:
-            return list(self.entries)
-        for index, entry in enumerate(self.entries):
-            if entry.get("id") == since:
-                return self.entries[index + 1 :]
-        raise KeyError(f"Entry not found: {since}")
+            return 0
+        entries = self._entries
+        position = next((p for p in range(len(entries)) if entries.entry_id(p) == since), None)
+        if position is None:
+            raise KeyError(f"Entry not found: {since}")
+        return position + 1
 
     def get_fork_messages(self) -> list[dict[str, str]]:
         """Every user message with text, in file order (all branches)."""
@@ -551,9 +585,3 @@ def _new_header(session_id: str, cwd: Path, parent_session: str | None) -> Entry
     if parent_session is not None:
         header["parentSession"] = parent_session
     return header
-
-
-def _node_time(node: dict[str, Any]) -> float:
-    """Sort key of tree siblings: entry time (unparseable times sort as equal, first)."""
-    stamp = iso_to_ms(node["entry"].get("timestamp"))
-    return float("-inf") if stamp is None else stamp

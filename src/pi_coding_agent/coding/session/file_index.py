@@ -1,0 +1,169 @@
+"""One pass over a session file: where each entry's line lies and how entries link, without parsing them.
+
+Opening a large session used to parse every line and hold the result, although the model only sees
+the branch since the last compaction and most commands need nothing but ids and parent links. pi and
+this package both write an entry's first keys as ``{"type":…,"id":…,"parentId":…``, so a regular
+expression reads those three from the start of the line; any other shape is parsed in full, as are
+the few kinds the store needs at once (labels, the session name, compactions). The other entries are
+read back by offset when they are needed (see ``EntryList``).
+
+A write cut short by a crash leaves a broken line that no later entry names as its parent (the
+session reopened without it, so what came next hangs below the entry before). So every entry that
+is nobody's parent (the leaves: a handful) is parsed before it is trusted; a broken one is skipped
+with a warning, as a full parse would.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from array import array
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import orjson
+
+from pi_coding_agent.coding.session.entries import Entry
+from pi_coding_agent.coding.session.storage import is_header
+
+_PREFIX = re.compile(rb'\{"type":"([A-Za-z0-9_]+)","id":"([^"\\]*)","parentId":(?:null|"([^"\\]*)")[,}]')
+_PARSED_KINDS = frozenset({b"label", b"session_info", b"compaction"})
+_BLOCK_BYTES = 4 << 20
+
+
+@dataclass
+class FileIndex:
+    """Per entry position: its line's byte range, id, parent id and type; plus the header."""
+
+    path: Path
+    header: Entry | None = None
+    starts: array[int] = field(default_factory=lambda: array("q"))
+    ends: array[int] = field(default_factory=lambda: array("q"))
+    ids: list[Any] = field(default_factory=list)
+    parents: list[Any] = field(default_factory=list)
+    kinds: list[Any] = field(default_factory=list)
+    parsed: dict[int, Entry] = field(default_factory=dict)  # position -> entry parsed during the pass
+
+
+def index_file(path: Path) -> FileIndex:
+    """Index every entry of ``path``; ``header`` is None when the first readable record is not one."""
+    index = FileIndex(path)
+    with path.open("rb") as handle:
+        lines = _lines(handle)
+        for number, _offset, block, start, end in lines:  # up to the header, every line is parsed
+            header = _parse(block[start:end], number, path)
+            if header is not None:
+                if not is_header(header):
+                    return index
+                index.header = header
+                break
+        _index_entries(index, lines)
+        _check_leaves(index, handle.fileno())
+    return index
+
+
+def _index_entries(index: FileIndex, lines: Iterator[_Line]) -> None:
+    match, intern = _PREFIX.match, sys.intern
+    add_start, add_end = index.starts.append, index.ends.append
+    add_id, add_parent, add_kind = index.ids.append, index.parents.append, index.kinds.append
+    entry_id: Any
+    parent_id: Any
+    for number, offset, block, start, end in lines:
+        found = match(block, start, end)
+        if found is not None and found[1] not in _PARSED_KINDS:
+            parent = found[3]
+            entry_id, kind = found[2].decode(), intern(found[1].decode())
+            parent_id = None if parent is None else parent.decode()
+        else:
+            record = _parse(block[start:end], number, index.path)
+            if record is None or record.get("type") == "session":
+                continue
+            entry_id, parent_id, kind = record.get("id"), record.get("parentId"), record.get("type")
+            index.parsed[len(index.ids)] = record
+        add_start(offset)
+        add_end(offset + end - start)
+        add_id(entry_id)
+        add_parent(parent_id)
+        add_kind(kind)
+
+
+_Line = tuple[int, int, bytes, int, int]  # line number, file offset, block, start and end in the block
+
+
+def _lines(handle: BinaryIO) -> Iterator[_Line]:
+    """Every line (newline included) as a slice of a large block read at once: matching and
+    splitting in place is much cheaper than iterating the file object when lines are long."""
+    number, base, block, position = 0, 0, b"", 0
+    while True:
+        end = block.find(b"\n", position)
+        if end < 0:
+            more = handle.read(_BLOCK_BYTES)
+            if not more:
+                if position < len(block):
+                    yield number + 1, base + position, block, position, len(block)
+                return
+            base += position
+            block, position = block[position:] + more, 0
+            continue
+        number += 1
+        yield number, base + position, block, position, end + 1
+        position = end + 1
+
+
+def _check_leaves(index: FileIndex, fd: int) -> None:
+    """Parse the entries no one names as parent; drop (with a warning) those whose line is broken."""
+    named = set(index.parents)
+    broken = []
+    for position, entry_id in enumerate(index.ids):
+        if entry_id not in named and position not in index.parsed:
+            start = index.starts[position]
+            try:
+                record = orjson.loads(os.pread(fd, index.ends[position] - start, start))
+            except orjson.JSONDecodeError:
+                record = None
+            if not isinstance(record, dict):
+                _warn(_line_number(fd, start), index.path)
+                broken.append(position)
+    if broken:
+        _drop(index, broken)
+
+
+def _line_number(fd: int, offset: int) -> int:
+    count, done = 1, 0
+    while done < offset:
+        block = os.pread(fd, min(_BLOCK_BYTES, offset - done), done)
+        count += block.count(b"\n")
+        done += len(block)
+    return count
+
+
+def _drop(index: FileIndex, positions: list[int]) -> None:
+    gone = set(positions)
+    kept = [position for position in range(len(index.ids)) if position not in gone]
+    index.starts = array("q", (index.starts[p] for p in kept))
+    index.ends = array("q", (index.ends[p] for p in kept))
+    index.ids = [index.ids[p] for p in kept]
+    index.parents = [index.parents[p] for p in kept]
+    index.kinds = [index.kinds[p] for p in kept]
+    index.parsed = {new: index.parsed[old] for new, old in enumerate(kept) if old in index.parsed}
+
+
+def _parse(line: bytes, number: int, path: Path) -> Entry | None:
+    """A whole record, or None for a blank line or (with a warning) an unreadable one."""
+    try:
+        record = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        if not line.strip():
+            return None
+        record = None
+    if isinstance(record, dict):
+        return record
+    _warn(number, path)
+    return None
+
+
+def _warn(number: int, path: Path) -> None:
+    sys.stderr.write(f"Warning: skipping unreadable line {number} of session file {path}\n")
