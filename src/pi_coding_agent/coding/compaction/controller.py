@@ -154,13 +154,13 @@ class CompactionController:
 
     async def _compact(self, signal: AbortSignal, reason: str, custom_instructions: str | None,
                        preparation: CompactionPreparation | None) -> dict[str, Any]:
-        branch = self._sm.get_branch()
         if preparation is None:
+            branch = self._sm.get_context_branch()  # plans the same as the whole branch (see context_start)
             preparation = prepare_compaction(branch, self._setting("keepRecentTokens"))
             if preparation is None:
                 raise_unpreparable(branch)
             assert preparation is not None
-        supplied = await self._extension_compaction(preparation, branch, reason, custom_instructions, signal)
+        supplied = await self._extension_compaction(preparation, reason, custom_instructions, signal)
         if supplied is not None:
             self._from_extension = True
             summary, usage, details = supplied["summary"], supplied.get("usage"), supplied.get("details")
@@ -190,13 +190,17 @@ class CompactionController:
             result["details"] = details
         return result
 
-    async def _extension_compaction(self, preparation: CompactionPreparation, branch: list[Entry], reason: str,
+    async def _extension_compaction(self, preparation: CompactionPreparation, reason: str,
                                     custom_instructions: str | None, signal: AbortSignal) -> dict[str, Any] | None:
-        """``session_before_compact``: an extension may cancel, or supply the summary itself."""
+        """``session_before_compact``: an extension may cancel, or supply the summary itself.
+
+        Only extensions get the whole branch: reading a long history at every compaction raised the
+        process's memory high-water mark a little more each time.
+        """
         if self.extensions is None:
             return None
         answer = await self.extensions.before_compact({
-            "preparation": preparation.to_event(), "branchEntries": branch, "reason": reason,
+            "preparation": preparation.to_event(), "branchEntries": self._sm.get_branch(), "reason": reason,
             "willRetry": reason == "overflow", "signal": signal,
             **({"customInstructions": custom_instructions} if custom_instructions else {}),
         })
@@ -227,7 +231,7 @@ class CompactionController:
         """Threshold/overflow compaction; True when the run should continue (retry or queued input)."""
         if self._agent.model["provider"] == "unknown":
             return False
-        preparation = prepare_compaction(self._sm.get_branch(), self._setting("keepRecentTokens"))
+        preparation = prepare_compaction(self._sm.get_context_branch(), self._setting("keepRecentTokens"))
         if preparation is None:
             return False  # nothing to summarise: no events at all
         try:

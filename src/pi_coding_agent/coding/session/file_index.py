@@ -71,6 +71,7 @@ def _index_entries(index: FileIndex, lines: Iterator[_Line]) -> None:
     add_id, add_parent, add_kind = index.ids.append, index.parents.append, index.kinds.append
     entry_id: Any
     parent_id: Any
+    kind: Any
     for number, offset, block, start, end in lines:
         found = match(block, start, end)
         if found is not None and found[1] not in _PARSED_KINDS:
