@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
+from pathlib import Path
 from typing import Any, overload
 
 import orjson
@@ -72,6 +73,25 @@ class EntryList(Sequence[Entry]):
 
     def append(self, entry: Entry) -> None:
         self._items.append(entry)
+
+    def written(self, path: Path, start: int, lines: list[bytes]) -> None:
+        """The last ``len(lines)`` entries now lie in ``path`` from ``start`` on: index them, so that
+        once the model stops seeing them they go back to disk instead of staying packed. (Skipped
+        when the entries before them are not indexed: a migrated file, rewritten whole.)"""
+        first = len(self._items) - len(lines)
+        if self._index is None and first == 0:
+            self._index = FileIndex(path)
+        index = self._index
+        if index is None or len(index.ids) != first or index.path != path:
+            return
+        for position, line in enumerate(lines, first):
+            entry = self._entry(position)
+            index.starts.append(start)
+            start += len(line)
+            index.ends.append(start)
+            index.ids.append(entry.get("id"))
+            index.parents.append(entry.get("parentId"))
+            index.kinds.append(entry.get("type"))
 
     def pop(self) -> Entry:
         entry = self._entry(len(self._items) - 1)

@@ -339,11 +339,14 @@ class SessionManager:
         if self._stale_on_disk:
             write_migrated(self.session_file, [self.header, *self.entries[:-1]])
             self._stale_on_disk = False
-        storage.append_line(self.session_file, storage.encode(entry))
+        line = storage.encode(entry)
+        self._entries.written(self.session_file, storage.append_line(self.session_file, line), [line])
 
     def _write_new_file(self) -> None:
         assert self.session_file is not None
-        storage.create_file(self.session_file, storage.encode_all([self.header, *self.entries]))
+        header, *lines = map(storage.encode, [self.header, *self.entries])
+        storage.create_file(self.session_file, b"".join([header, *lines]))
+        self._entries.written(self.session_file, len(header), lines)
         self._flushed = True
 
     def append_message(self, message: dict[str, Any]) -> Entry:

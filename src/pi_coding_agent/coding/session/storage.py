@@ -101,15 +101,18 @@ def _write_once(fd: int, data: bytes) -> None:
         raise OSError(f"short write to session file ({written} of {len(data)} bytes)")
 
 
-def append_line(path: Path, line: bytes) -> None:
-    """Append one complete line, preceded by a newline if the file ends in a partial line."""
+def append_line(path: Path, line: bytes) -> int:
+    """Append one complete line, preceded by a newline if the file ends in a partial line; returns
+    the offset the line starts at."""
     fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
     try:
         _lock(fd)  # released by close
         size = os.fstat(fd).st_size
         if size and os.pread(fd, 1, size - 1) != b"\n":
-            line = b"\n" + line
+            _write_once(fd, b"\n" + line)
+            return size + 1
         _write_once(fd, line)
+        return size
     finally:
         os.close(fd)
 
