@@ -19,7 +19,7 @@ import contextlib
 import os
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -343,13 +343,13 @@ class FakeSession:
     def get_fork_messages(self) -> list[dict]:
         return []
 
-    def get_entries(self, since: str | None = None) -> dict:
+    def get_entries_json(self, since: str | None = None) -> tuple[Iterator[bytes], str | None]:
         if since is not None:
             raise LookupError(f"Entry not found: {since}")
-        return {"entries": [], "leafId": None}
+        return iter([b"[]"]), None
 
-    def get_tree(self) -> dict:
-        return {"tree": [], "leafId": None}
+    def get_tree_json(self) -> tuple[Iterator[bytes], str | None]:
+        return iter([b"[", b"]"]), None
 
     def get_last_assistant_text(self) -> str | None:
         for message in reversed(self.messages):

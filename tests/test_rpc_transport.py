@@ -159,6 +159,8 @@ async def test_response_shapes_of_the_special_cases(rpc: RpcProcess) -> None:
     assert (await rpc.request({"type": "cycle_model"}))["data"] is None
     assert "data" not in await rpc.request({"type": "abort"})
     assert (await rpc.request({"type": "get_messages"}))["data"] == {"messages": []}
+    assert (await rpc.request({"type": "get_tree"}))["data"] == {"tree": [], "leafId": None}  # streamed
+    assert (await rpc.request({"type": "get_entries"}))["data"] == {"entries": [], "leafId": None}
 
 
 async def test_id_is_echoed_whatever_its_type_and_omitted_when_absent(rpc: RpcProcess) -> None:
