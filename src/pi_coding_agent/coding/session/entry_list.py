@@ -22,7 +22,7 @@ from pi_coding_agent.coding.session.entries import Entry
 from pi_coding_agent.coding.session.file_index import FileIndex
 
 _ON_DISK = None  # the item of an entry that is only in the indexed file
-_INDEX_LISTS = {"id": "ids", "parentId": "parents", "type": "kinds"}
+_INDEX_LISTS = {"id": "ids", "type": "kinds"}
 
 
 class EntryList(Sequence[Entry]):
@@ -55,7 +55,10 @@ class EntryList(Sequence[Entry]):
     def __getitem__(self, index: int | slice) -> Entry | list[Entry]:
         if isinstance(index, slice):
             return [self._entry(position) for position in range(len(self._items))[index]]
-        return self._entry(index if index >= 0 else index + len(self._items))
+        position = index if index >= 0 else index + len(self._items)
+        if position < 0:
+            raise IndexError("entry index out of range")
+        return self._entry(position)
 
     def __iter__(self) -> Iterator[Entry]:
         return self._each(self._entry)
@@ -103,19 +106,23 @@ class EntryList(Sequence[Entry]):
     def entry_id(self, position: int) -> Any:
         return self._field(position, "id")
 
-    def parent_id(self, position: int) -> Any:
-        return self._field(position, "parentId")
-
     def kind(self, position: int) -> Any:
         return self._field(position, "type")
 
     def ids(self) -> list[Any]:
         """Every entry's id, in file order."""
-        return self._indexed("ids") + [self._entry(p).get("id") for p in range(self._on_file(), len(self._items))]
+        return self._column("ids", "id")
 
     def kinds(self) -> list[Any]:
         """Every entry's type, in file order."""
-        return self._indexed("kinds") + [self._entry(p).get("type") for p in range(self._on_file(), len(self._items))]
+        return self._column("kinds", "type")
+
+    def parents(self) -> list[Any]:
+        """Every entry's parent id, in file order."""
+        return self._column("parents", "parentId")
+
+    def _column(self, name: str, key: str) -> list[Any]:
+        return self._indexed(name) + [self._entry(p).get(key) for p in range(self._on_file(), len(self._items))]
 
     def path_to(self, position: int | None, by_id: dict[Any, int]) -> list[int]:
         """Positions from the root down to ``position``, following parent ids (stops at a missing

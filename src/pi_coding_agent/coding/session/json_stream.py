@@ -29,9 +29,7 @@ def tree_layout(entries: EntryList, by_id: dict[Any, int]) -> Layout:
     """
     roots: list[int] = []
     children: dict[int, list[int]] = {}
-    for position in range(len(entries)):
-        entry_id = entries.entry_id(position)
-        parent_id = entries.parent_id(position)
+    for entry_id, parent_id in zip(entries.ids(), entries.parents(), strict=True):
         parent = by_id.get(parent_id) if parent_id is not None and parent_id != entry_id else None
         (roots if parent is None else children.setdefault(parent, [])).append(by_id[entry_id])
     with entries.reading():

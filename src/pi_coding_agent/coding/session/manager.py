@@ -523,11 +523,10 @@ class SessionManager:
     def _first_after(self, since: str | None) -> int:
         if since is None:
             return 0
-        entries = self._entries
-        position = next((p for p in range(len(entries)) if entries.entry_id(p) == since), None)
-        if position is None:
-            raise KeyError(f"Entry not found: {since}")
-        return position + 1
+        try:
+            return self._entries.ids().index(since) + 1
+        except ValueError:
+            raise KeyError(f"Entry not found: {since}") from None
 
     def get_fork_messages(self) -> list[dict[str, str]]:
         """Every user message with text, in file order (all branches)."""
