@@ -53,8 +53,8 @@ def index_file(path: Path) -> FileIndex:
     index = FileIndex(path)
     with path.open("rb") as handle:
         lines = _lines(handle)
-        for number, _offset, block, start, end in lines:  # up to the header, every line is parsed
-            header = _parse(block[start:end], number, path)
+        for number, _offset, line in lines:  # up to the header, every line is parsed
+            header = _parse(line, number, path)
             if header is not None:
                 if not is_header(header):
                     return index
@@ -65,53 +65,45 @@ def index_file(path: Path) -> FileIndex:
     return index
 
 
-def _index_entries(index: FileIndex, lines: Iterator[_Line]) -> None:
+def _index_entries(index: FileIndex, lines: Iterator[tuple[int, int, bytes]]) -> None:
     match, intern = _PREFIX.match, sys.intern
     add_start, add_end = index.starts.append, index.ends.append
     add_id, add_parent, add_kind = index.ids.append, index.parents.append, index.kinds.append
     entry_id: Any
     parent_id: Any
     kind: Any
-    for number, offset, block, start, end in lines:
-        found = match(block, start, end)
+    for number, offset, line in lines:
+        found = match(line)
         if found is not None and found[1] not in _PARSED_KINDS:
             parent = found[3]
             entry_id, kind = found[2].decode(), intern(found[1].decode())
             parent_id = None if parent is None else parent.decode()
         else:
-            record = _parse(block[start:end], number, index.path)
+            record = _parse(line, number, index.path)
             if record is None or record.get("type") == "session":
                 continue
             entry_id, parent_id, kind = record.get("id"), record.get("parentId"), record.get("type")
             index.parsed[len(index.ids)] = record
         add_start(offset)
-        add_end(offset + end - start)
+        add_end(offset + len(line))
         add_id(entry_id)
         add_parent(parent_id)
         add_kind(kind)
 
 
-_Line = tuple[int, int, bytes, int, int]  # line number, file offset, block, start and end in the block
-
-
-def _lines(handle: BinaryIO) -> Iterator[_Line]:
-    """Every line (newline included) as a slice of a large block read at once: matching and
-    splitting in place is much cheaper than iterating the file object when lines are long."""
-    number, base, block, position = 0, 0, b"", 0
-    while True:
-        end = block.find(b"\n", position)
-        if end < 0:
-            more = handle.read(_BLOCK_BYTES)
-            if not more:
-                if position < len(block):
-                    yield number + 1, base + position, block, position, len(block)
-                return
-            base += position
-            block, position = block[position:] + more, 0
-            continue
-        number += 1
-        yield number, base + position, block, position, end + 1
-        position = end + 1
+def _lines(handle: BinaryIO) -> Iterator[tuple[int, int, bytes]]:
+    """``(line number, offset, line without its newline)`` of every line, split from large blocks
+    (much cheaper than iterating the file object when lines are long)."""
+    number, offset, rest = 0, 0, b""
+    while block := handle.read(_BLOCK_BYTES):
+        lines = (rest + block).split(b"\n")
+        rest = lines.pop()
+        for line in lines:
+            number += 1
+            yield number, offset, line
+            offset += len(line) + 1
+    if rest:
+        yield number + 1, offset, rest
 
 
 def _check_leaves(index: FileIndex, fd: int) -> None:
