@@ -122,17 +122,20 @@ def settings_after(settings: Settings, entry: Entry) -> Settings:
     return settings
 
 
-def restored_settings(path: Sequence[Entry]) -> Settings:
+def restored_settings(path: Sequence[Entry], kinds: Sequence[Any] | None = None) -> Settings:
     """Model and thinking level in force at the leaf: each set by the last entry on the path that
-    sets it (searched from the leaf, so a long path is read only as far back as needed)."""
+    sets it, searched from the leaf. ``kinds`` (the path's types, when known without reading the
+    entries) lets a long path be read only as far back as a reply or model change."""
+    if kinds is None:
+        kinds = [entry.get("type") for entry in path]
     model: Any = _UNSET
     level: Any = _UNSET
-    for entry in reversed(path):
-        kind = entry.get("type")
+    for index in range(len(kinds) - 1, -1, -1):
+        kind = kinds[index]
         if level is _UNSET and kind == "thinking_level_change":
-            level = settings_after(NO_SETTINGS, entry)[1]
+            level = settings_after(NO_SETTINGS, path[index])[1]
         elif model is _UNSET and kind in ("model_change", "message"):
-            model = settings_after(NO_SETTINGS, entry)[0] or _UNSET  # a message other than a reply sets nothing
+            model = settings_after(NO_SETTINGS, path[index])[0] or _UNSET  # a message other than a reply sets nothing
         if model is not _UNSET and level is not _UNSET:
             break
     return (NO_SETTINGS[0] if model is _UNSET else model), (NO_SETTINGS[1] if level is _UNSET else level)

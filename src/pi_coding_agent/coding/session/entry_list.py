@@ -144,11 +144,9 @@ class EntryList(Sequence[Entry]):
         path.reverse()
         return path
 
-    def linked(self, positions: Iterable[int]) -> list[Linked]:
-        """The entries at ``positions`` as ``Linked`` views (a path walked without reading it)."""
-        on_file, ids, kinds = self._on_file(), self._indexed("ids"), self._indexed("kinds")
-        return [Linked(self, p, kinds[p], ids[p]) if p < on_file else Linked(self, p, self.kind(p), self.entry_id(p))
-                for p in positions]
+    def linked(self, positions: list[int]) -> LinkedPath:
+        """The entries at ``positions`` as a path of ``Linked`` views, made as they are looked at."""
+        return LinkedPath(self, positions)
 
     def _on_file(self) -> int:
         return 0 if self._index is None else len(self._index.ids)
@@ -233,6 +231,34 @@ class EntryList(Sequence[Entry]):
             while position < len(self._items):  # entries appended meanwhile are read too, like a list
                 yield read(position)
                 position += 1
+
+
+class LinkedPath(Sequence["Linked"]):
+    """A root-to-leaf path of positions seen as entries (``Linked``); ``kinds`` is its column of types."""
+
+    __slots__ = ("_entries", "_positions", "kinds")
+
+    def __init__(self, entries: EntryList, positions: list[int]) -> None:
+        self._entries = entries
+        self._positions = positions
+        kinds = entries._indexed("kinds")
+        on_file = entries._on_file()
+        self.kinds = [kinds[p] if p < on_file else entries.kind(p) for p in positions]
+
+    def __len__(self) -> int:
+        return len(self._positions)
+
+    @overload
+    def __getitem__(self, index: int) -> Linked: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Linked]: ...
+
+    def __getitem__(self, index: int | slice) -> Linked | list[Linked]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(len(self._positions))[index]]
+        position = self._positions[index]
+        return Linked(self._entries, position, self.kinds[index], self._entries.entry_id(position))
 
 
 class Linked:

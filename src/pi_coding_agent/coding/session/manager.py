@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -462,9 +462,10 @@ class SessionManager:
         links, and only the model-visible part (from ``context_start_of``) is read."""
         if self._path is None:
             positions = self._walk_positions(self._leaf_id)
-            linked = cast(list[Entry], self._entries.linked(positions))  # only .get is used on them
-            start = context_start_of(linked)
-            self._settings = restored_settings(linked)
+            linked = self._entries.linked(positions)
+            path = cast(Sequence[Entry], linked)  # Linked views: only .get is used on them
+            start = context_start_of(path)
+            self._settings = restored_settings(path, linked.kinds)
             self._path = self._entries.read_many(positions[start:])
             self._path_base = self._entries.entry_id(positions[start - 1]) if start else None
             self._context_start = 0
