@@ -151,3 +151,15 @@ def test_streamed_values_are_spliced_into_the_line_exactly() -> None:
 
 def test_a_record_that_cannot_be_serialised_is_still_dropped_whole() -> None:
     assert _written({"type": "bad", "value": object()}) == b'{"type":"before"}\n{"type":"after"}\n'
+
+
+@pytest.mark.parametrize("name", ["basic", "compaction", "fork", "clone"])
+def test_files_pi_wrote_take_the_fast_path(name: str) -> None:
+    """pi's key order is ours: only the kinds the store needs at once are parsed while indexing."""
+    from pi_coding_agent.coding.session.file_index import index_file
+
+    path = Path(__file__).parent / "fixtures" / "sessions" / f"{name}.jsonl"
+    index = index_file(path)
+    assert index.header is not None and index.ids
+    assert {entry["type"] for entry in index.parsed.values()} <= {"label", "session_info", "compaction"}
+    assert len(index.ids) == len(storage.read_records(path)) - 1
