@@ -163,3 +163,16 @@ def test_files_pi_wrote_take_the_fast_path(name: str) -> None:
     assert index.header is not None and index.ids
     assert {entry["type"] for entry in index.parsed.values()} <= {"label", "session_info", "compaction"}
     assert len(index.ids) == len(storage.read_records(path)) - 1
+
+
+def test_file_totals_follow_appends_after_first_use(tmp_path: Path) -> None:
+    sm = _branched(tmp_path)
+    assert sm.session_file is not None
+    before = sm.stats()
+    assert sm.get_fork_messages()
+    sm.append_message(user("one more"))
+    sm.append_message(assistant("and a reply"))
+    reopened = SessionManager.open(sm.session_file, tmp_path)
+    assert sm.stats() == reopened.stats() != before
+    assert sm.get_fork_messages() == reopened.get_fork_messages()
+    assert sm.get_fork_messages()[-1] == {"entryId": sm.entries[-2]["id"], "text": "one more"}

@@ -20,7 +20,6 @@ from pi_coding_agent.coding.session.context import (
     SessionContext,
     Settings,
     build_context,
-    content_text,
     context_start,
     context_start_of,
     current_system_message,
@@ -52,6 +51,7 @@ from pi_coding_agent.coding.session.migration import (
     needs_migration,
     write_migrated,
 )
+from pi_coding_agent.coding.session.totals import FileTotals
 
 __all__ = ["SessionContext", "SessionManager", "convert_to_llm", "list_sessions", "session_dir_for"]
 
@@ -94,6 +94,7 @@ class SessionManager:
         self._context_start = 0
         self._settings: Settings = NO_SETTINGS
         self._name_entry: Entry | None = None
+        self._totals: FileTotals | None = None  # counted on first use, then kept up to date
         self._conversation = False
         self._index_all()
 
@@ -263,6 +264,7 @@ class SessionManager:
         (labels, the name, the first conversation message); a loaded file may branch anywhere, so
         the path is walked once."""
         self._path = None
+        self._totals = None
         entries = self._entries
         ids = entries.ids()
         self._by_id = dict(zip(ids, range(len(ids)), strict=True))  # a repeated id names its last entry
@@ -295,6 +297,8 @@ class SessionManager:
             self._path = None
         self._leaf_id = entry_id
         self._note(entry)
+        if self._totals is not None:
+            self._totals.add(entry)
 
     def _note(self, entry: Entry) -> None:
         """Labels, the session name and whether there is a conversation yet."""
@@ -531,14 +535,7 @@ class SessionManager:
 
     def get_fork_messages(self) -> list[dict[str, str]]:
         """Every user message with text, in file order (all branches)."""
-        result = []
-        for entry in self.entries:
-            message = entry.get("message") if entry.get("type") == "message" else None
-            if isinstance(message, dict) and message.get("role") == "user":
-                text = content_text(message.get("content"), "")
-                if text:
-                    result.append({"entryId": entry["id"], "text": text})
-        return result
+        return self._file_totals().fork_messages()
 
     # ----------------------------------------------------------------- context and totals
 
@@ -548,38 +545,15 @@ class SessionManager:
 
     def stats(self) -> dict[str, Any]:
         """Message counts and usage totals over every entry of the file (all branches)."""
-        counts = {"userMessages": 0, "assistantMessages": 0, "toolCalls": 0, "toolResults": 0, "totalMessages": 0}
-        totals = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}
-        cost = 0.0
+        return self._file_totals().stats()
 
-        def add(usage: Any) -> None:
-            nonlocal cost
-            if isinstance(usage, dict):
-                for key in totals:
-                    totals[key] += usage.get(key) or 0
-                cost += (usage.get("cost") or {}).get("total") or 0
-
-        for entry in self.entries:
-            kind = entry.get("type")
-            if kind == "usage" or kind in ("branch_summary", "compaction"):
-                add(entry.get("usage"))
-            if kind != "message":
-                continue
-            counts["totalMessages"] += 1
-            message = entry.get("message") or {}
-            role = message.get("role")
-            if role == "user":
-                counts["userMessages"] += 1
-            elif role == "toolResult":
-                counts["toolResults"] += 1
-                add(message.get("usage"))
-            elif role == "assistant":
-                counts["assistantMessages"] += 1
-                content = message.get("content")
-                if isinstance(content, list):
-                    counts["toolCalls"] += sum(1 for block in content if block.get("type") == "toolCall")
-                add(message.get("usage"))
-        return {**counts, "tokens": {**totals, "total": sum(totals.values())}, "cost": cost}
+    def _file_totals(self) -> FileTotals:
+        if self._totals is None:
+            totals = FileTotals()
+            for entry in self._entries:
+                totals.add(entry)
+            self._totals = totals
+        return self._totals
 
 
 def _new_header(session_id: str, cwd: Path, parent_session: str | None) -> Entry:
