@@ -176,3 +176,18 @@ def test_file_totals_follow_appends_after_first_use(tmp_path: Path) -> None:
     assert sm.stats() == reopened.stats() != before
     assert sm.get_fork_messages() == reopened.get_fork_messages()
     assert sm.get_fork_messages()[-1] == {"entryId": sm.entries[-2]["id"], "text": "one more"}
+
+
+def test_a_broken_line_inside_the_branch_falls_back_to_a_full_parse(tmp_path: Path, capsys: Any) -> None:
+    """A damaged line that later entries still name as parent: the open parses every line instead."""
+    sm = SessionManager.create(tmp_path, tmp_path / "s")
+    for turn in range(3):
+        sm.append_message(user(f"q{turn}"))
+        sm.append_message(assistant(f"a{turn}"))
+    assert sm.session_file is not None
+    lines = sm.session_file.read_bytes().split(b"\n")
+    lines[3] = lines[3][:-2] + b"}"  # the third entry loses a brace but keeps its children
+    sm.session_file.write_bytes(b"\n".join(lines))
+    again = SessionManager.open(sm.session_file, tmp_path)
+    assert [entry["id"] for entry in again.entries] == [e["id"] for i, e in enumerate(sm.entries) if i != 2]
+    assert again.leaf_id == sm.leaf_id and "skipping unreadable line 4" in capsys.readouterr().err

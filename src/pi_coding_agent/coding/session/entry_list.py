@@ -25,6 +25,10 @@ _ON_DISK = None  # the item of an entry that is only in the indexed file
 _INDEX_LISTS = {"id": "ids", "type": "kinds"}
 
 
+class DamagedEntry(ValueError):
+    """An on-disk entry whose line no longer holds it (the file was damaged or replaced)."""
+
+
 class EntryList(Sequence[Entry]):
     """A list of entries, some stored as ``bytes`` or left in the file; reading one always gives a dict."""
 
@@ -203,7 +207,7 @@ class EntryList(Sequence[Entry]):
         except orjson.JSONDecodeError:
             entry = None
         if not isinstance(entry, dict) or entry.get("id") != index.ids[position]:
-            raise ValueError(f"Session file {index.path} is damaged or was replaced: no entry {index.ids[position]} "
+            raise DamagedEntry(f"Session file {index.path} is damaged or was replaced: no entry {index.ids[position]} "
                              f"at byte {start}")
         return entry
 

@@ -28,7 +28,7 @@ from pi_coding_agent.coding.session.context import (
 )
 from pi_coding_agent.coding.session.conversion import convert_to_llm
 from pi_coding_agent.coding.session.entries import Entry
-from pi_coding_agent.coding.session.entry_list import EntryList
+from pi_coding_agent.coding.session.entry_list import DamagedEntry, EntryList
 from pi_coding_agent.coding.session.file_index import index_file
 from pi_coding_agent.coding.session.ids import (
     file_stamp,
@@ -152,13 +152,21 @@ class SessionManager:
         recorded_cwd = header.get("cwd")
         if prefer_header_cwd and isinstance(recorded_cwd, str) and recorded_cwd:
             cwd = Path(recorded_cwd)
+        try:
+            return cls._opened(path, cwd, header, EntryList.from_index(index))
+        except DamagedEntry:  # a broken line the index trusted: parse every line, skipping broken ones
+            records = storage.read_records(path)
+            return cls._opened(path, cwd, records[0], [r for r in records[1:] if r.get("type") != "session"])
+
+    @classmethod
+    def _opened(cls, path: Path, cwd: Path, header: Entry, entries: Iterable[Entry]) -> SessionManager:
         if needs_migration(header):  # rewritten before the next append: hold it parsed, migrated
-            records = [header, *EntryList.from_index(index)]
+            records = [header, *entries]
             migrate_records(records)
             return cls(cwd=cwd, session_dir=path.parent, persist=True, header=header, entries=records[1:],
                        session_file=path, flushed=True, stale_on_disk=True)
-        return cls(cwd=cwd, session_dir=path.parent, persist=True, header=header,
-                   entries=EntryList.from_index(index), session_file=path, flushed=True)
+        return cls(cwd=cwd, session_dir=path.parent, persist=True, header=header, entries=entries,
+                   session_file=path, flushed=True)
 
     def fork(self, entry_id: str | None, position: str) -> SessionManager:
         """A new session holding the root-to-target path (ids kept), ``parentSession`` = this file.
