@@ -2,10 +2,9 @@
 
 Measures, each in a fresh process so peak RSS is its own:
   * appending the 20,000 entries one by one through SessionManager (one locked write each);
-  * ours: SessionManager.open + build_context (time inside the process, peak RSS of the process,
-    and its RSS before opening: interpreter + imports);
-  * the reference pi 1.6.0 (if installed): switch_session + get_messages over RPC on the same file
-    (time from sending switch_session to the get_messages response, peak RSS of the node process).
+  * ours and the reference pi 1.6.0 (if installed), each in a fresh ``pi --mode rpc``:
+    switch_session + get_messages on the same file (time from sending switch_session to the
+    get_messages response, peak RSS of the agent process, and its RSS before switching).
 
 Usage: .venv/bin/python bench/bench_session.py [--entries 20000] [--keep DIR]
 """
@@ -14,14 +13,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from common import ROOT, Row, compile_bytecode, env_for, format_table, peak_rss_mb, reference_cmd
+from common import ROOT, Row, compile_bytecode, env_for, format_table, ours_cmd, peak_rss_mb, reference_cmd
 
 sys.path.insert(0, str(ROOT / "src"))
 
@@ -65,29 +63,7 @@ def write_session(directory: Path, entries: int) -> tuple[Path, float]:
     return sm.session_file, elapsed
 
 
-def _ours_child(path: str) -> None:
-    from pi_coding_agent.coding.session import SessionManager
-
-    baseline = peak_rss_mb(os.getpid())
-    started = time.perf_counter()
-    sm = SessionManager.open(Path(path), Path(path).parent)
-    opened = time.perf_counter()
-    context = sm.build_context()
-    done = time.perf_counter()
-    print(json.dumps({"open_s": opened - started, "context_s": done - opened, "total_s": done - started,
-                      "entries": len(sm.entries), "messages": len(context.messages),
-                      "peak_rss_mb": peak_rss_mb(os.getpid()), "rss_before_open_mb": baseline}))
-
-
-def measure_ours(path: Path) -> dict[str, float]:
-    out = subprocess.run([sys.executable, __file__, "--child", str(path)], check=True, capture_output=True, text=True)
-    return json.loads(out.stdout)
-
-
-def measure_reference(path: Path) -> dict[str, float] | None:
-    cmd = reference_cmd()
-    if cmd is None:
-        return None
+def measure(cmd: list[str], path: Path) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as home:
         proc = subprocess.Popen([*cmd, "--mode", "rpc", "--session-dir", str(Path(home) / "s")],
                                 cwd=path.parent, env=env_for(cmd, Path(home)), stdin=subprocess.PIPE,
@@ -102,7 +78,7 @@ def measure_reference(path: Path) -> dict[str, float] | None:
                 record = json.loads(line)
                 if record.get("type") == "response" and record.get("id") == command_id:
                     return record
-            raise RuntimeError("reference pi exited")
+            raise RuntimeError("agent exited")
 
         call("warm", "get_state")  # start-up is not part of the measurement
         baseline = peak_rss_mb(proc.pid)
@@ -124,14 +100,17 @@ def results(entries: int = 20_000, keep: Path | None = None) -> list[Row]:
         directory.mkdir(parents=True, exist_ok=True)
         path, append_s = write_session(directory, entries)
         size_mb = path.stat().st_size / 2**20
-        ours = measure_ours(path)
-        ref = measure_reference(path) or {}  # empty: reference not installed
+        ours = measure(ours_cmd(), path)
+        ref_cmd = reference_cmd()
+        ref = measure(ref_cmd, path) if ref_cmd is not None else {}  # empty: reference not installed
     bench = f"session {entries} entries, {size_mb:.0f} MiB"
     return [Row(bench, "append one entry (locked write)", "us", append_s / entries * 1e6),
-            Row(bench, "open + context (ours) / switch_session + get_messages (ref)", "ms",
-                ours["total_s"] * 1000, ref["total_s"] * 1000 if ref else None),
+            Row(bench, "switch_session + get_messages", "ms", ours["total_s"] * 1000,
+                ref["total_s"] * 1000 if ref else None, 0.35),
             Row(bench, "peak RSS", "MiB", ours["peak_rss_mb"], ref.get("peak_rss_mb")),
-            Row(bench, "RSS added by the session", "MiB", ours["peak_rss_mb"] - ours["rss_before_open_mb"],
+            Row(bench, "peak RSS / file size", "x", ours["peak_rss_mb"] / size_mb,
+                ref["peak_rss_mb"] / size_mb if ref else None),
+            Row(bench, "RSS added by the session", "MiB", ours["peak_rss_mb"] - ours["rss_before_switch_mb"],
                 ref["peak_rss_mb"] - ref["rss_before_switch_mb"] if ref else None)]
 
 
@@ -139,11 +118,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--entries", type=int, default=20_000)
     parser.add_argument("--keep", type=Path, help="write the session file here (kept)")
-    parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.child:
-        _ours_child(args.child)
-        return
     note = compile_bytecode()
     print(format_table(results(args.entries, args.keep)))
     print(f"one run per cell, each side in a fresh process; {note}")
