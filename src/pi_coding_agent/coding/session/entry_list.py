@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any, overload
+from typing import Any, BinaryIO, overload
 
 import orjson
 
@@ -23,6 +23,7 @@ from pi_coding_agent.coding.session.file_index import FileIndex
 
 _ON_DISK = None  # the item of an entry that is only in the indexed file
 _INDEX_LISTS = {"id": "ids", "type": "kinds"}
+_READ_BUFFER = 1 << 20
 
 
 class DamagedEntry(ValueError):
@@ -32,12 +33,12 @@ class DamagedEntry(ValueError):
 class EntryList(Sequence[Entry]):
     """A list of entries, some stored as ``bytes`` or left in the file; reading one always gives a dict."""
 
-    __slots__ = ("_fd", "_index", "_items")
+    __slots__ = ("_file", "_index", "_items")
 
     def __init__(self, entries: Iterable[Entry] = (), index: FileIndex | None = None) -> None:
         self._items: list[Entry | bytes | None] = list(entries)
         self._index = index  # the first ``len(index.ids)`` positions are the indexed file's entries
-        self._fd: int | None = None  # open only while one iteration reads the file
+        self._file: BinaryIO | None = None  # open only while a walk reads the file
 
     @classmethod
     def from_index(cls, index: FileIndex) -> EntryList:
@@ -195,12 +196,15 @@ class EntryList(Sequence[Entry]):
         """An on-disk entry from its line; an id that no longer matches means the file was replaced."""
         index = self._index
         assert index is not None
-        start = index.starts[position]
-        fd = self._fd if self._fd is not None else os.open(index.path, os.O_RDONLY | os.O_CLOEXEC)
-        try:
-            line = os.pread(fd, index.ends[position] - start, start)
-        finally:
-            if fd != self._fd:
+        start, size = index.starts[position], index.ends[position] - index.starts[position]
+        if self._file is not None:  # a walk: buffered reads, mostly forward, few system calls
+            self._file.seek(start)
+            line = self._file.read(size)
+        else:
+            fd = os.open(index.path, os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                line = os.pread(fd, size, start)
+            finally:
                 os.close(fd)
         try:
             entry = orjson.loads(line)
@@ -214,16 +218,16 @@ class EntryList(Sequence[Entry]):
     @contextmanager
     def reading(self) -> Iterator[None]:
         """Hold the indexed file open while a walk reads many entries (nested walks share it)."""
-        if self._fd is not None or self._index is None:
+        if self._file is not None or self._index is None:
             yield
             return
-        self._fd = os.open(self._index.path, os.O_RDONLY | os.O_CLOEXEC)
+        self._file = self._index.path.open("rb", buffering=_READ_BUFFER)
         try:
             yield
         finally:
             with suppress(OSError):
-                os.close(self._fd)
-            self._fd = None
+                self._file.close()
+            self._file = None
 
     def read_many(self, positions: Iterable[int]) -> list[Entry]:
         with self.reading():
