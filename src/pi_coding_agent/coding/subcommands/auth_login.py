@@ -15,6 +15,7 @@ from typing import Any
 
 from pi_coding_agent.ai.keys import AuthStorage
 from pi_coding_agent.coding import paths
+from pi_coding_agent.coding.login_ui import title as _title
 
 LOGIN_USAGE = "pi auth login <provider> [--api-key] [--no-browser]"
 LOGOUT_USAGE = "pi auth logout <provider>"
@@ -106,13 +107,6 @@ def _parse_login(args: list[str]) -> tuple[str, bool, bool] | str:
     return provider, api_key, browser
 
 
-def _title(provider: str) -> str:
-    from pi_coding_agent.ai.oauth.providers import PROVIDERS
-
-    spec = PROVIDERS.get(provider)
-    return spec.title if spec else provider
-
-
 def _login_providers() -> list[str]:
     from pi_coding_agent.ai.models import ModelRegistry
 
@@ -126,12 +120,12 @@ def login(args: list[str]) -> int:
         print(parsed, file=sys.stderr)
         return 1
     provider, api_key, browser = parsed
-    from pi_coding_agent.ai.oauth.login import LOGINS
+    from pi_coding_agent.ai.oauth.login import SIGN_IN_PROVIDERS
 
     known = [p for p in _login_providers() if p != "faux"]
-    if provider not in known and provider not in LOGINS:
+    if provider not in known and provider not in SIGN_IN_PROVIDERS:
         print(f'Unknown provider "{provider}".', file=sys.stderr)
-        print(f"Providers: {', '.join(sorted(set(known) | set(LOGINS)))}", file=sys.stderr)
+        print(f"Providers: {', '.join(sorted(set(known) | set(SIGN_IN_PROVIDERS)))}", file=sys.stderr)
         return 1
     if not sys.stdin.isatty():
         print(f'"{LOGIN_USAGE}" requires an interactive terminal', file=sys.stderr)
@@ -145,28 +139,37 @@ def login(args: list[str]) -> int:
 
 async def _login(provider: str, api_key: bool, browser: bool) -> int:
     from pi_coding_agent.ai.oauth.http import OAuthError
-    from pi_coding_agent.ai.oauth.login import LOGINS
+    from pi_coding_agent.ai.oauth.login import SIGN_IN_PROVIDERS, login
 
     auth = AuthStorage(paths.agent_dir())
-    flow = None if api_key else LOGINS.get(provider)
+    account = not api_key and provider in SIGN_IN_PROVIDERS
     ui = TerminalUI(provider, browser)
     try:
         if provider == "llama.cpp":
             credential: dict[str, Any] = await _llama_credential(ui)
-        elif flow is None:
+        elif not account:
             key = (await ui.prompt("secret", f"Enter {_title(provider)} API key")).strip()
             if not key:
                 raise OAuthError("No API key entered")
             credential = {"type": "api_key", "key": key}
         else:
-            credential = await flow(ui)
+            credential = await login(provider, ui, _device_id)
         await auth.store_credential(provider, credential)
     except (OAuthError, OSError, EOFError) as exc:
         print(f"Failed to log in to {_title(provider)}: {exc}", file=sys.stderr)
         return 1
-    done = f"Logged in to {_title(provider)}" if flow else f"Saved API key for {_title(provider)}"
+    done = f"Logged in to {_title(provider)}" if account else f"Saved API key for {_title(provider)}"
     _say(f"{done}. Credentials saved to {auth.path}")
     return 0
+
+
+def _device_id() -> str:
+    from pathlib import Path
+
+    from pi_coding_agent.coding.login_ui import device_id
+    from pi_coding_agent.coding.resources.settings import Settings
+
+    return device_id(Settings.load(paths.agent_dir(), Path.cwd(), project_trusted=False))
 
 
 async def _llama_credential(ui: TerminalUI) -> dict[str, Any]:

@@ -1,0 +1,129 @@
+"""``/login`` over RPC: a client signs a user in through extension UI dialogs, then prompts with the token.
+
+The real ``pi --mode rpc`` process, the fake authorization server (``PI_OAUTH_ORIGIN``: PKCE, code
+exchange, rotating refresh) and the fake LLM server (anthropic's ``baseUrl`` in models.json).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fakes.llm_server import FakeLLMServer
+from tests.fakes.oauth_server import FakeOAuthServer
+from tests.rpc_helpers import RpcProcess
+from tests.test_auth_cli import auth_file, home
+
+MODEL = "anthropic/claude-sonnet-4-5"
+
+
+@pytest.fixture
+def oauth(monkeypatch: pytest.MonkeyPatch):
+    with FakeOAuthServer() as server:
+        monkeypatch.setenv("PI_OAUTH_ORIGIN", server.url)
+        yield server
+
+
+async def next_dialog(pi: RpcProcess, seen: list[dict[str, Any]]) -> dict[str, Any]:
+    """The next extension UI request that waits for an answer; every record on the way goes to ``seen``."""
+    records = await pi.read_until(lambda r: r.get("type") == "extension_ui_request" and r["method"] != "notify")
+    seen.extend(records)
+    return records[-1]
+
+
+async def answer(pi: RpcProcess, request: dict[str, Any], **reply: Any) -> None:
+    await pi.send({"type": "extension_ui_response", "id": request["id"], **reply})
+
+
+async def prompt_text(pi: RpcProcess, message: str, seen: list[dict[str, Any]]) -> str:
+    assert (await pi.request({"type": "prompt", "message": message}))["success"] is True
+    records = await pi.read_until(lambda r: r.get("type") == "agent_end")
+    seen.extend(records)
+    final = records[-1]["messages"][-1]
+    return "".join(block.get("text", "") for block in final["content"])
+
+
+async def test_login_over_rpc_then_prompt_then_refresh(tmp_path: Path, oauth: FakeOAuthServer,
+                                                       fake_llm: FakeLLMServer):
+    env = home(tmp_path, {}, fake_llm.url)
+    fake_llm.add({"content": [{"type": "text", "text": "first"}]}, {"content": [{"type": "text", "text": "second"}]})
+    pi = await RpcProcess.pi("--no-session", "--model", MODEL, cwd=tmp_path, env=env)
+    seen: list[dict[str, Any]] = []
+    try:
+        refused = await pi.request({"type": "prompt", "message": "hi"})
+        assert refused["success"] is False and "pi auth login anthropic" in refused["error"]
+
+        await pi.send({"id": "login", "type": "prompt", "message": "/login"})
+        provider = await next_dialog(pi, seen)
+        assert provider["method"] == "select" and provider["title"] == "Select provider to login:"
+        assert provider["options"][:2] == ["Anthropic (Claude Pro/Max)", "OpenAI (ChatGPT Plus/Pro)"]
+        assert "OpenAI (ChatGPT subscription)" in provider["options"] and "openai" not in provider["options"]
+        await answer(pi, provider, value="Anthropic (Claude Pro/Max)")
+        method = await next_dialog(pi, seen)
+        assert method["options"] == ["Browser login (default)", "Copy code login (headless)"]
+        await answer(pi, method, value="Copy code login (headless)")
+        paste = await next_dialog(pi, seen)
+        assert paste["method"] == "input"
+        url_note = next(r for r in seen if r.get("method") == "notify" and r["message"].startswith("Open this URL"))
+        redirect = oauth.approve(url_note["message"].splitlines()[1])  # the user signs in in a browser
+        await answer(pi, paste, value=redirect)
+        response, rest = await pi.response_to("login")
+        seen.extend(rest)
+        assert response["success"] is True
+        notes = [r["message"] for r in rest if r.get("method") == "notify"]
+        assert notes[-1].startswith("Logged in to Anthropic. Credentials saved to ")
+
+        stored = auth_file(env)["anthropic"]
+        assert stored["type"] == "oauth" and stored["access"] == "sk-ant-oat01-access-1"
+        exchange = oauth.grants("authorization_code")[0]
+        assert exchange["redirect_uri"] == "https://platform.claude.com/oauth/code/callback"
+
+        assert await prompt_text(pi, "hello", seen) == "first"
+        assert fake_llm.requests[0]["headers"]["authorization"] == "Bearer sk-ant-oat01-access-1"
+
+        # time passes: the stored token is due, so the next prompt refreshes it (under the lock) first
+        path = Path(env["HOME"]) / ".pi" / "agent" / "auth.json"
+        path.write_text(json.dumps({"anthropic": {**stored, "expires": int(time.time() * 1000) - 1}}, indent=2))
+        assert await prompt_text(pi, "again", seen) == "second"
+        refreshed = auth_file(env)["anthropic"]
+        assert fake_llm.requests[1]["headers"]["authorization"] == f"Bearer {refreshed['access']}"
+        assert refreshed["access"] == "sk-ant-oat01-access-2" and refreshed["refresh"] in oauth.live_refresh
+        assert oauth.grants("refresh_token")[0]["refresh_token"] == stored["refresh"]
+    finally:
+        await pi.kill()
+    output = b"\n".join(pi.raw_lines).decode() + await pi.stderr_text()
+    for secret in (stored["access"], stored["refresh"], refreshed["access"], refreshed["refresh"]):
+        assert secret not in output
+
+
+async def test_login_of_a_key_provider_asks_the_key_and_a_dismissed_dialog_stores_nothing(
+        tmp_path: Path, fake_llm: FakeLLMServer):
+    env = home(tmp_path, {}, fake_llm.url)
+    pi = await RpcProcess.pi("--no-session", cwd=tmp_path, env=env)
+    seen: list[dict[str, Any]] = []
+    try:
+        await pi.send({"id": "a", "type": "prompt", "message": "/login anthropic"})
+        await answer(pi, await next_dialog(pi, seen), cancelled=True)
+        response, rest = await pi.response_to("a")
+        assert response["success"] is True
+        assert [r["message"] for r in rest if r.get("method") == "notify"] == [
+            "Failed to log in to Anthropic: Login cancelled"]
+        assert auth_file(env) == {}
+
+        await pi.send({"id": "b", "type": "prompt", "message": "/login mistral"})
+        key = await next_dialog(pi, seen)
+        assert (key["method"], key["title"]) == ("input", "Enter mistral API key")
+        await answer(pi, key, value="sk-mistral-secret")
+        response, rest = await pi.response_to("b")
+        assert [r["message"] for r in rest if r.get("method") == "notify"][-1].startswith("Saved API key for mistral.")
+        assert auth_file(env) == {"mistral": {"type": "api_key", "key": "sk-mistral-secret"}}
+
+        unknown = await pi.request({"type": "prompt", "message": "/login nowhere"})
+        assert unknown["success"] is True
+    finally:
+        await pi.kill()
+    assert "sk-mistral-secret" not in b"\n".join(pi.raw_lines).decode() + await pi.stderr_text()
