@@ -107,7 +107,9 @@ def chatgpt_credential(body: dict[str, Any], client_id: str) -> Credential:
     scopes = str(body.get("scope") or "").split()
     if CHATGPT_DIRECT_SCOPE not in scopes:
         raise OAuthError(f"OpenAI OAuth grant did not include {CHATGPT_DIRECT_SCOPE}")
-    return {**token_credential(body, 3 * MINUTE_MS), "clientId": client_id, "scopes": scopes}
+    cred = token_credential(body, 3 * MINUTE_MS)
+    return {"type": "oauth", "access": cred["access"], "refresh": cred["refresh"], "expires": cred["expires"],
+            "clientId": client_id, "scopes": scopes}  # pi's field order for this provider
 
 
 async def refresh_chatgpt(cred: Credential) -> Credential:
