@@ -18,6 +18,7 @@ import orjson
 
 from pi_coding_agent.ai.catalog import catalog_index, provider_env_vars
 from pi_coding_agent.ai.cloud_auth import ambient_key
+from pi_coding_agent.ai.provider_env import env_value as _env
 
 if TYPE_CHECKING:
     from pi_coding_agent.ai.llama_router import LlamaClient
@@ -86,10 +87,6 @@ def env_names(value: str) -> list[str]:
         return []
     names = [p.name for p in _parse_template(value) if isinstance(p, _EnvRef)]
     return list(dict.fromkeys(names))
-
-
-def _env(name: str, env: Mapping[str, str] | None) -> str | None:
-    return (env or {}).get(name) or os.environ.get(name) or None
 
 
 def is_configured(value: str, env: Mapping[str, str] | None = None) -> bool:
@@ -364,9 +361,10 @@ class AuthStorage:
             return None
         if provider in self._config_keys:
             return None
-        return _env(ANTHROPIC_AUTH_TOKEN, self._credential_env(provider))
+        return _env(ANTHROPIC_AUTH_TOKEN, self.credential_env(provider))
 
-    def _credential_env(self, provider: str) -> dict[str, str]:
+    def credential_env(self, provider: str) -> dict[str, str]:
+        """The string values of the provider's stored ``env`` map (pi's provider-scoped settings)."""
         env = self._credentials.get(provider, {}).get("env")
         return {k: v for k, v in env.items() if isinstance(v, str)} if isinstance(env, dict) else {}
 
@@ -392,7 +390,7 @@ class AuthStorage:
         return None if url is None else llama_router.LlamaClient(url, llama_router.api_key(cred, os.environ))
 
     def _env_key(self, provider: str) -> str | None:
-        env = self._credential_env(provider)
+        env = self.credential_env(provider)
         for name in provider_env_vars(provider):
             value = _env(name, env)
             if value:
@@ -406,7 +404,7 @@ class AuthStorage:
         """
         if runtime_override:
             return runtime_override
-        env = self._credential_env(provider)
+        env = self.credential_env(provider)
         stored = self._stored_key(provider)
         if stored is not None and self.stored_type(provider) == "oauth":
             return stored  # an access token is used as stored, never interpolated
@@ -437,7 +435,7 @@ class AuthStorage:
         if provider == LLAMA_PROVIDER:
             return self.llama_client() is not None
         configured = self._config_keys.get(provider)
-        if configured is not None and is_configured(configured, self._credential_env(provider)):
+        if configured is not None and is_configured(configured, self.credential_env(provider)):
             return True
         return self._env_key(provider) is not None
 
