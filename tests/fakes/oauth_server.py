@@ -14,6 +14,8 @@ keeps its path and comes here. It implements what the tests need of each provide
   ``authorization_pending`` until ``approve_device()``.
 * GitHub Copilot's token exchange and model list; Meta's API key mint (``/muse-code/key``).
 
+* Anthropic workload identity federation: the RFC 7523 ``jwt-bearer`` grant at ``/v1/oauth/token``
+  trades an accepted identity token (``identity_tokens``) for an access token, without a refresh token.
 * Sign in with ChatGPT's dynamic client registration: an authorization request for
   ``dynamic_agent_client`` gets a newly issued ``client_id`` in its redirect, and the code exchange and
   refreshes must name that client.
@@ -119,6 +121,7 @@ class FakeOAuthServer(LocalServer):
         self.devices: dict[str, bool] = {}
         self.serial = 0
         self.issued_clients: set[str] = set()
+        self.identity_tokens: set[str] = set()  # OIDC tokens the jwt-bearer grant accepts (Anthropic federation)
 
     def log(self, method: str, path: str, body: dict[str, Any], headers: dict[str, str]) -> None:
         with self.lock:
@@ -162,6 +165,13 @@ class FakeOAuthServer(LocalServer):
                     return 400, {"error": "invalid_grant", "error_description": "refresh token is not valid"}
                 self.live_refresh.discard(body["refresh_token"])
                 return 200, self._tokens(path)
+        if grant == "urn:ietf:params:oauth:grant-type:jwt-bearer":
+            with self.lock:
+                if body.get("assertion") not in self.identity_tokens or not body.get("federation_rule_id"):
+                    return 401, {"error": "invalid_grant", "error_description": "assertion rejected"}
+                self.serial += 1
+                return 200, {"access_token": f"fed-access-{self.serial}", "expires_in": self.expires_in,
+                             "token_type": "Bearer"}
         if grant == "authorization_code":
             with self.lock:
                 issued = self.codes.pop(body.get("code", ""), None)

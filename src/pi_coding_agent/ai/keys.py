@@ -323,6 +323,10 @@ class AuthStorage:
         Whether a different token is now stored (worth one more attempt).
         """
         cred = self._credentials.get(provider, {})
+        if rejected_key == "" and _federated(provider) and self.api_key(provider) == "":
+            from pi_coding_agent.ai import anthropic_federation
+
+            return anthropic_federation.invalidate()  # the next request exchanges the identity token again
         if cred.get("type") != "oauth" or not rejected_key or cred.get("access") != rejected_key:
             return False
         fresh = await self.fresh_oauth(provider, stale_access=rejected_key)
@@ -424,7 +428,7 @@ class AuthStorage:
         found = self._env_key(provider)
         if found:
             return found
-        return "" if _is_keyless(provider) else None
+        return "" if _is_keyless(provider) or _federated(provider) else None
 
     def has_auth(self, provider: str) -> bool:
         """Whether a key source is configured (cheap: commands are not run)."""
@@ -434,10 +438,21 @@ class AuthStorage:
             return True
         if provider == LLAMA_PROVIDER:
             return self.llama_client() is not None
+        if _federated(provider):
+            return True
         configured = self._config_keys.get(provider)
         if configured is not None and is_configured(configured, self.credential_env(provider)):
             return True
         return self._env_key(provider) is not None
+
+
+def _federated(provider: str) -> bool:
+    """Anthropic workload identity federation is configured (the adapter exchanges the identity token)."""
+    if provider != "anthropic":
+        return False
+    from pi_coding_agent.ai import anthropic_federation
+
+    return anthropic_federation.configured() is not None
 
 
 def _is_keyless(provider: str) -> bool:
