@@ -61,7 +61,7 @@ async def test_login_over_rpc_then_prompt_then_refresh(tmp_path: Path, oauth: Fa
         provider = await next_dialog(pi, seen)
         assert provider["method"] == "select" and provider["title"] == "Select provider to login:"
         assert provider["options"][:2] == ["Anthropic (Claude Pro/Max)", "OpenAI (ChatGPT Plus/Pro)"]
-        assert "OpenAI (ChatGPT subscription)" in provider["options"] and "openai" not in provider["options"]
+        assert {"OpenAI (ChatGPT subscription)", "Radius"} <= set(provider["options"]) and "openai" not in provider["options"]
         await answer(pi, provider, value="Anthropic (Claude Pro/Max)")
         method = await next_dialog(pi, seen)
         assert method["options"] == ["Browser login (default)", "Copy code login (headless)"]

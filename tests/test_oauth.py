@@ -129,7 +129,7 @@ EXTRA_FIELDS: dict[str, dict[str, Any]] = {
 
 
 @pytest.mark.parametrize("provider", ["anthropic", "openai-codex", "openai", "github-copilot", "xai", "kimi-coding",
-                                      "meta", "openrouter"])
+                                      "meta", "openrouter", "radius"])
 async def test_every_provider_refreshes_when_due_and_after_a_401(tmp_path: Path, oauth: FakeOAuthServer,
                                                                  provider: str):
     from pi_coding_agent.ai.oauth.providers import PROVIDERS
@@ -300,6 +300,27 @@ async def test_sign_in_with_chatgpt_registers_a_client_and_refreshes_with_it(tmp
                                                 "refresh_token": cred["refresh"], "resource": "https://api.openai.com/v1"}
     with pytest.raises(OAuthError, match="requires a device ID"):
         await flows_login.login("openai", ui, lambda: "not-a-uuid")
+
+
+@pytest.mark.parametrize("method", ["browser", "device-code"])
+async def test_radius_sign_in_by_browser_and_by_device_code(tmp_path: Path, oauth: FakeOAuthServer, method: str):
+    ui = ScriptedUI(oauth, method=method)
+    cred = await flows_login.login("radius", ui)
+    assert list(cred) == ["type", "access", "refresh", "expires"] and cred["refresh"] in oauth.live_refresh
+    assert abs(cred["expires"] - (now_ms() + 3600_000 - 60_000)) < 5000  # one minute of skew, as pi
+    grant = oauth.requests[-1]
+    assert grant["path"] == "/v1/oauth/token" and grant["body"]["client_id"] == "pi-gateway"
+    if method == "browser":
+        query = parse_qs(urlsplit(next(e for e in ui.events if e["type"] == "auth_url")["url"]).query)
+        assert query["redirect_uri"] == ["http://127.0.0.1:1456/oauth/callback"] and query["handoff"] == ["url"]
+        assert query["scope"] == ["gateway offline_access"] and grant["body"]["grant_type"] == "authorization_code"
+    else:
+        assert ui.events[0]["type"] == "device_code" and grant["body"]["grant_type"].endswith(":device_code")
+    write_auth(tmp_path, {"radius": {**cred, "expires": now_ms() - 1}})
+    refreshed = await AuthStorage(tmp_path).fresh_oauth("radius")
+    assert refreshed is not None and refreshed["access"] != cred["access"]
+    assert oauth.grants("refresh_token")[-1] == {"grant_type": "refresh_token", "client_id": "pi-gateway",
+                                                 "refresh_token": cred["refresh"]}
 
 
 async def test_copilot_device_code_sign_in(oauth: FakeOAuthServer):

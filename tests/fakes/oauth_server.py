@@ -10,8 +10,9 @@ keeps its path and comes here. It implements what the tests need of each provide
   the old refresh token, so a client that refreshes twice with the same token (a lost update
   between processes) gets ``invalid_grant``. ``refresh_delay_s`` widens race windows.
 * revocation: ``POST /oauth/revoke`` (RFC 7009) or ``revoke(token)`` kills a refresh token.
-* device code (RFC 8628, GitHub's ``/login/device/code`` + ``/login/oauth/access_token``):
-  ``authorization_pending`` until ``approve_device()``.
+* device code (RFC 8628, GitHub's ``/login/device/code`` + ``/login/oauth/access_token``, Radius's
+  ``/v1/oauth/device`` + the device grant at ``/v1/oauth/token``): ``authorization_pending`` until
+  ``approve_device()``. Radius's ``GET /v1/oauth`` names its authorization page.
 * GitHub Copilot's token exchange and model list; Meta's API key mint (``/muse-code/key``).
 
 * Anthropic workload identity federation: the RFC 7523 ``jwt-bearer`` grant at ``/v1/oauth/token``
@@ -85,7 +86,7 @@ class _Handler(BaseHTTPRequestHandler):
         elif path == "/oauth/revoke":
             fake.revoke(body.get("token", ""))
             self._reply(200, {})
-        elif path == "/login/device/code":
+        elif path in ("/login/device/code", "/v1/oauth/device"):
             self._reply(200, fake.start_device())
         elif path == "/login/oauth/access_token":
             self._reply(200, fake.poll_device(body.get("device_code", "")))
@@ -100,6 +101,8 @@ class _Handler(BaseHTTPRequestHandler):
         fake.log(self.command, path, {}, dict(self.headers))
         if path == "/copilot_internal/v2/token":
             self._reply(*fake.copilot_token(self.headers.get("authorization", "")))
+        elif path == "/v1/oauth":  # Radius's discovery of its authorization page
+            self._reply(200, {"authorizationEndpoint": "https://radius.pi.dev/oauth/authorize"})
         elif path == "/models":
             self._reply(200, {"data": [{"id": "gpt-4.1", "model_picker_enabled": True},
                                        {"id": "hidden", "model_picker_enabled": False}]})
@@ -164,6 +167,12 @@ class FakeOAuthServer(LocalServer):
                 if body.get("refresh_token") not in self.live_refresh:
                     return 400, {"error": "invalid_grant", "error_description": "refresh token is not valid"}
                 self.live_refresh.discard(body["refresh_token"])
+                return 200, self._tokens(path)
+        if grant == "urn:ietf:params:oauth:grant-type:device_code":  # RFC 8628 at the token endpoint (Radius)
+            with self.lock:
+                if not self.devices.get(body.get("device_code", "")):
+                    return 400, {"error": "authorization_pending"}
+                self.devices.pop(body["device_code"])
                 return 200, self._tokens(path)
         if grant == "urn:ietf:params:oauth:grant-type:jwt-bearer":
             with self.lock:

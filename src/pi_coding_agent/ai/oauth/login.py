@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import secrets
+import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
@@ -330,6 +331,61 @@ async def login_copilot(ui: LoginUI) -> Credential:
     return {**cred, "availableModelIds": p.picker_model_ids(models)}
 
 
+# ----------------------------------------------------------------------------- Radius
+
+
+RADIUS_SCOPE = "gateway offline_access"
+RADIUS_CALLBACK_PORT = 1456
+RADIUS_REDIRECT = f"http://127.0.0.1:{RADIUS_CALLBACK_PORT}/oauth/callback"
+
+
+async def _radius_token(form: dict[str, str]) -> Credential:
+    reply = await call("POST", f"{p.RADIUS_GATEWAY}/v1/oauth/token", form={"client_id": p.RADIUS_CLIENT_ID, **form})
+    if not reply.ok:
+        raise reply.failure("Radius OAuth token request")
+    return p.radius_credential(reply.body)
+
+
+async def _radius_browser(ui: LoginUI) -> Credential:
+    """The gateway names its authorization page (``/v1/oauth``); the code comes back on port 1456."""
+    discovery = await call("GET", f"{p.RADIUS_GATEWAY}/v1/oauth")
+    authorize = trusted_url(discovery.body.get("authorizationEndpoint")) if discovery.ok else None
+    if authorize is None:
+        raise OAuthError(f"Invalid Radius OAuth config from {p.RADIUS_GATEWAY}")
+    verifier, challenge = pkce()
+    state = str(uuid.uuid4())
+    server = await start_callback("Radius", "/oauth/callback", state, (RADIUS_CALLBACK_PORT,))
+    if server is None:
+        raise OAuthError(f"Could not listen for the Radius callback on port {RADIUS_CALLBACK_PORT}")
+    url = authorize + "?" + urlencode({
+        "response_type": "code", "client_id": p.RADIUS_CLIENT_ID, "redirect_uri": RADIUS_REDIRECT, "scope": RADIUS_SCOPE,
+        "code_challenge": challenge, "code_challenge_method": "S256", "handoff": "url", "state": state})
+    try:
+        ui.notify({"type": "progress", "message": f"Listening for OAuth callback on {RADIUS_REDIRECT}"})
+        ui.notify({"type": "auth_url", "url": url, "instructions": "Continue in your browser."})
+        how, value = await callback_or_pasted(ui, server, PASTE_HINT, RADIUS_REDIRECT)
+        code = value if how == "callback" else _pasted_code(value, state)
+    finally:
+        server.close()
+    return await _radius_token({"grant_type": "authorization_code", "redirect_uri": RADIUS_REDIRECT, "code": code,
+                                "code_verifier": verifier})
+
+
+async def login_radius(ui: LoginUI) -> Credential:
+    method = await ui.prompt("select", "Sign in to Radius:", options=[
+        ("browser", "Sign in with browser (recommended)"),
+        ("device-code", "Sign in with device code (when signing in from another device)")])
+    if method == "browser":
+        return await _radius_browser(ui)
+    if method != "device-code":
+        raise OAuthError(f"Unknown Radius sign-in method: {method}")
+    device, interval, expires = await _device_start(ui, f"{p.RADIUS_GATEWAY}/v1/oauth/device", {
+        "client_id": p.RADIUS_CLIENT_ID, "scope": RADIUS_SCOPE}, "Radius", complete_first=False)
+    body = await _device_tokens(f"{p.RADIUS_GATEWAY}/v1/oauth/token", {
+        "grant_type": DEVICE_GRANT, "client_id": p.RADIUS_CLIENT_ID, "device_code": device}, "Radius", interval, expires)
+    return p.radius_credential(body)
+
+
 # ----------------------------------------------------------------------------- OpenRouter
 
 
@@ -367,6 +423,7 @@ LOGINS: dict[str, LoginFlow] = {
     "kimi-coding": login_kimi,
     "meta": login_meta,
     "openrouter": login_openrouter,
+    "radius": login_radius,
 }
 SIGN_IN_PROVIDERS = (*LOGINS, "openai")
 

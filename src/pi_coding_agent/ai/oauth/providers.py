@@ -43,6 +43,8 @@ XAI_TOKEN_URL = "https://auth.x.ai/oauth2/token"
 KIMI_CLIENT_ID = "17e5f671-d194-4dfb-9706-5516cb48c098"
 META_KEY_MINT_URL = "https://api.meta.ai/muse-code/key"
 META_KEY_LIFETIME_MS = 24 * 60 * MINUTE_MS
+RADIUS_GATEWAY = "https://radius.pi.dev"  # the built-in ``radius`` provider's gateway
+RADIUS_CLIENT_ID = "pi-gateway"
 
 
 def now_ms() -> int:
@@ -216,6 +218,21 @@ async def refresh_meta(cred: Credential) -> Credential:
     return await mint_meta_key(cred["refresh"])
 
 
+def radius_credential(body: dict[str, Any]) -> Credential:
+    """pi's Radius credential: one minute of skew, and the granted ``scope`` when the gateway names one."""
+    cred = token_credential(body, MINUTE_MS)
+    out = {"type": "oauth", "access": cred["access"], "refresh": cred["refresh"], "expires": cred["expires"]}
+    return {**out, "scope": body["scope"]} if isinstance(body.get("scope"), str) else out
+
+
+async def refresh_radius(cred: Credential) -> Credential:
+    reply = await call("POST", f"{RADIUS_GATEWAY}/v1/oauth/token", form={
+        "grant_type": "refresh_token", "client_id": RADIUS_CLIENT_ID, "refresh_token": cred["refresh"]})
+    if not reply.ok:
+        raise reply.failure("Radius OAuth token request")
+    return radius_credential(reply.body)
+
+
 async def keep(cred: Credential) -> Credential:
     """OpenRouter's sign-in yields a non-expiring API key: nothing to refresh."""
     return cred
@@ -247,4 +264,5 @@ PROVIDERS: dict[str, OAuthProvider] = {p.id: p for p in (
     OAuthProvider("kimi-coding", "Kimi For Coding", "Kimi Code (subscription)", refresh_kimi),
     OAuthProvider("meta", "Meta", "Meta (Muse subscription)", refresh_meta),
     OAuthProvider("openrouter", "OpenRouter", "OpenRouter OAuth", keep),
+    OAuthProvider("radius", "Radius", "Radius", refresh_radius),
 )}
