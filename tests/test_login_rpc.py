@@ -127,3 +127,29 @@ async def test_login_of_a_key_provider_asks_the_key_and_a_dismissed_dialog_store
     finally:
         await pi.kill()
     assert "sk-mistral-secret" not in b"\n".join(pi.raw_lines).decode() + await pi.stderr_text()
+
+
+async def test_sign_in_with_chatgpt_over_rpc_names_the_installation_by_its_settings_device_id(
+        tmp_path: Path, oauth: FakeOAuthServer):
+    from urllib.parse import parse_qs, urlsplit
+
+    env = home(tmp_path, {})
+    pi = await RpcProcess.pi("--no-session", cwd=tmp_path, env=env)
+    seen: list[dict[str, Any]] = []
+    try:
+        await pi.send({"id": "login", "type": "prompt", "message": "/login openai"})
+        paste = await next_dialog(pi, seen)
+        assert (paste["method"], paste["title"]) == ("input", "Complete login in your browser, or paste the final "
+                                                              "redirect URL here:")
+        url = next(r for r in seen if r.get("method") == "notify")["message"].splitlines()[1]
+        await answer(pi, paste, value=oauth.approve(url))
+        response, rest = await pi.response_to("login")
+        assert response["success"] is True
+        assert [r["message"] for r in rest if r.get("method") == "notify"][-1].startswith("Logged in to OpenAI.")
+    finally:
+        await pi.kill()
+    settings = json.loads((Path(env["HOME"]) / ".pi" / "agent" / "settings.json").read_text())
+    assert parse_qs(urlsplit(url).query)["ext_agent_host_id"] == [f"urn:uuid:{settings['deviceId']}"]
+    stored = auth_file(env)["openai"]
+    assert stored["clientId"] in oauth.issued_clients and "chatgpt.tokens.use.direct" in stored["scopes"]
+    assert stored["access"] not in b"\n".join(pi.raw_lines).decode()
