@@ -22,6 +22,8 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from pi_coding_agent.ai.provider_env import env_value
+from pi_coding_agent.ai.stream import ProviderError
+from pi_coding_agent.ai.types import Model
 
 TOKEN_PATH = "/v1/oauth/token"
 GRANT = "urn:ietf:params:oauth:grant-type:jwt-bearer"
@@ -108,6 +110,17 @@ async def access_token(fed: Federation, base_url: str) -> str:
         if cached is None or cached[1] - time.monotonic() < REFRESH_WITHIN_S:
             cached = _tokens[key] = await _exchange(fed, base_url)
         return cached[0]
+
+
+async def token_for(model: Model) -> str:
+    """For a request without a key or auth header: a federated token (``anthropic`` only), else the no-key error."""
+    fed = configured() if model["provider"] == "anthropic" else None
+    if fed is None:
+        raise ProviderError(f"No API key for provider: {model['provider']}")
+    try:
+        return await access_token(fed, model["baseUrl"])
+    except FederationError as exc:
+        raise ProviderError(str(exc)) from None
 
 
 def invalidate() -> bool:

@@ -523,19 +523,6 @@ class _Reader:
         return "error"
 
 
-async def _federated_token(model: Model) -> str:
-    """Without a key or auth header: an ``anthropic`` workload identity federation token, else the no-key error."""
-    from pi_coding_agent.ai import anthropic_federation
-
-    fed = anthropic_federation.configured() if model["provider"] == "anthropic" else None
-    if fed is None:
-        raise ProviderError(f"No API key for provider: {model['provider']}")
-    try:
-        return await anthropic_federation.access_token(fed, model["baseUrl"])
-    except anthropic_federation.FederationError as exc:
-        raise ProviderError(str(exc)) from None
-
-
 async def stream(
     model: Model, context: Context, options: StreamOptions, output: AssistantMessage
 ) -> AsyncIterator[dict[str, Any]]:
@@ -543,13 +530,13 @@ async def stream(
     configured = {k.lower() for k, v in {**(model.get("headers") or {}), **options.headers}.items() if v.strip()}
     federated = None
     if not options.api_key and not configured & {"authorization", "x-api-key"}:
-        federated = await _federated_token(model)
+        from pi_coding_agent.ai import anthropic_federation  # the last way in: workload identity federation
+
+        federated = await anthropic_federation.token_for(model)
     body = build_body(model, context, options, oauth)
     headers = build_headers(model, context, options, body)
     if federated is not None:
-        from pi_coding_agent.ai.anthropic_federation import with_token
-
-        headers = with_token(headers, federated)
+        headers = anthropic_federation.with_token(headers, federated)
     effort = managed_effort(model, thinking_level(model, options))
     if effort:
         output["providerThinkingLevel"] = effort
