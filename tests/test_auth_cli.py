@@ -349,3 +349,70 @@ def test_terminal_sign_in_without_browser_uses_the_pasted_code(tmp_path: Path, o
     assert f"Logged in to Anthropic. Credentials saved to {Path(env['HOME'])}/.pi/agent/auth.json" in text
     stored = auth_file(env)["anthropic"]
     assert stored["type"] == "oauth" and stored["access"] not in text and stored["refresh"] not in text
+
+
+@needs_reference
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="the intercepting proxy needs openssl for its certificates")
+def test_radius_sign_in_by_pi_is_refreshed_by_ours_and_used_again_by_pi(tmp_path: Path, oauth: FakeOAuthServer):
+    """pi's own device-code sign-in (its requests to radius.pi.dev go through the intercepting proxy)
+    writes the credential; ours refreshes it when due; pi reads what ours wrote."""
+    from urllib.parse import urlsplit
+
+    from tests.fakes.tls_proxy import InterceptingProxy
+
+    env = {**home(tmp_path, {}), "TERM": "dumb"}
+
+    def approve(output: bytes) -> bytes:
+        oauth.approve_device()
+        return b""
+
+    with InterceptingProxy(tmp_path, "radius.pi.dev", int(urlsplit(oauth.url).port or 0)) as proxy:
+        ref_env = {**env, "PATH": f"{REFERENCE_NODE_BIN}:{env['PATH']}", "HTTPS_PROXY": proxy.url,
+                   "NODE_EXTRA_CA_CERTS": str(proxy.ca), "PI_SKIP_VERSION_CHECK": "1", "PI_OFFLINE": "1"}
+        code, output = in_terminal([str(REFERENCE_PI), "auth", "login", "radius", "--no-browser"], ref_env,
+                                   [(b"ABCD-1234", approve)])
+        assert code == 0, output.decode()
+        by_pi = auth_file(env)["radius"]
+        assert by_pi["type"] == "oauth" and by_pi["refresh"] in oauth.live_refresh
+        path = Path(env["HOME"]) / ".pi" / "agent" / "auth.json"
+        data = json.loads(path.read_text())
+        data["radius"]["expires"] = now_ms() - 1
+        path.write_text(json.dumps(data, indent=2))
+        printed = ours(env, "auth", "print-bearer-token", "--provider", "radius")
+        by_ours = auth_file(env)["radius"]
+        assert (printed.returncode, printed.stdout) == (0, by_ours["access"] + "\n"), printed.stderr
+        assert by_ours["access"] != by_pi["access"] and by_ours["refresh"] in oauth.live_refresh
+        assert oauth.grants("refresh_token")[-1]["refresh_token"] == by_pi["refresh"]
+        again = reference(ref_env, "auth", "print-bearer-token", "--provider", "radius")
+        assert (again.returncode, again.stdout) == (0, by_ours["access"] + "\n"), again.stderr
+    assert len(oauth.grants("refresh_token")) == 1  # pi found our token fresh and did not refresh again
+
+
+@needs_reference
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="the intercepting proxy needs openssl for its certificates")
+def test_chatgpt_sign_in_by_pi_is_refreshed_by_ours_with_its_issued_client(tmp_path: Path, oauth: FakeOAuthServer):
+    from urllib.parse import urlsplit
+
+    from tests.fakes.tls_proxy import InterceptingProxy
+
+    env = {**home(tmp_path, {}), "TERM": "dumb"}
+
+    def paste(output: bytes) -> bytes:
+        url = next(line.strip() for line in output.decode().splitlines() if "/api/accounts/authorize?" in line)
+        return oauth.approve(url[url.index("https://"):]).encode()
+
+    with InterceptingProxy(tmp_path, "auth.openai.com", int(urlsplit(oauth.url).port or 0)) as proxy:
+        ref_env = {**env, "PATH": f"{REFERENCE_NODE_BIN}:{env['PATH']}", "HTTPS_PROXY": proxy.url,
+                   "NODE_EXTRA_CA_CERTS": str(proxy.ca), "PI_SKIP_VERSION_CHECK": "1", "PI_OFFLINE": "1"}
+        code, output = in_terminal([str(REFERENCE_PI), "auth", "login", "openai", "--no-browser"], ref_env,
+                                   [(b"redirect URL here", paste)])
+    assert code == 0, output.decode()
+    by_pi = auth_file(env)["openai"]
+    assert by_pi["clientId"] in oauth.issued_clients and "chatgpt.tokens.use.direct" in by_pi["scopes"]
+    path = Path(env["HOME"]) / ".pi" / "agent" / "auth.json"
+    path.write_text(json.dumps({"openai": {**by_pi, "expires": now_ms() - 1}}, indent=2))
+    printed = ours(env, "auth", "print-bearer-token", "--provider", "openai")
+    by_ours = auth_file(env)["openai"]
+    assert (printed.returncode, printed.stdout) == (0, by_ours["access"] + "\n"), printed.stderr
+    assert oauth.grants("refresh_token")[-1]["client_id"] == by_pi["clientId"] == by_ours["clientId"]
+    assert list(by_ours) == list(by_pi)  # the same fields in pi's order
