@@ -107,7 +107,18 @@ async def sign_in(auth: AuthStorage, ui: Any, provider: str, settings: Settings 
         return False
     done = "Logged in to" if provider in SIGN_IN_PROVIDERS else "Saved API key for"
     ui.notify(f"{done} {title(provider)}. Credentials saved to {auth.path}", "info")
+    if (line := after_sign_in(provider, settings)) is not None:
+        ui.notify(line, "info")
     return True
+
+
+def after_sign_in(provider: str, settings: Settings | None) -> str | None:
+    """What follows a sign-in, as in pi: Radius's MCP server joins the global mcp.json. The line to show."""
+    if provider != "radius" or settings is None:
+        return None
+    from pi_coding_agent.coding.mcp.provider_auth import add_radius_server
+
+    return add_radius_server(provider, settings.agent_dir, settings.cwd)
 
 
 def is_invocation(text: str) -> bool:

@@ -11,11 +11,15 @@ import asyncio
 import contextlib
 import getpass
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pi_coding_agent.ai.keys import AuthStorage
 from pi_coding_agent.coding import paths
+from pi_coding_agent.coding.login_ui import after_sign_in, device_id
 from pi_coding_agent.coding.login_ui import title as _title
+
+if TYPE_CHECKING:
+    from pi_coding_agent.coding.resources.settings import Settings
 
 LOGIN_USAGE = "pi auth login <provider> [--api-key] [--no-browser]"
 LOGOUT_USAGE = "pi auth logout <provider>"
@@ -160,16 +164,21 @@ async def _login(provider: str, api_key: bool, browser: bool) -> int:
         return 1
     done = f"Logged in to {_title(provider)}" if account else f"Saved API key for {_title(provider)}"
     _say(f"{done}. Credentials saved to {auth.path}")
+    if account and (line := after_sign_in(provider, _settings())) is not None:
+        _say(line)
     return 0
 
 
-def _device_id() -> str:
+def _settings() -> Settings:
     from pathlib import Path
 
-    from pi_coding_agent.coding.login_ui import device_id
     from pi_coding_agent.coding.resources.settings import Settings
 
-    return device_id(Settings.load(paths.agent_dir(), Path.cwd(), project_trusted=False))
+    return Settings.load(paths.agent_dir(), Path.cwd(), project_trusted=False)
+
+
+def _device_id() -> str:
+    return device_id(_settings())
 
 
 async def _llama_credential(ui: TerminalUI) -> dict[str, Any]:
