@@ -153,3 +153,13 @@ async def test_sign_in_with_chatgpt_over_rpc_names_the_installation_by_its_setti
     stored = auth_file(env)["openai"]
     assert stored["clientId"] in oauth.issued_clients and "chatgpt.tokens.use.direct" in stored["scopes"]
     assert stored["access"] not in b"\n".join(pi.raw_lines).decode()
+
+
+def test_outside_rpc_mode_login_is_text_for_the_model_as_in_pi(tmp_path: Path, fake_llm: FakeLLMServer):
+    from tests.test_auth_cli import ours
+
+    env = home(tmp_path, {"anthropic": {"type": "api_key", "key": "sk-ant-api-1"}}, fake_llm.url)
+    fake_llm.add({"content": [{"type": "text", "text": "model saw it"}]})
+    done = ours(env, "-p", "--no-session", "--model", MODEL, "/login")
+    assert (done.returncode, done.stdout.strip()) == (0, "model saw it"), done.stderr
+    assert "/login" in json.dumps(fake_llm.requests[0]["body"]["messages"])
