@@ -163,3 +163,41 @@ def test_outside_rpc_mode_login_is_text_for_the_model_as_in_pi(tmp_path: Path, f
     done = ours(env, "-p", "--no-session", "--model", MODEL, "/login")
     assert (done.returncode, done.stdout.strip()) == (0, "model saw it"), done.stderr
     assert "/login" in json.dumps(fake_llm.requests[0]["body"]["messages"])
+
+
+async def test_a_models_json_radius_gateway_signs_in_and_refreshes_at_its_own_gateway(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    from tests.test_auth_cli import ours
+
+    monkeypatch.delenv("PI_OAUTH_ORIGIN", raising=False)  # every request must go to the configured gateway
+    with FakeOAuthServer() as gateway:
+        env = home(tmp_path, {})
+        (Path(env["HOME"]) / ".pi" / "agent" / "models.json").write_text(json.dumps({"providers": {"corp": {
+            "name": "Corp Gateway", "baseUrl": f"{gateway.url}/v1", "oauth": "radius", "api": "pi-messages",
+            "models": [{"id": "m1", "contextWindow": 1000, "maxTokens": 100}]}}}))
+        pi = await RpcProcess.pi("--no-session", cwd=tmp_path, env=env)
+        seen: list[dict[str, Any]] = []
+        try:
+            await pi.send({"id": "login", "type": "prompt", "message": "/login"})
+            provider = await next_dialog(pi, seen)
+            assert "Corp Gateway" in provider["options"] and "corp" not in provider["options"]
+            await answer(pi, provider, value="Corp Gateway")
+            method = await next_dialog(pi, seen)
+            assert method["title"] == "Sign in to Corp Gateway:"
+            await answer(pi, method, value="Sign in with device code (when signing in from another device)")
+            await pi.read_until(lambda r: r.get("method") == "notify" and "ABCD-1234" in r["message"])
+            gateway.approve_device()
+            response, rest = await pi.response_to("login")
+            assert response["success"] is True
+            assert [r["message"] for r in rest if r.get("method") == "notify"][-1].startswith("Logged in to Corp Gateway.")
+        finally:
+            await pi.kill()
+        assert [r["path"] for r in gateway.requests] == ["/v1/oauth/device", "/v1/oauth/token"]
+        stored = auth_file(env)["corp"]
+        path = Path(env["HOME"]) / ".pi" / "agent" / "auth.json"
+        path.write_text(json.dumps({"corp": {**stored, "expires": int(time.time() * 1000) - 1}}, indent=2))
+        printed = ours(env, "auth", "print-bearer-token", "--provider", "corp")
+        assert printed.returncode == 0, printed.stderr
+        assert gateway.grants("refresh_token") == [{"grant_type": "refresh_token", "client_id": "pi-gateway",
+                                                    "refresh_token": stored["refresh"]}]
+        assert printed.stdout.strip() == auth_file(env)["corp"]["access"] != stored["access"]

@@ -22,6 +22,7 @@ from pi_coding_agent.ai.provider_env import env_value as _env
 
 if TYPE_CHECKING:
     from pi_coding_agent.ai.llama_router import LlamaClient
+    from pi_coding_agent.ai.oauth.providers import OAuthProvider
     from pi_coding_agent.ai.oauth.store import CredentialFile
     from pi_coding_agent.ai.types import Model
 
@@ -208,6 +209,7 @@ class AuthStorage:
         self.errors: list[str] = []
         self._credentials = self._load() if create_missing or self.path.exists() else {}
         self._config_keys: dict[str, str] = {}
+        self._radius_gateways: dict[str, tuple[str, str]] = {}  # models.json provider -> (baseUrl, name)
 
     def __repr__(self) -> str:
         return f"AuthStorage(path={str(self.path)!r}, providers={sorted(self._credentials)!r})"
@@ -242,6 +244,18 @@ class AuthStorage:
     def set_config_keys(self, keys: Mapping[str, str]) -> None:
         """Raw ``apiKey`` values from models.json (resolved per request, after auth.json)."""
         self._config_keys = dict(keys)
+
+    def set_radius_gateways(self, gateways: Mapping[str, tuple[str, str]]) -> None:
+        """models.json providers with ``"oauth": "radius"``: their ``baseUrl`` and name (sign-in, refresh)."""
+        self._radius_gateways = dict(gateways)
+
+    def oauth_spec(self, provider: str) -> OAuthProvider | None:
+        """The provider's account sign-in and refresh: pi's built-in ones, or a models.json Radius gateway."""
+        from pi_coding_agent.ai.oauth.providers import PROVIDERS, radius_provider
+
+        if provider in self._radius_gateways:
+            return radius_provider(provider, self._radius_gateways[provider][1], self._radius_gateways[provider][0])
+        return PROVIDERS.get(provider)
 
     def _file(self) -> CredentialFile:
         from pi_coding_agent.ai.oauth.store import CredentialFile
@@ -284,7 +298,7 @@ class AuthStorage:
             return None
         from pi_coding_agent.ai.oauth.refresh import fresh_credential
 
-        cred = await fresh_credential(self._file(), provider, min_validity_ms, stale_access)
+        cred = await fresh_credential(self._file(), provider, min_validity_ms, stale_access, self.oauth_spec(provider))
         if cred is None:
             self._credentials.pop(provider, None)
         else:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from pi_coding_agent.ai.keys import AuthStorage
 
 if TYPE_CHECKING:
+    from pi_coding_agent.ai.oauth.providers import OAuthProvider
     from pi_coding_agent.coding.resources.settings import Settings
     from pi_coding_agent.coding.runtime import SessionRuntime
 
@@ -79,34 +80,36 @@ def title(provider: str) -> str:
     return spec.title if spec else provider
 
 
-async def _credential(provider: str, dialogs: DialogLoginUI, settings: Settings | None) -> dict[str, Any]:
+async def _credential(provider: str, spec: OAuthProvider | None, dialogs: DialogLoginUI,
+                      settings: Settings | None) -> dict[str, Any]:
     from pi_coding_agent.ai.oauth.http import OAuthError
-    from pi_coding_agent.ai.oauth.login import SIGN_IN_PROVIDERS, login
+    from pi_coding_agent.ai.oauth.login import login
 
-    if provider in SIGN_IN_PROVIDERS:
-        return await login(provider, dialogs, None if settings is None else lambda: device_id(settings))
-    key = (await dialogs.prompt("secret", f"Enter {title(provider)} API key")).strip()
+    if spec is not None:
+        return await login(provider, dialogs, None if settings is None else lambda: device_id(settings), spec)
+    key = (await dialogs.prompt("secret", f"Enter {provider} API key")).strip()
     if not key:
         raise OAuthError("No API key entered")
     return {"type": "api_key", "key": key}
 
 
 async def sign_in(auth: AuthStorage, ui: Any, provider: str, settings: Settings | None = None) -> bool:
-    """Run ``provider``'s sign-in (or ask its API key) over ``ui`` and store the credential.
+    """Run ``provider``'s account sign-in (or ask its API key) over ``ui`` and store the credential.
 
     Whether it succeeded; failures are reported with ``notify`` (the message never contains a token).
     ``settings`` holds the installation's ``deviceId`` that Sign in with ChatGPT needs.
     """
     from pi_coding_agent.ai.oauth.http import OAuthError
-    from pi_coding_agent.ai.oauth.login import SIGN_IN_PROVIDERS
 
+    spec = auth.oauth_spec(provider)
+    name = spec.title if spec is not None else provider
     try:
-        await auth.store_credential(provider, await _credential(provider, DialogLoginUI(ui), settings))
+        await auth.store_credential(provider, await _credential(provider, spec, DialogLoginUI(ui), settings))
     except (OAuthError, LoginCancelled, OSError) as exc:
-        ui.notify(f"Failed to log in to {title(provider)}: {exc}", "error")
+        ui.notify(f"Failed to log in to {name}: {exc}", "error")
         return False
-    done = "Logged in to" if provider in SIGN_IN_PROVIDERS else "Saved API key for"
-    ui.notify(f"{done} {title(provider)}. Credentials saved to {auth.path}", "info")
+    done = "Logged in to" if spec is not None else "Saved API key for"
+    ui.notify(f"{done} {name}. Credentials saved to {auth.path}", "info")
     if (line := after_sign_in(provider, settings)) is not None:
         ui.notify(line, "info")
     return True
@@ -128,7 +131,6 @@ def is_invocation(text: str) -> bool:
 async def run(rt: SessionRuntime, text: str) -> None:
     """The command: ``/login <provider>``, or a provider menu (account sign-ins first) for ``/login``."""
     from pi_coding_agent.ai.oauth.login import SIGN_IN_PROVIDERS
-    from pi_coding_agent.ai.oauth.providers import PROVIDERS
 
     provider = text[len(NAME) + 1:].strip()
     if provider == "llama.cpp":  # a server URL rather than a key, checked live by the terminal command
@@ -136,12 +138,14 @@ async def run(rt: SessionRuntime, text: str) -> None:
         return
     known = [p for p in rt.registry.providers() if p not in ("faux", "llama.cpp")]
     if not provider:
-        menu = {PROVIDERS[p].name: p for p in SIGN_IN_PROVIDERS} | {p: p for p in known if p not in SIGN_IN_PROVIDERS}
+        accounts = [(spec.name, p) for p in dict.fromkeys([*SIGN_IN_PROVIDERS, *known])
+                    if (spec := rt.auth.oauth_spec(p)) is not None]
+        menu = dict(accounts) | {p: p for p in known if rt.auth.oauth_spec(p) is None}
         choice = await rt.ui.select(PROVIDER_PROMPT, list(menu))
         if choice not in menu:
             return
         provider = menu[choice]
-    elif provider not in known and provider not in SIGN_IN_PROVIDERS:
+    elif provider not in known and rt.auth.oauth_spec(provider) is None:
         rt.ui.notify(f'Unknown provider "{provider}"', "error")
         return
     await sign_in(rt.auth, rt.ui, provider, rt.settings)

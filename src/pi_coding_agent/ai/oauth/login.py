@@ -339,24 +339,24 @@ RADIUS_CALLBACK_PORT = 1456
 RADIUS_REDIRECT = f"http://127.0.0.1:{RADIUS_CALLBACK_PORT}/oauth/callback"
 
 
-async def _radius_token(form: dict[str, str]) -> Credential:
-    reply = await call("POST", f"{p.RADIUS_GATEWAY}/v1/oauth/token", form={"client_id": p.RADIUS_CLIENT_ID, **form})
+async def _radius_token(gateway: str, name: str, form: dict[str, str]) -> Credential:
+    reply = await call("POST", f"{gateway}/v1/oauth/token", form={"client_id": p.RADIUS_CLIENT_ID, **form})
     if not reply.ok:
-        raise reply.failure("Radius OAuth token request")
+        raise reply.failure(f"{name} OAuth token request")
     return p.radius_credential(reply.body)
 
 
-async def _radius_browser(ui: LoginUI) -> Credential:
+async def _radius_browser(ui: LoginUI, gateway: str, name: str) -> Credential:
     """The gateway names its authorization page (``/v1/oauth``); the code comes back on port 1456."""
-    discovery = await call("GET", f"{p.RADIUS_GATEWAY}/v1/oauth")
+    discovery = await call("GET", f"{gateway}/v1/oauth")
     authorize = trusted_url(discovery.body.get("authorizationEndpoint")) if discovery.ok else None
     if authorize is None:
-        raise OAuthError(f"Invalid Radius OAuth config from {p.RADIUS_GATEWAY}")
+        raise OAuthError(f"Invalid Radius OAuth config from {gateway}")
     verifier, challenge = pkce()
     state = str(uuid.uuid4())
-    server = await start_callback("Radius", "/oauth/callback", state, (RADIUS_CALLBACK_PORT,))
+    server = await start_callback(name, "/oauth/callback", state, (RADIUS_CALLBACK_PORT,))
     if server is None:
-        raise OAuthError(f"Could not listen for the Radius callback on port {RADIUS_CALLBACK_PORT}")
+        raise OAuthError(f"Could not listen for the {name} callback on port {RADIUS_CALLBACK_PORT}")
     url = authorize + "?" + urlencode({
         "response_type": "code", "client_id": p.RADIUS_CLIENT_ID, "redirect_uri": RADIUS_REDIRECT, "scope": RADIUS_SCOPE,
         "code_challenge": challenge, "code_challenge_method": "S256", "handoff": "url", "state": state})
@@ -367,22 +367,23 @@ async def _radius_browser(ui: LoginUI) -> Credential:
         code = value if how == "callback" else _pasted_code(value, state)
     finally:
         server.close()
-    return await _radius_token({"grant_type": "authorization_code", "redirect_uri": RADIUS_REDIRECT, "code": code,
-                                "code_verifier": verifier})
+    return await _radius_token(gateway, name, {"grant_type": "authorization_code", "redirect_uri": RADIUS_REDIRECT,
+                                               "code": code, "code_verifier": verifier})
 
 
-async def login_radius(ui: LoginUI) -> Credential:
-    method = await ui.prompt("select", "Sign in to Radius:", options=[
+async def login_radius(ui: LoginUI, gateway: str = p.RADIUS_GATEWAY, name: str = "Radius") -> Credential:
+    """Radius's sign-in at ``gateway`` (the built-in one, or a models.json provider's own)."""
+    method = await ui.prompt("select", f"Sign in to {name}:", options=[
         ("browser", "Sign in with browser (recommended)"),
         ("device-code", "Sign in with device code (when signing in from another device)")])
     if method == "browser":
-        return await _radius_browser(ui)
+        return await _radius_browser(ui, gateway, name)
     if method != "device-code":
-        raise OAuthError(f"Unknown Radius sign-in method: {method}")
-    device, interval, expires = await _device_start(ui, f"{p.RADIUS_GATEWAY}/v1/oauth/device", {
-        "client_id": p.RADIUS_CLIENT_ID, "scope": RADIUS_SCOPE}, "Radius", complete_first=False)
-    body = await _device_tokens(f"{p.RADIUS_GATEWAY}/v1/oauth/token", {
-        "grant_type": DEVICE_GRANT, "client_id": p.RADIUS_CLIENT_ID, "device_code": device}, "Radius", interval, expires)
+        raise OAuthError(f"Unknown {name} sign-in method: {method}")
+    device, interval, expires = await _device_start(ui, f"{gateway}/v1/oauth/device", {
+        "client_id": p.RADIUS_CLIENT_ID, "scope": RADIUS_SCOPE}, name, complete_first=False)
+    body = await _device_tokens(f"{gateway}/v1/oauth/token", {
+        "grant_type": DEVICE_GRANT, "client_id": p.RADIUS_CLIENT_ID, "device_code": device}, name, interval, expires)
     return p.radius_credential(body)
 
 
@@ -428,8 +429,12 @@ LOGINS: dict[str, LoginFlow] = {
 SIGN_IN_PROVIDERS = (*LOGINS, "openai")
 
 
-async def login(provider: str, ui: LoginUI, device_id: Callable[[], str] | None = None) -> Credential:
-    """Run ``provider``'s sign-in; ``device_id`` gives the installation's id (settings ``deviceId``)."""
+async def login(provider: str, ui: LoginUI, device_id: Callable[[], str] | None = None,
+                spec: p.OAuthProvider | None = None) -> Credential:
+    """Run ``provider``'s sign-in; ``device_id`` gives the installation's id (settings ``deviceId``),
+    ``spec`` a provider that models.json made (a Radius gateway of its own)."""
+    if spec is not None and spec.gateway is not None:
+        return await login_radius(ui, spec.gateway, spec.title)
     if provider == "openai":
         if device_id is None:
             raise OAuthError("Sign in with ChatGPT requires a device ID (UUID) for this installation")

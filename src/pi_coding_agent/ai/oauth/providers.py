@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import os
+import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -225,8 +226,8 @@ def radius_credential(body: dict[str, Any]) -> Credential:
     return {**out, "scope": body["scope"]} if isinstance(body.get("scope"), str) else out
 
 
-async def refresh_radius(cred: Credential) -> Credential:
-    reply = await call("POST", f"{RADIUS_GATEWAY}/v1/oauth/token", form={
+async def refresh_radius(cred: Credential, gateway: str = RADIUS_GATEWAY) -> Credential:
+    reply = await call("POST", f"{gateway}/v1/oauth/token", form={
         "grant_type": "refresh_token", "client_id": RADIUS_CLIENT_ID, "refresh_token": cred["refresh"]})
     if not reply.ok:
         raise reply.failure("Radius OAuth token request")
@@ -247,6 +248,7 @@ class OAuthProvider:
     title: str  # the provider's name ("Anthropic"); ``name`` is its sign-in method's
     name: str
     refresh: Callable[[Credential], Awaitable[Credential]]
+    gateway: str | None = None  # a Radius gateway: the sign-in and refresh go there
 
     def base_url(self, cred: Credential) -> str | None:
         """A per-credential API base URL (GitHub Copilot's proxy endpoint), else None."""
@@ -264,5 +266,17 @@ PROVIDERS: dict[str, OAuthProvider] = {p.id: p for p in (
     OAuthProvider("kimi-coding", "Kimi For Coding", "Kimi Code (subscription)", refresh_kimi),
     OAuthProvider("meta", "Meta", "Meta (Muse subscription)", refresh_meta),
     OAuthProvider("openrouter", "OpenRouter", "OpenRouter OAuth", keep),
-    OAuthProvider("radius", "Radius", "Radius", refresh_radius),
+    OAuthProvider("radius", "Radius", "Radius", refresh_radius, RADIUS_GATEWAY),
 )}
+
+
+def radius_provider(provider: str, name: str, base_url: str) -> OAuthProvider:
+    """A models.json provider with ``"oauth": "radius"``: Radius's sign-in at the gateway its
+    ``baseUrl`` names (without a trailing ``/v1``; ``https://`` when it has no scheme), as pi reads it."""
+    gateway = re.sub(r"/v1/?$", "", base_url)
+    gateway = (gateway if re.match(r"https?://", gateway, re.IGNORECASE) else f"https://{gateway}").rstrip("/")
+
+    async def refresh(cred: Credential) -> Credential:
+        return await refresh_radius(cred, gateway)
+
+    return OAuthProvider(provider, name, name, refresh, gateway)
