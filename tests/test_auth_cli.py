@@ -7,13 +7,14 @@ The fake authorization server (``PI_OAUTH_ORIGIN``) and the fake LLM server (ant
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import pty
 import shutil
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +66,38 @@ def oauth(monkeypatch: pytest.MonkeyPatch):
     with FakeOAuthServer() as server:
         monkeypatch.setenv("PI_OAUTH_ORIGIN", server.url)
         yield server
+
+
+def through_proxy(env: dict[str, str], proxy: Any) -> dict[str, str]:
+    """The reference pi's environment, its HTTPS requests going through an ``InterceptingProxy``."""
+    return {**env, "PATH": f"{REFERENCE_NODE_BIN}:{env['PATH']}", "HTTPS_PROXY": proxy.url,
+            "NODE_EXTRA_CA_CERTS": str(proxy.ca), "PI_SKIP_VERSION_CHECK": "1", "PI_OFFLINE": "1"}
+
+
+@contextlib.contextmanager
+def reference_through_proxy(tmp_path: Path, oauth: FakeOAuthServer, host: str,
+                            env: dict[str, str]) -> Iterator[dict[str, str]]:
+    """The reference pi's environment while its requests to ``host`` reach the fake authorization server."""
+    from urllib.parse import urlsplit
+
+    from tests.fakes.tls_proxy import InterceptingProxy
+
+    with InterceptingProxy(tmp_path, host, int(urlsplit(oauth.url).port or 0)) as proxy:
+        yield through_proxy(env, proxy)
+
+
+def reference_login(ref_env: dict[str, str], provider: str, answers: list[tuple[bytes, Answer]]) -> None:
+    """``pi auth login <provider> --no-browser`` of the reference pi on a terminal; it must succeed."""
+    code, output = in_terminal([str(REFERENCE_PI), "auth", "login", provider, "--no-browser"], ref_env, answers)
+    assert code == 0, output.decode()
+
+
+def expire(env: dict[str, str], provider: str) -> None:
+    """Make the stored credential of ``provider`` due, as if time had passed."""
+    path = Path(env["HOME"]) / ".pi" / "agent" / "auth.json"
+    data = json.loads(path.read_text())
+    data[provider]["expires"] = now_ms() - 1
+    path.write_text(json.dumps(data, indent=2))
 
 
 def expired_anthropic(refresh: str) -> dict[str, Any]:
@@ -306,8 +339,7 @@ async def test_pi_and_ours_refreshing_one_credential_at_once_keep_the_rotated_to
     env = home(tmp_path, {"anthropic": expired_anthropic(oauth.issue_refresh())})
     port = int(urlsplit(oauth.url).port or 0)
     with InterceptingProxy(tmp_path, "platform.claude.com", port) as proxy:
-        ref_env = {**env, "PATH": f"{REFERENCE_NODE_BIN}:{env['PATH']}", "HTTPS_PROXY": proxy.url,
-                   "NODE_EXTRA_CA_CERTS": str(proxy.ca), "PI_SKIP_VERSION_CHECK": "1", "PI_OFFLINE": "1"}
+        ref_env = through_proxy(env, proxy)
         commands = {"ours": [PYTHON, "-m", "pi_coding_agent"], "pi": [str(REFERENCE_PI)]}
         envs = {"ours": env, "pi": ref_env}
 
@@ -349,3 +381,72 @@ def test_terminal_sign_in_without_browser_uses_the_pasted_code(tmp_path: Path, o
     assert f"Logged in to Anthropic. Credentials saved to {Path(env['HOME'])}/.pi/agent/auth.json" in text
     stored = auth_file(env)["anthropic"]
     assert stored["type"] == "oauth" and stored["access"] not in text and stored["refresh"] not in text
+
+
+@needs_reference
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="the intercepting proxy needs openssl for its certificates")
+def test_radius_sign_in_by_pi_is_refreshed_by_ours_and_used_again_by_pi(tmp_path: Path, oauth: FakeOAuthServer):
+    """pi's own device-code sign-in (its requests to radius.pi.dev go through the intercepting proxy)
+    writes the credential; ours refreshes it when due; pi reads what ours wrote."""
+    env = {**home(tmp_path, {}), "TERM": "dumb"}
+
+    def approve(output: bytes) -> bytes:
+        oauth.approve_device()
+        return b""
+
+    with reference_through_proxy(tmp_path, oauth, "radius.pi.dev", env) as ref_env:
+        reference_login(ref_env, "radius", [(b"ABCD-1234", approve)])
+        by_pi = auth_file(env)["radius"]
+        assert by_pi["type"] == "oauth" and by_pi["refresh"] in oauth.live_refresh
+        mcp_json = json.loads((Path(env["HOME"]) / ".pi" / "agent" / "mcp.json").read_text())
+        assert mcp_json == {"mcpServers": {"radius": {"url": "https://radius.pi.dev/mcp", "auth": {"provider": "radius"}}}}
+        expire(env, "radius")
+        printed = ours(env, "auth", "print-bearer-token", "--provider", "radius")
+        by_ours = auth_file(env)["radius"]
+        assert (printed.returncode, printed.stdout) == (0, by_ours["access"] + "\n"), printed.stderr
+        assert by_ours["access"] != by_pi["access"] and by_ours["refresh"] in oauth.live_refresh
+        assert oauth.grants("refresh_token")[-1]["refresh_token"] == by_pi["refresh"]
+        again = reference(ref_env, "auth", "print-bearer-token", "--provider", "radius")
+        assert (again.returncode, again.stdout) == (0, by_ours["access"] + "\n"), again.stderr
+    assert len(oauth.grants("refresh_token")) == 1  # pi found our token fresh and did not refresh again
+
+
+@needs_reference
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="the intercepting proxy needs openssl for its certificates")
+def test_chatgpt_sign_in_by_pi_is_refreshed_by_ours_with_its_issued_client(tmp_path: Path, oauth: FakeOAuthServer):
+    env = {**home(tmp_path, {}), "TERM": "dumb"}
+
+    def paste(output: bytes) -> bytes:
+        url = next(line.strip() for line in output.decode().splitlines() if "/api/accounts/authorize?" in line)
+        return oauth.approve(url[url.index("https://"):]).encode()
+
+    with reference_through_proxy(tmp_path, oauth, "auth.openai.com", env) as ref_env:
+        reference_login(ref_env, "openai", [(b"redirect URL here", paste)])
+    by_pi = auth_file(env)["openai"]
+    assert by_pi["clientId"] in oauth.issued_clients and "chatgpt.tokens.use.direct" in by_pi["scopes"]
+    expire(env, "openai")
+    printed = ours(env, "auth", "print-bearer-token", "--provider", "openai")
+    by_ours = auth_file(env)["openai"]
+    assert (printed.returncode, printed.stdout) == (0, by_ours["access"] + "\n"), printed.stderr
+    assert oauth.grants("refresh_token")[-1]["client_id"] == by_pi["clientId"] == by_ours["clientId"]
+    assert list(by_ours) == list(by_pi)  # the same fields in pi's order
+
+
+def test_our_radius_sign_in_in_a_terminal_adds_its_mcp_server_like_pi(tmp_path: Path, oauth: FakeOAuthServer):
+    env = {**home(tmp_path, {}), "TERM": "dumb"}
+
+    def approve(output: bytes) -> bytes:
+        oauth.approve_device()
+        return b""
+
+    code, output = in_terminal([PYTHON, "-m", "pi_coding_agent", "auth", "login", "radius", "--no-browser"], env,
+                               [(b"ABCD-1234", approve)])
+    text = output.decode()
+    agent = Path(env["HOME"]) / ".pi" / "agent"
+    assert code == 0, text
+    assert "Sign in to Radius: Sign in with device code (when signing in from another device)" in text
+    assert f'Added MCP server "radius" in {agent / "mcp.json"} to use the Radius login.' in text
+    assert json.loads((agent / "mcp.json").read_text()) == {"mcpServers": {"radius": {
+        "url": "https://radius.pi.dev/mcp", "auth": {"provider": "radius"}}}}
+    stored = auth_file(env)["radius"]
+    assert stored["refresh"] in oauth.live_refresh and stored["access"] not in text

@@ -19,14 +19,14 @@ FORBIDDEN = {
 # Inside coding/, from the bottom up (module paths relative to coding/; the longest prefix decides).
 # A module may import its own level and the levels below it, never one above.
 CODING_ORDER: list[tuple[str, tuple[str, ...]]] = [
-    ("foundations", ("paths", "options", "errors", "messages", "events", "event_stream", "retry", "session_host", "session", "sandbox", "tools", "tool_ranking", "codemode", "file_args", "provider_settings", "auth_help", "login_ui",
+    ("foundations", ("paths", "options", "errors", "messages", "events", "event_stream", "retry", "session_host", "session", "sandbox", "tools", "tool_ranking", "codemode", "file_args", "provider_settings", "auth_help",
                      "resources", "export", "extensions.ui", "extensions.loader", "extensions.registry",
                      "extensions.examples", "compaction", "compaction.tokens", "compaction.projection", "compaction.prepare",
                      "compaction.summarize", "compaction.branch_summary")),
     ("runtime", ("runtime",)),
     ("services the session owns", ("compaction.controller", "tree_navigation", "extensions", "extensions.dispatch",
                                    "extensions.boundaries", "extensions.agent_hooks", "extensions.commands",
-                                   "extensions.runner", "bash_runs", "queue_mirror", "cache_warming", "llama_command",
+                                   "extensions.runner", "bash_runs", "queue_mirror", "cache_warming", "llama_command", "login_ui",
                                    "mcp")),
     ("session", ("agent_session",)),
     ("assembly", ("bootstrap", "sdk")),

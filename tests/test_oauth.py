@@ -13,6 +13,7 @@ import subprocess
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
@@ -120,6 +121,36 @@ async def test_codex_and_copilot_refresh_keep_pi_extra_fields(tmp_path: Path, oa
     copilot = await auth.fresh_oauth("github-copilot")
     assert copilot is not None and copilot["refresh"] == github and copilot["availableModelIds"] == ["gpt-4.1"]
     assert copilot["access"].startswith("tid=t") and str(auth.oauth_base_url("github-copilot")).startswith("https://api.")
+
+
+EXTRA_FIELDS: dict[str, dict[str, Any]] = {
+    "openai-codex": {"accountId": "acct-1"}, "openai": {"clientId": "app_issued_x"},
+    "github-copilot": {"enterpriseUrl": ""}}
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai-codex", "openai", "github-copilot", "xai", "kimi-coding",
+                                      "meta", "openrouter", "radius"])
+async def test_every_provider_refreshes_when_due_and_after_a_401(tmp_path: Path, oauth: FakeOAuthServer,
+                                                                 provider: str):
+    from pi_coding_agent.ai.oauth.providers import PROVIDERS
+
+    oauth.issued_clients.add("app_issued_x")
+    refresh = oauth.issue_refresh()
+    path = write_auth(tmp_path, {provider: expired(refresh, **EXTRA_FIELDS.get(provider, {}))})
+    auth = AuthStorage(tmp_path)
+    await auth.prepare(provider)
+    stored = json.loads(path.read_text())[provider]
+    if provider == "openrouter":  # its sign-in yields a key that never expires: nothing to refresh
+        assert stored["access"] == "sk-ant-oat01-old" and oauth.requests == [] and provider in PROVIDERS
+        return
+    assert stored["access"] != "sk-ant-oat01-old" and auth.api_key(provider) == stored["access"]
+    assert stored["expires"] > now_ms() + 60_000 and not lock_dir(path).exists()
+    rotates = provider not in ("github-copilot", "meta")  # these keep their long-lived token as ``refresh``
+    assert (stored["refresh"] != refresh) == rotates and stored["refresh"] in oauth.live_refresh
+    assert all(stored.get(k) == v for k, v in EXTRA_FIELDS.get(provider, {}).items() if v)
+    # a 401 to the fresh token refreshes again, at once, and the next request gets another token
+    assert await auth.unauthorized(provider, stored["access"]) is True
+    assert json.loads(path.read_text())[provider]["access"] not in (stored["access"], "sk-ant-oat01-old")
 
 
 async def test_refresh_waits_for_a_lock_held_by_another_process(tmp_path: Path, oauth: FakeOAuthServer):
@@ -241,6 +272,55 @@ async def test_codex_browser_sign_in_by_pasted_redirect_url(oauth: FakeOAuthServ
     cred = await flows_login.login_codex(ScriptedUI(oauth, paste=True))
     assert cred["accountId"] == "acct-1" and cred["refresh"] in oauth.live_refresh
     assert oauth.grants("authorization_code")[0]["redirect_uri"] == "http://localhost:1455/auth/callback"
+
+
+async def test_sign_in_with_chatgpt_registers_a_client_and_refreshes_with_it(tmp_path: Path, oauth: FakeOAuthServer):
+    from pi_coding_agent.coding.login_ui import device_id
+    from pi_coding_agent.coding.resources.settings import Settings
+
+    settings = Settings.load(tmp_path, tmp_path, project_trusted=False)
+    device = device_id(settings)
+    assert json.loads((tmp_path / "settings.json").read_text())["deviceId"] == device == device_id(settings)
+    ui = ScriptedUI(oauth)
+    cred = await flows_login.login("openai", ui, lambda: device)
+    query = parse_qs(urlsplit(ui.events[0]["url"]).query)
+    assert ui.events[0]["url"].startswith("https://auth.openai.com/api/accounts/authorize?")
+    assert query["client_id"] == ["dynamic_agent_client"] and query["ext_agent_host_id"] == [f"urn:uuid:{device}"]
+    assert query["redirect_uri"] == ["http://127.0.0.1:1455/auth/callback"] and query["nonce"][0]
+    issued = oauth.grants("authorization_code")[0]["client_id"]
+    assert issued.startswith("app_issued_") and cred["clientId"] == issued
+    assert cred["scopes"] == ["openid", "profile", "email", "offline_access", "resource.invoke",
+                              "chatgpt.tokens.use.direct"]
+    assert list(cred) == ["type", "access", "refresh", "expires", "clientId", "scopes"]
+    write_auth(tmp_path, {"openai": {**cred, "expires": now_ms() - 1}})
+    auth = AuthStorage(tmp_path)
+    await auth.prepare("openai")
+    assert auth.api_key("openai") == "sk-ant-oat01-access-2"
+    assert oauth.grants("refresh_token")[0] == {"grant_type": "refresh_token", "client_id": issued,
+                                                "refresh_token": cred["refresh"], "resource": "https://api.openai.com/v1"}
+    with pytest.raises(OAuthError, match="requires a device ID"):
+        await flows_login.login("openai", ui, lambda: "not-a-uuid")
+
+
+@pytest.mark.parametrize("method", ["browser", "device-code"])
+async def test_radius_sign_in_by_browser_and_by_device_code(tmp_path: Path, oauth: FakeOAuthServer, method: str):
+    ui = ScriptedUI(oauth, method=method)
+    cred = await flows_login.login("radius", ui)
+    assert list(cred) == ["type", "access", "refresh", "expires"] and cred["refresh"] in oauth.live_refresh
+    assert abs(cred["expires"] - (now_ms() + 3600_000 - 60_000)) < 5000  # one minute of skew, as pi
+    grant = oauth.requests[-1]
+    assert grant["path"] == "/v1/oauth/token" and grant["body"]["client_id"] == "pi-gateway"
+    if method == "browser":
+        query = parse_qs(urlsplit(next(e for e in ui.events if e["type"] == "auth_url")["url"]).query)
+        assert query["redirect_uri"] == ["http://127.0.0.1:1456/oauth/callback"] and query["handoff"] == ["url"]
+        assert query["scope"] == ["gateway offline_access"] and grant["body"]["grant_type"] == "authorization_code"
+    else:
+        assert ui.events[0]["type"] == "device_code" and grant["body"]["grant_type"].endswith(":device_code")
+    write_auth(tmp_path, {"radius": {**cred, "expires": now_ms() - 1}})
+    refreshed = await AuthStorage(tmp_path).fresh_oauth("radius")
+    assert refreshed is not None and refreshed["access"] != cred["access"]
+    assert oauth.grants("refresh_token")[-1] == {"grant_type": "refresh_token", "client_id": "pi-gateway",
+                                                 "refresh_token": cred["refresh"]}
 
 
 async def test_copilot_device_code_sign_in(oauth: FakeOAuthServer):

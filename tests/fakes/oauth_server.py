@@ -10,12 +10,19 @@ keeps its path and comes here. It implements what the tests need of each provide
   the old refresh token, so a client that refreshes twice with the same token (a lost update
   between processes) gets ``invalid_grant``. ``refresh_delay_s`` widens race windows.
 * revocation: ``POST /oauth/revoke`` (RFC 7009) or ``revoke(token)`` kills a refresh token.
-* device code (RFC 8628, GitHub's ``/login/device/code`` + ``/login/oauth/access_token``):
-  ``authorization_pending`` until ``approve_device()``.
-* GitHub Copilot's token exchange and model list.
+* device code (RFC 8628, GitHub's ``/login/device/code`` + ``/login/oauth/access_token``, Radius's
+  ``/v1/oauth/device`` + the device grant at ``/v1/oauth/token``): ``authorization_pending`` until
+  ``approve_device()``. Radius's ``GET /v1/oauth`` names its authorization page.
+* GitHub Copilot's token exchange and model list; Meta's API key mint (``/muse-code/key``).
+
+* Anthropic workload identity federation: the RFC 7523 ``jwt-bearer`` grant at ``/v1/oauth/token``
+  trades an accepted identity token (``identity_tokens``) for an access token, without a refresh token.
+* Sign in with ChatGPT's dynamic client registration: an authorization request for
+  ``dynamic_agent_client`` gets a newly issued ``client_id`` in its redirect, and the code exchange and
+  refreshes must name that client.
 
 Paths: Anthropic ``/v1/oauth/token`` (JSON), OpenAI Codex ``/oauth/token`` (form), xAI
-``/oauth2/token`` (form).
+``/oauth2/token`` (form), Sign in with ChatGPT ``/api/accounts/oauth/token`` (form).
 """
 
 from __future__ import annotations
@@ -32,7 +39,9 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 from tests.fakes.local_server import LocalServer
 
-TOKEN_PATHS = ("/v1/oauth/token", "/oauth/token", "/oauth2/token", "/api/oauth/token")
+CHATGPT_TOKEN_PATH = "/api/accounts/oauth/token"
+TOKEN_PATHS = ("/v1/oauth/token", "/oauth/token", "/oauth2/token", "/api/oauth/token", CHATGPT_TOKEN_PATH)
+CHATGPT_SCOPE = "openid profile email offline_access resource.invoke chatgpt.tokens.use.direct"
 
 
 def s256(verifier: str) -> str:
@@ -77,10 +86,12 @@ class _Handler(BaseHTTPRequestHandler):
         elif path == "/oauth/revoke":
             fake.revoke(body.get("token", ""))
             self._reply(200, {})
-        elif path == "/login/device/code":
+        elif path in ("/login/device/code", "/v1/oauth/device"):
             self._reply(200, fake.start_device())
         elif path == "/login/oauth/access_token":
             self._reply(200, fake.poll_device(body.get("device_code", "")))
+        elif path == "/muse-code/key":
+            self._reply(*fake.meta_key(self.headers.get("authorization", "")))
         else:
             self._reply(404, {"error": "not_found"})
 
@@ -90,6 +101,8 @@ class _Handler(BaseHTTPRequestHandler):
         fake.log(self.command, path, {}, dict(self.headers))
         if path == "/copilot_internal/v2/token":
             self._reply(*fake.copilot_token(self.headers.get("authorization", "")))
+        elif path == "/v1/oauth":  # Radius's discovery of its authorization page
+            self._reply(200, {"authorizationEndpoint": "https://radius.pi.dev/oauth/authorize"})
         elif path == "/models":
             self._reply(200, {"data": [{"id": "gpt-4.1", "model_picker_enabled": True},
                                        {"id": "hidden", "model_picker_enabled": False}]})
@@ -110,6 +123,8 @@ class FakeOAuthServer(LocalServer):
         self.codes: dict[str, dict[str, str]] = {}
         self.devices: dict[str, bool] = {}
         self.serial = 0
+        self.issued_clients: set[str] = set()
+        self.identity_tokens: set[str] = set()  # OIDC tokens the jwt-bearer grant accepts (Anthropic federation)
 
     def log(self, method: str, path: str, body: dict[str, Any], headers: dict[str, str]) -> None:
         with self.lock:
@@ -137,11 +152,15 @@ class FakeOAuthServer(LocalServer):
         refresh = f"refresh-{secrets.token_hex(8)}"
         self.live_refresh.add(refresh)
         access = codex_jwt("acct-1", self.serial) if path == "/oauth/token" else f"sk-ant-oat01-access-{self.serial}"
-        return {"access_token": access, "refresh_token": refresh, "expires_in": self.expires_in,
-                "token_type": "Bearer"}
+        body = {"access_token": access, "refresh_token": refresh, "expires_in": self.expires_in, "token_type": "Bearer"}
+        if path == CHATGPT_TOKEN_PATH:
+            body |= {"scope": CHATGPT_SCOPE, "id_token": codex_jwt("acct-1", self.serial)}
+        return body
 
     def token(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         grant = body.get("grant_type")
+        if path == CHATGPT_TOKEN_PATH and body.get("client_id") not in self.issued_clients:
+            return 401, {"error": "invalid_client", "error_description": "unknown client"}
         if grant == "refresh_token":
             time.sleep(self.refresh_delay_s)
             with self.lock:
@@ -149,6 +168,19 @@ class FakeOAuthServer(LocalServer):
                     return 400, {"error": "invalid_grant", "error_description": "refresh token is not valid"}
                 self.live_refresh.discard(body["refresh_token"])
                 return 200, self._tokens(path)
+        if grant == "urn:ietf:params:oauth:grant-type:device_code":  # RFC 8628 at the token endpoint (Radius)
+            with self.lock:
+                if not self.devices.get(body.get("device_code", "")):
+                    return 400, {"error": "authorization_pending"}
+                self.devices.pop(body["device_code"])
+                return 200, self._tokens(path)
+        if grant == "urn:ietf:params:oauth:grant-type:jwt-bearer":
+            with self.lock:
+                if body.get("assertion") not in self.identity_tokens or not body.get("federation_rule_id"):
+                    return 401, {"error": "invalid_grant", "error_description": "assertion rejected"}
+                self.serial += 1
+                return 200, {"access_token": f"fed-access-{self.serial}", "expires_in": self.expires_in,
+                             "token_type": "Bearer"}
         if grant == "authorization_code":
             with self.lock:
                 issued = self.codes.pop(body.get("code", ""), None)
@@ -164,9 +196,13 @@ class FakeOAuthServer(LocalServer):
         query = {k: v[0] for k, v in parse_qs(urlsplit(authorize_url).query).items()}
         assert query["code_challenge_method"] == "S256" and query["response_type"] == "code"
         code = f"code-{secrets.token_hex(6)}"
+        redirect = {"code": code, "state": query["state"]}
         with self.lock:
             self.codes[code] = {"challenge": query["code_challenge"], "redirect_uri": query["redirect_uri"]}
-        return f"{query['redirect_uri']}?{urlencode({'code': code, 'state': query['state']})}"
+            if query.get("client_id") == "dynamic_agent_client":  # registered now, named in the redirect
+                redirect["client_id"] = f"app_issued_{secrets.token_hex(4)}"
+                self.issued_clients.add(redirect["client_id"])
+        return f"{query['redirect_uri']}?{urlencode(redirect)}"
 
     # --------------------------------------------------------------------- device code, Copilot
 
@@ -189,6 +225,14 @@ class FakeOAuthServer(LocalServer):
             token = f"gho_{secrets.token_hex(6)}"
             self.live_refresh.add(token)
             return {"access_token": token, "token_type": "bearer", "scope": "read:user"}
+
+    def meta_key(self, authorization: str) -> tuple[int, dict[str, Any]]:
+        """Meta mints a day-long API key from its (non-rotating) identity token."""
+        with self.lock:
+            if authorization.removeprefix("Bearer ").strip() not in self.live_refresh:
+                return 401, {"error": "invalid_token"}
+            self.serial += 1
+            return 200, {"api_key": f"meta-key-{self.serial}"}
 
     def copilot_token(self, authorization: str) -> tuple[int, dict[str, Any]]:
         github_token = authorization.removeprefix("Bearer ").strip()

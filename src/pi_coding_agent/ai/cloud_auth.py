@@ -8,18 +8,15 @@ and start-up model selection (no AWS or Google library is imported here).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from pathlib import Path
+
+from pi_coding_agent.ai.provider_env import env_value as _get
 
 AUTHENTICATED = "<authenticated>"
 AWS_SOURCES = ("AWS_PROFILE", "AWS_BEARER_TOKEN_BEDROCK", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
                "AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_WEB_IDENTITY_TOKEN_FILE")
 GCLOUD_ADC = Path(".config") / "gcloud" / "application_default_credentials.json"
-
-
-def _get(name: str, env: Mapping[str, str] | None) -> str | None:
-    return (env or {}).get(name) or os.environ.get(name) or None
 
 
 def _aws_configured(env: Mapping[str, str] | None) -> bool:

@@ -18,9 +18,11 @@ import orjson
 
 from pi_coding_agent.ai.catalog import catalog_index, provider_env_vars
 from pi_coding_agent.ai.cloud_auth import ambient_key
+from pi_coding_agent.ai.provider_env import env_value as _env
 
 if TYPE_CHECKING:
     from pi_coding_agent.ai.llama_router import LlamaClient
+    from pi_coding_agent.ai.oauth.providers import OAuthProvider
     from pi_coding_agent.ai.oauth.store import CredentialFile
     from pi_coding_agent.ai.types import Model
 
@@ -86,10 +88,6 @@ def env_names(value: str) -> list[str]:
         return []
     names = [p.name for p in _parse_template(value) if isinstance(p, _EnvRef)]
     return list(dict.fromkeys(names))
-
-
-def _env(name: str, env: Mapping[str, str] | None) -> str | None:
-    return (env or {}).get(name) or os.environ.get(name) or None
 
 
 def is_configured(value: str, env: Mapping[str, str] | None = None) -> bool:
@@ -211,6 +209,7 @@ class AuthStorage:
         self.errors: list[str] = []
         self._credentials = self._load() if create_missing or self.path.exists() else {}
         self._config_keys: dict[str, str] = {}
+        self._radius_gateways: dict[str, tuple[str, str]] = {}  # models.json provider -> (baseUrl, name)
 
     def __repr__(self) -> str:
         return f"AuthStorage(path={str(self.path)!r}, providers={sorted(self._credentials)!r})"
@@ -245,6 +244,18 @@ class AuthStorage:
     def set_config_keys(self, keys: Mapping[str, str]) -> None:
         """Raw ``apiKey`` values from models.json (resolved per request, after auth.json)."""
         self._config_keys = dict(keys)
+
+    def set_radius_gateways(self, gateways: Mapping[str, tuple[str, str]]) -> None:
+        """models.json providers with ``"oauth": "radius"``: their ``baseUrl`` and name (sign-in, refresh)."""
+        self._radius_gateways = dict(gateways)
+
+    def oauth_spec(self, provider: str) -> OAuthProvider | None:
+        """The provider's account sign-in and refresh: pi's built-in ones, or a models.json Radius gateway."""
+        from pi_coding_agent.ai.oauth.providers import PROVIDERS, radius_provider
+
+        if provider in self._radius_gateways:
+            return radius_provider(provider, self._radius_gateways[provider][1], self._radius_gateways[provider][0])
+        return PROVIDERS.get(provider)
 
     def _file(self) -> CredentialFile:
         from pi_coding_agent.ai.oauth.store import CredentialFile
@@ -287,7 +298,7 @@ class AuthStorage:
             return None
         from pi_coding_agent.ai.oauth.refresh import fresh_credential
 
-        cred = await fresh_credential(self._file(), provider, min_validity_ms, stale_access)
+        cred = await fresh_credential(self._file(), provider, min_validity_ms, stale_access, self.oauth_spec(provider))
         if cred is None:
             self._credentials.pop(provider, None)
         else:
@@ -326,6 +337,10 @@ class AuthStorage:
         Whether a different token is now stored (worth one more attempt).
         """
         cred = self._credentials.get(provider, {})
+        if rejected_key == "" and _federated(provider) and self.api_key(provider) == "":
+            from pi_coding_agent.ai import anthropic_federation
+
+            return anthropic_federation.invalidate()  # the next request exchanges the identity token again
         if cred.get("type") != "oauth" or not rejected_key or cred.get("access") != rejected_key:
             return False
         fresh = await self.fresh_oauth(provider, stale_access=rejected_key)
@@ -364,9 +379,10 @@ class AuthStorage:
             return None
         if provider in self._config_keys:
             return None
-        return _env(ANTHROPIC_AUTH_TOKEN, self._credential_env(provider))
+        return _env(ANTHROPIC_AUTH_TOKEN, self.credential_env(provider))
 
-    def _credential_env(self, provider: str) -> dict[str, str]:
+    def credential_env(self, provider: str) -> dict[str, str]:
+        """The string values of the provider's stored ``env`` map (pi's provider-scoped settings)."""
         env = self._credentials.get(provider, {}).get("env")
         return {k: v for k, v in env.items() if isinstance(v, str)} if isinstance(env, dict) else {}
 
@@ -392,7 +408,7 @@ class AuthStorage:
         return None if url is None else llama_router.LlamaClient(url, llama_router.api_key(cred, os.environ))
 
     def _env_key(self, provider: str) -> str | None:
-        env = self._credential_env(provider)
+        env = self.credential_env(provider)
         for name in provider_env_vars(provider):
             value = _env(name, env)
             if value:
@@ -406,7 +422,7 @@ class AuthStorage:
         """
         if runtime_override:
             return runtime_override
-        env = self._credential_env(provider)
+        env = self.credential_env(provider)
         stored = self._stored_key(provider)
         if stored is not None and self.stored_type(provider) == "oauth":
             return stored  # an access token is used as stored, never interpolated
@@ -426,7 +442,7 @@ class AuthStorage:
         found = self._env_key(provider)
         if found:
             return found
-        return "" if _is_keyless(provider) else None
+        return "" if _is_keyless(provider) or _federated(provider) else None
 
     def has_auth(self, provider: str) -> bool:
         """Whether a key source is configured (cheap: commands are not run)."""
@@ -436,10 +452,21 @@ class AuthStorage:
             return True
         if provider == LLAMA_PROVIDER:
             return self.llama_client() is not None
+        if _federated(provider):
+            return True
         configured = self._config_keys.get(provider)
-        if configured is not None and is_configured(configured, self._credential_env(provider)):
+        if configured is not None and is_configured(configured, self.credential_env(provider)):
             return True
         return self._env_key(provider) is not None
+
+
+def _federated(provider: str) -> bool:
+    """Anthropic workload identity federation is configured (the adapter exchanges the identity token)."""
+    if provider != "anthropic":
+        return False
+    from pi_coding_agent.ai import anthropic_federation
+
+    return anthropic_federation.configured() is not None
 
 
 def _is_keyless(provider: str) -> bool:

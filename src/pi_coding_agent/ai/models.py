@@ -109,6 +109,8 @@ class ModelRegistry:
         self._models: dict[str, list[Model]] = {}
         self._check_config()
         auth.set_config_keys({p: c["apiKey"] for p, c in self._config.items() if isinstance(c.get("apiKey"), str)})
+        auth.set_radius_gateways({p: (c["baseUrl"], c.get("name") or p) for p, c in self._config.items()
+                                  if c.get("oauth") == "radius" and c.get("baseUrl")})
 
     def __repr__(self) -> str:
         return f"ModelRegistry(agent_dir={str(self.agent_dir)!r}, providers={len(self.providers())})"

@@ -29,6 +29,7 @@ from typing import Any, Protocol
 
 from pi_coding_agent.ai.abort import AbortSignal
 from pi_coding_agent.ai.cost import apply_cost
+from pi_coding_agent.ai.provider_env import REQUEST_ENV
 from pi_coding_agent.ai.transform import prepare_messages
 from pi_coding_agent.ai.types import AssistantMessage, Context, Model, empty_usage, now_ms
 
@@ -73,6 +74,7 @@ class StreamOptions:
     on_payload: PayloadHook | None = None  # may return a replacement request body
     max_retries: int = 0  # provider-level retries of a failed request (``retry.provider.maxRetries``)
     max_retry_delay_ms: int = 60000  # longest server-requested wait honoured; 0 = no limit
+    env: dict[str, str] = field(default_factory=dict)  # a stored credential's settings, before os.environ (provider_env)
 
 
 class ProviderError(Exception):
@@ -200,6 +202,7 @@ class AssistantStream:
         yield {"type": "done", "reason": msg["stopReason"], "message": msg}
 
     async def _produce(self, queue: asyncio.Queue[Any]) -> None:
+        REQUEST_ENV.set(self.options.env)  # this task's own context: the adapter sees it, nothing else does
         try:
             adapter = load_adapter(self.model["api"], self.model["provider"])
             context: Context = {**self.context, "messages": prepare_messages(self.model, self.context["messages"])}

@@ -24,7 +24,7 @@ from pi_coding_agent.ai.abort import AbortSignal, sleep_abortable
 from pi_coding_agent.ai.keys import start_prompt
 from pi_coding_agent.ai.thinking import clamp_thinking_level, supported_thinking_levels
 from pi_coding_agent.ai.types import Model
-from pi_coding_agent.coding import llama_command
+from pi_coding_agent.coding import llama_command, login_ui
 from pi_coding_agent.coding.bash_runs import BashRuns
 from pi_coding_agent.coding.compaction.controller import CompactionController
 from pi_coding_agent.coding.errors import SessionError
@@ -232,8 +232,11 @@ class AgentSession:
 
     async def _handle_input(self, text: str, images: list[dict[str, Any]] | None, streaming_behavior: str | None,
                             allow_commands: bool) -> dict[str, Any] | None:
-        """The built-in ``/llama`` and ``/mcp``, extension commands and ``input`` hooks: a disposition, an
-        ``{"action": "transform"}``, or None."""
+        """The built-in ``/login``, ``/llama`` and ``/mcp``, extension commands and ``input`` hooks: a
+        disposition, an ``{"action": "transform"}``, or None."""
+        if allow_commands and self.rt.mode == "rpc" and login_ui.is_invocation(text):  # elsewhere, pi's text
+            await login_ui.run(self.rt, text)
+            return {"disposition": "handled"}
         if allow_commands and self.rt.registry.llama_enabled and llama_command.is_invocation(text):
             await llama_command.run(self.rt)
             return {"disposition": "handled"}

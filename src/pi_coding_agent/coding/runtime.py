@@ -194,7 +194,7 @@ class SessionRuntime:
         return StreamOptions(session_id=self.session_manager.session_id,
                              thinking_budgets=self.settings.thinking_budgets,
                              headers=self._auth_headers(model) | self.registry.request_headers(model, self.api_key_for(model)),
-                             **provider_request_options(self.settings))
+                             env=self.auth.credential_env(model["provider"]), **provider_request_options(self.settings))
 
     async def recover_unauthorized(self, failed: Mapping[str, Any] | None) -> bool:
         """After a 401 to an OAuth access token, refresh it (even before its expiry): True to retry once."""

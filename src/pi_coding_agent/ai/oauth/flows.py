@@ -82,6 +82,7 @@ class CallbackServer:
         self.result: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         self._server: asyncio.Server | None = None
         self.port = 0
+        self.query: dict[str, list[str]] = {}  # the accepted redirect's parameters (some flows need more than the code)
 
     async def start(self, host: str, port: int) -> None:
         self._server = await asyncio.start_server(self._serve, host, port)
@@ -120,6 +121,7 @@ class CallbackServer:
         code = query.get("code", [None])[0]
         if not code:
             return "400 Bad Request", "Missing authorization code."
+        self.query = query
         self.result.set_result(code)
         return "200 OK", f"Signed in to {self.provider_name}. You may now close this page."
 

@@ -7,15 +7,18 @@ code and poll. Methods are offered as pi offers them (a ``select`` prompt where 
 
 from __future__ import annotations
 
+import re
 import secrets
+import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 from pi_coding_agent.ai.oauth import providers as p
 from pi_coding_agent.ai.oauth.flows import (
     LoginUI,
     Poll,
+    b64url,
     callback_or_pasted,
     parse_authorization_input,
     pkce,
@@ -42,6 +45,12 @@ CODEX_DEVICE_TOKEN_URL = "https://auth.openai.com/api/accounts/deviceauth/token"
 CODEX_DEVICE_PAGE = "https://auth.openai.com/codex/device"
 CODEX_DEVICE_REDIRECT = "https://auth.openai.com/deviceauth/callback"
 CODEX_DEVICE_TIMEOUT_S = 15 * 60
+CHATGPT_AUTHORIZE_URL = "https://auth.openai.com/api/accounts/authorize"
+CHATGPT_DYNAMIC_CLIENT = "dynamic_agent_client"  # OpenAI registers a new client per sign-in
+CHATGPT_CALLBACK_PORT = 1455
+CHATGPT_REDIRECT = f"http://127.0.0.1:{CHATGPT_CALLBACK_PORT}/auth/callback"
+CHATGPT_SCOPE = f"openid profile email offline_access resource.invoke {p.CHATGPT_DIRECT_SCOPE}"
+_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.IGNORECASE)
 XAI_DEVICE_CODE_URL = "https://auth.x.ai/oauth2/device/code"
 XAI_SCOPE = "openid profile email offline_access grok-cli:access api:access"
 META_DEVICE_URL = "https://auth.meta.com/oidc/device/authorization/"
@@ -179,6 +188,67 @@ async def login_codex(ui: LoginUI) -> Credential:
     return await _codex_browser(ui)
 
 
+# ----------------------------------------------------------------------------- Sign in with ChatGPT (openai)
+
+
+def _chatgpt_callback(query: dict[str, list[str]], state: str) -> tuple[str, str]:
+    """(code, issued client id) from the redirect OpenAI sends after registering the client."""
+    def first(name: str) -> str:
+        return (query.get(name) or [""])[0].strip()
+
+    if error := first("error"):
+        raise OAuthError(f"ChatGPT authorization failed: {error}")
+    if not first("code"):
+        raise OAuthError("Missing authorization code")
+    if first("state") != state:
+        raise OAuthError("OAuth state mismatch")
+    if not first("client_id"):
+        raise OAuthError("OpenAI OAuth registration callback did not contain an issued client ID")
+    return first("code"), first("client_id")
+
+
+def _chatgpt_pasted(text: str, state: str) -> tuple[str, str]:
+    parts, expected = urlsplit(text.strip()), urlsplit(CHATGPT_REDIRECT)
+    if (parts.scheme, parts.netloc, parts.path) != (expected.scheme, expected.netloc, expected.path):
+        raise OAuthError(f"The pasted callback URL must start with {CHATGPT_REDIRECT}")
+    return _chatgpt_callback(parse_qs(parts.query), state)
+
+
+async def login_chatgpt(ui: LoginUI, device_id: str) -> Credential:
+    """Sign in with ChatGPT for the ``openai`` provider: the client is registered during the sign-in
+    (its id comes back with the code) and the installation is named by its device id."""
+    if not _UUID.match(device_id):
+        raise OAuthError("Sign in with ChatGPT requires a device ID (UUID) for this installation")
+    verifier, challenge = pkce()
+    state = b64url(secrets.token_bytes(32))
+    server = await start_callback("ChatGPT", "/auth/callback", state, (CHATGPT_CALLBACK_PORT,))
+    if server is None:
+        raise OAuthError(f"Port {CHATGPT_CALLBACK_PORT} is in use, probably by an unfinished login in another "
+                         "pi session or by the Codex CLI. Cancel that login and try again.")
+    url = CHATGPT_AUTHORIZE_URL + "?" + urlencode({
+        "client_id": CHATGPT_DYNAMIC_CLIENT, "agent_name_hint": "Pi", "ext_agent_host_id": f"urn:uuid:{device_id.lower()}",
+        "response_type": "code", "redirect_uri": CHATGPT_REDIRECT, "resource": p.CHATGPT_RESOURCE,
+        "scope": CHATGPT_SCOPE, "state": state, "code_challenge": challenge, "code_challenge_method": "S256",
+        "nonce": b64url(secrets.token_bytes(32))})
+    try:
+        ui.notify({"type": "auth_url", "url": url, "instructions": "Complete sign-in in your browser. If the "
+                   "callback does not complete, paste the final redirect URL here."})
+        how, value = await callback_or_pasted(ui, server, "Complete login in your browser, or paste the final "
+                                              "redirect URL here:", CHATGPT_REDIRECT)
+        code, client_id = _chatgpt_callback(server.query, state) if how == "callback" else _chatgpt_pasted(value, state)
+    finally:
+        server.close()
+    ui.notify({"type": "progress", "message": "Exchanging authorization code for tokens..."})
+    reply = await call("POST", p.CHATGPT_TOKEN_URL, form={
+        "grant_type": "authorization_code", "client_id": client_id, "code": code, "code_verifier": verifier,
+        "redirect_uri": CHATGPT_REDIRECT, "resource": p.CHATGPT_RESOURCE})
+    if not reply.ok:
+        raise reply.failure("OpenAI OAuth token request")
+    if not isinstance(reply.body.get("id_token"), str) or not reply.body["id_token"].strip():
+        raise OAuthError("OpenAI OAuth token response did not contain an ID token")
+    return p.chatgpt_credential(reply.body, client_id)
+
+
 # ----------------------------------------------------------------------------- device-code providers
 
 
@@ -261,6 +331,62 @@ async def login_copilot(ui: LoginUI) -> Credential:
     return {**cred, "availableModelIds": p.picker_model_ids(models)}
 
 
+# ----------------------------------------------------------------------------- Radius
+
+
+RADIUS_SCOPE = "gateway offline_access"
+RADIUS_CALLBACK_PORT = 1456
+RADIUS_REDIRECT = f"http://127.0.0.1:{RADIUS_CALLBACK_PORT}/oauth/callback"
+
+
+async def _radius_token(gateway: str, name: str, form: dict[str, str]) -> Credential:
+    reply = await call("POST", f"{gateway}/v1/oauth/token", form={"client_id": p.RADIUS_CLIENT_ID, **form})
+    if not reply.ok:
+        raise reply.failure(f"{name} OAuth token request")
+    return p.radius_credential(reply.body)
+
+
+async def _radius_browser(ui: LoginUI, gateway: str, name: str) -> Credential:
+    """The gateway names its authorization page (``/v1/oauth``); the code comes back on port 1456."""
+    discovery = await call("GET", f"{gateway}/v1/oauth")
+    authorize = trusted_url(discovery.body.get("authorizationEndpoint")) if discovery.ok else None
+    if authorize is None:
+        raise OAuthError(f"Invalid Radius OAuth config from {gateway}")
+    verifier, challenge = pkce()
+    state = str(uuid.uuid4())
+    server = await start_callback(name, "/oauth/callback", state, (RADIUS_CALLBACK_PORT,))
+    if server is None:
+        raise OAuthError(f"Could not listen for the {name} callback on port {RADIUS_CALLBACK_PORT}")
+    url = authorize + "?" + urlencode({
+        "response_type": "code", "client_id": p.RADIUS_CLIENT_ID, "redirect_uri": RADIUS_REDIRECT, "scope": RADIUS_SCOPE,
+        "code_challenge": challenge, "code_challenge_method": "S256", "handoff": "url", "state": state})
+    try:
+        ui.notify({"type": "progress", "message": f"Listening for OAuth callback on {RADIUS_REDIRECT}"})
+        ui.notify({"type": "auth_url", "url": url, "instructions": "Continue in your browser."})
+        how, value = await callback_or_pasted(ui, server, PASTE_HINT, RADIUS_REDIRECT)
+        code = value if how == "callback" else _pasted_code(value, state)
+    finally:
+        server.close()
+    return await _radius_token(gateway, name, {"grant_type": "authorization_code", "redirect_uri": RADIUS_REDIRECT,
+                                               "code": code, "code_verifier": verifier})
+
+
+async def login_radius(ui: LoginUI, gateway: str = p.RADIUS_GATEWAY, name: str = "Radius") -> Credential:
+    """Radius's sign-in at ``gateway`` (the built-in one, or a models.json provider's own)."""
+    method = await ui.prompt("select", f"Sign in to {name}:", options=[
+        ("browser", "Sign in with browser (recommended)"),
+        ("device-code", "Sign in with device code (when signing in from another device)")])
+    if method == "browser":
+        return await _radius_browser(ui, gateway, name)
+    if method != "device-code":
+        raise OAuthError(f"Unknown {name} sign-in method: {method}")
+    device, interval, expires = await _device_start(ui, f"{gateway}/v1/oauth/device", {
+        "client_id": p.RADIUS_CLIENT_ID, "scope": RADIUS_SCOPE}, name, complete_first=False)
+    body = await _device_tokens(f"{gateway}/v1/oauth/token", {
+        "grant_type": DEVICE_GRANT, "client_id": p.RADIUS_CLIENT_ID, "device_code": device}, name, interval, expires)
+    return p.radius_credential(body)
+
+
 # ----------------------------------------------------------------------------- OpenRouter
 
 
@@ -289,6 +415,7 @@ async def login_openrouter(ui: LoginUI) -> Credential:
         server.close()
 
 
+# Every provider with an account sign-in; ``login`` runs one (``openai`` also needs the device id).
 LOGINS: dict[str, LoginFlow] = {
     "anthropic": login_anthropic,
     "openai-codex": login_codex,
@@ -297,4 +424,19 @@ LOGINS: dict[str, LoginFlow] = {
     "kimi-coding": login_kimi,
     "meta": login_meta,
     "openrouter": login_openrouter,
+    "radius": login_radius,
 }
+SIGN_IN_PROVIDERS = (*LOGINS, "openai")
+
+
+async def login(provider: str, ui: LoginUI, device_id: Callable[[], str] | None = None,
+                spec: p.OAuthProvider | None = None) -> Credential:
+    """Run ``provider``'s sign-in; ``device_id`` gives the installation's id (settings ``deviceId``),
+    ``spec`` a provider that models.json made (a Radius gateway of its own)."""
+    if spec is not None and spec.gateway is not None:
+        return await login_radius(ui, spec.gateway, spec.title)
+    if provider == "openai":
+        if device_id is None:
+            raise OAuthError("Sign in with ChatGPT requires a device ID (UUID) for this installation")
+        return await login_chatgpt(ui, device_id())
+    return await LOGINS[provider](ui)

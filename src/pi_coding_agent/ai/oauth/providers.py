@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import os
+import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -43,6 +44,8 @@ XAI_TOKEN_URL = "https://auth.x.ai/oauth2/token"
 KIMI_CLIENT_ID = "17e5f671-d194-4dfb-9706-5516cb48c098"
 META_KEY_MINT_URL = "https://api.meta.ai/muse-code/key"
 META_KEY_LIFETIME_MS = 24 * 60 * MINUTE_MS
+RADIUS_GATEWAY = "https://radius.pi.dev"  # the built-in ``radius`` provider's gateway
+RADIUS_CLIENT_ID = "pi-gateway"
 
 
 def now_ms() -> int:
@@ -107,7 +110,9 @@ def chatgpt_credential(body: dict[str, Any], client_id: str) -> Credential:
     scopes = str(body.get("scope") or "").split()
     if CHATGPT_DIRECT_SCOPE not in scopes:
         raise OAuthError(f"OpenAI OAuth grant did not include {CHATGPT_DIRECT_SCOPE}")
-    return {**token_credential(body, 3 * MINUTE_MS), "clientId": client_id, "scopes": scopes}
+    cred = token_credential(body, 3 * MINUTE_MS)
+    return {"type": "oauth", "access": cred["access"], "refresh": cred["refresh"], "expires": cred["expires"],
+            "clientId": client_id, "scopes": scopes}  # pi's field order for this provider
 
 
 async def refresh_chatgpt(cred: Credential) -> Credential:
@@ -214,6 +219,21 @@ async def refresh_meta(cred: Credential) -> Credential:
     return await mint_meta_key(cred["refresh"])
 
 
+def radius_credential(body: dict[str, Any]) -> Credential:
+    """pi's Radius credential: one minute of skew, and the granted ``scope`` when the gateway names one."""
+    cred = token_credential(body, MINUTE_MS)
+    out = {"type": "oauth", "access": cred["access"], "refresh": cred["refresh"], "expires": cred["expires"]}
+    return {**out, "scope": body["scope"]} if isinstance(body.get("scope"), str) else out
+
+
+async def refresh_radius(cred: Credential, gateway: str = RADIUS_GATEWAY) -> Credential:
+    reply = await call("POST", f"{gateway}/v1/oauth/token", form={
+        "grant_type": "refresh_token", "client_id": RADIUS_CLIENT_ID, "refresh_token": cred["refresh"]})
+    if not reply.ok:
+        raise reply.failure("Radius OAuth token request")
+    return radius_credential(reply.body)
+
+
 async def keep(cred: Credential) -> Credential:
     """OpenRouter's sign-in yields a non-expiring API key: nothing to refresh."""
     return cred
@@ -228,6 +248,7 @@ class OAuthProvider:
     title: str  # the provider's name ("Anthropic"); ``name`` is its sign-in method's
     name: str
     refresh: Callable[[Credential], Awaitable[Credential]]
+    gateway: str | None = None  # a Radius gateway: the sign-in and refresh go there
 
     def base_url(self, cred: Credential) -> str | None:
         """A per-credential API base URL (GitHub Copilot's proxy endpoint), else None."""
@@ -245,4 +266,17 @@ PROVIDERS: dict[str, OAuthProvider] = {p.id: p for p in (
     OAuthProvider("kimi-coding", "Kimi For Coding", "Kimi Code (subscription)", refresh_kimi),
     OAuthProvider("meta", "Meta", "Meta (Muse subscription)", refresh_meta),
     OAuthProvider("openrouter", "OpenRouter", "OpenRouter OAuth", keep),
+    OAuthProvider("radius", "Radius", "Radius", refresh_radius, RADIUS_GATEWAY),
 )}
+
+
+def radius_provider(provider: str, name: str, base_url: str) -> OAuthProvider:
+    """A models.json provider with ``"oauth": "radius"``: Radius's sign-in at the gateway its
+    ``baseUrl`` names (without a trailing ``/v1``; ``https://`` when it has no scheme), as pi reads it."""
+    gateway = re.sub(r"/v1/?$", "", base_url)
+    gateway = (gateway if re.match(r"https?://", gateway, re.IGNORECASE) else f"https://{gateway}").rstrip("/")
+
+    async def refresh(cred: Credential) -> Credential:
+        return await refresh_radius(cred, gateway)
+
+    return OAuthProvider(provider, name, name, refresh, gateway)

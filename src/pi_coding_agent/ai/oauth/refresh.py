@@ -13,7 +13,7 @@ import asyncio
 from collections.abc import Callable
 
 from pi_coding_agent.ai.oauth.http import OAuthError
-from pi_coding_agent.ai.oauth.providers import PROVIDERS, Credential, now_ms
+from pi_coding_agent.ai.oauth.providers import PROVIDERS, Credential, OAuthProvider, now_ms
 from pi_coding_agent.ai.oauth.store import CredentialFile, is_oauth
 
 DEFAULT_MIN_VALIDITY_MS = 5 * 60_000  # pi refreshes tokens with less than five minutes left
@@ -24,9 +24,8 @@ def expires_within(min_validity_ms: int) -> Callable[[Credential], bool]:
     return lambda cred: now_ms() + min_validity_ms >= cred["expires"]
 
 
-async def _refresh_locked(file: CredentialFile, provider: str, due: Callable[[Credential], bool]) -> Credential | None:
-    spec = PROVIDERS[provider]
-
+async def _refresh_locked(file: CredentialFile, provider: str, due: Callable[[Credential], bool],
+                          spec: OAuthProvider) -> Credential | None:
     async def replace(current: Credential | None) -> Credential | None:
         if not is_oauth(current) or current is None or not due(current):
             return None  # logged out meanwhile, or another process refreshed it
@@ -42,17 +41,19 @@ async def _refresh_locked(file: CredentialFile, provider: str, due: Callable[[Cr
 
 
 async def fresh_credential(file: CredentialFile, provider: str, min_validity_ms: int | None = None,
-                           stale_access: str | None = None) -> Credential | None:
+                           stale_access: str | None = None, spec: OAuthProvider | None = None) -> Credential | None:
     """The stored OAuth credential of ``provider``, refreshed first when it is due.
 
     Due means less than ``min_validity_ms`` (at least pi's five minutes) left, or, with
     ``stale_access``, that the stored access token is still the one a server just rejected (401).
-    None when no OAuth credential is stored. Raises ``OAuthError`` when a needed refresh fails, or
-    when an explicitly requested ``min_validity_ms`` cannot be met.
+    ``spec`` is the provider when models.json made it (a Radius gateway of its own). None when no
+    OAuth credential is stored. Raises ``OAuthError`` when a needed refresh fails, or when an
+    explicitly requested ``min_validity_ms`` cannot be met.
     """
     found = file.read_all().get(provider)
     stored: Credential | None = found if is_oauth(found) else None
-    if stored is None or provider not in PROVIDERS:
+    spec = spec or PROVIDERS.get(provider)
+    if stored is None or spec is None:
         return stored
     minimum = max(DEFAULT_MIN_VALIDITY_MS, min_validity_ms or 0)
     expiring = expires_within(minimum)
@@ -62,7 +63,7 @@ async def fresh_credential(file: CredentialFile, provider: str, min_validity_ms:
 
     if not due(stored):
         return stored
-    post = await _refresh_locked(file, provider, due)
+    post = await _refresh_locked(file, provider, due, spec)
     if post is not None and min_validity_ms is not None and expiring(post):
         raise OAuthError(f"OAuth refresh returned a token that expires too soon for {provider}")
     return post

@@ -528,10 +528,15 @@ async def stream(
 ) -> AsyncIterator[dict[str, Any]]:
     oauth = is_oauth_token(options.api_key)
     configured = {k.lower() for k, v in {**(model.get("headers") or {}), **options.headers}.items() if v.strip()}
+    federated = None
     if not options.api_key and not configured & {"authorization", "x-api-key"}:
-        raise ProviderError(f"No API key for provider: {model['provider']}")
+        from pi_coding_agent.ai import anthropic_federation  # the last way in: workload identity federation
+
+        federated = await anthropic_federation.token_for(model)
     body = build_body(model, context, options, oauth)
     headers = build_headers(model, context, options, body)
+    if federated is not None:
+        headers = anthropic_federation.with_token(headers, federated)
     effort = managed_effort(model, thinking_level(model, options))
     if effort:
         output["providerThinkingLevel"] = effort

@@ -18,10 +18,10 @@ docs/architecture.md); the credential chain runs in a thread because it may do b
 from __future__ import annotations
 
 import asyncio
-import os
 import re
 from typing import TYPE_CHECKING, Any
 
+from pi_coding_agent.ai.provider_env import env_value as _env
 from pi_coding_agent.ai.stream import ProviderError
 
 if TYPE_CHECKING:
@@ -35,10 +35,6 @@ DUMMY_CREDENTIALS = ("dummy-access-key", "dummy-secret-key")
 
 # botocore credential objects by profile ("" = default chain); refreshable ones renew themselves.
 _chains: dict[str, Any] = {}
-
-
-def _env(name: str) -> str | None:
-    return os.environ.get(name) or None
 
 
 def configured_region() -> str | None:

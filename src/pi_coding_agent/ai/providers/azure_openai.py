@@ -14,13 +14,13 @@ reuse the OpenAI adapters and only change those:
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator
 from contextlib import aclosing
 from dataclasses import replace
 from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
 
+from pi_coding_agent.ai.provider_env import env_value as _env
 from pi_coding_agent.ai.providers import openai_completions, openai_responses
 from pi_coding_agent.ai.providers.http import openai_error_text
 from pi_coding_agent.ai.stream import ProviderError, StreamOptions
@@ -30,10 +30,6 @@ DEFAULT_API_VERSION = "v1"
 AZURE_HOST_SUFFIXES = (".openai.azure.com", ".cognitiveservices.azure.com", ".ai.azure.com")
 MISSING_BASE_URL = ("Azure OpenAI base URL is required. Set AZURE_OPENAI_BASE_URL or AZURE_OPENAI_RESOURCE_NAME, "
                     "or pass azureBaseUrl, azureResourceName, or model.baseUrl.")
-
-
-def _env(name: str) -> str | None:
-    return os.environ.get(name) or None
 
 
 def deployment_name(model: Model) -> str:

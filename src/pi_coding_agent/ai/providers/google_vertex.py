@@ -20,12 +20,12 @@ and how it is authorised, the way pi's Google SDK does:
 from __future__ import annotations
 
 import asyncio
-import os
 import re
 from collections.abc import AsyncIterator
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
+from pi_coding_agent.ai.provider_env import env_value as _env
 from pi_coding_agent.ai.providers.google_generative_ai import stream_request
 from pi_coding_agent.ai.stream import ProviderError, StreamOptions
 from pi_coding_agent.ai.types import AssistantMessage, Context, Model
@@ -41,10 +41,6 @@ CREDENTIALS_MARKER = "gcp-vertex-credentials"
 _VERSION_SEGMENT = re.compile(r"^v\d+(?:beta\d*)?$")
 
 _credentials: dict[str, Credentials] = {}  # by credentials file path ("" = the default chain)
-
-
-def _env(name: str) -> str | None:
-    return os.environ.get(name) or None
 
 
 def explicit_api_key(api_key: str | None) -> str | None:

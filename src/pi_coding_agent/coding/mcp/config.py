@@ -270,3 +270,18 @@ def edit_servers(path: Path, edit: Any) -> bool:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(parsed, indent=indent, ensure_ascii=False) + "\n", encoding="utf-8")
     return True
+
+
+def add_server(path: Path, name: str, config: dict[str, Any]) -> bool:
+    """Put ``name`` into ``path``'s ``mcpServers`` (creating the file); whether it replaced an entry."""
+    replaced: list[bool] = []
+
+    def put(servers: dict[str, Any] | None, parsed: dict[str, Any]) -> bool:
+        target = servers if servers is not None else {}
+        replaced.append(name in target)
+        target[name] = config
+        parsed["mcpServers"] = target
+        return True
+
+    edit_servers(path, put)
+    return replaced[0]

@@ -133,7 +133,9 @@ class ServerConnection:
                 await self._client.close()
         self._client = None
         if isinstance(exc, McpAuthRequired):
-            self.state, self.error = "needs-auth", f'MCP server "{self.name}" requires sign-in. Run /mcp to sign in.'
+            provider = (self.entry.config.get("auth") or {}).get("provider") if self.entry.is_http else None
+            how = f"/login {provider}" if provider else "/mcp"
+            self.state, self.error = "needs-auth", f'MCP server "{self.name}" requires sign-in. Run {how} to sign in.'
         else:
             self.state = "failed"
             self.error = _describe(exc, self.entry) + self._stderr_tail(transport)

@@ -21,6 +21,7 @@ from pi_coding_agent.coding.mcp.tools import McpTool, schema_problem
 
 if TYPE_CHECKING:
     from pi_coding_agent.coding.mcp.oauth import CredentialStore, TokenSource
+    from pi_coding_agent.coding.mcp.provider_auth import ProviderToken
 
 AnyMcpTool = McpTool | ResourceTool
 
@@ -280,8 +281,14 @@ def credential_store(agent_dir: Path) -> CredentialStore:
     return CredentialStore(agent_dir / "mcp-auth.json")
 
 
-def token_source(entry: ServerEntry, agent_dir: Path) -> TokenSource | None:
-    """The stored OAuth token of an HTTP server that signs in with OAuth (None for the others)."""
+def token_source(entry: ServerEntry, agent_dir: Path) -> TokenSource | ProviderToken | None:
+    """The stored OAuth token of an HTTP server that signs in with OAuth, the provider login's token of
+    one with ``auth.provider``, else None."""
+    provider = (entry.config.get("auth") or {}).get("provider") if entry.is_http else None
+    if isinstance(provider, str) and provider:
+        from pi_coding_agent.coding.mcp.provider_auth import ProviderToken
+
+        return ProviderToken(provider, agent_dir)
     if not entry.uses_oauth:
         return None
     from pi_coding_agent.coding.mcp.oauth import TokenSource

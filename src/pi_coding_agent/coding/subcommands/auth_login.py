@@ -11,10 +11,15 @@ import asyncio
 import contextlib
 import getpass
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pi_coding_agent.ai.keys import AuthStorage
 from pi_coding_agent.coding import paths
+from pi_coding_agent.coding.login_ui import after_sign_in, device_id
+from pi_coding_agent.coding.login_ui import title as _title
+
+if TYPE_CHECKING:
+    from pi_coding_agent.coding.resources.settings import Settings
 
 LOGIN_USAGE = "pi auth login <provider> [--api-key] [--no-browser]"
 LOGOUT_USAGE = "pi auth logout <provider>"
@@ -106,18 +111,13 @@ def _parse_login(args: list[str]) -> tuple[str, bool, bool] | str:
     return provider, api_key, browser
 
 
-def _title(provider: str) -> str:
-    from pi_coding_agent.ai.oauth.providers import PROVIDERS
-
-    spec = PROVIDERS.get(provider)
-    return spec.title if spec else provider
-
-
-def _login_providers() -> list[str]:
+def _registered_auth() -> tuple[AuthStorage, list[str]]:
+    """auth.json as the model registry sees it (models.json Radius gateways included), and the providers."""
     from pi_coding_agent.ai.models import ModelRegistry
 
     agent = paths.agent_dir()
-    return ModelRegistry(agent, AuthStorage(agent)).providers()
+    auth = AuthStorage(agent)
+    return auth, ModelRegistry(agent, auth).providers()
 
 
 def login(args: list[str]) -> int:
@@ -126,47 +126,63 @@ def login(args: list[str]) -> int:
         print(parsed, file=sys.stderr)
         return 1
     provider, api_key, browser = parsed
-    from pi_coding_agent.ai.oauth.login import LOGINS
+    from pi_coding_agent.ai.oauth.login import SIGN_IN_PROVIDERS
 
-    known = [p for p in _login_providers() if p != "faux"]
-    if provider not in known and provider not in LOGINS:
+    auth, providers = _registered_auth()
+    known = [p for p in providers if p != "faux"]
+    if provider not in known and auth.oauth_spec(provider) is None:
         print(f'Unknown provider "{provider}".', file=sys.stderr)
-        print(f"Providers: {', '.join(sorted(set(known) | set(LOGINS)))}", file=sys.stderr)
+        print(f"Providers: {', '.join(sorted(set(known) | set(SIGN_IN_PROVIDERS)))}", file=sys.stderr)
         return 1
     if not sys.stdin.isatty():
         print(f'"{LOGIN_USAGE}" requires an interactive terminal', file=sys.stderr)
         return 1
     try:
-        return asyncio.run(_login(provider, api_key, browser))
+        return asyncio.run(_login(auth, provider, api_key, browser))
     except KeyboardInterrupt:
         print("Login cancelled.", file=sys.stderr)
         return 1
 
 
-async def _login(provider: str, api_key: bool, browser: bool) -> int:
+async def _login(auth: AuthStorage, provider: str, api_key: bool, browser: bool) -> int:
     from pi_coding_agent.ai.oauth.http import OAuthError
-    from pi_coding_agent.ai.oauth.login import LOGINS
+    from pi_coding_agent.ai.oauth.login import login
 
-    auth = AuthStorage(paths.agent_dir())
-    flow = None if api_key else LOGINS.get(provider)
+    spec = None if api_key else auth.oauth_spec(provider)
+    account = spec is not None
+    name = spec.title if spec is not None else _title(provider)
     ui = TerminalUI(provider, browser)
     try:
         if provider == "llama.cpp":
             credential: dict[str, Any] = await _llama_credential(ui)
-        elif flow is None:
-            key = (await ui.prompt("secret", f"Enter {_title(provider)} API key")).strip()
+        elif not account:
+            key = (await ui.prompt("secret", f"Enter {name} API key")).strip()
             if not key:
                 raise OAuthError("No API key entered")
             credential = {"type": "api_key", "key": key}
         else:
-            credential = await flow(ui)
+            credential = await login(provider, ui, _device_id, spec)
         await auth.store_credential(provider, credential)
     except (OAuthError, OSError, EOFError) as exc:
-        print(f"Failed to log in to {_title(provider)}: {exc}", file=sys.stderr)
+        print(f"Failed to log in to {name}: {exc}", file=sys.stderr)
         return 1
-    done = f"Logged in to {_title(provider)}" if flow else f"Saved API key for {_title(provider)}"
+    done = f"Logged in to {name}" if account else f"Saved API key for {name}"
     _say(f"{done}. Credentials saved to {auth.path}")
+    if account and (line := after_sign_in(provider, _settings())) is not None:
+        _say(line)
     return 0
+
+
+def _settings() -> Settings:
+    from pathlib import Path
+
+    from pi_coding_agent.coding.resources.settings import Settings
+
+    return Settings.load(paths.agent_dir(), Path.cwd(), project_trusted=False)
+
+
+def _device_id() -> str:
+    return device_id(_settings())
 
 
 async def _llama_credential(ui: TerminalUI) -> dict[str, Any]:
@@ -195,9 +211,9 @@ def logout(args: list[str]) -> int:
         print(f"Usage: {LOGOUT_USAGE}", file=sys.stderr)
         return 1
     provider = args[0]
-    auth = AuthStorage(paths.agent_dir())
+    auth, providers = _registered_auth()
     kind = auth.stored_type(provider)
-    if kind is None and provider not in _login_providers():
+    if kind is None and provider not in providers:
         stored = sorted(auth.stored_providers())
         print(f'Unknown provider "{provider}".', file=sys.stderr)
         print(f"Stored credentials: {', '.join(stored) or 'none'}", file=sys.stderr)

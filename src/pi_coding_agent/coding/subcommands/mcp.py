@@ -17,6 +17,7 @@ from typing import Any
 from pi_coding_agent.coding import paths
 from pi_coding_agent.coding.mcp.config import (
     ServerEntry,
+    add_server,
     edit_servers,
     load_config,
     validate_server,
@@ -223,20 +224,12 @@ def add(args: list[str], agent_dir: Path, cwd: Path, project_config: Path) -> in
         return 1
     local = bool(parsed.values.get("local"))
     path = project_config if local else agent_dir / "mcp.json"
-    replaced: list[bool] = []
-
-    def put(servers: dict[str, Any], parsed_file: dict[str, Any]) -> bool:
-        replaced.append(name in servers)
-        servers[name] = validated
-        parsed_file["mcpServers"] = servers
-        return True
-
     try:
-        edit_servers(path, lambda servers, whole: put(servers if servers is not None else {}, whole))
+        replaced = add_server(path, name, validated)
     except (OSError, ValueError) as exc:
         _err(f"Could not update {path}: {exc}")
         return 1
-    print(f'{"Replaced" if replaced[0] else "Added"} {"project" if local else "global"} MCP server "{name}" in {path}.')
+    print(f'{"Replaced" if replaced else "Added"} {"project" if local else "global"} MCP server "{name}" in {path}.')
     if local and not _trusted(agent_dir, cwd):
         print(f"The project is not trusted, so {path} is ignored until you start pi in the project and trust it.")
     hint = f". If it requires sign-in: pi mcp login {name}" if ServerEntry(name, validated, "", "").uses_oauth else ""
@@ -287,7 +280,10 @@ async def _report(entry: ServerEntry, cwd: Path, agent_dir: Path) -> dict[str, A
                               "state": "disabled", "tools": []}
     if not entry.enabled:
         return report
-    connection = ServerConnection(entry, cwd, ServerLog(agent_dir / "mcp.log"), _ignore, _ignore)
+    from pi_coding_agent.coding.mcp.manager import token_source
+
+    connection = ServerConnection(entry, cwd, ServerLog(agent_dir / "mcp.log"), _ignore, _ignore,
+                                  token_source(entry, agent_dir))
     await connection.start()
     report["state"] = connection.state
     report["tools"] = [t["name"] for t in connection.tools]
