@@ -80,6 +80,7 @@ def test_cache_retention_long_from_the_environment(monkeypatch) -> None:
 
 
 def test_provider_retry_settings(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.delenv("PI_TELEMETRY", raising=False)
     for name in ("HTTP_PROXY", "HTTPS_PROXY"):
         monkeypatch.setenv(name, "")  # recorded, so the value the code under test sets is undone afterwards
         monkeypatch.delenv(name)
@@ -89,7 +90,9 @@ def test_provider_retry_settings(tmp_path: Path, monkeypatch) -> None:
         "httpIdleTimeoutMs": 5000, "httpProxy": " http://proxy.local:3128 ",
         "retry": {"provider": {"maxRetries": 2, "maxRetryDelayMs": 0}}}))
     settings = Settings.load(agent, tmp_path, project_trusted=False)
-    assert provider_request_options(settings) == {"idle_timeout_s": 5.0, "max_retries": 2, "max_retry_delay_ms": 0}
+    assert provider_request_options(settings) == {
+        "attribution": True, "transport": "auto", "websocket_connect_timeout_s": 15.0,
+        "idle_timeout_s": 5.0, "max_retries": 2, "max_retry_delay_ms": 0}
     assert os.environ["HTTP_PROXY"] == os.environ["HTTPS_PROXY"] == "http://proxy.local:3128"
     (agent / "settings.json").write_text(json.dumps({"retry": {"provider": {"timeoutMs": 0}}}))
     assert provider_request_options(Settings.load(agent, tmp_path, project_trusted=False))["idle_timeout_s"] is None

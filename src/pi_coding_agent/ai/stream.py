@@ -73,6 +73,9 @@ class StreamOptions:
     on_payload: PayloadHook | None = None  # may return a replacement request body
     max_retries: int = 0  # provider-level retries of a failed request (``retry.provider.maxRetries``)
     max_retry_delay_ms: int = 60000  # longest server-requested wait honoured; 0 = no limit
+    transport: str = "auto"  # ``transport`` setting: "auto" | "sse" | "websocket" | "websocket-cached"
+    websocket_connect_timeout_s: float | None = 15.0  # ``websocketConnectTimeoutMs``; None = no limit
+    attribution: bool = True  # install telemetry on: provider attribution headers are sent
 
 
 class ProviderError(Exception):
