@@ -4,14 +4,21 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
-from pi_coding_agent.ai.identity import user_agent, with_identity
+from pi_coding_agent.ai.identity import (
+    install_telemetry_enabled,
+    opencode_session_headers,
+    user_agent,
+    with_identity,
+)
 from pi_coding_agent.ai.stream import StreamOptions, stream
 from pi_coding_agent.ai.types import Model
 from pi_coding_agent.coding.provider_settings import provider_request_options
 from pi_coding_agent.coding.resources.settings import Settings
+from tests.cli_sides import FAKE_MODEL, fake_agent_env, needs_reference, pi_command
 from tests.rpc_helpers import RpcProcess
 
 USER = {"role": "user", "content": "hi", "timestamp": 0}
@@ -70,6 +77,48 @@ def test_attribution_headers_follow_pi(monkeypatch) -> None:
     assert set(with_identity("https://api.openai.com/v1", {})) == {"User-Agent"}
     monkeypatch.setenv("PI_TELEMETRY", "0")
     assert set(with_identity("https://openrouter.ai/api/v1", {})) == {"User-Agent"}
+
+
+def test_install_telemetry_is_the_environment_when_set_else_the_setting(monkeypatch) -> None:
+    monkeypatch.delenv("PI_TELEMETRY", raising=False)
+    assert install_telemetry_enabled() and install_telemetry_enabled(True) and not install_telemetry_enabled(False)
+    for value, enabled in (("1", True), ("TRUE", True), ("yes", True), ("0", False), ("2", False), ("", False)):
+        monkeypatch.setenv("PI_TELEMETRY", value)
+        assert install_telemetry_enabled(False) is enabled and install_telemetry_enabled(True) is enabled, value
+    monkeypatch.delenv("PI_TELEMETRY")
+    assert set(with_identity("https://openrouter.ai/api/v1", {}, attribution=False)) == {"User-Agent"}
+
+
+def test_opencode_session_header_for_opencode_targets_only() -> None:
+    assert opencode_session_headers("opencode", "https://example.test/v1", "s1") == {"x-opencode-session": "s1"}
+    assert opencode_session_headers("mine", "https://opencode.ai/zen/v1", "s1") == {"x-opencode-session": "s1"}
+    assert opencode_session_headers("mine", "https://example.test/v1", "s1") == {}
+    assert opencode_session_headers("opencode", "https://opencode.ai/zen/v1", None) == {}
+
+
+ATTRIBUTION = ("http-referer", "x-openrouter-title", "x-openrouter-categories")
+
+
+@needs_reference
+def test_attribution_headers_follow_the_telemetry_setting_like_the_reference(fake_llm, tmp_path: Path) -> None:
+    """Ours and pi 1.6.0, one print-mode prompt per case, against an OpenRouter-looking base URL."""
+    cases = [({}, None), ({"enableInstallTelemetry": False}, None), ({"enableInstallTelemetry": False}, "1"),
+             ({}, "0")]
+    seen: dict[str, list[dict[str, str]]] = {}
+    for kind in ("ours", "reference"):
+        for index, (settings, telemetry) in enumerate(cases):
+            fake_llm.add({"content": [{"type": "text", "text": "ok"}]})
+            env = fake_agent_env(tmp_path / f"{kind}-{index}", f"{fake_llm.url}/openrouter.ai", settings)
+            env.pop("PI_TELEMETRY", None)
+            if telemetry is not None:
+                env["PI_TELEMETRY"] = telemetry
+            argv, env = pi_command(kind, [*FAKE_MODEL, "--no-session", "-p", "hi"], env)
+            subprocess.run(argv, env=env, cwd=tmp_path, stdin=subprocess.DEVNULL, capture_output=True, timeout=120,
+                           check=True)
+            headers = fake_llm.requests[-1]["headers"]
+            seen.setdefault(kind, []).append({name: headers[name] for name in ATTRIBUTION if name in headers})
+    assert seen["ours"] == seen["reference"]
+    assert [bool(h) for h in seen["ours"]] == [True, False, True, False]
 
 
 def test_cache_retention_long_from_the_environment(monkeypatch) -> None:
