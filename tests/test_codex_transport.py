@@ -107,6 +107,7 @@ async def test_socket_closed_mid_answer_fails_without_resending() -> None:
         msg = await _run(_model(server.url), session_id="sess-m")
     assert msg["errorMessage"] == "WebSocket closed 1011 upstream died"
     assert len(server.frames) == 1 and "sess-m" in openai_codex._sse_sessions
+    assert msg["diagnostics"][0]["details"]["phase"] == "after_message_stream_start"
 
 
 async def test_refused_socket_falls_back_to_zstd_sse_and_the_session_stays_there(fake_llm) -> None:
@@ -119,6 +120,11 @@ async def test_refused_socket_falls_back_to_zstd_sse_and_the_session_stays_there
     assert request["headers"]["content-encoding"] == "zstd" and request["body"]["model"] == model["id"]
     assert request["headers"]["openai-beta"] == "responses=experimental"
     assert "sess-s" in openai_codex._sse_sessions
+    (diagnostic,) = msg["diagnostics"]
+    assert diagnostic["type"] == "provider_transport_failure" and diagnostic["error"]["message"].endswith("404")
+    assert {k: v for k, v in diagnostic["details"].items() if k != "requestBytes"} == {
+        "configuredTransport": "auto", "fallbackTransport": "sse", "eventsEmitted": False,
+        "phase": "before_message_stream_start"}
     await _run(model, session_id="sess-s")
     assert len(fake_llm.requests) == 2
 

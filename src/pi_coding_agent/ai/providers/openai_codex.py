@@ -31,6 +31,7 @@ import orjson
 
 from pi_coding_agent.ai.identity import with_identity
 from pi_coding_agent.ai.providers import codex_websocket as ws
+from pi_coding_agent.ai.providers.diagnostics import append_diagnostic
 from pi_coding_agent.ai.providers.http import apply_payload_hook, sse_events
 from pi_coding_agent.ai.providers.openai_responses import (
     build_request,
@@ -39,7 +40,7 @@ from pi_coding_agent.ai.providers.openai_responses import (
     translate_events,
 )
 from pi_coding_agent.ai.stream import ProviderError, StreamOptions
-from pi_coding_agent.ai.types import AssistantMessage, Context, Model
+from pi_coding_agent.ai.types import AssistantMessage, Context, Model, now_ms
 
 DEFAULT_BASE_URL = "https://chatgpt.com/backend-api"
 JWT_CLAIM = "https://api.openai.com/auth"
@@ -226,6 +227,16 @@ async def _websocket_once(
         await lease.release(keep)
 
 
+def _transport_failure(output: AssistantMessage, options: StreamOptions, error: Exception, started: bool,
+                       body: dict[str, Any]) -> None:
+    """pi's diagnostic for a failed socket, kept in the message (and so in the session)."""
+    details = {"configuredTransport": options.transport, **({} if started else {"fallbackTransport": "sse"}),
+               "eventsEmitted": started, "phase": "after_message_stream_start" if started else "before_message_stream_start",
+               "requestBytes": len(orjson.dumps(body))}
+    append_diagnostic(output, {"type": "provider_transport_failure", "timestamp": now_ms(),
+                               "error": {"name": type(error).__name__, "message": str(error)}, "details": details})
+
+
 class _UseSse(Exception):
     """The socket failed before the answer started: send the request again over SSE."""
 
@@ -255,6 +266,7 @@ async def _websocket(
                 continue
             if isinstance(error, CodexApiError | ws.CodexProtocolError) and not limit:
                 raise
+            _transport_failure(output, options, error, started.value, body)
             if session:
                 _sse_sessions.add(session)
             if started.value:
