@@ -1,12 +1,21 @@
-"""Side by side with the reference pi 1.6.0: which catalog providers credentials in the environment unlock."""
+"""Side by side with the reference pi 1.6.0: the catalog providers credentials unlock, Bedrock's requests."""
 
 from __future__ import annotations
 
+import base64
+import io
+import json
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from tests.cli_sides import needs_reference, pi_command
+from tests.fakes.llm_server import FakeLLMServer
+
+BEDROCK_CLAUDE = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
 
 # every credential variable pi-ai 1.6.0 reads, plus the ambient AWS keys and Azure's resource name
 CREDENTIALS = [
@@ -49,3 +58,69 @@ def test_list_models_with_cloud_credentials_only_matches_the_reference(tmp_path:
     ours, theirs = (list_models(kind, tmp_path / kind, cloud) for kind in ("ours", "reference"))
     assert {line.split()[0] for line in ours.splitlines()[1:]} == {"amazon-bedrock", "azure", "google-vertex"}
     assert ours == theirs
+
+
+def _png() -> str:
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.new("RGB", (4, 3), (200, 30, 30)).save(buffer, "PNG")
+    return base64.b64encode(buffer.getvalue()).decode()
+
+
+def _masked(value: Any, key: str = "") -> Any:
+    """The body with our own wording (tool descriptions, the system prompt) left out of the comparison."""
+    if isinstance(value, dict):
+        return {k: "<ours>" if k == "description" else _masked(v, k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_masked(v) if key != "system" or i else "<system prompt>" for i, v in enumerate(value)]
+    return value
+
+
+def bedrock_turn(kind: str, home: Path, server: FakeLLMServer, image: str) -> list[dict[str, Any]]:
+    """One prompt with an image; the model calls bash, then answers (two Converse requests)."""
+    agent = home / "agent"
+    agent.mkdir(parents=True)
+    (agent / "models.json").write_text(json.dumps({"providers": {"amazon-bedrock": {"baseUrl": server.url}}}))
+    env = {"PATH": os.environ["PATH"], "HOME": str(home), "PI_CODING_AGENT_DIR": str(agent), "PI_OFFLINE": "1",
+           "AWS_BEARER_TOKEN_BEDROCK": "bedrock-key", "AWS_BEDROCK_FORCE_HTTP1": "1", "AWS_REGION": "us-west-2"}
+    argv, env = pi_command(kind, ["--mode", "rpc", "--provider", "amazon-bedrock", "--model", BEDROCK_CLAUDE,
+                                  "--thinking", "high", "--no-session"], env)
+    start = len(server.requests)
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            env=env, cwd=home, text=True)
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        prompt = {"id": "1", "type": "prompt", "message": "what is this?",
+                  "images": [{"type": "image", "data": image, "mimeType": "image/png"}]}
+        proc.stdin.write(json.dumps(prompt) + "\n")
+        proc.stdin.flush()
+        for line in proc.stdout:
+            if json.loads(line).get("type") == "agent_end":
+                break
+    finally:
+        proc.kill()
+        proc.wait()
+    return server.requests[start:]
+
+
+@needs_reference
+@pytest.mark.timeout(180)
+def test_bedrock_requests_match_the_reference(tmp_path: Path, fake_llm: FakeLLMServer) -> None:
+    """Cache points, thinking fields, the image, tool use and the tool result turn, request by request."""
+    image = _png()
+    for _ in range(2):
+        fake_llm.add({"content": [{"type": "thinking", "thinking": "look", "signature": "sig-1"},
+                                  {"type": "toolCall", "id": "tooluse_1", "name": "bash",
+                                   "arguments": {"command": "echo hi"}}]},
+                     {"content": [{"type": "text", "text": "a red picture"}]})
+    ours = bedrock_turn("ours", tmp_path / "ours", fake_llm, image)
+    theirs = bedrock_turn("reference", tmp_path / "reference", fake_llm, image)
+    assert len(ours) == len(theirs) == 2
+    for mine, ref in zip(ours, theirs, strict=True):
+        assert mine["path"] == ref["path"]
+        assert mine["headers"]["authorization"] == ref["headers"]["authorization"] == "Bearer bedrock-key"
+        assert _masked(mine["body"]) == _masked(ref["body"])
+    assert ours[0]["body"]["messages"][0]["content"][1]["image"]["format"] == "png"
+    assert {"toolResult", "cachePoint"} <= {key for block in ours[1]["body"]["messages"][-1]["content"]
+                                            for key in block}
