@@ -124,3 +124,26 @@ def test_bedrock_requests_match_the_reference(tmp_path: Path, fake_llm: FakeLLMS
     assert ours[0]["body"]["messages"][0]["content"][1]["image"]["format"] == "png"
     assert {"toolResult", "cachePoint"} <= {key for block in ours[1]["body"]["messages"][-1]["content"]
                                             for key in block}
+
+
+def azure_prompt(kind: str, home: Path, server: FakeLLMServer, model: str) -> dict[str, Any]:
+    agent = home / "agent"
+    agent.mkdir(parents=True)
+    env = {"PATH": os.environ["PATH"], "HOME": str(home), "PI_CODING_AGENT_DIR": str(agent), "PI_OFFLINE": "1",
+           "AZURE_OPENAI_API_KEY": "azure-key", "AZURE_OPENAI_BASE_URL": f"{server.url}/openai/v1",
+           "AZURE_OPENAI_API_VERSION": "2025-04-01-preview",
+           "AZURE_OPENAI_DEPLOYMENT_NAME_MAP": f"other=x, {model}=first=extra ,{model}=my-deployment"}
+    argv, env = pi_command(kind, ["--provider", "azure", "--model", model, "--no-session", "-p", "hi"], env)
+    subprocess.run(argv, env=env, cwd=home, stdin=subprocess.DEVNULL, capture_output=True, timeout=120, check=True)
+    return server.requests[-1]
+
+
+@needs_reference
+@pytest.mark.parametrize("model", ["chat-latest", "deepseek-v4-pro"])  # Responses, then Chat Completions
+def test_azure_requests_match_the_reference(tmp_path: Path, fake_llm: FakeLLMServer, model: str) -> None:
+    fake_llm.add({"content": [{"type": "text", "text": "ok"}]}, {"content": [{"type": "text", "text": "ok"}]})
+    ours, theirs = (azure_prompt(kind, tmp_path / kind, fake_llm, model) for kind in ("ours", "reference"))
+    assert ours["path"] == theirs["path"]
+    for name in ("api-key", "authorization"):
+        assert ours["headers"].get(name) == theirs["headers"].get(name), name
+    assert ours["body"]["model"] == theirs["body"]["model"] == "my-deployment"
