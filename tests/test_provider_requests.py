@@ -147,6 +147,27 @@ def test_provider_retry_settings(tmp_path: Path, monkeypatch) -> None:
     assert provider_request_options(Settings.load(agent, tmp_path, project_trusted=False))["idle_timeout_s"] is None
 
 
+def test_transport_settings(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.delenv("PI_TELEMETRY", raising=False)
+    agent = tmp_path / "agent"
+    agent.mkdir()
+
+    def options(settings: dict[str, Any]) -> dict[str, Any]:
+        (agent / "settings.json").write_text(json.dumps(settings))
+        found = provider_request_options(Settings.load(agent, tmp_path, project_trusted=False))
+        return {k: found[k] for k in ("transport", "websocket_connect_timeout_s", "attribution", "idle_timeout_s")}
+
+    assert options({}) == {"transport": "auto", "websocket_connect_timeout_s": 15.0, "attribution": True,
+                           "idle_timeout_s": 300.0}
+    assert options({"transport": "sse", "websocketConnectTimeoutMs": 2500.9, "enableInstallTelemetry": False,
+                    "httpIdleTimeoutMs": "disabled"}) == {
+        "transport": "sse", "websocket_connect_timeout_s": 2.5, "attribution": False, "idle_timeout_s": None}
+    assert options({"websockets": True, "websocketConnectTimeoutMs": "disabled"})["transport"] == "websocket"
+    assert options({"websockets": False, "websocketConnectTimeoutMs": 0})["websocket_connect_timeout_s"] is None
+    assert options({"transport": "carrier-pigeon", "websocketConnectTimeoutMs": -5}) == {
+        "transport": "auto", "websocket_connect_timeout_s": 15.0, "attribution": True, "idle_timeout_s": 300.0}
+
+
 async def test_http_proxy_setting_routes_requests_through_the_proxy(fake_llm, tmp_path: Path) -> None:
     """The real ``pi --mode rpc``: the fake server plays the proxy for an unresolvable host."""
     agent = tmp_path / "agent"

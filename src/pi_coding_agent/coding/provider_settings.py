@@ -19,7 +19,7 @@ import os
 from typing import Any
 
 from pi_coding_agent.ai.identity import install_telemetry_enabled
-from pi_coding_agent.coding.resources.settings import Settings, is_non_negative_safe_integer
+from pi_coding_agent.coding.resources.settings import Settings, is_non_negative_safe_integer, timeout_ms
 
 DEFAULT_MAX_RETRY_DELAY_MS = 60000
 DEFAULT_WEBSOCKET_CONNECT_TIMEOUT_MS = 15000
@@ -38,11 +38,9 @@ def _transport(settings: Settings) -> str:
 
 def _websocket_connect_timeout_s(settings: Settings) -> float | None:
     """``websocketConnectTimeoutMs`` (default 15000; ``0`` or ``"disabled"`` waits without limit)."""
-    value = settings.get("websocketConnectTimeoutMs")
-    if value == "disabled":
-        return None
-    timeout_ms = int(value) if is_non_negative_safe_integer(value) else DEFAULT_WEBSOCKET_CONNECT_TIMEOUT_MS
-    return timeout_ms / 1000 if timeout_ms else None
+    timeout = timeout_ms(settings.get("websocketConnectTimeoutMs"))
+    timeout = DEFAULT_WEBSOCKET_CONNECT_TIMEOUT_MS if timeout is None else timeout
+    return timeout / 1000 if timeout else None
 
 
 def apply_http_proxy(settings: Settings) -> None:
