@@ -147,3 +147,39 @@ def test_azure_requests_match_the_reference(tmp_path: Path, fake_llm: FakeLLMSer
     for name in ("api-key", "authorization"):
         assert ours["headers"].get(name) == theirs["headers"].get(name), name
     assert ours["body"]["model"] == theirs["body"]["model"] == "my-deployment"
+
+
+def bedrock_signed(kind: str, home: Path, server: FakeLLMServer, model: str, env_extra: dict[str, str]) -> Any:
+    """A SigV4-signed print-mode prompt from environment keys: the request and its signing region."""
+    agent = home / "agent"
+    agent.mkdir(parents=True)
+    (agent / "models.json").write_text(json.dumps({"providers": {"amazon-bedrock": {"baseUrl": server.url}}}))
+    env = {"PATH": os.environ["PATH"], "HOME": str(home), "PI_CODING_AGENT_DIR": str(agent), "PI_OFFLINE": "1",
+           "AWS_ACCESS_KEY_ID": "AKIDEXAMPLE", "AWS_SECRET_ACCESS_KEY": "example-secret",
+           "AWS_BEDROCK_FORCE_HTTP1": "1", "AWS_EC2_METADATA_DISABLED": "true",
+           "AWS_CONFIG_FILE": str(home / "none"), "AWS_SHARED_CREDENTIALS_FILE": str(home / "none"), **env_extra}
+    argv, env = pi_command(kind, ["--provider", "amazon-bedrock", "--model", model, "--no-session", "-p", "hi"], env)
+    subprocess.run(argv, env=env, cwd=home, stdin=subprocess.DEVNULL, capture_output=True, timeout=120, check=False)
+    request = server.requests[-1]
+    scope = request["headers"]["authorization"].split("Credential=", 1)[1].split(",", 1)[0].split("/")
+    return request["path"], scope[2:4], _masked(request["body"])
+
+
+PROFILE_ARN = "arn:aws:bedrock:ap-northeast-1:123456789012:application-inference-profile/abc"
+
+
+@needs_reference
+@pytest.mark.parametrize(("model", "env_extra"), [
+    (BEDROCK_CLAUDE, {"AWS_REGION": "eu-west-3"}),  # the configured region
+    (BEDROCK_CLAUDE, {}),  # no region, no profile: us-east-1
+    (PROFILE_ARN, {"AWS_REGION": "eu-west-3"}),  # an inference profile signs in its own region, uncached
+    (PROFILE_ARN, {"AWS_BEDROCK_FORCE_CACHE": "1"}),  # ... unless cache points are forced
+    ("amazon.nova-lite-v1:0", {"AWS_REGION": "ap-southeast-2"}),  # not Claude: no cache points, still maxTokens
+])
+def test_bedrock_regions_and_inference_profiles_match_the_reference(
+        tmp_path: Path, fake_llm: FakeLLMServer, model: str, env_extra: dict[str, str]) -> None:
+    fake_llm.add({"content": [{"type": "text", "text": "ok"}]}, {"content": [{"type": "text", "text": "ok"}]})
+    ours, theirs = (bedrock_signed(kind, tmp_path / kind, fake_llm, model, env_extra)
+                    for kind in ("ours", "reference"))
+    assert ours == theirs
+    assert ours[1][1] == "bedrock"

@@ -258,13 +258,11 @@ def _effort(model: Model, level: str) -> str:
     return {"minimal": "low", "low": "low", "medium": "medium"}.get(level, "high")
 
 
-def thinking_fields(model: Model, context: Context, options: StreamOptions) -> tuple[dict[str, Any] | None, int | None]:
+def thinking_fields(model: Model, context: Context, options: StreamOptions) -> tuple[dict[str, Any] | None, int]:
     """``additionalModelRequestFields`` and the ``maxTokens`` that goes with them."""
     level = clamp_thinking_level(model, options.thinking_level) if model["reasoning"] else "off"
     claude = is_claude(model)
-    max_tokens = options.max_tokens if options.max_tokens is not None else (model["maxTokens"] if claude else None)
-    if max_tokens is not None:
-        max_tokens = clamp_max_tokens(model, context, max_tokens)
+    max_tokens = clamp_max_tokens(model, context, options.max_tokens)  # pi's agent always sends one
     if level == "off":
         return None, max_tokens
     if not claude:
@@ -301,9 +299,7 @@ def build_request(model: Model, context: Context, options: StreamOptions,
     """The Converse body (``modelId`` goes in the URL, not here)."""
     retention = options.cache_retention
     extra, max_tokens = thinking_fields(model, context, options)
-    inference: dict[str, Any] = {}
-    if max_tokens is not None:
-        inference["maxTokens"] = max_tokens
+    inference: dict[str, Any] = {"maxTokens": max_tokens}
     if options.temperature is not None:
         inference["temperature"] = options.temperature
     body: dict[str, Any] = {"messages": convert_messages(model, context, retention)}
