@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -66,6 +67,19 @@ async def test_second_turn_reuses_the_socket_and_sends_only_new_input() -> None:
     assert "previous_response_id" not in full and delta["previous_response_id"] == "resp_one"
     assert [item.get("role") for item in delta["input"]] == ["user"]
     assert delta["input"][0]["content"][0]["text"] == "and then?"
+
+
+async def test_session_socket_stays_open_until_shutdown_closes_it() -> None:
+    with FakeCodexServer() as server:
+        await _run(_model(server.url), session_id="sess-k")
+        await asyncio.sleep(0.2)
+        assert server.closed == 0 and len(codex_websocket._sessions) == 1  # kept for the next turn
+        await codex_websocket.close_all()
+        for _ in range(50):
+            if server.closed:
+                break
+            await asyncio.sleep(0.05)
+        assert server.closed == 1 and codex_websocket._sessions == {}
 
 
 async def test_websocket_only_transport_sends_the_full_context_each_turn() -> None:

@@ -50,6 +50,7 @@ class FakeCodexServer:
     def __init__(self, reject: int | None = None, stall: bool = False) -> None:
         self.handshakes: list[dict[str, Any]] = []
         self.frames: list[dict[str, Any]] = []
+        self.closed = 0  # connections the client closed
         self._script: list[dict[str, Any]] = []
         self.reject = reject
         self._lock = threading.Lock()
@@ -98,6 +99,12 @@ class FakeCodexServer:
         return None
 
     def _handle(self, connection: ServerConnection) -> None:
+        try:
+            self._serve(connection)
+        finally:
+            self.closed += 1
+
+    def _serve(self, connection: ServerConnection) -> None:
         for message in connection:
             frame = json.loads(message)
             self.frames.append(frame)
