@@ -5,8 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +12,7 @@ import pytest
 
 from pi_coding_agent.ai.models import builtin_models
 from pi_coding_agent.coding.cache_warming import cache_ttl_s, evaluate, refresh_delay_s, replayable
-from tests.cli_sides import needs_reference, pi_command
+from tests.cli_sides import needs_reference, rpc_turns
 from tests.rpc_helpers import RpcProcess
 
 SONNET = next(m for m in builtin_models("anthropic") if m["id"] == "claude-sonnet-4-5")
@@ -97,20 +95,8 @@ def _warm_side(kind: str, home: Path, fake_llm: Any) -> tuple[list[dict[str, Any
     fake_llm.add({"content": [{"type": "text", "text": "cached answer"}], "usage": {"input": 20000, "output": 5}},
                  *[{"content": [{"type": "text", "text": "."}], "usage": {"cacheRead": 20000, "output": 1}}] * 4)
     start = len(fake_llm.requests)
-    argv, env = pi_command(kind, ["--mode", "rpc", "--provider", "cachey", "--model", "c1"], env)
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                            env=env, cwd=home, text=True)
-    assert proc.stdin is not None and proc.stdout is not None
-    try:
-        proc.stdin.write(json.dumps({"id": "1", "type": "prompt", "message": "hi"}) + "\n")
-        proc.stdin.flush()
-        for line in proc.stdout:
-            if json.loads(line).get("type") == "agent_end":
-                break
-        time.sleep(2.5)
-    finally:
-        proc.kill()
-        proc.wait()
+    rpc_turns(kind, ["--provider", "cachey", "--model", "c1"], env, home,
+              [{"id": "1", "type": "prompt", "message": "hi"}], linger_s=2.5)
     entries = [json.loads(line) for f in agent.rglob("*.jsonl") for line in f.read_text().splitlines()]
     return fake_llm.requests[start:], [e for e in entries if e["type"] == "usage"]
 

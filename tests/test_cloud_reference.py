@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.cli_sides import needs_reference, pi_command
+from tests.cli_sides import needs_reference, pi_command, rpc_turns
 from tests.fakes.llm_server import FakeLLMServer
 
 BEDROCK_CLAUDE = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
@@ -84,23 +84,11 @@ def bedrock_turn(kind: str, home: Path, server: FakeLLMServer, image: str) -> li
     (agent / "models.json").write_text(json.dumps({"providers": {"amazon-bedrock": {"baseUrl": server.url}}}))
     env = {"PATH": os.environ["PATH"], "HOME": str(home), "PI_CODING_AGENT_DIR": str(agent), "PI_OFFLINE": "1",
            "AWS_BEARER_TOKEN_BEDROCK": "bedrock-key", "AWS_BEDROCK_FORCE_HTTP1": "1", "AWS_REGION": "us-west-2"}
-    argv, env = pi_command(kind, ["--mode", "rpc", "--provider", "amazon-bedrock", "--model", BEDROCK_CLAUDE,
-                                  "--thinking", "high", "--no-session"], env)
     start = len(server.requests)
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                            env=env, cwd=home, text=True)
-    assert proc.stdin is not None and proc.stdout is not None
-    try:
-        prompt = {"id": "1", "type": "prompt", "message": "what is this?",
-                  "images": [{"type": "image", "data": image, "mimeType": "image/png"}]}
-        proc.stdin.write(json.dumps(prompt) + "\n")
-        proc.stdin.flush()
-        for line in proc.stdout:
-            if json.loads(line).get("type") == "agent_end":
-                break
-    finally:
-        proc.kill()
-        proc.wait()
+    prompt = {"id": "1", "type": "prompt", "message": "what is this?",
+              "images": [{"type": "image", "data": image, "mimeType": "image/png"}]}
+    rpc_turns(kind, ["--provider", "amazon-bedrock", "--model", BEDROCK_CLAUDE, "--thinking", "high", "--no-session"],
+              env, home, [prompt])
     return server.requests[start:]
 
 

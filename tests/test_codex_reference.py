@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.cli_sides import needs_reference, pi_command
+from tests.cli_sides import needs_reference, rpc_turns
 from tests.fakes.codex_server import FakeCodexServer, codex_token
 
 # what Node's WebSocket client adds on its own (not pi's choice) and what differs by nature
@@ -30,21 +29,8 @@ def run_prompts(kind: str, home: Path, base_url: str, prompts: list[str], settin
     (agent / "auth.json").write_text(json.dumps({"openai-codex": credential}))
     (agent / "auth.json").chmod(0o600)
     env = {"PATH": os.environ["PATH"], "HOME": str(home), "PI_CODING_AGENT_DIR": str(agent), "PI_OFFLINE": "1"}
-    argv, env = pi_command(kind, ["--mode", "rpc", "--provider", "openai-codex", "--model", "gpt-5.5",
-                                  "--no-session"], env)
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                            env=env, cwd=home, text=True)
-    assert proc.stdin is not None and proc.stdout is not None
-    try:
-        for index, text in enumerate(prompts):
-            proc.stdin.write(json.dumps({"id": str(index), "type": "prompt", "message": text}) + "\n")
-            proc.stdin.flush()
-            for line in proc.stdout:
-                if json.loads(line).get("type") == "agent_end":
-                    break
-    finally:
-        proc.kill()
-        proc.wait()
+    rpc_turns(kind, ["--provider", "openai-codex", "--model", "gpt-5.5", "--no-session"], env, home,
+              [{"id": str(index), "type": "prompt", "message": text} for index, text in enumerate(prompts)])
 
 
 def two_turns(kind: str, home: Path) -> dict[str, Any]:
