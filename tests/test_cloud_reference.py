@@ -71,7 +71,7 @@ def _png() -> str:
 def _masked(value: Any, key: str = "") -> Any:
     """The body with our own wording (tool descriptions, the system prompt) left out of the comparison."""
     if isinstance(value, dict):
-        return {k: "<ours>" if k == "description" else _masked(v, k) for k, v in value.items()}
+        return {k: "<ours>" if k in ("description", "systemInstruction") else _masked(v, k) for k, v in value.items()}
     if isinstance(value, list):
         return [_masked(v) if key != "system" or i else "<system prompt>" for i, v in enumerate(value)]
     return value
@@ -171,3 +171,26 @@ def test_bedrock_regions_and_inference_profiles_match_the_reference(
                     for kind in ("ours", "reference"))
     assert ours == theirs
     assert ours[1][1] == "bedrock"
+
+
+def vertex_prompt(kind: str, home: Path, server: FakeLLMServer) -> dict[str, Any]:
+    """A Vertex prompt with a Google Cloud API key, the endpoint overridden (a proxy) in models.json."""
+    agent = home / "agent"
+    agent.mkdir(parents=True)
+    (agent / "models.json").write_text(json.dumps({"providers": {"google-vertex": {"baseUrl": f"{server.url}/vx"}}}))
+    env = {"PATH": os.environ["PATH"], "HOME": str(home), "PI_CODING_AGENT_DIR": str(agent), "PI_OFFLINE": "1",
+           "GOOGLE_CLOUD_API_KEY": "vertex-key", "GOOGLE_CLOUD_PROJECT": "proj-1", "GOOGLE_CLOUD_LOCATION": "europe-west4"}
+    argv, env = pi_command(kind, ["--provider", "google-vertex", "--model", "gemini-2.5-flash", "--thinking", "low",
+                                  "--no-session", "-p", "hi"], env)
+    subprocess.run(argv, env=env, cwd=home, stdin=subprocess.DEVNULL, capture_output=True, timeout=120, check=False)
+    return server.requests[-1]
+
+
+@needs_reference
+def test_vertex_request_matches_the_reference(tmp_path: Path, fake_llm: FakeLLMServer) -> None:
+    fake_llm.add({"content": [{"type": "text", "text": "ok"}]}, {"content": [{"type": "text", "text": "ok"}]})
+    ours, theirs = (vertex_prompt(kind, tmp_path / kind, fake_llm) for kind in ("ours", "reference"))
+    assert ours["path"] == theirs["path"]
+    assert ours["headers"]["x-goog-api-key"] == theirs["headers"]["x-goog-api-key"] == "vertex-key"
+    assert "authorization" not in ours["headers"] and "authorization" not in theirs["headers"]
+    assert _masked(ours["body"]) == _masked(theirs["body"])
