@@ -75,6 +75,9 @@ def test_attribution_headers_follow_pi(monkeypatch) -> None:
     assert with_identity("https://integrate.api.nvidia.com/v1", {})["X-BILLING-INVOKE-ORIGIN"] == "Pi"
     assert with_identity("https://opencode.ai/zen/v1", {})["x-opencode-client"] == "pi"
     assert set(with_identity("https://api.openai.com/v1", {})) == {"User-Agent"}
+    assert with_identity("http://proxy.local/v1", {}, provider="openrouter")["X-OpenRouter-Title"] == "pi"
+    assert with_identity("http://proxy.local/v1", {}, provider="nvidia")["X-BILLING-INVOKE-ORIGIN"] == "Pi"
+    assert with_identity("http://proxy.local/v1", {}, provider="opencode-go")["x-opencode-client"] == "pi"
     monkeypatch.setenv("PI_TELEMETRY", "0")
     assert set(with_identity("https://openrouter.ai/api/v1", {})) == {"User-Agent"}
 
@@ -187,3 +190,24 @@ async def test_http_proxy_setting_routes_requests_through_the_proxy(fake_llm, tm
     finally:
         await pi.kill()
     assert fake_llm.requests[0]["path"] == "http://llm.example.invalid/v1/chat/completions"
+
+
+@needs_reference
+def test_opencode_identity_headers_match_the_reference(fake_llm, tmp_path: Path) -> None:
+    """A provider named opencode behind another host: attribution by URL is off, the session header is on."""
+    seen = {}
+    for kind in ("ours", "reference"):
+        fake_llm.add({"content": [{"type": "text", "text": "ok"}]})
+        home = tmp_path / kind
+        agent = home / "agent"
+        agent.mkdir(parents=True)
+        (agent / "models.json").write_text(json.dumps({"providers": {"opencode": {"baseUrl": f"{fake_llm.url}/v1"}}}))
+        env = {"PATH": os.environ["PATH"], "HOME": str(home), "PI_CODING_AGENT_DIR": str(agent), "PI_OFFLINE": "1",
+               "OPENCODE_API_KEY": "oc-key"}
+        argv, env = pi_command(kind, ["--provider", "opencode", "--model", "big-pickle", "-p", "hi"], env)
+        subprocess.run(argv, env=env, cwd=home, stdin=subprocess.DEVNULL, capture_output=True, timeout=120,
+                       check=True)
+        headers = fake_llm.requests[-1]["headers"]
+        seen[kind] = sorted(name for name in headers if name.startswith("x-opencode"))
+        assert len(headers.get("x-opencode-session", "")) >= 8, kind
+    assert seen["ours"] == seen["reference"]

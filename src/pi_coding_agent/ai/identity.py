@@ -44,28 +44,32 @@ def _host(url: str) -> str:
     return (urlsplit(url).hostname or "").lower()
 
 
-def attribution_headers(url: str) -> dict[str, str]:
-    host = _host(url)
-    if "openrouter.ai" in url:
+def _is_opencode(provider: str, url: str) -> bool:
+    return provider in ("opencode", "opencode-go") or _host(url) == "opencode.ai"
+
+
+def attribution_headers(url: str, provider: str = "") -> dict[str, str]:
+    """The attribution a request target takes: matched by its provider id or its URL, as pi matches."""
+    if provider == "openrouter" or "openrouter.ai" in url:
         return {"HTTP-Referer": ATTRIBUTION_URL, "X-OpenRouter-Title": ATTRIBUTION_NAME,
                 "X-OpenRouter-Categories": ",".join(ATTRIBUTION_CATEGORIES)}
-    if host == "integrate.api.nvidia.com":
+    if provider == "nvidia" or _host(url) == "integrate.api.nvidia.com":
         return {"X-BILLING-INVOKE-ORIGIN": ATTRIBUTION_NAME.capitalize()}
-    if host == "opencode.ai":
+    if _is_opencode(provider, url):
         return {"x-opencode-client": ATTRIBUTION_NAME}
     return {}
 
 
 def opencode_session_headers(provider: str, url: str, session_id: str | None) -> dict[str, str]:
     """OpenCode routes one conversation's requests together by ``x-opencode-session``."""
-    opencode = provider in ("opencode", "opencode-go") or _host(url) == "opencode.ai"
-    return {"x-opencode-session": session_id} if session_id and opencode else {}
+    return {"x-opencode-session": session_id} if session_id and _is_opencode(provider, url) else {}
 
 
-def with_identity(url: str, headers: Mapping[str, str], attribution: bool = True) -> dict[str, str]:
+def with_identity(url: str, headers: Mapping[str, str], attribution: bool = True,
+                  provider: str = "") -> dict[str, str]:
     """``headers`` over the identity headers for ``url`` (names compared without case)."""
     identity = {"User-Agent": user_agent()}
     if attribution and install_telemetry_enabled():
-        identity.update(attribution_headers(url))
+        identity.update(attribution_headers(url, provider))
     taken = {name.lower() for name in headers}
     return {**{k: v for k, v in identity.items() if k.lower() not in taken}, **headers}

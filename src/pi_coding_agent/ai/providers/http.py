@@ -189,7 +189,7 @@ async def post_stream(
     import httpx
 
     timeout = httpx.Timeout(options.idle_timeout_s, connect=min(options.idle_timeout_s or 30.0, 30.0))
-    headers = with_identity(url, headers, options.attribution)
+    headers = with_identity(url, headers, options.attribution, options.identity_provider)
     for attempt in range(options.max_retries + 1):
         opened = False
         try:

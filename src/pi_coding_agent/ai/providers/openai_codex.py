@@ -208,7 +208,8 @@ async def _websocket_once(
 ) -> AsyncGenerator[dict[str, Any], None]:
     url = ws.websocket_url(codex_url(model["baseUrl"]))
     token = options.api_key or ""
-    headers = with_identity(url, websocket_headers(model, options, token, session or uuid7()), options.attribution)
+    headers = with_identity(url, websocket_headers(model, options, token, session or uuid7()), options.attribution,
+                            model["provider"])
     lease = await ws.acquire(url, headers, session, account, options.websocket_connect_timeout_s)
     cached = options.transport in ("auto", "websocket-cached")
     keep = False
