@@ -1,7 +1,7 @@
-"""Import cost of the cloud credential libraries, paid on the first request to their provider.
+"""Import cost of the cloud credential and transport libraries, paid on the first request to their provider.
 
 Each measurement is a fresh interpreter importing exactly what the adapter imports on first use
-(after httpx, which every provider request loads anyway). Run: ``python bench/cloud_imports.py [runs]``.
+(after asyncio and httpx, which every provider request has loaded already). Run: ``python bench/cloud_imports.py [runs]``.
 """
 
 from __future__ import annotations
@@ -17,8 +17,10 @@ CASES = {
     "bedrock, profile chain (+ botocore.session)":
         "import botocore.auth, botocore.awsrequest, botocore.eventstream, botocore.session",
     "vertex ADC (google.auth)": "import google.auth, google.auth.transport, google.oauth2.service_account",
+    "codex websocket (websockets client)": "import websockets.asyncio.client, websockets.exceptions",
+    "codex zstd body (backports.zstd)": "from backports import zstd",
 }
-PROBE = "import time, httpx, httpx_sse; t = time.perf_counter(); {code}; print(time.perf_counter() - t)"
+PROBE = "import asyncio, time, httpx, httpx_sse; t = time.perf_counter(); {code}; print(time.perf_counter() - t)"
 
 
 def measure(code: str, runs: int) -> list[float]:

@@ -40,3 +40,29 @@ def fake_agent_env(home: Path, server_url: str, settings: dict[str, Any] | None 
     if settings is not None:
         (agent_dir / "settings.json").write_text(json.dumps(settings))
     return {**os.environ, "HOME": str(home), "PI_CODING_AGENT_DIR": str(agent_dir), "PI_OFFLINE": "1"}
+
+
+def rpc_turns(kind: str, argv: list[str], env: dict[str, str], cwd: Path, prompts: list[dict[str, Any]],
+              linger_s: float = 0.0) -> None:
+    """``pi --mode rpc <argv>`` on one side: each prompt sent once the previous turn ended, then killed.
+
+    ``linger_s`` keeps the process alive after the last turn (for background work such as cache warming).
+    """
+    import subprocess
+    import time
+
+    command, env = pi_command(kind, ["--mode", "rpc", *argv], env)
+    proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            env=env, cwd=cwd, text=True)
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        for prompt in prompts:
+            proc.stdin.write(json.dumps(prompt) + "\n")
+            proc.stdin.flush()
+            for line in proc.stdout:
+                if json.loads(line).get("type") == "agent_end":
+                    break
+        time.sleep(linger_s)
+    finally:
+        proc.kill()
+        proc.wait()

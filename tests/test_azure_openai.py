@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from pi_coding_agent.ai.models import builtin_models
-from pi_coding_agent.ai.providers.azure_openai import MISSING_BASE_URL, base_url
+from pi_coding_agent.ai.providers.azure_openai import MISSING_BASE_URL, base_url, deployment_map
 from pi_coding_agent.ai.stream import StreamOptions, stream
 from pi_coding_agent.ai.types import Model
 from tests.rpc_helpers import RpcProcess
@@ -89,6 +89,11 @@ def test_base_url_resolution(monkeypatch) -> None:
     assert base_url(model) == "https://contoso.cognitiveservices.azure.com/openai/v1"
     monkeypatch.setenv("AZURE_OPENAI_BASE_URL", "https://proxy.example.com/azure/")
     assert base_url(model) == "https://proxy.example.com/azure"
+
+
+def test_deployment_map_reads_like_pi() -> None:
+    assert deployment_map("a=x, b = y ,a=z,bad,=q,c=d=e,") == {"a": "z", "b": "y", "c": "d"}
+    assert deployment_map(None) == {}
 
 
 async def test_rpc_prompt_reaches_azure_through_the_environment(fake_llm, tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from pi_coding_agent.ai.models import builtin_models
 from pi_coding_agent.ai.providers import aws_auth
 from pi_coding_agent.ai.providers.bedrock_converse import build_request
 from pi_coding_agent.ai.stream import StreamOptions, stream
+from pi_coding_agent.ai.thinking import clamp_max_tokens
 from pi_coding_agent.ai.types import Model
 from tests.fakes.sigv4 import verify
 
@@ -188,7 +189,8 @@ def test_adaptive_claude_takes_effort_and_gpt_oss_a_flat_effort() -> None:
     oss = next(m for m in builtin_models("amazon-bedrock") if "gpt-oss" in m["id"] and m["reasoning"])
     body = build_request(oss, {"messages": [USER]}, StreamOptions(thinking_level="xhigh"))
     assert body["additionalModelRequestFields"] == {"reasoning_effort": "high"}
-    assert "maxTokens" not in body["inferenceConfig"]  # non-Claude models take the service default
+    # pi's agent sends the model's cap (fitted into the context window) for every model
+    assert body["inferenceConfig"]["maxTokens"] == clamp_max_tokens(oss, {"messages": [USER]}, None)
 
 
 def test_regions_and_endpoints(monkeypatch) -> None:

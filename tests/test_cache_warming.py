@@ -8,8 +8,11 @@ import os
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from pi_coding_agent.ai.models import builtin_models
 from pi_coding_agent.coding.cache_warming import cache_ttl_s, evaluate, refresh_delay_s, replayable
+from tests.cli_sides import needs_reference, rpc_turns
 from tests.rpc_helpers import RpcProcess
 
 SONNET = next(m for m in builtin_models("anthropic") if m["id"] == "claude-sonnet-4-5")
@@ -84,3 +87,33 @@ async def test_idle_warming_replays_the_request_and_records_usage(fake_llm, tmp_
 async def test_warming_off_sends_nothing_more(fake_llm, tmp_path: Path) -> None:
     await _prompt_and_wait(fake_llm, tmp_path, "off", 2.5)
     assert len(fake_llm.requests) == 1
+
+
+def _warm_side(kind: str, home: Path, fake_llm: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """One prompt, then idle long enough for refreshes: the requests sent and the session's usage entries."""
+    agent, env = _workspace(home, fake_llm.url, None)
+    fake_llm.add({"content": [{"type": "text", "text": "cached answer"}], "usage": {"input": 20000, "output": 5}},
+                 *[{"content": [{"type": "text", "text": "."}], "usage": {"cacheRead": 20000, "output": 1}}] * 4)
+    start = len(fake_llm.requests)
+    rpc_turns(kind, ["--provider", "cachey", "--model", "c1"], env, home,
+              [{"id": "1", "type": "prompt", "message": "hi"}], linger_s=2.5)
+    entries = [json.loads(line) for f in agent.rglob("*.jsonl") for line in f.read_text().splitlines()]
+    return fake_llm.requests[start:], [e for e in entries if e["type"] == "usage"]
+
+
+@needs_reference
+@pytest.mark.timeout(120)
+def test_warm_requests_and_usage_entries_match_the_reference(fake_llm, tmp_path: Path) -> None:
+    sides = {}
+    for kind in ("ours", "reference"):
+        (tmp_path / kind).mkdir()
+        sides[kind] = _warm_side(kind, tmp_path / kind, fake_llm)
+    (our_requests, our_usage), (ref_requests, ref_usage) = sides["ours"], sides["reference"]
+    assert len(our_requests) >= 2 and len(ref_requests) >= 2
+    assert our_requests[1]["body"]["max_completion_tokens"] == ref_requests[1]["body"]["max_completion_tokens"] == 1
+    assert {k for k in our_requests[1]["body"] if k != "messages"} == {k for k in ref_requests[1]["body"]
+                                                                         if k != "messages"}
+    volatile = ("id", "parentId", "timestamp")
+    assert our_usage and ref_usage
+    assert [{k: v for k, v in e.items() if k not in volatile} for e in our_usage[:1]] == [
+        {k: v for k, v in e.items() if k not in volatile} for e in ref_usage[:1]]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -166,3 +167,34 @@ async def test_no_extensions_drops_llama_unless_named_with_e(tmp_path: Path):
             assert [c["name"] for c in response["data"]["commands"]] == listed
         finally:
             await pi.kill()
+
+
+async def _available_llama(kind: str, home: Path, url: str) -> list[dict[str, Any]]:
+    home.mkdir()
+    env = router_env(home, url)
+    if kind == "reference":
+        env["PATH"] = f"{REFERENCE_NODE_BIN}:{env['PATH']}"
+        pi = await RpcProcess.spawn([str(REFERENCE_PI), "--mode", "rpc", "--no-session"], cwd=home, env=env)
+    else:
+        pi = await start(home, env)
+    try:
+        for _ in range(50):  # pi fills the list in the background after start-up; ours has it at once
+            models = (await pi.request({"type": "get_available_models"}))["data"]["models"]
+            found = sorted((m for m in models if m["provider"] == "llama.cpp"), key=lambda m: m["id"])
+            if found or kind == "ours":
+                return found
+            await asyncio.sleep(0.2)
+        return []
+    finally:
+        await pi.kill()
+
+
+@pytest.mark.skipif(not REFERENCE_PI.exists(), reason="reference pi not installed")
+@pytest.mark.parametrize("autoload", [False, True])
+async def test_live_model_list_matches_the_reference(tmp_path: Path, autoload: bool):
+    """Loaded, sleeping and (with autoload) preset models, field by field, as pi lists them."""
+    with FakeLlamaRouter(dict(ROUTER_MODELS), autoload=autoload) as router:
+        ours = await _available_llama("ours", tmp_path / "ours", router.url)
+        theirs = await _available_llama("reference", tmp_path / "reference", router.url)
+    assert [m["id"] for m in ours] == [m["id"] for m in theirs] and ours
+    assert ours == theirs

@@ -4,14 +4,21 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
-from pi_coding_agent.ai.identity import user_agent, with_identity
+from pi_coding_agent.ai.identity import (
+    install_telemetry_enabled,
+    opencode_session_headers,
+    user_agent,
+    with_identity,
+)
 from pi_coding_agent.ai.stream import StreamOptions, stream
 from pi_coding_agent.ai.types import Model
 from pi_coding_agent.coding.provider_settings import provider_request_options
 from pi_coding_agent.coding.resources.settings import Settings
+from tests.cli_sides import FAKE_MODEL, fake_agent_env, needs_reference, pi_command
 from tests.rpc_helpers import RpcProcess
 
 USER = {"role": "user", "content": "hi", "timestamp": 0}
@@ -68,8 +75,53 @@ def test_attribution_headers_follow_pi(monkeypatch) -> None:
     assert with_identity("https://integrate.api.nvidia.com/v1", {})["X-BILLING-INVOKE-ORIGIN"] == "Pi"
     assert with_identity("https://opencode.ai/zen/v1", {})["x-opencode-client"] == "pi"
     assert set(with_identity("https://api.openai.com/v1", {})) == {"User-Agent"}
+    assert with_identity("http://proxy.local/v1", {}, provider="openrouter")["X-OpenRouter-Title"] == "pi"
+    assert with_identity("http://proxy.local/v1", {}, provider="nvidia")["X-BILLING-INVOKE-ORIGIN"] == "Pi"
+    assert with_identity("http://proxy.local/v1", {}, provider="opencode-go")["x-opencode-client"] == "pi"
     monkeypatch.setenv("PI_TELEMETRY", "0")
     assert set(with_identity("https://openrouter.ai/api/v1", {})) == {"User-Agent"}
+
+
+def test_install_telemetry_is_the_environment_when_set_else_the_setting(monkeypatch) -> None:
+    monkeypatch.delenv("PI_TELEMETRY", raising=False)
+    assert install_telemetry_enabled() and install_telemetry_enabled(True) and not install_telemetry_enabled(False)
+    for value, enabled in (("1", True), ("TRUE", True), ("yes", True), ("0", False), ("2", False), ("", False)):
+        monkeypatch.setenv("PI_TELEMETRY", value)
+        assert install_telemetry_enabled(False) is enabled and install_telemetry_enabled(True) is enabled, value
+    monkeypatch.delenv("PI_TELEMETRY")
+    assert set(with_identity("https://openrouter.ai/api/v1", {}, attribution=False)) == {"User-Agent"}
+
+
+def test_opencode_session_header_for_opencode_targets_only() -> None:
+    assert opencode_session_headers("opencode", "https://example.test/v1", "s1") == {"x-opencode-session": "s1"}
+    assert opencode_session_headers("mine", "https://opencode.ai/zen/v1", "s1") == {"x-opencode-session": "s1"}
+    assert opencode_session_headers("mine", "https://example.test/v1", "s1") == {}
+    assert opencode_session_headers("opencode", "https://opencode.ai/zen/v1", None) == {}
+
+
+ATTRIBUTION = ("http-referer", "x-openrouter-title", "x-openrouter-categories")
+
+
+@needs_reference
+def test_attribution_headers_follow_the_telemetry_setting_like_the_reference(fake_llm, tmp_path: Path) -> None:
+    """Ours and pi 1.6.0, one print-mode prompt per case, against an OpenRouter-looking base URL."""
+    cases = [({}, None), ({"enableInstallTelemetry": False}, None), ({"enableInstallTelemetry": False}, "1"),
+             ({}, "0")]
+    seen: dict[str, list[dict[str, str]]] = {}
+    for kind in ("ours", "reference"):
+        for index, (settings, telemetry) in enumerate(cases):
+            fake_llm.add({"content": [{"type": "text", "text": "ok"}]})
+            env = fake_agent_env(tmp_path / f"{kind}-{index}", f"{fake_llm.url}/openrouter.ai", settings)
+            env.pop("PI_TELEMETRY", None)
+            if telemetry is not None:
+                env["PI_TELEMETRY"] = telemetry
+            argv, env = pi_command(kind, [*FAKE_MODEL, "--no-session", "-p", "hi"], env)
+            subprocess.run(argv, env=env, cwd=tmp_path, stdin=subprocess.DEVNULL, capture_output=True, timeout=120,
+                           check=True)
+            headers = fake_llm.requests[-1]["headers"]
+            seen.setdefault(kind, []).append({name: headers[name] for name in ATTRIBUTION if name in headers})
+    assert seen["ours"] == seen["reference"]
+    assert [bool(h) for h in seen["ours"]] == [True, False, True, False]
 
 
 def test_cache_retention_long_from_the_environment(monkeypatch) -> None:
@@ -80,6 +132,7 @@ def test_cache_retention_long_from_the_environment(monkeypatch) -> None:
 
 
 def test_provider_retry_settings(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.delenv("PI_TELEMETRY", raising=False)
     for name in ("HTTP_PROXY", "HTTPS_PROXY"):
         monkeypatch.setenv(name, "")  # recorded, so the value the code under test sets is undone afterwards
         monkeypatch.delenv(name)
@@ -89,10 +142,33 @@ def test_provider_retry_settings(tmp_path: Path, monkeypatch) -> None:
         "httpIdleTimeoutMs": 5000, "httpProxy": " http://proxy.local:3128 ",
         "retry": {"provider": {"maxRetries": 2, "maxRetryDelayMs": 0}}}))
     settings = Settings.load(agent, tmp_path, project_trusted=False)
-    assert provider_request_options(settings) == {"idle_timeout_s": 5.0, "max_retries": 2, "max_retry_delay_ms": 0}
+    assert provider_request_options(settings) == {
+        "attribution": True, "transport": "auto", "websocket_connect_timeout_s": 15.0,
+        "idle_timeout_s": 5.0, "max_retries": 2, "max_retry_delay_ms": 0}
     assert os.environ["HTTP_PROXY"] == os.environ["HTTPS_PROXY"] == "http://proxy.local:3128"
     (agent / "settings.json").write_text(json.dumps({"retry": {"provider": {"timeoutMs": 0}}}))
     assert provider_request_options(Settings.load(agent, tmp_path, project_trusted=False))["idle_timeout_s"] is None
+
+
+def test_transport_settings(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.delenv("PI_TELEMETRY", raising=False)
+    agent = tmp_path / "agent"
+    agent.mkdir()
+
+    def options(settings: dict[str, Any]) -> dict[str, Any]:
+        (agent / "settings.json").write_text(json.dumps(settings))
+        found = provider_request_options(Settings.load(agent, tmp_path, project_trusted=False))
+        return {k: found[k] for k in ("transport", "websocket_connect_timeout_s", "attribution", "idle_timeout_s")}
+
+    assert options({}) == {"transport": "auto", "websocket_connect_timeout_s": 15.0, "attribution": True,
+                           "idle_timeout_s": 300.0}
+    assert options({"transport": "sse", "websocketConnectTimeoutMs": 2500.9, "enableInstallTelemetry": False,
+                    "httpIdleTimeoutMs": "disabled"}) == {
+        "transport": "sse", "websocket_connect_timeout_s": 2.5, "attribution": False, "idle_timeout_s": None}
+    assert options({"websockets": True, "websocketConnectTimeoutMs": "disabled"})["transport"] == "websocket"
+    assert options({"websockets": False, "websocketConnectTimeoutMs": 0})["websocket_connect_timeout_s"] is None
+    assert options({"transport": "carrier-pigeon", "websocketConnectTimeoutMs": -5}) == {
+        "transport": "auto", "websocket_connect_timeout_s": 15.0, "attribution": True, "idle_timeout_s": 300.0}
 
 
 async def test_http_proxy_setting_routes_requests_through_the_proxy(fake_llm, tmp_path: Path) -> None:
@@ -114,3 +190,24 @@ async def test_http_proxy_setting_routes_requests_through_the_proxy(fake_llm, tm
     finally:
         await pi.kill()
     assert fake_llm.requests[0]["path"] == "http://llm.example.invalid/v1/chat/completions"
+
+
+@needs_reference
+def test_opencode_identity_headers_match_the_reference(fake_llm, tmp_path: Path) -> None:
+    """A provider named opencode behind another host: attribution by URL is off, the session header is on."""
+    seen = {}
+    for kind in ("ours", "reference"):
+        fake_llm.add({"content": [{"type": "text", "text": "ok"}]})
+        home = tmp_path / kind
+        agent = home / "agent"
+        agent.mkdir(parents=True)
+        (agent / "models.json").write_text(json.dumps({"providers": {"opencode": {"baseUrl": f"{fake_llm.url}/v1"}}}))
+        env = {"PATH": os.environ["PATH"], "HOME": str(home), "PI_CODING_AGENT_DIR": str(agent), "PI_OFFLINE": "1",
+               "OPENCODE_API_KEY": "oc-key"}
+        argv, env = pi_command(kind, ["--provider", "opencode", "--model", "big-pickle", "-p", "hi"], env)
+        subprocess.run(argv, env=env, cwd=home, stdin=subprocess.DEVNULL, capture_output=True, timeout=120,
+                       check=True)
+        headers = fake_llm.requests[-1]["headers"]
+        seen[kind] = sorted(name for name in headers if name.startswith("x-opencode"))
+        assert len(headers.get("x-opencode-session", "")) >= 8, kind
+    assert seen["ours"] == seen["reference"]

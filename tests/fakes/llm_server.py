@@ -116,6 +116,10 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         length = int(self.headers.get("content-length") or 0)
         raw = self.rfile.read(length) if length else b""
+        if self.headers.get("content-encoding") == "zstd":  # the Codex backend's compressed bodies
+            from backports import zstd
+
+            raw = zstd.decompress(raw)
         try:
             body: Any = json.loads(raw) if raw else None
         except ValueError:

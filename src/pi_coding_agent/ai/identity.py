@@ -1,10 +1,13 @@
 """How requests identify this program to providers: ``User-Agent`` and provider attribution headers.
 
 pi sends ``User-Agent: pi/<version> (<platform>; <runtime>; <arch>)`` on every provider request and,
-while install telemetry is on (``PI_TELEMETRY`` unset or truthy), attribution headers to the providers
-that take them: OpenRouter (``HTTP-Referer``, ``X-OpenRouter-Title``, ``X-OpenRouter-Categories``),
-NVIDIA NIM (``X-BILLING-INVOKE-ORIGIN``) and OpenCode (``x-opencode-client``). They rank below every
-configured header: a model, provider or request header of the same name (any case) replaces them.
+while install telemetry is on, attribution headers to the providers that take them: OpenRouter
+(``HTTP-Referer``, ``X-OpenRouter-Title``, ``X-OpenRouter-Categories``), NVIDIA NIM
+(``X-BILLING-INVOKE-ORIGIN``) and OpenCode (``x-opencode-client``, plus ``x-opencode-session`` for a
+session's requests). Install telemetry is ``PI_TELEMETRY`` when set (``1``/``true``/``yes`` on,
+anything else off), else the ``enableInstallTelemetry`` setting (default on); the settings layer
+passes its answer in ``StreamOptions.attribution``. The identity headers rank below every configured
+header: a model, provider or request header of the same name (any case) replaces them.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ PI_VERSION = "1.6.0"  # the pi release whose protocol and files this program spe
 ATTRIBUTION_NAME = "pi"
 ATTRIBUTION_URL = "https://pi.dev"
 ATTRIBUTION_CATEGORIES = ("cli-agent",)
-_FALSY = frozenset({"0", "false", "no", "off", ""})
+_TRUTHY = frozenset({"true", "yes"})
 
 
 @cache
@@ -29,25 +32,44 @@ def user_agent() -> str:
     return f"pi/{PI_VERSION} ({sys.platform}; {runtime}; {platform.machine() or 'unknown'})"
 
 
-def attribution_enabled() -> bool:
+def install_telemetry_enabled(setting: object = None) -> bool:
+    """``PI_TELEMETRY`` when set, else the ``enableInstallTelemetry`` setting (unset = on)."""
     value = os.environ.get("PI_TELEMETRY")
-    return value is None or value.strip().lower() not in _FALSY
+    if value is not None:
+        return value == "1" or value.lower() in _TRUTHY
+    return setting is None or bool(setting)
 
 
-def attribution_headers(url: str) -> dict[str, str]:
-    host = (urlsplit(url).hostname or "").lower()
-    if "openrouter.ai" in url:
+def _host(url: str) -> str:
+    return (urlsplit(url).hostname or "").lower()
+
+
+def _is_opencode(provider: str, url: str) -> bool:
+    return provider in ("opencode", "opencode-go") or _host(url) == "opencode.ai"
+
+
+def attribution_headers(url: str, provider: str = "") -> dict[str, str]:
+    """The attribution a request target takes: matched by its provider id or its URL, as pi matches."""
+    if provider == "openrouter" or "openrouter.ai" in url:
         return {"HTTP-Referer": ATTRIBUTION_URL, "X-OpenRouter-Title": ATTRIBUTION_NAME,
                 "X-OpenRouter-Categories": ",".join(ATTRIBUTION_CATEGORIES)}
-    if host == "integrate.api.nvidia.com":
+    if provider == "nvidia" or _host(url) == "integrate.api.nvidia.com":
         return {"X-BILLING-INVOKE-ORIGIN": ATTRIBUTION_NAME.capitalize()}
-    if host == "opencode.ai":
+    if _is_opencode(provider, url):
         return {"x-opencode-client": ATTRIBUTION_NAME}
     return {}
 
 
-def with_identity(url: str, headers: Mapping[str, str]) -> dict[str, str]:
+def opencode_session_headers(provider: str, url: str, session_id: str | None) -> dict[str, str]:
+    """OpenCode routes one conversation's requests together by ``x-opencode-session``."""
+    return {"x-opencode-session": session_id} if session_id and _is_opencode(provider, url) else {}
+
+
+def with_identity(url: str, headers: Mapping[str, str], attribution: bool = True,
+                  provider: str = "") -> dict[str, str]:
     """``headers`` over the identity headers for ``url`` (names compared without case)."""
-    identity = {"User-Agent": user_agent(), **(attribution_headers(url) if attribution_enabled() else {})}
+    identity = {"User-Agent": user_agent()}
+    if attribution and install_telemetry_enabled():
+        identity.update(attribution_headers(url, provider))
     taken = {name.lower() for name in headers}
     return {**{k: v for k, v in identity.items() if k.lower() not in taken}, **headers}

@@ -24,7 +24,7 @@ import importlib
 import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from pi_coding_agent.ai.abort import AbortSignal
@@ -75,6 +75,10 @@ class StreamOptions:
     max_retries: int = 0  # provider-level retries of a failed request (``retry.provider.maxRetries``)
     max_retry_delay_ms: int = 60000  # longest server-requested wait honoured; 0 = no limit
     env: dict[str, str] = field(default_factory=dict)  # a stored credential's settings, before os.environ (provider_env)
+    transport: str = "auto"  # ``transport`` setting: "auto" | "sse" | "websocket" | "websocket-cached"
+    websocket_connect_timeout_s: float | None = 15.0  # ``websocketConnectTimeoutMs``; None = no limit
+    attribution: bool = True  # install telemetry on: provider attribution headers are sent
+    identity_provider: str = ""  # the request's provider (set by ``stream``): pi attributes by it too
 
 
 class ProviderError(Exception):
@@ -206,7 +210,8 @@ class AssistantStream:
         try:
             adapter = load_adapter(self.model["api"], self.model["provider"])
             context: Context = {**self.context, "messages": prepare_messages(self.model, self.context["messages"])}
-            async for ev in adapter(self.model, context, self.options, self.partial):
+            options = replace(self.options, identity_provider=self.model["provider"])  # for attribution
+            async for ev in adapter(self.model, context, options, self.partial):
                 queue.put_nowait(ev)
         except BaseException as exc:  # forwarded to the consumer, which owns the message
             queue.put_nowait(exc)

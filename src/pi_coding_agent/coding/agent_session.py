@@ -637,6 +637,9 @@ class AgentSession:
         if self.rt.mcp is not None:
             await self.rt.mcp.close()
         self.rt.processes.kill_all()
+        codex = sys.modules.get("pi_coding_agent.ai.providers.codex_websocket")  # loaded by a Codex request
+        if codex is not None:
+            await codex.close_all()  # the session sockets pi keeps for the next turn
         self.sm.close()
         self._unsubscribe_agent()
 

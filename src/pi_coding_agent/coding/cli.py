@@ -322,13 +322,14 @@ def list_models(search: str | None) -> int:
     """Print the models that have credentials as a table (provider, model, context, max-out, thinking, images).
 
     Like pi, only models a request could be sent to are listed; unlike pi, nothing is written (no auth.json).
+    Our faux provider (pi has none) only turns up when a search asks for it, so the full list is pi's.
     """
     from pi_coding_agent.ai.keys import AuthStorage
-    from pi_coding_agent.ai.models import ModelRegistry, locale_key
+    from pi_coding_agent.ai.models import FAUX_PROVIDER, ModelRegistry, locale_key
 
     agent = paths.agent_dir()
     registry = ModelRegistry(agent, AuthStorage(agent, create_missing=False))
-    models = registry.available_models()
+    models = [m for m in registry.available_models() if search or m["provider"] != FAUX_PROVIDER]
     for error in registry.errors:
         print(f"Warning: {error}", file=sys.stderr)
     if search:

@@ -20,6 +20,7 @@ from pi_coding_agent.agent.agent import Agent
 from pi_coding_agent.agent.hooks import AgentHooks
 from pi_coding_agent.agent.tool import AgentTool
 from pi_coding_agent.ai.abort import AbortSignal
+from pi_coding_agent.ai.identity import opencode_session_headers
 from pi_coding_agent.ai.keys import AuthStorage
 from pi_coding_agent.ai.models import FAUX_PROVIDER, PLACEHOLDER_MODEL, ModelRegistry, default_model
 from pi_coding_agent.ai.stream import StreamOptions
@@ -191,10 +192,12 @@ class SessionRuntime:
         return self.api_key_for(model)
 
     def _stream_options(self, model: Model) -> StreamOptions:
-        return StreamOptions(session_id=self.session_manager.session_id,
-                             thinking_budgets=self.settings.thinking_budgets,
-                             headers=self._auth_headers(model) | self.registry.request_headers(model, self.api_key_for(model)),
-                             env=self.auth.credential_env(model["provider"]), **provider_request_options(self.settings))
+        session_id = self.session_manager.session_id
+        headers = (opencode_session_headers(model["provider"], model["baseUrl"], session_id)
+                   | self._auth_headers(model) | self.registry.request_headers(model, self.api_key_for(model)))
+        return StreamOptions(session_id=session_id, thinking_budgets=self.settings.thinking_budgets,
+                             headers=headers, env=self.auth.credential_env(model["provider"]),
+                             **provider_request_options(self.settings))
 
     async def recover_unauthorized(self, failed: Mapping[str, Any] | None) -> bool:
         """After a 401 to an OAuth access token, refresh it (even before its expiry): True to retry once."""

@@ -32,13 +32,19 @@ MISSING_BASE_URL = ("Azure OpenAI base URL is required. Set AZURE_OPENAI_BASE_UR
                     "or pass azureBaseUrl, azureResourceName, or model.baseUrl.")
 
 
+def deployment_map(value: str | None) -> dict[str, str]:
+    """``model=deployment,...`` as pi reads it: a later entry wins, text after a second ``=`` is dropped."""
+    mapping: dict[str, str] = {}
+    for entry in (value or "").split(","):
+        pieces = entry.strip().split("=")
+        if len(pieces) >= 2 and pieces[0] and pieces[1]:
+            mapping[pieces[0].strip()] = pieces[1].strip()
+    return mapping
+
+
 def deployment_name(model: Model) -> str:
     """The deployment for a catalog id: ``AZURE_OPENAI_DEPLOYMENT_NAME_MAP`` entries, else the id itself."""
-    for entry in (_env("AZURE_OPENAI_DEPLOYMENT_NAME_MAP") or "").split(","):
-        model_id, _, deployment = entry.strip().partition("=")
-        if model_id.strip() == model["id"] and deployment.strip():
-            return deployment.strip()
-    return model["id"]
+    return deployment_map(_env("AZURE_OPENAI_DEPLOYMENT_NAME_MAP")).get(model["id"]) or model["id"]
 
 
 def base_url(model: Model) -> str:

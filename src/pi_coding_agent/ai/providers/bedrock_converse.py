@@ -22,12 +22,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import quote
 
 import orjson
 
-from pi_coding_agent.ai.providers import aws_auth
+from pi_coding_agent.ai.providers import aws_auth, strict_schema
+from pi_coding_agent.ai.providers.diagnostics import append_diagnostic
 from pi_coding_agent.ai.providers.http import apply_payload_hook, post_stream
 from pi_coding_agent.ai.providers.partial_json import parse_arguments
 from pi_coding_agent.ai.stream import ProviderError, StreamOptions
@@ -37,7 +39,7 @@ from pi_coding_agent.ai.thinking import (
     clamp_thinking_level,
     thinking_budget,
 )
-from pi_coding_agent.ai.types import AssistantMessage, Context, Model
+from pi_coding_agent.ai.types import AssistantMessage, Context, Model, Tool, now_ms
 
 EMPTY_TEXT = "<empty>"
 REDACTED_PLACEHOLDER = "[Reasoning redacted]"
@@ -219,13 +221,32 @@ def system_blocks(model: Model, context: Context, retention: str) -> list[dict[s
     return blocks
 
 
-def tool_config(context: Context, supports_strict: bool) -> dict[str, Any] | None:
+def _supports_strict(model: Model) -> bool:
+    return bool((model.get("compat") or {}).get("supportsStrictMode"))
+
+
+def _goes_strict(tool: Tool, supports_strict: bool, plain_preferred: bool) -> bool:
+    return not (plain_preferred and strict_schema.prefers_strict(tool)) and strict_schema.strict_for(tool, supports_strict)
+
+
+def tool_config(context: Context, supports_strict: bool, plain_preferred: bool = False) -> dict[str, Any] | None:
+    """``toolConfig``: strict specs for the tools that ask for it (``plain_preferred``: not the preferring ones)."""
     tools = context.get("tools") or []
     if not tools:
         return None
-    strict = {"strict": True} if supports_strict else {}
-    return {"tools": [{"toolSpec": {"name": t["name"], "description": t["description"],
-                                    "inputSchema": {"json": t["parameters"]}, **strict}} for t in tools]}
+    specs = []
+    for tool in tools:
+        strict = _goes_strict(tool, supports_strict, plain_preferred)
+        schema = strict_schema.make_strict(tool["parameters"]) if strict else tool["parameters"]
+        specs.append({"toolSpec": {"name": tool["name"], "description": tool["description"],
+                                   "inputSchema": {"json": schema}, **({"strict": True} if strict else {})}})
+    return {"tools": specs}
+
+
+def has_preferred_strict(model: Model, context: Context) -> bool:
+    """A ``strict: "prefer"`` tool goes strict, so a refused request can go again with it plain."""
+    supports = _supports_strict(model)
+    return any(strict_schema.prefers_strict(t) and _goes_strict(t, supports, False) for t in context.get("tools") or [])
 
 
 def _effort(model: Model, level: str) -> str:
@@ -237,13 +258,11 @@ def _effort(model: Model, level: str) -> str:
     return {"minimal": "low", "low": "low", "medium": "medium"}.get(level, "high")
 
 
-def thinking_fields(model: Model, context: Context, options: StreamOptions) -> tuple[dict[str, Any] | None, int | None]:
+def thinking_fields(model: Model, context: Context, options: StreamOptions) -> tuple[dict[str, Any] | None, int]:
     """``additionalModelRequestFields`` and the ``maxTokens`` that goes with them."""
     level = clamp_thinking_level(model, options.thinking_level) if model["reasoning"] else "off"
     claude = is_claude(model)
-    max_tokens = options.max_tokens if options.max_tokens is not None else (model["maxTokens"] if claude else None)
-    if max_tokens is not None:
-        max_tokens = clamp_max_tokens(model, context, max_tokens)
+    max_tokens = clamp_max_tokens(model, context, options.max_tokens)  # pi's agent always sends one
     if level == "off":
         return None, max_tokens
     if not claude:
@@ -275,13 +294,12 @@ def thinking_fields(model: Model, context: Context, options: StreamOptions) -> t
             "anthropic_beta": [INTERLEAVED_BETA]}, max_tokens
 
 
-def build_request(model: Model, context: Context, options: StreamOptions) -> dict[str, Any]:
+def build_request(model: Model, context: Context, options: StreamOptions,
+                  plain_preferred: bool = False) -> dict[str, Any]:
     """The Converse body (``modelId`` goes in the URL, not here)."""
     retention = options.cache_retention
     extra, max_tokens = thinking_fields(model, context, options)
-    inference: dict[str, Any] = {}
-    if max_tokens is not None:
-        inference["maxTokens"] = max_tokens
+    inference: dict[str, Any] = {"maxTokens": max_tokens}
     if options.temperature is not None:
         inference["temperature"] = options.temperature
     body: dict[str, Any] = {"messages": convert_messages(model, context, retention)}
@@ -289,7 +307,7 @@ def build_request(model: Model, context: Context, options: StreamOptions) -> dic
     if system is not None:
         body["system"] = system
     body["inferenceConfig"] = inference
-    tools = tool_config(context, bool((model.get("compat") or {}).get("supportsStrictMode")))
+    tools = tool_config(context, _supports_strict(model), plain_preferred)
     if tools is not None:
         body["toolConfig"] = tools
     if extra is not None:
@@ -478,18 +496,47 @@ async def _authorised(model: Model, options: StreamOptions, body: bytes) -> tupl
     return url, aws_auth.sign(credentials, region, url, headers, body)
 
 
+def _strict_limits_refused(error: ProviderError) -> bool:
+    """Bedrock validates tool schemas before it streams, so this refusal comes with nothing streamed."""
+    text = str(error)
+    return text.startswith(f"{ERROR_PREFIXES['ValidationException']}: ") and strict_schema.is_strict_limit_error(text)
+
+
+@asynccontextmanager
+async def _open(model: Model, context: Context, options: StreamOptions,
+                output: AssistantMessage) -> AsyncIterator[Any]:
+    """The open event-stream response; strict tools over Claude's limits are sent again plain, as pi does."""
+    plain = strict_schema.over_limits(options.session_id)
+    retry_plain = has_preferred_strict(model, context)
+    while True:
+        body = build_request(model, context, options, plain)
+        content = orjson.dumps(await apply_payload_hook(body, options))
+        url, headers = await _authorised(model, options, content)
+        opened = False
+        try:
+            async with post_stream(url, headers, content, options, describe=_http_error_text) as response:
+                opened = True
+                yield response
+                return
+        except ProviderError as error:
+            if opened or plain or not retry_plain or not _strict_limits_refused(error):
+                raise
+            plain = True
+            strict_schema.mark_over_limits(options.session_id)
+            append_diagnostic(output, {"type": "bedrock_strict_tools_fallback", "timestamp": now_ms(),
+                                       "error": {"message": str(error)},
+                                       "details": {"reason": "strict_tool_limits_exceeded"}})
+
+
 async def stream(
     model: Model, context: Context, options: StreamOptions, output: AssistantMessage
 ) -> AsyncIterator[dict[str, Any]]:
     from botocore.eventstream import EventStreamBuffer, ParserError
 
-    body = await apply_payload_hook(build_request(model, context, options), options)
-    content = orjson.dumps(body)
-    url, headers = await _authorised(model, options, content)
     reader = _Reader(output)
     buffer = EventStreamBuffer()
     try:
-        async with post_stream(url, headers, content, options, describe=_http_error_text) as response:
+        async with _open(model, context, options, output) as response:
             async for chunk in response.aiter_bytes():
                 buffer.add_data(chunk)
                 for message in buffer:

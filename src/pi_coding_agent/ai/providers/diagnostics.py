@@ -18,5 +18,8 @@ def append_transformations(message: Any, kind: str, transformations: list[Any],
     if not transformations:
         return
     kept = [{f: t[f] for f in fields if isinstance(t, dict) and t.get(f) is not None} for t in transformations]
-    diagnostic = {"type": kind, "timestamp": now_ms(), "details": {"transformations": kept}}
+    append_diagnostic(message, {"type": kind, "timestamp": now_ms(), "details": {"transformations": kept}})
+
+
+def append_diagnostic(message: Any, diagnostic: dict[str, Any]) -> None:
     message["diagnostics"] = [*(message.get("diagnostics") or []), diagnostic]

@@ -3,7 +3,7 @@
 httpx is imported on first use (never at start-up). The API is six names:
 
 * ``sse_events(url, headers, body, options, error_text=openai_error_text)`` - POST ``body`` as JSON
-  and yield the response's ``httpx_sse.ServerSentEvent``s. A non-2xx answer raises ``ProviderError``
+  (``bytes`` as they are, for a body the caller encoded itself) and yield the response's ``httpx_sse.ServerSentEvent``s. A non-2xx answer raises ``ProviderError``
   whose text is ``error_text(status, body_text)`` and whose ``retry_after_ms`` carries a
   ``retry-after(-ms)`` header for the agent's retry policy. Transport failures become
   ``ProviderError``s whose texts the retry classifier (``ai.errors``) treats as transient. The
@@ -189,7 +189,7 @@ async def post_stream(
     import httpx
 
     timeout = httpx.Timeout(options.idle_timeout_s, connect=min(options.idle_timeout_s or 30.0, 30.0))
-    headers = with_identity(url, headers)
+    headers = with_identity(url, headers, options.attribution, options.identity_provider)
     for attempt in range(options.max_retries + 1):
         opened = False
         try:
@@ -228,6 +228,7 @@ async def sse_events(
 
     body = await apply_payload_hook(body, options)
     request_headers = {"content-type": "application/json", "accept": "text/event-stream", **headers}
-    async with post_stream(url, request_headers, orjson.dumps(body), options, error_text) as response:
+    content = body if isinstance(body, bytes) else orjson.dumps(body)  # bytes: already encoded (Codex's zstd)
+    async with post_stream(url, request_headers, content, options, error_text) as response:
         async for event in EventSource(response).aiter_sse():
             yield event

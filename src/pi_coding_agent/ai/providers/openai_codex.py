@@ -6,27 +6,58 @@ backend wants in ``chatgpt-account-id`` is read from the token's ``https://api.o
 claim. The body is Codex's: the Responses input with ``store: false``, ``text.verbosity``, encrypted
 reasoning included, ``tool_choice: auto`` and parallel tool calls.
 
-Only pi's SSE transport is implemented (pi prefers a WebSocket and falls back to SSE); the request
-body is sent uncompressed (pi sends zstd when its runtime has it).
+Transports, as pi picks them from the ``transport`` setting: ``auto`` (the default),
+``websocket`` and ``websocket-cached`` go over the WebSocket first (``codex_websocket``) and fall
+back to SSE when the socket fails before the answer starts; the session then stays on SSE. ``sse``
+posts the body zstd-compressed (level 3, ``content-encoding: zstd``), as pi does wherever its
+runtime has zstd; the WebSocket frame carries the plain JSON.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import os
 import re
+import sys
 import time
-from collections.abc import AsyncGenerator
+import uuid
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import aclosing
+from dataclasses import replace
 from typing import Any
 
 import orjson
 
-from pi_coding_agent.ai.providers.openai_responses import build_request, stream_response
+from pi_coding_agent.ai.identity import with_identity
+from pi_coding_agent.ai.providers import codex_websocket as ws
+from pi_coding_agent.ai.providers.diagnostics import append_diagnostic
+from pi_coding_agent.ai.providers.http import apply_payload_hook, sse_events
+from pi_coding_agent.ai.providers.openai_responses import (
+    build_request,
+    convert_input,
+    sse_json,
+    translate_events,
+)
 from pi_coding_agent.ai.stream import ProviderError, StreamOptions
-from pi_coding_agent.ai.types import AssistantMessage, Context, Model
+from pi_coding_agent.ai.types import AssistantMessage, Context, Model, now_ms
 
 DEFAULT_BASE_URL = "https://chatgpt.com/backend-api"
 JWT_CLAIM = "https://api.openai.com/auth"
+ZSTD_LEVEL = 3
+CONNECTION_LIMIT = "websocket_connection_limit_reached"
+PREVIOUS_RESPONSE_NOT_FOUND = "previous_response_not_found"
+STATUSES = frozenset({"completed", "incomplete", "failed", "cancelled", "queued", "in_progress"})
+TOOL_OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output"})
+_sse_sessions: set[str] = set()  # sessions whose socket failed: they stay on SSE, as in pi
+
+
+class CodexApiError(ProviderError):
+    """An ``error`` or ``response.failed`` event: the backend's answer, never a transport fault."""
+
+    def __init__(self, message: str, code: object) -> None:
+        super().__init__(message)
+        self.code = code if isinstance(code, str) else None
 
 
 def codex_url(base_url: str) -> str:
@@ -75,8 +106,9 @@ def build_body(model: Model, context: Context, options: StreamOptions) -> dict[s
         "model": model["id"], "store": False, "stream": True, "input": responses["input"],
         "text": {"verbosity": "low"}, "include": ["reasoning.encrypted_content"],
     }
-    if options.session_id and options.cache_retention != "none":
-        body["prompt_cache_key"] = options.session_id[:64]
+    session = cache_session(options)
+    if session:
+        body["prompt_cache_key"] = session
     body.update(tool_choice="auto", parallel_tool_calls=True)
     for key in ("max_output_tokens", "temperature", "reasoning"):
         if key in responses:
@@ -90,16 +122,188 @@ def headers_for(model: Model, options: StreamOptions, token: str) -> dict[str, s
     headers = {"originator": "pi", **(model.get("headers") or {}), **options.headers,
                "Authorization": f"Bearer {token}", "chatgpt-account-id": account_id(token),
                "OpenAI-Beta": "responses=experimental"}
-    if options.session_id and options.cache_retention != "none":
-        headers.update({"session-id": options.session_id[:64], "x-client-request-id": options.session_id[:64]})
+    session = cache_session(options)
+    if session:
+        headers.update({"session-id": session, "x-client-request-id": session})
     return headers
 
 
-def stream(
+def cache_session(options: StreamOptions) -> str | None:
+    return options.session_id[:64] if options.session_id and options.cache_retention != "none" else None
+
+
+def websocket_headers(model: Model, options: StreamOptions, token: str, request_id: str) -> dict[str, str]:
+    """The SSE headers less the HTTP-only ones, with the WebSocket beta and the request id."""
+    dropped = {"accept", "content-type", "openai-beta", "session-id", "x-client-request-id"}
+    headers = {k: v for k, v in headers_for(model, options, token).items() if k.lower() not in dropped}
+    return {**headers, "OpenAI-Beta": ws.BETA, "x-client-request-id": request_id, "session-id": request_id}
+
+
+def uuid7() -> str:
+    """A time-ordered request id (RFC 9562 version 7) for socket requests outside a session."""
+    millis, rand = time.time_ns() // 1_000_000, int.from_bytes(os.urandom(10), "big")
+    value = (millis << 80) | (0x7 << 76) | (((rand >> 62) & 0xFFF) << 64) | (0b10 << 62) | (rand & ((1 << 62) - 1))
+    return str(uuid.UUID(int=value))
+
+
+def zstd_compress(data: bytes) -> bytes | None:
+    """``data`` zstd-compressed, or None where no zstd module is installed (then sent plain, as pi does)."""
+    try:
+        if sys.version_info >= (3, 14):
+            from compression import zstd
+        else:
+            from backports import zstd
+    except ImportError:
+        return None
+    return bytes(zstd.compress(data, level=ZSTD_LEVEL))
+
+
+def _event_error(event: dict[str, Any]) -> tuple[Any, Any]:
+    nested: dict[str, Any] = event["error"] if isinstance(event.get("error"), dict) else {}
+    code = event.get("code") if isinstance(event.get("code"), str) else nested.get("code")
+    message = event.get("message") if isinstance(event.get("message"), str) else nested.get("message")
+    return code if isinstance(code, str) else None, message if isinstance(message, str) else None
+
+
+async def codex_events(events: AsyncIterator[dict[str, Any]]) -> AsyncGenerator[dict[str, Any], None]:
+    """Codex's event dialect as plain Responses events: its errors raised, ``response.done`` completing."""
+    async for event in events:
+        kind = event.get("type")
+        if kind == "error":
+            code, message = _event_error(event)
+            raise CodexApiError(f"Codex error: {message or code or orjson.dumps(event).decode()}", code)
+        if kind == "response.failed":
+            error = (event.get("response") or {}).get("error") or {}
+            raise CodexApiError(error.get("message") or "Codex response failed", error.get("code"))
+        if kind in ws.COMPLETIONS:
+            response = dict(event.get("response") or {})
+            response["status"] = response.get("status") if response.get("status") in STATUSES else None
+            yield {**event, "type": "response.completed", "response": response}
+            return
+        if isinstance(kind, str):
+            yield event
+
+
+class _Started:
+    """Whether the socket delivered an event yet: a failure after that cannot move to SSE."""
+
+    def __init__(self) -> None:
+        self.value = False
+
+    async def watch(self, events: AsyncGenerator[dict[str, Any], None]) -> AsyncGenerator[dict[str, Any], None]:
+        async with aclosing(events) as source:
+            async for event in source:
+                self.value = True
+                yield event
+
+
+def _answer_items(model: Model, output: AssistantMessage) -> list[Any]:
+    items = convert_input(model, {"messages": [output]})
+    return [item for item in items if item.get("type") not in TOOL_OUTPUTS]
+
+
+async def _websocket_once(
+    model: Model, options: StreamOptions, output: AssistantMessage, body: dict[str, Any], started: _Started,
+    account: str, session: str | None,
+) -> AsyncGenerator[dict[str, Any], None]:
+    url = ws.websocket_url(codex_url(model["baseUrl"]))
+    token = options.api_key or ""
+    headers = with_identity(url, websocket_headers(model, options, token, session or uuid7()), options.attribution,
+                            model["provider"])
+    lease = await ws.acquire(url, headers, session, account, options.websocket_connect_timeout_s)
+    cached = options.transport in ("auto", "websocket-cached")
+    keep = False
+    try:
+        request = ws.request_body(lease, body) if cached else body
+        events = codex_events(started.watch(ws.events(lease, request, options.idle_timeout_s)))
+        async for item in translate_events(events, output, "Codex"):
+            yield item
+        keep = not (options.signal is not None and options.signal.aborted)
+        if keep and cached and output.get("responseId"):
+            ws.remember(lease, body, _answer_items(model, output), str(output["responseId"]))
+    except BaseException:
+        ws.forget(lease)
+        raise
+    finally:
+        await lease.release(keep)
+
+
+def _transport_failure(output: AssistantMessage, options: StreamOptions, error: Exception, started: bool,
+                       body: dict[str, Any]) -> None:
+    """pi's diagnostic for a failed socket, kept in the message (and so in the session)."""
+    details = {"configuredTransport": options.transport, **({} if started else {"fallbackTransport": "sse"}),
+               "eventsEmitted": started, "phase": "after_message_stream_start" if started else "before_message_stream_start",
+               "requestBytes": len(orjson.dumps(body))}
+    append_diagnostic(output, {"type": "provider_transport_failure", "timestamp": now_ms(),
+                               "error": {"name": type(error).__name__, "message": str(error)}, "details": details})
+
+
+class _UseSse(Exception):
+    """The socket failed before the answer started: send the request again over SSE."""
+
+
+async def _websocket(
+    model: Model, options: StreamOptions, output: AssistantMessage, body: dict[str, Any], account: str,
+    session: str | None,
+) -> AsyncGenerator[dict[str, Any], None]:
+    """pi's WebSocket attempt: one retry for a lost continuation or a full connection pool, then SSE."""
+    retried_missing = retried_limit = False
+    while True:
+        started = _Started()
+        try:
+            async for item in _websocket_once(model, options, output, body, started, account, session):
+                yield item
+            return
+        except Exception as error:
+            if options.signal is not None and options.signal.aborted:
+                raise
+            code = getattr(error, "code", None)
+            if code == PREVIOUS_RESPONSE_NOT_FOUND and not retried_missing:
+                retried_missing = True
+                continue
+            limit = not started.value and code == CONNECTION_LIMIT
+            if limit and not retried_limit:
+                retried_limit = True
+                continue
+            if isinstance(error, CodexApiError | ws.CodexProtocolError) and not limit:
+                raise
+            _transport_failure(output, options, error, started.value, body)
+            if session:
+                _sse_sessions.add(session)
+            if started.value:
+                raise
+            raise _UseSse(str(error)) from error
+
+
+async def _sse(
+    model: Model, options: StreamOptions, output: AssistantMessage, body: dict[str, Any]
+) -> AsyncGenerator[dict[str, Any], None]:
+    token = options.api_key or ""
+    headers = headers_for(model, options, token)
+    plain = orjson.dumps(body)
+    compressed = zstd_compress(plain)
+    if compressed is not None:
+        headers["content-encoding"] = "zstd"
+    events = sse_json(sse_events(codex_url(model["baseUrl"]), headers, compressed or plain,
+                                 replace(options, on_payload=None), error_text))
+    async for item in translate_events(codex_events(events), output, "Codex"):
+        yield item
+
+
+async def stream(
     model: Model, context: Context, options: StreamOptions, output: AssistantMessage
 ) -> AsyncGenerator[dict[str, Any], None]:
     if not options.api_key:
         raise ProviderError(f"No API key for provider: {model['provider']}")
-    headers = headers_for(model, options, options.api_key)
-    return stream_response(codex_url(model["baseUrl"]), headers, build_body(model, context, options), options,
-                           output, error_text, "Codex")
+    account = account_id(options.api_key)
+    body = await apply_payload_hook(build_body(model, context, options), options)
+    session = cache_session(options)
+    if options.transport != "sse" and not (session and session in _sse_sessions):
+        try:
+            async for item in _websocket(model, options, output, body, account, session):
+                yield item
+            return
+        except _UseSse:
+            pass
+    async for item in _sse(model, options, output, body):
+        yield item

@@ -159,6 +159,12 @@ def _parse_text_signature(signature: str | None) -> dict[str, str]:
     return {"id": signature}
 
 
+def convert_input(model: Model, context: Context) -> list[Any]:
+    """The Responses ``input`` items of a conversation."""
+    items: list[Any] = _Converter(model).convert(context)
+    return items
+
+
 def build_request(model: Model, context: Context, options: StreamOptions) -> dict[str, Any]:
     """The JSON body of one ``/responses`` request."""
     compat = model.get("compat") or {}
@@ -433,12 +439,27 @@ async def stream_response(
     error_text: Any, label: str = "OpenAI Responses",
 ) -> AsyncGenerator[dict[str, Any], None]:
     """POST a Responses body and translate its events (shared with the Azure and Codex backends)."""
-    reader = _EventReader(output)
-    async with aclosing(sse_events(url, headers, body, options, error_text)) as events:
-        async for event in events:
+    async with aclosing(sse_json(sse_events(url, headers, body, options, error_text))) as events:
+        async for item in translate_events(events, output, label):
+            yield item
+
+
+async def sse_json(events: AsyncGenerator[Any, None]) -> AsyncGenerator[dict[str, Any], None]:
+    """The JSON payloads of server-sent events (``[DONE]`` and empty data skipped)."""
+    async with aclosing(events) as sse:
+        async for event in sse:
             if event.data and event.data != "[DONE]":
-                for item in reader.feed(orjson.loads(event.data)):
-                    yield item
+                yield orjson.loads(event.data)
+
+
+async def translate_events(
+    events: AsyncIterator[dict[str, Any]], output: AssistantMessage, label: str
+) -> AsyncGenerator[dict[str, Any], None]:
+    """Responses events, from any transport, as normalized events (``output`` filled in)."""
+    reader = _EventReader(output)
+    async for event in events:
+        for item in reader.feed(event):
+            yield item
     if not reader.terminal:
         raise ProviderError(f"{label} stream ended before a terminal response event")
     if output["stopReason"] == "error":

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import math
 import os
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -211,10 +212,8 @@ class Settings:
     @property
     def http_idle_timeout_ms(self) -> int:
         """0 disables the idle timeout (``0`` or ``"disabled"`` in the file)."""
-        value = self.get("httpIdleTimeoutMs")
-        if value == "disabled":
-            return 0
-        return int(value) if is_non_negative_safe_integer(value) else 300000
+        timeout = timeout_ms(self.get("httpIdleTimeoutMs"))
+        return 300000 if timeout is None else timeout
 
     @property
     def shell_path(self) -> str | None:
@@ -341,6 +340,21 @@ def resolve_tool_entries(entries: list[str]) -> list[str]:
 
 
 # ---------------------------------------------------------------------- values
+
+
+def timeout_ms(value: Any) -> int | None:
+    """A timeout setting as pi reads it: a non-negative number (whole milliseconds) or ``"disabled"`` (0)."""
+    if isinstance(value, str):
+        text = value.strip()
+        if text.lower() == "disabled":
+            return 0
+        try:
+            value = float(text) if text else None
+        except ValueError:
+            return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+        return None
+    return math.floor(value)
 
 
 def is_non_negative_safe_integer(value: Any) -> bool:
