@@ -80,6 +80,12 @@ class AgentSession:
         """Set up the extensions; their ``session_start`` runs once the caller has subscribed."""
         if self.extensions is not None:
             await self.extensions.load()
+        if self.rt.args.pending_flags:  # options only extensions can know, checked once they registered theirs
+            from pi_coding_agent.coding.extensions.flags import apply_cli_flags
+
+            loaded = [] if self.extensions is None else self.extensions.extensions
+            apply_cli_flags(self.rt.args.pending_flags, loaded, self.rt.flag_values)
+        if self.extensions is not None:
             self.extensions.start_soon()
 
     @property

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from pi_coding_agent import PI_COMPATIBLE_VERSION, __version__
 from pi_coding_agent.ai.types import THINKING_LEVELS
 from pi_coding_agent.coding import paths
-from pi_coding_agent.coding.options import CliArgs
+from pi_coding_agent.coding.options import CliArgs, PendingFlag
 
 if TYPE_CHECKING:
     from pi_coding_agent.ai.types import Model
@@ -131,7 +131,9 @@ def _parse_flag(args: CliArgs, argv: list[str], i: int, arg: str) -> int:
     if arg.startswith("--") and "=" in arg:
         name, inline = arg.split("=", 1)
     if name not in _FLAGS:
-        raise CliError(f"Unknown option: {name}")
+        if not name.startswith("--"):
+            raise CliError(f"Unknown option: {name}")
+        return _pending_flag(args, argv, i, name, inline)
     attr, kind = _FLAGS[name]
     if kind == "bool":
         if inline is not None:
@@ -149,6 +151,16 @@ def _parse_flag(args: CliArgs, argv: list[str], i: int, arg: str) -> int:
         setattr(args, attr, [part.strip() for part in inline.split(",") if part.strip()])
     else:
         setattr(args, attr, inline)
+    return i
+
+
+def _pending_flag(args: CliArgs, argv: list[str], i: int, name: str, inline: str | None) -> int:
+    """An option only an extension can know: kept with its value (the next word unless that is an
+    option or an ``@file``) for the check once extensions have loaded (``coding/extensions/flags.py``)."""
+    if inline is None and i < len(argv) and not argv[i].startswith(("-", "@")):
+        args.pending_flags.append(PendingFlag(name[2:], argv[i], inline=False))
+        return i + 1
+    args.pending_flags.append(PendingFlag(name[2:], inline, inline=inline is not None))
     return i
 
 

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from pi_coding_agent.ai.types import Model
     from pi_coding_agent.coding.extensions.event_bus import EventBus
     from pi_coding_agent.coding.extensions.host import RunnerHandle
+    from pi_coding_agent.coding.options import CliArgs
 
 DELIVERY_MODES = ("steer", "followUp", "nextTurn")
 KILL_GRACE_S = 5.0
@@ -299,11 +300,30 @@ def _terminate(proc: asyncio.subprocess.Process) -> None:
 
 
 def install_tool(runner: RunnerHandle, tool: AgentTool) -> None:
-    """Make a registered tool callable, and active unless it was registered with ``default_active=False``."""
-    if getattr(tool, "default_active", True):
+    """Make a registered tool callable, and active unless it was registered with ``default_active=False``.
+
+    The command line decides first, as in pi: ``--exclude-tools`` and a ``--tools`` allowlist that
+    does not name the tool keep it out altogether; naming it (or ``--tools +name``) activates it."""
+    choice = _command_line_choice(runner.rt.args, tool.name)
+    if choice == "out":
+        return
+    if choice == "active" or (choice is None and getattr(tool, "default_active", True)):
         runner.activate_tool(tool)
     else:
         runner.rt.all_tools[tool.name] = tool
+
+
+def _command_line_choice(args: CliArgs, name: str) -> Literal["out", "active"] | None:
+    """What ``--tools`` / ``--exclude-tools`` say about one extension tool (None: nothing)."""
+    from pi_coding_agent.coding.tools.selection import name_matcher
+
+    if args.exclude_tools and name_matcher(args.exclude_tools)(name):
+        return "out"
+    if args.tools is None:
+        return None
+    if any(entry.startswith(("+", "-")) for entry in args.tools):  # modifiers of the default selection
+        return "active" if f"+{name}" in args.tools else None
+    return "active" if name_matcher(args.tools)(name) else "out"
 
 
 def _tool_info(tool: AgentTool) -> dict[str, Any]:
