@@ -14,15 +14,20 @@ from typing import Any
 
 import pytest
 
-from tests.rpc_compare import Conversation, Played, Record, Scenario, needs_reference, only, play
+from tests.fakes.llm_server import FakeLLMServer
+from tests.rpc_compare import Conversation, Played, Record, Scenario, Workspace, needs_reference, only, play
 from tests.test_extensions_parity import comparable
 from tests.test_rpc_reference import differences
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "extensions"
 
 
+EnvOf = Callable[[str], dict[str, str]]  # the fake LLM's URL -> extra environment for the side
+
+
 async def play_example(kind: str, example: str, ts: str, drive: Callable[[Conversation], Awaitable[None]],
-                       root: Path, args: tuple[str, ...] = (), script: list[dict[str, Any]] | None = None) -> Played:
+                       root: Path, args: tuple[str, ...] = (), script: list[dict[str, Any]] | None = None,
+                       env_of: EnvOf | None = None) -> Played:
     """Play ``drive`` with the example (ours) or its TypeScript twin (reference) loaded by ``-e``."""
     folder = root / f"{kind}-ext"
     folder.mkdir(parents=True)
@@ -32,7 +37,20 @@ async def play_example(kind: str, example: str, ts: str, drive: Callable[[Conver
     else:
         path = folder / "ext.ts"
         path.write_text(textwrap.dedent(ts))
-    return await play(kind, Scenario(script or [], drive, args=("--no-session", "-e", str(path), *args)), root)
+    scenario = Scenario(script or [], drive, args=("--no-session", "-e", str(path), *args))
+    if env_of is None:
+        return await play(kind, scenario, root)
+    with FakeLLMServer() as server:
+        server.add(*scenario.script)
+        workspace = Workspace.create(root / kind, server.url)
+        workspace.env.update(env_of(server.url))
+        proc = await workspace.spawn(kind, *scenario.args)
+        conversation = Conversation(proc, server, workspace)
+        try:
+            await drive(conversation)
+        finally:
+            await proc.kill()
+        return Played(conversation.records, list(server.requests), workspace)
 
 
 def notes(records: list[Record]) -> list[str]:
@@ -100,9 +118,6 @@ async def test_extension_flags_match_reference(case: str, tmp_path: Path) -> Non
 
 async def _exit_status(kind: str, root: Path, *args: str) -> tuple[int, list[str]]:
     """Start one side with the flags example and ``args``; its exit status and its ``Error:`` lines."""
-    from tests.fakes.llm_server import FakeLLMServer
-    from tests.rpc_compare import Workspace
-
     with FakeLLMServer() as server:
         workspace = Workspace.create(root / kind, server.url)
         path = root / kind / ("ext.py" if kind == "ours" else "ext.ts")
@@ -143,3 +158,100 @@ async def test_boolean_flag_refuses_the_word_pi_would_drop(tmp_path: Path) -> No
 async def test_bad_extension_flags_match_reference(case: str, tmp_path: Path) -> None:
     args, _ = FLAG_ERRORS[case]
     assert await _exit_status("ours", tmp_path, *args) == await _exit_status("reference", tmp_path, *args)
+
+
+# --------------------------------------------------------------------------- providers and provider events
+
+GATEWAY_TS = """
+export default function (pi) {
+  pi.registerProvider("gateway", {
+    baseUrl: process.env.GATEWAY_URL ?? "https://llm.example.com/v1",
+    apiKey: "$GATEWAY_KEY",
+    api: "openai-completions",
+    headers: { "x-team": "platform", "x-debug": "on" },
+    models: [{ id: "team-model", name: "Team model", reasoning: false, input: ["text"],
+               cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }, contextWindow: 32000, maxTokens: 2048 }],
+  });
+  const seen = { statuses: [], contentTypes: [], streamEvents: 0 };
+  pi.on("before_provider_headers", (event) => {
+    event.headers["x-trace"] = "pi-gateway";
+    event.headers["x-debug"] = null;
+  });
+  pi.on("after_provider_response", (event) => {
+    seen.statuses.push(event.status);
+    seen.contentTypes.push(event.headers["content-type"]);
+  });
+  pi.on("provider_stream_event", () => { seen.streamEvents += 1; });
+  pi.registerCommand("gateway", {
+    description: "What the gateway handlers saw; 'off' removes it",
+    handler: async (args, ctx) => {
+      if (args.trim() === "off") {
+        pi.unregisterProvider("gateway");
+        ctx.ui.notify("gateway removed", "info");
+      } else {
+        ctx.ui.notify(JSON.stringify(seen), "info");
+      }
+    },
+  });
+}
+"""
+
+
+def _gateway_env(url: str) -> dict[str, str]:
+    return {"GATEWAY_URL": f"{url}/v1", "GATEWAY_KEY": "gateway-secret"}
+
+
+def _model_names(response: Record) -> list[str]:
+    return sorted(f"{m['provider']}/{m['id']}" for m in response["data"]["models"])
+
+
+async def _gateway(conv: Conversation) -> None:
+    conv.records.append({"type": "listed", "models": _model_names(await conv.request({"type": "get_available_models"}))})
+    await conv.prompt("hello gateway")
+    state = await conv.request({"type": "get_state"})
+    conv.records.append({"type": "model", "model": f"{state['data']['model']['provider']}/{state['data']['model']['id']}"})
+    await conv.request({"type": "prompt", "message": "/gateway"})
+    await conv.request({"type": "prompt", "message": "/gateway off"})
+    conv.records.append({"type": "listed", "models": _model_names(await conv.request({"type": "get_available_models"}))})
+    refused = await conv.request({"type": "set_model", "provider": "gateway", "modelId": "team-model"})
+    conv.records.append({"type": "set_model", "success": refused["success"]})
+
+
+GATEWAY_ARGS = ("--provider", "gateway", "--model", "team-model")
+
+
+def _gateway_outcome(played: Played) -> dict[str, Any]:
+    """What the client and the gateway saw, in a form both sides share."""
+    request = played.requests[0]
+    return {
+        "listed": [r["models"] for r in played.records if r["type"] == "listed"],
+        "model": next(r["model"] for r in played.records if r["type"] == "model"),
+        "notes": notes(played.records),
+        "set_model": next(r["success"] for r in played.records if r["type"] == "set_model"),
+        "sent": {name: request["headers"].get(name) for name in ("x-team", "x-trace", "x-debug", "authorization")},
+        "bodyModel": request["body"]["model"],
+    }
+
+
+async def test_register_provider_and_provider_events(tmp_path: Path) -> None:
+    ours = await play_example("ours", "gateway_provider.py", GATEWAY_TS, _gateway, tmp_path, GATEWAY_ARGS,
+                              [{"content": [{"type": "text", "text": "via the gateway"}]}], _gateway_env)
+    outcome = _gateway_outcome(ours)
+    assert outcome["listed"] == [["fake/fake-model", "gateway/team-model"], ["fake/fake-model"]]
+    assert outcome["model"] == "gateway/team-model" and outcome["bodyModel"] == "team-model"
+    assert outcome["sent"] == {"x-team": "platform", "x-trace": "pi-gateway", "x-debug": None,
+                               "authorization": "Bearer gateway-secret"}
+    seen = json.loads(outcome["notes"][0])
+    assert seen["statuses"] == [200] and seen["contentTypes"][0].startswith("text/event-stream")
+    assert seen["streamEvents"] >= 2  # the text chunk(s) and the finish chunk, each seen raw
+    assert outcome["notes"][1] == "gateway removed" and outcome["set_model"] is False
+
+
+@needs_reference
+async def test_register_provider_matches_reference(tmp_path: Path) -> None:
+    script = [{"content": [{"type": "text", "text": "via the gateway"}]}]
+    reference = await play_example("reference", "gateway_provider.py", GATEWAY_TS, _gateway, tmp_path,
+                                   GATEWAY_ARGS, script, _gateway_env)
+    ours = await play_example("ours", "gateway_provider.py", GATEWAY_TS, _gateway, tmp_path, GATEWAY_ARGS,
+                              script, _gateway_env)
+    assert _gateway_outcome(ours) == _gateway_outcome(reference)

@@ -29,6 +29,7 @@ from typing import Any, Protocol
 
 from pi_coding_agent.ai.abort import AbortSignal
 from pi_coding_agent.ai.cost import apply_cost
+from pi_coding_agent.ai.provider_hooks import HeadersHook, ResponseHook, StreamEventHook, with_hooked_headers
 from pi_coding_agent.ai.transform import prepare_messages
 from pi_coding_agent.ai.types import AssistantMessage, Context, Model, empty_usage, now_ms
 
@@ -71,6 +72,10 @@ class StreamOptions:
     thinking_budgets: dict[str, int] | None = None
     idle_timeout_s: float | None = 300.0
     on_payload: PayloadHook | None = None  # may return a replacement request body
+    on_headers: HeadersHook | None = None  # ai/provider_hooks.py: may change the request's headers
+    drop_headers: frozenset[str] = frozenset()  # lower-case names on_headers removed
+    on_response: ResponseHook | None = None  # status and headers once the response is open
+    on_stream_event: StreamEventHook | None = None  # each raw server-sent event, parsed
     max_retries: int = 0  # provider-level retries of a failed request (``retry.provider.maxRetries``)
     max_retry_delay_ms: int = 60000  # longest server-requested wait honoured; 0 = no limit
 
@@ -91,9 +96,20 @@ class Adapter(Protocol):
 
 
 _adapters: dict[str, Adapter] = {}
+_provider_adapters: dict[tuple[str, str], Adapter] = {}  # a provider's own stream (an extension's), by (provider, api)
+
+
+def set_provider_adapter(provider: str, api: str, adapter: Adapter | None) -> None:
+    """Route a provider's requests of ``api`` through ``adapter`` (the contract above); None removes it."""
+    if adapter is None:
+        _provider_adapters.pop((provider, api), None)
+    else:
+        _provider_adapters[(provider, api)] = adapter
 
 
 def load_adapter(api: str, provider: str | None = None) -> Adapter:
+    if provider is not None and (own := _provider_adapters.get((provider, api))) is not None:
+        return own
     special = PROVIDER_API_MODULES.get((provider, api)) if provider is not None else None
     key = special or api
     adapter = _adapters.get(key)
@@ -203,7 +219,7 @@ class AssistantStream:
         try:
             adapter = load_adapter(self.model["api"], self.model["provider"])
             context: Context = {**self.context, "messages": prepare_messages(self.model, self.context["messages"])}
-            async for ev in adapter(self.model, context, self.options, self.partial):
+            async for ev in adapter(self.model, context, await with_hooked_headers(self.options), self.partial):
                 queue.put_nowait(ev)
         except BaseException as exc:  # forwarded to the consumer, which owns the message
             queue.put_nowait(exc)

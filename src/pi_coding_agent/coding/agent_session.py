@@ -76,10 +76,14 @@ class AgentSession:
         self.agent.hooks.prepare_next_turn = self.compaction.check_between_turns
         self.navigator = TreeNavigator(self, runtime, self.extensions)
 
-    async def start(self) -> None:
-        """Set up the extensions; their ``session_start`` runs once the caller has subscribed."""
+    async def load_extensions(self) -> None:
+        """Run every extension's ``setup`` (before the model choice: they may register providers)."""
         if self.extensions is not None:
             await self.extensions.load()
+
+    async def start(self) -> None:
+        """Check the command-line flags extensions registered; their ``session_start`` runs once the
+        caller has subscribed."""
         if self.rt.args.pending_flags:  # options only extensions can know, checked once they registered theirs
             from pi_coding_agent.coding.extensions.flags import apply_cli_flags
 

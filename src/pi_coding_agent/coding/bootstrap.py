@@ -198,23 +198,24 @@ async def create_session(
     registry = ModelRegistry(agent_dir, auth, llama_command.enabled(settings, args.no_extensions, args.extensions))
     for error in [*auth.errors, *registry.errors]:  # a broken auth.json is named, not silently ignored
         print(error, file=sys.stderr)
-    scoped, cli_model = _scoped_models(args, registry, settings), _cli_model(args, registry)
     runtime = SessionRuntime(
         args=args, cwd=cwd, agent_dir=agent_dir, mode=mode, ui=ui or NoUI(), settings=settings, auth=auth,
-        registry=registry, session_manager=sm, resources=project.resources,
-        scoped=scoped, cli_model=cli_model, extra_tools=tools, trusted=project.trusted, load_project=load_project,
-        inline_key_provider=_inline_key_provider(args, cli_model, scoped, settings, sm),
-        sandbox=_sandbox_policy(args, settings, cwd),
+        registry=registry, session_manager=sm, resources=project.resources, scoped=[], extra_tools=tools,
+        trusted=project.trusted, load_project=load_project, sandbox=_sandbox_policy(args, settings, cwd),
     )
-    if args.name and not sm.entries:
-        sm.append_session_info(" ".join(args.name.split("\n")).strip())
-    runtime.load_transcript(sm)
-    if not registry.available_models():
-        print(f"Warning: No models available. {LOGIN_HELP}", file=sys.stderr)
     session = AgentSession(runtime, _extension_sources(args, settings, agent_dir, cwd, project.trusted, extensions))
     attach_cache_warmer(session, runtime)
     from pi_coding_agent.coding.mcp import start_mcp
 
     runtime.mcp = start_mcp(runtime, project.trusted)  # before extensions, which may register MCP servers
+    await session.load_extensions()  # as in pi, before the model choice: --model may name a provider they add
+    scoped, cli_model = _scoped_models(args, registry, settings), _cli_model(args, registry)
+    runtime.scoped, runtime.scoped_models, runtime.cli_model = scoped, [m for m, _ in scoped], cli_model
+    runtime.inline_key_provider = _inline_key_provider(args, cli_model, scoped, settings, sm)
+    if args.name and not sm.entries:
+        sm.append_session_info(" ".join(args.name.split("\n")).strip())
+    runtime.load_transcript(sm)
+    if not registry.available_models():
+        print(f"Warning: No models available. {LOGIN_HELP}", file=sys.stderr)
     await session.start()
     return session

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from pi_coding_agent.ai.identity import with_identity
+from pi_coding_agent.ai.provider_hooks import report_response, report_stream_event, without_dropped
 from pi_coding_agent.ai.stream import ProviderError, StreamOptions
 
 if TYPE_CHECKING:
@@ -189,7 +190,7 @@ async def post_stream(
     import httpx
 
     timeout = httpx.Timeout(options.idle_timeout_s, connect=min(options.idle_timeout_s or 30.0, 30.0))
-    headers = with_identity(url, headers)
+    headers = without_dropped(with_identity(url, headers), options)
     for attempt in range(options.max_retries + 1):
         opened = False
         try:
@@ -197,6 +198,7 @@ async def post_stream(
                                            timeout=timeout) as response:
                 if response.status_code < 400:
                     opened = True
+                    await report_response(options, response.status_code, response.headers)
                     yield response
                     return
                 text = (await response.aread()).decode(errors="replace")
@@ -230,4 +232,6 @@ async def sse_events(
     request_headers = {"content-type": "application/json", "accept": "text/event-stream", **headers}
     async with post_stream(url, request_headers, orjson.dumps(body), options, error_text) as response:
         async for event in EventSource(response).aiter_sse():
+            if options.on_stream_event is not None:
+                await report_stream_event(options, event.data)
             yield event

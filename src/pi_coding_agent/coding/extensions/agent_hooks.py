@@ -17,6 +17,7 @@ from pi_coding_agent.agent.loop import default_context
 from pi_coding_agent.ai.types import now_ms
 from pi_coding_agent.coding.extensions.boundaries import Boundaries
 from pi_coding_agent.coding.extensions.dispatch import FAILED, propagate
+from pi_coding_agent.coding.extensions.provider_events import with_provider_events
 from pi_coding_agent.coding.extensions.registry import custom_message
 
 if TYPE_CHECKING:
@@ -58,7 +59,9 @@ class AgentHooks(Boundaries):
             from pi_coding_agent.ai.stream import StreamOptions
 
             base = options(model) if options is not None else StreamOptions()
-            return replace(base, on_payload=self._on_payload) if self.has_handlers("before_provider_request") else base
+            if self.has_handlers("before_provider_request"):
+                base = replace(base, on_payload=self._on_payload)
+            return with_provider_events(self, base, model)
 
         async def transform_context(messages: list[dict[str, Any]], signal: AbortSignal) -> list[dict[str, Any]]:
             if transform is not None:

@@ -15,6 +15,7 @@ from pi_coding_agent.coding.extensions.registry import Binding, Command, Extensi
 
 if TYPE_CHECKING:
     from pi_coding_agent.ai.abort import AbortSignal
+    from pi_coding_agent.ai.stream import Adapter
     from pi_coding_agent.ai.types import Model
     from pi_coding_agent.coding.extensions.event_bus import EventBus
     from pi_coding_agent.coding.extensions.host import RunnerHandle
@@ -137,6 +138,27 @@ class ExtensionAPI:
     def get_settings(self) -> dict[str, Any]:
         """A copy of the effective settings (global and project merged, overrides applied)."""
         return self._live().rt.settings.effective()
+
+    # ------------------------------------------------------------------ providers
+
+    def register_provider(self, name: str, config: dict[str, Any], *, stream: Adapter | None = None) -> None:
+        """Add or re-route a model provider (pi's ``registerProvider``): ``config`` has models.json's
+        provider shape (``baseUrl``, ``apiKey``, ``api``, ``headers``, ``authHeader``, ``models``, ...);
+        ``stream`` is the provider's own adapter (``ai/stream.py``'s contract) for its ``api``. Takes
+        effect at once; ``ValueError`` when the entry could not work."""
+        runner = self._live()
+        if stream is not None and not config.get("api"):
+            raise ValueError(f"Provider {name}: a custom stream needs the provider's \"api\"")
+        runner.rt.registry.register_provider(name, config)
+        if stream is not None:
+            from pi_coding_agent.ai.stream import set_provider_adapter
+
+            set_provider_adapter(name, config["api"], stream)
+        runner.providers[name] = config.get("api") if stream is not None else None
+
+    def unregister_provider(self, name: str) -> None:
+        """Remove a provider this session's extensions registered; the built-in one it overrode comes back."""
+        remove_provider(self._live(), name)
 
     # ------------------------------------------------------------------ tools and commands
 
@@ -297,6 +319,18 @@ def _terminate(proc: asyncio.subprocess.Process) -> None:
                 os.killpg(proc.pid, signals.SIGKILL)
 
     asyncio.get_running_loop().call_later(KILL_GRACE_S, force)
+
+
+def remove_provider(runner: RunnerHandle, name: str) -> None:
+    """Unregister one extension provider (and its own stream); nothing when it was not registered."""
+    if name not in runner.providers:
+        return
+    api = runner.providers.pop(name)
+    runner.rt.registry.unregister_provider(name)
+    if api is not None:
+        from pi_coding_agent.ai.stream import set_provider_adapter
+
+        set_provider_adapter(name, api, None)
 
 
 def install_tool(runner: RunnerHandle, tool: AgentTool) -> None:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from pi_coding_agent.agent.awaitables import maybe_await
 from pi_coding_agent.coding.errors import SessionError
 from pi_coding_agent.coding.extensions.agent_hooks import AgentHooks
-from pi_coding_agent.coding.extensions.api import ExtensionAPI, install_tool
+from pi_coding_agent.coding.extensions.api import ExtensionAPI, install_tool, remove_provider
 from pi_coding_agent.coding.extensions.commands import Commands
 from pi_coding_agent.coding.extensions.event_bus import EventBus
 from pi_coding_agent.coding.extensions.loader import ExtensionSource, import_extension
@@ -46,6 +46,7 @@ class ExtensionRunner(Commands, AgentHooks):
         self._load_errors: list[tuple[str, str]] = []
         self._builtin_tools: dict[str, AgentTool] = dict(runtime.all_tools)
         self._thinking_level = runtime.agent.thinking_level
+        self.providers: dict[str, str | None] = {}  # pi.register_provider names -> api of their own stream
         self.shutdown_requested = False
         self.settling = False  # agent_settled handlers are running
         self._deferred: list[Callable[[], Awaitable[Any]]] = []
@@ -91,6 +92,7 @@ class ExtensionRunner(Commands, AgentHooks):
 
     def start_soon(self) -> None:
         """``start`` once the mode has subscribed to the session (it does so right after creation)."""
+        self._thinking_level = self.rt.agent.thinking_level  # the session's, chosen after the extensions loaded
         self.spawn(self.start("startup"))
 
     async def reload(self, reason: str, previous_session_file: str | None) -> None:
@@ -102,6 +104,8 @@ class ExtensionRunner(Commands, AgentHooks):
         agent = self.rt.agent
         agent.set_tools([self._builtin_tools[t.name] for t in agent.tools if t.name in self._builtin_tools])
         self.extensions = []
+        for name in list(self.providers):  # the new generation registers its own again
+            remove_provider(self, name)
         await self.load()
         await self.start(reason, previous_session_file)
 
