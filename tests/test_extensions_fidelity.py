@@ -255,3 +255,37 @@ async def test_register_provider_matches_reference(tmp_path: Path) -> None:
     ours = await play_example("ours", "gateway_provider.py", GATEWAY_TS, _gateway, tmp_path, GATEWAY_ARGS,
                               script, _gateway_env)
     assert _gateway_outcome(ours) == _gateway_outcome(reference)
+
+
+def _list_models(kind: str, root: Path) -> list[str]:
+    """``pi --list-models`` with the gateway example (or its twin): the rows of the table."""
+    import os
+    import subprocess
+
+    from tests.reference_pi import REFERENCE_NODE_BIN, REFERENCE_PI
+    from tests.rpc_helpers import PYTHON
+
+    workspace = Workspace.create(root / kind, "http://127.0.0.1:9")
+    path = root / kind / ("ext.py" if kind == "ours" else "ext.ts")
+    if kind == "ours":
+        shutil.copy(EXAMPLES / "gateway_provider.py", path)
+        argv = [PYTHON, "-m", "pi_coding_agent"]
+    else:
+        path.write_text(textwrap.dedent(GATEWAY_TS))
+        argv = [str(REFERENCE_PI)]
+    env = {**workspace.env, **_gateway_env("http://127.0.0.1:9"),
+           "PATH": f"{REFERENCE_NODE_BIN}:{os.environ.get('PATH', '')}"}
+    done = subprocess.run([*argv, "--list-models", "team", "-e", str(path)], cwd=workspace.cwd, env=env,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    return [" ".join(line.split()) for line in done.stdout.splitlines()]
+
+
+def test_list_models_shows_extension_providers(tmp_path: Path) -> None:
+    assert _list_models("ours", tmp_path) == ["provider model context max-out thinking images",
+                                              "gateway team-model 32K 2.0K no no"]
+
+
+@needs_reference
+def test_list_models_matches_reference(tmp_path: Path) -> None:
+    assert _list_models("ours", tmp_path) == _list_models("reference", tmp_path)

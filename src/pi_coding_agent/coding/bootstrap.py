@@ -219,3 +219,17 @@ async def create_session(
         print(f"Warning: No models available. {LOGIN_HELP}", file=sys.stderr)
     await session.start()
     return session
+
+
+async def registry_with_extensions(args: CliArgs) -> ModelRegistry | None:
+    """``--list-models`` when extensions exist: the registry once they registered their providers, as
+    pi lists them (None without extensions: the caller's plain registry is the same and cheaper)."""
+    cwd, agent_dir = Path.cwd().resolve(), paths.agent_dir()
+    startup = Settings.load(agent_dir, cwd, project_trusted=True)
+    trusted = is_project_trusted(agent_dir, cwd, args.approve, startup.default_project_trust)
+    settings = Settings.load(agent_dir, cwd, project_trusted=trusted)
+    if not _extension_sources(args, settings, agent_dir, cwd, trusted, ()):
+        return None
+    session = await create_session(replace(args, no_session=True, no_mcp=True, list_models=None), "print")
+    await session.shutdown()
+    return session.rt.registry

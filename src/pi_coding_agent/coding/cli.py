@@ -17,6 +17,7 @@ from pi_coding_agent.coding import paths
 from pi_coding_agent.coding.options import CliArgs, PendingFlag
 
 if TYPE_CHECKING:
+    from pi_coding_agent.ai.models import ModelRegistry
     from pi_coding_agent.ai.types import Model
 
 EXIT_USAGE = 2
@@ -237,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.help:
         return _print_or_stop(HELP)
     if args.list_models is not None:
-        return list_models(args.list_models if isinstance(args.list_models, str) else None)
+        return list_models(args.list_models if isinstance(args.list_models, str) else None, args)
     return _run_mode(args)
 
 
@@ -330,16 +331,18 @@ def _inline_file_args(args: CliArgs) -> list[dict[str, Any]] | None:
 # ----------------------------------------------------------------------------- --list-models
 
 
-def list_models(search: str | None) -> int:
+def list_models(search: str | None, args: CliArgs | None = None) -> int:
     """Print the models that have credentials as a table (provider, model, context, max-out, thinking, images).
 
-    Like pi, only models a request could be sent to are listed; unlike pi, nothing is written (no auth.json).
+    Like pi, only models a request could be sent to are listed, providers extensions register included;
+    unlike pi, nothing is written (no auth.json).
     """
     from pi_coding_agent.ai.keys import AuthStorage
     from pi_coding_agent.ai.models import ModelRegistry, locale_key
 
     agent = paths.agent_dir()
-    registry = ModelRegistry(agent, AuthStorage(agent, create_missing=False))
+    registry = _registry_with_extensions(args) if args is not None else None
+    registry = registry or ModelRegistry(agent, AuthStorage(agent, create_missing=False))
     models = registry.available_models()
     for error in registry.errors:
         print(f"Warning: {error}", file=sys.stderr)
@@ -351,6 +354,18 @@ def list_models(search: str | None) -> int:
         return _print_or_stop(NO_MODELS)
     models.sort(key=lambda m: (locale_key(m["provider"]), locale_key(m["id"])))
     return _print_or_stop(format_model_table(models))
+
+
+def _registry_with_extensions(args: CliArgs) -> ModelRegistry | None:
+    import asyncio
+
+    from pi_coding_agent.coding.bootstrap import registry_with_extensions
+
+    try:
+        return asyncio.run(registry_with_extensions(args))
+    except Exception as err:  # an extension or the session could not start: list what models.json gives
+        print(f"Warning: {err}", file=sys.stderr)
+        return None
 
 
 def format_model_table(models: list[Model]) -> str:
