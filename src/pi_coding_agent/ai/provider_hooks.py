@@ -14,47 +14,38 @@ the one above it. Each is optional and costs one ``is None`` test when unset.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import replace
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from pi_coding_agent.ai.stream import StreamOptions
+from typing import Any
 
 HeadersHook = Callable[[dict[str, str | None]], Awaitable[dict[str, str | None]]]
 ResponseHook = Callable[[int, dict[str, str]], Awaitable[None]]
 StreamEventHook = Callable[[Any], Awaitable[None]]
 
 
-async def with_hooked_headers(options: StreamOptions) -> StreamOptions:
-    """``options`` after ``on_headers``: kept headers in ``headers``, removed names in ``drop_headers``."""
-    if options.on_headers is None:
-        return options
-    changed = await options.on_headers(dict(options.headers))
+async def hooked_headers(hook: HeadersHook, headers: Mapping[str, str]) -> tuple[dict[str, str], frozenset[str]]:
+    """The headers ``hook`` left, and the lower-case names it removed (set to None)."""
+    changed = await hook(dict(headers))
     kept = {name: value for name, value in changed.items() if value is not None}
-    dropped = frozenset(name.lower() for name, value in changed.items() if value is None)
-    return replace(options, headers=kept, drop_headers=options.drop_headers | dropped)
+    return kept, frozenset(name.lower() for name, value in changed.items() if value is None)
 
 
-def without_dropped(headers: Mapping[str, str], options: StreamOptions) -> Mapping[str, str]:
+def without_dropped(headers: Mapping[str, str], dropped: frozenset[str]) -> Mapping[str, str]:
     """The final request headers minus the names ``on_headers`` removed (case-insensitively)."""
-    if not options.drop_headers:
+    if not dropped:
         return headers
-    return {name: value for name, value in headers.items() if name.lower() not in options.drop_headers}
+    return {name: value for name, value in headers.items() if name.lower() not in dropped}
 
 
-async def report_response(options: StreamOptions, status: int, headers: Mapping[str, str]) -> None:
-    if options.on_response is not None:
-        await options.on_response(status, {name.lower(): value for name, value in headers.items()})
+async def report_response(hook: ResponseHook | None, status: int, headers: Mapping[str, str]) -> None:
+    if hook is not None:
+        await hook(status, {name.lower(): value for name, value in headers.items()})
 
 
-async def report_stream_event(options: StreamOptions, data: str) -> None:
-    """``on_stream_event`` with the event's JSON (data that is not JSON, like ``[DONE]``, is skipped)."""
-    if options.on_stream_event is None:
-        return
+async def report_stream_event(hook: StreamEventHook, data: str) -> None:
+    """``hook`` with the event's JSON (data that is not JSON, like ``[DONE]``, is skipped)."""
     import orjson
 
     try:
         parsed = orjson.loads(data)
     except orjson.JSONDecodeError:
         return
-    await options.on_stream_event(parsed)
+    await hook(parsed)

@@ -24,12 +24,12 @@ import importlib
 import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from pi_coding_agent.ai.abort import AbortSignal
 from pi_coding_agent.ai.cost import apply_cost
-from pi_coding_agent.ai.provider_hooks import HeadersHook, ResponseHook, StreamEventHook, with_hooked_headers
+from pi_coding_agent.ai.provider_hooks import HeadersHook, ResponseHook, StreamEventHook, hooked_headers
 from pi_coding_agent.ai.transform import prepare_messages
 from pi_coding_agent.ai.types import AssistantMessage, Context, Model, empty_usage, now_ms
 
@@ -219,7 +219,7 @@ class AssistantStream:
         try:
             adapter = load_adapter(self.model["api"], self.model["provider"])
             context: Context = {**self.context, "messages": prepare_messages(self.model, self.context["messages"])}
-            async for ev in adapter(self.model, context, await with_hooked_headers(self.options), self.partial):
+            async for ev in adapter(self.model, context, await self._hooked_options(), self.partial):
                 queue.put_nowait(ev)
         except BaseException as exc:  # forwarded to the consumer, which owns the message
             queue.put_nowait(exc)
@@ -227,6 +227,14 @@ class AssistantStream:
                 raise
             return
         queue.put_nowait(_DONE)
+
+    async def _hooked_options(self) -> StreamOptions:
+        """The options after ``on_headers`` (once per request; retries reuse them)."""
+        options = self.options
+        if options.on_headers is None:
+            return options
+        kept, dropped = await hooked_headers(options.on_headers, options.headers)
+        return replace(options, headers=kept, drop_headers=options.drop_headers | dropped)
 
     def _finalize(self, msg: AssistantMessage, started: float) -> None:
         usage = msg["usage"]

@@ -190,7 +190,7 @@ async def post_stream(
     import httpx
 
     timeout = httpx.Timeout(options.idle_timeout_s, connect=min(options.idle_timeout_s or 30.0, 30.0))
-    headers = without_dropped(with_identity(url, headers), options)
+    headers = without_dropped(with_identity(url, headers), options.drop_headers)
     for attempt in range(options.max_retries + 1):
         opened = False
         try:
@@ -198,7 +198,7 @@ async def post_stream(
                                            timeout=timeout) as response:
                 if response.status_code < 400:
                     opened = True
-                    await report_response(options, response.status_code, response.headers)
+                    await report_response(options.on_response, response.status_code, response.headers)
                     yield response
                     return
                 text = (await response.aread()).decode(errors="replace")
@@ -233,5 +233,5 @@ async def sse_events(
     async with post_stream(url, request_headers, orjson.dumps(body), options, error_text) as response:
         async for event in EventSource(response).aiter_sse():
             if options.on_stream_event is not None:
-                await report_stream_event(options, event.data)
+                await report_stream_event(options.on_stream_event, event.data)
             yield event
