@@ -289,3 +289,73 @@ def test_list_models_shows_extension_providers(tmp_path: Path) -> None:
 @needs_reference
 def test_list_models_matches_reference(tmp_path: Path) -> None:
     assert _list_models("ours", tmp_path) == _list_models("reference", tmp_path)
+
+
+# --------------------------------------------------------------------------- ctx.execute_tool
+
+TOOL_RUNNER_TS = """
+export default function (pi) {
+  pi.registerTool({
+    name: "file_report", label: "File report", description: "Report on one file",
+    parameters: { type: "object", properties: { path: { type: "string" } }, required: ["path"] },
+    async execute(toolCallId, params, signal, onUpdate, ctx) {
+      const callable = ctx.tools.map((tool) => tool.name).sort();
+      const read = await ctx.executeTool("read", { path: params.path });
+      const text = read.result.content.filter((b) => b.type === "text").map((b) => b.text).join("");
+      const missing = await ctx.executeTool("no_such_tool", {});
+      const lines = text.split(/\\r?\\n/).filter((line, i, all) => i < all.length - 1 || line !== "").length;
+      return { content: [{ type: "text", text: `${lines} lines; read failed: ${read.isError}; ` +
+        `missing failed: ${missing.isError}; can call: ${callable.join(",")}` }] };
+    },
+  });
+}
+"""
+
+TOOL_RUNNER_SCRIPT = [
+    {"content": [{"type": "toolCall", "id": "call_1", "name": "file_report", "arguments": {"path": "notes.txt"}}]},
+    {"content": [{"type": "text", "text": "reported"}]},
+]
+
+
+async def _tool_runner(conv: Conversation) -> None:
+    (conv.workspace.cwd / "notes.txt").write_text("one\ntwo\nthree\n")
+    await conv.prompt("report on notes.txt")
+
+
+def _nested_view(played: Played) -> dict[str, Any]:
+    executions = [(r["type"], r["toolCallId"], r["toolName"], r.get("parentToolCallId"), r.get("isError"))
+                  for r in played.records if r["type"] in ("tool_execution_start", "tool_execution_end")]
+    result = next(r["message"] for r in played.records
+                  if r["type"] == "message_end" and r["message"]["role"] == "toolResult")
+    nested = result.get("nestedCalls")
+    calls = None if nested is None else [{k: v for k, v in c.items() if k != "durationMs"} for c in nested["calls"]]
+    return {"executions": executions, "text": result["content"][0]["text"], "calls": calls,
+            "complete": None if nested is None else nested["complete"],
+            "sentToModel": [m["role"] for m in played.requests[-1]["body"]["messages"] if m["role"] != "system"]}
+
+
+async def test_execute_tool_runs_nested_calls(tmp_path: Path) -> None:
+    ours = await play_example("ours", "tool_runner.py", TOOL_RUNNER_TS, _tool_runner, tmp_path,
+                              script=TOOL_RUNNER_SCRIPT)
+    view = _nested_view(ours)
+    assert view["executions"] == [
+        ("tool_execution_start", "call_1", "file_report", None, None),
+        ("tool_execution_start", "call_1/1", "read", "call_1", None),
+        ("tool_execution_end", "call_1/1", "read", "call_1", False),
+        ("tool_execution_start", "call_1/2", "no_such_tool", "call_1", None),
+        ("tool_execution_end", "call_1/2", "no_such_tool", "call_1", True),
+        ("tool_execution_end", "call_1", "file_report", None, False)]
+    assert view["text"] == ("3 lines; read failed: false; missing failed: true; "
+                            "can call: bash,edit,file_report,read,write")
+    assert view["calls"][0] == {"id": "call_1/1", "name": "read", "status": "ok", "arguments": {"path": "notes.txt"}}
+    assert view["calls"][1]["status"] == "error" and view["complete"] is True
+    assert view["sentToModel"] == ["user", "assistant", "tool"]  # nested calls add nothing to the transcript
+
+
+@needs_reference
+async def test_execute_tool_matches_reference(tmp_path: Path) -> None:
+    reference = await play_example("reference", "tool_runner.py", TOOL_RUNNER_TS, _tool_runner, tmp_path,
+                                   script=TOOL_RUNNER_SCRIPT)
+    ours = await play_example("ours", "tool_runner.py", TOOL_RUNNER_TS, _tool_runner, tmp_path,
+                              script=TOOL_RUNNER_SCRIPT)
+    assert _nested_view(ours) == _nested_view(reference)

@@ -81,8 +81,14 @@ class ExtensionTool(AgentTool):
         def update(partial: Any) -> None:
             on_update(to_tool_result(partial))
 
-        result = await maybe_await(self._execute(tool_call_id, args, signal, update, self._runner.context))
-        return to_tool_result(result)
+        from pi_coding_agent.coding.extensions.tool_calls import ToolContext, add_usage
+
+        ctx = ToolContext(self._runner, self._runner.binding, tool_call_id, signal)
+        result = to_tool_result(await maybe_await(self._execute(tool_call_id, args, signal, update, ctx)))
+        result.nested_calls = ctx.nested.snapshot()
+        if ctx.nested_usage is not None:  # the calling tool reports its own usage, pi adds the nested calls'
+            result.usage = add_usage(result.usage, ctx.nested_usage)
+        return result
 
 
 class ExtensionAPI:
