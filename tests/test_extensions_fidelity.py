@@ -32,8 +32,7 @@ async def play_example(kind: str, example: str, ts: str, drive: Callable[[Conver
     folder = root / f"{kind}-ext"
     folder.mkdir(parents=True)
     if kind == "ours":
-        path = folder / "ext.py"
-        shutil.copy(EXAMPLES / example, path)
+        path = EXAMPLES / example  # loaded where it is shipped (it may name files next to it)
     else:
         path = folder / "ext.ts"
         path.write_text(textwrap.dedent(ts))
@@ -359,3 +358,53 @@ async def test_execute_tool_matches_reference(tmp_path: Path) -> None:
     ours = await play_example("ours", "tool_runner.py", TOOL_RUNNER_TS, _tool_runner, tmp_path,
                               script=TOOL_RUNNER_SCRIPT)
     assert _nested_view(ours) == _nested_view(reference)
+
+
+# --------------------------------------------------------------------------- resources_discover
+
+RESOURCES_TS = f"""
+export default function (pi) {{
+  pi.on("resources_discover", () => ({{
+    skillPaths: [{json.dumps(str(EXAMPLES / "team_resources" / "skills"))}],
+    promptPaths: [{json.dumps(str(EXAMPLES / "team_resources" / "prompts"))}],
+  }}));
+}}
+"""
+
+
+async def _resources(conv: Conversation) -> None:
+    await conv.request({"type": "get_state"})  # session_start and resources_discover have run by now
+    commands = await conv.request({"type": "get_commands"})
+    conv.records.append({"type": "commands", "commands": commands["data"]["commands"]})
+    await conv.prompt("/skill:review the last commit")
+
+
+def _resources_view(played: Played) -> dict[str, Any]:
+    commands = next(r["commands"] for r in played.records if r["type"] == "commands")
+    added = [(c["name"], c.get("description"), c["source"], c["sourceInfo"]["source"].split(":")[0],
+              c["sourceInfo"]["scope"]) for c in commands if c["sourceInfo"]["source"].startswith("extension:")]
+    prompt = played.requests[0]["body"]["messages"][-1]["content"]
+    text = prompt if isinstance(prompt, str) else "".join(part.get("text", "") for part in prompt)
+    return {"added": added, "skillInPrompt": "Run the tests that cover the change" in text}
+
+
+async def test_resources_discover_adds_skills_and_templates(tmp_path: Path) -> None:
+    ours = await play_example("ours", "team_resources.py", RESOURCES_TS, _resources, tmp_path,
+                              script=[{"content": [{"type": "text", "text": "reviewed"}]}])
+    view = _resources_view(ours)
+    assert sorted(view["added"]) == [
+        ("skill:review", "Review a change the way the team does (tests first, then naming, then docs).", "skill",
+         "extension", "temporary"),
+        ("standup", "Summarise yesterday's work for the stand-up", "prompt", "extension", "temporary")]
+    assert view["skillInPrompt"]
+    commands = next(r["commands"] for r in ours.records if r["type"] == "commands")
+    assert {c["sourceInfo"]["source"] for c in commands if c["name"] in ("skill:review", "standup")} == {
+        "extension:team_resources"}
+
+
+@needs_reference
+async def test_resources_discover_matches_reference(tmp_path: Path) -> None:
+    script = [{"content": [{"type": "text", "text": "reviewed"}]}]
+    reference = await play_example("reference", "team_resources.py", RESOURCES_TS, _resources, tmp_path, script=script)
+    ours = await play_example("ours", "team_resources.py", RESOURCES_TS, _resources, tmp_path, script=script)
+    assert _resources_view(ours) == _resources_view(reference)

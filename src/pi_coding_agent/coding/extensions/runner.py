@@ -27,6 +27,7 @@ from pi_coding_agent.coding.extensions.commands import Commands
 from pi_coding_agent.coding.extensions.event_bus import EventBus
 from pi_coding_agent.coding.extensions.loader import ExtensionSource, import_extension
 from pi_coding_agent.coding.extensions.registry import Binding, Extension
+from pi_coding_agent.coding.extensions.resources_discover import discover_resources
 
 if TYPE_CHECKING:
     from pi_coding_agent.agent.tool import AgentTool
@@ -89,6 +90,7 @@ class ExtensionRunner(Commands, AgentHooks):
         if previous_session_file is not None:
             event["previousSessionFile"] = previous_session_file
         await self.notify(event)
+        await discover_resources(self)
 
     def start_soon(self) -> None:
         """``start`` once the mode has subscribed to the session (it does so right after creation)."""
