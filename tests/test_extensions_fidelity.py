@@ -408,3 +408,48 @@ async def test_resources_discover_matches_reference(tmp_path: Path) -> None:
     reference = await play_example("reference", "team_resources.py", RESOURCES_TS, _resources, tmp_path, script=script)
     ours = await play_example("ours", "team_resources.py", RESOURCES_TS, _resources, tmp_path, script=script)
     assert _resources_view(ours) == _resources_view(reference)
+
+
+# --------------------------------------------------------------------------- systemPromptOptions
+
+PROMPT_OPTIONS_TS = """
+export default function (pi) {
+  pi.on("before_agent_start", (event) => {
+    event.systemPromptOptions.promptGuidelines.push("Answer in at most three sentences");
+    event.systemPromptOptions.contextFiles.push({ path: "/team/STYLE.md", content: "Small functions, clear names." });
+  });
+  pi.on("before_agent_start", (event, ctx) => {
+    const seen = event.systemPrompt.includes("Answer in at most three sentences");
+    ctx.ui.notify(`guideline in prompt: ${seen}`, "info");
+  });
+}
+"""
+
+
+async def _two_prompts(conv: Conversation) -> None:
+    await conv.prompt("first")
+    await conv.prompt("second")
+
+
+def _prompt_view(played: Played) -> dict[str, Any]:
+    systems = ["\n".join(m["content"] for m in r["body"]["messages"] if m["role"] in ("system", "developer"))
+               for r in played.requests]
+    return {"notes": notes(played.records),
+            "guideline": ["Answer in at most three sentences" in s for s in systems],
+            "contextFile": ["/team/STYLE.md" in s and "Small functions, clear names." in s for s in systems]}
+
+
+async def test_system_prompt_options_rebuild_the_prompt(tmp_path: Path) -> None:
+    script = [{"content": [{"type": "text", "text": "one"}]}, {"content": [{"type": "text", "text": "two"}]}]
+    ours = await play_example("ours", "prompt_options.py", PROMPT_OPTIONS_TS, _two_prompts, tmp_path, script=script)
+    assert _prompt_view(ours) == {"notes": ["guideline in prompt: true"] * 2, "guideline": [True, True],
+                                  "contextFile": [True, True]}
+
+
+@needs_reference
+async def test_system_prompt_options_match_reference(tmp_path: Path) -> None:
+    script = [{"content": [{"type": "text", "text": "one"}]}, {"content": [{"type": "text", "text": "two"}]}]
+    reference = await play_example("reference", "prompt_options.py", PROMPT_OPTIONS_TS, _two_prompts, tmp_path,
+                                   script=script)
+    ours = await play_example("ours", "prompt_options.py", PROMPT_OPTIONS_TS, _two_prompts, tmp_path, script=script)
+    assert _prompt_view(ours) == _prompt_view(reference)
