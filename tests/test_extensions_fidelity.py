@@ -453,3 +453,72 @@ async def test_system_prompt_options_match_reference(tmp_path: Path) -> None:
                                    script=script)
     ours = await play_example("ours", "prompt_options.py", PROMPT_OPTIONS_TS, _two_prompts, tmp_path, script=script)
     assert _prompt_view(ours) == _prompt_view(reference)
+
+
+# --------------------------------------------------------------------------- another project's extensions
+
+PROJECT_EXT = {
+    "py": """
+def setup(pi):
+    def where(args, ctx):
+        ctx.ui.notify(f"@NAME@ in {ctx.cwd}", "info")
+
+    pi.register_command("@NAME@-where", handler=where)
+""",
+    "ts": """
+export default function (pi) {
+  pi.registerCommand("@NAME@-where", { handler: async (args, ctx) => { ctx.ui.notify(`@NAME@ in ${ctx.cwd}`, "info"); } });
+}
+""",
+}
+
+
+def _project_with_extension(directory: Path, name: str, kind: str) -> None:
+    suffix = "py" if kind == "ours" else "ts"
+    folder = directory / ".pi" / "extensions"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{name}.{suffix}").write_text(textwrap.dedent(PROJECT_EXT[suffix].replace("@NAME@", name)))
+
+
+async def _switch_projects(kind: str, root: Path, start_has_one: bool = True) -> dict[str, Any]:
+    with FakeLLMServer() as server:
+        workspace = Workspace.create(root / kind, server.url)
+        other = workspace.root / "other"
+        if start_has_one:
+            _project_with_extension(workspace.cwd, "start", kind)
+        _project_with_extension(other, "other", kind)
+        session = workspace.root / "other.jsonl"
+        session.write_text(json.dumps({"type": "session", "version": 3, "id": "0190a000-0000-7000-8000-00000000000a",
+                                       "timestamp": "2026-01-01T00:00:00.000Z", "cwd": str(other)}) + "\n")
+        proc = await workspace.spawn(kind, "--no-session", "-a")
+        conv = Conversation(proc, server, workspace)
+
+        async def commands() -> list[str]:
+            listed = (await conv.request({"type": "get_commands"}))["data"]["commands"]
+            return sorted(c["name"] for c in listed if c["source"] == "extension"
+                          and not c["sourceInfo"]["path"].startswith("builtin:"))
+
+        try:
+            before = await commands()
+            switched = await conv.request({"type": "switch_session", "sessionPath": str(session)})
+            after = await commands()
+            await conv.request({"type": "prompt", "message": "/other-where"})
+        finally:
+            await proc.kill()
+    base = str(workspace.root)
+    return {"before": before, "switched": switched["success"], "after": after,
+            "notes": [n.replace(base, "ROOT") for n in notes(conv.records)]}
+
+
+@pytest.mark.parametrize("start_has_one", [True, False])
+async def test_switch_session_loads_the_other_projects_extensions(tmp_path: Path, start_has_one: bool) -> None:
+    assert await _switch_projects("ours", tmp_path, start_has_one) == {
+        "before": ["start-where"] if start_has_one else [], "switched": True, "after": ["other-where"],
+        "notes": ["other in ROOT/other"]}
+
+
+@needs_reference
+@pytest.mark.parametrize("start_has_one", [True, False])
+async def test_switch_session_extensions_match_reference(tmp_path: Path, start_has_one: bool) -> None:
+    assert await _switch_projects("ours", tmp_path, start_has_one) == await _switch_projects(
+        "reference", tmp_path, start_has_one)

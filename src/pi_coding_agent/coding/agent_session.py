@@ -593,11 +593,34 @@ class AgentSession:
                                       position=position)
         if ext is not None:
             await ext.session_shutdown(reason, None if sm.session_file is None else str(sm.session_file))
+        cwd = self.rt.cwd
         self.rt.move_to(Path(sm.cwd))
         self._rebind(sm)
+        if self.rt.cwd != cwd:  # another project: its extensions replace this one's, as pi rebuilds there
+            ext = self._project_extensions(ext)
         if ext is not None:
             await ext.reload(reason, None if old.session_file is None else str(old.session_file))
         return {"cancelled": False}
+
+    def _project_extensions(self, ext: ExtensionRunner | None) -> ExtensionRunner | None:
+        """The runner for the directory just entered: its discovered extensions, the ``-e`` ones and the
+        SDK caller's; created when the previous directory had none."""
+        from pi_coding_agent.coding.extensions.loader import discover
+
+        rt = self.rt
+        sources = [*discover(rt.cwd, rt.agent_dir, rt.project_trusted, list(rt.args.extensions),
+                             rt.settings.extensions, include_discovered=not rt.args.no_extensions),
+                   *(s for s in (ext.sources if ext is not None else []) if s.source == "sdk")]
+        if ext is not None:
+            ext.use_sources(sources)
+            return ext
+        if not sources:
+            return None
+        from pi_coding_agent.coding.extensions.runner import ExtensionRunner
+
+        self.extensions = ExtensionRunner(self, rt, sources)
+        self.compaction.extensions = self.navigator.hooks = self.extensions
+        return self.extensions
 
     def _rebind(self, session_manager: SessionManager) -> None:
         """Point this session at another store and reload its state from it."""

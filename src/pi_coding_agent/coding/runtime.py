@@ -391,7 +391,7 @@ class SessionRuntime:
         if self.sandbox is not None:  # the workspace moves with the session
             self.sandbox = replace(self.sandbox, cwd=project.cwd)
         before, self.all_tools = self.all_tools, self._create_tools(self._extra_tools)
-        self.agent.set_tools([self.all_tools[t.name] if before.get(t.name) is t else t for t in self.agent.tools])
+        self.agent.set_tools([self.all_tools.get(t.name, t) if before.get(t.name) is t else t for t in self.agent.tools])
 
     def set_sandbox_mode(self, mode: str) -> None:
         """Switch the tools' sandbox (``off``, ``read-only``, ``workspace-write``) for this session,

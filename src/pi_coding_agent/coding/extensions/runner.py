@@ -97,6 +97,12 @@ class ExtensionRunner(Commands, AgentHooks):
         self._thinking_level = self.rt.agent.thinking_level  # the session's, chosen after the extensions loaded
         self.spawn(self.start("startup"))
 
+    def use_sources(self, sources: list[ExtensionSource]) -> None:
+        """Another directory's extensions, loaded by the next ``reload``; the built-in tools are the ones
+        the runtime just bound to that directory."""
+        self.sources = sources
+        self._builtin_tools = dict(self.rt.all_tools)
+
     async def reload(self, reason: str, previous_session_file: str | None) -> None:
         """Session replacement: old handles go stale, every extension is set up again."""
         self.binding.stale = True
