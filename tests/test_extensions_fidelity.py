@@ -522,3 +522,57 @@ async def test_switch_session_loads_the_other_projects_extensions(tmp_path: Path
 async def test_switch_session_extensions_match_reference(tmp_path: Path, start_has_one: bool) -> None:
     assert await _switch_projects("ours", tmp_path, start_has_one) == await _switch_projects(
         "reference", tmp_path, start_has_one)
+
+
+# --------------------------------------------------------------------------- --session <id of another project>
+
+FOREIGN_ID = "0190a000-0000-7000-8000-0000000000cc"
+
+
+async def _start_with_foreign_id(kind: str, root: Path, flag: str) -> tuple[int | None, list[str], str]:
+    """Start with ``flag <id>`` naming a session recorded in another project; send one get_state."""
+    from pi_coding_agent.coding import paths
+
+    with FakeLLMServer() as server:
+        workspace = Workspace.create(root / kind, server.url)
+        other = workspace.root / "other"
+        other.mkdir()
+        folder = paths.default_session_dir(workspace.agent_dir, other)
+        folder.mkdir(parents=True)
+        (folder / "2026-01-01_x.jsonl").write_text(json.dumps({
+            "type": "session", "version": 3, "id": FOREIGN_ID, "timestamp": "2026-01-01T00:00:00.000Z",
+            "cwd": str(other)}) + "\n")
+        proc = await workspace.spawn(kind, flag, FOREIGN_ID)
+        await proc.send({"type": "get_state", "id": "s"})
+        await proc.close_stdin()
+        assert proc.proc.stdout is not None and proc.proc.stderr is not None
+        stdout = (await proc.proc.stdout.read()).decode()
+        stderr = (await proc.proc.stderr.read()).decode()
+        status = await proc.proc.wait()
+    base = str(workspace.root)
+    return status, stdout.replace(base, "ROOT").splitlines(), stderr.replace(base, "ROOT")
+
+
+async def test_session_id_of_another_project_is_refused_clearly(tmp_path: Path) -> None:
+    status, stdout, stderr = await _start_with_foreign_id("ours", tmp_path, "--session")
+    assert (status, stdout) == (1, [])
+    assert stderr.startswith(f"Error: Session '{FOREIGN_ID}' belongs to another project (ROOT/other). "
+                             "Open it there with --session ROOT/agent/sessions/")
+
+
+async def test_fork_of_another_projects_session_id_starts_here(tmp_path: Path) -> None:
+    status, stdout, _ = await _start_with_foreign_id("ours", tmp_path, "--fork")
+    state = json.loads(stdout[0])
+    assert status == 0 and state["success"] and state["data"]["sessionFile"].startswith("ROOT/agent/sessions/--")
+    assert "-work--/" in state["data"]["sessionFile"]  # a copy in this project's folder (ROOT/work)
+
+
+@needs_reference
+async def test_session_id_of_another_project_beside_reference(tmp_path: Path) -> None:
+    """pi asks on stderr whether to fork, takes the client's first command line as the answer and exits 0
+    without a response ("Aborted."); we refuse with exit 1 and say what to do (docs/rpc.md). ``--fork`` agrees."""
+    status, stdout, stderr = await _start_with_foreign_id("reference", tmp_path / "s", "--session")
+    assert (status, stdout) == (0, []) and stderr.startswith("Session found in different project: ROOT/other")
+    ours = await _start_with_foreign_id("ours", tmp_path / "f", "--fork")
+    theirs = await _start_with_foreign_id("reference", tmp_path / "f", "--fork")
+    assert (ours[0], json.loads(ours[1][0])["success"]) == (theirs[0], json.loads(theirs[1][0])["success"])

@@ -43,10 +43,10 @@ def _open_session(args: CliArgs, settings: Settings, agent_dir: Path, cwd: Path)
     if args.no_session:
         return SessionManager.create(cwd, session_dir, persist=False)
     if args.fork:
-        return SessionManager.fork_from(_session_path(args.fork, cwd, session_dir), cwd, session_dir,
+        return SessionManager.fork_from(_session_path(args.fork, cwd, session_dir, agent_dir, fork=True), cwd, session_dir,
                                         session_id=args.session_id)
     if args.session:
-        return SessionManager.open(_session_path(args.session, cwd, session_dir), cwd)
+        return SessionManager.open(_session_path(args.session, cwd, session_dir, agent_dir), cwd)
     if args.continue_session:
         recent = SessionManager.continue_recent(cwd, session_dir)
         if recent is not None:
@@ -60,14 +60,39 @@ def _open_session(args: CliArgs, settings: Settings, agent_dir: Path, cwd: Path)
     return SessionManager.create(cwd, session_dir, session_id=args.session_id)
 
 
-def _session_path(arg: str, cwd: Path, session_dir: Path) -> Path:
-    """``--session`` takes a path (it has a separator or ends in .jsonl) or a session id or id prefix."""
+def _session_path(arg: str, cwd: Path, session_dir: Path, agent_dir: Path | None = None, fork: bool = False) -> Path:
+    """``--session``/``--fork`` take a path (it has a separator or ends in .jsonl) or a session id or id prefix.
+
+    ``--fork`` copies another project's session here, as in pi; ``--session`` refuses its id and says
+    what to do instead: pi asks on the terminal
+    whether to fork it here, which in RPC mode writes the question to stdout and takes the first
+    command line as the answer."""
     if "/" in arg or "\\" in arg or arg.endswith(".jsonl"):
         return (cwd / Path(arg).expanduser()).resolve()
     found = _find_session_by_id(arg, session_dir, exact=True) or _find_session_by_id(arg, session_dir, exact=False)
-    if found is None:
-        raise SessionError(f"No session found matching '{arg}'")
-    return found
+    if found is not None:
+        return found
+    elsewhere = _find_in_other_projects(arg, agent_dir / "sessions") if agent_dir is not None else None
+    if elsewhere is not None and fork:
+        return elsewhere[0]
+    if elsewhere is not None:
+        path, project = elsewhere
+        raise SessionError(f"Error: Session '{arg}' belongs to another project ({project}). Open it there with "
+                           f"--session {path} (it then works in that directory), or copy it into this one with "
+                           f"--fork {path}")
+    raise SessionError(f"No session found matching '{arg}'")
+
+
+def _find_in_other_projects(session_id: str, sessions_root: Path) -> tuple[Path, str] | None:
+    """pi's global search (every project's session folder): exact id first, then a prefix."""
+    try:
+        folders = sorted(p for p in sessions_root.iterdir() if p.is_dir())
+    except OSError:
+        return None
+    infos = [info for folder in folders for info in list_sessions(folder)]
+    match = next((i for i in infos if i["id"] == session_id), None) or next(
+        (i for i in infos if i["id"].startswith(session_id)), None)
+    return None if match is None else (Path(match["path"]), str(match["cwd"]))
 
 
 def _find_session_by_id(session_id: str, session_dir: Path, exact: bool) -> Path | None:
