@@ -576,3 +576,12 @@ async def test_session_id_of_another_project_beside_reference(tmp_path: Path) ->
     ours = await _start_with_foreign_id("ours", tmp_path / "f", "--fork")
     theirs = await _start_with_foreign_id("reference", tmp_path / "f", "--fork")
     assert (ours[0], json.loads(ours[1][0])["success"]) == (theirs[0], json.loads(theirs[1][0])["success"])
+
+
+def test_every_example_is_documented_and_played() -> None:
+    """An example nobody loads or documents would rot: each is named in docs/extensions.md and played here."""
+    docs = (EXAMPLES.parents[1] / "docs" / "extensions.md").read_text()
+    played = Path(__file__).read_text()
+    for example in sorted(p.name for p in EXAMPLES.glob("*.py")):
+        assert f"`{example}`" in docs, example
+        assert f'"{example}"' in played, example
