@@ -43,6 +43,7 @@ from pi_coding_agent.coding.resources.system_prompt import (
     build_sections,
     render_system_prompt,
 )
+from pi_coding_agent.coding.resources.system_updates import keeps_system_messages, split_transcript
 from pi_coding_agent.coding.retry import RetrySettings
 from pi_coding_agent.coding.sandbox.policy import SandboxPolicy
 from pi_coding_agent.coding.session import (
@@ -291,10 +292,14 @@ class SessionRuntime:
     def build_context(self, messages: list[dict[str, Any]]) -> Context:
         """Agent hook: the transcript as one request (system state replayed, custom roles converted)."""
         state = SystemState.replay(messages)
-        context: Context = {
-            "systemPrompt": render_system_prompt(state.sections),
-            "messages": convert_to_llm([m for m in messages if m["role"] != "system"]),  # type: ignore[typeddict-item]
-        }
+        if keeps_system_messages(self.agent.model):  # compat.supportsMidConvoSystemMessages
+            prompt, rest = split_transcript(messages)
+            context: Context = {"systemPrompt": prompt, "messages": convert_to_llm(rest)}  # type: ignore[typeddict-item]
+        else:
+            context = {
+                "systemPrompt": render_system_prompt(state.sections),
+                "messages": convert_to_llm([m for m in messages if m["role"] != "system"]),  # type: ignore[typeddict-item]
+            }
         if self.settings.get("images.blockImages"):
             context["messages"] = block_images(context["messages"])
         tools = list(state.tools.values()) or self.tool_declarations()
