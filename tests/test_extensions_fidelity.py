@@ -585,3 +585,22 @@ def test_every_example_is_documented_and_played() -> None:
     for example in sorted(p.name for p in EXAMPLES.glob("*.py")):
         assert f"`{example}`" in docs, example
         assert f'"{example}"' in played, example
+
+
+async def _shout(conv: Conversation) -> None:
+    await conv.prompt("hello there friend")
+    answer = await conv.request({"type": "get_last_assistant_text"})
+    conv.records.append({"type": "answer", "text": answer["data"]["text"]})
+
+
+async def test_provider_with_its_own_stream(tmp_path: Path) -> None:
+    """Ours only: pi's ``streamSimple`` is a TypeScript function, ours an adapter of ``ai/stream.py``."""
+    ours = await play_example("ours", "custom_stream.py", "", _shout, tmp_path, ("--provider", "shouting",
+                                                                              "--model", "loud-1"))
+    assert next(r["text"] for r in ours.records if r["type"] == "answer") == "HELLO THERE FRIEND"
+    end = next(r["message"] for r in ours.records if r["type"] == "message_end" and r["message"]["role"] == "assistant")
+    assert (end["provider"], end["api"], end["usage"]["output"], end["stopReason"]) == ("shouting", "shouting-api",
+                                                                                        3, "stop")
+    deltas = [r["assistantMessageEvent"]["delta"] for r in ours.records if r["type"] == "message_update"
+              and r["assistantMessageEvent"]["type"] == "text_delta"]
+    assert deltas == ["HELLO", " THERE", " FRIEND"] and ours.requests == []  # no HTTP request at all
