@@ -27,7 +27,7 @@ EnvOf = Callable[[str], dict[str, str]]  # the fake LLM's URL -> extra environme
 
 async def play_example(kind: str, example: str, ts: str, drive: Callable[[Conversation], Awaitable[None]],
                        root: Path, args: tuple[str, ...] = (), script: list[dict[str, Any]] | None = None,
-                       env_of: EnvOf | None = None) -> Played:
+                       env_of: EnvOf | None = None, prepare: Callable[[Workspace], None] | None = None) -> Played:
     """Play ``drive`` with the example (ours) or its TypeScript twin (reference) loaded by ``-e``."""
     folder = root / f"{kind}-ext"
     folder.mkdir(parents=True)
@@ -37,12 +37,14 @@ async def play_example(kind: str, example: str, ts: str, drive: Callable[[Conver
         path = folder / "ext.ts"
         path.write_text(textwrap.dedent(ts))
     scenario = Scenario(script or [], drive, args=("--no-session", "-e", str(path), *args))
-    if env_of is None:
+    if env_of is None and prepare is None:
         return await play(kind, scenario, root)
     with FakeLLMServer() as server:
         server.add(*scenario.script)
         workspace = Workspace.create(root / kind, server.url)
-        workspace.env.update(env_of(server.url))
+        workspace.env.update(env_of(server.url) if env_of is not None else {})
+        if prepare is not None:
+            prepare(workspace)
         proc = await workspace.spawn(kind, *scenario.args)
         conversation = Conversation(proc, server, workspace)
         try:
@@ -604,3 +606,64 @@ async def test_provider_with_its_own_stream(tmp_path: Path) -> None:
     deltas = [r["assistantMessageEvent"]["delta"] for r in ours.records if r["type"] == "message_update"
               and r["assistantMessageEvent"]["type"] == "text_delta"]
     assert deltas == ["HELLO", " THERE", " FRIEND"] and ours.requests == []  # no HTTP request at all
+
+
+# --------------------------------------------------------------------------- project_trust
+
+TRUST_TS = """
+import { resolve } from "node:path";
+
+function under(cwd, variable) {
+  const roots = (process.env[variable] ?? "").split(":").filter(Boolean).map((r) => resolve(r));
+  const here = resolve(cwd);
+  return roots.some((root) => here === root || here.startsWith(root + "/"));
+}
+
+export default function (pi) {
+  pi.on("project_trust", (event) => {
+    if (under(event.cwd, "PI_TRUSTED_ROOTS")) return { trusted: "yes" };
+    if (under(event.cwd, "PI_UNTRUSTED_ROOTS")) return { trusted: "no" };
+    return { trusted: "undecided" };
+  });
+}
+"""
+
+
+async def _project_commands(conv: Conversation) -> None:
+    listed = (await conv.request({"type": "get_commands"}))["data"]["commands"]
+    conv.records.append({"type": "prompts", "names": sorted(c["name"] for c in listed if c["source"] == "prompt")})
+
+
+async def _trust_case(kind: str, root: Path, variable: str | None, *args: str) -> list[str]:
+    def env_of(_url: str) -> dict[str, str]:
+        return {variable: str(root / kind / "work")} if variable else {}
+
+    async def drive(conv: Conversation) -> None:
+        await _project_commands(conv)
+
+    def prepare(workspace: Workspace) -> None:
+        folder = workspace.cwd / ".pi" / "prompts"
+        folder.mkdir(parents=True)
+        (folder / "project-only.md").write_text("---\ndescription: from the project\n---\nhello")
+
+    played = await play_example(kind, "trust_gate.py", TRUST_TS, drive, root, args, env_of=env_of, prepare=prepare)
+    return next(r["names"] for r in played.records if r["type"] == "prompts")
+
+
+TRUST_CASES = {"trusted": ("PI_TRUSTED_ROOTS", ()), "refused": ("PI_UNTRUSTED_ROOTS", ()),
+               "undecided": (None, ()), "flag wins": ("PI_UNTRUSTED_ROOTS", ("-a",))}
+
+
+@pytest.mark.parametrize("case", list(TRUST_CASES))
+async def test_project_trust_from_an_extension(case: str, tmp_path: Path) -> None:
+    variable, args = TRUST_CASES[case]
+    expected = ["project-only"] if case in ("trusted", "flag wins") else []
+    assert await _trust_case("ours", tmp_path, variable, *args) == expected
+
+
+@needs_reference
+@pytest.mark.parametrize("case", ["trusted", "refused", "flag wins"])
+async def test_project_trust_matches_reference(case: str, tmp_path: Path) -> None:
+    variable, args = TRUST_CASES[case]
+    assert await _trust_case("ours", tmp_path, variable, *args) == await _trust_case(
+        "reference", tmp_path, variable, *args)

@@ -32,7 +32,7 @@ from pi_coding_agent.coding.resources.prompt_templates import load_prompt_templa
 from pi_coding_agent.coding.resources.settings import Settings
 from pi_coding_agent.coding.resources.skills import load_skills
 from pi_coding_agent.coding.resources.system_prompt import resolve_append_prompts, resolve_custom_prompt
-from pi_coding_agent.coding.resources.trust import is_project_trusted
+from pi_coding_agent.coding.resources.trust import has_trust_requiring_resources, is_project_trusted
 from pi_coding_agent.coding.runtime import LOGIN_HELP, Project, Resources, SessionRuntime, missing_cwd_error
 from pi_coding_agent.coding.sandbox.policy import SandboxPolicy, policy_from_settings
 from pi_coding_agent.coding.session import SessionManager, list_sessions
@@ -171,6 +171,21 @@ def _extension_sources(args: CliArgs, settings: Settings, agent_dir: Path, cwd: 
     return [*found, *in_process]
 
 
+async def _trust_from_extensions(args: CliArgs, agent_dir: Path, cwd: Path, mode: str,
+                                 in_process: Sequence[ExtensionSource]) -> bool | None:
+    """``project_trust`` (``extensions/trust_event.py``), asked when pi asks: no ``-a``/``-na`` and the
+    project has resources that need trust; only user, ``-e`` and SDK extensions take part."""
+    if args.approve is not None or not has_trust_requiring_resources(cwd):
+        return None
+    user_settings = Settings.load(agent_dir, cwd, project_trusted=False)
+    sources = _extension_sources(args, user_settings, agent_dir, cwd, False, in_process)
+    if not sources:
+        return None
+    from pi_coding_agent.coding.extensions.trust_event import decide_trust
+
+    return await decide_trust(sources, cwd, mode, agent_dir)
+
+
 def _sandbox_policy(args: CliArgs, settings: Settings, cwd: Path) -> SandboxPolicy | None:
     """The tools' sandbox, or a start-up error saying what is missing: never silently unsandboxed."""
     try:
@@ -209,15 +224,17 @@ async def create_session(
         raise SessionError(missing)
     args = _anchored(args, start_cwd)  # command-line paths stay relative to where pi was started
 
-    def load_project(project_cwd: Path) -> Project:
+    def load_project(project_cwd: Path, decided: bool | None = None) -> Project:
         """A directory's trust, settings and resources: the start-up one's, or a resumed session's."""
-        trusted = is_project_trusted(agent_dir, project_cwd, args.approve, startup.default_project_trust)
+        approve = args.approve if decided is None else decided
+        trusted = is_project_trusted(agent_dir, project_cwd, approve, startup.default_project_trust)
         settings = Settings.load(agent_dir, project_cwd, project_trusted=trusted).with_overrides(
             settings_overrides or {})
         resources = _load_resources(args, settings, agent_dir, project_cwd, trusted)
         return Project(project_cwd, trusted, settings, resources)
 
-    project = load_project(Path(sm.cwd).resolve())  # tools work where the session was recorded, as in pi
+    project_cwd = Path(sm.cwd).resolve()  # tools work where the session was recorded, as in pi
+    project = load_project(project_cwd, await _trust_from_extensions(args, agent_dir, project_cwd, mode, extensions))
     cwd, settings = project.cwd, project.settings
     auth = AuthStorage(agent_dir)
     registry = ModelRegistry(agent_dir, auth, llama_command.enabled(settings, args.no_extensions, args.extensions))
