@@ -603,24 +603,14 @@ class AgentSession:
         return {"cancelled": False}
 
     def _project_extensions(self, ext: ExtensionRunner | None) -> ExtensionRunner | None:
-        """The runner for the directory just entered: its discovered extensions, the ``-e`` ones and the
-        SDK caller's; created when the previous directory had none."""
-        from pi_coding_agent.coding.extensions.loader import discover
+        """The runner for the directory just entered (created when the previous one had none)."""
+        from pi_coding_agent.coding.extensions.runner import runner_for_directory
 
-        rt = self.rt
-        sources = [*discover(rt.cwd, rt.agent_dir, rt.project_trusted, list(rt.args.extensions),
-                             rt.settings.extensions, include_discovered=not rt.args.no_extensions),
-                   *(s for s in (ext.sources if ext is not None else []) if s.source == "sdk")]
-        if ext is not None:
-            ext.use_sources(sources)
-            return ext
-        if not sources:
-            return None
-        from pi_coding_agent.coding.extensions.runner import ExtensionRunner
-
-        self.extensions = ExtensionRunner(self, rt, sources)
-        self.compaction.extensions = self.navigator.hooks = self.extensions
-        return self.extensions
+        runner = runner_for_directory(self, self.rt, ext)
+        if runner is not ext:
+            self.extensions = runner
+            self.compaction.extensions = self.navigator.hooks = runner
+        return runner
 
     def _rebind(self, session_manager: SessionManager) -> None:
         """Point this session at another store and reload its state from it."""

@@ -25,7 +25,7 @@ from pi_coding_agent.coding.extensions.agent_hooks import AgentHooks
 from pi_coding_agent.coding.extensions.api import ExtensionAPI, install_tool, remove_provider
 from pi_coding_agent.coding.extensions.commands import Commands
 from pi_coding_agent.coding.extensions.event_bus import EventBus
-from pi_coding_agent.coding.extensions.loader import ExtensionSource, import_extension
+from pi_coding_agent.coding.extensions.loader import ExtensionSource, discover, import_extension
 from pi_coding_agent.coding.extensions.registry import Binding, Extension
 from pi_coding_agent.coding.extensions.resources_discover import discover_resources
 
@@ -220,3 +220,17 @@ class ExtensionRunner(Commands, AgentHooks):
             return  # re-checked at agent_settled
         if self.rt.request_shutdown is not None:
             self.rt.request_shutdown()
+
+
+def runner_for_directory(session: ExtensionHost, runtime: SessionRuntime,
+                         current: ExtensionRunner | None) -> ExtensionRunner | None:
+    """After a move to another directory: that project's extensions (its discovered ones, with the
+    ``-e`` and SDK ones kept), loaded by the next ``reload``; a new runner when there was none."""
+    rt = runtime
+    sources = [*discover(rt.cwd, rt.agent_dir, rt.project_trusted, list(rt.args.extensions),
+                         rt.settings.extensions, include_discovered=not rt.args.no_extensions),
+               *(s for s in (current.sources if current is not None else []) if s.source == "sdk")]
+    if current is not None:
+        current.use_sources(sources)
+        return current
+    return ExtensionRunner(session, runtime, sources) if sources else None
