@@ -96,6 +96,7 @@ FLAG_CASES = {
     "given": (("--plan", "--profile", "fast", "--tools", "read,plan_step"),
               {"plan": True, "profile": "fast", "active": ["read", "plan_step"]}),
     "defaults": ((), {"plan": False, "profile": "careful", "active": ["read", "bash", "edit", "write"]}),
+    "allowlist": (("--tools", "read,bash"), {"plan": False, "profile": "careful", "active": ["read", "bash"]}),
     "inline": (("--profile=quick", "--plan=yes", "--tools", "+plan_step"),
                {"plan": True, "profile": "quick", "active": ["read", "bash", "edit", "write", "plan_step"]}),
 }
