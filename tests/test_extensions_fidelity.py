@@ -484,3 +484,35 @@ async def test_provider_with_its_own_stream(tmp_path: Path) -> None:
     deltas = [r["assistantMessageEvent"]["delta"] for r in ours.records if r["type"] == "message_update"
               and r["assistantMessageEvent"]["type"] == "text_delta"]
     assert deltas == ["HELLO", " THERE", " FRIEND"] and ours.requests == []  # no HTTP request at all
+
+
+def _help_flags(kind: str, root: Path) -> list[str]:
+    """The "Extension CLI Flags:" lines of ``pi --help`` with the flags example (or its twin)."""
+    import os
+    import subprocess
+
+    from tests.reference_pi import REFERENCE_NODE_BIN, REFERENCE_PI
+    from tests.rpc_helpers import PYTHON
+
+    workspace = Workspace.create(root / kind, "http://127.0.0.1:9")
+    path = EXAMPLES / "cli_flags.py" if kind == "ours" else root / kind / "ext.ts"
+    if kind != "ours":
+        path.write_text(textwrap.dedent(FLAGS_TS))
+    argv = [PYTHON, "-m", "pi_coding_agent"] if kind == "ours" else [str(REFERENCE_PI)]
+    env = {**workspace.env, "PATH": f"{REFERENCE_NODE_BIN}:{os.environ.get('PATH', '')}", "NO_COLOR": "1"}
+    done = subprocess.run([*argv, "--help", "-e", str(path)], cwd=workspace.cwd, env=env, capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    start = lines.index("Extension CLI Flags:")
+    return lines[start + 1:start + 3]
+
+
+def test_help_lists_extension_flags(tmp_path: Path) -> None:
+    assert _help_flags("ours", tmp_path) == [f"{'  --plan':<30}Start in plan mode",
+                                             f"{'  --profile <value>':<30}How much to check"]
+
+
+@needs_reference
+def test_help_flags_match_reference(tmp_path: Path) -> None:
+    assert _help_flags("ours", tmp_path) == _help_flags("reference", tmp_path)

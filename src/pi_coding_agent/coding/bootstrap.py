@@ -263,15 +263,18 @@ async def create_session(
     return session
 
 
-async def registry_with_extensions(args: CliArgs) -> ModelRegistry | None:
-    """``--list-models`` when extensions exist: the registry once they registered their providers, as
-    pi lists them (None without extensions: the caller's plain registry is the same and cheaper)."""
+async def loaded_extensions(args: CliArgs) -> tuple[ModelRegistry, list[dict[str, Any]]] | None:
+    """``--list-models`` and ``--help`` when extensions exist: the registry once they registered their
+    providers, and the flags they registered, as pi shows them (None without extensions: the
+    caller's plain answer is the same and cheaper)."""
     cwd, agent_dir = Path.cwd().resolve(), paths.agent_dir()
     startup = Settings.load(agent_dir, cwd, project_trusted=True)
     trusted = is_project_trusted(agent_dir, cwd, args.approve, startup.default_project_trust)
     settings = Settings.load(agent_dir, cwd, project_trusted=trusted)
     if not _extension_sources(args, settings, agent_dir, cwd, trusted, ()):
         return None
-    session = await create_session(replace(args, no_session=True, no_mcp=True, list_models=None), "print")
+    session = await create_session(replace(args, no_session=True, no_mcp=True, list_models=None, help=False,
+                                           pending_flags=[]), "print")
     await session.shutdown()
-    return session.rt.registry
+    loaded = session.extensions.extensions if session.extensions is not None else []
+    return session.rt.registry, [flag for extension in loaded for flag in extension.flags.values()]

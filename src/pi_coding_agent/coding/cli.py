@@ -236,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
     if problems and not (args.help or args.list_models is not None or args.export is not None):
         return EXIT_FAILURE
     if args.help:
-        return _print_or_stop(HELP)
+        return _print_or_stop(HELP + _extension_flags_help(args))
     if args.list_models is not None:
         return list_models(args.list_models if isinstance(args.list_models, str) else None, args)
     return _run_mode(args)
@@ -341,8 +341,8 @@ def list_models(search: str | None, args: CliArgs | None = None) -> int:
     from pi_coding_agent.ai.models import ModelRegistry, locale_key
 
     agent = paths.agent_dir()
-    registry = _registry_with_extensions(args) if args is not None else None
-    registry = registry or ModelRegistry(agent, AuthStorage(agent, create_missing=False))
+    loaded = _loaded_extensions(args) if args is not None else None
+    registry = loaded[0] if loaded is not None else ModelRegistry(agent, AuthStorage(agent, create_missing=False))
     models = registry.available_models()
     for error in registry.errors:
         print(f"Warning: {error}", file=sys.stderr)
@@ -356,16 +356,28 @@ def list_models(search: str | None, args: CliArgs | None = None) -> int:
     return _print_or_stop(format_model_table(models))
 
 
-def _registry_with_extensions(args: CliArgs) -> ModelRegistry | None:
+def _loaded_extensions(args: CliArgs) -> tuple[ModelRegistry, list[dict[str, Any]]] | None:
+    """The extensions' providers and flags (``bootstrap.loaded_extensions``); None without extensions."""
     import asyncio
 
-    from pi_coding_agent.coding.bootstrap import registry_with_extensions
+    from pi_coding_agent.coding.bootstrap import loaded_extensions
 
     try:
-        return asyncio.run(registry_with_extensions(args))
-    except Exception as err:  # an extension or the session could not start: list what models.json gives
+        return asyncio.run(loaded_extensions(args))
+    except Exception as err:  # an extension or the session could not start: answer without them
         print(f"Warning: {err}", file=sys.stderr)
         return None
+
+
+def _extension_flags_help(args: CliArgs) -> str:
+    """pi's "Extension CLI Flags:" section, when extensions registered flags."""
+    loaded = _loaded_extensions(args)
+    flags = loaded[1] if loaded is not None else []
+    if not flags:
+        return ""
+    lines = [f"  --{flag['name']}{' <value>' if flag['type'] == 'string' else ''}".ljust(30)
+             + (flag.get("description") or f"Registered by {flag['extensionPath']}") for flag in flags]
+    return "\n\nExtension CLI Flags:\n" + "\n".join(lines)
 
 
 def format_model_table(models: list[Model]) -> str:
