@@ -12,19 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from common import (
-    Row,
-    cleanup,
-    compile_bytecode,
-    env_for,
-    format_table,
-    median,
-    ours_cmd,
-    reference_cmd,
-    scratch_home,
-    spawn,
-    stop,
-)
+import common
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "extensions" / "gateway_provider.py"
@@ -36,7 +24,7 @@ SELECT = ["--provider", "gateway", "--model", "team-model"]
 
 
 def _extension(cmd: list[str], home: Path) -> Path:
-    if cmd == ours_cmd():
+    if cmd == common.ours_cmd():
         return EXAMPLE
     path = home / "gateway.ts"
     path.write_text(GATEWAY_TS)
@@ -45,14 +33,14 @@ def _extension(cmd: list[str], home: Path) -> Path:
 
 def to_get_state(cmd: list[str], home: Path) -> float:
     start = time.perf_counter()
-    proc = spawn([*cmd, "--mode", "rpc", "--no-session", "-e", str(_extension(cmd, home)), *SELECT],
-                 {**env_for(cmd, home, home / "agent"), **GATEWAY_ENV}, cwd=home)
+    proc = common.spawn([*cmd, "--mode", "rpc", "--no-session", "-e", str(_extension(cmd, home)), *SELECT],
+                        {**common.env_for(cmd, home, home / "agent"), **GATEWAY_ENV}, cwd=home)
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write(b'{"id":"s","type":"get_state"}\n')
     proc.stdin.flush()
     line = proc.stdout.readline()
     elapsed = time.perf_counter() - start
-    stop(proc)
+    common.stop(proc)
     if b'"team-model"' not in line:
         raise RuntimeError(f"{cmd[0]}: get_state did not select the extension's model: {line[:300]!r}")
     return elapsed
@@ -61,39 +49,35 @@ def to_get_state(cmd: list[str], home: Path) -> float:
 def list_models(cmd: list[str], home: Path) -> float:
     start = time.perf_counter()
     done = subprocess.run([*cmd, "--list-models", "-e", str(_extension(cmd, home))], cwd=home, capture_output=True,
-                          env={**env_for(cmd, home, home / "agent"), **GATEWAY_ENV}, timeout=120, check=False)
+                          env={**common.env_for(cmd, home, home / "agent"), **GATEWAY_ENV}, timeout=120, check=False)
     elapsed = time.perf_counter() - start
     if b"team-model" not in done.stdout:
         raise RuntimeError(f"{cmd[0]}: --list-models did not list the extension's model: {done.stderr[:300]!r}")
     return elapsed
 
 
-def results(runs: int = 5) -> list[Row]:
-    ref = reference_cmd()
-    cmds = [ours_cmd()] if ref is None else [ours_cmd(), ref]
+def results(runs: int = 5) -> list[common.Row]:
+    """One row per measure: the median over ``runs`` of each side, the sides taking turns."""
+    ref = common.reference_cmd()
+    cmds = [common.ours_cmd()] if ref is None else [common.ours_cmd(), ref]
     rows = []
     for name, measure in (("extension provider: to get_state", to_get_state),
                           ("extension provider: --list-models", list_models)):
-        homes = [scratch_home() for _ in cmds]
-        for home in homes:
+        homes = {tuple(cmd): common.scratch_home() for cmd in cmds}
+        for home in homes.values():
             (home / "agent").mkdir()
-        samples: list[list[float]] = [[] for _ in cmds]
+        times: dict[tuple[str, ...], list[float]] = {side: [] for side in homes}
         for _ in range(runs):
-            for cmd, home, out in zip(cmds, homes, samples, strict=True):
-                out.append(measure(cmd, home))
-        for home in homes:
-            cleanup(home)
-        rows.append(Row("extensions", name, "ms", median(samples[0]) * 1000,
-                        median(samples[1]) * 1000 if len(samples) > 1 else None))
+            for side, home in homes.items():
+                times[side].append(measure(list(side), home))
+        medians = [common.median(values) * 1000 for values in times.values()]
+        for home in homes.values():
+            common.cleanup(home)
+        rows.append(common.Row("extensions", name, "ms", medians[0], medians[1] if len(medians) > 1 else None))
     return rows
 
 
-def main() -> None:
-    runs = int(sys.argv[1]) if len(sys.argv) > 1 else 5
-    note = compile_bytecode()
-    print(format_table(results(runs)))
-    print(f"median of {runs} runs per cell; {note}")
-
-
 if __name__ == "__main__":
-    main()
+    count = int(sys.argv[1]) if len(sys.argv) > 1 else 5
+    compiled = common.compile_bytecode()
+    print(common.format_table(results(count)), f"median of {count} runs per cell; {compiled}", sep="\n")
