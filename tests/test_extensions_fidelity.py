@@ -305,9 +305,12 @@ export default function (pi) {
       const read = await ctx.executeTool("read", { path: params.path });
       const text = read.result.content.filter((b) => b.type === "text").map((b) => b.text).join("");
       const missing = await ctx.executeTool("no_such_tool", {});
+      const updates = [];
+      await ctx.executeTool("bash", { command: "echo streamed" }, { onUpdate: (partial) => updates.push(partial) });
+      const streamed = updates.some((u) => u.content.some((b) => (b.text ?? "").includes("streamed")));
       const lines = text.split(/\\r?\\n/).filter((line, i, all) => i < all.length - 1 || line !== "").length;
       return { content: [{ type: "text", text: `${lines} lines; read failed: ${read.isError}; ` +
-        `missing failed: ${missing.isError}; can call: ${callable.join(",")}` }] };
+        `missing failed: ${missing.isError}; bash streamed: ${streamed}; can call: ${callable.join(",")}` }] };
     },
   });
 }
@@ -346,8 +349,10 @@ async def test_execute_tool_runs_nested_calls(tmp_path: Path) -> None:
         ("tool_execution_end", "call_1/1", "read", "call_1", False),
         ("tool_execution_start", "call_1/2", "no_such_tool", "call_1", None),
         ("tool_execution_end", "call_1/2", "no_such_tool", "call_1", True),
+        ("tool_execution_start", "call_1/3", "bash", "call_1", None),
+        ("tool_execution_end", "call_1/3", "bash", "call_1", False),
         ("tool_execution_end", "call_1", "file_report", None, False)]
-    assert view["text"] == ("3 lines; read failed: false; missing failed: true; "
+    assert view["text"] == ("3 lines; read failed: false; missing failed: true; bash streamed: true; "
                             "can call: bash,edit,file_report,read,write")
     assert view["calls"][0] == {"id": "call_1/1", "name": "read", "status": "ok", "arguments": {"path": "notes.txt"}}
     assert view["calls"][1]["status"] == "error" and view["complete"] is True

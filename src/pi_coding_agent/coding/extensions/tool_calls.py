@@ -12,6 +12,7 @@ record as ``nestedCalls`` and their ``usage`` is added to its own.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pi_coding_agent.ai.abort import AbortSignal
@@ -45,20 +46,36 @@ class ToolContext(ExtensionContext):
         return [{"name": t.name, "description": t.description, "parameters": t.parameters}
                 for t in self._host().callable_tools()]
 
-    async def execute_tool(self, name: str, args: Any = None, *, signal: AbortSignal | None = None) -> dict[str, Any]:
-        """Run another tool: ``{toolCall, result: {content, details?, ...}, isError}`` (failures included)."""
+    async def execute_tool(self, name: str, args: Any = None, *, signal: AbortSignal | None = None,
+                           on_update: Callable[[dict[str, Any]], Any] | None = None) -> dict[str, Any]:
+        """Run another tool: ``{toolCall, result: {content, details?, ...}, isError}`` (failures included);
+        ``on_update`` receives each partial result the nested tool reports."""
         host = self._host()
         self._calls += 1
         call_id = f"{self._call_id}/{self._calls}"
         record = self.nested.start(call_id, name, args)
         started = time.monotonic()
-        outcome = await host.execute_tool(self._call_id, call_id, name, args, signal or self._call_signal)
+        remove = self._live().rt.agent.subscribe(_updates_of(call_id, on_update)) if on_update else None
+        try:
+            outcome = await host.execute_tool(self._call_id, call_id, name, args, signal or self._call_signal)
+        finally:
+            if remove is not None:
+                remove()
         result = outcome.result
         self.nested.finish(record, result.is_error, _text(result), (time.monotonic() - started) * 1000)
         if result.usage is not None:
             self.nested_usage = add_usage(self.nested_usage, result.usage)
         call = {"type": "toolCall", "id": call_id, "name": name, "arguments": {} if args is None else args}
         return {"toolCall": call, "result": result.to_wire(), "isError": result.is_error}
+
+
+def _updates_of(call_id: str, on_update: Callable[[dict[str, Any]], Any]) -> Callable[[dict[str, Any]], None]:
+    """An agent-event listener passing the nested call's ``tool_execution_update`` results on."""
+    def listen(event: dict[str, Any]) -> None:
+        if event["type"] == "tool_execution_update" and event["toolCallId"] == call_id:
+            on_update(event["partialResult"])
+
+    return listen
 
 
 def _text(result: ToolResult) -> str:
