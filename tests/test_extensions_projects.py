@@ -14,7 +14,7 @@ import pytest
 
 from tests.fakes.llm_server import FakeLLMServer
 from tests.rpc_compare import Conversation, Workspace, needs_reference
-from tests.test_extensions_fidelity import notes, play_example
+from tests.test_extensions_fidelity import EXAMPLES, notes, play_example
 
 # --------------------------------------------------------------------------- another project's extensions
 
@@ -198,3 +198,45 @@ async def test_project_trust_matches_reference(case: str, tmp_path: Path) -> Non
     variable, args = TRUST_CASES[case]
     assert await _trust_case("ours", tmp_path, variable, *args) == await _trust_case(
         "reference", tmp_path, variable, *args)
+
+
+async def _switch_with_trust_gate(kind: str, root: Path, variable: str) -> list[str]:
+    """Start in a plain directory with the trust example, switch to a session of ``other/`` (which has a
+    prompt template of its own): the prompts listed afterwards."""
+    with FakeLLMServer() as server:
+        workspace = Workspace.create(root / kind, server.url)
+        other = workspace.root / "other"
+        (other / ".pi" / "prompts").mkdir(parents=True)
+        (other / ".pi" / "prompts" / "other-only.md").write_text("---\ndescription: other\n---\nhi")
+        workspace.env[variable] = str(other)
+        session = workspace.root / "other.jsonl"
+        session.write_text(json.dumps({"type": "session", "version": 3, "id": "0190a000-0000-7000-8000-00000000000b",
+                                       "timestamp": "2026-01-01T00:00:00.000Z", "cwd": str(other)}) + "\n")
+        if kind == "ours":
+            extension = EXAMPLES / "trust_gate.py"
+        else:
+            extension = workspace.root / "trust_gate.ts"
+            extension.write_text(textwrap.dedent(TRUST_TS))
+        proc = await workspace.spawn(kind, "--no-session", "-e", str(extension))
+        conv = Conversation(proc, server, workspace)
+        try:
+            switched = await conv.request({"type": "switch_session", "sessionPath": str(session)})
+            assert switched["success"], switched
+            listed = (await conv.request({"type": "get_commands"}))["data"]["commands"]
+        finally:
+            await proc.kill()
+    return sorted(c["name"] for c in listed if c["source"] == "prompt")
+
+
+@pytest.mark.parametrize(("variable", "expected"), [("PI_TRUSTED_ROOTS", ["other-only"]),
+                                                    ("PI_UNTRUSTED_ROOTS", [])])
+async def test_project_trust_when_a_switch_enters_another_project(tmp_path: Path, variable: str,
+                                                                  expected: list[str]) -> None:
+    assert await _switch_with_trust_gate("ours", tmp_path, variable) == expected
+
+
+@needs_reference
+@pytest.mark.parametrize("variable", ["PI_TRUSTED_ROOTS", "PI_UNTRUSTED_ROOTS"])
+async def test_project_trust_on_switch_matches_reference(tmp_path: Path, variable: str) -> None:
+    assert await _switch_with_trust_gate("ours", tmp_path, variable) == await _switch_with_trust_gate(
+        "reference", tmp_path, variable)

@@ -594,7 +594,8 @@ class AgentSession:
         if ext is not None:
             await ext.session_shutdown(reason, None if sm.session_file is None else str(sm.session_file))
         cwd = self.rt.cwd
-        self.rt.move_to(Path(sm.cwd))
+        trusted = await ext.project_trust(Path(sm.cwd)) if ext is not None else None
+        self.rt.move_to(Path(sm.cwd), trusted)
         self._rebind(sm)
         if self.rt.cwd != cwd:  # another project: its extensions replace this one's, as pi rebuilds there
             ext = self._project_extensions(ext)

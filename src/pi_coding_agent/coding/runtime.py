@@ -99,7 +99,7 @@ class Project:
     resources: Resources
 
 
-ProjectLoader = Callable[[Path], Project]
+ProjectLoader = Callable[[Path, "bool | None"], Project]  # (directory, trust decided by an extension)
 
 
 def missing_cwd_error(sm: SessionManager, fallback_cwd: Path) -> str | None:
@@ -384,13 +384,14 @@ class SessionRuntime:
             raise SessionError("This session has not been saved yet. Send a message before cloning or forking it.")
         return old.fork(entry_id, position)
 
-    def move_to(self, cwd: Path) -> None:
+    def move_to(self, cwd: Path, trusted: bool | None = None) -> None:
         """Work in ``cwd`` from now on (a resumed session of another project), as pi rebuilds its runtime
-        there: that directory's trust, settings and resources, and tools bound to it (the same ones active)."""
+        there: that directory's trust (``trusted``: an extension's ``project_trust`` answer), settings and
+        resources, and tools bound to it (the same ones active)."""
         cwd = cwd.resolve()
         if cwd == self.cwd or self._load_project is None:
             return
-        project = self._load_project(cwd)
+        project = self._load_project(cwd, trusted)
         self.cwd, self.project_trusted = project.cwd, project.trusted
         self.settings, self.resources = project.settings, project.resources
         if self.sandbox is not None:  # the workspace moves with the session

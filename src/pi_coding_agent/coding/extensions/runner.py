@@ -28,6 +28,7 @@ from pi_coding_agent.coding.extensions.event_bus import EventBus
 from pi_coding_agent.coding.extensions.loader import ExtensionSource, discover, import_extension
 from pi_coding_agent.coding.extensions.registry import Binding, Extension
 from pi_coding_agent.coding.extensions.resources_discover import discover_resources
+from pi_coding_agent.coding.resources.trust import has_trust_requiring_resources, save_trust_decision
 
 if TYPE_CHECKING:
     from pi_coding_agent.agent.tool import AgentTool
@@ -48,6 +49,7 @@ class ExtensionRunner(Commands, AgentHooks):
         self._builtin_tools: dict[str, AgentTool] = dict(runtime.all_tools)
         self._thinking_level = runtime.agent.thinking_level
         self.providers: dict[str, str | None] = {}  # pi.register_provider names -> api of their own stream
+        self._trust_asked: set[Path] = {runtime.cwd.resolve()}  # directories project_trust was asked for
         self.shutdown_requested = False
         self.settling = False  # agent_settled handlers are running
         self._deferred: list[Callable[[], Awaitable[Any]]] = []
@@ -171,6 +173,28 @@ class ExtensionRunner(Commands, AgentHooks):
             if target is not None:
                 event["targetSessionFile"] = str(target.resolve())
         return await self.first(event, lambda result: result.get("cancel")) is not None
+
+    async def project_trust(self, cwd: Path) -> bool | None:
+        """``project_trust`` for a directory a session replacement enters, asked once per directory and
+        process as in pi (start-up asks for its own: ``trust_event.py``); only user and ``-e``
+        extensions' answers count. None: nobody decided, the usual rules apply."""
+        cwd = cwd.resolve()
+        if (cwd in self._trust_asked or self.rt.args.approve is not None
+                or not has_trust_requiring_resources(cwd)):
+            return None
+        self._trust_asked.add(cwd)
+        event = {"type": "project_trust", "cwd": str(cwd)}
+
+        def step(found: dict[str, Any] | None, result: Any, ext: Extension) -> dict[str, Any] | None:
+            decided = isinstance(result, dict) and result.get("trusted") in ("yes", "no")
+            return result if found is None and decided and ext.source.scope != "project" else found
+
+        found = await self.chain("project_trust", None, lambda _: dict(event), step, lambda f: f is not None)
+        if found is None:
+            return None
+        if found.get("remember") is True:
+            save_trust_decision(self.rt.agent_dir, cwd, found["trusted"] == "yes")
+        return bool(found["trusted"] == "yes")
 
     async def session_shutdown(self, reason: str, target: str | None = None) -> None:
         event: dict[str, Any] = {"type": "session_shutdown", "reason": reason}
