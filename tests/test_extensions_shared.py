@@ -161,8 +161,9 @@ async def test_tool_fields_default_active_annotations_and_prepare_arguments(tmp_
         agent_dir, cwd, env = _dirs(tmp_path)
         _fake_provider(agent_dir, server.url, apiKey="dummy")
         (cwd / "tools.py").write_text(textwrap.dedent(TOOLS_EXTENSION))
+        # no --tools: an allowlist that does not name an extension tool keeps it out, as in pi
         proc = await RpcProcess.pi("--provider", "fake", "--model", "fake-model", "--no-session",
-                                   "--tools", "read", "-e", "tools.py", cwd=cwd, env=env)
+                                   "-e", "tools.py", cwd=cwd, env=env)
         try:
             await proc.send({"type": "prompt", "message": "use legacy"})
             records = await proc.read_until(lambda r: r["type"] == "agent_settled")
@@ -175,10 +176,11 @@ async def test_tool_fields_default_active_annotations_and_prepare_arguments(tmp_
         declared = [[t["function"]["name"] for t in r["body"].get("tools", [])] for r in server.requests]
     end = next(r for r in records if r["type"] == "tool_execution_end")
     assert end["result"]["content"] == [{"type": "text", "text": "query=old"}]
-    assert declared[0] == declared[1] == ["read", "legacy"]  # lookup registered, not active
-    assert declared[2] == ["read", "legacy", "lookup"]
+    defaults = ["read", "bash", "edit", "write"]
+    assert declared[0] == declared[1] == [*defaults, "legacy"]  # lookup registered, not active
+    assert declared[2] == [*defaults, "legacy", "lookup"]
     listed = next(e["data"] for e in entries if e.get("customType") == "tools")
-    assert listed["active"] == ["read", "legacy"]
+    assert listed["active"] == [*defaults, "legacy"]
     lookup = next(t for t in listed["all"] if t["name"] == "lookup")
     assert lookup["annotations"] == {"readOnlyHint": True}
     assert "annotations" not in next(t for t in listed["all"] if t["name"] == "legacy")

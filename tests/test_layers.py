@@ -25,7 +25,7 @@ CODING_ORDER: list[tuple[str, tuple[str, ...]]] = [
                      "compaction.summarize", "compaction.branch_summary")),
     ("runtime", ("runtime",)),
     ("services the session owns", ("compaction.controller", "tree_navigation", "extensions", "extensions.dispatch",
-                                   "extensions.boundaries", "extensions.agent_hooks", "extensions.commands",
+                                   "extensions.boundaries", "extensions.provider_events", "extensions.prompt_options", "extensions.agent_hooks", "extensions.commands",
                                    "extensions.runner", "bash_runs", "queue_mirror", "cache_warming", "llama_command", "login_ui",
                                    "mcp")),
     ("session", ("agent_session",)),

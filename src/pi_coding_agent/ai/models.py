@@ -107,10 +107,41 @@ class ModelRegistry:
         self._config, load_errors = models_json.load_models_json(self.agent_dir)
         self.errors.extend(load_errors)
         self._models: dict[str, list[Model]] = {}
+        # providers extensions registered (pi.register_provider): the base that models.json refines
+        self._extension_config: dict[str, dict[str, Any]] = {}
         self._check_config()
-        auth.set_config_keys({p: c["apiKey"] for p, c in self._config.items() if isinstance(c.get("apiKey"), str)})
+        self._publish_config_keys()
         auth.set_radius_gateways({p: (c["baseUrl"], c.get("name") or p) for p, c in self._config.items()
                                   if c.get("oauth") == "radius" and c.get("baseUrl")})
+
+    def _publish_config_keys(self) -> None:
+        """The raw ``apiKey`` of every configured provider, models.json over extensions, for AuthStorage."""
+        keys = {p: c["apiKey"] for layer in (self._extension_config, self._config)
+                for p, c in layer.items() if isinstance(c.get("apiKey"), str)}
+        self.auth.set_config_keys(keys)
+
+    def register_provider(self, provider: str, config: dict[str, Any]) -> None:
+        """Add or re-route a provider (models.json's provider shape; ``models`` replace the built-in
+        ones). Raises ``ValueError`` with pi's wording when the entry could not work."""
+        from pi_coding_agent.ai.config_validation import ConfigError
+
+        try:
+            models_json.validate_models_json({"providers": {provider: config}})
+        except ConfigError as exc:
+            raise ValueError("; ".join(m.removeprefix(f"{models_json.LABEL}: ") for m in exc.messages)) from None
+        problem = models_json.check_provider(provider, config, [] if config.get("models") else
+                                             builtin_models(provider))
+        if problem is not None:
+            raise ValueError(problem)
+        self._extension_config[provider] = config
+        self._models.pop(provider, None)
+        self._publish_config_keys()
+
+    def unregister_provider(self, provider: str) -> None:
+        """Undo ``register_provider``: built-in models it replaced come back (nothing when not registered)."""
+        if self._extension_config.pop(provider, None) is not None:
+            self._models.pop(provider, None)
+            self._publish_config_keys()
 
     def __repr__(self) -> str:
         return f"ModelRegistry(agent_dir={str(self.agent_dir)!r}, providers={len(self.providers())})"
@@ -120,7 +151,8 @@ class ModelRegistry:
         builtin = list(catalog_index()["providers"])
         if self.llama_enabled:
             builtin.append(LLAMA_PROVIDER)
-        return builtin + [p for p in self._config if p not in builtin]
+        known = builtin + [p for p in self._extension_config if p not in builtin]
+        return known + [p for p in self._config if p not in known]
 
     def provider_models(self, provider: str) -> list[Model]:
         if provider not in self._models:
@@ -140,6 +172,9 @@ class ModelRegistry:
     def _build_provider(self, provider: str) -> list[Model]:
         base = self._llama_models() if provider == LLAMA_PROVIDER and self.llama_enabled else builtin_models(provider)
         base = self.auth.oauth_models(provider, base)
+        extension = self._extension_config.get(provider)
+        if extension is not None:
+            base = models_json.apply_provider_config(provider, [] if extension.get("models") else base, extension)
         config = self._config.get(provider)
         return base if config is None else models_json.apply_provider_config(provider, base, config)
 
@@ -180,7 +215,7 @@ class ModelRegistry:
         ``AuthStorage.prepare`` runs it off the event loop once per prompt)."""
         from pi_coding_agent.ai.keys import resolve_value
 
-        raw = self._config.get(provider, {}).get("apiKey")
+        raw = self._config.get(provider, {}).get("apiKey") or self._extension_config.get(provider, {}).get("apiKey")
         return resolve_value(raw) if isinstance(raw, str) else None
 
     def request_headers(self, model: Model, api_key: str | None = None) -> dict[str, str]:
@@ -192,15 +227,16 @@ class ModelRegistry:
         from pi_coding_agent.ai.keys import resolve_or_raise
 
         headers = dict(model.get("headers") or {})
-        config = self._config.get(model["provider"])
-        if config is None:
-            return headers
-        for name, raw in models_json.raw_headers(config, model["id"]).items():
-            headers[name] = resolve_or_raise(raw, f'model "{model["provider"]}/{model["id"]}" header "{name}"')
-        if config.get("authHeader"):
-            if not api_key:
-                raise ValueError("authHeader requires a resolved API key")
-            headers["Authorization"] = f"Bearer {api_key}"
+        for layer in (self._extension_config, self._config):  # a registered provider, then models.json
+            config = layer.get(model["provider"])
+            if config is None:
+                continue
+            for name, raw in models_json.raw_headers(config, model["id"]).items():
+                headers[name] = resolve_or_raise(raw, f'model "{model["provider"]}/{model["id"]}" header "{name}"')
+            if config.get("authHeader"):
+                if not api_key:
+                    raise ValueError("authHeader requires a resolved API key")
+                headers["Authorization"] = f"Bearer {api_key}"
         return headers
 
 

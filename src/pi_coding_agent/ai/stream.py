@@ -30,6 +30,7 @@ from typing import Any, Protocol
 from pi_coding_agent.ai.abort import AbortSignal
 from pi_coding_agent.ai.cost import apply_cost
 from pi_coding_agent.ai.provider_env import REQUEST_ENV
+from pi_coding_agent.ai.provider_hooks import HeadersHook, ResponseHook, StreamEventHook, hooked_headers
 from pi_coding_agent.ai.transform import prepare_messages
 from pi_coding_agent.ai.types import AssistantMessage, Context, Model, empty_usage, now_ms
 
@@ -72,6 +73,10 @@ class StreamOptions:
     thinking_budgets: dict[str, int] | None = None
     idle_timeout_s: float | None = 300.0
     on_payload: PayloadHook | None = None  # may return a replacement request body
+    on_headers: HeadersHook | None = None  # ai/provider_hooks.py: may change the request's headers
+    drop_headers: frozenset[str] = frozenset()  # lower-case names on_headers removed
+    on_response: ResponseHook | None = None  # status and headers once the response is open
+    on_stream_event: StreamEventHook | None = None  # each raw server-sent event, parsed
     max_retries: int = 0  # provider-level retries of a failed request (``retry.provider.maxRetries``)
     max_retry_delay_ms: int = 60000  # longest server-requested wait honoured; 0 = no limit
     env: dict[str, str] = field(default_factory=dict)  # a stored credential's settings, before os.environ (provider_env)
@@ -97,9 +102,20 @@ class Adapter(Protocol):
 
 
 _adapters: dict[str, Adapter] = {}
+_provider_adapters: dict[tuple[str, str], Adapter] = {}  # a provider's own stream (an extension's), by (provider, api)
+
+
+def set_provider_adapter(provider: str, api: str, adapter: Adapter | None) -> None:
+    """Route a provider's requests of ``api`` through ``adapter`` (the contract above); None removes it."""
+    if adapter is None:
+        _provider_adapters.pop((provider, api), None)
+    else:
+        _provider_adapters[(provider, api)] = adapter
 
 
 def load_adapter(api: str, provider: str | None = None) -> Adapter:
+    if provider is not None and (own := _provider_adapters.get((provider, api))) is not None:
+        return own
     special = PROVIDER_API_MODULES.get((provider, api)) if provider is not None else None
     key = special or api
     adapter = _adapters.get(key)
@@ -210,7 +226,7 @@ class AssistantStream:
         try:
             adapter = load_adapter(self.model["api"], self.model["provider"])
             context: Context = {**self.context, "messages": prepare_messages(self.model, self.context["messages"])}
-            options = replace(self.options, identity_provider=self.model["provider"])  # for attribution
+            options = replace(await self._hooked_options(), identity_provider=self.model["provider"])  # for attribution
             async for ev in adapter(self.model, context, options, self.partial):
                 queue.put_nowait(ev)
         except BaseException as exc:  # forwarded to the consumer, which owns the message
@@ -219,6 +235,14 @@ class AssistantStream:
                 raise
             return
         queue.put_nowait(_DONE)
+
+    async def _hooked_options(self) -> StreamOptions:
+        """The options after ``on_headers`` (once per request; retries reuse them)."""
+        options = self.options
+        if options.on_headers is None:
+            return options
+        kept, dropped = await hooked_headers(options.on_headers, options.headers)
+        return replace(options, headers=kept, drop_headers=options.drop_headers | dropped)
 
     def _finalize(self, msg: AssistantMessage, started: float) -> None:
         usage = msg["usage"]

@@ -76,10 +76,20 @@ class AgentSession:
         self.agent.hooks.prepare_next_turn = self.compaction.check_between_turns
         self.navigator = TreeNavigator(self, runtime, self.extensions)
 
-    async def start(self) -> None:
-        """Set up the extensions; their ``session_start`` runs once the caller has subscribed."""
+    async def load_extensions(self) -> None:
+        """Run every extension's ``setup`` (before the model choice: they may register providers)."""
         if self.extensions is not None:
             await self.extensions.load()
+
+    async def start(self) -> None:
+        """Check the command-line flags extensions registered; their ``session_start`` runs once the
+        caller has subscribed."""
+        if self.rt.args.pending_flags:  # options only extensions can know, checked once they registered theirs
+            from pi_coding_agent.coding.extensions.flags import apply_cli_flags
+
+            loaded = [] if self.extensions is None else self.extensions.extensions
+            apply_cli_flags(self.rt.args.pending_flags, loaded, self.rt.flag_values)
+        if self.extensions is not None:
             self.extensions.start_soon()
 
     @property
@@ -590,11 +600,25 @@ class AgentSession:
                                       position=position)
         if ext is not None:
             await ext.session_shutdown(reason, None if sm.session_file is None else str(sm.session_file))
-        self.rt.move_to(Path(sm.cwd))
+        cwd = self.rt.cwd
+        trusted = await ext.project_trust(Path(sm.cwd)) if ext is not None else None
+        self.rt.move_to(Path(sm.cwd), trusted)
         self._rebind(sm)
+        if self.rt.cwd != cwd:  # another project: its extensions replace this one's, as pi rebuilds there
+            ext = self._project_extensions(ext)
         if ext is not None:
             await ext.reload(reason, None if old.session_file is None else str(old.session_file))
         return {"cancelled": False}
+
+    def _project_extensions(self, ext: ExtensionRunner | None) -> ExtensionRunner | None:
+        """The runner for the directory just entered (created when the previous one had none)."""
+        from pi_coding_agent.coding.extensions.runner import runner_for_directory
+
+        runner = runner_for_directory(self, self.rt, ext)
+        if runner is not ext:
+            self.extensions = runner
+            self.compaction.extensions = self.navigator.hooks = runner
+        return runner
 
     def _rebind(self, session_manager: SessionManager) -> None:
         """Point this session at another store and reload its state from it."""

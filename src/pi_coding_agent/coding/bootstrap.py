@@ -32,7 +32,7 @@ from pi_coding_agent.coding.resources.prompt_templates import load_prompt_templa
 from pi_coding_agent.coding.resources.settings import Settings
 from pi_coding_agent.coding.resources.skills import load_skills
 from pi_coding_agent.coding.resources.system_prompt import resolve_append_prompts, resolve_custom_prompt
-from pi_coding_agent.coding.resources.trust import is_project_trusted
+from pi_coding_agent.coding.resources.trust import has_trust_requiring_resources, is_project_trusted
 from pi_coding_agent.coding.runtime import LOGIN_HELP, Project, Resources, SessionRuntime, missing_cwd_error
 from pi_coding_agent.coding.sandbox.policy import SandboxPolicy, policy_from_settings
 from pi_coding_agent.coding.session import SessionManager, list_sessions
@@ -43,10 +43,10 @@ def _open_session(args: CliArgs, settings: Settings, agent_dir: Path, cwd: Path)
     if args.no_session:
         return SessionManager.create(cwd, session_dir, persist=False)
     if args.fork:
-        return SessionManager.fork_from(_session_path(args.fork, cwd, session_dir), cwd, session_dir,
+        return SessionManager.fork_from(_session_path(args.fork, cwd, session_dir, agent_dir, fork=True), cwd, session_dir,
                                         session_id=args.session_id)
     if args.session:
-        return SessionManager.open(_session_path(args.session, cwd, session_dir), cwd)
+        return SessionManager.open(_session_path(args.session, cwd, session_dir, agent_dir), cwd)
     if args.continue_session:
         recent = SessionManager.continue_recent(cwd, session_dir)
         if recent is not None:
@@ -60,14 +60,39 @@ def _open_session(args: CliArgs, settings: Settings, agent_dir: Path, cwd: Path)
     return SessionManager.create(cwd, session_dir, session_id=args.session_id)
 
 
-def _session_path(arg: str, cwd: Path, session_dir: Path) -> Path:
-    """``--session`` takes a path (it has a separator or ends in .jsonl) or a session id or id prefix."""
+def _session_path(arg: str, cwd: Path, session_dir: Path, agent_dir: Path | None = None, fork: bool = False) -> Path:
+    """``--session``/``--fork`` take a path (it has a separator or ends in .jsonl) or a session id or id prefix.
+
+    ``--fork`` copies another project's session here, as in pi; ``--session`` refuses its id and says
+    what to do instead: pi asks on the terminal
+    whether to fork it here, which in RPC mode writes the question to stdout and takes the first
+    command line as the answer."""
     if "/" in arg or "\\" in arg or arg.endswith(".jsonl"):
         return (cwd / Path(arg).expanduser()).resolve()
     found = _find_session_by_id(arg, session_dir, exact=True) or _find_session_by_id(arg, session_dir, exact=False)
-    if found is None:
-        raise SessionError(f"No session found matching '{arg}'")
-    return found
+    if found is not None:
+        return found
+    elsewhere = _find_in_other_projects(arg, agent_dir / "sessions") if agent_dir is not None else None
+    if elsewhere is not None and fork:
+        return elsewhere[0]
+    if elsewhere is not None:
+        path, project = elsewhere
+        raise SessionError(f"Error: Session '{arg}' belongs to another project ({project}). Open it there with "
+                           f"--session {path} (it then works in that directory), or copy it into this one with "
+                           f"--fork {path}")
+    raise SessionError(f"No session found matching '{arg}'")
+
+
+def _find_in_other_projects(session_id: str, sessions_root: Path) -> tuple[Path, str] | None:
+    """pi's global search (every project's session folder): exact id first, then a prefix."""
+    try:
+        folders = sorted(p for p in sessions_root.iterdir() if p.is_dir())
+    except OSError:
+        return None
+    infos = [info for folder in folders for info in list_sessions(folder)]
+    match = next((i for i in infos if i["id"] == session_id), None) or next(
+        (i for i in infos if i["id"].startswith(session_id)), None)
+    return None if match is None else (Path(match["path"]), str(match["cwd"]))
 
 
 def _find_session_by_id(session_id: str, session_dir: Path, exact: bool) -> Path | None:
@@ -146,6 +171,21 @@ def _extension_sources(args: CliArgs, settings: Settings, agent_dir: Path, cwd: 
     return [*found, *in_process]
 
 
+async def _trust_from_extensions(args: CliArgs, agent_dir: Path, cwd: Path, mode: str,
+                                 in_process: Sequence[ExtensionSource]) -> bool | None:
+    """``project_trust`` (``extensions/trust_event.py``), asked when pi asks: no ``-a``/``-na`` and the
+    project has resources that need trust; only user, ``-e`` and SDK extensions take part."""
+    if args.approve is not None or not has_trust_requiring_resources(cwd):
+        return None
+    user_settings = Settings.load(agent_dir, cwd, project_trusted=False)
+    sources = _extension_sources(args, user_settings, agent_dir, cwd, False, in_process)
+    if not sources:
+        return None
+    from pi_coding_agent.coding.extensions.trust_event import decide_trust
+
+    return await decide_trust(sources, cwd, mode, agent_dir)
+
+
 def _sandbox_policy(args: CliArgs, settings: Settings, cwd: Path) -> SandboxPolicy | None:
     """The tools' sandbox, or a start-up error saying what is missing: never silently unsandboxed."""
     try:
@@ -184,37 +224,57 @@ async def create_session(
         raise SessionError(missing)
     args = _anchored(args, start_cwd)  # command-line paths stay relative to where pi was started
 
-    def load_project(project_cwd: Path) -> Project:
+    def load_project(project_cwd: Path, decided: bool | None = None) -> Project:
         """A directory's trust, settings and resources: the start-up one's, or a resumed session's."""
-        trusted = is_project_trusted(agent_dir, project_cwd, args.approve, startup.default_project_trust)
+        approve = args.approve if decided is None else decided
+        trusted = is_project_trusted(agent_dir, project_cwd, approve, startup.default_project_trust)
         settings = Settings.load(agent_dir, project_cwd, project_trusted=trusted).with_overrides(
             settings_overrides or {})
         resources = _load_resources(args, settings, agent_dir, project_cwd, trusted)
         return Project(project_cwd, trusted, settings, resources)
 
-    project = load_project(Path(sm.cwd).resolve())  # tools work where the session was recorded, as in pi
+    project_cwd = Path(sm.cwd).resolve()  # tools work where the session was recorded, as in pi
+    project = load_project(project_cwd, await _trust_from_extensions(args, agent_dir, project_cwd, mode, extensions))
     cwd, settings = project.cwd, project.settings
     auth = AuthStorage(agent_dir)
     registry = ModelRegistry(agent_dir, auth, llama_command.enabled(settings, args.no_extensions, args.extensions))
     for error in [*auth.errors, *registry.errors]:  # a broken auth.json is named, not silently ignored
         print(error, file=sys.stderr)
-    scoped, cli_model = _scoped_models(args, registry, settings), _cli_model(args, registry)
     runtime = SessionRuntime(
         args=args, cwd=cwd, agent_dir=agent_dir, mode=mode, ui=ui or NoUI(), settings=settings, auth=auth,
-        registry=registry, session_manager=sm, resources=project.resources,
-        scoped=scoped, cli_model=cli_model, extra_tools=tools, trusted=project.trusted, load_project=load_project,
-        inline_key_provider=_inline_key_provider(args, cli_model, scoped, settings, sm),
-        sandbox=_sandbox_policy(args, settings, cwd),
+        registry=registry, session_manager=sm, resources=project.resources, scoped=[], extra_tools=tools,
+        trusted=project.trusted, load_project=load_project, sandbox=_sandbox_policy(args, settings, cwd),
     )
-    if args.name and not sm.entries:
-        sm.append_session_info(" ".join(args.name.split("\n")).strip())
-    runtime.load_transcript(sm)
-    if not registry.available_models():
-        print(f"Warning: No models available. {LOGIN_HELP}", file=sys.stderr)
     session = AgentSession(runtime, _extension_sources(args, settings, agent_dir, cwd, project.trusted, extensions))
     attach_cache_warmer(session, runtime)
     from pi_coding_agent.coding.mcp import start_mcp
 
     runtime.mcp = start_mcp(runtime, project.trusted)  # before extensions, which may register MCP servers
+    await session.load_extensions()  # as in pi, before the model choice: --model may name a provider they add
+    scoped, cli_model = _scoped_models(args, registry, settings), _cli_model(args, registry)
+    runtime.scoped, runtime.scoped_models, runtime.cli_model = scoped, [m for m, _ in scoped], cli_model
+    runtime.inline_key_provider = _inline_key_provider(args, cli_model, scoped, settings, sm)
+    if args.name and not sm.entries:
+        sm.append_session_info(" ".join(args.name.split("\n")).strip())
+    runtime.load_transcript(sm)
+    if not registry.available_models():
+        print(f"Warning: No models available. {LOGIN_HELP}", file=sys.stderr)
     await session.start()
     return session
+
+
+async def loaded_extensions(args: CliArgs) -> tuple[ModelRegistry, list[dict[str, Any]]] | None:
+    """``--list-models`` and ``--help`` when extensions exist: the registry once they registered their
+    providers, and the flags they registered, as pi shows them (None without extensions: the
+    caller's plain answer is the same and cheaper)."""
+    cwd, agent_dir = Path.cwd().resolve(), paths.agent_dir()
+    startup = Settings.load(agent_dir, cwd, project_trusted=True)
+    trusted = is_project_trusted(agent_dir, cwd, args.approve, startup.default_project_trust)
+    settings = Settings.load(agent_dir, cwd, project_trusted=trusted)
+    if not _extension_sources(args, settings, agent_dir, cwd, trusted, ()):
+        return None
+    session = await create_session(replace(args, no_session=True, no_mcp=True, list_models=None, help=False,
+                                           pending_flags=[]), "print")
+    await session.shutdown()
+    loaded = session.extensions.extensions if session.extensions is not None else []
+    return session.rt.registry, [flag for extension in loaded for flag in extension.flags.values()]

@@ -14,9 +14,10 @@ from typing import TYPE_CHECKING, Any
 from pi_coding_agent import PI_COMPATIBLE_VERSION, __version__
 from pi_coding_agent.ai.types import THINKING_LEVELS
 from pi_coding_agent.coding import paths
-from pi_coding_agent.coding.options import CliArgs
+from pi_coding_agent.coding.options import CliArgs, PendingFlag
 
 if TYPE_CHECKING:
+    from pi_coding_agent.ai.models import ModelRegistry
     from pi_coding_agent.ai.types import Model
 
 EXIT_USAGE = 2
@@ -131,7 +132,9 @@ def _parse_flag(args: CliArgs, argv: list[str], i: int, arg: str) -> int:
     if arg.startswith("--") and "=" in arg:
         name, inline = arg.split("=", 1)
     if name not in _FLAGS:
-        raise CliError(f"Unknown option: {name}")
+        if not name.startswith("--"):
+            raise CliError(f"Unknown option: {name}")
+        return _pending_flag(args, argv, i, name, inline)
     attr, kind = _FLAGS[name]
     if kind == "bool":
         if inline is not None:
@@ -149,6 +152,16 @@ def _parse_flag(args: CliArgs, argv: list[str], i: int, arg: str) -> int:
         setattr(args, attr, [part.strip() for part in inline.split(",") if part.strip()])
     else:
         setattr(args, attr, inline)
+    return i
+
+
+def _pending_flag(args: CliArgs, argv: list[str], i: int, name: str, inline: str | None) -> int:
+    """An option only an extension can know: kept with its value (the next word unless that is an
+    option or an ``@file``) for the check once extensions have loaded (``coding/extensions/flags.py``)."""
+    if inline is None and i < len(argv) and not argv[i].startswith(("-", "@")):
+        args.pending_flags.append(PendingFlag(name[2:], argv[i], inline=False))
+        return i + 1
+    args.pending_flags.append(PendingFlag(name[2:], inline, inline=inline is not None))
     return i
 
 
@@ -223,9 +236,9 @@ def main(argv: list[str] | None = None) -> int:
     if problems and not (args.help or args.list_models is not None or args.export is not None):
         return EXIT_FAILURE
     if args.help:
-        return _print_or_stop(HELP)
+        return _print_or_stop(HELP + _extension_flags_help(args))
     if args.list_models is not None:
-        return list_models(args.list_models if isinstance(args.list_models, str) else None)
+        return list_models(args.list_models if isinstance(args.list_models, str) else None, args)
     return _run_mode(args)
 
 
@@ -318,17 +331,19 @@ def _inline_file_args(args: CliArgs) -> list[dict[str, Any]] | None:
 # ----------------------------------------------------------------------------- --list-models
 
 
-def list_models(search: str | None) -> int:
+def list_models(search: str | None, args: CliArgs | None = None) -> int:
     """Print the models that have credentials as a table (provider, model, context, max-out, thinking, images).
 
-    Like pi, only models a request could be sent to are listed; unlike pi, nothing is written (no auth.json).
-    Our faux provider (pi has none) only turns up when a search asks for it, so the full list is pi's.
+    Like pi, only models a request could be sent to are listed, providers extensions register included;
+    unlike pi, nothing is written (no auth.json). Our faux provider (pi has none) only turns up when a
+    search asks for it, so the full list is pi's.
     """
     from pi_coding_agent.ai.keys import AuthStorage
     from pi_coding_agent.ai.models import FAUX_PROVIDER, ModelRegistry, locale_key
 
     agent = paths.agent_dir()
-    registry = ModelRegistry(agent, AuthStorage(agent, create_missing=False))
+    loaded = _loaded_extensions(args) if args is not None else None
+    registry = loaded[0] if loaded is not None else ModelRegistry(agent, AuthStorage(agent, create_missing=False))
     models = [m for m in registry.available_models() if search or m["provider"] != FAUX_PROVIDER]
     for error in registry.errors:
         print(f"Warning: {error}", file=sys.stderr)
@@ -340,6 +355,30 @@ def list_models(search: str | None) -> int:
         return _print_or_stop(NO_MODELS)
     models.sort(key=lambda m: (locale_key(m["provider"]), locale_key(m["id"])))
     return _print_or_stop(format_model_table(models))
+
+
+def _loaded_extensions(args: CliArgs) -> tuple[ModelRegistry, list[dict[str, Any]]] | None:
+    """The extensions' providers and flags (``bootstrap.loaded_extensions``); None without extensions."""
+    import asyncio
+
+    from pi_coding_agent.coding.bootstrap import loaded_extensions
+
+    try:
+        return asyncio.run(loaded_extensions(args))
+    except Exception as err:  # an extension or the session could not start: answer without them
+        print(f"Warning: {err}", file=sys.stderr)
+        return None
+
+
+def _extension_flags_help(args: CliArgs) -> str:
+    """pi's "Extension CLI Flags:" section, when extensions registered flags."""
+    loaded = _loaded_extensions(args)
+    flags = loaded[1] if loaded is not None else []
+    if not flags:
+        return ""
+    lines = [f"  --{flag['name']}{' <value>' if flag['type'] == 'string' else ''}".ljust(30)
+             + (flag.get("description") or f"Registered by {flag['extensionPath']}") for flag in flags]
+    return "\n\nExtension CLI Flags:\n" + "\n".join(lines)
 
 
 def format_model_table(models: list[Model]) -> str:

@@ -9,6 +9,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 
+@dataclass(frozen=True)
+class PendingFlag:
+    """An unknown ``--name`` option, kept until the extensions say whether they registered it.
+
+    ``value`` is the ``=value`` part or the next word (taken when it is not an option or an
+    ``@file``, as pi does); ``inline`` tells which, since a boolean flag only accepts the inline form.
+    """
+
+    name: str
+    value: str | None
+    inline: bool
+
+
 @dataclass
 class CliArgs:
     """Every flag of ``pi``; lists default to empty, unset options to None."""
@@ -57,6 +70,8 @@ class CliArgs:
     messages: list[str] = field(default_factory=list)
     file_args: list[str] = field(default_factory=list)
     flag_values: dict[str, bool | str] = field(default_factory=dict)  # extension flags (``--name [value]``)
+    # ``--name [value]`` options the parser does not know: extension flags once extensions have loaded
+    pending_flags: list[PendingFlag] = field(default_factory=list)
 
     @property
     def export_output(self) -> str | None:

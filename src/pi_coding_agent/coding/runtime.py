@@ -44,6 +44,7 @@ from pi_coding_agent.coding.resources.system_prompt import (
     build_sections,
     render_system_prompt,
 )
+from pi_coding_agent.coding.resources.system_updates import keeps_system_messages, split_transcript
 from pi_coding_agent.coding.retry import RetrySettings
 from pi_coding_agent.coding.sandbox.policy import SandboxPolicy
 from pi_coding_agent.coding.session import (
@@ -99,7 +100,7 @@ class Project:
     resources: Resources
 
 
-ProjectLoader = Callable[[Path], Project]
+ProjectLoader = Callable[[Path, "bool | None"], Project]  # (directory, trust decided by an extension)
 
 
 def missing_cwd_error(sm: SessionManager, fallback_cwd: Path) -> str | None:
@@ -294,10 +295,14 @@ class SessionRuntime:
     def build_context(self, messages: list[dict[str, Any]]) -> Context:
         """Agent hook: the transcript as one request (system state replayed, custom roles converted)."""
         state = SystemState.replay(messages)
-        context: Context = {
-            "systemPrompt": render_system_prompt(state.sections),
-            "messages": convert_to_llm([m for m in messages if m["role"] != "system"]),  # type: ignore[typeddict-item]
-        }
+        if keeps_system_messages(self.agent.model):  # compat.supportsMidConvoSystemMessages
+            prompt, rest = split_transcript(messages)
+            context: Context = {"systemPrompt": prompt, "messages": convert_to_llm(rest)}  # type: ignore[typeddict-item]
+        else:
+            context = {
+                "systemPrompt": render_system_prompt(state.sections),
+                "messages": convert_to_llm([m for m in messages if m["role"] != "system"]),  # type: ignore[typeddict-item]
+            }
         if self.settings.get("images.blockImages"):
             context["messages"] = block_images(context["messages"])
         tools = list(state.tools.values()) or self.tool_declarations()
@@ -382,19 +387,20 @@ class SessionRuntime:
             raise SessionError("This session has not been saved yet. Send a message before cloning or forking it.")
         return old.fork(entry_id, position)
 
-    def move_to(self, cwd: Path) -> None:
+    def move_to(self, cwd: Path, trusted: bool | None = None) -> None:
         """Work in ``cwd`` from now on (a resumed session of another project), as pi rebuilds its runtime
-        there: that directory's trust, settings and resources, and tools bound to it (the same ones active)."""
+        there: that directory's trust (``trusted``: an extension's ``project_trust`` answer), settings and
+        resources, and tools bound to it (the same ones active)."""
         cwd = cwd.resolve()
         if cwd == self.cwd or self._load_project is None:
             return
-        project = self._load_project(cwd)
+        project = self._load_project(cwd, trusted)
         self.cwd, self.project_trusted = project.cwd, project.trusted
         self.settings, self.resources = project.settings, project.resources
         if self.sandbox is not None:  # the workspace moves with the session
             self.sandbox = replace(self.sandbox, cwd=project.cwd)
         before, self.all_tools = self.all_tools, self._create_tools(self._extra_tools)
-        self.agent.set_tools([self.all_tools[t.name] if before.get(t.name) is t else t for t in self.agent.tools])
+        self.agent.set_tools([self.all_tools.get(t.name, t) if before.get(t.name) is t else t for t in self.agent.tools])
 
     def set_sandbox_mode(self, mode: str) -> None:
         """Switch the tools' sandbox (``off``, ``read-only``, ``workspace-write``) for this session,

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from pi_coding_agent.ai.identity import with_identity
+from pi_coding_agent.ai.provider_hooks import report_response, report_stream_event, without_dropped
 from pi_coding_agent.ai.stream import ProviderError, StreamOptions
 
 if TYPE_CHECKING:
@@ -189,7 +190,8 @@ async def post_stream(
     import httpx
 
     timeout = httpx.Timeout(options.idle_timeout_s, connect=min(options.idle_timeout_s or 30.0, 30.0))
-    headers = with_identity(url, headers, options.attribution, options.identity_provider)
+    headers = without_dropped(with_identity(url, headers, options.attribution, options.identity_provider),
+                              options.drop_headers)
     for attempt in range(options.max_retries + 1):
         opened = False
         try:
@@ -197,6 +199,7 @@ async def post_stream(
                                            timeout=timeout) as response:
                 if response.status_code < 400:
                     opened = True
+                    await report_response(options.on_response, response.status_code, response.headers)
                     yield response
                     return
                 text = (await response.aread()).decode(errors="replace")
@@ -231,4 +234,6 @@ async def sse_events(
     content = body if isinstance(body, bytes) else orjson.dumps(body)  # bytes: already encoded (Codex's zstd)
     async with post_stream(url, request_headers, content, options, error_text) as response:
         async for event in EventSource(response).aiter_sse():
+            if options.on_stream_event is not None:
+                await report_stream_event(options.on_stream_event, event.data)
             yield event

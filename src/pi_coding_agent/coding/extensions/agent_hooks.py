@@ -17,7 +17,10 @@ from pi_coding_agent.agent.loop import default_context
 from pi_coding_agent.ai.types import now_ms
 from pi_coding_agent.coding.extensions.boundaries import Boundaries
 from pi_coding_agent.coding.extensions.dispatch import FAILED, propagate
+from pi_coding_agent.coding.extensions.prompt_options import sections_from_options
+from pi_coding_agent.coding.extensions.provider_events import with_provider_events
 from pi_coding_agent.coding.extensions.registry import custom_message
+from pi_coding_agent.coding.resources.system_prompt import SystemState, render_system_prompt
 
 if TYPE_CHECKING:
     from pi_coding_agent.agent.tool import ToolResult
@@ -58,7 +61,9 @@ class AgentHooks(Boundaries):
             from pi_coding_agent.ai.stream import StreamOptions
 
             base = options(model) if options is not None else StreamOptions()
-            return replace(base, on_payload=self._on_payload) if self.has_handlers("before_provider_request") else base
+            if self.has_handlers("before_provider_request"):
+                base = replace(base, on_payload=self._on_payload)
+            return with_provider_events(self, base, model)
 
         async def transform_context(messages: list[dict[str, Any]], signal: AbortSignal) -> list[dict[str, Any]]:
             if transform is not None:
@@ -227,22 +232,41 @@ class AgentHooks(Boundaries):
         system_prompt = self.rt.build_context([*self.rt.agent.messages, *messages]).get("systemPrompt", "")
         injected: list[dict[str, Any]] = []
         options = self.rt.system_prompt_options()  # one object: later handlers see earlier changes
+        original = copy.deepcopy(options)
 
-        def step(state: tuple[str, str | None], result: Any, _: Extension) -> tuple[str, str | None]:
+        def current_prompt(forced: str | None) -> str:
+            if forced is not None:
+                return forced
+            return system_prompt if options == original else render_system_prompt(
+                sections_from_options(options, self.rt))
+
+        def step(forced: str | None, result: Any, _: Extension) -> str | None:
             if not isinstance(result, dict):
-                return state
+                return forced
             if isinstance(result.get("message"), dict):
                 injected.append(custom_message(result["message"]))
-            if isinstance(result.get("systemPrompt"), str):
-                return result["systemPrompt"], result["systemPrompt"]
-            return state
+            return result["systemPrompt"] if isinstance(result.get("systemPrompt"), str) else forced
 
-        start: tuple[str, str | None] = (system_prompt, None)
-        _, override = await self.chain("before_agent_start", start,
-                                       lambda state: _before_agent_start_event(prompt, state[0], options), step)
+        override = await self.chain("before_agent_start", None, lambda forced: _before_agent_start_event(
+            prompt, current_prompt(forced), options), step)
         if override is not None:
             self._system_prompt = override
+        elif options != original:
+            messages = self._rebuilt_prompt(messages, options, original)
         return [*messages, *injected, *queued]
+
+    def _rebuilt_prompt(self, messages: list[dict[str, Any]], options: dict[str, Any],
+                        original: dict[str, Any]) -> list[dict[str, Any]]:
+        """The run's messages led by the system patch the changed options call for (a handler's
+        ``selectedTools`` edit also sets the active tools, as in pi)."""
+        if options.get("selectedTools") != original.get("selectedTools"):
+            tools = self.rt.all_tools
+            self.rt.agent.set_tools([tools[n] for n in dict.fromkeys(options.get("selectedTools") or [])
+                                     if n in tools])
+        rest = [m for m in messages if m.get("role") != "system"]
+        state = SystemState.replay(self.rt.agent.messages)
+        patch = state.patch_to(sections_from_options(options, self.rt), self.rt.tool_declarations())
+        return [patch, *rest] if patch else rest
 
 
 def _before_agent_start_event(prompt: dict[str, Any] | None, system_prompt: str,

@@ -15,9 +15,11 @@ from pi_coding_agent.coding.extensions.registry import Binding, Command, Extensi
 
 if TYPE_CHECKING:
     from pi_coding_agent.ai.abort import AbortSignal
+    from pi_coding_agent.ai.stream import Adapter
     from pi_coding_agent.ai.types import Model
     from pi_coding_agent.coding.extensions.event_bus import EventBus
     from pi_coding_agent.coding.extensions.host import RunnerHandle
+    from pi_coding_agent.coding.options import CliArgs
 
 DELIVERY_MODES = ("steer", "followUp", "nextTurn")
 KILL_GRACE_S = 5.0
@@ -79,8 +81,14 @@ class ExtensionTool(AgentTool):
         def update(partial: Any) -> None:
             on_update(to_tool_result(partial))
 
-        result = await maybe_await(self._execute(tool_call_id, args, signal, update, self._runner.context))
-        return to_tool_result(result)
+        from pi_coding_agent.coding.extensions.tool_calls import ToolContext, add_usage
+
+        ctx = ToolContext(self._runner, self._runner.binding, tool_call_id, signal)
+        result = to_tool_result(await maybe_await(self._execute(tool_call_id, args, signal, update, ctx)))
+        result.nested_calls = ctx.nested.snapshot()
+        if ctx.nested_usage is not None:  # the calling tool reports its own usage, pi adds the nested calls'
+            result.usage = add_usage(result.usage, ctx.nested_usage)
+        return result
 
 
 class ExtensionAPI:
@@ -136,6 +144,27 @@ class ExtensionAPI:
     def get_settings(self) -> dict[str, Any]:
         """A copy of the effective settings (global and project merged, overrides applied)."""
         return self._live().rt.settings.effective()
+
+    # ------------------------------------------------------------------ providers
+
+    def register_provider(self, name: str, config: dict[str, Any], *, stream: Adapter | None = None) -> None:
+        """Add or re-route a model provider (pi's ``registerProvider``): ``config`` has models.json's
+        provider shape (``baseUrl``, ``apiKey``, ``api``, ``headers``, ``authHeader``, ``models``, ...);
+        ``stream`` is the provider's own adapter (``ai/stream.py``'s contract) for its ``api``. Takes
+        effect at once; ``ValueError`` when the entry could not work."""
+        runner = self._live()
+        if stream is not None and not config.get("api"):
+            raise ValueError(f"Provider {name}: a custom stream needs the provider's \"api\"")
+        runner.rt.registry.register_provider(name, config)
+        if stream is not None:
+            from pi_coding_agent.ai.stream import set_provider_adapter
+
+            set_provider_adapter(name, config["api"], stream)
+        runner.providers[name] = config.get("api") if stream is not None else None
+
+    def unregister_provider(self, name: str) -> None:
+        """Remove a provider this session's extensions registered; the built-in one it overrode comes back."""
+        remove_provider(self._live(), name)
 
     # ------------------------------------------------------------------ tools and commands
 
@@ -298,12 +327,43 @@ def _terminate(proc: asyncio.subprocess.Process) -> None:
     asyncio.get_running_loop().call_later(KILL_GRACE_S, force)
 
 
+def remove_provider(runner: RunnerHandle, name: str) -> None:
+    """Unregister one extension provider (and its own stream); nothing when it was not registered."""
+    if name not in runner.providers:
+        return
+    api = runner.providers.pop(name)
+    runner.rt.registry.unregister_provider(name)
+    if api is not None:
+        from pi_coding_agent.ai.stream import set_provider_adapter
+
+        set_provider_adapter(name, api, None)
+
+
 def install_tool(runner: RunnerHandle, tool: AgentTool) -> None:
-    """Make a registered tool callable, and active unless it was registered with ``default_active=False``."""
-    if getattr(tool, "default_active", True):
+    """Make a registered tool callable, and active unless it was registered with ``default_active=False``.
+
+    The command line decides first, as in pi: ``--exclude-tools`` and a ``--tools`` allowlist that
+    does not name the tool keep it out altogether; naming it (or ``--tools +name``) activates it."""
+    choice = _command_line_choice(runner.rt.args, tool.name)
+    if choice == "out":
+        return
+    if choice == "active" or (choice is None and getattr(tool, "default_active", True)):
         runner.activate_tool(tool)
     else:
         runner.rt.all_tools[tool.name] = tool
+
+
+def _command_line_choice(args: CliArgs, name: str) -> Literal["out", "active"] | None:
+    """What ``--tools`` / ``--exclude-tools`` say about one extension tool (None: nothing)."""
+    from pi_coding_agent.coding.tools.selection import name_matcher
+
+    if args.exclude_tools and name_matcher(args.exclude_tools)(name):
+        return "out"
+    if args.tools is None:
+        return None
+    if any(entry.startswith(("+", "-")) for entry in args.tools):  # modifiers of the default selection
+        return "active" if f"+{name}" in args.tools else None
+    return "active" if name_matcher(args.tools)(name) else "out"
 
 
 def _tool_info(tool: AgentTool) -> dict[str, Any]:

@@ -68,6 +68,7 @@ class RunnerHandle(Protocol):
     settling: bool
     held_messages: list[dict[str, Any]]
     next_turn_messages: list[dict[str, Any]]
+    providers: dict[str, str | None]  # registered provider -> the api of its own stream (None: none)
 
     @property
     def context(self) -> object: ...

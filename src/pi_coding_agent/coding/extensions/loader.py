@@ -96,8 +96,18 @@ def _resolve(raw: str, base: Path) -> Path:
     return Path(os.path.normpath(base / os.path.expanduser(raw.strip())))
 
 
+_handed_over: dict[Path, ModuleType] = {}  # imported for the trust question, for the session's load
+
+
+def hand_over(path: Path, module: ModuleType) -> None:
+    """Keep a module the ``project_trust`` pass imported, so the session's load does not run it twice."""
+    _handed_over[path] = module
+
+
 def import_extension(path: Path) -> ModuleType:
     """Import one extension under a private module name (two files may share a base name)."""
+    if (module := _handed_over.pop(path, None)) is not None:
+        return module
     if not path.is_file():
         raise LoadError(f"Extension path does not exist: {path}")
     is_package = path.name == PACKAGE_ENTRY

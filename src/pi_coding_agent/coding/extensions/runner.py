@@ -22,11 +22,13 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from pi_coding_agent.agent.awaitables import maybe_await
 from pi_coding_agent.coding.errors import SessionError
 from pi_coding_agent.coding.extensions.agent_hooks import AgentHooks
-from pi_coding_agent.coding.extensions.api import ExtensionAPI, install_tool
+from pi_coding_agent.coding.extensions.api import ExtensionAPI, install_tool, remove_provider
 from pi_coding_agent.coding.extensions.commands import Commands
 from pi_coding_agent.coding.extensions.event_bus import EventBus
-from pi_coding_agent.coding.extensions.loader import ExtensionSource, import_extension
+from pi_coding_agent.coding.extensions.loader import ExtensionSource, discover, import_extension
 from pi_coding_agent.coding.extensions.registry import Binding, Extension
+from pi_coding_agent.coding.extensions.resources_discover import discover_resources
+from pi_coding_agent.coding.resources.trust import has_trust_requiring_resources, save_trust_decision
 
 if TYPE_CHECKING:
     from pi_coding_agent.agent.tool import AgentTool
@@ -46,6 +48,8 @@ class ExtensionRunner(Commands, AgentHooks):
         self._load_errors: list[tuple[str, str]] = []
         self._builtin_tools: dict[str, AgentTool] = dict(runtime.all_tools)
         self._thinking_level = runtime.agent.thinking_level
+        self.providers: dict[str, str | None] = {}  # pi.register_provider names -> api of their own stream
+        self._trust_asked: set[Path] = {runtime.cwd.resolve()}  # directories project_trust was asked for
         self.shutdown_requested = False
         self.settling = False  # agent_settled handlers are running
         self._deferred: list[Callable[[], Awaitable[Any]]] = []
@@ -88,10 +92,18 @@ class ExtensionRunner(Commands, AgentHooks):
         if previous_session_file is not None:
             event["previousSessionFile"] = previous_session_file
         await self.notify(event)
+        await discover_resources(self)
 
     def start_soon(self) -> None:
         """``start`` once the mode has subscribed to the session (it does so right after creation)."""
+        self._thinking_level = self.rt.agent.thinking_level  # the session's, chosen after the extensions loaded
         self.spawn(self.start("startup"))
+
+    def use_sources(self, sources: list[ExtensionSource]) -> None:
+        """Another directory's extensions, loaded by the next ``reload``; the built-in tools are the ones
+        the runtime just bound to that directory."""
+        self.sources = sources
+        self._builtin_tools = dict(self.rt.all_tools)
 
     async def reload(self, reason: str, previous_session_file: str | None) -> None:
         """Session replacement: old handles go stale, every extension is set up again."""
@@ -102,6 +114,8 @@ class ExtensionRunner(Commands, AgentHooks):
         agent = self.rt.agent
         agent.set_tools([self._builtin_tools[t.name] for t in agent.tools if t.name in self._builtin_tools])
         self.extensions = []
+        for name in list(self.providers):  # the new generation registers its own again
+            remove_provider(self, name)
         await self.load()
         await self.start(reason, previous_session_file)
 
@@ -160,6 +174,28 @@ class ExtensionRunner(Commands, AgentHooks):
                 event["targetSessionFile"] = str(target.resolve())
         return await self.first(event, lambda result: result.get("cancel")) is not None
 
+    async def project_trust(self, cwd: Path) -> bool | None:
+        """``project_trust`` for a directory a session replacement enters, asked once per directory and
+        process as in pi (start-up asks for its own: ``trust_event.py``); only user and ``-e``
+        extensions' answers count. None: nobody decided, the usual rules apply."""
+        cwd = cwd.resolve()
+        if (cwd in self._trust_asked or self.rt.args.approve is not None
+                or not has_trust_requiring_resources(cwd)):
+            return None
+        self._trust_asked.add(cwd)
+        event = {"type": "project_trust", "cwd": str(cwd)}
+
+        def step(found: dict[str, Any] | None, result: Any, ext: Extension) -> dict[str, Any] | None:
+            decided = isinstance(result, dict) and result.get("trusted") in ("yes", "no")
+            return result if found is None and decided and ext.source.scope != "project" else found
+
+        found = await self.chain("project_trust", None, lambda _: dict(event), step, lambda f: f is not None)
+        if found is None:
+            return None
+        if found.get("remember") is True:
+            save_trust_decision(self.rt.agent_dir, cwd, found["trusted"] == "yes")
+        return bool(found["trusted"] == "yes")
+
     async def session_shutdown(self, reason: str, target: str | None = None) -> None:
         event: dict[str, Any] = {"type": "session_shutdown", "reason": reason}
         if target is not None:
@@ -208,3 +244,17 @@ class ExtensionRunner(Commands, AgentHooks):
             return  # re-checked at agent_settled
         if self.rt.request_shutdown is not None:
             self.rt.request_shutdown()
+
+
+def runner_for_directory(session: ExtensionHost, runtime: SessionRuntime,
+                         current: ExtensionRunner | None) -> ExtensionRunner | None:
+    """After a move to another directory: that project's extensions (its discovered ones, with the
+    ``-e`` and SDK ones kept), loaded by the next ``reload``; a new runner when there was none."""
+    rt = runtime
+    sources = [*discover(rt.cwd, rt.agent_dir, rt.project_trusted, list(rt.args.extensions),
+                         rt.settings.extensions, include_discovered=not rt.args.no_extensions),
+               *(s for s in (current.sources if current is not None else []) if s.source == "sdk")]
+    if current is not None:
+        current.use_sources(sources)
+        return current
+    return ExtensionRunner(session, runtime, sources) if sources else None

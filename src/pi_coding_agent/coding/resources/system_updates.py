@@ -1,0 +1,49 @@
+"""Later system messages sent where they stand, for models whose ``compat`` says they take them.
+
+pi folds every system message of the transcript into the leading prompt unless the model's
+``compat.supportsMidConvoSystemMessages`` is true; then (for the OpenAI Chat Completions and
+Responses APIs) the first system message is the prompt and each later one is sent in place, its
+text followed by its section changes framed by name (``Updated system prompt section "tools":``
+and the section, or ``Removed system prompt section "x".``). A message that says nothing in text
+(only a tool change) is not sent; the request's tools are the current ones either way.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pi_coding_agent.ai.types import Model
+from pi_coding_agent.coding.resources.system_prompt import render_system_prompt
+
+# APIs whose adapters send a system message where it stands in the conversation
+IN_PLACE_APIS = frozenset({"openai-completions", "openai-responses"})
+
+
+def keeps_system_messages(model: Model) -> bool:
+    """Whether later system messages go to this model in place instead of into the leading prompt."""
+    return model["api"] in IN_PLACE_APIS and bool((model.get("compat") or {}).get("supportsMidConvoSystemMessages"))
+
+
+def update_text(message: dict[str, Any]) -> str:
+    """A later system message as the model reads it (pi's framing of section changes)."""
+    parts = [text] if isinstance(text := message.get("content") or "", str) and text else []
+    for name, value in (message.get("sections") or {}).items():
+        parts.append(f'Removed system prompt section "{name}".' if value is None
+                     else f'Updated system prompt section "{name}":\n\n{value}')
+    return "\n\n".join(parts)
+
+
+def split_transcript(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
+    """The leading system message as the prompt, and the rest with later system messages rendered
+    in place (empty ones dropped)."""
+    if not messages or messages[0].get("role") != "system":
+        return "", [m for m in messages if m.get("role") != "system" or update_text(m)]
+    first = messages[0]
+    prompt = render_system_prompt(first.get("sections") or {}, first.get("content") or "")
+    rest: list[dict[str, Any]] = []
+    for message in messages[1:]:
+        if message.get("role") != "system":
+            rest.append(message)
+        elif text := update_text(message):
+            rest.append({"role": "system", "content": text, "timestamp": message.get("timestamp", 0)})
+    return prompt, rest
