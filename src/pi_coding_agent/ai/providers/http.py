@@ -1,14 +1,15 @@
 """HTTP plumbing shared by every wire adapter: one pooled client, SSE streaming, error texts.
 
-httpx is imported on first use (never at start-up). The API is six names:
+httpx is imported on first use (never at start-up). The API is seven names:
 
 * ``sse_events(url, headers, body, options, error_text=openai_error_text)`` - POST ``body`` as JSON
-  and yield the response's ``httpx_sse.ServerSentEvent``s. A non-2xx answer raises ``ProviderError``
+  and yield the response's ``ServerSentEvent``s (``ai.providers.sse``, parsed from the raw bytes). A non-2xx answer raises ``ProviderError``
   whose text is ``error_text(status, body_text)`` and whose ``retry_after_ms`` carries a
   ``retry-after(-ms)`` header for the agent's retry policy. Transport failures become
   ``ProviderError``s whose texts the retry classifier (``ai.errors``) treats as transient. The
   connection is closed when the generator is closed or its task is cancelled.
 * ``openai_error_text(status, body_text, prefix=None)`` - pi's text for an OpenAI-SDK error.
+* ``response_events(response)`` - the server-sent events of an open response (MCP's streams too).
 * ``retry_after_ms(headers)`` - the server-requested wait, if any.
 * ``post_stream(url, headers, content, options, error_text)`` - the same POST for non-SSE streams
   (Bedrock's binary event stream): an async context manager giving the open 2xx response.
@@ -30,11 +31,11 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from pi_coding_agent.ai.identity import with_identity
+from pi_coding_agent.ai.providers.sse import ServerSentEvent, SSEParser
 from pi_coding_agent.ai.stream import ProviderError, StreamOptions
 
 if TYPE_CHECKING:
     import httpx
-    from httpx_sse import ServerSentEvent
 
 ErrorText = Callable[[int, str], str]
 MAX_ERROR_BODY_CHARS = 4000
@@ -224,10 +225,24 @@ async def sse_events(
     The extension hook ``options.on_payload`` sees the body last and may replace it, so every
     adapter honours ``before_provider_request`` the same way.
     """
-    from httpx_sse import EventSource
-
     body = await apply_payload_hook(body, options)
     request_headers = {"content-type": "application/json", "accept": "text/event-stream", **headers}
     async with post_stream(url, request_headers, orjson.dumps(body), options, error_text) as response:
-        async for event in EventSource(response).aiter_sse():
+        content_type = response.headers.get("content-type", "").partition(";")[0]
+        if "text/event-stream" not in content_type:
+            raise ProviderError(f"Network error: Expected response header Content-Type to contain "
+                                f"'text/event-stream', got {content_type!r}")
+        async for event in response_events(response):
             yield event
+
+
+async def response_events(response: httpx.Response) -> AsyncGenerator[ServerSentEvent, None]:
+    """The server-sent events of an open response body, parsed from its bytes as they arrive."""
+    parser = SSEParser()
+    # Raw bytes skip httpx's decoder layers; only a compressed body needs them.
+    encoded = response.headers.get("content-encoding", "identity").lower() not in ("", "identity")
+    async for chunk in response.aiter_bytes() if encoded else response.aiter_raw():
+        for event in parser.feed(chunk):
+            yield event
+    for event in parser.close():
+        yield event

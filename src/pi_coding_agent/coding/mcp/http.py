@@ -105,9 +105,9 @@ class StreamableHttpTransport:
         raise McpHttpError(response.status_code, text.strip())
 
     async def _read_events(self, response: httpx.Response) -> None:
-        from httpx_sse import EventSource
+        from pi_coding_agent.ai.providers.http import response_events
 
-        async for event in EventSource(response).aiter_sse():
+        async for event in response_events(response):
             if event.event in ("", "message") and event.data.strip():
                 with contextlib.suppress(orjson.JSONDecodeError):
                     self._deliver(orjson.loads(event.data))
