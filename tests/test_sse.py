@@ -73,3 +73,10 @@ def test_blank_lines_alone_dispatch_nothing() -> None:
 
 def test_invalid_utf8_is_replaced_not_fatal() -> None:
     assert parse(b"data: \xff\xfe ok\n\n") == [("message", "\ufffd\ufffd ok", "", None)]
+
+
+def test_one_event_per_chunk_as_providers_send_them() -> None:
+    """The one-data-line chunk is the common case; a pending field or line still belongs to it."""
+    chunks = [b'data: {"x": 1}\n\n', b"event: e\n", b"data: y\n\n", b"data: partial", b"data: z\n\n", b"data: w\r\n\n"]
+    assert parse(*chunks) == [("message", '{"x": 1}', "", None), ("e", "y", "", None),
+                              ("message", "partialdata: z", "", None), ("message", "w", "", None)]

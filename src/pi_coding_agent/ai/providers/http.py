@@ -232,17 +232,25 @@ async def sse_events(
         if "text/event-stream" not in content_type:
             raise ProviderError(f"Network error: Expected response header Content-Type to contain "
                                 f"'text/event-stream', got {content_type!r}")
-        async for event in response_events(response):
+        parser = SSEParser()
+        async for chunk in _body_chunks(response):
+            for event in parser.feed(chunk):
+                yield event
+        for event in parser.close():
             yield event
 
 
 async def response_events(response: httpx.Response) -> AsyncGenerator[ServerSentEvent, None]:
     """The server-sent events of an open response body, parsed from its bytes as they arrive."""
     parser = SSEParser()
-    # Raw bytes skip httpx's decoder layers; only a compressed body needs them.
-    encoded = response.headers.get("content-encoding", "identity").lower() not in ("", "identity")
-    async for chunk in response.aiter_bytes() if encoded else response.aiter_raw():
+    async for chunk in _body_chunks(response):
         for event in parser.feed(chunk):
             yield event
     for event in parser.close():
         yield event
+
+
+def _body_chunks(response: httpx.Response) -> AsyncIterator[bytes]:
+    """The body's bytes as they arrive: raw ones skip httpx's decoder layers; only a compressed body needs them."""
+    encoded = response.headers.get("content-encoding", "identity").lower() not in ("", "identity")
+    return response.aiter_bytes() if encoded else response.aiter_raw()

@@ -40,6 +40,10 @@ class SSEParser:
 
     def feed(self, chunk: bytes) -> list[ServerSentEvent]:
         """The events completed by ``chunk``."""
+        if (chunk.startswith(b"data: ") and chunk.find(b"\n") == len(chunk) - 2 and chunk.endswith(b"\n\n")
+                and not (self._tail or self._data or self._event or self._retry is not None) and b"\r" not in chunk):
+            # The usual network chunk: exactly one event of one data line, nothing pending.
+            return [ServerSentEvent("message", chunk[6:-2].decode("utf-8", "replace"), self._id, None)]
         data = self._tail + chunk if self._tail else chunk
         held = b""
         if b"\r" in data:
