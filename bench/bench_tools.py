@@ -77,7 +77,9 @@ async def _case(name: str, workdir: Path) -> dict[str, float]:
             AbortSignal(),
             lambda _: None,
         )
-    return {"time_s": time.perf_counter() - start, "peak_rss_mb": _rss_mib(), "start_rss_mb": base}
+    size = (workdir / "fifty.txt").stat().st_size if name == "edit" else 0
+    return {"time_s": time.perf_counter() - start, "peak_rss_mb": _rss_mib(), "start_rss_mb": base,
+            "file_mib": size / 2**20}
 
 
 def results() -> list[Row]:
@@ -89,6 +91,8 @@ def results() -> list[Row]:
             if name != "baseline":
                 rows.append(Row("tools", f"{label}: time", "s", case["time_s"]))
             rows.append(Row("tools", f"{label}: peak RSS", "MiB", case["peak_rss_mb"]))
+            if case["file_mib"]:  # the target: at most 3 x the file size (the floor is two copies)
+                rows.append(Row("tools", f"{label}: peak RSS / file size", "x", case["peak_rss_mb"] / case["file_mib"]))
     return rows
 
 

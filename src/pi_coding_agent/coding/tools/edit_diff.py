@@ -29,6 +29,7 @@ _FUZZY_TABLE = str.maketrans(
 _LINE_RE = re.compile(r"[^\n]*\n|[^\n]+")
 _ASCII_TRAILING = ("\t", "\v", "\f", "\r", " ")  # the ASCII part of _JS_WHITESPACE, line feed aside
 _FUZZY_BLOCK_CHARS = 1 << 20
+_SCAN_CHARS = 1 << 16  # line feeds are counted this many characters at a time when lines are skipped
 
 
 @dataclass
@@ -201,35 +202,54 @@ def apply_replacements(content: str, replacements: list[Replacement]) -> str:
     return "".join(parts)
 
 
-def _line_spans(text: str) -> list[tuple[int, int]]:
-    return [m.span() for m in _LINE_RE.finditer(text)]
+def _line_count(text: str) -> int:
+    return text.count("\n") + (1 if text and not text.endswith("\n") else 0)
+
+
+def _skip_lines(text: str, pos: int, lines: int) -> int:
+    """The offset ``lines`` line starts after ``pos`` (or the end), counted block by block in C."""
+    while lines:
+        end = min(len(text), pos + _SCAN_CHARS)
+        found = text.count("\n", pos, end)
+        if found < lines and end < len(text):
+            pos, lines = end, lines - found
+            continue
+        for _ in range(lines):
+            lf = text.find("\n", pos)
+            if lf < 0:
+                return len(text)
+            pos = lf + 1
+        return pos
+    return pos
 
 
 def _widen_to_lines(original: str, base: str, matched: list[Replacement]) -> list[Replacement]:
-    """Fuzzy replacements as whole-line rewrites of the original, so untouched lines keep their bytes."""
-    orig_lines, base_lines = _line_spans(original), _line_spans(base)
-    if len(orig_lines) != len(base_lines):
+    """Fuzzy replacements as whole-line rewrites of the original, so untouched lines keep their bytes.
+
+    Lines are found by counting line feeds in both texts (no table of every line of a large file).
+    """
+    if _line_count(original) != _line_count(base):
         raise ToolError("Cannot preserve unchanged lines because the base content has a different line count.")
-    starts = [s for s, _ in base_lines]
-    groups: list[list[Any]] = []  # [first_line, end_line, [replacements]]
+    if not base:
+        raise ToolError("Replacement range is outside the base content.")
+    groups: list[list[Any]] = []  # [base_start, base_end, [replacements]], whole lines of base
     for r in matched:
-        first = bisect.bisect_right(starts, r.index) - 1
-        last = first
-        while last < len(base_lines) and base_lines[last][1] < r.index + r.length:
-            last += 1
-        if first < 0 or last >= len(base_lines):
-            raise ToolError("Replacement range is outside the base content.")
-        if groups and first < groups[-1][1]:
-            groups[-1][1] = max(groups[-1][1], last + 1)
+        start = base.rfind("\n", 0, r.index) + 1
+        lf = base.find("\n", max(r.index + r.length - 1, r.index))
+        end = len(base) if lf < 0 else lf + 1
+        if groups and start < groups[-1][1]:
+            groups[-1][1] = max(groups[-1][1], end)
             groups[-1][2].append(r)
         else:
-            groups.append([first, last + 1, [r]])
+            groups.append([start, end, [r]])
     out: list[Replacement] = []
-    for first, end, group in groups:
-        b_start, b_end = base_lines[first][0], base_lines[end - 1][1]
+    base_pos = orig_pos = 0  # the same line's start in both texts
+    for b_start, b_end, group in groups:
+        orig_pos = _skip_lines(original, orig_pos, base.count("\n", base_pos, b_start))
+        base_pos = b_start
+        o_end = _skip_lines(original, orig_pos, _line_count(base[b_start:b_end]))
         shifted = [Replacement(r.index - b_start, r.length, r.new_text) for r in group]
-        o_start = orig_lines[first][0]
-        out.append(Replacement(o_start, orig_lines[end - 1][1] - o_start, apply_replacements(base[b_start:b_end], shifted)))
+        out.append(Replacement(orig_pos, o_end - orig_pos, apply_replacements(base[b_start:b_end], shifted)))
     return out
 
 
