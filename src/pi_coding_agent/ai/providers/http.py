@@ -1,6 +1,6 @@
 """HTTP plumbing shared by every wire adapter: one pooled client, SSE streaming, error texts.
 
-httpx is imported on first use (never at start-up). The API is seven names:
+httpx is imported on first use (never at start-up). The API is six names:
 
 * ``sse_events(url, headers, body, options, error_text=openai_error_text)`` - POST ``body`` as JSON
   and yield the response's ``ServerSentEvent``s (``ai.providers.sse``, parsed from the raw bytes). A non-2xx answer raises ``ProviderError``
@@ -9,7 +9,6 @@ httpx is imported on first use (never at start-up). The API is seven names:
   ``ProviderError``s whose texts the retry classifier (``ai.errors``) treats as transient. The
   connection is closed when the generator is closed or its task is cancelled.
 * ``openai_error_text(status, body_text, prefix=None)`` - pi's text for an OpenAI-SDK error.
-* ``response_events(response)`` - the server-sent events of an open response (MCP's streams too).
 * ``retry_after_ms(headers)`` - the server-requested wait, if any.
 * ``post_stream(url, headers, content, options, error_text)`` - the same POST for non-SSE streams
   (Bedrock's binary event stream): an async context manager giving the open 2xx response.
@@ -238,16 +237,6 @@ async def sse_events(
                 yield event
         for event in parser.close():
             yield event
-
-
-async def response_events(response: httpx.Response) -> AsyncGenerator[ServerSentEvent, None]:
-    """The server-sent events of an open response body, parsed from its bytes as they arrive."""
-    parser = SSEParser()
-    async for chunk in _body_chunks(response):
-        for event in parser.feed(chunk):
-            yield event
-    for event in parser.close():
-        yield event
 
 
 def _body_chunks(response: httpx.Response) -> AsyncIterator[bytes]:
