@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import gzip
+from typing import Any
+
 from pi_coding_agent.ai.providers.sse import ServerSentEvent, SSEParser
+from pi_coding_agent.ai.stream import StreamOptions, complete
+from pi_coding_agent.ai.types import AssistantMessage, Context, Model
+from tests.fakes.llm_server import FakeLLMServer
 
 Event = tuple[str, str, str, int | None]
 
@@ -80,3 +86,42 @@ def test_one_event_per_chunk_as_providers_send_them() -> None:
     chunks = [b'data: {"x": 1}\n\n', b"event: e\n", b"data: y\n\n", b"data: partial", b"data: z\n\n", b"data: w\r\n\n"]
     assert parse(*chunks) == [("message", '{"x": 1}', "", None), ("e", "y", "", None),
                               ("message", "partialdata: z", "", None), ("message", "w", "", None)]
+
+
+# ---- through the real HTTP path of an adapter ----
+
+
+def _chat_model(url: str) -> Model:
+    return {"id": "m", "name": "m", "api": "openai-completions", "provider": "openai", "baseUrl": url + "/v1",
+            "reasoning": False, "input": ["text"], "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
+            "contextWindow": 100000, "maxTokens": 1000}
+
+
+CHAT_STREAM = (b'data: {"id":"r1","choices":[{"index":0,"delta":{"role":"assistant","content":"Hel"}}]}\n\n'
+               b'data: {"id":"r1","choices":[{"index":0,"delta":{"content":"lo"},"finish_reason":"stop"}]}\n\n'
+               b"data: [DONE]\n\n")
+
+
+async def _reply(response: dict[str, Any]) -> AssistantMessage:
+    with FakeLLMServer() as server:
+        server.add(response)
+        context: Context = {"messages": [{"role": "user", "content": "hi", "timestamp": 1}]}
+        return await complete(_chat_model(server.url), context, StreamOptions(api_key="k"))
+
+
+async def test_a_compressed_event_stream_is_decompressed_first() -> None:
+    message = await _reply({"raw": gzip.compress(CHAT_STREAM), "rawChunkSize": 7, "headers": {"content-encoding": "gzip"}})
+    assert message["stopReason"] == "stop"
+    assert message["content"] == [{"type": "text", "text": "Hello"}]
+
+
+async def test_events_cut_into_tiny_network_chunks() -> None:
+    message = await _reply({"raw": CHAT_STREAM, "rawChunkSize": 3})
+    assert message["content"] == [{"type": "text", "text": "Hello"}]
+
+
+async def test_a_2xx_answer_that_is_not_an_event_stream_is_an_error() -> None:
+    message = await _reply({"raw": b'{"choices": []}', "contentType": "application/json"})
+    assert message["stopReason"] == "error"
+    assert message["errorMessage"] == ("Network error: Expected response header Content-Type to contain "
+                                       "'text/event-stream', got 'application/json'")

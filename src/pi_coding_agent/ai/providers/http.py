@@ -3,9 +3,9 @@
 httpx is imported on first use (never at start-up). The API is six names:
 
 * ``sse_events(url, headers, body, options, error_text=openai_error_text)`` - POST ``body`` as JSON
-  and yield the response's ``ServerSentEvent``s (``ai.providers.sse``, parsed from the raw bytes). A non-2xx answer raises ``ProviderError``
-  whose text is ``error_text(status, body_text)`` and whose ``retry_after_ms`` carries a
-  ``retry-after(-ms)`` header for the agent's retry policy. Transport failures become
+  and yield the response's ``ServerSentEvent``s (``ai.providers.sse``, parsed from the raw bytes).
+  A non-2xx answer raises ``ProviderError`` whose text is ``error_text(status, body_text)`` and
+  whose ``retry_after_ms`` carries a ``retry-after(-ms)`` header for the agent's retry policy. Transport failures become
   ``ProviderError``s whose texts the retry classifier (``ai.errors``) treats as transient. The
   connection is closed when the generator is closed or its task is cancelled.
 * ``openai_error_text(status, body_text, prefix=None)`` - pi's text for an OpenAI-SDK error.
