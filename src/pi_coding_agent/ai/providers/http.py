@@ -3,9 +3,10 @@
 httpx is imported on first use (never at start-up). The API is six names:
 
 * ``sse_events(url, headers, body, options, error_text=openai_error_text)`` - POST ``body`` as JSON
-  (``bytes`` as they are, for a body the caller encoded itself) and yield the response's ``httpx_sse.ServerSentEvent``s. A non-2xx answer raises ``ProviderError``
-  whose text is ``error_text(status, body_text)`` and whose ``retry_after_ms`` carries a
-  ``retry-after(-ms)`` header for the agent's retry policy. Transport failures become
+  (``bytes`` as they are, for a body the caller encoded itself) and yield the response's
+  ``ServerSentEvent``s (``ai.providers.sse``, parsed from the raw bytes). A non-2xx answer raises
+  ``ProviderError`` whose text is ``error_text(status, body_text)`` and whose ``retry_after_ms``
+  carries a ``retry-after(-ms)`` header for the agent's retry policy. Transport failures become
   ``ProviderError``s whose texts the retry classifier (``ai.errors``) treats as transient. The
   connection is closed when the generator is closed or its task is cancelled.
 * ``openai_error_text(status, body_text, prefix=None)`` - pi's text for an OpenAI-SDK error.
@@ -31,11 +32,11 @@ import orjson
 
 from pi_coding_agent.ai.identity import with_identity
 from pi_coding_agent.ai.provider_hooks import report_response, report_stream_event, without_dropped
+from pi_coding_agent.ai.providers.sse import ServerSentEvent, SSEParser
 from pi_coding_agent.ai.stream import ProviderError, StreamOptions
 
 if TYPE_CHECKING:
     import httpx
-    from httpx_sse import ServerSentEvent
 
 ErrorText = Callable[[int, str], str]
 MAX_ERROR_BODY_CHARS = 4000
@@ -227,13 +228,27 @@ async def sse_events(
     The extension hook ``options.on_payload`` sees the body last and may replace it, so every
     adapter honours ``before_provider_request`` the same way.
     """
-    from httpx_sse import EventSource
-
     body = await apply_payload_hook(body, options)
     request_headers = {"content-type": "application/json", "accept": "text/event-stream", **headers}
     content = body if isinstance(body, bytes) else orjson.dumps(body)  # bytes: already encoded (Codex's zstd)
     async with post_stream(url, request_headers, content, options, error_text) as response:
-        async for event in EventSource(response).aiter_sse():
-            if options.on_stream_event is not None:
-                await report_stream_event(options.on_stream_event, event.data)
+        content_type = response.headers.get("content-type", "").partition(";")[0]
+        if "text/event-stream" not in content_type:
+            raise ProviderError(f"Network error: Expected response header Content-Type to contain "
+                                f"'text/event-stream', got {content_type!r}")
+        parser, on_event = SSEParser(), options.on_stream_event
+        async for chunk in _body_chunks(response):
+            for event in parser.feed(chunk):
+                if on_event is not None:
+                    await report_stream_event(on_event, event.data)
+                yield event
+        for event in parser.close():  # at most a last event a lone CR ended
+            if on_event is not None:
+                await report_stream_event(on_event, event.data)
             yield event
+
+
+def _body_chunks(response: httpx.Response) -> AsyncIterator[bytes]:
+    """The body's bytes as they arrive: raw ones skip httpx's decoder layers; only a compressed body needs them."""
+    encoded = response.headers.get("content-encoding", "identity").lower() not in ("", "identity")
+    return response.aiter_bytes() if encoded else response.aiter_raw()
