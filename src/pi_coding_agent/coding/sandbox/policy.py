@@ -44,7 +44,7 @@ class SandboxPolicy:
     network: bool = False
     scrub_env: bool = False
     ask_on_refusal: bool = False
-    temp_dir: Path = field(default_factory=lambda: _temp_dir())
+    temp_dir: Path | None = None  # None: the system temp dir, looked up when a write is checked
     _scratch: Path | None = field(default=None, init=False, repr=False)
 
     def scratch_dir(self) -> Path:
@@ -66,7 +66,7 @@ class SandboxPolicy:
         """Real paths writes may land under (nothing in ``read-only``)."""
         if self.mode != "workspace-write":
             return ()
-        return tuple(_real(p) for p in (self.cwd, self.temp_dir, *self.writable_roots))
+        return tuple(_real(p) for p in (self.cwd, self.temp_dir or _temp_dir(), *self.writable_roots))
 
     def check_write(self, path: str) -> None:
         """Refuse a file-tool write outside the writable roots (symlinks resolved)."""
@@ -94,7 +94,7 @@ class SandboxPolicy:
 
 
 def _temp_dir() -> Path:
-    import tempfile  # not at start-up: the policy module is imported with the tools
+    import tempfile  # not at start-up (it loads random and shutil): only sandboxed writes need it
 
     return Path(tempfile.gettempdir())
 
