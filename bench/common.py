@@ -5,6 +5,7 @@ from __future__ import annotations
 import compileall
 import json
 import os
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -75,7 +76,10 @@ def compile_bytecode() -> str:
 
 
 def ours_cmd() -> list[str]:
-    """Our `pi`, from the same environment as this interpreter."""
+    """Our `pi`, from the same environment as this interpreter; ``PI_BENCH_OURS`` (a command line)
+    replaces it, to measure another build (an earlier commit's tree, for a before/after table)."""
+    if os.environ.get("PI_BENCH_OURS"):
+        return shlex.split(os.environ["PI_BENCH_OURS"])
     exe = Path(sys.executable).with_name("pi")
     return [str(exe)] if exe.exists() else [sys.executable, "-m", "pi_coding_agent"]
 

@@ -1,6 +1,6 @@
 """The first request of a process: TLS loads late but works, and the HTTP stack is warmed in the background.
 
-``pi`` starts asyncio without ``ssl`` (``coding/modes/lazy_ssl.py``) and hands the module over when
+``pi`` starts asyncio without ``ssl`` (``coding/modes/start_up.py``) and hands the module over when
 the HTTP stack imports it, so an ``https://`` provider must still work end to end: here against the
 fake LLM server behind a certificate of a throw-away CA, trusted through ``SSL_CERT_FILE``. Once the
 first command is answered, a session whose model has credentials imports that stack in a thread.

@@ -17,7 +17,7 @@ from tests.rpc_helpers import PYTHON
 HEAVY = ("httpx", "httpcore", "h11", "anyio", "httpx_sse", "pydantic", "pydantic_core", "yaml",
          "botocore", "urllib3", "google", "cryptography",  # the cloud SDKs load on a provider's first request
          "_quickjs", "quickjs")  # the codemode engine loads only in its worker process
-# standard modules a start does not need: OpenSSL (asyncio starts without ``ssl``: coding/modes/lazy_ssl.py)
+# standard modules a start does not need: OpenSSL (asyncio starts without ``ssl``: coding/modes/start_up.py)
 # and tempfile with what it pulls in (random, shutil and its compression modules)
 DEFERRED_STDLIB = ("_ssl", "_hashlib", "tempfile", "shutil", "random", "secrets", "bz2", "lzma")
 
@@ -62,6 +62,12 @@ def test_bare_start_imports_no_heavy_library(tmp_path):
     assert "pi_coding_agent.coding.modes.rpc" in modules  # the listing is real
     assert sorted(m for m in modules if m.split(".")[0] in HEAVY) == []
     assert sorted(m for m in modules if m in DEFERRED_STDLIB) == []
+    assert sorted(m for m in modules if m in CODEMODE_RUNNER) == []
+
+
+# the codemode tool is registered at start-up; what runs a script loads with the first one
+CODEMODE_RUNNER = tuple(f"pi_coding_agent.coding.codemode.{name}"
+                        for name in ("script_run", "sandbox", "output", "host", "scope", "source", "worker"))
 
 
 def test_start_with_validated_models_json_imports_no_heavy_library(tmp_path):

@@ -24,6 +24,7 @@ from pi_coding_agent.coding.modes.rpc_transport import (
     take_over_stdin,
     take_over_stdout,
 )
+from pi_coding_agent.coding.modes.start_up import collector_paused
 from pi_coding_agent.coding.modes.ui_bridge import RpcExtensionUI
 from pi_coding_agent.coding.modes.warm_up import warm_up_after_first_answer
 
@@ -60,7 +61,8 @@ async def _main(factory: SessionFactory, input_fd: int, output_fd: int) -> int:
     await writer.start()
     ui = RpcExtensionUI(writer.send)
     try:
-        session = await factory(ui)
+        with collector_paused():
+            session = await factory(ui)
     except Exception as err:
         print(str(err) or type(err).__name__, file=sys.stderr)
         await writer.close()

@@ -1,18 +1,25 @@
-"""Start asyncio without the ``ssl`` module, and hand it over when something first imports it.
+"""What the front ends do to start fast: asyncio without ``ssl``, and no garbage collection while
+the start-up imports and builds.
 
 asyncio imports ``ssl`` as it loads, which maps OpenSSL: about 6 MiB of resident memory and a few
 milliseconds of every start, though TLS is only needed by the first ``https://`` request (whose HTTP
 stack imports ``ssl`` anyway). asyncio treats a missing ``ssl`` as "no TLS support", so the front
 ends import it while ``ssl`` is marked missing, then watch for the first real ``import ssl`` and give
 the module to the asyncio modules that keep a reference, as if they had imported it themselves.
-Only the ``pi`` process does this (``cli`` calls it before a mode imports asyncio); an SDK user's
-process is left alone.
+
+Start-up allocates many objects and frees few; the collector's passes over them find nothing, so it
+pauses until the session is built, and what start-up made is then moved out of its sight
+(``gc.freeze``), which also keeps later full collections short.
+
+Only the ``pi`` process does this (``cli`` and the modes call it); an SDK user's process is left alone.
 """
 
 from __future__ import annotations
 
+import gc
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from importlib.machinery import ModuleSpec, PathFinder
 from types import ModuleType
 
@@ -30,6 +37,19 @@ def import_asyncio_without_ssl() -> None:
     finally:
         del sys.modules["ssl"]
     sys.meta_path.insert(0, _SslWatcher())
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """No garbage collection inside; afterwards, everything allocated so far is frozen (never scanned)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        if was_enabled:
+            gc.enable()
 
 
 def hand_over(ssl: ModuleType) -> None:
