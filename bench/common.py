@@ -24,7 +24,7 @@ PROVIDER, MODEL = "bench", "bench-model"
 
 @dataclass(frozen=True)
 class Row:
-    """One measure of one benchmark; ``target`` is the ratio ours/reference to stay under, if any."""
+    """One measure of one benchmark; ``target`` is the ratio ours/reference to stay at or under, if any."""
 
     bench: str
     measure: str
@@ -32,6 +32,7 @@ class Row:
     ours: float
     reference: float | None = None
     target: float | None = None
+    limit: float | None = None  # an absolute bound on ``ours``, in ``unit``
 
     @property
     def ratio(self) -> float | None:
@@ -44,8 +45,12 @@ def format_table(rows: Iterable[Row], markdown: bool = False) -> str:
     cells = [header]
     for row in rows:
         ratio = "-" if row.ratio is None else f"{row.ratio:.2f}"
-        verdict = "-" if row.target is None or row.ratio is None else \
-            f"< {row.target:g} {'ok' if row.ratio < row.target else 'MISSED'}"
+        verdicts = []
+        if row.target is not None and row.ratio is not None:
+            verdicts.append(f"<= {row.target:g} {'ok' if row.ratio <= row.target else 'MISSED'}")
+        if row.limit is not None:
+            verdicts.append(f"<= {row.limit:g} {row.unit} {'ok' if row.ours <= row.limit else 'MISSED'}")
+        verdict = "; ".join(verdicts) or "-"
         cells.append((row.bench, f"{row.measure} ({row.unit})", _number(row.ours), _number(row.reference),
                       ratio, verdict))
     if markdown:

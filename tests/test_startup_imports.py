@@ -62,12 +62,16 @@ def test_bare_start_imports_no_heavy_library(tmp_path):
     assert "pi_coding_agent.coding.modes.rpc" in modules  # the listing is real
     assert sorted(m for m in modules if m.split(".")[0] in HEAVY) == []
     assert sorted(m for m in modules if m in DEFERRED_STDLIB) == []
-    assert sorted(m for m in modules if m in CODEMODE_RUNNER) == []
+    assert sorted(m for m in modules if m in FIRST_USE) == []
 
 
-# the codemode tool is registered at start-up; what runs a script loads with the first one
-CODEMODE_RUNNER = tuple(f"pi_coding_agent.coding.codemode.{name}"
-                        for name in ("script_run", "sandbox", "output", "host", "scope", "source", "worker"))
+# the codemode tool is registered at start-up, what runs a script loads with the first one; the
+# summaries of compaction and tree navigation load with the first, tool-argument validation with
+# the first tool call
+FIRST_USE = (*(f"pi_coding_agent.coding.codemode.{name}"
+               for name in ("script_run", "sandbox", "output", "host", "scope", "source", "worker")),
+             "pi_coding_agent.coding.compaction.summarize", "pi_coding_agent.coding.compaction.branch_summary",
+             "pi_coding_agent.agent.validation")
 
 
 def test_start_with_validated_models_json_imports_no_heavy_library(tmp_path):
