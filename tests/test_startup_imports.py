@@ -69,7 +69,7 @@ def test_bare_start_imports_no_heavy_library(tmp_path):
 # summaries of compaction and tree navigation load with the first, tool-argument validation with
 # the first tool call
 FIRST_USE = (*(f"pi_coding_agent.coding.codemode.{name}"
-               for name in ("script_run", "sandbox", "output", "host", "scope", "source", "worker")),
+               for name in ("script_run", "sandbox", "output", "host", "scope", "source", "worker", "declarations")),
              "pi_coding_agent.coding.compaction.summarize", "pi_coding_agent.coding.compaction.branch_summary",
              "pi_coding_agent.agent.validation")
 

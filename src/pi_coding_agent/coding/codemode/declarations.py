@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pi_coding_agent.coding.codemode.host import CatalogTool
 
-NAME = "codemode"  # the tool's own name: listings of the callable tools leave it out
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*$")
 _FIRST = re.compile(r"[A-Za-z_$]")

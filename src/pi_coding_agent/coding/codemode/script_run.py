@@ -14,7 +14,7 @@ from typing import Any
 from pi_coding_agent.agent.tool import ToolResult, UpdateCallback
 from pi_coding_agent.ai.abort import AbortSignal
 from pi_coding_agent.coding.codemode import output as out
-from pi_coding_agent.coding.codemode.declarations import NAME, sample, to_identifier
+from pi_coding_agent.coding.codemode.declarations import sample, to_identifier
 from pi_coding_agent.coding.codemode.host import STORE_ENTRY_TYPE, CatalogTool, CodemodeHost
 from pi_coding_agent.coding.codemode.sandbox import (
     WORKER_WAIT_S,
@@ -33,16 +33,18 @@ _ARGS_PREVIEW = 200
 _ERROR_PREVIEW = 500
 
 
-async def run_script(host_factory: Callable[[], CodemodeHost], processes: ProcessRegistry, tool_call_id: str,
-                     params: dict[str, Any], signal: AbortSignal, on_update: UpdateCallback) -> ToolResult:
-    """One ``codemode`` call: parse the source, wait for a worker slot, run the job, shape the result."""
+async def run_script(own_name: str, host_factory: Callable[[], CodemodeHost], processes: ProcessRegistry,
+                     tool_call_id: str, params: dict[str, Any], signal: AbortSignal,
+                     on_update: UpdateCallback) -> ToolResult:
+    """One call of the tool ``own_name`` (``codemode``, which scripts cannot call): parse the source,
+    wait for a worker slot, run the job, shape the result."""
     started = time.monotonic()
     try:
         source = parse_source(params["code"])
     except SourceError as exc:
         return ToolResult(content=[{"type": "text", "text": str(exc)}], details={}, is_error=True)
     host = host_factory()
-    run = _Run(host, tool_call_id, on_update)
+    run = _Run(host, own_name, tool_call_id, on_update)
     deadline = None if source.timeout_ms is None else source.timeout_ms / 1000
     waiting = time.monotonic()
     admission = await slots.reserve(signal, WORKER_WAIT_S if deadline is None else min(deadline, WORKER_WAIT_S))
@@ -137,8 +139,9 @@ class NestedCalls:
 class _Run:
     """The call records and script-facing executors of one codemode call."""
 
-    def __init__(self, host: CodemodeHost, tool_call_id: str, on_update: UpdateCallback) -> None:
+    def __init__(self, host: CodemodeHost, own_name: str, tool_call_id: str, on_update: UpdateCallback) -> None:
         self.host = host
+        self.own_name = own_name
         self.id = tool_call_id
         self.on_update = on_update
         self.calls: list[dict[str, Any]] = []
@@ -153,7 +156,7 @@ class _Run:
         self.on_update(ToolResult(content=[], details=self.details()))
 
     def job(self, code: str, timeout_s: float | None) -> Job:
-        tools = [t for t in self.host.callable_tools() if t.name != NAME]
+        tools = [t for t in self.host.callable_tools() if t.name != self.own_name]
         samples = {t.name: sample(t) for t in tools}
         return Job(
             code=code,

@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pi_coding_agent.agent.tool import AgentTool, ToolResult, UpdateCallback
 from pi_coding_agent.ai.abort import AbortSignal
-from pi_coding_agent.coding.codemode.declarations import NAME, describe_output, sample, to_identifier
 
 if TYPE_CHECKING:
     from pi_coding_agent.coding.codemode.host import CatalogTool, CodemodeHost
     from pi_coding_agent.coding.tools.process_groups import ProcessRegistry
 
+NAME = "codemode"
 DEFAULT_INLINE_BUDGET = 3000
 _CHARS_PER_TOKEN = 4
 PARAMETERS: dict[str, Any] = {
@@ -68,6 +68,11 @@ def globals_text() -> str:
 
 
 def _section(tool: CatalogTool) -> str:
+    from pi_coding_agent.coding.codemode.declarations import (  # only while codemode is on
+        sample,
+        to_identifier,
+    )
+
     ident = to_identifier(tool.name)
     heading = f"### `{ident}`" if ident == tool.name else f"### `{ident}` (`{tool.name}`)"
     return f"{heading}\n{sample(tool).strip()}"
@@ -131,6 +136,8 @@ def describe(tools: list[CatalogTool], budget: int | None, mode: str = "on") -> 
 
 def script_call_note(tool: CatalogTool) -> str:
     """Appended (mode ``on``) to a declared tool's description: how a script calls it."""
+    from pi_coding_agent.coding.codemode.declarations import describe_output, to_identifier
+
     return (f"{tool.description.strip()}\n\nCodemode: `tools.{to_identifier(tool.name)}(args)` resolves to "
             f"{describe_output(tool.name, tool.output_schema or {'type': 'string'})}.")
 
@@ -204,4 +211,4 @@ class CodemodeTool(AgentTool):
                       on_update: UpdateCallback) -> ToolResult:
         from pi_coding_agent.coding.codemode.script_run import run_script  # the runner loads on first use
 
-        return await run_script(self._host, self._processes, tool_call_id, params, signal, on_update)
+        return await run_script(self.name, self._host, self._processes, tool_call_id, params, signal, on_update)
