@@ -20,24 +20,9 @@ import tempfile
 import time
 from pathlib import Path
 
+import common
 from bench_streaming import read_until
-from common import (
-    MODEL,
-    PROVIDER,
-    ROOT,
-    Row,
-    cleanup,
-    compile_bytecode,
-    env_for,
-    format_table,
-    median,
-    ours_cmd,
-    reference_cmd,
-    scratch_home,
-    spawn,
-    stop,
-    write_models_json,
-)
+from common import ROOT, Row, median
 
 sys.path.insert(0, str(ROOT))
 from tests.fakes.tls_proxy import make_certificates
@@ -59,18 +44,15 @@ def start_server(runs: int, tls: tuple[Path, Path] | None) -> tuple[subprocess.P
 
 def first_prompt_s(cmd: list[str], url: str, ca: Path | None, pause_s: float) -> float:
     """Seconds from writing ``prompt`` to reading the first ``message_update`` of a fresh process."""
-    home = scratch_home()
-    write_models_json(home / "agent", url)
-    env = env_for(cmd, home, home / "agent")
+    home = common.scratch_home()
+    common.write_models_json(home / "agent", url)
+    env = common.env_for(cmd, home, home / "agent")
     if ca is not None:
         env.update(SSL_CERT_FILE=str(ca), NODE_EXTRA_CA_CERTS=str(ca))
-    proc = spawn([*cmd, "--mode", "rpc", "--no-session", "--provider", PROVIDER, "--model", MODEL], env, cwd=home)
+    proc = common.answered_rpc(cmd, env, home)
     assert proc.stdin is not None and proc.stdout is not None
     fd = proc.stdout.fileno()
     try:
-        proc.stdin.write(b'{"id":"s","type":"get_state"}\n')
-        proc.stdin.flush()
-        read_until(fd, b'"get_state"', bytearray())
         time.sleep(pause_s)
         output = bytearray()
         started = time.perf_counter()
@@ -80,8 +62,8 @@ def first_prompt_s(cmd: list[str], url: str, ca: Path | None, pause_s: float) ->
         elapsed = time.perf_counter() - started
         read_until(fd, b'"agent_settled"', output)
     finally:
-        stop(proc)
-        cleanup(home)
+        common.stop(proc)
+        common.cleanup(home)
     if b'"errorMessage"' in output:
         raise RuntimeError(f"{cmd[0]}: the prompt failed: {bytes(output)[-400:]!r}")
     return elapsed
@@ -99,18 +81,18 @@ def measure(scheme: str, runs: int, pause_s: float) -> tuple[list[float], list[f
         ca, leaf, key = make_certificates(certs, "127.0.0.1")
         tls = (leaf, key)
     server, url = start_server(runs, tls)
-    ref = reference_cmd()
+    ref = common.reference_cmd()
     ours_s: list[float] = []
     ref_s: list[float] = []
     try:
         for _ in range(runs):
-            ours_s.append(first_prompt_s(ours_cmd(), url, ca, pause_s))
+            ours_s.append(first_prompt_s(common.ours_cmd(), url, ca, pause_s))
             if ref is not None:
                 ref_s.append(first_prompt_s(ref, url, ca, pause_s))
     finally:
         server.kill()
         server.wait()
-        cleanup(certs)
+        common.cleanup(certs)
     return ours_s, ref_s if ref is not None else None
 
 
@@ -130,8 +112,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--pause", type=float, default=0.5, help="seconds between get_state and prompt")
     args = parser.parse_args()
-    note = compile_bytecode()
-    print(format_table(results(args.runs, args.pause)))
+    note = common.compile_bytecode()
+    print(common.format_table(results(args.runs, args.pause)))
     print(f"median of {args.runs} runs per cell, prompt {args.pause} s after get_state; {note}")
 
 

@@ -145,6 +145,23 @@ def spawn(cmd: list[str], env: dict[str, str], cwd: Path | None = None) -> subpr
                             env=env, cwd=cwd)
 
 
+def answered_rpc(cmd: list[str], env: dict[str, str], cwd: Path) -> subprocess.Popen[bytes]:
+    """A fresh ``pi --mode rpc --no-session`` on the bench model that has answered ``get_state``
+    (its start-up is behind it)."""
+    proc = spawn([*cmd, "--mode", "rpc", "--no-session", "--provider", PROVIDER, "--model", MODEL], env, cwd=cwd)
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(b'{"id":"s","type":"get_state"}\n')
+    proc.stdin.flush()
+    seen = b""
+    while b'"get_state"' not in seen:  # raw reads: the caller goes on reading the fd itself
+        data = os.read(proc.stdout.fileno(), 1 << 16)
+        if not data:
+            stop(proc)
+            raise RuntimeError(f"{cmd[0]}: exited before answering get_state")
+        seen += data
+    return proc
+
+
 def stop(proc: subprocess.Popen[bytes]) -> None:
     """Close stdin (pi exits on EOF) and reap; kill it if it lingers."""
     if proc.stdin is not None:
