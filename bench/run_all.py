@@ -6,7 +6,7 @@
 the published numbers use the defaults: start-up median of 10, first prompt and streaming median of
 5, 20,000 entries. Takes a few minutes with the defaults; the tools case writes a 2 GiB scratch file.
 The target column carries issue #20's targets (ratios ours/reference, absolute bounds in the unit);
-the ACP and SDK rows compare against our own RPC process (#20: within 10 %).
+the ACP, SDK, MCP and extension rows compare against our own plain RPC process (#20: within 10 %).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import time
 
 import bench_acp
 import bench_compaction
+import bench_features
 import bench_first_prompt
 import bench_sdk
 import bench_session
@@ -38,6 +39,7 @@ def main() -> None:
         *bench_startup.results(starts),
         *bench_first_prompt.results(streams),
         *bench_streaming.results(streams),
+        *bench_features.results(streams, 2_000),
         *bench_acp.results(streams, 2_000),
         *bench_sdk.results(streams, 2_000, 10),
         *bench_session.results(entries),
