@@ -9,6 +9,7 @@ points at ``~/.ssh`` or ``/etc`` grants nothing. ``bash`` gets the same limits f
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -22,7 +23,13 @@ SandboxMode = Literal["off", "read-only", "workspace-write"]
 MODES: tuple[SandboxMode, ...] = ("off", "read-only", "workspace-write")
 
 # Variables that carry credentials: scrubbed from the tools' environment with ``env: "scrub"``.
-_SECRET_NAME = re.compile(r".*(_API_KEY|_TOKEN|_SECRET|_PASSWORD|_CREDENTIALS?)$|^AWS_.*|^AZURE_.*", re.IGNORECASE)
+
+
+@functools.cache
+def _secret_name() -> re.Pattern[str]:
+    """Compiled on first use: only ``env: "scrub"`` needs it."""
+    return re.compile(r".*(_API_KEY|_TOKEN|_SECRET|_PASSWORD|_CREDENTIALS?)$|^AWS_.*|^AZURE_.*", re.IGNORECASE)
+
 _SECRET_NAMES = frozenset({
     "GOOGLE_APPLICATION_CREDENTIALS", "CLOUDSDK_AUTH_ACCESS_TOKEN_FILE",
     "GH_TOKEN", "GITHUB_TOKEN", "NPM_TOKEN", "HF_TOKEN", "SSH_AUTH_SOCK", "KUBECONFIG",
@@ -90,7 +97,7 @@ class SandboxPolicy:
         """The environment commands get: credentials removed with ``env: "scrub"``."""
         if not self.scrub_env:
             return dict(env)
-        return {k: v for k, v in env.items() if not (k in _SECRET_NAMES or _SECRET_NAME.match(k))}
+        return {k: v for k, v in env.items() if not (k in _SECRET_NAMES or _secret_name().match(k))}
 
 
 def _temp_dir() -> Path:
