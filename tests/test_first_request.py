@@ -123,3 +123,23 @@ async def test_a_bare_start_warms_nothing(tmp_path):
         assert sorted(m for m in modules if m.split(".")[0] in ("httpx", "httpcore", "_ssl")) == []
     finally:
         await pi.kill()
+
+
+async def test_only_https_clients_load_the_ca_bundle(monkeypatch):
+    """A plain-HTTP endpoint gets a context with nothing trusted; https shares one verifying context."""
+    from pi_coding_agent.ai.providers import http
+
+    for name in ("https_proxy", "http_proxy", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.upper(), raising=False)
+    plain, secure = http.get_client("http://127.0.0.1:9/v1"), http.get_client("https://127.0.0.1:9/v1")
+    try:
+        assert plain is not secure and http.get_client("http://127.0.0.1:8/other") is plain
+        plain_context = plain._transport._pool._ssl_context  # type: ignore[attr-defined]
+        secure_context = secure._transport._pool._ssl_context  # type: ignore[attr-defined]
+        assert plain_context.cert_store_stats()["x509_ca"] == 0
+        assert plain_context.verify_mode == ssl.CERT_REQUIRED  # a TLS hop through it fails, never passes
+        assert secure_context is http.tls_context() and secure_context.cert_store_stats()["x509_ca"] > 0
+    finally:
+        await plain.aclose()
+        await secure.aclose()
