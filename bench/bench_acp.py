@@ -15,7 +15,6 @@ Usage: .venv/bin/python bench/bench_acp.py [--runs 5] [--chunks 5000]
 
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import time
@@ -117,13 +116,7 @@ def results(runs: int, chunks: int) -> list[Row]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--chunks", type=int, default=5000)
-    args = parser.parse_args()
-    note = common.compile_bytecode()
-    print(common.format_table(results(args.runs, args.chunks)))
-    print(f"median of {args.runs} runs per cell; the reference column is the mode compared against; {note}")
+    common.runs_and_chunks_main(__doc__, results, "the mode compared against")
 
 
 if __name__ == "__main__":

@@ -13,7 +13,6 @@ Usage: .venv/bin/python bench/bench_features.py [--runs 5] [--chunks 5000]
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 
@@ -64,13 +63,7 @@ def results(runs: int = 5, chunks: int = 5000) -> list[Row]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--chunks", type=int, default=5000)
-    args = parser.parse_args()
-    note = common.compile_bytecode()
-    print(common.format_table(results(args.runs, args.chunks)))
-    print(f"median of {args.runs} runs per cell; the reference column is the plain agent; {note}")
+    common.runs_and_chunks_main(__doc__, results, "the plain agent")
 
 
 if __name__ == "__main__":

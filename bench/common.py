@@ -11,7 +11,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,6 +66,19 @@ def _number(value: float | None) -> str:
     if value is None:
         return "-"
     return f"{value:.0f}" if abs(value) >= 100 else f"{value:.1f}" if abs(value) >= 10 else f"{value:.2f}"
+
+
+def runs_and_chunks_main(doc: str, results: Callable[[int, int], list[Row]], reference_is: str) -> None:
+    """The command line of a bench taking ``--runs`` and ``--chunks``: parse, measure, print the table."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--chunks", type=int, default=5000)
+    args = parser.parse_args()
+    note = compile_bytecode()
+    print(format_table(results(args.runs, args.chunks)))
+    print(f"median of {args.runs} runs per cell; the reference column is {reference_is}; {note}")
 
 
 def compile_bytecode() -> str:
