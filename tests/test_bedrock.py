@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import os
 from pathlib import Path
 from typing import Any
 
@@ -206,3 +207,16 @@ def test_regions_and_endpoints(monkeypatch) -> None:
     monkeypatch.delenv("AWS_REGION")
     monkeypatch.setenv("AWS_PROFILE", "p")
     assert aws_auth.region_for(CLAUDE, catalog) is None  # the profile's region decides
+
+
+async def test_forced_cache_points_from_the_credential_env(fake_llm, monkeypatch) -> None:
+    """``AWS_BEDROCK_FORCE_CACHE`` is read from a stored credential's ``env`` first, as pi does."""
+    monkeypatch.setenv("AWS_BEARER_TOKEN_BEDROCK", "bedrock-api-key-123")
+    fake_llm.add({"content": [{"type": "text", "text": "ok"}]}, {"content": [{"type": "text", "text": "ok"}]})
+    model = _model(fake_llm.url, "amazon.nova-lite-v1:0")
+    await _run(model, api_key="<authenticated>")
+    await _run(model, api_key="<authenticated>", env={"AWS_BEDROCK_FORCE_CACHE": "1"})
+    plain, forced = (r["body"]["system"] for r in fake_llm.requests)
+    assert plain == [{"text": "Be brief."}]
+    assert forced == [{"text": "Be brief."}, {"cachePoint": {"type": "default"}}]
+    assert "AWS_BEDROCK_FORCE_CACHE" not in os.environ

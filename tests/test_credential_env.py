@@ -58,3 +58,17 @@ async def test_stored_env_configures_azure_over_rpc_and_never_reaches_a_tool_pro
         assert "AZURE_OPENAI" not in shell["data"]["output"] and base not in shell["data"]["output"]
     finally:
         await pi.kill()
+
+
+async def test_long_cache_retention_from_the_credential_env(fake_llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch):
+    """``PI_CACHE_RETENTION=long`` in a stored credential's ``env`` gives one-hour cache marks, as in pi."""
+    monkeypatch.delenv("PI_CACHE_RETENTION", raising=False)
+    fake_llm.add({"content": [{"type": "text", "text": "a"}]}, {"content": [{"type": "text", "text": "b"}]})
+    model = {**next(m for m in builtin_models("anthropic") if m["id"] == "claude-sonnet-4-5"), "baseUrl": fake_llm.url}
+    context = {"systemPrompt": "Be brief.", "messages": [{"role": "user", "content": "hi", "timestamp": 0}]}
+    for env in ({}, {"PI_CACHE_RETENTION": "long"}):
+        msg = await stream(model, context, StreamOptions(api_key="sk-ant-1", env=env)).result()  # type: ignore[arg-type]
+        assert msg["stopReason"] == "stop", msg.get("errorMessage")
+    short, long = (r["body"]["system"][-1]["cache_control"] for r in fake_llm.requests)
+    assert short == {"type": "ephemeral"} and long == {"type": "ephemeral", "ttl": "1h"}
+    assert StreamOptions(cache_retention="none", env={"PI_CACHE_RETENTION": "long"}).cache_retention == "none"

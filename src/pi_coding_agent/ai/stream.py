@@ -21,16 +21,15 @@ from __future__ import annotations
 
 import asyncio
 import importlib
-import os
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from pi_coding_agent.ai.abort import AbortSignal
 from pi_coding_agent.ai.cost import apply_cost
-from pi_coding_agent.ai.provider_env import REQUEST_ENV
+from pi_coding_agent.ai.provider_env import REQUEST_ENV, env_value
 from pi_coding_agent.ai.provider_hooks import HeadersHook, ResponseHook, StreamEventHook, hooked_headers
 from pi_coding_agent.ai.transform import prepare_messages
 from pi_coding_agent.ai.types import AssistantMessage, Context, Model, empty_usage, now_ms
@@ -54,9 +53,10 @@ PROVIDER_API_MODULES: dict[tuple[str, str], str] = {("azure", "openai-completion
 PayloadHook = Callable[[dict[str, Any]], Awaitable[dict[str, Any] | None]]
 
 
-def default_cache_retention() -> str:
-    """pi's default retention: ``long`` when ``PI_CACHE_RETENTION=long``, else ``short``."""
-    return "long" if os.environ.get("PI_CACHE_RETENTION") == "long" else "short"
+def default_cache_retention(env: Mapping[str, str] | None = None) -> str:
+    """pi's default retention: ``long`` when ``PI_CACHE_RETENTION=long`` (a stored credential's
+    ``env`` map first, then the environment), else ``short``."""
+    return "long" if env_value("PI_CACHE_RETENTION", env or {}) == "long" else "short"
 
 
 @dataclass
@@ -70,7 +70,7 @@ class StreamOptions:
     signal: AbortSignal | None = None
     headers: dict[str, str] = field(default_factory=dict)
     session_id: str | None = None
-    cache_retention: str = field(default_factory=default_cache_retention)  # "none" | "short" | "long"
+    cache_retention: str = ""  # "none" | "short" | "long"; unset: pi's default from ``env`` (below)
     thinking_budgets: dict[str, int] | None = None
     idle_timeout_s: float | None = 300.0
     on_payload: PayloadHook | None = None  # may return a replacement request body
@@ -85,6 +85,10 @@ class StreamOptions:
     websocket_connect_timeout_s: float | None = 15.0  # ``websocketConnectTimeoutMs``; None = no limit
     attribution: bool = True  # install telemetry on: provider attribution headers are sent
     identity_provider: str = ""  # the request's provider (set by ``stream``): pi attributes by it too
+
+    def __post_init__(self) -> None:
+        if not self.cache_retention:
+            self.cache_retention = default_cache_retention(self.env)
 
 
 class ProviderError(Exception):

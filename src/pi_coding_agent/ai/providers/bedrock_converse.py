@@ -28,6 +28,7 @@ from urllib.parse import quote
 
 import orjson
 
+from pi_coding_agent.ai.provider_env import env_value
 from pi_coding_agent.ai.providers import aws_auth, strict_schema
 from pi_coding_agent.ai.providers.diagnostics import append_diagnostic
 from pi_coding_agent.ai.providers.http import apply_payload_hook, post_stream
@@ -84,10 +85,8 @@ def is_claude(model: Model) -> bool:
 
 
 def supports_caching(model: Model) -> bool:
-    import os
-
     if not _has(model, ("claude",)):
-        return os.environ.get("AWS_BEDROCK_FORCE_CACHE") == "1"
+        return env_value("AWS_BEDROCK_FORCE_CACHE") == "1"  # the request's credential env, then os.environ
     return _has(model, ("fable-5", "opus-5", "sonnet-5", "haiku-5", "-4-", "claude-3-7-sonnet", "claude-3-5-haiku"))
 
 
