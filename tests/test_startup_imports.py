@@ -145,3 +145,19 @@ def test_acp_initialize_imports_no_heavy_library_nor_the_acp_sdk(tmp_path):
     assert "pi_coding_agent.coding.modes.acp" in modules
     assert sorted(m for m in modules if m.split(".")[0] in (*HEAVY, "acp")) == []
     assert "pi_coding_agent.coding.bootstrap" not in modules
+
+
+def test_start_reading_a_radius_catalog_from_the_store_stays_light(tmp_path):
+    """A signed-in Radius provider lists its stored gateway catalog without the sign-in or HTTP modules
+    (offline here: the background refresh, which needs them, is off)."""
+    agent = tmp_path / "agent"
+    agent.mkdir()
+    (agent / "auth.json").write_text(json.dumps({"radius": {"type": "api_key", "key": "rk-1"}}))
+    model = {"id": "house-blend", "name": "House Blend", "reasoning": False, "input": ["text"],
+             "cost": {"input": 1, "output": 2, "cacheRead": 0, "cacheWrite": 0}, "contextWindow": 1000,
+             "maxTokens": 100, "api": "pi-messages", "provider": "radius", "baseUrl": "https://gw.example/v1"}
+    (agent / "models-store.json").write_text(json.dumps({"radius": {"models": [model], "checkedAt": 1}}))
+    response, modules = first_answer(tmp_path, b'{"id":"m","type":"get_available_models"}\n', PI_OFFLINE="1")
+    assert [m["id"] for m in response["data"]["models"]] == ["house-blend"]  # type: ignore[index]
+    assert sorted(m for m in modules if m.split(".")[0] in HEAVY) == []
+    assert sorted(m for m in modules if m.startswith("pi_coding_agent.ai.oauth")) == []

@@ -14,6 +14,9 @@ keeps its path and comes here. It implements what the tests need of each provide
   ``/v1/oauth/device`` + the device grant at ``/v1/oauth/token``): ``authorization_pending`` until
   ``approve_device()``. Radius's ``GET /v1/oauth`` names its authorization page.
 * GitHub Copilot's token exchange and model list; Meta's API key mint (``/muse-code/key``).
+* Radius's gateway catalog: ``GET /v1/config`` answers ``{"baseUrl": "<url>/v1", "models":
+  gateway_models}`` to a bearer token the server issued or one of ``gateway_keys`` (API keys), and 401
+  to anything else.
 
 * Anthropic workload identity federation: the RFC 7523 ``jwt-bearer`` grant at ``/v1/oauth/token``
   trades an accepted identity token (``identity_tokens``) for an access token, without a refresh token.
@@ -41,6 +44,11 @@ from tests.fakes.local_server import LocalServer
 
 CHATGPT_TOKEN_PATH = "/api/accounts/oauth/token"
 TOKEN_PATHS = ("/v1/oauth/token", "/oauth/token", "/oauth2/token", "/api/oauth/token", CHATGPT_TOKEN_PATH)
+# a model as Radius's /v1/config lists it (no api/provider/baseUrl: the client adds them)
+GATEWAY_MODEL: dict[str, Any] = {
+    "id": "house-blend", "name": "House Blend", "reasoning": True, "input": ["text"],
+    "cost": {"input": 1, "output": 2, "cacheRead": 0.1, "cacheWrite": 0}, "contextWindow": 200000, "maxTokens": 32000,
+    "thinkingLevelMap": {"off": None, "high": "high"}}
 CHATGPT_SCOPE = "openid profile email offline_access resource.invoke chatgpt.tokens.use.direct"
 
 
@@ -103,6 +111,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._reply(*fake.copilot_token(self.headers.get("authorization", "")))
         elif path == "/v1/oauth":  # Radius's discovery of its authorization page
             self._reply(200, {"authorizationEndpoint": "https://radius.pi.dev/oauth/authorize"})
+        elif path == "/v1/config":
+            self._reply(*fake.gateway_config(self.headers.get("authorization", "")))
         elif path == "/models":
             self._reply(200, {"data": [{"id": "gpt-4.1", "model_picker_enabled": True},
                                        {"id": "hidden", "model_picker_enabled": False}]})
@@ -125,6 +135,9 @@ class FakeOAuthServer(LocalServer):
         self.serial = 0
         self.issued_clients: set[str] = set()
         self.identity_tokens: set[str] = set()  # OIDC tokens the jwt-bearer grant accepts (Anthropic federation)
+        self.issued_access: set[str] = set()
+        self.gateway_keys: set[str] = set()  # API keys Radius's /v1/config accepts
+        self.gateway_models: list[dict[str, Any]] = [GATEWAY_MODEL]
 
     def log(self, method: str, path: str, body: dict[str, Any], headers: dict[str, str]) -> None:
         with self.lock:
@@ -152,6 +165,7 @@ class FakeOAuthServer(LocalServer):
         refresh = f"refresh-{secrets.token_hex(8)}"
         self.live_refresh.add(refresh)
         access = codex_jwt("acct-1", self.serial) if path == "/oauth/token" else f"sk-ant-oat01-access-{self.serial}"
+        self.issued_access.add(access)
         body = {"access_token": access, "refresh_token": refresh, "expires_in": self.expires_in, "token_type": "Bearer"}
         if path == CHATGPT_TOKEN_PATH:
             body |= {"scope": CHATGPT_SCOPE, "id_token": codex_jwt("acct-1", self.serial)}
@@ -225,6 +239,12 @@ class FakeOAuthServer(LocalServer):
             token = f"gho_{secrets.token_hex(6)}"
             self.live_refresh.add(token)
             return {"access_token": token, "token_type": "bearer", "scope": "read:user"}
+
+    def gateway_config(self, authorization: str) -> tuple[int, dict[str, Any]]:
+        token = authorization.removeprefix("Bearer ")
+        if token not in self.issued_access | self.gateway_keys:
+            return 401, {"error": "unauthorized"}
+        return 200, {"baseUrl": f"{self.url}/v1", "models": self.gateway_models}
 
     def meta_key(self, authorization: str) -> tuple[int, dict[str, Any]]:
         """Meta mints a day-long API key from its (non-rotating) identity token."""

@@ -280,6 +280,11 @@ class AuthStorage:
         """Providers with an entry in auth.json (nothing is resolved)."""
         return list(self._credentials)
 
+    def stored_credential(self, provider: str) -> dict[str, Any] | None:
+        """A copy of the provider's auth.json entry as loaded (nothing is resolved or refreshed)."""
+        cred = self._credentials.get(provider)
+        return dict(cred) if cred is not None else None
+
     def stored_type(self, provider: str) -> str | None:
         """``"api_key"`` or ``"oauth"`` for a stored credential, else None (nothing is resolved)."""
         kind = self._credentials.get(provider, {}).get("type")

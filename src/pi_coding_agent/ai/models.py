@@ -170,13 +170,37 @@ class ModelRegistry:
                 del self._config[provider]
 
     def _build_provider(self, provider: str) -> list[Model]:
-        base = self._llama_models() if provider == LLAMA_PROVIDER and self.llama_enabled else builtin_models(provider)
+        if (gateway := self.radius_gateway(provider)) is not None:
+            from pi_coding_agent.ai import radius_catalog
+
+            base = radius_catalog.catalog(self.agent_dir, provider, gateway, self.auth.stored_credential(provider),
+                                          builtin_models(radius_catalog.PROVIDER_ID))
+        elif provider == LLAMA_PROVIDER and self.llama_enabled:
+            base = self._llama_models()
+        else:
+            base = builtin_models(provider)
         base = self.auth.oauth_models(provider, base)
         extension = self._extension_config.get(provider)
         if extension is not None:
             base = models_json.apply_provider_config(provider, [] if extension.get("models") else base, extension)
         config = self._config.get(provider)
         return base if config is None else models_json.apply_provider_config(provider, base, config)
+
+    def radius_gateway(self, provider: str) -> str | None:
+        """The Radius gateway whose catalog the provider lists: the built-in ``radius`` provider's, or
+        the ``baseUrl`` of a models.json provider with ``"oauth": "radius"``; None for other providers."""
+        from pi_coding_agent.ai import radius_catalog
+
+        config = self._config.get(provider, {})
+        if config.get("oauth") == "radius" and config.get("baseUrl"):
+            from pi_coding_agent.ai.oauth.providers import radius_gateway_url
+
+            return radius_gateway_url(config["baseUrl"])
+        return radius_catalog.DEFAULT_GATEWAY if provider == radius_catalog.PROVIDER_ID else None
+
+    def forget_models(self, provider: str) -> None:
+        """Drop the provider's cached list (a new Radius catalog was stored): the next use reads it."""
+        self._models.pop(provider, None)
 
     def _llama_models(self) -> list[Model]:
         """The router's live list, read once per registry (``set_llama_models`` replaces it)."""

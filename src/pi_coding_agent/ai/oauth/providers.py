@@ -270,11 +270,16 @@ PROVIDERS: dict[str, OAuthProvider] = {p.id: p for p in (
 )}
 
 
-def radius_provider(provider: str, name: str, base_url: str) -> OAuthProvider:
-    """A models.json provider with ``"oauth": "radius"``: Radius's sign-in at the gateway its
-    ``baseUrl`` names (without a trailing ``/v1``; ``https://`` when it has no scheme), as pi reads it."""
+def radius_gateway_url(base_url: str) -> str:
+    """The gateway a models.json ``baseUrl`` names, as pi reads it: without a trailing ``/v1``,
+    ``https://`` when it has no scheme."""
     gateway = re.sub(r"/v1/?$", "", base_url)
-    gateway = (gateway if re.match(r"https?://", gateway, re.IGNORECASE) else f"https://{gateway}").rstrip("/")
+    return (gateway if re.match(r"https?://", gateway, re.IGNORECASE) else f"https://{gateway}").rstrip("/")
+
+
+def radius_provider(provider: str, name: str, base_url: str) -> OAuthProvider:
+    """A models.json provider with ``"oauth": "radius"``: Radius's sign-in at the gateway its ``baseUrl`` names."""
+    gateway = radius_gateway_url(base_url)
 
     async def refresh(cred: Credential) -> Credential:
         return await refresh_radius(cred, gateway)

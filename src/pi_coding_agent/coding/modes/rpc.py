@@ -42,9 +42,12 @@ def run(args: CliArgs) -> int:
     """Serve the RPC protocol until stdin closes or a signal arrives; returns the exit code."""
 
     async def factory(ui: RpcExtensionUI) -> AgentSession:
+        from pi_coding_agent.ai.radius_catalog import start_refresh
         from pi_coding_agent.coding.bootstrap import create_session
 
-        return await create_session(args, "rpc", ui)
+        session = await create_session(args, "rpc", ui)
+        start_refresh(session.rt.registry, args.offline)  # pi refreshes live catalogs in the background here
+        return session
 
     return serve(factory)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import getpass
+import os
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -168,9 +169,27 @@ async def _login(auth: AuthStorage, provider: str, api_key: bool, browser: bool)
         return 1
     done = f"Logged in to {name}" if account else f"Saved API key for {name}"
     _say(f"{done}. Credentials saved to {auth.path}")
+    await _refresh_catalog(auth, provider, name)
     if account and (line := after_sign_in(provider, _settings())) is not None:
         _say(line)
     return 0
+
+
+async def _refresh_catalog(auth: AuthStorage, provider: str, name: str) -> None:
+    """A Radius gateway's model list, fetched right after its sign-in as pi does (unless offline)."""
+    from pi_coding_agent.ai import radius_catalog
+    from pi_coding_agent.ai.models import ModelRegistry
+
+    registry = ModelRegistry(paths.agent_dir(), auth)
+    gateway = registry.radius_gateway(provider)
+    if gateway is None or os.environ.get("PI_OFFLINE") is not None:
+        return
+    try:
+        await asyncio.wait_for(radius_catalog.refresh(registry, provider, gateway), radius_catalog.REFRESH_TIMEOUT_S)
+    except TimeoutError:
+        _say(f"The {name} model catalog refresh timed out; pi refreshes it on next start.")
+    except Exception:  # pi reports any failure so and keeps the sign-in
+        _say(f"The {name} model catalog could not be refreshed; pi retries on next start.")
 
 
 def _settings() -> Settings:
