@@ -432,15 +432,19 @@ def test_chatgpt_sign_in_by_pi_is_refreshed_by_ours_with_its_issued_client(tmp_p
     assert list(by_ours) == list(by_pi)  # the same fields in pi's order
 
 
-def test_our_radius_sign_in_in_a_terminal_adds_its_mcp_server_like_pi(tmp_path: Path, oauth: FakeOAuthServer):
-    env = {**home(tmp_path, {}), "TERM": "dumb"}
-
+def radius_device_sign_in(env: dict[str, str], oauth: FakeOAuthServer) -> tuple[int, bytes]:
+    """Our ``pi auth login radius --no-browser`` on a terminal, the device code approved when shown."""
     def approve(output: bytes) -> bytes:
         oauth.approve_device()
         return b""
 
-    code, output = in_terminal([PYTHON, "-m", "pi_coding_agent", "auth", "login", "radius", "--no-browser"], env,
-                               [(b"ABCD-1234", approve)])
+    return in_terminal([PYTHON, "-m", "pi_coding_agent", "auth", "login", "radius", "--no-browser"], env,
+                       [(b"ABCD-1234", approve)])
+
+
+def test_our_radius_sign_in_in_a_terminal_adds_its_mcp_server_like_pi(tmp_path: Path, oauth: FakeOAuthServer):
+    env = {**home(tmp_path, {}), "TERM": "dumb"}
+    code, output = radius_device_sign_in(env, oauth)
     text = output.decode()
     agent = Path(env["HOME"]) / ".pi" / "agent"
     assert code == 0, text

@@ -21,8 +21,8 @@ from pi_coding_agent.ai import radius_catalog
 from pi_coding_agent.ai.models import builtin_models
 from tests.fakes.oauth_server import GATEWAY_MODEL, FakeOAuthServer
 from tests.reference_pi import REFERENCE_NODE_BIN, REFERENCE_PI
-from tests.rpc_helpers import PYTHON, RpcProcess
-from tests.test_auth_cli import auth_file, home, in_terminal, now_ms, ours
+from tests.rpc_helpers import RpcProcess
+from tests.test_auth_cli import auth_file, home, now_ms, ours, radius_device_sign_in
 
 needs_reference = pytest.mark.skipif(not REFERENCE_PI.exists(), reason="reference pi not installed")
 SHIPPED = [m["id"] for m in builtin_models("radius")]
@@ -140,24 +140,20 @@ async def test_offline_starts_read_the_store_and_never_ask_the_gateway(tmp_path:
 
 def test_auth_login_fetches_the_gateway_catalog_right_after_sign_in(tmp_path: Path, oauth: FakeOAuthServer):
     env = {**home(tmp_path, {}), "TERM": "dumb"}
-
-    def approve(_output: bytes) -> bytes:
-        oauth.approve_device()
-        return b""
-
-    code, output = in_terminal([PYTHON, "-m", "pi_coding_agent", "auth", "login", "radius", "--no-browser"], env,
-                               [(b"ABCD-1234", approve)])
+    code, output = radius_device_sign_in(env, oauth)
     assert code == 0, output.decode()
     access = auth_file(env)["radius"]["access"]
     assert json.loads(store_file(env).read_text())["radius"]["models"] == expected_models(oauth, "radius")
     assert [r["headers"]["authorization"] for r in oauth.requests if r["path"] == "/v1/config"] == [f"Bearer {access}"]
     assert b"model catalog" not in output
     oauth.gateway_models = [{"id": "broken"}]
-    oauth.approve_device()
-    code, output = in_terminal([PYTHON, "-m", "pi_coding_agent", "auth", "login", "radius", "--no-browser"], env,
-                               [(b"ABCD-1234", approve)])
+    code, output = radius_device_sign_in(env, oauth)
     assert code == 0 and b"The Radius model catalog could not be refreshed; pi retries on next start." not in output
     assert json.loads(store_file(env).read_text())["radius"]["models"] == []  # pi drops malformed entries
+    oauth.gateway_down = True
+    code, output = radius_device_sign_in(env, oauth)
+    assert code == 0 and b"The Radius model catalog could not be refreshed; pi retries on next start." in output
+    assert json.loads(store_file(env).read_text())["radius"]["models"] == []  # the last list stays
 
 
 def reference_rpc_until_stored(env: dict[str, str], provider: str) -> dict[str, Any]:

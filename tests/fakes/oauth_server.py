@@ -138,6 +138,7 @@ class FakeOAuthServer(LocalServer):
         self.issued_access: set[str] = set()
         self.gateway_keys: set[str] = set()  # API keys Radius's /v1/config accepts
         self.gateway_models: list[dict[str, Any]] = [GATEWAY_MODEL]
+        self.gateway_down = False  # /v1/config answers 503
 
     def log(self, method: str, path: str, body: dict[str, Any], headers: dict[str, str]) -> None:
         with self.lock:
@@ -242,6 +243,8 @@ class FakeOAuthServer(LocalServer):
 
     def gateway_config(self, authorization: str) -> tuple[int, dict[str, Any]]:
         token = authorization.removeprefix("Bearer ")
+        if self.gateway_down:
+            return 503, {"error": "unavailable"}
         if token not in self.issued_access | self.gateway_keys:
             return 401, {"error": "unauthorized"}
         return 200, {"baseUrl": f"{self.url}/v1", "models": self.gateway_models}
