@@ -20,12 +20,14 @@ from pi_coding_agent.ai.providers.http import openai_error_text, sse_events
 from pi_coding_agent.ai.providers.openai_completions import request_headers
 from pi_coding_agent.ai.providers.partial_json import parse_arguments
 from pi_coding_agent.ai.providers.sampling import sampling_params
+from pi_coding_agent.ai.providers.strict_schema import make_strict, strict_for
 from pi_coding_agent.ai.providers.usage import is_openrouter, responses_usage
 from pi_coding_agent.ai.stream import ProviderError, StreamOptions
 from pi_coding_agent.ai.thinking import clamp_max_tokens, clamp_thinking_level
 from pi_coding_agent.ai.types import AssistantMessage, Context, Model
 
 MIN_OUTPUT_TOKENS = 16  # the API rejects smaller max_output_tokens
+UPDATE_REQUEST_EFFORT = "medium"  # the fixed reasoning.effort while configuration_update items carry the level
 CALL_ID_PROVIDERS = frozenset({"openai", "openai-codex", "opencode", "azure"})
 
 
@@ -40,12 +42,43 @@ def _id_part(part: str) -> str:
 # --------------------------------------------------------------------------------------------- request
 
 
-class _Converter:
-    """Context -> ``input`` items; remembers the tool call ids it had to rewrite for their results."""
+def tools_in_input(model: Model) -> bool:
+    """Whether tools are declared in ``additional_tools`` input items instead of a top-level ``tools``
+    list (``compat.supportsAdditionalTools`` together with ``supportsMidConvoSystemMessages``)."""
+    compat = model.get("compat") or {}
+    return bool(compat.get("supportsMidConvoSystemMessages") and compat.get("supportsAdditionalTools"))
 
-    def __init__(self, model: Model) -> None:
+
+def convert_tools(tools: list[Any], supports_strict: bool, default_strict: bool | None) -> list[dict[str, Any]]:
+    """Function tools; a tool asking for JSON-schema constrained sampling goes strict where it can.
+
+    ``strict`` is written only for hosts that take it, with ``default_strict`` for the other tools
+    (the OpenAI API says false, Codex null).
+    """
+    out: list[dict[str, Any]] = []
+    for tool in tools:
+        strict = True if strict_for(tool, supports_strict) else default_strict
+        item: dict[str, Any] = {"type": "function", "name": tool["name"], "description": tool["description"],
+                                "parameters": make_strict(tool["parameters"]) if strict else tool["parameters"]}
+        if supports_strict:
+            item["strict"] = strict
+        out.append(item)
+    return out
+
+
+class Converter:
+    """Context -> ``input`` items; remembers the tool call ids it had to rewrite for their results.
+
+    ``tools`` (already converted) lead the input as an ``additional_tools`` item when the model takes
+    them there; ``effort`` set means thinking levels travel as ``configuration_update`` items: one
+    before each earlier answer of this model that recorded its level, one at the end for this turn.
+    """
+
+    def __init__(self, model: Model, tools: list[dict[str, Any]] | None = None, effort: str | None = None) -> None:
         self.model = model
         self.renamed: dict[str, str] = {}
+        self.tools = tools
+        self.effort = effort
 
     def call_id(self, call_id: str, source: Any) -> str:
         """Ids of another model's calls are made acceptable here (``fc_`` item ids, safe characters)."""
@@ -63,6 +96,8 @@ class _Converter:
         compat = model.get("compat") or {}
         role = "developer" if model["reasoning"] and compat.get("supportsDeveloperRole") is not False else "system"
         items: list[dict[str, Any]] = []
+        if self.tools:
+            items.append({"type": "additional_tools", "role": "developer", "tools": self.tools})
         if context.get("systemPrompt"):
             items.append({"role": role, "content": context["systemPrompt"]})
         messages: list[Any] = context["messages"]
@@ -77,6 +112,8 @@ class _Converter:
                 items.append({"type": "function_call_output", "call_id": call_id, "output": self._output(msg)})
             elif kind == "system" and msg.get("content"):
                 items.append({"role": role, "content": msg["content"]})
+        if self.effort is not None:
+            items.append(_configuration_update(self.effort))
         return items
 
     def _user(self, msg: Any) -> list[dict[str, Any]]:
@@ -118,6 +155,8 @@ class _Converter:
                     item["id"] = item_id
                 item.update(call_id=call, name=block["name"], arguments=orjson.dumps(block["arguments"]).decode())
                 out.append(item)
+        if out and self.effort is not None and same_model and msg.get("providerThinkingLevel") is not None:
+            out.insert(0, _configuration_update(msg["providerThinkingLevel"]))
         return out
 
     @staticmethod
@@ -144,6 +183,10 @@ class _Converter:
         return parts
 
 
+def _configuration_update(effort: str) -> dict[str, Any]:
+    return {"type": "configuration_update", "reasoning": {"effort": effort}}
+
+
 def _parse_text_signature(signature: str | None) -> dict[str, str]:
     """``{"v":1,"id":...,"phase"?}`` as written by ``_end_item``, or a bare legacy item id."""
     if not signature:
@@ -161,8 +204,23 @@ def _parse_text_signature(signature: str | None) -> dict[str, str]:
 
 def convert_input(model: Model, context: Context) -> list[Any]:
     """The Responses ``input`` items of a conversation."""
-    items: list[Any] = _Converter(model).convert(context)
+    items: list[Any] = Converter(model).convert(context)
     return items
+
+
+def chatgpt_sign_in(model: Model, api_key: str | None) -> bool:
+    """A credential other than an ``sk-`` key sent to OpenAI itself is a ChatGPT sign-in token."""
+    return (model["provider"] == "openai" and model["baseUrl"] == "https://api.openai.com/v1"
+            and api_key is not None and not api_key.startswith("sk-"))
+
+
+def update_effort(model: Model, level: str, api_key: str | None) -> str | None:
+    """The effort sent in ``configuration_update`` items (``compat.supportsMidConvoEffort``), else None."""
+    if not (model.get("compat") or {}).get("supportsMidConvoEffort") or level == "off":
+        return None
+    if chatgpt_sign_in(model, api_key):  # that sign-in refuses configuration_update items
+        return None
+    return (model.get("thinkingLevelMap") or {}).get(level) or level
 
 
 def build_request(model: Model, context: Context, options: StreamOptions) -> dict[str, Any]:
@@ -171,7 +229,12 @@ def build_request(model: Model, context: Context, options: StreamOptions) -> dic
     retention = options.cache_retention
     explicit_cache = bool(compat.get("supportsExplicitPromptCacheMode"))
     long = retention == "long" and compat.get("supportsLongCacheRetention", True) is not False
-    body: dict[str, Any] = {"model": model["id"], "input": _Converter(model).convert(context), "stream": True}
+    level = clamp_thinking_level(model, options.thinking_level) if options.thinking_level != "off" else "off"
+    effort = update_effort(model, level, options.api_key) if model["reasoning"] else None
+    tools = convert_tools(context.get("tools") or [], bool(compat.get("supportsStrictMode")), False)
+    in_input = tools_in_input(model)
+    converter = Converter(model, tools if in_input else None, effort)
+    body: dict[str, Any] = {"model": model["id"], "input": converter.convert(context), "stream": True}
     if options.session_id and retention != "none" and compat.get("promptCacheKeyMode") != "disabled":
         body["prompt_cache_key"] = options.session_id[:64]
     if long and not explicit_cache:
@@ -183,22 +246,19 @@ def build_request(model: Model, context: Context, options: StreamOptions) -> dic
         body["max_output_tokens"] = max(clamp_max_tokens(model, context, options.max_tokens), MIN_OUTPUT_TOKENS)
     if options.temperature is not None:
         body["temperature"] = options.temperature
-    strict = {"strict": False} if compat.get("supportsStrictMode") else {}
-    tools = [{"type": "function", "name": t["name"], "description": t["description"],
-              "parameters": t["parameters"], **strict} for t in context.get("tools") or []]
-    if tools:
+    if tools and not in_input:
         body["tools"] = tools
-    level = clamp_thinking_level(model, options.thinking_level) if options.thinking_level != "off" else "off"
     if model["reasoning"]:
-        _reasoning_fields(body, model, level)
+        _reasoning_fields(body, model, level, effort)
     body.update(sampling_params(model, level))  # last: configured sampling wins
     return body
 
 
-def _reasoning_fields(body: dict[str, Any], model: Model, level: str) -> None:
+def _reasoning_fields(body: dict[str, Any], model: Model, level: str, effort: str | None) -> None:
     mapping = model.get("thinkingLevelMap") or {}
     if level != "off":
-        body["reasoning"] = {"effort": mapping.get(level) or level, "summary": "auto"}
+        chosen = UPDATE_REQUEST_EFFORT if effort is not None else mapping.get(level) or level
+        body["reasoning"] = {"effort": chosen, "summary": "auto"}
         body["include"] = ["reasoning.encrypted_content"]
     elif model["provider"] != "github-copilot" and mapping.get("off", "none") is not None:
         body["reasoning"] = {"effort": mapping.get("off") or "none"}
@@ -427,11 +487,19 @@ async def stream(
     model: Model, context: Context, options: StreamOptions, output: AssistantMessage
 ) -> AsyncIterator[dict[str, Any]]:
     url = model["baseUrl"].rstrip("/") + "/responses"
-    events = stream_response(url, _headers(model, options), build_request(model, context, options), options,
-                             output, _error_text(model))
+    body = build_request(model, context, options)
+    record_update_effort(output, body)
+    events = stream_response(url, _headers(model, options), body, options, output, _error_text(model))
     async with aclosing(events) as items:
         async for item in items:
             yield item
+
+
+def record_update_effort(output: AssistantMessage, body: dict[str, Any]) -> None:
+    """Keep this turn's ``configuration_update`` effort on the answer, so a later request replays it."""
+    last = body["input"][-1] if body["input"] else None
+    if isinstance(last, dict) and last.get("type") == "configuration_update":
+        output["providerThinkingLevel"] = last["reasoning"]["effort"]
 
 
 async def stream_response(

@@ -1,0 +1,86 @@
+"""``compat.supportsAdditionalTools`` and ``supportsMidConvoEffort`` (models.json) on the OpenAI Responses
+API: with mid-conversation system messages the tools lead the input as an ``additional_tools`` item
+(no top-level ``tools``), and thinking levels travel as ``configuration_update`` items while
+``reasoning.effort`` stays fixed. Ours alone, then the request bodies side by side with pi 1.6.0."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fakes.llm_server import FakeLLMServer
+from tests.rpc_compare import Conversation, Workspace, needs_reference
+
+ALL = {"supportsMidConvoSystemMessages": True, "supportsAdditionalTools": True, "supportsMidConvoEffort": True,
+       "supportsStrictMode": True}
+CASES = {"all": ALL, "no effort": {**ALL, "supportsMidConvoEffort": False},
+         "top-level": {**ALL, "supportsMidConvoSystemMessages": False}}
+
+
+async def _requests(kind: str, root: Path, compat: dict[str, Any]) -> list[dict[str, Any]]:
+    """Two turns of a reasoning model on ``openai-responses``, the thinking level raised in between."""
+    with FakeLLMServer() as server:
+        server.add({"content": [{"type": "text", "text": "one"}]}, {"content": [{"type": "text", "text": "two"}]})
+        workspace = Workspace.create(root / kind, server.url)
+        models = json.loads((workspace.agent_dir / "models.json").read_text())
+        provider = models["providers"]["fake"]
+        provider["api"] = "openai-responses"
+        provider["models"][0].update(reasoning=True, compat=compat)
+        (workspace.agent_dir / "models.json").write_text(json.dumps(models))
+        proc = await workspace.spawn(kind, "--no-session", "--thinking", "low")
+        conv = Conversation(proc, server, workspace)
+        try:
+            await conv.prompt("first")
+            await conv.request({"type": "set_thinking_level", "level": "high"})
+            await conv.prompt("second")
+        finally:
+            await proc.kill()
+        return [request["body"] for request in server.requests]
+
+
+def _bare(schema: Any) -> Any:
+    """A schema without its descriptions (ours are worded differently on purpose)."""
+    if isinstance(schema, dict):
+        return {key: _bare(value) for key, value in schema.items() if key != "description"}
+    return [_bare(value) for value in schema] if isinstance(schema, list) else schema
+
+
+def _shape(body: dict[str, Any]) -> dict[str, Any]:
+    """Input item kinds in order, the tools of each ``additional_tools`` item, the efforts sent."""
+    items = body["input"]
+    return {"items": [item.get("type", item.get("role")) if "role" not in item or item.get("type") != "message"
+                      else item["role"] for item in items],
+            "additional": [[(t["name"], t.get("strict", "-"), _bare(t["parameters"])) for t in item["tools"]]
+                           for item in items if item.get("type") == "additional_tools"],
+            "tools": [(t["name"], t.get("strict", "-")) for t in body.get("tools", [])],
+            "updates": [item["reasoning"] for item in items if item.get("type") == "configuration_update"],
+            "reasoning": body.get("reasoning")}
+
+
+async def test_tools_and_efforts_travel_in_the_input(tmp_path: Path) -> None:
+    first, second = (_shape(body) for body in await _requests("ours", tmp_path, ALL))
+    assert first["tools"] == [] and len(first["additional"]) == 1
+    assert [name for name, _, _ in first["additional"][0]] == ["read", "bash", "edit", "write"]
+    assert {strict for _, strict, _ in first["additional"][0]} == {True}  # built-ins prefer strict schemas
+    assert first["items"] == ["additional_tools", "developer", "user", "configuration_update"]
+    assert first["reasoning"] == second["reasoning"] == {"effort": "medium", "summary": "auto"}
+    assert first["updates"] == [{"effort": "low"}]
+    # the first answer recorded its level and replays it; this turn's level closes the input
+    assert second["items"][-4:] == ["configuration_update", "assistant", "user", "configuration_update"]
+    assert second["updates"] == [{"effort": "low"}, {"effort": "high"}]
+
+
+async def test_without_in_place_system_messages_tools_stay_top_level(tmp_path: Path) -> None:
+    first = _shape((await _requests("ours", tmp_path, CASES["top-level"]))[0])
+    assert first["additional"] == [] and [name for name, _ in first["tools"]] == ["read", "bash", "edit", "write"]
+
+
+@needs_reference
+@pytest.mark.parametrize("case", list(CASES))
+async def test_additional_tools_and_effort_updates_match_reference(case: str, tmp_path: Path) -> None:
+    ours = await _requests("ours", tmp_path, CASES[case])
+    reference = await _requests("reference", tmp_path, CASES[case])
+    assert [_shape(body) for body in ours] == [_shape(body) for body in reference]
