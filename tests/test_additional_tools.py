@@ -13,6 +13,7 @@ import pytest
 
 from tests.fakes.llm_server import FakeLLMServer
 from tests.rpc_compare import Conversation, Workspace, needs_reference
+from tests.test_codex_reference import run_prompts
 
 ALL = {"supportsMidConvoSystemMessages": True, "supportsAdditionalTools": True, "supportsMidConvoEffort": True,
        "supportsStrictMode": True}
@@ -84,3 +85,37 @@ async def test_additional_tools_and_effort_updates_match_reference(case: str, tm
     ours = await _requests("ours", tmp_path, CASES[case])
     reference = await _requests("reference", tmp_path, CASES[case])
     assert [_shape(body) for body in ours] == [_shape(body) for body in reference]
+
+
+def _codex_bodies(kind: str, home: Path, server: FakeLLMServer) -> list[dict[str, Any]]:
+    """Two turns of gpt-6-luna (additional tools, efforts as updates) over Codex SSE at thinking low."""
+    seen = len(server.requests)
+    server.add({"content": [{"type": "text", "text": "a"}]}, {"content": [{"type": "text", "text": "b"}]})
+    run_prompts(kind, home, f"{server.url}/backend-api", ["hi", "again"], {"transport": "sse"}, "gpt-6-luna",
+                "--thinking", "low")
+    return [request["body"] for request in server.requests[seen:]]
+
+
+def test_codex_declares_tools_in_the_input_with_null_strictness(tmp_path: Path, fake_llm: FakeLLMServer) -> None:
+    first, second = (_shape(body) for body in _codex_bodies("ours", tmp_path, fake_llm))
+    assert first["tools"] == [] and first["items"][:2] == ["additional_tools", "developer"]
+    assert {strict for _, strict, _ in first["additional"][0]} == {True}  # built-ins prefer strict schemas
+    assert first["reasoning"] == {"effort": "medium", "summary": "auto"}
+    assert second["updates"] == [{"effort": "low"}, {"effort": "low"}]
+
+
+@needs_reference
+@pytest.mark.timeout(180)
+def test_codex_additional_tools_match_reference(tmp_path: Path, fake_llm: FakeLLMServer) -> None:
+    ours = _codex_bodies("ours", tmp_path / "ours", fake_llm)
+    reference = _codex_bodies("reference", tmp_path / "reference", fake_llm)
+    assert [_shape(body) for body in ours] == [_shape(body) for body in reference]
+
+
+def test_tools_without_constrained_sampling_keep_their_schema() -> None:
+    from pi_coding_agent.ai.providers.openai_responses import convert_tools
+
+    plain = {"name": "t", "description": "d", "parameters": {"type": "object", "properties": {"x": {"type": "string"}}}}
+    assert convert_tools([plain], True, None) == [{"type": "function", "name": "t", "description": "d",
+                                                  "parameters": plain["parameters"], "strict": None}]
+    assert convert_tools([plain], False, False)[0].keys() == {"type", "name", "description", "parameters"}
