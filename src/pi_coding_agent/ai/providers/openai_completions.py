@@ -32,6 +32,7 @@ from pi_coding_agent.ai.providers.reasoning_details import (
     replayed_reasoning_details,
 )
 from pi_coding_agent.ai.providers.sampling import sampling_params
+from pi_coding_agent.ai.providers.strict_schema import declared_schema
 from pi_coding_agent.ai.providers.usage import apply_reported_cost, chat_usage, is_openrouter
 from pi_coding_agent.ai.stream import ProviderError, StreamOptions
 from pi_coding_agent.ai.thinking import clamp_max_tokens
@@ -149,11 +150,17 @@ def convert_messages(model: Model, context: Context, compat: dict[str, Any]) -> 
     return out
 
 
-def _tools(context: Context, compat: dict[str, Any]) -> list[dict[str, Any]]:
-    strict = {"strict": False} if compat["supportsStrictMode"] else {}
-    return [{"type": "function", "function": {"name": t["name"], "description": t["description"],
-                                              "parameters": t["parameters"], **strict}}
-            for t in context.get("tools") or []]
+def _tools(tools: list[Any], compat: dict[str, Any]) -> list[dict[str, Any]]:
+    """Function tools; one asking for JSON-schema constrained sampling goes strict where the host can."""
+    supports = compat["supportsStrictMode"] is not False
+    out: list[dict[str, Any]] = []
+    for tool in tools:
+        parameters, strict = declared_schema(tool, supports)
+        function = {"name": tool["name"], "description": tool["description"], "parameters": parameters}
+        if supports:
+            function["strict"] = strict
+        out.append({"type": "function", "function": function})
+    return out
 
 
 def build_request(model: Model, context: Context, options: StreamOptions) -> dict[str, Any]:
@@ -170,7 +177,7 @@ def build_request(model: Model, context: Context, options: StreamOptions) -> dic
     body[max_field] = clamp_max_tokens(model, context, options.max_tokens)  # input + output fit the window
     if options.temperature is not None:
         body["temperature"] = options.temperature
-    tools = _tools(context, compat)
+    tools = _tools(context.get("tools") or [], compat)
     if tools:
         body["tools"] = tools
         if compat["zaiToolStream"]:

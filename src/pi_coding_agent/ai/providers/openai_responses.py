@@ -20,7 +20,7 @@ from pi_coding_agent.ai.providers.http import openai_error_text, sse_events
 from pi_coding_agent.ai.providers.openai_completions import request_headers
 from pi_coding_agent.ai.providers.partial_json import parse_arguments
 from pi_coding_agent.ai.providers.sampling import sampling_params
-from pi_coding_agent.ai.providers.strict_schema import make_strict, strict_for
+from pi_coding_agent.ai.providers.strict_schema import declared_schema
 from pi_coding_agent.ai.providers.usage import is_openrouter, responses_usage
 from pi_coding_agent.ai.stream import ProviderError, StreamOptions
 from pi_coding_agent.ai.thinking import clamp_max_tokens, clamp_thinking_level
@@ -57,11 +57,11 @@ def convert_tools(tools: list[Any], supports_strict: bool, default_strict: bool 
     """
     out: list[dict[str, Any]] = []
     for tool in tools:
-        strict = True if strict_for(tool, supports_strict) else default_strict
+        parameters, strict = declared_schema(tool, supports_strict)
         item: dict[str, Any] = {"type": "function", "name": tool["name"], "description": tool["description"],
-                                "parameters": make_strict(tool["parameters"]) if strict else tool["parameters"]}
+                                "parameters": parameters}
         if supports_strict:
-            item["strict"] = strict
+            item["strict"] = True if strict else default_strict
         out.append(item)
     return out
 

@@ -131,6 +131,13 @@ def strict_for(tool: Tool, supports_strict: bool) -> bool:
     return False
 
 
+def declared_schema(tool: Tool, supports_strict: bool) -> tuple[dict[str, Any], bool]:
+    """The parameters to send for ``tool`` and whether they are strict (rewritten) ones."""
+    if strict_for(tool, supports_strict):
+        return make_strict(tool["parameters"]), True
+    return tool["parameters"], False
+
+
 def is_strict_limit_error(message: str) -> bool:
     return any(limit in message for limit in STRICT_LIMIT_MESSAGES)
 

@@ -1,7 +1,10 @@
-"""``compat.supportsAdditionalTools`` and ``supportsMidConvoEffort`` (models.json) on the OpenAI Responses
-API: with mid-conversation system messages the tools lead the input as an ``additional_tools`` item
-(no top-level ``tools``), and thinking levels travel as ``configuration_update`` items while
-``reasoning.effort`` stays fixed. Ours alone, then the request bodies side by side with pi 1.6.0."""
+"""The tool and effort switches of ``compat`` (models.json) on the OpenAI APIs.
+
+``supportsAdditionalTools`` and ``supportsMidConvoEffort`` on Responses and Codex: with mid-conversation
+system messages the tools lead the input as an ``additional_tools`` item (no top-level ``tools``), and
+thinking levels travel as ``configuration_update`` items while ``reasoning.effort`` stays fixed.
+``supportsStrictMode``: tools that prefer strict schemas are sent strict. Ours alone, then the request
+bodies side by side with pi 1.6.0."""
 
 from __future__ import annotations
 
@@ -21,14 +24,15 @@ CASES = {"all": ALL, "no effort": {**ALL, "supportsMidConvoEffort": False},
          "top-level": {**ALL, "supportsMidConvoSystemMessages": False}}
 
 
-async def _requests(kind: str, root: Path, compat: dict[str, Any]) -> list[dict[str, Any]]:
-    """Two turns of a reasoning model on ``openai-responses``, the thinking level raised in between."""
+async def _requests(kind: str, root: Path, compat: dict[str, Any], api: str = "openai-responses"
+                    ) -> list[dict[str, Any]]:
+    """Two turns of a reasoning model, the thinking level raised in between."""
     with FakeLLMServer() as server:
         server.add({"content": [{"type": "text", "text": "one"}]}, {"content": [{"type": "text", "text": "two"}]})
         workspace = Workspace.create(root / kind, server.url)
         models = json.loads((workspace.agent_dir / "models.json").read_text())
         provider = models["providers"]["fake"]
-        provider["api"] = "openai-responses"
+        provider["api"] = api
         provider["models"][0].update(reasoning=True, compat=compat)
         (workspace.agent_dir / "models.json").write_text(json.dumps(models))
         proc = await workspace.spawn(kind, "--no-session", "--thinking", "low")
@@ -119,3 +123,25 @@ def test_tools_without_constrained_sampling_keep_their_schema() -> None:
     assert convert_tools([plain], True, None) == [{"type": "function", "name": "t", "description": "d",
                                                   "parameters": plain["parameters"], "strict": None}]
     assert convert_tools([plain], False, False)[0].keys() == {"type", "name", "description", "parameters"}
+
+
+def _completions_tools(body: dict[str, Any]) -> list[Any]:
+    return [(t["function"]["name"], t["function"].get("strict", "-"), _bare(t["function"]["parameters"]))
+            for t in body["tools"]]
+
+
+async def test_chat_completions_tools_go_strict_where_the_host_takes_it(tmp_path: Path) -> None:
+    strict = await _requests("ours", tmp_path / "strict", {"supportsStrictMode": True}, "openai-completions")
+    plain = await _requests("ours", tmp_path / "plain", {}, "openai-completions")
+    tools = _completions_tools(strict[0])
+    assert {flag for _, flag, _ in tools} == {True}
+    assert all(params["additionalProperties"] is False for _, _, params in tools)
+    assert {flag for _, flag, _ in _completions_tools(plain[0])} == {"-"}
+
+
+@needs_reference
+@pytest.mark.parametrize("compat", [{"supportsStrictMode": True}, {}])
+async def test_chat_completions_strict_tools_match_reference(compat: dict[str, Any], tmp_path: Path) -> None:
+    ours = await _requests("ours", tmp_path, compat, "openai-completions")
+    reference = await _requests("reference", tmp_path, compat, "openai-completions")
+    assert _completions_tools(ours[0]) == _completions_tools(reference[0])
