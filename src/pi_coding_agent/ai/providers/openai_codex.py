@@ -38,14 +38,14 @@ from pi_coding_agent.ai.providers.openai_responses import (
     UPDATE_REQUEST_EFFORT,
     Converter,
     convert_input,
-    convert_tools,
     record_update_effort,
     sse_json,
-    tools_in_input,
     translate_events,
 )
+from pi_coding_agent.ai.providers.responses_tools import InputDeclarations, convert_tools, tools_in_input
 from pi_coding_agent.ai.stream import ProviderError, StreamOptions
 from pi_coding_agent.ai.thinking import clamp_max_tokens, clamp_thinking_level
+from pi_coding_agent.ai.tool_changes import current_tools, system_messages
 from pi_coding_agent.ai.types import AssistantMessage, Context, Model, now_ms
 
 DEFAULT_BASE_URL = "https://chatgpt.com/backend-api"
@@ -120,11 +120,11 @@ def build_body(model: Model, context: Context, options: StreamOptions) -> dict[s
     clamped = clamp_thinking_level(model, options.thinking_level) if options.thinking_level != "off" else "off"
     level = clamped if clamped != "off" else "none" if model["reasoning"] else None
     effort = native_effort(model, level) if level is not None and compat.get("supportsMidConvoEffort") else None
-    tools = convert_tools(context.get("tools") or [], compat.get("supportsStrictMode", True) is not False, None)
-    in_input = tools_in_input(model)
+    supports_strict = compat.get("supportsStrictMode", True) is not False
+    declarations = InputDeclarations(supports_strict, None) if tools_in_input(model) else None
     body: dict[str, Any] = {
         "model": model["id"], "store": False, "stream": True,
-        "input": Converter(model, tools if in_input else None, effort).convert(context),
+        "input": Converter(model, declarations, effort).convert(context),
         "text": {"verbosity": "low"}, "include": ["reasoning.encrypted_content"],
     }
     session = cache_session(options)
@@ -135,8 +135,8 @@ def build_body(model: Model, context: Context, options: StreamOptions) -> dict[s
         body["max_output_tokens"] = max(clamp_max_tokens(model, context, options.max_tokens), MIN_OUTPUT_TOKENS)
     if options.temperature is not None:
         body["temperature"] = options.temperature
-    if tools and not in_input:
-        body["tools"] = tools
+    if declarations is None and (tools := current_tools(system_messages(context))):
+        body["tools"] = convert_tools(tools, supports_strict, None)
     chosen = UPDATE_REQUEST_EFFORT if effort is not None else native_effort(model, level) if level else None
     if chosen is not None:
         body["reasoning"] = {"effort": chosen, "summary": "auto"}

@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from pi_coding_agent.ai import tool_changes
 from pi_coding_agent.ai.providers.http import merge_headers, sse_events
 from pi_coding_agent.ai.providers.openai_compat import (
     affinity_headers,
@@ -125,8 +126,18 @@ def _tool_messages(model: Model, results: list[Any], compat: dict[str, Any]) -> 
     return out
 
 
+def tool_support(compat: dict[str, Any]) -> str:
+    """``"additions"`` when tools added mid-conversation are declared in place (``ai/tool_changes.py``)."""
+    both = compat.get("supportsMidConvoSystemMessages") and compat.get("supportsMidConvoToolAdditions")
+    return "additions" if both else "none"
+
+
 def convert_messages(model: Model, context: Context, compat: dict[str, Any]) -> list[dict[str, Any]]:
+    """Chat messages; a later system message past ``folded`` declares its added tools in a
+    ``{"role": "system", "tools": [...]}`` message before its text."""
     instruction_role = "developer" if model["reasoning"] and compat["supportsDeveloperRole"] else "system"
+    folded = tool_changes.plan(context, tool_support(compat))[1]
+    system_index = 0  # the leading prompt is 0
     out: list[dict[str, Any]] = []
     if context.get("systemPrompt"):
         out.append({"role": instruction_role, "content": context["systemPrompt"]})
@@ -145,8 +156,12 @@ def convert_messages(model: Model, context: Context, compat: dict[str, Any]) -> 
             converted = _assistant_message(model, msg, compat)
             if converted is not None:
                 out.append(converted)
-        elif role == "system" and msg.get("content"):
-            out.append({"role": instruction_role, "content": msg["content"]})
+        elif role == "system":
+            system_index += 1
+            if system_index >= folded and msg.get("toolsAdded"):
+                out.append({"role": "system", "tools": _tools(msg["toolsAdded"], compat)})
+            if msg.get("content"):
+                out.append({"role": instruction_role, "content": msg["content"]})
     return out
 
 
@@ -177,7 +192,7 @@ def build_request(model: Model, context: Context, options: StreamOptions) -> dic
     body[max_field] = clamp_max_tokens(model, context, options.max_tokens)  # input + output fit the window
     if options.temperature is not None:
         body["temperature"] = options.temperature
-    tools = _tools(context.get("tools") or [], compat)
+    tools = _tools(tool_changes.plan(context, tool_support(compat))[0], compat)
     if tools:
         body["tools"] = tools
         if compat["zaiToolStream"]:

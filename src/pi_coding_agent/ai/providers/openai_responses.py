@@ -19,11 +19,12 @@ from pi_coding_agent.ai.providers.diagnostics import append_transformations
 from pi_coding_agent.ai.providers.http import openai_error_text, sse_events
 from pi_coding_agent.ai.providers.openai_completions import request_headers
 from pi_coding_agent.ai.providers.partial_json import parse_arguments
+from pi_coding_agent.ai.providers.responses_tools import InputDeclarations, convert_tools, tools_in_input
 from pi_coding_agent.ai.providers.sampling import sampling_params
-from pi_coding_agent.ai.providers.strict_schema import declared_schema
 from pi_coding_agent.ai.providers.usage import is_openrouter, responses_usage
 from pi_coding_agent.ai.stream import ProviderError, StreamOptions
 from pi_coding_agent.ai.thinking import clamp_max_tokens, clamp_thinking_level
+from pi_coding_agent.ai.tool_changes import current_tools, system_messages
 from pi_coding_agent.ai.types import AssistantMessage, Context, Model
 
 MIN_OUTPUT_TOKENS = 16  # the API rejects smaller max_output_tokens
@@ -42,42 +43,20 @@ def _id_part(part: str) -> str:
 # --------------------------------------------------------------------------------------------- request
 
 
-def tools_in_input(model: Model) -> bool:
-    """Whether tools are declared in ``additional_tools`` input items instead of a top-level ``tools``
-    list (``compat.supportsAdditionalTools`` together with ``supportsMidConvoSystemMessages``)."""
-    compat = model.get("compat") or {}
-    return bool(compat.get("supportsMidConvoSystemMessages") and compat.get("supportsAdditionalTools"))
-
-
-def convert_tools(tools: list[Any], supports_strict: bool, default_strict: bool | None) -> list[dict[str, Any]]:
-    """Function tools; a tool asking for JSON-schema constrained sampling goes strict where it can.
-
-    ``strict`` is written only for hosts that take it, with ``default_strict`` for the other tools
-    (the OpenAI API says false, Codex null).
-    """
-    out: list[dict[str, Any]] = []
-    for tool in tools:
-        parameters, strict = declared_schema(tool, supports_strict)
-        item: dict[str, Any] = {"type": "function", "name": tool["name"], "description": tool["description"],
-                                "parameters": parameters}
-        if supports_strict:
-            item["strict"] = True if strict else default_strict
-        out.append(item)
-    return out
-
-
 class Converter:
     """Context -> ``input`` items; remembers the tool call ids it had to rewrite for their results.
 
-    ``tools`` (already converted) lead the input as an ``additional_tools`` item when the model takes
-    them there; ``effort`` set means thinking levels travel as ``configuration_update`` items: one
-    before each earlier answer of this model that recorded its level, one at the end for this turn.
+    With ``declarations`` the tools are declared in the input, the leading prompt's first and each
+    later change where it happened; ``effort`` set means thinking levels travel as
+    ``configuration_update`` items: one before each earlier answer of this model that recorded its
+    level, one at the end for this turn.
     """
 
-    def __init__(self, model: Model, tools: list[dict[str, Any]] | None = None, effort: str | None = None) -> None:
+    def __init__(self, model: Model, declarations: InputDeclarations | None = None,
+                 effort: str | None = None) -> None:
         self.model = model
         self.renamed: dict[str, str] = {}
-        self.tools = tools
+        self.declarations = declarations
         self.effort = effort
 
     def call_id(self, call_id: str, source: Any) -> str:
@@ -96,8 +75,9 @@ class Converter:
         compat = model.get("compat") or {}
         role = "developer" if model["reasoning"] and compat.get("supportsDeveloperRole") is not False else "system"
         items: list[dict[str, Any]] = []
-        if self.tools:
-            items.append({"type": "additional_tools", "role": "developer", "tools": self.tools})
+        declarations = self.declarations
+        if declarations is not None:
+            items += declarations.added(context.get("tools") or [])
         if context.get("systemPrompt"):
             items.append({"role": role, "content": context["systemPrompt"]})
         messages: list[Any] = context["messages"]
@@ -110,6 +90,8 @@ class Converter:
             elif kind == "toolResult":
                 call_id = self.renamed.get(msg["toolCallId"], msg["toolCallId"]).split("|", 1)[0]
                 items.append({"type": "function_call_output", "call_id": call_id, "output": self._output(msg)})
+            elif kind == "system" and declarations is not None:
+                items += declarations.system_message(msg, role)
             elif kind == "system" and msg.get("content"):
                 items.append({"role": role, "content": msg["content"]})
         if self.effort is not None:
@@ -231,9 +213,9 @@ def build_request(model: Model, context: Context, options: StreamOptions) -> dic
     long = retention == "long" and compat.get("supportsLongCacheRetention", True) is not False
     level = clamp_thinking_level(model, options.thinking_level) if options.thinking_level != "off" else "off"
     effort = update_effort(model, level, options.api_key) if model["reasoning"] else None
-    tools = convert_tools(context.get("tools") or [], bool(compat.get("supportsStrictMode")), False)
-    in_input = tools_in_input(model)
-    converter = Converter(model, tools if in_input else None, effort)
+    supports_strict = bool(compat.get("supportsStrictMode"))
+    declarations = InputDeclarations(supports_strict, False) if tools_in_input(model) else None
+    converter = Converter(model, declarations, effort)
     body: dict[str, Any] = {"model": model["id"], "input": converter.convert(context), "stream": True}
     if options.session_id and retention != "none" and compat.get("promptCacheKeyMode") != "disabled":
         body["prompt_cache_key"] = options.session_id[:64]
@@ -246,8 +228,8 @@ def build_request(model: Model, context: Context, options: StreamOptions) -> dic
         body["max_output_tokens"] = max(clamp_max_tokens(model, context, options.max_tokens), MIN_OUTPUT_TOKENS)
     if options.temperature is not None:
         body["temperature"] = options.temperature
-    if tools and not in_input:
-        body["tools"] = tools
+    if declarations is None and (tools := current_tools(system_messages(context))):
+        body["tools"] = convert_tools(tools, supports_strict, False)
     if model["reasoning"]:
         _reasoning_fields(body, model, level, effort)
     body.update(sampling_params(model, level))  # last: configured sampling wins
