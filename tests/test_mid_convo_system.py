@@ -145,3 +145,40 @@ async def test_mid_conversation_tool_changes_match_reference(case: str, tmp_path
     removal = [[e["content"] for e in body.get("input", []) if "Do not call them" in str(e.get("content"))]
                for body in (ours, reference)]
     assert removal[0] == removal[1]
+
+
+ANTHROPIC_NATIVE = {"supportsMidConvoSystemMessages": True, "supportsMidConvoToolChanges": True}
+
+
+def _anthropic_shape(body: dict[str, Any]) -> dict[str, Any]:
+    """Roles in order, each system message's blocks (tool blocks by tool name), the top-level tools."""
+    def block(b: dict[str, Any]) -> Any:
+        tool = b.get("tool") or {}
+        return (b["type"], tool.get("name") or tool.get("definition", {}).get("name")) if tool else b["type"]
+
+    return {"roles": [m["role"] for m in body["messages"]],
+            "system": [[block(b) for b in m["content"]] for m in body["messages"] if m["role"] == "system"],
+            "tools": [t["name"] for t in body.get("tools", [])]}
+
+
+async def test_anthropic_tool_changes_travel_in_system_messages(tmp_path: Path) -> None:
+    body = await _last_request("ours", tmp_path, ANTHROPIC_NATIVE, "widen", "anthropic-messages")
+    shape = _anthropic_shape(body)
+    assert shape["tools"] == ["read", "bash", "edit", "write", "__pi_deferred_placeholder__"]
+    assert shape["roles"] == ["user", "assistant", "user", "system"]  # held back past the user message
+    assert ("tool_addition", "grep") in shape["system"][0]
+    folded = _anthropic_shape(await _last_request("ours", tmp_path / "f", None, "widen", "anthropic-messages"))
+    assert folded["system"] == [] and folded["tools"] == ["read", "bash", "edit", "write", "grep"]
+
+
+ANTHROPIC_CASES = {"native widened": (ANTHROPIC_NATIVE, "widen"), "native narrowed": (ANTHROPIC_NATIVE, "narrow"),
+                   "in place": ({"supportsMidConvoSystemMessages": True}, "widen"), "folded": (None, "narrow")}
+
+
+@needs_reference
+@pytest.mark.parametrize("case", list(ANTHROPIC_CASES))
+async def test_anthropic_mid_conversation_changes_match_reference(case: str, tmp_path: Path) -> None:
+    compat, command = ANTHROPIC_CASES[case]
+    ours = await _last_request("ours", tmp_path, compat, command, "anthropic-messages")
+    reference = await _last_request("reference", tmp_path, compat, command, "anthropic-messages")
+    assert _anthropic_shape(ours) == _anthropic_shape(reference)

@@ -19,12 +19,19 @@ from typing import Any
 
 import orjson
 
+from pi_coding_agent.ai.providers.anthropic_system import (
+    DEFERRED_PLACEHOLDER,
+    INLINE_TOOLS_BETA,
+    native_tool_changes,
+    system_message,
+)
 from pi_coding_agent.ai.providers.diagnostics import append_transformations
 from pi_coding_agent.ai.providers.http import sse_events
 from pi_coding_agent.ai.providers.partial_json import repair_arguments
 from pi_coding_agent.ai.providers.usage import apply_reported_cost, is_openrouter
 from pi_coding_agent.ai.stream import ProviderError, StreamOptions
 from pi_coding_agent.ai.thinking import clamp_max_tokens, clamp_thinking_level, thinking_budget
+from pi_coding_agent.ai.tool_changes import current_tools, system_messages
 from pi_coding_agent.ai.transform import tool_result_runs
 from pi_coding_agent.ai.types import AssistantMessage, Context, Model, Tool
 
@@ -34,6 +41,7 @@ FINE_GRAINED_TOOL_STREAMING_BETA = "fine-grained-tool-streaming-2025-05-14"
 SERVER_SIDE_FALLBACK_BETA = "server-side-fallback-2026-07-01"
 MID_CONVERSATION_EFFORT_BETAS = ("mid-conversation-output-config-2026-07-01", "thinking-binding-controls-2026-08-01")
 EFFORTS = frozenset({"low", "medium", "high", "xhigh", "max"})
+CACHED_BLOCKS = frozenset({"text", "image", "tool_result", "tool_addition", "tool_removal"})
 OAUTH_BETAS = ("claude-code-20250219", "oauth-2025-04-20")
 OAUTH_USER_AGENT = "claude-cli/2.1.322"
 # Subscription (OAuth) tokens are only accepted for requests that present Claude Code's identity.
@@ -165,9 +173,12 @@ def effort_marker(effort: str) -> dict[str, Any]:
 
 def convert_messages(model: Model, context: Context, oauth: bool, effort_markers: bool = False) -> list[dict[str, Any]]:
     """Anthropic messages; with ``effort_markers``, each earlier reply of this provider is preceded
-    by the effort it was written with."""
+    by the effort it was written with. Later system messages wait for the next reply (``anthropic_system``)."""
     allow_empty = _compat(model, "allowEmptySignature", False)
+    native = native_tool_changes(model, context)
+    convert = (lambda tools: convert_tools(model, tools, oauth, None)) if native else None
     out: list[dict[str, Any]] = []
+    pending: list[dict[str, Any]] = []
     for msg in tool_result_runs(context["messages"]):
         if isinstance(msg, list):
             out.append(_tool_results_message(msg))
@@ -181,22 +192,30 @@ def convert_messages(model: Model, context: Context, oauth: bool, effort_markers
             blocks = [_assistant_block(b, oauth, allow_empty) for b in msg["content"]]
             kept = [b for b in blocks if b is not None]
             if kept:
+                out += pending
+                pending.clear()
                 effort = msg.get("providerThinkingLevel")
                 if effort_markers and effort in EFFORTS and msg["api"] == model["api"] \
                         and msg["provider"] == model["provider"]:
                     out.append(effort_marker(effort))
                 out.append({"role": "assistant", "content": kept})
-    return out
+        elif role == "system" and (update := system_message(msg, convert, lambda name: _tool_name(name, oauth))):
+            pending.append(update)
+    return out + pending
+
+
+def _tool_name(name: str, oauth: bool) -> str:
+    return CLAUDE_CODE_TOOL_NAMES.get(name.lower(), name) if oauth else name
 
 
 def _mark_last_user_block(messages: list[dict[str, Any]], control: dict[str, str]) -> None:
-    """The conversation cache breakpoint: the last block of a trailing user message."""
-    if not messages or messages[-1]["role"] != "user":
+    """The conversation cache breakpoint: the last block of a trailing user (or system) message."""
+    if not messages or messages[-1]["role"] not in ("user", "system"):
         return
     last = messages[-1]
     if isinstance(last["content"], str):
         last["content"] = [{"type": "text", "text": last["content"], "cache_control": control}]
-    elif last["content"] and last["content"][-1]["type"] in ("text", "image", "tool_result"):
+    elif last["content"] and last["content"][-1]["type"] in CACHED_BLOCKS:
         last["content"][-1]["cache_control"] = control
 
 
@@ -212,8 +231,7 @@ def convert_tools(model: Model, tools: list[Tool], oauth: bool, control: dict[st
         for key in ("additionalProperties", "$defs", "definitions"):
             if key in schema:
                 input_schema[key] = schema[key]
-        name = CLAUDE_CODE_TOOL_NAMES.get(tool["name"].lower(), tool["name"]) if oauth else tool["name"]
-        entry: dict[str, Any] = {"name": name, "description": tool["description"]}
+        entry: dict[str, Any] = {"name": _tool_name(tool["name"], oauth), "description": tool["description"]}
         if eager:
             entry["eager_input_streaming"] = True
         entry["input_schema"] = input_schema
@@ -294,8 +312,10 @@ def build_body(model: Model, context: Context, options: StreamOptions, oauth: bo
     thinking_on = level != "off" or _compat(model, "supportsMidConvoEffort", False)
     if options.temperature is not None and not thinking_on and _compat(model, "supportsTemperature", True):
         body["temperature"] = options.temperature
-    if context.get("tools"):
-        body["tools"] = convert_tools(model, context["tools"], oauth, control)
+    if native_tool_changes(model, context):  # the list never changes: later tools come in system messages
+        body["tools"] = [*convert_tools(model, context.get("tools") or [], oauth, control), DEFERRED_PLACEHOLDER]
+    elif tools := current_tools(system_messages(context)):
+        body["tools"] = convert_tools(model, tools, oauth, control)
     body.update(thinking)
     fallbacks = (model.get("compat") or {}).get("allowedFallbackModels")
     if fallbacks:
@@ -320,6 +340,8 @@ def build_headers(model: Model, context: Context, options: StreamOptions, body: 
         betas.append(SERVER_SIDE_FALLBACK_BETA)
     if _compat(model, "supportsMidConvoEffort", False):
         betas.extend(MID_CONVERSATION_EFFORT_BETAS)
+    if native_tool_changes(model, context):
+        betas.append(INLINE_TOOLS_BETA)
     if betas:
         headers["anthropic-beta"] = ",".join(betas)
     # Configured headers win, including a configured anthropic-beta list.

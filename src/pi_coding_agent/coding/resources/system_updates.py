@@ -2,9 +2,9 @@
 
 pi folds every system message of the transcript into the leading prompt unless the model's
 ``compat.supportsMidConvoSystemMessages`` is true; then (for the OpenAI Chat Completions and
-Responses APIs) the first system message is the prompt and each later one is sent in place, its
-text followed by its section changes framed by name (``Updated system prompt section "tools":``
-and the section, or ``Removed system prompt section "x".``). Tool changes stay on the messages
+Responses APIs and Anthropic's Messages API) the first system message is the prompt and each
+later one is sent in place, its text followed by its section changes framed by name
+(``Updated system prompt section "tools":`` and the section, or ``Removed system prompt section "x".``). Tool changes stay on the messages
 (``toolsAdded``/``toolsRemoved``) and the context's ``tools`` are then the leading prompt's: each
 adapter declares the changes as its API can (``ai/tool_changes.py``), a message without text
 sending nothing else.
@@ -19,7 +19,7 @@ from pi_coding_agent.coding.resources.system_prompt import render_system_prompt
 
 # APIs whose adapters send a system message where it stands in the conversation
 IN_PLACE_APIS = frozenset({"openai-completions", "openai-responses", "azure-openai-responses",
-                           "openai-codex-responses"})
+                           "openai-codex-responses", "anthropic-messages"})
 TOOL_FIELDS = ("toolsAdded", "toolsRemoved")
 
 
