@@ -33,6 +33,7 @@ from pi_coding_agent.ai.providers.reasoning_details import (
     replayed_reasoning_details,
 )
 from pi_coding_agent.ai.providers.sampling import sampling_params
+from pi_coding_agent.ai.providers.short_hash import short_hash
 from pi_coding_agent.ai.providers.strict_schema import declared_schema
 from pi_coding_agent.ai.providers.usage import apply_reported_cost, chat_usage, is_openrouter
 from pi_coding_agent.ai.stream import ProviderError, StreamOptions
@@ -55,9 +56,7 @@ def normalize_tool_call_id(model: Model, call_id: str) -> str:
         combined = f"{call}_{item}" if item else call
         if len(combined) <= 40:
             return combined
-        import hashlib
-
-        digest = hashlib.sha256(call_id.encode()).hexdigest()[:8]
+        digest = short_hash(call_id)[:8]
         return f"{call[: 40 - len(digest) - 1]}_{digest}"
     return call_id[:40] if model["provider"] == "openai" else call_id
 

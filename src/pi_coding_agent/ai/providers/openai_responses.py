@@ -7,7 +7,6 @@ Reasoning items are kept whole (JSON) in ``thinkingSignature`` and text item ids
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
@@ -21,6 +20,7 @@ from pi_coding_agent.ai.providers.openai_completions import request_headers
 from pi_coding_agent.ai.providers.partial_json import parse_arguments
 from pi_coding_agent.ai.providers.responses_tools import InputDeclarations, convert_tools, tools_in_input
 from pi_coding_agent.ai.providers.sampling import sampling_params
+from pi_coding_agent.ai.providers.short_hash import short_hash
 from pi_coding_agent.ai.providers.usage import is_openrouter, responses_usage
 from pi_coding_agent.ai.stream import ProviderError, StreamOptions
 from pi_coding_agent.ai.thinking import clamp_max_tokens, clamp_thinking_level
@@ -30,10 +30,6 @@ from pi_coding_agent.ai.types import AssistantMessage, Context, Model
 MIN_OUTPUT_TOKENS = 16  # the API rejects smaller max_output_tokens
 UPDATE_REQUEST_EFFORT = "medium"  # the fixed reasoning.effort while configuration_update items carry the level
 CALL_ID_PROVIDERS = frozenset({"openai", "openai-codex", "opencode", "azure"})
-
-
-def _short_hash(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
 def _id_part(part: str) -> str:
@@ -65,7 +61,7 @@ class Converter:
             return _id_part(call_id)
         call, item = call_id.split("|", 1)
         foreign = source["provider"] != self.model["provider"] or source["api"] != self.model["api"]
-        item = f"fc_{_short_hash(item)}" if foreign else _id_part(item)
+        item = f"fc_{short_hash(item)}" if foreign else _id_part(item)
         if not item.startswith("fc_"):
             item = _id_part(f"fc_{item}")
         return f"{_id_part(call)}|{item}"
@@ -146,7 +142,7 @@ class Converter:
         signature = _parse_text_signature(block.get("textSignature"))
         item_id = signature.get("id") or (f"msg_pi_{index}" if nth == 0 else f"msg_pi_{index}_{nth}")
         if len(item_id) > 64:
-            item_id = f"msg_{_short_hash(item_id)}"
+            item_id = f"msg_{short_hash(item_id)}"
         item = {"type": "message", "role": "assistant",
                 "content": [{"type": "output_text", "text": block["text"], "annotations": []}],
                 "status": "completed", "id": item_id}
