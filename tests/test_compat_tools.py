@@ -145,3 +145,44 @@ async def test_chat_completions_strict_tools_match_reference(compat: dict[str, A
     ours = await _requests("ours", tmp_path, compat, "openai-completions")
     reference = await _requests("reference", tmp_path, compat, "openai-completions")
     assert _completions_tools(ours[0]) == _completions_tools(reference[0])
+
+
+def _anthropic_tools(body: dict[str, Any]) -> list[Any]:
+    return [(t["name"], t.get("strict", "-"), _bare(t["input_schema"])) for t in body["tools"]]
+
+
+async def test_anthropic_tools_go_strict_with_supports_strict_tools(tmp_path: Path) -> None:
+    strict = await _requests("ours", tmp_path / "s", {"supportsStrictTools": True}, "anthropic-messages")
+    tools = _anthropic_tools(strict[0])
+    assert {flag for _, flag, _ in tools} == {True}
+    assert all(schema["additionalProperties"] is False for _, _, schema in tools)
+    plain = await _requests("ours", tmp_path / "p", {}, "anthropic-messages")
+    assert {flag for _, flag, _ in _anthropic_tools(plain[0])} == {"-"}
+
+
+async def test_anthropic_strict_limit_refusal_is_sent_again_plain(tmp_path: Path) -> None:
+    refusal = {"status": 400, "errorMessage": "Too many strict tools (24). The maximum number of strict tools is 20."}
+    with FakeLLMServer() as server:
+        server.add(refusal, {"content": [{"type": "text", "text": "one"}]}, {"content": [{"type": "text", "text": "two"}]})
+        workspace = Workspace.create(tmp_path, server.url)
+        models = json.loads((workspace.agent_dir / "models.json").read_text())
+        models["providers"]["fake"]["api"] = "anthropic-messages"
+        models["providers"]["fake"]["models"][0]["compat"] = {"supportsStrictTools": True}
+        (workspace.agent_dir / "models.json").write_text(json.dumps(models))
+        proc = await workspace.spawn("ours", "--no-session")
+        conv = Conversation(proc, server, workspace)
+        try:
+            await conv.prompt("first")
+            await conv.prompt("second")  # the session remembers: no strict attempt again
+        finally:
+            await proc.kill()
+        flags = [{t.get("strict", "-") for t in request["body"]["tools"]} for request in server.requests]
+    assert flags == [{True}, {"-"}, {"-"}]
+
+
+@needs_reference
+@pytest.mark.parametrize("compat", [{"supportsStrictTools": True}, {}])
+async def test_anthropic_strict_tools_match_reference(compat: dict[str, Any], tmp_path: Path) -> None:
+    ours = await _requests("ours", tmp_path, compat, "anthropic-messages")
+    reference = await _requests("reference", tmp_path, compat, "anthropic-messages")
+    assert _anthropic_tools(ours[0]) == _anthropic_tools(reference[0])
