@@ -24,11 +24,12 @@ CASES = {"all": ALL, "no effort": {**ALL, "supportsMidConvoEffort": False},
          "top-level": {**ALL, "supportsMidConvoSystemMessages": False}}
 
 
-async def _requests(kind: str, root: Path, compat: dict[str, Any], api: str = "openai-responses"
-                    ) -> list[dict[str, Any]]:
-    """Two turns of a reasoning model, the thinking level raised in between."""
+async def _requests(kind: str, root: Path, compat: dict[str, Any], api: str = "openai-responses",
+                    before: tuple[dict[str, Any], ...] = ()) -> list[dict[str, Any]]:
+    """Two turns of a reasoning model, the thinking level raised in between (``before``: responses
+    served ahead of the two answers)."""
     with FakeLLMServer() as server:
-        server.add({"content": [{"type": "text", "text": "one"}]}, {"content": [{"type": "text", "text": "two"}]})
+        server.add(*before, {"content": [{"type": "text", "text": "one"}]}, {"content": [{"type": "text", "text": "two"}]})
         workspace = Workspace.create(root / kind, server.url)
         models = json.loads((workspace.agent_dir / "models.json").read_text())
         provider = models["providers"]["fake"]
@@ -162,21 +163,9 @@ async def test_anthropic_tools_go_strict_with_supports_strict_tools(tmp_path: Pa
 
 async def test_anthropic_strict_limit_refusal_is_sent_again_plain(tmp_path: Path) -> None:
     refusal = {"status": 400, "errorMessage": "Too many strict tools (24). The maximum number of strict tools is 20."}
-    with FakeLLMServer() as server:
-        server.add(refusal, {"content": [{"type": "text", "text": "one"}]}, {"content": [{"type": "text", "text": "two"}]})
-        workspace = Workspace.create(tmp_path, server.url)
-        models = json.loads((workspace.agent_dir / "models.json").read_text())
-        models["providers"]["fake"]["api"] = "anthropic-messages"
-        models["providers"]["fake"]["models"][0]["compat"] = {"supportsStrictTools": True}
-        (workspace.agent_dir / "models.json").write_text(json.dumps(models))
-        proc = await workspace.spawn("ours", "--no-session")
-        conv = Conversation(proc, server, workspace)
-        try:
-            await conv.prompt("first")
-            await conv.prompt("second")  # the session remembers: no strict attempt again
-        finally:
-            await proc.kill()
-        flags = [{t.get("strict", "-") for t in request["body"]["tools"]} for request in server.requests]
+    requests = await _requests("ours", tmp_path, {"supportsStrictTools": True}, "anthropic-messages", (refusal,))
+    # sent again plain, and the session remembers: no strict attempt on the second turn
+    flags = [{t.get("strict", "-") for t in body["tools"]} for body in requests]
     assert flags == [{True}, {"-"}, {"-"}]
 
 

@@ -12,10 +12,9 @@ from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
 from pi_coding_agent.ai.providers import strict_schema
-from pi_coding_agent.ai.providers.diagnostics import append_diagnostic
 from pi_coding_agent.ai.providers.http import sse_events
 from pi_coding_agent.ai.stream import ProviderError, StreamOptions
-from pi_coding_agent.ai.types import AssistantMessage, Model, Tool, now_ms
+from pi_coding_agent.ai.types import AssistantMessage, Model, Tool
 
 CLAUDE_CODE_TOOL_NAMES = {
     name.lower(): name
@@ -105,7 +104,4 @@ async def strict_fallback(url: str, request: Callable[[bool], tuple[dict[str, st
             if started or plain or not retry_plain or not strict_schema.is_strict_limit_error(str(error)):
                 raise
             plain = True
-            strict_schema.mark_over_limits(options.session_id)
-            append_diagnostic(output, {"type": "anthropic_strict_tools_fallback", "timestamp": now_ms(),
-                                       "error": {"message": str(error)},
-                                       "details": {"reason": "strict_tool_limits_exceeded"}})
+            strict_schema.fall_back_plain(output, options.session_id, "anthropic", error)

@@ -18,7 +18,8 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
-from pi_coding_agent.ai.types import Tool
+from pi_coding_agent.ai.providers.diagnostics import append_diagnostic
+from pi_coding_agent.ai.types import Tool, now_ms
 
 UNSUPPORTED_KEYS = ("$ref", "$defs", "definitions", "allOf", "oneOf", "patternProperties", "dependentSchemas",
                     "dependencies", "unevaluatedProperties", "propertyNames", "contains", "prefixItems", "not",
@@ -156,6 +157,13 @@ def mark_over_limits(session_id: str | None) -> None:
     _over_limits[session_id] = None
     if len(_over_limits) > MAX_REMEMBERED_SESSIONS:
         del _over_limits[next(iter(_over_limits))]
+
+
+def fall_back_plain(output: Any, session_id: str | None, api: str, error: Exception) -> None:
+    """Record a strict-limit refusal: the session goes plain from now on, the answer says why."""
+    mark_over_limits(session_id)
+    append_diagnostic(output, {"type": f"{api}_strict_tools_fallback", "timestamp": now_ms(),
+                               "error": {"message": str(error)}, "details": {"reason": "strict_tool_limits_exceeded"}})
 
 
 def over_limits(session_id: str | None) -> bool:
