@@ -140,14 +140,6 @@ async def test_chat_completions_tools_go_strict_where_the_host_takes_it(tmp_path
     assert {flag for _, flag, _ in _completions_tools(plain[0])} == {"-"}
 
 
-@needs_reference
-@pytest.mark.parametrize("compat", [{"supportsStrictMode": True}, {}])
-async def test_chat_completions_strict_tools_match_reference(compat: dict[str, Any], tmp_path: Path) -> None:
-    ours = await _requests("ours", tmp_path, compat, "openai-completions")
-    reference = await _requests("reference", tmp_path, compat, "openai-completions")
-    assert _completions_tools(ours[0]) == _completions_tools(reference[0])
-
-
 def _anthropic_tools(body: dict[str, Any]) -> list[Any]:
     return [(t["name"], t.get("strict", "-"), _bare(t["input_schema"])) for t in body["tools"]]
 
@@ -169,9 +161,16 @@ async def test_anthropic_strict_limit_refusal_is_sent_again_plain(tmp_path: Path
     assert flags == [{True}, {"-"}, {"-"}]
 
 
+STRICT_CASES = {"completions strict": ("openai-completions", {"supportsStrictMode": True}, _completions_tools),
+                "completions plain": ("openai-completions", {}, _completions_tools),
+                "anthropic strict": ("anthropic-messages", {"supportsStrictTools": True}, _anthropic_tools),
+                "anthropic plain": ("anthropic-messages", {}, _anthropic_tools)}
+
+
 @needs_reference
-@pytest.mark.parametrize("compat", [{"supportsStrictTools": True}, {}])
-async def test_anthropic_strict_tools_match_reference(compat: dict[str, Any], tmp_path: Path) -> None:
-    ours = await _requests("ours", tmp_path, compat, "anthropic-messages")
-    reference = await _requests("reference", tmp_path, compat, "anthropic-messages")
-    assert _anthropic_tools(ours[0]) == _anthropic_tools(reference[0])
+@pytest.mark.parametrize("case", list(STRICT_CASES))
+async def test_strict_tools_match_reference(case: str, tmp_path: Path) -> None:
+    api, compat, tools = STRICT_CASES[case]
+    ours = await _requests("ours", tmp_path, compat, api)
+    reference = await _requests("reference", tmp_path, compat, api)
+    assert tools(ours[0]) == tools(reference[0])
