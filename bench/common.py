@@ -5,12 +5,13 @@ from __future__ import annotations
 import compileall
 import json
 import os
+import shlex
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,7 +24,7 @@ PROVIDER, MODEL = "bench", "bench-model"
 
 @dataclass(frozen=True)
 class Row:
-    """One measure of one benchmark; ``target`` is the ratio ours/reference to stay under, if any."""
+    """One measure of one benchmark; ``target`` is the ratio ours/reference to stay at or under, if any."""
 
     bench: str
     measure: str
@@ -31,6 +32,7 @@ class Row:
     ours: float
     reference: float | None = None
     target: float | None = None
+    limit: float | None = None  # an absolute bound on ``ours``, in ``unit``
 
     @property
     def ratio(self) -> float | None:
@@ -43,8 +45,12 @@ def format_table(rows: Iterable[Row], markdown: bool = False) -> str:
     cells = [header]
     for row in rows:
         ratio = "-" if row.ratio is None else f"{row.ratio:.2f}"
-        verdict = "-" if row.target is None or row.ratio is None else \
-            f"< {row.target:g} {'ok' if row.ratio < row.target else 'MISSED'}"
+        verdicts = []
+        if row.target is not None and row.ratio is not None:
+            verdicts.append(f"<= {row.target:g} {'ok' if row.ratio <= row.target else 'MISSED'}")
+        if row.limit is not None:
+            verdicts.append(f"<= {row.limit:g} {row.unit} {'ok' if row.ours <= row.limit else 'MISSED'}")
+        verdict = "; ".join(verdicts) or "-"
         cells.append((row.bench, f"{row.measure} ({row.unit})", _number(row.ours), _number(row.reference),
                       ratio, verdict))
     if markdown:
@@ -62,6 +68,19 @@ def _number(value: float | None) -> str:
     return f"{value:.0f}" if abs(value) >= 100 else f"{value:.1f}" if abs(value) >= 10 else f"{value:.2f}"
 
 
+def runs_and_chunks_main(doc: str, results: Callable[[int, int], list[Row]], reference_is: str) -> None:
+    """The command line of a bench taking ``--runs`` and ``--chunks``: parse, measure, print the table."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--chunks", type=int, default=5000)
+    args = parser.parse_args()
+    note = compile_bytecode()
+    print(format_table(results(args.runs, args.chunks)))
+    print(f"median of {args.runs} runs per cell; the reference column is {reference_is}; {note}")
+
+
 def compile_bytecode() -> str:
     """Compile ``src`` and let every process we start use and write .pyc files, as a real install does.
 
@@ -75,7 +94,10 @@ def compile_bytecode() -> str:
 
 
 def ours_cmd() -> list[str]:
-    """Our `pi`, from the same environment as this interpreter."""
+    """Our `pi`, from the same environment as this interpreter; ``PI_BENCH_OURS`` (a command line)
+    replaces it, to measure another build (an earlier commit's tree, for a before/after table)."""
+    if os.environ.get("PI_BENCH_OURS"):
+        return shlex.split(os.environ["PI_BENCH_OURS"])
     exe = Path(sys.executable).with_name("pi")
     return [str(exe)] if exe.exists() else [sys.executable, "-m", "pi_coding_agent"]
 
@@ -134,6 +156,23 @@ def cleanup(path: Path) -> None:
 def spawn(cmd: list[str], env: dict[str, str], cwd: Path | None = None) -> subprocess.Popen[bytes]:
     return subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                             env=env, cwd=cwd)
+
+
+def answered_rpc(cmd: list[str], env: dict[str, str], cwd: Path) -> subprocess.Popen[bytes]:
+    """A fresh ``pi --mode rpc --no-session`` on the bench model that has answered ``get_state``
+    (its start-up is behind it)."""
+    proc = spawn([*cmd, "--mode", "rpc", "--no-session", "--provider", PROVIDER, "--model", MODEL], env, cwd=cwd)
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(b'{"id":"s","type":"get_state"}\n')
+    proc.stdin.flush()
+    seen = b""
+    while b'"get_state"' not in seen:  # raw reads: the caller goes on reading the fd itself
+        data = os.read(proc.stdout.fileno(), 1 << 16)
+        if not data:
+            stop(proc)
+            raise RuntimeError(f"{cmd[0]}: exited before answering get_state")
+        seen += data
+    return proc
 
 
 def stop(proc: subprocess.Popen[bytes]) -> None:

@@ -10,14 +10,14 @@ from typing import Any
 
 import pytest
 
-from pi_coding_agent.coding.codemode.declarations import to_identifier
+from pi_coding_agent.coding.codemode.declarations import sample, to_identifier
 from pi_coding_agent.coding.codemode.host import (
     BASH_OUTPUT_SCHEMA,
     READ_OUTPUT_SCHEMA,
     CatalogTool,
     Namespace,
 )
-from pi_coding_agent.coding.codemode.tool import describe, sample
+from pi_coding_agent.coding.codemode.tool import describe
 from pi_coding_agent.coding.tools import ToolEnv, create_builtin_tools
 from tests.reference_pi import REFERENCE_NODE_BIN, REFERENCE_PI, REFERENCE_ROOT
 

@@ -14,10 +14,13 @@ from pathlib import Path
 
 from tests.rpc_helpers import PYTHON
 
-HEAVY = ("httpx", "httpcore", "h11", "anyio", "httpx_sse", "pydantic", "pydantic_core", "yaml",
+HEAVY = ("httpx", "httpcore", "h11", "anyio", "pydantic", "pydantic_core", "yaml",
          "botocore", "urllib3", "google", "cryptography",  # the cloud SDKs load on a provider's first request
          "_quickjs", "quickjs",  # the codemode engine loads only in its worker process
          "websockets", "backports")  # the Codex WebSocket transport and its zstd bodies: first Codex request
+# standard modules a start does not need: OpenSSL (asyncio starts without ``ssl``: coding/modes/start_up.py)
+# and tempfile with what it pulls in (random, shutil and its compression modules)
+DEFERRED_STDLIB = ("_ssl", "_hashlib", "tempfile", "shutil", "random", "secrets", "bz2", "lzma")
 
 
 def imported_modules(stderr: str) -> set[str]:
@@ -30,12 +33,28 @@ def imported_modules(stderr: str) -> set[str]:
 
 
 def start_and_get_state(tmp_path: Path, *args: str) -> tuple[dict[str, object], set[str]]:
-    env = {**os.environ, "HOME": str(tmp_path), "PI_CODING_AGENT_DIR": str(tmp_path / "agent")}
+    return first_answer(tmp_path, b'{"id":"s","type":"get_state"}\n', *args)
+
+
+def first_answer(tmp_path: Path, command: bytes, *args: str, **env_extra: str) -> tuple[dict[str, object], set[str]]:
+    """The answer to ``command`` and the modules imported before it was written.
+
+    stderr shares stdout's pipe, so the ``-X importtime`` lines come in the order of the writes; what
+    a session loads in the background once its first answer is out (the provider stack) comes after.
+    """
+    env = {**os.environ, **env_extra, "HOME": str(tmp_path), "PI_CODING_AGENT_DIR": str(tmp_path / "agent")}
     done = subprocess.run([PYTHON, "-X", "importtime", "-m", "pi_coding_agent", "--mode", "rpc", "--no-session", *args],
-                          input=b'{"id":"s","type":"get_state"}\n', capture_output=True, env=env, cwd=tmp_path,
-                          timeout=60, check=False)
-    response = json.loads(done.stdout.splitlines()[0])
-    return response, imported_modules(done.stderr.decode())
+                          input=command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          env=env, cwd=tmp_path, timeout=60, check=False)
+    before, answer = _split_at_answer(done.stdout.decode())
+    return json.loads(answer), imported_modules(before)
+
+
+def _split_at_answer(output: str) -> tuple[str, str]:
+    """(everything before the first JSON line, that line)."""
+    lines = output.splitlines()
+    index = next(i for i, line in enumerate(lines) if line.startswith("{"))
+    return "\n".join(lines[:index]), lines[index]
 
 
 def test_bare_start_imports_no_heavy_library(tmp_path):
@@ -43,6 +62,17 @@ def test_bare_start_imports_no_heavy_library(tmp_path):
     assert response["command"] == "get_state" and response["success"] is True
     assert "pi_coding_agent.coding.modes.rpc" in modules  # the listing is real
     assert sorted(m for m in modules if m.split(".")[0] in HEAVY) == []
+    assert sorted(m for m in modules if m in DEFERRED_STDLIB) == []
+    assert sorted(m for m in modules if m in FIRST_USE) == []
+
+
+# the codemode tool is registered at start-up, what runs a script loads with the first one; the
+# summaries of compaction and tree navigation load with the first, tool-argument validation with
+# the first tool call
+FIRST_USE = (*(f"pi_coding_agent.coding.codemode.{name}"
+               for name in ("script_run", "sandbox", "output", "host", "scope", "source", "worker", "declarations")),
+             "pi_coding_agent.coding.compaction.summarize", "pi_coding_agent.coding.compaction.branch_summary",
+             "pi_coding_agent.agent.validation")
 
 
 def test_start_with_validated_models_json_imports_no_heavy_library(tmp_path):
@@ -58,6 +88,7 @@ def test_start_with_validated_models_json_imports_no_heavy_library(tmp_path):
     assert second["success"] is True
     assert second["data"]["model"]["id"] == "m1"  # type: ignore[index]
     assert sorted(m for m in modules if m.split(".")[0] in HEAVY) == []
+    assert sorted(m for m in modules if m in DEFERRED_STDLIB and m != "_hashlib") == []  # fingerprints hash
 
 
 def test_start_with_cloud_credentials_imports_no_cloud_sdk(tmp_path):
@@ -66,14 +97,9 @@ def test_start_with_cloud_credentials_imports_no_cloud_sdk(tmp_path):
     adc.write_text("{}")
     env_extra = {"AWS_ACCESS_KEY_ID": "AKID", "AWS_SECRET_ACCESS_KEY": "secret", "GOOGLE_APPLICATION_CREDENTIALS":
                  str(adc), "GOOGLE_CLOUD_PROJECT": "p", "GOOGLE_CLOUD_LOCATION": "us-central1"}
-    env = {**os.environ, **env_extra, "HOME": str(tmp_path), "PI_CODING_AGENT_DIR": str(tmp_path / "agent")}
-    done = subprocess.run([PYTHON, "-X", "importtime", "-m", "pi_coding_agent", "--mode", "rpc", "--no-session"],
-                          input=b'{"id":"s","type":"get_available_models"}\n', capture_output=True, env=env,
-                          cwd=tmp_path, timeout=60, check=False)
-    response = json.loads(done.stdout.splitlines()[0])
-    providers = {m["provider"] for m in response["data"]["models"]}
+    response, modules = first_answer(tmp_path, b'{"id":"s","type":"get_available_models"}\n', **env_extra)
+    providers = {m["provider"] for m in response["data"]["models"]}  # type: ignore[index]
     assert {"amazon-bedrock", "google-vertex"} <= providers
-    modules = imported_modules(done.stderr.decode())
     assert sorted(m for m in modules if m.split(".")[0] in HEAVY) == []
 
 

@@ -126,3 +126,62 @@ async def test_writes_and_edits_on_one_file_are_serialised(tmp_path: Path) -> No
     # Each edit expects the previous one's result: only serialised execution in order succeeds.
     await asyncio.gather(*(bump(i) for i in range(20)))
     assert (tmp_path / "c.txt").read_text() == "20"
+
+
+# ---- large files: the new text is written piece by piece, the fuzzy copy is built in blocks ----
+
+
+@pytest.fixture
+def tiny_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pieces and fuzzy blocks of a few characters, so small files cross every block boundary."""
+    from pi_coding_agent.coding.tools import edit_diff
+
+    monkeypatch.setattr(edit_diff, "_PART_CHARS", 3)
+    monkeypatch.setattr(edit_diff, "_FUZZY_BLOCK_CHARS", 4)
+
+
+@pytest.mark.usefixtures("tiny_blocks")
+async def test_crlf_file_written_in_pieces_keeps_every_line_ending(tmp_path: Path) -> None:
+    target = tmp_path / "c.txt"
+    target.write_bytes(b"\xef\xbb\xbfab\r\ncd\r\nef\r\r\ngh\r\nij\r\n")
+    result = await run(tmp_path, "edit", path="c.txt", edits=[edit("cd\n", "CD\nC2\n"), edit("ij", "IJ")])
+    assert target.read_bytes() == b"\xef\xbb\xbfab\r\nCD\r\nC2\r\nef\r\r\ngh\r\nIJ\r\n"
+    assert result.details["firstChangedLine"] == 2
+
+
+@pytest.mark.usefixtures("tiny_blocks")
+async def test_fuzzy_match_across_blocks(tmp_path: Path) -> None:
+    target = tmp_path / "q.txt"
+    target.write_text("first line  \nsay \u201chello\u201d \t\nlast\n")
+    await run(tmp_path, "edit", path="q.txt", edits=[edit('say "hello"', "say hi")])
+    assert target.read_text() == "first line  \nsay hi\nlast\n"
+
+
+async def test_offsets_that_shift_and_shift_back_are_still_no_change(tmp_path: Path) -> None:
+    (tmp_path / "n.txt").write_text("xaab\n")
+    with pytest.raises(ToolError) as info:
+        await run(tmp_path, "edit", path="n.txt", edits=[edit("xa", "x"), edit("ab", "aab")])
+    assert str(info.value) == "No changes made to n.txt. The replacements produced identical content."
+
+
+async def test_far_apart_edits_in_a_large_file(tmp_path: Path) -> None:
+    """Two windows of diff, line numbers counted without the new text; only the touched lines change."""
+    target = tmp_path / "big.txt"
+    lines = [f"row {i}\n" for i in range(200_000)]
+    target.write_text("".join(lines))
+    result = await run(tmp_path, "edit", path="big.txt", edits=[edit("row 10\n", "ten\n10b\n"), edit("row 199998\n", "")])
+    expected = [*lines[:10], "ten\n", "10b\n", *lines[11:199998], lines[199999]]
+    assert target.read_text() == "".join(expected)
+    diff = result.details["diff"]
+    assert "-    11 row 10\n+    11 ten\n+    12 10b\n     12 row 11" in diff  # context: old numbers
+    assert "-199999 row 199998\n 200000 row 199999" in diff
+    assert result.details["patch"].count("@@ -") == 2
+
+
+def test_text_already_normal_is_not_copied_for_fuzzy_matching() -> None:
+    from pi_coding_agent.coding.tools.edit_diff import normalize_for_fuzzy_match
+
+    text = "plain ascii\nno trailing blanks\n" * 1000
+    assert normalize_for_fuzzy_match(text) is text
+    assert normalize_for_fuzzy_match("a \nb") == "a\nb"
+    assert normalize_for_fuzzy_match("tab\t") == "tab"

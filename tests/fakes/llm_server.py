@@ -48,7 +48,7 @@ incomplete body. ``disconnects`` counts streams the client closed before the end
 
 Command line (benchmarks, manual comparison with the reference pi)::
 
-    python -m tests.fakes.llm_server --script script.json [--port 0]
+    python -m tests.fakes.llm_server --script script.json [--port 0] [--tls cert.pem key.pem]
 
 prints the base URL on stdout and serves until interrupted.
 """
@@ -61,6 +61,7 @@ import importlib
 import json
 import re
 import socket
+import ssl
 import sys
 import threading
 import time
@@ -236,8 +237,9 @@ class _Server(ThreadingHTTPServer):
 class FakeLLMServer:
     """Scripted HTTP server; see the module docstring for the script format and routes."""
 
-    def __init__(self, port: int = 0) -> None:
+    def __init__(self, port: int = 0, tls: ssl.SSLContext | None = None) -> None:
         self._port = port
+        self._tls = tls  # a server-side context: serve https:// instead of http://
         self._script: deque[dict[str, Any]] = deque()
         self._cond = threading.Condition()
         self._httpd: _Server | None = None
@@ -250,7 +252,9 @@ class FakeLLMServer:
 
     def start(self) -> FakeLLMServer:
         self._httpd = _Server(self, self._port)
-        self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}"
+        if self._tls is not None:
+            self._httpd.socket = self._tls.wrap_socket(self._httpd.socket, server_side=True)
+        self.url = f"{'https' if self._tls else 'http'}://127.0.0.1:{self._httpd.server_address[1]}"
         self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.02,), name="fake-llm", daemon=True)
         self._thread.start()
         return self
@@ -308,8 +312,13 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Serve a scripted fake LLM over HTTP.")
     parser.add_argument("--script", help="JSON file holding a list of scripted responses")
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"), help="serve https:// with this certificate")
     args = parser.parse_args(argv)
-    server = FakeLLMServer(args.port)
+    tls = None
+    if args.tls:
+        tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        tls.load_cert_chain(*args.tls)
+    server = FakeLLMServer(args.port, tls)
     if args.script:
         server.add(*json.loads(Path(args.script).read_text()))
     server.start()

@@ -26,7 +26,8 @@ def make_certificates(directory: Path, host: str) -> tuple[Path, Path, Path]:
     run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "1",
         "-subj", "/CN=pi test CA")
     run("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "leaf.key", "-out", "leaf.csr", "-subj", f"/CN={host}")
-    (directory / "ext.cnf").write_text(f"subjectAltName=DNS:{host}\nbasicConstraints=CA:FALSE\n")
+    kind = "IP" if host.replace(".", "").isdigit() else "DNS"  # clients match an address only to an IP entry
+    (directory / "ext.cnf").write_text(f"subjectAltName={kind}:{host}\nbasicConstraints=CA:FALSE\n")
     run("x509", "-req", "-in", "leaf.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
         "-out", "leaf.pem", "-days", "1", "-extfile", "ext.cnf")
     return directory / "ca.pem", directory / "leaf.pem", directory / "leaf.key"

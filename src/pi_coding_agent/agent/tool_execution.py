@@ -15,7 +15,6 @@ from typing import Any, cast
 
 from pi_coding_agent.agent.hooks import AgentHooks
 from pi_coding_agent.agent.tool import AgentTool, ToolResult
-from pi_coding_agent.agent.validation import validate_tool_arguments
 from pi_coding_agent.ai.abort import AbortSignal
 from pi_coding_agent.ai.types import ToolCall, ToolResultMessage, now_ms
 
@@ -170,6 +169,8 @@ class ToolExecutor:
 
     async def _prepare(self, call: ToolCall) -> _Prepared | _Finalized:
         """Resolve, repair, validate and clear one call, or give its immediate error result."""
+        from pi_coding_agent.agent.validation import validate_tool_arguments  # with the first tool call
+
         if self._signal.aborted:
             return _Finalized(call, error_result(ABORTED_TEXT))
         tool = self._tools.get(call["name"])

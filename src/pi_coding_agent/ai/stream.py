@@ -23,6 +23,7 @@ import asyncio
 import importlib
 import os
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
@@ -145,6 +146,34 @@ def new_assistant_message(model: Model) -> AssistantMessage:
 _DONE = object()
 
 
+class _Channel:
+    """The adapter task's events for the one consumer: ``put`` never blocks, ``get`` waits only when
+    empty. Per delta it does a fraction of ``asyncio.Queue``'s bookkeeping (no task counting, no
+    bounded size, one waiter)."""
+
+    __slots__ = ("_items", "_waiter")
+
+    def __init__(self) -> None:
+        self._items: deque[Any] = deque()
+        self._waiter: asyncio.Future[None] | None = None
+
+    def put(self, item: Any) -> None:
+        self._items.append(item)
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def get(self) -> Any:
+        items = self._items
+        while not items:
+            self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+        return items.popleft()
+
+
 class AssistantStream:
     """Async iterator of normalized events for one request; ``partial`` is the live message.
 
@@ -179,10 +208,10 @@ class AssistantStream:
         if signal is not None and signal.aborted:
             yield self._finish_failed(msg, "aborted", "This operation was aborted", started)
             return
-        queue: asyncio.Queue[Any] = asyncio.Queue()
+        queue = _Channel()
         producer = asyncio.create_task(self._produce(queue))
         # A task cancelled before its first step never runs its except clause: report it here.
-        producer.add_done_callback(lambda t: queue.put_nowait(asyncio.CancelledError()) if t.cancelled() else None)
+        producer.add_done_callback(lambda t: queue.put(asyncio.CancelledError()) if t.cancelled() else None)
         remove = signal.cancel_task_on_abort(producer) if signal is not None else None
         open_blocks: set[int] = set()
         try:
@@ -221,20 +250,21 @@ class AssistantStream:
         self._final = msg
         yield {"type": "done", "reason": msg["stopReason"], "message": msg}
 
-    async def _produce(self, queue: asyncio.Queue[Any]) -> None:
+    async def _produce(self, queue: _Channel) -> None:
         REQUEST_ENV.set(self.options.env)  # this task's own context: the adapter sees it, nothing else does
         try:
             adapter = load_adapter(self.model["api"], self.model["provider"])
             context: Context = {**self.context, "messages": prepare_messages(self.model, self.context["messages"])}
             options = replace(await self._hooked_options(), identity_provider=self.model["provider"])  # for attribution
+            put = queue.put
             async for ev in adapter(self.model, context, options, self.partial):
-                queue.put_nowait(ev)
+                put(ev)
         except BaseException as exc:  # forwarded to the consumer, which owns the message
-            queue.put_nowait(exc)
+            queue.put(exc)
             if not isinstance(exc, Exception | asyncio.CancelledError):
                 raise
             return
-        queue.put_nowait(_DONE)
+        queue.put(_DONE)
 
     async def _hooked_options(self) -> StreamOptions:
         """The options after ``on_headers`` (once per request; retries reuse them)."""

@@ -22,7 +22,6 @@ from pi_coding_agent.agent.agent import Agent
 from pi_coding_agent.agent.queues import QUEUE_MODES
 from pi_coding_agent.ai.abort import AbortSignal, sleep_abortable
 from pi_coding_agent.ai.keys import start_prompt
-from pi_coding_agent.ai.thinking import clamp_thinking_level, supported_thinking_levels
 from pi_coding_agent.ai.types import Model
 from pi_coding_agent.coding import llama_command, login_ui
 from pi_coding_agent.coding.bash_runs import BashRuns
@@ -30,6 +29,7 @@ from pi_coding_agent.coding.compaction.controller import CompactionController
 from pi_coding_agent.coding.errors import SessionError
 from pi_coding_agent.coding.event_stream import EventStream
 from pi_coding_agent.coding.messages import last_assistant, last_assistant_text, message_text, user_message
+from pi_coding_agent.coding.model_selection import ModelSelection
 from pi_coding_agent.coding.queue_mirror import QueueMirror
 from pi_coding_agent.coding.retry import RetryState
 from pi_coding_agent.coding.runtime import SessionRuntime
@@ -75,6 +75,7 @@ class AgentSession:
         self.compaction = CompactionController(self, runtime, self.extensions)
         self.agent.hooks.prepare_next_turn = self.compaction.check_between_turns
         self.navigator = TreeNavigator(self, runtime, self.extensions)
+        self.models = ModelSelection(runtime, self.emit, lambda: self.extensions)
 
     async def load_extensions(self) -> None:
         """Run every extension's ``setup`` (before the model choice: they may register providers)."""
@@ -421,55 +422,19 @@ class AgentSession:
     # ----------------------------------------------------------------- model and thinking
 
     def get_available_models(self) -> list[Model]:
-        return self.rt.available_models()
+        return self.models.available_models()
 
     async def set_model(self, provider: str, model_id: str) -> Model:
-        model = next((m for m in self.get_available_models()
-                      if m["provider"] == provider and m["id"] == model_id), None)
-        if model is None:  # pi looks only among models with credentials, whatever the reason
-            raise SessionError(f"Model not found: {provider}/{model_id}")
-        await self._switch_model(model, "set")
-        return model
+        return await self.models.set_model(provider, model_id)
 
     async def cycle_model(self) -> dict[str, Any] | None:
-        scoped = self.rt.scoped_models
-        candidates = scoped or self.get_available_models()
-        if len(candidates) <= 1 and (not candidates or candidates[0] is self.agent.model):
-            return None
-        current = self.agent.model
-        index = next((i for i, m in enumerate(candidates)
-                      if m["provider"] == current["provider"] and m["id"] == current["id"]), -1)
-        model = candidates[(index + 1) % len(candidates)] if index >= 0 else candidates[0]
-        await self._switch_model(model, "cycle")
-        return {"model": model, "thinkingLevel": self.agent.thinking_level, "isScoped": bool(scoped)}
-
-    async def _switch_model(self, model: Model, source: str) -> None:
-        previous = self.agent.model
-        self.agent.set_model(model)
-        self.sm.append_model_change(model["provider"], model["id"])
-        if self.extensions is not None:
-            await self.extensions.model_select(model, previous, source)
-        self._apply_thinking_level(self.rt.thinking_level_for(model, self.agent.thinking_level))
+        return await self.models.cycle_model()
 
     def set_thinking_level(self, level: str) -> None:
-        self._apply_thinking_level(level)
-
-    def _apply_thinking_level(self, level: str) -> None:
-        effective = clamp_thinking_level(self.agent.model, level)
-        if effective == self.agent.thinking_level:
-            return
-        self.agent.set_thinking_level(effective)
-        self.sm.append_thinking_level_change(effective)
-        self.emit({"type": "thinking_level_changed", "level": effective})
+        self.models.set_thinking_level(level)
 
     def cycle_thinking_level(self) -> dict[str, Any] | None:
-        if not self.agent.model.get("reasoning"):
-            return None
-        levels = supported_thinking_levels(self.agent.model)
-        current = self.agent.thinking_level
-        index = levels.index(current) if current in levels else -1
-        self._apply_thinking_level(levels[(index + 1) % len(levels)])
-        return {"level": self.agent.thinking_level}
+        return self.models.cycle_thinking_level()
 
     @property
     def sandbox_mode(self) -> str:
@@ -480,7 +445,7 @@ class AgentSession:
         self.rt.set_sandbox_mode(mode)
 
     def get_available_thinking_levels(self) -> list[str]:
-        return supported_thinking_levels(self.agent.model)
+        return self.models.available_thinking_levels()
 
     # ----------------------------------------------------------------- user bash
 

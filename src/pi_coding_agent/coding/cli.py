@@ -285,6 +285,10 @@ def _print_or_stop(text: str) -> int:
 
 def _run_mode(args: CliArgs) -> int:
     """Dispatch to the export command or a mode (imported lazily: each pulls in its own stack)."""
+    from pi_coding_agent.coding.modes.start_up import collector_paused, import_asyncio_without_ssl
+
+    with collector_paused():
+        import_asyncio_without_ssl()  # every mode runs on asyncio; TLS loads with the first https:// request
     if args.export is not None:
         from pi_coding_agent.coding.export.html import export_cli
 

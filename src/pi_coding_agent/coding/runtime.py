@@ -9,6 +9,7 @@ so everything here can be read, and tested, without it. ``bootstrap`` builds the
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -79,8 +80,12 @@ class McpHooks(Protocol):
 
 
 LOGIN_HELP = auth_help.login_help()
-# "401 …" or "<API> error (401): …", as the adapters word an HTTP 401
-_UNAUTHORIZED = re.compile(r"(?:[^(]*\()?401\b")
+
+
+@functools.cache
+def _unauthorized() -> re.Pattern[str]:
+    """``401 …`` or ``<API> error (401): …``, as the adapters word an HTTP 401 (compiled on first use)."""
+    return re.compile(r"(?:[^(]*\()?401\b")
 
 
 @dataclass
@@ -207,7 +212,7 @@ class SessionRuntime:
     async def recover_unauthorized(self, failed: Mapping[str, Any] | None) -> bool:
         """After a 401 to an OAuth access token, refresh it (even before its expiry): True to retry once."""
         text = str((failed or {}).get("errorMessage") or "")
-        if not failed or failed.get("stopReason") != "error" or not _UNAUTHORIZED.match(text):
+        if not failed or failed.get("stopReason") != "error" or not _unauthorized().match(text):
             return False
         model = self.agent.model
         try:

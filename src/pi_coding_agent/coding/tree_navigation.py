@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pi_coding_agent.ai.abort import AbortSignal
-from pi_coding_agent.coding.compaction.branch_summary import collect_branch_entries
 from pi_coding_agent.coding.errors import SessionError
 
 if TYPE_CHECKING:
@@ -64,6 +63,8 @@ class TreeNavigator:
             result["editorText"] = content if isinstance(content, str) else "".join(
                 b.get("text", "") for b in content or [] if b.get("type") == "text")
         summary_entry = None
+        from pi_coding_agent.coding.compaction.branch_summary import collect_branch_entries  # with summaries
+
         branch = collect_branch_entries(sm.get_branch, old_leaf, new_leaf) if summarize or self.hooks else []
         choices: dict[str, Any] = {"customInstructions": custom_instructions,
                                    "replaceInstructions": replace_instructions, "label": label}

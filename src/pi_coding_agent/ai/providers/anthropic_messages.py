@@ -19,6 +19,7 @@ from typing import Any
 
 import orjson
 
+from pi_coding_agent.ai.providers.accumulate import append_text
 from pi_coding_agent.ai.providers.anthropic_system import (
     DEFERRED_PLACEHOLDER,
     INLINE_TOOLS_BETA,
@@ -458,10 +459,10 @@ class _Reader:
         block = self.msg["content"][at]
         kind = delta["type"]
         if kind == "text_delta" and block["type"] == "text":
-            block["text"] += delta["text"]
+            append_text(block, "text", delta["text"])
             return [{"type": "text_delta", "contentIndex": at, "delta": delta["text"]}]
         if kind == "thinking_delta" and block["type"] == "thinking":
-            block["thinking"] += delta["thinking"]
+            append_text(block, "thinking", delta["thinking"])
             return [{"type": "thinking_delta", "contentIndex": at, "delta": delta["thinking"]}]
         if kind == "signature_delta" and block["type"] == "thinking":
             block["thinkingSignature"] = (block.get("thinkingSignature") or "") + delta["signature"]

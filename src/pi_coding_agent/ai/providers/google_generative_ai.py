@@ -20,6 +20,7 @@ from typing import Any
 
 import orjson
 
+from pi_coding_agent.ai.providers.accumulate import append_text
 from pi_coding_agent.ai.providers.http import sse_events
 from pi_coding_agent.ai.stream import ProviderError, StreamOptions
 from pi_coding_agent.ai.thinking import clamp_max_tokens, clamp_thinking_level
@@ -272,7 +273,7 @@ class _Reader:
             self.current = {"type": kind, kind: ""}
             self.msg["content"].append(self.current)
             events.append({"type": f"{kind}_start", "contentIndex": len(self.msg["content"]) - 1})
-        self.current[kind] += part["text"]
+        append_text(self.current, kind, part["text"])
         if part.get("thoughtSignature"):  # later pieces of a part may omit it: keep the last one seen
             self.current["thinkingSignature" if kind == "thinking" else "textSignature"] = part["thoughtSignature"]
         events.append({"type": f"{kind}_delta", "contentIndex": len(self.msg["content"]) - 1, "delta": part["text"]})

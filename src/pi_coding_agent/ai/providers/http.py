@@ -1,11 +1,12 @@
 """HTTP plumbing shared by every wire adapter: one pooled client, SSE streaming, error texts.
 
-httpx is imported on first use (never at start-up). The API is six names:
+httpx is imported on first use (never at start-up). The API is these names:
 
 * ``sse_events(url, headers, body, options, error_text=openai_error_text)`` - POST ``body`` as JSON
-  (``bytes`` as they are, for a body the caller encoded itself) and yield the response's ``httpx_sse.ServerSentEvent``s. A non-2xx answer raises ``ProviderError``
-  whose text is ``error_text(status, body_text)`` and whose ``retry_after_ms`` carries a
-  ``retry-after(-ms)`` header for the agent's retry policy. Transport failures become
+  (``bytes`` as they are, for a body the caller encoded itself) and yield the response's
+  ``ServerSentEvent``s (``ai.providers.sse``, parsed from the raw bytes). A non-2xx answer raises
+  ``ProviderError`` whose text is ``error_text(status, body_text)`` and whose ``retry_after_ms``
+  carries a ``retry-after(-ms)`` header for the agent's retry policy. Transport failures become
   ``ProviderError``s whose texts the retry classifier (``ai.errors``) treats as transient. The
   connection is closed when the generator is closed or its task is cancelled.
 * ``openai_error_text(status, body_text, prefix=None)`` - pi's text for an OpenAI-SDK error.
@@ -13,13 +14,15 @@ httpx is imported on first use (never at start-up). The API is six names:
 * ``post_stream(url, headers, content, options, error_text)`` - the same POST for non-SSE streams
   (Bedrock's binary event stream): an async context manager giving the open 2xx response.
 * ``apply_payload_hook(body, options)`` - the body after ``before_provider_request``.
-* ``get_client()`` - the shared ``httpx.AsyncClient`` of the running event loop.
+* ``get_client(url)`` - the shared ``httpx.AsyncClient`` of the running event loop for ``url``'s scheme;
+  ``tls_context()`` its process-wide TLS context; ``warm_up(base_url)`` imports all of it ahead of use.
 """
 
 from __future__ import annotations
 
 import asyncio
 import math
+import threading
 import time
 import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
@@ -31,30 +34,85 @@ import orjson
 
 from pi_coding_agent.ai.identity import with_identity
 from pi_coding_agent.ai.provider_hooks import report_response, report_stream_event, without_dropped
+from pi_coding_agent.ai.providers.sse import ServerSentEvent, SSEParser
 from pi_coding_agent.ai.stream import ProviderError, StreamOptions
 
 if TYPE_CHECKING:
+    import ssl
+
     import httpx
-    from httpx_sse import ServerSentEvent
 
 ErrorText = Callable[[int, str], str]
 MAX_ERROR_BODY_CHARS = 4000
 
-# A client's connection pool belongs to the loop that created it.
-_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = weakref.WeakKeyDictionary()
+# A client's connection pool belongs to the loop that created it; the key's flag says whether the
+# client may open TLS connections (only those are given the CA-loaded context).
+_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[bool, httpx.AsyncClient]] = \
+    weakref.WeakKeyDictionary()
+_tls_lock = threading.Lock()
+_tls: list[ssl.SSLContext] = []  # the process's verifying context, once built
+_PROXY_VARIABLES = ("https_proxy", "http_proxy", "all_proxy")
+# what a first request imports: httpx loads httpcore in its transport, which loads anyio's backend
+_FIRST_REQUEST_MODULES = ("httpx", "httpx_sse", "httpcore", "httpcore._async.http11", "httpcore._backends.anyio",
+                          "anyio._backends._asyncio", "certifi")
 
 
-def get_client() -> httpx.AsyncClient:
-    """The pooled client for the running loop, created on first use."""
+def get_client(url: str) -> httpx.AsyncClient:
+    """The pooled client for ``url``'s scheme on the running loop, created on first use.
+
+    Loading the CA bundle costs about 15 ms and 1.3 MiB, so a plain ``http://`` endpoint gets a
+    client whose TLS context has no trust anchors (a TLS connection through it would fail to
+    verify, never pass unverified) unless a proxy variable may route it through TLS.
+    """
     import httpx
 
-    loop = asyncio.get_running_loop()
-    client = _clients.get(loop)
+    tls = url.startswith("https:") or _proxy_configured()
+    clients = _clients.setdefault(asyncio.get_running_loop(), {})
+    client = clients.get(tls)
     if client is None or client.is_closed:
         limits = httpx.Limits(max_connections=32, max_keepalive_connections=8)
-        client = httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(300.0, connect=30.0))
-        _clients[loop] = client
+        client = httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(300.0, connect=30.0),
+                                   verify=tls_context() if tls else _no_trust_context())
+        clients[tls] = client
     return client
+
+
+def tls_context() -> ssl.SSLContext:
+    """The verifying TLS context every https:// client shares, built once per process, with the
+    trust httpx's default uses (``SSL_CERT_FILE``, ``SSL_CERT_DIR``, else certifi's bundle)."""
+    with _tls_lock:
+        if not _tls:
+            import httpx
+
+            _tls.append(httpx.create_ssl_context())
+        return _tls[0]
+
+
+def _no_trust_context() -> ssl.SSLContext:
+    import ssl
+
+    return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # verification on, nothing trusted
+
+
+def _proxy_configured() -> bool:
+    import os
+
+    return any(os.environ.get(name) or os.environ.get(name.upper()) for name in _PROXY_VARIABLES)
+
+
+def warm_up(base_url: str) -> None:
+    """Import the HTTP stack and, for an https:// endpoint, build the TLS context: what the first
+    request of a process would otherwise pay (about 60 ms of CPU). Blocking; callers run it in a
+    thread while their event loop waits for input."""
+    import importlib
+
+    for name in _FIRST_REQUEST_MODULES:
+        try:
+            importlib.import_module(name)
+        except ImportError:  # another httpx release lays its stack out differently: warm what exists
+            continue
+    if base_url.startswith("https:") or _proxy_configured():
+        tls_context()
 
 
 def merge_headers(*layers: Mapping[str, str]) -> dict[str, str]:
@@ -195,7 +253,7 @@ async def post_stream(
     for attempt in range(options.max_retries + 1):
         opened = False
         try:
-            async with get_client().stream("POST", url, headers=headers, content=content,
+            async with get_client(url).stream("POST", url, headers=headers, content=content,
                                            timeout=timeout) as response:
                 if response.status_code < 400:
                     opened = True
@@ -227,13 +285,27 @@ async def sse_events(
     The extension hook ``options.on_payload`` sees the body last and may replace it, so every
     adapter honours ``before_provider_request`` the same way.
     """
-    from httpx_sse import EventSource
-
     body = await apply_payload_hook(body, options)
     request_headers = {"content-type": "application/json", "accept": "text/event-stream", **headers}
     content = body if isinstance(body, bytes) else orjson.dumps(body)  # bytes: already encoded (Codex's zstd)
     async with post_stream(url, request_headers, content, options, error_text) as response:
-        async for event in EventSource(response).aiter_sse():
-            if options.on_stream_event is not None:
-                await report_stream_event(options.on_stream_event, event.data)
+        content_type = response.headers.get("content-type", "").partition(";")[0]
+        if "text/event-stream" not in content_type:
+            raise ProviderError(f"Network error: Expected response header Content-Type to contain "
+                                f"'text/event-stream', got {content_type!r}")
+        parser, on_event = SSEParser(), options.on_stream_event
+        async for chunk in _body_chunks(response):
+            for event in parser.feed(chunk):
+                if on_event is not None:
+                    await report_stream_event(on_event, event.data)
+                yield event
+        for event in parser.close():  # at most a last event a lone CR ended
+            if on_event is not None:
+                await report_stream_event(on_event, event.data)
             yield event
+
+
+def _body_chunks(response: httpx.Response) -> AsyncIterator[bytes]:
+    """The body's bytes as they arrive: raw ones skip httpx's decoder layers; only a compressed body needs them."""
+    encoded = response.headers.get("content-encoding", "identity").lower() not in ("", "identity")
+    return response.aiter_bytes() if encoded else response.aiter_raw()

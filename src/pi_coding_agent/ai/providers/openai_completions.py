@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 
 from pi_coding_agent.ai import tool_changes
+from pi_coding_agent.ai.providers.accumulate import append_text
 from pi_coding_agent.ai.providers.http import merge_headers, sse_events
 from pi_coding_agent.ai.providers.openai_compat import (
     affinity_headers,
@@ -44,6 +45,7 @@ from pi_coding_agent.ai.types import AssistantMessage, Context, Model
 REASONING_FIELDS = ("reasoning_content", "reasoning", "reasoning_text")
 STOP_REASONS = {"stop": "stop", "end": "stop", "length": "length", "tool_calls": "toolUse", "function_call": "toolUse"}
 BRIDGE_TEXT = "I have processed the tool results."
+_DELTA_TYPES = {"text": "text_delta", "thinking": "thinking_delta"}
 
 
 # --------------------------------------------------------------------------------------------- request
@@ -255,30 +257,35 @@ class _ChunkReader:
     def feed(self, chunk: dict[str, Any]) -> list[dict[str, Any]]:
         if chunk.get("error"):  # mid-stream failure relayed by a gateway
             raise ProviderError(chunk_error_text(chunk["error"]))
-        if chunk.get("id") and "responseId" not in self.output:
-            self.output["responseId"] = chunk["id"]
-        served = chunk.get("model")
-        if isinstance(served, str) and served and served != self.model["id"] and "responseModel" not in self.output:
-            self.output["responseModel"] = served
+        output = self.output
+        if "responseId" not in output and chunk.get("id"):
+            output["responseId"] = chunk["id"]
+        if "responseModel" not in output:
+            served = chunk.get("model")
+            if isinstance(served, str) and served and served != self.model["id"]:
+                output["responseModel"] = served
         choice = first_choice(chunk.get("choices"))
         # Groq reports streamed usage under x_groq; Moonshot inside the choice
         usage = chunk.get("usage") or (choice or {}).get("usage") or (chunk.get("x_groq") or {}).get("usage")
         if usage:
-            self.output["usage"] = chat_usage(usage)
+            output["usage"] = chat_usage(usage)
             if is_openrouter(self.model):
-                apply_reported_cost(self.output["usage"], usage)
+                apply_reported_cost(output["usage"], usage)
         if not choice:
             return []
-        events: list[dict[str, Any]] = []
         if choice.get("finish_reason"):
             self._finish_reason(choice["finish_reason"])
         delta = choice.get("delta") or {}
+        content = delta.get("content")
+        if len(delta) <= 2 and isinstance(content, str) and (len(delta) == 1 or "role" in delta):
+            return self._append("text", content) if content else []  # the common delta: text only
+        events: list[dict[str, Any]] = []
         field = next((f for f in REASONING_FIELDS if isinstance(delta.get(f), str) and delta[f]), None)
         if field:
             events += self._append("thinking", delta[field], field)
         if isinstance(delta.get("reasoning_details"), list):
             events += self._reasoning_details(delta["reasoning_details"])
-        events += self._content(delta.get("content"))
+        events += self._content(content)
         if isinstance(delta.get("refusal"), str) and delta["refusal"]:  # shown as text, as the Responses API does
             events += self._append("text", delta["refusal"])
         for call in delta.get("tool_calls") or []:
@@ -320,10 +327,12 @@ class _ChunkReader:
         return [{"type": f"{kind}_start", "contentIndex": len(self.blocks) - 1}]
 
     def _append(self, kind: str, piece: str, signature: str | None = None) -> list[dict[str, Any]]:
-        events = self._open(kind, signature) if getattr(self, kind) is None else []
         block = self.thinking if kind == "thinking" else self.text
-        block[kind] += piece
-        events.append({"type": f"{kind}_delta", "contentIndex": self.blocks.index(block), "delta": piece})
+        events = [] if block is not None else self._open(kind, signature)
+        if block is None:
+            block = self.blocks[-1]
+        append_text(block, kind, piece)
+        events.append({"type": _DELTA_TYPES[kind], "contentIndex": self.blocks.index(block), "delta": piece})
         return events
 
     def _tool_call(self, call: dict[str, Any]) -> list[dict[str, Any]]:
@@ -344,7 +353,7 @@ class _ChunkReader:
         if not block["name"] and function.get("name"):
             block["name"] = function["name"]
         piece = function.get("arguments") or ""
-        self.raw_args[index] += piece
+        append_text(self.raw_args, index, piece)
         events.append({"type": "toolcall_delta", "contentIndex": index, "delta": piece})
         return events
 

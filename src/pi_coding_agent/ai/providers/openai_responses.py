@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 
+from pi_coding_agent.ai.providers.accumulate import append_text
 from pi_coding_agent.ai.providers.diagnostics import append_transformations
 from pi_coding_agent.ai.providers.http import openai_error_text, sse_events
 from pi_coding_agent.ai.providers.openai_completions import request_headers
@@ -334,14 +335,14 @@ class _EventReader:
         index = self._slot(event, kind)
         if index is None:
             return []
-        self.blocks[index][kind] += piece
+        append_text(self.blocks[index], kind, piece)
         return [{"type": f"{kind}_delta", "contentIndex": index, "delta": piece}]
 
     def _args(self, event: dict[str, Any], piece: str) -> list[dict[str, Any]]:
         index = self._slot(event, "toolCall")
         if index is None:
             return []
-        self.raw_args[index] += piece
+        append_text(self.raw_args, index, piece)
         return [{"type": "toolcall_delta", "contentIndex": index, "delta": piece}]
 
     def _final_args(self, event: dict[str, Any], text: str) -> list[dict[str, Any]]:

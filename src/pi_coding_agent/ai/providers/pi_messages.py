@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 
+from pi_coding_agent.ai.providers.accumulate import append_text
 from pi_coding_agent.ai.providers.http import sse_events
 from pi_coding_agent.ai.providers.partial_json import parse_arguments
 from pi_coding_agent.ai.stream import ProviderError, StreamOptions
@@ -91,7 +92,7 @@ class _Reader:
             return [{"type": f"{kind}_start", "contentIndex": index}]
         block = self.blocks[index]
         if phase == "delta":
-            block[field] += event.get("delta", "")
+            append_text(block, field, event.get("delta", ""))
             return [{"type": f"{kind}_delta", "contentIndex": index, "delta": event.get("delta", "")}]
         block[field] = event.get("content", block[field])
         signature = event.get("contentSignature")

@@ -3,23 +3,25 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from pi_coding_agent.agent.tool import AgentTool
-from pi_coding_agent.coding.codemode.host import (
-    CatalogTool,
-    CodemodeHost,
-    Namespace,
-    SessionCodemodeHost,
-    SessionRuntimeView,
-)
 from pi_coding_agent.coding.codemode.tool import NAME, CodemodeTool
-from pi_coding_agent.coding.tools.process_groups import ProcessRegistry
+
+if TYPE_CHECKING:
+    from pi_coding_agent.coding.codemode.host import SessionCodemodeHost, SessionRuntimeView
+    from pi_coding_agent.coding.tools.process_groups import ProcessRegistry
 
 
 def codemode_tools(runtime: Callable[[], SessionRuntimeView], processes: ProcessRegistry) -> dict[str, AgentTool]:
     """The registry entry for ``codemode`` (inactive unless ``defaultTools``/``--tools`` name it); its
     workers are tracked in the session's ``processes``."""
-    tool = CodemodeTool(lambda: SessionCodemodeHost(runtime()), lambda: runtime().settings, processes)
+    def host() -> SessionCodemodeHost:
+        from pi_coding_agent.coding.codemode.host import SessionCodemodeHost  # with the first script
+
+        return SessionCodemodeHost(runtime())
+
+    tool = CodemodeTool(host, lambda: runtime().settings, processes)
     return {NAME: tool}
 
 
@@ -37,5 +39,4 @@ def enable_codemode(runtime: SessionRuntimeView, auto_enable: object = True) -> 
     return True
 
 
-__all__ = ["NAME", "CatalogTool", "CodemodeHost", "CodemodeTool", "Namespace", "SessionCodemodeHost",
-           "codemode_tools", "enable_codemode"]
+__all__ = ["NAME", "CodemodeTool", "codemode_tools", "enable_codemode"]

@@ -9,7 +9,11 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pi_coding_agent.coding.codemode.host import CatalogTool
+
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*$")
 _FIRST = re.compile(r"[A-Za-z_$]")
@@ -253,3 +257,10 @@ def _union_fields(schema: Any) -> str | None:
         return None
     described = [_fields(v, schema, 0) for v in variants]
     return " | ".join(d for d in described if d) if all(described) else None
+
+
+def sample(tool: CatalogTool) -> str:
+    """Description (with prompt guidelines) and declaration, as listings and ``ALL_TOOLS`` show it."""
+    bullets = [f"- {g.strip()}" for g in tool.guidelines if g.strip()]
+    description = f"{tool.description.strip()}\n\n" + "\n".join(bullets) if bullets else tool.description
+    return tool_sample(tool.name, description, tool.parameters, tool.output_schema or {"type": "string"})

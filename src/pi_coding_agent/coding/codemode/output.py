@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import base64
 import os
-import secrets
-import tempfile
 from typing import Any
 
 from pi_coding_agent.coding.codemode.sandbox import ScriptRun
@@ -25,6 +23,9 @@ _IMAGE_EXTENSIONS = {"image/png": ".png", "image/jpeg": ".jpg", "image/gif": ".g
 
 def write_output_file(extension: str, data: bytes) -> str:
     """A new file ``pi-codemode-<16 hex><ext>`` in the temp directory, never following a link."""
+    import secrets  # with tempfile, ~10 ms of imports (hashlib, shutil, random): not for start-up
+    import tempfile
+
     path = os.path.join(tempfile.gettempdir(), f"pi-codemode-{secrets.token_hex(8)}{extension}")
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "wb") as handle:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 from pi_coding_agent.ai.abort import AbortSignal
 from pi_coding_agent.ai.errors import is_context_overflow
 from pi_coding_agent.coding.compaction.prepare import (
+    CompactionCancelled,
     CompactionError,
     CompactionPreparation,
     prepare_compaction,
@@ -27,7 +28,6 @@ from pi_coding_agent.coding.compaction.projection import (
     projected_tokens,
     usage_is_current,
 )
-from pi_coding_agent.coding.compaction.summarize import CompactionCancelled, SummaryRequest, summarize_with
 from pi_coding_agent.coding.compaction.tokens import (
     context_usage,
     estimate_context_tokens,
@@ -42,6 +42,7 @@ from pi_coding_agent.coding.session.entries import Entry
 if TYPE_CHECKING:
     from pi_coding_agent.agent.agent import Agent
     from pi_coding_agent.ai.types import AssistantMessage
+    from pi_coding_agent.coding.compaction.summarize import SummaryRequest
     from pi_coding_agent.coding.runtime import SessionRuntime
     from pi_coding_agent.coding.session import SessionManager
     from pi_coding_agent.coding.session_host import SessionHost
@@ -167,6 +168,10 @@ class CompactionController:
             first_kept = supplied.get("firstKeptEntryId", preparation.first_kept_entry_id)
             tokens_before = supplied.get("tokensBefore", preparation.tokens_before)
         else:
+            from pi_coding_agent.coding.compaction.summarize import (
+                summarize_with,  # the LLM part: on first use
+            )
+
             summary, usage = await summarize_with(self._summary_request(signal, reason), preparation,
                                                   custom_instructions)
             read_files, modified_files = preparation.file_ops.file_lists()
@@ -216,6 +221,8 @@ class CompactionController:
             await self.extensions.notify(event)
 
     def _summary_request(self, signal: AbortSignal, reason: str) -> SummaryRequest:
+        from pi_coding_agent.coding.compaction.summarize import SummaryRequest
+
         agent = self._agent
         model = agent.model
         api_key = self.runtime.api_key_for(model)

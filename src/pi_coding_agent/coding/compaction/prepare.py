@@ -29,6 +29,16 @@ class CompactionError(Exception):
     """A compaction could not be made; ``str(err)`` is the text clients see."""
 
 
+CANCELLED = "Compaction cancelled"
+
+
+class CompactionCancelled(CompactionError):
+    """The summary request was aborted (by the user or a new command)."""
+
+    def __init__(self, message: str = CANCELLED) -> None:
+        super().__init__(message)
+
+
 @dataclass
 class FileOps:
     """Paths the summarised conversation touched, by kind (insertion-ordered sets)."""

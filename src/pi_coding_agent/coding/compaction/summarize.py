@@ -17,7 +17,11 @@ from pi_coding_agent.ai.abort import AbortSignal, sleep_abortable
 from pi_coding_agent.ai.stream import StreamOptions, complete
 from pi_coding_agent.ai.thinking import CHARS_PER_TOKEN, SAFETY_TOKENS, clamp_max_tokens
 from pi_coding_agent.ai.types import AssistantMessage, Context, Model, now_ms
-from pi_coding_agent.coding.compaction.prepare import CompactionError, CompactionPreparation
+from pi_coding_agent.coding.compaction.prepare import (
+    CompactionCancelled,
+    CompactionError,
+    CompactionPreparation,
+)
 from pi_coding_agent.coding.events import Message
 from pi_coding_agent.coding.retry import RetrySettings, RetryState
 from pi_coding_agent.coding.session.context import content_text
@@ -126,14 +130,6 @@ NO_PRIOR_HISTORY = "No prior history."
 SPLIT_TURN_HEADER = "\n\n---\n\n**Turn Context (split turn):**\n\n"
 TOOL_RESULT_MAX_CHARS = 2000
 SUMMARY_OUTPUT_TOKENS = 8192  # output room a summary needs when the window is tight
-CANCELLED = "Compaction cancelled"
-
-
-class CompactionCancelled(CompactionError):
-    """The summary request was aborted (by the user or a new command)."""
-
-    def __init__(self, message: str = CANCELLED) -> None:
-        super().__init__(message)
 
 
 # --------------------------------------------------------------------------- serialisation

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from pi_coding_agent.ai.abort import AbortSignal
 from pi_coding_agent.coding.codemode.host import SessionCodemodeHost
-from pi_coding_agent.coding.codemode.tool import NestedCalls
+from pi_coding_agent.coding.codemode.nested_calls import NestedCalls
 from pi_coding_agent.coding.extensions.context import ExtensionContext
 
 if TYPE_CHECKING:

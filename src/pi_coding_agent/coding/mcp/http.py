@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 import orjson
 
+from pi_coding_agent.ai.providers.sse import ServerSentEvent, SSEParser
 from pi_coding_agent.coding.mcp.client import McpAuthRequired
 
 RETRY_DELAYS_S = (0.25, 1.0)
@@ -105,10 +106,14 @@ class StreamableHttpTransport:
         raise McpHttpError(response.status_code, text.strip())
 
     async def _read_events(self, response: httpx.Response) -> None:
-        from httpx_sse import EventSource
+        parser = SSEParser()
+        async for chunk in response.aiter_bytes():
+            self._deliver_events(parser.feed(chunk))
+        self._deliver_events(parser.close())
 
-        async for event in EventSource(response).aiter_sse():
-            if event.event in ("", "message") and event.data.strip():
+    def _deliver_events(self, events: list[ServerSentEvent]) -> None:
+        for event in events:
+            if event.event == "message" and event.data.strip():
                 with contextlib.suppress(orjson.JSONDecodeError):
                     self._deliver(orjson.loads(event.data))
 

@@ -30,6 +30,7 @@ from pi_coding_agent.coding.acp.jsonrpc import (
 )
 from pi_coding_agent.coding.modes.lifecycle import OrderlyShutdown
 from pi_coding_agent.coding.modes.rpc_transport import RecordWriter, take_over_stdin, take_over_stdout
+from pi_coding_agent.coding.modes.warm_up import warm_up_after_first_answer
 
 if TYPE_CHECKING:
     from pi_coding_agent.coding.acp.live_session import ClientCapabilities, LiveSession
@@ -236,6 +237,8 @@ class AcpAgent:
         live = LiveSession(session_id, session, cwd, self.peer, self.host, self.caps)
         self.sessions[session_id] = live
         await self.host.connect_mcp_servers(session, servers)
+        if len(self.sessions) == 1:  # the process's first session (it has credentials): warm its stack
+            asyncio.get_running_loop().call_soon(warm_up_after_first_answer, session.get_state().get("model"), True)
         return live
 
     def _notify_update(self, session_id: str, update: dict[str, Any]) -> None:

@@ -24,7 +24,9 @@ from pi_coding_agent.coding.modes.rpc_transport import (
     take_over_stdin,
     take_over_stdout,
 )
+from pi_coding_agent.coding.modes.start_up import collector_paused
 from pi_coding_agent.coding.modes.ui_bridge import RpcExtensionUI
+from pi_coding_agent.coding.modes.warm_up import warm_up_after_first_answer
 
 if TYPE_CHECKING:
     from pi_coding_agent.coding.agent_session import AgentSession
@@ -59,7 +61,8 @@ async def _main(factory: SessionFactory, input_fd: int, output_fd: int) -> int:
     await writer.start()
     ui = RpcExtensionUI(writer.send)
     try:
-        session = await factory(ui)
+        with collector_paused():
+            session = await factory(ui)
     except Exception as err:
         print(str(err) or type(err).__name__, file=sys.stderr)
         await writer.close()
@@ -109,6 +112,7 @@ class RpcServer:
         self.writer = writer
         self.ui = ui
         self._tasks: set[asyncio.Task[None]] = set()
+        self._warming_started = False
         self.shutdown = OrderlyShutdown(self._cleanup)
         # an extension's ctx.shutdown() ends the process through the same orderly path as EOF
         session.set_shutdown_handler(lambda: self.shutdown.begin(0))
@@ -160,6 +164,16 @@ class RpcServer:
             self.writer.send(_unknown_command(record))
             return
         self.writer.send(await rpc_commands.execute(self.session, name, record, self.writer.send))
+        if not self._warming_started:
+            self._warming_started = True
+            await self._warm_up_once_answered()
+
+    async def _warm_up_once_answered(self) -> None:
+        """Load the provider stack while the client reads the first answer (never before it is written)."""
+        await self.writer.flush()
+        if not self.shutdown.started:
+            model = self.session.agent.model
+            warm_up_after_first_answer(model, self.session.rt.registry.has_auth(model["provider"]))
 
     async def _cleanup(self) -> None:
         try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -108,13 +109,20 @@ def read_template(item: rp.ResourceFile) -> PromptTemplate | None:
 
 # ---------------------------------------------------------------------- expansion
 
-COMMAND = re.compile(r"^/(\S+)(?:\s+(.*))?$", re.DOTALL)
-PLACEHOLDER = re.compile(r"\$\{(\d+|ARGUMENTS|@):-([^}]*)\}|\$\{@:(\d+)(?::(\d+))?\}|\$(ARGUMENTS|@|\d+)")
+@functools.cache
+def _command() -> re.Pattern[str]:
+    """Compiled with the first prompt (like ``_placeholder``), not at start-up."""
+    return re.compile(r"^/(\S+)(?:\s+(.*))?$", re.DOTALL)
+
+
+@functools.cache
+def _placeholder() -> re.Pattern[str]:
+    return re.compile(r"\$\{(\d+|ARGUMENTS|@):-([^}]*)\}|\$\{@:(\d+)(?::(\d+))?\}|\$(ARGUMENTS|@|\d+)")
 
 
 def expand_prompt_template(text: str, templates: Sequence[PromptTemplate]) -> str:
     """``/<name> args`` -> the template body with arguments substituted; other text unchanged."""
-    match = COMMAND.match(text)
+    match = _command().match(text)
     if match is None:
         return text
     template = next((t for t in templates if t.name == match.group(1)), None)
@@ -182,4 +190,4 @@ def substitute_args(body: str, args: list[str]) -> str:
             return joined
         return positional(simple)
 
-    return PLACEHOLDER.sub(replace, body)
+    return _placeholder().sub(replace, body)

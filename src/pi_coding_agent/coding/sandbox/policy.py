@@ -9,6 +9,7 @@ points at ``~/.ssh`` or ``/etc`` grants nothing. ``bash`` gets the same limits f
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -22,7 +23,13 @@ SandboxMode = Literal["off", "read-only", "workspace-write"]
 MODES: tuple[SandboxMode, ...] = ("off", "read-only", "workspace-write")
 
 # Variables that carry credentials: scrubbed from the tools' environment with ``env: "scrub"``.
-_SECRET_NAME = re.compile(r".*(_API_KEY|_TOKEN|_SECRET|_PASSWORD|_CREDENTIALS?)$|^AWS_.*|^AZURE_.*", re.IGNORECASE)
+
+
+@functools.cache
+def _secret_name() -> re.Pattern[str]:
+    """Compiled on first use: only ``env: "scrub"`` needs it."""
+    return re.compile(r".*(_API_KEY|_TOKEN|_SECRET|_PASSWORD|_CREDENTIALS?)$|^AWS_.*|^AZURE_.*", re.IGNORECASE)
+
 _SECRET_NAMES = frozenset({
     "GOOGLE_APPLICATION_CREDENTIALS", "CLOUDSDK_AUTH_ACCESS_TOKEN_FILE",
     "GH_TOKEN", "GITHUB_TOKEN", "NPM_TOKEN", "HF_TOKEN", "SSH_AUTH_SOCK", "KUBECONFIG",
@@ -44,7 +51,7 @@ class SandboxPolicy:
     network: bool = False
     scrub_env: bool = False
     ask_on_refusal: bool = False
-    temp_dir: Path = field(default_factory=lambda: _temp_dir())
+    temp_dir: Path | None = None  # None: the system temp dir, looked up when a write is checked
     _scratch: Path | None = field(default=None, init=False, repr=False)
 
     def scratch_dir(self) -> Path:
@@ -66,7 +73,7 @@ class SandboxPolicy:
         """Real paths writes may land under (nothing in ``read-only``)."""
         if self.mode != "workspace-write":
             return ()
-        return tuple(_real(p) for p in (self.cwd, self.temp_dir, *self.writable_roots))
+        return tuple(_real(p) for p in (self.cwd, self.temp_dir or _temp_dir(), *self.writable_roots))
 
     def check_write(self, path: str) -> None:
         """Refuse a file-tool write outside the writable roots (symlinks resolved)."""
@@ -90,11 +97,11 @@ class SandboxPolicy:
         """The environment commands get: credentials removed with ``env: "scrub"``."""
         if not self.scrub_env:
             return dict(env)
-        return {k: v for k, v in env.items() if not (k in _SECRET_NAMES or _SECRET_NAME.match(k))}
+        return {k: v for k, v in env.items() if not (k in _SECRET_NAMES or _secret_name().match(k))}
 
 
 def _temp_dir() -> Path:
-    import tempfile  # not at start-up: the policy module is imported with the tools
+    import tempfile  # not at start-up (it loads random and shutil): only sandboxed writes need it
 
     return Path(tempfile.gettempdir())
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import os
+from collections.abc import Iterator
 from typing import Any, ClassVar
 
 from pi_coding_agent.agent.tool import ToolError, ToolResult, UpdateCallback, text_result
@@ -11,7 +13,7 @@ from pi_coding_agent.ai.abort import AbortSignal
 from .backend import FileBackend
 from .base import STRICT_PREFERRED, BuiltinTool, check_aborted, object_schema, string_param
 from .blocking import refuse_special_file, run_settled
-from .edit_diff import apply_edits, generate_edit_diff, normalize_to_lf, splice_into_original
+from .edit_diff import apply_edits, edited_parts, generate_edit_diff, normalize_to_lf, spliced_parts
 from .mutation import file_mutation_lock
 from .paths import error_code, node_error_message, resolve_to_cwd
 
@@ -110,8 +112,8 @@ class EditTool(BuiltinTool):
         self, files: FileBackend, absolute: str, path: str, edits: list[dict[str, str]], signal: AbortSignal
     ) -> ToolResult:
         check_aborted(signal)
-        final, details = _apply_to_text(await files.read_text(absolute), path, edits, signal)
-        await files.write_text(absolute, final)
+        parts, details = _apply_to_text(await files.read_text(absolute), path, edits, signal)
+        await files.write_text(absolute, "".join(parts))
         check_aborted(signal)
         return text_result(f"Successfully replaced {len(edits)} block(s) in {path}.", details)
 
@@ -133,22 +135,31 @@ def _edit_file(absolute: str, path: str, edits: list[dict[str, str]], signal: Ab
     except OSError as exc:
         raise ToolError(node_error_message(exc, "read")) from None
     check_aborted(signal)
-    final, details = _apply_to_text(raw, path, edits, signal)
-    with open(absolute, "wb") as handle:
-        handle.write(final.encode("utf-8", "surrogatepass"))
+    parts, details = _apply_to_text(raw, path, edits, signal)
+    with open(absolute, "wb") as handle:  # the new text is encoded piece by piece, never held whole
+        for part in parts:
+            handle.write(part.encode("utf-8", "surrogatepass"))
     check_aborted(signal)
     return details
 
 
 def _apply_to_text(
     raw: str, path: str, edits: list[dict[str, str]], signal: AbortSignal
-) -> tuple[str, dict[str, Any]]:
-    """The file's new text (BOM and line endings kept) and the diff details."""
+) -> tuple[Iterator[str], dict[str, Any]]:
+    """The file's new text as consecutive pieces (BOM and line endings kept) and the diff details.
+
+    Every edit is matched and checked before this returns, so writing the pieces cannot fail halfway
+    for a reason of the edits' own.
+    """
     bom = "\ufeff" if raw.startswith("\ufeff") else ""
     content = raw[len(bom) :]
     normalized = normalize_to_lf(content)
-    new_content, replacements = apply_edits(normalized, edits, path)
-    details = generate_edit_diff(path, normalized, new_content, replacements)
+    replacements = apply_edits(normalized, edits, path)
+    details = generate_edit_diff(path, normalized, replacements)
     check_aborted(signal)
-    final = new_content if content == normalized else splice_into_original(content, replacements)
-    return bom + final, details
+    if content is normalized:
+        parts = edited_parts(content, replacements)
+    else:  # CR line endings: spliced into the original; the LF copy is dropped first
+        del normalized
+        parts = spliced_parts(content, replacements)
+    return itertools.chain((bom,), parts), details

@@ -6,6 +6,7 @@ import bisect
 import itertools
 import re
 import unicodedata
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +27,9 @@ _FUZZY_TABLE = str.maketrans(
     }
 )
 _LINE_RE = re.compile(r"[^\n]*\n|[^\n]+")
+_ASCII_TRAILING = ("\t", "\v", "\f", "\r", " ")  # the ASCII part of _JS_WHITESPACE, line feed aside
+_FUZZY_BLOCK_CHARS = 1 << 20
+_SCAN_CHARS = 1 << 16  # line feeds are counted this many characters at a time when lines are skipped
 
 
 @dataclass
@@ -41,7 +45,34 @@ def normalize_to_lf(text: str) -> str:
 
 
 def normalize_for_fuzzy_match(text: str) -> str:
-    """NFKC, trailing whitespace dropped per line, typographic quotes/dashes/spaces made ASCII."""
+    """NFKC, trailing whitespace dropped per line, typographic quotes/dashes/spaces made ASCII.
+
+    Text already in that form (most large files) comes back as itself, not as a copy; longer text
+    is normalised in blocks of whole lines (no step joins across a line break), so no more than
+    the result and one block of intermediates is held.
+    """
+    if _is_fuzzy_normal(text):
+        return text
+    if len(text) <= _FUZZY_BLOCK_CHARS:
+        return _normalize_block(text)
+    parts: list[str] = []
+    start = 0
+    while start < len(text):
+        end = text.find("\n", start + _FUZZY_BLOCK_CHARS)
+        end = len(text) if end < 0 else end + 1
+        parts.append(_normalize_block(text[start:end]))
+        start = end
+    return "".join(parts)
+
+
+def _is_fuzzy_normal(text: str) -> bool:
+    """ASCII without trailing whitespace on any line: NFKC and the table leave ASCII alone."""
+    if not text.isascii() or text.endswith(_ASCII_TRAILING):
+        return False
+    return not any(space + "\n" in text for space in _ASCII_TRAILING)
+
+
+def _normalize_block(text: str) -> str:
     text = unicodedata.normalize("NFKC", text)
     text = "\n".join(line.rstrip(_JS_WHITESPACE) for line in text.split("\n"))
     return text.translate(_FUZZY_TABLE)
@@ -51,8 +82,11 @@ def _single_or_indexed(total: int, single: str, multi: str) -> ToolError:
     return ToolError(single if total == 1 else multi)
 
 
-def apply_edits(content: str, edits: list[dict[str, str]], path: str) -> tuple[str, list[Replacement]]:
-    """Match every edit against ``content`` (LF text) and return the new text and the replacements.
+def apply_edits(content: str, edits: list[dict[str, str]], path: str) -> list[Replacement]:
+    """Match every edit against ``content`` (LF text) and return the sorted, disjoint replacements.
+
+    The new text itself is never built whole here (``edited_parts`` gives it piece by piece), so a
+    large file is held once while it is edited.
 
     Raises pi's errors for empty, missing, ambiguous, overlapping and no-op edits. With any fuzzy
     match, all edits are matched in normalised space and only the touched lines are rewritten.
@@ -101,15 +135,59 @@ def apply_edits(content: str, edits: list[dict[str, str]], path: str) -> tuple[s
                 f"edits[{prev.edit_index}] and edits[{cur.edit_index}] overlap in {path}. "
                 "Merge them into one edit or target disjoint regions."
             )
+    if not use_fuzzy:
+        fuzzy_cache.clear()  # a normalised copy of a large file is not kept while the new text is built
     replacements = _widen_to_lines(content, base, matched) if use_fuzzy else matched
-    new_content = apply_replacements(content, replacements)
-    if new_content == content:
+    if _changes_nothing(content, replacements):
         raise _single_or_indexed(
             total,
             f"No changes made to {path}. The replacement produced identical content. This might indicate an issue with special characters or the text not existing as expected.",
             f"No changes made to {path}. The replacements produced identical content.",
         )
-    return new_content, replacements
+    return replacements
+
+
+def _changes_nothing(content: str, replacements: list[Replacement]) -> bool:
+    """Whether the replacements leave ``content`` as it was, compared without building the new text.
+
+    Replacements that keep every later offset in place change nothing only if each puts back what
+    it replaces; when offsets shift and shift back, the stretch in between is compared for real.
+    """
+    shift, aligned = 0, True
+    for r in replacements:
+        aligned = aligned and shift == 0 and len(r.new_text) == r.length
+        shift += len(r.new_text) - r.length
+    if shift:
+        return False
+    if aligned:
+        return all(content.startswith(r.new_text, r.index) for r in replacements)
+    start, end = replacements[0].index, replacements[-1].index + replacements[-1].length
+    shifted = [Replacement(r.index - start, r.length, r.new_text) for r in replacements]
+    return apply_replacements(content[start:end], shifted) == content[start:end]
+
+
+_PART_CHARS = 1 << 20
+
+
+def _blocks(text: str, start: int, end: int) -> Iterator[str]:
+    """``text[start:end]`` in slices of about ``_PART_CHARS`` characters, never cut inside a CRLF
+    (``spliced_parts`` reads a CR at the end of a piece as a kept line ending)."""
+    while start < end:
+        cut = min(end, start + _PART_CHARS)
+        if cut < end and text[cut - 1] == "\r" and text[cut] == "\n":
+            cut += 1
+        yield text[start:cut]
+        start = cut
+
+
+def edited_parts(content: str, replacements: list[Replacement]) -> Iterator[str]:
+    """The new text as consecutive pieces, none longer than ``_PART_CHARS`` but the new texts."""
+    pos = 0
+    for r in replacements:
+        yield from _blocks(content, pos, r.index)
+        yield r.new_text
+        pos = r.index + r.length
+    yield from _blocks(content, pos, len(content))
 
 
 def apply_replacements(content: str, replacements: list[Replacement]) -> str:
@@ -124,40 +202,60 @@ def apply_replacements(content: str, replacements: list[Replacement]) -> str:
     return "".join(parts)
 
 
-def _line_spans(text: str) -> list[tuple[int, int]]:
-    return [m.span() for m in _LINE_RE.finditer(text)]
+def _line_count(text: str) -> int:
+    return text.count("\n") + (1 if text and not text.endswith("\n") else 0)
+
+
+def _skip_lines(text: str, pos: int, lines: int) -> int:
+    """The offset ``lines`` line starts after ``pos`` (or the end), counted block by block in C."""
+    while lines:
+        end = min(len(text), pos + _SCAN_CHARS)
+        found = text.count("\n", pos, end)
+        if found < lines and end < len(text):
+            pos, lines = end, lines - found
+            continue
+        for _ in range(lines):
+            lf = text.find("\n", pos)
+            if lf < 0:
+                return len(text)
+            pos = lf + 1
+        return pos
+    return pos
 
 
 def _widen_to_lines(original: str, base: str, matched: list[Replacement]) -> list[Replacement]:
-    """Fuzzy replacements as whole-line rewrites of the original, so untouched lines keep their bytes."""
-    orig_lines, base_lines = _line_spans(original), _line_spans(base)
-    if len(orig_lines) != len(base_lines):
+    """Fuzzy replacements as whole-line rewrites of the original, so untouched lines keep their bytes.
+
+    Lines are found by counting line feeds in both texts (no table of every line of a large file).
+    """
+    if _line_count(original) != _line_count(base):
         raise ToolError("Cannot preserve unchanged lines because the base content has a different line count.")
-    starts = [s for s, _ in base_lines]
-    groups: list[list[Any]] = []  # [first_line, end_line, [replacements]]
+    if not base:
+        raise ToolError("Replacement range is outside the base content.")
+    groups: list[list[Any]] = []  # [base_start, base_end, [replacements]], whole lines of base
     for r in matched:
-        first = bisect.bisect_right(starts, r.index) - 1
-        last = first
-        while last < len(base_lines) and base_lines[last][1] < r.index + r.length:
-            last += 1
-        if first < 0 or last >= len(base_lines):
-            raise ToolError("Replacement range is outside the base content.")
-        if groups and first < groups[-1][1]:
-            groups[-1][1] = max(groups[-1][1], last + 1)
+        start = base.rfind("\n", 0, r.index) + 1
+        lf = base.find("\n", max(r.index + r.length - 1, r.index))
+        end = len(base) if lf < 0 else lf + 1
+        if groups and start < groups[-1][1]:
+            groups[-1][1] = max(groups[-1][1], end)
             groups[-1][2].append(r)
         else:
-            groups.append([first, last + 1, [r]])
+            groups.append([start, end, [r]])
     out: list[Replacement] = []
-    for first, end, group in groups:
-        b_start, b_end = base_lines[first][0], base_lines[end - 1][1]
+    base_pos = orig_pos = 0  # the same line's start in both texts
+    for b_start, b_end, group in groups:
+        orig_pos = _skip_lines(original, orig_pos, base.count("\n", base_pos, b_start))
+        base_pos = b_start
+        o_end = _skip_lines(original, orig_pos, _line_count(base[b_start:b_end]))
         shifted = [Replacement(r.index - b_start, r.length, r.new_text) for r in group]
-        o_start = orig_lines[first][0]
-        out.append(Replacement(o_start, orig_lines[end - 1][1] - o_start, apply_replacements(base[b_start:b_end], shifted)))
+        out.append(Replacement(orig_pos, o_end - orig_pos, apply_replacements(base[b_start:b_end], shifted)))
     return out
 
 
-def splice_into_original(original: str, replacements: list[Replacement]) -> str:
-    """Apply LF-space replacements to text with CR line endings, keeping every untouched byte.
+def spliced_parts(original: str, replacements: list[Replacement]) -> Iterator[str]:
+    """LF-space replacements applied to text with CR line endings, keeping every untouched byte,
+    as consecutive pieces of the new text (see ``edited_parts``).
 
     New lines inside a replacement take the ending of the line where the replaced range starts.
     """
@@ -169,28 +267,28 @@ def splice_into_original(original: str, replacements: list[Replacement]) -> str:
     def to_original(offset: int) -> int:
         return offset + bisect.bisect_left(lf_positions, offset)
 
-    parts: list[str] = []
     ends_with_cr = False
 
-    def push(part: str) -> None:
+    def pieces(part: str) -> Iterator[str]:
         nonlocal ends_with_cr
         if not part:
             return
         if ends_with_cr and part[0] == "\n":
             # A kept CR followed by an inserted LF would merge into one CRLF; keep them two breaks.
-            parts.append("\n")
-        parts.append(part)
+            yield "\n"
+        yield part
         ends_with_cr = part[-1] == "\r"
 
     pos = 0
     for r in replacements:
         start = to_original(r.index)
-        push(original[pos:start])
+        for block in _blocks(original, pos, start):
+            yield from pieces(block)
         ending = _line_ending_at(original, start)
-        push(r.new_text if ending == "\n" else r.new_text.replace("\n", ending))
+        yield from pieces(r.new_text if ending == "\n" else r.new_text.replace("\n", ending))
         pos = to_original(r.index + r.length)
-    push(original[pos:])
-    return "".join(parts)
+    for block in _blocks(original, pos, len(original)):
+        yield from pieces(block)
 
 
 def _line_ending_at(content: str, offset: int) -> str:
@@ -209,22 +307,31 @@ def _split_lines(text: str) -> list[str]:
     return _LINE_RE.findall(text)
 
 
-def generate_edit_diff(path: str, old: str, new: str, replacements: list[Replacement]) -> dict[str, Any]:
-    """``{diff, patch, firstChangedLine}``: numbered display diff and unified patch (4 context lines)."""
-    width = len(str(max(old.count("\n"), new.count("\n")) + 1))
+def generate_edit_diff(path: str, old: str, replacements: list[Replacement]) -> dict[str, Any]:
+    """``{diff, patch, firstChangedLine}``: numbered display diff and unified patch (4 context lines).
+
+    Only windows around the replacements are diffed, and their new text is built from ``old`` and
+    the replacements, so the cost follows the change, not the file.
+    """
+    old_lines = old.count("\n")
+    new_lines = old_lines + sum(r.new_text.count("\n") - old.count("\n", r.index, r.index + r.length)
+                                for r in replacements)
+    width = len(str(max(old_lines, new_lines) + 1))
     skip = " " + " " * width + " ..."
     display: list[str] = []
     hunks: list[str] = []
     first_changed: int | None = None
-    for w in _diff_windows(old, replacements):
-        a, b = _split_lines(old[w[0] : w[1]]), _split_lines(new[w[3] : w[4]])
-        shown, changed = _display_diff(a, b, w[2] + 1, w[5] + 1, width)
+    for w, inside in _diff_windows(old, replacements):
+        window = old[w[0] : w[1]]
+        shifted = [Replacement(r.index - w[0], r.length, r.new_text) for r in inside]
+        a, b = _split_lines(window), _split_lines(apply_replacements(window, shifted))
+        shown, changed = _display_diff(a, b, w[2] + 1, w[3] + 1, width)
         if first_changed is None:
             first_changed = changed
         if display and shown and display[-1] == skip and shown[0] == skip:
             shown = shown[1:]
         display.extend(shown)
-        hunks.extend(_patch_hunks(a, b, w[2], w[5]))
+        hunks.extend(_patch_hunks(a, b, w[2], w[3]))
     patch = f"--- {path}\n+++ {path}\n" + "".join(hunks)
     result: dict[str, Any] = {"diff": "\n".join(display), "patch": patch}
     if first_changed is not None:
@@ -232,10 +339,11 @@ def generate_edit_diff(path: str, old: str, new: str, replacements: list[Replace
     return result
 
 
-def _diff_windows(old: str, replacements: list[Replacement]) -> list[list[int]]:
-    """Whole-line windows ``[old_start, old_end, old_line, new_start, new_end, new_line]`` around the edits."""
-    windows: list[list[int]] = []
-    offset_delta = line_delta = cursor = cursor_line = 0
+def _diff_windows(old: str, replacements: list[Replacement]) -> list[tuple[list[int], list[Replacement]]]:
+    """Whole-line windows ``[old_start, old_end, old_line, new_line]`` around the edits, each with
+    the replacements inside it."""
+    windows: list[tuple[list[int], list[Replacement]]] = []
+    line_delta = cursor = cursor_line = 0
     for r in replacements:
         match_end = r.index + r.length
         start = 0 if r.index == 0 else old.rfind("\n", 0, r.index) + 1
@@ -249,18 +357,15 @@ def _diff_windows(old: str, replacements: list[Replacement]) -> list[list[int]]:
                 break
             lf = old.find("\n", max(match_end - 1, r.index) if i == 0 else end)
             end = len(old) if lf == -1 else lf + 1
-        own_delta = len(r.new_text) - r.length
-        own_lines = r.new_text.count("\n") - old.count("\n", r.index, match_end)
-        if windows and start <= windows[-1][1]:
-            prev = windows[-1]
+        if windows and start <= windows[-1][0][1]:
+            prev, inside = windows[-1]
             prev[1] = max(prev[1], end)
-            prev[4] = prev[1] + offset_delta + own_delta
+            inside.append(r)
         else:
             cursor_line += old.count("\n", cursor, start)
             cursor = start
-            windows.append([start, end, cursor_line, start + offset_delta, end + offset_delta + own_delta, cursor_line + line_delta])
-        offset_delta += own_delta
-        line_delta += own_lines
+            windows.append(([start, end, cursor_line, cursor_line + line_delta], [r]))
+        line_delta += r.new_text.count("\n") - old.count("\n", r.index, match_end)
     return windows
 
 

@@ -2,18 +2,27 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import unicodedata
 from pathlib import Path
 
-_UNICODE_SPACES = re.compile("[\u00a0\u2000-\u200a\u202f\u205f\u3000]")
-_AM_PM = re.compile(r" (AM|PM)\.", re.IGNORECASE)
+
+@functools.cache
+def _unicode_spaces() -> re.Pattern[str]:
+    """Compiled on first use (with ``_am_pm``): the tools module loads at start-up, paths come later."""
+    return re.compile("[\u00a0\u2000-\u200a\u202f\u205f\u3000]")
+
+
+@functools.cache
+def _am_pm() -> re.Pattern[str]:
+    return re.compile(r" (AM|PM)\.", re.IGNORECASE)
 
 
 def normalize_path_arg(raw: str) -> str:
     """Normalise spaces, drop one leading ``@``, expand ``~`` and ``file://`` URLs."""
-    text = _UNICODE_SPACES.sub(" ", raw)
+    text = _unicode_spaces().sub(" ", raw)
     if text.startswith("@"):
         text = text[1:]
     if text == "~":
@@ -39,7 +48,7 @@ def resolve_read_path(raw: str, cwd: Path | str) -> str:
         return resolved
     nfd = unicodedata.normalize("NFD", resolved)
     variants = (
-        _AM_PM.sub("\u202f\\1.", resolved),
+        _am_pm().sub("\u202f\\1.", resolved),
         nfd,
         resolved.replace("'", "\u2019"),
         nfd.replace("'", "\u2019"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import codecs
+import functools
 import re
 from collections import deque
 from collections.abc import Callable
@@ -19,17 +20,34 @@ from .truncate import DEFAULT_MAX_BYTES, truncate_tail
 _ST = "(?:\x07|\x1b\\\\|\x9c)"
 _CSI_START = r"(?:(?:\x1b\[|\x9b)[<=>]|[\x1b\x9b][\[\]()#;?]*)(?:\d{1,4}(?:[;:]\d{0,4})*)?"
 _CSI_FINAL = r"[\dA-PR-TZcf-nq-uy=><~]"
-_ANSI = re.compile(rf"(?:\x1b\][\s\S]*?{_ST})|{_CSI_START}{_CSI_FINAL}")
-_UNFINISHED_ANSI = re.compile(rf"(?:\x1b\](?:[^\x07\x9c\x1b]|\x1b(?!\\))*|{_CSI_START})$")
+
+
+@functools.cache
+def _ansi() -> re.Pattern[str]:
+    """Compiled on first use, like the others here: start-up compiles no pattern it may never need."""
+    return re.compile(rf"(?:\x1b\][\s\S]*?{_ST})|{_CSI_START}{_CSI_FINAL}")
+
+
+@functools.cache
+def _unfinished_ansi() -> re.Pattern[str]:
+    return re.compile(rf"(?:\x1b\](?:[^\x07\x9c\x1b]|\x1b(?!\\))*|{_CSI_START})$")
+
+
 _MAX_PENDING_ANSI = 256
-_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufff9-\ufffb\r]")
+
+
+@functools.cache
+def _control() -> re.Pattern[str]:
+    return re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufff9-\ufffb\r]")
+
+
 _ROLLING_CHARS = DEFAULT_MAX_BYTES * 2
 
 
 def strip_ansi(text: str) -> str:
     if "\x1b" not in text and "\x9b" not in text:
         return text
-    return _ANSI.sub("", text)
+    return _ansi().sub("", text)
 
 
 def split_unfinished_ansi(text: str) -> tuple[str, str]:
@@ -37,7 +55,7 @@ def split_unfinished_ansi(text: str) -> tuple[str, str]:
     if "\x1b" not in text and "\x9b" not in text:
         return text, ""
     window = max(0, len(text) - _MAX_PENDING_ANSI)
-    match = _UNFINISHED_ANSI.search(text, window)
+    match = _unfinished_ansi().search(text, window)
     if match is None:
         return text, ""
     return text[: match.start()], text[match.start() :]
@@ -45,7 +63,7 @@ def split_unfinished_ansi(text: str) -> tuple[str, str]:
 
 def clean_output(text: str) -> str:
     """ANSI sequences, control characters (tab and newline kept) and ``\\r`` removed."""
-    return _CONTROL.sub("", strip_ansi(text))
+    return _control().sub("", strip_ansi(text))
 
 
 class _UserOutput:
