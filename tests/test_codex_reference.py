@@ -18,7 +18,8 @@ RUNTIME_HEADERS = {"accept", "accept-language", "sec-fetch-mode", "pragma", "cac
                    "host", "sec-websocket-key", "connection"}
 
 
-def run_prompts(kind: str, home: Path, base_url: str, prompts: list[str], settings: dict[str, Any]) -> None:
+def run_prompts(kind: str, home: Path, base_url: str, prompts: list[str], settings: dict[str, Any],
+                model: str = "gpt-5.5", *extra: str) -> None:
     """``pi --mode rpc`` (ours or the reference) signed in to ChatGPT, one prompt per finished turn."""
     agent = home / "agent"
     agent.mkdir(parents=True)
@@ -29,7 +30,7 @@ def run_prompts(kind: str, home: Path, base_url: str, prompts: list[str], settin
     (agent / "auth.json").write_text(json.dumps({"openai-codex": credential}))
     (agent / "auth.json").chmod(0o600)
     env = {"PATH": os.environ["PATH"], "HOME": str(home), "PI_CODING_AGENT_DIR": str(agent), "PI_OFFLINE": "1"}
-    rpc_turns(kind, ["--provider", "openai-codex", "--model", "gpt-5.5", "--no-session"], env, home,
+    rpc_turns(kind, ["--provider", "openai-codex", "--model", model, "--no-session", *extra], env, home,
               [{"id": str(index), "type": "prompt", "message": text} for index, text in enumerate(prompts)])
 
 

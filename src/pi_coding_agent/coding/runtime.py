@@ -45,7 +45,11 @@ from pi_coding_agent.coding.resources.system_prompt import (
     build_sections,
     render_system_prompt,
 )
-from pi_coding_agent.coding.resources.system_updates import keeps_system_messages, split_transcript
+from pi_coding_agent.coding.resources.system_updates import (
+    keeps_system_messages,
+    leading_tools,
+    split_transcript,
+)
 from pi_coding_agent.coding.retry import RetrySettings
 from pi_coding_agent.coding.sandbox.policy import SandboxPolicy
 from pi_coding_agent.coding.session import (
@@ -300,9 +304,11 @@ class SessionRuntime:
     def build_context(self, messages: list[dict[str, Any]]) -> Context:
         """Agent hook: the transcript as one request (system state replayed, custom roles converted)."""
         state = SystemState.replay(messages)
+        head: list[Any] | None = None
         if keeps_system_messages(self.agent.model):  # compat.supportsMidConvoSystemMessages
             prompt, rest = split_transcript(messages)
             context: Context = {"systemPrompt": prompt, "messages": convert_to_llm(rest)}  # type: ignore[typeddict-item]
+            head = leading_tools(messages)  # the later messages carry the changes
         else:
             context = {
                 "systemPrompt": render_system_prompt(state.sections),
@@ -310,8 +316,9 @@ class SessionRuntime:
             }
         if self.settings.get("images.blockImages"):
             context["messages"] = block_images(context["messages"])
-        tools = list(state.tools.values()) or self.tool_declarations()
-        if tools:
+        if head is not None:
+            context["tools"] = head
+        elif tools := list(state.tools.values()) or self.tool_declarations():
             context["tools"] = tools
         return context
 

@@ -20,14 +20,26 @@ from typing import Any
 import orjson
 
 from pi_coding_agent.ai.providers.accumulate import append_text
+from pi_coding_agent.ai.providers.anthropic_system import (
+    DEFERRED_PLACEHOLDER,
+    INLINE_TOOLS_BETA,
+    native_tool_changes,
+    system_message,
+)
+from pi_coding_agent.ai.providers.anthropic_tools import (
+    convert_tools,
+    has_preferred_strict,
+    strict_fallback,
+    tool_name,
+)
 from pi_coding_agent.ai.providers.diagnostics import append_transformations
-from pi_coding_agent.ai.providers.http import sse_events
 from pi_coding_agent.ai.providers.partial_json import repair_arguments
 from pi_coding_agent.ai.providers.usage import apply_reported_cost, is_openrouter
 from pi_coding_agent.ai.stream import ProviderError, StreamOptions
 from pi_coding_agent.ai.thinking import clamp_max_tokens, clamp_thinking_level, thinking_budget
+from pi_coding_agent.ai.tool_changes import current_tools, system_messages
 from pi_coding_agent.ai.transform import tool_result_runs
-from pi_coding_agent.ai.types import AssistantMessage, Context, Model, Tool
+from pi_coding_agent.ai.types import AssistantMessage, Context, Model
 
 API_VERSION = "2023-06-01"
 INTERLEAVED_THINKING_BETA = "interleaved-thinking-2025-05-14"
@@ -35,17 +47,11 @@ FINE_GRAINED_TOOL_STREAMING_BETA = "fine-grained-tool-streaming-2025-05-14"
 SERVER_SIDE_FALLBACK_BETA = "server-side-fallback-2026-07-01"
 MID_CONVERSATION_EFFORT_BETAS = ("mid-conversation-output-config-2026-07-01", "thinking-binding-controls-2026-08-01")
 EFFORTS = frozenset({"low", "medium", "high", "xhigh", "max"})
+CACHED_BLOCKS = frozenset({"text", "image", "tool_result", "tool_addition", "tool_removal"})
 OAUTH_BETAS = ("claude-code-20250219", "oauth-2025-04-20")
 OAUTH_USER_AGENT = "claude-cli/2.1.322"
 # Subscription (OAuth) tokens are only accepted for requests that present Claude Code's identity.
 OAUTH_IDENTITY = "You are Claude Code, Anthropic's official CLI for Claude."
-CLAUDE_CODE_TOOL_NAMES = {
-    name.lower(): name
-    for name in (
-        "Read", "Write", "Edit", "Bash", "Grep", "Glob", "AskUserQuestion", "EnterPlanMode", "ExitPlanMode",
-        "KillShell", "NotebookEdit", "Skill", "Task", "TaskOutput", "TodoWrite", "WebFetch", "WebSearch",
-    )
-}
 MIN_ANSWER_TOKENS = 1024
 IMAGE_ONLY_NOTE = "(image attached)"
 ERROR_IMAGE_NOTE = "(image sent after the tool results)"
@@ -143,7 +149,7 @@ def _assistant_block(block: Any, oauth: bool, allow_empty_signature: bool) -> di
     if kind == "text":
         return {"type": "text", "text": block["text"]} if block["text"].strip() else None
     if kind == "toolCall":
-        name = CLAUDE_CODE_TOOL_NAMES.get(block["name"].lower(), block["name"]) if oauth else block["name"]
+        name = tool_name(block["name"], oauth)
         return {"type": "tool_use", "id": normalize_tool_call_id(block["id"]), "name": name,
                 "input": block.get("arguments") or {}}
     if block.get("redacted"):
@@ -164,11 +170,15 @@ def effort_marker(effort: str) -> dict[str, Any]:
     return {"role": "system", "content": [], "output_config": {"effort": effort}}
 
 
-def convert_messages(model: Model, context: Context, oauth: bool, effort_markers: bool = False) -> list[dict[str, Any]]:
+def convert_messages(model: Model, context: Context, oauth: bool, effort_markers: bool = False,
+                     plain_preferred: bool = False) -> list[dict[str, Any]]:
     """Anthropic messages; with ``effort_markers``, each earlier reply of this provider is preceded
-    by the effort it was written with."""
+    by the effort it was written with. Later system messages wait for the next reply (``anthropic_system``)."""
     allow_empty = _compat(model, "allowEmptySignature", False)
+    native = native_tool_changes(model, context)
+    convert = (lambda tools: convert_tools(model, tools, oauth, None, plain_preferred)) if native else None
     out: list[dict[str, Any]] = []
+    pending: list[dict[str, Any]] = []
     for msg in tool_result_runs(context["messages"]):
         if isinstance(msg, list):
             out.append(_tool_results_message(msg))
@@ -182,46 +192,28 @@ def convert_messages(model: Model, context: Context, oauth: bool, effort_markers
             blocks = [_assistant_block(b, oauth, allow_empty) for b in msg["content"]]
             kept = [b for b in blocks if b is not None]
             if kept:
+                out += pending
+                pending.clear()
                 effort = msg.get("providerThinkingLevel")
                 if effort_markers and effort in EFFORTS and msg["api"] == model["api"] \
                         and msg["provider"] == model["provider"]:
                     out.append(effort_marker(effort))
                 out.append({"role": "assistant", "content": kept})
-    return out
+        elif role == "system" and (update := system_message(msg, convert, lambda name: tool_name(name, oauth))):
+            pending.append(update)
+    return out + pending
+
 
 
 def _mark_last_user_block(messages: list[dict[str, Any]], control: dict[str, str]) -> None:
-    """The conversation cache breakpoint: the last block of a trailing user message."""
-    if not messages or messages[-1]["role"] != "user":
+    """The conversation cache breakpoint: the last block of a trailing user (or system) message."""
+    if not messages or messages[-1]["role"] not in ("user", "system"):
         return
     last = messages[-1]
     if isinstance(last["content"], str):
         last["content"] = [{"type": "text", "text": last["content"], "cache_control": control}]
-    elif last["content"] and last["content"][-1]["type"] in ("text", "image", "tool_result"):
+    elif last["content"] and last["content"][-1]["type"] in CACHED_BLOCKS:
         last["content"][-1]["cache_control"] = control
-
-
-def convert_tools(model: Model, tools: list[Tool], oauth: bool, control: dict[str, str] | None) -> list[dict[str, Any]]:
-    eager = _compat(model, "supportsEagerToolInputStreaming", True)
-    if not _compat(model, "supportsCacheControlOnTools", True):
-        control = None
-    out = []
-    for index, tool in enumerate(tools):
-        schema = tool["parameters"]
-        input_schema: dict[str, Any] = {"type": "object", "properties": schema.get("properties", {}),
-                                        "required": schema.get("required", [])}
-        for key in ("additionalProperties", "$defs", "definitions"):
-            if key in schema:
-                input_schema[key] = schema[key]
-        name = CLAUDE_CODE_TOOL_NAMES.get(tool["name"].lower(), tool["name"]) if oauth else tool["name"]
-        entry: dict[str, Any] = {"name": name, "description": tool["description"]}
-        if eager:
-            entry["eager_input_streaming"] = True
-        entry["input_schema"] = input_schema
-        if control and index == len(tools) - 1:
-            entry["cache_control"] = control
-        out.append(entry)
-    return out
 
 
 def effort_for(model: Model, level: str) -> str:
@@ -276,11 +268,13 @@ def thinking_level(model: Model, options: StreamOptions) -> str:
     return clamp_thinking_level(model, options.thinking_level) if model.get("reasoning") else "off"
 
 
-def build_body(model: Model, context: Context, options: StreamOptions, oauth: bool) -> dict[str, Any]:
+def build_body(model: Model, context: Context, options: StreamOptions, oauth: bool,
+               plain_preferred: bool = False) -> dict[str, Any]:
+    """The request; ``plain_preferred`` sends tools that only prefer strict schemas plain."""
     control = cache_control(model, options.cache_retention)
     level = thinking_level(model, options)
     effort = managed_effort(model, level)
-    messages = convert_messages(model, context, oauth, effort_markers=effort is not None)
+    messages = convert_messages(model, context, oauth, effort is not None, plain_preferred)
     if control:
         _mark_last_user_block(messages, control)
     if effort:
@@ -295,8 +289,11 @@ def build_body(model: Model, context: Context, options: StreamOptions, oauth: bo
     thinking_on = level != "off" or _compat(model, "supportsMidConvoEffort", False)
     if options.temperature is not None and not thinking_on and _compat(model, "supportsTemperature", True):
         body["temperature"] = options.temperature
-    if context.get("tools"):
-        body["tools"] = convert_tools(model, context["tools"], oauth, control)
+    if native_tool_changes(model, context):  # the list never changes: later tools come in system messages
+        body["tools"] = [*convert_tools(model, context.get("tools") or [], oauth, control, plain_preferred),
+                         DEFERRED_PLACEHOLDER]
+    elif tools := current_tools(system_messages(context)):
+        body["tools"] = convert_tools(model, tools, oauth, control, plain_preferred)
     body.update(thinking)
     fallbacks = (model.get("compat") or {}).get("allowedFallbackModels")
     if fallbacks:
@@ -321,6 +318,8 @@ def build_headers(model: Model, context: Context, options: StreamOptions, body: 
         betas.append(SERVER_SIDE_FALLBACK_BETA)
     if _compat(model, "supportsMidConvoEffort", False):
         betas.extend(MID_CONVERSATION_EFFORT_BETAS)
+    if native_tool_changes(model, context):
+        betas.append(INLINE_TOOLS_BETA)
     if betas:
         headers["anthropic-beta"] = ",".join(betas)
     # Configured headers win, including a configured anthropic-beta list.
@@ -534,16 +533,21 @@ async def stream(
         from pi_coding_agent.ai import anthropic_federation  # the last way in: workload identity federation
 
         federated = await anthropic_federation.token_for(model)
-    body = build_body(model, context, options, oauth)
-    headers = build_headers(model, context, options, body)
-    if federated is not None:
-        headers = anthropic_federation.with_token(headers, federated)
+
+    def request(plain: bool) -> tuple[dict[str, str], dict[str, Any]]:
+        body = build_body(model, context, options, oauth, plain)
+        headers = build_headers(model, context, options, body)
+        if federated is not None:
+            headers = anthropic_federation.with_token(headers, federated)
+        return headers, body
+
     effort = managed_effort(model, thinking_level(model, options))
     if effort:
         output["providerThinkingLevel"] = effort
     reader = _Reader(model, context, output, oauth)
     url = f"{model['baseUrl'].rstrip('/')}/v1/messages"
-    async for sse in sse_events(url, headers, body, options, anthropic_error_text):
+    retry_plain = has_preferred_strict(model, list(context.get("tools") or []))
+    async for sse in strict_fallback(url, request, options, output, retry_plain, anthropic_error_text):
         if sse.event == "error":
             raise ProviderError(sse.data)
         if sse.event not in MESSAGE_EVENTS:

@@ -30,7 +30,6 @@ import orjson
 
 from pi_coding_agent.ai.provider_env import env_value
 from pi_coding_agent.ai.providers import aws_auth, strict_schema
-from pi_coding_agent.ai.providers.diagnostics import append_diagnostic
 from pi_coding_agent.ai.providers.http import apply_payload_hook, post_stream
 from pi_coding_agent.ai.providers.partial_json import parse_arguments
 from pi_coding_agent.ai.stream import ProviderError, StreamOptions
@@ -40,7 +39,7 @@ from pi_coding_agent.ai.thinking import (
     clamp_thinking_level,
     thinking_budget,
 )
-from pi_coding_agent.ai.types import AssistantMessage, Context, Model, Tool, now_ms
+from pi_coding_agent.ai.types import AssistantMessage, Context, Model, Tool
 
 EMPTY_TEXT = "<empty>"
 REDACTED_PLACEHOLDER = "[Reasoning redacted]"
@@ -521,10 +520,7 @@ async def _open(model: Model, context: Context, options: StreamOptions,
             if opened or plain or not retry_plain or not _strict_limits_refused(error):
                 raise
             plain = True
-            strict_schema.mark_over_limits(options.session_id)
-            append_diagnostic(output, {"type": "bedrock_strict_tools_fallback", "timestamp": now_ms(),
-                                       "error": {"message": str(error)},
-                                       "details": {"reason": "strict_tool_limits_exceeded"}})
+            strict_schema.fall_back_plain(output, options.session_id, "bedrock", error)
 
 
 async def stream(

@@ -34,12 +34,18 @@ from pi_coding_agent.ai.providers import codex_websocket as ws
 from pi_coding_agent.ai.providers.diagnostics import append_diagnostic
 from pi_coding_agent.ai.providers.http import apply_payload_hook, sse_events
 from pi_coding_agent.ai.providers.openai_responses import (
-    build_request,
+    MIN_OUTPUT_TOKENS,
+    UPDATE_REQUEST_EFFORT,
+    Converter,
     convert_input,
+    record_update_effort,
     sse_json,
     translate_events,
 )
+from pi_coding_agent.ai.providers.responses_tools import InputDeclarations, convert_tools, tools_in_input
 from pi_coding_agent.ai.stream import ProviderError, StreamOptions
+from pi_coding_agent.ai.thinking import clamp_max_tokens, clamp_thinking_level
+from pi_coding_agent.ai.tool_changes import current_tools, system_messages
 from pi_coding_agent.ai.types import AssistantMessage, Context, Model, now_ms
 
 DEFAULT_BASE_URL = "https://chatgpt.com/backend-api"
@@ -100,21 +106,40 @@ def error_text(status: int, body_text: str) -> str:
     return str(error.get("message") or body_text)
 
 
+def native_effort(model: Model, level: str) -> str | None:
+    """The backend's effort for a level (off is ``none``); None where the model takes no reasoning field."""
+    mapping = model.get("thinkingLevelMap") or {}
+    if level == "none":
+        return mapping.get("off", "none")
+    return mapping.get(level) or level
+
+
 def build_body(model: Model, context: Context, options: StreamOptions) -> dict[str, Any]:
-    responses = build_request(model, context, options)
+    """The Codex body: tools strict-capable by default (``strict: null``), off sent as effort ``none``."""
+    compat = model.get("compat") or {}
+    clamped = clamp_thinking_level(model, options.thinking_level) if options.thinking_level != "off" else "off"
+    level = clamped if clamped != "off" else "none" if model["reasoning"] else None
+    effort = native_effort(model, level) if level is not None and compat.get("supportsMidConvoEffort") else None
+    supports_strict = compat.get("supportsStrictMode", True) is not False
+    declarations = InputDeclarations(supports_strict, None) if tools_in_input(model) else None
     body: dict[str, Any] = {
-        "model": model["id"], "store": False, "stream": True, "input": responses["input"],
+        "model": model["id"], "store": False, "stream": True,
+        "input": Converter(model, declarations, effort).convert(context),
         "text": {"verbosity": "low"}, "include": ["reasoning.encrypted_content"],
     }
     session = cache_session(options)
     if session:
         body["prompt_cache_key"] = session
     body.update(tool_choice="auto", parallel_tool_calls=True)
-    for key in ("max_output_tokens", "temperature", "reasoning"):
-        if key in responses:
-            body[key] = responses[key]
-    if responses.get("tools"):
-        body["tools"] = [{k: v for k, v in tool.items() if k != "strict"} for tool in responses["tools"]]
+    if compat.get("supportsMaxOutputTokens", True) is not False:
+        body["max_output_tokens"] = max(clamp_max_tokens(model, context, options.max_tokens), MIN_OUTPUT_TOKENS)
+    if options.temperature is not None:
+        body["temperature"] = options.temperature
+    if declarations is None and (tools := current_tools(system_messages(context))):
+        body["tools"] = convert_tools(tools, supports_strict, None)
+    chosen = UPDATE_REQUEST_EFFORT if effort is not None else native_effort(model, level) if level else None
+    if chosen is not None:
+        body["reasoning"] = {"effort": chosen, "summary": "auto"}
     return body
 
 
@@ -296,7 +321,9 @@ async def stream(
     if not options.api_key:
         raise ProviderError(f"No API key for provider: {model['provider']}")
     account = account_id(options.api_key)
-    body = await apply_payload_hook(build_body(model, context, options), options)
+    body = build_body(model, context, options)
+    record_update_effort(output, body)
+    body = await apply_payload_hook(body, options)
     session = cache_session(options)
     if options.transport != "sse" and not (session and session in _sse_sessions):
         try:

@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from pi_coding_agent.ai import tool_changes
 from pi_coding_agent.ai.providers.accumulate import append_text
 from pi_coding_agent.ai.providers.http import merge_headers, sse_events
 from pi_coding_agent.ai.providers.openai_compat import (
@@ -33,6 +34,8 @@ from pi_coding_agent.ai.providers.reasoning_details import (
     replayed_reasoning_details,
 )
 from pi_coding_agent.ai.providers.sampling import sampling_params
+from pi_coding_agent.ai.providers.short_hash import short_hash
+from pi_coding_agent.ai.providers.strict_schema import declared_schema
 from pi_coding_agent.ai.providers.usage import apply_reported_cost, chat_usage, is_openrouter
 from pi_coding_agent.ai.stream import ProviderError, StreamOptions
 from pi_coding_agent.ai.thinking import clamp_max_tokens
@@ -55,9 +58,7 @@ def normalize_tool_call_id(model: Model, call_id: str) -> str:
         combined = f"{call}_{item}" if item else call
         if len(combined) <= 40:
             return combined
-        import hashlib
-
-        digest = hashlib.sha256(call_id.encode()).hexdigest()[:8]
+        digest = short_hash(call_id)[:8]
         return f"{call[: 40 - len(digest) - 1]}_{digest}"
     return call_id[:40] if model["provider"] == "openai" else call_id
 
@@ -126,8 +127,18 @@ def _tool_messages(model: Model, results: list[Any], compat: dict[str, Any]) -> 
     return out
 
 
+def tool_support(compat: dict[str, Any]) -> str:
+    """``"additions"`` when tools added mid-conversation are declared in place (``ai/tool_changes.py``)."""
+    both = compat.get("supportsMidConvoSystemMessages") and compat.get("supportsMidConvoToolAdditions")
+    return "additions" if both else "none"
+
+
 def convert_messages(model: Model, context: Context, compat: dict[str, Any]) -> list[dict[str, Any]]:
+    """Chat messages; a later system message past ``folded`` declares its added tools in a
+    ``{"role": "system", "tools": [...]}`` message before its text."""
     instruction_role = "developer" if model["reasoning"] and compat["supportsDeveloperRole"] else "system"
+    folded = tool_changes.plan(context, tool_support(compat))[1]
+    system_index = 0  # the leading prompt is 0
     out: list[dict[str, Any]] = []
     if context.get("systemPrompt"):
         out.append({"role": instruction_role, "content": context["systemPrompt"]})
@@ -146,16 +157,26 @@ def convert_messages(model: Model, context: Context, compat: dict[str, Any]) -> 
             converted = _assistant_message(model, msg, compat)
             if converted is not None:
                 out.append(converted)
-        elif role == "system" and msg.get("content"):
-            out.append({"role": instruction_role, "content": msg["content"]})
+        elif role == "system":
+            system_index += 1
+            if system_index >= folded and msg.get("toolsAdded"):
+                out.append({"role": "system", "tools": _tools(msg["toolsAdded"], compat)})
+            if msg.get("content"):
+                out.append({"role": instruction_role, "content": msg["content"]})
     return out
 
 
-def _tools(context: Context, compat: dict[str, Any]) -> list[dict[str, Any]]:
-    strict = {"strict": False} if compat["supportsStrictMode"] else {}
-    return [{"type": "function", "function": {"name": t["name"], "description": t["description"],
-                                              "parameters": t["parameters"], **strict}}
-            for t in context.get("tools") or []]
+def _tools(tools: list[Any], compat: dict[str, Any]) -> list[dict[str, Any]]:
+    """Function tools; one asking for JSON-schema constrained sampling goes strict where the host can."""
+    supports = compat["supportsStrictMode"] is not False
+    out: list[dict[str, Any]] = []
+    for tool in tools:
+        parameters, strict = declared_schema(tool, supports)
+        function = {"name": tool["name"], "description": tool["description"], "parameters": parameters}
+        if supports:
+            function["strict"] = strict
+        out.append({"type": "function", "function": function})
+    return out
 
 
 def build_request(model: Model, context: Context, options: StreamOptions) -> dict[str, Any]:
@@ -172,7 +193,7 @@ def build_request(model: Model, context: Context, options: StreamOptions) -> dic
     body[max_field] = clamp_max_tokens(model, context, options.max_tokens)  # input + output fit the window
     if options.temperature is not None:
         body["temperature"] = options.temperature
-    tools = _tools(context, compat)
+    tools = _tools(tool_changes.plan(context, tool_support(compat))[0], compat)
     if tools:
         body["tools"] = tools
         if compat["zaiToolStream"]:

@@ -7,7 +7,6 @@ Reasoning items are kept whole (JSON) in ``thinkingSignature`` and text item ids
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
@@ -20,18 +19,18 @@ from pi_coding_agent.ai.providers.diagnostics import append_transformations
 from pi_coding_agent.ai.providers.http import openai_error_text, sse_events
 from pi_coding_agent.ai.providers.openai_completions import request_headers
 from pi_coding_agent.ai.providers.partial_json import parse_arguments
+from pi_coding_agent.ai.providers.responses_tools import InputDeclarations, convert_tools, tools_in_input
 from pi_coding_agent.ai.providers.sampling import sampling_params
+from pi_coding_agent.ai.providers.short_hash import short_hash
 from pi_coding_agent.ai.providers.usage import is_openrouter, responses_usage
 from pi_coding_agent.ai.stream import ProviderError, StreamOptions
 from pi_coding_agent.ai.thinking import clamp_max_tokens, clamp_thinking_level
+from pi_coding_agent.ai.tool_changes import current_tools, system_messages
 from pi_coding_agent.ai.types import AssistantMessage, Context, Model
 
 MIN_OUTPUT_TOKENS = 16  # the API rejects smaller max_output_tokens
+UPDATE_REQUEST_EFFORT = "medium"  # the fixed reasoning.effort while configuration_update items carry the level
 CALL_ID_PROVIDERS = frozenset({"openai", "openai-codex", "opencode", "azure"})
-
-
-def _short_hash(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
 def _id_part(part: str) -> str:
@@ -41,12 +40,21 @@ def _id_part(part: str) -> str:
 # --------------------------------------------------------------------------------------------- request
 
 
-class _Converter:
-    """Context -> ``input`` items; remembers the tool call ids it had to rewrite for their results."""
+class Converter:
+    """Context -> ``input`` items; remembers the tool call ids it had to rewrite for their results.
 
-    def __init__(self, model: Model) -> None:
+    With ``declarations`` the tools are declared in the input, the leading prompt's first and each
+    later change where it happened; ``effort`` set means thinking levels travel as
+    ``configuration_update`` items: one before each earlier answer of this model that recorded its
+    level, one at the end for this turn.
+    """
+
+    def __init__(self, model: Model, declarations: InputDeclarations | None = None,
+                 effort: str | None = None) -> None:
         self.model = model
         self.renamed: dict[str, str] = {}
+        self.declarations = declarations
+        self.effort = effort
 
     def call_id(self, call_id: str, source: Any) -> str:
         """Ids of another model's calls are made acceptable here (``fc_`` item ids, safe characters)."""
@@ -54,7 +62,7 @@ class _Converter:
             return _id_part(call_id)
         call, item = call_id.split("|", 1)
         foreign = source["provider"] != self.model["provider"] or source["api"] != self.model["api"]
-        item = f"fc_{_short_hash(item)}" if foreign else _id_part(item)
+        item = f"fc_{short_hash(item)}" if foreign else _id_part(item)
         if not item.startswith("fc_"):
             item = _id_part(f"fc_{item}")
         return f"{_id_part(call)}|{item}"
@@ -64,6 +72,9 @@ class _Converter:
         compat = model.get("compat") or {}
         role = "developer" if model["reasoning"] and compat.get("supportsDeveloperRole") is not False else "system"
         items: list[dict[str, Any]] = []
+        declarations = self.declarations
+        if declarations is not None:
+            items += declarations.added(context.get("tools") or [])
         if context.get("systemPrompt"):
             items.append({"role": role, "content": context["systemPrompt"]})
         messages: list[Any] = context["messages"]
@@ -76,8 +87,12 @@ class _Converter:
             elif kind == "toolResult":
                 call_id = self.renamed.get(msg["toolCallId"], msg["toolCallId"]).split("|", 1)[0]
                 items.append({"type": "function_call_output", "call_id": call_id, "output": self._output(msg)})
+            elif kind == "system" and declarations is not None:
+                items += declarations.system_message(msg, role)
             elif kind == "system" and msg.get("content"):
                 items.append({"role": role, "content": msg["content"]})
+        if self.effort is not None:
+            items.append(_configuration_update(self.effort))
         return items
 
     def _user(self, msg: Any) -> list[dict[str, Any]]:
@@ -119,6 +134,8 @@ class _Converter:
                     item["id"] = item_id
                 item.update(call_id=call, name=block["name"], arguments=orjson.dumps(block["arguments"]).decode())
                 out.append(item)
+        if out and self.effort is not None and same_model and msg.get("providerThinkingLevel") is not None:
+            out.insert(0, _configuration_update(msg["providerThinkingLevel"]))
         return out
 
     @staticmethod
@@ -126,7 +143,7 @@ class _Converter:
         signature = _parse_text_signature(block.get("textSignature"))
         item_id = signature.get("id") or (f"msg_pi_{index}" if nth == 0 else f"msg_pi_{index}_{nth}")
         if len(item_id) > 64:
-            item_id = f"msg_{_short_hash(item_id)}"
+            item_id = f"msg_{short_hash(item_id)}"
         item = {"type": "message", "role": "assistant",
                 "content": [{"type": "output_text", "text": block["text"], "annotations": []}],
                 "status": "completed", "id": item_id}
@@ -143,6 +160,10 @@ class _Converter:
         parts += [{"type": "input_image", "detail": "auto", "image_url": f"data:{b['mimeType']};base64,{b['data']}"}
                   for b in images]
         return parts
+
+
+def _configuration_update(effort: str) -> dict[str, Any]:
+    return {"type": "configuration_update", "reasoning": {"effort": effort}}
 
 
 def _parse_text_signature(signature: str | None) -> dict[str, str]:
@@ -162,8 +183,23 @@ def _parse_text_signature(signature: str | None) -> dict[str, str]:
 
 def convert_input(model: Model, context: Context) -> list[Any]:
     """The Responses ``input`` items of a conversation."""
-    items: list[Any] = _Converter(model).convert(context)
+    items: list[Any] = Converter(model).convert(context)
     return items
+
+
+def chatgpt_sign_in(model: Model, api_key: str | None) -> bool:
+    """A credential other than an ``sk-`` key sent to OpenAI itself is a ChatGPT sign-in token."""
+    return (model["provider"] == "openai" and model["baseUrl"] == "https://api.openai.com/v1"
+            and api_key is not None and not api_key.startswith("sk-"))
+
+
+def update_effort(model: Model, level: str, api_key: str | None) -> str | None:
+    """The effort sent in ``configuration_update`` items (``compat.supportsMidConvoEffort``), else None."""
+    if not (model.get("compat") or {}).get("supportsMidConvoEffort") or level == "off":
+        return None
+    if chatgpt_sign_in(model, api_key):  # that sign-in refuses configuration_update items
+        return None
+    return (model.get("thinkingLevelMap") or {}).get(level) or level
 
 
 def build_request(model: Model, context: Context, options: StreamOptions) -> dict[str, Any]:
@@ -172,7 +208,12 @@ def build_request(model: Model, context: Context, options: StreamOptions) -> dic
     retention = options.cache_retention
     explicit_cache = bool(compat.get("supportsExplicitPromptCacheMode"))
     long = retention == "long" and compat.get("supportsLongCacheRetention", True) is not False
-    body: dict[str, Any] = {"model": model["id"], "input": _Converter(model).convert(context), "stream": True}
+    level = clamp_thinking_level(model, options.thinking_level) if options.thinking_level != "off" else "off"
+    effort = update_effort(model, level, options.api_key) if model["reasoning"] else None
+    supports_strict = bool(compat.get("supportsStrictMode"))
+    declarations = InputDeclarations(supports_strict, False) if tools_in_input(model) else None
+    converter = Converter(model, declarations, effort)
+    body: dict[str, Any] = {"model": model["id"], "input": converter.convert(context), "stream": True}
     if options.session_id and retention != "none" and compat.get("promptCacheKeyMode") != "disabled":
         body["prompt_cache_key"] = options.session_id[:64]
     if long and not explicit_cache:
@@ -184,22 +225,19 @@ def build_request(model: Model, context: Context, options: StreamOptions) -> dic
         body["max_output_tokens"] = max(clamp_max_tokens(model, context, options.max_tokens), MIN_OUTPUT_TOKENS)
     if options.temperature is not None:
         body["temperature"] = options.temperature
-    strict = {"strict": False} if compat.get("supportsStrictMode") else {}
-    tools = [{"type": "function", "name": t["name"], "description": t["description"],
-              "parameters": t["parameters"], **strict} for t in context.get("tools") or []]
-    if tools:
-        body["tools"] = tools
-    level = clamp_thinking_level(model, options.thinking_level) if options.thinking_level != "off" else "off"
+    if declarations is None and (tools := current_tools(system_messages(context))):
+        body["tools"] = convert_tools(tools, supports_strict, False)
     if model["reasoning"]:
-        _reasoning_fields(body, model, level)
+        _reasoning_fields(body, model, level, effort)
     body.update(sampling_params(model, level))  # last: configured sampling wins
     return body
 
 
-def _reasoning_fields(body: dict[str, Any], model: Model, level: str) -> None:
+def _reasoning_fields(body: dict[str, Any], model: Model, level: str, effort: str | None) -> None:
     mapping = model.get("thinkingLevelMap") or {}
     if level != "off":
-        body["reasoning"] = {"effort": mapping.get(level) or level, "summary": "auto"}
+        chosen = UPDATE_REQUEST_EFFORT if effort is not None else mapping.get(level) or level
+        body["reasoning"] = {"effort": chosen, "summary": "auto"}
         body["include"] = ["reasoning.encrypted_content"]
     elif model["provider"] != "github-copilot" and mapping.get("off", "none") is not None:
         body["reasoning"] = {"effort": mapping.get("off") or "none"}
@@ -428,11 +466,19 @@ async def stream(
     model: Model, context: Context, options: StreamOptions, output: AssistantMessage
 ) -> AsyncIterator[dict[str, Any]]:
     url = model["baseUrl"].rstrip("/") + "/responses"
-    events = stream_response(url, _headers(model, options), build_request(model, context, options), options,
-                             output, _error_text(model))
+    body = build_request(model, context, options)
+    record_update_effort(output, body)
+    events = stream_response(url, _headers(model, options), body, options, output, _error_text(model))
     async with aclosing(events) as items:
         async for item in items:
             yield item
+
+
+def record_update_effort(output: AssistantMessage, body: dict[str, Any]) -> None:
+    """Keep this turn's ``configuration_update`` effort on the answer, so a later request replays it."""
+    last = body["input"][-1] if body["input"] else None
+    if isinstance(last, dict) and last.get("type") == "configuration_update":
+        output["providerThinkingLevel"] = last["reasoning"]["effort"]
 
 
 async def stream_response(

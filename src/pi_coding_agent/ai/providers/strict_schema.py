@@ -15,9 +15,11 @@ so the prompt cache stable.
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any
 
-from pi_coding_agent.ai.types import Tool
+from pi_coding_agent.ai.providers.diagnostics import append_diagnostic
+from pi_coding_agent.ai.types import Tool, now_ms
 
 UNSUPPORTED_KEYS = ("$ref", "$defs", "definitions", "allOf", "oneOf", "patternProperties", "dependentSchemas",
                     "dependencies", "unevaluatedProperties", "propertyNames", "contains", "prefixItems", "not",
@@ -31,6 +33,9 @@ _over_limits: dict[str, None] = {}  # insertion-ordered: the oldest session is f
 
 class UnsupportedStrictSchema(ValueError):
     """The schema uses something the strict subset cannot express."""
+
+
+Refused = Callable[[str, Any], bool] | None  # a host's extra refusals: (keyword, value) -> refused
 
 
 def _structured(schema: Any) -> bool:
@@ -53,7 +58,7 @@ def _allows_null(schema: Any) -> bool:
     return isinstance(schema.get("anyOf"), list) and any(_allows_null(v) for v in schema["anyOf"])
 
 
-def _strict_object(schema: dict[str, Any]) -> None:
+def _strict_object(schema: dict[str, Any], refused: Refused) -> None:
     if schema.get("additionalProperties", False) is not False:
         raise UnsupportedStrictSchema("schema-valued or true additionalProperties is unsupported")
     properties = schema.get("properties", {})
@@ -65,19 +70,23 @@ def _strict_object(schema: dict[str, Any]) -> None:
     if any(k not in properties for k in required):
         raise UnsupportedStrictSchema("required contains an unknown property")
     for key, prop in properties.items():
-        _strict_node(prop)
+        _strict_node(prop, refused)
         if key not in required and not _allows_null(prop):
             properties[key] = {"anyOf": [prop, {"type": "null"}]}
     schema["required"] = list(properties)
     schema["additionalProperties"] = False
 
 
-def _strict_node(schema: Any) -> None:
+def _strict_node(schema: Any, refused: Refused = None) -> None:
     if not isinstance(schema, dict):
         raise UnsupportedStrictSchema("boolean schemas are unsupported")
     for key in UNSUPPORTED_KEYS:
         if key in schema:
             raise UnsupportedStrictSchema(f"{key} schemas are unsupported")
+    if refused is not None:
+        for key, value in schema.items():
+            if refused(key, value):
+                raise UnsupportedStrictSchema(f"{key}: {value!r} is unsupported")
     if "type" not in schema and "anyOf" not in schema and "enum" not in schema:
         raise UnsupportedStrictSchema("schemas without a type are unsupported")
     if "anyOf" in schema:
@@ -87,23 +96,23 @@ def _strict_node(schema: Any) -> None:
         for variant in variants:
             if _structured(variant):
                 raise UnsupportedStrictSchema("object and array unions are unsupported")
-            _strict_node(variant)
+            _strict_node(variant, refused)
     if "items" in schema:
         if isinstance(schema["items"], list):
             raise UnsupportedStrictSchema("tuple schemas are unsupported")
-        _strict_node(schema["items"])
+        _strict_node(schema["items"], refused)
     if "properties" in schema and schema.get("type") != "object":
         raise UnsupportedStrictSchema("properties require type object")
     if schema.get("type") == "object":
-        _strict_object(schema)
+        _strict_object(schema, refused)
 
 
-def make_strict(schema: Any) -> dict[str, Any]:
+def make_strict(schema: Any, refused: Refused = None) -> dict[str, Any]:
     """A strict copy of an object schema (``schema`` itself is left as it was)."""
     if not isinstance(schema, dict) or schema.get("type") != "object":
         raise UnsupportedStrictSchema("root schema must have type object")
     strict = copy.deepcopy(schema)
-    _strict_node(strict)
+    _strict_node(strict, refused)
     return strict
 
 
@@ -112,14 +121,14 @@ def prefers_strict(tool: Tool) -> bool:
     return sampling.get("type") == "json_schema" and sampling.get("strict") == "prefer"
 
 
-def strict_for(tool: Tool, supports_strict: bool) -> bool:
+def strict_for(tool: Tool, supports_strict: bool, refused: Refused = None) -> bool:
     """Whether ``tool`` goes strict on a model that does (True) or does not support strict tools."""
     sampling = tool.get("constrainedSampling") or {}
     if sampling.get("type") != "json_schema":
         return False
     if supports_strict:
         try:
-            make_strict(tool["parameters"])
+            make_strict(tool["parameters"], refused)
             return True
         except UnsupportedStrictSchema as exc:
             if sampling.get("strict") != "require":
@@ -129,6 +138,13 @@ def strict_for(tool: Tool, supports_strict: bool) -> bool:
         raise ValueError(f'Tool "{tool["name"]}" requires JSON-schema constrained sampling, '
                          "but strict tools are unsupported.")
     return False
+
+
+def declared_schema(tool: Tool, supports_strict: bool, refused: Refused = None) -> tuple[dict[str, Any], bool]:
+    """The parameters to send for ``tool`` and whether they are strict (rewritten) ones."""
+    if strict_for(tool, supports_strict, refused):
+        return make_strict(tool["parameters"], refused), True
+    return tool["parameters"], False
 
 
 def is_strict_limit_error(message: str) -> bool:
@@ -141,6 +157,13 @@ def mark_over_limits(session_id: str | None) -> None:
     _over_limits[session_id] = None
     if len(_over_limits) > MAX_REMEMBERED_SESSIONS:
         del _over_limits[next(iter(_over_limits))]
+
+
+def fall_back_plain(output: Any, session_id: str | None, api: str, error: Exception) -> None:
+    """Record a strict-limit refusal: the session goes plain from now on, the answer says why."""
+    mark_over_limits(session_id)
+    append_diagnostic(output, {"type": f"{api}_strict_tools_fallback", "timestamp": now_ms(),
+                               "error": {"message": str(error)}, "details": {"reason": "strict_tool_limits_exceeded"}})
 
 
 def over_limits(session_id: str | None) -> bool:

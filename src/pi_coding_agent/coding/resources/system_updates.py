@@ -2,10 +2,12 @@
 
 pi folds every system message of the transcript into the leading prompt unless the model's
 ``compat.supportsMidConvoSystemMessages`` is true; then (for the OpenAI Chat Completions and
-Responses APIs) the first system message is the prompt and each later one is sent in place, its
-text followed by its section changes framed by name (``Updated system prompt section "tools":``
-and the section, or ``Removed system prompt section "x".``). A message that says nothing in text
-(only a tool change) is not sent; the request's tools are the current ones either way.
+Responses APIs and Anthropic's Messages API) the first system message is the prompt and each
+later one is sent in place, its text followed by its section changes framed by name
+(``Updated system prompt section "tools":`` and the section, or ``Removed system prompt section "x".``). Tool changes stay on the messages
+(``toolsAdded``/``toolsRemoved``) and the context's ``tools`` are then the leading prompt's: each
+adapter declares the changes as its API can (``ai/tool_changes.py``), a message without text
+sending nothing else.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ from pi_coding_agent.ai.types import Model
 from pi_coding_agent.coding.resources.system_prompt import render_system_prompt
 
 # APIs whose adapters send a system message where it stands in the conversation
-IN_PLACE_APIS = frozenset({"openai-completions", "openai-responses"})
+IN_PLACE_APIS = frozenset({"openai-completions", "openai-responses", "azure-openai-responses",
+                           "openai-codex-responses", "anthropic-messages"})
+TOOL_FIELDS = ("toolsAdded", "toolsRemoved")
 
 
 def keeps_system_messages(model: Model) -> bool:
@@ -44,6 +48,17 @@ def split_transcript(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str
     for message in messages[1:]:
         if message.get("role") != "system":
             rest.append(message)
-        elif text := update_text(message):
-            rest.append({"role": "system", "content": text, "timestamp": message.get("timestamp", 0)})
+            continue
+        text = update_text(message)
+        changes = {key: message[key] for key in TOOL_FIELDS if message.get(key)}
+        if text or changes:
+            rest.append({"role": "system", "content": text, "timestamp": message.get("timestamp", 0), **changes})
     return prompt, rest
+
+
+def leading_tools(messages: list[dict[str, Any]]) -> list[Any] | None:
+    """The leading system message's tools when a later one changes them (else None: no changes)."""
+    if not any(m.get("role") == "system" and any(m.get(k) for k in TOOL_FIELDS) for m in messages[1:]):
+        return None
+    first = messages[0] if messages and messages[0].get("role") == "system" else {}
+    return list(first.get("toolsAdded") or [])
