@@ -6,16 +6,18 @@ from pathlib import Path
 import pytest
 
 from pi_coding_agent.ai.keys import AuthStorage
-from pi_coding_agent.ai.models import (
-    PLACEHOLDER_MODEL,
-    ModelRegistry,
+from pi_coding_agent.ai.model_resolution import (
     ModelResolutionError,
-    builtin_models,
-    catalog_index,
-    default_model,
     locale_key,
     resolve_model_pattern,
     resolve_model_scope,
+)
+from pi_coding_agent.ai.models import (
+    PLACEHOLDER_MODEL,
+    ModelRegistry,
+    builtin_models,
+    catalog_index,
+    default_model,
 )
 
 

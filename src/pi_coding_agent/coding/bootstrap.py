@@ -18,7 +18,8 @@ from typing import Any
 
 from pi_coding_agent.agent.tool import AgentTool
 from pi_coding_agent.ai.keys import AuthStorage
-from pi_coding_agent.ai.models import ModelRegistry, resolve_model_pattern, resolve_model_scope
+from pi_coding_agent.ai.model_resolution import resolve_model_pattern, resolve_model_scope
+from pi_coding_agent.ai.models import ModelRegistry
 from pi_coding_agent.ai.types import Model
 from pi_coding_agent.coding import llama_command, paths
 from pi_coding_agent.coding.agent_session import AgentSession

@@ -343,7 +343,8 @@ def list_models(search: str | None, args: CliArgs | None = None) -> int:
     search asks for it, so the full list is pi's.
     """
     from pi_coding_agent.ai.keys import AuthStorage
-    from pi_coding_agent.ai.models import FAUX_PROVIDER, ModelRegistry, locale_key
+    from pi_coding_agent.ai.model_resolution import locale_key
+    from pi_coding_agent.ai.models import FAUX_PROVIDER, ModelRegistry
 
     agent = paths.agent_dir()
     loaded = _loaded_extensions(args) if args is not None else None

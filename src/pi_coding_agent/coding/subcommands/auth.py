@@ -17,7 +17,8 @@ from typing import Any
 import orjson
 
 from pi_coding_agent.ai.keys import AuthStorage
-from pi_coding_agent.ai.models import ModelRegistry, ModelResolutionError, resolve_model_pattern
+from pi_coding_agent.ai.model_resolution import ModelResolutionError, resolve_model_pattern
+from pi_coding_agent.ai.models import ModelRegistry
 from pi_coding_agent.coding import paths
 
 HELP = """Usage:
