@@ -110,7 +110,7 @@ class Tool(TypedDict):
     name: str
     description: str
     parameters: dict[str, Any]
-    constrainedSampling: NotRequired[dict[str, Any]]  # strict JSON schema or a grammar, where the provider takes it
+    constrainedSampling: NotRequired[dict[str, Any] | Literal[False]]  # strict JSON schema or a grammar
 
 
 class SystemMessage(TypedDict):
