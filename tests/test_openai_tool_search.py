@@ -1,0 +1,137 @@
+"""``compat.supportsToolSearch`` on the Responses APIs: with mid-conversation system messages but no
+``additional_tools`` items, a tool added later is declared where it was added, as the answer of a
+client-executed tool search (``tool_search_call`` + ``tool_search_output`` with ``defer_loading`` tools),
+and every later request replays the same pair; a removal folds the tool set back into the top-level
+list. An extension widens or narrows the tools between prompts (as in ``test_mid_convo_system``). Ours
+alone through ``pi --mode rpc`` and through the Azure and Codex request builders, then the request
+bodies side by side with pi 1.6.0.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pi_coding_agent.ai.models import builtin_models
+from pi_coding_agent.ai.providers import azure_openai, openai_codex
+from pi_coding_agent.ai.stream import StreamOptions
+from pi_coding_agent.ai.types import Model
+from tests.fakes.llm_server import FakeLLMServer
+from tests.rpc_compare import Conversation, Workspace, needs_reference
+from tests.test_mid_convo_system import NARROW
+
+SEARCH = {"supportsMidConvoSystemMessages": True, "supportsToolSearch": True}
+SEARCH_ITEMS = ("tool_search_call", "tool_search_output")
+
+
+async def _bodies(kind: str, root: Path, compat: dict[str, Any], command: str) -> list[dict[str, Any]]:
+    """Three prompts, ``/<command>`` after the first: every request body."""
+    with FakeLLMServer() as server:
+        server.add(*({"content": [{"type": "text", "text": text}]} for text in ("one", "two", "three")))
+        workspace = Workspace.create(root / kind, server.url)
+        models = json.loads((workspace.agent_dir / "models.json").read_text())
+        models["providers"]["fake"]["api"] = "openai-responses"
+        models["providers"]["fake"]["models"][0]["compat"] = compat
+        (workspace.agent_dir / "models.json").write_text(json.dumps(models))
+        extension = root / kind / ("narrow.py" if kind == "ours" else "narrow.ts")
+        extension.write_text(textwrap.dedent(NARROW[kind]))
+        proc = await workspace.spawn(kind, "--no-session", "-e", str(extension))
+        conv = Conversation(proc, server, workspace)
+        try:
+            await conv.prompt("first")
+            await conv.request({"type": "prompt", "message": f"/{command}"})
+            await conv.prompt("second")
+            await conv.prompt("third")
+        finally:
+            await proc.kill()
+        return [request["body"] for request in server.requests]
+
+
+def _bare(value: Any) -> Any:
+    """Without descriptions (our tools are worded differently on purpose)."""
+    if isinstance(value, dict):
+        return {key: _bare(item) for key, item in value.items() if key != "description"}
+    return [_bare(item) for item in value] if isinstance(value, list) else value
+
+
+def _shape(body: dict[str, Any]) -> dict[str, Any]:
+    """The top-level tool names, the input item kinds in order, the tool search items."""
+    items = body["input"]
+    return {"top": [tool["name"] for tool in body.get("tools", [])],
+            "items": [item.get("type") or item["role"] for item in items],
+            "search": [_bare(item) for item in items if item.get("type") in SEARCH_ITEMS]}
+
+
+async def test_tools_added_later_arrive_as_a_tool_search_result(tmp_path: Path) -> None:
+    first, second, third = (_shape(body) for body in await _bodies("ours", tmp_path, SEARCH, "widen"))
+    assert first["top"] == second["top"] == ["read", "bash", "edit", "write"] and first["search"] == []
+    assert second["items"] == ["system", "user", "message", *SEARCH_ITEMS, "system", "user"]
+    call, output = second["search"]
+    assert call == {"type": "tool_search_call", "call_id": call["call_id"], "execution": "client",
+                    "status": "completed", "arguments": {"query": "grep", "limit": 1}}
+    assert call["call_id"].startswith("pi_tool_load_") and output["call_id"] == call["call_id"]
+    assert [(t["name"], t["type"], t["defer_loading"]) for t in output["tools"]] == [("grep", "function", True)]
+    assert output["tools"][0].keys() == {"type", "name", "parameters", "defer_loading"}  # no strict mode here
+    assert third["search"] == second["search"] and third["top"] == second["top"]  # replayed as it was
+
+
+async def test_a_removal_folds_the_tools_back_into_the_top_level_list(tmp_path: Path) -> None:
+    bodies = await _bodies("ours", tmp_path, SEARCH, "narrow")
+    assert [_shape(body)["top"] for body in bodies] == [["read", "bash", "edit", "write"], ["read"], ["read"]]
+    assert all(_shape(body)["search"] == [] for body in bodies)
+
+
+async def test_without_in_place_system_messages_tool_search_changes_nothing(tmp_path: Path) -> None:
+    bodies = await _bodies("ours", tmp_path, {"supportsToolSearch": True}, "widen")
+    assert _shape(bodies[-1])["top"] == ["read", "bash", "edit", "write", "grep"]
+    assert _shape(bodies[-1])["search"] == []
+
+
+CASES = {"widened": (SEARCH, "widen"), "narrowed": (SEARCH, "narrow"),
+         "additional tools win": ({**SEARCH, "supportsAdditionalTools": True}, "widen"),
+         "strict": ({**SEARCH, "supportsStrictMode": True}, "widen")}
+
+
+@needs_reference
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("case", list(CASES))
+async def test_tool_search_matches_reference(case: str, tmp_path: Path) -> None:
+    ours = await _bodies("ours", tmp_path, *CASES[case])
+    reference = await _bodies("reference", tmp_path, *CASES[case])
+    assert [_shape(body) for body in ours] == [_shape(body) for body in reference]
+
+
+# ------------------------------------------------------------------------------- Azure and Codex bodies
+
+GREP = {"name": "grep", "description": "Search.", "parameters": {"type": "object", "properties": {
+    "pattern": {"type": "string"}}, "required": ["pattern"]}}
+READ = {**GREP, "name": "read"}
+LATER: Any = {"systemPrompt": "p", "tools": [READ], "messages": [
+    {"role": "user", "content": "a", "timestamp": 0},
+    {"role": "system", "content": "", "toolsAdded": [GREP], "timestamp": 1},
+    {"role": "user", "content": "b", "timestamp": 2}]}
+
+
+def _searched(body: dict[str, Any]) -> tuple[list[Any], list[Any]]:
+    search = [item for item in body["input"] if item.get("type") in SEARCH_ITEMS]
+    return [tool["name"] for tool in body["tools"]], search
+
+
+def test_azure_sends_later_tools_as_a_tool_search_with_strict_tools_by_default() -> None:
+    model: Model = {**builtin_models("azure")[0], "compat": SEARCH}  # type: ignore[typeddict-item]
+    top, (call, output) = _searched(azure_openai.responses_body(model, LATER, StreamOptions()))
+    assert top == ["read"] and call["arguments"] == {"query": "grep", "limit": 1}
+    assert output["tools"] == [{**GREP, "type": "function", "defer_loading": True, "strict": False}]
+
+
+def test_codex_sends_later_tools_as_a_tool_search_with_null_strictness() -> None:
+    luna = next(m for m in builtin_models("openai-codex") if m["id"] == "gpt-5.6-luna")
+    model: Model = {**luna, "compat": {**SEARCH, "supportsOpenAIGrammarTools": True}}  # type: ignore[typeddict-item]
+    token_options = StreamOptions(api_key="unused")
+    top, (call, output) = _searched(openai_codex.build_body(model, LATER, token_options))
+    assert top == ["read"] and output["call_id"] == call["call_id"]
+    assert output["tools"] == [{**GREP, "type": "function", "defer_loading": True, "strict": None}]
