@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import re
-import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -64,14 +63,8 @@ async def _run(kind: str, root: Path, case: str) -> tuple[list[dict[str, Any]], 
     with FakeLLMServer() as server:
         server.add(CUSTOM_CALL if grammar else FUNCTION_CALL, {"content": [{"type": "text", "text": "done"}]})
         workspace = Workspace.create(root / kind, server.url)
-        models = json.loads((workspace.agent_dir / "models.json").read_text())
-        provider = models["providers"]["fake"]
-        provider["api"] = api
-        provider["models"][0]["compat"] = {"supportsOpenAIGrammarTools": grammar}
-        (workspace.agent_dir / "models.json").write_text(json.dumps(models))
-        extension = root / kind / ("shout.py" if kind == "ours" else "shout.ts")
-        extension.write_text(textwrap.dedent(EXTENSION[kind]))
-        proc = await workspace.spawn(kind, "--no-session", "-e", str(extension))
+        workspace.set_model(api, {"supportsOpenAIGrammarTools": grammar})
+        proc = await workspace.spawn_with(kind, EXTENSION, "--no-session")
         conv = Conversation(proc, server, workspace)
         try:
             await conv.prompt("shout it")

@@ -9,8 +9,6 @@ bodies side by side with pi 1.6.0.
 
 from __future__ import annotations
 
-import json
-import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +18,9 @@ from pi_coding_agent.ai.models import builtin_models
 from pi_coding_agent.ai.providers import azure_openai, openai_codex
 from pi_coding_agent.ai.stream import StreamOptions
 from pi_coding_agent.ai.types import Model
-from tests.fakes.llm_server import FakeLLMServer
-from tests.rpc_compare import Conversation, Workspace, needs_reference
-from tests.test_mid_convo_system import NARROW
+from tests.rpc_compare import needs_reference
+from tests.test_compat_tools import _bare
+from tests.test_mid_convo_system import requests_around
 
 SEARCH = {"supportsMidConvoSystemMessages": True, "supportsToolSearch": True}
 SEARCH_ITEMS = ("tool_search_call", "tool_search_output")
@@ -30,32 +28,7 @@ SEARCH_ITEMS = ("tool_search_call", "tool_search_output")
 
 async def _bodies(kind: str, root: Path, compat: dict[str, Any], command: str) -> list[dict[str, Any]]:
     """Three prompts, ``/<command>`` after the first: every request body."""
-    with FakeLLMServer() as server:
-        server.add(*({"content": [{"type": "text", "text": text}]} for text in ("one", "two", "three")))
-        workspace = Workspace.create(root / kind, server.url)
-        models = json.loads((workspace.agent_dir / "models.json").read_text())
-        models["providers"]["fake"]["api"] = "openai-responses"
-        models["providers"]["fake"]["models"][0]["compat"] = compat
-        (workspace.agent_dir / "models.json").write_text(json.dumps(models))
-        extension = root / kind / ("narrow.py" if kind == "ours" else "narrow.ts")
-        extension.write_text(textwrap.dedent(NARROW[kind]))
-        proc = await workspace.spawn(kind, "--no-session", "-e", str(extension))
-        conv = Conversation(proc, server, workspace)
-        try:
-            await conv.prompt("first")
-            await conv.request({"type": "prompt", "message": f"/{command}"})
-            await conv.prompt("second")
-            await conv.prompt("third")
-        finally:
-            await proc.kill()
-        return [request["body"] for request in server.requests]
-
-
-def _bare(value: Any) -> Any:
-    """Without descriptions (our tools are worded differently on purpose)."""
-    if isinstance(value, dict):
-        return {key: _bare(item) for key, item in value.items() if key != "description"}
-    return [_bare(item) for item in value] if isinstance(value, list) else value
+    return await requests_around(kind, root, compat, command, "openai-responses", later=2)
 
 
 def _shape(body: dict[str, Any]) -> dict[str, Any]:
