@@ -204,3 +204,16 @@ async def test_codex_continuation_replays_a_custom_call_as_the_socket_expects(tm
     assert delta["previous_response_id"] == "resp_g1"  # the custom call matched the answer's own item
     assert delta["input"] == [{"type": "custom_tool_call_output", "call_id": "call_g1", "output": "heard"},
                               {"type": "configuration_update", "reasoning": {"effort": "low"}}]
+
+
+def test_declarations_carry_constrained_sampling_as_pi_records_them() -> None:
+    from pi_coding_agent.agent.tool import tool_declaration
+    from pi_coding_agent.coding.sdk import FunctionTool
+
+    shout = FunctionTool(name="shout", description="Say it loud.", fn=str, parameters=SHOUT["parameters"],
+                         constrained_sampling=SHOUT["constrainedSampling"])
+    assert tool_declaration(shout) == SHOUT
+    # an explicit "none" stays in the declaration (and so in the session's system messages), as in pi
+    assert tool_declaration(FunctionTool(name="t", description="d", fn=str,
+                                         constrained_sampling=False))["constrainedSampling"] is False
+    assert "constrainedSampling" not in tool_declaration(FunctionTool(name="t", description="d", fn=str))
