@@ -239,7 +239,8 @@ def build_request(model: Model, context: Context, options: StreamOptions, gramma
     long = retention == "long" and compat.get("supportsLongCacheRetention", True) is not False
     level = clamp_thinking_level(model, options.thinking_level) if options.thinking_level != "off" else "off"
     effort = update_effort(model, level, options.api_key) if model["reasoning"] else None
-    tool_format = ToolFormat(bool(compat.get("supportsStrictMode", strict_by_default)), False,
+    strict = compat.get("supportsStrictMode")
+    tool_format = ToolFormat(strict_by_default if strict is None else bool(strict), False,
                              bool(compat.get("supportsOpenAIGrammarTools")))
     declarations = declarations_for(model, context, tool_format)
     grammar = custom_tools(model, context) if grammar is None else grammar
