@@ -95,10 +95,15 @@ def _searched(body: dict[str, Any]) -> tuple[list[Any], list[Any]]:
 
 
 def test_azure_sends_later_tools_as_a_tool_search_with_strict_tools_by_default() -> None:
-    model: Model = {**builtin_models("azure")[0], "compat": SEARCH}  # type: ignore[typeddict-item]
-    top, (call, output) = _searched(azure_openai.responses_body(model, LATER, StreamOptions()))
+    compat = {**SEARCH, "supportsMidConvoEffort": True, "supportsExplicitPromptCacheMode": True}
+    model: Model = {**builtin_models("azure")[0], "compat": compat, "reasoning": True}  # type: ignore[typeddict-item]
+    body = azure_openai.responses_body(model, LATER, StreamOptions(thinking_level="high", cache_retention="none"))
+    top, (call, output) = _searched(body)
     assert top == ["read"] and call["arguments"] == {"query": "grep", "limit": 1}
     assert output["tools"] == [{**GREP, "type": "function", "defer_loading": True, "strict": False}]
+    # pi's Azure requests know neither effort updates nor prompt cache options
+    assert body["reasoning"]["effort"] == "high" and "prompt_cache_options" not in body
+    assert not any(item.get("type") == "configuration_update" for item in body["input"])
 
 
 def test_codex_sends_later_tools_as_a_tool_search_with_null_strictness() -> None:

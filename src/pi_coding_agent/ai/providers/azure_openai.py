@@ -85,9 +85,10 @@ def _error_text(status: int, body_text: str) -> str:
 
 def responses_body(model: Model, context: Context, options: StreamOptions,
                    grammar: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """The OpenAI Responses body as Azure takes it: no ``prompt_cache_retention``, and strict tools
-    unless the model's ``supportsStrictMode`` is false (pi's Azure defaults)."""
-    body = openai_responses.build_request(model, context, options, grammar, strict_by_default=True)
+    """The OpenAI Responses body as pi sends it to Azure: no prompt cache retention or options, strict
+    tools unless the model's ``supportsStrictMode`` is false, thinking levels in ``reasoning.effort`` only."""
+    body = openai_responses.build_request(model, context, options, grammar, azure=True)
+    body.pop("prompt_cache_options", None)
     body.pop("prompt_cache_retention", None)
     return body
 

@@ -230,17 +230,19 @@ def update_effort(model: Model, level: str, api_key: str | None) -> str | None:
 
 
 def build_request(model: Model, context: Context, options: StreamOptions, grammar: Mapping[str, str] | None = None,
-                  strict_by_default: bool = False) -> dict[str, Any]:
-    """The JSON body of one ``/responses`` request (``grammar``: ``custom_tools``, computed when not given;
-    ``strict_by_default``: a model that does not set ``supportsStrictMode`` supports it, as on Azure)."""
+                  azure: bool = False) -> dict[str, Any]:
+    """The JSON body of one ``/responses`` request (``grammar``: ``custom_tools``, computed when not given).
+
+    ``azure``: pi's Azure dialect, where a model that does not set ``supportsStrictMode`` supports it and
+    thinking levels never travel as ``configuration_update`` items."""
     compat = model.get("compat") or {}
     retention = options.cache_retention
     explicit_cache = bool(compat.get("supportsExplicitPromptCacheMode"))
     long = retention == "long" and compat.get("supportsLongCacheRetention", True) is not False
     level = clamp_thinking_level(model, options.thinking_level) if options.thinking_level != "off" else "off"
-    effort = update_effort(model, level, options.api_key) if model["reasoning"] else None
+    effort = update_effort(model, level, options.api_key) if model["reasoning"] and not azure else None
     strict = compat.get("supportsStrictMode")
-    tool_format = ToolFormat(strict_by_default if strict is None else bool(strict), False,
+    tool_format = ToolFormat(azure if strict is None else bool(strict), False,
                              bool(compat.get("supportsOpenAIGrammarTools")))
     declarations = declarations_for(model, context, tool_format)
     grammar = custom_tools(model, context) if grammar is None else grammar
