@@ -16,8 +16,9 @@ import pytest
 
 from pi_coding_agent.ai.models import builtin_models
 from pi_coding_agent.ai.providers import azure_openai, openai_codex
-from pi_coding_agent.ai.stream import StreamOptions
+from pi_coding_agent.ai.stream import StreamOptions, stream
 from pi_coding_agent.ai.types import Model
+from tests.fakes.llm_server import FakeLLMServer
 from tests.rpc_compare import needs_reference
 from tests.test_compat_tools import _bare
 from tests.test_mid_convo_system import requests_around
@@ -113,3 +114,25 @@ def test_codex_sends_later_tools_as_a_tool_search_with_null_strictness() -> None
     top, (call, output) = _searched(openai_codex.build_body(model, LATER, token_options))
     assert top == ["read"] and output["call_id"] == call["call_id"]
     assert output["tools"] == [{**GREP, "type": "function", "defer_loading": True, "strict": None}]
+
+
+async def test_a_namespaced_call_keeps_its_namespace_for_its_own_model(fake_llm: FakeLLMServer) -> None:
+    """A call to a loaded tool comes back with the tool's namespace: it is kept on the call and replayed
+    to the model that made it (another model gets the call without it)."""
+    model: Model = {"id": "gpt-t", "name": "t", "api": "openai-responses", "provider": "openai",  # type: ignore[typeddict-item]
+                    "baseUrl": f"{fake_llm.url}/v1", "reasoning": False, "input": ["text"], "contextWindow": 100000,
+                    "maxTokens": 1000, "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}}
+    fake_llm.add({"content": [{"type": "toolCall", "id": "call_n", "name": "search", "namespace": "docs",
+                               "arguments": {"q": "x"}}]}, {"content": []}, {"content": []})
+    user = {"role": "user", "content": "find", "timestamp": 0}
+    answer = await stream(model, {"messages": [user]}, StreamOptions(api_key="sk-t")).result()
+    assert answer["content"] == [{"type": "toolCall", "id": "call_n|fc_fake0", "name": "search",
+                                  "arguments": {"q": "x"}, "namespace": "docs"}]
+    result = {"role": "toolResult", "toolCallId": "call_n|fc_fake0", "toolName": "search",
+              "content": [{"type": "text", "text": "found"}], "isError": False, "timestamp": 1}
+    for replayed_to in (model, {**model, "id": "gpt-other"}):
+        await stream(replayed_to, {"messages": [user, answer, result]}, StreamOptions(api_key="sk-t")).result()
+    same, other = ([i for i in r["body"]["input"] if i.get("type") == "function_call"] for r in fake_llm.requests[1:])
+    assert same == [{"type": "function_call", "id": "fc_fake0", "call_id": "call_n", "name": "search",
+                     "arguments": '{"q":"x"}', "namespace": "docs"}]
+    assert other == [{"type": "function_call", "call_id": "call_n", "name": "search", "arguments": '{"q":"x"}'}]
