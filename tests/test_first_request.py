@@ -78,7 +78,8 @@ async def test_an_untrusted_certificate_is_refused(tmp_path, tls_server):
 
 
 def test_credentials_warm_the_http_stack_after_the_first_answer(tmp_path):
-    """The answer comes before httpx is imported; the import follows without another command."""
+    """The answer comes before the HTTP client is imported; the import follows without another
+    command, and without httpx, which only a proxied request needs."""
     write_models_json(tmp_path / "agent", "http://127.0.0.1:9")
     env = {**os.environ, "HOME": str(tmp_path), "PI_CODING_AGENT_DIR": str(tmp_path / "agent")}
     proc = subprocess.Popen([PYTHON, "-X", "importtime", "-m", "pi_coding_agent", "--mode", "rpc", *MODEL_ARGS],
@@ -95,10 +96,11 @@ def test_credentials_warm_the_http_stack_after_the_first_answer(tmp_path):
         after: list[str] = []
         # stdin stays open and nothing else is asked; ``importlib.import_module`` imports are not
         # listed by -X importtime, the modules they import with an import statement are
-        while "h11" not in imported_modules("".join(after)):
+        while "pi_coding_agent.ai.providers.http" not in imported_modules("".join(after)):
             after.append(proc.stdout.readline().decode())
-        assert "httpx._client" not in imported_modules("".join(before))
-        assert {"httpx._client", "pi_coding_agent.ai.providers.http"} <= imported_modules("".join(after))
+        assert not {"httptools", "httpx"} & imported_modules("".join(before))
+        assert {"httptools", "pi_coding_agent.ai.providers.http11", "pi_coding_agent.ai.providers.http"} <= imported_modules("".join(after))
+        assert "httpx" not in imported_modules("".join(after))
     finally:
         proc.kill()
         proc.wait()
