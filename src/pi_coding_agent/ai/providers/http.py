@@ -18,7 +18,7 @@ httpx only on the proxied path. The API is these names:
   (Bedrock's binary event stream): an async context manager giving the open 2xx response.
 * ``apply_payload_hook(body, options)`` - the body after ``before_provider_request``.
 * ``tls_context()`` - the process-wide verifying TLS context of every https:// request;
-  ``get_client(url)`` the proxied path's shared ``httpx.AsyncClient`` of the running event loop;
+  ``get_client()`` the proxied path's shared ``httpx.AsyncClient`` of the running event loop;
   ``warm_up(base_url)`` imports what the first request needs, ahead of it.
 """
 
@@ -64,10 +64,8 @@ class StreamResponse(Protocol):
 
 MAX_ERROR_BODY_CHARS = 4000
 
-# A client's connection pool belongs to the loop that created it; the key's flag says whether the
-# client may open TLS connections (only those are given the CA-loaded context).
-_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[bool, httpx.AsyncClient]] = \
-    weakref.WeakKeyDictionary()
+# A client's connection pool belongs to the loop that created it (the proxied path's httpx client).
+_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = weakref.WeakKeyDictionary()
 _tls_lock = threading.Lock()
 _tls: list[ssl.SSLContext] = []  # the process's verifying context, once built
 _PROXY_VARIABLES = ("https_proxy", "http_proxy", "all_proxy")
@@ -76,23 +74,17 @@ _PROXIED_REQUEST_MODULES = ("httpx", "httpcore", "httpcore._async.http11", "http
                             "anyio._backends._asyncio", "certifi")
 
 
-def get_client(url: str) -> httpx.AsyncClient:
-    """The pooled client for ``url``'s scheme on the running loop, created on first use.
-
-    Loading the CA bundle costs about 15 ms and 1.3 MiB, so a plain ``http://`` endpoint gets a
-    client whose TLS context has no trust anchors (a TLS connection through it would fail to
-    verify, never pass unverified) unless a proxy variable may route it through TLS.
-    """
+def get_client() -> httpx.AsyncClient:
+    """The proxied path's pooled httpx client on the running loop, created on first use. A proxy
+    may be reached over TLS even for an ``http://`` endpoint, so it always has the verifying context."""
     import httpx
 
-    tls = url.startswith("https:") or _proxy_configured()
-    clients = _clients.setdefault(asyncio.get_running_loop(), {})
-    client = clients.get(tls)
+    loop = asyncio.get_running_loop()
+    client = _clients.get(loop)
     if client is None or client.is_closed:
         limits = httpx.Limits(max_connections=32, max_keepalive_connections=8)
-        client = httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(300.0, connect=30.0),
-                                   verify=tls_context() if tls else _no_trust_context())
-        clients[tls] = client
+        client = httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(300.0, connect=30.0), verify=tls_context())
+        _clients[loop] = client
     return client
 
 
@@ -115,12 +107,6 @@ def tls_context() -> ssl.SSLContext:
             context.set_alpn_protocols(["http/1.1"])
             _tls.append(context)
         return _tls[0]
-
-
-def _no_trust_context() -> ssl.SSLContext:
-    import ssl
-
-    return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # verification on, nothing trusted
 
 
 def _proxy_configured() -> bool:
@@ -328,7 +314,7 @@ async def _open_response(url: str, headers: Mapping[str, str], content: bytes,
 
     timeout = httpx.Timeout(idle_timeout_s, connect=connect_timeout)
     try:
-        async with get_client(url).stream("POST", url, headers=headers, content=content,
+        async with get_client().stream("POST", url, headers=headers, content=content,
                                           timeout=timeout) as proxied:
             yield proxied
     except httpx.TransportError as exc:
