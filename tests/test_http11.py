@@ -135,13 +135,20 @@ async def test_a_content_length_body_and_an_error_status() -> None:
         assert server.connections == 1
 
 
-async def test_a_server_closing_mid_chunk_is_a_transient_error() -> None:
+def answer_then_cut(body: bytes, requests: int = 1) -> Callable[[RawServer, asyncio.StreamReader,
+                                                              asyncio.StreamWriter], Awaitable[None]]:
+    """A handler answering ``requests`` requests with an event stream of ``body``, then dropping the connection."""
     async def handler(server: RawServer, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await server.read_request(reader)
-        writer.write(SSE_HEAD + chunk(b"data: first\n\n") + b"20\r\ndata: cut sh")
-        await writer.drain()
+        for _ in range(requests):
+            await server.read_request(reader)
+            writer.write(SSE_HEAD + body)
+            await writer.drain()
         writer.transport.abort()
+    return handler
 
+
+async def test_a_server_closing_mid_chunk_is_a_transient_error() -> None:
+    handler = answer_then_cut(chunk(b"data: first\n\n") + b"20\r\ndata: cut sh")
     async with raw_server(handler) as server:
         seen: list[str] = []
         with pytest.raises(ProviderError, match=r"^terminated: other side closed \(UND_ERR_SOCKET\)$"):
@@ -186,19 +193,22 @@ async def test_a_silent_server_times_out() -> None:
 
 
 async def test_a_stale_pooled_connection_is_replaced() -> None:
-    """The server closes each connection after one response; the pooled one fails at once and a
-    new connection carries the request."""
+    """The server drops its kept-alive connection as the next request arrives, before answering:
+    that request is sent again on a new connection, and the reader never notices."""
+    served = answer_then_cut(chunk(b"data: x\n\n") + b"0\r\n\r\n")
+
     async def handler(server: RawServer, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if server.connections > 1:
+            return await served(server, reader, writer)
         await server.read_request(reader)
         writer.write(SSE_HEAD + chunk(b"data: x\n\n") + b"0\r\n\r\n")
-        await writer.drain()
+        await server.read_request(reader)
         writer.transport.abort()
 
     async with raw_server(handler) as server:
         assert await collect(server.url) == ["x"]
-        await asyncio.sleep(0.05)
         assert await collect(server.url) == ["x"]
-        assert server.connections == 2
+        assert server.connections == 2 and len(server.heads) == 3
 
 
 async def test_gzip_bodies_are_decoded_and_large_ones_flow() -> None:
