@@ -104,9 +104,11 @@ async def test_chunked_events_split_anywhere_arrive_whole() -> None:
 
 
 async def test_a_keep_alive_connection_serves_the_next_request() -> None:
+    """Two requests, one connection; an informational answer before the real one is passed over."""
     async def handler(server: RawServer, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         while await server.read_request(reader):
-            writer.write(SSE_HEAD + chunk(b"data: hi\n\n") + b"0\r\n\r\n")
+            writer.write(b"HTTP/1.1 103 Early Hints\r\nlink: </x>\r\n\r\n" + SSE_HEAD + chunk(b"data: hi\n\n")
+                         + b"0\r\n\r\n")
             await writer.drain()
 
     async with raw_server(handler) as server:

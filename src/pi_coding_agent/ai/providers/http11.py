@@ -63,6 +63,7 @@ class Connection(asyncio.Protocol):
         self.headers_done = False
         self.complete = False
         self._keep_alive = False
+        self._informational = False
         self.error: TransportError | None = None
         self.closed = False
         self.used = False  # has served a response before (a stale keep-alive socket may fail at once)
@@ -94,6 +95,10 @@ class Connection(asyncio.Protocol):
         self.raw_headers.append((name, value))
 
     def on_headers_complete(self) -> None:
+        if self._parser.get_status_code() < 200:  # 100 Continue, 103 Early Hints: the answer follows
+            self.raw_headers = []
+            self._informational = True
+            return
         self.headers_done = True
         self._wake()
 
@@ -108,6 +113,9 @@ class Connection(asyncio.Protocol):
             waiter.set_result(None)
 
     def on_message_complete(self) -> None:
+        if self._informational:
+            self._informational = False
+            return
         self.complete = True
         self._keep_alive = self._parser.should_keep_alive()  # llhttp forgets it once the message is done
         self._wake()
