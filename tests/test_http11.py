@@ -294,3 +294,18 @@ async def test_tls_connections_verify_and_are_reused(tmp_path) -> None:
             assert response.status_code == 200 and await response.aread() == b"ok"
             response.close()
         assert connections == 1  # both requests on one connection (a refused handshake never reaches it)
+
+
+def test_each_event_loop_has_its_own_pool(fake_llm) -> None:
+    """``asyncio.run`` per call (an SDK user's program): a loop's connections stay with it, and
+    the pools of closed loops are forgotten when the next loop makes its first request."""
+    fake_llm.add({"content": [{"type": "text", "text": "a"}]}, {"content": [{"type": "text", "text": "b"}]})
+    url = f"{fake_llm.url}/v1/chat/completions"
+
+    async def one_request() -> list[asyncio.AbstractEventLoop]:
+        await collect(url)
+        return list(http11._pools)
+
+    first = asyncio.run(one_request())
+    second = asyncio.run(one_request())
+    assert len(second) == 1 and first[-1] not in second  # only the running loop: the first one was closed

@@ -17,7 +17,6 @@ unread or aborted response leaves is closed, never reused.
 from __future__ import annotations
 
 import asyncio
-import weakref
 import zlib
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
@@ -42,8 +41,9 @@ class TransportError(Exception):
         self.kind = kind
 
 
-_pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[Origin, list[Connection]]] = \
-    weakref.WeakKeyDictionary()
+# Idle connections by event loop, then origin. Not a weak mapping: a connection's transport refers
+# to its loop, so the entry would keep the loop alive anyway; pools of closed loops are dropped instead.
+_pools: dict[asyncio.AbstractEventLoop, dict[Origin, list[Connection]]] = {}
 
 
 class Connection(asyncio.Protocol):
@@ -246,7 +246,7 @@ class Response:
         connection = self._connection
         connection.release()
         if connection.reusable():
-            idle = _pools.setdefault(asyncio.get_running_loop(), {}).setdefault(self._origin, [])
+            idle = _pool().setdefault(self._origin, [])
             if len(idle) < MAX_IDLE_PER_ORIGIN:
                 connection.used = True
                 idle.append(connection)
@@ -322,8 +322,20 @@ def _head(target: str, authority: str, headers: list[tuple[str, str]], length: i
     return ("\r\n".join(lines) + "\r\n\r\n").encode("utf-8")
 
 
+def _pool() -> dict[Origin, list[Connection]]:
+    """The running loop's idle connections; a loop's first use forgets the loops closed since
+    (an ``asyncio.run`` per call in an SDK user's program), so their sockets can be collected."""
+    loop = asyncio.get_running_loop()
+    pool = _pools.get(loop)
+    if pool is None:
+        for closed in [old for old in _pools if old.is_closed()]:
+            del _pools[closed]
+        pool = _pools[loop] = {}
+    return pool
+
+
 def _idle_connection(origin: Origin) -> Connection | None:
-    idle = _pools.get(asyncio.get_running_loop(), {}).get(origin)
+    idle = _pool().get(origin)
     while idle:
         connection = idle.pop()
         if not connection.closed and connection.error is None:
