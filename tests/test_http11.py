@@ -103,6 +103,17 @@ async def test_chunked_events_split_anywhere_arrive_whole() -> None:
         assert "accept: text/event-stream\r\n" in head and "content-type: application/json\r\n" in head
 
 
+async def test_credentials_in_the_url_are_sent_as_basic_auth() -> None:
+    async def handler(server: RawServer, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await server.read_request(reader)
+        writer.write(SSE_HEAD + b"0\r\n\r\n")
+
+    async with raw_server(handler) as server:
+        assert await collect(server.url.replace("http://", "http://user:p%40ss@")) == []
+        head = server.heads[0].decode()
+        assert "authorization: Basic dXNlcjpwQHNz\r\n" in head and "@" not in head.split("\r\n")[1]
+
+
 async def test_a_keep_alive_connection_serves_the_next_request() -> None:
     """Two requests, one connection; an informational answer before the real one is passed over."""
     async def handler(server: RawServer, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

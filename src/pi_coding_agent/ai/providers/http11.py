@@ -20,7 +20,7 @@ import asyncio
 import zlib
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, unquote, urlsplit
 
 import httptools
 
@@ -295,6 +295,8 @@ async def request(url: str, headers: list[tuple[str, str]], content: bytes, tls:
     scheme, host = parts.scheme, parts.hostname or ""
     origin = (scheme, host, parts.port or (443 if scheme == "https" else 80))
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    if parts.username or parts.password:  # credentials in the URL are Basic auth, as httpx sends them
+        headers = [*((n, v) for n, v in headers if n.lower() != "authorization"), _basic_auth(parts)]
     head = _head(target, parts.netloc.rpartition("@")[2], headers, len(content))
     while True:
         connection = _idle_connection(origin) or await _connect(origin, tls, connect_timeout)
@@ -311,6 +313,13 @@ async def request(url: str, headers: list[tuple[str, str]], content: bytes, tls:
             connection.abort()
             raise
         return Response(connection, origin, read_timeout)
+
+
+def _basic_auth(parts: SplitResult) -> tuple[str, str]:
+    import base64
+
+    pair = f"{unquote(parts.username or '')}:{unquote(parts.password or '')}".encode()
+    return "authorization", f"Basic {base64.b64encode(pair).decode()}"
 
 
 def _head(target: str, authority: str, headers: list[tuple[str, str]], length: int) -> bytes:
