@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     import ssl
 
 MAX_IDLE_PER_ORIGIN = 8
-HIGH_WATER = 1 << 20  # buffered body bytes past which the socket stops being read
+HIGH_WATER = 1 << 16  # buffered body bytes past which the socket stops being read (bounds memory)
 DEFAULT_HEADERS = (("accept", "*/*"), ("accept-encoding", "gzip, deflate"), ("connection", "keep-alive"))
 Origin = tuple[str, str, int]  # scheme, host, port
 
