@@ -4,9 +4,9 @@ This module is all a session imports when MCP is on but no ``mcp.json`` exists: 
 entry and status, nothing else. The manager, the client and the transports load only once a config
 file is found, and connect in the background so the command loop never waits for a server.
 
-Seams in the session (each one call): ``start_mcp`` from ``create_session``, and on the returned
-``McpSession``: ``command_entry`` (get_commands), ``handle_input`` (``/mcp``), ``before_prompt``,
-``prompt_sections`` and ``close``.
+Seams in the session (each one call): ``start_mcp`` from ``create_session``, ``restart_mcp`` when a
+session replacement enters another directory, and on the returned ``McpSession``: ``command_entry``
+(get_commands), ``handle_input`` (``/mcp``), ``before_prompt``, ``prompt_sections`` and ``close``.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ SECTION = "mcp_servers"
 
 
 CODEMODE = "codemode"  # the tool a "codemode" server's tools are called through (coding/codemode)
+CLIENT_SOURCE = "acp"  # servers an ACP client passed (modes/acp): they stay with the session wherever it moves
 
 
 def mcp_disabled(runtime: SessionRuntime) -> bool:
@@ -45,6 +46,22 @@ def start_mcp(runtime: SessionRuntime, trusted: bool) -> McpSession | None:
     return mcp
 
 
+async def restart_mcp(runtime: SessionRuntime) -> None:
+    """After the runtime moved to another directory: every server of the old one is stopped (its
+    process gone before this returns) and its tools withdrawn, then that directory's servers start
+    under its own trust and settings, as pi rebuilds its MCP extension there. A server defined in
+    both places restarts too, so a stdio server runs in the new directory; the ACP client's servers
+    follow the session."""
+    old = runtime.mcp
+    kept = old.client_servers if isinstance(old, McpSession) else {}
+    if isinstance(old, McpSession):
+        await old.stop()
+    runtime.mcp = mcp = start_mcp(runtime, runtime.project_trusted)
+    for name, config in kept.items():
+        if mcp is not None:
+            mcp.register_server(name, config, CLIENT_SOURCE)
+
+
 class McpSession:
     """Binds an ``McpManager`` to one ``SessionRuntime``: declares its tools, runs ``/mcp``."""
 
@@ -52,6 +69,7 @@ class McpSession:
         self.runtime = runtime
         self.trusted = trusted
         self.manager: McpManager | None = None
+        self.client_servers: dict[str, dict[str, Any]] = {}  # registered with CLIENT_SOURCE
 
     def start(self) -> None:
         rt = self.runtime
@@ -82,6 +100,8 @@ class McpSession:
         validated = validate_server(name, config)
         if isinstance(validated, str):
             raise ValueError(validated)
+        if source == CLIENT_SOURCE:
+            self.client_servers[name] = config
         manager = self.manager or self._start_manager(McpConfig())
         overridden = manager.add_server(ServerEntry(name, validated, source, "extension"))
         if overridden:
@@ -172,6 +192,21 @@ class McpSession:
     async def close(self) -> None:
         if self.manager is not None:
             await self.manager.close()
+
+    async def stop(self) -> None:
+        """Close every connection and withdraw the MCP tools (and our ``tool_search``) from the
+        runtime and the model's tool list."""
+        if self.manager is None:
+            return
+        await self.manager.close()
+        self.manager = None
+        from pi_coding_agent.coding.mcp.manager import AnyMcpTool
+        from pi_coding_agent.coding.mcp.tool_search import ToolSearchTool
+
+        rt = self.runtime
+        for name in [n for n, t in rt.all_tools.items() if isinstance(t, AnyMcpTool | ToolSearchTool)]:
+            del rt.all_tools[name]
+        rt.agent.set_tools([t for t in rt.agent.tools if not isinstance(t, AnyMcpTool | ToolSearchTool)])
 
 
 def tool_filter(args: Any) -> Any:
