@@ -78,6 +78,10 @@ async def replace_session(
     host.rebind(sm)
     if rt.cwd != cwd:
         ext = await _enter_project(host, ext)
+    elif rt.mcp is not None:
+        from pi_coding_agent.coding.mcp import refresh_mcp
+
+        await refresh_mcp(rt)  # mcp.json edited since: its servers follow
     if ext is not None:
         await ext.reload(reason, None if old.session_file is None else str(old.session_file))
     return {"cancelled": False}
