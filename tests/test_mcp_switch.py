@@ -60,6 +60,7 @@ class Seen:
     steps: list[tuple[str, list[str], list[str]]] = field(default_factory=list)
     left_running: list[str] = field(default_factory=list)  # servers alive before and after a move's answer
     started: list[str] = field(default_factory=list)  # every server start, in order
+    stderr: str = ""
 
 
 Move = tuple[str, Any]  # ("switch", "other" | "work") or ("new", {place: mcp.json entries} written first)
@@ -74,10 +75,10 @@ def _session(ws: Workspace, name: str, cwd: Path, number: int) -> Path:
 
 
 async def _play(kind: str, root: Path, servers: dict[str, dict[str, Any]], *args: str,
-                moves: list[Move] = SWITCHES) -> Seen:
+                moves: list[Move] = SWITCHES, extension: str | None = None) -> Seen:
     """``servers`` maps ``global``/``work``/``other`` to the mcp.json entries of that place (a
-    ``{log}`` placeholder in an entry is the start log); start in work, then a prompt after each move
-    (by default: switch to other, switch back)."""
+    ``{log}`` placeholder in an entry, or in the ``-e`` ``extension`` source, is the start log);
+    start in work, then a prompt after each move (by default: switch to other, switch back)."""
     with FakeLLMServer() as server:
         server.add(*({"content": [{"type": "text", "text": "ok"}]} for _ in range(3)))
         ws = Workspace.create(root / kind, server.url)
@@ -94,6 +95,9 @@ async def _play(kind: str, root: Path, servers: dict[str, dict[str, Any]], *args
 
         write(servers)
         sessions = {"other": _session(ws, "other.jsonl", other, 1), "work": _session(ws, "back.jsonl", ws.cwd, 2)}
+        if extension is not None:
+            (ws.root / "ext.py").write_text(extension.replace("{log}", str(log)))
+            args = (*args, "-e", str(ws.root / "ext.py"))
         proc = await ws.spawn(kind, "--no-session", *args)
         talk = Conversation(proc, server, ws)
         seen = Seen()
@@ -134,6 +138,7 @@ async def _play(kind: str, root: Path, servers: dict[str, dict[str, Any]], *args
         finally:
             await proc.kill()
         seen.started = [name for _, name in started()]
+        seen.stderr = await proc.stderr_text()
         return seen
 
 
@@ -224,6 +229,19 @@ async def test_new_session_applies_an_edited_mcp_json(tmp_path: Path) -> None:
     # unchanged files keep the connection (pi restarts every server on every replacement)
     assert seen.left_running == ["shared ROOT/work"]
     assert seen.started == ["shared ROOT/work", "fresh ROOT/work"]
+
+
+async def test_extension_servers_are_registered_again(tmp_path: Path) -> None:
+    """An ``-e`` extension's server: kept across a same-directory replacement (its setup registers the
+    same config again), restarted in another directory with the other servers."""
+    extension = f"def setup(pi):\n    pi.register_mcp_server('ext', {_fake(Path('{log}'), 'ext')!r})\n"
+    seen = await _play("ours", tmp_path, {}, moves=[("new", {}), ("switch", "other")], extension=extension)
+    assert seen.steps == [("start", ["mcp__ext__echo"], ["ext ROOT/work"]),
+                          ("new", ["mcp__ext__echo"], ["ext ROOT/work"]),
+                          ("other", ["mcp__ext__echo"], ["ext ROOT/other"])]
+    assert seen.left_running == ["ext ROOT/work"]  # the new_session; the switch stopped it
+    assert seen.started == ["ext ROOT/work", "ext ROOT/other"]
+    assert "overridden" not in seen.stderr
 
 
 @needs_reference
