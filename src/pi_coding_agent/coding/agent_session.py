@@ -7,6 +7,8 @@ overflow recovery, queued continuations) and always ends with exactly one ``agen
 
 Ownership points one way: the session owns its ``SessionRuntime`` (collaborators and policies), its
 compaction controller, tree navigator and extension runner; those see it only as a ``SessionHost``.
+Replacing the store (new, resume, fork, clone) is ``session_replacement``'s, over the session as a
+``ReplacementHost``; the retry series' events and back-off are ``retry.RetrySeries``.
 """
 
 from __future__ import annotations
