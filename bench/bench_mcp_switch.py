@@ -29,6 +29,7 @@ from common import (
     format_table,
     median,
     ours_cmd,
+    read_record,
     reference_cmd,
     scratch_home,
     spawn,
@@ -37,10 +38,9 @@ from common import (
 )
 
 sys.path.insert(0, str(ROOT))
+from bench_mcp import SERVER
 from tests.fakes.llm_server import FakeLLMServer
 
-SERVER = {"command": sys.executable, "args": ["-m", "tests.fakes.mcp_server", "stdio"], "cwd": str(ROOT),
-          "exposure": "direct"}
 MEASURES = ("switch_session answer", "first prompt after the switch", "new_session answer",
             "first prompt after new_session")
 
@@ -60,21 +60,11 @@ def _layout(base_url: str) -> tuple[Path, Path, Path]:
     return home, agent_dir, session
 
 
-def _read_until(proc: object, predicate: object) -> dict[str, object]:
-    while True:
-        line = proc.stdout.readline()  # type: ignore[attr-defined]
-        if not line:
-            raise RuntimeError("process ended")
-        record = json.loads(line)
-        if predicate(record):  # type: ignore[operator]
-            return record  # type: ignore[no-any-return]
-
-
 def _timed(proc: object, command: dict[str, object], done: object) -> float:
     start = time.perf_counter()
     proc.stdin.write(json.dumps(command).encode() + b"\n")  # type: ignore[attr-defined]
     proc.stdin.flush()  # type: ignore[attr-defined]
-    _read_until(proc, done)
+    read_record(proc, done)
     return time.perf_counter() - start
 
 
@@ -86,7 +76,7 @@ def _streams(record: dict[str, object]) -> bool:
 def _prompt(proc: object) -> float:
     """Seconds to the assistant's ``message_start`` (the prompt waits for the direct servers)."""
     elapsed = _timed(proc, {"type": "prompt", "message": "hi"}, _streams)
-    _read_until(proc, lambda r: r.get("type") == "agent_settled")
+    read_record(proc, lambda r: r.get("type") == "agent_settled")
     return elapsed
 
 
