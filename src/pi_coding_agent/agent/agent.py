@@ -5,15 +5,17 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pi_coding_agent.agent.hooks import AgentHooks
-from pi_coding_agent.agent.loop import LoopConfig, StreamFn, run_loop
 from pi_coding_agent.agent.queues import MessageQueue
 from pi_coding_agent.agent.tool import AgentTool
 from pi_coding_agent.ai import stream as ai_stream
 from pi_coding_agent.ai.abort import AbortSignal
 from pi_coding_agent.ai.types import AssistantMessage, Model, empty_usage, now_ms
+
+if TYPE_CHECKING:  # the run loop and tool execution load with the first run, not at start-up
+    from pi_coding_agent.agent.loop import StreamFn
 
 Listener = Callable[[dict[str, Any]], Awaitable[None] | None]
 
@@ -211,6 +213,8 @@ class Agent:
             await self._active.idle.wait()
 
     async def _run(self, prompts: list[dict[str, Any]] | None, skip_initial_steering_poll: bool = False) -> None:
+        from pi_coding_agent.agent.loop import LoopConfig, run_loop
+
         active = self._active = _ActiveRun()
         self.streaming_message = None
         try:

@@ -175,6 +175,8 @@ class RpcServer:
         """Load the provider stack while the client reads the first answer (never before it is written)."""
         await self.writer.flush()
         if not self.shutdown.started:
+            if self.session.rt.mcp is not None:
+                self.session.rt.mcp.connect()  # the MCP server processes start now (held back by create_session)
             model = self.session.agent.model
             warm_up_after_first_answer(model, self.session.rt.registry.has_auth(model["provider"]))
 
