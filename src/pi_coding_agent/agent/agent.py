@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pi_coding_agent.agent.hooks import AgentHooks
@@ -24,10 +23,14 @@ BUSY_PROMPT = ("Agent is already processing a prompt. Use steer() or followUp() 
 BUSY_CONTINUE = "Agent is already processing. Wait for completion before continuing."
 
 
-@dataclass
 class _ActiveRun:
-    signal: AbortSignal = field(default_factory=AbortSignal)
-    idle: asyncio.Event = field(default_factory=asyncio.Event)
+    """The abort signal of the run in progress, and the event set once it has ended."""
+
+    __slots__ = ("idle", "signal")
+
+    def __init__(self) -> None:
+        self.signal = AbortSignal()
+        self.idle = asyncio.Event()
 
 
 class Agent:

@@ -18,7 +18,6 @@ from typing import Any
 
 from pi_coding_agent.agent.tool import AgentTool
 from pi_coding_agent.ai.keys import AuthStorage
-from pi_coding_agent.ai.model_resolution import resolve_model_pattern, resolve_model_scope
 from pi_coding_agent.ai.models import ModelRegistry
 from pi_coding_agent.ai.types import Model
 from pi_coding_agent.coding import llama_command, paths
@@ -130,6 +129,8 @@ def _cli_model(args: CliArgs, registry: ModelRegistry) -> tuple[Model, str | Non
     """The ``--model`` pattern resolved once (its warnings printed once), with its ``:level`` suffix."""
     if not args.model:
         return None
+    from pi_coding_agent.ai.model_resolution import resolve_model_pattern
+
     model, level, warnings = resolve_model_pattern(registry, args.model, args.provider, cli_thinking=args.thinking,
                                                    inline_api_key=args.api_key is not None)
     for warning in warnings:
@@ -142,6 +143,8 @@ def _scoped_models(args: CliArgs, registry: ModelRegistry, settings: Settings) -
     patterns = args.models or settings.enabled_models or []
     if not patterns:
         return []
+    from pi_coding_agent.ai.model_resolution import resolve_model_scope
+
     scoped, warnings = resolve_model_scope(registry, list(patterns))
     for warning in warnings:
         print(f"Warning: {warning}", file=sys.stderr)
