@@ -74,15 +74,14 @@ def test_bare_start_imports_no_heavy_library(tmp_path):
 # the first tool call; the run loop and tool execution with the first run, compaction planning and
 # the branch projection with the first check after it, the cache warmer with the first reply, the
 # edit matcher with the first edit; model patterns only with --model/--models, Anthropic federation
-# only when its variables are set, the Radius catalog refresh once the first answer is out
+# only when its variables are set
 FIRST_USE = (*(f"pi_coding_agent.coding.codemode.{name}"
                for name in ("script_run", "sandbox", "output", "host", "scope", "source", "worker", "declarations")),
              "pi_coding_agent.coding.compaction.summarize", "pi_coding_agent.coding.compaction.branch_summary",
              "pi_coding_agent.agent.validation", "pi_coding_agent.agent.loop", "pi_coding_agent.agent.tool_execution",
              "pi_coding_agent.coding.compaction.prepare", "pi_coding_agent.coding.compaction.projection",
              "pi_coding_agent.coding.cache_warming", "pi_coding_agent.coding.tools.edit_diff",
-             "pi_coding_agent.ai.model_resolution", "pi_coding_agent.ai.anthropic_federation",
-             "pi_coding_agent.ai.radius_catalog")
+             "pi_coding_agent.ai.model_resolution", "pi_coding_agent.ai.anthropic_federation")
 
 
 def test_start_with_validated_models_json_imports_no_heavy_library(tmp_path):

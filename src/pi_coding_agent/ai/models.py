@@ -89,7 +89,6 @@ def _expand_placeholders(url: str) -> str:
 
 
 LLAMA_PROVIDER = "llama.cpp"
-RADIUS_PROVIDER = "radius"  # ``radius_catalog.PROVIDER_ID``, named here so that comparing with it loads nothing
 
 
 class ModelRegistry:
@@ -186,16 +185,14 @@ class ModelRegistry:
     def radius_gateway(self, provider: str) -> str | None:
         """The Radius gateway whose catalog the provider lists: the built-in ``radius`` provider's, or
         the ``baseUrl`` of a models.json provider with ``"oauth": "radius"``; None for other providers."""
+        from pi_coding_agent.ai import radius_catalog
+
         config = self._config.get(provider, {})
         if config.get("oauth") == "radius" and config.get("baseUrl"):
             from pi_coding_agent.ai.oauth.providers import radius_gateway_url
 
             return radius_gateway_url(config["baseUrl"])
-        if provider != RADIUS_PROVIDER:
-            return None
-        from pi_coding_agent.ai import radius_catalog  # the Radius code loads only for its own provider
-
-        return radius_catalog.DEFAULT_GATEWAY
+        return radius_catalog.DEFAULT_GATEWAY if provider == radius_catalog.PROVIDER_ID else None
 
     def forget_models(self, provider: str) -> None:
         """Drop the provider's cached list (a new Radius catalog was stored): the next use reads it."""

@@ -23,13 +23,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
-from pi_coding_agent.ai.models import RADIUS_PROVIDER
 from pi_coding_agent.ai.types import Model, now_ms
 
 if TYPE_CHECKING:
     from pi_coding_agent.ai.keys import AuthStorage
 
-PROVIDER_ID = RADIUS_PROVIDER
+PROVIDER_ID = "radius"
 DEFAULT_GATEWAY = "https://radius.pi.dev"
 STORE_NAME = "models-store.json"
 REFRESH_TIMEOUT_S = 15.0  # pi's bound on the background refresh

@@ -36,36 +36,30 @@ IN_FLIGHT_GRACE_S = 5.0
 
 
 SessionFactory = Callable[[RpcExtensionUI], Awaitable["AgentSession"]]
-AfterFirstAnswer = Callable[["AgentSession"], None]
 
 
 def run(args: CliArgs) -> int:
     """Serve the RPC protocol until stdin closes or a signal arrives; returns the exit code."""
 
     async def factory(ui: RpcExtensionUI) -> AgentSession:
+        from pi_coding_agent.ai.radius_catalog import start_refresh
         from pi_coding_agent.coding.bootstrap import create_session
 
-        return await create_session(args, "rpc", ui)
+        session = await create_session(args, "rpc", ui)
+        start_refresh(session.rt.registry, args.offline)  # pi refreshes live catalogs in the background here
+        return session
 
-    def refresh_catalogs(session: AgentSession) -> None:
-        """pi refreshes live catalogs in the background from start-up; here from the first answer on."""
-        from pi_coding_agent.ai.radius_catalog import start_refresh
-
-        start_refresh(session.rt.registry, args.offline)
-
-    return serve(factory, refresh_catalogs)
+    return serve(factory)
 
 
-def serve(factory: SessionFactory, after_first_answer: AfterFirstAnswer | None = None) -> int:
-    """Run the protocol over this process's stdio around the session ``factory`` builds;
-    ``after_first_answer`` is background work started once the first command has been answered."""
+def serve(factory: SessionFactory) -> int:
+    """Run the protocol over this process's stdio around the session ``factory`` builds."""
     output_fd = take_over_stdout()  # first, before anything can print
     input_fd = take_over_stdin()
-    return asyncio.run(_main(factory, input_fd, output_fd, after_first_answer))
+    return asyncio.run(_main(factory, input_fd, output_fd))
 
 
-async def _main(factory: SessionFactory, input_fd: int, output_fd: int,
-                after_first_answer: AfterFirstAnswer | None = None) -> int:
+async def _main(factory: SessionFactory, input_fd: int, output_fd: int) -> int:
     writer = RecordWriter(output_fd)
     await writer.start()
     ui = RpcExtensionUI(writer.send)
@@ -76,7 +70,7 @@ async def _main(factory: SessionFactory, input_fd: int, output_fd: int,
         print(str(err) or type(err).__name__, file=sys.stderr)
         await writer.close()
         return 1
-    return await RpcServer(session, writer, ui, after_first_answer).serve(input_fd)
+    return await RpcServer(session, writer, ui).serve(input_fd)
 
 
 def parse_error(message: str, line: bytes = b"") -> dict[str, Any]:
@@ -116,12 +110,10 @@ def _unknown_command(record: Any) -> dict[str, Any]:
 class RpcServer:
     """Dispatches input lines to the session; EOF or a signal ends it through ``OrderlyShutdown``."""
 
-    def __init__(self, session: AgentSession, writer: RecordWriter, ui: RpcExtensionUI,
-                 after_first_answer: AfterFirstAnswer | None = None) -> None:
+    def __init__(self, session: AgentSession, writer: RecordWriter, ui: RpcExtensionUI) -> None:
         self.session = session
         self.writer = writer
         self.ui = ui
-        self.after_first_answer = after_first_answer
         self._tasks: set[asyncio.Task[None]] = set()
         self._warming_started = False
         self.shutdown = OrderlyShutdown(self._cleanup)
@@ -180,14 +172,12 @@ class RpcServer:
             await self._warm_up_once_answered()
 
     async def _warm_up_once_answered(self) -> None:
-        """Start what start-up left for later while the client reads the first answer (never before it
-        is written): the MCP server processes, the caller's background work, the provider stack."""
+        """Start the MCP server processes and load the provider stack while the client reads the first
+        answer (never before it is written): neither competes with start-up for the CPU."""
         await self.writer.flush()
         if not self.shutdown.started:
             if self.session.rt.mcp is not None:
-                self.session.rt.mcp.connect()
-            if self.after_first_answer is not None:
-                self.after_first_answer(self.session)
+                self.session.rt.mcp.connect()  # held back by create_session in this mode
             model = self.session.agent.model
             warm_up_after_first_answer(model, self.session.rt.registry.has_auth(model["provider"]))
 
