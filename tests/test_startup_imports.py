@@ -141,6 +141,8 @@ def test_start_with_a_stdio_mcp_server_imports_no_heavy_library(tmp_path):
     assert response["success"] is True
     assert "pi_coding_agent.coding.mcp.manager" in modules
     assert sorted(m for m in modules if m.split(".")[0] in (*HEAVY, "mcp")) == []
+    # tool-name hashes (OpenSSL's libcrypto) and saved outputs (tempfile, secrets) load on first use
+    assert sorted(m for m in modules if m in DEFERRED_STDLIB) == []
 
 
 def test_mcp_servers_start_only_once_the_first_command_is_answered(tmp_path):
