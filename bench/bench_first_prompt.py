@@ -22,7 +22,7 @@ from pathlib import Path
 
 import common
 from bench_streaming import read_until
-from common import ROOT, Row, median
+from common import ROOT, Row, median, spread
 
 sys.path.insert(0, str(ROOT))
 from tests.fakes.tls_proxy import make_certificates
@@ -67,10 +67,6 @@ def first_prompt_s(cmd: list[str], url: str, ca: Path | None, pause_s: float) ->
     if b'"errorMessage"' in output:
         raise RuntimeError(f"{cmd[0]}: the prompt failed: {bytes(output)[-400:]!r}")
     return elapsed
-
-
-def spread(values: list[float]) -> str:
-    return f"{min(values) * 1000:.0f}-{max(values) * 1000:.0f}"
 
 
 def measure(scheme: str, runs: int, pause_s: float) -> tuple[list[float], list[float] | None]:

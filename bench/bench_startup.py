@@ -8,8 +8,12 @@ take turns):
   this file in an earlier (unmeasured) start, so its fingerprint cache is warm - the everyday case;
 * models.json changed: a fresh agent dir every run, so ours validates the file (imports pydantic).
 
-Also the idle RSS (VmHWM 0.2 s after the answer) of the bare and models.json starts (with models.json
-our side has credentials, so it warms the HTTP stack in that window), and, ours only, the
+Each time row names the spread (min-max) of its runs. Also the idle RSS (VmHWM 0.2 s after the
+answer) of the bare and models.json starts (with models.json our side has credentials, so it warms
+the HTTP stack in that window); where valgrind is installed, the instructions of one bare and one
+models.json start of ours (callgrind, from exec to exit after the get_state answer: the one start-up
+measure the machine's load does not move), with ``python -c "import asyncio"`` in the measure's
+name as the floor; and, ours only, the
 models.json start with two stdio MCP servers configured (the FastMCP fake of tests/fakes, connecting
 in the background) and with an extension loaded (``-e`` the permission-gate example), each against
 our plain models.json start: issue #20 wants them within 10 %.
@@ -20,6 +24,9 @@ reference and <= 60 ms, idle RSS <= 20 MiB).
 from __future__ import annotations
 
 import json
+import re
+import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -39,6 +46,7 @@ from common import (
     reference_cmd,
     scratch_home,
     spawn,
+    spread,
     stop,
     write_models_json,
 )
@@ -72,8 +80,8 @@ def start_once(cmd: list[str], home: Path, agent_dir: Path | None, extra: tuple[
     return elapsed, rss
 
 
-def measure(cmds: list[list[str]], runs: int, situation: str) -> list[tuple[float, float]]:
-    """Median start-up (s) and idle RSS (MB) per command over ``runs`` starts in one situation.
+def measure(cmds: list[list[str]], runs: int, situation: str) -> list[tuple[list[float], float]]:
+    """Start-up times (s) and the median idle RSS (MB) per command over ``runs`` starts in one situation.
 
     The commands take turns run after run, so a change of machine load hits every side alike.
     """
@@ -94,7 +102,7 @@ def measure(cmds: list[list[str]], runs: int, situation: str) -> list[tuple[floa
             out.append(start_once(cmd, home, agent_dir))
     for home in homes:
         cleanup(home)
-    return [(median([t for t, _ in out]), median([r for _, r in out])) for out in samples]
+    return [([t for t, _ in out], median([r for _, r in out])) for out in samples]
 
 
 def results(runs: int = 10) -> list[Row]:
@@ -106,12 +114,46 @@ def results(runs: int = 10) -> list[Row]:
         ours_t, ours_rss = measured[0]
         ref_t, ref_rss = measured[1] if len(measured) > 1 else (None, None)
         changed = situation == "models.json changed"  # a one-off after each edit: no target
-        rows.append(Row("start-up", f"{situation}: to get_state", "ms", ours_t * 1000,
-                        None if ref_t is None else ref_t * 1000, None if changed else 0.3, None if changed else 60))
+        name = f"{situation}: to get_state (spread ours {spread(ours_t)}" + (f", ref {spread(ref_t)})" if ref_t else ")")
+        rows.append(Row("start-up", name, "ms", median(ours_t) * 1000, None if ref_t is None else median(ref_t) * 1000,
+                        None if changed else 0.3, None if changed else 60))
         if not changed:
             rows.append(Row("start-up", f"{situation}: idle RSS", "MiB", ours_rss, ref_rss,
                             limit=20 if situation == "bare" else None))
-    return rows + feature_rows(runs)
+    return rows + instruction_rows() + feature_rows(runs)
+
+
+def callgrind(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, bytes]:
+    """Millions of instructions ``argv`` runs from exec to exit with one get_state on stdin, and its stdout."""
+    done = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv],
+                          input=b'{"id":"s","type":"get_state"}\n', capture_output=True, env=env, cwd=cwd,
+                          timeout=600, check=False)
+    found = re.search(rb"Collected : (\d+)", done.stderr)
+    if found is None:
+        raise RuntimeError(f"valgrind: no instruction count: {done.stderr[-300:]!r}")
+    return int(found.group(1)) / 1e6, done.stdout
+
+
+def instruction_rows() -> list[Row]:
+    """Our bare and models.json starts in instructions (callgrind), the floor (``import asyncio``) in
+    the name; none without valgrind."""
+    if shutil.which("valgrind") is None:
+        return []
+    home = scratch_home()
+    floor, _ = callgrind([sys.executable, "-c", "import asyncio"], env_for([], home), home)
+    write_models_json(home / "agent", UNUSED_URL)
+    cmd = ours_cmd()
+    start_once(cmd, home, home / "agent")  # fills the validation cache, as in the models.json situation
+    rows = []
+    for situation, agent_dir in (("bare", None), ("models.json", home / "agent")):
+        args = ["--mode", "rpc", "--no-session"] + (["--provider", PROVIDER, "--model", MODEL] if agent_dir else [])
+        count, out = callgrind([*cmd, *args], env_for(cmd, home, agent_dir), home)
+        if b'"success":true' not in out:
+            raise RuntimeError(f"{cmd[0]}: get_state failed under valgrind: {out[:300]!r}")
+        rows.append(Row("start-up", f"{situation}: instructions to exit (floor: import asyncio {floor:.0f} M)",
+                        "M", count))
+    cleanup(home)
+    return rows
 
 
 def feature_rows(runs: int) -> list[Row]:

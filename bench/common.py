@@ -135,6 +135,11 @@ def median(values: list[float]) -> float:
     return statistics.median(values)
 
 
+def spread(values: list[float]) -> str:
+    """``min-max`` of durations in seconds, as milliseconds (for a row's measure name)."""
+    return f"{min(values) * 1000:.0f}-{max(values) * 1000:.0f}"
+
+
 def peak_rss_mb(pid: int) -> float:
     """VmHWM of a live process (Linux), in MB: the peak of that process image only."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 from pathlib import Path
 
 from tests.rpc_helpers import PYTHON
@@ -18,9 +19,11 @@ HEAVY = ("httpx", "httpcore", "h11", "anyio", "httptools", "pydantic", "pydantic
          "botocore", "urllib3", "google", "cryptography",  # the cloud SDKs load on a provider's first request
          "_quickjs", "quickjs",  # the codemode engine loads only in its worker process
          "websockets", "backports")  # the Codex WebSocket transport and its zstd bodies: first Codex request
-# standard modules a start does not need: OpenSSL (asyncio starts without ``ssl``: coding/modes/start_up.py)
-# and tempfile with what it pulls in (random, shutil and its compression modules)
-DEFERRED_STDLIB = ("_ssl", "_hashlib", "tempfile", "shutil", "random", "secrets", "bz2", "lzma")
+# standard modules a start does not need: OpenSSL (asyncio starts without ``ssl``: coding/modes/start_up.py),
+# tempfile with what it pulls in (random, shutil and its compression modules), and the extension
+# modules the tools use only while running (base64's binascii and zlib, struct, unicodedata)
+DEFERRED_STDLIB = ("_ssl", "_hashlib", "tempfile", "shutil", "random", "secrets", "bz2", "lzma",
+                   "base64", "binascii", "zlib", "_struct", "unicodedata")
 
 
 def imported_modules(stderr: str) -> set[str]:
@@ -68,11 +71,17 @@ def test_bare_start_imports_no_heavy_library(tmp_path):
 
 # the codemode tool is registered at start-up, what runs a script loads with the first one; the
 # summaries of compaction and tree navigation load with the first, tool-argument validation with
-# the first tool call
+# the first tool call; the run loop and tool execution with the first run, compaction planning and
+# the branch projection with the first check after it, the cache warmer with the first reply, the
+# edit matcher with the first edit; model patterns only with --model/--models, Anthropic federation
+# only when its variables are set
 FIRST_USE = (*(f"pi_coding_agent.coding.codemode.{name}"
                for name in ("script_run", "sandbox", "output", "host", "scope", "source", "worker", "declarations")),
              "pi_coding_agent.coding.compaction.summarize", "pi_coding_agent.coding.compaction.branch_summary",
-             "pi_coding_agent.agent.validation")
+             "pi_coding_agent.agent.validation", "pi_coding_agent.agent.loop", "pi_coding_agent.agent.tool_execution",
+             "pi_coding_agent.coding.compaction.prepare", "pi_coding_agent.coding.compaction.projection",
+             "pi_coding_agent.coding.cache_warming", "pi_coding_agent.coding.tools.edit_diff",
+             "pi_coding_agent.ai.model_resolution", "pi_coding_agent.ai.anthropic_federation")
 
 
 def test_start_with_validated_models_json_imports_no_heavy_library(tmp_path):
@@ -132,6 +141,39 @@ def test_start_with_a_stdio_mcp_server_imports_no_heavy_library(tmp_path):
     assert response["success"] is True
     assert "pi_coding_agent.coding.mcp.manager" in modules
     assert sorted(m for m in modules if m.split(".")[0] in (*HEAVY, "mcp")) == []
+    # tool-name hashes (OpenSSL's libcrypto) and saved outputs (tempfile, secrets) load on first use
+    assert sorted(m for m in modules if m in DEFERRED_STDLIB) == []
+
+
+def test_mcp_servers_start_only_once_the_first_command_is_answered(tmp_path):
+    """The RPC loop answers first: no server process (nor its transport module) before the answer,
+    then the server is started without any further command."""
+    agent = tmp_path / "agent"
+    agent.mkdir()
+    marker = tmp_path / "server-started"
+    server = {"command": "sh", "args": ["-c", f"touch {marker}; sleep 5"]}
+    (agent / "mcp.json").write_text(json.dumps({"mcpServers": {"one": server, "two": server}}))
+    env = {**os.environ, "HOME": str(tmp_path), "PI_CODING_AGENT_DIR": str(agent)}
+    proc = subprocess.Popen([PYTHON, "-X", "importtime", "-m", "pi_coding_agent", "--mode", "rpc", "--no-session"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd=tmp_path)
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        proc.stdin.write(b'{"id":"s","type":"get_state"}\n')
+        proc.stdin.flush()
+        before = []
+        while not (line := proc.stdout.readline().decode()).startswith("{"):
+            before.append(line)
+        assert json.loads(line)["success"] is True
+        modules = imported_modules("".join(before))
+        assert "pi_coding_agent.coding.mcp.manager" in modules  # mcp.json was read at start-up
+        assert "pi_coding_agent.coding.mcp.stdio" not in modules
+        deadline = time.monotonic() + 30
+        while not marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert marker.exists()
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=30)
 
 
 def test_acp_initialize_imports_no_heavy_library_nor_the_acp_sdk(tmp_path):

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pi_coding_agent.agent.hooks import AgentHooks
-from pi_coding_agent.agent.loop import LoopConfig, StreamFn, run_loop
 from pi_coding_agent.agent.queues import MessageQueue
 from pi_coding_agent.agent.tool import AgentTool
 from pi_coding_agent.ai import stream as ai_stream
 from pi_coding_agent.ai.abort import AbortSignal
 from pi_coding_agent.ai.types import AssistantMessage, Model, empty_usage, now_ms
+
+if TYPE_CHECKING:  # the run loop and tool execution load with the first run, not at start-up
+    from pi_coding_agent.agent.loop import StreamFn
 
 Listener = Callable[[dict[str, Any]], Awaitable[None] | None]
 
@@ -22,10 +23,14 @@ BUSY_PROMPT = ("Agent is already processing a prompt. Use steer() or followUp() 
 BUSY_CONTINUE = "Agent is already processing. Wait for completion before continuing."
 
 
-@dataclass
 class _ActiveRun:
-    signal: AbortSignal = field(default_factory=AbortSignal)
-    idle: asyncio.Event = field(default_factory=asyncio.Event)
+    """The abort signal of the run in progress, and the event set once it has ended."""
+
+    __slots__ = ("idle", "signal")
+
+    def __init__(self) -> None:
+        self.signal = AbortSignal()
+        self.idle = asyncio.Event()
 
 
 class Agent:
@@ -211,6 +216,8 @@ class Agent:
             await self._active.idle.wait()
 
     async def _run(self, prompts: list[dict[str, Any]] | None, skip_initial_steering_poll: bool = False) -> None:
+        from pi_coding_agent.agent.loop import LoopConfig, run_loop
+
         active = self._active = _ActiveRun()
         self.streaming_message = None
         try:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from pi_coding_agent.ai.provider_env import env_value
+from pi_coding_agent.ai.provider_env import FEDERATION_ENV, env_value
 from pi_coding_agent.ai.stream import ProviderError
 from pi_coding_agent.ai.types import Model
 
@@ -48,8 +48,7 @@ class Federation:
 
 def configured() -> Federation | None:
     """The federation settings of the current request's environment, when the three required ones are set."""
-    rule, org, path = (env_value(n) for n in ("ANTHROPIC_FEDERATION_RULE_ID", "ANTHROPIC_ORGANIZATION_ID",
-                                              "ANTHROPIC_IDENTITY_TOKEN_FILE"))
+    rule, org, path = (env_value(n) for n in FEDERATION_ENV)
     if not (rule and org and path):
         return None
     return Federation(rule, org, path, env_value("ANTHROPIC_SERVICE_ACCOUNT_ID"), env_value("ANTHROPIC_WORKSPACE_ID"))

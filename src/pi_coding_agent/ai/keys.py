@@ -18,6 +18,7 @@ import orjson
 
 from pi_coding_agent.ai.catalog import catalog_index, provider_env_vars
 from pi_coding_agent.ai.cloud_auth import ambient_key
+from pi_coding_agent.ai.provider_env import FEDERATION_ENV
 from pi_coding_agent.ai.provider_env import env_value as _env
 
 if TYPE_CHECKING:
@@ -467,11 +468,7 @@ class AuthStorage:
 
 def _federated(provider: str) -> bool:
     """Anthropic workload identity federation is configured (the adapter exchanges the identity token)."""
-    if provider != "anthropic":
-        return False
-    from pi_coding_agent.ai import anthropic_federation
-
-    return anthropic_federation.configured() is not None
+    return provider == "anthropic" and all(_env(name) for name in FEDERATION_ENV)
 
 
 def _is_keyless(provider: str) -> bool:

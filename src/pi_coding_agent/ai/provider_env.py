@@ -13,6 +13,9 @@ import os
 from collections.abc import Mapping
 from contextvars import ContextVar
 
+# Anthropic workload identity federation is configured when all three are set (``ai/anthropic_federation.py``);
+# named here so that checking them does not load that module
+FEDERATION_ENV = ("ANTHROPIC_FEDERATION_RULE_ID", "ANTHROPIC_ORGANIZATION_ID", "ANTHROPIC_IDENTITY_TOKEN_FILE")
 REQUEST_ENV: ContextVar[Mapping[str, str] | None] = ContextVar("pi_request_env", default=None)
 
 

@@ -3,9 +3,9 @@
 These are JSON-shaped ``TypedDict``s whose keys are pi's wire names (camelCase): the same dicts
 travel unchanged into RPC events and session files, so there is no per-event conversion cost.
 Optional keys are ``NotRequired`` and are *omitted* when absent, never set to ``None``.
+(No postponed annotations here: the ``TypedDict`` classes would turn every string annotation into a
+compiled ``ForwardRef`` at import, a start-up cost of their own.)
 """
-
-from __future__ import annotations
 
 from typing import Any, Literal, NotRequired, TypeAlias, TypedDict
 

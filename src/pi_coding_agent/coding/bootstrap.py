@@ -11,19 +11,17 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from pi_coding_agent.agent.tool import AgentTool
 from pi_coding_agent.ai.keys import AuthStorage
-from pi_coding_agent.ai.model_resolution import resolve_model_pattern, resolve_model_scope
 from pi_coding_agent.ai.models import ModelRegistry
 from pi_coding_agent.ai.types import Model
 from pi_coding_agent.coding import llama_command, paths
 from pi_coding_agent.coding.agent_session import AgentSession
-from pi_coding_agent.coding.cache_warming import attach_cache_warmer
 from pi_coding_agent.coding.errors import SessionError
 from pi_coding_agent.coding.extensions.loader import ExtensionSource, discover
 from pi_coding_agent.coding.extensions.ui import ExtensionUI, NoUI
@@ -131,6 +129,8 @@ def _cli_model(args: CliArgs, registry: ModelRegistry) -> tuple[Model, str | Non
     """The ``--model`` pattern resolved once (its warnings printed once), with its ``:level`` suffix."""
     if not args.model:
         return None
+    from pi_coding_agent.ai.model_resolution import resolve_model_pattern
+
     model, level, warnings = resolve_model_pattern(registry, args.model, args.provider, cli_thinking=args.thinking,
                                                    inline_api_key=args.api_key is not None)
     for warning in warnings:
@@ -143,6 +143,8 @@ def _scoped_models(args: CliArgs, registry: ModelRegistry, settings: Settings) -
     patterns = args.models or settings.enabled_models or []
     if not patterns:
         return []
+    from pi_coding_agent.ai.model_resolution import resolve_model_scope
+
     scoped, warnings = resolve_model_scope(registry, list(patterns))
     for warning in warnings:
         print(f"Warning: {warning}", file=sys.stderr)
@@ -204,6 +206,35 @@ def _sandbox_policy(args: CliArgs, settings: Settings, cwd: Path) -> SandboxPoli
     return policy
 
 
+class _Relay:
+    """The event source the cache warmer subscribes to once it has loaded (see ``_attach_cache_warmer``)."""
+
+    def __init__(self) -> None:
+        self.listeners: list[Callable[[Any], None]] = []
+
+    def subscribe(self, listener: Callable[[Any], None]) -> Callable[[], None]:
+        self.listeners.append(listener)
+        return lambda: self.listeners.remove(listener)
+
+
+def _attach_cache_warmer(session: AgentSession, runtime: SessionRuntime) -> None:
+    """Prompt-cache warming follows the session's events, but its module loads with the first assistant
+    message (the first event it acts on) rather than at start-up."""
+    relay = _Relay()
+
+    def forward(event: dict[str, Any]) -> None:
+        if not relay.listeners:
+            if event.get("type") != "message_end" or event["message"].get("role") != "assistant":
+                return
+            from pi_coding_agent.coding.cache_warming import attach_cache_warmer
+
+            attach_cache_warmer(relay, runtime)
+        for listener in relay.listeners:
+            listener(event)
+
+    session.subscribe(forward)
+
+
 async def create_session(
     args: CliArgs, mode: str, ui: ExtensionUI | None = None, *, cwd: Path | None = None,
     agent_dir: Path | None = None, settings_overrides: dict[str, Any] | None = None,
@@ -247,10 +278,11 @@ async def create_session(
         trusted=project.trusted, load_project=load_project, sandbox=_sandbox_policy(args, settings, cwd),
     )
     session = AgentSession(runtime, _extension_sources(args, settings, agent_dir, cwd, project.trusted, extensions))
-    attach_cache_warmer(session, runtime)
+    _attach_cache_warmer(session, runtime)
     from pi_coding_agent.coding.mcp import start_mcp
 
-    runtime.mcp = start_mcp(runtime, project.trusted)  # before extensions, which may register MCP servers
+    # before extensions, which may register MCP servers; the RPC loop connects them once it answered
+    runtime.mcp = start_mcp(runtime, project.trusted, connect=mode != "rpc")
     await session.load_extensions()  # as in pi, before the model choice: --model may name a provider they add
     scoped, cli_model = _scoped_models(args, registry, settings), _cli_model(args, registry)
     runtime.scoped, runtime.scoped_models, runtime.cli_model = scoped, [m for m, _ in scoped], cli_model

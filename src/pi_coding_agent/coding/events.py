@@ -2,10 +2,9 @@
 
 One ``TypedDict`` per event ``type`` (pi's camelCase wire names) and their union ``AgentEvent``.
 Events stay plain dicts at run time (they are written to stdout and session files as they are);
-these types are for readers and for type checkers of SDK hosts.
+these types are for readers and for type checkers of SDK hosts. (No postponed annotations, as in
+``ai/types.py``: string annotations would each be compiled at import.)
 """
-
-from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict
 
@@ -128,7 +127,7 @@ class SessionInfoChangedEvent(TypedDict):
 
 class EntryAppendedEvent(TypedDict):
     type: Literal["entry_appended"]
-    entry: SessionEntry
+    entry: "SessionEntry"
 
 
 class ExtensionErrorEvent(TypedDict):

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 import re
-import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +24,8 @@ Tokenizer = Callable[[str], list[str]]
 
 def split_words(text: str) -> list[str]:
     """Words split at camelCase, underscores and punctuation, lower-cased (before stop words and stems)."""
+    import unicodedata  # a 1 MB extension module: mapped by the first search, not with the tool at start-up
+
     text = unicodedata.normalize("NFC", text)
     text = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", text)
     text = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1 \2", text).lower()

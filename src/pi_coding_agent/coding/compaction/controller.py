@@ -4,7 +4,8 @@ The controller is the session's compaction policy: manual ``compact``, threshold
 before a prompt and between turns, and overflow recovery (omit the failed attempt, compact, retry
 once per user message). The session that owns it is seen as a ``SessionHost`` (events, the live
 store, omitting a message, the compacting flag); the ``SessionRuntime`` supplies the agent, the
-settings, ``auto_compaction_enabled``, keys and retry settings.
+settings, ``auto_compaction_enabled``, keys and retry settings. The planning (``prepare``) and the
+branch projection load with the first check after a run, not with the session.
 """
 
 from __future__ import annotations
@@ -13,21 +14,6 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from pi_coding_agent.ai.abort import AbortSignal
 from pi_coding_agent.ai.errors import is_context_overflow
-from pi_coding_agent.coding.compaction.prepare import (
-    CompactionCancelled,
-    CompactionError,
-    CompactionPreparation,
-    prepare_compaction,
-    raise_unpreparable,
-)
-from pi_coding_agent.coding.compaction.projection import (
-    entry_time_ms,
-    latest_compaction,
-    project,
-    projected_messages,
-    projected_tokens,
-    usage_is_current,
-)
 from pi_coding_agent.coding.compaction.tokens import (
     context_usage,
     estimate_context_tokens,
@@ -42,6 +28,7 @@ from pi_coding_agent.coding.session.entries import Entry
 if TYPE_CHECKING:
     from pi_coding_agent.agent.agent import Agent
     from pi_coding_agent.ai.types import AssistantMessage
+    from pi_coding_agent.coding.compaction.prepare import CompactionPreparation
     from pi_coding_agent.coding.compaction.summarize import SummaryRequest
     from pi_coding_agent.coding.runtime import SessionRuntime
     from pi_coding_agent.coding.session import SessionManager
@@ -123,6 +110,8 @@ class CompactionController:
 
     async def _run(self, reason: str, custom_instructions: str | None, will_retry: bool,
                    preparation: CompactionPreparation | None) -> dict[str, Any]:
+        from pi_coding_agent.coding.compaction.prepare import CompactionCancelled
+
         signal = self._signal = AbortSignal()
         self._from_extension = False
         self.session.is_compacting = True
@@ -155,6 +144,12 @@ class CompactionController:
 
     async def _compact(self, signal: AbortSignal, reason: str, custom_instructions: str | None,
                        preparation: CompactionPreparation | None) -> dict[str, Any]:
+        from pi_coding_agent.coding.compaction.prepare import (
+            CompactionCancelled,
+            prepare_compaction,
+            raise_unpreparable,
+        )
+
         if preparation is None:
             branch = self._sm.get_context_branch()  # plans the same as the whole branch (see context_start)
             preparation = prepare_compaction(branch, self._setting("keepRecentTokens"))
@@ -212,6 +207,8 @@ class CompactionController:
         if answer is None:
             return None
         if answer.get("cancel"):
+            from pi_coding_agent.coding.compaction.prepare import CompactionCancelled
+
             raise CompactionCancelled()
         supplied: dict[str, Any] = answer["compaction"]
         return supplied
@@ -227,6 +224,8 @@ class CompactionController:
         model = agent.model
         api_key = self.runtime.api_key_for(model)
         if api_key is None:
+            from pi_coding_agent.coding.compaction.prepare import CompactionError
+
             provider = model["provider"]
             raise CompactionError(self.runtime.no_key_message("the selected model" if provider == "unknown"
                                                               else provider))
@@ -238,6 +237,8 @@ class CompactionController:
         """Threshold/overflow compaction; True when the run should continue (retry or queued input)."""
         if self._agent.model["provider"] == "unknown":
             return False
+        from pi_coding_agent.coding.compaction.prepare import prepare_compaction
+
         preparation = prepare_compaction(self._sm.get_context_branch(), self._setting("keepRecentTokens"))
         if preparation is None:
             return False  # nothing to summarise: no events at all
@@ -270,11 +271,15 @@ class CompactionController:
         window = model.get("contextWindow", 0)
         if not self.runtime.auto_compaction_enabled or window <= 0 or model["provider"] == "unknown":
             return
+        from pi_coding_agent.coding.compaction.projection import project, projected_tokens
+
         branch = self._sm.get_context_branch()
         if self._over_threshold(projected_tokens(project(branch), branch), window):
             await self._auto("threshold", False)
 
     async def _check(self, message: Message, skip_aborted: bool) -> bool:
+        from pi_coding_agent.coding.compaction.projection import latest_compaction, project
+
         if not self.runtime.auto_compaction_enabled:
             return False
         if skip_aborted and message.get("stopReason") == "aborted":
@@ -343,6 +348,8 @@ class CompactionController:
                                compaction: Entry | None) -> bool:
         direct = usage_tokens(message.get("usage"))
         if any(p.entry.get("type") == "context_edit" for p in projected):
+            from pi_coding_agent.coding.compaction.projection import projected_tokens
+
             tokens = projected_tokens(projected, branch)
         elif message.get("stopReason") == "error" or direct == 0:
             messages = self._agent.messages
@@ -363,6 +370,13 @@ class CompactionController:
         window = self._agent.model.get("contextWindow", 0)
         if window <= 0:
             return None
+        from pi_coding_agent.coding.compaction.projection import (
+            latest_compaction,
+            project,
+            projected_messages,
+            usage_is_current,
+        )
+
         branch = self._sm.get_context_branch()
         projected = project(branch)
         compaction = latest_compaction(branch)
@@ -390,6 +404,8 @@ def _predates(branch: list[Entry], message: Message, compaction: Entry) -> bool:
     """
     entry_id = _entry_id_of(branch, message)
     if entry_id is None:
+        from pi_coding_agent.coding.compaction.projection import entry_time_ms
+
         return int(message.get("timestamp", 0)) <= entry_time_ms(compaction)
     ids = [entry.get("id") for entry in branch]
     return ids.index(entry_id) < ids.index(compaction.get("id"))

@@ -37,11 +37,15 @@ def mcp_disabled(runtime: SessionRuntime) -> bool:
     return args.no_mcp or not builtin_enabled("mcp", entries, args.no_extensions, args.extensions)
 
 
-def start_mcp(runtime: SessionRuntime, trusted: bool) -> McpSession | None:
-    """The session's MCP component, servers connecting in the background; None when MCP is off."""
+def start_mcp(runtime: SessionRuntime, trusted: bool, connect: bool = True) -> McpSession | None:
+    """The session's MCP component, servers connecting in the background; None when MCP is off.
+
+    ``connect=False`` (the RPC mode) holds the connections back until ``connect()``: the server
+    processes then start once the first command is answered, not while start-up competes with them
+    for the CPU; a prompt or ``/mcp`` that comes first connects them itself."""
     if mcp_disabled(runtime):
         return None
-    mcp = McpSession(runtime, trusted)
+    mcp = McpSession(runtime, trusted, connect)
     mcp.start()
     return mcp
 
@@ -74,12 +78,13 @@ async def refresh_mcp(runtime: SessionRuntime) -> None:
 class McpSession:
     """Binds an ``McpManager`` to one ``SessionRuntime``: declares its tools, runs ``/mcp``."""
 
-    def __init__(self, runtime: SessionRuntime, trusted: bool) -> None:
+    def __init__(self, runtime: SessionRuntime, trusted: bool, connect: bool = True) -> None:
         self.runtime = runtime
         self.trusted = trusted
         self.manager: McpManager | None = None
         self.client_servers: dict[str, dict[str, Any]] = {}  # registered with CLIENT_SOURCE
         self.activated_codemode = False  # codemode was made active by these servers (not by defaultTools)
+        self._held = not connect  # connections wait for ``connect()``
 
     def start(self) -> None:
         config = self._read_files()
@@ -117,8 +122,16 @@ class McpSession:
         self.manager.codemode_active = CODEMODE in rt.all_tools
         self.manager.on_tools_changed.append(self.sync_tools)
         self._activate_discovery()
-        self.manager.start()
+        if not self._held:
+            self.manager.start()
         return self.manager
+
+    def connect(self) -> None:
+        """Start the connections held back by ``connect=False`` (a no-op once they started)."""
+        if self._held:
+            self._held = False
+            if self.manager is not None:
+                self.manager.start()
 
     def register_server(self, name: str, config: dict[str, Any], source: str) -> None:
         """``register_mcp_server`` of the extension API: the same shape as an ``mcpServers`` entry."""
@@ -217,12 +230,14 @@ class McpSession:
         """``/mcp [login|logout|reconnect] [server]``: handled here, never sent to the model."""
         if text != "/mcp" and not text.startswith("/mcp "):
             return None
+        self.connect()
         from pi_coding_agent.coding.mcp.commands import run_mcp_command
 
         await run_mcp_command(self, text[4:].strip())
         return {"disposition": "handled"}
 
     async def before_prompt(self) -> None:
+        self.connect()
         if self.manager is not None:
             from pi_coding_agent.coding.resources.system_prompt import SystemState
 

@@ -54,7 +54,8 @@ class McpManager:
     def start(self) -> None:
         """Connect every enabled server in the background; report problems once all settled."""
         for entry in self.config.servers:
-            self._connect(entry)
+            if entry.name not in self.connections:  # an extension's server may have connected already
+                self._connect(entry)
         self._startup = asyncio.create_task(self._report_after_startup())
 
     def _connect(self, entry: ServerEntry) -> None:

@@ -6,7 +6,6 @@ the character rule, the 64-character limit and the 8-hex-digit sha256 suffix are
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Callable
 
@@ -20,6 +19,8 @@ def tool_name(server: str, tool: str, is_taken: Callable[[str], bool] = lambda _
     name = _UNSAFE.sub("_", f"mcp__{server}__{tool}")
     if len(name) <= MAX_TOOL_NAME_LENGTH and not is_taken(name):
         return name
+    import hashlib  # OpenSSL's libcrypto: loaded by the first long or clashing name, not at start-up
+
     digest = hashlib.sha256(f"{server}\0{tool}".encode()).hexdigest()[:8]
     return f"{name[:MAX_TOOL_NAME_LENGTH - len(digest) - 1]}_{digest}"
 

@@ -8,12 +8,9 @@ result minus ``_meta`` is kept as ``structuredContent`` for programmatic callers
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import re
-import secrets
-import tempfile
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -28,6 +25,9 @@ READ_RESOURCE_TOOL = "read_mcp_resource"
 
 def save_output(data: bytes | str, extension: str) -> str:
     """A new 0600 file ``<tmp>/pi-mcp-<16 hex><ext>`` (never following someone else's link)."""
+    import secrets  # with tempfile, loaded by the first saved output: neither is needed at start-up
+    import tempfile
+
     path = os.path.join(tempfile.gettempdir(), f"pi-mcp-{secrets.token_hex(8)}{extension}")
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "wb") as handle:
@@ -53,6 +53,8 @@ def _text(text: str) -> dict[str, Any]:
 
 
 def _binary_resource(uri: str, mime: str | None, blob: str) -> dict[str, Any]:
+    import base64
+
     data = base64.b64decode(blob)
     if _is_text_mime(mime):
         return _text(data.decode("utf-8", "replace"))

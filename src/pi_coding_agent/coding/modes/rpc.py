@@ -172,9 +172,12 @@ class RpcServer:
             await self._warm_up_once_answered()
 
     async def _warm_up_once_answered(self) -> None:
-        """Load the provider stack while the client reads the first answer (never before it is written)."""
+        """Start the MCP server processes and load the provider stack while the client reads the first
+        answer (never before it is written): neither competes with start-up for the CPU."""
         await self.writer.flush()
         if not self.shutdown.started:
+            if self.session.rt.mcp is not None:
+                self.session.rt.mcp.connect()  # held back by create_session in this mode
             model = self.session.agent.model
             warm_up_after_first_answer(model, self.session.rt.registry.has_auth(model["provider"]))
 

@@ -13,7 +13,6 @@ from pi_coding_agent.ai.abort import AbortSignal
 from .backend import FileBackend
 from .base import STRICT_PREFERRED, BuiltinTool, check_aborted, object_schema, string_param
 from .blocking import refuse_special_file, run_settled
-from .edit_diff import apply_edits, edited_parts, generate_edit_diff, normalize_to_lf, spliced_parts
 from .mutation import file_mutation_lock
 from .paths import error_code, node_error_message, resolve_to_cwd
 
@@ -151,6 +150,14 @@ def _apply_to_text(
     Every edit is matched and checked before this returns, so writing the pieces cannot fail halfway
     for a reason of the edits' own.
     """
+    from .edit_diff import (  # first edit
+        apply_edits,
+        edited_parts,
+        generate_edit_diff,
+        normalize_to_lf,
+        spliced_parts,
+    )
+
     bom = "\ufeff" if raw.startswith("\ufeff") else ""
     content = raw[len(bom) :]
     normalized = normalize_to_lf(content)

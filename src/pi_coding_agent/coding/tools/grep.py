@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import math
 import os
 import stat
@@ -33,6 +32,8 @@ def _rg_text(data: Any) -> str:
         if isinstance(data.get("text"), str):
             return data["text"]
         if isinstance(data.get("bytes"), str):
+            import base64  # rare: loaded by the first non-UTF-8 match, not at start-up
+
             return base64.b64decode(data["bytes"]).decode("utf-8", "replace")
     return ""
 

@@ -8,12 +8,10 @@ has to be decoded, so start-up never pays for it.
 
 from __future__ import annotations
 
-import base64
 import io
 import itertools
 import math
 import re
-import struct
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -114,6 +112,8 @@ def _conversion_hints(source: str, target: str) -> list[str]:
 
 
 def _block(data: bytes, mime_type: str) -> ImageContent:
+    import base64  # with binascii and zlib, loaded by the first image rather than at start-up
+
     return {"type": "image", "data": base64.b64encode(data).decode("ascii"), "mimeType": mime_type}
 
 
@@ -199,6 +199,8 @@ def _lanczos() -> Any:
 
 def decode_base64(data: str) -> bytes:
     """Decode as leniently as Node's ``Buffer.from(s, "base64")``: url-safe letters, no padding, junk skipped."""
+    import base64
+
     try:
         return base64.b64decode(data, validate=True)
     except ValueError:
@@ -263,6 +265,8 @@ def sniff_image_mime(head: bytes) -> str | None:
 
 
 def _is_still_png(head: bytes) -> bool:
+    import struct  # with its extension module, loaded by the first image file rather than at start-up
+
     if len(head) < 16 or struct.unpack(">I", head[8:12])[0] != 13 or head[12:16] != b"IHDR":
         return False
     offset = len(_PNG)
@@ -281,6 +285,8 @@ def _is_still_png(head: bytes) -> bool:
 
 
 def _is_bmp(head: bytes) -> bool:
+    import struct
+
     if len(head) < 26:
         return False
     file_size, pixel_offset, dib_size = struct.unpack("<I", head[2:6])[0], *struct.unpack("<II", head[10:18])

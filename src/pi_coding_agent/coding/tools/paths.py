@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import os
 import re
-import unicodedata
 from pathlib import Path
 
 
@@ -46,6 +45,8 @@ def resolve_read_path(raw: str, cwd: Path | str) -> str:
     resolved = resolve_to_cwd(raw, cwd)
     if os.path.exists(resolved):
         return resolved
+    import unicodedata  # a 1 MB extension module: mapped by the first missing path, not at start-up
+
     nfd = unicodedata.normalize("NFD", resolved)
     variants = (
         _am_pm().sub("\u202f\\1.", resolved),
