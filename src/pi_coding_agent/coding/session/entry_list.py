@@ -10,6 +10,8 @@ memory grows with the file's index rather than with the parsed objects.
 
 from __future__ import annotations
 
+import gc
+import operator
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -44,7 +46,9 @@ class EntryList(Sequence[Entry]):
     def from_index(cls, index: FileIndex) -> EntryList:
         """Every indexed entry, on disk except those the pass parsed."""
         entries = cls((), index)
-        entries._items = [index.parsed.get(position) for position in range(len(index.ids))]
+        entries._items = [_ON_DISK] * len(index.ids)
+        for position, entry in index.parsed.items():
+            entries._items[position] = entry
         index.parsed = {}
         return entries
 
@@ -131,23 +135,37 @@ class EntryList(Sequence[Entry]):
 
     def path_to(self, position: int | None, by_id: dict[Any, int]) -> list[int]:
         """Positions from the root down to ``position``, following parent ids (stops at a missing
-        parent or a cycle); the indexed part of the file is walked without reading an entry."""
+        parent or a cycle); the indexed part of the file is walked without reading an entry, and a
+        run of entries each below the one before it (most of a file) is taken in one step."""
         on_file, ids, parents = self._on_file(), self._indexed("ids"), self._indexed("parents")
+        # With unique ids (none null) the entry before is the only one its id names, and while every
+        # step goes back in the file no id can repeat: ``seen`` is only needed after a step forward.
+        runs = len(by_id) == len(self._items) and None not in ids
         path: list[int] = []
-        seen: set[Any] = set()
+        seen: set[Any] | None = None if runs else set()
         while position is not None:
-            if position < on_file:
-                entry_id, parent = ids[position], parents[position]
-            else:
-                entry = self._entry(position)
-                entry_id, parent = entry.get("id"), entry.get("parentId")
-            if entry_id in seen:
-                break
+            if seen is None and path and position >= path[-1]:
+                seen = {self.entry_id(p) for p in path}
+            entry_id, parent = self._link(position)
+            if seen is not None:
+                if entry_id in seen:
+                    break
+                seen.add(entry_id)
+            elif position < on_file:
+                first = _run_start(ids, parents, position)
+                path.extend(range(position, first, -1))
+                position, parent = first, parents[first]
             path.append(position)
-            seen.add(entry_id)
             position = by_id.get(parent) if parent is not None else None
         path.reverse()
         return path
+
+    def _link(self, position: int) -> tuple[Any, Any]:
+        """An entry's id and parent id (from the index when it is on file)."""
+        if position < self._on_file():
+            return self._indexed("ids")[position], self._indexed("parents")[position]
+        entry = self._entry(position)
+        return entry.get("id"), entry.get("parentId")
 
     def linked(self, positions: list[int]) -> LinkedPath:
         """The entries at ``positions`` as a path of ``Linked`` views, made as they are looked at."""
@@ -230,7 +248,7 @@ class EntryList(Sequence[Entry]):
             self._file = None
 
     def read_many(self, positions: Iterable[int]) -> list[Entry]:
-        with self.reading():
+        with self.reading(), gc_paused():
             return [self._entry(position) for position in positions]
 
     def _each(self, read: Callable[[int], Any]) -> Iterator[Any]:
@@ -239,6 +257,33 @@ class EntryList(Sequence[Entry]):
             while position < len(self._items):  # entries appended meanwhile are read too, like a list
                 yield read(position)
                 position += 1
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """No garbage collection while many entries are parsed: orjson makes only acyclic containers, and
+    the collections their number triggers would each walk every object of the process for nothing."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+def _run_start(ids: list[Any], parents: list[Any], position: int) -> int:
+    """The first position of the run ending at ``position`` in which every entry's parent is the entry
+    just before it; compared a growing window at a time, so a short run costs little."""
+    size = 64
+    while position > 0:
+        low = max(0, position - size)
+        linked = list(map(operator.eq, parents[low + 1 : position + 1], ids[low:position]))
+        if False in linked:
+            return low + len(linked) - linked[::-1].index(False)
+        position, size = low, size * 2
+    return 0
 
 
 class LinkedPath(Sequence["Linked"]):
@@ -250,8 +295,10 @@ class LinkedPath(Sequence["Linked"]):
         self._entries = entries
         self._positions = positions
         kinds = entries._indexed("kinds")
-        on_file = entries._on_file()
-        self.kinds = [kinds[p] if p < on_file else entries.kind(p) for p in positions]
+        if not positions or max(positions) < entries._on_file():
+            self.kinds = list(map(kinds.__getitem__, positions))
+        else:
+            self.kinds = [entries.kind(p) for p in positions]
 
     def __len__(self) -> int:
         return len(self._positions)
