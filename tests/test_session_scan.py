@@ -83,3 +83,65 @@ def test_lines_across_blocks_and_longer_than_a_block(tmp_path: Path, monkeypatch
     assert index.kinds == [record["type"] for record in records]
     data = path.read_bytes()
     assert [orjson.loads(data[start:end]) for start, end in zip(index.starts, index.ends, strict=True)] == records
+
+
+def test_fork_messages_parse_only_the_lines_of_user_messages(tmp_path: Path, monkeypatch: Any) -> None:
+    """The first ``get_fork_messages`` of a file equals the full-parse answer; a line whose message
+    starts with another role is never parsed, one in another key order is."""
+    from pi_coding_agent.coding.session import SessionManager
+    from tests.fixtures.sessions.builders import assistant, user
+
+    sm = SessionManager.create(tmp_path, tmp_path / "s")
+    for turn in range(5):
+        sm.append_message(user(f"question {turn}"))
+        sm.append_message(assistant(f"answer {turn}"))
+    sm.append_message({"role": "user", "content": [{"type": "image", "data": "", "mimeType": "image/png"}]})
+    assert sm.session_file is not None
+    odd = {"type": "message", "id": "odd", "parentId": sm.leaf_id, "timestamp": "2026-01-01T00:00:09.000Z",
+           "message": {"content": "role comes last", "role": "user", "timestamp": 9}}
+    storage.append_line(sm.session_file, orjson.dumps(odd) + b"\n")
+    records = storage.read_records(sm.session_file)[1:]
+    expected = [{"entryId": r["id"], "text": r["message"]["content"] if isinstance(r["message"]["content"], str)
+                 else r["message"]["content"][0]["text"]}
+                for r in records if r["message"]["role"] == "user" and r["id"] != records[-2]["id"]]
+
+    reopened = SessionManager.open(sm.session_file, tmp_path)
+    reopened.entries.pack(lambda entry: False)  # every entry back on disk
+    read: list[int] = []
+    original = EntryList._read
+    monkeypatch.setattr(EntryList, "_read", lambda self, position: read.append(position) or original(self, position))
+    assert reopened.get_fork_messages() == expected
+    assert all(records[position]["message"]["role"] == "user" for position in read) and len(read) == 7
+    reopened.append_message(user("after"))
+    assert reopened.get_fork_messages()[-1]["text"] == "after"
+
+
+def test_fork_from_copies_every_entry_line_without_parsing(tmp_path: Path) -> None:
+    """``--fork`` of a file: a new header, then the source's entry lines byte for byte (blank and
+    broken lines left out, a last line without its newline ended), all branches, ids kept."""
+    from pi_coding_agent.coding.session import SessionManager
+    from tests.fixtures.sessions.builders import assistant, user
+
+    sm = SessionManager.create(tmp_path, tmp_path / "s")
+    for turn in range(4):
+        sm.append_message(user(f"question {turn} ünï \u2028"))
+        sm.append_message(assistant(f"answer {turn}"))
+    sm.branch(sm.entries[1]["id"])
+    sm.append_message(user("side branch"))
+    sm.append_label(sm.entries[0]["id"], "start")
+    assert sm.session_file is not None
+    data = sm.session_file.read_bytes()
+    lines = data.rstrip(b"\n").split(b"\n")
+    lines.insert(3, b"")
+    lines.insert(5, b'{"type":"message","id":"cut","parentId":null,"tim')
+    sm.session_file.write_bytes(b"\n".join(lines))  # no final newline
+
+    fork = SessionManager.fork_from(sm.session_file, tmp_path / "elsewhere", tmp_path / "forks")
+    assert fork.session_file is not None and fork.session_file.parent == tmp_path / "forks"
+    written = fork.session_file.read_bytes().split(b"\n")
+    header = orjson.loads(written[0])
+    assert header["parentSession"] == str(sm.session_file) and header["cwd"] == str(tmp_path / "elsewhere")
+    assert header["id"] != sm.session_id and written[-1] == b""
+    assert written[1:-1] == [line for line in lines[1:] if line and b'"cut"' not in line]
+    assert fork.entries == sm.entries and fork.leaf_id == sm.leaf_id and fork.labels == sm.labels
+    assert fork.get_tree() == sm.get_tree()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import gc
 import operator
 import os
+import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -26,6 +27,9 @@ from pi_coding_agent.coding.session.file_index import FileIndex
 _ON_DISK = None  # the item of an entry that is only in the indexed file
 _INDEX_LISTS = {"id": "ids", "type": "kinds"}
 _READ_BUFFER = 1 << 20
+_HEAD_BYTES = 320
+_MESSAGE_ROLE = re.compile(rb'\{"type":"message","id":"[^"\\]*","parentId":(?:null|"[^"\\]*"),"timestamp":"[^"\\]*",'
+                           rb'"message":\{"role":"([A-Za-z]*)"[,}]')
 
 
 class DamagedEntry(ValueError):
@@ -251,12 +255,69 @@ class EntryList(Sequence[Entry]):
         with self.reading(), gc_paused():
             return [self._entry(position) for position in positions]
 
+    def messages_of(self, role: str) -> Iterator[Entry]:
+        """The message entries whose message has ``role``, in file order. An on-disk line is first
+        read only as far as its message's first key: when that names another role (pi and this
+        package write ``role`` first), the line is not parsed."""
+        wanted = role.encode()
+        with self.reading(), gc_paused():
+            for position in positions_of(self.kinds(), "message"):
+                if self._items[position] is _ON_DISK:
+                    head = self._head(position)
+                    found = _MESSAGE_ROLE.match(head)
+                    if found is not None and found[1] != wanted:
+                        continue
+                entry = self._entry(position)
+                if (entry.get("message") or {}).get("role") == role:
+                    yield entry
+
+    def _head(self, position: int) -> bytes:
+        """The first bytes of an on-disk entry's line (during a walk)."""
+        assert self._index is not None and self._file is not None
+        start = self._index.starts[position]
+        return os.pread(self._file.fileno(), min(_HEAD_BYTES, self._index.ends[position] - start), start)
+
+    def all_on_file(self) -> bool:
+        """Whether every entry lies in the indexed file (nothing appended or migrated since)."""
+        return self._index is not None and len(self._index.ids) == len(self._items)
+
+    def file_lines(self) -> Iterator[bytes]:
+        """Every entry's line as the indexed file holds it, each ending in a newline, in pieces of
+        about a megabyte (lines next to each other are copied as one span). Needs ``all_on_file``."""
+        index = self._index
+        assert index is not None and self.all_on_file()
+        spans: list[list[int]] = []
+        for start, end in zip(index.starts, index.ends, strict=True):
+            if spans and start == spans[-1][1] + 1 and end - spans[-1][0] <= _READ_BUFFER:
+                spans[-1][1] = end
+            else:
+                spans.append([start, end])
+        fd = os.open(index.path, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            for start, end in spans:
+                piece = os.pread(fd, end - start, start)
+                if len(piece) != end - start:
+                    raise DamagedEntry(f"Session file {index.path} is damaged or was replaced: it ends before "
+                                       f"byte {end}")
+                yield piece + b"\n"
+        finally:
+            os.close(fd)
+
     def _each(self, read: Callable[[int], Any]) -> Iterator[Any]:
         with self.reading():
             position = 0
             while position < len(self._items):  # entries appended meanwhile are read too, like a list
                 yield read(position)
                 position += 1
+
+
+def positions_of(kinds: list[Any], kind: str) -> Iterator[int]:
+    """Positions of the entries of type ``kind``, in file order, found at C speed (``list.index``)."""
+    position = -1
+    with suppress(ValueError):
+        while True:
+            position = kinds.index(kind, position + 1)
+            yield position
 
 
 @contextmanager

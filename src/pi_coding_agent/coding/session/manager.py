@@ -11,7 +11,7 @@ import heapq
 import os
 import re
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import suppress
+from itertools import chain
 from pathlib import Path
 from typing import Any, cast
 
@@ -30,7 +30,7 @@ from pi_coding_agent.coding.session.context import (
 )
 from pi_coding_agent.coding.session.conversion import convert_to_llm
 from pi_coding_agent.coding.session.entries import Entry
-from pi_coding_agent.coding.session.entry_list import DamagedEntry, EntryList
+from pi_coding_agent.coding.session.entry_list import DamagedEntry, EntryList, positions_of
 from pi_coding_agent.coding.session.file_index import index_file
 from pi_coding_agent.coding.session.ids import (
     file_stamp,
@@ -53,7 +53,7 @@ from pi_coding_agent.coding.session.migration import (
     needs_migration,
     write_migrated,
 )
-from pi_coding_agent.coding.session.totals import FileTotals
+from pi_coding_agent.coding.session.totals import SessionTotals
 
 __all__ = ["SessionContext", "SessionManager", "convert_to_llm", "list_sessions", "session_dir_for"]
 
@@ -96,7 +96,7 @@ class SessionManager:
         self._context_start = 0
         self._settings: Settings = NO_SETTINGS
         self._name_entry: Entry | None = None
-        self._totals: FileTotals | None = None  # counted on first use, then kept up to date
+        self._totals = SessionTotals(self._entries)
         self._conversation = False
         self._index_all()
 
@@ -204,6 +204,10 @@ class SessionManager:
         kept), with ``parentSession`` = the source file. Written at once when it has a conversation."""
         original = cls.open(source, cwd)
         fresh = cls.create(cwd, session_dir, session_id=session_id, parent_session=str(original.session_file))
+        if original._conversation and original.entries.all_on_file():  # copy the lines, parse nothing
+            assert fresh.session_file is not None
+            storage.create_file(fresh.session_file, chain([storage.encode(fresh.header)], original.entries.file_lines()))
+            return cls._load(fresh.session_file, fresh.cwd, prefer_header_cwd=False)
         fresh.entries = [dict(entry) for entry in original.entries]
         fresh._index_all()
         if fresh._conversation:
@@ -274,14 +278,14 @@ class SessionManager:
         (labels, the name, the first conversation message); a loaded file may branch anywhere, so
         the path is walked once."""
         self._path = None
-        self._totals = None
+        self._totals = SessionTotals(self._entries)
         entries = self._entries
         ids = entries.ids()
         self._by_id = dict(zip(ids, range(len(ids)), strict=True))  # a repeated id names its last entry
         kinds = entries.kinds()
-        for position in heapq.merge(_positions(kinds, "label"), _positions(kinds, "session_info")):
+        for position in heapq.merge(positions_of(kinds, "label"), positions_of(kinds, "session_info")):
             self._note(entries[position])
-        for position in _positions(kinds, "message"):
+        for position in positions_of(kinds, "message"):
             if self._conversation:
                 break
             self._note(entries[position])
@@ -311,8 +315,7 @@ class SessionManager:
             self._path = None
         self._leaf_id = entry_id
         self._note(entry)
-        if self._totals is not None:
-            self._totals.add(entry)
+        self._totals.add(entry)
 
     def _note(self, entry: Entry) -> None:
         """Labels, the session name and whether there is a conversation yet."""
@@ -548,7 +551,7 @@ class SessionManager:
 
     def get_fork_messages(self) -> list[dict[str, str]]:
         """Every user message with text, in file order (all branches)."""
-        return self._file_totals().fork_messages()
+        return self._totals.fork_messages()
 
     # ----------------------------------------------------------------- context and totals
 
@@ -558,24 +561,7 @@ class SessionManager:
 
     def stats(self) -> dict[str, Any]:
         """Message counts and usage totals over every entry of the file (all branches)."""
-        return self._file_totals().stats()
-
-    def _file_totals(self) -> FileTotals:
-        if self._totals is None:
-            totals = FileTotals()
-            for entry in self._entries:
-                totals.add(entry)
-            self._totals = totals
-        return self._totals
-
-
-def _positions(kinds: list[Any], kind: str) -> Iterator[int]:
-    """Positions of the entries of type ``kind``, in file order, found at C speed (``list.index``)."""
-    position = -1
-    with suppress(ValueError):
-        while True:
-            position = kinds.index(kind, position + 1)
-            yield position
+        return self._totals.stats()
 
 
 def _new_header(session_id: str, cwd: Path, parent_session: str | None) -> Entry:
