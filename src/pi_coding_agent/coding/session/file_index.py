@@ -31,8 +31,9 @@ from pi_coding_agent.coding.session.entries import Entry
 from pi_coding_agent.coding.session.storage import is_header
 
 _ID = rb'([\x20\x21\x23-\x5b\x5d-\x7e]*)'  # printable ASCII but quote and backslash: taken as it is
-_PREFIX = re.compile(rb'\{"type":"([A-Za-z0-9_]+)","id":"' + _ID + rb'","parentId":(?:null|"' + _ID + rb'")[,}]')
-_PARSED_KINDS = frozenset({b"label", b"session_info", b"compaction"})
+# The kinds the store needs at once (labels, the name, compactions) and stray headers do not match.
+_PREFIX = re.compile(rb'\{"type":"(?!(?:label|session_info|compaction|session)")([A-Za-z0-9_]+)","id":"' + _ID
+                     + rb'","parentId":(?:null|"' + _ID + rb'")[,}]')
 _BLOCK_BYTES = 4 << 20
 _FEW_LEAVES = 64
 _KIND_NAMES: dict[bytes, str] = {}  # entry types as read, decoded once
@@ -73,35 +74,36 @@ def _scan(index: FileIndex, handle: RawIOBase) -> None:
     """Every line, found with ``find`` in one reused buffer and matched in place.
 
     Nothing is copied per line, and no memory is taken per block (a fresh 4 MiB ``bytes`` per read
-    costs more in page faults than the scan). A regular line only leaves its matched fields, which
-    are decoded for many lines at once (see ``_Pending``)."""
-    match, parsed_kinds = _PREFIX.match, _PARSED_KINDS
+    costs more in page faults than the scan). A regular line only leaves its matched fields and where
+    it ends; the rest is worked out for many lines at once (see ``_Pending``)."""
+    match = _PREFIX.match
     pending = _Pending(index)
-    add_fields, add_start, add_end = pending.fields.append, index.starts.append, index.ends.append
+    add_fields, add_end = pending.fields.append, pending.ends.append
     buffer = bytearray(_BLOCK_BYTES)
     find = buffer.find
-    filled, base, more = 0, 0, True
+    filled, more = 0, True
     while more:
         with memoryview(buffer) as view:
             read = handle.readinto(view[filled:]) or 0
         more = read > 0
         filled += read
-        position = 0
+        position = pending.start = 0
         while (end := find(b"\n", position, filled)) >= 0 or (not more and position < filled):
             end = filled if end < 0 else end  # the last line has no newline
             found = match(buffer, position, end) if index.header is not None else None
-            if found is not None and found[1] not in parsed_kinds:
+            if found is not None:
                 add_fields(found.groups())
+                add_end(end)
             else:
                 pending.flush()
-                if not _parsed(index, bytes(buffer[position:end]), handle.fileno(), base + position):
-                    position = end + 1
-                    continue
-            add_start(base + position)
-            add_end(base + end)
+                offset = pending.base + position
+                if _parsed(index, bytes(buffer[position:end]), handle.fileno(), offset):
+                    index.starts.append(offset)
+                    index.ends.append(pending.base + end)
+                pending.start = end + 1
             position = end + 1
         pending.flush()
-        base += position
+        pending.base += position
         filled -= position
         if position:  # the partial line moves to the front
             buffer[:filled] = buffer[position : position + filled]
@@ -111,19 +113,27 @@ def _scan(index: FileIndex, handle: RawIOBase) -> None:
 
 
 class _Pending:
-    """Matched ``(type, id, parent id)`` fields of the lines since the last flush, still as bytes:
-    decoding them joined is one call instead of two per line."""
+    """Regular lines met since the last flush, one right after another in the buffer from ``start``:
+    their matched ``(type, id, parent id)`` as bytes and where each ends. Decoding the ids joined is
+    one call instead of two per line, and each line starts one byte after the one before it ends."""
 
     def __init__(self, index: FileIndex) -> None:
         self.index = index
-        self.fields: list[tuple[Any, ...]] = []  # (type, id, parent id or None)
+        self.base = 0  # file offset of the buffer's first byte
+        self.start = 0  # in the buffer, where the first pending line starts
+        self.fields: list[tuple[Any, ...]] = []
+        self.ends: list[int] = []  # in the buffer
 
     def flush(self) -> None:
         if not self.fields:
             return
+        index, base, ends = self.index, self.base, self.ends
+        index.starts.append(base + self.start)
+        index.starts.extend(map((base + 1).__add__, ends[:-1]))
+        index.ends.extend(map(base.__add__, ends))
         kinds, ids, parents = zip(*self.fields, strict=True)
         self.fields.clear()
-        index = self.index
+        ends.clear()
         index.ids += b"\n".join(ids).decode().split("\n")  # a matched id holds no newline (nor quote)
         joined = b"\n".join([b'"' if parent is None else parent for parent in parents]).decode()
         index.parents += [None if parent == '"' else parent for parent in joined.split("\n")]
