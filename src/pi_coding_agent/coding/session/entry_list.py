@@ -260,7 +260,7 @@ class EntryList(Sequence[Entry]):
         read only as far as its message's first key: when that names another role (pi and this
         package write ``role`` first), the line is not parsed."""
         wanted = role.encode()
-        with self.reading(), gc_paused():
+        with self.reading():
             for position in positions_of(self.kinds(), "message"):
                 if self._items[position] is _ON_DISK:
                     head = self._head(position)

@@ -37,6 +37,8 @@ _PREFIX = re.compile(rb'\{"type":"(?!(?:label|session_info|compaction|session)")
 _BLOCK_BYTES = 4 << 20
 _FEW_LEAVES = 64
 _KIND_NAMES: dict[bytes, str] = {}  # entry types as read, decoded once
+_NULL_TO_QUOTE: dict[Any, Any] = {None: b'"'}
+_QUOTE_TO_NULL: dict[Any, Any] = {'"': None}
 
 
 @dataclass
@@ -135,8 +137,9 @@ class _Pending:
         self.fields.clear()
         ends.clear()
         index.ids += b"\n".join(ids).decode().split("\n")  # a matched id holds no newline (nor quote)
-        joined = b"\n".join([b'"' if parent is None else parent for parent in parents]).decode()
-        index.parents += [None if parent == '"' else parent for parent in joined.split("\n")]
+        # a quote (never in a matched id) stands for null while joined; dict.get keeps it at C speed
+        joined = b"\n".join(map(_NULL_TO_QUOTE.get, parents, parents)).decode().split("\n")
+        index.parents += map(_QUOTE_TO_NULL.get, joined, joined)
         names = _KIND_NAMES
         for kind in set(kinds).difference(names):
             names[kind] = sys.intern(kind.decode())
