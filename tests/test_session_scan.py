@@ -85,11 +85,17 @@ def test_lines_across_blocks_and_longer_than_a_block(tmp_path: Path, monkeypatch
     assert [orjson.loads(data[start:end]) for start, end in zip(index.starts, index.ends, strict=True)] == records
 
 
-def test_fork_messages_parse_only_the_lines_of_user_messages(tmp_path: Path, monkeypatch: Any) -> None:
+@pytest.mark.parametrize("block", [None, 200])
+def test_fork_messages_parse_only_the_lines_of_user_messages(tmp_path: Path, monkeypatch: Any,
+                                                             block: int | None) -> None:
     """The first ``get_fork_messages`` of a file equals the full-parse answer; a line whose message
-    starts with another role is never parsed, one in another key order is."""
-    from pi_coding_agent.coding.session import SessionManager
+    starts with another role is never parsed, one in another key order is. (``block``: a read buffer
+    smaller than most lines.)"""
+    from pi_coding_agent.coding.session import SessionManager, entry_list
     from tests.fixtures.sessions.builders import assistant, user
+
+    if block is not None:
+        monkeypatch.setattr(entry_list, "_BLOCK_BYTES", block)
 
     sm = SessionManager.create(tmp_path, tmp_path / "s")
     for turn in range(5):
@@ -108,8 +114,9 @@ def test_fork_messages_parse_only_the_lines_of_user_messages(tmp_path: Path, mon
     reopened = SessionManager.open(sm.session_file, tmp_path)
     reopened.entries.pack(lambda entry: False)  # every entry back on disk
     read: list[int] = []
-    original = EntryList._read
-    monkeypatch.setattr(EntryList, "_read", lambda self, position: read.append(position) or original(self, position))
+    original = EntryList._checked
+    monkeypatch.setattr(EntryList, "_checked", lambda self, position, line: read.append(position)
+                        or original(self, position, line))
     assert reopened.get_fork_messages() == expected
     assert all(records[position]["message"]["role"] == "user" for position in read) and len(read) == 7
     reopened.append_message(user("after"))

@@ -27,7 +27,7 @@ from pi_coding_agent.coding.session.file_index import FileIndex
 _ON_DISK = None  # the item of an entry that is only in the indexed file
 _INDEX_LISTS = {"id": "ids", "type": "kinds"}
 _READ_BUFFER = 1 << 20
-_HEAD_BYTES = 320
+_BLOCK_BYTES = 4 << 20
 _MESSAGE_ROLE = re.compile(rb'\{"type":"message","id":"[^"\\]*","parentId":(?:null|"[^"\\]*"),"timestamp":"[^"\\]*",'
                            rb'"message":\{"role":"([A-Za-z]*)"[,}]')
 
@@ -228,13 +228,19 @@ class EntryList(Sequence[Entry]):
                 line = os.pread(fd, size, start)
             finally:
                 os.close(fd)
+        return self._checked(position, line)
+
+    def _checked(self, position: int, line: bytes | memoryview) -> Entry:
+        """An on-disk entry parsed from its line; an id that no longer matches means the file was replaced."""
+        index = self._index
+        assert index is not None
         try:
             entry = orjson.loads(line)
         except orjson.JSONDecodeError:
             entry = None
         if not isinstance(entry, dict) or entry.get("id") != index.ids[position]:
             raise DamagedEntry(f"Session file {index.path} is damaged or was replaced: no entry {index.ids[position]} "
-                             f"at byte {start}")
+                               f"at byte {index.starts[position]}")
         return entry
 
     @contextmanager
@@ -256,26 +262,28 @@ class EntryList(Sequence[Entry]):
             return [self._entry(position) for position in positions]
 
     def messages_of(self, role: str) -> Iterator[Entry]:
-        """The message entries whose message has ``role``, in file order. An on-disk line is first
-        read only as far as its message's first key: when that names another role (pi and this
-        package write ``role`` first), the line is not parsed."""
+        """The message entries whose message has ``role``, in file order. On-disk lines are read in
+        large blocks, and one whose message starts by naming another role (pi and this package write
+        ``role`` first) is not parsed."""
         wanted = role.encode()
-        with self.reading():
+        index = self._index
+        lines = None if index is None else _ForwardReader(index.path)
+        try:
             for position in positions_of(self.kinds(), "message"):
                 if self._items[position] is _ON_DISK:
-                    head = self._head(position)
-                    found = _MESSAGE_ROLE.match(head)
+                    assert index is not None and lines is not None
+                    buffer, start, end = lines.locate(index.starts[position], index.ends[position])
+                    found = _MESSAGE_ROLE.match(buffer, start, end)
                     if found is not None and found[1] != wanted:
                         continue
-                entry = self._entry(position)
+                    entry = self._checked(position, memoryview(buffer)[start:end])
+                else:
+                    entry = self._entry(position)
                 if (entry.get("message") or {}).get("role") == role:
                     yield entry
-
-    def _head(self, position: int) -> bytes:
-        """The first bytes of an on-disk entry's line (during a walk)."""
-        assert self._index is not None and self._file is not None
-        start = self._index.starts[position]
-        return os.pread(self._file.fileno(), min(_HEAD_BYTES, self._index.ends[position] - start), start)
+        finally:
+            if lines is not None:
+                lines.close()
 
     def all_on_file(self) -> bool:
         """Whether every entry lies in the indexed file (nothing appended or migrated since)."""
@@ -309,6 +317,30 @@ class EntryList(Sequence[Entry]):
             while position < len(self._items):  # entries appended meanwhile are read too, like a list
                 yield read(position)
                 position += 1
+
+
+class _ForwardReader:
+    """Lines of a file asked for in increasing offset order, served from one reused buffer: a system
+    call per few megabytes instead of one per line."""
+
+    def __init__(self, path: Path) -> None:
+        self._fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        self._buffer = bytearray(_BLOCK_BYTES)
+        self._base = 0  # file offset of the buffer's first byte
+        self._filled = 0
+
+    def locate(self, start: int, end: int) -> tuple[bytearray, int, int]:
+        """The buffer holding the file's bytes from ``start`` to ``end`` (fewer when the file ends
+        first), and where they lie in it."""
+        if start < self._base or end > self._base + self._filled:
+            if end - start > len(self._buffer):
+                self._buffer = bytearray(end - start)
+            self._base = start
+            self._filled = os.preadv(self._fd, [self._buffer], start)
+        return self._buffer, start - self._base, min(end - self._base, self._filled)
+
+    def close(self) -> None:
+        os.close(self._fd)
 
 
 def positions_of(kinds: list[Any], kind: str) -> Iterator[int]:
