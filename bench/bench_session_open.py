@@ -10,7 +10,7 @@ the peak RSS of the agent process during that command alone (``VmHWM``, reset th
 the CPU time the agent spent on it (all its threads; 10 ms ticks). ``switch_session + get_messages`` is
 #20's measure: opening the session and reading what the model sees. ``--fork start`` is a fresh
 ``pi --mode rpc --fork <file>`` until it answers ``get_state`` (its whole peak RSS and CPU, start-up
-included): the file copied into a new session and opened.
+included): the file copied into a new session and opened; measured when ``--commands`` names it.
 
 With ``--runs N`` each cell is the median of N fresh processes per side, the sides alternating (ours
 first, then the reference first) so they share the machine's load; the spread (lowest and highest
@@ -184,7 +184,7 @@ def results(sizes: list[int], sides: str = "both", runs: int = 1, names: list[st
             directory.mkdir()
             path, _ = write_session(directory, entries)
             size_mib = path.stat().st_size / 2**20
-            fork = names is None or FORK in names
+            fork = names is not None and FORK in names  # asked for only: a full run stays as long as it was
             ours, ref = _alternating(ours_side, ref_side, path, runs, commands, fork)
             bench = f"open {entries} entries ({size_mib:.0f} MiB)"
             measured = [name for name, _fields in commands]
