@@ -258,8 +258,24 @@ class EntryList(Sequence[Entry]):
             self._file = None
 
     def read_many(self, positions: Iterable[int]) -> list[Entry]:
-        with self.reading(), gc_paused():
-            return [self._entry(position) for position in positions]
+        """The entries at ``positions``; on-disk lines are read in large blocks (a branch mostly lies
+        in file order)."""
+        entries: list[Entry] = []
+        lines: _ForwardReader | None = None
+        try:
+            with gc_paused():
+                for position in positions:
+                    if self._items[position] is not _ON_DISK:
+                        entries.append(self._entry(position))
+                        continue
+                    assert self._index is not None
+                    lines = lines or _ForwardReader(self._index.path)
+                    buffer, start, end = lines.locate(self._index.starts[position], self._index.ends[position])
+                    entries.append(self._checked(position, memoryview(buffer)[start:end]))
+        finally:
+            if lines is not None:
+                lines.close()
+        return entries
 
     def messages_of(self, role: str) -> Iterator[Entry]:
         """The message entries whose message has ``role``, in file order. On-disk lines are read in
