@@ -140,11 +140,13 @@ class ReferencePi:
 @pytest.mark.skipif(not REFERENCE_PI.exists(), reason=f"reference pi 1.6.0 not installed at {REFERENCE_ROOT}")
 def test_our_files_open_identically_in_reference_pi(tmp_path: Path) -> None:
     sessions = _session_with_everything(tmp_path)
+    assert sessions[1].session_file is not None
+    forked = SessionManager.fork_from(sessions[1].session_file, tmp_path, tmp_path / "forks")  # lines copied
     home = tmp_path / "home"
     home.mkdir()
     pi = ReferencePi(tmp_path, home)
     try:
-        for sm in sessions:
+        for sm in (*sessions, forked):
             assert sm.session_file is not None
             assert pi.call("switch_session", sessionPath=str(sm.session_file)) == {"cancelled": False}
             reopened = SessionManager.open(sm.session_file, tmp_path)

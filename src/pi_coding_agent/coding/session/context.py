@@ -105,7 +105,6 @@ def apply_edit(messages: list[Message], edit: Entry | None) -> list[Message]:
 
 Settings = tuple[tuple[str, str] | None, str]  # (provider, model id) or None, thinking level
 NO_SETTINGS: Settings = (None, "off")
-_UNSET = object()
 
 
 def settings_after(settings: Settings, entry: Entry) -> Settings:
@@ -128,27 +127,31 @@ def restored_settings(path: Sequence[Entry], kinds: Sequence[Any] | None = None)
     entries) lets a long path be read only as far back as a reply or model change."""
     if kinds is None:
         kinds = [entry.get("type") for entry in path]
-    model: Any = _UNSET
-    level: Any = _UNSET
+    level_at = last_index(kinds, "thinking_level_change")
+    level = NO_SETTINGS[1] if level_at is None else settings_after(NO_SETTINGS, path[level_at])[1]
     for index in range(len(kinds) - 1, -1, -1):
-        kind = kinds[index]
-        if level is _UNSET and kind == "thinking_level_change":
-            level = settings_after(NO_SETTINGS, path[index])[1]
-        elif model is _UNSET and kind in ("model_change", "message"):
-            model = settings_after(NO_SETTINGS, path[index])[0] or _UNSET  # a message other than a reply sets nothing
-        if model is not _UNSET and level is not _UNSET:
-            break
-    return (NO_SETTINGS[0] if model is _UNSET else model), (NO_SETTINGS[1] if level is _UNSET else level)
+        if kinds[index] in ("model_change", "message"):
+            model = settings_after(NO_SETTINGS, path[index])[0]  # a message other than a reply sets nothing
+            if model is not None:
+                return model, level
+    return NO_SETTINGS[0], level
 
 
-def context_start(path: Sequence[Entry]) -> int | None:
+def last_index(items: Sequence[Any], value: Any) -> int | None:
+    """The position of the last item equal to ``value`` (None when there is none), found at C speed."""
+    backwards = list(reversed(items))
+    return len(items) - 1 - backwards.index(value) if value in backwards else None
+
+
+def context_start(path: Sequence[Entry], kinds: Sequence[Any] | None = None) -> int | None:
     """Where the model-visible part of a path starts: the first kept entry of its latest compaction
     (0 without a compaction; None when that entry is not on ``path`` before the compaction).
+    ``kinds``: the path's types, when known without reading the entries.
 
     ``select_context_entries`` gives the same result for ``path[context_start(path):]`` as for the
     whole path, so per-turn work can skip everything a compaction already summarised.
     """
-    compaction_index = next((i for i in range(len(path) - 1, -1, -1) if path[i].get("type") == "compaction"), None)
+    compaction_index = _last_compaction(path, kinds)
     if compaction_index is None:
         return 0
     first_kept = path[compaction_index].get("firstKeptEntryId")
@@ -158,13 +161,21 @@ def context_start(path: Sequence[Entry]) -> int | None:
     return None
 
 
-def context_start_of(path: Sequence[Entry]) -> int:
+def context_start_of(path: Sequence[Entry], kinds: Sequence[Any] | None = None) -> int:
     """:func:`context_start` of a root-to-leaf path: a first kept entry missing from it keeps nothing
     before the compaction, which then starts the model-visible part."""
-    start = context_start(path)
+    start = context_start(path, kinds)
     if start is not None:
         return start
-    return next(i for i in range(len(path) - 1, -1, -1) if path[i].get("type") == "compaction")
+    compaction_index = _last_compaction(path, kinds)
+    assert compaction_index is not None  # context_start is 0 without one
+    return compaction_index
+
+
+def _last_compaction(path: Sequence[Entry], kinds: Sequence[Any] | None) -> int | None:
+    if kinds is None:
+        return next((i for i in range(len(path) - 1, -1, -1) if path[i].get("type") == "compaction"), None)
+    return last_index(kinds, "compaction")
 
 
 def build_context(path: list[Entry], settings: Settings | None = None) -> SessionContext:

@@ -10,7 +10,10 @@ memory grows with the file's index rather than with the parsed objects.
 
 from __future__ import annotations
 
+import gc
+import operator
 import os
+import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -24,6 +27,9 @@ from pi_coding_agent.coding.session.file_index import FileIndex
 _ON_DISK = None  # the item of an entry that is only in the indexed file
 _INDEX_LISTS = {"id": "ids", "type": "kinds"}
 _READ_BUFFER = 1 << 20
+_BLOCK_BYTES = 4 << 20
+_MESSAGE_ROLE = re.compile(rb'\{"type":"message","id":"[^"\\]*","parentId":(?:null|"[^"\\]*"),"timestamp":"[^"\\]*",'
+                           rb'"message":\{"role":"([A-Za-z]*)"[,}]')
 
 
 class DamagedEntry(ValueError):
@@ -44,7 +50,9 @@ class EntryList(Sequence[Entry]):
     def from_index(cls, index: FileIndex) -> EntryList:
         """Every indexed entry, on disk except those the pass parsed."""
         entries = cls((), index)
-        entries._items = [index.parsed.get(position) for position in range(len(index.ids))]
+        entries._items = [_ON_DISK] * len(index.ids)
+        for position, entry in index.parsed.items():
+            entries._items[position] = entry
         index.parsed = {}
         return entries
 
@@ -131,23 +139,37 @@ class EntryList(Sequence[Entry]):
 
     def path_to(self, position: int | None, by_id: dict[Any, int]) -> list[int]:
         """Positions from the root down to ``position``, following parent ids (stops at a missing
-        parent or a cycle); the indexed part of the file is walked without reading an entry."""
+        parent or a cycle); the indexed part of the file is walked without reading an entry, and a
+        run of entries each below the one before it (most of a file) is taken in one step."""
         on_file, ids, parents = self._on_file(), self._indexed("ids"), self._indexed("parents")
+        # With unique ids (none null) the entry before is the only one its id names, and while every
+        # step goes back in the file no id can repeat: ``seen`` is only needed after a step forward.
+        runs = len(by_id) == len(self._items) and None not in ids
         path: list[int] = []
-        seen: set[Any] = set()
+        seen: set[Any] | None = None if runs else set()
         while position is not None:
-            if position < on_file:
-                entry_id, parent = ids[position], parents[position]
-            else:
-                entry = self._entry(position)
-                entry_id, parent = entry.get("id"), entry.get("parentId")
-            if entry_id in seen:
-                break
+            if seen is None and path and position >= path[-1]:
+                seen = {self.entry_id(p) for p in path}
+            entry_id, parent = self._link(position)
+            if seen is not None:
+                if entry_id in seen:
+                    break
+                seen.add(entry_id)
+            elif position < on_file:
+                first = _run_start(ids, parents, position)
+                path.extend(range(position, first, -1))
+                position, parent = first, parents[first]
             path.append(position)
-            seen.add(entry_id)
             position = by_id.get(parent) if parent is not None else None
         path.reverse()
         return path
+
+    def _link(self, position: int) -> tuple[Any, Any]:
+        """An entry's id and parent id (from the index when it is on file)."""
+        if position < self._on_file():
+            return self._indexed("ids")[position], self._indexed("parents")[position]
+        entry = self._entry(position)
+        return entry.get("id"), entry.get("parentId")
 
     def linked(self, positions: list[int]) -> LinkedPath:
         """The entries at ``positions`` as a path of ``Linked`` views, made as they are looked at."""
@@ -206,13 +228,19 @@ class EntryList(Sequence[Entry]):
                 line = os.pread(fd, size, start)
             finally:
                 os.close(fd)
+        return self._checked(position, line)
+
+    def _checked(self, position: int, line: bytes | memoryview) -> Entry:
+        """An on-disk entry parsed from its line; an id that no longer matches means the file was replaced."""
+        index = self._index
+        assert index is not None
         try:
             entry = orjson.loads(line)
         except orjson.JSONDecodeError:
             entry = None
         if not isinstance(entry, dict) or entry.get("id") != index.ids[position]:
             raise DamagedEntry(f"Session file {index.path} is damaged or was replaced: no entry {index.ids[position]} "
-                             f"at byte {start}")
+                               f"at byte {index.starts[position]}")
         return entry
 
     @contextmanager
@@ -230,8 +258,74 @@ class EntryList(Sequence[Entry]):
             self._file = None
 
     def read_many(self, positions: Iterable[int]) -> list[Entry]:
-        with self.reading():
-            return [self._entry(position) for position in positions]
+        """The entries at ``positions``; on-disk lines are read in large blocks (a branch mostly lies
+        in file order)."""
+        entries: list[Entry] = []
+        lines: _ForwardReader | None = None
+        try:
+            with gc_paused():
+                for position in positions:
+                    if self._items[position] is not _ON_DISK:
+                        entries.append(self._entry(position))
+                        continue
+                    assert self._index is not None
+                    lines = lines or _ForwardReader(self._index.path)
+                    buffer, start, end = lines.locate(self._index.starts[position], self._index.ends[position])
+                    entries.append(self._checked(position, memoryview(buffer)[start:end]))
+        finally:
+            if lines is not None:
+                lines.close()
+        return entries
+
+    def messages_of(self, role: str) -> Iterator[Entry]:
+        """The message entries whose message has ``role``, in file order. On-disk lines are read in
+        large blocks, and one whose message starts by naming another role (pi and this package write
+        ``role`` first) is not parsed."""
+        wanted = role.encode()
+        index = self._index
+        lines = None if index is None else _ForwardReader(index.path)
+        try:
+            for position in positions_of(self.kinds(), "message"):
+                if self._items[position] is _ON_DISK:
+                    assert index is not None and lines is not None
+                    buffer, start, end = lines.locate(index.starts[position], index.ends[position])
+                    found = _MESSAGE_ROLE.match(buffer, start, end)
+                    if found is not None and found[1] != wanted:
+                        continue
+                    entry = self._checked(position, memoryview(buffer)[start:end])
+                else:
+                    entry = self._entry(position)
+                if (entry.get("message") or {}).get("role") == role:
+                    yield entry
+        finally:
+            if lines is not None:
+                lines.close()
+
+    def all_on_file(self) -> bool:
+        """Whether every entry lies in the indexed file (nothing appended or migrated since)."""
+        return self._index is not None and len(self._index.ids) == len(self._items)
+
+    def file_lines(self) -> Iterator[bytes]:
+        """Every entry's line as the indexed file holds it, each ending in a newline, in pieces of
+        about a megabyte (lines next to each other are copied as one span). Needs ``all_on_file``."""
+        index = self._index
+        assert index is not None and self.all_on_file()
+        spans: list[list[int]] = []
+        for start, end in zip(index.starts, index.ends, strict=True):
+            if spans and start == spans[-1][1] + 1 and end - spans[-1][0] <= _READ_BUFFER:
+                spans[-1][1] = end
+            else:
+                spans.append([start, end])
+        fd = os.open(index.path, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            for start, end in spans:
+                piece = os.pread(fd, end - start, start)
+                if len(piece) != end - start:
+                    raise DamagedEntry(f"Session file {index.path} is damaged or was replaced: it ends before "
+                                       f"byte {end}")
+                yield piece + b"\n"
+        finally:
+            os.close(fd)
 
     def _each(self, read: Callable[[int], Any]) -> Iterator[Any]:
         with self.reading():
@@ -239,6 +333,66 @@ class EntryList(Sequence[Entry]):
             while position < len(self._items):  # entries appended meanwhile are read too, like a list
                 yield read(position)
                 position += 1
+
+
+class _ForwardReader:
+    """Lines of a file asked for in increasing offset order, served from one reused buffer: a system
+    call per few megabytes instead of one per line."""
+
+    def __init__(self, path: Path) -> None:
+        self._fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        self._buffer = bytearray(_BLOCK_BYTES)
+        self._base = 0  # file offset of the buffer's first byte
+        self._filled = 0
+
+    def locate(self, start: int, end: int) -> tuple[bytearray, int, int]:
+        """The buffer holding the file's bytes from ``start`` to ``end`` (fewer when the file ends
+        first), and where they lie in it."""
+        if start < self._base or end > self._base + self._filled:
+            if end - start > len(self._buffer):
+                self._buffer = bytearray(end - start)
+            self._base = start
+            self._filled = os.preadv(self._fd, [self._buffer], start)
+        return self._buffer, start - self._base, min(end - self._base, self._filled)
+
+    def close(self) -> None:
+        os.close(self._fd)
+
+
+def positions_of(kinds: list[Any], kind: str) -> Iterator[int]:
+    """Positions of the entries of type ``kind``, in file order, found at C speed (``list.index``)."""
+    position = -1
+    with suppress(ValueError):
+        while True:
+            position = kinds.index(kind, position + 1)
+            yield position
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """No garbage collection while many entries are parsed: orjson makes only acyclic containers, and
+    the collections their number triggers would each walk every object of the process for nothing."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+def _run_start(ids: list[Any], parents: list[Any], position: int) -> int:
+    """The first position of the run ending at ``position`` in which every entry's parent is the entry
+    just before it; compared a growing window at a time, so a short run costs little."""
+    size = 64
+    while position > 0:
+        low = max(0, position - size)
+        linked = list(map(operator.eq, parents[low + 1 : position + 1], ids[low:position]))
+        if False in linked:
+            return low + len(linked) - linked[::-1].index(False)
+        position, size = low, size * 2
+    return 0
 
 
 class LinkedPath(Sequence["Linked"]):
@@ -250,8 +404,10 @@ class LinkedPath(Sequence["Linked"]):
         self._entries = entries
         self._positions = positions
         kinds = entries._indexed("kinds")
-        on_file = entries._on_file()
-        self.kinds = [kinds[p] if p < on_file else entries.kind(p) for p in positions]
+        if not positions or max(positions) < entries._on_file():
+            self.kinds = list(map(kinds.__getitem__, positions))
+        else:
+            self.kinds = [entries.kind(p) for p in positions]
 
     def __len__(self) -> int:
         return len(self._positions)

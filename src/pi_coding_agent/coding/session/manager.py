@@ -7,9 +7,11 @@ setup entries gathered until then go out in that first (exclusive-create) write.
 
 from __future__ import annotations
 
+import heapq
 import os
 import re
 from collections.abc import Iterable, Iterator, Sequence
+from itertools import chain
 from pathlib import Path
 from typing import Any, cast
 
@@ -28,7 +30,7 @@ from pi_coding_agent.coding.session.context import (
 )
 from pi_coding_agent.coding.session.conversion import convert_to_llm
 from pi_coding_agent.coding.session.entries import Entry
-from pi_coding_agent.coding.session.entry_list import DamagedEntry, EntryList
+from pi_coding_agent.coding.session.entry_list import DamagedEntry, EntryList, positions_of
 from pi_coding_agent.coding.session.file_index import index_file
 from pi_coding_agent.coding.session.ids import (
     file_stamp,
@@ -51,7 +53,7 @@ from pi_coding_agent.coding.session.migration import (
     needs_migration,
     write_migrated,
 )
-from pi_coding_agent.coding.session.totals import FileTotals
+from pi_coding_agent.coding.session.totals import SessionTotals
 
 __all__ = ["SessionContext", "SessionManager", "convert_to_llm", "list_sessions", "session_dir_for"]
 
@@ -94,7 +96,7 @@ class SessionManager:
         self._context_start = 0
         self._settings: Settings = NO_SETTINGS
         self._name_entry: Entry | None = None
-        self._totals: FileTotals | None = None  # counted on first use, then kept up to date
+        self._totals = SessionTotals(self._entries)
         self._conversation = False
         self._index_all()
 
@@ -202,6 +204,10 @@ class SessionManager:
         kept), with ``parentSession`` = the source file. Written at once when it has a conversation."""
         original = cls.open(source, cwd)
         fresh = cls.create(cwd, session_dir, session_id=session_id, parent_session=str(original.session_file))
+        if original._conversation and original.entries.all_on_file():  # copy the lines, parse nothing
+            assert fresh.session_file is not None
+            storage.create_file(fresh.session_file, chain([storage.encode(fresh.header)], original.entries.file_lines()))
+            return cls._load(fresh.session_file, fresh.cwd, prefer_header_cwd=False)
         fresh.entries = [dict(entry) for entry in original.entries]
         fresh._index_all()
         if fresh._conversation:
@@ -272,13 +278,17 @@ class SessionManager:
         (labels, the name, the first conversation message); a loaded file may branch anywhere, so
         the path is walked once."""
         self._path = None
-        self._totals = None
+        self._totals = SessionTotals(self._entries)
         entries = self._entries
         ids = entries.ids()
         self._by_id = dict(zip(ids, range(len(ids)), strict=True))  # a repeated id names its last entry
-        for position, kind in enumerate(entries.kinds()):
-            if kind in ("label", "session_info") or (kind == "message" and not self._conversation):
-                self._note(entries[position])
+        kinds = entries.kinds()
+        for position in heapq.merge(positions_of(kinds, "label"), positions_of(kinds, "session_info")):
+            self._note(entries[position])
+        for position in positions_of(kinds, "message"):
+            if self._conversation:
+                break
+            self._note(entries[position])
         if entries:
             self._leaf_id = ids[-1]
             self._pack_summarised()
@@ -305,8 +315,7 @@ class SessionManager:
             self._path = None
         self._leaf_id = entry_id
         self._note(entry)
-        if self._totals is not None:
-            self._totals.add(entry)
+        self._totals.add(entry)
 
     def _note(self, entry: Entry) -> None:
         """Labels, the session name and whether there is a conversation yet."""
@@ -476,7 +485,7 @@ class SessionManager:
             positions = self._walk_positions(self._leaf_id)
             linked = self._entries.linked(positions)
             path = cast(Sequence[Entry], linked)  # Linked views: only .get is used on them
-            start = context_start_of(path)
+            start = context_start_of(path, linked.kinds)
             self._settings = restored_settings(path, linked.kinds)
             self._path = self._entries.read_many(positions[start:])
             self._path_base = self._entries.entry_id(positions[start - 1]) if start else None
@@ -501,8 +510,7 @@ class SessionManager:
 
     def branch_has(self, kind: str) -> bool:
         """Whether an entry of type ``kind`` is on the current path (read from the index alone)."""
-        entries = self._entries
-        return any(entries.kind(position) == kind for position in self._walk_positions(self._leaf_id))
+        return kind in self._entries.linked(self._walk_positions(self._leaf_id)).kinds
 
     def get_tree(self) -> list[dict[str, Any]]:
         """Nodes ``{entry, children, label?, labelTimestamp?}``; roots include orphans."""
@@ -543,7 +551,7 @@ class SessionManager:
 
     def get_fork_messages(self) -> list[dict[str, str]]:
         """Every user message with text, in file order (all branches)."""
-        return self._file_totals().fork_messages()
+        return self._totals.fork_messages()
 
     # ----------------------------------------------------------------- context and totals
 
@@ -553,15 +561,7 @@ class SessionManager:
 
     def stats(self) -> dict[str, Any]:
         """Message counts and usage totals over every entry of the file (all branches)."""
-        return self._file_totals().stats()
-
-    def _file_totals(self) -> FileTotals:
-        if self._totals is None:
-            totals = FileTotals()
-            for entry in self._entries:
-                totals.add(entry)
-            self._totals = totals
-        return self._totals
+        return self._totals.stats()
 
 
 def _new_header(session_id: str, cwd: Path, parent_session: str | None) -> Entry:

@@ -117,13 +117,15 @@ def append_line(path: Path, line: bytes) -> int:
         os.close(fd)
 
 
-def create_file(path: Path, data: bytes) -> None:
-    """Create a new file holding ``data`` (exclusive: never clobbers); removed again on failure."""
+def create_file(path: Path, data: bytes | Iterable[bytes]) -> None:
+    """Create a new file holding ``data`` (or its pieces, in order; exclusive: never clobbers); removed
+    again on failure."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
     try:
         _lock(fd)
-        _write_once(fd, data)
+        for piece in [data] if isinstance(data, bytes) else data:
+            _write_once(fd, piece)
     except BaseException:
         os.close(fd)
         path.unlink(missing_ok=True)

@@ -1,7 +1,10 @@
 """What the whole-file commands count (``get_session_stats``, ``get_fork_messages``), kept up to date.
 
-Both walk every entry of every branch; in a session opened from a large file that means reading
-and parsing the whole file. The store does it once, on first use, and then adds each appended entry.
+Both walk every entry of every branch. The store computes each on first use, then adds each appended
+entry. Stats need every message's usage, so they read the whole file once; fork messages need only
+the user messages, and an on-disk line whose start names another role is not even parsed
+(``EntryList.messages_of``), so the first ``get_fork_messages`` of a large file costs little more
+than reading it.
 """
 
 from __future__ import annotations
@@ -10,19 +13,19 @@ from typing import Any
 
 from pi_coding_agent.coding.session.context import content_text
 from pi_coding_agent.coding.session.entries import Entry
+from pi_coding_agent.coding.session.entry_list import EntryList
 
 _USAGE_KINDS = frozenset({"usage", "branch_summary", "compaction"})
 
 
 class FileTotals:
-    """Message counts, usage totals and user messages with text, over the entries added."""
+    """Message counts and usage totals over the entries added."""
 
     def __init__(self) -> None:
         self.counts = {"userMessages": 0, "assistantMessages": 0, "toolCalls": 0, "toolResults": 0,
                        "totalMessages": 0}
         self.tokens = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}
         self.cost = 0.0
-        self.user_texts: list[tuple[str, str]] = []  # (entry id, text) for get_fork_messages
 
     def add(self, entry: Entry) -> None:
         kind = entry.get("type")
@@ -35,9 +38,6 @@ class FileTotals:
         role = message.get("role")
         if role == "user":
             self.counts["userMessages"] += 1
-            text = content_text(message.get("content"), "")
-            if text:
-                self.user_texts.append((entry["id"], text))
         elif role == "toolResult":
             self.counts["toolResults"] += 1
             self._add_usage(message.get("usage"))
@@ -57,5 +57,43 @@ class FileTotals:
     def stats(self) -> dict[str, Any]:
         return {**self.counts, "tokens": {**self.tokens, "total": sum(self.tokens.values())}, "cost": self.cost}
 
+
+def user_text(entry: Entry) -> tuple[str, str] | None:
+    """(entry id, text) of a user message that has text: one item of ``get_fork_messages``."""
+    if entry.get("type") != "message":
+        return None
+    message = entry.get("message") or {}
+    if message.get("role") != "user":
+        return None
+    text = content_text(message.get("content"), "")
+    return (entry["id"], text) if text else None
+
+
+class SessionTotals:
+    """The stats and the fork messages of a store's entries, each computed on first use."""
+
+    def __init__(self, entries: EntryList) -> None:
+        self._entries = entries
+        self._totals: FileTotals | None = None
+        self._user_texts: list[tuple[str, str]] | None = None
+
+    def add(self, entry: Entry) -> None:
+        """An entry just appended to the store."""
+        if self._totals is not None:
+            self._totals.add(entry)
+        if self._user_texts is not None and (text := user_text(entry)) is not None:
+            self._user_texts.append(text)
+
+    def stats(self) -> dict[str, Any]:
+        if self._totals is None:
+            totals = FileTotals()
+            for entry in self._entries:
+                totals.add(entry)
+            self._totals = totals
+        return self._totals.stats()
+
     def fork_messages(self) -> list[dict[str, str]]:
-        return [{"entryId": entry_id, "text": text} for entry_id, text in self.user_texts]
+        if self._user_texts is None:
+            texts = map(user_text, self._entries.messages_of("user"))
+            self._user_texts = [text for text in texts if text is not None]
+        return [{"entryId": entry_id, "text": text} for entry_id, text in self._user_texts]
