@@ -267,6 +267,17 @@ async def test_a_proxy_variable_routes_through_httpx(monkeypatch: pytest.MonkeyP
         assert server.heads[0].startswith(b"POST http://provider.invalid/v1/chat HTTP/1.1\r\n")
 
 
+async def test_a_header_with_a_line_break_is_refused_before_anything_is_sent() -> None:
+    async def handler(server: RawServer, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await server.read_request(reader)
+
+    async with raw_server(handler) as server:
+        for headers in ({"x-team": "a\r\nx-admin: 1"}, {"x-bad\nname": "v"}):
+            with pytest.raises(ValueError, match="line breaks"):
+                await http11.request(server.url, list(headers.items()), b"", None, 1.0, 1.0)
+        assert server.connections == 0
+
+
 async def test_a_refused_connection_names_the_error() -> None:
     with pytest.raises(ProviderError, match=r"^Connection error: "):
         await collect("http://127.0.0.1:9/v1")

@@ -17,6 +17,7 @@ unread or aborted response leaves is closed, never reused.
 from __future__ import annotations
 
 import asyncio
+import re
 import zlib
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
@@ -31,6 +32,7 @@ MAX_IDLE_PER_ORIGIN = 8
 HIGH_WATER = 1 << 16  # buffered body bytes past which the socket stops being read (bounds memory)
 DEFAULT_HEADERS = (("accept", "*/*"), ("accept-encoding", "gzip, deflate"), ("connection", "keep-alive"))
 Origin = tuple[str, str, int]  # scheme, host, port
+_UNSAFE = re.compile(r"[\r\n\0]")
 
 
 class TransportError(Exception):
@@ -323,6 +325,11 @@ def _basic_auth(parts: SplitResult) -> tuple[str, str]:
 
 
 def _head(target: str, authority: str, headers: list[tuple[str, str]], length: int) -> bytes:
+    """The request head; a header with a line break is refused, since it would smuggle another
+    header (or a second request) onto the wire, as httpx refuses it."""
+    for name, value in headers:
+        if _UNSAFE.search(name) or _UNSAFE.search(value) or not name:
+            raise ValueError(f"invalid HTTP header {name!r}: names and values must not contain line breaks")
     named = {name.lower() for name, _ in headers}
     lines = [f"POST {target} HTTP/1.1", f"Host: {authority}"]
     lines += [f"{name}: {value}" for name, value in DEFAULT_HEADERS if name not in named]
