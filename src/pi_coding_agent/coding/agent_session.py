@@ -22,6 +22,7 @@ from pi_coding_agent.agent.agent import Agent
 from pi_coding_agent.agent.queues import QUEUE_MODES
 from pi_coding_agent.ai.abort import AbortSignal, sleep_abortable
 from pi_coding_agent.ai.keys import start_prompt
+from pi_coding_agent.ai.session_resources import end_session
 from pi_coding_agent.ai.types import Model
 from pi_coding_agent.coding import llama_command, login_ui
 from pi_coding_agent.coding.bash_runs import BashRuns
@@ -563,6 +564,7 @@ class AgentSession:
         old = self.sm
         sm = self.rt.open_replacement(reason, parent_session=parent_session, target=target, entry_id=entry_id,
                                       position=position)
+        end_session(old.session_id)  # pi frees the replaced session's provider state
         if ext is not None:
             await ext.session_shutdown(reason, None if sm.session_file is None else str(sm.session_file))
         cwd = self.rt.cwd
