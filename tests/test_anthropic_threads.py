@@ -324,3 +324,115 @@ async def test_fine_grained_beta_matches_reference(tmp_path: Path) -> None:
     sides = [[view(r) for r in (await run(kind, tmp_path, script, _tools_removed, {**EAGER_OFF, **ON},
                                           extension=NO_TOOLS[kind]))[0]] for kind in ("ours", "reference")]
     assert sides[0] == sides[1]
+
+
+# --------------------------------------------------------------------------- the adapter alone
+
+
+def _claude(url: str, **compat: Any) -> Any:
+    return {"id": "claude-test", "name": "Claude", "api": "anthropic-messages", "provider": "anthropic",
+            "baseUrl": url, "reasoning": False, "input": ["text"], "contextWindow": 200000, "maxTokens": 8000,
+            "cost": {"input": 3, "output": 15, "cacheRead": 0.3, "cacheWrite": 3.75},
+            "compat": {"supportsMessageThreads": True, **compat}}
+
+
+async def _turn(model: Any, messages: list[Any], session: str, **options: Any) -> dict[str, Any]:
+    from pi_coding_agent.ai.stream import StreamOptions, complete
+
+    context: Any = {"systemPrompt": options.pop("system", "Be terse."), "messages": messages}
+    answer = await complete(model, context, StreamOptions(api_key="k", session_id=session, **options))
+    messages.append(answer)
+    return dict(answer)
+
+
+def _user(text: str) -> dict[str, Any]:
+    return {"role": "user", "content": text, "timestamp": 1}
+
+
+async def test_a_replay_neither_continues_nor_moves_the_thread(fake_llm: FakeLLMServer) -> None:
+    """Cache warming repeats the last request: the full request, with the beta, and the next real
+    request still continues the thread the replay left alone."""
+    fake_llm.add(reply("one", "msg_1"), reply("warm", "msg_w"), reply("two", "msg_2"))
+    model, messages = _claude(fake_llm.url), [_user("one")]
+    await _turn(model, messages, "replay")
+    replay = [*messages[:-1]]
+    await _turn(model, replay, "replay", disable_continuation=True, max_tokens=1)
+    messages.append(_user("two"))
+    await _turn(model, messages, "replay")
+    assert threads(fake_llm.requests) == [CREATE, None, cont("msg_1")]
+    assert THREADS_BETA in betas(fake_llm.requests[1])
+
+
+async def test_the_payload_hook_sees_the_full_request(fake_llm: FakeLLMServer) -> None:
+    seen: list[dict[str, Any]] = []
+
+    async def hook(body: dict[str, Any]) -> dict[str, Any]:
+        seen.append(body)
+        return {**body, "metadata": {"user_id": "u1"}}
+
+    fake_llm.add(reply("one", "msg_1"), reply("two", "msg_2"))
+    model, messages = _claude(fake_llm.url), [_user("one")]
+    await _turn(model, messages, "hook", on_payload=hook)
+    messages.append(_user("two"))
+    await _turn(model, messages, "hook", on_payload=hook)
+    assert ["thread" in body for body in seen] == [False, False] and len(seen[1]["messages"]) == 3
+    assert threads(fake_llm.requests) == [CREATE, cont("msg_1")]
+    assert fake_llm.requests[1]["body"]["metadata"] == {"user_id": "u1"}
+
+
+async def test_a_changed_fixed_field_or_a_fallback_answer_starts_a_new_thread(fake_llm: FakeLLMServer) -> None:
+    """The system prompt is not sent with a continue, so only the fingerprint notices it changed; an
+    answer written by a fallback model is not kept by the server."""
+    fake_llm.add(reply("one", "msg_1"), {**reply("two", "msg_2"), "responseModel": "claude-fallback"},
+                 reply("three", "msg_3"), reply("four", "msg_4"))
+    model, messages = _claude(fake_llm.url), [_user("one")]
+    await _turn(model, messages, "fixed")
+    messages.append(_user("two"))
+    await _turn(model, messages, "fixed", system="Be verbose.")
+    messages.append(_user("three"))
+    await _turn(model, messages, "fixed", system="Be verbose.")
+    messages.append(_user("four"))
+    await _turn(model, messages, "fixed", system="Be verbose.")
+    assert threads(fake_llm.requests) == [CREATE, CREATE, CREATE, cont("msg_3")]
+
+
+async def test_no_threads_without_prompt_caching(fake_llm: FakeLLMServer) -> None:
+    fake_llm.add(reply("one", "msg_1"), reply("two", "msg_2"))
+    model, messages = _claude(fake_llm.url), [_user("one")]
+    await _turn(model, messages, "uncached", cache_retention="none")
+    messages.append(_user("two"))
+    await _turn(model, messages, "uncached", cache_retention="none")
+    assert threads(fake_llm.requests) == [None, None]
+    assert not any(THREADS_BETA in betas(r) for r in fake_llm.requests)
+
+
+def test_fingerprint_ignores_moved_cache_markers_and_string_content() -> None:
+    from pi_coding_agent.ai.providers.anthropic_threads import fingerprint
+
+    model: Any = _claude("http://127.0.0.1:1")
+    body = {"model": "claude-test", "system": [{"type": "text", "text": "s"}]}
+    marked = [{"role": "user", "content": [{"type": "text", "text": "hi", "cache_control": {"type": "ephemeral"}}]}]
+    assert fingerprint(model, body, None, [{"role": "user", "content": "hi"}]) == fingerprint(model, body, None, marked)
+    assert fingerprint(model, body, None, marked) != fingerprint(model, {**body, "system": []}, None, marked)
+    assert fingerprint(model, body, None, marked) != fingerprint(model, body, "other-beta", marked)
+    result = {"type": "tool_result", "tool_use_id": "t", "content": "out", "is_error": False}
+    last = [{"role": "user", "content": [{**result, "cache_control": {"type": "ephemeral"}}]}]
+    assert fingerprint(model, body, None, last) == fingerprint(model, body, None, [{"role": "user", "content": [result]}])
+
+
+def test_state_is_kept_for_at_most_ten_thousand_sessions() -> None:
+    from pi_coding_agent.ai.providers import anthropic_threads as threads_module
+
+    threads_module.forget()
+    try:
+        for index in range(threads_module.MAX_SESSIONS + 1):
+            threads_module._remember(f"s{index}", threads_module.OFF)
+        assert len(threads_module._sessions) == threads_module.MAX_SESSIONS
+        assert "s0" not in threads_module._sessions and f"s{threads_module.MAX_SESSIONS}" in threads_module._sessions
+        threads_module._remember("s1", threads_module.OFF)  # updated: now the newest, "s2" goes next
+        threads_module._remember("extra", threads_module.OFF)
+        assert "s1" in threads_module._sessions and "s2" not in threads_module._sessions
+        threads_module.forget("s1")
+        assert "s1" not in threads_module._sessions
+    finally:
+        threads_module.forget()

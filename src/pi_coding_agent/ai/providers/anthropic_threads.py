@@ -83,23 +83,30 @@ def _remember(session_id: str, value: _Reply | str) -> None:
         del _sessions[next(iter(_sessions))]
 
 
-def _normalized(value: Any) -> Any:
-    """A message as the API reads it: cache markers (which move between requests) left out, and
-    string content as the one text block it stands for."""
-    if isinstance(value, dict):
-        return {key: [{"type": "text", "text": item}] if key == "content" and isinstance(item, str)
-                else _normalized(item) for key, item in value.items() if key != "cache_control"}
-    if isinstance(value, list):
-        return [_normalized(item) for item in value]
-    return value
+def _normalized(item: Any) -> Any:
+    """A message (or content block) as the API reads it: cache markers, which move between requests,
+    left out, and string content as the one text block it stands for. Only what our requests vary
+    is rewritten; the rest is passed through uncopied."""
+    if not isinstance(item, dict):
+        return item
+    content = item.get("content")
+    if "cache_control" not in item and not isinstance(content, str | list):
+        return item
+    out = {key: value for key, value in item.items() if key != "cache_control"}
+    if isinstance(content, str):
+        out["content"] = [{"type": "text", "text": content}]
+    elif isinstance(content, list):
+        out["content"] = [_normalized(block) for block in content]
+    return out
 
 
 def fingerprint(model: Model, body: Mapping[str, Any], betas: str | None, messages: list[Any]) -> str:
     """Hash of what a continue builds on: endpoint, model, the fixed fields as sent, the messages."""
     settings = [model["provider"], model["baseUrl"], body.get("model"), betas,
                 *(body.get(name) for name in FIXED_FIELDS)]
-    data = orjson.dumps([settings, _normalized(messages)], option=orjson.OPT_NON_STR_KEYS)
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
+    data = orjson.dumps([settings, [_normalized(message) for message in messages]],
+                        option=orjson.OPT_NON_STR_KEYS)
+    return hashlib.sha256(data).hexdigest()  # hardware-accelerated where it matters: ~1 ms per MiB
 
 
 def _error_code(body_text: str) -> str | None:
