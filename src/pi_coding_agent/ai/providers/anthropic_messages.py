@@ -206,7 +206,6 @@ def convert_messages(model: Model, context: Context, oauth: bool, effort_markers
     return out + pending
 
 
-
 def _reply_messages(model: Model, output: AssistantMessage, oauth: bool) -> list[dict[str, Any]]:
     """The answer as the next request will send it (the results its tool calls will get left out)."""
     converted = convert_messages(model, {"messages": prepare_messages(model, [output])}, oauth)
@@ -557,10 +556,9 @@ async def stream(
         if federated is not None:
             headers = anthropic_federation.with_token(headers, federated)
         body = await apply_payload_hook(body, options)  # the hook sees the full request, never a thread's
-        if thread_session is None or options.disable_continuation or not isinstance(body.get("messages"), list):
+        threaded[:] = anthropic_threads.requests_for(model, thread_session, body, headers, options)
+        if not threaded:
             return sse_events(url, headers, body, sending, anthropic_error_text)
-        betas = next((v for k, v in headers.items() if k.lower() == "anthropic-beta"), None)
-        threaded[:] = [anthropic_threads.ThreadedRequest(model, thread_session, body, betas)]
         return threaded[0].events(url, headers, sending, output, anthropic_error_text)
 
     effort = managed_effort(model, thinking_level(model, options))

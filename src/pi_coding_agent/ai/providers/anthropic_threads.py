@@ -215,6 +215,17 @@ class ThreadedRequest:
                                           reply_id))
 
 
+def requests_for(model: Model, session_id: str | None, body: Any, headers: Mapping[str, str],
+                 options: StreamOptions) -> list[ThreadedRequest]:
+    """The request as a threaded one (a list of one), or none when it goes without thread handling:
+    no threads session, a replay (``disable_continuation``), or a payload hook that left no messages."""
+    if session_id is None or options.disable_continuation or not isinstance(body, dict) \
+            or not isinstance(body.get("messages"), list):
+        return []
+    betas = next((value for name, value in headers.items() if name.lower() == "anthropic-beta"), None)
+    return [ThreadedRequest(model, session_id, body, betas)]
+
+
 def without_payload_hook(options: StreamOptions) -> StreamOptions:
     """The options for sending a body the payload hook has already seen (it sees the full request)."""
     return replace(options, on_payload=None) if options.on_payload is not None else options
