@@ -436,3 +436,14 @@ def test_state_is_kept_for_at_most_ten_thousand_sessions() -> None:
         assert "s1" not in threads_module._sessions
     finally:
         threads_module.forget()
+
+
+async def test_provider_retries_resend_the_same_thread_request(fake_llm: FakeLLMServer) -> None:
+    """``retry.provider.maxRetries`` repeats a failed request as it was: the continue is sent again."""
+    fake_llm.add(reply("one", "msg_1"), {"status": 529, "headers": {"retry-after-ms": "10"}}, reply("two", "msg_2"))
+    model, messages = _claude(fake_llm.url), [_user("one")]
+    await _turn(model, messages, "provider-retry", max_retries=1)
+    messages.append(_user("two"))
+    answer = await _turn(model, messages, "provider-retry", max_retries=1)
+    assert answer["stopReason"] == "stop" and "diagnostics" not in answer
+    assert threads(fake_llm.requests) == [CREATE, cont("msg_1"), cont("msg_1")]

@@ -169,7 +169,8 @@ class ThreadedRequest:
         except ProviderError as error:
             if started or (options.signal is not None and options.signal.aborted):
                 raise
-            resend = self._fallback(error, _error_code(bodies[0]) if bodies else None, output)
+            code = _error_code(bodies[0]) if bodies and error.status is not None else None  # the last HTTP error's
+            resend = self._fallback(error, code, output)
         async for sse in self._resend(url, headers, options, error_text, resend):
             yield sse
 
