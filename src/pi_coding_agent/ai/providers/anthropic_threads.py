@@ -57,8 +57,8 @@ _sessions: dict[str, _Reply | str] = {}  # oldest update first
 
 
 def enabled(model: Model) -> bool:
-    compat = model.get("compat") or {}
-    return bool(compat.get("supportsMessageThreads", "api.anthropic.com" in model["baseUrl"]))
+    configured = (model.get("compat") or {}).get("supportsMessageThreads")
+    return "api.anthropic.com" in model["baseUrl"] if configured is None else bool(configured)
 
 
 def session_for(model: Model, options: StreamOptions) -> str | None:
