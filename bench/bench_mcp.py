@@ -30,6 +30,7 @@ from common import (
     median,
     ours_cmd,
     peak_rss_mb,
+    read_record,
     reference_cmd,
     scratch_home,
     spawn,
@@ -55,16 +56,6 @@ def _home(servers: int, base_url: str) -> tuple[Path, Path]:
     return home, agent_dir
 
 
-def _read_until(proc: object, predicate: object) -> dict[str, object]:
-    while True:
-        line = proc.stdout.readline()  # type: ignore[attr-defined]
-        if not line:
-            raise RuntimeError("process ended")
-        record = json.loads(line)
-        if predicate(record):  # type: ignore[operator]
-            return record  # type: ignore[no-any-return]
-
-
 def start_once(cmd: list[str], servers: int, base_url: str) -> tuple[float, float, float]:
     """First get_state answer (s), a second get_state's latency (s), VmHWM (MB) once idle."""
     home, agent_dir = _home(servers, base_url)
@@ -74,13 +65,13 @@ def start_once(cmd: list[str], servers: int, base_url: str) -> tuple[float, floa
     assert proc.stdin is not None
     proc.stdin.write(b'{"id":"a","type":"get_state"}\n')
     proc.stdin.flush()
-    _read_until(proc, lambda r: r.get("id") == "a")
+    read_record(proc, lambda r: r.get("id") == "a")
     first = time.perf_counter() - start
     time.sleep(0.05)
     sent = time.perf_counter()
     proc.stdin.write(b'{"id":"b","type":"get_state"}\n')
     proc.stdin.flush()
-    _read_until(proc, lambda r: r.get("id") == "b")
+    read_record(proc, lambda r: r.get("id") == "b")
     second = time.perf_counter() - sent
     time.sleep(0.2)
     rss = peak_rss_mb(proc.pid)
@@ -100,9 +91,9 @@ def first_stream(cmd: list[str], llm: FakeLLMServer) -> float:
     assert proc.stdin is not None
     proc.stdin.write(b'{"id":"p","type":"prompt","message":"hi"}\n')
     proc.stdin.flush()
-    _read_until(proc, lambda r: r.get("type") == "message_start" and r["message"]["role"] == "assistant")
+    read_record(proc, lambda r: r.get("type") == "message_start" and r["message"]["role"] == "assistant")
     elapsed = time.perf_counter() - start
-    _read_until(proc, lambda r: r.get("type") == "agent_settled")
+    read_record(proc, lambda r: r.get("type") == "agent_settled")
     stop(proc)
     cleanup(home)
     return elapsed
@@ -121,7 +112,7 @@ def call_overhead(cmd: list[str], llm: FakeLLMServer) -> float:
     proc.stdin.flush()
     durations = []
     while len(durations) < CALLS:
-        record = _read_until(proc, lambda r: r.get("type") in ("tool_execution_end", "agent_settled"))
+        record = read_record(proc, lambda r: r.get("type") in ("tool_execution_end", "agent_settled"))
         if record["type"] == "agent_settled":
             break
         durations.append(float(record["durationMs"]))  # type: ignore[arg-type]

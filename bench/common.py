@@ -14,6 +14,7 @@ import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE_ROOT = Path(os.environ.get("PI_REFERENCE_DIR", Path.home() / ".cache" / "pi-reference"))
@@ -173,6 +174,18 @@ def answered_rpc(cmd: list[str], env: dict[str, str], cwd: Path) -> subprocess.P
             raise RuntimeError(f"{cmd[0]}: exited before answering get_state")
         seen += data
     return proc
+
+
+def read_record(proc: subprocess.Popen[bytes], predicate: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+    """The next stdout record ``predicate`` accepts (the ones before it are skipped)."""
+    assert proc.stdout is not None
+    while True:
+        line = proc.stdout.readline()
+        if not line:
+            raise RuntimeError("process ended")
+        record: dict[str, Any] = json.loads(line)
+        if predicate(record):
+            return record
 
 
 def stop(proc: subprocess.Popen[bytes]) -> None:

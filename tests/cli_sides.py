@@ -44,7 +44,8 @@ def fake_agent_env(home: Path, server_url: str, settings: dict[str, Any] | None 
 
 def rpc_turns(kind: str, argv: list[str], env: dict[str, str], cwd: Path, prompts: list[dict[str, Any]],
               linger_s: float = 0.0) -> None:
-    """``pi --mode rpc <argv>`` on one side: each prompt sent once the previous turn ended, then killed.
+    """``pi --mode rpc <argv>`` on one side: each prompt sent once the previous turn ended (another
+    command once the previous one was answered), then killed.
 
     ``linger_s`` keeps the process alive after the last turn (for background work such as cache warming).
     """
@@ -59,8 +60,9 @@ def rpc_turns(kind: str, argv: list[str], env: dict[str, str], cwd: Path, prompt
         for prompt in prompts:
             proc.stdin.write(json.dumps(prompt) + "\n")
             proc.stdin.flush()
+            ends = "agent_end" if prompt.get("type") == "prompt" else "response"
             for line in proc.stdout:
-                if json.loads(line).get("type") == "agent_end":
+                if json.loads(line).get("type") == ends:
                     break
         time.sleep(linger_s)
     finally:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import textwrap
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,6 +63,22 @@ class Workspace:
     def settings(self) -> dict[str, Any]:
         loaded: dict[str, Any] = json.loads((self.agent_dir / "settings.json").read_text())
         return loaded
+
+    def set_model(self, api: str, compat: dict[str, Any] | None = None, **fields: Any) -> None:
+        """Serve provider ``fake`` in the wire format of ``api``; ``compat`` and ``fields`` go on its model."""
+        path = self.agent_dir / "models.json"
+        models = json.loads(path.read_text())
+        provider = models["providers"]["fake"]
+        provider["api"] = api
+        provider["models"][0].update(fields, **({} if compat is None else {"compat": compat}))
+        path.write_text(json.dumps(models))
+
+    async def spawn_with(self, kind: str, extension: dict[str, str], *args: str) -> RpcProcess:
+        """``spawn`` with ``-e`` and the extension written for this side (``extension[kind]``: Python
+        source for ours, TypeScript for the reference)."""
+        path = self.root / ("extension.py" if kind == "ours" else "extension.ts")
+        path.write_text(textwrap.dedent(extension[kind]))
+        return await self.spawn(kind, *args, "-e", str(path))
 
     async def spawn(self, kind: str, *args: str) -> RpcProcess:
         """``kind`` is ``"ours"`` or ``"reference"``; ``args`` follow ``--mode rpc --provider fake --model``."""

@@ -18,9 +18,10 @@ RUNTIME_HEADERS = {"accept", "accept-language", "sec-fetch-mode", "pragma", "cac
                    "host", "sec-websocket-key", "connection"}
 
 
-def run_prompts(kind: str, home: Path, base_url: str, prompts: list[str], settings: dict[str, Any],
+def run_prompts(kind: str, home: Path, base_url: str, prompts: list[str | dict[str, Any]], settings: dict[str, Any],
                 model: str = "gpt-5.5", *extra: str) -> None:
-    """``pi --mode rpc`` (ours or the reference) signed in to ChatGPT, one prompt per finished turn."""
+    """``pi --mode rpc`` (ours or the reference) signed in to ChatGPT, one prompt per finished turn (a
+    dict is another command, sent as it is)."""
     agent = home / "agent"
     agent.mkdir(parents=True)
     (agent / "models.json").write_text(json.dumps({"providers": {"openai-codex": {"baseUrl": base_url}}}))
@@ -31,7 +32,8 @@ def run_prompts(kind: str, home: Path, base_url: str, prompts: list[str], settin
     (agent / "auth.json").chmod(0o600)
     env = {"PATH": os.environ["PATH"], "HOME": str(home), "PI_CODING_AGENT_DIR": str(agent), "PI_OFFLINE": "1"}
     rpc_turns(kind, ["--provider", "openai-codex", "--model", model, "--no-session", *extra], env, home,
-              [{"id": str(index), "type": "prompt", "message": text} for index, text in enumerate(prompts)])
+              [{"id": str(index), **({"type": "prompt", "message": text} if isinstance(text, str) else text)}
+               for index, text in enumerate(prompts)])
 
 
 def two_turns(kind: str, home: Path) -> dict[str, Any]:
@@ -78,3 +80,42 @@ def test_codex_sse_transport_body_is_zstd_like_the_reference(tmp_path: Path, fak
         assert ours["headers"][name] == theirs["headers"][name], name
     assert ours["headers"]["content-encoding"] == "zstd" and ours["path"] == theirs["path"]
     assert isinstance(ours["body"], dict) and ours["body"]["model"] == theirs["body"]["model"] == "gpt-5.5"
+
+
+def effort_change(kind: str, home: Path) -> list[dict[str, Any]]:
+    """gpt-6-luna (efforts as ``configuration_update`` items) at thinking low: a prompt answered after a
+    bash call, the level raised to high, a second prompt. The frames the socket received."""
+    with FakeCodexServer() as server:
+        call = {"type": "toolCall", "id": "call_1", "name": "bash", "arguments": {"command": "echo hi"}}
+        server.add({"content": [{"type": "thinking", "thinking": "plan", "signature": "enc-1"}, call], "id": "resp_1"},
+                   {"content": [{"type": "text", "text": "ran"}], "id": "resp_2"},
+                   {"content": [{"type": "text", "text": "two"}], "id": "resp_3"})
+        run_prompts(kind, home, f"{server.url}/backend-api",
+                    ["hi", {"type": "set_thinking_level", "level": "high"}, "again"], {}, "gpt-6-luna",
+                    "--thinking", "low")
+        return server.frames
+
+
+def _continuation(frame: dict[str, Any]) -> dict[str, Any]:
+    return {"previous": frame.get("previous_response_id"), "reasoning": frame.get("reasoning"),
+            "items": [item.get("type") or item["role"] for item in frame["input"]],
+            "updates": [item["reasoning"] for item in frame["input"] if item.get("type") == "configuration_update"]}
+
+
+def test_socket_continuations_carry_the_effort_updates(tmp_path: Path) -> None:
+    full, after_tool, raised = (_continuation(frame) for frame in effort_change("ours", tmp_path))
+    assert full["previous"] is None and full["updates"] == [{"effort": "low"}]
+    assert full["reasoning"] == after_tool["reasoning"] == raised["reasoning"] == {"effort": "medium", "summary": "auto"}
+    # only the new items travel, the turn's effort closing them, as over SSE
+    assert after_tool == {**after_tool, "previous": "resp_1", "items": ["function_call_output", "configuration_update"],
+                          "updates": [{"effort": "low"}]}
+    assert raised == {**raised, "previous": "resp_2", "items": ["user", "configuration_update"],
+                      "updates": [{"effort": "high"}]}
+
+
+@needs_reference
+@pytest.mark.timeout(180)
+def test_socket_continuations_with_effort_updates_match_the_reference(tmp_path: Path) -> None:
+    ours = [_continuation(frame) for frame in effort_change("ours", tmp_path / "ours")]
+    reference = [_continuation(frame) for frame in effort_change("reference", tmp_path / "reference")]
+    assert ours == reference

@@ -78,7 +78,8 @@ async def test_an_untrusted_certificate_is_refused(tmp_path, tls_server):
 
 
 def test_credentials_warm_the_http_stack_after_the_first_answer(tmp_path):
-    """The answer comes before httpx is imported; the import follows without another command."""
+    """The answer comes before the HTTP client is imported; the import follows without another
+    command, and without httpx, which only a proxied request needs."""
     write_models_json(tmp_path / "agent", "http://127.0.0.1:9")
     env = {**os.environ, "HOME": str(tmp_path), "PI_CODING_AGENT_DIR": str(tmp_path / "agent")}
     proc = subprocess.Popen([PYTHON, "-X", "importtime", "-m", "pi_coding_agent", "--mode", "rpc", *MODEL_ARGS],
@@ -95,10 +96,11 @@ def test_credentials_warm_the_http_stack_after_the_first_answer(tmp_path):
         after: list[str] = []
         # stdin stays open and nothing else is asked; ``importlib.import_module`` imports are not
         # listed by -X importtime, the modules they import with an import statement are
-        while "h11" not in imported_modules("".join(after)):
+        while "pi_coding_agent.ai.providers.http" not in imported_modules("".join(after)):
             after.append(proc.stdout.readline().decode())
-        assert "httpx._client" not in imported_modules("".join(before))
-        assert {"httpx._client", "pi_coding_agent.ai.providers.http"} <= imported_modules("".join(after))
+        assert not {"httptools", "httpx"} & imported_modules("".join(before))
+        assert {"httptools", "pi_coding_agent.ai.providers.http11", "pi_coding_agent.ai.providers.http"} <= imported_modules("".join(after))
+        assert not {"httpx", "_ssl"} & imported_modules("".join(after))  # http:// needs no TLS either
     finally:
         proc.kill()
         proc.wait()
@@ -125,21 +127,15 @@ async def test_a_bare_start_warms_nothing(tmp_path):
         await pi.kill()
 
 
-async def test_only_https_clients_load_the_ca_bundle(monkeypatch):
-    """A plain-HTTP endpoint gets a context with nothing trusted; https shares one verifying context."""
+async def test_the_proxied_client_shares_the_verifying_context():
+    """httpx serves only proxied requests; a proxy may be reached over TLS, so its client verifies."""
     from pi_coding_agent.ai.providers import http
 
-    for name in ("https_proxy", "http_proxy", "all_proxy"):
-        monkeypatch.delenv(name, raising=False)
-        monkeypatch.delenv(name.upper(), raising=False)
-    plain, secure = http.get_client("http://127.0.0.1:9/v1"), http.get_client("https://127.0.0.1:9/v1")
+    client = http.get_client()
     try:
-        assert plain is not secure and http.get_client("http://127.0.0.1:8/other") is plain
-        plain_context = plain._transport._pool._ssl_context  # type: ignore[attr-defined]
-        secure_context = secure._transport._pool._ssl_context  # type: ignore[attr-defined]
-        assert plain_context.cert_store_stats()["x509_ca"] == 0
-        assert plain_context.verify_mode == ssl.CERT_REQUIRED  # a TLS hop through it fails, never passes
-        assert secure_context is http.tls_context() and secure_context.cert_store_stats()["x509_ca"] > 0
+        assert http.get_client() is client
+        context = client._transport._pool._ssl_context  # type: ignore[attr-defined]
+        assert context is http.tls_context() and context.cert_store_stats()["x509_ca"] > 0
+        assert context.verify_mode == ssl.CERT_REQUIRED
     finally:
-        await plain.aclose()
-        await secure.aclose()
+        await client.aclose()

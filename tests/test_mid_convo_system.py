@@ -5,9 +5,7 @@ request bodies side by side with the reference pi 1.6.0."""
 
 from __future__ import annotations
 
-import json
 import re
-import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -32,28 +30,28 @@ export default function (pi) {
 }
 
 
-async def _last_request(kind: str, root: Path, compat: dict[str, Any] | None, command: str = "narrow",
-                        api: str = "openai-completions") -> dict[str, Any]:
+async def requests_around(kind: str, root: Path, compat: dict[str, Any] | None, command: str, api: str,
+                          later: int = 1) -> list[dict[str, Any]]:
+    """Every request body of a prompt, ``/<command>`` and ``later`` more prompts."""
     with FakeLLMServer() as server:
-        server.add({"content": [{"type": "text", "text": "one"}]}, {"content": [{"type": "text", "text": "two"}]})
+        server.add(*({"content": [{"type": "text", "text": f"answer {n}"}]} for n in range(1 + later)))
         workspace = Workspace.create(root / kind, server.url)
-        models = json.loads((workspace.agent_dir / "models.json").read_text())
-        models["providers"]["fake"]["api"] = api
-        if compat is not None:
-            models["providers"]["fake"]["models"][0]["compat"] = compat
-        (workspace.agent_dir / "models.json").write_text(json.dumps(models))
-        extension = root / kind / ("narrow.py" if kind == "ours" else "narrow.ts")
-        extension.write_text(textwrap.dedent(NARROW[kind]))
-        proc = await workspace.spawn(kind, "--no-session", "-e", str(extension))
+        workspace.set_model(api, compat)
+        proc = await workspace.spawn_with(kind, NARROW, "--no-session")
         conv = Conversation(proc, server, workspace)
         try:
             await conv.prompt("first")
             await conv.request({"type": "prompt", "message": f"/{command}"})
-            await conv.prompt("second")
+            for n in range(later):
+                await conv.prompt(f"later {n}")
         finally:
             await proc.kill()
-        body: dict[str, Any] = server.requests[-1]["body"]
-        return body
+        return [request["body"] for request in server.requests]
+
+
+async def _last_request(kind: str, root: Path, compat: dict[str, Any] | None, command: str = "narrow",
+                        api: str = "openai-completions") -> dict[str, Any]:
+    return (await requests_around(kind, root, compat, command, api))[-1]
 
 
 def _shape(body: dict[str, Any]) -> dict[str, Any]:

@@ -2,7 +2,9 @@
 
 Layout follows the real API: a first chunk with ``delta.role``, then ``delta.reasoning_content``
 (thinking), ``delta.content`` (text) and ``delta.tool_calls[i]`` chunks (``id``/``function.name``
-only in the first chunk of a call, ``function.arguments`` split over later chunks), a chunk with
+only in the first chunk of a call, ``function.arguments`` split over later chunks; a ``customToolCall``
+block, ``{"id", "name", "input"}``, streams as a custom call: ``custom.name`` first, then
+``custom.input`` pieces), a chunk with
 ``finish_reason``, a usage chunk with empty ``choices`` when the request asked for
 ``stream_options.include_usage``, and ``data: [DONE]``.
 """
@@ -76,6 +78,13 @@ def render_events(response: dict[str, Any], request: dict[str, Any]) -> list[byt
             args = block["arguments"] if isinstance(block["arguments"], str) else json.dumps(block["arguments"])
             events += [chunk({"tool_calls": [{"index": tool_index, "function": {"arguments": p}}]})
                        for p in pieces(args, size)]
+            tool_index += 1
+        elif kind == "customToolCall":
+            head = {"index": tool_index, "id": block.get("id") or f"call_{tool_index}", "type": "custom",
+                    "custom": {"name": block["name"], "input": ""}}
+            events.append(chunk({"tool_calls": [head]}))
+            events += [chunk({"tool_calls": [{"index": tool_index, "custom": {"input": p}}]})
+                       for p in pieces(block["input"], size)]
             tool_index += 1
     stop = response.get("stopReason") or ("toolUse" if tool_index else "stop")
     events.append(chunk({}, response.get("rawFinishReason") or FINISH_REASONS[stop]))

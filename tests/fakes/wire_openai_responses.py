@@ -3,7 +3,8 @@
 Each scripted block becomes one output item: thinking -> a ``reasoning`` item with a streamed
 summary (its ``signature`` becomes ``encrypted_content``), text -> a ``message`` item with
 ``output_text`` deltas, toolCall -> a ``function_call`` item with ``function_call_arguments``
-deltas. The stream opens with ``response.created`` and ends with ``response.completed`` (or
+deltas (its ``namespace``, if any, on the item), customToolCall (``{"id", "name", "input"}``) -> a
+``custom_tool_call`` item with ``custom_tool_call_input`` deltas. The stream opens with ``response.created`` and ends with ``response.completed`` (or
 ``response.incomplete`` for ``stopReason: "length"``) carrying usage including
 ``input_tokens_details.cached_tokens``.
 """
@@ -73,12 +74,27 @@ def _function_call(ev: _Events, index: int, block: dict[str, Any], size: int) ->
         ev.add("response.function_call_arguments.delta", item_id=item_id, output_index=index, delta=p)
     ev.add("response.function_call_arguments.done", item_id=item_id, output_index=index, arguments=args)
     item = {"id": item_id, "type": "function_call", "status": "completed", "arguments": args,
-            "call_id": call_id, "name": block["name"]}
+            "call_id": call_id, "name": block["name"], **({"namespace": block["namespace"]} if "namespace" in block else {})}
     ev.add("response.output_item.done", output_index=index, item=item)
     return item
 
 
-RENDERERS = {"thinking": _reasoning, "text": _message, "toolCall": _function_call}
+def _custom_tool_call(ev: _Events, index: int, block: dict[str, Any], size: int) -> dict[str, Any]:
+    item_id = f"ctc_fake{index}"
+    call_id = block.get("id") or f"call_{index}"
+    ev.add("response.output_item.added", output_index=index,
+           item={"id": item_id, "type": "custom_tool_call", "status": "in_progress", "call_id": call_id,
+                 "name": block["name"], "input": ""})
+    for p in pieces(block["input"], size):
+        ev.add("response.custom_tool_call_input.delta", item_id=item_id, output_index=index, delta=p)
+    ev.add("response.custom_tool_call_input.done", item_id=item_id, output_index=index, input=block["input"])
+    item = {"id": item_id, "type": "custom_tool_call", "status": "completed", "call_id": call_id,
+            "name": block["name"], "input": block["input"]}
+    ev.add("response.output_item.done", output_index=index, item=item)
+    return item
+
+
+RENDERERS = {"thinking": _reasoning, "text": _message, "toolCall": _function_call, "customToolCall": _custom_tool_call}
 
 
 def render_events(response: dict[str, Any], request: dict[str, Any]) -> list[bytes]:

@@ -66,7 +66,9 @@ class AgentTool(Protocol):
     handles_abort: ClassVar[bool] = False
     prompt_snippet: str | None = None  # its line in the system prompt's tool list
     prompt_guidelines: Sequence[str] = ()  # rule bullets the system prompt adds while it is active
-    constrained_sampling: ClassVar[dict[str, str] | None] = None  # ``constrainedSampling`` of its declaration
+    # ``constrainedSampling`` of its declaration: strict JSON schema or a grammar (``ai/providers/grammar_tools``);
+    # False says "none" explicitly and is kept in the declaration, as pi keeps it
+    constrained_sampling: dict[str, Any] | Literal[False] | None = None
 
     def prepare_arguments(self, args: Any) -> Any:
         """Repair common model mistakes before validation (identity by default)."""
@@ -80,7 +82,7 @@ class AgentTool(Protocol):
 def tool_declaration(tool: AgentTool) -> Tool:
     """The declaration sent to the model and stored in system messages' ``toolsAdded``."""
     declaration: Tool = {"name": tool.name, "description": tool.description, "parameters": tool.parameters}
-    if tool.constrained_sampling:
+    if tool.constrained_sampling is not None:
         declaration["constrainedSampling"] = tool.constrained_sampling
     return declaration
 

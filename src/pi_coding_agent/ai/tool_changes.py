@@ -36,6 +36,16 @@ def current_tools(messages: list[Any]) -> list[Tool]:
     return list(tools.values())
 
 
+def declared_tools(context: Context) -> list[Tool]:
+    """Every tool the transcript declares, removed ones too (their calls stay in it), each by its
+    latest definition in first-declaration order."""
+    tools: dict[str, Tool] = {}
+    for message in system_messages(context):
+        for tool in message.get("toolsAdded") or []:
+            tools[tool["name"]] = tool
+    return list(tools.values())
+
+
 def _last_non_additive(messages: list[Any]) -> int:
     """Index of the last message that removes or declares again a tool (-1 if none).
 

@@ -41,6 +41,7 @@ class ToolCall(TypedDict):
     name: str
     arguments: dict[str, Any]
     thoughtSignature: NotRequired[str]
+    namespace: NotRequired[str]  # Responses: the namespace of a loaded or namespaced tool, replayed to its model
     argumentsError: NotRequired[str]  # the model sent arguments that are not valid JSON
 
 
@@ -109,7 +110,7 @@ class Tool(TypedDict):
     name: str
     description: str
     parameters: dict[str, Any]
-    constrainedSampling: NotRequired[dict[str, str]]  # providers with strict schemas may enforce it
+    constrainedSampling: NotRequired[dict[str, Any] | Literal[False]]  # strict JSON schema or a grammar
 
 
 class SystemMessage(TypedDict):

@@ -7,6 +7,8 @@ overflow recovery, queued continuations) and always ends with exactly one ``agen
 
 Ownership points one way: the session owns its ``SessionRuntime`` (collaborators and policies), its
 compaction controller, tree navigator and extension runner; those see it only as a ``SessionHost``.
+Replacing the store (new, resume, fork, clone) is ``session_replacement``'s, over the session as a
+``ReplacementHost``; the retry series' events and back-off are ``retry.RetrySeries``.
 """
 
 from __future__ import annotations
@@ -20,9 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pi_coding_agent.agent.agent import Agent
 from pi_coding_agent.agent.queues import QUEUE_MODES
-from pi_coding_agent.ai.abort import AbortSignal, sleep_abortable
 from pi_coding_agent.ai.keys import start_prompt
-from pi_coding_agent.ai.session_resources import end_session
 from pi_coding_agent.ai.types import Model
 from pi_coding_agent.coding import llama_command, login_ui
 from pi_coding_agent.coding.bash_runs import BashRuns
@@ -32,10 +32,11 @@ from pi_coding_agent.coding.event_stream import EventStream
 from pi_coding_agent.coding.messages import last_assistant, last_assistant_text, message_text, user_message
 from pi_coding_agent.coding.model_selection import ModelSelection
 from pi_coding_agent.coding.queue_mirror import QueueMirror
-from pi_coding_agent.coding.retry import RetryState
+from pi_coding_agent.coding.retry import RETRY_CANCELLED, RetrySeries
 from pi_coding_agent.coding.runtime import SessionRuntime
 from pi_coding_agent.coding.session import SessionManager
 from pi_coding_agent.coding.session_host import Listener
+from pi_coding_agent.coding.session_replacement import clone_session, fork_session, replace_session
 from pi_coding_agent.coding.tools.images import normalise_user_content
 from pi_coding_agent.coding.tree_navigation import TreeNavigator
 
@@ -43,7 +44,6 @@ if TYPE_CHECKING:
     from pi_coding_agent.coding.extensions.loader import ExtensionSource
     from pi_coding_agent.coding.extensions.runner import ExtensionRunner
 
-RETRY_CANCELLED = "Retry cancelled"
 STREAMING_ERROR = (
     "Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message."
 )
@@ -55,14 +55,13 @@ class AgentSession:
     def __init__(self, runtime: SessionRuntime, extension_sources: Sequence[ExtensionSource] = ()) -> None:
         self.rt = runtime
         self.agent: Agent = runtime.agent
-        self.retry = RetryState(runtime.retry_settings())
+        self.retry = RetrySeries(runtime.retry_settings(), self.emit)
         self._listeners: list[Listener] = []
         self.queues = QueueMirror(self.agent, self.emit)
         self._run_task: asyncio.Task[None] | None = None
         self._settled = asyncio.Event()
         self._settled.set()
         self._aborted = False
-        self._retry_signal: AbortSignal | None = None
         self.bash_runs = BashRuns(runtime, self._record_bash, lambda: self.is_streaming)
         self._entry_of_message: dict[int, str] = {}  # id(message) -> session entry id
         self._compaction_idle = asyncio.Event()
@@ -144,7 +143,7 @@ class AgentSession:
             event = {**event, "willRetry": self.retry.will_retry(last, self._aborted)}
         self.emit(event)
         if etype == "message_end" and self.retry.attempt and self._is_success(event["message"]):
-            self.emit({"type": "auto_retry_end", "success": True, "attempt": self.retry.reset()})
+            self.retry.succeeded()
         return None
 
     async def _emit_delivered_with_images(self, event: dict[str, Any]) -> None:
@@ -293,14 +292,14 @@ class AgentSession:
     async def _after_run(self) -> bool:
         """Post-run decisions (retry, compaction, extension boundaries); True to continue with another agent run."""
         if self._aborted:
-            self._end_retry_series(RETRY_CANCELLED)
+            self.retry.end(RETRY_CANCELLED)
             return False
         last = last_assistant(self.agent.messages)
         if self.retry.will_retry(last, False) or (not self.retry.attempt and await self.rt.recover_unauthorized(last)):
             assert last is not None
             return await self._schedule_retry(last)
         if last is not None and last.get("stopReason") == "error":
-            self._end_retry_series(last.get("errorMessage"))
+            self.retry.end(last.get("errorMessage"))
         if await self.compaction.check_after_run(last):  # threshold or overflow compaction
             return True
         return self.agent.has_queued_messages()
@@ -312,27 +311,10 @@ class AgentSession:
         return await self.extensions.before_settle() and not self._aborted
 
     async def _schedule_retry(self, failed: Any) -> bool:
-        delay = self.retry.next_delay_ms(self.agent.last_retry_after_ms)
-        self.emit({"type": "auto_retry_start", "attempt": self.retry.attempt,
-                   "maxAttempts": self.retry.settings.max_retries, "delayMs": delay,
-                   "errorMessage": failed.get("errorMessage") or "Unknown error"})
+        """Announce the attempt, hide the failure from the model, back off (abort / abort_retry end the series)."""
+        delay = self.retry.announce(failed, self.agent.last_retry_after_ms)
         self.omit_from_context(failed)
-        self._retry_signal = AbortSignal()
-        completed = await sleep_abortable(delay / 1000, self._retry_signal)
-        self._retry_signal = None
-        if not completed or self._aborted:  # abort / abort_retry: the series ends, the session settles
-            self._end_retry_series(RETRY_CANCELLED)
-            return False
-        return True
-
-    def _end_retry_series(self, final_error: str | None) -> None:
-        """``auto_retry_end{success:false}`` once per failed or cancelled series (no-op outside one)."""
-        if not self.retry.attempt:
-            return
-        event: dict[str, Any] = {"type": "auto_retry_end", "success": False, "attempt": self.retry.reset()}
-        if final_error is not None:
-            event["finalError"] = final_error
-        self.emit(event)
+        return await self.retry.back_off(delay, lambda: self._aborted)
 
     def omit_from_context(self, message: dict[str, Any]) -> None:
         """Hide a failed attempt from the model but keep it in the file (a ``context_edit``)."""
@@ -356,10 +338,7 @@ class AgentSession:
         await self._settled.wait()
 
     def abort_retry(self) -> None:
-        """Cancel a pending back-off; the series ends now so its event precedes the command's response."""
-        if self._retry_signal is not None:
-            self._retry_signal.abort()
-            self._end_retry_series(RETRY_CANCELLED)
+        self.retry.cancel()
 
     @property
     def is_compacting(self) -> bool:
@@ -520,25 +499,16 @@ class AgentSession:
     # ----------------------------------------------------------------- replacing the session
 
     async def new_session(self, parent_session: str | None = None) -> dict[str, Any]:
-        return await self._replace("new", parent_session=parent_session)
+        return await replace_session(self, "new", parent_session=parent_session)
 
     async def switch_session(self, session_path: str) -> dict[str, Any]:
-        return await self._replace("resume", target=Path(session_path))
+        return await replace_session(self, "resume", target=Path(session_path))
 
     async def fork(self, entry_id: str) -> dict[str, Any]:
-        entry = self.sm.get_entry(entry_id)
-        message = entry.get("message") if entry and entry.get("type") == "message" else None
-        if message is None or message.get("role") != "user":
-            raise SessionError("Invalid entry ID for forking")
-        result = await self._replace("fork", entry_id=entry_id, position="before")
-        if not result["cancelled"]:
-            result = {"text": message_text(message), "cancelled": False}
-        return result
+        return await fork_session(self, entry_id)
 
     async def clone(self) -> dict[str, Any]:
-        if self.sm.leaf_id is None:
-            raise SessionError("Cannot clone session: no current entry selected")
-        return await self._replace("fork", entry_id=self.sm.leaf_id, position="at")
+        return await clone_session(self)
 
     async def navigate_tree(self, target_id: str, *, summarize: bool = False, custom_instructions: str | None = None,
                             replace_instructions: bool = False, label: str | None = None) -> dict[str, Any]:
@@ -550,44 +520,12 @@ class AgentSession:
             await self.extensions.notify(event)
         return result
 
-    async def _replace(
-        self, reason: str, *, parent_session: str | None = None, target: Path | None = None,
-        entry_id: str | None = None, position: str = "before",
-    ) -> dict[str, Any]:
-        """new / resume / fork: tear the run down, swap the store, restore model and transcript."""
-        ext = self.extensions
-        if ext is not None and await ext.before_replace(reason, target, entry_id, position):
-            return {"cancelled": True}
-        if self.is_streaming:
-            await self.abort()
-        self.abort_bash()
-        old = self.sm
-        sm = self.rt.open_replacement(reason, parent_session=parent_session, target=target, entry_id=entry_id,
-                                      position=position)
-        end_session(old.session_id)  # pi frees the replaced session's provider state
-        if ext is not None:
-            await ext.session_shutdown(reason, None if sm.session_file is None else str(sm.session_file))
-        cwd = self.rt.cwd
-        trusted = await ext.project_trust(Path(sm.cwd)) if ext is not None else None
-        self.rt.move_to(Path(sm.cwd), trusted)
-        self._rebind(sm)
-        if self.rt.cwd != cwd:  # another project: its extensions replace this one's, as pi rebuilds there
-            ext = self._project_extensions(ext)
-        if ext is not None:
-            await ext.reload(reason, None if old.session_file is None else str(old.session_file))
-        return {"cancelled": False}
+    def use_extensions(self, runner: ExtensionRunner | None) -> None:
+        """The runner of the directory a replacement entered (``session_replacement``)."""
+        self.extensions = runner
+        self.compaction.extensions = self.navigator.hooks = runner
 
-    def _project_extensions(self, ext: ExtensionRunner | None) -> ExtensionRunner | None:
-        """The runner for the directory just entered (created when the previous one had none)."""
-        from pi_coding_agent.coding.extensions.runner import runner_for_directory
-
-        runner = runner_for_directory(self, self.rt, ext)
-        if runner is not ext:
-            self.extensions = runner
-            self.compaction.extensions = self.navigator.hooks = runner
-        return runner
-
-    def _rebind(self, session_manager: SessionManager) -> None:
+    def rebind(self, session_manager: SessionManager) -> None:
         """Point this session at another store and reload its state from it."""
         self.rt.session_manager = session_manager
         self._entry_of_message.clear()

@@ -1,15 +1,21 @@
 """Auto-retry policy for transient provider errors.
 
 Kept apart from the session so the decision ("will this failure be retried, after how long?") is a
-pure function of the settings, the attempt counter and the failed message.
+pure function of the settings, the attempt counter and the failed message; ``RetrySeries`` adds the
+events and the cancellable back-off of a session's series.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
+from pi_coding_agent.ai.abort import AbortSignal, sleep_abortable
 from pi_coding_agent.ai.errors import is_retryable_error
 from pi_coding_agent.ai.types import AssistantMessage
+
+RETRY_CANCELLED = "Retry cancelled"
 
 
 @dataclass
@@ -54,3 +60,48 @@ class RetryState:
         """End the series; returns the attempt number it reached."""
         attempt, self.attempt = self.attempt, 0
         return attempt
+
+
+class RetrySeries(RetryState):
+    """A session's retry series as clients see it: ``auto_retry_start`` before each back-off, one
+    ``auto_retry_end`` when the series ends, and a back-off that ``abort_retry`` cuts short."""
+
+    def __init__(self, settings: RetrySettings, emit: Callable[[dict[str, Any]], None]) -> None:
+        super().__init__(settings)
+        self.emit = emit
+        self._signal: AbortSignal | None = None
+
+    def announce(self, failed: Mapping[str, Any], retry_after_ms: int | None) -> int:
+        """Start the next attempt's back-off: its delay in ms, after the ``auto_retry_start`` event."""
+        delay = self.next_delay_ms(retry_after_ms)
+        self.emit({"type": "auto_retry_start", "attempt": self.attempt, "maxAttempts": self.settings.max_retries,
+                   "delayMs": delay, "errorMessage": failed.get("errorMessage") or "Unknown error"})
+        return delay
+
+    async def back_off(self, delay_ms: int, aborted: Callable[[], bool]) -> bool:
+        """Wait out the delay; False (and the series ended) when it was cancelled or the run aborted."""
+        self._signal = AbortSignal()
+        completed = await sleep_abortable(delay_ms / 1000, self._signal)
+        self._signal = None
+        if not completed or aborted():
+            self.end(RETRY_CANCELLED)
+            return False
+        return True
+
+    def succeeded(self) -> None:
+        self.emit({"type": "auto_retry_end", "success": True, "attempt": self.reset()})
+
+    def end(self, final_error: str | None) -> None:
+        """``auto_retry_end{success:false}`` once per failed or cancelled series (no-op outside one)."""
+        if not self.attempt:
+            return
+        event: dict[str, Any] = {"type": "auto_retry_end", "success": False, "attempt": self.reset()}
+        if final_error is not None:
+            event["finalError"] = final_error
+        self.emit(event)
+
+    def cancel(self) -> None:
+        """Cut a pending back-off short; the series ends now, so its event precedes the command's response."""
+        if self._signal is not None:
+            self._signal.abort()
+            self.end(RETRY_CANCELLED)

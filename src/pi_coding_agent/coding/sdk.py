@@ -47,6 +47,7 @@ class FunctionTool(AgentTool):
     parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
     label: str = ""
     execution_mode: Literal["parallel", "sequential"] = "parallel"
+    constrained_sampling: dict[str, Any] | Literal[False] | None = None  # a strict schema or a grammar
 
     async def execute(self, tool_call_id: str, params: dict[str, Any], signal: AbortSignal,
                       on_update: UpdateCallback) -> ToolResult:

@@ -14,7 +14,7 @@ reuse the OpenAI adapters and only change those:
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import aclosing
 from dataclasses import replace
 from typing import Any
@@ -83,9 +83,12 @@ def _error_text(status: int, body_text: str) -> str:
     return openai_error_text(status, body_text, "Azure OpenAI API error")
 
 
-def responses_body(model: Model, context: Context, options: StreamOptions) -> dict[str, Any]:
-    """The OpenAI Responses body as Azure takes it (pi sends no ``prompt_cache_retention`` there)."""
-    body = openai_responses.build_request(model, context, options)
+def responses_body(model: Model, context: Context, options: StreamOptions,
+                   grammar: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The OpenAI Responses body as pi sends it to Azure: no prompt cache retention or options, strict
+    tools unless the model's ``supportsStrictMode`` is false, thinking levels in ``reasoning.effort`` only."""
+    body = openai_responses.build_request(model, context, options, grammar, azure=True)
+    body.pop("prompt_cache_options", None)
     body.pop("prompt_cache_retention", None)
     return body
 
@@ -99,9 +102,10 @@ async def stream(
     version = _env("AZURE_OPENAI_API_VERSION") or DEFAULT_API_VERSION
     url = f"{base_url(model)}/responses?api-version={quote(version, safe='')}"
     headers = {"api-key": options.api_key, **(model.get("headers") or {}), **options.headers}
-    body = responses_body(model, context, options)
+    grammar = openai_responses.custom_tools(model, context)
+    body = responses_body(model, context, options, grammar)
     events = openai_responses.stream_response(url, headers, body, _with_deployment(model, options), output,
-                                              _error_text, "Azure OpenAI Responses")
+                                              _error_text, "Azure OpenAI Responses", grammar)
     async with aclosing(events) as items:
         async for item in items:
             yield item

@@ -1,6 +1,9 @@
-"""HTTP plumbing shared by every wire adapter: one pooled client, SSE streaming, error texts.
+"""HTTP plumbing shared by every wire adapter: pooled connections, SSE streaming, error texts.
 
-httpx is imported on first use (never at start-up). The API is these names:
+Requests go through ``http11`` (our small HTTP/1.1 client on ``httptools``), or through httpx when a
+proxy variable (``HTTP(S)_PROXY``, ``ALL_PROXY``) is set, so that httpx's proxy and ``NO_PROXY``
+rules apply. This module is imported with the first request or the warm-up, never at start-up;
+httpx only on the proxied path. The API is these names:
 
 * ``sse_events(url, headers, body, options, error_text=openai_error_text)`` - POST ``body`` as JSON
   (``bytes`` as they are, for a body the caller encoded itself) and yield the response's
@@ -14,8 +17,9 @@ httpx is imported on first use (never at start-up). The API is these names:
 * ``post_stream(url, headers, content, options, error_text)`` - the same POST for non-SSE streams
   (Bedrock's binary event stream): an async context manager giving the open 2xx response.
 * ``apply_payload_hook(body, options)`` - the body after ``before_provider_request``.
-* ``get_client(url)`` - the shared ``httpx.AsyncClient`` of the running event loop for ``url``'s scheme;
-  ``tls_context()`` its process-wide TLS context; ``warm_up(base_url)`` imports all of it ahead of use.
+* ``tls_context()`` - the process-wide verifying TLS context of every https:// request;
+  ``get_client()`` the proxied path's shared ``httpx.AsyncClient`` of the running event loop;
+  ``warm_up(base_url)`` imports what the first request needs, ahead of it.
 """
 
 from __future__ import annotations
@@ -28,12 +32,14 @@ import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from email.utils import parsedate_to_datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
 from pi_coding_agent.ai.identity import with_identity
 from pi_coding_agent.ai.provider_hooks import report_response, report_stream_event, without_dropped
+from pi_coding_agent.ai.providers import http11
+from pi_coding_agent.ai.providers.http11 import TransportError
 from pi_coding_agent.ai.providers.sse import ServerSentEvent, SSEParser
 from pi_coding_agent.ai.stream import ProviderError, StreamOptions
 
@@ -43,55 +49,64 @@ if TYPE_CHECKING:
     import httpx
 
 ErrorText = Callable[[int, str], str]
+
+
+class StreamResponse(Protocol):
+    """What ``post_stream`` gives: an ``http11.Response`` or, through a proxy, an ``httpx.Response``."""
+
+    @property
+    def status_code(self) -> int: ...
+    @property
+    def headers(self) -> Mapping[str, str]: ...
+    def aiter_raw(self) -> AsyncIterator[bytes]: ...
+    def aiter_bytes(self) -> AsyncIterator[bytes]: ...
+    async def aread(self) -> bytes: ...
+
 MAX_ERROR_BODY_CHARS = 4000
 
-# A client's connection pool belongs to the loop that created it; the key's flag says whether the
-# client may open TLS connections (only those are given the CA-loaded context).
-_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[bool, httpx.AsyncClient]] = \
-    weakref.WeakKeyDictionary()
+# A client's connection pool belongs to the loop that created it (the proxied path's httpx client).
+_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = weakref.WeakKeyDictionary()
 _tls_lock = threading.Lock()
 _tls: list[ssl.SSLContext] = []  # the process's verifying context, once built
 _PROXY_VARIABLES = ("https_proxy", "http_proxy", "all_proxy")
-# what a first request imports: httpx loads httpcore in its transport, which loads anyio's backend
-_FIRST_REQUEST_MODULES = ("httpx", "httpx_sse", "httpcore", "httpcore._async.http11", "httpcore._backends.anyio",
-                          "anyio._backends._asyncio", "certifi")
+# what a first proxied request imports: httpx loads httpcore in its transport, which loads anyio's backend
+_PROXIED_REQUEST_MODULES = ("httpx", "httpcore", "httpcore._async.http11", "httpcore._backends.anyio",
+                            "anyio._backends._asyncio", "certifi")
 
 
-def get_client(url: str) -> httpx.AsyncClient:
-    """The pooled client for ``url``'s scheme on the running loop, created on first use.
-
-    Loading the CA bundle costs about 15 ms and 1.3 MiB, so a plain ``http://`` endpoint gets a
-    client whose TLS context has no trust anchors (a TLS connection through it would fail to
-    verify, never pass unverified) unless a proxy variable may route it through TLS.
-    """
+def get_client() -> httpx.AsyncClient:
+    """The proxied path's pooled httpx client on the running loop, created on first use. A proxy
+    may be reached over TLS even for an ``http://`` endpoint, so it always has the verifying context."""
     import httpx
 
-    tls = url.startswith("https:") or _proxy_configured()
-    clients = _clients.setdefault(asyncio.get_running_loop(), {})
-    client = clients.get(tls)
+    loop = asyncio.get_running_loop()
+    client = _clients.get(loop)
     if client is None or client.is_closed:
         limits = httpx.Limits(max_connections=32, max_keepalive_connections=8)
-        client = httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(300.0, connect=30.0),
-                                   verify=tls_context() if tls else _no_trust_context())
-        clients[tls] = client
+        client = httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(300.0, connect=30.0), verify=tls_context())
+        _clients[loop] = client
     return client
 
 
 def tls_context() -> ssl.SSLContext:
-    """The verifying TLS context every https:// client shares, built once per process, with the
+    """The verifying TLS context every https:// request shares, built once per process, with the
     trust httpx's default uses (``SSL_CERT_FILE``, ``SSL_CERT_DIR``, else certifi's bundle)."""
     with _tls_lock:
         if not _tls:
-            import httpx
+            import os
+            import ssl
 
-            _tls.append(httpx.create_ssl_context())
+            if os.environ.get("SSL_CERT_FILE"):
+                context = ssl.create_default_context(cafile=os.environ["SSL_CERT_FILE"])
+            elif os.environ.get("SSL_CERT_DIR"):
+                context = ssl.create_default_context(capath=os.environ["SSL_CERT_DIR"])
+            else:
+                import certifi
+
+                context = ssl.create_default_context(cafile=certifi.where())
+            context.set_alpn_protocols(["http/1.1"])
+            _tls.append(context)
         return _tls[0]
-
-
-def _no_trust_context() -> ssl.SSLContext:
-    import ssl
-
-    return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # verification on, nothing trusted
 
 
 def _proxy_configured() -> bool:
@@ -101,17 +116,18 @@ def _proxy_configured() -> bool:
 
 
 def warm_up(base_url: str) -> None:
-    """Import the HTTP stack and, for an https:// endpoint, build the TLS context: what the first
-    request of a process would otherwise pay (about 60 ms of CPU). Blocking; callers run it in a
-    thread while their event loop waits for input."""
+    """Import what the first request needs beyond this module (httpx's stack when a proxy is set)
+    and, for an https:// endpoint, build the TLS context: what that request would otherwise pay.
+    Blocking; callers run it in a thread while their event loop waits for input."""
     import importlib
 
-    for name in _FIRST_REQUEST_MODULES:
+    proxied = _proxy_configured()
+    for name in _PROXIED_REQUEST_MODULES if proxied else ():
         try:
             importlib.import_module(name)
         except ImportError:  # another httpx release lays its stack out differently: warm what exists
             continue
-    if base_url.startswith("https:") or _proxy_configured():
+    if base_url.startswith("https:") or proxied:
         tls_context()
 
 
@@ -184,17 +200,27 @@ def _http_error(status: int, headers: Mapping[str, str], body_text: str, options
     return ProviderError(error_text(status, body_text), status, retry_after_ms(headers))
 
 
-def _transport_error(exc: Exception) -> ProviderError:
+def _transport_error(exc: TransportError) -> ProviderError:
     """Name a transport failure with words the retry classifier knows (pi's Node texts)."""
+    if exc.kind == "timeout":
+        return ProviderError(f"Request timed out: {exc}" if str(exc) else "Request timed out.")
+    if exc.kind == "connect":
+        return ProviderError(f"Connection error: {exc}")
+    if exc.kind == "closed":
+        return ProviderError("terminated: other side closed (UND_ERR_SOCKET)")  # pi's (Node's) wording
+    return ProviderError(f"Network error: {exc}")
+
+
+def _as_transport_error(exc: httpx.TransportError) -> TransportError:
     import httpx
 
     if isinstance(exc, httpx.TimeoutException):
-        return ProviderError(f"Request timed out: {exc}" if str(exc) else "Request timed out.")
+        return TransportError("timeout", str(exc))
     if isinstance(exc, httpx.ConnectError):
-        return ProviderError(f"Connection error: {exc}")
+        return TransportError("connect", str(exc))
     if isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError | httpx.WriteError):
-        return ProviderError("terminated: other side closed (UND_ERR_SOCKET)")  # pi's (Node's) wording
-    return ProviderError(f"Network error: {exc}")
+        return TransportError("closed", str(exc))
+    return TransportError("network", str(exc))
 
 
 async def apply_payload_hook(body: Any, options: StreamOptions) -> Any:
@@ -238,23 +264,19 @@ async def post_stream(
     options: StreamOptions,
     error_text: ErrorText = openai_error_text,
     describe: Callable[[int, Mapping[str, str], str], str] | None = None,
-) -> AsyncIterator[httpx.Response]:
+) -> AsyncIterator[StreamResponse]:
     """POST ``content`` and give the open streaming response (2xx only; see the module docstring).
 
     ``describe(status, headers, body_text)``, when given, names an HTTP error instead of
     ``error_text`` (for APIs whose error type travels in a header, such as AWS's). Failures before
     the response starts are retried ``options.max_retries`` times (``retry.provider.*``).
     """
-    import httpx
-
-    timeout = httpx.Timeout(options.idle_timeout_s, connect=min(options.idle_timeout_s or 30.0, 30.0))
     headers = without_dropped(with_identity(url, headers, options.attribution, options.identity_provider),
                               options.drop_headers)
     for attempt in range(options.max_retries + 1):
         opened = False
         try:
-            async with get_client(url).stream("POST", url, headers=headers, content=content,
-                                           timeout=timeout) as response:
+            async with _open_response(url, headers, content, options.idle_timeout_s) as response:
                 if response.status_code < 400:
                     opened = True
                     await report_response(options.on_response, response.status_code, response.headers)
@@ -266,11 +288,37 @@ async def post_stream(
                          if describe is not None else _http_error(status, received, text, options, error_text))
                 if attempt >= options.max_retries or not _retryable(status, received):
                     raise error
-        except httpx.TransportError as exc:
+        except TransportError as exc:
             error = _transport_error(exc)
             if opened or attempt >= options.max_retries:
                 raise error from exc
         await asyncio.sleep(_retry_delay_s(error, attempt, options))
+
+
+@asynccontextmanager
+async def _open_response(url: str, headers: Mapping[str, str], content: bytes,
+                         idle_timeout_s: float | None) -> AsyncIterator[StreamResponse]:
+    """The response through ``http11`` (no proxy variable set) or through httpx (which applies the
+    proxy and NO_PROXY rules); either way a failed transport raises ``http11.TransportError``."""
+    connect_timeout = min(idle_timeout_s or 30.0, 30.0)
+    if not _proxy_configured():
+        response = await http11.request(url, list(headers.items()), content,
+                                        tls_context() if url.startswith("https:") else None,
+                                        connect_timeout, idle_timeout_s)
+        try:
+            yield response
+        finally:
+            response.close()
+        return
+    import httpx
+
+    timeout = httpx.Timeout(idle_timeout_s, connect=connect_timeout)
+    try:
+        async with get_client().stream("POST", url, headers=headers, content=content,
+                                          timeout=timeout) as proxied:
+            yield proxied
+    except httpx.TransportError as exc:
+        raise _as_transport_error(exc) from exc
 
 
 async def sse_events(
@@ -305,7 +353,7 @@ async def sse_events(
             yield event
 
 
-def _body_chunks(response: httpx.Response) -> AsyncIterator[bytes]:
+def _body_chunks(response: StreamResponse) -> AsyncIterator[bytes]:
     """The body's bytes as they arrive: raw ones skip httpx's decoder layers; only a compressed body needs them."""
     encoded = response.headers.get("content-encoding", "identity").lower() not in ("", "identity")
     return response.aiter_bytes() if encoded else response.aiter_raw()

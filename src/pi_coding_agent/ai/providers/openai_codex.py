@@ -22,9 +22,9 @@ import re
 import sys
 import time
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import aclosing
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import orjson
@@ -38,14 +38,14 @@ from pi_coding_agent.ai.providers.openai_responses import (
     UPDATE_REQUEST_EFFORT,
     Converter,
     convert_input,
+    custom_tools,
     record_update_effort,
     sse_json,
     translate_events,
 )
-from pi_coding_agent.ai.providers.responses_tools import InputDeclarations, convert_tools, tools_in_input
+from pi_coding_agent.ai.providers.responses_tools import ToolFormat, declarations_for
 from pi_coding_agent.ai.stream import ProviderError, StreamOptions
 from pi_coding_agent.ai.thinking import clamp_max_tokens, clamp_thinking_level
-from pi_coding_agent.ai.tool_changes import current_tools, system_messages
 from pi_coding_agent.ai.types import AssistantMessage, Context, Model, now_ms
 
 DEFAULT_BASE_URL = "https://chatgpt.com/backend-api"
@@ -114,17 +114,21 @@ def native_effort(model: Model, level: str) -> str | None:
     return mapping.get(level) or level
 
 
-def build_body(model: Model, context: Context, options: StreamOptions) -> dict[str, Any]:
-    """The Codex body: tools strict-capable by default (``strict: null``), off sent as effort ``none``."""
+def build_body(model: Model, context: Context, options: StreamOptions,
+               grammar: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The Codex body: tools strict-capable by default (``strict: null``), off sent as effort ``none``
+    (``grammar``: the custom tools, ``custom_tools`` when not given)."""
     compat = model.get("compat") or {}
     clamped = clamp_thinking_level(model, options.thinking_level) if options.thinking_level != "off" else "off"
     level = clamped if clamped != "off" else "none" if model["reasoning"] else None
     effort = native_effort(model, level) if level is not None and compat.get("supportsMidConvoEffort") else None
-    supports_strict = compat.get("supportsStrictMode", True) is not False
-    declarations = InputDeclarations(supports_strict, None) if tools_in_input(model) else None
+    tool_format = ToolFormat(compat.get("supportsStrictMode", True) is not False, None,
+                             bool(compat.get("supportsOpenAIGrammarTools")))
+    declarations = declarations_for(model, context, tool_format)
+    grammar = custom_tools(model, context) if grammar is None else grammar
     body: dict[str, Any] = {
         "model": model["id"], "store": False, "stream": True,
-        "input": Converter(model, declarations, effort).convert(context),
+        "input": Converter(model, declarations, effort, grammar).convert(context),
         "text": {"verbosity": "low"}, "include": ["reasoning.encrypted_content"],
     }
     session = cache_session(options)
@@ -135,8 +139,8 @@ def build_body(model: Model, context: Context, options: StreamOptions) -> dict[s
         body["max_output_tokens"] = max(clamp_max_tokens(model, context, options.max_tokens), MIN_OUTPUT_TOKENS)
     if options.temperature is not None:
         body["temperature"] = options.temperature
-    if declarations is None and (tools := current_tools(system_messages(context))):
-        body["tools"] = convert_tools(tools, supports_strict, None)
+    if declarations.top_level:
+        body["tools"] = tool_format.convert(declarations.top_level)
     chosen = UPDATE_REQUEST_EFFORT if effort is not None else native_effort(model, level) if level else None
     if chosen is not None:
         body["reasoning"] = {"effort": chosen, "summary": "auto"}
@@ -222,30 +226,41 @@ class _Started:
                 yield event
 
 
-def _answer_items(model: Model, output: AssistantMessage) -> list[Any]:
-    items = convert_input(model, {"messages": [output]})
+@dataclass(frozen=True)
+class _Turn:
+    """One request, as every transport attempt needs it (``grammar``: the custom tools)."""
+
+    model: Model
+    options: StreamOptions
+    output: AssistantMessage
+    body: dict[str, Any]
+    grammar: Mapping[str, str]
+    account: str
+    session: str | None
+
+
+def _answer_items(turn: _Turn) -> list[Any]:
+    items = convert_input(turn.model, {"messages": [turn.output]}, turn.grammar)
     return [item for item in items if item.get("type") not in TOOL_OUTPUTS]
 
 
-async def _websocket_once(
-    model: Model, options: StreamOptions, output: AssistantMessage, body: dict[str, Any], started: _Started,
-    account: str, session: str | None,
-) -> AsyncGenerator[dict[str, Any], None]:
+async def _websocket_once(turn: _Turn, started: _Started) -> AsyncGenerator[dict[str, Any], None]:
+    model, options, output, body = turn.model, turn.options, turn.output, turn.body
     url = ws.websocket_url(codex_url(model["baseUrl"]))
     token = options.api_key or ""
-    headers = with_identity(url, websocket_headers(model, options, token, session or uuid7()), options.attribution,
-                            model["provider"])
-    lease = await ws.acquire(url, headers, session, account, options.websocket_connect_timeout_s)
+    headers = with_identity(url, websocket_headers(model, options, token, turn.session or uuid7()),
+                            options.attribution, model["provider"])
+    lease = await ws.acquire(url, headers, turn.session, turn.account, options.websocket_connect_timeout_s)
     cached = options.transport in ("auto", "websocket-cached")
     keep = False
     try:
         request = ws.request_body(lease, body) if cached else body
         events = codex_events(started.watch(ws.events(lease, request, options.idle_timeout_s)))
-        async for item in translate_events(events, output, "Codex"):
+        async for item in translate_events(events, output, "Codex", turn.grammar):
             yield item
         keep = not (options.signal is not None and options.signal.aborted)
         if keep and cached and output.get("responseId"):
-            ws.remember(lease, body, _answer_items(model, output), str(output["responseId"]))
+            ws.remember(lease, body, _answer_items(turn), str(output["responseId"]))
     except BaseException:
         ws.forget(lease)
         raise
@@ -267,16 +282,14 @@ class _UseSse(Exception):
     """The socket failed before the answer started: send the request again over SSE."""
 
 
-async def _websocket(
-    model: Model, options: StreamOptions, output: AssistantMessage, body: dict[str, Any], account: str,
-    session: str | None,
-) -> AsyncGenerator[dict[str, Any], None]:
+async def _websocket(turn: _Turn) -> AsyncGenerator[dict[str, Any], None]:
     """pi's WebSocket attempt: one retry for a lost continuation or a full connection pool, then SSE."""
+    options = turn.options
     retried_missing = retried_limit = False
     while True:
         started = _Started()
         try:
-            async for item in _websocket_once(model, options, output, body, started, account, session):
+            async for item in _websocket_once(turn, started):
                 yield item
             return
         except Exception as error:
@@ -292,26 +305,24 @@ async def _websocket(
                 continue
             if isinstance(error, CodexApiError | ws.CodexProtocolError) and not limit:
                 raise
-            _transport_failure(output, options, error, started.value, body)
-            if session:
-                _sse_sessions.add(session)
+            _transport_failure(turn.output, options, error, started.value, turn.body)
+            if turn.session:
+                _sse_sessions.add(turn.session)
             if started.value:
                 raise
             raise _UseSse(str(error)) from error
 
 
-async def _sse(
-    model: Model, options: StreamOptions, output: AssistantMessage, body: dict[str, Any]
-) -> AsyncGenerator[dict[str, Any], None]:
-    token = options.api_key or ""
-    headers = headers_for(model, options, token)
-    plain = orjson.dumps(body)
+async def _sse(turn: _Turn) -> AsyncGenerator[dict[str, Any], None]:
+    options = turn.options
+    headers = headers_for(turn.model, options, options.api_key or "")
+    plain = orjson.dumps(turn.body)
     compressed = zstd_compress(plain)
     if compressed is not None:
         headers["content-encoding"] = "zstd"
-    events = sse_json(sse_events(codex_url(model["baseUrl"]), headers, compressed or plain,
+    events = sse_json(sse_events(codex_url(turn.model["baseUrl"]), headers, compressed or plain,
                                  replace(options, on_payload=None), error_text))
-    async for item in translate_events(codex_events(events), output, "Codex"):
+    async for item in translate_events(codex_events(events), turn.output, "Codex", turn.grammar):
         yield item
 
 
@@ -321,16 +332,18 @@ async def stream(
     if not options.api_key:
         raise ProviderError(f"No API key for provider: {model['provider']}")
     account = account_id(options.api_key)
-    body = build_body(model, context, options)
+    grammar = custom_tools(model, context)
+    body = build_body(model, context, options, grammar)
     record_update_effort(output, body)
     body = await apply_payload_hook(body, options)
     session = cache_session(options)
+    turn = _Turn(model, options, output, body, grammar, account, session)
     if options.transport != "sse" and not (session and session in _sse_sessions):
         try:
-            async for item in _websocket(model, options, output, body, account, session):
+            async for item in _websocket(turn):
                 yield item
             return
         except _UseSse:
             pass
-    async for item in _sse(model, options, output, body):
+    async for item in _sse(turn):
         yield item

@@ -64,6 +64,7 @@ def detect_compat(model: Model) -> dict[str, Any]:
         "zaiToolStream": False,
         "supportsThinkingTokenBudget": False,
         "supportsStrictMode": False,
+        "supportsOpenAIGrammarTools": False,
         "cacheControlFormat": "anthropic" if provider == "openrouter" and model["id"].startswith("anthropic/") else None,
         "sendSessionAffinityHeaders": openrouter,
         "sessionAffinityFormat": "openrouter" if openrouter else "openai",

@@ -9,7 +9,7 @@ llama.cpp and LM Studio). The output cap is fitted into the context window, as p
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import aclosing
 from typing import Any
 
@@ -17,6 +17,12 @@ import orjson
 
 from pi_coding_agent.ai import tool_changes
 from pi_coding_agent.ai.providers.accumulate import append_text
+from pi_coding_agent.ai.providers.grammar_tools import (
+    GrammarInput,
+    call_input,
+    input_properties,
+    resolve_grammar,
+)
 from pi_coding_agent.ai.providers.http import merge_headers, sse_events
 from pi_coding_agent.ai.providers.openai_compat import (
     affinity_headers,
@@ -75,7 +81,19 @@ def _user_content(content: Any) -> Any:
     return parts or None
 
 
-def _assistant_message(model: Model, msg: Any, compat: dict[str, Any]) -> dict[str, Any] | None:
+def _call(model: Model, call: Any, grammar: Mapping[str, str]) -> dict[str, Any]:
+    """A recorded tool call as the host takes it back: a custom call carries its text."""
+    call_id = normalize_tool_call_id(model, call["id"])
+    prop = grammar.get(call["name"])
+    if prop is not None:
+        return {"id": call_id, "type": "custom",
+                "custom": {"name": call["name"], "input": call_input(call["name"], call["arguments"], prop)}}
+    return {"id": call_id, "type": "function",
+            "function": {"name": call["name"], "arguments": orjson.dumps(call["arguments"]).decode()}}
+
+
+def _assistant_message(model: Model, msg: Any, compat: dict[str, Any],
+                       grammar: Mapping[str, str]) -> dict[str, Any] | None:
     needs_string = compat["requiresAssistantAfterToolResult"] or compat["requiresNonNullAssistantContent"]
     out: dict[str, Any] = {"role": "assistant", "content": "" if needs_string else None}
     text = "".join(b["text"] for b in msg["content"] if b["type"] == "text" and b["text"].strip())
@@ -92,11 +110,7 @@ def _assistant_message(model: Model, msg: Any, compat: dict[str, Any]) -> dict[s
         if field in REASONING_FIELDS:
             out[field] = "\n".join(b["thinking"] for b in thinking)
     if calls:
-        out["tool_calls"] = [
-            {"id": normalize_tool_call_id(model, c["id"]), "type": "function",
-             "function": {"name": c["name"], "arguments": orjson.dumps(c["arguments"]).decode()}}
-            for c in calls
-        ]
+        out["tool_calls"] = [_call(model, c, grammar) for c in calls]
     if details is not None:
         out["reasoning_details"] = details
     if compat["requiresReasoningContentOnAssistantMessages"] and model["reasoning"] and "reasoning_content" not in out:
@@ -133,9 +147,11 @@ def tool_support(compat: dict[str, Any]) -> str:
     return "additions" if both else "none"
 
 
-def convert_messages(model: Model, context: Context, compat: dict[str, Any]) -> list[dict[str, Any]]:
+def convert_messages(model: Model, context: Context, compat: dict[str, Any],
+                     grammar: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
     """Chat messages; a later system message past ``folded`` declares its added tools in a
-    ``{"role": "system", "tools": [...]}`` message before its text."""
+    ``{"role": "system", "tools": [...]}`` message before its text. ``grammar``: the custom tools
+    (``custom_tools``), whose calls are replayed as custom ones."""
     instruction_role = "developer" if model["reasoning"] and compat["supportsDeveloperRole"] else "system"
     folded = tool_changes.plan(context, tool_support(compat))[1]
     system_index = 0  # the leading prompt is 0
@@ -154,7 +170,7 @@ def convert_messages(model: Model, context: Context, compat: dict[str, Any]) -> 
             if content is not None:
                 out.append({"role": "user", "content": content})
         elif role == "assistant":
-            converted = _assistant_message(model, msg, compat)
+            converted = _assistant_message(model, msg, compat, grammar or {})
             if converted is not None:
                 out.append(converted)
         elif role == "system":
@@ -166,11 +182,23 @@ def convert_messages(model: Model, context: Context, compat: dict[str, Any]) -> 
     return out
 
 
+def custom_tools(context: Context, compat: dict[str, Any]) -> dict[str, str]:
+    """The tools sent as custom (grammar) tools: name -> the property holding the text."""
+    return input_properties(tool_changes.declared_tools(context), bool(compat.get("supportsOpenAIGrammarTools")))
+
+
 def _tools(tools: list[Any], compat: dict[str, Any]) -> list[dict[str, Any]]:
-    """Function tools; one asking for JSON-schema constrained sampling goes strict where the host can."""
+    """Function tools, or custom ones for tools with a grammar where the host takes them; one asking for
+    JSON-schema constrained sampling goes strict where the host can."""
     supports = compat["supportsStrictMode"] is not False
     out: list[dict[str, Any]] = []
     for tool in tools:
+        grammar = resolve_grammar(tool, bool(compat.get("supportsOpenAIGrammarTools")))
+        if grammar is not None:
+            out.append({"type": "custom", "custom": {
+                "name": tool["name"], "description": tool["description"],
+                "format": {"type": "grammar", "grammar": {"syntax": grammar.syntax, "definition": grammar.definition}}}})
+            continue
         parameters, strict = declared_schema(tool, supports)
         function = {"name": tool["name"], "description": tool["description"], "parameters": parameters}
         if supports:
@@ -179,10 +207,11 @@ def _tools(tools: list[Any], compat: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def build_request(model: Model, context: Context, options: StreamOptions) -> dict[str, Any]:
+def build_request(model: Model, context: Context, options: StreamOptions,
+                  grammar: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The JSON body of one ``/chat/completions`` request."""
     compat = resolve_compat(model)
-    messages = convert_messages(model, context, compat)
+    messages = convert_messages(model, context, compat, custom_tools(context, compat) if grammar is None else grammar)
     body: dict[str, Any] = {"model": model["id"], "messages": messages, "stream": True,
                             **prompt_cache_fields(model, options, compat)}
     if compat["supportsUsageInStreaming"] is not False:
@@ -243,14 +272,16 @@ def first_choice(choices: Any) -> dict[str, Any] | None:
 class _ChunkReader:
     """Turns chunks into content blocks and events; every block ends only when the stream does."""
 
-    def __init__(self, model: Model, output: AssistantMessage) -> None:
+    def __init__(self, model: Model, output: AssistantMessage, grammar: Mapping[str, str]) -> None:
         self.model = model
         self.output = output
+        self.grammar = grammar  # the custom tools (``custom_tools``)
         self.blocks: list[Any] = output["content"]
         self.text: Any = None
         self.thinking: Any = None
         self.calls: dict[Any, Any] = {}  # stream index (or id) -> block
         self.raw_args: dict[int, str] = {}  # content index -> argument text so far
+        self.custom: dict[int, GrammarInput] = {}  # content index -> the text of a custom call
         self.reasoning_details: list[dict[str, Any]] | None = None  # OpenRouter's replay data
         self.finished = False
 
@@ -336,24 +367,36 @@ class _ChunkReader:
         return events
 
     def _tool_call(self, call: dict[str, Any]) -> list[dict[str, Any]]:
+        """A function call's argument text, or a custom call's raw text (``custom`` without ``function``)."""
         events: list[dict[str, Any]] = []
         key = call.get("index", call.get("id"))
         block = self.calls.get(key)
         function = call.get("function") or {}
+        custom = call.get("custom") if isinstance(call.get("custom"), dict) and not call.get("function") else None
+        name = function.get("name") or (custom or {}).get("name") or ""
         if block is None:
-            block = {"type": "toolCall", "id": call.get("id") or "", "name": function.get("name") or "", "arguments": {}}
+            block = {"type": "toolCall", "id": call.get("id") or "", "name": name, "arguments": {}}
             self.calls[key] = block
             self.blocks.append(block)
-            self.raw_args[len(self.blocks) - 1] = ""
+            if custom is None:
+                self.raw_args[len(self.blocks) - 1] = ""
             events.append({"type": "toolcall_start", "contentIndex": len(self.blocks) - 1,
                            "id": block["id"], "toolName": block["name"]})
         index = self.blocks.index(block)
         if not block["id"] and call.get("id"):
             block["id"] = call["id"]
-        if not block["name"] and function.get("name"):
-            block["name"] = function["name"]
-        piece = function.get("arguments") or ""
-        append_text(self.raw_args, index, piece)
+        if not block["name"] and name:
+            block["name"] = name
+        if custom is not None and index not in self.custom:  # a custom call, even after a function-shaped start
+            self.custom[index] = GrammarInput(self.grammar.get(block["name"]) or "input")
+            block["arguments"] = self.custom[index].arguments
+        text = self.custom.get(index)
+        if text is None:
+            piece = function.get("arguments") or ""
+            append_text(self.raw_args, index, piece)
+        else:
+            piece = (text.append(custom["input"]) or "") if custom and custom.get("input") else ""
+            block["arguments"] = text.arguments
         events.append({"type": "toolcall_delta", "contentIndex": index, "delta": piece})
         return events
 
@@ -372,7 +415,12 @@ class _ChunkReader:
         for index, block in enumerate(self.blocks):
             kind = block["type"]
             if kind == "toolCall":
-                block["arguments"] = parse_arguments(self.raw_args.get(index, ""))
+                if (text := self.custom.get(index)) is not None:
+                    closing = text.close()
+                    if closing is not None:
+                        events.append({"type": "toolcall_delta", "contentIndex": index, "delta": closing})
+                else:
+                    block["arguments"] = parse_arguments(self.raw_args.get(index, ""))
                 events.append({"type": "toolcall_end", "contentIndex": index, "toolCall": block})
             else:
                 if kind == "thinking" and self.reasoning_details is not None:
@@ -387,9 +435,10 @@ async def stream(
     compat = resolve_compat(model)
     session = options.session_id if options.cache_retention != "none" else None
     headers = request_headers(model, options, affinity_headers(compat, session))
-    body = build_request(model, context, options)
+    grammar = custom_tools(context, compat)
+    body = build_request(model, context, options, grammar)
     url = model["baseUrl"].rstrip("/") + "/chat/completions"
-    reader = _ChunkReader(model, output)
+    reader = _ChunkReader(model, output, grammar)
     async with aclosing(sse_events(url, headers, body, options)) as events:
         async for event in events:
             if event.data == "[DONE]" or not event.data:

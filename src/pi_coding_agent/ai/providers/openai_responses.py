@@ -8,7 +8,7 @@ Reasoning items are kept whole (JSON) in ``thinkingSignature`` and text item ids
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from contextlib import aclosing
 from typing import Any
 
@@ -16,16 +16,17 @@ import orjson
 
 from pi_coding_agent.ai.providers.accumulate import append_text
 from pi_coding_agent.ai.providers.diagnostics import append_transformations
+from pi_coding_agent.ai.providers.grammar_tools import GrammarInput, call_input, input_properties
 from pi_coding_agent.ai.providers.http import openai_error_text, sse_events
 from pi_coding_agent.ai.providers.openai_completions import request_headers
 from pi_coding_agent.ai.providers.partial_json import parse_arguments
-from pi_coding_agent.ai.providers.responses_tools import InputDeclarations, convert_tools, tools_in_input
+from pi_coding_agent.ai.providers.responses_tools import Declarations, ToolFormat, declarations_for
 from pi_coding_agent.ai.providers.sampling import sampling_params
 from pi_coding_agent.ai.providers.short_hash import short_hash
 from pi_coding_agent.ai.providers.usage import is_openrouter, responses_usage
 from pi_coding_agent.ai.stream import ProviderError, StreamOptions
 from pi_coding_agent.ai.thinking import clamp_max_tokens, clamp_thinking_level
-from pi_coding_agent.ai.tool_changes import current_tools, system_messages
+from pi_coding_agent.ai.tool_changes import declared_tools
 from pi_coding_agent.ai.types import AssistantMessage, Context, Model
 
 MIN_OUTPUT_TOKENS = 16  # the API rejects smaller max_output_tokens
@@ -43,18 +44,20 @@ def _id_part(part: str) -> str:
 class Converter:
     """Context -> ``input`` items; remembers the tool call ids it had to rewrite for their results.
 
-    With ``declarations`` the tools are declared in the input, the leading prompt's first and each
-    later change where it happened; ``effort`` set means thinking levels travel as
+    ``declarations`` place the tools (``responses_tools``): top-level, or in the input where the
+    transcript changed them. ``effort`` set means thinking levels travel as
     ``configuration_update`` items: one before each earlier answer of this model that recorded its
-    level, one at the end for this turn.
+    level, one at the end for this turn. ``grammar`` names the custom tools (tool -> the property
+    holding its text), whose calls and results are replayed as custom ones.
     """
 
-    def __init__(self, model: Model, declarations: InputDeclarations | None = None,
-                 effort: str | None = None) -> None:
+    def __init__(self, model: Model, declarations: Declarations | None = None,
+                 effort: str | None = None, grammar: Mapping[str, str] | None = None) -> None:
         self.model = model
         self.renamed: dict[str, str] = {}
         self.declarations = declarations
         self.effort = effort
+        self.grammar: Mapping[str, str] = grammar or {}
 
     def call_id(self, call_id: str, source: Any) -> str:
         """Ids of another model's calls are made acceptable here (``fc_`` item ids, safe characters)."""
@@ -74,23 +77,24 @@ class Converter:
         items: list[dict[str, Any]] = []
         declarations = self.declarations
         if declarations is not None:
-            items += declarations.added(context.get("tools") or [])
+            items += declarations.leading(context.get("tools") or [])
         if context.get("systemPrompt"):
             items.append({"role": role, "content": context["systemPrompt"]})
-        messages: list[Any] = context["messages"]
-        for index, msg in enumerate(messages):
+        position = 0  # pi's message index: an empty user message or answer does not count
+        for msg in context["messages"]:
             kind = msg["role"]
             if kind == "user":
-                items += self._user(msg)
+                produced = self._user(msg)
             elif kind == "assistant":
-                items += self._assistant(msg, index)
+                produced = self._assistant(msg, position)
             elif kind == "toolResult":
-                call_id = self.renamed.get(msg["toolCallId"], msg["toolCallId"]).split("|", 1)[0]
-                items.append({"type": "function_call_output", "call_id": call_id, "output": self._output(msg)})
-            elif kind == "system" and declarations is not None:
-                items += declarations.system_message(msg, role)
-            elif kind == "system" and msg.get("content"):
-                items.append({"role": role, "content": msg["content"]})
+                produced = [self._result(msg)]
+            elif declarations is not None:
+                produced = declarations.system_message(msg, role, f"system:{position}")
+            else:
+                produced = [{"role": role, "content": msg["content"]}] if msg.get("content") else []
+            items += produced
+            position += 1 if produced or kind not in ("user", "assistant") else 0
         if self.effort is not None:
             items.append(_configuration_update(self.effort))
         return items
@@ -105,6 +109,11 @@ class Converter:
             for b in content
         ]
         return [{"role": "user", "content": parts}] if parts else []
+
+    def _result(self, msg: Any) -> dict[str, Any]:
+        call_id = self.renamed.get(msg["toolCallId"], msg["toolCallId"]).split("|", 1)[0]
+        kind = "custom_tool_call_output" if msg["toolName"] in self.grammar else "function_call_output"
+        return {"type": kind, "call_id": call_id, "output": self._output(msg)}
 
     def _assistant(self, msg: Any, index: int) -> list[dict[str, Any]]:
         model = self.model
@@ -123,20 +132,32 @@ class Converter:
                 out.append(self._text_item(block, index, texts))
                 texts += 1
             elif kind == "toolCall":
-                call_id = block["id"]
-                if not same_model:
-                    call_id = self.call_id(call_id, msg)
-                    if call_id != block["id"]:
-                        self.renamed[block["id"]] = call_id
-                call, _, item_id = call_id.partition("|")
-                item: dict[str, Any] = {"type": "function_call"}
-                if item_id.startswith("fc_") and (same_model or not same_api):
-                    item["id"] = item_id
-                item.update(call_id=call, name=block["name"], arguments=orjson.dumps(block["arguments"]).decode())
-                out.append(item)
+                out.append(self._call_item(block, msg, same_api, same_model))
         if out and self.effort is not None and same_model and msg.get("providerThinkingLevel") is not None:
             out.insert(0, _configuration_update(msg["providerThinkingLevel"]))
         return out
+
+    def _call_item(self, block: Any, msg: Any, same_api: bool, same_model: bool) -> dict[str, Any]:
+        """A ``function_call``, or a ``custom_tool_call`` for a custom tool; an item id of the wrong
+        kind (``fc_`` / ``ctc_``) or from another model of this API is left out."""
+        call_id = block["id"]
+        if not same_model:
+            call_id = self.call_id(call_id, msg)
+            if call_id != block["id"]:
+                self.renamed[block["id"]] = call_id
+        call, _, item_id = call_id.partition("|")
+        prop = self.grammar.get(block["name"])
+        item: dict[str, Any] = {"type": "function_call" if prop is None else "custom_tool_call"}
+        if item_id.startswith("fc_" if prop is None else "ctc_") and (same_model or not same_api):
+            item["id"] = item_id
+        item.update(call_id=call, name=block["name"])
+        if prop is None:
+            item["arguments"] = orjson.dumps(block["arguments"]).decode()
+        else:
+            item["input"] = call_input(block["name"], block["arguments"], prop)
+        if same_model and block.get("namespace") is not None:
+            item["namespace"] = block["namespace"]
+        return item
 
     @staticmethod
     def _text_item(block: Any, index: int, nth: int) -> dict[str, Any]:
@@ -181,10 +202,16 @@ def _parse_text_signature(signature: str | None) -> dict[str, str]:
     return {"id": signature}
 
 
-def convert_input(model: Model, context: Context) -> list[Any]:
+def convert_input(model: Model, context: Context, grammar: Mapping[str, str] | None = None) -> list[Any]:
     """The Responses ``input`` items of a conversation."""
-    items: list[Any] = Converter(model).convert(context)
+    items: list[Any] = Converter(model, grammar=grammar).convert(context)
     return items
+
+
+def custom_tools(model: Model, context: Context) -> dict[str, str]:
+    """The tools sent as custom (grammar) tools: name -> the property holding the text."""
+    supported = bool((model.get("compat") or {}).get("supportsOpenAIGrammarTools"))
+    return input_properties(declared_tools(context), supported)
 
 
 def chatgpt_sign_in(model: Model, api_key: str | None) -> bool:
@@ -202,17 +229,24 @@ def update_effort(model: Model, level: str, api_key: str | None) -> str | None:
     return (model.get("thinkingLevelMap") or {}).get(level) or level
 
 
-def build_request(model: Model, context: Context, options: StreamOptions) -> dict[str, Any]:
-    """The JSON body of one ``/responses`` request."""
+def build_request(model: Model, context: Context, options: StreamOptions, grammar: Mapping[str, str] | None = None,
+                  azure: bool = False) -> dict[str, Any]:
+    """The JSON body of one ``/responses`` request (``grammar``: ``custom_tools``, computed when not given).
+
+    ``azure``: pi's Azure dialect, where a model that does not set ``supportsStrictMode`` supports it and
+    thinking levels never travel as ``configuration_update`` items."""
     compat = model.get("compat") or {}
     retention = options.cache_retention
     explicit_cache = bool(compat.get("supportsExplicitPromptCacheMode"))
     long = retention == "long" and compat.get("supportsLongCacheRetention", True) is not False
     level = clamp_thinking_level(model, options.thinking_level) if options.thinking_level != "off" else "off"
-    effort = update_effort(model, level, options.api_key) if model["reasoning"] else None
-    supports_strict = bool(compat.get("supportsStrictMode"))
-    declarations = InputDeclarations(supports_strict, False) if tools_in_input(model) else None
-    converter = Converter(model, declarations, effort)
+    effort = update_effort(model, level, options.api_key) if model["reasoning"] and not azure else None
+    strict = compat.get("supportsStrictMode")
+    tool_format = ToolFormat(azure if strict is None else bool(strict), False,
+                             bool(compat.get("supportsOpenAIGrammarTools")))
+    declarations = declarations_for(model, context, tool_format)
+    grammar = custom_tools(model, context) if grammar is None else grammar
+    converter = Converter(model, declarations, effort, grammar)
     body: dict[str, Any] = {"model": model["id"], "input": converter.convert(context), "stream": True}
     if options.session_id and retention != "none" and compat.get("promptCacheKeyMode") != "disabled":
         body["prompt_cache_key"] = options.session_id[:64]
@@ -225,8 +259,8 @@ def build_request(model: Model, context: Context, options: StreamOptions) -> dic
         body["max_output_tokens"] = max(clamp_max_tokens(model, context, options.max_tokens), MIN_OUTPUT_TOKENS)
     if options.temperature is not None:
         body["temperature"] = options.temperature
-    if declarations is None and (tools := current_tools(system_messages(context))):
-        body["tools"] = convert_tools(tools, supports_strict, False)
+    if declarations.top_level:
+        body["tools"] = tool_format.convert(declarations.top_level)
     if model["reasoning"]:
         _reasoning_fields(body, model, level, effort)
     body.update(sampling_params(model, level))  # last: configured sampling wins
@@ -263,13 +297,15 @@ def _headers(model: Model, options: StreamOptions) -> dict[str, str]:
 
 
 class _EventReader:
-    """Turns Responses events into content blocks and normalized events."""
+    """Turns Responses events into content blocks and normalized events (``grammar``: see ``Converter``)."""
 
-    def __init__(self, output: AssistantMessage) -> None:
+    def __init__(self, output: AssistantMessage, grammar: Mapping[str, str]) -> None:
         self.output = output
+        self.grammar = grammar
         self.blocks: list[Any] = output["content"]
         self.slots: dict[int, int] = {}  # output_index -> content index
         self.raw_args: dict[int, str] = {}  # content index -> argument text so far
+        self.custom: dict[int, GrammarInput] = {}  # content index -> the text of a custom tool call
         self.unfinished: set[int] = set()  # tool calls whose output_item.done is missing
         self.reasoning: dict[str, Any] = {}  # reasoning item id -> its thinking block
         self.terminal = False
@@ -290,6 +326,10 @@ class _EventReader:
             return self._args(event, event["delta"])
         elif kind == "response.function_call_arguments.done":
             return self._final_args(event, event.get("arguments") or "")
+        elif kind == "response.custom_tool_call_input.delta":
+            return self._custom(event, lambda text: text.append(event.get("delta") or ""))
+        elif kind == "response.custom_tool_call_input.done":
+            return self._custom(event, lambda text: text.close(event.get("input")))
         elif kind == "response.output_item.done":
             return self._end_item(event["output_index"], event["item"])
         elif kind in ("response.completed", "response.incomplete"):
@@ -319,11 +359,18 @@ class _EventReader:
                 self.output["stopReason"] = "stop"
             self.blocks.append({"type": "text", "text": ""})
             event = {"type": "text_start", "contentIndex": index}
-        elif kind == "function_call":
+        elif kind in ("function_call", "custom_tool_call"):
             call = {"type": "toolCall", "id": f"{item.get('call_id')}|{item.get('id')}", "name": item.get("name", ""),
                     "arguments": {}}
+            if kind == "custom_tool_call":
+                text = self.custom[index] = GrammarInput(self.grammar.get(call["name"]) or "input",
+                                                         item.get("input") or "")
+                call["arguments"] = text.arguments
+            else:
+                self.raw_args[index] = item.get("arguments") or ""
+            if item.get("namespace") is not None:
+                call["namespace"] = item["namespace"]
             self.blocks.append(call)
-            self.raw_args[index] = item.get("arguments") or ""
             self.unfinished.add(index)
             event = {"type": "toolcall_start", "contentIndex": index, "id": call["id"], "toolName": call["name"]}
         else:
@@ -340,7 +387,7 @@ class _EventReader:
 
     def _args(self, event: dict[str, Any], piece: str) -> list[dict[str, Any]]:
         index = self._slot(event, "toolCall")
-        if index is None:
+        if index is None or index in self.custom:
             return []
         append_text(self.raw_args, index, piece)
         return [{"type": "toolcall_delta", "contentIndex": index, "delta": piece}]
@@ -348,13 +395,26 @@ class _EventReader:
     def _final_args(self, event: dict[str, Any], text: str) -> list[dict[str, Any]]:
         """The complete arguments; only a missing tail is reported as a delta."""
         index = self._slot(event, "toolCall")
-        if index is None:
+        if index is None or index in self.custom:
             return []
         sent = self.raw_args[index]
         self.raw_args[index] = text
         if text.startswith(sent) and len(text) > len(sent):
             return [{"type": "toolcall_delta", "contentIndex": index, "delta": text[len(sent):]}]
         return []
+
+    def _custom(self, event: dict[str, Any], step: Callable[[GrammarInput], str | None]) -> list[dict[str, Any]]:
+        """A custom call's text grew or ended: its arguments follow, the JSON piece is the delta."""
+        index = self._slot(event, "toolCall")
+        return [] if index is None else self._step_custom(index, step)
+
+    def _step_custom(self, index: int, step: Callable[[GrammarInput], str | None]) -> list[dict[str, Any]]:
+        text = self.custom.get(index)
+        if text is None:
+            return []
+        piece = step(text)
+        self.blocks[index]["arguments"] = text.arguments
+        return [] if piece is None else [{"type": "toolcall_delta", "contentIndex": index, "delta": piece}]
 
     def _end_item(self, output_index: int, item: dict[str, Any]) -> list[dict[str, Any]]:
         events = [] if output_index in self.slots else self._start_item(output_index, item)
@@ -382,10 +442,15 @@ class _EventReader:
                 signature["phase"] = item["phase"]
             block["textSignature"] = orjson.dumps(signature).decode()
             events.append({"type": "text_end", "contentIndex": index, "content": block["text"]})
-        elif kind == "function_call" and block["type"] == "toolCall":
-            if item.get("arguments"):
-                self.raw_args[index] = item["arguments"]
-            block["arguments"] = parse_arguments(self.raw_args[index])
+        elif block["type"] == "toolCall" and kind == ("custom_tool_call" if index in self.custom else "function_call"):
+            if kind == "custom_tool_call":
+                events += self._step_custom(index, lambda text: text.close(item.get("input")))
+            else:
+                if item.get("arguments"):
+                    self.raw_args[index] = item["arguments"]
+                block["arguments"] = parse_arguments(self.raw_args[index])
+            if item.get("namespace") is not None:
+                block["namespace"] = item["namespace"]
             self.unfinished.discard(index)
             events.append({"type": "toolcall_end", "contentIndex": index, "toolCall": block})
         return events
@@ -466,9 +531,11 @@ async def stream(
     model: Model, context: Context, options: StreamOptions, output: AssistantMessage
 ) -> AsyncIterator[dict[str, Any]]:
     url = model["baseUrl"].rstrip("/") + "/responses"
-    body = build_request(model, context, options)
+    grammar = custom_tools(model, context)
+    body = build_request(model, context, options, grammar)
     record_update_effort(output, body)
-    events = stream_response(url, _headers(model, options), body, options, output, _error_text(model))
+    events = stream_response(url, _headers(model, options), body, options, output, _error_text(model),
+                             grammar=grammar)
     async with aclosing(events) as items:
         async for item in items:
             yield item
@@ -483,11 +550,11 @@ def record_update_effort(output: AssistantMessage, body: dict[str, Any]) -> None
 
 async def stream_response(
     url: str, headers: dict[str, str], body: dict[str, Any], options: StreamOptions, output: AssistantMessage,
-    error_text: Any, label: str = "OpenAI Responses",
+    error_text: Any, label: str = "OpenAI Responses", grammar: Mapping[str, str] | None = None,
 ) -> AsyncGenerator[dict[str, Any], None]:
     """POST a Responses body and translate its events (shared with the Azure and Codex backends)."""
     async with aclosing(sse_json(sse_events(url, headers, body, options, error_text))) as events:
-        async for item in translate_events(events, output, label):
+        async for item in translate_events(events, output, label, grammar):
             yield item
 
 
@@ -500,10 +567,12 @@ async def sse_json(events: AsyncGenerator[Any, None]) -> AsyncGenerator[dict[str
 
 
 async def translate_events(
-    events: AsyncIterator[dict[str, Any]], output: AssistantMessage, label: str
+    events: AsyncIterator[dict[str, Any]], output: AssistantMessage, label: str,
+    grammar: Mapping[str, str] | None = None,
 ) -> AsyncGenerator[dict[str, Any], None]:
-    """Responses events, from any transport, as normalized events (``output`` filled in)."""
-    reader = _EventReader(output)
+    """Responses events, from any transport, as normalized events (``output`` filled in; ``grammar``:
+    the custom tools, whose calls carry text)."""
+    reader = _EventReader(output, grammar or {})
     async for event in events:
         for item in reader.feed(event):
             yield item

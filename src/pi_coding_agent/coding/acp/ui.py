@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from pi_coding_agent.coding.acp.jsonrpc import ConnectionClosed, RpcError
+from pi_coding_agent.coding.extensions.ui import RPC_THEME_ERROR, HeadlessThemes
 
 if TYPE_CHECKING:
     from pi_coding_agent.ai.abort import AbortSignal
@@ -22,10 +23,11 @@ if TYPE_CHECKING:
 Request = Callable[[str, dict[str, Any]], Awaitable[Any]]
 
 
-class AcpExtensionUI:
+class AcpExtensionUI(HeadlessThemes):
     """ctx.ui of one ACP session; ``bind`` names the session once it has an id."""
 
     has_ui = True
+    theme_error = RPC_THEME_ERROR  # what pi answers behind the pi-acp adapter, which drives it over RPC
 
     def __init__(self, request: Request, send_update: Callable[[str, dict[str, Any]], None]) -> None:
         self._request = request

@@ -9,7 +9,7 @@ the callable tools as TypeScript declarations within ``codemode.inlineBudget`` e
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pi_coding_agent.agent.tool import AgentTool, ToolResult, UpdateCallback
 from pi_coding_agent.ai.abort import AbortSignal
@@ -171,6 +171,9 @@ def presented_declarations(tools: list[Any], settings: Any) -> list[Any]:
     return declarations
 
 
+GRAMMAR_SAMPLING: dict[str, Any] = {"type": "grammar", "variants": {"openai_lark": GRAMMAR}}
+
+
 class CodemodeTool(AgentTool):
     """The ``codemode`` tool over a :class:`CodemodeHost` (created lazily: the session comes later)."""
 
@@ -183,7 +186,7 @@ class CodemodeTool(AgentTool):
     prompt_guidelines = (
         "Prefer one codemode script over many separate calls when calls are independent (Promise.allSettled), "
         "depend on each other, or return large output to filter.",)
-    constrained_sampling: ClassVar[dict[str, Any]] = {"type": "grammar", "variants": {"openai_lark": GRAMMAR}}
+    constrained_sampling = GRAMMAR_SAMPLING
 
     def __init__(self, host: Callable[[], CodemodeHost], settings: Callable[[], Any],
                  processes: ProcessRegistry) -> None:

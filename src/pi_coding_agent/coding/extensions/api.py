@@ -52,8 +52,10 @@ class ExtensionTool(AgentTool):
                  execution_mode: Literal["parallel", "sequential"] = "parallel",
                  prompt_snippet: str | None = None, prompt_guidelines: list[str] | None = None,
                  prepare_arguments: Callable[[Any], Any] | None = None, default_active: bool = True,
-                 annotations: dict[str, Any] | None = None, output_schema: dict[str, Any] | None = None) -> None:
+                 annotations: dict[str, Any] | None = None, output_schema: dict[str, Any] | None = None,
+                 constrained_sampling: dict[str, Any] | Literal[False] | None = None) -> None:
         self._runner = runner
+        self.constrained_sampling = constrained_sampling  # pi's ``constrainedSampling``: strict schema or grammar
         self._execute = execute
         self._prepare = prepare_arguments
         self.default_active = default_active
@@ -173,14 +175,17 @@ class ExtensionAPI:
                       execution_mode: Literal["parallel", "sequential"] = "parallel",
                       prompt_snippet: str | None = None, prompt_guidelines: list[str] | None = None,
                       prepare_arguments: Callable[[Any], Any] | None = None, default_active: bool = True,
-                      annotations: dict[str, Any] | None = None, output_schema: dict[str, Any] | None = None) -> None:
+                      annotations: dict[str, Any] | None = None, output_schema: dict[str, Any] | None = None,
+                      constrained_sampling: dict[str, Any] | Literal[False] | None = None) -> None:
         """Add a tool (a built-in of the same name is overridden); active at once unless ``default_active``
-        is False (then ``set_active_tools`` or ``--tools`` activates it)."""
+        is False (then ``set_active_tools`` or ``--tools`` activates it). ``constrained_sampling`` is pi's
+        ``constrainedSampling`` (``{"type": "grammar", "variants": {"openai_lark": ...}}`` or a strict schema)."""
         runner = self._live()
         tool = ExtensionTool(runner, name=name, label=label, description=description, parameters=parameters,
                              execute=execute, execution_mode=execution_mode, prompt_snippet=prompt_snippet,
                              prompt_guidelines=prompt_guidelines, prepare_arguments=prepare_arguments,
-                             default_active=default_active, annotations=annotations, output_schema=output_schema)
+                             default_active=default_active, annotations=annotations, output_schema=output_schema,
+                             constrained_sampling=constrained_sampling)
         self._extension.tools[name] = tool
         if self._extension in runner.extensions:  # after setup; during setup the loader installs it
             install_tool(runner, tool)

@@ -4,8 +4,12 @@ Each handler gets ``{type, cwd, reason}`` (``reason`` is ``startup``; pi's ``rel
 command here) and may return ``{"skillPaths": [...], "promptPaths": [...], "themePaths": [...]}``.
 The paths load like ``--skill``/``--prompt-template`` ones (relative to the working directory) and
 join the session's resources after those already there (a name that exists keeps its first
-definition); ``sourceInfo`` names the extension (``extension:<file stem>``), as in pi. Themes have
-no use without a terminal UI and are ignored.
+definition); ``sourceInfo`` names the extension (``extension:<file stem>``), as in pi.
+
+``themePaths`` are accepted and not read. pi 1.6.0 loads and validates them into its resource
+loader, but outside its terminal UI nothing reads that back: the diagnostics are never printed,
+``get_commands`` does not list themes and ``ctx.ui``'s theme calls answer the same with or without
+them (``extensions/ui.HeadlessThemes``). Loading them here would change nothing anyone can observe.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ if TYPE_CHECKING:
     from pi_coding_agent.coding.extensions.registry import Extension
 
 Found = dict[str, list[tuple[str, str]]]  # result key -> (path, extension path)
-KEYS = ("skillPaths", "promptPaths", "themePaths")
+KEYS = ("skillPaths", "promptPaths")  # themePaths: see the module docstring
 
 
 async def discover_resources(dispatcher: Dispatcher, reason: str = "startup") -> None:

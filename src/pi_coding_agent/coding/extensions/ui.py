@@ -7,7 +7,7 @@ SDK sessions default to ``NoUI``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from pi_coding_agent.ai.abort import AbortSignal
@@ -43,8 +43,35 @@ class ExtensionUI(Protocol):
 
     def get_editor_text(self) -> str: ...
 
+    def get_all_themes(self) -> list[dict[str, Any]]: ...
 
-class NoUI:
+    def get_theme(self, name: str) -> dict[str, Any] | None: ...
+
+    def set_theme(self, theme: object) -> dict[str, Any]: ...
+
+
+RPC_THEME_ERROR = "Theme switching not supported in RPC mode"  # pi's refusal there, word for word
+
+
+class HeadlessThemes:
+    """``ctx.ui``'s theme calls where nothing is drawn, answered as pi 1.6.0 answers them outside its
+    terminal UI: no theme is listed or found (themes from ``--theme``, settings or an extension's
+    ``resources_discover`` included), and switching is refused with ``theme_error``."""
+
+    theme_error = "UI not available"
+
+    def get_all_themes(self) -> list[dict[str, Any]]:
+        return []
+
+    def get_theme(self, name: str) -> dict[str, Any] | None:
+        return None
+
+    def set_theme(self, theme: object) -> dict[str, Any]:
+        """``theme`` is a name or a theme object, as in pi; neither can be shown here."""
+        return {"success": False, "error": self.theme_error}
+
+
+class NoUI(HeadlessThemes):
     """ctx.ui for print, JSON and SDK sessions: nobody can answer, so dialogs resolve to their defaults."""
 
     has_ui = False

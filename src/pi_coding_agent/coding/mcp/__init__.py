@@ -4,9 +4,9 @@ This module is all a session imports when MCP is on but no ``mcp.json`` exists: 
 entry and status, nothing else. The manager, the client and the transports load only once a config
 file is found, and connect in the background so the command loop never waits for a server.
 
-Seams in the session (each one call): ``start_mcp`` from ``create_session``, and on the returned
-``McpSession``: ``command_entry`` (get_commands), ``handle_input`` (``/mcp``), ``before_prompt``,
-``prompt_sections`` and ``close``.
+Seams in the session (each one call): ``start_mcp`` from ``create_session``, ``restart_mcp`` when a
+session replacement enters another directory, and on the returned ``McpSession``: ``command_entry``
+(get_commands), ``handle_input`` (``/mcp``), ``before_prompt``, ``prompt_sections`` and ``close``.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ SECTION = "mcp_servers"
 
 
 CODEMODE = "codemode"  # the tool a "codemode" server's tools are called through (coding/codemode)
+CLIENT_SOURCE = "acp"  # servers an ACP client passed (modes/acp): they stay with the session wherever it moves
 
 
 def mcp_disabled(runtime: SessionRuntime) -> bool:
@@ -45,6 +46,31 @@ def start_mcp(runtime: SessionRuntime, trusted: bool) -> McpSession | None:
     return mcp
 
 
+async def restart_mcp(runtime: SessionRuntime) -> None:
+    """After the runtime moved to another directory: every server of the old one is stopped (its
+    process gone before this returns) and its tools withdrawn, then that directory's servers start
+    under its own trust and settings, as pi rebuilds its MCP extension there. A server defined in
+    both places restarts too, so a stdio server runs in the new directory; the ACP client's servers
+    follow the session."""
+    old = runtime.mcp
+    kept = old.client_servers if isinstance(old, McpSession) else {}
+    if isinstance(old, McpSession):
+        await old.stop()
+    runtime.mcp = mcp = start_mcp(runtime, runtime.project_trusted)
+    for name, config in kept.items():
+        if mcp is not None:
+            mcp.register_server(name, config, CLIENT_SOURCE)
+
+
+async def refresh_mcp(runtime: SessionRuntime) -> None:
+    """After a replacement in the same directory (new, resume, fork): pi rebuilds its MCP extension on
+    every replacement, so edits to mcp.json apply; ours re-reads the files too but restarts only when
+    what they configure changed, so unchanged servers keep their connections."""
+    mcp = runtime.mcp
+    if isinstance(mcp, McpSession) and mcp.files_changed():
+        await restart_mcp(runtime)
+
+
 class McpSession:
     """Binds an ``McpManager`` to one ``SessionRuntime``: declares its tools, runs ``/mcp``."""
 
@@ -52,14 +78,33 @@ class McpSession:
         self.runtime = runtime
         self.trusted = trusted
         self.manager: McpManager | None = None
+        self.client_servers: dict[str, dict[str, Any]] = {}  # registered with CLIENT_SOURCE
+        self.activated_codemode = False  # codemode was made active by these servers (not by defaultTools)
 
     def start(self) -> None:
+        config = self._read_files()
+        if config is not None:
+            self._start_manager(config)
+
+    def _read_files(self) -> McpConfig | None:
+        """The user and (trusted) project mcp.json merged; None when neither exists."""
         rt = self.runtime
         paths = [rt.agent_dir / "mcp.json", *([rt.cwd / ".pi" / "mcp.json"] if self.trusted else [])]
-        if any(path.exists() for path in paths):
-            from pi_coding_agent.coding.mcp.config import load_config
+        if not any(path.exists() for path in paths):
+            return None
+        from pi_coding_agent.coding.mcp.config import load_config
 
-            self._start_manager(load_config(rt.agent_dir, rt.cwd, self.trusted))
+        return load_config(rt.agent_dir, rt.cwd, self.trusted)
+
+    def files_changed(self) -> bool:
+        """Whether the mcp.json files now configure other servers (or errors, or autoEnableCodemode)
+        than the ones running; registered servers do not count."""
+        def configured(config: McpConfig | None) -> tuple[object, ...]:
+            if config is None:
+                return [], [], None
+            return ([e for e in config.servers if e.scope != "extension"], config.errors, config.auto_enable_codemode)
+
+        return configured(self._read_files()) != configured(self.manager.config if self.manager else None)
 
     def _start_manager(self, config: McpConfig) -> McpManager:
         from pi_coding_agent.coding.mcp.manager import McpManager
@@ -71,7 +116,7 @@ class McpSession:
         # with the codemode tool available, "codemode" servers are reached through scripts, not tool_search
         self.manager.codemode_active = CODEMODE in rt.all_tools
         self.manager.on_tools_changed.append(self.sync_tools)
-        self._add_tool_search()
+        self._activate_discovery()
         self.manager.start()
         return self.manager
 
@@ -82,11 +127,13 @@ class McpSession:
         validated = validate_server(name, config)
         if isinstance(validated, str):
             raise ValueError(validated)
+        if source == CLIENT_SOURCE:
+            self.client_servers[name] = config
         manager = self.manager or self._start_manager(McpConfig())
         overridden = manager.add_server(ServerEntry(name, validated, source, "extension"))
         if overridden:
             print(f"Warning: MCP server {overridden}", file=sys.stderr)
-        self._add_tool_search()
+        self._activate_discovery()
 
     def notify(self, message: str, kind: str) -> None:
         notify = getattr(self.runtime.ui, "notify", None)
@@ -115,18 +162,35 @@ class McpSession:
         current += [t for t in reachable.values()
                     if t.name not in present and (t.exposure == "direct" or t.name in recorded)]
         rt.agent.set_tools(current)
-        if self.manager.codemode_active and any(t.exposure == "codemode" for t in reachable.values()):
-            from pi_coding_agent.coding.codemode import enable_codemode
+        if any(t.exposure == "codemode" for t in reachable.values()):
+            self._enable_codemode()
 
-            enable_codemode(rt, self.manager.config.auto_enable_codemode is not False)
+    def _activate_discovery(self) -> None:
+        """``codemode`` and ``tool_search`` are active while some server needs them, from the config on
+        (before servers connect), as pi activates them."""
+        manager = self.manager
+        if manager is None:
+            return
+        if any(e.enabled and "codemode" in e.configured_exposures() for e in manager.config.servers):
+            self._enable_codemode()
+        self._add_tool_search(manager)
 
-    def _add_tool_search(self) -> None:
-        """``tool_search`` is active while some server needs it, from the config on (before servers connect)."""
+    def _enable_codemode(self) -> None:
+        """Activate ``codemode`` for ``codemode`` servers unless ``autoEnableCodemode`` is false."""
+        from pi_coding_agent.coding.codemode import enable_codemode
+
+        manager, rt = self.manager, self.runtime
+        if manager is None or not manager.codemode_active:
+            return
+        active = any(t.name == CODEMODE for t in rt.agent.tools)
+        if enable_codemode(rt, manager.config.auto_enable_codemode is not False) and not active:
+            self.activated_codemode = True
+
+    def _add_tool_search(self, manager: McpManager) -> None:
         from pi_coding_agent.coding.mcp.tool_search import TOOL_SEARCH, ToolSearchTool
 
-        manager = self.manager
         rt = self.runtime
-        if manager is None or not manager.needs_tool_search() or TOOL_SEARCH in rt.all_tools:
+        if not manager.needs_tool_search() or TOOL_SEARCH in rt.all_tools:
             return
 
         def candidates() -> list[tuple[Any, str]]:
@@ -172,6 +236,23 @@ class McpSession:
     async def close(self) -> None:
         if self.manager is not None:
             await self.manager.close()
+
+    async def stop(self) -> None:
+        """Close every connection and withdraw what these servers brought: their tools and our
+        ``tool_search`` leave the runtime and the model's tool list, ``codemode`` the latter when they
+        activated it."""
+        if self.manager is None:
+            return
+        await self.manager.close()
+        self.manager = None
+        from pi_coding_agent.coding.mcp.manager import AnyMcpTool
+        from pi_coding_agent.coding.mcp.tool_search import ToolSearchTool
+
+        rt = self.runtime
+        for name in [n for n, t in rt.all_tools.items() if isinstance(t, AnyMcpTool | ToolSearchTool)]:
+            del rt.all_tools[name]
+        rt.agent.set_tools([t for t in rt.agent.tools if not isinstance(t, AnyMcpTool | ToolSearchTool)
+                            and not (self.activated_codemode and t.name == CODEMODE)])
 
 
 def tool_filter(args: Any) -> Any:

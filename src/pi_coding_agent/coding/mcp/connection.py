@@ -182,8 +182,11 @@ class ServerConnection:
         return result
 
     async def close(self) -> None:
+        """Stop the server; a connection still opening is cancelled first, so a process it spawned
+        is closed here too rather than after this returns."""
         if self._opening is not None and not self._opening.done():
             self._opening.cancel()
+            await asyncio.wait([self._opening])
         client, self._client = self._client, None
         if client is not None:
             await client.close()

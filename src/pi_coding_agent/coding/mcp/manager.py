@@ -68,6 +68,8 @@ class McpManager:
         """A server an extension registered: connects at once unless a file entry of the same
         namespace overrides it (then the reason is returned)."""
         clash = next((e for e in self.config.servers if namespace(e.name) == namespace(entry.name)), None)
+        if clash is not None and (clash.name, clash.source, clash.config) == (entry.name, entry.source, entry.config):
+            return None  # registered again by the extension's next generation (a reload): it stays connected
         if clash is not None:
             return f'"{entry.name}" registered by {entry.source} is overridden by "{clash.name}" in {clash.source}'
         self.config.servers.append(entry)

@@ -11,6 +11,8 @@ import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from pi_coding_agent.coding.extensions.ui import RPC_THEME_ERROR, HeadlessThemes
+
 if TYPE_CHECKING:
     from pi_coding_agent.ai.abort import AbortSignal
 
@@ -29,10 +31,11 @@ def _confirmed(response: dict[str, Any]) -> bool:
     return not response.get("cancelled") and response.get("confirmed") is True
 
 
-class RpcExtensionUI:
+class RpcExtensionUI(HeadlessThemes):
     """ctx.ui over the RPC stream; ``resolve`` is fed every ``extension_ui_response`` record."""
 
     has_ui = True
+    theme_error = RPC_THEME_ERROR
 
     def __init__(self, send: Send) -> None:
         self._send = send

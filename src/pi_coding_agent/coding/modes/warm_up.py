@@ -1,8 +1,8 @@
 """Loading the provider stack in the background, so that the first prompt does not wait for it.
 
-A process's first request imports httpx and its stack and the model's wire adapter, and for an
-``https://`` endpoint builds the TLS context: about 60 ms of CPU that would sit between ``prompt``
-and its first event. The front ends call ``warm_up_after_first_answer`` once their first command has
+A process's first request imports the HTTP client (``httptools``; httpx and its stack as well when
+a proxy variable is set) and the model's wire adapter, and for an ``https://`` endpoint builds the
+TLS context: tens of ms of CPU that would sit between ``prompt`` and its first event. The front ends call ``warm_up_after_first_answer`` once their first command has
 been answered; a daemon thread then does that work while the event loop waits for input. Sessions
 whose model has no credentials (nothing could be sent) skip it, and keep their idle memory.
 """

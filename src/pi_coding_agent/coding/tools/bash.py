@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from typing import Any, ClassVar
+from typing import Any
 
 from pi_coding_agent.agent.tool import ToolError, ToolResult, UpdateCallback, text_result
 from pi_coding_agent.ai.abort import AbortSignal
@@ -119,7 +119,7 @@ class BashTool(BuiltinTool):
         ["command"],
     )
     prompt_snippet = "Execute bash commands (ls, grep, find, etc.)"
-    constrained_sampling: ClassVar[dict[str, str] | None] = STRICT_PREFERRED
+    constrained_sampling = STRICT_PREFERRED
     handles_abort = True  # reports "Command aborted" with the output so far instead of being cancelled
     GUIDELINES = ("You can inspect PI_* environment variables for current model and session details.",)
 

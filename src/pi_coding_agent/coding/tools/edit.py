@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import os
 from collections.abc import Iterator
-from typing import Any, ClassVar
+from typing import Any
 
 from pi_coding_agent.agent.tool import ToolError, ToolResult, UpdateCallback, text_result
 from pi_coding_agent.ai.abort import AbortSignal
@@ -59,7 +59,7 @@ class EditTool(BuiltinTool):
     prompt_snippet = (
         "Make precise file edits with exact text replacement, including multiple disjoint edits in one call"
     )
-    constrained_sampling: ClassVar[dict[str, str] | None] = STRICT_PREFERRED
+    constrained_sampling = STRICT_PREFERRED
     GUIDELINES = (
         "Use edit for targeted changes. Batch changes to one file in a single call.",
         "Each edits[].oldText must exactly and uniquely match the original file. Keep matches short and "

@@ -7,7 +7,7 @@ import io
 import math
 import os
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO, ClassVar
+from typing import Any, BinaryIO
 
 from pi_coding_agent.agent.tool import ToolError, ToolResult, UpdateCallback
 from pi_coding_agent.ai.abort import AbortSignal
@@ -173,7 +173,7 @@ class ReadTool(BuiltinTool):
         ["path"],
     )
     prompt_snippet = "Read file contents"
-    constrained_sampling: ClassVar[dict[str, str] | None] = STRICT_PREFERRED
+    constrained_sampling = STRICT_PREFERRED
     GUIDELINES = ("Use read to examine files instead of cat or sed.",)
 
     async def execute(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Any, ClassVar
+from typing import Any
 
 from pi_coding_agent.agent.tool import ToolError, ToolResult, UpdateCallback, text_result
 from pi_coding_agent.ai.abort import AbortSignal
@@ -29,7 +29,7 @@ class WriteTool(BuiltinTool):
         ["path", "content"],
     )
     prompt_snippet = "Create or overwrite files"
-    constrained_sampling: ClassVar[dict[str, str] | None] = STRICT_PREFERRED
+    constrained_sampling = STRICT_PREFERRED
     GUIDELINES = ("Use write only for new files or complete rewrites.",)
 
     async def execute(

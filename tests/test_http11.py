@@ -1,0 +1,322 @@
+"""Our HTTP/1.1 client (``ai/providers/http11.py``) against raw servers on 127.0.0.1.
+
+Each server here is an ``asyncio`` socket server whose handler writes the exact bytes under test
+(chunk boundaries, a connection cut mid-chunk, a silent server), so the client's framing,
+keep-alive, abort and timeout paths are exercised on a real socket, through ``post_stream`` and
+``sse_events`` as the adapters call them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gzip
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import aclosing, asynccontextmanager
+
+import pytest
+
+from pi_coding_agent.ai.providers import http11
+from pi_coding_agent.ai.providers.http import post_stream, sse_events
+from pi_coding_agent.ai.stream import ProviderError, StreamOptions
+
+Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+SSE_HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+
+
+@pytest.fixture(autouse=True)
+def no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("http_proxy", "https_proxy", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.upper(), raising=False)
+
+
+class RawServer:
+    """Serves each connection with ``handler``; records connections and request heads."""
+
+    def __init__(self, handler: Handler) -> None:
+        self.handler = handler
+        self.connections = 0
+        self.heads: list[bytes] = []
+        self.closed_by_client = asyncio.Event()
+        self.url = ""
+
+    async def read_request(self, reader: asyncio.StreamReader) -> bytes:
+        """One request (head and content-length body); empty when the client closed."""
+        try:
+            head = await reader.readuntil(b"\r\n\r\n")
+        except asyncio.IncompleteReadError:
+            return b""
+        self.heads.append(head)
+        length = next((int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
+                       if line.lower().startswith(b"content-length:")), 0)
+        return head + await reader.readexactly(length)
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        try:
+            await self.handler(reader, writer)
+            if not await reader.read(1):  # wait for the client's side to end
+                self.closed_by_client.set()
+        except (ConnectionError, asyncio.IncompleteReadError):
+            self.closed_by_client.set()
+        except asyncio.CancelledError:  # the test is over while a pooled connection is still open
+            pass
+        finally:
+            writer.close()
+
+
+@asynccontextmanager
+async def raw_server(handler: Callable[[RawServer, asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+                     ) -> AsyncIterator[RawServer]:
+    server = RawServer(lambda r, w: handler(server, r, w))
+    listener = await asyncio.start_server(server._serve, "127.0.0.1", 0)
+    server.url = f"http://127.0.0.1:{listener.sockets[0].getsockname()[1]}/v1/stream"
+    async with listener:
+        yield server
+
+
+def chunk(data: bytes) -> bytes:
+    return b"%x\r\n%s\r\n" % (len(data), data)
+
+
+async def collect(url: str, **options: object) -> list[str]:
+    async with aclosing(sse_events(url, {}, {"q": 1}, StreamOptions(**options))) as events:  # type: ignore[arg-type]
+        return [event.data async for event in events]
+
+
+async def test_chunked_events_split_anywhere_arrive_whole() -> None:
+    body = chunk(b"data: one\n\n") + chunk(b"data: two\n\ndata: thr") + chunk(b"ee\n\n") + b"0\r\n\r\n"
+
+    async def handler(server: RawServer, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await server.read_request(reader)
+        stream = SSE_HEAD + body
+        for start in range(0, len(stream), 7):  # chunk-size lines and CRLFs cut across writes
+            writer.write(stream[start:start + 7])
+            await writer.drain()
+            await asyncio.sleep(0)
+
+    async with raw_server(handler) as server:
+        assert await collect(server.url) == ["one", "two", "three"]
+        head = server.heads[0].decode()
+        assert head.startswith("POST /v1/stream HTTP/1.1\r\n") and "content-length: 7\r\n" in head
+        assert "accept: text/event-stream\r\n" in head and "content-type: application/json\r\n" in head
+
+
+async def test_credentials_in_the_url_are_sent_as_basic_auth() -> None:
+    async def handler(server: RawServer, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await server.read_request(reader)
+        writer.write(SSE_HEAD + b"0\r\n\r\n")
+
+    async with raw_server(handler) as server:
+        assert await collect(server.url.replace("http://", "http://user:p%40ss@")) == []
+        head = server.heads[0].decode()
+        assert "authorization: Basic dXNlcjpwQHNz\r\n" in head and "@" not in head.split("\r\n")[1]
+
+
+async def test_a_keep_alive_connection_serves_the_next_request() -> None:
+    """Two requests, one connection; an informational answer before the real one is passed over."""
+    async def handler(server: RawServer, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while await server.read_request(reader):
+            writer.write(b"HTTP/1.1 103 Early Hints\r\nlink: </x>\r\n\r\n" + SSE_HEAD + chunk(b"data: hi\n\n")
+                         + b"0\r\n\r\n")
+            await writer.drain()
+
+    async with raw_server(handler) as server:
+        assert await collect(server.url) == ["hi"]
+        assert await collect(server.url) == ["hi"]
+        assert server.connections == 1 and len(server.heads) == 2
+
+
+async def test_a_content_length_body_and_an_error_status() -> None:
+    error = b'{"error":{"message":"slow down"}}'
+
+    async def handler(server: RawServer, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await server.read_request(reader)
+        writer.write(b"HTTP/1.1 429 Too Many Requests\r\ncontent-type: application/json\r\nretry-after: 7\r\n"
+                     b"content-length: %d\r\n\r\n%s" % (len(error), error))
+        while await server.read_request(reader):
+            events = b"data: a\n\ndata: b\n\n"
+            writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: %d\r\n\r\n%s"
+                         % (len(events), events))
+
+    async with raw_server(handler) as server:
+        with pytest.raises(ProviderError) as info:
+            await collect(server.url)
+        assert str(info.value) == '429: {"message":"slow down"}' and info.value.retry_after_ms == 7000
+        assert await collect(server.url) == ["a", "b"]  # the error's connection was read out and reused
+        assert server.connections == 1
+
+
+def answer_then_cut(body: bytes, requests: int = 1) -> Callable[[RawServer, asyncio.StreamReader,
+                                                              asyncio.StreamWriter], Awaitable[None]]:
+    """A handler answering ``requests`` requests with an event stream of ``body``, then dropping the connection."""
+    async def handler(server: RawServer, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        for _ in range(requests):
+            await server.read_request(reader)
+            writer.write(SSE_HEAD + body)
+            await writer.drain()
+        writer.transport.abort()
+    return handler
+
+
+async def test_a_server_closing_mid_chunk_is_a_transient_error() -> None:
+    handler = answer_then_cut(chunk(b"data: first\n\n") + b"20\r\ndata: cut sh")
+    async with raw_server(handler) as server:
+        seen: list[str] = []
+        with pytest.raises(ProviderError, match=r"^terminated: other side closed \(UND_ERR_SOCKET\)$"):
+            async with aclosing(sse_events(server.url, {}, {}, StreamOptions())) as events:
+                async for event in events:
+                    seen.append(event.data)
+        assert seen == ["first"]
+
+
+async def test_closing_the_stream_early_closes_the_connection() -> None:
+    """An abort mid-stream: the server sees its connection end, and the next request gets a new one."""
+    async def handler(server: RawServer, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if await server.read_request(reader):
+            writer.write(SSE_HEAD + chunk(b"data: one\n\n"))
+            await writer.drain()  # and never ends the body
+
+    async with raw_server(handler) as server:
+        async with aclosing(sse_events(server.url, {}, {}, StreamOptions())) as events:
+            assert (await anext(events)).data == "one"
+        await asyncio.wait_for(server.closed_by_client.wait(), 5)
+        task = asyncio.create_task(collect(server.url))
+        while len(server.heads) < 2:
+            await asyncio.sleep(0.01)
+        task.cancel()  # cancelled while waiting for data: closes that connection too
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert server.connections == 2
+
+
+async def test_a_silent_server_times_out() -> None:
+    async def handler(server: RawServer, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await server.read_request(reader)
+        writer.write(SSE_HEAD + chunk(b"data: one\n\n"))
+        await asyncio.sleep(5)
+
+    async with raw_server(handler) as server:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        with pytest.raises(ProviderError, match=r"^Request timed out\.$"):
+            await collect(server.url, idle_timeout_s=0.3)
+        assert 0.25 < loop.time() - started < 2
+
+
+async def test_a_stale_pooled_connection_is_replaced() -> None:
+    """The server drops its kept-alive connection as the next request arrives, before answering:
+    that request is sent again on a new connection, and the reader never notices."""
+    served = answer_then_cut(chunk(b"data: x\n\n") + b"0\r\n\r\n")
+
+    async def handler(server: RawServer, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if server.connections > 1:
+            return await served(server, reader, writer)
+        await server.read_request(reader)
+        writer.write(SSE_HEAD + chunk(b"data: x\n\n") + b"0\r\n\r\n")
+        await server.read_request(reader)
+        writer.transport.abort()
+
+    async with raw_server(handler) as server:
+        assert await collect(server.url) == ["x"]
+        assert await collect(server.url) == ["x"]
+        assert server.connections == 2 and len(server.heads) == 3
+
+
+async def test_gzip_bodies_are_decoded_and_large_ones_flow() -> None:
+    big = b"".join(b"data: %d\n\n" % n for n in range(300_000))  # past the read pause threshold
+    packed = gzip.compress(b"data: zipped\n\n")
+
+    async def handler(server: RawServer, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await server.read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-encoding: gzip\r\n"
+                     b"transfer-encoding: chunked\r\n\r\n" + chunk(packed[:10]) + chunk(packed[10:]) + b"0\r\n\r\n")
+        await server.read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n" % len(big))
+        writer.write(big)
+        await writer.drain()
+
+    async with raw_server(handler) as server:
+        assert await collect(server.url) == ["zipped"]
+        async with post_stream(server.url, {}, b"", StreamOptions()) as response:
+            await asyncio.sleep(0.2)  # let the socket fill the buffer while nobody reads
+            assert await response.aread() == big
+
+
+async def test_a_body_that_runs_to_the_end_of_the_connection() -> None:
+    async def handler(server: RawServer, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await server.read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\ndata: eof\n\n")
+        await writer.drain()
+        writer.close()
+
+    async with raw_server(handler) as server:
+        assert await collect(server.url) == ["eof"]
+
+
+async def test_a_proxy_variable_routes_through_httpx(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With HTTP_PROXY set the request goes to the proxy in absolute form (httpx's proxy path)."""
+    async def handler(server: RawServer, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await server.read_request(reader)
+        writer.write(SSE_HEAD + chunk(b"data: proxied\n\n") + b"0\r\n\r\n")
+
+    async with raw_server(handler) as server:
+        monkeypatch.setenv("HTTP_PROXY", server.url.removesuffix("/v1/stream"))
+        assert await collect("http://provider.invalid/v1/chat") == ["proxied"]
+        assert server.heads[0].startswith(b"POST http://provider.invalid/v1/chat HTTP/1.1\r\n")
+
+
+async def test_a_refused_connection_names_the_error() -> None:
+    with pytest.raises(ProviderError, match=r"^Connection error: "):
+        await collect("http://127.0.0.1:9/v1")
+    with pytest.raises(http11.TransportError, match="TLS context"):
+        await http11.request("https://127.0.0.1:9/", [], b"", None, 1.0, 1.0)
+
+
+async def test_tls_connections_verify_and_are_reused(tmp_path) -> None:
+    import ssl
+
+    from tests.fakes.tls_proxy import make_certificates
+
+    ca, leaf, key = make_certificates(tmp_path, "127.0.0.1")
+    server_context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_context.load_cert_chain(leaf, key)
+    connections = 0
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal connections
+        connections += 1
+        with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError, ssl.SSLError):
+            while await reader.readuntil(b"\r\n\r\n"):
+                writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+                await writer.drain()
+        writer.close()
+
+    listener = await asyncio.start_server(serve, "127.0.0.1", 0, ssl=server_context)
+    url = f"https://127.0.0.1:{listener.sockets[0].getsockname()[1]}/v1"
+    async with listener:
+        with pytest.raises(http11.TransportError) as info:  # a context without the CA refuses the server
+            await http11.request(url, [], b"", ssl.create_default_context(), 5.0, 5.0)
+        assert info.value.kind == "connect" and "CERTIFICATE_VERIFY_FAILED" in str(info.value)
+        trusting = ssl.create_default_context(cafile=str(ca))
+        for _ in range(2):
+            response = await http11.request(url, [], b"", trusting, 5.0, 5.0)
+            assert response.status_code == 200 and await response.aread() == b"ok"
+            response.close()
+        assert connections == 1  # both requests on one connection (a refused handshake never reaches it)
+
+
+def test_each_event_loop_has_its_own_pool(fake_llm) -> None:
+    """``asyncio.run`` per call (an SDK user's program): a loop's connections stay with it, and
+    the pools of closed loops are forgotten when the next loop makes its first request."""
+    fake_llm.add({"content": [{"type": "text", "text": "a"}]}, {"content": [{"type": "text", "text": "b"}]})
+    url = f"{fake_llm.url}/v1/chat/completions"
+
+    async def one_request() -> list[asyncio.AbstractEventLoop]:
+        await collect(url)
+        return list(http11._pools)
+
+    first = asyncio.run(one_request())
+    second = asyncio.run(one_request())
+    assert len(second) == 1 and first[-1] not in second  # only the running loop: the first one was closed
