@@ -70,6 +70,7 @@ class StreamOptions:
     signal: AbortSignal | None = None
     headers: dict[str, str] = field(default_factory=dict)
     session_id: str | None = None
+    disable_continuation: bool = False  # a replay (cache warming): no provider thread is continued or moved
     cache_retention: str = ""  # "none" | "short" | "long"; unset: pi's default from ``env`` (below)
     thinking_budgets: dict[str, int] | None = None
     idle_timeout_s: float | None = 300.0

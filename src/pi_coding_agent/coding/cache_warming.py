@@ -204,7 +204,8 @@ class CacheWarmer:
                       else "cache economics unavailable")
             return
         api_key = self.runtime.api_key_for(run.model)
-        options = replace(run.options, max_tokens=1, max_retries=0, api_key=api_key or run.options.api_key)
+        options = replace(run.options, max_tokens=1, max_retries=0, disable_continuation=True,
+                          api_key=api_key or run.options.api_key)
         try:
             message = await complete(run.model, run.context, options)
         except Exception:  # best-effort: a failed refresh never reaches the agent

@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from pi_coding_agent.ai.session_resources import end_session
 from pi_coding_agent.coding.errors import SessionError
 from pi_coding_agent.coding.extensions.host import ExtensionHost
 from pi_coding_agent.coding.messages import message_text
@@ -70,6 +71,7 @@ async def replace_session(
     old = host.sm
     sm = rt.open_replacement(reason, parent_session=parent_session, target=target, entry_id=entry_id,
                              position=position)
+    end_session(old.session_id)  # pi frees the replaced session's provider state
     if ext is not None:
         await ext.session_shutdown(reason, None if sm.session_file is None else str(sm.session_file))
     cwd = rt.cwd

@@ -19,6 +19,7 @@ from typing import Any
 
 import orjson
 
+from pi_coding_agent.ai.providers import anthropic_threads
 from pi_coding_agent.ai.providers.accumulate import append_text
 from pi_coding_agent.ai.providers.anthropic_system import (
     DEFERRED_PLACEHOLDER,
@@ -33,13 +34,14 @@ from pi_coding_agent.ai.providers.anthropic_tools import (
     tool_name,
 )
 from pi_coding_agent.ai.providers.diagnostics import append_transformations
+from pi_coding_agent.ai.providers.http import apply_payload_hook, sse_events
 from pi_coding_agent.ai.providers.partial_json import repair_arguments
 from pi_coding_agent.ai.providers.usage import apply_reported_cost, is_openrouter
 from pi_coding_agent.ai.stream import ProviderError, StreamOptions
 from pi_coding_agent.ai.thinking import clamp_max_tokens, clamp_thinking_level, thinking_budget
 from pi_coding_agent.ai.tool_changes import current_tools, system_messages
-from pi_coding_agent.ai.transform import tool_result_runs
-from pi_coding_agent.ai.types import AssistantMessage, Context, Model
+from pi_coding_agent.ai.transform import prepare_messages, tool_result_runs
+from pi_coding_agent.ai.types import AssistantMessage, Context, Model, Tool
 
 API_VERSION = "2023-06-01"
 INTERLEAVED_THINKING_BETA = "interleaved-thinking-2025-05-14"
@@ -204,6 +206,11 @@ def convert_messages(model: Model, context: Context, oauth: bool, effort_markers
     return out + pending
 
 
+def _reply_messages(model: Model, output: AssistantMessage, oauth: bool) -> list[dict[str, Any]]:
+    """The answer as the next request will send it (the results its tool calls will get left out)."""
+    converted = convert_messages(model, {"messages": prepare_messages(model, [output])}, oauth)
+    return [message for message in converted if message["role"] == "assistant"]
+
 
 def _mark_last_user_block(messages: list[dict[str, Any]], control: dict[str, str]) -> None:
     """The conversation cache breakpoint: the last block of a trailing user (or system) message."""
@@ -301,7 +308,9 @@ def build_body(model: Model, context: Context, options: StreamOptions, oauth: bo
     return body
 
 
-def build_headers(model: Model, context: Context, options: StreamOptions, body: dict[str, Any]) -> dict[str, str]:
+def build_headers(model: Model, context: Context, options: StreamOptions, body: dict[str, Any],
+                  threads: bool = False) -> dict[str, str]:
+    """The request headers; ``threads``: the session may use message threads (their beta goes along)."""
     api_key = options.api_key or ""
     oauth = is_oauth_token(api_key)
     headers = {"accept": "application/json", "anthropic-version": API_VERSION}
@@ -310,7 +319,7 @@ def build_headers(model: Model, context: Context, options: StreamOptions, body: 
     elif api_key:
         headers["x-api-key"] = api_key
     betas = list(OAUTH_BETAS) if oauth else []
-    if context.get("tools") and not _compat(model, "supportsEagerToolInputStreaming", True):
+    if current_tools(system_messages(context)) and not _compat(model, "supportsEagerToolInputStreaming", True):
         betas.append(FINE_GRAINED_TOOL_STREAMING_BETA)
     if body.get("thinking", {}).get("type") == "enabled":
         betas.append(INTERLEAVED_THINKING_BETA)
@@ -320,6 +329,8 @@ def build_headers(model: Model, context: Context, options: StreamOptions, body: 
         betas.extend(MID_CONVERSATION_EFFORT_BETAS)
     if native_tool_changes(model, context):
         betas.append(INLINE_TOOLS_BETA)
+    if threads:
+        betas.append(anthropic_threads.MESSAGE_THREADS_BETA)
     if betas:
         headers["anthropic-beta"] = ",".join(betas)
     # Configured headers win, including a configured anthropic-beta list.
@@ -345,10 +356,10 @@ def finish_arguments(raw: str) -> tuple[dict[str, Any], str | None]:
 class _Reader:
     """Turns Anthropic stream events into normalized events, filling the output message."""
 
-    def __init__(self, model: Model, context: Context, output: AssistantMessage, oauth: bool) -> None:
+    def __init__(self, model: Model, tools: list[Tool], output: AssistantMessage, oauth: bool) -> None:
         self.model = model
         self.msg: dict[str, Any] = output  # type: ignore[assignment]  # also gets rawStopReason etc.
-        self.tool_names = {t["name"].lower(): t["name"] for t in context.get("tools") or []} if oauth else {}
+        self.tool_names = {t["name"].lower(): t["name"] for t in tools} if oauth else {}
         self.open: dict[int, tuple[int, list[str]]] = {}  # anthropic index -> (content index, json pieces)
         self.started = False
         self.stopped = False
@@ -534,20 +545,28 @@ async def stream(
 
         federated = await anthropic_federation.token_for(model)
 
-    def request(plain: bool) -> tuple[dict[str, str], dict[str, Any]]:
+    url = f"{model['baseUrl'].rstrip('/')}/v1/messages"
+    thread_session = anthropic_threads.session_for(model, options)
+    sending = anthropic_threads.without_payload_hook(options)
+    threaded: list[anthropic_threads.ThreadedRequest] = []  # the last request, when it may use a thread
+
+    async def request(plain: bool) -> AsyncIterator[Any]:
         body = build_body(model, context, options, oauth, plain)
-        headers = build_headers(model, context, options, body)
+        headers = build_headers(model, context, options, body, thread_session is not None)
         if federated is not None:
             headers = anthropic_federation.with_token(headers, federated)
-        return headers, body
+        body = await apply_payload_hook(body, options)  # the hook sees the full request, never a thread's
+        threaded[:] = anthropic_threads.requests_for(model, thread_session, body, headers, options)
+        if not threaded:
+            return sse_events(url, headers, body, sending, anthropic_error_text)
+        return threaded[0].events(url, headers, sending, output, anthropic_error_text)
 
     effort = managed_effort(model, thinking_level(model, options))
     if effort:
         output["providerThinkingLevel"] = effort
-    reader = _Reader(model, context, output, oauth)
-    url = f"{model['baseUrl'].rstrip('/')}/v1/messages"
-    retry_plain = has_preferred_strict(model, list(context.get("tools") or []))
-    async for sse in strict_fallback(url, request, options, output, retry_plain, anthropic_error_text):
+    tools = current_tools(system_messages(context))
+    reader = _Reader(model, tools, output, oauth)
+    async for sse in strict_fallback(request, options, output, has_preferred_strict(model, tools)):
         if sse.event == "error":
             raise ProviderError(sse.data)
         if sse.event not in MESSAGE_EVENTS:
@@ -569,5 +588,7 @@ async def stream(
         raise ProviderError("Anthropic stream ended without a stop reason")
     if output["stopReason"] == "error":
         raise ProviderError(output.get("errorMessage") or "An unknown error occurred")
+    if threaded:
+        threaded[0].record(output, _reply_messages(model, output, oauth))
     append_transformations(reader.msg, "anthropic_input_transformations", reader.transformations or [],
                            ("type", "path", "reason"))

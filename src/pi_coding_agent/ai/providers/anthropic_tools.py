@@ -8,11 +8,10 @@ limits is sent again with the preferring tools plain (``strict_schema``), as pi 
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from pi_coding_agent.ai.providers import strict_schema
-from pi_coding_agent.ai.providers.http import sse_events
 from pi_coding_agent.ai.stream import ProviderError, StreamOptions
 from pi_coding_agent.ai.types import AssistantMessage, Model, Tool
 
@@ -86,17 +85,16 @@ def convert_tools(model: Model, tools: list[Tool], oauth: bool, control: dict[st
     return out
 
 
-async def strict_fallback(url: str, request: Callable[[bool], tuple[dict[str, str], dict[str, Any]]],
-                          options: StreamOptions, output: AssistantMessage, retry_plain: bool,
-                          error_text: Callable[[int, str], str]) -> AsyncGenerator[Any, None]:
-    """The response's events; refused before streaming for Claude's strict-tool limits, the request
-    goes again with the preferring tools plain, and the session remembers it."""
+async def strict_fallback(request: Callable[[bool], Awaitable[AsyncIterator[Any]]], options: StreamOptions,
+                          output: AssistantMessage, retry_plain: bool) -> AsyncGenerator[Any, None]:
+    """The events of ``request(plain)``; refused before streaming for Claude's strict-tool limits,
+    the request goes again with the preferring tools plain, and the session remembers it."""
     plain = strict_schema.over_limits(options.session_id)
     while True:
-        headers, body = request(plain)
+        events = await request(plain)
         started = False
         try:
-            async for sse in sse_events(url, headers, body, options, error_text):
+            async for sse in events:
                 started = True
                 yield sse
             return
