@@ -9,9 +9,18 @@ from __future__ import annotations
 
 import sys
 
+# loaded adapter module -> its function that forgets one session
+_CLEANUPS = (("pi_coding_agent.ai.providers.anthropic_threads", "forget"),
+             ("pi_coding_agent.ai.providers.strict_schema", "forget"),
+             ("pi_coding_agent.ai.providers.codex_websocket", "end_session"))
+
 
 def end_session(session_id: str | None) -> None:
-    """Forget what the loaded adapters remember about ``session_id``."""
-    threads = sys.modules.get("pi_coding_agent.ai.providers.anthropic_threads")
-    if threads is not None and session_id is not None:
-        threads.forget(session_id)
+    """Forget what the loaded adapters remember about ``session_id``: Anthropic threads, the
+    strict-tools refusal memory, the Codex session sockets (pi's three session cleanups)."""
+    if session_id is None:
+        return
+    for module_name, function in _CLEANUPS:
+        module = sys.modules.get(module_name)
+        if module is not None:
+            getattr(module, function)(session_id)

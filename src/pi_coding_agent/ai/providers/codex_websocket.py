@@ -220,6 +220,13 @@ async def events(lease: Lease, body: dict[str, Any], idle_s: float | None) -> As
         raise WebSocketTransportError(_close_text(exc)) from None
 
 
+def end_session(session_id: str) -> None:
+    """Close the session's cached sockets (of any account) once the session ends, as pi does."""
+    for key, entry in list(_sessions.items()):
+        if key[0] == session_id:
+            _drop(key, entry, "session_end")
+
+
 async def close_all() -> None:
     """Close every cached session socket of the running loop (at shutdown)."""
     loop = asyncio.get_running_loop()

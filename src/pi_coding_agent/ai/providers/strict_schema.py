@@ -166,5 +166,9 @@ def fall_back_plain(output: Any, session_id: str | None, api: str, error: Except
                                "error": {"message": str(error)}, "details": {"reason": "strict_tool_limits_exceeded"}})
 
 
+def forget(session_id: str) -> None:
+    _over_limits.pop(session_id, None)
+
+
 def over_limits(session_id: str | None) -> bool:
     return session_id is not None and session_id in _over_limits
