@@ -13,6 +13,8 @@ from pi_coding_agent.ai.models import builtin_models
 from pi_coding_agent.ai.providers.azure_openai import MISSING_BASE_URL, base_url, deployment_map
 from pi_coding_agent.ai.stream import StreamOptions, stream
 from pi_coding_agent.ai.types import Model
+from tests.fakes.llm_server import FakeLLMServer
+from tests.rpc_compare import Workspace, needs_reference
 from tests.rpc_helpers import RpcProcess
 
 USER = {"role": "user", "content": "hi", "timestamp": 0}
@@ -118,3 +120,51 @@ async def test_rpc_prompt_reaches_azure_through_the_environment(fake_llm, tmp_pa
     assert request["headers"]["api-key"] == "azure-rpc-secret"
     assert request["body"]["model"] == "rpc-deploy"
     assert "azure-rpc-secret" not in json.dumps(records) + "".join(line.decode() for line in pi.raw_lines)
+
+
+async def _azure_body(kind: str, root: Path) -> dict[str, Any]:
+    """One prompt to an ``azure-openai-responses`` model that says it takes no ``max_output_tokens``."""
+    with FakeLLMServer() as server:
+        workspace = Workspace.create(root / kind, server.url)
+        workspace.set_model("azure-openai-responses", {"supportsMaxOutputTokens": False}, contextWindow=8000)
+        server.add({"content": [{"type": "text", "text": "ok"}]})
+        pi = await workspace.spawn(kind, "--no-session")
+        try:
+            assert (await pi.request({"type": "prompt", "message": "hi"}))["success"] is True
+            await pi.read_until(lambda record: record.get("type") == "agent_settled")
+        finally:
+            await pi.kill()
+        body: dict[str, Any] = server.requests[0]["body"]
+        return body
+
+
+async def test_azure_sends_the_output_cap_whatever_supports_max_output_tokens_says(tmp_path: Path) -> None:
+    """pi's Azure dialect has no ``supportsMaxOutputTokens`` check: the cap (fitted into the 8,000-token
+    window) is sent anyway, where the plain Responses API leaves it out."""
+    body = await _azure_body("ours", tmp_path)
+    assert 16 <= body["max_output_tokens"] < 8000 and body["store"] is False
+
+
+@needs_reference
+async def test_azure_body_matches_reference(tmp_path: Path) -> None:
+    """The same fields and tool flags (the cap's value differs only by the lengths of the two system
+    prompts, the tools by their descriptions, both written in each project's own words)."""
+    ours, reference = await _azure_body("ours", tmp_path), await _azure_body("reference", tmp_path)
+    assert ours.keys() == reference.keys() and "max_output_tokens" in reference
+    assert ours["store"] == reference["store"] and ours["stream"] == reference["stream"]
+
+    def flags(body: dict[str, Any]) -> list[tuple[str, Any]]:
+        return [(tool["name"], tool.get("strict")) for tool in body["tools"]]
+    assert flags(ours) == flags(reference)
+
+
+def test_azure_sends_the_cache_key_even_without_cache_retention() -> None:
+    """pi's Azure dialect sends ``prompt_cache_key`` whatever the retention; only
+    ``promptCacheKeyMode: "disabled"`` leaves it out."""
+    from pi_coding_agent.ai.providers.azure_openai import responses_body
+
+    model = _catalog("azure-openai-responses")
+    options = StreamOptions(session_id="s" * 80, cache_retention="none")
+    assert responses_body(model, {"messages": [USER]}, options)["prompt_cache_key"] == "s" * 64
+    disabled: Model = {**model, "compat": {"promptCacheKeyMode": "disabled"}}
+    assert "prompt_cache_key" not in responses_body(disabled, {"messages": [USER]}, options)

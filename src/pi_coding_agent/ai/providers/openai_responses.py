@@ -233,8 +233,9 @@ def build_request(model: Model, context: Context, options: StreamOptions, gramma
                   azure: bool = False) -> dict[str, Any]:
     """The JSON body of one ``/responses`` request (``grammar``: ``custom_tools``, computed when not given).
 
-    ``azure``: pi's Azure dialect, where a model that does not set ``supportsStrictMode`` supports it and
-    thinking levels never travel as ``configuration_update`` items."""
+    ``azure``: pi's Azure dialect, where a model that does not set ``supportsStrictMode`` supports it,
+    thinking levels never travel as ``configuration_update`` items, and the cache key and output cap
+    are sent whatever the cache retention and ``supportsMaxOutputTokens`` say."""
     compat = model.get("compat") or {}
     retention = options.cache_retention
     explicit_cache = bool(compat.get("supportsExplicitPromptCacheMode"))
@@ -248,14 +249,14 @@ def build_request(model: Model, context: Context, options: StreamOptions, gramma
     grammar = custom_tools(model, context) if grammar is None else grammar
     converter = Converter(model, declarations, effort, grammar)
     body: dict[str, Any] = {"model": model["id"], "input": converter.convert(context), "stream": True}
-    if options.session_id and retention != "none" and compat.get("promptCacheKeyMode") != "disabled":
+    if options.session_id and (retention != "none" or azure) and compat.get("promptCacheKeyMode") != "disabled":
         body["prompt_cache_key"] = options.session_id[:64]
     if long and not explicit_cache:
         body["prompt_cache_retention"] = "24h"
     if explicit_cache and (retention == "none" or long):
         body["prompt_cache_options"] = {"mode": "explicit"} if retention == "none" else {"ttl": "30m"}
     body["store"] = False
-    if compat.get("supportsMaxOutputTokens", True) is not False:  # fitted into the context window, as pi does
+    if azure or compat.get("supportsMaxOutputTokens", True) is not False:  # fitted into the context window, as pi does
         body["max_output_tokens"] = max(clamp_max_tokens(model, context, options.max_tokens), MIN_OUTPUT_TOKENS)
     if options.temperature is not None:
         body["temperature"] = options.temperature
