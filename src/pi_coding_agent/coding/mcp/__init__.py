@@ -85,6 +85,7 @@ class McpSession:
         self.client_servers: dict[str, dict[str, Any]] = {}  # registered with CLIENT_SOURCE
         self.activated_codemode = False  # codemode was made active by these servers (not by defaultTools)
         self._held = not connect  # connections wait for ``connect()``
+        self._warned = False  # the unreachable-tools warning is given once per session start
 
     def start(self) -> None:
         config = self._read_files()
@@ -187,6 +188,21 @@ class McpSession:
         if any(e.enabled and "codemode" in e.configured_exposures() for e in manager.config.servers):
             self._enable_codemode()
         self._add_tool_search(manager)
+        self._warn_if_unreachable(manager)
+
+    def _warn_if_unreachable(self, manager: McpManager) -> None:
+        """pi's one warning per session start: some server's tools are reached only through
+        ``codemode`` or ``tool_search`` and neither is active, so the model cannot call them."""
+        from pi_coding_agent.coding.mcp.tool_search import TOOL_SEARCH
+
+        exposures = set().union(*(e.configured_exposures() for e in manager.config.servers if e.enabled))
+        active = {t.name for t in self.runtime.agent.tools}
+        if self._warned or not exposures & {"codemode", "deferred"} or active & {CODEMODE, TOOL_SEARCH}:
+            return
+        self._warned = True
+        off = "codemode" in exposures and manager.codemode_active and manager.config.auto_enable_codemode is False
+        self.notify("MCP tools are only reachable from the codemode or tool_search tool, but neither is active"
+                    f"{' (autoEnableCodemode is false)' if off else ''}; they cannot be called.", "warning")
 
     def _enable_codemode(self) -> None:
         """Activate ``codemode`` for ``codemode`` servers unless ``autoEnableCodemode`` is false."""
