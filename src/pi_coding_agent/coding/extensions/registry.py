@@ -65,3 +65,14 @@ def custom_message(message: dict[str, Any]) -> dict[str, Any]:
         out["details"] = message["details"]
     out["timestamp"] = now_ms()
     return out
+
+
+@dataclass
+class Registration:
+    """What one ``pi.register_provider`` left where, so it can be removed and refreshed
+    (``extensions/providers.py``): its entry, the api of its own stream, its ``refresh_models``."""
+
+    config: dict[str, Any]
+    stream_api: str | None = None
+    refresh_models: Callable[[Any], Any] | None = None
+    extension_path: str = ""

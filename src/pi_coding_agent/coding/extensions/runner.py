@@ -13,6 +13,7 @@ forking, user bash, model selection, naming, listing commands, shutdown.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -22,11 +23,13 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from pi_coding_agent.agent.awaitables import maybe_await
 from pi_coding_agent.coding.errors import SessionError
 from pi_coding_agent.coding.extensions.agent_hooks import AgentHooks
-from pi_coding_agent.coding.extensions.api import ExtensionAPI, install_tool, remove_provider
+from pi_coding_agent.coding.extensions.api import ExtensionAPI, install_tool
 from pi_coding_agent.coding.extensions.commands import Commands
 from pi_coding_agent.coding.extensions.event_bus import EventBus
 from pi_coding_agent.coding.extensions.loader import ExtensionSource, discover, import_extension
-from pi_coding_agent.coding.extensions.registry import Binding, Extension
+from pi_coding_agent.coding.extensions.providers import refresh_all
+from pi_coding_agent.coding.extensions.providers import remove as remove_provider
+from pi_coding_agent.coding.extensions.registry import Binding, Extension, Registration
 from pi_coding_agent.coding.extensions.resources_discover import discover_resources
 from pi_coding_agent.coding.resources.trust import has_trust_requiring_resources, save_trust_decision
 
@@ -48,7 +51,8 @@ class ExtensionRunner(Commands, AgentHooks):
         self._load_errors: list[tuple[str, str]] = []
         self._builtin_tools: dict[str, AgentTool] = dict(runtime.all_tools)
         self._thinking_level = runtime.agent.thinking_level
-        self.providers: dict[str, str | None] = {}  # pi.register_provider names -> api of their own stream
+        self.providers: dict[str, Registration] = {}  # pi.register_provider names -> what each added
+        self.loaded = False
         self._trust_asked: set[Path] = {runtime.cwd.resolve()}  # directories project_trust was asked for
         self.shutdown_requested = False
         self.settling = False  # agent_settled handlers are running
@@ -59,7 +63,9 @@ class ExtensionRunner(Commands, AgentHooks):
     # ------------------------------------------------------------------ loading
 
     async def load(self) -> None:
-        """Import (once per process) and set up every extension; failures are kept for ``start``."""
+        """Import (once per process) and set up every extension; failures are kept for ``start``. Then,
+        as pi before the model choice, the registered providers refresh their models without network."""
+        self.loaded = False
         for source in self.sources:
             extension = Extension(source)
             pi = ExtensionAPI(self, extension, self.binding)
@@ -73,6 +79,8 @@ class ExtensionRunner(Commands, AgentHooks):
             self.extensions.append(extension)
             for tool in extension.tools.values():
                 install_tool(self, tool)
+        self.loaded = True
+        await refresh_all(self, allow_network=False)
 
     def _setup_of(self, source: ExtensionSource) -> Callable[[Any], Any]:
         if source.setup is not None:
@@ -98,6 +106,8 @@ class ExtensionRunner(Commands, AgentHooks):
         """``start`` once the mode has subscribed to the session (it does so right after creation)."""
         self._thinking_level = self.rt.agent.thinking_level  # the session's, chosen after the extensions loaded
         self.spawn(self.start("startup"))
+        if self.rt.mode == "rpc" and not self.rt.args.offline and "PI_OFFLINE" not in os.environ:
+            self.spawn(refresh_all(self, allow_network=True))  # pi's background catalog refresh in RPC mode
 
     def use_sources(self, sources: list[ExtensionSource]) -> None:
         """Another directory's extensions, loaded by the next ``reload``; the built-in tools are the ones

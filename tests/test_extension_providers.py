@@ -1,0 +1,396 @@
+"""Issue 12, providers that extensions register: a subscription sign-in (``oauth``), a live model list
+(``refresh_models``), the ``Provider`` object (``filter_models``) and ``provider_stream_event`` on
+Bedrock's binary stream. Each shipped example runs in the real ``pi --mode rpc`` process against fake
+servers on 127.0.0.1 (LLM, OAuth, a llama.cpp-style catalog), and, where pi shows the same behaviour
+from outside, beside its TypeScript twin on the reference pi 1.6.0."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fakes.llama_server import FakeLlamaRouter
+from tests.fakes.oauth_server import FakeOAuthServer
+from tests.rpc_compare import Conversation, Played, Workspace, needs_reference
+from tests.test_extensions_fidelity import EXAMPLES, notes, play_example
+
+SUBSCRIPTION_TS = """
+export default function (pi) {
+  const SSO = process.env.CORP_SSO_URL;
+  async function tokens(form) {
+    const response = await fetch(`${SSO}/v1/oauth/token`, { method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams(form).toString() });
+    if (!response.ok) throw new Error(`token request failed: ${response.status}`);
+    const body = await response.json();
+    return { refresh: body.refresh_token, access: body.access_token, expires: Date.now() + body.expires_in * 1000 - 60000 };
+  }
+  pi.registerProvider("corp-ai", {
+    name: "Corp AI", baseUrl: process.env.CORP_AI_URL, api: "openai-completions",
+    models: [{ id: "corp-model", name: "Corp model", reasoning: false, input: ["text"],
+               cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }, contextWindow: 64000, maxTokens: 4096 }],
+    oauth: {
+      name: "Corp AI (SSO)",
+      async login() { throw new Error("signed in beforehand"); },
+      async refreshToken(credentials) {
+        return tokens({ grant_type: "refresh_token", client_id: "pi-corp", refresh_token: credentials.refresh });
+      },
+      getApiKey(credentials) { return credentials.access; },
+    },
+  });
+}
+"""
+CORP_ARGS = ("--provider", "corp-ai", "--model", "corp-model")
+ANSWER = [{"content": [{"type": "text", "text": "from corp"}]}]
+
+
+def _corp_env(sso: FakeOAuthServer) -> Any:
+    return lambda url: {"CORP_AI_URL": f"{url}/v1", "CORP_SSO_URL": sso.url}
+
+
+def _auth(played: Played) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((played.workspace.agent_dir / "auth.json").read_text())
+    return data
+
+
+async def _dialog(conv: Conversation) -> dict[str, Any]:
+    records = await conv.read_until(lambda r: r["type"] == "extension_ui_request" and r["method"] != "notify")
+    return records[-1]
+
+
+async def _sign_in_and_prompt(conv: Conversation, sso: FakeOAuthServer) -> None:
+    login = await conv.send({"type": "prompt", "message": "/login"})
+    menu = await _dialog(conv)
+    conv.records.append({"type": "menu", "options": menu["options"]})
+    await conv.proc.send({"type": "extension_ui_response", "id": menu["id"], "value": "Corp AI (SSO)"})
+    code = await _dialog(conv)
+    url = next(n for n in notes(conv.records) if n.startswith("Open this URL")).splitlines()[1]
+    redirect = sso.approve(url)  # the user signs in at the SSO page, which shows the code
+    await conv.proc.send({"type": "extension_ui_response", "id": code["id"],
+                          "value": redirect.split("code=")[1].split("&")[0]})
+    await conv.response(login)
+    await conv.request({"type": "set_model", "provider": "corp-ai", "modelId": "corp-model"})
+    await conv.prompt("hello corp")
+
+
+async def test_sign_in_of_an_extension_provider_over_rpc(tmp_path: Path) -> None:
+    with FakeOAuthServer() as sso:
+        played = await play_example("ours", "subscription_provider.py", "", lambda c: _sign_in_and_prompt(c, sso),
+                                    tmp_path, script=ANSWER, env_of=_corp_env(sso))
+    menu = next(r["options"] for r in played.records if r["type"] == "menu")
+    assert "Corp AI (SSO)" in menu and "corp-ai" not in menu  # listed by its sign-in's name, with the others
+    said = notes(played.records)
+    assert said[0].splitlines()[2] == "Sign in, then paste the code shown."
+    assert "Exchanging the code for tokens..." in said
+    assert any(n.startswith("Logged in to Corp AI. Credentials saved to ") for n in said)
+    stored = _auth(played)["corp-ai"]
+    assert list(stored) == ["refresh", "access", "expires", "type"] and stored["type"] == "oauth"
+    assert stored["expires"] > time.time() * 1000
+    request = played.requests[0]
+    assert request["path"] == "/v1/chat/completions" and request["body"]["model"] == "corp-model"
+    assert request["headers"]["authorization"] == f"Bearer {stored['access']}"
+    assert sso.grants("authorization_code")[0]["client_id"] == "pi-corp"
+
+
+def _expiring(sso: FakeOAuthServer, left_ms: int) -> Any:
+    def prepare(workspace: Workspace) -> None:
+        (workspace.agent_dir / "auth.json").write_text(json.dumps({"corp-ai": {
+            "type": "oauth", "refresh": sso.issue_refresh(), "access": "expired-access",
+            "expires": int(time.time() * 1000) + left_ms}}))
+    return prepare
+
+
+async def _one_prompt(conv: Conversation) -> None:
+    await conv.prompt("hello corp")
+
+
+async def _refresh_outcome(kind: str, root: Path, left_ms: int) -> dict[str, Any]:
+    """Start with a stored credential that has ``left_ms`` left, prompt once: what was sent and stored."""
+    with FakeOAuthServer() as sso:
+        played = await play_example(kind, "subscription_provider.py", SUBSCRIPTION_TS, _one_prompt, root / kind,
+                                    CORP_ARGS, ANSWER, _corp_env(sso), _expiring(sso, left_ms))
+        grants = sso.grants("refresh_token")
+    stored = _auth(played)["corp-ai"]
+    sent = played.requests[0]["headers"]["authorization"]
+    return {"keys": list(stored), "refreshed": len(grants), "sentStored": sent == f"Bearer {stored['access']}",
+            "sentOld": sent == "Bearer expired-access", "answer": [r["message"]["content"] for r in played.records
+                                                                    if r["type"] == "message_end"][-1]}
+
+
+@pytest.mark.parametrize("left_ms", [-1000, 2 * 60_000, 60 * 60_000])
+async def test_stored_credential_is_refreshed_before_a_request(left_ms: int, tmp_path: Path) -> None:
+    outcome = await _refresh_outcome("ours", tmp_path, left_ms)
+    due = left_ms < 5 * 60_000  # less than five minutes left
+    assert outcome["refreshed"] == (1 if due else 0)
+    assert outcome["sentStored"] and outcome["sentOld"] is not due
+    assert outcome["keys"] == (["refresh", "access", "expires", "type"] if due else
+                               ["type", "refresh", "access", "expires"])
+
+
+@needs_reference
+@pytest.mark.parametrize("left_ms", [-1000, 2 * 60_000, 60 * 60_000])
+async def test_refresh_matches_reference(left_ms: int, tmp_path: Path) -> None:
+    assert await _refresh_outcome("ours", tmp_path, left_ms) == await _refresh_outcome("reference", tmp_path, left_ms)
+
+
+async def _refused_prompt(conv: Conversation) -> None:
+    conv.records.append({"type": "answer", "response": await conv.request({"type": "prompt", "message": "hi"})})
+
+
+async def test_a_failing_refresh_fails_the_prompt_and_keeps_the_credential(tmp_path: Path) -> None:
+    """Ours only: the prompt is refused with the refresh error, as for a built-in subscription (pi
+    starts the run and ends it with that error as the assistant message)."""
+    with FakeOAuthServer() as sso:
+        def revoked(workspace: Workspace) -> None:
+            _expiring(sso, -1000)(workspace)
+            sso.live_refresh.clear()  # the SSO no longer knows the refresh token
+
+        played = await play_example("ours", "subscription_provider.py", "", _refused_prompt, tmp_path, CORP_ARGS,
+                                    ANSWER, _corp_env(sso), revoked)
+    response = next(r["response"] for r in played.records if r["type"] == "answer")
+    assert response["success"] is False
+    assert response["error"] == "OAuth refresh failed for corp-ai: HTTP Error 400: Bad Request"
+    assert played.requests == [] and _auth(played)["corp-ai"]["access"] == "expired-access"
+
+
+# --------------------------------------------------------------------------- refresh_models
+
+LIVE_TS = """
+export default function (pi) {
+  const SERVER = process.env.TEAM_LLM_URL;
+  pi.registerProvider("team-llm", {
+    baseUrl: `${SERVER}/v1`, apiKey: "$TEAM_LLM_KEY", api: "openai-completions", models: [],
+    async refreshModels(context) {
+      const key = context.credential?.key ?? process.env.TEAM_LLM_KEY ?? "";
+      const response = await fetch(`${SERVER}/models`, { headers: { authorization: `Bearer ${key}` }, signal: context.signal });
+      const { data } = await response.json();
+      return data.filter((entry) => entry.status?.value === "loaded").map((entry) => ({
+        id: entry.id, name: entry.id, reasoning: false, input: ["text"],
+        cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }, contextWindow: 32000, maxTokens: 4096 }));
+    },
+  });
+}
+"""
+CATALOG = {"alpha": {"status": {"value": "loaded"}}, "beta": {"status": {"value": "loaded"}},
+           "gamma": {"status": {"value": "unloaded"}}}
+
+
+def _team_env(router: FakeLlamaRouter) -> Any:
+    return lambda _url: {"TEAM_LLM_URL": router.url, "TEAM_LLM_KEY": "team-key"}
+
+
+async def _live(conv: Conversation) -> None:
+    listed = await conv.request({"type": "get_available_models"})
+    conv.records.append({"type": "listed", "models": sorted(f"{m['provider']}/{m['id']}"
+                                                            for m in listed["data"]["models"])})
+    await conv.prompt("hello team")
+
+
+async def _live_outcome(kind: str, root: Path) -> dict[str, Any]:
+    with FakeLlamaRouter(dict(CATALOG), api_key="team-key") as router:
+        played = await play_example(kind, "live_catalog.py", LIVE_TS, _live, root, ("--provider", "team-llm",
+                                    "--model", "beta"), env_of=_team_env(router))
+        chats = [r for r in router.requests if r["path"] == "/v1/chat/completions"]
+    end = [r["message"] for r in played.records if r["type"] == "message_end"][-1]
+    return {"listed": next(r["models"] for r in played.records if r["type"] == "listed"),
+            "model": (end["provider"], end["model"]), "text": end["content"][0]["text"],
+            "chat": [(c["body"]["model"], c["authorization"]) for c in chats]}
+
+
+async def test_refresh_models_lists_the_server_models(tmp_path: Path) -> None:
+    outcome = await _live_outcome("ours", tmp_path)
+    assert outcome == {"listed": ["fake/fake-model", "team-llm/alpha", "team-llm/beta"],
+                       "model": ("team-llm", "beta"), "text": "from llama",
+                       "chat": [("beta", "Bearer team-key")]}
+
+
+@needs_reference
+async def test_refresh_models_matches_reference(tmp_path: Path) -> None:
+    assert await _live_outcome("ours", tmp_path / "ours") == await _live_outcome("reference", tmp_path / "reference")
+
+
+def _list_models(kind: str, root: Path, example: str, ts: str, env: dict[str, str], term: str) -> list[str]:
+    from tests.reference_pi import REFERENCE_NODE_BIN, REFERENCE_PI
+    from tests.rpc_helpers import PYTHON
+
+    workspace = Workspace.create(root / kind, "http://127.0.0.1:9")
+    path = EXAMPLES / example
+    if kind != "ours":
+        path = root / kind / "ext.ts"
+        path.write_text(textwrap.dedent(ts))
+    argv = [PYTHON, "-m", "pi_coding_agent"] if kind == "ours" else [str(REFERENCE_PI)]
+    done = subprocess.run([*argv, "--list-models", term, "-e", str(path)], cwd=workspace.cwd, capture_output=True,
+                          env={**workspace.env, **env, "PATH": f"{REFERENCE_NODE_BIN}:{os.environ.get('PATH', '')}"},
+                          text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    return [" ".join(line.split()) for line in done.stdout.splitlines()]
+
+
+def test_list_models_shows_refreshed_models(tmp_path: Path) -> None:
+    with FakeLlamaRouter(dict(CATALOG), api_key="team-key") as router:
+        rows = _list_models("ours", tmp_path, "live_catalog.py", LIVE_TS, _team_env(router)(""), "team")
+    assert rows == ["provider model context max-out thinking images", "team-llm alpha 32K 4.1K no no",
+                    "team-llm beta 32K 4.1K no no"]
+
+
+@needs_reference
+def test_list_models_with_refresh_matches_reference(tmp_path: Path) -> None:
+    with FakeLlamaRouter(dict(CATALOG), api_key="team-key") as router:
+        env = _team_env(router)("")
+        sides = [_list_models(kind, tmp_path, "live_catalog.py", LIVE_TS, env, "team") for kind in ("ours", "reference")]
+    assert sides[0] == sides[1]
+
+
+PHASES = """
+import json
+
+calls = []
+
+def refresher(name):
+    async def refresh(context):
+        calls.append({"provider": name, "network": context.allow_network,
+                      "credential": (context.credential or {}).get("type"), "baseUrl": context.base_url})
+        if name == "later" and len([c for c in calls if c["provider"] == "later"]) == 2:
+            raise RuntimeError("catalog unreachable")
+        return [{"id": f"{name}-model", "contextWindow": 8000, "maxTokens": 1000}]
+    return refresh
+
+def provider(name):
+    return {"baseUrl": f"http://127.0.0.1:9/{name}", "apiKey": "k", "api": "openai-completions"}
+
+def setup(pi):
+    pi.register_provider("early", provider("early"), refresh_models=refresher("early"))
+    pi.register_command("later", handler=lambda args, ctx: pi.register_provider(
+        "later", provider("later"), refresh_models=refresher("later")))
+    pi.register_command("calls", handler=lambda args, ctx: ctx.ui.notify(json.dumps(calls), "info"))
+"""
+
+
+async def _calls(conv: Conversation, provider: str, count: int) -> list[dict[str, Any]]:
+    """The calls the extension recorded, once ``provider`` has had ``count`` of them."""
+    for _ in range(100):
+        await conv.request({"type": "prompt", "message": "/calls"})
+        calls: list[dict[str, Any]] = json.loads(notes(conv.records)[-1])
+        if len([c for c in calls if c["provider"] == provider]) >= count:
+            return calls
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"{provider} was not refreshed {count} times: {calls}")
+
+
+async def test_refresh_models_phases_and_failures(tmp_path: Path) -> None:
+    """Ours: at start-up without network, then in RPC mode in the background with the resolved key; a
+    provider registered later at once; a raising refresh is named on stderr and the session goes on."""
+    from tests.fakes.llm_server import FakeLLMServer
+
+    extension = tmp_path / "phases.py"
+    extension.write_text(PHASES)
+    with FakeLLMServer() as server:
+        workspace = Workspace.create(tmp_path / "side", server.url)
+        proc = await workspace.spawn("ours", "--no-session", "-e", str(extension))
+        conv = Conversation(proc, server, workspace)
+        try:
+            early = [c for c in await _calls(conv, "early", 2) if c["provider"] == "early"]
+            await conv.request({"type": "prompt", "message": "/later"})
+            later = [c for c in await _calls(conv, "later", 1) if c["provider"] == "later"]
+            listed = await conv.request({"type": "get_available_models"})
+            await conv.request({"type": "prompt", "message": "/later"})  # registered again: refreshed again
+            await _calls(conv, "later", 2)
+            alive = await conv.request({"type": "get_state"})
+        finally:
+            await proc.kill()
+        stderr = await proc.stderr_text()
+    assert early == [{"provider": "early", "network": False, "credential": None, "baseUrl": "http://127.0.0.1:9/early"},
+                     {"provider": "early", "network": True, "credential": "api_key",
+                      "baseUrl": "http://127.0.0.1:9/early"}]
+    assert later == [{"provider": "later", "network": False, "credential": None, "baseUrl": "http://127.0.0.1:9/later"}]
+    assert sorted(m["id"] for m in listed["data"]["models"] if m["provider"] in ("early", "later")) == [
+        "early-model", "later-model"]
+    assert "Extension provider later: model refresh failed: catalog unreachable" in stderr
+    assert alive["success"] is True
+
+
+# --------------------------------------------------------------------------- the Provider object
+
+
+def _acme_rows(root: Path, stored: dict[str, Any] | None) -> list[str]:
+    """``--list-models acme`` with the Provider example, the given credential in auth.json."""
+    from tests.rpc_helpers import PYTHON
+
+    workspace = Workspace.create(root, "http://127.0.0.1:9")
+    if stored is not None:
+        (workspace.agent_dir / "auth.json").write_text(json.dumps({"acme": stored}))
+    env = {**workspace.env, "ACME_KEY": "acme-pro-1", "ACME_URL": "http://127.0.0.1:9/v1"}
+    done = subprocess.run([PYTHON, "-m", "pi_coding_agent", "--list-models", "acme", "-e",
+                           str(EXAMPLES / "provider_object.py")], cwd=workspace.cwd, env=env,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    return [" ".join(line.split()) for line in done.stdout.splitlines()][1:]
+
+
+@pytest.mark.parametrize(("stored", "expected"), [
+    (None, ["acme acme-max 200K 16.4K no no", "acme acme-mini 32K 4.1K no no"]),
+    ({"type": "api_key", "key": "acme-basic-1"}, ["acme acme-mini 32K 4.1K no no"]),
+])
+def test_provider_object_filters_its_models(stored: dict[str, Any] | None, expected: list[str],
+                                            tmp_path: Path) -> None:
+    assert _acme_rows(tmp_path, stored) == expected
+
+
+# --------------------------------------------------------------------------- Bedrock's raw stream events
+
+BEDROCK_MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+STREAM_WATCH_TS = """
+export default function (pi) {
+  const seen = [];
+  pi.on("agent_start", () => { seen.length = 0; });
+  pi.on("provider_stream_event", (event) => { seen.push(event.data); });
+  pi.registerCommand("stream-events", {
+    description: "The raw events of the last prompt",
+    handler: async (_args, ctx) => { ctx.ui.notify(JSON.stringify(seen), "info"); },
+  });
+}
+"""
+
+
+def _bedrock(workspace: Workspace) -> None:
+    models = json.loads((workspace.agent_dir / "models.json").read_text())
+    server = models["providers"]["fake"]["baseUrl"].removesuffix("/v1")
+    models["providers"]["amazon-bedrock"] = {"baseUrl": server}
+    (workspace.agent_dir / "models.json").write_text(json.dumps(models))
+    workspace.env.update({"AWS_BEARER_TOKEN_BEDROCK": "bedrock-key", "AWS_BEDROCK_FORCE_HTTP1": "1",
+                          "AWS_REGION": "us-west-2", "PI_OFFLINE": "1"})
+
+
+async def _watch(conv: Conversation) -> None:
+    await conv.prompt("hi")
+    await conv.request({"type": "prompt", "message": "/stream-events"})
+
+
+async def _bedrock_events(kind: str, root: Path) -> list[Any]:
+    script = [{"content": [{"type": "text", "text": "Hello there"}], "usage": {"input": 12, "output": 3}}]
+    played = await play_example(kind, "stream_watch.py", STREAM_WATCH_TS, _watch, root / kind,
+                                ("--provider", "amazon-bedrock", "--model", BEDROCK_MODEL), script,
+                                prepare=_bedrock)
+    events: list[Any] = json.loads(notes(played.records)[-1])
+    return events
+
+
+async def test_bedrock_frames_reach_provider_stream_event(tmp_path: Path) -> None:
+    events = await _bedrock_events("ours", tmp_path)
+    kinds = [next(iter(e)) for e in events]
+    assert kinds[0] == "messageStart" and events[0] == {"messageStart": {"role": "assistant"}}
+    assert {"contentBlockDelta", "messageStop", "metadata"} <= set(kinds)
+    text = "".join(e["contentBlockDelta"]["delta"].get("text", "") for e in events if "contentBlockDelta" in e)
+    assert text == "Hello there"
+
+
+@needs_reference
+async def test_bedrock_stream_events_match_reference(tmp_path: Path) -> None:
+    assert await _bedrock_events("ours", tmp_path) == await _bedrock_events("reference", tmp_path)
