@@ -30,12 +30,16 @@ export default function (pi) {
       headers: { "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams(form).toString() });
     if (!response.ok) throw new Error(`token request failed: ${response.status}`);
     const body = await response.json();
-    return { refresh: body.refresh_token, access: body.access_token, expires: Date.now() + body.expires_in * 1000 - 60000 };
+    const credential = { refresh: body.refresh_token, access: body.access_token,
+                         expires: Date.now() + body.expires_in * 1000 - 60000 };
+    return body.tier === undefined ? credential : { ...credential, tier: body.tier };
   }
   pi.registerProvider("corp-ai", {
     name: "Corp AI", baseUrl: process.env.CORP_AI_URL, api: "openai-completions",
     models: [{ id: "corp-model", name: "Corp model", reasoning: false, input: ["text"],
-               cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }, contextWindow: 64000, maxTokens: 4096 }],
+               cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }, contextWindow: 64000, maxTokens: 4096 },
+             { id: "corp-max", name: "Corp max", reasoning: false, input: ["text"],
+               cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }, contextWindow: 200000, maxTokens: 16384 }],
     oauth: {
       name: "Corp AI (SSO)",
       async login() { throw new Error("signed in beforehand"); },
@@ -43,6 +47,9 @@ export default function (pi) {
         return tokens({ grant_type: "refresh_token", client_id: "pi-corp", refresh_token: credentials.refresh });
       },
       getApiKey(credentials) { return credentials.access; },
+      modifyModels(models, credentials) {
+        return models.filter((m) => credentials.tier === "max" || !m.id.endsWith("-max"));
+      },
     },
   });
 }
@@ -140,6 +147,37 @@ async def test_refresh_matches_reference(left_ms: int, tmp_path: Path) -> None:
     assert await _refresh_outcome("ours", tmp_path, left_ms) == await _refresh_outcome("reference", tmp_path, left_ms)
 
 
+async def _listed(conv: Conversation) -> None:
+    listed = await conv.request({"type": "get_available_models"})
+    conv.records.append({"type": "listed", "models": sorted(m["id"] for m in listed["data"]["models"]
+                                                            if m["provider"] == "corp-ai")})
+
+
+async def _tier_listing(kind: str, root: Path, tier: str | None) -> list[str]:
+    """The corp-ai models offered to a stored (fresh) credential of ``tier``."""
+    def prepare(workspace: Workspace) -> None:
+        credential = {"type": "oauth", "refresh": "r", "access": "a", "expires": int(time.time() * 1000) + 3_600_000}
+        (workspace.agent_dir / "auth.json").write_text(json.dumps({"corp-ai": {**credential, "tier": tier}
+                                                                   if tier else credential}))
+
+    with FakeOAuthServer() as sso:
+        played = await play_example(kind, "subscription_provider.py", SUBSCRIPTION_TS, _listed, root / kind,
+                                    env_of=_corp_env(sso), prepare=prepare)
+    return next(r["models"] for r in played.records if r["type"] == "listed")
+
+
+@pytest.mark.parametrize(("tier", "expected"), [(None, ["corp-model"]), ("max", ["corp-max", "corp-model"])])
+async def test_modify_models_shapes_what_a_credential_sees(tier: str | None, expected: list[str],
+                                                           tmp_path: Path) -> None:
+    assert await _tier_listing("ours", tmp_path, tier) == expected
+
+
+@needs_reference
+@pytest.mark.parametrize("tier", [None, "max"])
+async def test_modify_models_matches_reference(tier: str | None, tmp_path: Path) -> None:
+    assert await _tier_listing("ours", tmp_path, tier) == await _tier_listing("reference", tmp_path, tier)
+
+
 async def _refused_prompt(conv: Conversation) -> None:
     conv.records.append({"type": "answer", "response": await conv.request({"type": "prompt", "message": "hi"})})
 
@@ -216,11 +254,15 @@ async def test_refresh_models_matches_reference(tmp_path: Path) -> None:
     assert await _live_outcome("ours", tmp_path / "ours") == await _live_outcome("reference", tmp_path / "reference")
 
 
-def _list_models(kind: str, root: Path, example: str, ts: str, env: dict[str, str], term: str) -> list[str]:
+def _list_models(kind: str, root: Path, example: str, ts: str, env: dict[str, str], term: str,
+                 auth: dict[str, Any] | None = None) -> list[str]:
+    """``pi --list-models <term>`` with the example (ours) or its twin (reference), ``auth`` in auth.json."""
     from tests.reference_pi import REFERENCE_NODE_BIN, REFERENCE_PI
     from tests.rpc_helpers import PYTHON
 
     workspace = Workspace.create(root / kind, "http://127.0.0.1:9")
+    if auth is not None:
+        (workspace.agent_dir / "auth.json").write_text(json.dumps(auth))
     path = EXAMPLES / example
     if kind != "ours":
         path = root / kind / "ext.ts"
@@ -319,28 +361,50 @@ async def test_refresh_models_phases_and_failures(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- the Provider object
 
 
-def _acme_rows(root: Path, stored: dict[str, Any] | None) -> list[str]:
-    """``--list-models acme`` with the Provider example, the given credential in auth.json."""
-    from tests.rpc_helpers import PYTHON
+PROVIDER_OBJECT_TS = """
+import { createProvider, openAICompletionsApi } from "@earendil-works/pi-ai/compat";
 
-    workspace = Workspace.create(root, "http://127.0.0.1:9")
-    if stored is not None:
-        (workspace.agent_dir / "auth.json").write_text(json.dumps({"acme": stored}))
-    env = {**workspace.env, "ACME_KEY": "acme-pro-1", "ACME_URL": "http://127.0.0.1:9/v1"}
-    done = subprocess.run([PYTHON, "-m", "pi_coding_agent", "--list-models", "acme", "-e",
-                           str(EXAMPLES / "provider_object.py")], cwd=workspace.cwd, env=env,
-                          capture_output=True, text=True, timeout=120, check=False)
-    assert done.returncode == 0, done.stderr
-    return [" ".join(line.split()) for line in done.stdout.splitlines()][1:]
+export default function (pi) {
+  const baseUrl = process.env.ACME_URL;
+  const model = (id, name, contextWindow, maxTokens) => ({ id, name, api: "openai-completions", provider: "acme",
+    baseUrl, reasoning: false, input: ["text"], cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
+    contextWindow, maxTokens });
+  const provider = createProvider({
+    id: "acme", name: "Acme", baseUrl,
+    auth: { apiKey: { name: "Acme key", async resolve({ ctx, credential }) {
+      const key = credential?.key ?? (await ctx.env("ACME_KEY"));
+      return key ? { auth: { apiKey: key }, source: credential ? "stored credential" : "ACME_KEY" } : undefined;
+    } } },
+    models: [model("acme-mini", "Acme Mini", 32000, 4096), model("acme-max", "Acme Max", 200000, 16384)],
+    api: openAICompletionsApi(),
+  });
+  provider.filterModels = (models, credential) => {
+    const basic = String(credential?.key ?? "").startsWith("acme-basic-");
+    return models.filter((m) => !(basic && m.id === "acme-max"));
+  };
+  pi.registerProvider(provider);
+}
+"""
+ACME_ENV = {"ACME_KEY": "acme-pro-1", "ACME_URL": "http://127.0.0.1:9/v1", "PI_OFFLINE": "1"}
+BASIC_KEY = {"acme": {"type": "api_key", "key": "acme-basic-1"}}
 
 
 @pytest.mark.parametrize(("stored", "expected"), [
     (None, ["acme acme-max 200K 16.4K no no", "acme acme-mini 32K 4.1K no no"]),
-    ({"type": "api_key", "key": "acme-basic-1"}, ["acme acme-mini 32K 4.1K no no"]),
+    (BASIC_KEY, ["acme acme-mini 32K 4.1K no no"]),
 ])
 def test_provider_object_filters_its_models(stored: dict[str, Any] | None, expected: list[str],
                                             tmp_path: Path) -> None:
-    assert _acme_rows(tmp_path, stored) == expected
+    rows = _list_models("ours", tmp_path, "provider_object.py", "", ACME_ENV, "acme", stored)
+    assert rows[1:] == expected
+
+
+@needs_reference
+@pytest.mark.parametrize("stored", [None, BASIC_KEY])
+def test_provider_object_matches_reference(stored: dict[str, Any] | None, tmp_path: Path) -> None:
+    sides = [_list_models(kind, tmp_path, "provider_object.py", PROVIDER_OBJECT_TS, ACME_ENV, "acme", stored)
+             for kind in ("ours", "reference")]
+    assert sides[0] == sides[1]
 
 
 # --------------------------------------------------------------------------- Bedrock's raw stream events

@@ -8,7 +8,9 @@ authorization URL in a ``notify`` and is asked for the code the sign-in page sho
 goes to auth.json under ``corp-ai`` (``type: "oauth"``, ``access``, ``refresh``, ``expires``), like
 a built-in subscription's; before a request whose token has less than five minutes left,
 ``refresh_token`` renews it under auth.json's lock, and ``get_api_key`` turns it into the request's
-key. The SSO here is a plain OAuth 2 authorization-code flow with PKCE at ``<sso>/v1/oauth/token``.
+key; ``modify_models`` offers the large model only to a credential of the ``max`` tier (which the
+SSO names in its token response). The SSO here is a plain OAuth 2 authorization-code flow with PKCE
+at ``<sso>/v1/oauth/token``.
 """
 
 import asyncio
@@ -36,7 +38,8 @@ async def _tokens(form):
 
     body = await asyncio.to_thread(post)
     expires = int(time.time() * 1000 + body["expires_in"] * 1000 - 60_000)  # a minute early
-    return {"refresh": body["refresh_token"], "access": body["access_token"], "expires": expires}
+    credential = {"refresh": body["refresh_token"], "access": body["access_token"], "expires": expires}
+    return {**credential, "tier": body["tier"]} if "tier" in body else credential
 
 
 async def login(callbacks):
@@ -57,11 +60,16 @@ async def refresh_token(credentials, signal):
                           "refresh_token": credentials["refresh"]})
 
 
+def tier_models(models, credentials):
+    return [m for m in models if credentials.get("tier") == "max" or not m["id"].endswith("-max")]
+
+
 def setup(pi):
     pi.register_provider("corp-ai", {
         "name": "Corp AI",
         "baseUrl": os.environ.get("CORP_AI_URL", "https://ai.corp.example/v1"),
         "api": "openai-completions",
-        "models": [{"id": "corp-model", "name": "Corp model", "contextWindow": 64000, "maxTokens": 4096}],
+        "models": [{"id": "corp-model", "name": "Corp model", "contextWindow": 64000, "maxTokens": 4096},
+                   {"id": "corp-max", "name": "Corp max", "contextWindow": 200000, "maxTokens": 16384}],
     }, oauth={"name": "Corp AI (SSO)", "login": login, "refresh_token": refresh_token,
-              "get_api_key": lambda credentials: credentials["access"]})
+              "get_api_key": lambda credentials: credentials["access"], "modify_models": tier_models})

@@ -262,8 +262,10 @@ async def refresh_one(runner: RunnerHandle, name: str, allow_network: bool) -> N
     try:
         outcome = registration.refresh_models(context)
         models: ModelList = await asyncio.wait_for(maybe_await(outcome), REFRESH_TIMEOUT_S)
-    except Exception as exc:
+    except BaseException as exc:  # timed out, raised, or the session is shutting down (cancelled)
         signal.abort()
+        if not isinstance(exc, Exception):
+            raise
         reason = "timed out" if isinstance(exc, TimeoutError) else str(exc) or type(exc).__name__
         print(f"Extension provider {name}: model refresh failed: {reason}", file=sys.stderr)
         return
