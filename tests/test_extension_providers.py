@@ -104,6 +104,8 @@ async def test_sign_in_of_an_extension_provider_over_rpc(tmp_path: Path) -> None
     assert request["path"] == "/v1/chat/completions" and request["body"]["model"] == "corp-model"
     assert request["headers"]["authorization"] == f"Bearer {stored['access']}"
     assert sso.grants("authorization_code")[0]["client_id"] == "pi-corp"
+    shown = json.dumps(played.records)
+    assert stored["access"] not in shown and stored["refresh"] not in shown
 
 
 def _expiring(sso: FakeOAuthServer, left_ms: int) -> Any:
@@ -196,6 +198,79 @@ async def test_a_failing_refresh_fails_the_prompt_and_keeps_the_credential(tmp_p
     assert response["success"] is False
     assert response["error"] == "OAuth refresh failed for corp-ai: HTTP Error 400: Bad Request"
     assert played.requests == [] and _auth(played)["corp-ai"]["access"] == "expired-access"
+
+
+BAD_INPUT = """
+import json
+
+async def boom(callbacks):
+    raise RuntimeError("the SSO is down")
+
+async def garbage(callbacks):
+    return {"access": "only-an-access-token"}
+
+async def refresh(credentials, signal):
+    return credentials
+
+def setup(pi):
+    base = {"baseUrl": "http://127.0.0.1:9/v1", "api": "openai-completions",
+            "models": [{"id": "m", "contextWindow": 8000, "maxTokens": 1000}]}
+    pi.register_provider("down", base, oauth={"name": "Down SSO", "login": boom, "refresh_token": refresh,
+                                              "get_api_key": lambda c: c["access"]})
+    pi.register_provider("odd", base, oauth={"name": "Odd SSO", "login": garbage, "refresh_token": refresh,
+                                             "get_api_key": lambda c: c["access"]})
+
+    def bad(args, ctx):
+        attempts = {
+            "no functions": lambda: pi.register_provider("x", base, oauth={"name": "X"}),
+            "unknown field": lambda: pi.register_provider("x", base, oauth={"name": "X", "login": boom,
+                "refresh_token": refresh, "get_api_key": str, "scopes": []}),
+            "no baseUrl": lambda: pi.register_provider("x", {"api": "openai-completions"}, oauth={
+                "name": "X", "login": boom, "refresh_token": refresh, "get_api_key": str}),
+            "stream without api": lambda: pi.register_provider("x", {"baseUrl": "http://h"}, stream=boom),
+            "no config": lambda: pi.register_provider("x"),
+        }
+        found = {}
+        for name, attempt in attempts.items():
+            try:
+                attempt()
+                found[name] = "accepted"
+            except (TypeError, ValueError) as exc:
+                found[name] = f"{type(exc).__name__}: {exc}"
+        ctx.ui.notify(json.dumps(found), "info")
+
+    pi.register_command("bad", handler=bad)
+"""
+
+
+async def test_bad_registrations_and_failing_sign_ins(tmp_path: Path) -> None:
+    """Ours: a registration that could not work raises at once and changes nothing; a raising or
+    malformed login fails the sign-in with a message and stores nothing."""
+    from tests.fakes.llm_server import FakeLLMServer
+
+    extension = tmp_path / "bad.py"
+    extension.write_text(BAD_INPUT)
+    with FakeLLMServer() as server:
+        workspace = Workspace.create(tmp_path / "side", server.url)
+        conv = Conversation(await workspace.spawn("ours", "--no-session", "-e", str(extension)), server, workspace)
+        try:
+            await conv.request({"type": "prompt", "message": "/bad"})
+            await conv.request({"type": "prompt", "message": "/login down"})
+            await conv.request({"type": "prompt", "message": "/login odd"})
+            listed = await conv.request({"type": "get_available_models"})
+        finally:
+            await conv.proc.kill()
+    found = json.loads(notes(conv.records)[0])
+    assert found["no functions"].startswith("ValueError: oauth: ")
+    assert found["unknown field"].startswith("ValueError: oauth must be a ProviderOAuth or a dict of ")
+    assert found["no baseUrl"] == 'ValueError: Provider x: "baseUrl" is required when "oauth" is set.'
+    assert found["stream without api"] == 'ValueError: Provider x: a custom stream needs the provider\'s "api"'
+    assert found["no config"] == "TypeError: register_provider(name, config) needs the provider's config"
+    assert notes(conv.records)[1:] == [
+        "Failed to log in to Down SSO: the SSO is down",
+        "Failed to log in to Odd SSO: login must return a dict with access, refresh and expires"]
+    assert json.loads((workspace.agent_dir / "auth.json").read_text()) == {}
+    assert {m["provider"] for m in listed["data"]["models"]} == {"fake"}  # no x, and no sign-in: nothing available
 
 
 # --------------------------------------------------------------------------- refresh_models
