@@ -482,6 +482,33 @@ def test_provider_object_matches_reference(stored: dict[str, Any] | None, tmp_pa
     assert sides[0] == sides[1]
 
 
+async def _acme_listed(kind: str, root: Path, stored: dict[str, Any] | None) -> list[str]:
+    """``get_available_models`` over RPC with the Provider example (or its twin), ``stored`` in auth.json."""
+    async def listed(conv: Conversation) -> None:
+        response = await conv.request({"type": "get_available_models"})
+        conv.records.append({"type": "listed", "models": sorted(m["id"] for m in response["data"]["models"]
+                                                                if m["provider"] == "acme")})
+
+    def prepare(workspace: Workspace) -> None:
+        workspace.env.update(ACME_ENV)
+        if stored is not None:
+            (workspace.agent_dir / "auth.json").write_text(json.dumps(stored))
+
+    played = await play_example(kind, "provider_object.py", PROVIDER_OBJECT_TS, listed, root / kind, prepare=prepare)
+    return next(r["models"] for r in played.records if r["type"] == "listed")
+
+
+async def test_provider_object_filter_reaches_rpc_clients(tmp_path: Path) -> None:
+    assert await _acme_listed("ours", tmp_path / "env", None) == ["acme-max", "acme-mini"]
+    assert await _acme_listed("ours", tmp_path / "basic", BASIC_KEY) == ["acme-mini"]
+
+
+@needs_reference
+@pytest.mark.parametrize("stored", [None, BASIC_KEY])
+async def test_provider_object_rpc_listing_matches_reference(stored: dict[str, Any] | None, tmp_path: Path) -> None:
+    assert await _acme_listed("ours", tmp_path, stored) == await _acme_listed("reference", tmp_path, stored)
+
+
 # --------------------------------------------------------------------------- Bedrock's raw stream events
 
 BEDROCK_MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"

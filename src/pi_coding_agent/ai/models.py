@@ -236,9 +236,10 @@ class ModelRegistry:
     def available_models(self) -> list[Model]:
         """Models of providers with a configured key source (loads only those providers), each
         provider's filter applied."""
-        return [m for p in self.providers() if self.has_auth(p) for m in self._available_of(p)]
+        return [m for p in self.providers() if self.has_auth(p) for m in self.available_of(p)]
 
-    def _available_of(self, provider: str) -> list[Model]:
+    def available_of(self, provider: str) -> list[Model]:
+        """The provider's models that its filter (if any) offers to the stored credential."""
         models = self.provider_models(provider)
         keep = self._filters.get(provider)
         return models if keep is None else keep(list(models), self.auth.stored_credential(provider))

@@ -480,7 +480,7 @@ class SessionRuntime:
         """Models with credentials. Our faux provider (tests and demos; pi 1.6.0 has none) is only
         listed when the command line chose it, so model lists and cycling match pi's."""
         registry = self.registry
-        models = [m for p in registry.providers() if self.has_auth(p) for m in registry.provider_models(p)]
+        models = [m for p in registry.providers() if self.has_auth(p) for m in registry.available_of(p)]
         chosen = [m for m, _ in self.scoped] + ([self.cli_model[0]] if self.cli_model else [])
         if any(m["provider"] == FAUX_PROVIDER for m in chosen):
             return models
