@@ -433,6 +433,54 @@ async def test_refresh_models_phases_and_failures(tmp_path: Path) -> None:
     assert alive["success"] is True
 
 
+PER_ACCOUNT = """
+async def login(callbacks):
+    account = await callbacks.on_prompt({"message": "Account:"})
+    return {"refresh": "r", "access": f"token-of-{account}", "expires": 4102444800000}
+
+async def refresh_token(credentials, signal):
+    return credentials
+
+async def refresh_models(context):
+    credential = context.credential or {}
+    if not context.allow_network or credential.get("type") != "oauth":
+        return None
+    return [{"id": credential["access"].removeprefix("token-of-") + "-model", "contextWindow": 8000, "maxTokens": 100}]
+
+def setup(pi):
+    pi.register_provider("accounts", {"baseUrl": "http://127.0.0.1:9/v1", "api": "openai-completions", "models": []},
+                         oauth={"name": "Accounts", "login": login, "refresh_token": refresh_token,
+                                "get_api_key": lambda c: c["access"]}, refresh_models=refresh_models)
+"""
+
+
+async def test_sign_in_refreshes_the_catalog(tmp_path: Path) -> None:
+    """Ours, as pi's ``/login``: once signed in, the provider's models are refreshed with the new credential."""
+    from tests.fakes.llm_server import FakeLLMServer
+
+    extension = tmp_path / "accounts.py"
+    extension.write_text(PER_ACCOUNT)
+    with FakeLLMServer() as server:
+        workspace = Workspace.create(tmp_path / "side", server.url)
+        conv = Conversation(await workspace.spawn("ours", "--no-session", "-e", str(extension)), server, workspace)
+        try:
+            before = await conv.request({"type": "get_available_models"})
+            login = await conv.send({"type": "prompt", "message": "/login accounts"})
+            account = await _dialog(conv)
+            await conv.proc.send({"type": "extension_ui_response", "id": account["id"], "value": "ada"})
+            await conv.response(login)
+            for _ in range(100):
+                listed = await conv.request({"type": "get_available_models"})
+                ids = [m["id"] for m in listed["data"]["models"] if m["provider"] == "accounts"]
+                if ids:
+                    break
+                await asyncio.sleep(0.05)
+        finally:
+            await conv.proc.kill()
+    assert [m for m in before["data"]["models"] if m["provider"] == "accounts"] == []
+    assert ids == ["ada-model"]
+
+
 # --------------------------------------------------------------------------- the Provider object
 
 

@@ -5,7 +5,8 @@
 
 pi calls ``refresh_models(context)`` once every extension is set up (before the model is chosen, so
 ``--model`` can name a model it returns; also for ``--list-models``), for a provider registered
-later at once, and in RPC mode once more in the background with ``context.allow_network`` True.
+later at once, and with ``context.allow_network`` True in the background (in RPC mode after
+start-up, and after a ``/login`` of the provider).
 The list it returns replaces the registered ``models``; None keeps them. This server lists its
 models at ``GET /models`` the way a llama.cpp router does; only loaded ones are offered. It is a
 local server, so it is asked in every phase, as pi's own documentation does for llama.cpp.

@@ -150,3 +150,5 @@ async def run(rt: SessionRuntime, text: str) -> None:
         return
     if await sign_in(rt.auth, rt.ui, provider, rt.settings):
         rt.registry.forget_models(provider)  # the models a credential shapes (``modify_models``) are rebuilt
+        if rt.after_sign_in is not None:  # and, as pi, the provider's catalog is refreshed in the background
+            rt.after_sign_in(provider)

@@ -156,6 +156,7 @@ class SessionRuntime:
         self.cli_model = cli_model  # the --model pattern resolved at start-up, with its ":level"
         self.auto_compaction_enabled: bool = settings.compaction_enabled
         self.request_shutdown: Callable[[], None] | None = None  # set by a mode that can stop itself
+        self.after_sign_in: Callable[[str], None] | None = None  # set by extensions: refresh that provider's models
         self.agent = Agent(
             model=PLACEHOLDER_MODEL,
             tools=select_tools(self.all_tools, [*settings.default_tools, *(t.name for t in extra_tools)],

@@ -27,7 +27,7 @@ from pi_coding_agent.coding.extensions.api import ExtensionAPI, install_tool
 from pi_coding_agent.coding.extensions.commands import Commands
 from pi_coding_agent.coding.extensions.event_bus import EventBus
 from pi_coding_agent.coding.extensions.loader import ExtensionSource, discover, import_extension
-from pi_coding_agent.coding.extensions.providers import refresh_all
+from pi_coding_agent.coding.extensions.providers import refresh_all, refresh_one
 from pi_coding_agent.coding.extensions.providers import remove as remove_provider
 from pi_coding_agent.coding.extensions.registry import Binding, Extension, Registration
 from pi_coding_agent.coding.extensions.resources_discover import discover_resources
@@ -59,6 +59,15 @@ class ExtensionRunner(Commands, AgentHooks):
         self._deferred: list[Callable[[], Awaitable[Any]]] = []
         self._install_hooks()
         session.subscribe(self._on_session_event)
+        runtime.after_sign_in = self._refresh_signed_in
+
+    def _refresh_signed_in(self, provider: str) -> None:
+        """After ``/login``: the provider's ``refresh_models`` with the network and the new credential."""
+        if self._network_allowed():
+            self.spawn(refresh_one(self, provider, allow_network=True))
+
+    def _network_allowed(self) -> bool:
+        return not self.rt.args.offline and "PI_OFFLINE" not in os.environ
 
     # ------------------------------------------------------------------ loading
 
@@ -106,7 +115,7 @@ class ExtensionRunner(Commands, AgentHooks):
         """``start`` once the mode has subscribed to the session (it does so right after creation)."""
         self._thinking_level = self.rt.agent.thinking_level  # the session's, chosen after the extensions loaded
         self.spawn(self.start("startup"))
-        if self.rt.mode == "rpc" and not self.rt.args.offline and "PI_OFFLINE" not in os.environ:
+        if self.rt.mode == "rpc" and self._network_allowed():
             self.spawn(refresh_all(self, allow_network=True))  # pi's background catalog refresh in RPC mode
 
     def use_sources(self, sources: list[ExtensionSource]) -> None:
