@@ -203,6 +203,8 @@ async def test_a_failing_refresh_fails_the_prompt_and_keeps_the_credential(tmp_p
 BAD_INPUT = """
 import json
 
+from pi_coding_agent.coding.extensions.providers import Provider
+
 async def boom(callbacks):
     raise RuntimeError("the SSO is down")
 
@@ -229,6 +231,8 @@ def setup(pi):
                 "name": "X", "login": boom, "refresh_token": refresh, "get_api_key": str}),
             "stream without api": lambda: pi.register_provider("x", {"baseUrl": "http://h"}, stream=boom),
             "no config": lambda: pi.register_provider("x"),
+            "empty id": lambda: pi.register_provider(Provider(id=" ")),
+            "object and config": lambda: pi.register_provider(Provider(id="y"), {}),
         }
         found = {}
         for name, attempt in attempts.items():
@@ -266,6 +270,8 @@ async def test_bad_registrations_and_failing_sign_ins(tmp_path: Path) -> None:
     assert found["no baseUrl"] == 'ValueError: Provider x: "baseUrl" is required when "oauth" is set.'
     assert found["stream without api"] == 'ValueError: Provider x: a custom stream needs the provider\'s "api"'
     assert found["no config"] == "TypeError: register_provider(name, config) needs the provider's config"
+    assert found["empty id"] == "ValueError: Provider id must not be empty."
+    assert found["object and config"] == "TypeError: register_provider(Provider) takes no other arguments"
     assert notes(conv.records)[1:] == [
         "Failed to log in to Down SSO: the SSO is down",
         "Failed to log in to Odd SSO: login must return a dict with access, refresh and expires"]

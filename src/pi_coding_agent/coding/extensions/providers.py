@@ -213,6 +213,8 @@ def register(runner: RunnerHandle, name: str, config: dict[str, Any], extension_
 
 
 def register_object(runner: RunnerHandle, provider: Provider, extension_path: str) -> None:
+    if not isinstance(provider.id, str) or not provider.id.strip():
+        raise ValueError("Provider id must not be empty.")
     register(runner, provider.id, provider.config(), extension_path, stream=provider.stream, oauth=provider.oauth,
              refresh_models=provider.refresh_models, filter_models=provider.filter_models)
 
