@@ -279,6 +279,55 @@ async def test_bad_registrations_and_failing_sign_ins(tmp_path: Path) -> None:
     assert {m["provider"] for m in listed["data"]["models"]} == {"fake"}  # no x, and no sign-in: nothing available
 
 
+MERGE_PY = """
+import os
+
+def setup(pi):
+    pi.register_provider("merged", {"baseUrl": os.environ["MERGED_URL"], "apiKey": "merged-key",
+                                    "api": "openai-completions",
+                                    "models": [{"id": "m1", "contextWindow": 8000, "maxTokens": 1000}]})
+    pi.register_command("again", handler=lambda args, ctx: pi.register_provider(
+        "merged", {"headers": {"x-second": "yes"}}))
+"""
+MERGE_TS = """
+export default function (pi) {
+  pi.registerProvider("merged", { baseUrl: process.env.MERGED_URL, apiKey: "merged-key", api: "openai-completions",
+    models: [{ id: "m1", name: "m1", reasoning: false, input: ["text"],
+               cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }, contextWindow: 8000, maxTokens: 1000 }] });
+  pi.registerCommand("again", { handler: async () => { pi.registerProvider("merged", { headers: { "x-second": "yes" } }); } });
+}
+"""
+
+
+async def _merge(conv: Conversation) -> None:
+    await conv.request({"type": "prompt", "message": "/again"})
+    listed = await conv.request({"type": "get_available_models"})
+    conv.records.append({"type": "listed", "models": sorted(m["id"] for m in listed["data"]["models"]
+                                                            if m["provider"] == "merged")})
+    await conv.prompt("hi")
+
+
+async def _merge_outcome(kind: str, root: Path) -> dict[str, Any]:
+    extension = root / "merged.py"
+    root.mkdir(parents=True, exist_ok=True)
+    extension.write_text(MERGE_PY)
+    played = await play_example(kind, str(extension), MERGE_TS, _merge, root / kind, ("--provider", "merged",
+                                "--model", "m1"), ANSWER, env_of=lambda url: {"MERGED_URL": f"{url}/v1"})
+    headers = played.requests[0]["headers"]
+    return {"listed": next(r["models"] for r in played.records if r["type"] == "listed"),
+            "sent": (headers.get("x-second"), headers.get("authorization"), played.requests[0]["body"]["model"])}
+
+
+async def test_registering_again_by_name_merges(tmp_path: Path) -> None:
+    """pi merges a second ``register_provider(name, config)`` over the first: what it leaves out stays."""
+    assert await _merge_outcome("ours", tmp_path) == {"listed": ["m1"], "sent": ("yes", "Bearer merged-key", "m1")}
+
+
+@needs_reference
+async def test_registering_again_matches_reference(tmp_path: Path) -> None:
+    assert await _merge_outcome("ours", tmp_path / "ours") == await _merge_outcome("reference", tmp_path / "reference")
+
+
 # --------------------------------------------------------------------------- refresh_models
 
 LIVE_TS = """

@@ -188,26 +188,26 @@ def oauth_spec(provider: str, title: str, oauth: ProviderOAuth) -> OAuthProvider
 
 def register(runner: RunnerHandle, name: str, config: dict[str, Any], extension_path: str, *,
              stream: Adapter | None = None, oauth: ProviderOAuth | Mapping[str, Any] | None = None,
-             refresh_models: RefreshModels | None = None, filter_models: ModelFilter | None = None) -> None:
-    """Register one provider with every layer that serves it; ValueError (nothing changed) when it could not work."""
+             refresh_models: RefreshModels | None = None, filter_models: ModelFilter | None = None,
+             native: bool = False) -> None:
+    """Register one provider with every layer that serves it; ValueError (nothing changed) when it
+    could not work. As in pi, a registration by name is merged over the previous one by name (what
+    it leaves out is kept); a ``Provider`` object replaces whatever was there."""
+    previous = runner.providers.get(name)
+    if previous is not None and not previous.native and not native:
+        config = {**previous.config, **{key: value for key, value in config.items() if value is not None}}
+        stream, oauth = stream or previous.stream, oauth or previous.oauth
+        refresh_models = refresh_models or previous.refresh_models
     if stream is not None and not config.get("api"):
         raise ValueError(f"Provider {name}: a custom stream needs the provider's \"api\"")
     sign_in = as_oauth(oauth) if oauth is not None else None
     if sign_in is not None and not config.get("baseUrl"):
         raise ValueError(f'Provider {name}: "baseUrl" is required when "oauth" is set.')
-    rt = runner.rt
-    rt.registry.register_provider(name, config)
-    if name in runner.providers:  # a registration again replaces the previous one's behaviour
+    runner.rt.registry.register_provider(name, config)
+    if previous is not None:
         _drop_behaviour(runner, name)
-    if stream is not None:
-        from pi_coding_agent.ai.stream import set_provider_adapter
-
-        set_provider_adapter(name, config["api"], stream)
-    if sign_in is not None:
-        rt.auth.set_extension_oauth(name, oauth_spec(name, config.get("name") or sign_in.name, sign_in))
-    rt.registry.set_model_filter(name, filter_models)
-    runner.providers[name] = Registration(config, config.get("api") if stream is not None else None,
-                                          refresh_models, extension_path)
+    registration = Registration(config, stream, sign_in, refresh_models, filter_models, native, extension_path)
+    _install_behaviour(runner, name, registration)
     if refresh_models is not None and runner.loaded:  # during setup the runner refreshes once all are in
         runner.spawn(refresh_one(runner, name, allow_network=False))
 
@@ -216,7 +216,19 @@ def register_object(runner: RunnerHandle, provider: Provider, extension_path: st
     if not isinstance(provider.id, str) or not provider.id.strip():
         raise ValueError("Provider id must not be empty.")
     register(runner, provider.id, provider.config(), extension_path, stream=provider.stream, oauth=provider.oauth,
-             refresh_models=provider.refresh_models, filter_models=provider.filter_models)
+             refresh_models=provider.refresh_models, filter_models=provider.filter_models, native=True)
+
+
+def _install_behaviour(runner: RunnerHandle, name: str, registration: Registration) -> None:
+    rt = runner.rt
+    if registration.stream is not None:
+        from pi_coding_agent.ai.stream import set_provider_adapter
+
+        set_provider_adapter(name, registration.config["api"], registration.stream)
+    if (sign_in := registration.oauth) is not None:
+        rt.auth.set_extension_oauth(name, oauth_spec(name, registration.config.get("name") or sign_in.name, sign_in))
+    rt.registry.set_model_filter(name, registration.filter_models)
+    runner.providers[name] = registration
 
 
 def _drop_behaviour(runner: RunnerHandle, name: str) -> None:

@@ -69,10 +69,18 @@ def custom_message(message: dict[str, Any]) -> dict[str, Any]:
 
 @dataclass
 class Registration:
-    """What one ``pi.register_provider`` left where, so it can be removed and refreshed
-    (``extensions/providers.py``): its entry, the api of its own stream, its ``refresh_models``."""
+    """What one ``pi.register_provider`` brought (``extensions/providers.py``): its entry and the
+    functions beside it, kept so that it can be merged into, refreshed and removed."""
 
     config: dict[str, Any]
-    stream_api: str | None = None
+    stream: Callable[..., Any] | None = None
+    oauth: Any = None  # a ProviderOAuth
     refresh_models: Callable[[Any], Any] | None = None
+    filter_models: Callable[..., Any] | None = None
+    native: bool = False  # registered as a Provider object (a later one replaces it, never merges)
     extension_path: str = ""
+
+    @property
+    def stream_api(self) -> str | None:
+        """The api its own stream serves (None without one)."""
+        return self.config.get("api") if self.stream is not None else None
