@@ -12,12 +12,15 @@ import os
 import subprocess
 import textwrap
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.fakes.llama_server import FakeLlamaRouter
+from tests.fakes.llm_server import FakeLLMServer
 from tests.fakes.oauth_server import FakeOAuthServer
 from tests.rpc_compare import Conversation, Played, Workspace, needs_reference
 from tests.test_extensions_fidelity import EXAMPLES, notes, play_example
@@ -65,6 +68,20 @@ def _corp_env(sso: FakeOAuthServer) -> Any:
 def _auth(played: Played) -> dict[str, Any]:
     data: dict[str, Any] = json.loads((played.workspace.agent_dir / "auth.json").read_text())
     return data
+
+
+@asynccontextmanager
+async def inline_extension(root: Path, source: str) -> AsyncIterator[Conversation]:
+    """Our ``pi --mode rpc`` with the Python extension ``source`` and a fake LLM; killed on the way out."""
+    extension = root / "extension.py"
+    extension.write_text(source)
+    with FakeLLMServer() as server:
+        workspace = Workspace.create(root / "side", server.url)
+        conv = Conversation(await workspace.spawn("ours", "--no-session", "-e", str(extension)), server, workspace)
+        try:
+            yield conv
+        finally:
+            await conv.proc.kill()
 
 
 async def _dialog(conv: Conversation) -> dict[str, Any]:
@@ -250,20 +267,11 @@ def setup(pi):
 async def test_bad_registrations_and_failing_sign_ins(tmp_path: Path) -> None:
     """Ours: a registration that could not work raises at once and changes nothing; a raising or
     malformed login fails the sign-in with a message and stores nothing."""
-    from tests.fakes.llm_server import FakeLLMServer
-
-    extension = tmp_path / "bad.py"
-    extension.write_text(BAD_INPUT)
-    with FakeLLMServer() as server:
-        workspace = Workspace.create(tmp_path / "side", server.url)
-        conv = Conversation(await workspace.spawn("ours", "--no-session", "-e", str(extension)), server, workspace)
-        try:
-            await conv.request({"type": "prompt", "message": "/bad"})
-            await conv.request({"type": "prompt", "message": "/login down"})
-            await conv.request({"type": "prompt", "message": "/login odd"})
-            listed = await conv.request({"type": "get_available_models"})
-        finally:
-            await conv.proc.kill()
+    async with inline_extension(tmp_path, BAD_INPUT) as conv:
+        await conv.request({"type": "prompt", "message": "/bad"})
+        await conv.request({"type": "prompt", "message": "/login down"})
+        await conv.request({"type": "prompt", "message": "/login odd"})
+        listed = await conv.request({"type": "get_available_models"})
     found = json.loads(notes(conv.records)[0])
     assert found["no functions"].startswith("ValueError: oauth: ")
     assert found["unknown field"].startswith("ValueError: oauth must be a ProviderOAuth or a dict of ")
@@ -275,7 +283,7 @@ async def test_bad_registrations_and_failing_sign_ins(tmp_path: Path) -> None:
     assert notes(conv.records)[1:] == [
         "Failed to log in to Down SSO: the SSO is down",
         "Failed to log in to Odd SSO: login must return a dict with access, refresh and expires"]
-    assert json.loads((workspace.agent_dir / "auth.json").read_text()) == {}
+    assert json.loads((conv.workspace.agent_dir / "auth.json").read_text()) == {}
     assert {m["provider"] for m in listed["data"]["models"]} == {"fake"}  # no x, and no sign-in: nothing available
 
 
@@ -459,25 +467,15 @@ async def _calls(conv: Conversation, provider: str, count: int) -> list[dict[str
 async def test_refresh_models_phases_and_failures(tmp_path: Path) -> None:
     """Ours: at start-up without network, then in RPC mode in the background with the resolved key; a
     provider registered later at once; a raising refresh is named on stderr and the session goes on."""
-    from tests.fakes.llm_server import FakeLLMServer
-
-    extension = tmp_path / "phases.py"
-    extension.write_text(PHASES)
-    with FakeLLMServer() as server:
-        workspace = Workspace.create(tmp_path / "side", server.url)
-        proc = await workspace.spawn("ours", "--no-session", "-e", str(extension))
-        conv = Conversation(proc, server, workspace)
-        try:
-            early = [c for c in await _calls(conv, "early", 2) if c["provider"] == "early"]
-            await conv.request({"type": "prompt", "message": "/later"})
-            later = [c for c in await _calls(conv, "later", 1) if c["provider"] == "later"]
-            listed = await conv.request({"type": "get_available_models"})
-            await conv.request({"type": "prompt", "message": "/later"})  # registered again: refreshed again
-            await _calls(conv, "later", 2)
-            alive = await conv.request({"type": "get_state"})
-        finally:
-            await proc.kill()
-        stderr = await proc.stderr_text()
+    async with inline_extension(tmp_path, PHASES) as conv:
+        early = [c for c in await _calls(conv, "early", 2) if c["provider"] == "early"]
+        await conv.request({"type": "prompt", "message": "/later"})
+        later = [c for c in await _calls(conv, "later", 1) if c["provider"] == "later"]
+        listed = await conv.request({"type": "get_available_models"})
+        await conv.request({"type": "prompt", "message": "/later"})  # registered again: refreshed again
+        await _calls(conv, "later", 2)
+        alive = await conv.request({"type": "get_state"})
+    stderr = await conv.proc.stderr_text()
     assert early == [{"provider": "early", "network": False, "credential": None, "baseUrl": "http://127.0.0.1:9/early"},
                      {"provider": "early", "network": True, "credential": "api_key",
                       "baseUrl": "http://127.0.0.1:9/early"}]
@@ -511,27 +509,18 @@ def setup(pi):
 
 async def test_sign_in_refreshes_the_catalog(tmp_path: Path) -> None:
     """Ours, as pi's ``/login``: once signed in, the provider's models are refreshed with the new credential."""
-    from tests.fakes.llm_server import FakeLLMServer
-
-    extension = tmp_path / "accounts.py"
-    extension.write_text(PER_ACCOUNT)
-    with FakeLLMServer() as server:
-        workspace = Workspace.create(tmp_path / "side", server.url)
-        conv = Conversation(await workspace.spawn("ours", "--no-session", "-e", str(extension)), server, workspace)
-        try:
-            before = await conv.request({"type": "get_available_models"})
-            login = await conv.send({"type": "prompt", "message": "/login accounts"})
-            account = await _dialog(conv)
-            await conv.proc.send({"type": "extension_ui_response", "id": account["id"], "value": "ada"})
-            await conv.response(login)
-            for _ in range(100):
-                listed = await conv.request({"type": "get_available_models"})
-                ids = [m["id"] for m in listed["data"]["models"] if m["provider"] == "accounts"]
-                if ids:
-                    break
-                await asyncio.sleep(0.05)
-        finally:
-            await conv.proc.kill()
+    async with inline_extension(tmp_path, PER_ACCOUNT) as conv:
+        before = await conv.request({"type": "get_available_models"})
+        login = await conv.send({"type": "prompt", "message": "/login accounts"})
+        account = await _dialog(conv)
+        await conv.proc.send({"type": "extension_ui_response", "id": account["id"], "value": "ada"})
+        await conv.response(login)
+        for _ in range(100):
+            listed = await conv.request({"type": "get_available_models"})
+            ids = [m["id"] for m in listed["data"]["models"] if m["provider"] == "accounts"]
+            if ids:
+                break
+            await asyncio.sleep(0.05)
     assert [m for m in before["data"]["models"] if m["provider"] == "accounts"] == []
     assert ids == ["ada-model"]
 
