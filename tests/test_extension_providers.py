@@ -226,6 +226,12 @@ async def garbage(callbacks):
 async def refresh(credentials, signal):
     return credentials
 
+async def fine(callbacks):
+    return {"access": "a", "refresh": "r", "expires": 4102444800000}
+
+def no_key(credentials):
+    raise KeyError("key")
+
 def setup(pi):
     base = {"baseUrl": "http://127.0.0.1:9/v1", "api": "openai-completions",
             "models": [{"id": "m", "contextWindow": 8000, "maxTokens": 1000}]}
@@ -233,6 +239,8 @@ def setup(pi):
                                               "get_api_key": lambda c: c["access"]})
     pi.register_provider("odd", base, oauth={"name": "Odd SSO", "login": garbage, "refresh_token": refresh,
                                              "get_api_key": lambda c: c["access"]})
+    pi.register_provider("nokey", base, oauth={"name": "No key", "login": fine, "refresh_token": refresh,
+                                               "get_api_key": no_key})
 
     def bad(args, ctx):
         attempts = {
@@ -267,6 +275,10 @@ async def test_bad_registrations_and_failing_sign_ins(tmp_path: Path) -> None:
         await conv.request({"type": "prompt", "message": "/login down"})
         await conv.request({"type": "prompt", "message": "/login odd"})
         listed = await conv.request({"type": "get_available_models"})
+        await conv.request({"type": "prompt", "message": "/login nokey"})
+        await conv.request({"type": "set_model", "provider": "nokey", "modelId": "m"})
+        refused = await conv.request({"type": "prompt", "message": "hi"})
+    stderr = await conv.proc.stderr_text()
     found = json.loads(notes(conv.records)[0])
     assert found["no functions"].startswith("ValueError: oauth: ")
     assert found["unknown field"].startswith("ValueError: oauth must be a ProviderOAuth or a dict of ")
@@ -275,10 +287,12 @@ async def test_bad_registrations_and_failing_sign_ins(tmp_path: Path) -> None:
     assert found["no config"] == "TypeError: register_provider(name, config) needs the provider's config"
     assert found["empty id"] == "ValueError: Provider id must not be empty."
     assert found["object and config"] == "TypeError: register_provider(Provider) takes no other arguments"
-    assert notes(conv.records)[1:] == [
+    assert notes(conv.records)[1:3] == [
         "Failed to log in to Down SSO: the SSO is down",
         "Failed to log in to Odd SSO: login must return a dict with access, refresh and expires"]
-    assert json.loads((conv.workspace.agent_dir / "auth.json").read_text()) == {}
+    assert list(json.loads((conv.workspace.agent_dir / "auth.json").read_text())) == ["nokey"]
+    assert refused["success"] is False and "nokey" in refused["error"] and conv.server.requests == []
+    assert "Extension provider nokey: get_api_key failed: KeyError" in stderr
     assert {m["provider"] for m in listed["data"]["models"]} == {"fake"}  # no x, and no sign-in: nothing available
 
 

@@ -31,7 +31,6 @@ if TYPE_CHECKING:
 
 Credential = dict[str, Any]
 REFRESH_TIMEOUT_S = 15.0  # pi's bound on its background model refresh
-OAUTH_REFRESH_TIMEOUT_S = 15.0
 
 
 @dataclass
@@ -122,14 +121,15 @@ class LoginCallbacks:
 def as_oauth(value: ProviderOAuth | Mapping[str, Any]) -> ProviderOAuth:
     """A ``ProviderOAuth`` from itself or a dict of its fields; ValueError names what is wrong."""
     if isinstance(value, ProviderOAuth):
-        return value
-    known = {f.name for f in fields(ProviderOAuth)}
-    if not isinstance(value, Mapping) or set(value) - known:
-        raise ValueError(f"oauth must be a ProviderOAuth or a dict of {', '.join(sorted(known))}")
-    try:
-        oauth = ProviderOAuth(**value)
-    except TypeError as exc:
-        raise ValueError(f"oauth: {exc}") from None
+        oauth = value
+    else:
+        known = {f.name for f in fields(ProviderOAuth)}
+        if not isinstance(value, Mapping) or set(value) - known:
+            raise ValueError(f"oauth must be a ProviderOAuth or a dict of {', '.join(sorted(known))}")
+        try:
+            oauth = ProviderOAuth(**value)
+        except TypeError as exc:
+            raise ValueError(f"oauth: {exc}") from None
     if not isinstance(oauth.name, str) or not all(callable(f) for f in (oauth.login, oauth.refresh_token,
                                                                        oauth.get_api_key)):
         raise ValueError("oauth needs a name and the functions login, refresh_token and get_api_key")
@@ -153,17 +153,22 @@ def oauth_spec(provider: str, title: str, oauth: ProviderOAuth) -> OAuthProvider
         return credential
 
     async def login(ui: LoginUI) -> Credential:
+        signal = AbortSignal()  # fires once the sign-in is over (a dismissed dialog ends it): stop polling
         try:
-            value = await oauth.login(LoginCallbacks(ui, AbortSignal()))
+            value = await oauth.login(LoginCallbacks(ui, signal))
         except (LoginCancelled, OAuthError):
             raise
         except Exception as exc:
             raise OAuthError(str(exc) or type(exc).__name__) from None
+        finally:
+            signal.abort()
         return checked(value, "login")
 
     async def refresh(credential: Credential) -> Credential:
+        from pi_coding_agent.ai.oauth.refresh import REFRESH_TIMEOUT_S as LIMIT_S
+
         signal = AbortSignal()
-        timer = asyncio.get_running_loop().call_later(OAUTH_REFRESH_TIMEOUT_S, signal.abort)
+        timer = asyncio.get_running_loop().call_later(LIMIT_S, signal.abort)
         try:
             value = await oauth.refresh_token(dict(credential), signal)
         except OAuthError:
@@ -174,6 +179,13 @@ def oauth_spec(provider: str, title: str, oauth: ProviderOAuth) -> OAuthProvider
             timer.cancel()
         return checked(value, "refresh_token")
 
+    def key(credential: Credential) -> str:
+        try:
+            return str(oauth.get_api_key(dict(credential)))
+        except Exception as exc:  # no key: the request is refused as for a provider without credentials
+            print(f"Extension provider {provider}: get_api_key failed: {type(exc).__name__}", file=sys.stderr)
+            return ""
+
     def modify(models: list[Model], credential: Credential) -> list[Model]:
         assert oauth.modify_models is not None
         try:
@@ -182,7 +194,7 @@ def oauth_spec(provider: str, title: str, oauth: ProviderOAuth) -> OAuthProvider
             print(f"Extension provider {provider}: modify_models failed: {exc}", file=sys.stderr)
             return models
 
-    return OAuthProvider(provider, title, oauth.name, refresh, login=login, api_key=oauth.get_api_key,
+    return OAuthProvider(provider, title, oauth.name, refresh, login=login, api_key=key,
                          modify_models=modify if oauth.modify_models is not None else None)
 
 
