@@ -27,8 +27,6 @@ from pi_coding_agent.coding.extensions.api import ExtensionAPI, install_tool
 from pi_coding_agent.coding.extensions.commands import Commands
 from pi_coding_agent.coding.extensions.event_bus import EventBus
 from pi_coding_agent.coding.extensions.loader import ExtensionSource, discover, import_extension
-from pi_coding_agent.coding.extensions.providers import refresh_all, refresh_one
-from pi_coding_agent.coding.extensions.providers import remove as remove_provider
 from pi_coding_agent.coding.extensions.registry import Binding, Extension, Registration
 from pi_coding_agent.coding.extensions.resources_discover import discover_resources
 from pi_coding_agent.coding.resources.trust import has_trust_requiring_resources, save_trust_decision
@@ -63,11 +61,18 @@ class ExtensionRunner(Commands, AgentHooks):
 
     def _refresh_signed_in(self, provider: str) -> None:
         """After ``/login``: the provider's ``refresh_models`` with the network and the new credential."""
-        if self._network_allowed():
+        if self._network_allowed() and self._refreshing(provider):
+            from pi_coding_agent.coding.extensions.providers import refresh_one
+
             self.spawn(refresh_one(self, provider, allow_network=True))
 
     def _network_allowed(self) -> bool:
         return not self.rt.args.offline and "PI_OFFLINE" not in os.environ
+
+    def _refreshing(self, provider: str | None = None) -> bool:
+        """Whether a registered provider (that one, or any) has ``refresh_models``: only then is
+        ``providers.py`` imported for it."""
+        return any(r.refresh_models is not None for name, r in self.providers.items() if provider in (None, name))
 
     # ------------------------------------------------------------------ loading
 
@@ -89,7 +94,10 @@ class ExtensionRunner(Commands, AgentHooks):
             for tool in extension.tools.values():
                 install_tool(self, tool)
         self.loaded = True
-        await refresh_all(self, allow_network=False)
+        if self._refreshing():
+            from pi_coding_agent.coding.extensions.providers import refresh_all
+
+            await refresh_all(self, allow_network=False)
 
     def _setup_of(self, source: ExtensionSource) -> Callable[[Any], Any]:
         if source.setup is not None:
@@ -115,7 +123,9 @@ class ExtensionRunner(Commands, AgentHooks):
         """``start`` once the mode has subscribed to the session (it does so right after creation)."""
         self._thinking_level = self.rt.agent.thinking_level  # the session's, chosen after the extensions loaded
         self.spawn(self.start("startup"))
-        if self.rt.mode == "rpc" and self._network_allowed():
+        if self.rt.mode == "rpc" and self._network_allowed() and self._refreshing():
+            from pi_coding_agent.coding.extensions.providers import refresh_all
+
             self.spawn(refresh_all(self, allow_network=True))  # pi's background catalog refresh in RPC mode
 
     def use_sources(self, sources: list[ExtensionSource]) -> None:
@@ -133,8 +143,11 @@ class ExtensionRunner(Commands, AgentHooks):
         agent = self.rt.agent
         agent.set_tools([self._builtin_tools[t.name] for t in agent.tools if t.name in self._builtin_tools])
         self.extensions = []
-        for name in list(self.providers):  # the new generation registers its own again
-            remove_provider(self, name)
+        if self.providers:  # the new generation registers its own again
+            from pi_coding_agent.coding.extensions.providers import remove
+
+            for name in list(self.providers):
+                remove(self, name)
         await self.load()
         await self.start(reason, previous_session_file)
 
