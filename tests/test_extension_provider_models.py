@@ -43,7 +43,9 @@ CATALOG = {"alpha": {"status": {"value": "loaded"}}, "beta": {"status": {"value"
 
 
 def _team_env(router: FakeLlamaRouter) -> Any:
-    return lambda _url: {"TEAM_LLM_URL": router.url, "TEAM_LLM_KEY": "team-key"}
+    """The example's server and key; offline, so that no background refresh (pi recomposes the
+    provider for it) runs while the client lists the models: the start-up phases still ask the server."""
+    return lambda _url: {"TEAM_LLM_URL": router.url, "TEAM_LLM_KEY": "team-key", "PI_OFFLINE": "1"}
 
 
 async def _live(conv: Conversation) -> None:
