@@ -48,17 +48,26 @@ def _team_env(router: FakeLlamaRouter) -> Any:
     return lambda _url: {"TEAM_LLM_URL": router.url, "TEAM_LLM_KEY": "team-key", "PI_OFFLINE": "1"}
 
 
-async def _live(conv: Conversation) -> None:
+async def _listed_team(conv: Conversation) -> list[str]:
     listed = await conv.request({"type": "get_available_models"})
-    conv.records.append({"type": "listed", "models": sorted(f"{m['provider']}/{m['id']}"
-                                                            for m in listed["data"]["models"])})
+    return sorted(f"{m['provider']}/{m['id']}" for m in listed["data"]["models"])
+
+
+async def _live(conv: Conversation) -> None:
+    """List the models (once the start-up refresh published them), use one, prompt."""
+    for _ in range(100):  # pi's start-up refresh may publish after the session started (a race of its own)
+        models = await _listed_team(conv)
+        if any(m.startswith("team-llm/") for m in models):
+            break
+        await asyncio.sleep(0.05)
+    conv.records.append({"type": "listed", "models": models})
+    await conv.request({"type": "set_model", "provider": "team-llm", "modelId": "beta"})
     await conv.prompt("hello team")
 
 
-async def _live_outcome(kind: str, root: Path) -> dict[str, Any]:
+async def _live_outcome(kind: str, root: Path, args: tuple[str, ...] = ()) -> dict[str, Any]:
     with FakeLlamaRouter(dict(CATALOG), api_key="team-key") as router:
-        played = await play_example(kind, "live_catalog.py", LIVE_TS, _live, root, ("--provider", "team-llm",
-                                    "--model", "beta"), env_of=_team_env(router))
+        played = await play_example(kind, "live_catalog.py", LIVE_TS, _live, root, args, env_of=_team_env(router))
         chats = [r for r in router.requests if r["path"] == "/v1/chat/completions"]
     end = [r["message"] for r in played.records if r["type"] == "message_end"][-1]
     return {"listed": next(r["models"] for r in played.records if r["type"] == "listed"),
@@ -67,7 +76,8 @@ async def _live_outcome(kind: str, root: Path) -> dict[str, Any]:
 
 
 async def test_refresh_models_lists_the_server_models(tmp_path: Path) -> None:
-    outcome = await _live_outcome("ours", tmp_path)
+    """Ours: the refreshed models are there before the model is chosen, so ``--model`` may name one."""
+    outcome = await _live_outcome("ours", tmp_path, ("--provider", "team-llm", "--model", "beta"))
     assert outcome == {"listed": ["fake/fake-model", "team-llm/alpha", "team-llm/beta"],
                        "model": ("team-llm", "beta"), "text": "from llama",
                        "chat": [("beta", "Bearer team-key")]}
