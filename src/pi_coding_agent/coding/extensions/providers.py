@@ -152,14 +152,19 @@ def oauth_spec(provider: str, title: str, oauth: ProviderOAuth) -> OAuthProvider
             raise OAuthError(f"{step} must return a dict with access, refresh and expires")
         return credential
 
-    async def login(ui: LoginUI) -> Credential:
-        signal = AbortSignal()  # fires once the sign-in is over (a dismissed dialog ends it): stop polling
+    async def run(call: Callable[[], Awaitable[Any]]) -> Any:
+        """The extension function's result; what it raises (but a cancelled dialog) as an OAuthError."""
         try:
-            value = await oauth.login(LoginCallbacks(ui, signal))
+            return await call()
         except (LoginCancelled, OAuthError):
             raise
         except Exception as exc:
             raise OAuthError(str(exc) or type(exc).__name__) from None
+
+    async def login(ui: LoginUI) -> Credential:
+        signal = AbortSignal()  # fires once the sign-in is over (a dismissed dialog ends it): stop polling
+        try:
+            value = await run(lambda: oauth.login(LoginCallbacks(ui, signal)))
         finally:
             signal.abort()
         return checked(value, "login")
@@ -170,11 +175,7 @@ def oauth_spec(provider: str, title: str, oauth: ProviderOAuth) -> OAuthProvider
         signal = AbortSignal()
         timer = asyncio.get_running_loop().call_later(LIMIT_S, signal.abort)
         try:
-            value = await oauth.refresh_token(dict(credential), signal)
-        except OAuthError:
-            raise
-        except Exception as exc:
-            raise OAuthError(str(exc) or type(exc).__name__) from None
+            value = await run(lambda: oauth.refresh_token(dict(credential), signal))
         finally:
             timer.cancel()
         return checked(value, "refresh_token")
