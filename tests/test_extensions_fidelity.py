@@ -466,7 +466,9 @@ async def test_system_prompt_options_match_reference(tmp_path: Path) -> None:
 def test_every_example_is_documented_and_played() -> None:
     """An example nobody loads or documents would rot: each is named in docs/extensions.md and played here."""
     docs = (EXAMPLES.parents[1] / "docs" / "extensions.md").read_text()
-    played = Path(__file__).read_text() + (Path(__file__).parent / "test_extensions_projects.py").read_text()
+    played = "".join((Path(__file__).parent / name).read_text() for name in (
+        Path(__file__).name, "test_extensions_projects.py", "test_extension_providers.py",
+        "test_extension_provider_models.py"))
     for example in sorted(p.name for p in EXAMPLES.glob("*.py")):
         assert f"`{example}`" in docs, example
         assert f'"{example}"' in played, example

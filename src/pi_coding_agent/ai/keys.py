@@ -211,6 +211,7 @@ class AuthStorage:
         self._credentials = self._load() if create_missing or self.path.exists() else {}
         self._config_keys: dict[str, str] = {}
         self._radius_gateways: dict[str, tuple[str, str]] = {}  # models.json provider -> (baseUrl, name)
+        self._extension_oauth: dict[str, OAuthProvider] = {}  # sign-ins extensions registered
 
     def __repr__(self) -> str:
         return f"AuthStorage(path={str(self.path)!r}, providers={sorted(self._credentials)!r})"
@@ -250,10 +251,21 @@ class AuthStorage:
         """models.json providers with ``"oauth": "radius"``: their ``baseUrl`` and name (sign-in, refresh)."""
         self._radius_gateways = dict(gateways)
 
+    def set_extension_oauth(self, provider: str, spec: OAuthProvider | None) -> None:
+        """An extension's sign-in for ``provider`` (None removes it): ``/login``, refresh and request
+        keys use it before the built-in one."""
+        if spec is None:
+            self._extension_oauth.pop(provider, None)
+        else:
+            self._extension_oauth[provider] = spec
+
     def oauth_spec(self, provider: str) -> OAuthProvider | None:
-        """The provider's account sign-in and refresh: pi's built-in ones, or a models.json Radius gateway."""
+        """The provider's account sign-in and refresh: an extension's, pi's built-in ones, or a
+        models.json Radius gateway."""
         from pi_coding_agent.ai.oauth.providers import PROVIDERS, radius_provider
 
+        if provider in self._extension_oauth:
+            return self._extension_oauth[provider]
         if provider in self._radius_gateways:
             return radius_provider(provider, self._radius_gateways[provider][1], self._radius_gateways[provider][0])
         return PROVIDERS.get(provider)
@@ -357,17 +369,19 @@ class AuthStorage:
         cred = self._credentials.get(provider)
         if not cred or cred.get("type") != "oauth":
             return None
-        from pi_coding_agent.ai.oauth.providers import PROVIDERS
-
-        spec = PROVIDERS.get(provider)
+        spec = self.oauth_spec(provider)
         return spec.base_url(cred) if spec is not None else None
 
     def oauth_models(self, provider: str, models: list[Model]) -> list[Model]:
         """``models`` as a provider's OAuth credential shapes them (pi's ``filterModels``): GitHub
         Copilot lists only the credential's ``availableModelIds`` and serves them from the API host
-        its token names."""
+        its token names; an extension's ``modify_models`` gets the signed-in credential."""
         cred = self._credentials.get(provider)
-        if provider != "github-copilot" or not cred or cred.get("type") != "oauth":
+        if not cred or cred.get("type") != "oauth":
+            return models
+        if (own := self._extension_oauth.get(provider)) is not None:
+            return own.modify_models(models, dict(cred)) if own.modify_models is not None else models
+        if provider != "github-copilot":
             return models
         ids = cred.get("availableModelIds")
         if isinstance(ids, list) and all(isinstance(i, str) for i in ids):
@@ -431,7 +445,8 @@ class AuthStorage:
         env = self.credential_env(provider)
         stored = self._stored_key(provider)
         if stored is not None and self.stored_type(provider) == "oauth":
-            return stored  # an access token is used as stored, never interpolated
+            own = self._extension_oauth.get(provider)  # an extension's getApiKey, else the access token
+            return own.key_of(self._credentials[provider]) if own is not None else stored  # never interpolated
         if stored is not None:
             resolved = resolve_value(stored, env, cache=True)
             if resolved:

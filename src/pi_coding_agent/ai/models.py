@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from pi_coding_agent.ai.keys import AuthStorage
 
 FAUX_PROVIDER = "faux"
+ModelFilter = Callable[[list[Model], "dict[str, Any] | None"], list[Model]]
 
 # get_state reports this when no model is selected.
 PLACEHOLDER_MODEL: Model = {
@@ -105,6 +107,8 @@ class ModelRegistry:
         self._models: dict[str, list[Model]] = {}
         # providers extensions registered (pi.register_provider): the base that models.json refines
         self._extension_config: dict[str, dict[str, Any]] = {}
+        # a registered provider's filter of its available models, given the stored credential (pi's filterModels)
+        self._filters: dict[str, ModelFilter] = {}
         self._check_config()
         self._publish_config_keys()
         auth.set_radius_gateways({p: (c["baseUrl"], c.get("name") or p) for p, c in self._config.items()
@@ -133,8 +137,16 @@ class ModelRegistry:
         self._models.pop(provider, None)
         self._publish_config_keys()
 
+    def set_model_filter(self, provider: str, keep: ModelFilter | None) -> None:
+        """Which of the provider's models are available to a credential (None: all of them)."""
+        if keep is None:
+            self._filters.pop(provider, None)
+        else:
+            self._filters[provider] = keep
+
     def unregister_provider(self, provider: str) -> None:
         """Undo ``register_provider``: built-in models it replaced come back (nothing when not registered)."""
+        self._filters.pop(provider, None)
         if self._extension_config.pop(provider, None) is not None:
             self._models.pop(provider, None)
             self._publish_config_keys()
@@ -175,10 +187,10 @@ class ModelRegistry:
             base = self._llama_models()
         else:
             base = builtin_models(provider)
-        base = self.auth.oauth_models(provider, base)
         extension = self._extension_config.get(provider)
         if extension is not None:
             base = models_json.apply_provider_config(provider, [] if extension.get("models") else base, extension)
+        base = self.auth.oauth_models(provider, base)  # after an extension's models, as pi's modifyModels
         config = self._config.get(provider)
         return base if config is None else models_json.apply_provider_config(provider, base, config)
 
@@ -222,8 +234,15 @@ class ModelRegistry:
         return self.auth.has_auth(provider)
 
     def available_models(self) -> list[Model]:
-        """Models of providers with a configured key source (loads only those providers)."""
-        return [m for p in self.providers() if self.has_auth(p) for m in self.provider_models(p)]
+        """Models of providers with a configured key source (loads only those providers), each
+        provider's filter applied."""
+        return [m for p in self.providers() if self.has_auth(p) for m in self.available_of(p)]
+
+    def available_of(self, provider: str) -> list[Model]:
+        """The provider's models that its filter (if any) offers to the stored credential."""
+        models = self.provider_models(provider)
+        keep = self._filters.get(provider)
+        return models if keep is None else keep(list(models), self.auth.stored_credential(provider))
 
     def find(self, provider: str, model_id: str) -> Model | None:
         if provider not in self.providers():

@@ -148,4 +148,7 @@ async def run(rt: SessionRuntime, text: str) -> None:
     elif provider not in known and rt.auth.oauth_spec(provider) is None:
         rt.ui.notify(f'Unknown provider "{provider}"', "error")
         return
-    await sign_in(rt.auth, rt.ui, provider, rt.settings)
+    if await sign_in(rt.auth, rt.ui, provider, rt.settings):
+        rt.registry.forget_models(provider)  # the models a credential shapes (``modify_models``) are rebuilt
+        if rt.after_sign_in is not None:  # and, as pi, the provider's catalog is refreshed in the background
+            rt.after_sign_in(provider)

@@ -157,6 +157,7 @@ class SessionRuntime:
         self.cli_model = cli_model  # the --model pattern resolved at start-up, with its ":level"
         self.auto_compaction_enabled: bool = settings.compaction_enabled
         self.request_shutdown: Callable[[], None] | None = None  # set by a mode that can stop itself
+        self.after_sign_in: Callable[[str], None] | None = None  # set by extensions: refresh that provider's models
         self.agent = Agent(
             model=PLACEHOLDER_MODEL,
             tools=select_tools(self.all_tools, [*settings.default_tools, *(t.name for t in extra_tools)],
@@ -481,7 +482,7 @@ class SessionRuntime:
         """Models with credentials. Our faux provider (tests and demos; pi 1.6.0 has none) is only
         listed when the command line chose it, so model lists and cycling match pi's."""
         registry = self.registry
-        models = [m for p in registry.providers() if self.has_auth(p) for m in registry.provider_models(p)]
+        models = [m for p in registry.providers() if self.has_auth(p) for m in registry.available_of(p)]
         chosen = [m for m, _ in self.scoped] + ([self.cli_model[0]] if self.cli_model else [])
         if any(m["provider"] == FAUX_PROVIDER for m in chosen):
             return models

@@ -432,7 +432,9 @@ SIGN_IN_PROVIDERS = (*LOGINS, "openai")
 async def login(provider: str, ui: LoginUI, device_id: Callable[[], str] | None = None,
                 spec: p.OAuthProvider | None = None) -> Credential:
     """Run ``provider``'s sign-in; ``device_id`` gives the installation's id (settings ``deviceId``),
-    ``spec`` a provider that models.json made (a Radius gateway of its own)."""
+    ``spec`` a provider that models.json (a Radius gateway of its own) or an extension made."""
+    if spec is not None and spec.login is not None:
+        return await spec.login(ui)
     if spec is not None and spec.gateway is not None:
         return await login_radius(ui, spec.gateway, spec.title)
     if provider == "openai":

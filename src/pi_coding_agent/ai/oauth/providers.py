@@ -244,17 +244,28 @@ async def keep(cred: Credential) -> Credential:
 
 @dataclass(frozen=True)
 class OAuthProvider:
+    """One provider's account sign-in. The optional callables are a provider's own behaviour (an
+    extension's ``oauth``, ``coding/extensions/providers.py``); unset, the built-in rules apply."""
+
     id: str
     title: str  # the provider's name ("Anthropic"); ``name`` is its sign-in method's
     name: str
     refresh: Callable[[Credential], Awaitable[Credential]]
     gateway: str | None = None  # a Radius gateway: the sign-in and refresh go there
+    login: Callable[[Any], Awaitable[Credential]] | None = None  # its own flow, given a ``flows.LoginUI``
+    api_key: Callable[[Credential], str] | None = None  # the request key a credential gives (else ``access``)
+    modify_models: Callable[[list[Any], Credential], list[Any]] | None = None  # the models a credential sees
 
     def base_url(self, cred: Credential) -> str | None:
         """A per-credential API base URL (GitHub Copilot's proxy endpoint), else None."""
         if self.id == "github-copilot":
             return copilot_base_url(str(cred.get("access", "")), copilot_domain(cred))
         return None
+
+    def key_of(self, cred: Credential) -> str | None:
+        """The key a request sends for this credential."""
+        key = self.api_key(cred) if self.api_key is not None else cred.get("access")
+        return key if isinstance(key, str) and key else None
 
 
 PROVIDERS: dict[str, OAuthProvider] = {p.id: p for p in (

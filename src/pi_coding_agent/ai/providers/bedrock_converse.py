@@ -535,6 +535,8 @@ async def stream(
             async for chunk in response.aiter_bytes():
                 buffer.add_data(chunk)
                 for message in buffer:
+                    if options.on_stream_event is not None and (raw := raw_event(message.headers, message.payload)):
+                        await options.on_stream_event(raw)
                     for event in _handle_frame(reader, message.headers, message.payload):
                         yield event
     except ParserError as exc:  # bad CRCs or lengths
@@ -545,6 +547,22 @@ async def stream(
         raise ProviderError("Bedrock stream ended without a stop reason")
     if output["stopReason"] == "error":
         raise ProviderError(output.get("errorMessage") or "An unknown error occurred")
+
+
+def raw_event(headers: Mapping[str, Any], payload: bytes) -> dict[str, Any] | None:
+    """A decoded frame as pi's AWS client hands it over before pi reads it (``provider_stream_event``):
+    ``{"contentBlockDelta": {...}}``, an exception under its lower-camel name
+    (``{"throttlingException": {"message": ...}}``); None for a transport error frame."""
+    kind = headers.get(":message-type")
+    name = str(headers.get(":event-type" if kind == "event" else ":exception-type" if kind == "exception" else "")
+               or "")
+    if not name:
+        return None
+    try:
+        data: Any = orjson.loads(payload) if payload else {}
+    except orjson.JSONDecodeError:
+        data = payload.decode(errors="replace")
+    return {name[:1].lower() + name[1:]: data}
 
 
 def _handle_frame(reader: _Reader, headers: Mapping[str, Any], payload: bytes) -> list[dict[str, Any]]:

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import os
 import signal as signals
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 from pi_coding_agent.agent.awaitables import maybe_await
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from pi_coding_agent.ai.types import Model
     from pi_coding_agent.coding.extensions.event_bus import EventBus
     from pi_coding_agent.coding.extensions.host import RunnerHandle
+    from pi_coding_agent.coding.extensions.providers import Provider, ProviderOAuth, RefreshModels
     from pi_coding_agent.coding.options import CliArgs
 
 DELIVERY_MODES = ("steer", "followUp", "nextTurn")
@@ -149,24 +150,33 @@ class ExtensionAPI:
 
     # ------------------------------------------------------------------ providers
 
-    def register_provider(self, name: str, config: dict[str, Any], *, stream: Adapter | None = None) -> None:
-        """Add or re-route a model provider (pi's ``registerProvider``): ``config`` has models.json's
-        provider shape (``baseUrl``, ``apiKey``, ``api``, ``headers``, ``authHeader``, ``models``, ...);
-        ``stream`` is the provider's own adapter (``ai/stream.py``'s contract) for its ``api``. Takes
-        effect at once; ``ValueError`` when the entry could not work."""
-        runner = self._live()
-        if stream is not None and not config.get("api"):
-            raise ValueError(f"Provider {name}: a custom stream needs the provider's \"api\"")
-        runner.rt.registry.register_provider(name, config)
-        if stream is not None:
-            from pi_coding_agent.ai.stream import set_provider_adapter
+    def register_provider(self, provider: str | Provider, config: dict[str, Any] | None = None, *,
+                          stream: Adapter | None = None, oauth: ProviderOAuth | Mapping[str, Any] | None = None,
+                          refresh_models: RefreshModels | None = None) -> None:
+        """Add or re-route a model provider (pi's ``registerProvider``), at once. Either a name and
+        ``config`` in models.json's provider shape (``baseUrl``, ``apiKey``, ``api``, ``headers``,
+        ``authHeader``, ``models``, ...) with its behaviour beside it: ``stream`` (an adapter of
+        ``ai/stream.py`` for its ``api``), ``oauth`` (a subscription sign-in for ``/login``),
+        ``refresh_models`` (a live model list); or a ``Provider`` object (which may also filter its
+        models). ``ValueError`` when the entry could not work."""
+        from pi_coding_agent.coding.extensions import providers
 
-            set_provider_adapter(name, config["api"], stream)
-        runner.providers[name] = config.get("api") if stream is not None else None
+        runner = self._live()
+        if isinstance(provider, providers.Provider):
+            if config is not None or stream is not None or oauth is not None or refresh_models is not None:
+                raise TypeError("register_provider(Provider) takes no other arguments")
+            providers.register_object(runner, provider, self._extension.path)
+            return
+        if config is None:
+            raise TypeError("register_provider(name, config) needs the provider's config")
+        providers.register(runner, provider, config, self._extension.path, stream=stream, oauth=oauth,
+                           refresh_models=refresh_models)
 
     def unregister_provider(self, name: str) -> None:
         """Remove a provider this session's extensions registered; the built-in one it overrode comes back."""
-        remove_provider(self._live(), name)
+        from pi_coding_agent.coding.extensions.providers import remove
+
+        remove(self._live(), name)
 
     # ------------------------------------------------------------------ tools and commands
 
@@ -330,18 +340,6 @@ def _terminate(proc: asyncio.subprocess.Process) -> None:
                 os.killpg(proc.pid, signals.SIGKILL)
 
     asyncio.get_running_loop().call_later(KILL_GRACE_S, force)
-
-
-def remove_provider(runner: RunnerHandle, name: str) -> None:
-    """Unregister one extension provider (and its own stream); nothing when it was not registered."""
-    if name not in runner.providers:
-        return
-    api = runner.providers.pop(name)
-    runner.rt.registry.unregister_provider(name)
-    if api is not None:
-        from pi_coding_agent.ai.stream import set_provider_adapter
-
-        set_provider_adapter(name, api, None)
 
 
 def install_tool(runner: RunnerHandle, tool: AgentTool) -> None:

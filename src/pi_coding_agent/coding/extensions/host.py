@@ -15,7 +15,7 @@ from pi_coding_agent.coding.session_host import SessionHost
 if TYPE_CHECKING:
     from pi_coding_agent.agent.tool import AgentTool
     from pi_coding_agent.coding.extensions.event_bus import EventBus
-    from pi_coding_agent.coding.extensions.registry import Binding, Extension
+    from pi_coding_agent.coding.extensions.registry import Binding, Extension, Registration
     from pi_coding_agent.coding.runtime import SessionRuntime
 
 
@@ -68,7 +68,8 @@ class RunnerHandle(Protocol):
     settling: bool
     held_messages: list[dict[str, Any]]
     next_turn_messages: list[dict[str, Any]]
-    providers: dict[str, str | None]  # registered provider -> the api of its own stream (None: none)
+    providers: dict[str, Registration]  # pi.register_provider names -> what each registration added
+    loaded: bool  # every extension's setup ran (later registrations refresh their models at once)
 
     @property
     def context(self) -> object: ...

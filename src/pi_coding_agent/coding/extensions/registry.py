@@ -65,3 +65,22 @@ def custom_message(message: dict[str, Any]) -> dict[str, Any]:
         out["details"] = message["details"]
     out["timestamp"] = now_ms()
     return out
+
+
+@dataclass
+class Registration:
+    """What one ``pi.register_provider`` brought (``extensions/providers.py``): its entry and the
+    functions beside it, kept so that it can be merged into, refreshed and removed."""
+
+    config: dict[str, Any]
+    stream: Callable[..., Any] | None = None
+    oauth: Any = None  # a ProviderOAuth
+    refresh_models: Callable[[Any], Any] | None = None
+    filter_models: Callable[..., Any] | None = None
+    native: bool = False  # registered as a Provider object (a later one replaces it, never merges)
+    extension_path: str = ""
+
+    @property
+    def stream_api(self) -> str | None:
+        """The api its own stream serves (None without one)."""
+        return self.config.get("api") if self.stream is not None else None

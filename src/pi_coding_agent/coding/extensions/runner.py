@@ -13,6 +13,7 @@ forking, user bash, model selection, naming, listing commands, shutdown.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -22,11 +23,11 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from pi_coding_agent.agent.awaitables import maybe_await
 from pi_coding_agent.coding.errors import SessionError
 from pi_coding_agent.coding.extensions.agent_hooks import AgentHooks
-from pi_coding_agent.coding.extensions.api import ExtensionAPI, install_tool, remove_provider
+from pi_coding_agent.coding.extensions.api import ExtensionAPI, install_tool
 from pi_coding_agent.coding.extensions.commands import Commands
 from pi_coding_agent.coding.extensions.event_bus import EventBus
 from pi_coding_agent.coding.extensions.loader import ExtensionSource, discover, import_extension
-from pi_coding_agent.coding.extensions.registry import Binding, Extension
+from pi_coding_agent.coding.extensions.registry import Binding, Extension, Registration
 from pi_coding_agent.coding.extensions.resources_discover import discover_resources
 from pi_coding_agent.coding.resources.trust import has_trust_requiring_resources, save_trust_decision
 
@@ -48,18 +49,37 @@ class ExtensionRunner(Commands, AgentHooks):
         self._load_errors: list[tuple[str, str]] = []
         self._builtin_tools: dict[str, AgentTool] = dict(runtime.all_tools)
         self._thinking_level = runtime.agent.thinking_level
-        self.providers: dict[str, str | None] = {}  # pi.register_provider names -> api of their own stream
+        self.providers: dict[str, Registration] = {}  # pi.register_provider names -> what each added
+        self.loaded = False
         self._trust_asked: set[Path] = {runtime.cwd.resolve()}  # directories project_trust was asked for
         self.shutdown_requested = False
         self.settling = False  # agent_settled handlers are running
         self._deferred: list[Callable[[], Awaitable[Any]]] = []
         self._install_hooks()
         session.subscribe(self._on_session_event)
+        runtime.after_sign_in = self._refresh_signed_in
+
+    def _refresh_signed_in(self, provider: str) -> None:
+        """After ``/login``: the provider's ``refresh_models`` with the network and the new credential."""
+        if self._network_allowed() and self._refreshing(provider):
+            from pi_coding_agent.coding.extensions.providers import refresh_one
+
+            self.spawn(refresh_one(self, provider, allow_network=True))
+
+    def _network_allowed(self) -> bool:
+        return not self.rt.args.offline and "PI_OFFLINE" not in os.environ
+
+    def _refreshing(self, provider: str | None = None) -> bool:
+        """Whether a registered provider (that one, or any) has ``refresh_models``: only then is
+        ``providers.py`` imported for it."""
+        return any(r.refresh_models is not None for name, r in self.providers.items() if provider in (None, name))
 
     # ------------------------------------------------------------------ loading
 
     async def load(self) -> None:
-        """Import (once per process) and set up every extension; failures are kept for ``start``."""
+        """Import (once per process) and set up every extension; failures are kept for ``start``. Then,
+        as pi before the model choice, the registered providers refresh their models without network."""
+        self.loaded = False
         for source in self.sources:
             extension = Extension(source)
             pi = ExtensionAPI(self, extension, self.binding)
@@ -73,6 +93,11 @@ class ExtensionRunner(Commands, AgentHooks):
             self.extensions.append(extension)
             for tool in extension.tools.values():
                 install_tool(self, tool)
+        self.loaded = True
+        if self._refreshing():
+            from pi_coding_agent.coding.extensions.providers import refresh_all
+
+            await refresh_all(self, allow_network=False)
 
     def _setup_of(self, source: ExtensionSource) -> Callable[[Any], Any]:
         if source.setup is not None:
@@ -98,6 +123,10 @@ class ExtensionRunner(Commands, AgentHooks):
         """``start`` once the mode has subscribed to the session (it does so right after creation)."""
         self._thinking_level = self.rt.agent.thinking_level  # the session's, chosen after the extensions loaded
         self.spawn(self.start("startup"))
+        if self.rt.mode == "rpc" and self._network_allowed() and self._refreshing():
+            from pi_coding_agent.coding.extensions.providers import refresh_all
+
+            self.spawn(refresh_all(self, allow_network=True))  # pi's background catalog refresh in RPC mode
 
     def use_sources(self, sources: list[ExtensionSource]) -> None:
         """Another directory's extensions, loaded by the next ``reload``; the built-in tools are the ones
@@ -114,8 +143,11 @@ class ExtensionRunner(Commands, AgentHooks):
         agent = self.rt.agent
         agent.set_tools([self._builtin_tools[t.name] for t in agent.tools if t.name in self._builtin_tools])
         self.extensions = []
-        for name in list(self.providers):  # the new generation registers its own again
-            remove_provider(self, name)
+        if self.providers:  # the new generation registers its own again
+            from pi_coding_agent.coding.extensions.providers import remove
+
+            for name in list(self.providers):
+                remove(self, name)
         await self.load()
         await self.start(reason, previous_session_file)
 

@@ -1,0 +1,321 @@
+"""Providers that extensions register (pi's ``registerProvider``), in both of pi's forms.
+
+``pi.register_provider(name, config, stream=, oauth=, refresh_models=)`` is pi's legacy form: a
+models.json provider entry plus the behaviour pi keeps beside it as functions. ``pi.register_provider(
+Provider(...))`` is the object form (pi-ai's ``Provider``), which adds ``filter_models``. Either way
+the pieces go to the layer that already owns them: the entry to ``ModelRegistry``, the stream to
+``ai/stream.py``, the sign-in to ``AuthStorage`` (so ``/login``, auth.json, refresh before a request
+and request keys work as for a built-in subscription), the filter to the registry's available
+models. ``refresh_models`` runs where pi runs its model refresh (``refresh_all``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any
+
+from pi_coding_agent.agent.awaitables import maybe_await
+from pi_coding_agent.coding.extensions.registry import Registration
+
+if TYPE_CHECKING:
+    from pi_coding_agent.ai.abort import AbortSignal
+    from pi_coding_agent.ai.models import ModelFilter
+    from pi_coding_agent.ai.oauth.flows import LoginUI
+    from pi_coding_agent.ai.oauth.providers import OAuthProvider
+    from pi_coding_agent.ai.stream import Adapter
+    from pi_coding_agent.ai.types import Model
+    from pi_coding_agent.coding.extensions.host import RunnerHandle
+
+Credential = dict[str, Any]
+REFRESH_TIMEOUT_S = 15.0  # pi's bound on its background model refresh
+
+
+@dataclass
+class ProviderOAuth:
+    """A subscription sign-in (pi's ``oauth`` of ``registerProvider``): ``login(callbacks)`` returns
+    the credential to store (``access``, ``refresh``, ``expires`` in ms, anything else the provider
+    needs), ``refresh_token(credentials, signal)`` a renewed one, ``get_api_key(credentials)`` the key
+    a request sends; ``modify_models(models, credentials)`` shapes the models a signed-in user sees."""
+
+    name: str
+    login: Callable[[LoginCallbacks], Awaitable[Credential]]
+    refresh_token: Callable[[Credential, AbortSignal], Awaitable[Credential]]
+    get_api_key: Callable[[Credential], str]
+    modify_models: Callable[[list[Model], Credential], list[Model]] | None = None
+
+
+@dataclass
+class ModelRefresh:
+    """What ``refresh_models(context)`` receives: the credential (the stored one without network; the
+    resolved one, ``{"type": "api_key", "key"}`` or a fresh OAuth credential, with it), whether the
+    network may be used, a signal that fires on timeout or shutdown, and the provider's base URL."""
+
+    credential: Credential | None
+    allow_network: bool
+    signal: AbortSignal
+    base_url: str | None
+
+
+ModelList = list[dict[str, Any]] | None  # model definitions in models.json's shape; None keeps the current ones
+RefreshModels = Callable[[ModelRefresh], Awaitable[ModelList] | ModelList]
+
+
+@dataclass
+class Provider:
+    """pi-ai's ``Provider`` object in Python (``pi.register_provider(provider)``): the provider's
+    models and endpoint as data, and its behaviour as optional functions."""
+
+    id: str
+    models: list[dict[str, Any]] = field(default_factory=list)
+    name: str | None = None
+    base_url: str | None = None
+    api: str | None = None
+    api_key: str | None = None
+    headers: dict[str, str] | None = None
+    stream: Adapter | None = None
+    oauth: ProviderOAuth | Mapping[str, Any] | None = None
+    refresh_models: RefreshModels | None = None
+    filter_models: ModelFilter | None = None
+
+    def config(self) -> dict[str, Any]:
+        """The models.json-shaped entry (camelCase, unset fields left out)."""
+        entry = {"name": self.name, "baseUrl": self.base_url, "api": self.api, "apiKey": self.api_key,
+                 "headers": self.headers, "models": self.models or None}
+        return {key: value for key, value in entry.items() if value is not None}
+
+
+class LoginCallbacks:
+    """What an extension's ``login`` gets (pi's ``OAuthLoginCallbacks``), over the session's sign-in UI."""
+
+    def __init__(self, ui: LoginUI, signal: AbortSignal) -> None:
+        self._ui = ui
+        self.signal = signal
+
+    def on_auth(self, info: Mapping[str, Any]) -> None:
+        """Show the authorization URL (``url``, ``instructions?``)."""
+        self._ui.notify({"type": "auth_url", **info})
+
+    def on_device_code(self, info: Mapping[str, Any]) -> None:
+        """Show a device code (``userCode``, ``verificationUri``, ...)."""
+        self._ui.notify({"type": "device_code", **info})
+
+    def on_progress(self, message: str) -> None:
+        self._ui.notify({"type": "progress", "message": message})
+
+    async def on_prompt(self, prompt: Mapping[str, Any]) -> str:
+        """Ask for text (``message``, ``placeholder?``)."""
+        return await self._ui.prompt("text", str(prompt["message"]), placeholder=prompt.get("placeholder"))
+
+    async def on_manual_code_input(self) -> str:
+        return await self._ui.prompt("manual_code", "Paste the authorization code")
+
+    async def on_select(self, prompt: Mapping[str, Any]) -> str:
+        """Let the user pick one of ``options`` (``[{"id", "label"}]``); returns the id."""
+        options = [(str(o["id"]), str(o.get("label", o["id"]))) for o in prompt["options"]]
+        return await self._ui.prompt("select", str(prompt["message"]), options=options)
+
+
+def as_oauth(value: ProviderOAuth | Mapping[str, Any]) -> ProviderOAuth:
+    """A ``ProviderOAuth`` from itself or a dict of its fields; ValueError names what is wrong."""
+    if isinstance(value, ProviderOAuth):
+        oauth = value
+    else:
+        known = {f.name for f in fields(ProviderOAuth)}
+        if not isinstance(value, Mapping) or set(value) - known:
+            raise ValueError(f"oauth must be a ProviderOAuth or a dict of {', '.join(sorted(known))}")
+        try:
+            oauth = ProviderOAuth(**value)
+        except TypeError as exc:
+            raise ValueError(f"oauth: {exc}") from None
+    if not isinstance(oauth.name, str) or not all(callable(f) for f in (oauth.login, oauth.refresh_token,
+                                                                       oauth.get_api_key)):
+        raise ValueError("oauth needs a name and the functions login, refresh_token and get_api_key")
+    return oauth
+
+
+def oauth_spec(provider: str, title: str, oauth: ProviderOAuth) -> OAuthProvider:
+    """The extension's sign-in as the OAuth machinery's provider entry. What its functions return is
+    checked and stored with ``type: "oauth"``; anything they raise fails the sign-in or refresh with
+    its message, never the process."""
+    from pi_coding_agent.ai.abort import AbortSignal
+    from pi_coding_agent.ai.oauth.http import OAuthError
+    from pi_coding_agent.ai.oauth.providers import OAuthProvider
+    from pi_coding_agent.ai.oauth.store import is_oauth
+    from pi_coding_agent.coding.login_ui import LoginCancelled
+
+    def checked(value: Any, step: str) -> Credential:
+        credential = {**value, "type": "oauth"} if isinstance(value, Mapping) else None
+        if credential is None or not is_oauth(credential):
+            raise OAuthError(f"{step} must return a dict with access, refresh and expires")
+        return credential
+
+    async def run(call: Callable[[], Awaitable[Any]]) -> Any:
+        """The extension function's result; what it raises (but a cancelled dialog) as an OAuthError."""
+        try:
+            return await call()
+        except (LoginCancelled, OAuthError):
+            raise
+        except Exception as exc:
+            raise OAuthError(str(exc) or type(exc).__name__) from None
+
+    async def login(ui: LoginUI) -> Credential:
+        signal = AbortSignal()  # fires once the sign-in is over (a dismissed dialog ends it): stop polling
+        try:
+            value = await run(lambda: oauth.login(LoginCallbacks(ui, signal)))
+        finally:
+            signal.abort()
+        return checked(value, "login")
+
+    async def refresh(credential: Credential) -> Credential:
+        from pi_coding_agent.ai.oauth.refresh import REFRESH_TIMEOUT_S as LIMIT_S
+
+        signal = AbortSignal()
+        timer = asyncio.get_running_loop().call_later(LIMIT_S, signal.abort)
+        try:
+            value = await run(lambda: oauth.refresh_token(dict(credential), signal))
+        finally:
+            timer.cancel()
+        return checked(value, "refresh_token")
+
+    def key(credential: Credential) -> str:
+        try:
+            return str(oauth.get_api_key(dict(credential)))
+        except Exception as exc:  # no key: the request is refused as for a provider without credentials
+            print(f"Extension provider {provider}: get_api_key failed: {type(exc).__name__}", file=sys.stderr)
+            return ""
+
+    def modify(models: list[Model], credential: Credential) -> list[Model]:
+        assert oauth.modify_models is not None
+        try:
+            return list(oauth.modify_models(models, credential))
+        except Exception as exc:  # a broken hook keeps the list it was given
+            print(f"Extension provider {provider}: modify_models failed: {exc}", file=sys.stderr)
+            return models
+
+    return OAuthProvider(provider, title, oauth.name, refresh, login=login, api_key=key,
+                         modify_models=modify if oauth.modify_models is not None else None)
+
+
+def register(runner: RunnerHandle, name: str, config: dict[str, Any], extension_path: str, *,
+             stream: Adapter | None = None, oauth: ProviderOAuth | Mapping[str, Any] | None = None,
+             refresh_models: RefreshModels | None = None, filter_models: ModelFilter | None = None,
+             native: bool = False) -> None:
+    """Register one provider with every layer that serves it; ValueError (nothing changed) when it
+    could not work. As in pi, a registration by name is merged over the previous one by name (what
+    it leaves out is kept); a ``Provider`` object replaces whatever was there."""
+    previous = runner.providers.get(name)
+    if previous is not None and not previous.native and not native:
+        config = {**previous.config, **{key: value for key, value in config.items() if value is not None}}
+        stream, oauth = stream or previous.stream, oauth or previous.oauth
+        refresh_models = refresh_models or previous.refresh_models
+    if stream is not None and not config.get("api"):
+        raise ValueError(f"Provider {name}: a custom stream needs the provider's \"api\"")
+    sign_in = as_oauth(oauth) if oauth is not None else None
+    if sign_in is not None and not config.get("baseUrl"):
+        raise ValueError(f'Provider {name}: "baseUrl" is required when "oauth" is set.')
+    runner.rt.registry.register_provider(name, config)
+    if previous is not None:
+        _drop_behaviour(runner, name)
+    registration = Registration(config, stream, sign_in, refresh_models, filter_models, native, extension_path)
+    _install_behaviour(runner, name, registration)
+    if refresh_models is not None and runner.loaded:  # during setup the runner refreshes once all are in
+        runner.spawn(refresh_one(runner, name, allow_network=False))
+
+
+def register_object(runner: RunnerHandle, provider: Provider, extension_path: str) -> None:
+    if not isinstance(provider.id, str) or not provider.id.strip():
+        raise ValueError("Provider id must not be empty.")
+    register(runner, provider.id, provider.config(), extension_path, stream=provider.stream, oauth=provider.oauth,
+             refresh_models=provider.refresh_models, filter_models=provider.filter_models, native=True)
+
+
+def _install_behaviour(runner: RunnerHandle, name: str, registration: Registration) -> None:
+    rt = runner.rt
+    if registration.stream is not None:
+        from pi_coding_agent.ai.stream import set_provider_adapter
+
+        set_provider_adapter(name, registration.config["api"], registration.stream)
+    if (sign_in := registration.oauth) is not None:
+        rt.auth.set_extension_oauth(name, oauth_spec(name, registration.config.get("name") or sign_in.name, sign_in))
+    rt.registry.set_model_filter(name, registration.filter_models)
+    runner.providers[name] = registration
+
+
+def _drop_behaviour(runner: RunnerHandle, name: str) -> None:
+    registration = runner.providers[name]
+    if registration.stream_api is not None:
+        from pi_coding_agent.ai.stream import set_provider_adapter
+
+        set_provider_adapter(name, registration.stream_api, None)
+    runner.rt.auth.set_extension_oauth(name, None)
+    runner.rt.registry.set_model_filter(name, None)
+
+
+def remove(runner: RunnerHandle, name: str) -> None:
+    """Unregister one extension provider and everything it added; nothing when it was not registered."""
+    if name not in runner.providers:
+        return
+    _drop_behaviour(runner, name)
+    del runner.providers[name]
+    runner.rt.registry.unregister_provider(name)
+
+
+# ----------------------------------------------------------------------------- model refresh
+
+
+async def refresh_all(runner: RunnerHandle, allow_network: bool) -> None:
+    """Every ``refresh_models`` provider, concurrently, within pi's 15 s (a late one keeps its list)."""
+    names = [n for n, r in runner.providers.items() if r.refresh_models is not None]
+    if names:
+        await asyncio.gather(*(refresh_one(runner, n, allow_network) for n in names))
+
+
+async def refresh_one(runner: RunnerHandle, name: str, allow_network: bool) -> None:
+    """Ask one provider for its models and let them replace its registered ones, as pi does. A
+    raising or timed-out refresh is reported on stderr and keeps the list there was."""
+    from pi_coding_agent.ai.abort import AbortSignal
+
+    registration = runner.providers.get(name)
+    if registration is None or registration.refresh_models is None:
+        return
+    credential = await _credential(runner, name, allow_network)
+    if allow_network and credential is None:
+        return  # pi only asks the network with a resolved credential
+    signal = AbortSignal()
+    context = ModelRefresh(credential, allow_network, signal, registration.config.get("baseUrl"))
+    try:
+        outcome = registration.refresh_models(context)
+        models: ModelList = await asyncio.wait_for(maybe_await(outcome), REFRESH_TIMEOUT_S)
+    except BaseException as exc:  # timed out, raised, or the session is shutting down (cancelled)
+        signal.abort()
+        if not isinstance(exc, Exception):
+            raise
+        reason = "timed out" if isinstance(exc, TimeoutError) else str(exc) or type(exc).__name__
+        print(f"Extension provider {name}: model refresh failed: {reason}", file=sys.stderr)
+        return
+    if models is None or runner.providers.get(name) is not registration:  # nothing new, or replaced meanwhile
+        return
+    try:
+        runner.rt.registry.register_provider(name, {**registration.config, "models": list(models)})
+    except ValueError as exc:
+        print(f"Extension provider {name}: refreshed models rejected: {exc}", file=sys.stderr)
+
+
+async def _credential(runner: RunnerHandle, name: str, resolved: bool) -> Credential | None:
+    """The stored credential, or (``resolved``) the one a request would use."""
+    auth = runner.rt.auth
+    stored = auth.stored_credential(name)
+    if not resolved:
+        return stored
+    if stored is not None and stored.get("type") == "oauth":
+        from pi_coding_agent.ai.oauth.http import OAuthError
+
+        try:
+            return await auth.fresh_oauth(name)
+        except OAuthError:
+            return None
+    key = auth.api_key(name)
+    return {"type": "api_key", "key": key} if key else None
