@@ -21,7 +21,20 @@ import math
 import re
 from collections.abc import Callable, Mapping
 from functools import lru_cache
-from typing import Any, TypeGuard
+from typing import Any
+
+from pi_coding_agent.agent.js_values import (
+    CONVERTERS,
+    coerce_primitive,
+    convert_literal,
+    is_integer,
+    is_number,
+    js_json,
+    js_number_text,
+    json_equal,
+    try_number,
+    type_name,
+)
 
 Json = Any
 Errors = list[tuple[str, str]]  # (JSON pointer, message)
@@ -62,205 +75,10 @@ def _pointer(path: str, key: object) -> str:
     return f"{path}/{str(key).replace('~', '~0').replace('/', '~1')}"
 
 
-# --------------------------------------------------------------------------------------------
-# JavaScript-compatible value helpers (texts and numbers must read as pi's do)
-# --------------------------------------------------------------------------------------------
-
-
-def _is_number(v: Json) -> TypeGuard[float]:
-    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
-
-
-def _is_integer(v: Json) -> bool:
-    return _is_number(v) and float(v).is_integer()
-
-
-def _js_plain(v: Json) -> Json:
-    """Integral floats as ints, as JavaScript prints them (``3``, not ``3.0``)."""
-    if isinstance(v, float) and v.is_integer() and abs(v) < 2**53:
-        return int(v)
-    if isinstance(v, list):
-        return [_js_plain(x) for x in v]
-    if isinstance(v, dict):
-        return {k: _js_plain(x) for k, x in v.items()}
-    return v
-
-
-def js_json(v: Json, indent: int | None = None) -> str:
-    """``JSON.stringify`` of a value (compact, or pretty with ``indent``)."""
-    import json
-
-    separators = (",", ": ") if indent else (",", ":")
-    return json.dumps(_js_plain(v), indent=indent, separators=separators, ensure_ascii=False)
-
-
-def _js_number_text(v: float) -> str:
-    return js_json(v)
-
-
-def _type_name(v: Json) -> str:
-    if v is None:
-        return "null"
-    if isinstance(v, bool):
-        return "boolean"
-    if isinstance(v, list):
-        return "array"
-    if isinstance(v, dict):
-        return "object"
-    if isinstance(v, str):
-        return "string"
-    if _is_integer(v):
-        return "integer"
-    return "number" if _is_number(v) else str(v)
-
-
-_DECIMAL = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
-_RADIX = re.compile(r"0([xX][0-9a-fA-F]+|[oO][0-7]+|[bB][01]+)")
-_BIGINT = re.compile(r"-?(?:0|[1-9]\d*)n")
-
-
-def _number(v: float) -> int | float:
-    return int(v) if float(v).is_integer() and abs(v) < 2**53 else v
-
-
-def _parse_js_number(text: str) -> int | float | None:
-    """``Number(text)`` when it is finite, else None (``""`` is 0, as in JavaScript)."""
-    s = text.strip()
-    if not s:
-        return 0
-    if _DECIMAL.fullmatch(s):
-        value = float(s)
-        return _number(value) if math.isfinite(value) else None
-    if _RADIX.fullmatch(s):
-        return int(s, 0)
-    return None
-
-
-def _try_number(v: Json) -> tuple[Json] | None:
-    if isinstance(v, bool):
-        return (1 if v else 0,)
-    if _is_number(v):
-        return (v,)
-    if v is None:
-        return (0,)
-    if not isinstance(v, str):
-        return None
-    parsed = _parse_js_number(v)
-    if parsed is not None:
-        return (parsed,)
-    lower = v.lower()
-    if lower in ("true", "false"):
-        return (1 if lower == "true" else 0,)
-    if _BIGINT.fullmatch(v):
-        return (int(v[:-1]),)
-    return None
-
-
-def _try_string(v: Json) -> tuple[Json] | None:
-    if isinstance(v, bool):
-        return ("true" if v else "false",)
-    if _is_number(v):
-        return (_js_number_text(v),)
-    if v is None:
-        return ("null",)
-    return (v,) if isinstance(v, str) else None
-
-
-def _try_boolean(v: Json) -> tuple[Json] | None:
-    if isinstance(v, bool):
-        return (v,)
-    if _is_number(v):
-        return (v == 1,) if v in (0, 1) else None
-    if v is None:
-        return (False,)
-    if not isinstance(v, str):
-        return None
-    lower = v.lower()
-    if lower == "false" or v == "0":
-        return (False,)
-    if lower == "true" or v == "1":
-        return (True,)
-    return None
-
-
-def _try_null(v: Json) -> tuple[Json] | None:
-    if v is None or v is False or (_is_number(v) and v == 0):
-        return (None,)
-    if isinstance(v, str) and (v.lower() in ("undefined", "null") or v in ("", "0")):
-        return (None,)
-    return None
-
-
-_CONVERTERS: dict[str, Callable[[Json], tuple[Json] | None]] = {
-    "string": _try_string,
-    "number": _try_number,
-    "boolean": _try_boolean,
-    "null": _try_null,
-}
-
-
-def json_equal(a: Json, b: Json) -> bool:
-    """JSON equality (``true`` is not ``1``; ``1`` is ``1.0``)."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return a is b
-    if _is_number(a) and _is_number(b):
-        return bool(a == b)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
-    return type(a) is type(b) and a == b
-
-
-def _convert_literal(literal: Json, v: Json) -> Json:
-    """An enum/const member taken from a value of another type that converts to exactly it."""
-    if json_equal(literal, v):
-        return v
-    if isinstance(literal, bool):
-        result = _try_boolean(v)
-    elif isinstance(literal, str):
-        result = _try_string(v)
-    elif _is_number(literal):
-        result = _try_number(v)
-    else:
-        result = None
-    return result[0] if result is not None and json_equal(result[0], literal) else v
-
-
-def _coerce_primitive(v: Json, kind: str) -> Json:
-    """Ajv-style primitive coercion for what the conversions left (type lists)."""
-    if kind in ("number", "integer"):
-        if v is None:
-            return 0
-        if isinstance(v, str) and v.strip():
-            parsed = _parse_js_number(v)
-            if parsed is not None and (kind == "number" or _is_integer(parsed)):
-                return parsed
-        if isinstance(v, bool):
-            return 1 if v else 0
-        return v
-    if kind == "boolean":
-        if v is None:
-            return False
-        if v == "true" or (_is_number(v) and v == 1):
-            return True
-        if v == "false" or (_is_number(v) and v == 0):
-            return False
-        return v
-    if kind == "string":
-        if v is None:
-            return ""
-        converted = _try_string(v) if isinstance(v, bool) or _is_number(v) else None
-        return v if converted is None else converted[0]
-    if kind == "null":
-        return None if v == "" or v is False or (_is_number(v) and v == 0) else v
-    return v
-
-
 _TYPE_CHECKS: dict[str, Callable[[Json], bool]] = {
     "string": lambda v: isinstance(v, str),
-    "number": _is_number,
-    "integer": _is_integer,
+    "number": is_number,
+    "integer": is_integer,
     "boolean": lambda v: isinstance(v, bool),
     "null": lambda v: v is None,
     "array": lambda v: isinstance(v, list),
@@ -385,7 +203,7 @@ class SchemaValidator:
             return
         types = _types_of(node)
         if "type" in node and not any(_TYPE_CHECKS.get(t, _never)(v) for t in types):
-            out.append((path, f"expected {' or '.join(types)}, got {_type_name(v)}"))
+            out.append((path, f"expected {' or '.join(types)}, got {type_name(v)}"))
             return
         if isinstance(node.get("enum"), list) and not any(json_equal(m, v) for m in node["enum"]):
             out.append((path, f"expected one of {_list_values(node['enum'])}"))
@@ -393,7 +211,7 @@ class SchemaValidator:
             out.append((path, f"expected {js_json(node['const'])}"))
         if isinstance(v, str):
             self._walk_string(node, v, path, out)
-        elif _is_number(v):
+        elif is_number(v):
             self._walk_number(node, v, path, out)
         elif isinstance(v, dict):
             self._walk_object(node, v, path, out)
@@ -444,11 +262,11 @@ class SchemaValidator:
         ]
         for keyword, fails, sign in bounds:
             bound = node.get(keyword)
-            if _is_number(bound) and fails(v, bound):
-                out.append((path, f"expected {sign} {_js_number_text(bound)}"))
+            if is_number(bound) and fails(v, bound):
+                out.append((path, f"expected {sign} {js_number_text(bound)}"))
         step = node.get("multipleOf")
-        if _is_number(step) and step > 0 and not _is_multiple(v, step):
-            out.append((path, f"expected a multiple of {_js_number_text(step)}"))
+        if is_number(step) and step > 0 and not _is_multiple(v, step):
+            out.append((path, f"expected a multiple of {js_number_text(step)}"))
 
     def _walk_object(self, node: dict[str, Any], v: dict[str, Any], path: str, out: Errors) -> None:
         declared = node.get("properties") if isinstance(node.get("properties"), dict) else {}
@@ -551,7 +369,7 @@ class SchemaValidator:
             finally:
                 self._entered.pop()
         if "const" in node:
-            return _convert_literal(node["const"], v)
+            return convert_literal(node["const"], v)
         if isinstance(node.get("enum"), list):
             return self._convert_enum(node, v)
         for union in ("anyOf", "oneOf"):
@@ -563,10 +381,10 @@ class SchemaValidator:
             return self._convert_members(node, v)
         kind = node.get("type")
         if kind == "integer":
-            result = _try_number(v)
+            result = try_number(v)
             return v if result is None else math.trunc(result[0])
-        if isinstance(kind, str) and kind in _CONVERTERS:
-            converted = _CONVERTERS[kind](v)
+        if isinstance(kind, str) and kind in CONVERTERS:
+            converted = CONVERTERS[kind](v)
             return v if converted is None else converted[0]
         if kind == "array" or (kind is None and ("items" in node or "prefixItems" in node)):
             return self._convert_array(node, v)
@@ -578,7 +396,7 @@ class SchemaValidator:
         if any(json_equal(member, v) for member in node["enum"]):
             return v
         for member in node["enum"]:
-            candidate = _convert_literal(member, v)
+            candidate = convert_literal(member, v)
             if candidate is not v and self.ok(node, candidate):
                 return candidate
         return v
@@ -633,7 +451,7 @@ class SchemaValidator:
         types = _types_of(node)
         if types and not (len(types) > 1 and any(_TYPE_CHECKS.get(t, _never)(v) for t in types)):
             for kind in types:
-                candidate = _coerce_primitive(v, kind)
+                candidate = coerce_primitive(v, kind)
                 if candidate is not v:
                     v = candidate
                     break
