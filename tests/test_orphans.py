@@ -67,3 +67,31 @@ async def test_the_guard_leaves_with_pi(tmp_path: Path) -> None:
     await pi.close_stdin()
     assert await pi.wait() == 0
     assert await _gone(guards[0]), "the guard outlived pi"
+
+
+async def test_a_client_that_dies_with_its_pipes_leaves_no_agent_behind(tmp_path: Path) -> None:
+    """The client dies (stdout and stderr read ends gone, then stdin): pi's next record meets a broken
+    stdout and its warning a broken stderr; neither may stop the shutdown that EOF starts. (An
+    agent once hung here for good: the warning raised, the shutdown's report of it raised again.)"""
+    import subprocess
+    import sys
+
+    from tests.rpc_helpers import ROOT
+
+    env = {**os.environ, "PI_CODING_AGENT_DIR": str(tmp_path / "agent"), "HOME": str(tmp_path)}
+    proc = subprocess.Popen([sys.executable, "-m", "pi_coding_agent", "--mode", "rpc", "--no-session"],
+                            cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    try:
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        proc.stdin.write(b'{"type":"get_state","id":"1"}\n')
+        proc.stdin.flush()
+        assert b'"id":"1"' in proc.stdout.readline()  # started and serving
+        proc.stdout.close()
+        proc.stderr.close()
+        proc.stdin.write(b'{"type":"get_state","id":"2"}\n{"type":"get_messages","id":"3"}\n')
+        proc.stdin.close()
+        assert await _gone(proc.pid), "pi kept running after its client died"
+    finally:
+        proc.kill()
+        proc.wait()

@@ -15,6 +15,7 @@ import signal
 import sys
 import traceback
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 SIGNAL_EXIT_CODES = {signal.SIGTERM: 143, signal.SIGHUP: 129, signal.SIGINT: 130}
 
@@ -57,9 +58,34 @@ class OrderlyShutdown:
             os._exit(code)
 
     async def _run(self, code: int) -> None:
+        """The exit code is set whatever the cleanup does: a cleanup that fails, or whose report
+        fails too (the client closed stderr with stdout), must never leave the process running."""
         try:
             await self._cleanup()
         except Exception:
-            traceback.print_exc(file=sys.stderr)
-        if not self._exit.done():
-            self._exit.set_result(code)
+            with contextlib.suppress(Exception):
+                traceback.print_exc(file=sys.stderr)
+        finally:
+            if not self._exit.done():
+                self._exit.set_result(code)
+
+
+class QuietStderr:
+    """``sys.stderr`` that drops what it cannot write once the client closed the pipe: a warning
+    about a closed stdout must not raise in turn (``BrokenPipeError``) and unwind the shutdown."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return int(self._stream.write(text))
+        except (OSError, ValueError):  # broken pipe, or a stream closed at exit
+            return len(text)
+
+    def flush(self) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            self._stream.flush()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)

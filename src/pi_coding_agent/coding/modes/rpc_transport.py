@@ -71,9 +71,11 @@ def take_over_stdout() -> int:
     """
     with contextlib.suppress(Exception):
         sys.stdout.flush()
+    from pi_coding_agent.coding.modes.lifecycle import QuietStderr
+
     output_fd = os.dup(1)
     os.dup2(2, 1)
-    sys.stdout = sys.stderr
+    sys.stdout = sys.stderr = QuietStderr(sys.stderr)
     return output_fd
 
 
