@@ -17,7 +17,7 @@ import pytest
 
 from tests.fakes.llm_server import FakeLLMServer
 from tests.fakes.oauth_server import FakeOAuthServer
-from tests.rpc_compare import Conversation, Played, Workspace, needs_reference
+from tests.rpc_compare import Conversation, Played, Workspace, is_settled, needs_reference
 from tests.test_extensions_fidelity import notes, play_example
 
 SUBSCRIPTION_TS = """
@@ -192,24 +192,41 @@ async def test_modify_models_matches_reference(tier: str | None, tmp_path: Path)
     assert await _tier_listing("ours", tmp_path, tier) == await _tier_listing("reference", tmp_path, tier)
 
 
-async def _refused_prompt(conv: Conversation) -> None:
+async def _prompted(conv: Conversation) -> None:
     conv.records.append({"type": "answer", "response": await conv.request({"type": "prompt", "message": "hi"})})
+    await conv.read_until(is_settled)
 
 
-async def test_a_failing_refresh_fails_the_prompt_and_keeps_the_credential(tmp_path: Path) -> None:
-    """Ours only: the prompt is refused with the refresh error, as for a built-in subscription (pi
-    starts the run and ends it with that error as the assistant message)."""
+async def _failing_refresh(kind: str, root: Path) -> tuple[Played, dict[str, Any], dict[str, Any]]:
+    """A prompt whose due credential the SSO no longer refreshes: the prompt's answer, the run's last message."""
     with FakeOAuthServer() as sso:
         def revoked(workspace: Workspace) -> None:
             _expiring(sso, -1000)(workspace)
             sso.live_refresh.clear()  # the SSO no longer knows the refresh token
 
-        played = await play_example("ours", "subscription_provider.py", "", _refused_prompt, tmp_path, CORP_ARGS,
-                                    ANSWER, _corp_env(sso), revoked)
+        played = await play_example(kind, "subscription_provider.py", SUBSCRIPTION_TS, _prompted, root / kind,
+                                    CORP_ARGS, ANSWER, _corp_env(sso), revoked)
     response = next(r["response"] for r in played.records if r["type"] == "answer")
-    assert response["success"] is False
-    assert response["error"] == "OAuth refresh failed for corp-ai: HTTP Error 400: Bad Request"
+    last = next(r for r in played.records if r["type"] == "agent_end")["messages"][-1]
+    return played, response, last
+
+
+async def test_a_failing_refresh_ends_the_run_with_the_error_and_keeps_the_credential(tmp_path: Path) -> None:
+    """As for a built-in subscription: the prompt starts, no request reaches the model, and the run
+    ends with the refresh error as the assistant message; auth.json keeps the credential."""
+    played, response, last = await _failing_refresh("ours", tmp_path)
+    assert response["success"] is True
+    assert last["role"] == "assistant" and last["stopReason"] == "error"
+    assert last["errorMessage"] == "OAuth refresh failed for corp-ai: HTTP Error 400: Bad Request"
     assert played.requests == [] and _auth(played)["corp-ai"]["access"] == "expired-access"
+
+
+@needs_reference
+async def test_a_failing_refresh_matches_reference(tmp_path: Path) -> None:
+    ours, reference = await _failing_refresh("ours", tmp_path), await _failing_refresh("reference", tmp_path)
+    for (played, response, last) in (ours, reference):
+        assert response["success"] is True and last["stopReason"] == "error" and played.requests == []
+    assert _auth(ours[0])["corp-ai"] == _auth(reference[0])["corp-ai"]
 
 
 BAD_INPUT = """

@@ -14,6 +14,7 @@ Replacing the store (new, resume, fork, clone) is ``session_replacement``'s, ove
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 import traceback
 from collections.abc import Awaitable, Callable, Iterator, Sequence
@@ -209,7 +210,7 @@ class AgentSession:
     async def start_run(self, message: dict[str, Any]) -> dict[str, Any]:
         """Start a session-level run from idle with ``message`` (a user, or an extension's custom message)."""
         start_prompt()  # models.json key commands run again for this prompt, off the loop
-        await self.rt.auth.prepare(self.agent.model["provider"])
+        await self._refresh_credential()
         self._check_model_ready()
         self._settled.clear()
         try:
@@ -263,6 +264,15 @@ class AgentSession:
                        "error": str(error)})
 
         return self.rt.expand_input(text, report)
+
+    async def _refresh_credential(self) -> None:
+        """Refresh a due sign-in before the run. One that fails does not refuse the prompt: as in pi,
+        the run starts and its first request meets the same failure, so it ends with the error as
+        the assistant message (the credential is kept as it was)."""
+        from pi_coding_agent.ai.oauth.http import OAuthError
+
+        with contextlib.suppress(OAuthError):
+            await self.rt.auth.prepare(self.agent.model["provider"])
 
     def _check_model_ready(self) -> None:
         model = self.agent.model
