@@ -226,7 +226,9 @@ async def test_a_failing_refresh_matches_reference(tmp_path: Path) -> None:
     ours, reference = await _failing_refresh("ours", tmp_path), await _failing_refresh("reference", tmp_path)
     for (played, response, last) in (ours, reference):
         assert response["success"] is True and last["stopReason"] == "error" and played.requests == []
-    assert _auth(ours[0])["corp-ai"] == _auth(reference[0])["corp-ai"]
+    kept = [_auth(played)["corp-ai"] for played, _, _ in (ours, reference)]
+    assert [credential["access"] for credential in kept] == ["expired-access", "expired-access"]
+    assert kept[0].keys() == kept[1].keys()
 
 
 BAD_INPUT = """
