@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pi_coding_agent.agent.tool import AgentTool, ToolResult, UpdateCallback
 from pi_coding_agent.ai.abort import AbortSignal
+from pi_coding_agent.coding.paths import project_root
 
 if TYPE_CHECKING:
     from pi_coding_agent.coding.codemode.host import CatalogTool, CodemodeHost
@@ -47,8 +48,6 @@ INTRO = (
 
 
 def docs_path() -> str:
-    from pi_coding_agent.coding.resources.system_prompt import project_root
-
     return str(project_root() / "docs" / "codemode.md")
 
 
