@@ -67,3 +67,30 @@ def test_mixed_list_is_rejected(tools: dict[str, AgentTool]) -> None:
         select_tools(tools, [], "read,+ls", False)
     with pytest.raises(ToolSelectionError, match=r"not patterns: \+gr\*$"):
         select_tools(tools, [], "+gr*", False)
+
+
+async def test_a_session_tool_handle_is_the_tool_once_used(tmp_path: Path) -> None:
+    """What the runtime registers: handles with the tools' names that load on first use and from then
+    on declare, abort and execute as the tools do (``tools.builtin.LazyTool``)."""
+    from pi_coding_agent.agent.tool import tool_declaration
+    from pi_coding_agent.ai.abort import AbortSignal
+    from pi_coding_agent.coding.tools.builtin import LazyTool, lazy_builtin_tools
+
+    env = ToolEnv(cwd=tmp_path)
+    handles = lazy_builtin_tools(env)
+    eager = create_builtin_tools(env)
+    assert tuple(handles) == BUILTIN_TOOL_NAMES
+    assert all(isinstance(h, LazyTool) and h._tool is None for h in handles.values())  # names only so far
+    assert names(select_tools(handles, list(DEFAULT_ACTIVE_TOOLS), None, False)) == list(DEFAULT_ACTIVE_TOOLS)
+    assert all(h._tool is None for h in handles.values())  # selecting by name loads nothing
+    for name, handle in handles.items():
+        assert tool_declaration(handle) == tool_declaration(eager[name])
+        assert handle.prompt_snippet == eager[name].prompt_snippet
+        assert list(handle.prompt_guidelines) == list(eager[name].prompt_guidelines)
+        assert handle.handles_abort is eager[name].handles_abort
+    assert handles["bash"].handles_abort is True  # bash reports "Command aborted" itself
+    (tmp_path / "a.txt").write_text("hello\n")
+    result = await handles["read"].execute("c1", {"path": "a.txt"}, AbortSignal(), lambda _: None)
+    assert result.content == [{"type": "text", "text": "hello\n"}]
+    with pytest.raises(AttributeError):
+        handles["ls"].no_such_member  # noqa: B018  # a missing member stays missing after the load

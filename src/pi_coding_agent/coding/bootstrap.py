@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -108,7 +107,7 @@ def _anchored(args: CliArgs, start_cwd: Path) -> CliArgs:
     def anchor(raw: str) -> str:
         return raw if raw.startswith("~") or ":" in raw else os.path.join(start_cwd, raw)
 
-    return replace(args, extensions=[anchor(p) for p in args.extensions], skills=[anchor(p) for p in args.skills],
+    return args.replace(extensions=[anchor(p) for p in args.extensions], skills=[anchor(p) for p in args.skills],
                    prompt_templates=[anchor(p) for p in args.prompt_templates])
 
 
@@ -312,7 +311,7 @@ async def loaded_extensions(args: CliArgs) -> tuple[ModelRegistry, list[dict[str
     settings = Settings.load(agent_dir, cwd, project_trusted=trusted)
     if not _extension_sources(args, settings, agent_dir, cwd, trusted, ()):
         return None
-    session = await create_session(replace(args, no_session=True, no_mcp=True, list_models=None, help=False,
+    session = await create_session(args.replace(no_session=True, no_mcp=True, list_models=None, help=False,
                                            pending_flags=[]), "print")
     await session.shutdown()
     loaded = session.extensions.extensions if session.extensions is not None else []

@@ -6,8 +6,9 @@ options without importing the parser in ``cli.py``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import NamedTuple
+import copy
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 
 class PendingFlag(NamedTuple):
@@ -22,9 +23,12 @@ class PendingFlag(NamedTuple):
     inline: bool
 
 
-@dataclass(repr=False, eq=False)  # 45 fields: the generated repr and eq would cost every start a millisecond
 class CliArgs:
-    """Every flag of ``pi``; lists default to empty, unset options to None."""
+    """Every flag of ``pi``; lists default to empty, unset options to None.
+
+    A plain class, not a dataclass: generating ``__init__`` for its 45 fields would cost every start
+    about 9 M instructions. Unknown option names are refused as a dataclass refuses them.
+    """
 
     help: bool = False
     version: bool = False
@@ -38,7 +42,7 @@ class CliArgs:
     thinking: str | None = None
     models: list[str] | None = None
     system_prompt: str | None = None
-    append_system_prompt: list[str] = field(default_factory=list)
+    append_system_prompt: list[str]
     name: str | None = None
     session: str | None = None
     session_id: str | None = None
@@ -49,14 +53,14 @@ class CliArgs:
     exclude_tools: list[str] | None = None
     no_tools: bool = False
     no_builtin_tools: bool = False
-    extensions: list[str] = field(default_factory=list)
+    extensions: list[str]
     no_extensions: bool = False
     no_mcp: bool = False
-    skills: list[str] = field(default_factory=list)
+    skills: list[str]
     no_skills: bool = False
-    prompt_templates: list[str] = field(default_factory=list)
+    prompt_templates: list[str]
     no_prompt_templates: bool = False
-    themes: list[str] = field(default_factory=list)
+    themes: list[str]
     no_themes: bool = False
     use_theme: str | None = None
     tui_mode: str | None = None
@@ -67,13 +71,36 @@ class CliArgs:
     verbose: bool = False
     export: str | None = None
     list_models: str | bool | None = None  # True without a search term
-    messages: list[str] = field(default_factory=list)
-    file_args: list[str] = field(default_factory=list)
-    flag_values: dict[str, bool | str] = field(default_factory=dict)  # extension flags (``--name [value]``)
+    messages: list[str]
+    file_args: list[str]
+    flag_values: dict[str, bool | str]  # extension flags (``--name [value]``)
     # ``--name [value]`` options the parser does not know: extension flags once extensions have loaded
-    pending_flags: list[PendingFlag] = field(default_factory=list)
+    pending_flags: list[PendingFlag]
+
+    def __init__(self, **options: Any) -> None:
+        for name, make in _FRESH.items():
+            setattr(self, name, make())
+        self._set(options)
+
+    def replace(self, **changes: Any) -> CliArgs:
+        """A copy with ``changes`` applied (what ``dataclasses.replace`` does for a dataclass)."""
+        clone = copy.copy(self)
+        clone._set(changes)
+        return clone
+
+    def _set(self, options: dict[str, Any]) -> None:
+        for name, value in options.items():
+            if name not in CliArgs.__annotations__:
+                raise TypeError(f"CliArgs has no option {name!r}")
+            setattr(self, name, value)
 
     @property
     def export_output(self) -> str | None:
         """``--export <in> [out]``: the optional output path is the first positional argument."""
         return self.messages[0] if self.messages else None
+
+
+# the options whose default is a fresh empty list or dict (the others default to their class attribute)
+_FRESH: dict[str, Callable[[], Any]] = {
+    "append_system_prompt": list, "extensions": list, "skills": list, "prompt_templates": list, "themes": list,
+    "messages": list, "file_args": list, "flag_values": dict, "pending_flags": list}

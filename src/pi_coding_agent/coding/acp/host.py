@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 import sys
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,9 +33,9 @@ class BootstrapHost:
     async def open(self, spec: SessionSpec) -> SessionPort:
         from pi_coding_agent.coding.bootstrap import create_session
 
-        args = replace(self._args, continue_session=False, resume=False, fork=None, session_id=None, session=None)
+        args = self._args.replace(continue_session=False, resume=False, fork=None, session_id=None, session=None)
         if spec.load_id is not None:
-            args = replace(args, session=str(self._saved_path(spec.load_id, spec.cwd)), no_session=False)
+            args = args.replace(session=str(self._saved_path(spec.load_id, spec.cwd)), no_session=False)
         return await create_session(args, "acp", spec.ui, cwd=Path(spec.cwd))
 
     def _saved_path(self, session_id: str, cwd: Path) -> Path:

@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pi_coding_agent.agent.tool import AgentTool, ToolResult, UpdateCallback
 from pi_coding_agent.ai.abort import AbortSignal
+from pi_coding_agent.coding.codemode import NAME
 from pi_coding_agent.coding.paths import project_root
 
 if TYPE_CHECKING:
     from pi_coding_agent.coding.codemode.host import CatalogTool, CodemodeHost
     from pi_coding_agent.coding.tools.process_groups import ProcessRegistry
 
-NAME = "codemode"
 DEFAULT_INLINE_BUDGET = 3000
 _CHARS_PER_TOKEN = 4
 PARAMETERS: dict[str, Any] = {
