@@ -108,7 +108,7 @@ def _anchored(args: CliArgs, start_cwd: Path) -> CliArgs:
         return raw if raw.startswith("~") or ":" in raw else os.path.join(start_cwd, raw)
 
     return args.replace(extensions=[anchor(p) for p in args.extensions], skills=[anchor(p) for p in args.skills],
-                   prompt_templates=[anchor(p) for p in args.prompt_templates])
+                        prompt_templates=[anchor(p) for p in args.prompt_templates])
 
 
 def _load_resources(args: CliArgs, settings: Settings, agent_dir: Path, cwd: Path, trusted: bool) -> Resources:
