@@ -105,7 +105,10 @@ def results(runs: int, chunks: int) -> list[Row]:
     ref = median([first_answer_s(ref_cmd, "rpc", GET_STATE) for _ in range(runs)]) * 1000 if ref_cmd else None
     rows = [Row("start-up", "acp initialize vs our rpc get_state", "ms", acp, rpc, 1.0),
             Row("start-up", "our rpc get_state vs reference rpc", "ms", rpc, ref)]
-    samples = {mode: [stream_once(mode, chunks) for _ in range(runs)] for mode in ("rpc", "acp")}
+    samples: dict[str, list[tuple[float, float, int]]] = {"rpc": [], "acp": []}
+    for _ in range(runs):  # the modes take turns, so they share the machine's load
+        for mode in ("rpc", "acp"):
+            samples[mode].append(stream_once(mode, chunks))
     for index, (name, unit, scale) in enumerate((("wall per chunk", "us", 1e6 / chunks),
                                                  ("CPU per chunk", "us", 1e6 / chunks),
                                                  ("stdout per chunk", "B", 1 / chunks))):

@@ -27,14 +27,15 @@ from pi_coding_agent.coding.extensions.ui import ExtensionUI, NoUI
 from pi_coding_agent.coding.options import CliArgs
 from pi_coding_agent.coding.resources.context_files import load_context_files
 from pi_coding_agent.coding.resources.prompt_files import resolve_append_prompts, resolve_custom_prompt
-from pi_coding_agent.coding.resources.prompt_templates import load_prompt_templates
+from pi_coding_agent.coding.resources.resource_files import skill_candidates, template_candidates
 from pi_coding_agent.coding.resources.settings import Settings
-from pi_coding_agent.coding.resources.skills import load_skills
 from pi_coding_agent.coding.resources.trust import has_trust_requiring_resources, is_project_trusted
 from pi_coding_agent.coding.runtime import LOGIN_HELP, Project, Resources, SessionRuntime, missing_cwd_error
 from pi_coding_agent.coding.session import SessionManager, list_sessions
 
 if TYPE_CHECKING:
+    from pi_coding_agent.coding.resources.prompt_templates import PromptTemplate
+    from pi_coding_agent.coding.resources.skills import Skill
     from pi_coding_agent.coding.sandbox.policy import SandboxPolicy
 
 
@@ -112,18 +113,37 @@ def _anchored(args: CliArgs, start_cwd: Path) -> CliArgs:
 
 
 def _load_resources(args: CliArgs, settings: Settings, agent_dir: Path, cwd: Path, trusted: bool) -> Resources:
-    skills, warnings = load_skills(agent_dir, cwd, trusted, list(args.skills), settings.skills,
-                                   include_defaults=not args.no_skills)
+    skills, warnings = _load_skills(args, settings, agent_dir, cwd, trusted)
     for warning in [*warnings, *settings.warnings]:
         print(warning, file=sys.stderr)
     return Resources(
         context_files=[] if args.no_context_files else load_context_files(agent_dir, cwd),
         skills=skills,
-        templates=load_prompt_templates(agent_dir, cwd, trusted, list(args.prompt_templates), settings.prompts,
-                                        include_defaults=not args.no_prompt_templates),
+        templates=_load_templates(args, settings, agent_dir, cwd, trusted),
         custom_prompt=resolve_custom_prompt(args.system_prompt, agent_dir, cwd, trusted),
         append_prompts=resolve_append_prompts(list(args.append_system_prompt), agent_dir, cwd, trusted),
     )
+
+
+def _load_skills(args: CliArgs, settings: Settings, agent_dir: Path, cwd: Path,
+                 trusted: bool) -> tuple[list[Skill], list[str]]:
+    """The skills and their warnings; the reader is imported only when there is something to read."""
+    candidates = skill_candidates(agent_dir, cwd, trusted, args.skills, settings.skills, not args.no_skills)
+    if not candidates and not args.skills:
+        return [], []
+    from pi_coding_agent.coding.resources.skills import read_skills
+
+    return read_skills(candidates, args.skills, cwd)
+
+
+def _load_templates(args: CliArgs, settings: Settings, agent_dir: Path, cwd: Path, trusted: bool) -> list[PromptTemplate]:
+    candidates = template_candidates(agent_dir, cwd, trusted, args.prompt_templates, settings.prompts,
+                                     not args.no_prompt_templates)
+    if not candidates:
+        return []
+    from pi_coding_agent.coding.resources.prompt_templates import read_templates
+
+    return read_templates(candidates)
 
 
 def _cli_model(args: CliArgs, registry: ModelRegistry) -> tuple[Model, str | None] | None:

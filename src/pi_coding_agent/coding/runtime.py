@@ -28,17 +28,12 @@ from pi_coding_agent.ai.stream import StreamOptions
 from pi_coding_agent.ai.thinking import clamp_thinking_level
 from pi_coding_agent.ai.types import Context, Model
 from pi_coding_agent.coding import auth_help, paths
-from pi_coding_agent.coding.codemode import codemode_tools
+from pi_coding_agent.coding.codemode import NAME as CODEMODE
 from pi_coding_agent.coding.errors import SessionError
 from pi_coding_agent.coding.extensions.ui import ExtensionUI
 from pi_coding_agent.coding.options import CliArgs
 from pi_coding_agent.coding.provider_settings import provider_request_options
-from pi_coding_agent.coding.resources.prompt_templates import (
-    PromptTemplate,
-    expand_prompt_template,
-)
 from pi_coding_agent.coding.resources.settings import Settings
-from pi_coding_agent.coding.resources.skills import Skill, expand_skill_command
 from pi_coding_agent.coding.retry import RetrySettings
 from pi_coding_agent.coding.session import (
     SessionContext,
@@ -46,11 +41,13 @@ from pi_coding_agent.coding.session import (
     convert_to_llm,
 )
 from pi_coding_agent.coding.tools.base import ToolEnv
-from pi_coding_agent.coding.tools.builtin import lazy_builtin_tools
+from pi_coding_agent.coding.tools.builtin import LazyTool, lazy_builtin_tools
 from pi_coding_agent.coding.tools.process_groups import ProcessRegistry
 from pi_coding_agent.coding.tools.selection import select_tools
 
 if TYPE_CHECKING:
+    from pi_coding_agent.coding.resources.prompt_templates import PromptTemplate
+    from pi_coding_agent.coding.resources.skills import Skill
     from pi_coding_agent.coding.resources.system_prompt import SystemState
     from pi_coding_agent.coding.sandbox.policy import SandboxPolicy
     from pi_coding_agent.coding.tools.images import ImagePolicy
@@ -175,9 +172,14 @@ class SessionRuntime:
                       confirm=self.ui.confirm, processes=self.processes)
         self.tool_env = env  # shared by the built-in tools: what changes per session changes here
         tools = lazy_builtin_tools(env)
-        tools.update(codemode_tools(lambda: self, self.processes))  # registered inactive: defaultTools/--tools name it
+        tools[CODEMODE] = LazyTool(CODEMODE, self._codemode_tool)  # registered inactive: defaultTools/--tools name it
         tools.update((tool.name, tool) for tool in extra_tools)
         return tools
+
+    def _codemode_tool(self) -> AgentTool:
+        from pi_coding_agent.coding.codemode.tool import session_codemode_tool
+
+        return session_codemode_tool(lambda: self, self.processes)
 
     # ----------------------------------------------------------------- model, keys, settings
 
@@ -247,9 +249,17 @@ class SessionRuntime:
     # ----------------------------------------------------------------- prompt pipeline
 
     def expand_input(self, text: str, report: Callable[[Exception], None]) -> str:
-        """``/skill:name`` first (a failure goes to ``report``), then prompt templates."""
-        text = expand_skill_command(text, self.resources.skills, on_error=report)
-        return expand_prompt_template(text, self.resources.templates)
+        """``/skill:name`` first (a failure goes to ``report``), then prompt templates (with neither,
+        the text is left as it is, and their modules unloaded)."""
+        if self.resources.skills:
+            from pi_coding_agent.coding.resources.skills import expand_skill_command
+
+            text = expand_skill_command(text, self.resources.skills, on_error=report)
+        if self.resources.templates:
+            from pi_coding_agent.coding.resources.prompt_templates import expand_prompt_template
+
+            text = expand_prompt_template(text, self.resources.templates)
+        return text
 
     def prompt_sections(self) -> dict[str, str]:
         from pi_coding_agent.coding.resources.system_prompt import PromptInputs, build_sections

@@ -74,11 +74,14 @@ class BootstrapHost:
     def install_tool_backends(self, session: SessionPort, files: FileBackend | None,
                               commands: CommandBackend | None) -> None:
         from pi_coding_agent.coding.tools.base import ToolEnv
+        from pi_coding_agent.coding.tools.builtin import LazyTool
 
-        for tool in _agent_session(session).rt.all_tools.values():
-            env = getattr(tool, "env", None)
-            if isinstance(env, ToolEnv):
-                env.files, env.commands = files, commands
+        rt = _agent_session(session).rt
+        envs = [rt.tool_env]  # the built-in tools' (a handle not yet loaded is bound to it too)
+        envs += [env for tool in rt.all_tools.values() if not isinstance(tool, LazyTool)
+                 if isinstance(env := getattr(tool, "env", None), ToolEnv)]
+        for env in envs:
+            env.files, env.commands = files, commands
 
     def setting(self, session: SessionPort, dotted_key: str) -> Any:
         return _agent_session(session).rt.settings.get(dotted_key)

@@ -2,34 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from pi_coding_agent.coding.tools.builtin import LazyTool
-
 if TYPE_CHECKING:
-    from pi_coding_agent.agent.tool import AgentTool
-    from pi_coding_agent.coding.codemode.host import SessionCodemodeHost, SessionRuntimeView
-    from pi_coding_agent.coding.tools.process_groups import ProcessRegistry
+    from pi_coding_agent.coding.codemode.host import SessionRuntimeView
 
 NAME = "codemode"
-
-
-def codemode_tools(runtime: Callable[[], SessionRuntimeView], processes: ProcessRegistry) -> dict[str, AgentTool]:
-    """The registry entry for ``codemode`` (inactive unless ``defaultTools``/``--tools`` name it): a
-    handle, whose module loads when the tool is first declared; its workers are tracked in the
-    session's ``processes``."""
-    def host() -> SessionCodemodeHost:
-        from pi_coding_agent.coding.codemode.host import SessionCodemodeHost  # with the first script
-
-        return SessionCodemodeHost(runtime())
-
-    def tool() -> AgentTool:
-        from pi_coding_agent.coding.codemode.tool import CodemodeTool
-
-        return CodemodeTool(host, lambda: runtime().settings, processes)
-
-    return {NAME: LazyTool(NAME, tool)}
 
 
 def enable_codemode(runtime: SessionRuntimeView, auto_enable: object = True) -> bool:
@@ -46,4 +24,4 @@ def enable_codemode(runtime: SessionRuntimeView, auto_enable: object = True) -> 
     return True
 
 
-__all__ = ["NAME", "codemode_tools", "enable_codemode"]
+__all__ = ["NAME", "enable_codemode"]

@@ -17,7 +17,12 @@ from pi_coding_agent.coding.codemode import NAME
 from pi_coding_agent.coding.paths import project_root
 
 if TYPE_CHECKING:
-    from pi_coding_agent.coding.codemode.host import CatalogTool, CodemodeHost
+    from pi_coding_agent.coding.codemode.host import (
+        CatalogTool,
+        CodemodeHost,
+        SessionCodemodeHost,
+        SessionRuntimeView,
+    )
     from pi_coding_agent.coding.tools.process_groups import ProcessRegistry
 
 DEFAULT_INLINE_BUDGET = 3000
@@ -171,6 +176,17 @@ def presented_declarations(tools: list[Any], settings: Any) -> list[Any]:
 
 
 GRAMMAR_SAMPLING: dict[str, Any] = {"type": "grammar", "variants": {"openai_lark": GRAMMAR}}
+
+
+def session_codemode_tool(runtime: Callable[[], SessionRuntimeView], processes: ProcessRegistry) -> CodemodeTool:
+    """A session's ``codemode`` tool (registered inactive unless ``defaultTools``/``--tools`` name it);
+    its host is made with the first script, its workers are tracked in the session's ``processes``."""
+    def host() -> SessionCodemodeHost:
+        from pi_coding_agent.coding.codemode.host import SessionCodemodeHost
+
+        return SessionCodemodeHost(runtime())
+
+    return CodemodeTool(host, lambda: runtime().settings, processes)
 
 
 class CodemodeTool(AgentTool):

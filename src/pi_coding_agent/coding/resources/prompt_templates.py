@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pi_coding_agent.coding.resources import resource_files as rf
 from pi_coding_agent.coding.resources import resource_paths as rp
 from pi_coding_agent.coding.resources.frontmatter import parse_frontmatter
-from pi_coding_agent.coding.resources.settings import PROJECT_DIR, SettingsPath
-from pi_coding_agent.coding.resources.skills import source_info
+from pi_coding_agent.coding.resources.settings import SettingsPath
 
 DESCRIPTION_FALLBACK_LENGTH = 60
 
@@ -32,7 +32,7 @@ class PromptTemplate:
 
     def source_info(self) -> dict[str, Any]:
         """The ``sourceInfo`` object of get_commands."""
-        return source_info(self.path, self.source, self.scope, self.source_base_dir)
+        return rf.source_info(self.path, self.source, self.scope, self.source_base_dir)
 
 
 def load_prompt_templates(agent_dir: Path, cwd: Path, trusted: bool, extra_paths: Sequence[str],
@@ -40,55 +40,18 @@ def load_prompt_templates(agent_dir: Path, cwd: Path, trusted: bool, extra_paths
                           include_defaults: bool = True) -> list[PromptTemplate]:
     """Templates in precedence order, first of a name wins. ``include_defaults=False`` is
     ``--no-prompt-templates``: only the ``--prompt-template`` paths load."""
-    cli = rp.cli_files(extra_paths, cwd, _collect_cli_path, lambda root, _file: root if root.is_dir() else root.parent)
-    candidates = cli
-    if include_defaults:
-        project_dirs = [(cwd / PROJECT_DIR / "prompts", cwd / PROJECT_DIR)] if trusted else []
-        candidates = [
-            *rp.settings_files(settings_paths, agent_dir, collect_nested_markdown, "project"),
-            *rp.auto_files(project_dirs, top_level_markdown, "project", settings_paths, agent_dir),
-            *rp.settings_files(settings_paths, agent_dir, collect_nested_markdown, "user"),
-            *rp.auto_files([(agent_dir / "prompts", agent_dir)], top_level_markdown, "user",
-                           settings_paths, agent_dir),
-            *cli,
-        ]
+    return read_templates(rf.template_candidates(agent_dir, cwd, trusted, extra_paths, settings_paths,
+                                                 include_defaults))
+
+
+def read_templates(candidates: Sequence[rp.ResourceFile]) -> list[PromptTemplate]:
+    """The templates of ``candidates`` (``resource_files.template_candidates``), first of a name wins."""
     templates: dict[str, PromptTemplate] = {}
     for item in rp.dedupe_by_real_path(candidates):
         template = read_template(item)
         if template is not None and template.name not in templates:
             templates[template.name] = template
     return list(templates.values())
-
-
-def top_level_markdown(directory: Path) -> list[Path]:
-    """``*.md`` files directly in ``directory`` (hidden files skipped)."""
-    out = []
-    for entry in rp.sorted_entries(directory):
-        if entry.name.startswith(".") or not entry.name.endswith(".md"):
-            continue
-        if rp.entry_kind(entry)[1]:
-            out.append(Path(entry.path))
-    return out
-
-
-def collect_nested_markdown(directory: Path) -> list[Path]:
-    """``*.md`` files anywhere below ``directory`` (settings entries may name a whole tree)."""
-    out: list[Path] = []
-    for entry in rp.sorted_entries(directory):
-        if entry.name.startswith(".") or entry.name == "node_modules":
-            continue
-        is_dir, is_file = rp.entry_kind(entry)
-        if is_dir:
-            out += collect_nested_markdown(Path(entry.path))
-        elif is_file and entry.name.endswith(".md"):
-            out.append(Path(entry.path))
-    return out
-
-
-def _collect_cli_path(path: Path) -> list[Path]:
-    if path.is_dir():
-        return top_level_markdown(path)
-    return [path] if path.is_file() and path.name.endswith(".md") else []
 
 
 def read_template(item: rp.ResourceFile) -> PromptTemplate | None:

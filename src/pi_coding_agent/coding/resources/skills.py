@@ -1,24 +1,24 @@
 """Skills: directories holding a ``SKILL.md`` (or loose ``.md`` files) with YAML frontmatter.
 
-Discovery, precedence and filters are in ``resource_paths``; this module reads and validates the
+Discovery is in ``resource_files`` (precedence and filters in ``resource_paths``); this module reads and validates the
 files, renders the prompt index and expands ``/skill:name args``. A skill without a description
 is not loaded; other rule breaks (bad name, over-long description) only warn, as in pi.
 """
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pi_coding_agent.coding.resources import resource_files as rf
 from pi_coding_agent.coding.resources import resource_paths as rp
 from pi_coding_agent.coding.resources.frontmatter import parse_frontmatter, strip_frontmatter
-from pi_coding_agent.coding.resources.settings import PROJECT_DIR, SettingsPath
+from pi_coding_agent.coding.resources.resource_files import SKILL_FILE
+from pi_coding_agent.coding.resources.settings import SettingsPath
 
-SKILL_FILE = "SKILL.md"
 MAX_NAME_LENGTH = 64
 MAX_DESCRIPTION_LENGTH = 1024
 NAME_CHARS = re.compile(r"^[a-z0-9-]+$")
@@ -39,14 +39,7 @@ class Skill:
 
     def source_info(self) -> dict[str, Any]:
         """The ``sourceInfo`` object of get_commands."""
-        return source_info(self.path, self.source, self.scope, self.source_base_dir)
-
-
-def source_info(path: Path, source: str, scope: str, base_dir: Path | None) -> dict[str, Any]:
-    info: dict[str, Any] = {"path": str(path), "source": source, "scope": scope, "origin": "top-level"}
-    if base_dir is not None:
-        info["baseDir"] = str(base_dir)
-    return info
+        return rf.source_info(self.path, self.source, self.scope, self.source_base_dir)
 
 
 def load_skills(agent_dir: Path, cwd: Path, trusted: bool, extra_paths: Sequence[str],
@@ -54,8 +47,15 @@ def load_skills(agent_dir: Path, cwd: Path, trusted: bool, extra_paths: Sequence
                 include_defaults: bool = True) -> tuple[list[Skill], list[str]]:
     """(skills in precedence order, warnings). ``include_defaults=False`` is ``--no-skills``:
     only the ``--skill`` paths load."""
+    candidates = rf.skill_candidates(agent_dir, cwd, trusted, extra_paths, settings_paths, include_defaults)
+    return read_skills(candidates, extra_paths, cwd)
+
+
+def read_skills(candidates: Sequence[rp.ResourceFile], extra_paths: Sequence[str],
+                cwd: Path) -> tuple[list[Skill], list[str]]:
+    """The skills of ``candidates`` (``resource_files.skill_candidates``), first of a name wins, and the
+    warnings: missing ``--skill`` paths, unusable files, name collisions."""
     warnings: list[str] = []
-    candidates = skill_candidates(agent_dir, cwd, trusted, extra_paths, settings_paths, include_defaults)
     for raw in extra_paths:
         path = rp.resolve_entry(raw, cwd)
         if not path.exists():
@@ -72,84 +72,6 @@ def load_skills(agent_dir: Path, cwd: Path, trusted: bool, extra_paths: Sequence
             continue
         skills[skill.name] = skill
     return list(skills.values()), warnings
-
-
-def skill_candidates(agent_dir: Path, cwd: Path, trusted: bool, extra_paths: Sequence[str],
-                     settings_paths: Sequence[SettingsPath | str], include_defaults: bool) -> list[rp.ResourceFile]:
-    """Every candidate skill file in precedence order (see ``resource_paths``)."""
-    cli = rp.cli_files(extra_paths, cwd, _collect_cli_path, lambda _root, file: file.parent)
-    if not include_defaults:
-        return cli
-    cwd = cwd.absolute()
-    home_skills = Path(os.path.expanduser("~")) / ".agents" / "skills"
-    project_dirs: list[tuple[Path, Path]] = []
-    if trusted:
-        project_dirs.append((cwd / PROJECT_DIR / "skills", cwd / PROJECT_DIR))
-        project_dirs += [(d, d.parent) for d in ancestor_agents_skill_dirs(cwd) if d != home_skills]
-    user_dirs = [(agent_dir / "skills", agent_dir), (home_skills, home_skills.parent)]
-    return [
-        *rp.settings_files(settings_paths, agent_dir, collect_pi_mode, "project"),
-        *_auto(project_dirs, "project", settings_paths, agent_dir),
-        *rp.settings_files(settings_paths, agent_dir, collect_pi_mode, "user"),
-        *_auto(user_dirs, "user", settings_paths, agent_dir),
-        *cli,
-    ]
-
-
-def _auto(dirs: list[tuple[Path, Path]], scope: str, settings_paths: Sequence[SettingsPath | str],
-          agent_dir: Path) -> list[rp.ResourceFile]:
-    """Auto-discovered skills; ``.agents`` directories use the nested-file rule of that layout."""
-    out: list[rp.ResourceFile] = []
-    for directory, base in dirs:
-        collect = collect_agents_mode if directory.parent.name == ".agents" else collect_pi_mode
-        out += rp.auto_files([(directory, base)], collect, scope, settings_paths, agent_dir)
-    return out
-
-
-def ancestor_agents_skill_dirs(cwd: Path) -> list[Path]:
-    """``.agents/skills`` of the cwd and its ancestors, stopping at the git repository root."""
-    repo_root = next((d for d in (cwd, *cwd.parents) if (d / ".git").exists()), None)
-    dirs: list[Path] = []
-    for directory in (cwd, *cwd.parents):
-        dirs.append(directory / ".agents" / "skills")
-        if directory == repo_root:
-            break
-    return dirs
-
-
-def collect_pi_mode(root: Path) -> list[Path]:
-    """``.pi``/agent-dir layout: loose ``.md`` files at the top level, ``SKILL.md`` dirs below."""
-    return _collect(root, root, top_level_md=True)
-
-
-def collect_agents_mode(root: Path) -> list[Path]:
-    """``.agents/skills`` layout: ``SKILL.md`` dirs, and loose ``.md`` files only below the top level."""
-    return _collect(root, root, top_level_md=False)
-
-
-def _collect(directory: Path, root: Path, top_level_md: bool) -> list[Path]:
-    """A dir with a SKILL.md is one skill (not descended further); hidden dirs and node_modules skipped."""
-    entries = rp.sorted_entries(directory)
-    skill_file = directory / SKILL_FILE
-    if any(e.name == SKILL_FILE for e in entries) and skill_file.is_file():
-        return [skill_file]
-    found: list[Path] = []
-    at_root = directory == root
-    for entry in entries:
-        if entry.name.startswith(".") or entry.name == "node_modules":
-            continue
-        is_dir, is_file = rp.entry_kind(entry)
-        if is_dir:
-            found += _collect(Path(entry.path), root, top_level_md)
-        elif is_file and entry.name.endswith(".md") and at_root == top_level_md:
-            found.append(Path(entry.path))
-    return found
-
-
-def _collect_cli_path(path: Path) -> list[Path]:
-    if path.is_dir():
-        return collect_pi_mode(path)
-    return [path] if path.is_file() else []
 
 
 def read_skill(item: rp.ResourceFile, warnings: list[str]) -> Skill | None:
