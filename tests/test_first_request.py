@@ -78,8 +78,8 @@ async def test_an_untrusted_certificate_is_refused(tmp_path, tls_server):
 
 
 def test_credentials_warm_the_http_stack_after_the_first_answer(tmp_path):
-    """The answer comes before the HTTP client is imported; the import follows without another
-    command, and without httpx, which only a proxied request needs."""
+    """The answer comes before the HTTP client and the tools' modules are imported; the imports follow
+    without another command, and without httpx, which only a proxied request needs."""
     write_models_json(tmp_path / "agent", "http://127.0.0.1:9")
     env = {**os.environ, "HOME": str(tmp_path), "PI_CODING_AGENT_DIR": str(tmp_path / "agent")}
     proc = subprocess.Popen([PYTHON, "-X", "importtime", "-m", "pi_coding_agent", "--mode", "rpc", *MODEL_ARGS],
@@ -96,9 +96,12 @@ def test_credentials_warm_the_http_stack_after_the_first_answer(tmp_path):
         after: list[str] = []
         # stdin stays open and nothing else is asked; ``importlib.import_module`` imports are not
         # listed by -X importtime, the modules they import with an import statement are
-        while "pi_coding_agent.ai.providers.http" not in imported_modules("".join(after)):
+        # the first prompt's own modules follow: bash's shell runner and the prompt builder's skills index
+        wanted = {"pi_coding_agent.ai.providers.http", "pi_coding_agent.coding.tools.shell",
+                  "pi_coding_agent.coding.resources.skills"}
+        while not wanted <= imported_modules("".join(after)):
             after.append(proc.stdout.readline().decode())
-        assert not {"httptools", "httpx"} & imported_modules("".join(before))
+        assert not {"httptools", "httpx", "pi_coding_agent.coding.tools.shell"} & imported_modules("".join(before))
         assert {"httptools", "pi_coding_agent.ai.providers.http11", "pi_coding_agent.ai.providers.http"} <= imported_modules("".join(after))
         assert not {"httpx", "_ssl"} & imported_modules("".join(after))  # http:// needs no TLS either
     finally:

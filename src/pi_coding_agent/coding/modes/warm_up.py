@@ -2,7 +2,8 @@
 
 A process's first request imports the HTTP client (``httptools``; httpx and its stack as well when
 a proxy variable is set) and the model's wire adapter, and for an ``https://`` endpoint builds the
-TLS context: tens of ms of CPU that would sit between ``prompt`` and its first event. The front ends call ``warm_up_after_first_answer`` once their first command has
+TLS context; its first prompt imports the built-in tools' modules and the system prompt's builder
+(which start-up leaves out): tens of ms of CPU that would sit between ``prompt`` and its first event. The front ends call ``warm_up_after_first_answer`` once their first command has
 been answered; a daemon thread then does that work while the event loop waits for input. Sessions
 whose model has no credentials (nothing could be sent) skip it, and keep their idle memory.
 """
@@ -33,11 +34,16 @@ def _warm(model: Model) -> None:
     previous = sys.getswitchinterval()
     sys.setswitchinterval(min(previous, SWITCH_INTERVAL_S))
     try:
+        import importlib
+
         from pi_coding_agent.ai.providers.http import warm_up
         from pi_coding_agent.ai.stream import load_adapter
+        from pi_coding_agent.coding.tools.builtin import tool_modules
 
         load_adapter(model["api"], model["provider"])
         warm_up(model.get("baseUrl", ""))
+        for module in ("pi_coding_agent.coding.resources.system_prompt", *tool_modules()):
+            importlib.import_module(module)  # thread-safe: the first prompt then finds them loaded
     except Exception:  # only a head start: the first request meets and reports the same failure
         pass
     finally:

@@ -27,6 +27,11 @@ _CLASSES = {"read": ("read", "ReadTool"), "bash": ("bash", "BashTool"), "edit": 
             "ls": ("ls", "LsTool")}
 
 
+def tool_modules() -> list[str]:
+    """The modules of the built-in tools (what a warm-up imports ahead of the first prompt)."""
+    return [f"{__package__}.{module}" for module, _ in _CLASSES.values()]
+
+
 def builtin_tool(name: str, env: ToolEnv) -> BuiltinTool:
     """The built-in tool ``name`` bound to ``env`` (its module imported now)."""
     module, cls = _CLASSES[name]
