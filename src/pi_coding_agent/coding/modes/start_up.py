@@ -39,7 +39,9 @@ _HOLDERS = ("asyncio.base_events", "asyncio.selector_events", "asyncio.sslproto"
 def defer_module(name: str) -> None:
     """Make ``import name`` cheap until the module is used (a no-op once it is loaded)."""
     if name not in sys.modules:
-        sys.modules[name] = _Deferred(name)
+        stand_in = _Deferred(name)
+        stand_in.__spec__ = PathFinder.find_spec(name)  # what importlib.util.find_spec(name) reports meanwhile
+        sys.modules[name] = stand_in
 
 
 class _Deferred(ModuleType):
