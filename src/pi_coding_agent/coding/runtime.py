@@ -225,7 +225,8 @@ class SessionRuntime:
     def _auth_headers(self, model: Model) -> dict[str, str]:
         override = self.args.api_key if model["provider"] == self.inline_key_provider else None
         token = self.auth.bearer_token(model["provider"], override)
-        return {"Authorization": f"Bearer {token}"} if token else {}
+        headers = self.auth.resolved_headers(model["provider"])  # an extension provider's own key resolution
+        return {**headers, "Authorization": f"Bearer {token}"} if token else headers
 
     def request_options(self, model: Model) -> StreamOptions:
         """A request's options as the session's own requests get them, its credential included."""

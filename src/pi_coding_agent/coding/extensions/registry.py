@@ -79,6 +79,13 @@ class Registration:
     filter_models: Callable[..., Any] | None = None
     native: bool = False  # registered as a Provider object (a later one replaces it, never merges)
     extension_path: str = ""
+    fetch_models: Callable[[Any], Any] | None = None  # a Provider's createProvider-style fetch
+    api_key_auth: Any = None  # a Provider's auth.api_key (an ApiKeyAuth)
+
+    @property
+    def refreshes(self) -> bool:
+        """Whether it has a model refresh (``refresh_models`` or ``fetch_models``)."""
+        return self.refresh_models is not None or self.fetch_models is not None
 
     @property
     def stream_api(self) -> str | None:
