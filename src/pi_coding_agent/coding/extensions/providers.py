@@ -2,11 +2,12 @@
 
 ``pi.register_provider(name, config, stream=, oauth=, refresh_models=)`` is pi's legacy form: a
 models.json provider entry plus the behaviour pi keeps beside it as functions. ``pi.register_provider(
-Provider(...))`` is the object form (pi-ai's ``Provider``), which adds ``filter_models``. Either way
-the pieces go to the layer that already owns them: the entry to ``ModelRegistry``, the stream to
-``ai/stream.py``, the sign-in to ``AuthStorage`` (so ``/login``, auth.json, refresh before a request
-and request keys work as for a built-in subscription), the filter to the registry's available
-models. ``refresh_models`` runs where pi runs its model refresh (``refresh_all``).
+Provider(...))`` is the object form (pi-ai's ``Provider``), which adds ``filter_models``,
+``fetch_models`` and ``auth.api_key``. Either way the pieces go to the layer that already owns them:
+the entry to ``ModelRegistry``, the stream to ``ai/stream.py``, the sign-in and the provider's own key
+resolution to ``AuthStorage`` (so ``/login``, auth.json, refresh before a request and request keys
+work as for a built-in provider), the filter to the registry's available models. The model refresh
+is in ``model_refresh.py``, the API-key functions in ``provider_auth.py``.
 """
 
 from __future__ import annotations
