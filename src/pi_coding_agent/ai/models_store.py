@@ -33,25 +33,21 @@ def store_path(agent_dir: Path) -> Path:
     return Path(agent_dir) / STORE_NAME
 
 
-def _parse(raw: bytes) -> dict[str, Any]:
-    """The store's content; an empty file is ``{}``. ValueError when it is not a JSON object."""
-    raw = raw.removeprefix(b"\xef\xbb\xbf")
-    if not raw.strip():
-        return {}
+def _read_all(path: Path) -> dict[str, Any]:
+    """The store's content; a missing or empty file is ``{}``. ValueError (its text says what is
+    wrong) when it is not a JSON object."""
     try:
-        data = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise ValueError(f"invalid JSON ({exc})") from None
+        raw = path.read_bytes().removeprefix(b"\xef\xbb\xbf")
+    except FileNotFoundError:
+        return {}
+    data = orjson.loads(raw) if raw.strip() else {}  # a JSONDecodeError is a ValueError
     if not isinstance(data, dict):
         raise ValueError("expected an object")
     return data
 
 
-def _read_all(path: Path) -> dict[str, Any]:
-    try:
-        return _parse(path.read_bytes())
-    except FileNotFoundError:
-        return {}
+def _problem(exc: Exception) -> str:
+    return f"invalid JSON ({exc})" if isinstance(exc, orjson.JSONDecodeError) else str(exc)
 
 
 def read_entry(agent_dir: Path, provider: str) -> Entry | None:
@@ -64,7 +60,7 @@ def read_entry(agent_dir: Path, provider: str) -> Entry | None:
     try:
         data = _read_all(path)
     except (OSError, ValueError) as exc:
-        _warn(path, str(exc))
+        _warn(path, _problem(exc))
         return None
     entry = data.get(provider)
     if not isinstance(entry, dict) or not isinstance(entry.get("models"), list):
@@ -91,7 +87,8 @@ async def write_entry(agent_dir: Path, provider: str, entry: Entry | None) -> No
         except ValueError as exc:
             aside = path.with_name(f"{STORE_NAME}.corrupt-{now_ms()}")
             os.replace(path, aside)
-            print(f"Warning: {path}: {exc}; kept as {aside.name}, a new store is started", file=sys.stderr)
+            print(f"Warning: {path}: {_problem(exc)}; kept as {aside.name}, a new store is started",
+                  file=sys.stderr)
             _warned.discard(path)
             data = {}
         if entry is None:

@@ -14,11 +14,12 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pi_coding_agent.agent.awaitables import maybe_await
 from pi_coding_agent.ai.keys import ResolvedKey
+from pi_coding_agent.coding.extensions.registry import from_fields
 
 if TYPE_CHECKING:
     from pi_coding_agent.ai.abort import AbortSignal
@@ -95,17 +96,8 @@ def as_api_key_auth(value: ProviderAuth | Mapping[str, Any] | None) -> ApiKeyAut
     naming what is wrong."""
     if value is None:
         return None
-    raw = value.api_key if isinstance(value, ProviderAuth) else dict(value).get("api_key")
-    if raw is None or isinstance(raw, ApiKeyAuth):
-        auth = raw
-    else:
-        known = {f.name for f in fields(ApiKeyAuth)}
-        if not isinstance(raw, Mapping) or set(raw) - known:
-            raise ValueError(f"auth.api_key must be an ApiKeyAuth or a dict of {', '.join(sorted(known))}")
-        try:
-            auth = ApiKeyAuth(**raw)
-        except TypeError as exc:
-            raise ValueError(f"auth.api_key: {exc}") from None
+    raw = from_fields(ProviderAuth, value, "auth").api_key
+    auth = None if raw is None else from_fields(ApiKeyAuth, raw, "auth.api_key")
     if auth is not None and (not isinstance(auth.name, str) or not callable(auth.resolve)):
         raise ValueError("auth.api_key needs a name and a resolve function")
     return auth

@@ -15,10 +15,10 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pi_coding_agent.coding.extensions.registry import Registration
+from pi_coding_agent.coding.extensions.registry import Registration, from_fields
 
 if TYPE_CHECKING:
     from pi_coding_agent.ai.abort import AbortSignal
@@ -107,16 +107,7 @@ class LoginCallbacks:
 
 def as_oauth(value: ProviderOAuth | Mapping[str, Any]) -> ProviderOAuth:
     """A ``ProviderOAuth`` from itself or a dict of its fields; ValueError names what is wrong."""
-    if isinstance(value, ProviderOAuth):
-        oauth = value
-    else:
-        known = {f.name for f in fields(ProviderOAuth)}
-        if not isinstance(value, Mapping) or set(value) - known:
-            raise ValueError(f"oauth must be a ProviderOAuth or a dict of {', '.join(sorted(known))}")
-        try:
-            oauth = ProviderOAuth(**value)
-        except TypeError as exc:
-            raise ValueError(f"oauth: {exc}") from None
+    oauth = from_fields(ProviderOAuth, value, "oauth")
     if not isinstance(oauth.name, str) or not all(callable(f) for f in (oauth.login, oauth.refresh_token,
                                                                        oauth.get_api_key)):
         raise ValueError("oauth needs a name and the functions login, refresh_token and get_api_key")
