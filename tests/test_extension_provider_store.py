@@ -402,3 +402,74 @@ async def test_we_offer_the_snapshot_pi_saved(tmp_path: Path) -> None:
             await conv.proc.kill()
     assert ours == (["alpha", "beta"], ("beta", "from llama"))
     assert _chats(router) == [("beta", "Bearer team-key")]
+
+
+# --------------------------------------------------------------------------- what resolve returns reaches the request
+
+GATEWAY_PY = """
+import os
+
+from pi_coding_agent.coding.extensions.provider_auth import ApiKeyAuth, ProviderAuth
+from pi_coding_agent.coding.extensions.providers import Provider
+
+async def resolve(input):
+    return {"auth": {"apiKey": "resolved-key", "headers": {"x-gateway-tenant": "blue"},
+                     "baseUrl": os.environ["LLM_URL"] + "/v1"}, "source": "gateway"}
+
+def setup(pi):
+    pi.register_provider(Provider(
+        id="gw", name="Gateway", base_url="http://127.0.0.1:9/v1", api="openai-completions",
+        models=[{"id": "gw-model", "contextWindow": 8000, "maxTokens": 1000}],
+        auth=ProviderAuth(api_key=ApiKeyAuth(name="Gateway", resolve=resolve))))
+"""
+GATEWAY_TS = """
+import { createProvider, openAICompletionsApi } from "@earendil-works/pi-ai/compat";
+
+export default function (pi) {
+  pi.registerProvider(createProvider({
+    id: "gw", name: "Gateway", baseUrl: "http://127.0.0.1:9/v1",
+    auth: { apiKey: { name: "Gateway", async resolve() {
+      return { auth: { apiKey: "resolved-key", headers: { "x-gateway-tenant": "blue" },
+                       baseUrl: `${process.env.LLM_URL}/v1` }, source: "gateway" };
+    } } },
+    models: [{ id: "gw-model", name: "gw-model", api: "openai-completions", provider: "gw",
+               baseUrl: "http://127.0.0.1:9/v1", reasoning: false, input: ["text"],
+               cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }, contextWindow: 8000, maxTokens: 1000 }],
+    api: openAICompletionsApi(),
+  }));
+}
+"""
+
+
+async def _gateway(kind: str, root: Path) -> dict[str, Any]:
+    from tests.fakes.llm_server import FakeLLMServer
+
+    with FakeLLMServer() as server:
+        server.add({"content": [{"type": "text", "text": "via the gateway"}]})
+        workspace = Workspace.create(root / kind, server.url)
+        workspace.env["LLM_URL"] = server.url
+        conv = Conversation(await workspace.spawn_with(kind, {"ours": GATEWAY_PY, "reference": GATEWAY_TS},
+                                                       "--no-session"), server, workspace)
+        try:
+            listed = await conv.request({"type": "get_available_models"})
+            chosen = await conv.request({"type": "set_model", "provider": "gw", "modelId": "gw-model"})
+            records = await conv.prompt("hi")
+        finally:
+            await conv.proc.kill()
+        requests = list(server.requests)
+    end = [r["message"] for r in records if r["type"] == "message_end"][-1]
+    return {"listed": sorted(m["id"] for m in listed["data"]["models"] if m["provider"] == "gw"),
+            "chosen": chosen["success"], "text": end["content"][0]["text"],
+            "requests": [(r["path"], r["headers"].get("authorization"), r["headers"].get("x-gateway-tenant"),
+                          r["body"]["model"]) for r in requests]}
+
+
+async def test_resolved_key_headers_and_endpoint_reach_the_request(tmp_path: Path) -> None:
+    assert await _gateway("ours", tmp_path) == {
+        "listed": ["gw-model"], "chosen": True, "text": "via the gateway",
+        "requests": [("/v1/chat/completions", "Bearer resolved-key", "blue", "gw-model")]}
+
+
+@needs_reference
+async def test_resolved_request_auth_matches_reference(tmp_path: Path) -> None:
+    assert await _gateway("ours", tmp_path) == await _gateway("reference", tmp_path)

@@ -211,6 +211,7 @@ class ResolvedKey:
     key: str | None
     headers: dict[str, str] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
+    base_url: str | None = None  # where the requests go instead of the model's baseUrl
 
     def __repr__(self) -> str:
         return f"ResolvedKey(headers={sorted(self.headers)!r}, env={sorted(self.env)!r})"  # never the secrets
@@ -472,13 +473,12 @@ class AuthStorage:
         """The string values of the provider's stored ``env`` map (pi's provider-scoped settings)."""
         env = self._credentials.get(provider, {}).get("env")
         stored = {k: v for k, v in env.items() if isinstance(v, str)} if isinstance(env, dict) else {}
-        resolved = self._resolved.get(provider) if self._owns_key(provider) is not None else None
+        resolved = self.resolution(provider)
         return stored if resolved is None else {**stored, **resolved.env}
 
-    def resolved_headers(self, provider: str) -> dict[str, str]:
-        """Headers the provider's own key resolution added to its requests (``auth.headers``)."""
-        resolved = self._resolved.get(provider) if self._owns_key(provider) is not None else None
-        return dict(resolved.headers) if resolved is not None else {}
+    def resolution(self, provider: str) -> ResolvedKey | None:
+        """The last result of the provider's own key resolution (``prepare``), when it has one."""
+        return self._resolved.get(provider) if self._owns_key(provider) is not None else None
 
     def _stored_key(self, provider: str) -> str | None:
         """The auth.json credential: an API key (may be ``!command``/``$VAR``) or an OAuth access token."""

@@ -74,7 +74,7 @@ Resolve = Callable[[AuthInput], Awaitable[Mapping[str, Any] | None]]
 
 @dataclass
 class ApiKeyAuth:
-    """pi-ai's ``ApiKeyAuth``. ``resolve(input)`` returns ``{"auth": {"apiKey", "headers"?}, "env"?,
+    """pi-ai's ``ApiKeyAuth``. ``resolve(input)`` returns ``{"auth": {"apiKey", "headers"?, "baseUrl"?}, "env"?,
     "source"?}`` or None (not configured); ``check(input)`` returns ``{"type": "api_key", "source"?}``
     or None; ``login(interaction)`` returns ``{"type": "api_key", "key"?, "env"?}``."""
 
@@ -127,9 +127,10 @@ class ExtensionKeySource:
         auth = result.get("auth") if result is not None else None
         if not isinstance(auth, Mapping):
             return None
-        key = auth.get("apiKey")
+        key, base_url = auth.get("apiKey"), auth.get("baseUrl")
         return ResolvedKey(key if isinstance(key, str) else "", _strings(auth.get("headers")),
-                           _strings(result.get("env") if result is not None else None))
+                           _strings(result.get("env") if result is not None else None),
+                           base_url if isinstance(base_url, str) and base_url else None)
 
     async def check(self, credential: Credential | None) -> bool:
         credential = _api_key(credential)
