@@ -413,6 +413,8 @@ from pi_coding_agent.coding.extensions.provider_auth import ApiKeyAuth, Provider
 from pi_coding_agent.coding.extensions.providers import Provider
 
 async def resolve(input):
+    if os.environ.get("VAULT_DOWN"):
+        raise RuntimeError("vault down, token sk-secret-123 rejected")
     return {"auth": {"apiKey": "resolved-key", "headers": {"x-gateway-tenant": "blue"},
                      "baseUrl": os.environ["LLM_URL"] + "/v1"}, "source": "gateway"}
 
@@ -473,3 +475,22 @@ async def test_resolved_key_headers_and_endpoint_reach_the_request(tmp_path: Pat
 @needs_reference
 async def test_resolved_request_auth_matches_reference(tmp_path: Path) -> None:
     assert await _gateway("ours", tmp_path) == await _gateway("reference", tmp_path)
+
+
+async def test_a_raising_resolve_counts_as_not_configured_and_leaks_nothing(tmp_path: Path) -> None:
+    from tests.fakes.llm_server import FakeLLMServer
+
+    with FakeLLMServer() as server:
+        workspace = Workspace.create(tmp_path, server.url)
+        workspace.env.update({"LLM_URL": server.url, "VAULT_DOWN": "1"})
+        conv = Conversation(await workspace.spawn_with("ours", {"ours": GATEWAY_PY}, "--no-session"), server, workspace)
+        try:
+            listed = await conv.request({"type": "get_available_models"})
+            chosen = await conv.request({"type": "set_model", "provider": "gw", "modelId": "gw-model"})
+        finally:
+            await conv.proc.kill()
+        stderr = await conv.proc.stderr_text()
+    assert [m for m in listed["data"]["models"] if m["provider"] == "gw"] == []
+    assert chosen["success"] is False and server.requests == []
+    assert "Extension provider gw: API key resolve failed: RuntimeError" in stderr
+    assert "sk-secret" not in stderr + json.dumps(conv.records)
