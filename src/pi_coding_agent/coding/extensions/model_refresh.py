@@ -190,4 +190,8 @@ async def _credential(runner: RunnerHandle, name: str, resolved: bool) -> Creden
             return None
     await auth.prepare(name)
     key = auth.api_key(name)
-    return {"type": "api_key", "key": key} if key else None
+    if not key:
+        return None
+    own = auth.resolution(name)  # a provider's own resolution hands its env on too, as in pi
+    return {"type": "api_key", "key": key, "env": dict(own.env)} if own is not None and own.env else {
+        "type": "api_key", "key": key}
