@@ -418,7 +418,14 @@ async def resolve(input):
     return {"auth": {"apiKey": "resolved-key", "headers": {"x-gateway-tenant": "blue"},
                      "baseUrl": os.environ["LLM_URL"] + "/v1"}, "source": "gateway"}
 
+async def ask(args, ctx):
+    registry = ctx.model_registry
+    answer = await registry.complete(registry.find("gw", "gw-model"), {
+        "messages": [{"role": "user", "content": args, "timestamp": 0}]})
+    ctx.ui.notify(answer["content"][0]["text"], "info")
+
 def setup(pi):
+    pi.register_command("ask", handler=ask)
     pi.register_provider(Provider(
         id="gw", name="Gateway", base_url="http://127.0.0.1:9/v1", api="openai-completions",
         models=[{"id": "gw-model", "contextWindow": 8000, "maxTokens": 1000}],
@@ -494,3 +501,25 @@ async def test_a_raising_resolve_counts_as_not_configured_and_leaks_nothing(tmp_
     assert chosen["success"] is False and server.requests == []
     assert "Extension provider gw: API key resolve failed: RuntimeError" in stderr
     assert "sk-secret" not in stderr + json.dumps(conv.records)
+
+
+async def test_model_registry_calls_resolve_the_provider_key_first(tmp_path: Path) -> None:
+    """An extension's second-model call on such a provider, before the session sent any request."""
+    from tests.fakes.llm_server import FakeLLMServer
+
+    with FakeLLMServer() as server:
+        server.add({"content": [{"type": "text", "text": "reviewed"}]})
+        workspace = Workspace.create(tmp_path, server.url)
+        workspace.env["LLM_URL"] = server.url
+        conv = Conversation(await workspace.spawn_with("ours", {"ours": GATEWAY_PY}, "--no-session"), server, workspace)
+        try:
+            await conv.request({"type": "prompt", "message": "/ask is this fine?"})
+            for _ in range(100):
+                if "reviewed" in notes(conv.records):
+                    break
+                await conv.read_until(lambda r: r["type"] == "extension_ui_request")
+        finally:
+            await conv.proc.kill()
+        [request] = server.requests
+    assert (request["path"], request["headers"]["authorization"], request["headers"]["x-gateway-tenant"]) == (
+        "/v1/chat/completions", "Bearer resolved-key", "blue")
