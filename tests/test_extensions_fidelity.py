@@ -468,7 +468,7 @@ def test_every_example_is_documented_and_played() -> None:
     docs = (EXAMPLES.parents[1] / "docs" / "extensions.md").read_text()
     played = "".join((Path(__file__).parent / name).read_text() for name in (
         Path(__file__).name, "test_extensions_projects.py", "test_extension_providers.py",
-        "test_extension_provider_models.py"))
+        "test_extension_provider_models.py", "test_extension_provider_store.py"))
     for example in sorted(p.name for p in EXAMPLES.glob("*.py")):
         assert f"`{example}`" in docs, example
         assert f'"{example}"' in played, example

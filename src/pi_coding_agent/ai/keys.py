@@ -11,8 +11,9 @@ import contextlib
 import os
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
@@ -23,6 +24,7 @@ from pi_coding_agent.ai.provider_env import env_value as _env
 
 if TYPE_CHECKING:
     from pi_coding_agent.ai.llama_router import LlamaClient
+    from pi_coding_agent.ai.oauth.flows import LoginUI
     from pi_coding_agent.ai.oauth.providers import OAuthProvider
     from pi_coding_agent.ai.oauth.store import CredentialFile
     from pi_coding_agent.ai.types import Model
@@ -202,6 +204,30 @@ def resolve_or_raise(value: str, description: str, env: Mapping[str, str] | None
     raise ValueError(f"Failed to resolve {description}")
 
 
+@dataclass(frozen=True)
+class ResolvedKey:
+    """What a provider's own key resolution gave for its requests (pi's ``AuthResult``)."""
+
+    key: str | None
+    headers: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
+    base_url: str | None = None  # where the requests go instead of the model's baseUrl
+
+    def __repr__(self) -> str:
+        return f"ResolvedKey(headers={sorted(self.headers)!r}, env={sorted(self.env)!r})"  # never the secrets
+
+
+class KeySource(Protocol):
+    """A provider that resolves its API key itself (an extension ``Provider``'s ``auth.api_key``).
+    ``credential`` is the stored ``api_key`` entry, or the configured ``apiKey`` as one, or None."""
+
+    can_login: bool
+
+    async def resolve(self, credential: dict[str, Any] | None) -> ResolvedKey | None: ...
+    async def check(self, credential: dict[str, Any] | None) -> bool: ...
+    async def login(self, ui: LoginUI) -> dict[str, Any]: ...
+
+
 class AuthStorage:
     """Credentials of ``<agentDir>/auth.json`` plus the other key sources, in order (docs/models.md, Keys)."""
 
@@ -212,6 +238,9 @@ class AuthStorage:
         self._config_keys: dict[str, str] = {}
         self._radius_gateways: dict[str, tuple[str, str]] = {}  # models.json provider -> (baseUrl, name)
         self._extension_oauth: dict[str, OAuthProvider] = {}  # sign-ins extensions registered
+        self._key_sources: dict[str, KeySource] = {}  # providers that resolve their own key (extensions)
+        self._resolved: dict[str, ResolvedKey | None] = {}  # their last resolution (``prepare``)
+        self._checked: dict[str, bool] = {}  # whether each is configured (``check_key_source``)
 
     def __repr__(self) -> str:
         return f"AuthStorage(path={str(self.path)!r}, providers={sorted(self._credentials)!r})"
@@ -259,6 +288,38 @@ class AuthStorage:
         else:
             self._extension_oauth[provider] = spec
 
+    def set_key_source(self, provider: str, source: KeySource | None) -> None:
+        """A provider's own key resolution (None removes it); ``check_key_source`` then says whether
+        it is configured (until then it is not)."""
+        self._resolved.pop(provider, None)
+        self._checked.pop(provider, None)
+        if source is None:
+            self._key_sources.pop(provider, None)
+        else:
+            self._key_sources[provider] = source
+
+    def key_source(self, provider: str) -> KeySource | None:
+        return self._key_sources.get(provider)
+
+    def _owns_key(self, provider: str) -> KeySource | None:
+        """The provider's key source when it decides the key (an OAuth sign-in decides instead)."""
+        return None if self.stored_type(provider) == "oauth" else self._key_sources.get(provider)
+
+    def _source_credential(self, provider: str) -> dict[str, Any] | None:
+        """What a key source resolves from, as pi composes it: the stored entry, else the configured key."""
+        if (stored := self._credentials.get(provider)) is not None:
+            return dict(stored)
+        configured = self._config_keys.get(provider)
+        key = resolve_value(configured, cache=False) if configured is not None else None
+        return {"type": "api_key", "key": key} if key else None
+
+    async def check_key_source(self, provider: str) -> None:
+        """Ask the provider's key source whether it is configured (availability, the start-up model)."""
+        if (source := self._key_sources.get(provider)) is not None:
+            configured = provider not in self._credentials and provider in self._config_keys and is_configured(
+                self._config_keys[provider])
+            self._checked[provider] = configured or await source.check(self._source_credential(provider))
+
     def oauth_spec(self, provider: str) -> OAuthProvider | None:
         """The provider's account sign-in and refresh: an extension's, pi's built-in ones, or a
         models.json Radius gateway."""
@@ -282,11 +343,14 @@ class AuthStorage:
 
         await self._file().modify(provider, replace)
         self._credentials[provider] = credential
+        await self.check_key_source(provider)
 
     async def remove_credential(self, provider: str) -> bool:
         """Forget a provider's stored credential; whether one was stored."""
         removed = await self._file().delete(provider)
         self._credentials.pop(provider, None)
+        self._resolved.pop(provider, None)
+        await self.check_key_source(provider)
         return removed
 
     def stored_providers(self) -> list[str]:
@@ -327,20 +391,24 @@ class AuthStorage:
         """Before a request: refresh the provider's OAuth credential when it is due, and run its
         ``!command`` key sources once, off the event loop."""
         await self.fresh_oauth(provider)
-        stored, configured = self._key_sources(provider)
+        stored, configured = self._raw_keys(provider)
         if stored is not None and is_command(stored):
             await prepare_command(stored, for_process=True)
         if configured is not None and is_command(configured):
             await prepare_command(configured, for_process=False)
+        if (source := self._owns_key(provider)) is not None:
+            resolved = await source.resolve(self._source_credential(provider))
+            self._resolved[provider] = resolved
+            self._checked[provider] = resolved is not None
 
-    def _key_sources(self, provider: str) -> tuple[str | None, str | None]:
+    def _raw_keys(self, provider: str) -> tuple[str | None, str | None]:
         """The provider's auth.json key (not an OAuth token) and models.json ``apiKey``."""
         stored = None if self.stored_type(provider) == "oauth" else self._stored_key(provider)
         return stored, self._config_keys.get(provider)
 
     def key_commands(self, provider: str) -> list[str]:
         """The ``!command`` values among the provider's key sources."""
-        return [v for v in self._key_sources(provider) if v is not None and is_command(v)]
+        return [v for v in self._raw_keys(provider) if v is not None and is_command(v)]
 
     def key_command_failure(self, provider: str) -> str | None:
         """One line saying which key command of the provider failed and how, if one did."""
@@ -404,7 +472,13 @@ class AuthStorage:
     def credential_env(self, provider: str) -> dict[str, str]:
         """The string values of the provider's stored ``env`` map (pi's provider-scoped settings)."""
         env = self._credentials.get(provider, {}).get("env")
-        return {k: v for k, v in env.items() if isinstance(v, str)} if isinstance(env, dict) else {}
+        stored = {k: v for k, v in env.items() if isinstance(v, str)} if isinstance(env, dict) else {}
+        resolved = self.resolution(provider)
+        return stored if resolved is None else {**stored, **resolved.env}
+
+    def resolution(self, provider: str) -> ResolvedKey | None:
+        """The last result of the provider's own key resolution (``prepare``), when it has one."""
+        return self._resolved.get(provider) if self._owns_key(provider) is not None else None
 
     def _stored_key(self, provider: str) -> str | None:
         """The auth.json credential: an API key (may be ``!command``/``$VAR``) or an OAuth access token."""
@@ -442,6 +516,9 @@ class AuthStorage:
         """
         if runtime_override:
             return runtime_override
+        if self._owns_key(provider) is not None:  # what its last resolution (``prepare``) gave
+            last = self._resolved.get(provider)
+            return last.key if last is not None else None
         env = self.credential_env(provider)
         stored = self._stored_key(provider)
         if stored is not None and self.stored_type(provider) == "oauth":
@@ -467,6 +544,8 @@ class AuthStorage:
 
     def has_auth(self, provider: str) -> bool:
         """Whether a key source is configured (cheap: commands are not run)."""
+        if self._owns_key(provider) is not None:
+            return self._checked.get(provider, False)
         if _is_keyless(provider) or self._stored_key(provider) is not None:
             return True
         if self.bearer_token(provider) is not None:

@@ -21,8 +21,6 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-import orjson
-
 from pi_coding_agent.ai.types import Model, now_ms
 
 if TYPE_CHECKING:
@@ -30,7 +28,6 @@ if TYPE_CHECKING:
 
 PROVIDER_ID = "radius"
 DEFAULT_GATEWAY = "https://radius.pi.dev"
-STORE_NAME = "models-store.json"
 REFRESH_TIMEOUT_S = 15.0  # pi's bound on the background refresh
 # fields a gateway model must have, with their JSON types (pi drops entries that lack one)
 _REQUIRED: dict[str, type | tuple[type, ...]] = {
@@ -50,21 +47,15 @@ class Registry(Protocol):
     def forget_models(self, provider: str) -> None: ...
 
 
-def store_path(agent_dir: Path) -> Path:
-    return Path(agent_dir) / STORE_NAME
-
-
 def stored_models(agent_dir: Path, provider: str) -> list[Model] | None:
     """The provider's last stored list (chat models only), or None when the store has no entry.
 
     A missing, unreadable or broken file counts as no entry: the next refresh writes a good one.
     """
-    try:
-        data = orjson.loads(store_path(agent_dir).read_bytes().removeprefix(b"\xef\xbb\xbf") or b"{}")
-    except (OSError, orjson.JSONDecodeError):
-        return None
-    entry = data.get(provider) if isinstance(data, dict) else None
-    if not isinstance(entry, dict) or not isinstance(entry.get("models"), list):
+    from pi_coding_agent.ai.models_store import read_entry
+
+    entry = read_entry(agent_dir, provider)
+    if entry is None:
         return None
     models: list[Model] = [m for m in entry["models"] if _is_gateway_model(m) and m.get("provider") == provider
                            and m.get("type", "chat") == "chat"]
@@ -129,12 +120,9 @@ async def fetch_models(gateway: str, provider: str, token: str | None) -> list[M
 
 async def store(agent_dir: Path, provider: str, models: list[Model]) -> None:
     """Replace the provider's entry in models-store.json under pi's lock (other entries are kept)."""
-    from pi_coding_agent.ai.oauth.store import CredentialFile
+    from pi_coding_agent.ai.models_store import write_entry
 
-    async def replace(_current: dict[str, Any] | None) -> dict[str, Any]:
-        return {"models": models, "checkedAt": now_ms()}
-
-    await CredentialFile(store_path(agent_dir)).modify(provider, replace)
+    await write_entry(agent_dir, provider, {"models": models, "checkedAt": now_ms()})
 
 
 async def refresh(registry: Registry, provider: str, gateway: str) -> bool:

@@ -86,6 +86,7 @@ class StreamOptions:
     websocket_connect_timeout_s: float | None = 15.0  # ``websocketConnectTimeoutMs``; None = no limit
     attribution: bool = True  # install telemetry on: provider attribution headers are sent
     identity_provider: str = ""  # the request's provider (set by ``stream``): pi attributes by it too
+    base_url: str | None = None  # the endpoint a credential named for this request (pi's ``auth.baseUrl``)
 
     def __post_init__(self) -> None:
         if not self.cache_retention:
@@ -261,8 +262,9 @@ class AssistantStream:
             adapter = load_adapter(self.model["api"], self.model["provider"])
             context: Context = {**self.context, "messages": prepare_messages(self.model, self.context["messages"])}
             options = replace(await self._hooked_options(), identity_provider=self.model["provider"])  # for attribution
+            model: Model = {**self.model, "baseUrl": options.base_url} if options.base_url else self.model
             put = queue.put
-            async for ev in adapter(self.model, context, options, self.partial):
+            async for ev in adapter(model, context, options, self.partial):
                 put(ev)
         except BaseException as exc:  # forwarded to the consumer, which owns the message
             queue.put(exc)

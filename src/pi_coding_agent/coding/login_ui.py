@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from pi_coding_agent.ai.keys import AuthStorage
 
 if TYPE_CHECKING:
+    from pi_coding_agent.ai.keys import KeySource
     from pi_coding_agent.ai.oauth.providers import OAuthProvider
     from pi_coding_agent.coding.resources.settings import Settings
     from pi_coding_agent.coding.runtime import SessionRuntime
@@ -81,12 +82,14 @@ def title(provider: str) -> str:
 
 
 async def _credential(provider: str, spec: OAuthProvider | None, dialogs: DialogLoginUI,
-                      settings: Settings | None) -> dict[str, Any]:
+                      settings: Settings | None, source: KeySource | None) -> dict[str, Any]:
     from pi_coding_agent.ai.oauth.http import OAuthError
     from pi_coding_agent.ai.oauth.login import login
 
     if spec is not None:
         return await login(provider, dialogs, None if settings is None else lambda: device_id(settings), spec)
+    if source is not None and source.can_login:  # an extension provider's own API-key setup
+        return await source.login(dialogs)
     key = (await dialogs.prompt("secret", f"Enter {provider} API key")).strip()
     if not key:
         raise OAuthError("No API key entered")
@@ -104,7 +107,8 @@ async def sign_in(auth: AuthStorage, ui: Any, provider: str, settings: Settings 
     spec = auth.oauth_spec(provider)
     name = spec.title if spec is not None else provider
     try:
-        await auth.store_credential(provider, await _credential(provider, spec, DialogLoginUI(ui), settings))
+        credential = await _credential(provider, spec, DialogLoginUI(ui), settings, auth.key_source(provider))
+        await auth.store_credential(provider, credential)
     except (OAuthError, LoginCancelled, OSError) as exc:
         ui.notify(f"Failed to log in to {name}: {exc}", "error")
         return False

@@ -206,8 +206,10 @@ class SessionRuntime:
         session_id = self.session_manager.session_id
         headers = (opencode_session_headers(model["provider"], model["baseUrl"], session_id)
                    | self._auth_headers(model) | self.registry.request_headers(model, self.api_key_for(model)))
+        own = self.auth.resolution(model["provider"])
         return StreamOptions(session_id=session_id, thinking_budgets=self.settings.thinking_budgets,
                              headers=headers, env=self.auth.credential_env(model["provider"]),
+                             base_url=own.base_url if own is not None else None,
                              **provider_request_options(self.settings))
 
     async def recover_unauthorized(self, failed: Mapping[str, Any] | None) -> bool:
@@ -224,7 +226,9 @@ class SessionRuntime:
     def _auth_headers(self, model: Model) -> dict[str, str]:
         override = self.args.api_key if model["provider"] == self.inline_key_provider else None
         token = self.auth.bearer_token(model["provider"], override)
-        return {"Authorization": f"Bearer {token}"} if token else {}
+        own = self.auth.resolution(model["provider"])  # an extension provider's own key resolution
+        headers = dict(own.headers) if own is not None else {}
+        return {**headers, "Authorization": f"Bearer {token}"} if token else headers
 
     def request_options(self, model: Model) -> StreamOptions:
         """A request's options as the session's own requests get them, its credential included."""

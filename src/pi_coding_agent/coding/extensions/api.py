@@ -19,7 +19,8 @@ if TYPE_CHECKING:
     from pi_coding_agent.ai.types import Model
     from pi_coding_agent.coding.extensions.event_bus import EventBus
     from pi_coding_agent.coding.extensions.host import RunnerHandle
-    from pi_coding_agent.coding.extensions.providers import Provider, ProviderOAuth, RefreshModels
+    from pi_coding_agent.coding.extensions.model_refresh import RefreshModels
+    from pi_coding_agent.coding.extensions.providers import Provider, ProviderOAuth
     from pi_coding_agent.coding.options import CliArgs
 
 DELIVERY_MODES = ("steer", "followUp", "nextTurn")

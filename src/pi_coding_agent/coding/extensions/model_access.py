@@ -46,6 +46,14 @@ class ModelRegistryView:
     async def complete(self, model: Model, context: Context, *, reasoning: str | None = None,
                        max_tokens: int | None = None, temperature: float | None = None,
                        signal: AbortSignal | None = None) -> AssistantMessage:
-        """The final assistant message of one request (an error is a message with ``stopReason: "error"``)."""
+        """The final assistant message of one request (an error is a message with ``stopReason: "error"``).
+        The provider's credential is made ready first (a due sign-in refreshed, a provider's own key
+        resolved); ``stream_simple`` uses what the session's last request made ready."""
+        import contextlib
+
+        from pi_coding_agent.ai.oauth.http import OAuthError
+
+        with contextlib.suppress(OAuthError):  # a failed refresh: the request itself reports it
+            await self._rt.auth.prepare(model["provider"])
         return await self.stream_simple(model, context, reasoning=reasoning, max_tokens=max_tokens,
                                         temperature=temperature, signal=signal).result()

@@ -2,11 +2,12 @@
 
 ``pi.register_provider(name, config, stream=, oauth=, refresh_models=)`` is pi's legacy form: a
 models.json provider entry plus the behaviour pi keeps beside it as functions. ``pi.register_provider(
-Provider(...))`` is the object form (pi-ai's ``Provider``), which adds ``filter_models``. Either way
-the pieces go to the layer that already owns them: the entry to ``ModelRegistry``, the stream to
-``ai/stream.py``, the sign-in to ``AuthStorage`` (so ``/login``, auth.json, refresh before a request
-and request keys work as for a built-in subscription), the filter to the registry's available
-models. ``refresh_models`` runs where pi runs its model refresh (``refresh_all``).
+Provider(...))`` is the object form (pi-ai's ``Provider``), which adds ``filter_models``,
+``fetch_models`` and ``auth.api_key``. Either way the pieces go to the layer that already owns them:
+the entry to ``ModelRegistry``, the stream to ``ai/stream.py``, the sign-in and the provider's own key
+resolution to ``AuthStorage`` (so ``/login``, auth.json, refresh before a request and request keys
+work as for a built-in provider), the filter to the registry's available models. The model refresh
+is in ``model_refresh.py``, the API-key functions in ``provider_auth.py``.
 """
 
 from __future__ import annotations
@@ -14,11 +15,10 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pi_coding_agent.agent.awaitables import maybe_await
-from pi_coding_agent.coding.extensions.registry import Registration
+from pi_coding_agent.coding.extensions.registry import Registration, from_fields
 
 if TYPE_CHECKING:
     from pi_coding_agent.ai.abort import AbortSignal
@@ -28,9 +28,10 @@ if TYPE_CHECKING:
     from pi_coding_agent.ai.stream import Adapter
     from pi_coding_agent.ai.types import Model
     from pi_coding_agent.coding.extensions.host import RunnerHandle
+    from pi_coding_agent.coding.extensions.model_refresh import FetchModels, RefreshModels
+    from pi_coding_agent.coding.extensions.provider_auth import ProviderAuth
 
 Credential = dict[str, Any]
-REFRESH_TIMEOUT_S = 15.0  # pi's bound on its background model refresh
 
 
 @dataclass
@@ -48,22 +49,6 @@ class ProviderOAuth:
 
 
 @dataclass
-class ModelRefresh:
-    """What ``refresh_models(context)`` receives: the credential (the stored one without network; the
-    resolved one, ``{"type": "api_key", "key"}`` or a fresh OAuth credential, with it), whether the
-    network may be used, a signal that fires on timeout or shutdown, and the provider's base URL."""
-
-    credential: Credential | None
-    allow_network: bool
-    signal: AbortSignal
-    base_url: str | None
-
-
-ModelList = list[dict[str, Any]] | None  # model definitions in models.json's shape; None keeps the current ones
-RefreshModels = Callable[[ModelRefresh], Awaitable[ModelList] | ModelList]
-
-
-@dataclass
 class Provider:
     """pi-ai's ``Provider`` object in Python (``pi.register_provider(provider)``): the provider's
     models and endpoint as data, and its behaviour as optional functions."""
@@ -78,7 +63,9 @@ class Provider:
     stream: Adapter | None = None
     oauth: ProviderOAuth | Mapping[str, Any] | None = None
     refresh_models: RefreshModels | None = None
+    fetch_models: FetchModels | None = None
     filter_models: ModelFilter | None = None
+    auth: ProviderAuth | Mapping[str, Any] | None = None
 
     def config(self) -> dict[str, Any]:
         """The models.json-shaped entry (camelCase, unset fields left out)."""
@@ -120,16 +107,7 @@ class LoginCallbacks:
 
 def as_oauth(value: ProviderOAuth | Mapping[str, Any]) -> ProviderOAuth:
     """A ``ProviderOAuth`` from itself or a dict of its fields; ValueError names what is wrong."""
-    if isinstance(value, ProviderOAuth):
-        oauth = value
-    else:
-        known = {f.name for f in fields(ProviderOAuth)}
-        if not isinstance(value, Mapping) or set(value) - known:
-            raise ValueError(f"oauth must be a ProviderOAuth or a dict of {', '.join(sorted(known))}")
-        try:
-            oauth = ProviderOAuth(**value)
-        except TypeError as exc:
-            raise ValueError(f"oauth: {exc}") from None
+    oauth = from_fields(ProviderOAuth, value, "oauth")
     if not isinstance(oauth.name, str) or not all(callable(f) for f in (oauth.login, oauth.refresh_token,
                                                                        oauth.get_api_key)):
         raise ValueError("oauth needs a name and the functions login, refresh_token and get_api_key")
@@ -202,12 +180,14 @@ def oauth_spec(provider: str, title: str, oauth: ProviderOAuth) -> OAuthProvider
 def register(runner: RunnerHandle, name: str, config: dict[str, Any], extension_path: str, *,
              stream: Adapter | None = None, oauth: ProviderOAuth | Mapping[str, Any] | None = None,
              refresh_models: RefreshModels | None = None, filter_models: ModelFilter | None = None,
-             native: bool = False) -> None:
+             native: Provider | None = None) -> None:
     """Register one provider with every layer that serves it; ValueError (nothing changed) when it
     could not work. As in pi, a registration by name is merged over the previous one by name (what
-    it leaves out is kept); a ``Provider`` object replaces whatever was there."""
+    it leaves out is kept); a ``Provider`` object (``native``) replaces whatever was there."""
+    from pi_coding_agent.coding.extensions.provider_auth import as_api_key_auth
+
     previous = runner.providers.get(name)
-    if previous is not None and not previous.native and not native:
+    if previous is not None and not previous.native and native is None:
         config = {**previous.config, **{key: value for key, value in config.items() if value is not None}}
         stream, oauth = stream or previous.stream, oauth or previous.oauth
         refresh_models = refresh_models or previous.refresh_models
@@ -216,20 +196,27 @@ def register(runner: RunnerHandle, name: str, config: dict[str, Any], extension_
     sign_in = as_oauth(oauth) if oauth is not None else None
     if sign_in is not None and not config.get("baseUrl"):
         raise ValueError(f'Provider {name}: "baseUrl" is required when "oauth" is set.')
+    key_auth = as_api_key_auth(native.auth) if native is not None else None
     runner.rt.registry.register_provider(name, config)
     if previous is not None:
         _drop_behaviour(runner, name)
-    registration = Registration(config, stream, sign_in, refresh_models, filter_models, native, extension_path)
+    registration = Registration(config, stream, sign_in, refresh_models, filter_models, native is not None,
+                                extension_path, native.fetch_models if native is not None else None, key_auth)
     _install_behaviour(runner, name, registration)
-    if refresh_models is not None and runner.loaded:  # during setup the runner refreshes once all are in
-        runner.spawn(refresh_one(runner, name, allow_network=False))
+    if runner.loaded:  # during setup the runner checks and refreshes once all are in
+        if key_auth is not None:
+            runner.spawn(runner.rt.auth.check_key_source(name))
+        if registration.refreshes:
+            from pi_coding_agent.coding.extensions.model_refresh import refresh_one
+
+            runner.spawn(refresh_one(runner, name, allow_network=False))
 
 
 def register_object(runner: RunnerHandle, provider: Provider, extension_path: str) -> None:
     if not isinstance(provider.id, str) or not provider.id.strip():
         raise ValueError("Provider id must not be empty.")
     register(runner, provider.id, provider.config(), extension_path, stream=provider.stream, oauth=provider.oauth,
-             refresh_models=provider.refresh_models, filter_models=provider.filter_models, native=True)
+             refresh_models=provider.refresh_models, filter_models=provider.filter_models, native=provider)
 
 
 def _install_behaviour(runner: RunnerHandle, name: str, registration: Registration) -> None:
@@ -240,6 +227,10 @@ def _install_behaviour(runner: RunnerHandle, name: str, registration: Registrati
         set_provider_adapter(name, registration.config["api"], registration.stream)
     if (sign_in := registration.oauth) is not None:
         rt.auth.set_extension_oauth(name, oauth_spec(name, registration.config.get("name") or sign_in.name, sign_in))
+    if registration.api_key_auth is not None:
+        from pi_coding_agent.coding.extensions.provider_auth import ExtensionKeySource
+
+        rt.auth.set_key_source(name, ExtensionKeySource(name, registration.api_key_auth))
     rt.registry.set_model_filter(name, registration.filter_models)
     runner.providers[name] = registration
 
@@ -251,6 +242,7 @@ def _drop_behaviour(runner: RunnerHandle, name: str) -> None:
 
         set_provider_adapter(name, registration.stream_api, None)
     runner.rt.auth.set_extension_oauth(name, None)
+    runner.rt.auth.set_key_source(name, None)
     runner.rt.registry.set_model_filter(name, None)
 
 
@@ -261,61 +253,3 @@ def remove(runner: RunnerHandle, name: str) -> None:
     _drop_behaviour(runner, name)
     del runner.providers[name]
     runner.rt.registry.unregister_provider(name)
-
-
-# ----------------------------------------------------------------------------- model refresh
-
-
-async def refresh_all(runner: RunnerHandle, allow_network: bool) -> None:
-    """Every ``refresh_models`` provider, concurrently, within pi's 15 s (a late one keeps its list)."""
-    names = [n for n, r in runner.providers.items() if r.refresh_models is not None]
-    if names:
-        await asyncio.gather(*(refresh_one(runner, n, allow_network) for n in names))
-
-
-async def refresh_one(runner: RunnerHandle, name: str, allow_network: bool) -> None:
-    """Ask one provider for its models and let them replace its registered ones, as pi does. A
-    raising or timed-out refresh is reported on stderr and keeps the list there was."""
-    from pi_coding_agent.ai.abort import AbortSignal
-
-    registration = runner.providers.get(name)
-    if registration is None or registration.refresh_models is None:
-        return
-    credential = await _credential(runner, name, allow_network)
-    if allow_network and credential is None:
-        return  # pi only asks the network with a resolved credential
-    signal = AbortSignal()
-    context = ModelRefresh(credential, allow_network, signal, registration.config.get("baseUrl"))
-    try:
-        outcome = registration.refresh_models(context)
-        models: ModelList = await asyncio.wait_for(maybe_await(outcome), REFRESH_TIMEOUT_S)
-    except BaseException as exc:  # timed out, raised, or the session is shutting down (cancelled)
-        signal.abort()
-        if not isinstance(exc, Exception):
-            raise
-        reason = "timed out" if isinstance(exc, TimeoutError) else str(exc) or type(exc).__name__
-        print(f"Extension provider {name}: model refresh failed: {reason}", file=sys.stderr)
-        return
-    if models is None or runner.providers.get(name) is not registration:  # nothing new, or replaced meanwhile
-        return
-    try:
-        runner.rt.registry.register_provider(name, {**registration.config, "models": list(models)})
-    except ValueError as exc:
-        print(f"Extension provider {name}: refreshed models rejected: {exc}", file=sys.stderr)
-
-
-async def _credential(runner: RunnerHandle, name: str, resolved: bool) -> Credential | None:
-    """The stored credential, or (``resolved``) the one a request would use."""
-    auth = runner.rt.auth
-    stored = auth.stored_credential(name)
-    if not resolved:
-        return stored
-    if stored is not None and stored.get("type") == "oauth":
-        from pi_coding_agent.ai.oauth.http import OAuthError
-
-        try:
-            return await auth.fresh_oauth(name)
-        except OAuthError:
-            return None
-    key = auth.api_key(name)
-    return {"type": "api_key", "key": key} if key else None

@@ -3,13 +3,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any, TypeVar
 
 from pi_coding_agent.agent.tool import AgentTool
 from pi_coding_agent.ai.types import now_ms
 from pi_coding_agent.coding.extensions.loader import ExtensionSource
+
+_T = TypeVar("_T")
 
 Handler = Callable[[dict[str, Any], Any], Any]
 
@@ -81,8 +83,28 @@ class Registration:
     filter_models: Callable[..., Any] | None = None
     native: bool = False  # registered as a Provider object (a later one replaces it, never merges)
     extension_path: str = ""
+    fetch_models: Callable[[Any], Any] | None = None  # a Provider's createProvider-style fetch
+    api_key_auth: Any = None  # a Provider's auth.api_key (an ApiKeyAuth)
+
+    @property
+    def refreshes(self) -> bool:
+        """Whether it has a model refresh (``refresh_models`` or ``fetch_models``)."""
+        return self.refresh_models is not None or self.fetch_models is not None
 
     @property
     def stream_api(self) -> str | None:
         """The api its own stream serves (None without one)."""
         return self.config.get("api") if self.stream is not None else None
+
+
+def from_fields(cls: type[_T], value: _T | Mapping[str, Any], label: str) -> _T:
+    """A dataclass ``cls`` from itself or a dict of its fields; ValueError naming ``label`` otherwise."""
+    if isinstance(value, cls):
+        return value
+    known = {f.name for f in fields(cls)}  # type: ignore[arg-type]
+    if not isinstance(value, Mapping) or set(value) - known:
+        raise ValueError(f"{label} must be a {cls.__name__} or a dict of {', '.join(sorted(known))}")
+    try:
+        return cls(**value)
+    except TypeError as exc:
+        raise ValueError(f"{label}: {exc}") from None

@@ -13,6 +13,7 @@ forking, user bash, model selection, naming, listing commands, shutdown.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
 from collections.abc import Awaitable, Callable
@@ -62,7 +63,7 @@ class ExtensionRunner(Commands, AgentHooks):
     def _refresh_signed_in(self, provider: str) -> None:
         """After ``/login``: the provider's ``refresh_models`` with the network and the new credential."""
         if self._network_allowed() and self._refreshing(provider):
-            from pi_coding_agent.coding.extensions.providers import refresh_one
+            from pi_coding_agent.coding.extensions.model_refresh import refresh_one
 
             self.spawn(refresh_one(self, provider, allow_network=True))
 
@@ -72,7 +73,7 @@ class ExtensionRunner(Commands, AgentHooks):
     def _refreshing(self, provider: str | None = None) -> bool:
         """Whether a registered provider (that one, or any) has ``refresh_models``: only then is
         ``providers.py`` imported for it."""
-        return any(r.refresh_models is not None for name, r in self.providers.items() if provider in (None, name))
+        return any(r.refreshes for name, r in self.providers.items() if provider in (None, name))
 
     # ------------------------------------------------------------------ loading
 
@@ -94,8 +95,10 @@ class ExtensionRunner(Commands, AgentHooks):
             for tool in extension.tools.values():
                 install_tool(self, tool)
         self.loaded = True
+        await asyncio.gather(*(self.rt.auth.check_key_source(name) for name, r in self.providers.items()
+                               if r.api_key_auth is not None))
         if self._refreshing():
-            from pi_coding_agent.coding.extensions.providers import refresh_all
+            from pi_coding_agent.coding.extensions.model_refresh import refresh_all
 
             await refresh_all(self, allow_network=False)
 
@@ -124,7 +127,7 @@ class ExtensionRunner(Commands, AgentHooks):
         self._thinking_level = self.rt.agent.thinking_level  # the session's, chosen after the extensions loaded
         self.spawn(self.start("startup"))
         if self.rt.mode == "rpc" and self._network_allowed() and self._refreshing():
-            from pi_coding_agent.coding.extensions.providers import refresh_all
+            from pi_coding_agent.coding.extensions.model_refresh import refresh_all
 
             self.spawn(refresh_all(self, allow_network=True))  # pi's background catalog refresh in RPC mode
 
