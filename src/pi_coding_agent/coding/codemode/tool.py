@@ -46,13 +46,9 @@ INTRO = (
 )
 
 
-def docs_path() -> str:
-    from pi_coding_agent.coding.resources.system_prompt import project_root
-
-    return str(project_root() / "docs" / "codemode.md")
-
-
 def globals_text() -> str:
+    from pi_coding_agent.coding.codemode.model_calls import docs_path
+
     return "\n".join([
         "Globals:",
         "- Output comes from `text(value)`, `image(dataUrlOrImageBlock)`, `console.log(...)` and a top-level "

@@ -1,0 +1,43 @@
+"""Classifier models: one call answers typed questions (choice, score, bool) about JSON state.
+
+``classify(model, context, options)`` dispatches on ``model["api"]`` and never raises: a failure is a
+result with ``stopReason: "error"`` (or ``"aborted"``) and ``errorMessage``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from pi_coding_agent.ai.nonchat_requests import abortable, error_result
+from pi_coding_agent.ai.stream import StreamOptions
+from pi_coding_agent.ai.types import Model
+
+Classifier = Callable[[Model, dict[str, Any], StreamOptions], Awaitable[dict[str, Any]]]
+
+
+def _implementation(api: str) -> Classifier | None:
+    """The module serving a classifier API, imported when first used."""
+    if api == "typesafe-system-one":
+        from pi_coding_agent.ai.system_one import classify_typesafe
+
+        return classify_typesafe
+    if api == "cloudflare-workers-ai-system-one":
+        from pi_coding_agent.ai.system_one import classify_cloudflare
+
+        return classify_cloudflare
+    return None
+
+
+async def classify(model: Model, context: Mapping[str, Any], options: StreamOptions) -> dict[str, Any]:
+    """Answer ``context["questions"]`` about ``context["state"]`` (and ``context["images"]``)."""
+    if model.get("type") != "classifier":
+        return error_result(model, f"Model {model['provider']}/{model['id']} is not a classifier model")
+    if context.get("images") and "image" not in model["input"]:
+        return error_result(model, f"Model {model['provider']}/{model['id']} does not accept image input")
+    run = _implementation(model["api"])
+    if run is None:
+        return error_result(model, f"Provider {model['provider']} has no classifier implementation for "
+                                   f'"{model["api"]}" in this Python implementation of pi')
+    return await abortable(run(model, dict(context), options), options,
+                           lambda: error_result(model, "This operation was aborted", aborted=True))

@@ -1,0 +1,50 @@
+"""Classifier and image calls made with the session's credentials (codemode's ``models.*``).
+
+The credential, models.json headers and identity headers are resolved as for the session's own
+requests (``SessionRuntime.request_options``), after a due OAuth token is refreshed. pi's retry
+counts for these calls differ from chat requests: classifiers retry twice, image requests never.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, Protocol
+
+from pi_coding_agent.ai.abort import AbortSignal
+from pi_coding_agent.ai.stream import StreamOptions
+
+IMAGE_MAX_RETRIES = 0
+
+
+class CredentialSource(Protocol):
+    """What these calls read of the session runtime."""
+
+    auth: Any  # prepare(provider)
+
+    def has_auth(self, provider: str) -> bool: ...
+
+    def request_options(self, model: Any) -> StreamOptions: ...
+
+
+async def run_nonchat_model(rt: CredentialSource, kind: str, model: dict[str, Any], context: dict[str, Any],
+                            signal: AbortSignal) -> dict[str, Any]:
+    """Run ``model`` (a catalog entry of type ``kind``) on ``context``; failures are results."""
+    from pi_coding_agent.ai import classifiers, nonchat_requests
+
+    outputs = "answers" if kind == "classifier" else "output"
+    entry: Any = model
+    if not rt.has_auth(model["provider"]):
+        return nonchat_requests.error_result(entry, f"Provider is not configured: {model['provider']}", outputs=outputs)
+    try:
+        await rt.auth.prepare(model["provider"])
+        options = rt.request_options(entry)
+    except Exception as exc:  # a failed key command or header value: the call's error, not the script's
+        return nonchat_requests.error_result(entry, nonchat_requests.failure_text(exc), outputs=outputs)
+    # pi's model runtime is given no session id here, so OpenCode's session header is not sent
+    options = replace(options, headers={k: v for k, v in options.headers.items() if k != "x-opencode-session"})
+    if kind == "classifier":
+        options = replace(options, signal=signal, max_retries=nonchat_requests.DEFAULT_MAX_RETRIES)
+        return await classifiers.classify(entry, context, options)
+    from pi_coding_agent.ai.images import generate_images
+
+    return await generate_images(entry, context, replace(options, signal=signal, max_retries=IMAGE_MAX_RETRIES))
