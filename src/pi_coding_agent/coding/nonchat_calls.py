@@ -40,8 +40,10 @@ async def run_nonchat_model(rt: CredentialSource, kind: str, model: dict[str, An
         options = rt.request_options(entry)
     except Exception as exc:  # a failed key command or header value: the call's error, not the script's
         return nonchat_requests.error_result(entry, nonchat_requests.failure_text(exc), outputs=outputs)
-    # pi's model runtime is given no session id here, so OpenCode's session header is not sent
-    options = replace(options, headers={k: v for k, v in options.headers.items() if k != "x-opencode-session"})
+    # pi's model runtime is given no session id or client identity here: no OpenCode session header
+    # and no provider attribution headers are sent (User-Agent is)
+    options = replace(options, headers={k: v for k, v in options.headers.items() if k != "x-opencode-session"},
+                      attribution=False)
     if kind == "classifier":
         options = replace(options, signal=signal, max_retries=nonchat_requests.DEFAULT_MAX_RETRIES)
         return await classifiers.classify(entry, context, options)

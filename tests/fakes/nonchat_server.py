@@ -1,0 +1,104 @@
+"""A fake classifier and image service on 127.0.0.1, speaking the wire formats pi 1.6.0 sends and expects.
+
+Routes (point a provider's models.json ``baseUrl`` at the prefix):
+
+* ``POST /<prefix>/systemone`` - TypeSafe's System One: ``{model, state, questions[, assets|images]}`` in,
+  ``{answers, usage}`` out (``bool`` questions arrive as ``noul`` and are answered with ``noul``).
+* ``POST /cf/run`` - Workers AI: ``{model, input: {...}}`` in; Cloudflare's envelope out, with a run
+  record (``{state: "Completed", result}``) for third-party models and the bare output for ``@cf/``.
+* ``POST /or/chat/completions`` - OpenRouter asked for images: answers with one PNG data URL and a text.
+
+Answers are derived from the questions (first label, score 1.5, ``noul`` 0.75), so a test can check
+them. ``requests`` logs each call's path, lower-cased headers and body; ``fail_next(status, body)``
+makes the next answer an HTTP error.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler
+from typing import Any
+
+from tests.fakes.local_server import LocalServer
+
+PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+
+
+def answers_for(questions: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for qid, question in questions.items():
+        if question["type"] == "choice":
+            labels = list(question["criteria"])
+            out[qid] = {"type": "choice", "choice": labels[0], "confidence": 0.8,
+                        "probabilities": {label: (0.8 if i == 0 else 0.2 / max(1, len(labels) - 1))
+                                          for i, label in enumerate(labels)}}
+        elif question["type"] == "score":
+            out[qid] = {"type": "score", "score": 1.5, "confidence": 0.6}
+        else:
+            out[qid] = {"type": "noul", "noul": 0.75}
+    return out
+
+
+USAGE = {"input_tokens": 1200, "output_tokens": 3}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: Any
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def _send(self, status: int, body: Any) -> None:
+        data = body.encode() if isinstance(body, str) else json.dumps(body, separators=(",", ":")).encode()
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_POST(self) -> None:
+        fake = self.server.fake
+        body = json.loads(self.rfile.read(int(self.headers.get("content-length") or 0)) or b"{}")
+        fake.log(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+        failure = fake.take_failure()
+        if failure is not None:
+            self._send(*failure)
+        elif self.path.endswith("/systemone"):
+            self._send(200, {"answers": answers_for(body["questions"]), "usage": USAGE})
+        elif self.path == "/cf/run":
+            output = {"answers": answers_for(body["input"]["questions"]), "usage": USAGE}
+            if body["model"].startswith("@cf/"):
+                self._send(200, {"success": True, "result": {"model": body["model"], **output}})
+            else:
+                self._send(200, {"success": True, "result": {"state": "Completed", "result": output}})
+        elif self.path == "/or/chat/completions":
+            message = {"role": "assistant", "content": "Here is your fox.",
+                       "images": [{"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PNG}"}}]}
+            self._send(200, {"id": "gen-1", "object": "chat.completion", "model": body["model"],
+                             "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+                             "usage": {"prompt_tokens": 20, "completion_tokens": 1290, "total_tokens": 1310}})
+        else:
+            self._send(404, {"error": {"message": f"no route {self.path}"}})
+
+
+class FakeNonChatServer(LocalServer):
+    handler = _Handler
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self._failures: list[tuple[int, Any]] = []
+        self._lock = threading.Lock()
+
+    def log(self, path: str, headers: dict[str, str], body: Any) -> None:
+        with self._lock:
+            self.requests.append({"path": path, "headers": headers, "body": body})
+
+    def fail_next(self, status: int, body: Any) -> None:
+        with self._lock:
+            self._failures.append((status, body))
+
+    def take_failure(self) -> tuple[int, Any] | None:
+        with self._lock:
+            return self._failures.pop(0) if self._failures else None

@@ -1,0 +1,259 @@
+"""Classifier and image models through the real ``pi --mode rpc`` process, ours and the reference pi 1.6.0.
+
+The fake LLM sends codemode scripts that call ``models.classify()`` and ``models.generateImages()``;
+models.json points the built-in classifier and image providers at a fake service on 127.0.0.1
+(``tests/fakes/nonchat_server.py``). Ours is checked alone (request bodies, headers, results) and
+side by side with the reference: the same requests must reach the service and the scripts must
+see the same results.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fakes.llm_server import FakeLLMServer
+from tests.fakes.nonchat_server import PNG, USAGE, FakeNonChatServer
+from tests.rpc_compare import Workspace, needs_reference
+
+QUESTIONS = {
+    "mood": {"type": "choice", "instructions": "How does the user feel?", "criteria": {"happy": "Glad", "sad": "Down"}},
+    "urgency": {"type": "score", "instructions": "How urgent?", "criteria": ["low", "mid", "high"]},
+    "ok": {"type": "bool", "instructions": "Approved?", "criteria": {"true": "Approval", "false": "No approval"}},
+}
+IMAGE = {"type": "image", "data": PNG, "mimeType": "image/png"}
+# (provider, id, with an image): one classify() call each, in this order
+CALLS = [
+    ("typesafe", "jev-latest", True),
+    ("cloudflare-workers-ai", "@cf/cloudflare/clef", True),
+    ("cloudflare-workers-ai", "typesafe/jev", True),
+    ("openrouter", "typesafe/jev-1.14", True),
+    ("vercel-ai-gateway", "baseten/elephant-1", False),
+    ("opencode", "jev-1.13", True),  # text only: refused before any request
+    ("typesafe", "jev-latest", False),  # the fake answers this one with HTTP 400
+]
+CLASSIFY = f"""
+const questions = {json.dumps(QUESTIONS)};
+const image = {json.dumps(IMAGE)};
+const calls = {json.dumps(CALLS)};
+const out = [];
+for (const [provider, id, withImage] of calls) {{
+  const model = await models.getModelOfType("classifier", provider, id);
+  const result = await models.classify(model, {{ state: {{ message: "works" }}, questions,
+                                                  ...(withImage ? {{ images: [image] }} : {{}}) }});
+  delete result.timestamp;
+  out.push(result);
+}}
+return out;
+"""
+IMAGES = """
+const painter = await models.getModelOfType("image", "openrouter", "google/gemini-2.5-flash-image");
+const result = await models.generateImages(painter, { input: [{ type: "text", text: "A red fox" }] });
+delete result.timestamp;
+for (const block of result.output) if (block.type === "image") image(block);
+return { ...result, output: result.output.map((b) => b.type) };
+"""
+LISTING = """
+const all = await models.getModelsOfType("classifier", "cloudflare-workers-ai");
+const available = await models.getAvailableOfType("classifier", "typesafe");
+const chat = await models.getAvailableOfType("chat", "typesafe");
+const wrong = await models.classify({ provider: "openrouter", id: "google/gemini-2.5-flash-image" },
+  { state: {}, questions: {} }).catch((e) => e.message);
+const shape = await models.classify({ provider: "typesafe", id: "jev-latest" }, { state: {}, questions: {} })
+  .catch((e) => e.message.split(". Expected")[0]);
+return [all.map((m) => m.id), available.map((m) => [m.id, m.type, m.headers === undefined]), chat.length, wrong, shape];
+"""
+SCRIPTS = [CLASSIFY, IMAGES, LISTING]
+
+
+def _providers(url: str, compat: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """models.json entries sending each built-in provider's classifier and image models to the fake."""
+    routes = {"typesafe": "ts", "cloudflare-workers-ai": "cf", "openrouter": "or", "vercel-ai-gateway": "ts",
+              "opencode": "ts"}
+    providers: dict[str, Any] = {}
+    for provider, prefix in routes.items():
+        entry: dict[str, Any] = {"baseUrl": f"{url}/{prefix}", "apiKey": f"key-{provider}"}
+        if provider == "typesafe":
+            entry["headers"] = {"X-Team": "blue"}
+        if provider in compat:
+            entry["compat"] = compat[provider]
+        providers[provider] = entry
+    return providers
+
+
+Played = tuple[list[dict[str, Any]], list[dict[str, Any]]]
+
+
+async def _play(kind: str, root: Path, compat: dict[str, dict[str, Any]]) -> Played:
+    """Run the scripts on one side; the codemode results and what the fake service received."""
+    with FakeLLMServer() as llm, FakeNonChatServer() as service:
+        for index, code in enumerate(SCRIPTS):
+            llm.add({"content": [{"type": "toolCall", "id": f"cm{index}", "name": "codemode",
+                                  "arguments": {"code": code}}]},
+                    {"content": [{"type": "text", "text": "done"}]})
+        workspace = Workspace.create(root / kind, llm.url, {"defaultTools": ["+codemode"]})
+        path = workspace.agent_dir / "models.json"
+        config = json.loads(path.read_text())
+        config["providers"].update(_providers(service.url, compat))
+        path.write_text(json.dumps(config))
+        for name in ("TYPESAFE_API_KEY", "OPENROUTER_API_KEY", "CLOUDFLARE_API_KEY", "AI_GATEWAY_API_KEY",
+                     "OPENCODE_API_KEY", "PI_TELEMETRY"):
+            workspace.env.pop(name, None)
+        workspace.env["CLOUDFLARE_ACCOUNT_ID"] = "acct-1"  # pi's Workers AI credential needs the account too
+        proc = await workspace.spawn(kind, "--no-session")
+        ends: list[dict[str, Any]] = []
+        try:
+            for index in range(len(SCRIPTS)):
+                if index == 0:
+                    _fail_the_last_classify(service)
+                await proc.send({"type": "prompt", "message": "go", "id": f"p{index}"})
+                records = await proc.read_until(lambda r: r["type"] == "agent_settled")
+                ends += [r for r in records if r["type"] == "tool_execution_end" and r["toolName"] == "codemode"]
+        finally:
+            await proc.kill()
+        return ends, list(service.requests)
+
+
+def _fail_the_last_classify(service: FakeNonChatServer) -> None:
+    """The classify script's sixth request (its last call) is answered with a 400."""
+    original = service.take_failure
+    answered = [0]
+
+    def take() -> tuple[int, Any] | None:
+        answered[0] += 1
+        return (400, {"error": {"message": "state too large"}}) if answered[0] == 6 else original()
+    service.take_failure = take  # type: ignore[method-assign]
+
+
+def _text(end: dict[str, Any]) -> str:
+    text = "".join(b.get("text", "") for b in end["result"]["content"] if b["type"] == "text")
+    return re.sub(r"Wall time \d+\.\d seconds", "Wall time N seconds", re.sub(r"pi-codemode-[0-9a-f]{16}", "X", text))
+
+
+def _value(end: dict[str, Any]) -> Any:
+    """The script's returned value: the result's text after the image paths (``[Image saved ...]``)."""
+    body = re.sub(r"\[Image saved to [^\]]*\]\n?", "", _text(end).split("Output:\n", 1)[1])
+    return json.loads(body)
+
+
+def _rows(end: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{k: v for k, v in row.items() if k != "durationMs"} for row in end["result"]["details"]["calls"]]
+
+
+COMPARED_HEADERS = ("authorization", "content-type", "typesafe-danger-zone-images", "x-team", "http-referer",
+                    "x-openrouter-title", "x-openrouter-categories")
+
+
+def _wire(requests: list[dict[str, Any]]) -> list[tuple[str, dict[str, str], Any]]:
+    return [(r["path"], {h: r["headers"][h] for h in COMPARED_HEADERS if h in r["headers"]}, r["body"])
+            for r in requests]
+
+
+# --------------------------------------------------------------------------- ours alone
+
+
+async def test_classifier_requests_and_results(tmp_path: Path) -> None:
+    ends, requests = await _play("ours", tmp_path, {})
+    assert [r["path"] for r in requests] == ["/ts/systemone", "/cf/run", "/cf/run", "/or/systemone",
+                                             "/ts/systemone", "/ts/systemone", "/or/chat/completions"]
+    typesafe, clef, cf_jev, openrouter, vercel, failed, images = requests
+    wire_questions = {**QUESTIONS, "ok": {**QUESTIONS["ok"], "type": "noul"}}
+    # TypeSafe: assets named before the state, the opt-in header, the provider's models.json header
+    assert typesafe["body"] == {"model": "jev-latest", "state": ["<image-1>", {"message": "works"}],
+                                "questions": wire_questions,
+                                "assets": {"<image-1>": {"type": "image", "format": "png", "data_base64": PNG}}}
+    assert typesafe["headers"]["typesafe-danger-zone-images"] == "true"
+    assert typesafe["headers"]["authorization"] == "Bearer key-typesafe" and typesafe["headers"]["x-team"] == "blue"
+    # Clef on Workers AI: a list of data URLs inside Cloudflare's input envelope, no opt-in header
+    assert clef["body"] == {"model": "@cf/cloudflare/clef", "input": {
+        "state": {"message": "works"}, "questions": wire_questions, "images": [f"data:image/png;base64,{PNG}"]}}
+    assert "typesafe-danger-zone-images" not in clef["headers"]
+    assert cf_jev["body"]["input"]["state"] == ["<image-1>", {"message": "works"}]
+    # OpenRouter: image_url parts before the state
+    assert openrouter["body"]["state"] == [{"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PNG}"}},
+                                           {"message": "works"}]
+    assert "typesafe-danger-zone-images" not in openrouter["headers"]
+    assert "http-referer" not in openrouter["headers"]  # pi attributes chat requests only
+    assert vercel["body"] == {"model": "baseten/elephant-1", "state": {"message": "works"}, "questions": wire_questions}
+    assert failed["body"]["model"] == "jev-latest" and "assets" not in failed["body"]
+    assert images["body"] == {"model": "google/gemini-2.5-flash-image", "stream": False, "modalities": ["image", "text"],
+                              "messages": [{"role": "user", "content": [{"type": "text", "text": "A red fox"}]}]}
+
+    results = _value(ends[0])
+    answers = {"mood": {"type": "choice", "choice": "happy", "probabilities": {"happy": 0.8, "sad": 0.2},
+                        "confidence": 0.8},
+               "urgency": {"type": "score", "score": 1.5, "confidence": 0.6},
+               "ok": {"type": "bool", "probability": 0.75}}
+    assert [r["stopReason"] for r in results] == ["stop"] * 5 + ["error", "error"]
+    assert all(r["answers"] == answers for r in results[:5])
+    assert results[0]["usage"]["cost"]["total"] == 0  # TypeSafe's direct jev-latest has no price
+    assert results[3]["usage"]["input"] == USAGE["input_tokens"] and results[3]["usage"]["cost"]["total"] > 0
+    assert results[5]["errorMessage"] == "Model opencode/jev-1.13 does not accept image input"
+    assert results[6]["errorMessage"] == 'System One API error (400): {"error":{"message":"state too large"}}'
+    rows = _rows(ends[0])
+    assert [r["status"] for r in rows] == ["ok"] * 5 + ["error", "error"]
+    assert rows[0] == {"id": "cm0/models.classify/1", "name": "models.classify", "args": "typesafe/jev-latest",
+                       "status": "ok", "cost": 0}
+    usage = ends[0]["result"]["usage"]  # the script's model calls, summed into the tool result
+    assert usage["input"] == 5 * USAGE["input_tokens"] and usage["output"] == 5 * USAGE["output_tokens"]
+
+    image_end = ends[1]
+    assert [b["type"] for b in image_end["result"]["content"]].count("image") == 1
+    generated = _value(image_end)
+    assert generated["stopReason"] == "stop" and generated["output"] == ["text", "image"]
+    assert generated["responseId"] == "gen-1" and generated["usage"]["output"] == 1290
+
+    all_cf, available, chat, wrong, shape = _value(ends[2])
+    assert "@cf/cloudflare/clef" in all_cf and "typesafe/jev" in all_cf
+    assert available == [["jev-latest", "classifier", True]] and chat == 0
+    assert wrong.startswith('"openrouter/google/gemini-2.5-flash-image" is an image model, not a classifier model.')
+    assert shape == "models.classify() context.questions must map question IDs to questions, got {}"
+
+
+async def test_provider_compat_chooses_how_images_travel(tmp_path: Path) -> None:
+    compat = {"typesafe": {"imageInput": "state-image-urls", "sendImageOptInHeader": False},
+              "cloudflare-workers-ai": {"imageInput": "assets"}}
+    _ends, requests = await _play("ours", tmp_path, compat)
+    typesafe, clef = requests[0], requests[1]
+    assert typesafe["body"]["state"][0]["type"] == "image_url" and "assets" not in typesafe["body"]
+    assert "typesafe-danger-zone-images" not in typesafe["headers"]
+    assert clef["body"]["input"]["state"] == ["<image-1>", {"message": "works"}] and "images" not in clef["body"]["input"]
+
+
+async def test_chat_commands_do_not_see_classifier_models(tmp_path: Path) -> None:
+    with FakeLLMServer() as llm, FakeNonChatServer() as service:
+        workspace = Workspace.create(tmp_path, llm.url)
+        path = workspace.agent_dir / "models.json"
+        config = json.loads(path.read_text())
+        config["providers"].update(_providers(service.url, {}))
+        path.write_text(json.dumps(config))
+        proc = await workspace.spawn("ours", "--no-session")
+        try:
+            listed = (await proc.request({"type": "get_available_models"}))["data"]["models"]
+            refused = await proc.request({"type": "set_model", "provider": "typesafe", "modelId": "jev-latest"})
+        finally:
+            await proc.kill()
+    assert not any(m["provider"] == "typesafe" or m.get("type") for m in listed)
+    assert not refused["success"]
+
+
+# --------------------------------------------------------------------------- side by side
+
+
+@needs_reference
+@pytest.mark.parametrize("compat", [{}, {"typesafe": {"imageInput": "images"},
+                                         "cloudflare-workers-ai": {"imageInput": "state-image-urls"}}],
+                         ids=["catalog", "provider-compat"])
+async def test_same_requests_and_results_as_the_reference(tmp_path: Path, compat: dict[str, Any]) -> None:
+    ours_ends, ours_requests = await _play("ours", tmp_path, compat)
+    ref_ends, ref_requests = await _play("reference", tmp_path, compat)
+    assert _wire(ours_requests) == _wire(ref_requests)
+    assert len(ours_ends) == len(ref_ends) == len(SCRIPTS)
+    for mine, theirs in zip(ours_ends, ref_ends, strict=True):
+        assert _value(mine) == _value(theirs)
+        assert _rows(mine) == _rows(theirs)
+        assert mine["result"].get("usage") == theirs["result"].get("usage")
