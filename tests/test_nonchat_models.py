@@ -33,6 +33,7 @@ CALLS = [
     ("cloudflare-workers-ai", "typesafe/jev", True),
     ("openrouter", "typesafe/jev-1.14", True),
     ("vercel-ai-gateway", "baseten/elephant-1", False),
+    ("openai", "gpt-6-luna", True),
     ("opencode", "jev-1.13", True),  # text only: refused before any request
     ("typesafe", "jev-latest", False),  # the fake answers this one with HTTP 400
 ]
@@ -73,7 +74,7 @@ SCRIPTS = [CLASSIFY, IMAGES, LISTING]
 def _providers(url: str, compat: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """models.json entries sending each built-in provider's classifier and image models to the fake."""
     routes = {"typesafe": "ts", "cloudflare-workers-ai": "cf", "openrouter": "or", "vercel-ai-gateway": "ts",
-              "opencode": "ts"}
+              "opencode": "ts", "openai": "oa"}
     providers: dict[str, Any] = {}
     for provider, prefix in routes.items():
         entry: dict[str, Any] = {"baseUrl": f"{url}/{prefix}", "apiKey": f"key-{provider}"}
@@ -101,7 +102,7 @@ async def _play(kind: str, root: Path, compat: dict[str, dict[str, Any]]) -> Pla
         config["providers"].update(_providers(service.url, compat))
         path.write_text(json.dumps(config))
         for name in ("TYPESAFE_API_KEY", "OPENROUTER_API_KEY", "CLOUDFLARE_API_KEY", "AI_GATEWAY_API_KEY",
-                     "OPENCODE_API_KEY", "PI_TELEMETRY"):
+                     "OPENCODE_API_KEY", "OPENAI_API_KEY", "PI_TELEMETRY"):
             workspace.env.pop(name, None)
         workspace.env["CLOUDFLARE_ACCOUNT_ID"] = "acct-1"  # pi's Workers AI credential needs the account too
         proc = await workspace.spawn(kind, "--no-session")
@@ -119,13 +120,13 @@ async def _play(kind: str, root: Path, compat: dict[str, dict[str, Any]]) -> Pla
 
 
 def _fail_the_last_classify(service: FakeNonChatServer) -> None:
-    """The classify script's sixth request (its last call) is answered with a 400."""
+    """The classify script's seventh request (its last call) is answered with a 400."""
     original = service.take_failure
     answered = [0]
 
     def take() -> tuple[int, Any] | None:
         answered[0] += 1
-        return (400, {"error": {"message": "state too large"}}) if answered[0] == 6 else original()
+        return (400, {"error": {"message": "state too large"}}) if answered[0] == 7 else original()
     service.take_failure = take  # type: ignore[method-assign]
 
 
@@ -159,8 +160,8 @@ def _wire(requests: list[dict[str, Any]]) -> list[tuple[str, dict[str, str], Any
 async def test_classifier_requests_and_results(tmp_path: Path) -> None:
     ends, requests = await _play("ours", tmp_path, {})
     assert [r["path"] for r in requests] == ["/ts/systemone", "/cf/run", "/cf/run", "/or/systemone",
-                                             "/ts/systemone", "/ts/systemone", "/or/chat/completions"]
-    typesafe, clef, cf_jev, openrouter, vercel, failed, images = requests
+                                             "/ts/systemone", "/oa/decisions", "/ts/systemone", "/or/chat/completions"]
+    typesafe, clef, cf_jev, openrouter, vercel, luna, failed, images = requests
     wire_questions = {**QUESTIONS, "ok": {**QUESTIONS["ok"], "type": "noul"}}
     # TypeSafe: assets named before the state, the opt-in header, the provider's models.json header
     assert typesafe["body"] == {"model": "jev-latest", "state": ["<image-1>", {"message": "works"}],
@@ -179,6 +180,15 @@ async def test_classifier_requests_and_results(tmp_path: Path) -> None:
     assert "typesafe-danger-zone-images" not in openrouter["headers"]
     assert "http-referer" not in openrouter["headers"]  # pi attributes chat requests only
     assert vercel["body"] == {"model": "baseten/elephant-1", "state": {"message": "works"}, "questions": wire_questions}
+    # Decisions: the state as JSON text beside the image, questions as a list, bool as a predicate
+    assert luna["body"] == {"model": "gpt-6-luna", "input": [{"role": "user", "content": [
+        {"type": "input_text", "text": '{"message":"works"}'},
+        {"type": "input_image", "image_url": f"data:image/png;base64,{PNG}"}]}], "questions": [
+        {"type": "choice", "name": "mood", "instructions": "How does the user feel?",
+         "choices": [{"value": "happy", "description": "Glad"}, {"value": "sad", "description": "Down"}]},
+        {"type": "score", "name": "urgency", "instructions": "How urgent?",
+         "levels": [{"label": "low"}, {"label": "mid"}, {"label": "high"}]},
+        {"type": "predicate", "name": "ok", "instructions": "Approved?\n\nTrue means: Approval\nFalse means: No approval"}]}
     assert failed["body"]["model"] == "jev-latest" and "assets" not in failed["body"]
     assert images["body"] == {"model": "google/gemini-2.5-flash-image", "stream": False, "modalities": ["image", "text"],
                               "messages": [{"role": "user", "content": [{"type": "text", "text": "A red fox"}]}]}
@@ -188,18 +198,18 @@ async def test_classifier_requests_and_results(tmp_path: Path) -> None:
                         "confidence": 0.8},
                "urgency": {"type": "score", "score": 1.5, "confidence": 0.6},
                "ok": {"type": "bool", "probability": 0.75}}
-    assert [r["stopReason"] for r in results] == ["stop"] * 5 + ["error", "error"]
-    assert all(r["answers"] == answers for r in results[:5])
+    assert [r["stopReason"] for r in results] == ["stop"] * 6 + ["error", "error"]
+    assert all(r["answers"] == answers for r in results[:6])
     assert results[0]["usage"]["cost"]["total"] == 0  # TypeSafe's direct jev-latest has no price
     assert results[3]["usage"]["input"] == USAGE["input_tokens"] and results[3]["usage"]["cost"]["total"] > 0
-    assert results[5]["errorMessage"] == "Model opencode/jev-1.13 does not accept image input"
-    assert results[6]["errorMessage"] == 'System One API error (400): {"error":{"message":"state too large"}}'
+    assert results[6]["errorMessage"] == "Model opencode/jev-1.13 does not accept image input"
+    assert results[7]["errorMessage"] == 'System One API error (400): {"error":{"message":"state too large"}}'
     rows = _rows(ends[0])
-    assert [r["status"] for r in rows] == ["ok"] * 5 + ["error", "error"]
+    assert [r["status"] for r in rows] == ["ok"] * 6 + ["error", "error"]
     assert rows[0] == {"id": "cm0/models.classify/1", "name": "models.classify", "args": "typesafe/jev-latest",
                        "status": "ok", "cost": 0}
     usage = ends[0]["result"]["usage"]  # the script's model calls, summed into the tool result
-    assert usage["input"] == 5 * USAGE["input_tokens"] and usage["output"] == 5 * USAGE["output_tokens"]
+    assert usage["input"] == 6 * USAGE["input_tokens"] and usage["output"] == 6 * USAGE["output_tokens"]
 
     image_end = ends[1]
     assert [b["type"] for b in image_end["result"]["content"]].count("image") == 1

@@ -6,6 +6,8 @@ Routes (point a provider's models.json ``baseUrl`` at the prefix):
   ``{answers, usage}`` out (``bool`` questions arrive as ``noul`` and are answered with ``noul``).
 * ``POST /cf/run`` - Workers AI: ``{model, input: {...}}`` in; Cloudflare's envelope out, with a run
   record (``{state: "Completed", result}``) for third-party models and the bare output for ``@cf/``.
+* ``POST /oa/decisions`` - OpenAI's Decisions API: ``{model, input, questions: [...]}`` in, answers as a list
+  matched by ``name`` (``predicate`` for bool questions) out.
 * ``POST /or/chat/completions`` - OpenRouter asked for images: answers with one PNG data URL and a text.
 
 Answers are derived from the questions (first label, score 1.5, ``noul`` 0.75), so a test can check
@@ -40,6 +42,22 @@ def answers_for(questions: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def decisions_for(questions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The same answers as ``answers_for`` in the Decisions API's list form."""
+    out: list[dict[str, Any]] = []
+    for question in questions:
+        if question["type"] == "choice":
+            values = [c["value"] for c in question["choices"]]
+            out.append({"name": question["name"], "type": "choice", "choice": values[0], "confidence": 0.8,
+                        "probabilities": [{"value": v, "probability": 0.8 if i == 0 else 0.2 / max(1, len(values) - 1)}
+                                          for i, v in enumerate(values)]})
+        elif question["type"] == "score":
+            out.append({"name": question["name"], "type": "score", "score": 1.5, "confidence": 0.6})
+        else:
+            out.append({"name": question["name"], "type": "predicate", "probability": 0.75})
+    return out
+
+
 USAGE = {"input_tokens": 1200, "output_tokens": 3}
 
 
@@ -67,6 +85,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(*failure)
         elif self.path.endswith("/systemone"):
             self._send(200, {"answers": answers_for(body["questions"]), "usage": USAGE})
+        elif self.path == "/oa/decisions":
+            self._send(200, {"id": "dec-1", "answers": decisions_for(body["questions"]), "usage": USAGE})
         elif self.path == "/cf/run":
             output = {"answers": answers_for(body["input"]["questions"]), "usage": USAGE}
             if body["model"].startswith("@cf/"):

@@ -26,6 +26,10 @@ def _implementation(api: str) -> Classifier | None:
         from pi_coding_agent.ai.system_one import classify_cloudflare
 
         return classify_cloudflare
+    if api == "openai-decisions":
+        from pi_coding_agent.ai.openai_decisions import classify as classify_decisions
+
+        return classify_decisions
     return None
 
 

@@ -72,7 +72,8 @@ def _http_error_text(label: str) -> Callable[[int, str], str]:
     return text
 
 
-async def post_json(label: str, url: str, model: Model, body: Any, options: StreamOptions) -> Any:
+async def post_json(label: str, url: str, model: Model, body: Any, options: StreamOptions,
+                    no_retry_statuses: frozenset[int] = frozenset()) -> Any:
     """POST one JSON request with bearer auth and give the parsed answer (errors raise).
 
     The ``before_provider_request`` hook may replace the body; headers rank: identity, auth and
@@ -86,7 +87,8 @@ async def post_json(label: str, url: str, model: Model, body: Any, options: Stre
     headers = merge_headers({"authorization": f"Bearer {options.api_key}", "content-type": "application/json"},
                             model.get("headers") or {}, options.headers)
     options = replace(options, identity_provider=model["provider"])
-    async with post_stream(url, headers, orjson.dumps(payload), options, _http_error_text(label)) as response:
+    async with post_stream(url, headers, orjson.dumps(payload), options, _http_error_text(label),
+                           no_retry_statuses=no_retry_statuses) as response:
         raw = await response.aread()
     try:
         return orjson.loads(raw)
