@@ -109,25 +109,15 @@ async def _play(kind: str, root: Path, compat: dict[str, dict[str, Any]]) -> Pla
         ends: list[dict[str, Any]] = []
         try:
             for index in range(len(SCRIPTS)):
-                if index == 0:
-                    _fail_the_last_classify(service)
+                if index == 0:  # the classify script's seventh request (its last call) gets a 400
+                    service.pass_next(6)
+                    service.fail_next(400, {"error": {"message": "state too large"}})
                 await proc.send({"type": "prompt", "message": "go", "id": f"p{index}"})
                 records = await proc.read_until(lambda r: r["type"] == "agent_settled")
                 ends += [r for r in records if r["type"] == "tool_execution_end" and r["toolName"] == "codemode"]
         finally:
             await proc.kill()
         return ends, list(service.requests)
-
-
-def _fail_the_last_classify(service: FakeNonChatServer) -> None:
-    """The classify script's seventh request (its last call) is answered with a 400."""
-    original = service.take_failure
-    answered = [0]
-
-    def take() -> tuple[int, Any] | None:
-        answered[0] += 1
-        return (400, {"error": {"message": "state too large"}}) if answered[0] == 7 else original()
-    service.take_failure = take  # type: ignore[method-assign]
 
 
 def _text(end: dict[str, Any]) -> str:
@@ -267,3 +257,76 @@ async def test_same_requests_and_results_as_the_reference(tmp_path: Path, compat
         assert _value(mine) == _value(theirs)
         assert _rows(mine) == _rows(theirs)
         assert mine["result"].get("usage") == theirs["result"].get("usage")
+
+
+EXTENSION = '''
+import os
+
+def setup(pi):
+    pi.register_provider("acme", {
+        "baseUrl": os.environ["ACME_URL"], "api": "openai-completions", "apiKey": "acme-key",
+        "models": [{"id": "acme-chat"},
+                   {"id": "acme-judge", "type": "classifier", "name": "Acme Judge", "api": "typesafe-system-one",
+                    "input": ["text"], "contextWindow": 8000,
+                    "cost": {"input": 1, "output": 0, "cacheRead": 0, "cacheWrite": 0}}],
+    })
+'''
+JUDGE = """
+const judge = await models.getModelOfType("classifier", "acme", "acme-judge");
+const chat = await models.getModelOfType("classifier", "acme", "acme-chat");
+const result = await models.classify(judge, { state: { n: 1 }, questions: {
+  ok: { type: "bool", instructions: "Fine?", criteria: { true: "yes", false: "no" } } } });
+return [judge.name, chat === undefined, result.stopReason, result.answers.ok, result.usage.cost.total];
+"""
+
+
+async def test_an_extension_registers_a_classifier_model(tmp_path: Path) -> None:
+    """A registered provider's ``type: "classifier"`` model runs on a built-in API; its chat models stay chat."""
+    with FakeLLMServer() as llm, FakeNonChatServer() as service:
+        llm.add({"content": [{"type": "toolCall", "id": "cm1", "name": "codemode", "arguments": {"code": JUDGE}}]},
+                {"content": [{"type": "text", "text": "done"}]})
+        workspace = Workspace.create(tmp_path, llm.url, {"defaultTools": ["+codemode"]})
+        workspace.env["ACME_URL"] = f"{service.url}/ts"
+        proc = await workspace.spawn_with("ours", {"ours": EXTENSION}, "--no-session")
+        try:
+            listed = (await proc.request({"type": "get_available_models"}))["data"]["models"]
+            await proc.send({"type": "prompt", "message": "go", "id": "p"})
+            records = await proc.read_until(lambda r: r["type"] == "agent_settled")
+        finally:
+            await proc.kill()
+    end = next(r for r in records if r["type"] == "tool_execution_end" and r["toolName"] == "codemode")
+    assert _value(end) == ["Acme Judge", True, "stop", {"type": "bool", "probability": 0.75}, 0.0012]
+    assert service.requests[0]["headers"]["authorization"] == "Bearer acme-key"
+    assert service.requests[0]["body"]["model"] == "acme-judge"
+    assert {m["id"] for m in listed if m["provider"] == "acme"} == {"acme-chat"}
+
+
+async def test_a_transient_failure_is_retried_and_a_bad_request_is_an_error_result(tmp_path: Path) -> None:
+    code = """
+const jev = await models.getModelOfType("classifier", "typesafe", "jev-latest");
+const q = { questions: { ok: { type: "bool", instructions: "Fine?", criteria: { true: "yes", false: "no" } } } };
+const first = await models.classify(jev, { state: {}, ...q });
+const second = await models.classify(jev, { state: {}, ...q });
+return [first.stopReason, second.stopReason, second.errorMessage];
+"""
+    with FakeLLMServer() as llm, FakeNonChatServer() as service:
+        llm.add({"content": [{"type": "toolCall", "id": "cm1", "name": "codemode", "arguments": {"code": code}}]},
+                {"content": [{"type": "text", "text": "done"}]})
+        workspace = Workspace.create(tmp_path, llm.url, {"defaultTools": ["+codemode"]})
+        path = workspace.agent_dir / "models.json"
+        config = json.loads(path.read_text())
+        config["providers"].update(_providers(service.url, {}))
+        path.write_text(json.dumps(config))
+        service.fail_next(503, {"error": {"message": "busy"}})  # retried: the first call succeeds
+        service.pass_next()
+        service.fail_next(400, "")  # not retried
+        proc = await workspace.spawn("ours", "--no-session")
+        try:
+            await proc.send({"type": "prompt", "message": "go", "id": "p"})
+            records = await proc.read_until(lambda r: r["type"] == "agent_settled")
+        finally:
+            await proc.kill()
+    end = next(r for r in records if r["type"] == "tool_execution_end" and r["toolName"] == "codemode")
+    # a 400 is not retried; its empty body gives pi's "<label> returned <status>" text
+    assert _value(end) == ["stop", "error", "System One API error (400): System One API returned 400"]
+    assert len(service.requests) == 3

@@ -12,7 +12,7 @@ Routes (point a provider's models.json ``baseUrl`` at the prefix):
 
 Answers are derived from the questions (first label, score 1.5, ``noul`` 0.75), so a test can check
 them. ``requests`` logs each call's path, lower-cased headers and body; ``fail_next(status, body)``
-makes the next answer an HTTP error.
+queues an HTTP error as the next answer, ``pass_next()`` a normal answer ahead of a queued error.
 """
 
 from __future__ import annotations
@@ -108,7 +108,7 @@ class FakeNonChatServer(LocalServer):
 
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
-        self._failures: list[tuple[int, Any]] = []
+        self._failures: list[tuple[int, Any] | None] = []
         self._lock = threading.Lock()
 
     def log(self, path: str, headers: dict[str, str], body: Any) -> None:
@@ -118,6 +118,10 @@ class FakeNonChatServer(LocalServer):
     def fail_next(self, status: int, body: Any) -> None:
         with self._lock:
             self._failures.append((status, body))
+
+    def pass_next(self, count: int = 1) -> None:
+        with self._lock:
+            self._failures.extend([None] * count)
 
     def take_failure(self) -> tuple[int, Any] | None:
         with self._lock:
