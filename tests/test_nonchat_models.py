@@ -9,7 +9,9 @@ see the same results.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -330,3 +332,104 @@ return [first.stopReason, second.stopReason, second.errorMessage];
     # a 400 is not retried; its empty body gives pi's "<label> returned <status>" text
     assert _value(end) == ["stop", "error", "System One API error (400): System One API returned 400"]
     assert len(service.requests) == 3
+
+
+# --------------------------------------------------------------------------- llama.cpp router models
+
+ROUTER = {
+    "qwen-loaded": {"status": {"value": "loaded"}, "meta": {"n_ctx": 32768}},
+    "judge-1": {"status": {"value": "loaded"},
+                "architecture": {"input_modalities": ["text", "image"], "output_modalities": ["decisions"]}},
+}
+LLAMA = f"""
+const listed = await models.getAvailableOfType("classifier", "llama.cpp");
+const questions = {json.dumps({**QUESTIONS, "mood": {**QUESTIONS["mood"], "criteria": {
+    "happy": "Glad", "sad": "Down", "calm": ""}}})};
+const qwen = await models.getModelOfType("classifier", "llama.cpp", "qwen-loaded");
+const chat = await models.classify(qwen, {{ state: {{ message: "works", n: [1, 2] }}, questions }});
+const judge = await models.getModelOfType("classifier", "llama.cpp", "judge-1");
+const decided = await models.classify(judge, {{ state: {{ message: "works" }}, questions,
+                                                images: [{json.dumps(IMAGE)}] }});
+const refused = await models.classify(qwen, {{ state: {{}}, questions, images: [{json.dumps(IMAGE)}] }});
+for (const r of [chat, decided, refused]) delete r.timestamp;
+return [listed.map((m) => [m.id, m.api, m.input, m.compat ?? null]), chat, decided, refused];
+"""
+
+
+async def _play_llama(kind: str, root: Path) -> tuple[list[str], Any, list[dict[str, Any]]]:
+    """The chat ids the router offers, the script's value and the router's classification requests."""
+    from tests.fakes.llama_server import FakeLlamaRouter
+
+    with FakeLLMServer() as llm, FakeLlamaRouter({k: dict(v) for k, v in ROUTER.items()}) as router:
+        llm.add({"content": [{"type": "toolCall", "id": "cm1", "name": "codemode", "arguments": {"code": LLAMA}}]},
+                {"content": [{"type": "text", "text": "done"}]})
+        workspace = Workspace.create(root / kind, llm.url, {"defaultTools": ["+codemode"]})
+        workspace.env.update({"LLAMA_BASE_URL": router.url, "LLAMA_API_KEY": "llama-secret"})
+        proc = await workspace.spawn(kind, "--no-session")
+        try:
+            chat: list[str] = []
+            for _ in range(50):  # pi lists the router's models in the background after start-up
+                models = (await proc.request({"type": "get_available_models"}))["data"]["models"]
+                chat = sorted(m["id"] for m in models if m["provider"] == "llama.cpp")
+                if chat:
+                    break
+                await asyncio.sleep(0.2)
+            await proc.send({"type": "prompt", "message": "go", "id": "p"})
+            records = await proc.read_until(lambda r: r["type"] == "agent_settled")
+        finally:
+            await proc.kill()
+        posted = [{"path": r["path"], "body": r["body"], "authorization": r["authorization"]}
+                  for r in router.requests if r["method"] == "POST" and r["path"] != "/v1/chat/completions"]
+    end = next(r for r in records if r["type"] == "tool_execution_end" and r["toolName"] == "codemode")
+    return chat, _value(end), posted
+
+
+async def test_llama_router_models_classify_by_label_probabilities(tmp_path: Path) -> None:
+    chat, (listed, answered, decided, refused), posted = await _play_llama("ours", tmp_path)
+    assert chat == ["qwen-loaded"]  # a decision-only model does not chat
+    assert listed == [["qwen-loaded", "llama-cpp-classify", ["text"], None],
+                      ["judge-1", "typesafe-system-one", ["text", "image"],
+                       {"imageInput": "images", "sendImageOptInHeader": False}]]
+    yes, no = math.exp(-0.4), math.exp(-1.2)
+    assert answered["stopReason"] == "stop"
+    assert answered["answers"]["ok"] == {"type": "bool", "probability": pytest.approx(yes / (yes + no))}
+    mood = answered["answers"]["mood"]
+    assert mood["choice"] == "happy" and list(mood["probabilities"]) == ["happy", "sad", "calm"]
+    a, b, c = math.exp(-0.2), math.exp(-1.9), math.exp(-3.0)
+    assert mood["probabilities"]["happy"] == pytest.approx(a / (a + b + c))
+    assert mood["confidence"] == pytest.approx((3 * a / (a + b + c) - 1) / 2)
+    assert 0 < answered["answers"]["urgency"]["score"] < 2
+    assert decided["stopReason"] == "stop" and decided["answers"]["ok"] == {"type": "bool", "probability": 0.75}
+    assert refused["errorMessage"] == "Model llama.cpp/qwen-loaded does not accept image input"
+    completions = [r for r in posted if r["path"] == "/completion"]
+    assert len(completions) == 3 and all(r["authorization"] == "Bearer llama-secret" for r in posted)
+    assert completions[0]["body"] == {"model": "qwen-loaded", "prompt": completions[0]["body"]["prompt"],
+                                      "n_predict": 1, "n_probs": 256, "post_sampling_probs": False,
+                                      "cache_prompt": True, "temperature": 0}
+    assert completions[0]["body"]["prompt"].endswith("<|assistant|>\n<think></think>")
+    templates = [r["body"] for r in posted if r["path"] == "/apply-template"]
+    assert templates[0]["chat_template_kwargs"] == {"enable_thinking": False}
+    assert templates[0]["messages"][1]["content"].startswith('State:\n{\n "message": "works",\n "n": [\n  1,\n  2\n ]\n}')
+    systemone = next(r["body"] for r in posted if r["path"] == "/v1/systemone")
+    assert systemone["images"] == [f"data:image/png;base64,{PNG}"] and "assets" not in systemone
+
+
+def _rounded(value: Any) -> Any:
+    """Floats to 12 digits: the two runtimes' ``exp`` may differ in the last bit."""
+    if isinstance(value, float):
+        return round(value, 12)
+    if isinstance(value, list):
+        return [_rounded(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _rounded(v) for k, v in value.items()}
+    return value
+
+
+@needs_reference
+async def test_llama_router_classification_matches_the_reference(tmp_path: Path) -> None:
+    ours = await _play_llama("ours", tmp_path)
+    theirs = await _play_llama("reference", tmp_path)
+    assert ours[0] == theirs[0]
+    assert _rounded(ours[1]) == _rounded(theirs[1])
+    key = lambda r: json.dumps(r, sort_keys=True)  # noqa: E731 - label lookups run concurrently, in any order
+    assert sorted(ours[2], key=key) == sorted(theirs[2], key=key)

@@ -30,6 +30,10 @@ def _implementation(api: str) -> Classifier | None:
         from pi_coding_agent.ai.openai_decisions import classify as classify_decisions
 
         return classify_decisions
+    if api == "llama-cpp-classify":
+        from pi_coding_agent.ai.llama_classify import classify as classify_llama
+
+        return classify_llama
     return None
 
 

@@ -221,9 +221,23 @@ class ModelRegistry:
             self.errors.append(f"llama.cpp: {exc}")
             return []
 
+    def _llama_classifiers(self) -> list[Model]:
+        """The router's models as classifiers, read when a script first asks for classifiers."""
+        from pi_coding_agent.ai import llama_router
+
+        client = self.auth.llama_client() if self.llama_enabled else None
+        if client is None:
+            return []
+        try:
+            return llama_router.router_classifiers(client, llama_router.LIST_TIMEOUT_S)
+        except llama_router.LlamaError as exc:
+            self.errors.append(f"llama.cpp: {exc}")
+            return []
+
     def set_llama_models(self, models: list[Model]) -> None:
-        """The router's list after ``/llama`` loaded or unloaded a model."""
+        """The router's list after ``/llama`` loaded or unloaded a model (classifiers are read again)."""
         self._models[LLAMA_PROVIDER] = models
+        self._models.pop(f"classifier:{LLAMA_PROVIDER}", None)
 
     def all_models(self) -> list[Model]:
         return [m for p in self.providers() for m in self.provider_models(p)]
@@ -271,8 +285,9 @@ class ModelRegistry:
         if key not in self._models:
             from pi_coding_agent.ai import nonchat_models
 
-            models = nonchat_models.apply_models_json(nonchat_models.builtin(kind, provider),
-                                                      self._config.get(provider))
+            base = (self._llama_classifiers() if provider == LLAMA_PROVIDER and kind == "classifier"
+                    else nonchat_models.builtin(kind, provider))
+            models = nonchat_models.apply_models_json(base, self._config.get(provider))
             self._models[key] = nonchat_models.apply_extension(kind, provider, models,
                                                                self._extension_config.get(provider))
         return self._models[key]

@@ -73,19 +73,20 @@ def _http_error_text(label: str) -> Callable[[int, str], str]:
 
 
 async def post_json(label: str, url: str, model: Model, body: Any, options: StreamOptions,
-                    no_retry_statuses: frozenset[int] = frozenset()) -> Any:
+                    no_retry_statuses: frozenset[int] = frozenset(), optional_key: bool = False) -> Any:
     """POST one JSON request with bearer auth and give the parsed answer (errors raise).
 
     The ``before_provider_request`` hook may replace the body; headers rank: identity, auth and
-    content type, the model's, then the request's (``options.headers``, which win).
+    content type, the model's, then the request's (``options.headers``, which win). A local server
+    (``optional_key``) is asked without ``authorization`` when there is no key.
     """
     from pi_coding_agent.ai.providers.http import apply_payload_hook, merge_headers, post_stream
 
-    if not options.api_key:
+    if not options.api_key and not optional_key:
         raise ClassifierError(f"No API key for provider: {model['provider']}")
     payload = await apply_payload_hook(body, options)
-    headers = merge_headers({"authorization": f"Bearer {options.api_key}", "content-type": "application/json"},
-                            model.get("headers") or {}, options.headers)
+    auth = {"authorization": f"Bearer {options.api_key}"} if options.api_key else {}
+    headers = merge_headers({"content-type": "application/json", **auth}, model.get("headers") or {}, options.headers)
     options = replace(options, identity_provider=model["provider"])
     async with post_stream(url, headers, orjson.dumps(payload), options, _http_error_text(label),
                            no_retry_statuses=no_retry_statuses) as response:
