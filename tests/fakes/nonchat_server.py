@@ -22,7 +22,7 @@ import threading
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from tests.fakes.local_server import LocalServer
+from tests.fakes.local_server import LocalServer, send_json
 
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
 
@@ -69,12 +69,7 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def _send(self, status: int, body: Any) -> None:
-        data = body.encode() if isinstance(body, str) else json.dumps(body, separators=(",", ":")).encode()
-        self.send_response(status)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        send_json(self, status, body, compact=True)  # error bodies reach messages verbatim
 
     def do_POST(self) -> None:
         fake = self.server.fake

@@ -212,24 +212,23 @@ class ModelRegistry:
         """The router's live list, read once per registry (``set_llama_models`` replaces it)."""
         from pi_coding_agent.ai import llama_router
 
-        client = self.auth.llama_client()
-        if client is None:
-            return []
-        try:
-            return llama_router.router_models(client, llama_router.LIST_TIMEOUT_S)
-        except llama_router.LlamaError as exc:
-            self.errors.append(f"llama.cpp: {exc}")
-            return []
+        return self._from_router(llama_router.router_models)
 
     def _llama_classifiers(self) -> list[Model]:
         """The router's models as classifiers, read when a script first asks for classifiers."""
         from pi_coding_agent.ai import llama_router
 
-        client = self.auth.llama_client() if self.llama_enabled else None
+        return self._from_router(llama_router.router_classifiers) if self.llama_enabled else []
+
+    def _from_router(self, read: Callable[[Any, float], list[Model]]) -> list[Model]:
+        """``read(client, timeout)`` of the configured router; nothing (and an error noted) when it fails."""
+        from pi_coding_agent.ai import llama_router
+
+        client = self.auth.llama_client()
         if client is None:
             return []
         try:
-            return llama_router.router_classifiers(client, llama_router.LIST_TIMEOUT_S)
+            return read(client, llama_router.LIST_TIMEOUT_S)
         except llama_router.LlamaError as exc:
             self.errors.append(f"llama.cpp: {exc}")
             return []

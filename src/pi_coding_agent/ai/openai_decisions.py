@@ -15,15 +15,8 @@ from typing import Any
 
 import orjson
 
-from pi_coding_agent.ai.nonchat_requests import (
-    ClassifierError,
-    fail,
-    is_record,
-    parse_usage,
-    post_json,
-    required_number,
-    result_of,
-)
+from pi_coding_agent.ai import nonchat_requests as shared
+from pi_coding_agent.ai.nonchat_requests import ClassifierError, is_record, required_number
 from pi_coding_agent.ai.stream import ProviderError, StreamOptions
 from pi_coding_agent.ai.types import Model
 
@@ -108,15 +101,15 @@ def parse_answers(value: Any, context: dict[str, Any]) -> dict[str, Any]:
 
 
 async def classify(model: Model, context: dict[str, Any], options: StreamOptions) -> dict[str, Any]:
-    output = result_of(model)
+    output = shared.result_of(model)
     try:
         request = {"model": model["id"], "input": wire_input(context),
                    "questions": [wire_question(qid, q) for qid, q in context["questions"].items()]}
         url = f"{model['baseUrl'].rstrip('/')}/decisions"
-        body = await post_json(LABEL, url, model, request, options, NO_RETRY_STATUSES)
+        body = await shared.post_json(LABEL, url, model, request, options, NO_RETRY_STATUSES)
         if not is_record(body):
             raise ClassifierError(f"{LABEL} returned an unexpected response")
-        usage = parse_usage(body.get("usage"), model)  # before the answers: a refused answer was billed too
+        usage = shared.parse_usage(body.get("usage"), model)  # before the answers: a refused answer was billed too
         if usage is not None:
             output["usage"] = usage
         output["answers"] = parse_answers(body.get("answers"), context)
@@ -125,4 +118,4 @@ async def classify(model: Model, context: dict[str, Any], options: StreamOptions
         output["answers"] = {}
         if isinstance(error, ProviderError) and error.status == 504:
             error = ProviderError(GATEWAY_TIMEOUT, 504)
-        return fail(output, error, options)
+        return shared.fail(output, error, options)
