@@ -433,3 +433,46 @@ async def test_llama_router_classification_matches_the_reference(tmp_path: Path)
     assert _rounded(ours[1]) == _rounded(theirs[1])
     key = lambda r: json.dumps(r, sort_keys=True)  # noqa: E731 - label lookups run concurrently, in any order
     assert sorted(ours[2], key=key) == sorted(theirs[2], key=key)
+
+
+JUDGE_COMMAND = '''
+def setup(pi):
+    async def judge(args, ctx):
+        registry = ctx.model_registry
+        jev = registry.find_of_type("classifier", "typesafe", "jev-latest")
+        result = await registry.classify(jev, {"state": {"text": args}, "questions": {
+            "ok": {"type": "bool", "instructions": "Fine?", "criteria": {"true": "yes", "false": "no"}}}})
+        chat = registry.find("fake", "fake-model")
+        wrong = await registry.classify(chat, {"state": {}, "questions": {}})
+        images = registry.get_available_of_type("image", "openrouter")
+        pi.append_entry("judged", {"answer": result["answers"], "stop": result["stopReason"],
+                                   "wrong": wrong["errorMessage"], "images": len(images) > 0})
+
+    pi.register_command("judge", handler=judge)
+'''
+
+
+async def test_extensions_classify_through_the_model_registry(tmp_path: Path) -> None:
+    """``ctx.model_registry.classify`` (pi's ``ctx.modelRegistry.classify``) with the session's credentials."""
+    with FakeLLMServer() as llm, FakeNonChatServer() as service:
+        workspace = Workspace.create(tmp_path, llm.url)
+        path = workspace.agent_dir / "models.json"
+        config = json.loads(path.read_text())
+        config["providers"].update(_providers(service.url, {}))
+        path.write_text(json.dumps(config))
+        proc = await workspace.spawn_with("ours", {"ours": JUDGE_COMMAND}, "--no-session")
+        try:
+            await proc.request({"type": "prompt", "message": "/judge the build is green"})
+            entries: list[dict[str, Any]] = []
+            for _ in range(50):
+                entries = [e for e in (await proc.request({"type": "get_entries"}))["data"]["entries"]
+                           if e.get("customType") == "judged"]
+                if entries:
+                    break
+                await asyncio.sleep(0.1)
+        finally:
+            await proc.kill()
+    assert entries[0]["data"] == {"answer": {"ok": {"type": "bool", "probability": 0.75}}, "stop": "stop",
+                                  "wrong": "Model fake/fake-model is not a classifier model", "images": True}
+    assert service.requests[0]["body"]["state"] == {"text": "the build is green"}
+    assert service.requests[0]["headers"]["authorization"] == "Bearer key-typesafe"

@@ -37,12 +37,20 @@ def _implementation(api: str) -> Classifier | None:
     return None
 
 
+def refusal(model: Model, context: Mapping[str, Any]) -> str | None:
+    """Why the call cannot be made at all (checked before credentials are looked up, as in pi)."""
+    if model.get("type") != "classifier":
+        return f"Model {model['provider']}/{model['id']} is not a classifier model"
+    if context.get("images") and "image" not in model["input"]:
+        return f"Model {model['provider']}/{model['id']} does not accept image input"
+    return None
+
+
 async def classify(model: Model, context: Mapping[str, Any], options: StreamOptions) -> dict[str, Any]:
     """Answer ``context["questions"]`` about ``context["state"]`` (and ``context["images"]``)."""
-    if model.get("type") != "classifier":
-        return error_result(model, f"Model {model['provider']}/{model['id']} is not a classifier model")
-    if context.get("images") and "image" not in model["input"]:
-        return error_result(model, f"Model {model['provider']}/{model['id']} does not accept image input")
+    problem = refusal(model, context)
+    if problem is not None:
+        return error_result(model, problem)
     run = _implementation(model["api"])
     if run is None:
         return error_result(model, f"Provider {model['provider']} has no classifier implementation for "

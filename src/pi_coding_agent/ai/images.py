@@ -109,10 +109,16 @@ async def _openrouter(model: Model, context: Mapping[str, Any], options: StreamO
         return fail(output, error, options)
 
 
+def refusal(model: Model) -> str | None:
+    """Why the call cannot be made at all (checked before credentials are looked up, as in pi)."""
+    return None if model.get("type") == "image" else f"Model {model['provider']}/{model['id']} is not an image model"
+
+
 async def generate_images(model: Model, context: Mapping[str, Any], options: StreamOptions) -> dict[str, Any]:
     """Images from ``context["input"]`` (text blocks, plus image blocks to edit or follow)."""
-    if model.get("type") != "image":
-        return error_result(model, f"Model {model['provider']}/{model['id']} is not an image model", outputs="output")
+    problem = refusal(model)
+    if problem is not None:
+        return error_result(model, problem, outputs="output")
     if model["api"] != "openrouter-images":
         return error_result(model, f"Provider {model['provider']} has no image implementation for "
                                    f'"{model["api"]}" in this Python implementation of pi', outputs="output")

@@ -27,12 +27,15 @@ class CredentialSource(Protocol):
 
 
 async def run_nonchat_model(rt: CredentialSource, kind: str, model: dict[str, Any], context: dict[str, Any],
-                            signal: AbortSignal) -> dict[str, Any]:
+                            signal: AbortSignal | None) -> dict[str, Any]:
     """Run ``model`` (a catalog entry of type ``kind``) on ``context``; failures are results."""
-    from pi_coding_agent.ai import classifiers, nonchat_requests
+    from pi_coding_agent.ai import classifiers, images, nonchat_requests
 
     outputs = "answers" if kind == "classifier" else "output"
     entry: Any = model
+    problem = classifiers.refusal(entry, context) if kind == "classifier" else images.refusal(entry)
+    if problem is not None:
+        return nonchat_requests.error_result(entry, problem, outputs=outputs)
     if not rt.has_auth(model["provider"]):
         return nonchat_requests.error_result(entry, f"Provider is not configured: {model['provider']}", outputs=outputs)
     try:
@@ -47,6 +50,4 @@ async def run_nonchat_model(rt: CredentialSource, kind: str, model: dict[str, An
     if kind == "classifier":
         options = replace(options, signal=signal, max_retries=nonchat_requests.DEFAULT_MAX_RETRIES)
         return await classifiers.classify(entry, context, options)
-    from pi_coding_agent.ai.images import generate_images
-
-    return await generate_images(entry, context, replace(options, signal=signal, max_retries=IMAGE_MAX_RETRIES))
+    return await images.generate_images(entry, context, replace(options, signal=signal, max_retries=IMAGE_MAX_RETRIES))
