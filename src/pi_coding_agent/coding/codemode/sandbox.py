@@ -62,6 +62,7 @@ class ScriptRun:
     output: list[dict[str, Any]] = field(default_factory=list)
     value: Any = None
     has_value: bool = False  # the script returned something other than undefined (null counts)
+    value_json: str = "null"  # the value's JSON.stringify text, numbers as JavaScript writes them
     error: ScriptError | None = None
     writes: dict[str, Any] = field(default_factory=lambda: {"set": {}, "delete": []})
 
@@ -266,7 +267,7 @@ class Execution:
             else:
                 writes["delete"].append(entry[0])
         self.outcome.set_result(ScriptRun(True, self.output, value=None if raw is None else json.loads(raw),
-                                          has_value=raw is not None, writes=writes))
+                                          has_value=raw is not None, value_json=raw or "null", writes=writes))
 
     def _fail(self, kind: str, message: str) -> None:
         if not self.outcome.done():

@@ -198,7 +198,7 @@ class _Run:
             if result.writes["set"] or result.writes["delete"]:
                 self.host.append_custom(STORE_ENTRY_TYPE, result.writes)
             if result.has_value:
-                produced.append({"type": "text", "text": out.value_text(result.value)})
+                produced.append({"type": "text", "text": out.value_text(result)})
         items = out.format_items(produced)
         if not result.ok:
             items.append({"type": "text", "text": "Script error:\n" + out.error_text(result, self.calls)})
