@@ -484,3 +484,40 @@ async def test_extensions_classify_through_the_model_registry(tmp_path: Path) ->
                                   "wrong": "Model fake/fake-model is not a classifier model", "images": True}
     assert service.requests[0]["body"]["state"] == {"text": "the build is green"}
     assert service.requests[0]["headers"]["authorization"] == "Bearer key-typesafe"
+
+
+@pytest.mark.parametrize("kind", ["ours", pytest.param("reference", marks=needs_reference)])
+async def test_abort_cancels_a_waiting_classify_call(tmp_path: Path, kind: str) -> None:
+    code = """
+const jev = await models.getModelOfType("classifier", "typesafe", "jev-latest");
+await models.classify(jev, { state: {}, questions: { ok: { type: "bool", instructions: "Fine?",
+  criteria: { true: "yes", false: "no" } } } });
+text("not reached");
+"""
+    with FakeLLMServer() as llm, FakeNonChatServer() as service:
+        llm.add({"content": [{"type": "toolCall", "id": "cm1", "name": "codemode", "arguments": {"code": code}}]},
+                {"content": [{"type": "text", "text": "done"}]})
+        workspace = Workspace.create(tmp_path, llm.url, {"defaultTools": ["+codemode"]})
+        path = workspace.agent_dir / "models.json"
+        config = json.loads(path.read_text())
+        config["providers"].update(_providers(service.url, {}))
+        path.write_text(json.dumps(config))
+        service.delay_s = 5.0
+        proc = await workspace.spawn(kind, "--no-session")
+        try:
+            await proc.send({"type": "prompt", "message": "go", "id": "p"})
+            await proc.read_until(lambda r: r["type"] == "tool_execution_update"
+                                  and any(c["status"] == "running" and c["name"] == "models.classify"
+                                          for c in r["partialResult"]["details"]["calls"]))
+            started = asyncio.get_running_loop().time()
+            await proc.send({"type": "abort", "id": "a"})
+            records = await proc.read_until(lambda r: r["type"] == "agent_settled")
+            elapsed = asyncio.get_running_loop().time() - started
+        finally:
+            await proc.kill()
+    end = next(r for r in records if r["type"] == "tool_execution_end" and r["toolName"] == "codemode")
+    assert elapsed < 3  # the slow answer is not waited for
+    assert _text(end) == ("Script failed\nWall time N seconds\nOutput:\nScript error:\nScript aborted: This "
+                          "operation was aborted\n\nTool calls made before the failure (they are not undone): "
+                          "models.classify (cancelled)")
+    assert [c["status"] for c in end["result"]["details"]["calls"]] == ["cancelled"]

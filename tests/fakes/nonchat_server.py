@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
@@ -75,6 +76,7 @@ class _Handler(BaseHTTPRequestHandler):
         fake = self.server.fake
         body = json.loads(self.rfile.read(int(self.headers.get("content-length") or 0)) or b"{}")
         fake.log(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+        time.sleep(fake.delay_s)
         failure = fake.take_failure()
         if failure is not None:
             self._send(*failure)
@@ -105,6 +107,7 @@ class FakeNonChatServer(LocalServer):
         self.requests: list[dict[str, Any]] = []
         self._failures: list[tuple[int, Any] | None] = []
         self._lock = threading.Lock()
+        self.delay_s = 0.0  # how long each answer takes (a slow service, for aborts)
 
     def log(self, path: str, headers: dict[str, str], body: Any) -> None:
         with self._lock:

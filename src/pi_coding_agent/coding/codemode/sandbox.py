@@ -56,6 +56,12 @@ class ScriptError:
     stack: str | None = None
 
 
+def abort_reason(signal: AbortSignal) -> str:
+    """Why a script was stopped: the signal's reason, else the text of an abort without one (pi's
+    agent aborts with an ``AbortError`` whose message this is)."""
+    return signal.reason or "This operation was aborted"
+
+
 @dataclass
 class ScriptRun:
     ok: bool
@@ -170,7 +176,7 @@ class Execution:
             env={**os.environ, MARKER_VARIABLE: marker}, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.DEVNULL, start_new_session=True, limit=_LINE_LIMIT)
         processes.track(self.process.pid, marker)
-        remove = self.signal.on_abort(lambda: self._fail("aborted", self.signal.reason or "Execution aborted"))
+        remove = self.signal.on_abort(lambda: self._fail("aborted", abort_reason(self.signal)))
         reader = asyncio.ensure_future(self._read())
         try:
             self._post(self._job_message())

@@ -25,6 +25,7 @@ from pi_coding_agent.coding.codemode.sandbox import (
     Execution,
     Job,
     ScriptRun,
+    abort_reason,
     max_workers,
     slots,
 )
@@ -176,7 +177,7 @@ class _Run:
     def not_started(self, admission: str, deadline: float | None, started: float, signal: AbortSignal) -> ToolResult:
         waited = f"{time.monotonic() - started:.1f}"
         if admission == "aborted":
-            error = f"Script aborted: {signal.reason or 'Execution aborted'}"
+            error = f"Script aborted: {abort_reason(signal)}"
         elif deadline is not None and deadline <= WORKER_WAIT_S:
             error = (f"Script timed out: Execution timed out after {round(deadline * 1000)} ms while waiting for "
                      "a free codemode worker")
