@@ -326,7 +326,9 @@ return [first.stopReason, second.stopReason, second.errorMessage];
         path = workspace.agent_dir / "models.json"
         config = json.loads(path.read_text())
         config["providers"].update(_providers(service.url, {}))
+        del config["providers"]["typesafe"]["apiKey"]  # the key comes from TYPESAFE_API_KEY
         path.write_text(json.dumps(config))
+        workspace.env["TYPESAFE_API_KEY"] = "env-key"
         service.fail_next(503, {"error": {"message": "busy"}})  # retried: the first call succeeds
         service.pass_next()
         service.fail_next(400, "")  # not retried
@@ -340,6 +342,7 @@ return [first.stopReason, second.stopReason, second.errorMessage];
     # a 400 is not retried; its empty body gives pi's "<label> returned <status>" text
     assert _value(end) == ["stop", "error", "System One API error (400): System One API returned 400"]
     assert len(service.requests) == 3
+    assert {r["headers"]["authorization"] for r in service.requests} == {"Bearer env-key"}
 
 
 # --------------------------------------------------------------------------- llama.cpp router models

@@ -19,7 +19,7 @@ IMAGE_MAX_RETRIES = 0
 class CredentialSource(Protocol):
     """What these calls read of the session runtime."""
 
-    auth: Any  # prepare(provider)
+    auth: Any  # prepare(provider), oauth_base_url(provider)
 
     def has_auth(self, provider: str) -> bool: ...
 
@@ -40,6 +40,8 @@ async def run_nonchat_model(rt: CredentialSource, kind: str, model: dict[str, An
         return nonchat_requests.error_result(entry, f"Provider is not configured: {model['provider']}", outputs=outputs)
     try:
         await rt.auth.prepare(model["provider"])
+        if base_url := rt.auth.oauth_base_url(model["provider"]):  # the host a sign-in names (Copilot's token)
+            entry = {**entry, "baseUrl": base_url}
         options = rt.request_options(entry)
     except Exception as exc:  # a failed key command or header value: the call's error, not the script's
         return nonchat_requests.error_result(entry, nonchat_requests.failure_text(exc), outputs=outputs)
