@@ -75,7 +75,14 @@ const painter = await models.getModelOfType("image", "openrouter", "google/gemin
 await models.generateImages(painter, { input: [{ type: "text", text: "A red fox" }] });
 text("generated");
 """
-SCRIPTS = [CLASSIFY, IMAGES, LISTING, UNSHOWN]
+REFUSED_IMAGE = """
+const painter = await models.getModelOfType("image", "openrouter", "google/gemini-2.5-flash-image");
+const result = await models.generateImages(painter, { input: [{ type: "text", text: "A red fox" },
+  { type: "image", data: "AAAA", mimeType: "image/png" }] });
+delete result.timestamp;
+return result;
+"""
+SCRIPTS = [CLASSIFY, IMAGES, LISTING, UNSHOWN, REFUSED_IMAGE]
 
 
 def _providers(url: str, compat: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -116,9 +123,11 @@ async def _play(kind: str, root: Path, compat: dict[str, dict[str, Any]]) -> Pla
         ends: list[dict[str, Any]] = []
         try:
             for index in range(len(SCRIPTS)):
-                if index == 0:  # the classify script's seventh request (its last call) gets a 400
+                if index == 0:  # the classify script's last call and the last image request fail
                     service.pass_next(6)
                     service.fail_next(400, {"error": {"message": "state too large"}})
+                    service.pass_next(2)
+                    service.fail_next(429, {"error": {"message": "slow down", "code": 429}})
                 await proc.send({"type": "prompt", "message": "go", "id": f"p{index}"})
                 records = await proc.read_until(lambda r: r["type"] == "agent_settled")
                 ends += [r for r in records if r["type"] == "tool_execution_end" and r["toolName"] == "codemode"]
@@ -158,8 +167,8 @@ async def test_classifier_requests_and_results(tmp_path: Path) -> None:
     ends, requests = await _play("ours", tmp_path, {})
     assert [r["path"] for r in requests] == ["/ts/systemone", "/cf/run", "/cf/run", "/or/systemone",
                                              "/ts/systemone", "/oa/decisions", "/ts/systemone", "/or/chat/completions",
-                                             "/or/chat/completions"]
-    typesafe, clef, cf_jev, openrouter, vercel, luna, failed, images, _unshown = requests
+                                             "/or/chat/completions", "/or/chat/completions"]
+    typesafe, clef, cf_jev, openrouter, vercel, luna, failed, images, _unshown, _refused = requests
     wire_questions = {**QUESTIONS, "ok": {**QUESTIONS["ok"], "type": "noul"}}
     # TypeSafe: assets named before the state, the opt-in header, the provider's models.json header
     assert typesafe["body"] == {"model": "jev-latest", "state": ["<image-1>", {"message": "works"}],
@@ -217,6 +226,10 @@ async def test_classifier_requests_and_results(tmp_path: Path) -> None:
 
     assert _text(ends[3]).endswith("generated\nNote: models.generateImages() returned 1 image that the script did "
                                    "not show. Show each image block of result.output with image(block).")
+    refused = _value(ends[4])  # image requests are not retried
+    assert refused["stopReason"] == "error" and refused["errorMessage"] == '429: {"message":"slow down","code":429}' and refused["output"] == []
+    assert requests[-1]["body"]["messages"][0]["content"][1] == {"type": "image_url",
+                                                                  "image_url": {"url": "data:image/png;base64,AAAA"}}
     all_cf, available, chat, wrong, shape = _value(ends[2])
     assert "@cf/cloudflare/clef" in all_cf and "typesafe/jev" in all_cf
     assert available == [["jev-latest", "classifier", True]] and chat == 0
