@@ -31,7 +31,8 @@ async def _one_call(tool: object, command: str) -> float:
 
 async def _measure(calls: int) -> dict[str, list[float]]:
     from pi_coding_agent.coding.sandbox.policy import SandboxPolicy
-    from pi_coding_agent.coding.tools import ToolEnv, create_builtin_tools
+    from pi_coding_agent.coding.tools.base import ToolEnv
+    from pi_coding_agent.coding.tools.builtin import create_builtin_tools
 
     work = Path(tempfile.mkdtemp(prefix="bench-sandbox-"))
     tools = {mode: create_builtin_tools(ToolEnv(cwd=work, sandbox=None if mode == "off" else

@@ -37,7 +37,8 @@ def _rss_mib() -> float:
 
 async def _case(name: str, workdir: Path) -> dict[str, float]:
     from pi_coding_agent.ai.abort import AbortSignal
-    from pi_coding_agent.coding.tools import ToolEnv, create_builtin_tools
+    from pi_coding_agent.coding.tools.base import ToolEnv
+    from pi_coding_agent.coding.tools.builtin import create_builtin_tools
 
     tools = create_builtin_tools(ToolEnv(cwd=workdir))
     base = _rss_mib()

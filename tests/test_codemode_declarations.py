@@ -18,7 +18,8 @@ from pi_coding_agent.coding.codemode.host import (
     Namespace,
 )
 from pi_coding_agent.coding.codemode.tool import describe
-from pi_coding_agent.coding.tools import ToolEnv, create_builtin_tools
+from pi_coding_agent.coding.tools.base import ToolEnv
+from pi_coding_agent.coding.tools.builtin import create_builtin_tools
 from tests.reference_pi import REFERENCE_NODE_BIN, REFERENCE_PI, REFERENCE_ROOT
 
 SCRIPT = Path(__file__).parent / "fakes" / "reference_codemode_declarations.mjs"

@@ -8,14 +8,13 @@ from typing import Any
 import pytest
 
 from pi_coding_agent.coding.resources.context_files import load_context_files
+from pi_coding_agent.coding.resources.prompt_files import resolve_append_prompts, resolve_custom_prompt
 from pi_coding_agent.coding.resources.skills import Skill, load_skills
 from pi_coding_agent.coding.resources.system_prompt import (
     PromptInputs,
     SystemState,
     build_sections,
     render_system_prompt,
-    resolve_append_prompts,
-    resolve_custom_prompt,
 )
 
 # Tool entries as pi's built-in tools declare them (snippet, guidelines).

@@ -20,10 +20,11 @@ HEAVY = ("httpx", "httpcore", "h11", "anyio", "httptools", "pydantic", "pydantic
          "_quickjs", "quickjs",  # the codemode engine loads only in its worker process
          "websockets", "backports")  # the Codex WebSocket transport and its zstd bodies: first Codex request
 # standard modules a start does not need: OpenSSL (asyncio starts without ``ssl``: coding/modes/start_up.py),
+# inspect with its parsers (asyncio and dataclasses import it, a start calls none of it: start_up.py),
 # tempfile with what it pulls in (random, shutil and its compression modules), and the extension
 # modules the tools use only while running (base64's binascii and zlib, struct, unicodedata)
-DEFERRED_STDLIB = ("_ssl", "_hashlib", "tempfile", "shutil", "random", "secrets", "bz2", "lzma",
-                   "base64", "binascii", "zlib", "_struct", "unicodedata")
+DEFERRED_STDLIB = ("_ssl", "_hashlib", "inspect", "ast", "dis", "tempfile", "shutil", "random",
+                   "secrets", "bz2", "lzma", "base64", "binascii", "zlib", "_struct", "unicodedata")
 
 
 def imported_modules(stderr: str) -> set[str]:
@@ -69,7 +70,9 @@ def test_bare_start_imports_no_heavy_library(tmp_path):
     assert sorted(m for m in modules if m in FIRST_USE) == []
 
 
-# the codemode tool is registered at start-up, what runs a script loads with the first one; the
+# the built-in tools are registered at start-up as handles, each tool's module (and the sandbox
+# policy, the image pipeline) loads with its first use; the system prompt is built with the first
+# prompt; the codemode tool is registered at start-up, what runs a script loads with the first one; the
 # summaries of compaction and tree navigation load with the first, tool-argument validation with
 # the first tool call; the run loop and tool execution with the first run, compaction planning and
 # the branch projection with the first check after it, the cache warmer with the first reply, the
@@ -81,7 +84,10 @@ FIRST_USE = (*(f"pi_coding_agent.coding.codemode.{name}"
              "pi_coding_agent.agent.validation", "pi_coding_agent.agent.loop", "pi_coding_agent.agent.tool_execution",
              "pi_coding_agent.coding.compaction.prepare", "pi_coding_agent.coding.compaction.projection",
              "pi_coding_agent.coding.cache_warming", "pi_coding_agent.coding.tools.edit_diff",
-             "pi_coding_agent.ai.model_resolution", "pi_coding_agent.ai.anthropic_federation")
+             "pi_coding_agent.ai.model_resolution", "pi_coding_agent.ai.anthropic_federation",
+             *(f"pi_coding_agent.coding.tools.{name}" for name in (
+                 "read", "bash", "edit", "write", "grep", "find", "ls", "shell", "output", "backend", "images")),
+             "pi_coding_agent.coding.sandbox.policy", "pi_coding_agent.coding.resources.system_prompt")
 
 
 def test_start_with_validated_models_json_imports_no_heavy_library(tmp_path):

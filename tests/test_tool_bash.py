@@ -11,7 +11,10 @@ import pytest
 
 from pi_coding_agent.agent.tool import ToolError, ToolResult
 from pi_coding_agent.ai.abort import AbortSignal
-from pi_coding_agent.coding.tools import ShellError, ToolEnv, create_builtin_tools, run_user_bash
+from pi_coding_agent.coding.tools.base import ToolEnv
+from pi_coding_agent.coding.tools.builtin import create_builtin_tools
+from pi_coding_agent.coding.tools.shell import ShellError
+from pi_coding_agent.coding.tools.user_bash import run_user_bash
 
 
 def env_for(tmp_path: Path, **kwargs: Any) -> ToolEnv:

@@ -8,7 +8,8 @@ import pytest
 
 from pi_coding_agent.agent.tool import ToolError, ToolResult
 from pi_coding_agent.ai.abort import AbortSignal
-from pi_coding_agent.coding.tools import ToolEnv, create_builtin_tools
+from pi_coding_agent.coding.tools.base import ToolEnv
+from pi_coding_agent.coding.tools.builtin import create_builtin_tools
 
 
 async def run(cwd: Path, name: str, **params: Any) -> ToolResult:

@@ -5,14 +5,13 @@ from pathlib import Path
 import pytest
 
 from pi_coding_agent.agent.tool import AgentTool
-from pi_coding_agent.coding.tools import (
+from pi_coding_agent.coding.tools.base import ToolEnv
+from pi_coding_agent.coding.tools.builtin import (
     BUILTIN_TOOL_NAMES,
     DEFAULT_ACTIVE_TOOLS,
-    ToolEnv,
-    ToolSelectionError,
     create_builtin_tools,
-    select_tools,
 )
+from pi_coding_agent.coding.tools.selection import ToolSelectionError, select_tools
 
 
 @pytest.fixture

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Awaitable
-from typing import TypeVar
+from typing import Any, TypeGuard, TypeVar
 
 T = TypeVar("T")
 
 
+def is_awaitable(value: object) -> TypeGuard[Awaitable[Any]]:
+    """A coroutine, task, future or any object with ``__await__``: what ``inspect.isawaitable`` accepts
+    but legacy generator-based coroutines (``inspect`` itself is not loaded by a start-up)."""
+    return isinstance(value, Awaitable)
+
+
 async def maybe_await(value: T | Awaitable[T]) -> T:
     """``value`` itself, or what it resolves to when it is awaitable."""
-    if inspect.isawaitable(value):
+    if isinstance(value, Awaitable):
         return await value
     return value

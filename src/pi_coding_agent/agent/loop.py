@@ -79,6 +79,8 @@ class RunState(Protocol):
 
 @dataclass(frozen=True)
 class LoopConfig:
+    """What one run of the loop works with: its state, hooks, abort signal and queues."""
+
     state: RunState
     hooks: AgentHooks
     signal: AbortSignal

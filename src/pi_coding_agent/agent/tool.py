@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from pi_coding_agent.ai.abort import AbortSignal
 from pi_coding_agent.ai.types import Tool, UserContent
@@ -63,7 +63,7 @@ class AgentTool(Protocol):
     parameters: dict[str, Any]
     label: str = ""
     execution_mode: Literal["parallel", "sequential"] = "parallel"  # "sequential": the batch runs one by one
-    handles_abort: ClassVar[bool] = False
+    handles_abort: bool = False
     prompt_snippet: str | None = None  # its line in the system prompt's tool list
     prompt_guidelines: Sequence[str] = ()  # rule bullets the system prompt adds while it is active
     # ``constrainedSampling`` of its declaration: strict JSON schema or a grammar (``ai/providers/grammar_tools``);

@@ -46,6 +46,8 @@ class ToolBatch:
 
 @dataclass
 class _Finalized:
+    """A tool call with its final result."""
+
     call: ToolCall
     result: ToolResult
     duration_ms: int | None = None  # only when ``execute`` actually ran
@@ -53,6 +55,8 @@ class _Finalized:
 
 @dataclass
 class _Prepared:
+    """A tool call whose tool was found and whose arguments were validated."""
+
     call: ToolCall
     tool: AgentTool
     args: dict[str, Any]

@@ -39,6 +39,8 @@ class FederationError(Exception):
 
 @dataclass(frozen=True)
 class Federation:
+    """Anthropic workload-identity federation: the token file exchanged for an access token."""
+
     rule_id: str
     organization_id: str
     token_file: str

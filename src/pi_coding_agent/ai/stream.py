@@ -59,7 +59,7 @@ def default_cache_retention(env: Mapping[str, str] | None = None) -> str:
     return "long" if env_value("PI_CACHE_RETENTION", env or {}) == "long" else "short"
 
 
-@dataclass
+@dataclass(repr=False, eq=False)  # no repr: it holds the key and auth headers; neither is ever compared
 class StreamOptions:
     """Per-request options; every field is optional."""
 

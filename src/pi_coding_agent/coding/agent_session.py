@@ -38,7 +38,6 @@ from pi_coding_agent.coding.runtime import SessionRuntime
 from pi_coding_agent.coding.session import SessionManager
 from pi_coding_agent.coding.session_host import Listener
 from pi_coding_agent.coding.session_replacement import clone_session, fork_session, replace_session
-from pi_coding_agent.coding.tools.images import normalise_user_content
 from pi_coding_agent.coding.tree_navigation import TreeNavigator
 
 if TYPE_CHECKING:
@@ -159,6 +158,8 @@ class AgentSession:
         """Resize/re-encode a user message's images (in a thread) and append their hints to its text."""
         content = message.get("content")
         if message["role"] == "user" and isinstance(content, list) and any(b["type"] == "image" for b in content):
+            from pi_coding_agent.coding.tools.images import normalise_user_content
+
             message["content"] = await asyncio.to_thread(normalise_user_content, content, self.rt.image_policy())
 
     @staticmethod

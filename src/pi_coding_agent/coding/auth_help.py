@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from pi_coding_agent.ai.catalog import catalog_index, provider_env_vars
 from pi_coding_agent.coding import paths
-from pi_coding_agent.coding.resources.system_prompt import project_root
 
 
 def models_doc() -> str:
-    return str(project_root() / "docs" / "models.md")
+    return str(paths.project_root() / "docs" / "models.md")
 
 
 def login_help() -> str:

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pi_coding_agent.agent.tool import AgentTool
 from pi_coding_agent.ai.keys import AuthStorage
@@ -27,14 +27,16 @@ from pi_coding_agent.coding.extensions.loader import ExtensionSource, discover
 from pi_coding_agent.coding.extensions.ui import ExtensionUI, NoUI
 from pi_coding_agent.coding.options import CliArgs
 from pi_coding_agent.coding.resources.context_files import load_context_files
+from pi_coding_agent.coding.resources.prompt_files import resolve_append_prompts, resolve_custom_prompt
 from pi_coding_agent.coding.resources.prompt_templates import load_prompt_templates
 from pi_coding_agent.coding.resources.settings import Settings
 from pi_coding_agent.coding.resources.skills import load_skills
-from pi_coding_agent.coding.resources.system_prompt import resolve_append_prompts, resolve_custom_prompt
 from pi_coding_agent.coding.resources.trust import has_trust_requiring_resources, is_project_trusted
 from pi_coding_agent.coding.runtime import LOGIN_HELP, Project, Resources, SessionRuntime, missing_cwd_error
-from pi_coding_agent.coding.sandbox.policy import SandboxPolicy, policy_from_settings
 from pi_coding_agent.coding.session import SessionManager, list_sessions
+
+if TYPE_CHECKING:
+    from pi_coding_agent.coding.sandbox.policy import SandboxPolicy
 
 
 def _open_session(args: CliArgs, settings: Settings, agent_dir: Path, cwd: Path) -> SessionManager:
@@ -191,6 +193,10 @@ async def _trust_from_extensions(args: CliArgs, agent_dir: Path, cwd: Path, mode
 
 def _sandbox_policy(args: CliArgs, settings: Settings, cwd: Path) -> SandboxPolicy | None:
     """The tools' sandbox, or a start-up error saying what is missing: never silently unsandboxed."""
+    if args.sandbox is None and settings.get("sandbox") is None:
+        return None  # off, as by default (the policy module stays unloaded)
+    from pi_coding_agent.coding.sandbox.policy import policy_from_settings
+
     try:
         policy = policy_from_settings(settings.get, cwd, args.sandbox)
     except ValueError as exc:

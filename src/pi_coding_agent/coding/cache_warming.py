@@ -74,6 +74,8 @@ def _price(model: Model, **tokens: int) -> float:
 
 @dataclass(frozen=True)
 class Decision:
+    """Whether warming the prompt cache pays, and the figures it was decided on."""
+
     warm_cost: float
     miss_cost: float
     continuation_probability: float
@@ -102,6 +104,8 @@ def evaluate(model: Model, prompt_tokens: int, phase: str) -> Decision:
 
 @dataclass
 class _Run:
+    """The request a cache warm-up replays, with the answer it keeps until the run ends."""
+
     model: Model
     context: Context
     options: StreamOptions

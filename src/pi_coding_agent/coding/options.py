@@ -7,10 +7,10 @@ options without importing the parser in ``cli.py``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class PendingFlag:
+class PendingFlag(NamedTuple):
     """An unknown ``--name`` option, kept until the extensions say whether they registered it.
 
     ``value`` is the ``=value`` part or the next word (taken when it is not an option or an
@@ -22,7 +22,7 @@ class PendingFlag:
     inline: bool
 
 
-@dataclass
+@dataclass(repr=False, eq=False)  # 45 fields: the generated repr and eq would cost every start a millisecond
 class CliArgs:
     """Every flag of ``pi``; lists default to empty, unset options to None."""
 
@@ -34,7 +34,7 @@ class CliArgs:
     resume: bool = False
     provider: str | None = None
     model: str | None = None
-    api_key: str | None = field(default=None, repr=False)
+    api_key: str | None = None
     thinking: str | None = None
     models: list[str] | None = None
     system_prompt: str | None = None

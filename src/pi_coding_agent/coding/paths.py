@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import MutableMapping
 from pathlib import Path
 
@@ -52,3 +53,12 @@ def mark_environment(env: MutableMapping[str, str] | None = None) -> None:
     target = os.environ if env is None else env
     target["AI_AGENT"] = "pi"
     target["PI_CODING_AGENT"] = "true"
+
+
+def project_root() -> Path:
+    """Where README.md, docs/ and examples/ are: the source checkout (two levels above this
+    package) when running from one, else the copy an installation puts in ``<prefix>/share``."""
+    checkout = Path(__file__).resolve().parents[3]
+    if (checkout / "README.md").is_file() and (checkout / "docs").is_dir():
+        return checkout
+    return Path(sys.prefix) / "share" / "pi-coding-agent"

@@ -20,6 +20,8 @@ RETRY_CANCELLED = "Retry cancelled"
 
 @dataclass
 class RetrySettings:
+    """The ``retry`` settings: whether failed requests are retried, how often and how long apart."""
+
     enabled: bool = True
     max_retries: int = 3
     base_delay_ms: int = 2000

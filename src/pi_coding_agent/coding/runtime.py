@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pi_coding_agent.agent.agent import Agent
 from pi_coding_agent.agent.hooks import AgentHooks
@@ -39,32 +39,21 @@ from pi_coding_agent.coding.resources.prompt_templates import (
 )
 from pi_coding_agent.coding.resources.settings import Settings
 from pi_coding_agent.coding.resources.skills import Skill, expand_skill_command
-from pi_coding_agent.coding.resources.system_prompt import (
-    PromptInputs,
-    SystemState,
-    build_sections,
-    render_system_prompt,
-)
-from pi_coding_agent.coding.resources.system_updates import (
-    keeps_system_messages,
-    leading_tools,
-    split_transcript,
-)
 from pi_coding_agent.coding.retry import RetrySettings
-from pi_coding_agent.coding.sandbox.policy import SandboxPolicy
 from pi_coding_agent.coding.session import (
     SessionContext,
     SessionManager,
     convert_to_llm,
 )
-from pi_coding_agent.coding.tools import (
-    ProcessRegistry,
-    ToolEnv,
-    create_builtin_tools,
-    run_user_bash,
-    select_tools,
-)
-from pi_coding_agent.coding.tools.images import ImageLimits, ImagePolicy, block_images
+from pi_coding_agent.coding.tools.base import ToolEnv
+from pi_coding_agent.coding.tools.builtin import lazy_builtin_tools
+from pi_coding_agent.coding.tools.process_groups import ProcessRegistry
+from pi_coding_agent.coding.tools.selection import select_tools
+
+if TYPE_CHECKING:
+    from pi_coding_agent.coding.resources.system_prompt import SystemState
+    from pi_coding_agent.coding.sandbox.policy import SandboxPolicy
+    from pi_coding_agent.coding.tools.images import ImagePolicy
 
 
 class McpHooks(Protocol):
@@ -87,6 +76,14 @@ LOGIN_HELP = auth_help.login_help()
 def _unauthorized() -> re.Pattern[str]:
     """``401 …`` or ``<API> error (401): …``, as the adapters word an HTTP 401 (compiled on first use)."""
     return re.compile(r"(?:[^(]*\()?401\b")
+
+
+def system_state(messages: list[dict[str, Any]]) -> SystemState:
+    """The system prompt and tools a transcript's system messages leave in force (the prompt
+    machinery is imported with the first prompt, not at start-up)."""
+    from pi_coding_agent.coding.resources.system_prompt import SystemState
+
+    return SystemState.replay(messages)
 
 
 @dataclass
@@ -177,7 +174,7 @@ class SessionRuntime:
                       image_policy=self.image_policy, agent_dir=self.agent_dir, sandbox=self.sandbox,
                       confirm=self.ui.confirm, processes=self.processes)
         self.tool_env = env  # shared by the built-in tools: what changes per session changes here
-        tools = create_builtin_tools(env)
+        tools = lazy_builtin_tools(env)
         tools.update(codemode_tools(lambda: self, self.processes))  # registered inactive: defaultTools/--tools name it
         tools.update((tool.name, tool) for tool in extra_tools)
         return tools
@@ -233,6 +230,8 @@ class SessionRuntime:
 
     def image_policy(self) -> ImagePolicy:
         """How images are normalised now: the ``images.autoResize`` setting within the model's limits."""
+        from pi_coding_agent.coding.tools.images import ImageLimits, ImagePolicy
+
         auto_resize = self.settings.get("images.autoResize")
         return ImagePolicy(auto_resize is None or bool(auto_resize), ImageLimits.of_model(self.agent.model))
 
@@ -253,6 +252,8 @@ class SessionRuntime:
         return expand_prompt_template(text, self.resources.templates)
 
     def prompt_sections(self) -> dict[str, str]:
+        from pi_coding_agent.coding.resources.system_prompt import PromptInputs, build_sections
+
         tools = self.agent.tools
         names = {t.name for t in tools}
         r = self.resources
@@ -292,20 +293,27 @@ class SessionRuntime:
 
     def run_start_messages(self, user_message: dict[str, Any]) -> list[dict[str, Any]]:
         """The prompt's messages, led by a system patch when the prompt or tools changed."""
-        state = SystemState.replay(self.agent.messages)
+        state = system_state(self.agent.messages)
         patch = state.patch_to(self.prompt_sections(), self.tool_declarations())
         return [patch, user_message] if patch else [user_message]
 
     def tool_patch_messages(self) -> list[dict[str, Any]]:
         """Tools activated during a run (``tool_search``) are declared from the next request on by a
         system message, as pi records it; the prompt sections change only when a prompt starts."""
-        state = SystemState.replay(self.agent.messages)
+        state = system_state(self.agent.messages)
         patch = state.patch_to(state.sections, self.tool_declarations())
         return [patch] if patch else []
 
     def build_context(self, messages: list[dict[str, Any]]) -> Context:
         """Agent hook: the transcript as one request (system state replayed, custom roles converted)."""
-        state = SystemState.replay(messages)
+        from pi_coding_agent.coding.resources.system_prompt import render_system_prompt
+        from pi_coding_agent.coding.resources.system_updates import (
+                keeps_system_messages,
+                leading_tools,
+                split_transcript,
+        )
+
+        state = system_state(messages)
         head: list[Any] | None = None
         if keeps_system_messages(self.agent.model):  # compat.supportsMidConvoSystemMessages
             prompt, rest = split_transcript(messages)
@@ -317,6 +325,8 @@ class SessionRuntime:
                 "messages": convert_to_llm([m for m in messages if m["role"] != "system"]),  # type: ignore[typeddict-item]
             }
         if self.settings.get("images.blockImages"):
+            from pi_coding_agent.coding.tools.images import block_images
+
             context["messages"] = block_images(context["messages"])
         if head is not None:
             context["tools"] = head
@@ -345,7 +355,7 @@ class SessionRuntime:
         from pi_coding_agent.coding.tools.paths import node_error_message
 
         sm = self.session_manager
-        state = SystemState.replay(self.agent.messages)
+        state = system_state(self.agent.messages)
         try:
             path = export_session_html(sm.session_file if sm.persist else None, sm.entries, sm.header,
                                        sm.leaf_id, output_path, Path.cwd(), system_prompt=state.render(),
@@ -380,6 +390,8 @@ class SessionRuntime:
         env = ToolEnv(cwd=self.cwd, shell_path=self.settings.shell_path,
                       shell_command_prefix=self.settings.shell_command_prefix, agent_dir=self.agent_dir,
                       processes=self.processes)
+        from pi_coding_agent.coding.tools.user_bash import run_user_bash
+
         return await run_user_bash(command, env, on_delta, signal)
 
     def open_replacement(

@@ -34,6 +34,8 @@ def split_words(text: str) -> list[str]:
 
 @dataclass
 class SearchDocument:
+    """A tool as ``tool_search`` ranks it: its name and searchable text."""
+
     name: str
     text: str
     namespace_text: str = ""

@@ -25,6 +25,8 @@ class OAuthError(Exception):
 
 @dataclass
 class Reply:
+    """An OAuth endpoint's answer: its status and JSON body."""
+
     status: int
     body: dict[str, Any]
 

@@ -44,6 +44,8 @@ class CodexProtocolError(ProviderError):
 
 @dataclass
 class _Continuation:
+    """What the next request on this socket must repeat to continue the previous response."""
+
     rest: bytes  # the body without its input, serialised: the next request must match it exactly
     baseline: list[Any]  # the input the next request starts with: this one's plus the answer's items
     response_id: str
@@ -51,6 +53,8 @@ class _Continuation:
 
 @dataclass
 class _Entry:
+    """One pooled Codex WebSocket and the state of its last exchange."""
+
     socket: ClientConnection
     loop: asyncio.AbstractEventLoop
     created: float

@@ -26,6 +26,8 @@ from pi_coding_agent.ai.types import Tool
 
 @dataclass(frozen=True)
 class Grammar:
+    """A tool's constrained-sampling grammar and the one string property its raw text fills."""
+
     syntax: str  # "lark" or "regex"
     definition: str
     input_property: str  # the one required string property that carries the text

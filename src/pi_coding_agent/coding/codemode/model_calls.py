@@ -48,7 +48,7 @@ class CallRows(Protocol):
 
 def docs_path() -> str:
     """Where scripts read about ``models`` (named in the tool description and in context errors)."""
-    from pi_coding_agent.coding.resources.system_prompt import project_root
+    from pi_coding_agent.coding.paths import project_root
 
     return str(project_root() / "docs" / "codemode.md")
 

@@ -50,6 +50,8 @@ class CallRejected(Exception):
 
 @dataclass
 class ScriptError:
+    """Why a codemode script failed."""
+
     kind: str  # "script", "timeout", "aborted", "sandbox"
     message: str
     name: str | None = None
@@ -64,6 +66,8 @@ def abort_reason(signal: AbortSignal) -> str:
 
 @dataclass
 class ScriptRun:
+    """What a codemode script produced: output, return value, store writes or its error."""
+
     ok: bool
     output: list[dict[str, Any]] = field(default_factory=list)
     value: Any = None
@@ -146,6 +150,8 @@ slots = WorkerSlots()
 
 @dataclass
 class Job:
+    """A script handed to the QuickJS worker with the tools and globals it may call."""
+
     code: str
     tools: list[dict[str, str]]  # name, jsName, description
     tool_executors: dict[str, Executor]

@@ -18,6 +18,8 @@ class SourceError(ValueError):
 
 @dataclass
 class Source:
+    """A codemode script with the options of its ``// @options`` line."""
+
     code: str
     max_output_tokens: int | None = None
     timeout_ms: int | None = None

@@ -82,6 +82,8 @@ class FileOps:
 
 @dataclass
 class CompactionPreparation:
+    """What a compaction summarises and keeps, decided before the summary is asked for."""
+
     first_kept_entry_id: str
     messages_to_summarize: list[Message]
     turn_prefix_messages: list[Message]

@@ -21,6 +21,8 @@ from pi_coding_agent.coding.session.ids import iso_to_ms
 
 @dataclass(slots=True)
 class ProjectedEntry:
+    """A branch entry with the messages it contributes to the context."""
+
     entry: Entry
     messages: list[Message]  # what the entry contributes after context edits (may be empty)
 

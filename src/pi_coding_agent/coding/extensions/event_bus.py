@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
 import sys
 from collections.abc import Callable
 from typing import Any
+
+from pi_coding_agent.agent.awaitables import is_awaitable
 
 BusHandler = Callable[[Any], Any]
 
@@ -40,7 +41,7 @@ class EventBus:
             except Exception as exc:
                 _report(channel, exc)
                 continue
-            if inspect.isawaitable(result):
+            if is_awaitable(result):
                 task = asyncio.ensure_future(result)
                 self._tasks.add(task)
                 task.add_done_callback(lambda done: self._finished(channel, done))

@@ -36,6 +36,8 @@ class Binding:
 
 @dataclass
 class Command:
+    """An extension's slash command."""
+
     name: str
     description: str | None
     handler: Callable[[str, Any], Any]

@@ -63,6 +63,8 @@ class Transport(Protocol):
 
 @dataclass
 class _Pending:
+    """A request to the MCP server awaiting its answer."""
+
     method: str
     future: asyncio.Future[Any]
     timeout_s: float

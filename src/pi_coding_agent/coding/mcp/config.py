@@ -71,6 +71,8 @@ class ServerEntry:
 
 @dataclass
 class McpConfig:
+    """The merged mcp.json files: servers, problems found, and the codemode switch."""
+
     servers: list[ServerEntry] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     auto_enable_codemode: bool | None = None

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import socket
 import sys
 import traceback
 from collections.abc import Awaitable, Callable
@@ -29,16 +30,32 @@ class OrderlyShutdown:
         self._started = False
         self._signals = 0
         self._task: asyncio.Task[None] | None = None
+        self._wake_up: tuple[socket.socket, socket.socket] | None = None  # kept open for the process's life
 
     @property
     def started(self) -> bool:
         return self._started
 
     def install_signal_handlers(self) -> None:
+        """Handle the exit signals on the loop, as ``loop.add_signal_handler`` would, whose check of
+        the handler imports ``inspect`` (which a start-up otherwise never loads: ``start_up``).
+
+        A signal can land on any thread; its byte on the wake-up socket wakes the loop, whose thread
+        then runs the Python handler, which schedules ``_on_signal``."""
         loop = asyncio.get_running_loop()
+        self._wake_up = socket.socketpair()
+        reader, writer = self._wake_up
+        reader.setblocking(False)
+        writer.setblocking(False)
+        signal.set_wakeup_fd(writer.fileno())
+        loop.add_reader(reader.fileno(), _drain, reader)
+
+        def handler(signum: int, _frame: object) -> None:
+            loop.call_soon_threadsafe(self._on_signal, signal.Signals(signum))
+
         for signum in SIGNAL_EXIT_CODES:
-            with contextlib.suppress(NotImplementedError, RuntimeError):  # no SIGHUP on Windows
-                loop.add_signal_handler(signum, self._on_signal, signum)
+            with contextlib.suppress(ValueError, OSError):  # not the main thread; no such signal here
+                signal.signal(signum, handler)
 
     def begin(self, code: int) -> None:
         if self._started:
@@ -68,6 +85,23 @@ class OrderlyShutdown:
         finally:
             if not self._exit.done():
                 self._exit.set_result(code)
+
+
+def keep_sigint_from_asyncio() -> None:
+    """Before ``asyncio.run``: SIGINT gets a plain Python handler (it raises ``KeyboardInterrupt``, as
+    the default one does), so asyncio leaves it alone instead of installing its own, whose replacement
+    by ``install_signal_handlers`` would format the main task's repr (and so load ``inspect``)."""
+    with contextlib.suppress(ValueError):  # not the main thread: signals are not ours to set
+        signal.signal(signal.SIGINT, _interrupt)
+
+
+def _interrupt(_signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _drain(sock: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        sock.recv(4096)
 
 
 class QuietStderr:

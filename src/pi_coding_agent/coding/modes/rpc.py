@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from pi_coding_agent.coding.modes import rpc_commands
-from pi_coding_agent.coding.modes.lifecycle import OrderlyShutdown
+from pi_coding_agent.coding.modes.lifecycle import OrderlyShutdown, keep_sigint_from_asyncio
 from pi_coding_agent.coding.modes.rpc_transport import (
     RecordWriter,
     read_lines,
@@ -56,6 +56,7 @@ def serve(factory: SessionFactory) -> int:
     """Run the protocol over this process's stdio around the session ``factory`` builds."""
     output_fd = take_over_stdout()  # first, before anything can print
     input_fd = take_over_stdin()
+    keep_sigint_from_asyncio()
     return asyncio.run(_main(factory, input_fd, output_fd))
 
 

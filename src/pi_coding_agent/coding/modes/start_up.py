@@ -1,5 +1,11 @@
-"""What the front ends do to start fast: asyncio without ``ssl``, and no garbage collection while
-the start-up imports and builds.
+"""What the front ends do to start fast: ``inspect`` on first use, asyncio without ``ssl``, and no
+garbage collection while the start-up imports and builds.
+
+``inspect`` (with ``ast`` and ``dis``: about 24 M instructions, a fifteenth of a start) is imported
+by asyncio and dataclasses, which only call it in paths a start-up does not take (a dataclass
+without a docstring, a non-coroutine awaitable, ``loop.add_signal_handler``). The ``pi`` entry point
+(``__main__``) puts a stand-in in ``sys.modules`` before anything imports it; the first attribute read, from any thread, imports
+the real module under a lock and the stand-in takes over all its names.
 
 asyncio imports ``ssl`` as it loads, which maps OpenSSL: about 6 MiB of resident memory and a few
 milliseconds of every start, though TLS is only needed by the first ``https://`` request (whose HTTP
@@ -17,14 +23,42 @@ Only the ``pi`` process does this (``cli`` and the modes call it); an SDK user's
 from __future__ import annotations
 
 import gc
+import importlib
 import sys
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from importlib.machinery import ModuleSpec, PathFinder
 from types import ModuleType
+from typing import Any
 
 # asyncio modules that bind ``ssl`` at import time (``try: import ssl except ImportError: ssl = None``)
 _HOLDERS = ("asyncio.base_events", "asyncio.selector_events", "asyncio.sslproto")
+
+
+def defer_module(name: str) -> None:
+    """Make ``import name`` cheap until the module is used (a no-op once it is loaded)."""
+    if name not in sys.modules:
+        sys.modules[name] = _Deferred(name)
+
+
+class _Deferred(ModuleType):
+    """Stands for a module until its first attribute read; then imports it and adopts its names, so
+    later reads are plain attribute lookups and every holder of the stand-in sees the real module."""
+
+    _lock = threading.RLock()
+
+    def __getattr__(self, attr: str) -> Any:
+        with _Deferred._lock:
+            if sys.modules.get(self.__name__) is self:
+                del sys.modules[self.__name__]
+                try:
+                    real = importlib.import_module(self.__name__)
+                except BaseException:
+                    sys.modules[self.__name__] = self
+                    raise
+                self.__dict__.update(real.__dict__)
+        return object.__getattribute__(self, attr)
 
 
 def import_asyncio_without_ssl() -> None:

@@ -19,6 +19,8 @@ DESCRIPTION_FALLBACK_LENGTH = 60
 
 @dataclass
 class PromptTemplate:
+    """A prompt template file: ``/name args`` expands to its body."""
+
     name: str
     description: str
     argument_hint: str | None

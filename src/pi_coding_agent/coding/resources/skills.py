@@ -26,6 +26,8 @@ NAME_CHARS = re.compile(r"^[a-z0-9-]+$")
 
 @dataclass
 class Skill:
+    """A skill: its SKILL.md file, described to the model and expanded by ``/skill:name``."""
+
     name: str
     description: str
     path: Path  # the SKILL.md (or loose .md) file

@@ -9,7 +9,6 @@ plain join.
 from __future__ import annotations
 
 import re
-import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -17,8 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pi_coding_agent.ai.types import Tool
-from pi_coding_agent.coding.resources.frontmatter import BOM
-from pi_coding_agent.coding.resources.settings import PROJECT_DIR
+from pi_coding_agent.coding.paths import project_root
 from pi_coding_agent.coding.resources.skills import Skill, skills_index
 
 PREAMBLE = (
@@ -35,6 +33,8 @@ ToolEntry = tuple[str, str | None, list[str]]  # (name, prompt snippet or None, 
 
 @dataclass
 class PromptInputs:
+    """Everything the system prompt's sections are built from."""
+
     tools: list[ToolEntry]  # the active tools declared to the model, in order
     custom_prompt: str | None
     append_texts: list[str]
@@ -135,15 +135,6 @@ def docs_section() -> str:
     ])
 
 
-def project_root() -> Path:
-    """Where README.md, docs/ and examples/ are: the source checkout (three levels above this
-    package) when running from one, else the copy an installation puts in ``<prefix>/share``."""
-    checkout = Path(__file__).resolve().parents[4]
-    if (checkout / "README.md").is_file() and (checkout / "docs").is_dir():
-        return checkout
-    return Path(sys.prefix) / "share" / "pi-coding-agent"
-
-
 def project_context_section(files: Sequence[tuple[Path, str]]) -> str:
     blocks = [f'<project_instructions path="{path}">\n{text}\n</project_instructions>' for path, text in files]
     return "\n\n".join(["Project-specific instructions and guidelines:", *blocks])
@@ -155,42 +146,6 @@ def skill_reader(declared: Sequence[str], hidden: Sequence[str]) -> str | None:
         if reader in declared:
             return reader
     return "indirect" if any(r in hidden for r in SKILL_READERS) else None
-
-
-# ---------------------------------------------------------------------- custom and appended prompts
-
-
-def read_prompt_input(value: str, what: str) -> str:
-    """A ``--system-prompt``-style value: the file's text when it names a file, else the text itself."""
-    path = Path(value).expanduser()
-    try:
-        if path.exists():
-            return path.read_text(encoding="utf-8").removeprefix(BOM)
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        import sys
-
-        print(f"Warning: Could not read {what} file {value}: {exc}", file=sys.stderr)
-    return value
-
-
-def _discovered_file(name: str, agent_dir: Path, cwd: Path, trusted: bool) -> Path | None:
-    """``<cwd>/.pi/<name>`` when trusted, else ``<agentDir>/<name>``, if it exists."""
-    candidates = ([cwd / PROJECT_DIR / name] if trusted else []) + [agent_dir / name]
-    return next((c for c in candidates if c.exists()), None)
-
-
-def resolve_custom_prompt(arg: str | None, agent_dir: Path, cwd: Path, trusted: bool) -> str | None:
-    """``--system-prompt`` (text or file), else ``.pi/SYSTEM.md`` (trusted), else ``<agentDir>/SYSTEM.md``."""
-    source = arg if arg else _discovered_file("SYSTEM.md", agent_dir, cwd, trusted)
-    return read_prompt_input(str(source), "system prompt") if source else None
-
-
-def resolve_append_prompts(args: list[str], agent_dir: Path, cwd: Path, trusted: bool) -> list[str]:
-    """``--append-system-prompt`` values, else the discovered ``APPEND_SYSTEM.md``."""
-    if not args:
-        found = _discovered_file("APPEND_SYSTEM.md", agent_dir, cwd, trusted)
-        args = [str(found)] if found else []
-    return [read_prompt_input(a, "append system prompt") for a in args]
 
 
 # ---------------------------------------------------------------------- transcript state

@@ -45,6 +45,8 @@ class SandboxRefusal(ToolError):
 
 @dataclass
 class SandboxPolicy:
+    """What the model's tools may touch: the mode, the workspace, extra writable roots, network."""
+
     mode: SandboxMode = "off"
     cwd: Path = field(default_factory=Path.cwd)
     writable_roots: tuple[Path, ...] = ()

@@ -21,6 +21,8 @@ _BLOCK_ROLES = frozenset({"user", "assistant", "toolResult"})
 
 @dataclass
 class SessionContext:
+    """The context a session branch projects: its messages, model and thinking level."""
+
     messages: list[Message] = field(default_factory=list)
     model: tuple[str, str] | None = None  # (provider, model id)
     thinking_level: str = "off"

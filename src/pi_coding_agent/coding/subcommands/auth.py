@@ -69,6 +69,8 @@ class AuthCommandError(Exception):
 
 @dataclass
 class Request:
+    """One ``pi auth`` command line, parsed."""
+
     kind: str
     provider: str | None = None
     model: str | None = None

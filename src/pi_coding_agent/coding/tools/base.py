@@ -9,13 +9,20 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pi_coding_agent.agent.tool import AgentTool, ToolError, ToolResult, UpdateCallback
 from pi_coding_agent.ai.abort import AbortSignal
-from pi_coding_agent.coding.sandbox.policy import SandboxPolicy, SandboxRefusal
 
-from .images import ImagePolicy
 from .process_groups import ProcessRegistry
 
 if TYPE_CHECKING:
+    from pi_coding_agent.coding.sandbox.policy import SandboxPolicy, SandboxRefusal
+
     from .backend import CommandBackend, FileBackend
+    from .images import ImagePolicy
+
+
+def _default_image_policy() -> ImagePolicy:
+    from .images import ImagePolicy  # with the first image a tool meets
+
+    return ImagePolicy()
 
 
 @dataclass
@@ -27,7 +34,7 @@ class ToolEnv:
     shell_command_prefix: str | None = None
     session_env: Callable[[], dict[str, str]] = field(default=lambda: {})
     model_accepts_images: Callable[[], bool] = field(default=lambda: True)
-    image_policy: Callable[[], ImagePolicy] = field(default=ImagePolicy)
+    image_policy: Callable[[], ImagePolicy] = field(default=_default_image_policy)
     agent_dir: Path | None = None
     processes: ProcessRegistry = field(default_factory=ProcessRegistry)  # the session's, killed at its shutdown
     files: FileBackend | None = None  # None: this machine's files (see backend.py)
@@ -44,16 +51,18 @@ class ToolEnv:
 
     async def check_write(self, path: str) -> None:
         """Raise the sandbox's refusal of a file-tool write unless the user allows it."""
-        await self._checked(SandboxPolicy.check_write, path)
+        if self.sandbox is not None:
+            await self._checked(self.sandbox.check_write, path)
 
     async def check_read(self, path: str, recursive: bool = False) -> None:
-        await self._checked(SandboxPolicy.check_read, path, recursive)
+        if self.sandbox is not None:
+            await self._checked(self.sandbox.check_read, path, recursive)
 
     async def _checked(self, check: Callable[..., None], *args: object) -> None:
-        if self.sandbox is None:
-            return
+        from pi_coding_agent.coding.sandbox.policy import SandboxRefusal  # loaded with the sandbox itself
+
         try:
-            check(self.sandbox, *args)
+            check(*args)
         except SandboxRefusal as refusal:
             if not await self.allowed_outside_sandbox(refusal):
                 raise

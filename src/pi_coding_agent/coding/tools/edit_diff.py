@@ -34,6 +34,8 @@ _SCAN_CHARS = 1 << 16  # line feeds are counted this many characters at a time w
 
 @dataclass
 class Replacement:
+    """One edit, located in the file: where it starts, how long the old text is, and the new text."""
+
     index: int
     length: int
     new_text: str

@@ -13,6 +13,8 @@ from .truncate import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, Truncation, truncate
 
 @dataclass
 class Snapshot:
+    """Tool output as the model sees it so far, and where the full output was saved."""
+
     content: str
     truncation: Truncation
     full_output_path: str | None
