@@ -13,8 +13,6 @@ answers at once), so the time is the implementation's: script call, credentials,
 
 from __future__ import annotations
 
-import argparse
-import asyncio
 import json
 import statistics
 import sys
@@ -22,7 +20,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from common import ROOT, Row, compile_bytecode, format_table
+from common import ROOT, Row, run_bench
 
 sys.path.insert(0, str(ROOT))
 from tests.fakes.llm_server import FakeLLMServer
@@ -82,14 +80,5 @@ async def results(runs: int) -> list[Row]:
             for name in ("sequential", "parallel")]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--runs", type=int, default=5)
-    args = parser.parse_args()
-    note = compile_bytecode()
-    print(format_table(asyncio.run(results(args.runs))))
-    print(note)
-
-
 if __name__ == "__main__":
-    main()
+    run_bench(__doc__, results, default_runs=5)

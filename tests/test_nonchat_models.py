@@ -100,6 +100,17 @@ def _providers(url: str, compat: dict[str, dict[str, Any]]) -> dict[str, Any]:
     return providers
 
 
+def _route_providers(workspace: Workspace, url: str, compat: dict[str, dict[str, Any]],
+                     drop_key: str | None = None) -> None:
+    """Add ``_providers`` to the workspace's models.json (``drop_key``: a provider left without ``apiKey``)."""
+    path = workspace.agent_dir / "models.json"
+    config = json.loads(path.read_text())
+    config["providers"].update(_providers(url, compat))
+    if drop_key is not None:
+        del config["providers"][drop_key]["apiKey"]
+    path.write_text(json.dumps(config))
+
+
 Played = tuple[list[dict[str, Any]], list[dict[str, Any]]]
 
 
@@ -111,10 +122,7 @@ async def _play(kind: str, root: Path, compat: dict[str, dict[str, Any]]) -> Pla
                                   "arguments": {"code": code}}]},
                     {"content": [{"type": "text", "text": "done"}]})
         workspace = Workspace.create(root / kind, llm.url, {"defaultTools": ["+codemode"]})
-        path = workspace.agent_dir / "models.json"
-        config = json.loads(path.read_text())
-        config["providers"].update(_providers(service.url, compat))
-        path.write_text(json.dumps(config))
+        _route_providers(workspace, service.url, compat)
         for name in ("TYPESAFE_API_KEY", "OPENROUTER_API_KEY", "CLOUDFLARE_API_KEY", "AI_GATEWAY_API_KEY",
                      "OPENCODE_API_KEY", "OPENAI_API_KEY", "PI_TELEMETRY"):
             workspace.env.pop(name, None)
@@ -250,10 +258,7 @@ async def test_provider_compat_chooses_how_images_travel(tmp_path: Path) -> None
 async def test_chat_commands_do_not_see_classifier_models(tmp_path: Path) -> None:
     with FakeLLMServer() as llm, FakeNonChatServer() as service:
         workspace = Workspace.create(tmp_path, llm.url)
-        path = workspace.agent_dir / "models.json"
-        config = json.loads(path.read_text())
-        config["providers"].update(_providers(service.url, {}))
-        path.write_text(json.dumps(config))
+        _route_providers(workspace, service.url, {})
         proc = await workspace.spawn("ours", "--no-session")
         try:
             listed = (await proc.request({"type": "get_available_models"}))["data"]["models"]
@@ -336,11 +341,7 @@ return [first.stopReason, second.stopReason, second.errorMessage];
         llm.add({"content": [{"type": "toolCall", "id": "cm1", "name": "codemode", "arguments": {"code": code}}]},
                 {"content": [{"type": "text", "text": "done"}]})
         workspace = Workspace.create(tmp_path, llm.url, {"defaultTools": ["+codemode"]})
-        path = workspace.agent_dir / "models.json"
-        config = json.loads(path.read_text())
-        config["providers"].update(_providers(service.url, {}))
-        del config["providers"]["typesafe"]["apiKey"]  # the key comes from TYPESAFE_API_KEY
-        path.write_text(json.dumps(config))
+        _route_providers(workspace, service.url, {}, drop_key="typesafe")  # its key: TYPESAFE_API_KEY
         workspace.env["TYPESAFE_API_KEY"] = "env-key"
         service.fail_next(503, {"error": {"message": "busy"}})  # retried: the first call succeeds
         service.pass_next()
@@ -480,10 +481,7 @@ async def test_extensions_classify_through_the_model_registry(tmp_path: Path) ->
     """``ctx.model_registry.classify`` (pi's ``ctx.modelRegistry.classify``) with the session's credentials."""
     with FakeLLMServer() as llm, FakeNonChatServer() as service:
         workspace = Workspace.create(tmp_path, llm.url)
-        path = workspace.agent_dir / "models.json"
-        config = json.loads(path.read_text())
-        config["providers"].update(_providers(service.url, {}))
-        path.write_text(json.dumps(config))
+        _route_providers(workspace, service.url, {})
         proc = await workspace.spawn_with("ours", {"ours": JUDGE_COMMAND}, "--no-session")
         try:
             await proc.request({"type": "prompt", "message": "/judge the build is green"})
@@ -514,10 +512,7 @@ text("not reached");
         llm.add({"content": [{"type": "toolCall", "id": "cm1", "name": "codemode", "arguments": {"code": code}}]},
                 {"content": [{"type": "text", "text": "done"}]})
         workspace = Workspace.create(tmp_path, llm.url, {"defaultTools": ["+codemode"]})
-        path = workspace.agent_dir / "models.json"
-        config = json.loads(path.read_text())
-        config["providers"].update(_providers(service.url, {}))
-        path.write_text(json.dumps(config))
+        _route_providers(workspace, service.url, {})
         service.delay_s = 5.0
         proc = await workspace.spawn(kind, "--no-session")
         try:
