@@ -11,7 +11,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -202,3 +202,16 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+
+
+def run_bench(doc: str, results: Callable[[int], Awaitable[list[Row]]], default_runs: int) -> None:
+    """The command line of a side-by-side benchmark: ``[--runs N]``, then its table and the bytecode note."""
+    import argparse
+    import asyncio
+
+    parser = argparse.ArgumentParser(description=doc.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=default_runs)
+    args = parser.parse_args()
+    note = compile_bytecode()
+    print(format_table(asyncio.run(results(args.runs))))
+    print(note)

@@ -5,6 +5,8 @@ them, keeps the chat models whose wire API we implement, and writes our own layo
 
 * ``<provider>.json``: ``{"api", "baseUrl", "models": [...]}``; a model omits ``api``/``baseUrl``
   when they equal the provider's, and never carries ``provider`` (the file name says it).
+* ``nonchat.json``: ``{"classifier"|"image": {provider: [model, ...]}}``, the models that do not chat
+  (codemode's ``models.*`` reads them), each as the reference has it minus ``provider``.
 * ``index.json``: source version, provider order, per-provider api/baseUrl/env var names/default
   model, and the order in which default models are tried at start-up.
 
@@ -41,6 +43,7 @@ EXTRA_ENV = {
     # ANTHROPIC_AUTH_TOKEN is a bearer token (a header, not an API key), so it is not listed.
     "anthropic": ["ANTHROPIC_OAUTH_TOKEN", "ANTHROPIC_API_KEY"],
 }
+NONCHAT_TYPES = ("classifier", "image")
 FAUX = {
     "api": "faux",
     "baseUrl": "",
@@ -108,6 +111,17 @@ def convert_provider(path: Path) -> dict[str, Any] | None:
     return {"api": api, "baseUrl": base_url, "models": list(models.values())}
 
 
+def convert_nonchat(path: Path) -> dict[str, list[dict[str, Any]]]:
+    """A reference provider file's classifier and image models by type (``provider`` dropped)."""
+    groups: dict[str, dict[str, Any]] = json.loads(path.read_text())
+    by_type: dict[str, list[dict[str, Any]]] = {}
+    for group in groups.values():
+        for raw in group.values():
+            if raw.get("type") in NONCHAT_TYPES:
+                by_type.setdefault(raw["type"], []).append({k: v for k, v in raw.items() if k != "provider"})
+    return by_type
+
+
 def write_json(path: Path, data: Any) -> None:
     path.write_text(json.dumps(data, indent=None, separators=(",", ":"), ensure_ascii=False) + "\n")
 
@@ -120,16 +134,24 @@ def main(argv: list[str]) -> int:
     for stale in OUT.glob("*.json"):
         stale.unlink()
     providers: dict[str, dict[str, Any]] = {}
+    nonchat: dict[str, dict[str, list[dict[str, Any]]]] = {kind: {} for kind in NONCHAT_TYPES}
     for path in sorted((pi_ai / "dist" / "providers" / "data").glob("[!.]*.json"), key=lambda p: p.stem):
+        name = path.stem
+        for kind, models in convert_nonchat(path).items():
+            nonchat[kind][name] = models
         data = convert_provider(path)
+        if data is None and any(name in nonchat[kind] for kind in NONCHAT_TYPES):
+            # a provider of classifier or image models only (TypeSafe): listed for its key variables
+            first = next(models[0] for kind in NONCHAT_TYPES if (models := nonchat[kind].get(name)))
+            data = {"api": first["api"], "baseUrl": first["baseUrl"], "models": []}
         if data is None:
             continue
-        name = path.stem
         write_json(OUT / f"{name}.json", data)
         entry: dict[str, Any] = {"api": data["api"], "baseUrl": data["baseUrl"], "envVars": env_vars.get(name, [])}
         if defaults.get(name) in {m["id"] for m in data["models"]}:
             entry["defaultModel"] = defaults[name]
         providers[name] = entry
+    write_json(OUT / "nonchat.json", nonchat)
     write_json(OUT / "faux.json", FAUX)
     providers["faux"] = {"api": "faux", "baseUrl": "", "envVars": [], "keyless": True}
     index = {

@@ -204,14 +204,17 @@ async def test_discovery_globals_and_models(pi: RpcProcess, fake_llm: FakeLLMSer
                      "text((await describeTool('read')).includes('codemode tool declaration'));\n"
                      "text(await describeNamespace('nothing') === undefined);\n"
                      "const chat = await models.getModelsOfType('chat', 'fake');\ntext(chat.map((m) => m.id));\n"
-                     "const r = await models.classify({ provider: 'x', id: 'y' }, { state: {}, questions: {} });\n"
-                     "text([r.stopReason, r.errorMessage.includes('not supported')]);")
+                     "const jev = await models.getModelOfType('classifier', 'typesafe', 'jev-latest');\n"
+                     "const r = await models.classify(jev, { state: {}, questions: { ok: { type: 'bool', "
+                     "instructions: 'ok?', criteria: { true: 'yes', false: 'no' } } } });\n"
+                     "text([r.stopReason, r.errorMessage]);")
     end = codemode_end(await run(pi))
     text = result_text(end)
     assert '==> text 1/6 <==\n["bash"' in text
     assert '["bash","edit","read","write"]' in text
     assert "==> text 3/6 <==\ntrue\n==> text 4/6 <==\ntrue" in text
-    assert '["fake-model"]' in text and '["error",true]' in text
+    # the catalog has TypeSafe's classifier; without TYPESAFE_API_KEY the call is an error result, not a throw
+    assert '["fake-model"]' in text and '["error","Provider is not configured: typesafe"]' in text
     assert any(c["name"] == "models.classify" and c["status"] == "error" for c in end["result"]["details"]["calls"])
 
 

@@ -4,8 +4,10 @@
 reports them (``{"data": [{"id", "object", "status", ...}]}``); ``POST /models/load`` and
 ``/models/unload`` flip a model's status after ``load_delay_s``, as the real router does in the
 background. Chat completions under ``/v1`` answer with the text ``from llama`` in the OpenAI wire
-format (``tests/fakes/wire_openai_completions.py``). ``requests`` logs every call; an ``api_key``
-makes every route demand ``Authorization: Bearer <key>``.
+format (``tests/fakes/wire_openai_completions.py``). For classification it answers ``/tokenize``,
+``/apply-template`` and ``/completion`` (next-token log-probabilities of answer labels) and
+``/v1/systemone`` for decision models. ``requests`` logs every call; an ``api_key`` makes every
+route demand ``Authorization: Bearer <key>``.
 """
 
 from __future__ import annotations
@@ -61,6 +63,8 @@ class _Handler(BaseHTTPRequestHandler):
         elif path in ("/models/load", "/models/unload"):
             ok = fake.change(body.get("model", ""), "loaded" if path == "/models/load" else "unloaded")
             self._send(200 if ok else 400, {"success": True} if ok else {"error": {"message": "model not found"}})
+        elif path in CLASSIFY_ROUTES:
+            self._send(200, CLASSIFY_ROUTES[path](fake, body))
         elif path == "/v1/chat/completions":
             events = wire_openai_completions.render_events({"content": [{"type": "text", "text": "from llama"}]},
                                                            {"body": body})
@@ -68,6 +72,46 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._send(404, {"error": {"message": "File Not Found", "type": "not_found_error"}})
 
+
+
+# --------------------------------------------------------------------------- classification routes
+# A toy vocabulary: "\n" is one token, every other run of characters between newlines is one token
+# (ids by first sight); ``/completion`` ranks the answer labels by ``LABEL_LOGPROBS``.
+LABEL_LOGPROBS = {"A": -0.2, "B": -1.9, "C": -3.0, "Yes": -0.4, "No": -1.2, "0": -2.5, "1": -0.3, "2": -1.6}
+
+
+def _tokens(fake: Any, content: str) -> list[int]:
+    out = []
+    for part in (p for p in content.replace("\n", "\0\n\0").split("\0") if p):
+        with fake.lock:
+            out.append(fake.vocabulary.setdefault(part, len(fake.vocabulary) + 1))
+    return out
+
+
+def _tokenize(fake: Any, body: dict[str, Any]) -> dict[str, Any]:
+    return {"tokens": _tokens(fake, body["content"])}
+
+
+def _apply_template(fake: Any, body: dict[str, Any]) -> dict[str, Any]:
+    messages = "".join(f"<|{m['role']}|>{m['content']}<|end|>" for m in body["messages"])
+    return {"prompt": f"{messages}<|assistant|>\n<think>"}
+
+
+def _completion(fake: Any, body: dict[str, Any]) -> dict[str, Any]:
+    top = [{"id": _tokens(fake, label)[0], "token": label, "logprob": logprob, "bytes": []}
+           for label, logprob in LABEL_LOGPROBS.items()]
+    return {"content": "A", "completion_probabilities": [
+        {"id": top[0]["id"], "token": "A", "logprob": -0.2, "bytes": [], "top_logprobs": top[: body["n_probs"]]}]}
+
+
+def _systemone(fake: Any, body: dict[str, Any]) -> dict[str, Any]:
+    from tests.fakes.nonchat_server import USAGE, answers_for
+
+    return {"answers": answers_for(body["questions"]), "usage": USAGE}
+
+
+CLASSIFY_ROUTES = {"/tokenize": _tokenize, "/apply-template": _apply_template, "/completion": _completion,
+                   "/v1/systemone": _systemone}
 
 
 class FakeLlamaRouter(LocalServer):
@@ -80,6 +124,7 @@ class FakeLlamaRouter(LocalServer):
         self.load_delay_s = 0.2
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
+        self.vocabulary: dict[str, int] = {}
 
     def log(self, method: str, path: str, body: Any, authorization: str | None) -> None:
         with self.lock:

@@ -40,7 +40,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
-from tests.fakes.local_server import LocalServer
+from tests.fakes.local_server import LocalServer, send_json
 
 CHATGPT_TOKEN_PATH = "/api/accounts/oauth/token"
 TOKEN_PATHS = ("/v1/oauth/token", "/oauth/token", "/oauth2/token", "/api/oauth/token", CHATGPT_TOKEN_PATH)
@@ -78,12 +78,7 @@ class _Handler(BaseHTTPRequestHandler):
         return {k: v[0] for k, v in parse_qs(raw.decode()).items()}
 
     def _reply(self, status: int, body: dict[str, Any]) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        send_json(self, status, body)
 
     def do_POST(self) -> None:
         fake = self.server.fake

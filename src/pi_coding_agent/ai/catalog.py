@@ -6,6 +6,8 @@ needs the other to do so.
 
 from __future__ import annotations
 
+import os
+import re
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -26,3 +28,10 @@ def provider_env_vars(provider: str) -> list[str]:
     """Environment variables that may hold the provider's API key, in lookup order."""
     names: list[str] = catalog_index()["providers"].get(provider, {}).get("envVars", [])
     return names
+
+
+def expand_placeholders(url: str) -> str:
+    """``{CLOUDFLARE_ACCOUNT_ID}``-style parts of catalog URLs come from the environment when set."""
+    if "{" not in url:
+        return url
+    return re.sub(r"\{([A-Z][A-Z0-9_]*)\}", lambda m: os.environ.get(m.group(1), m.group(0)), url)

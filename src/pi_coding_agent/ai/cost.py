@@ -46,3 +46,20 @@ def apply_cost(model: Model, usage: Usage, reported: bool) -> None:
         c["total"] = billed
     elif reported:
         c["totalFromProvider"] = False
+
+
+def combine_usage(first: dict[str, Any] | None, second: dict[str, Any]) -> dict[str, Any]:
+    """Token counts and costs of two requests added up."""
+    if first is None:
+        return second
+    combined: dict[str, Any] = {}
+    for key in ("input", "output", "cacheRead", "cacheWrite", "cacheWrite1h", "reasoning", "totalTokens"):
+        if key in first or key in second:
+            combined[key] = (first.get(key) or 0) + (second.get(key) or 0)
+    cost_a, cost_b = first.get("cost") or {}, second.get("cost") or {}
+    cost = {key: (cost_a.get(key) or 0) + (cost_b.get(key) or 0)
+            for key in ("input", "output", "cacheRead", "cacheWrite", "total")}
+    if "totalFromProvider" in cost_a or "totalFromProvider" in cost_b:
+        cost["totalFromProvider"] = bool(cost_a.get("totalFromProvider") and cost_b.get("totalFromProvider"))
+    combined["cost"] = cost
+    return combined

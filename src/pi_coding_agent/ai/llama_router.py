@@ -194,16 +194,45 @@ def to_model(entry: Mapping[str, Any], url: str, chat_template: str | None = Non
     return model  # type: ignore[return-value]
 
 
+def to_classifier(entry: Mapping[str, Any], url: str) -> Model:
+    """A router model as a classifier: a decision model answers through the server's own System One
+    endpoint (images as a data-URL list), any other through ``llama-cpp-classify`` (text only)."""
+    architecture = entry.get("architecture") or {}
+    decision = "decisions" in (architecture.get("output_modalities") or [])
+    image = decision and "image" in (architecture.get("input_modalities") or [])
+    model: dict[str, Any] = {
+        "type": "classifier", "id": entry["id"], "name": entry["id"],
+        "api": "typesafe-system-one" if decision else "llama-cpp-classify", "provider": PROVIDER_ID,
+        "baseUrl": f"{url}/v1" if decision else url, "input": ["text", "image"] if image else ["text"],
+        "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}, "contextWindow": _context_window(entry),
+    }
+    if image:
+        model["compat"] = {"imageInput": "images", "sendImageOptInHeader": False}
+    return model  # type: ignore[return-value]
+
+
+def router_classifiers(client: LlamaClient, timeout_s: float = REQUEST_TIMEOUT_S) -> list[Model]:
+    """Every reachable router model as a classifier (pi lists its chat models as classifiers too)."""
+    catalog = client.list(timeout_s)
+    autoload = _autoload(client, catalog, timeout_s)
+    return [to_classifier(entry, client.url) for entry in catalog if _selectable(entry, autoload)]
+
+
+def _autoload(client: LlamaClient, catalog: list[dict[str, Any]], timeout_s: float) -> bool:
+    """Whether unloaded presets are reachable: the router loads them on first use."""
+    if not any(m["status"]["value"] == "unloaded" and m.get("source") == "preset" for m in catalog):
+        return False
+    try:
+        return client.props(timeout_s=timeout_s).get("models_autoload") is True
+    except LlamaError:
+        return False
+
+
 def router_models(client: LlamaClient, timeout_s: float = REQUEST_TIMEOUT_S,
                   catalog: list[dict[str, Any]] | None = None) -> list[Model]:
     """The models a request can reach now; thinking support is read from loaded models' templates."""
     catalog = client.list(timeout_s) if catalog is None else catalog
-    autoload = False
-    if any(m["status"]["value"] == "unloaded" and m.get("source") == "preset" for m in catalog):
-        try:
-            autoload = client.props(timeout_s=timeout_s).get("models_autoload") is True
-        except LlamaError:
-            autoload = False
+    autoload = _autoload(client, catalog, timeout_s)
     models: list[Model] = []
     for entry in catalog:
         if not _selectable(entry, autoload) or not _is_chat(entry):

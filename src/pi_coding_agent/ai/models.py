@@ -8,8 +8,6 @@ pi-ai 1.6.0) and are read one provider at a time, so start-up only parses the pr
 
 from __future__ import annotations
 
-import os
-import re
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
@@ -18,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from pi_coding_agent.ai import models_json
-from pi_coding_agent.ai.catalog import DATA_DIR, catalog_index
+from pi_coding_agent.ai.catalog import DATA_DIR, catalog_index, expand_placeholders
 from pi_coding_agent.ai.types import Model
 
 if TYPE_CHECKING:
@@ -56,7 +54,7 @@ def builtin_models(provider: str) -> list[Model]:
     if provider not in catalog_index()["providers"]:
         return []
     data = _catalog_file(provider)
-    base_url = _expand_placeholders(data["baseUrl"])
+    base_url = expand_placeholders(data["baseUrl"])
     return [_assemble(provider, data["api"], base_url, entry) for entry in data["models"]]
 
 
@@ -67,7 +65,7 @@ def _assemble(provider: str, api: str, base_url: str, entry: dict[str, Any]) -> 
         "name": entry["name"],
         "api": entry.get("api", api),
         "provider": provider,
-        "baseUrl": _expand_placeholders(entry["baseUrl"]) if "baseUrl" in entry else base_url,
+        "baseUrl": expand_placeholders(entry["baseUrl"]) if "baseUrl" in entry else base_url,
         "reasoning": entry["reasoning"],
         "input": entry["input"],
         "cost": entry["cost"],
@@ -78,13 +76,6 @@ def _assemble(provider: str, api: str, base_url: str, entry: dict[str, Any]) -> 
         model.setdefault(key, value)
     result: Model = model
     return result
-
-
-def _expand_placeholders(url: str) -> str:
-    """``{CLOUDFLARE_ACCOUNT_ID}``-style parts of catalog URLs come from the environment when set."""
-    if "{" not in url:
-        return url
-    return re.sub(r"\{([A-Z][A-Z0-9_]*)\}", lambda m: os.environ.get(m.group(1), m.group(0)), url)
 
 
 # ----------------------------------------------------------------------------- registry
@@ -134,7 +125,7 @@ class ModelRegistry:
         if problem is not None:
             raise ValueError(problem)
         self._extension_config[provider] = config
-        self._models.pop(provider, None)
+        self._forget(provider)
         self._publish_config_keys()
 
     def set_model_filter(self, provider: str, keep: ModelFilter | None) -> None:
@@ -148,7 +139,7 @@ class ModelRegistry:
         """Undo ``register_provider``: built-in models it replaced come back (nothing when not registered)."""
         self._filters.pop(provider, None)
         if self._extension_config.pop(provider, None) is not None:
-            self._models.pop(provider, None)
+            self._forget(provider)
             self._publish_config_keys()
 
     def __repr__(self) -> str:
@@ -189,6 +180,9 @@ class ModelRegistry:
             base = builtin_models(provider)
         extension = self._extension_config.get(provider)
         if extension is not None:
+            from pi_coding_agent.ai.nonchat_models import chat_definitions
+
+            extension = chat_definitions(extension)
             base = models_json.apply_provider_config(provider, [] if extension.get("models") else base, extension)
         base = self.auth.oauth_models(provider, base)  # after an extension's models, as pi's modifyModels
         config = self._config.get(provider)
@@ -206,6 +200,10 @@ class ModelRegistry:
             return radius_gateway_url(config["baseUrl"])
         return radius_catalog.DEFAULT_GATEWAY if provider == radius_catalog.PROVIDER_ID else None
 
+    def _forget(self, provider: str) -> None:
+        for key in (provider, *(f"{kind}:{provider}" for kind in ("classifier", "image"))):
+            self._models.pop(key, None)
+
     def forget_models(self, provider: str) -> None:
         """Drop the provider's cached list (a new Radius catalog was stored): the next use reads it."""
         self._models.pop(provider, None)
@@ -214,18 +212,31 @@ class ModelRegistry:
         """The router's live list, read once per registry (``set_llama_models`` replaces it)."""
         from pi_coding_agent.ai import llama_router
 
+        return self._from_router(llama_router.router_models)
+
+    def _llama_classifiers(self) -> list[Model]:
+        """The router's models as classifiers, read when a script first asks for classifiers."""
+        from pi_coding_agent.ai import llama_router
+
+        return self._from_router(llama_router.router_classifiers) if self.llama_enabled else []
+
+    def _from_router(self, read: Callable[[Any, float], list[Model]]) -> list[Model]:
+        """``read(client, timeout)`` of the configured router; nothing (and an error noted) when it fails."""
+        from pi_coding_agent.ai import llama_router
+
         client = self.auth.llama_client()
         if client is None:
             return []
         try:
-            return llama_router.router_models(client, llama_router.LIST_TIMEOUT_S)
+            return read(client, llama_router.LIST_TIMEOUT_S)
         except llama_router.LlamaError as exc:
             self.errors.append(f"llama.cpp: {exc}")
             return []
 
     def set_llama_models(self, models: list[Model]) -> None:
-        """The router's list after ``/llama`` loaded or unloaded a model."""
+        """The router's list after ``/llama`` loaded or unloaded a model (classifiers are read again)."""
         self._models[LLAMA_PROVIDER] = models
+        self._models.pop(f"classifier:{LLAMA_PROVIDER}", None)
 
     def all_models(self) -> list[Model]:
         return [m for p in self.providers() for m in self.provider_models(p)]
@@ -243,6 +254,42 @@ class ModelRegistry:
         models = self.provider_models(provider)
         keep = self._filters.get(provider)
         return models if keep is None else keep(list(models), self.auth.stored_credential(provider))
+
+    def models_of_type(self, kind: str, provider: str | None = None) -> list[Model]:
+        """Every known model of a type (``chat``, ``classifier``, ``image``), optionally of one provider."""
+        providers = self.providers() if provider is None else [p for p in self.providers() if p == provider]
+        return [m for p in providers for m in self._models_of(kind, p)]
+
+    def available_of_type(self, kind: str, provider: str | None = None,
+                          has_auth: Callable[[str], bool] | None = None) -> list[Model]:
+        """The models of a type whose provider has credentials (``has_auth``: the session's test, which
+        knows ``--api-key``). A signed-in OpenAI account cannot reach the Decisions API, so its
+        classifiers are not offered then (as in pi)."""
+        authorized = has_auth or self.has_auth
+        providers = [p for p in self.providers() if (provider is None or p == provider) and authorized(p)]
+        if kind == "chat":
+            return [m for p in providers for m in self.available_of(p)]
+        return [m for p in providers for m in self._models_of(kind, p)
+                if not (m["api"] == "openai-decisions" and self.auth.stored_type(p) == "oauth")]
+
+    def find_of_type(self, kind: str, provider: str, model_id: str) -> Model | None:
+        if provider not in self.providers():
+            return None
+        return next((m for m in self._models_of(kind, provider) if m["id"] == model_id), None)
+
+    def _models_of(self, kind: str, provider: str) -> list[Model]:
+        if kind == "chat":
+            return self.provider_models(provider)
+        key = f"{kind}:{provider}"
+        if key not in self._models:
+            from pi_coding_agent.ai import nonchat_models
+
+            base = (self._llama_classifiers() if provider == LLAMA_PROVIDER and kind == "classifier"
+                    else nonchat_models.builtin(kind, provider))
+            models = nonchat_models.apply_models_json(base, self._config.get(provider))
+            self._models[key] = nonchat_models.apply_extension(kind, provider, models,
+                                                               self._extension_config.get(provider))
+        return self._models[key]
 
     def find(self, provider: str, model_id: str) -> Model | None:
         if provider not in self.providers():
@@ -270,7 +317,8 @@ class ModelRegistry:
             config = layer.get(model["provider"])
             if config is None:
                 continue
-            for name, raw in models_json.raw_headers(config, model["id"]).items():
+            chat_id = model["id"] if model.get("type", "chat") == "chat" else None
+            for name, raw in models_json.raw_headers(config, chat_id).items():
                 headers[name] = resolve_or_raise(raw, f'model "{model["provider"]}/{model["id"]}" header "{name}"')
             if config.get("authHeader"):
                 if not api_key:

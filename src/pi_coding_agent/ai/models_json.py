@@ -248,10 +248,11 @@ def merge_compat(base: dict[str, Any] | None, override: dict[str, Any] | None) -
     return merged
 
 
-def raw_headers(config: dict[str, Any], model_id: str) -> dict[str, str]:
-    """Unresolved header values for one model: provider, then its override, then its definition."""
+def raw_headers(config: dict[str, Any], model_id: str | None) -> dict[str, str]:
+    """Unresolved header values for one model: provider, then its override, then its definition
+    (``model_id`` None: a classifier or image model, which only the provider's headers reach)."""
     definition: dict[str, Any] = next((d for d in config.get("models") or [] if d["id"] == model_id), {})
-    override = (config.get("modelOverrides") or {}).get(model_id, {})
+    override = (config.get("modelOverrides") or {}).get(model_id, {}) if model_id is not None else {}
     return {**(config.get("headers") or {}), **(override.get("headers") or {}), **(definition.get("headers") or {})}
 
 

@@ -264,12 +264,14 @@ async def post_stream(
     options: StreamOptions,
     error_text: ErrorText = openai_error_text,
     describe: Callable[[int, Mapping[str, str], str], str] | None = None,
+    no_retry_statuses: frozenset[int] = frozenset(),
 ) -> AsyncIterator[StreamResponse]:
     """POST ``content`` and give the open streaming response (2xx only; see the module docstring).
 
     ``describe(status, headers, body_text)``, when given, names an HTTP error instead of
     ``error_text`` (for APIs whose error type travels in a header, such as AWS's). Failures before
-    the response starts are retried ``options.max_retries`` times (``retry.provider.*``).
+    the response starts are retried ``options.max_retries`` times (``retry.provider.*``), except
+    answers whose status is in ``no_retry_statuses``.
     """
     headers = without_dropped(with_identity(url, headers, options.attribution, options.identity_provider),
                               options.drop_headers)
@@ -286,7 +288,7 @@ async def post_stream(
                 status, received = response.status_code, response.headers
                 error = (ProviderError(describe(status, received, text), status, retry_after_ms(received))
                          if describe is not None else _http_error(status, received, text, options, error_text))
-                if attempt >= options.max_retries or not _retryable(status, received):
+                if attempt >= options.max_retries or not _retryable(status, received) or status in no_retry_statuses:
                     raise error
         except TransportError as exc:
             error = _transport_error(exc)

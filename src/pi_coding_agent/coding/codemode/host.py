@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from pi_coding_agent.agent.tool import AgentTool, ToolResult
 from pi_coding_agent.ai.abort import AbortSignal
+from pi_coding_agent.ai.stream import StreamOptions
 
 STORE_ENTRY_TYPE = "codemode-store"
 BUILTIN_NAMESPACE = None  # built-in and plain extension tools are listed before any namespace
@@ -88,12 +89,19 @@ class CodemodeHost(Protocol):
 
     def append_custom(self, custom_type: str, data: Any) -> None: ...
 
-    def models(self) -> list[dict[str, Any]]:
-        """The model catalog (every known model)."""
+    def models_of_type(self, kind: str, provider: str | None) -> list[dict[str, Any]]:
+        """Every known model of a type (``chat``, ``classifier``, ``image``)."""
         ...
 
-    def available_models(self) -> list[dict[str, Any]]:
-        """Models whose provider has working credentials."""
+    def available_of_type(self, kind: str, provider: str | None) -> list[dict[str, Any]]:
+        """Models of a type whose provider has working credentials."""
+        ...
+
+    def find_of_type(self, kind: str, provider: str, model_id: str) -> dict[str, Any] | None: ...
+
+    async def run_model(self, kind: str, model: dict[str, Any], context: dict[str, Any],
+                        signal: AbortSignal) -> dict[str, Any]:
+        """Classify or generate images with the session's credentials; failures are results."""
         ...
 
 
@@ -129,8 +137,15 @@ class SessionRuntimeView(Protocol):
     agent: Any  # tools, hooks, tool_execution, _emit
     all_tools: dict[str, AgentTool]
     session_manager: Any  # get_branch(), append_custom()
-    registry: Any  # all_models(), available_models()
+    registry: Any  # models_of_type(), available_of_type(), find_of_type()
     settings: Any
+    auth: Any  # prepare(provider): a due OAuth token is refreshed before a model call
+
+    def available_models(self) -> list[Any]: ...
+
+    def has_auth(self, provider: str) -> bool: ...
+
+    def request_options(self, model: Any) -> StreamOptions: ...
 
 
 class SessionCodemodeHost:
@@ -170,8 +185,20 @@ class SessionCodemodeHost:
     def append_custom(self, custom_type: str, data: Any) -> None:
         self.rt.session_manager.append_custom(custom_type, data)
 
-    def models(self) -> list[dict[str, Any]]:
-        return [dict(m) for m in self.rt.registry.all_models()]
+    def models_of_type(self, kind: str, provider: str | None) -> list[dict[str, Any]]:
+        return [dict(m) for m in self.rt.registry.models_of_type(kind, provider)]
 
-    def available_models(self) -> list[dict[str, Any]]:
-        return [dict(m) for m in self.rt.registry.available_models()]
+    def available_of_type(self, kind: str, provider: str | None) -> list[dict[str, Any]]:
+        if kind == "chat":  # as get_available_models lists them (an --api-key provider included)
+            return [dict(m) for m in self.rt.available_models() if provider is None or m["provider"] == provider]
+        return [dict(m) for m in self.rt.registry.available_of_type(kind, provider, self.rt.has_auth)]
+
+    def find_of_type(self, kind: str, provider: str, model_id: str) -> dict[str, Any] | None:
+        found = self.rt.registry.find_of_type(kind, provider, model_id)
+        return None if found is None else dict(found)
+
+    async def run_model(self, kind: str, model: dict[str, Any], context: dict[str, Any],
+                        signal: AbortSignal) -> dict[str, Any]:
+        from pi_coding_agent.coding.nonchat_calls import run_nonchat_model
+
+        return await run_nonchat_model(self.rt, kind, model, context, signal)

@@ -33,10 +33,10 @@ def write_output_file(extension: str, data: bytes) -> str:
     return path
 
 
-def value_text(value: Any) -> str:
-    import json
-
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+def value_text(result: Any) -> str:
+    """A returned value as the result shows it: a string as it is, anything else as the sandbox's
+    ``JSON.stringify`` wrote it (so ``0.0000504`` is not re-written as ``5.04e-05``)."""
+    return result.value if isinstance(result.value, str) else result.value_json
 
 
 def format_items(output: list[dict[str, Any]]) -> list[dict[str, Any]]:

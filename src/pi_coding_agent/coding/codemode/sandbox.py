@@ -58,6 +58,12 @@ class ScriptError:
     stack: str | None = None
 
 
+def abort_reason(signal: AbortSignal) -> str:
+    """Why a script was stopped: the signal's reason, else the text of an abort without one (pi's
+    agent aborts with an ``AbortError`` whose message this is)."""
+    return signal.reason or "This operation was aborted"
+
+
 @dataclass
 class ScriptRun:
     """What a codemode script produced: output, return value, store writes or its error."""
@@ -66,6 +72,7 @@ class ScriptRun:
     output: list[dict[str, Any]] = field(default_factory=list)
     value: Any = None
     has_value: bool = False  # the script returned something other than undefined (null counts)
+    value_json: str = "null"  # the value's JSON.stringify text, numbers as JavaScript writes them
     error: ScriptError | None = None
     writes: dict[str, Any] = field(default_factory=lambda: {"set": {}, "delete": []})
 
@@ -175,7 +182,7 @@ class Execution:
             env={**os.environ, MARKER_VARIABLE: marker}, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.DEVNULL, start_new_session=True, limit=_LINE_LIMIT)
         processes.track(self.process.pid, marker)
-        remove = self.signal.on_abort(lambda: self._fail("aborted", self.signal.reason or "Execution aborted"))
+        remove = self.signal.on_abort(lambda: self._fail("aborted", abort_reason(self.signal)))
         reader = asyncio.ensure_future(self._read())
         try:
             self._post(self._job_message())
@@ -272,7 +279,7 @@ class Execution:
             else:
                 writes["delete"].append(entry[0])
         self.outcome.set_result(ScriptRun(True, self.output, value=None if raw is None else json.loads(raw),
-                                          has_value=raw is not None, writes=writes))
+                                          has_value=raw is not None, value_json=raw or "null", writes=writes))
 
     def _fail(self, kind: str, message: str) -> None:
         if not self.outcome.done():

@@ -13,9 +13,11 @@ from typing import Any
 
 from pi_coding_agent.agent.tool import ToolResult, UpdateCallback
 from pi_coding_agent.ai.abort import AbortSignal
+from pi_coding_agent.ai.cost import combine_usage
 from pi_coding_agent.coding.codemode import output as out
 from pi_coding_agent.coding.codemode.declarations import sample, to_identifier
 from pi_coding_agent.coding.codemode.host import STORE_ENTRY_TYPE, CatalogTool, CodemodeHost
+from pi_coding_agent.coding.codemode.model_calls import preview
 from pi_coding_agent.coding.codemode.nested_calls import ERROR_PREVIEW, NestedCalls
 from pi_coding_agent.coding.codemode.sandbox import (
     WORKER_WAIT_S,
@@ -23,6 +25,7 @@ from pi_coding_agent.coding.codemode.sandbox import (
     Execution,
     Job,
     ScriptRun,
+    abort_reason,
     max_workers,
     slots,
 )
@@ -103,6 +106,9 @@ class _Run:
         self.calls: list[dict[str, Any]] = []
         self.nested = NestedCalls()
         self.next_call = 0
+        self.model_calls = 0
+        self.usage: dict[str, Any] | None = None  # of the script's classifier and image calls
+        self.generated_images = 0
         self.on_update(ToolResult(content=[], details=self.details()))
 
     def details(self) -> dict[str, Any]:
@@ -145,16 +151,33 @@ class _Run:
             return script_value(tool, outcome.result)
         return execute
 
-    def record_model_call(self, name: str, model: str, error: str) -> None:
-        count = sum(1 for c in self.calls if c["name"] == name) + 1
-        self.calls.append({"id": f"{self.id}/{name}/{count}", "name": name, "args": model, "status": "error",
-                           "durationMs": 0, "error": error})
+    def start_model_call(self, name: str, model: str) -> dict[str, Any]:
+        """A ``models.*`` call's row; ids count the script's model calls together (pi's numbering)."""
+        self.model_calls += 1
+        record: dict[str, Any] = {"id": f"{self.id}/{name}/{self.model_calls}", "name": name, "args": model,
+                                  "status": "running"}
+        self.calls.append(record)
+        self.publish()
+        return record
+
+    def finish_model_call(self, record: dict[str, Any], result: dict[str, Any], duration_ms: float,
+                          images: int) -> None:
+        stop = result.get("stopReason")
+        record["durationMs"] = round(duration_ms, 3)
+        record["status"] = "ok" if stop == "stop" else "cancelled" if stop == "aborted" else "error"
+        if result.get("errorMessage"):
+            record["error"] = preview(str(result["errorMessage"]))
+        usage = result.get("usage")
+        if isinstance(usage, dict):
+            record["cost"] = usage["cost"]["total"]
+            self.usage = combine_usage(self.usage, usage)
+        self.generated_images += images
         self.publish()
 
     def not_started(self, admission: str, deadline: float | None, started: float, signal: AbortSignal) -> ToolResult:
         waited = f"{time.monotonic() - started:.1f}"
         if admission == "aborted":
-            error = f"Script aborted: {signal.reason or 'Execution aborted'}"
+            error = f"Script aborted: {abort_reason(signal)}"
         elif deadline is not None and deadline <= WORKER_WAIT_S:
             error = (f"Script timed out: Execution timed out after {round(deadline * 1000)} ms while waiting for "
                      "a free codemode worker")
@@ -176,10 +199,15 @@ class _Run:
             if result.writes["set"] or result.writes["delete"]:
                 self.host.append_custom(STORE_ENTRY_TYPE, result.writes)
             if result.has_value:
-                produced.append({"type": "text", "text": out.value_text(result.value)})
+                produced.append({"type": "text", "text": out.value_text(result)})
         items = out.format_items(produced)
         if not result.ok:
             items.append({"type": "text", "text": "Script error:\n" + out.error_text(result, self.calls)})
+        if self.generated_images and not any(item["type"] == "image" for item in items):
+            count = self.generated_images
+            items.append({"type": "text", "text": f"Note: models.generateImages() returned {count} "
+                          f"image{'' if count == 1 else 's'} that the script did not show. Show each image block "
+                          "of result.output with image(block)."})
         items, full_path = out.truncate(out.join_text(items), out.DEFAULT_MAX_OUTPUT_TOKENS
                                         if max_tokens is None else max_tokens)
         content = out.join_text(out.save_images(items))
@@ -189,4 +217,4 @@ class _Run:
         if full_path:
             details["fullOutputPath"] = full_path
         return ToolResult(content=[{"type": "text", "text": header}, *content], details=details,  # type: ignore[list-item]
-                          is_error=not result.ok, nested_calls=self.nested.snapshot())
+                          is_error=not result.ok, nested_calls=self.nested.snapshot(), usage=self.usage)

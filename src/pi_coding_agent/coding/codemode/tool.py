@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any, Literal
 from pi_coding_agent.agent.tool import AgentTool, ToolResult, UpdateCallback
 from pi_coding_agent.ai.abort import AbortSignal
 from pi_coding_agent.coding.codemode import NAME
-from pi_coding_agent.coding.paths import project_root
 
 if TYPE_CHECKING:
     from pi_coding_agent.coding.codemode.host import (
@@ -52,11 +51,9 @@ INTRO = (
 )
 
 
-def docs_path() -> str:
-    return str(project_root() / "docs" / "codemode.md")
-
-
 def globals_text() -> str:
+    from pi_coding_agent.coding.codemode.model_calls import docs_path
+
     return "\n".join([
         "Globals:",
         "- Output comes from `text(value)`, `image(dataUrlOrImageBlock)`, `console.log(...)` and a top-level "

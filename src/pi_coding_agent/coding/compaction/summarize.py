@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 
 from pi_coding_agent.ai.abort import AbortSignal, sleep_abortable
+from pi_coding_agent.ai.cost import combine_usage
 from pi_coding_agent.ai.stream import StreamOptions, complete
 from pi_coding_agent.ai.thinking import CHARS_PER_TOKEN, SAFETY_TOKENS, clamp_max_tokens
 from pi_coding_agent.ai.types import AssistantMessage, Context, Model, now_ms
@@ -292,23 +293,6 @@ def format_file_lists(read_files: list[str], modified_files: list[str]) -> str:
     if modified_files:
         blocks.append("<modified-files>\n" + "\n".join(modified_files) + "\n</modified-files>")
     return "\n\n" + "\n\n".join(blocks) if blocks else ""
-
-
-def combine_usage(first: dict[str, Any] | None, second: dict[str, Any]) -> dict[str, Any]:
-    """Token counts and costs of two requests added up."""
-    if first is None:
-        return second
-    combined: dict[str, Any] = {}
-    for key in ("input", "output", "cacheRead", "cacheWrite", "cacheWrite1h", "reasoning", "totalTokens"):
-        if key in first or key in second:
-            combined[key] = (first.get(key) or 0) + (second.get(key) or 0)
-    cost_a, cost_b = first.get("cost") or {}, second.get("cost") or {}
-    cost = {key: (cost_a.get(key) or 0) + (cost_b.get(key) or 0)
-            for key in ("input", "output", "cacheRead", "cacheWrite", "total")}
-    if "totalFromProvider" in cost_a or "totalFromProvider" in cost_b:
-        cost["totalFromProvider"] = bool(cost_a.get("totalFromProvider") and cost_b.get("totalFromProvider"))
-    combined["cost"] = cost
-    return combined
 
 
 async def summarize(

@@ -8,7 +8,7 @@ models.json keys and headers, the idle timeout).
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pi_coding_agent.ai.stream import AssistantStream, stream
 
@@ -20,7 +20,8 @@ if TYPE_CHECKING:
 
 class ModelRegistryView:
     """pi's ``ctx.modelRegistry`` in snake_case: ``find``, ``get_all``, ``get_available``,
-    ``stream_simple`` and ``complete``."""
+    ``stream_simple`` and ``complete``, and for classifier and image models ``get_models_of_type``,
+    ``get_available_of_type``, ``find_of_type``, ``classify`` and ``generate_images``."""
 
     def __init__(self, runtime: SessionRuntime) -> None:
         self._rt = runtime
@@ -57,3 +58,30 @@ class ModelRegistryView:
             await self._rt.auth.prepare(model["provider"])
         return await self.stream_simple(model, context, reasoning=reasoning, max_tokens=max_tokens,
                                         temperature=temperature, signal=signal).result()
+
+    def get_models_of_type(self, kind: str, provider: str | None = None) -> list[Model]:
+        """Every known model of a type: ``"chat"``, ``"classifier"`` or ``"image"``."""
+        return self._rt.registry.models_of_type(kind, provider)
+
+    def get_available_of_type(self, kind: str, provider: str | None = None) -> list[Model]:
+        if kind == "chat":
+            return [m for m in self._rt.available_models() if provider is None or m["provider"] == provider]
+        return self._rt.registry.available_of_type(kind, provider, self._rt.has_auth)
+
+    def find_of_type(self, kind: str, provider: str, model_id: str) -> Model | None:
+        return self._rt.registry.find_of_type(kind, provider, model_id)
+
+    async def classify(self, model: Model, context: dict[str, Any], *,
+                       signal: AbortSignal | None = None) -> dict[str, Any]:
+        """Answer ``context["questions"]`` about ``context["state"]`` with a classifier model; a failure
+        is a result with ``stopReason: "error"``, never an exception."""
+        from pi_coding_agent.coding.nonchat_calls import run_nonchat_model
+
+        return await run_nonchat_model(self._rt, "classifier", dict(model), context, signal)
+
+    async def generate_images(self, model: Model, context: dict[str, Any], *,
+                              signal: AbortSignal | None = None) -> dict[str, Any]:
+        """Images from ``context["input"]`` blocks with an image model (failures are results)."""
+        from pi_coding_agent.coding.nonchat_calls import run_nonchat_model
+
+        return await run_nonchat_model(self._rt, "image", dict(model), context, signal)
