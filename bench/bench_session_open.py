@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench_session import write_session
+from bench_session import response, write_session
 from common import (
     Row,
     compile_bytecode,
@@ -66,18 +66,11 @@ def _reset_peak(pid: int) -> None:
 
 
 def _response(proc: subprocess.Popen[bytes], command_id: str) -> tuple[bool, str]:
-    """Read records until the response to ``command_id``; (success, error text). Large lines are only
-    looked at from their start: the response envelope comes first."""
-    assert proc.stdout is not None
-    marker = f'"id":"{command_id}"'.encode()
-    while line := proc.stdout.readline():
-        head = line[:300]
-        if b'"type":"response"' not in head or marker not in head:
-            continue
-        if b'"success":true' in head:
-            return True, ""
-        return False, str(json.loads(line).get("error"))
-    raise RuntimeError("agent exited")
+    """Read records until the response to ``command_id``; (success, error text)."""
+    line = response(proc, command_id)
+    if b'"success":true' in line[:300]:
+        return True, ""
+    return False, str(json.loads(line).get("error"))
 
 
 def measure(cmd: list[str], session: Path, commands: tuple[tuple[str, dict[str, Any]], ...] = COMMANDS) -> Result:
