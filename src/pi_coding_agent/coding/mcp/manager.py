@@ -44,6 +44,7 @@ class McpManager:
         self._owners: dict[str, str] = {}  # pi name -> "server\0tool", so names stay stable
         self._resource_tools = [ResourceTool(name, "hidden", self.resource_servers) for name in RESOURCE_TOOLS]
         self._startup: asyncio.Task[None] | None = None
+        self._closing: set[asyncio.Task[None]] = set()  # connections of removed servers, still stopping
         self._reported: set[tuple[str, str]] = set()  # (server, tool) whose bad schema was reported
         self._waited_for_direct = False
         # set by the codemode tool once it exists; until then codemode servers are reached like deferred ones
@@ -56,6 +57,24 @@ class McpManager:
         for entry in self.config.servers:
             if entry.name not in self.connections:  # an extension's server may have connected already
                 self._connect(entry)
+        self.report_when_settled()
+
+    def renew(self) -> None:
+        """A session replacement kept these connections: do what pi's rebuilt runtime does again.
+        Servers that are not connected (failed, waiting for sign-in, dropped) try again, the next
+        prompt waits for direct servers again, and problems are reported once the attempts settled;
+        connected servers are left alone."""
+        for connection in self.connections.values():
+            if connection.state in ("failed", "needs-auth", "disconnected"):
+                connection.start()
+        self._waited_for_direct = False
+        self.report_when_settled()
+
+    def report_when_settled(self) -> None:
+        """One "need attention" report once every connection attempt settled (a pending one is dropped:
+        the session it was for is gone)."""
+        if self._startup is not None:
+            self._startup.cancel()
         self._startup = asyncio.create_task(self._report_after_startup())
 
     def _connect(self, entry: ServerEntry) -> None:
@@ -71,11 +90,34 @@ class McpManager:
         clash = next((e for e in self.config.servers if namespace(e.name) == namespace(entry.name)), None)
         if clash is not None and (clash.name, clash.source, clash.config) == (entry.name, entry.source, entry.config):
             return None  # registered again by the extension's next generation (a reload): it stays connected
-        if clash is not None:
+        if clash is not None and (clash.scope, clash.name, clash.source) == (entry.scope, entry.name, entry.source):
+            self.remove_server(clash.name)  # the same registrant with another config replaces its server
+        elif clash is not None:
             return f'"{entry.name}" registered by {entry.source} is overridden by "{clash.name}" in {clash.source}'
         self.config.servers.append(entry)
         self._connect(entry)
         return None
+
+    def remove_server(self, name: str) -> None:
+        """Withdraw a registered server at once (its tools become unreachable); its process is stopped
+        in the background, and ``close`` waits for that."""
+        self.config.servers = [e for e in self.config.servers if e.name != name]
+        connection = self.connections.pop(name, None)
+        for tool in self._tools.values():
+            if tool.server == name:
+                tool.available = False
+        self._sync_resource_tools()
+        for listener in self.on_tools_changed:
+            listener()
+        if connection is not None:
+            closing = asyncio.create_task(connection.close())
+            self._closing.add(closing)
+            closing.add_done_callback(self._closing.discard)
+
+    async def settle_removals(self) -> None:
+        """Wait until the servers ``remove_server`` withdrew have stopped."""
+        if self._closing:
+            await asyncio.gather(*self._closing, return_exceptions=True)
 
     async def _report_after_startup(self) -> None:
         await self.wait_for(list(self.connections.values()))
@@ -114,6 +156,7 @@ class McpManager:
         if self._startup is not None:
             self._startup.cancel()
         await asyncio.gather(*(c.close() for c in self.connections.values()), return_exceptions=True)
+        await self.settle_removals()
 
     async def reconnect(self, name: str) -> str | None:
         """Drop and reopen one connection; an error message when it did not come back."""
