@@ -88,12 +88,16 @@ async def finish_replacement(runtime: SessionRuntime) -> None:
         await runtime.mcp.replaced()
 
 
-def use_client_servers(runtime: SessionRuntime, servers: dict[str, dict[str, Any]]) -> dict[str, str]:
-    """An ACP client's ``mcpServers`` for the session (``McpSession.use_client_servers``); every one is
-    refused while MCP is off."""
-    if not isinstance(runtime.mcp, McpSession):
+async def use_client_servers(runtime: SessionRuntime, servers: dict[str, dict[str, Any]]) -> dict[str, str]:
+    """An ACP client's ``mcpServers`` for the session (``McpSession.use_client_servers``), the ones it
+    dropped stopped before this returns; every one is refused while MCP is off."""
+    mcp = runtime.mcp
+    if not isinstance(mcp, McpSession):
         return dict.fromkeys(servers, "MCP is disabled in this session (--no-mcp or -builtin:mcp)")
-    return runtime.mcp.use_client_servers(servers)
+    refused = mcp.use_client_servers(servers)
+    if mcp.manager is not None:
+        await mcp.manager.settle_removals()
+    return refused
 
 
 class McpSession:
