@@ -189,3 +189,36 @@ async def test_dropped_extension_server_matches_reference(tmp_path: Path) -> Non
     reference = await _play("reference", tmp_path, {}, moves=moves, extension=_extension("reference"))
     assert ours.steps == reference.steps
     assert [step[1] for step in ours.steps] == [["mcp__kept__echo", "mcp__once__echo"], *[["mcp__kept__echo"]] * 3]
+
+
+def _changing_extension(kind: str) -> str:
+    """``ext`` with a description that changes once the user's mcp.json exists (an empty one, which
+    configures nothing and so restarts nothing by itself)."""
+    entry = json.dumps(_fake(Path("{log}"), "ext"))
+    if kind == "ours":
+        return ("import json, os\n\ndef setup(pi):\n    config = json.loads(" + repr(entry) + ")\n"
+                "    if os.path.exists(os.path.join(os.environ['PI_CODING_AGENT_DIR'], 'mcp.json')):\n"
+                "        config['description'] = 'second'\n    pi.register_mcp_server('ext', config)\n")
+    return ("import { existsSync } from 'node:fs';\nimport { join } from 'node:path';\n"
+            f"export default function (pi: any) {{\n  const config: any = {entry};\n"
+            "  if (existsSync(join(process.env.PI_CODING_AGENT_DIR!, 'mcp.json'))) config.description = 'second';\n"
+            "  pi.registerMcpServer('ext', config);\n}\n")
+
+
+CHANGE: list[Any] = [("new", {}), ("new", {"global": {}})]
+
+
+async def test_a_server_registered_again_with_another_config_restarts(tmp_path: Path) -> None:
+    seen = await _play("ours", tmp_path, {}, moves=CHANGE, extension=_changing_extension("ours"))
+    assert [step[1:] for step in seen.steps] == [(["mcp__ext__echo"], ["ext ROOT/work"])] * 3
+    assert seen.started == ["ext ROOT/work", "ext ROOT/work"]  # the same config kept it, a new one restarted it
+    assert seen.left_running == ["ext ROOT/work"]  # only across the first new_session
+    assert "overridden" not in seen.stderr
+
+
+@needs_reference
+async def test_changed_registration_matches_reference(tmp_path: Path) -> None:
+    ours = await _play("ours", tmp_path, {}, moves=CHANGE, extension=_changing_extension("ours"))
+    reference = await _play("reference", tmp_path, {}, moves=CHANGE, extension=_changing_extension("reference"))
+    assert ours.steps == reference.steps
+    assert reference.started == ["ext ROOT/work"] * 3 and reference.left_running == []
