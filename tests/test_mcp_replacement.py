@@ -54,6 +54,21 @@ def _config(log: Path) -> dict[str, Any]:
         "hid": _fake(log, "hid", "codemode")}}
 
 
+def _is_report(record: Record) -> bool:
+    return str(record.get("message", "")).startswith("MCP servers need attention")
+
+
+async def _notices_after(talk: Conversation, command: dict[str, Any]) -> list[tuple[str, str]]:
+    """The MCP notifications from sending ``command`` up to its response and the "need attention"
+    report (none within ``REPORT_WAIT_S``: the list lacks it)."""
+    await talk.send(command)
+    records = await talk.read_until(lambda r: r["type"] == "response")
+    if not any(map(_is_report, records)):
+        with contextlib.suppress(TimeoutError):
+            records += await asyncio.wait_for(talk.read_until(_is_report), REPORT_WAIT_S)
+    return _mcp_notices(records, talk.workspace.root)
+
+
 async def _hear(kind: str, root: Path) -> Heard:
     """Start in work, prompt once, then new_session, switch_session to a session of work, to one of
     another directory (with a failing server of its own) and back, and fork: after each, every
@@ -72,13 +87,7 @@ async def _hear(kind: str, root: Path) -> Heard:
         heard = Heard()
 
         async def point(label: str, command: dict[str, Any]) -> None:
-            await talk.send(command)
-            records = await talk.read_until(lambda r: r["type"] == "response")
-            if not any(str(r.get("message", "")).startswith("MCP servers need attention") for r in records):
-                with contextlib.suppress(TimeoutError):  # none came: the point's list lacks it
-                    records += await asyncio.wait_for(talk.read_until(
-                        lambda r: str(r.get("message", "")).startswith("MCP servers need attention")), REPORT_WAIT_S)
-            heard.points.append((label, _mcp_notices(records, ws.root)))
+            heard.points.append((label, await _notices_after(talk, command)))
 
         def pids() -> list[tuple[int, str]]:
             lines = log.read_text().splitlines() if log.exists() else []
@@ -222,3 +231,54 @@ async def test_changed_registration_matches_reference(tmp_path: Path) -> None:
     reference = await _play("reference", tmp_path, {}, moves=CHANGE, extension=_changing_extension("reference"))
     assert ours.steps == reference.steps
     assert reference.started == ["ext ROOT/work"] * 3 and reference.left_running == []
+
+
+EARLY_AND_LATE = {
+    "ours": """
+        def setup(pi):
+            pi.register_mcp_server('early', {'command': '/nonexistent/early'})
+            pi.on('session_start', lambda event, ctx: pi.register_mcp_server('late', {'command': '/nonexistent/late'}))
+            pi.register_command('later', handler=lambda args, ctx: pi.register_mcp_server(
+                'later', {'command': '/nonexistent/later'}))
+    """,
+    "reference": """
+        export default function (pi: any) {
+          pi.registerMcpServer('early', {command: '/nonexistent/early'});
+          pi.on('session_start', () => { pi.registerMcpServer('late', {command: '/nonexistent/late'}); });
+          pi.registerCommand('later', {handler: async () => {
+            pi.registerMcpServer('later', {command: '/nonexistent/later'}); }});
+        }
+    """,
+}
+
+
+async def _extension_reports(kind: str, root: Path) -> list[list[tuple[str, str]]]:
+    """The reports at start, after two new_sessions and after a command, with a failing server in
+    mcp.json and three an extension registers: one while it loads, one at each session start, one
+    from its command (reported on its own, as pi reports servers registered later)."""
+    with FakeLLMServer() as server:
+        ws = Workspace.create(root / kind, server.url)
+        (ws.agent_dir / "mcp.json").write_text(json.dumps({"mcpServers": {"gone": {"command": "/nonexistent/server"}}}))
+        proc = await ws.spawn_with(kind, EARLY_AND_LATE, "--no-session")
+        talk = Conversation(proc, server, ws)
+        try:
+            return [await _notices_after(talk, command) for command in
+                    ({"type": "get_state"}, {"type": "new_session"}, {"type": "new_session"},
+                     {"type": "prompt", "message": "/later"})]
+        finally:
+            await proc.kill()
+
+
+EXTENSION_REPORT = [("warning", "MCP servers need attention:\n  gone: failed: spawn /nonexistent/server ENOENT\n"
+                     "  early: failed: spawn /nonexistent/early ENOENT\n  late: failed: spawn /nonexistent/late ENOENT\n"
+                     "Run /mcp to fix.")]
+
+
+async def test_extension_servers_are_in_the_one_report_after_the_files(tmp_path: Path) -> None:
+    assert await _extension_reports("ours", tmp_path) == [*[EXTENSION_REPORT] * 3, [(
+        "warning", "MCP servers need attention:\n  later: failed: spawn /nonexistent/later ENOENT\nRun /mcp to fix.")]]
+
+
+@needs_reference
+async def test_extension_server_reports_match_reference(tmp_path: Path) -> None:
+    assert await _extension_reports("ours", tmp_path) == await _extension_reports("reference", tmp_path)

@@ -196,7 +196,10 @@ class McpSession:
 
     def begin_reload(self) -> None:
         """Before the extensions are set up again: each of their servers stays only if registered again."""
-        servers = self.manager.config.servers if self.manager is not None else []
+        if self.manager is None:
+            return
+        self.manager.quiet = True  # what they register joins the report ``replaced`` asks for
+        servers = self.manager.config.servers
         self._unconfirmed = {e.name for e in servers if e.scope == "extension" and e.source != CLIENT_SOURCE}
 
     async def replaced(self) -> None:
