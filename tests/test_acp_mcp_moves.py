@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from acp.schema import ClientCapabilities, EnvVariable, McpServerStdio
+from acp.schema import ClientCapabilities, EnvVariable, McpServerStdio, TextContentBlock
 
 from tests.acp_client import MODEL_ID, RecordingClient, acp_pi, make_workspace
 from tests.fakes.llm_server import FakeLLMServer
@@ -109,10 +109,29 @@ HOP = """
 def setup(pi):
     async def hop(args, ctx):
         await ctx.switch_session(args.strip())
-        ctx.ui.notify("hopped", "info")
+
+    async def fresh(args, ctx):
+        await ctx.new_session()
 
     pi.register_command("hop", handler=hop)
+    pi.register_command("fresh", handler=fresh)
 """
+
+
+async def test_a_new_session_inside_keeps_the_client_servers(tmp_path: Path, fake_llm: FakeLLMServer) -> None:
+    """An extension command's ``ctx.new_session()`` (same directory) reloads the extensions, which
+    drops the servers they do not register again, but not the client's: same process, still there."""
+    cwd, env = make_workspace(tmp_path, fake_llm)
+    (tmp_path / "hop.py").write_text(HOP)
+    log = Log(tmp_path / "started.log", tmp_path)
+    async with acp_pi(RecordingClient(), cwd, env, "-e", str(tmp_path / "hop.py")) as (conn, _):
+        await conn.initialize(protocol_version=1, client_capabilities=ClientCapabilities())
+        session_id = (await conn.new_session(cwd=str(cwd), mcp_servers=[_server(log.path, "a")])).session_id
+        assert await log.settled(["a ROOT/work"]) == ["a ROOT/work"]
+        reply = await conn.prompt(session_id=session_id, prompt=[TextContentBlock(type="text", text="/fresh")])
+        assert reply.stop_reason == "end_turn"
+        assert log.live() == ["a ROOT/work"] and len(log.starts()) == 1
+    assert await log.settled([]) == []
 
 
 @pytest.mark.skipif(not ACPX.exists(), reason=f"acpx not installed at {ACPX} (scripts/test.sh installs it in CI)")
