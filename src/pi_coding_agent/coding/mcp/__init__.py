@@ -4,9 +4,12 @@ This module is all a session imports when MCP is on but no ``mcp.json`` exists: 
 entry and status, nothing else. The manager, the client and the transports load only once a config
 file is found, and connect in the background so the command loop never waits for a server.
 
-Seams in the session (each one call): ``start_mcp`` from ``create_session``, ``restart_mcp`` when a
-session replacement enters another directory, and on the returned ``McpSession``: ``command_entry``
-(get_commands), ``handle_input`` (``/mcp``), ``before_prompt``, ``prompt_sections`` and ``close``.
+Seams in the session (each one call): ``start_mcp`` from ``create_session``; for a session
+replacement ``restart_mcp`` (another directory) or ``refresh_mcp`` (the same one), then
+``begin_replacement`` before the extensions reload and ``finish_replacement`` after it;
+``use_client_servers`` for an ACP client's list; and on the returned ``McpSession``:
+``command_entry`` (get_commands), ``handle_input`` (``/mcp``), ``before_prompt``,
+``prompt_sections`` and ``close``.
 """
 
 from __future__ import annotations
