@@ -95,9 +95,10 @@ async def _play(kind: str, root: Path, servers: dict[str, dict[str, Any]], *args
 
         write(servers)
         sessions = {"other": _session(ws, "other.jsonl", other, 1), "work": _session(ws, "back.jsonl", ws.cwd, 2)}
-        if extension is not None:
-            (ws.root / "ext.py").write_text(extension.replace("{log}", str(log)))
-            args = (*args, "-e", str(ws.root / "ext.py"))
+        if extension is not None:  # Python source for ours, TypeScript for the reference
+            source = ws.root / ("ext.py" if kind == "ours" else "ext.ts")
+            source.write_text(extension.replace("{log}", str(log)))
+            args = (*args, "-e", str(source))
         proc = await ws.spawn(kind, "--no-session", *args)
         talk = Conversation(proc, server, ws)
         seen = Seen()

@@ -4,8 +4,10 @@ A replacement lets extensions veto it, tears the current run down, opens the new
 extensions the old session ended and reloads the transcript. A store recorded in another directory
 moves the session there: that project's trust, settings, resources and tools (``runtime.move_to``),
 its MCP servers and its extensions replace the old ones, as pi rebuilds its runtime in that
-directory. The functions work on the session through ``ReplacementHost``, so the session module
-keeps only the state a replacement resets (``rebind``).
+directory. In the same directory the MCP connections are kept, but what pi's rebuilt MCP support
+does at a session start is done again (``coding/mcp``: ``finish_replacement``). The functions work
+on the session through ``ReplacementHost``, so the session module keeps only the state a
+replacement resets (``rebind``).
 """
 
 from __future__ import annotations
@@ -78,14 +80,16 @@ async def replace_session(
     trusted = await ext.project_trust(Path(sm.cwd)) if ext is not None else None
     rt.move_to(Path(sm.cwd), trusted)
     host.rebind(sm)
+    from pi_coding_agent.coding.mcp import begin_replacement, finish_replacement, refresh_mcp
+
     if rt.cwd != cwd:
         ext = await _enter_project(host, ext)
-    elif rt.mcp is not None:
-        from pi_coding_agent.coding.mcp import refresh_mcp
-
+    else:
         await refresh_mcp(rt)  # mcp.json edited since: its servers follow
+    begin_replacement(rt)  # the extensions' servers stay only if their next generation registers them
     if ext is not None:
         await ext.reload(reason, None if old.session_file is None else str(old.session_file))
+    await finish_replacement(rt)  # as pi's MCP support at every session start: retry, report
     return {"cancelled": False}
 
 

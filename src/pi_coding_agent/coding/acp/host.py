@@ -87,15 +87,12 @@ class BootstrapHost:
         return _agent_session(session).rt.settings.get(dotted_key)
 
     async def connect_mcp_servers(self, session: SessionPort, servers: dict[str, dict[str, Any]]) -> None:
-        """The client's servers join the session's MCP connections; one that cannot is reported on stderr."""
-        mcp = _agent_session(session).rt.mcp
-        for name, config in sorted(servers.items()):
-            try:
-                if mcp is None:
-                    raise ValueError("MCP is disabled in this session (--no-mcp or -builtin:mcp)")
-                mcp.register_server(name, config, "acp")
-            except ValueError as exc:
-                print(f"pi: MCP server {name} from the ACP client not connected: {exc}", file=sys.stderr)
+        """The client's servers become the session's client servers (a later list replaces an earlier
+        one); one that cannot join is reported on stderr."""
+        from pi_coding_agent.coding.mcp import use_client_servers
+
+        for name, reason in sorted((await use_client_servers(_agent_session(session).rt, servers)).items()):
+            print(f"pi: MCP server {name} from the ACP client not connected: {reason}", file=sys.stderr)
 
 
 def _agent_session(session: SessionPort) -> AgentSession:

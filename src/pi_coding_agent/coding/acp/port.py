@@ -103,7 +103,8 @@ class SessionHost(Protocol):
     def setting(self, session: SessionPort, dotted_key: str) -> Any: ...
 
     async def connect_mcp_servers(self, session: SessionPort, servers: dict[str, dict[str, Any]]) -> None:
-        """Hand the client's MCP servers to pi's MCP manager (the seam for ``coding/mcp``)."""
+        """Hand the client's MCP servers to pi's MCP manager (the seam for ``coding/mcp``); a later
+        list for the same session replaces the earlier one."""
         ...
 
     def list_sessions(self, cwd: Path | None) -> list[dict[str, Any]]: ...

@@ -4,9 +4,12 @@ This module is all a session imports when MCP is on but no ``mcp.json`` exists: 
 entry and status, nothing else. The manager, the client and the transports load only once a config
 file is found, and connect in the background so the command loop never waits for a server.
 
-Seams in the session (each one call): ``start_mcp`` from ``create_session``, ``restart_mcp`` when a
-session replacement enters another directory, and on the returned ``McpSession``: ``command_entry``
-(get_commands), ``handle_input`` (``/mcp``), ``before_prompt``, ``prompt_sections`` and ``close``.
+Seams in the session (each one call): ``start_mcp`` from ``create_session``; for a session
+replacement ``restart_mcp`` (another directory) or ``refresh_mcp`` (the same one), then
+``begin_replacement`` before the extensions reload and ``finish_replacement`` after it;
+``use_client_servers`` for an ACP client's list; and on the returned ``McpSession``:
+``command_entry`` (get_commands), ``handle_input`` (``/mcp``), ``before_prompt``,
+``prompt_sections`` and ``close``.
 """
 
 from __future__ import annotations
@@ -61,8 +64,9 @@ async def restart_mcp(runtime: SessionRuntime) -> None:
     if isinstance(old, McpSession):
         await old.stop()
     runtime.mcp = mcp = start_mcp(runtime, runtime.project_trusted)
-    for name, config in kept.items():
-        if mcp is not None:
+    if mcp is not None:
+        mcp.restarted = True
+        for name, config in kept.items():
             mcp.register_server(name, config, CLIENT_SOURCE)
 
 
@@ -73,6 +77,30 @@ async def refresh_mcp(runtime: SessionRuntime) -> None:
     mcp = runtime.mcp
     if isinstance(mcp, McpSession) and mcp.files_changed():
         await restart_mcp(runtime)
+
+
+def begin_replacement(runtime: SessionRuntime) -> None:
+    """Before a replacement reloads the extensions (``McpSession.begin_reload``)."""
+    if isinstance(runtime.mcp, McpSession):
+        runtime.mcp.begin_reload()
+
+
+async def finish_replacement(runtime: SessionRuntime) -> None:
+    """After the reload: what pi's MCP support does at every session start (``McpSession.replaced``)."""
+    if isinstance(runtime.mcp, McpSession):
+        await runtime.mcp.replaced()
+
+
+async def use_client_servers(runtime: SessionRuntime, servers: dict[str, dict[str, Any]]) -> dict[str, str]:
+    """An ACP client's ``mcpServers`` for the session (``McpSession.use_client_servers``), the ones it
+    dropped stopped before this returns; every one is refused while MCP is off."""
+    mcp = runtime.mcp
+    if not isinstance(mcp, McpSession):
+        return dict.fromkeys(servers, "MCP is disabled in this session (--no-mcp or -builtin:mcp)")
+    refused = mcp.use_client_servers(servers)
+    if mcp.manager is not None:
+        await mcp.manager.settle_removals()
+    return refused
 
 
 class McpSession:
@@ -86,6 +114,8 @@ class McpSession:
         self.activated_codemode = False  # codemode was made active by these servers (not by defaultTools)
         self._held = not connect  # connections wait for ``connect()``
         self._warned = False  # the unreachable-tools warning is given once per session start
+        self._unconfirmed: set[str] = set()  # extensions' servers a reload has not registered again yet
+        self.restarted = False  # started by a replacement: its own start did what ``replaced`` redoes
 
     def start(self) -> None:
         config = self._read_files()
@@ -143,11 +173,56 @@ class McpSession:
             raise ValueError(validated)
         if source == CLIENT_SOURCE:
             self.client_servers[name] = config
+        self._unconfirmed.discard(name)
         manager = self.manager or self._start_manager(McpConfig())
         overridden = manager.add_server(ServerEntry(name, validated, source, "extension"))
         if overridden:
             print(f"Warning: MCP server {overridden}", file=sys.stderr)
         self._activate_discovery()
+
+    def use_client_servers(self, servers: dict[str, dict[str, Any]]) -> dict[str, str]:
+        """The ACP client's servers are now ``servers``: the ones it no longer lists stop, new and
+        changed ones start, unchanged ones keep their connection. Returns why each refused one was."""
+        for name in [n for n in self.client_servers if n not in servers]:
+            del self.client_servers[name]
+            if self.manager is not None:
+                self.manager.remove_server(name)
+        refused: dict[str, str] = {}
+        for name, config in sorted(servers.items()):
+            try:
+                self.register_server(name, config, CLIENT_SOURCE)
+            except ValueError as exc:
+                refused[name] = str(exc)
+        return refused
+
+    # ------------------------------------------------------------------ session replacements
+
+    def begin_reload(self) -> None:
+        """Before the extensions are set up again: each of their servers stays only if registered again."""
+        if self.manager is None:
+            return
+        self.manager.quiet = True  # what they register joins the report ``replaced`` asks for
+        servers = self.manager.config.servers
+        self._unconfirmed = {e.name for e in servers if e.scope == "extension" and e.source != CLIENT_SOURCE}
+
+    async def replaced(self) -> None:
+        """After a replacement and the extensions' reload, as pi's MCP support at its session start:
+        servers no extension registered again are dropped, the unreachable-tools warning may be
+        given again, and servers that are not connected retry, then problems are reported."""
+        unconfirmed, self._unconfirmed = self._unconfirmed, set()
+        manager = self.manager
+        if manager is None:
+            self.restarted = False
+            return
+        for name in sorted(unconfirmed):
+            manager.remove_server(name)
+        await manager.settle_removals()
+        if not self.restarted:
+            self._warned = False
+        self.restarted = False
+        self._activate_discovery()
+        if not self._held:  # held connections have not started: their start reports
+            manager.renew()
 
     def notify(self, message: str, kind: str) -> None:
         notify = getattr(self.runtime.ui, "notify", None)

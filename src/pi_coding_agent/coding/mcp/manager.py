@@ -44,6 +44,9 @@ class McpManager:
         self._owners: dict[str, str] = {}  # pi name -> "server\0tool", so names stay stable
         self._resource_tools = [ResourceTool(name, "hidden", self.resource_servers) for name in RESOURCE_TOOLS]
         self._startup: asyncio.Task[None] | None = None
+        self._closing: set[asyncio.Task[None]] = set()  # connections of removed servers, still stopping
+        self._late: set[asyncio.Task[None]] = set()  # reports for servers registered after start-up
+        self.quiet = False  # a replacement reloads the extensions: their servers join its report instead
         self._reported: set[tuple[str, str]] = set()  # (server, tool) whose bad schema was reported
         self._waited_for_direct = False
         # set by the codemode tool once it exists; until then codemode servers are reached like deferred ones
@@ -56,6 +59,24 @@ class McpManager:
         for entry in self.config.servers:
             if entry.name not in self.connections:  # an extension's server may have connected already
                 self._connect(entry)
+        self.report_when_settled()
+
+    def renew(self) -> None:
+        """A session replacement kept these connections: do what pi's rebuilt runtime does again.
+        Servers that are not connected (failed, waiting for sign-in, dropped) try again, the next
+        prompt waits for direct servers again, and problems are reported once the attempts settled;
+        connected servers are left alone."""
+        for connection in self.connections.values():
+            if connection.state in ("failed", "needs-auth", "disconnected"):
+                connection.start()
+        self._waited_for_direct = False
+        self.report_when_settled()
+
+    def report_when_settled(self) -> None:
+        """One "need attention" report once every connection attempt settled; pending ones are dropped
+        (the session they were for is gone, or this one covers their servers)."""
+        self._cancel_reports()
+        self.quiet = False
         self._startup = asyncio.create_task(self._report_after_startup())
 
     def _connect(self, entry: ServerEntry) -> None:
@@ -71,17 +92,64 @@ class McpManager:
         clash = next((e for e in self.config.servers if namespace(e.name) == namespace(entry.name)), None)
         if clash is not None and (clash.name, clash.source, clash.config) == (entry.name, entry.source, entry.config):
             return None  # registered again by the extension's next generation (a reload): it stays connected
-        if clash is not None:
+        if clash is not None and (clash.scope, clash.name, clash.source) == (entry.scope, entry.name, entry.source):
+            self.remove_server(clash.name)  # the same registrant with another config replaces its server
+        elif clash is not None:
             return f'"{entry.name}" registered by {entry.source} is overridden by "{clash.name}" in {clash.source}'
         self.config.servers.append(entry)
         self._connect(entry)
+        connection = self.connections.get(entry.name)
+        if connection is not None and not self.quiet and self._startup is not None and self._startup.done():
+            self._track(asyncio.create_task(self._report_late(connection)))
         return None
 
+    def remove_server(self, name: str) -> None:
+        """Withdraw a registered server at once (its tools become unreachable); its process is stopped
+        in the background, and ``close`` waits for that."""
+        self.config.servers = [e for e in self.config.servers if e.name != name]
+        connection = self.connections.pop(name, None)
+        for tool in self._tools.values():
+            if tool.server == name:
+                tool.available = False
+        self._sync_resource_tools()
+        for listener in self.on_tools_changed:
+            listener()
+        if connection is not None:
+            self._closing.add(closing := asyncio.create_task(connection.close()))
+            closing.add_done_callback(self._closing.discard)
+
+    def _cancel_reports(self) -> None:
+        for task in [self._startup, *self._late]:
+            if task is not None:
+                task.cancel()
+
+    def _track(self, task: asyncio.Task[None]) -> None:
+        self._late.add(task)
+        task.add_done_callback(self._late.discard)
+
+    async def settle_removals(self) -> None:
+        """Wait until the servers ``remove_server`` withdrew have stopped."""
+        if self._closing:
+            await asyncio.gather(*self._closing, return_exceptions=True)
+
     async def _report_after_startup(self) -> None:
-        await self.wait_for(list(self.connections.values()))
-        lines = [f"config: {error}" for error in self.config.errors]
-        lines += [f"{c.name}: {describe_state(c)}" for c in self.connections.values()
-                  if c.state in ("failed", "needs-auth")]
+        """Config errors and the servers needing attention, files first; servers registered while
+        the others were still connecting are waited for and join this report."""
+        waited: list[ServerConnection] = []
+        while pending := [c for c in self.connections.values() if c not in waited]:
+            await self.wait_for(pending)
+            waited += pending
+        listed = [c for e in self.config.servers if (c := self.connections.get(e.name)) is not None]
+        self._report([f"config: {error}" for error in self.config.errors], listed)
+
+    async def _report_late(self, connection: ServerConnection) -> None:
+        """A server registered after the start-up report: its own report once it settled, as pi's."""
+        await self.wait_for([connection])
+        if not self.quiet and self.connections.get(connection.name) is connection:
+            self._report([], [connection])
+
+    def _report(self, lines: list[str], connections: list[ServerConnection]) -> None:
+        lines = lines + [f"{c.name}: {describe_state(c)}" for c in connections if c.state in ("failed", "needs-auth")]
         if lines:
             body = "\n".join(f"  {line}" for line in lines)
             self.notify(f"MCP servers need attention:\n{body}\nRun /mcp to fix.", "warning")
@@ -111,9 +179,9 @@ class McpManager:
             self.notify("MCP servers are still connecting; their tools become available once connected.", "info")
 
     async def close(self) -> None:
-        if self._startup is not None:
-            self._startup.cancel()
+        self._cancel_reports()
         await asyncio.gather(*(c.close() for c in self.connections.values()), return_exceptions=True)
+        await self.settle_removals()
 
     async def reconnect(self, name: str) -> str | None:
         """Drop and reopen one connection; an error message when it did not come back."""

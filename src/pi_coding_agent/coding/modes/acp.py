@@ -201,7 +201,11 @@ class AcpAgent:
         session_id = params.get("sessionId")
         if not isinstance(session_id, str):
             raise RpcError(INVALID_PARAMS, "Invalid params", "sessionId must be a string")
-        live = self.sessions.get(session_id) or await self._open(params, session_id)
+        live = self.sessions.get(session_id)
+        if live is None:
+            live = await self._open(params, session_id)
+        else:  # loaded again while open: the servers it names now are the session's
+            await self.host.connect_mcp_servers(live.session, mcp_entries(params.get("mcpServers")))
         live.replay()
         return self._session_state(live)
 
