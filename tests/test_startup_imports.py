@@ -209,3 +209,15 @@ def test_start_reading_a_radius_catalog_from_the_store_stays_light(tmp_path):
     assert [m["id"] for m in response["data"]["models"]] == ["house-blend"]  # type: ignore[index]
     assert sorted(m for m in modules if m.split(".")[0] in HEAVY) == []
     assert sorted(m for m in modules if m.startswith("pi_coding_agent.ai.oauth")) == []
+
+
+def test_start_with_an_extension_loads_its_runtime_but_not_the_run_machinery(tmp_path):
+    """An extension brings the extension runtime (#20: within 10 % of a bare start), not the run loop,
+    the tools, the prompt builder or the resource readers, which its hooks reach with the first run."""
+    example = Path(__file__).parents[1] / "src/pi_coding_agent/coding/extensions/examples/permission_gate.py"
+    response, modules = start_and_get_state(tmp_path, "-e", str(example))
+    assert response["success"] is True
+    assert "pi_coding_agent.coding.extensions.runner" in modules  # the extension did load
+    assert sorted(m for m in modules if m in FIRST_USE) == []
+    assert sorted(m for m in modules if m in DEFERRED_STDLIB) == []
+    assert not {"pi_coding_agent.coding.resources.skills", "pi_coding_agent.coding.resources.prompt_templates"} & modules

@@ -13,14 +13,11 @@ from collections.abc import Awaitable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, cast
 
-from pi_coding_agent.agent.loop import default_context
 from pi_coding_agent.ai.types import now_ms
 from pi_coding_agent.coding.extensions.boundaries import Boundaries
 from pi_coding_agent.coding.extensions.dispatch import FAILED, propagate
-from pi_coding_agent.coding.extensions.prompt_options import sections_from_options
 from pi_coding_agent.coding.extensions.provider_events import with_provider_events
 from pi_coding_agent.coding.extensions.registry import custom_message
-from pi_coding_agent.coding.resources.system_prompt import SystemState, render_system_prompt
 
 if TYPE_CHECKING:
     from pi_coding_agent.agent.tool import ToolResult
@@ -52,7 +49,12 @@ class AgentHooks(Boundaries):
         finish = hooks.finish_turn
 
         def build_context(messages: list[dict[str, Any]]) -> Context:
-            context = build(messages) if build is not None else default_context(messages, self.rt.agent.tools)
+            if build is None:  # the loop's default loads with the first run, as without extensions
+                from pi_coding_agent.agent.loop import default_context
+
+                context = default_context(messages, self.rt.agent.tools)
+            else:
+                context = build(messages)
             if self._system_prompt is not None:
                 context["systemPrompt"] = self._system_prompt
             return context
@@ -237,8 +239,11 @@ class AgentHooks(Boundaries):
         def current_prompt(forced: str | None) -> str:
             if forced is not None:
                 return forced
-            return system_prompt if options == original else render_system_prompt(
-                sections_from_options(options, self.rt))
+            if options == original:
+                return system_prompt
+            from pi_coding_agent.coding.resources.system_prompt import render_system_prompt
+
+            return render_system_prompt(_sections(options, self.rt))
 
         def step(forced: str | None, result: Any, _: Extension) -> str | None:
             if not isinstance(result, dict):
@@ -263,9 +268,11 @@ class AgentHooks(Boundaries):
             tools = self.rt.all_tools
             self.rt.agent.set_tools([tools[n] for n in dict.fromkeys(options.get("selectedTools") or [])
                                      if n in tools])
+        from pi_coding_agent.coding.resources.system_prompt import SystemState
+
         rest = [m for m in messages if m.get("role") != "system"]
         state = SystemState.replay(self.rt.agent.messages)
-        patch = state.patch_to(sections_from_options(options, self.rt), self.rt.tool_declarations())
+        patch = state.patch_to(_sections(options, self.rt), self.rt.tool_declarations())
         return [patch, *rest] if patch else rest
 
 
@@ -324,3 +331,11 @@ def _normalise_images(content: list[Any], policy: ImagePolicy) -> list[Any]:
 def _patched(result: ToolResult, patch: dict[str, Any]) -> ToolResult:
     return replace(result, content=patch.get("content", result.content), details=patch.get("details", result.details),
                    is_error=patch.get("isError", result.is_error), usage=patch.get("usage", result.usage))
+
+
+def _sections(options: dict[str, Any], runtime: SessionRuntime) -> dict[str, str]:
+    """The prompt sections of a handler's edited ``systemPromptOptions`` (the prompt machinery loads
+    with the first run that has ``before_agent_start`` handlers, not with the extensions)."""
+    from pi_coding_agent.coding.extensions.prompt_options import sections_from_options
+
+    return sections_from_options(options, runtime)

@@ -20,12 +20,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pi_coding_agent.coding.extensions.dispatch import FAILED
-from pi_coding_agent.coding.resources.prompt_templates import load_prompt_templates
-from pi_coding_agent.coding.resources.skills import load_skills
 
 if TYPE_CHECKING:
     from pi_coding_agent.coding.extensions.dispatch import Dispatcher
     from pi_coding_agent.coding.extensions.registry import Extension
+    from pi_coding_agent.coding.runtime import SessionRuntime
 
 Found = dict[str, list[tuple[str, str]]]  # result key -> (path, extension path)
 KEYS = ("skillPaths", "promptPaths")  # themePaths: see the module docstring
@@ -48,6 +47,15 @@ async def discover_resources(dispatcher: Dispatcher, reason: str = "startup") ->
 
     empty: Found = {key: [] for key in KEYS}
     found = await dispatcher.chain("resources_discover", empty, lambda _: event, collect)
+    if found["skillPaths"] or found["promptPaths"]:
+        _add_found(rt, found)
+
+
+def _add_found(rt: SessionRuntime, found: Found) -> None:
+    """Load what the handlers named (the readers are imported only when one named something)."""
+    from pi_coding_agent.coding.resources.prompt_templates import load_prompt_templates
+    from pi_coding_agent.coding.resources.skills import load_skills
+
     resources = rt.resources
     for path, ext_path in found["skillPaths"]:
         skills, warnings = load_skills(rt.agent_dir, rt.cwd, rt.project_trusted, [path], [], include_defaults=False)
