@@ -11,12 +11,12 @@ from tests.rpc_helpers import RpcProcess
 
 
 def _alive(pid: int) -> bool:
-    try:
+    try:  # a zombie waiting for its reaper, or one reaped between the kill and the read, is gone
         os.kill(pid, 0)
-    except ProcessLookupError:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
         return False
-    with open(f"/proc/{pid}/stat") as handle:  # a zombie waiting for its reaper is gone for our purposes
-        return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
 
 
 async def _gone(pid: int, seconds: float = 10) -> bool:

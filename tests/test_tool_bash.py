@@ -33,13 +33,12 @@ def text_of(result: ToolResult) -> str:
 
 
 def alive(pid: int) -> bool:
-    try:
+    try:  # a zombie is dead for our purposes; so is one reaped between the kill and the read
         os.kill(pid, 0)
-    except ProcessLookupError:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
         return False
-    # A zombie is dead for our purposes.
-    with open(f"/proc/{pid}/stat") as handle:
-        return handle.read().split(")")[-1].split()[0] != "Z"
 
 
 async def wait_gone(pid: int) -> bool:
