@@ -44,7 +44,7 @@ def fake_agent_env(home: Path, server_url: str, settings: dict[str, Any] | None 
 
 def rpc_turns(kind: str, argv: list[str], env: dict[str, str], cwd: Path, prompts: list[dict[str, Any]],
               linger_s: float = 0.0) -> None:
-    """``pi --mode rpc <argv>`` on one side: each prompt sent once the previous turn ended (another
+    """``pi --mode rpc <argv>`` on one side: each prompt sent once the previous run settled (another
     command once the previous one was answered), then killed.
 
     ``linger_s`` keeps the process alive after the last turn (for background work such as cache warming).
@@ -60,7 +60,7 @@ def rpc_turns(kind: str, argv: list[str], env: dict[str, str], cwd: Path, prompt
         for prompt in prompts:
             proc.stdin.write(json.dumps(prompt) + "\n")
             proc.stdin.flush()
-            ends = "agent_end" if prompt.get("type") == "prompt" else "response"
+            ends = "agent_settled" if prompt.get("type") == "prompt" else "response"
             for line in proc.stdout:
                 if json.loads(line).get("type") == ends:
                     break

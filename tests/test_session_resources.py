@@ -41,3 +41,33 @@ async def test_the_ended_session_s_codex_socket_is_closed() -> None:
         await asyncio.wait_for(closed["ended"].wait(), 5)
         assert not closed["kept"].is_set() and ("kept", "acct") in codex_websocket._sessions
         await codex_websocket.close_all()
+
+
+def test_an_adapter_another_thread_is_still_importing_is_skipped(tmp_path, monkeypatch) -> None:
+    """The warm-up thread imports adapters while the loop serves commands: a session ending then
+    meets a module in ``sys.modules`` whose functions are not defined yet (``new_session`` failed
+    with "partially initialized module ... has no attribute 'forget'")."""
+    import importlib
+    import sys
+    import threading
+
+    from pi_coding_agent.ai import session_resources
+
+    (tmp_path / "slow_adapter.py").write_text(
+        "import builtins\nbuiltins.slow_adapter_started.set()\nbuiltins.slow_adapter_go.wait(10)\n"
+        "forgotten = []\ndef forget(session_id):\n    forgotten.append(session_id)\n")
+    import builtins
+    monkeypatch.setattr(builtins, "slow_adapter_started", threading.Event(), raising=False)
+    monkeypatch.setattr(builtins, "slow_adapter_go", threading.Event(), raising=False)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(session_resources, "_CLEANUPS", (("slow_adapter", "forget"),))
+    importer = threading.Thread(target=importlib.import_module, args=("slow_adapter",))
+    importer.start()
+    try:
+        assert builtins.slow_adapter_started.wait(10) and "slow_adapter" in sys.modules
+        end_session("while-importing")  # the half-imported module holds nothing yet: skipped
+    finally:
+        builtins.slow_adapter_go.set()
+        importer.join(10)
+    end_session("after")
+    assert sys.modules.pop("slow_adapter").forgotten == ["after"]

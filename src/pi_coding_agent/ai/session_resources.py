@@ -8,11 +8,21 @@ can hold any, so nothing is imported here.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
+from typing import Any
 
 # loaded adapter module -> its function that forgets one session
 _CLEANUPS = (("pi_coding_agent.ai.providers.anthropic_threads", "forget"),
              ("pi_coding_agent.ai.providers.strict_schema", "forget"),
              ("pi_coding_agent.ai.providers.codex_websocket", "end_session"))
+
+
+def _loaded(module_name: str, function: str) -> Callable[..., Any] | None:
+    """``function`` of the module when it is loaded. A module still executing in another thread
+    (the warm-up thread imports the adapters while the loop runs) is in ``sys.modules`` before its
+    functions exist; it cannot hold a session's state yet, so it is skipped like an absent one."""
+    module = sys.modules.get(module_name)
+    return getattr(module, function, None) if module is not None else None
 
 
 def end_session(session_id: str | None) -> None:
@@ -21,6 +31,13 @@ def end_session(session_id: str | None) -> None:
     if session_id is None:
         return
     for module_name, function in _CLEANUPS:
-        module = sys.modules.get(module_name)
-        if module is not None:
-            getattr(module, function)(session_id)
+        cleanup = _loaded(module_name, function)
+        if cleanup is not None:
+            cleanup(session_id)
+
+
+async def close_all() -> None:
+    """At shutdown: close the sockets the Codex adapter keeps open for a session's next turn."""
+    close = _loaded("pi_coding_agent.ai.providers.codex_websocket", "close_all")
+    if close is not None:
+        await close()

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pi_coding_agent.agent.agent import Agent
 from pi_coding_agent.agent.queues import QUEUE_MODES
 from pi_coding_agent.ai.keys import start_prompt
+from pi_coding_agent.ai.session_resources import close_all as close_provider_sessions
 from pi_coding_agent.ai.types import Model
 from pi_coding_agent.coding import llama_command, login_ui
 from pi_coding_agent.coding.bash_runs import BashRuns
@@ -577,9 +578,7 @@ class AgentSession:
         if self.rt.mcp is not None:
             await self.rt.mcp.close()
         self.rt.processes.kill_all()
-        codex = sys.modules.get("pi_coding_agent.ai.providers.codex_websocket")  # loaded by a Codex request
-        if codex is not None:
-            await codex.close_all()  # the session sockets pi keeps for the next turn
+        await close_provider_sessions()  # the Codex sockets pi keeps for the next turn
         self.sm.close()
         self._unsubscribe_agent()
 
