@@ -41,9 +41,9 @@ async def answer(pi: RpcProcess, request: dict[str, Any], **reply: Any) -> None:
 
 async def prompt_text(pi: RpcProcess, message: str, seen: list[dict[str, Any]]) -> str:
     assert (await pi.request({"type": "prompt", "message": message}))["success"] is True
-    records = await pi.read_until(lambda r: r.get("type") == "agent_end")
+    records = await pi.read_until(lambda r: r.get("type") == "agent_settled")  # the next prompt may follow
     seen.extend(records)
-    final = records[-1]["messages"][-1]
+    final = next(r for r in reversed(records) if r["type"] == "agent_end")["messages"][-1]
     return "".join(block.get("text", "") for block in final["content"])
 
 
