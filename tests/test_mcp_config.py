@@ -13,7 +13,8 @@ from pi_coding_agent.coding.mcp.config import ServerEntry, load_config, validate
 from pi_coding_agent.coding.mcp.log import MAX_LOG_BYTES, ServerLog, format_line
 from pi_coding_agent.coding.mcp.naming import namespace, tool_name
 from pi_coding_agent.coding.mcp.results import convert_result, truncate_middle
-from pi_coding_agent.coding.mcp.tool_search import SearchDocument, rank, tokenize
+from pi_coding_agent.coding.mcp.tool_search import rank, tokenize
+from pi_coding_agent.coding.tool_ranking import SearchDocument
 
 
 def write(path: Path, data: object) -> None:

@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pi_coding_agent.coding.mcp.config import McpConfig, ServerEntry
-from pi_coding_agent.coding.mcp.connection import ServerConnection
 from pi_coding_agent.coding.mcp.log import ServerLog
 from pi_coding_agent.coding.mcp.naming import namespace, server_summary, tool_name
 from pi_coding_agent.coding.mcp.resources import RESOURCE_TOOLS, ResourceTool, resource_exposure
 from pi_coding_agent.coding.mcp.tools import McpTool, schema_problem
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the connection stack (client, connection) loads when the first server connects
+    from pi_coding_agent.coding.mcp.connection import ServerConnection
     from pi_coding_agent.coding.mcp.oauth import CredentialStore, TokenSource
     from pi_coding_agent.coding.mcp.provider_auth import ProviderToken
 
@@ -80,6 +80,8 @@ class McpManager:
         self._startup = asyncio.create_task(self._report_after_startup())
 
     def _connect(self, entry: ServerEntry) -> None:
+        from pi_coding_agent.coding.mcp.connection import ServerConnection
+
         if entry.enabled:
             connection = ServerConnection(entry, self.cwd, self.log, self._register_tools, self._changed,
                                           token_source(entry, self.agent_dir))

@@ -13,13 +13,14 @@ import asyncio
 import json
 import re
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pi_coding_agent.agent.tool import AgentTool, ToolResult, UpdateCallback
 from pi_coding_agent.ai.abort import AbortSignal
-from pi_coding_agent.coding.mcp.client import McpError
-from pi_coding_agent.coding.mcp.connection import METHOD_NOT_FOUND, ServerConnection
 from pi_coding_agent.coding.mcp.results import READ_RESOURCE_TOOL, block_to_content, limit_content
+
+if TYPE_CHECKING:  # the connection stack loads when servers connect, not with the session's tools
+    from pi_coding_agent.coding.mcp.connection import ServerConnection
 
 LIST_RESOURCES_TOOL = "list_mcp_resources"
 LIST_TEMPLATES_TOOL = "list_mcp_resource_templates"
@@ -153,8 +154,8 @@ class ResourceTool(AgentTool):
 async def _page(server: ServerConnection, method: str, key: str, cursor: str | None) -> dict[str, Any]:
     try:
         page = await (await server.client()).request(method, {"cursor": cursor} if cursor else None)
-    except McpError as exc:
-        if exc.code == METHOD_NOT_FOUND and key == "resourceTemplates":
+    except Exception as exc:
+        if _no_templates(exc, key):
             return {key: []}
         raise
     return page if isinstance(page, dict) else {}
@@ -163,10 +164,18 @@ async def _page(server: ServerConnection, method: str, key: str, cursor: str | N
 async def _all(server: ServerConnection, method: str, key: str) -> list[dict[str, Any]]:
     try:
         return await (await server.client()).list_all(method, key)
-    except McpError as exc:
-        if exc.code == METHOD_NOT_FOUND and key == "resourceTemplates":
+    except Exception as exc:
+        if _no_templates(exc, key):
             return []
         raise
+
+
+def _no_templates(exc: Exception, key: str) -> bool:
+    """A server without resource templates answers their listing with "method not found"."""
+    from pi_coding_agent.coding.mcp.client import McpError
+    from pi_coding_agent.coding.mcp.connection import METHOD_NOT_FOUND
+
+    return isinstance(exc, McpError) and exc.code == METHOD_NOT_FOUND and key == "resourceTemplates"
 
 
 def resource_exposure(exposures: set[str]) -> str:
