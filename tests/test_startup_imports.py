@@ -172,7 +172,10 @@ def test_mcp_servers_start_only_once_the_first_command_is_answered(tmp_path):
         assert json.loads(line)["success"] is True
         modules = imported_modules("".join(before))
         assert "pi_coding_agent.coding.mcp.manager" in modules  # mcp.json was read at start-up
-        assert "pi_coding_agent.coding.mcp.stdio" not in modules
+        # the connection stack loads when the servers start, the tool_search ranking with a search
+        later = ("stdio", "client", "connection")
+        assert [m for m in modules if m in {f"pi_coding_agent.coding.mcp.{n}" for n in later}] == []
+        assert "pi_coding_agent.coding.tool_ranking" not in modules
         deadline = time.monotonic() + 30
         while not marker.exists() and time.monotonic() < deadline:
             time.sleep(0.05)
