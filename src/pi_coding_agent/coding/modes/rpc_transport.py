@@ -171,6 +171,9 @@ class RecordWriter:
             return
         if self._streams:
             self._queue_streamed(data)
+        elif not self._pending and (transport := self._direct_transport()) is not None:
+            transport.write(data)  # nothing queued: straight to the pipe, no hop through the writer task
+            return
         else:
             self._pending.append(data)
         self._pending_bytes += len(data)
@@ -178,6 +181,18 @@ class RecordWriter:
             self._below_limit.clear()
         self._idle.clear()
         self._wakeup.set()
+
+    def _direct_transport(self) -> asyncio.WriteTransport | None:
+        """The pipe's transport when a record may be written to it at once: open, and holding less
+        than ``BATCH_BYTES`` the client has not taken yet (past that, records queue for the writer
+        task, which waits for the client and keeps ``BACKLOG_LIMIT`` honest)."""
+        stream = self._stream
+        if stream is None or self._broken:
+            return None
+        transport = stream.transport
+        if transport.is_closing() or transport.get_write_buffer_size() > BATCH_BYTES:
+            return None
+        return transport
 
     def _placeholder(self, value: Any) -> orjson.Fragment:
         if not isinstance(value, StreamedJson):
