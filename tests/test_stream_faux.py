@@ -1,6 +1,7 @@
 """The stream wrapper over the in-process faux API: events, final message, abort."""
 
 import asyncio
+import contextlib
 import json
 
 from pi_coding_agent.ai.abort import AbortSignal
@@ -67,3 +68,63 @@ async def test_provider_error_becomes_error_message(tmp_path):
     final = await s.result()
     assert final["stopReason"] == "error" and final["content"] == []
     assert final["errorMessage"].startswith("529: ")
+
+
+async def test_after_an_abort_mid_step_the_consuming_task_is_not_left_cancelled(tmp_path):
+    """The adapter runs in the consumer's task: the abort's cancellation is taken back, so the task
+    goes on (the agent persists the aborted message and emits its events after this)."""
+    model = _model_with_script(tmp_path, [{"content": [{"type": "text", "text": "x" * 400}], "delayMs": 20}])
+    signal = AbortSignal()
+    s = stream(model, {"messages": []}, StreamOptions(signal=signal))
+    async for ev in s:
+        if ev["type"] == "text_delta":
+            asyncio.get_running_loop().call_soon(signal.abort)  # fires while the next step waits
+    assert (await s.result())["stopReason"] == "aborted"
+    task = asyncio.current_task()
+    assert task is not None and task.cancelling() == 0
+    await asyncio.sleep(0.01)  # would raise CancelledError if the abort's cancel were still pending
+
+
+async def test_a_cancellation_from_outside_is_not_turned_into_an_aborted_message(tmp_path):
+    model = _model_with_script(tmp_path, [{"content": [{"type": "text", "text": "x" * 400}], "delayMs": 20}])
+    seen: list[str] = []
+
+    async def consume() -> None:
+        async for ev in stream(model, {"messages": []}, StreamOptions(signal=AbortSignal())):
+            seen.append(ev["type"])
+
+    task = asyncio.create_task(consume())
+    while "text_delta" not in seen:
+        await asyncio.sleep(0.005)
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    assert task.cancelled() and "error" not in seen
+
+
+async def test_the_credential_env_is_seen_by_the_adapter_only():
+    """``StreamOptions.env`` is set around each adapter step; the consumer's code between events
+    (the agent's listeners) does not see it."""
+    from pi_coding_agent.ai.provider_env import REQUEST_ENV, env_value
+    from pi_coding_agent.ai.stream import set_provider_adapter
+
+    seen_by_adapter: list[str | None] = []
+
+    async def adapter(model, context, options, output):  # type: ignore[no-untyped-def]
+        output["content"].append({"type": "text", "text": ""})
+        yield {"type": "text_start", "contentIndex": 0}
+        for piece in ("a", "b"):
+            await asyncio.sleep(0)
+            seen_by_adapter.append(env_value("PI_TEST_REGION"))
+            output["content"][0]["text"] += piece
+            yield {"type": "text_delta", "contentIndex": 0, "delta": piece}
+
+    model: Model = {**FAUX, "provider": "env-probe"}
+    set_provider_adapter("env-probe", "faux", adapter)
+    try:
+        seen_by_consumer = [REQUEST_ENV.get() async for _ in stream(
+            model, {"messages": []}, StreamOptions(env={"PI_TEST_REGION": "eu-west-9"}))]
+    finally:
+        set_provider_adapter("env-probe", "faux", None)
+    assert seen_by_adapter == ["eu-west-9", "eu-west-9"]
+    assert seen_by_consumer and set(seen_by_consumer) == {None}

@@ -51,7 +51,7 @@ _SET_BY_STREAM = frozenset({"responseId", "responseModel", "rawStopReason"})
 
 def _opening_snapshot(partial: AssistantMessage) -> dict[str, Any]:
     """The message as it stood when the response began (no content, no usage yet), as pi shows it:
-    the stream wrapper's producer may already be ahead of the events we are relaying."""
+    an adapter fills in fields such as ``responseId`` before the events that announce them."""
     opening = {key: value for key, value in partial.items() if key not in _SET_BY_STREAM}
     return {**opening, "content": [], "usage": empty_usage(), "stopReason": "pending"}
 

@@ -3,8 +3,9 @@
 pi hands the ``env`` object of an auth.json ``api_key`` credential to the provider as its request
 options' ``env`` (for example ``AWS_REGION`` for Bedrock, ``GOOGLE_CLOUD_PROJECT`` for Vertex AI,
 ``AZURE_OPENAI_RESOURCE_NAME``), read before the process environment. Here ``StreamOptions.env``
-carries the map and the stream's producer task puts it in a context variable for the adapters'
-lookups, so it never enters ``os.environ``, and so never reaches a tool's process or another request.
+carries the map; the stream wrapper sets it in a context variable around each of the adapter's
+steps, for the adapters' lookups, so it never enters ``os.environ``, and so never reaches a tool's
+process, a listener or another request.
 """
 
 from __future__ import annotations

@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import importlib
 import time
-from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
@@ -149,35 +148,39 @@ def new_assistant_message(model: Model) -> AssistantMessage:
     }
 
 
-_DONE = object()
+class _StepGuard:
+    """Lets an abort interrupt the adapter only while the consumer's task is inside one of its steps.
 
+    The adapter runs in the task that consumes its events (no second task, no queue: one event-loop
+    pass less per delta). An abort during a step cancels that task, so the adapter's pending read
+    ends as it would in a task of its own; an abort while the consumer is busy elsewhere (its
+    listeners) waits for the next step, which then does not start.
+    """
 
-class _Channel:
-    """The adapter task's events for the one consumer: ``put`` never blocks, ``get`` waits only when
-    empty. Per delta it does a fraction of ``asyncio.Queue``'s bookkeeping (no task counting, no
-    bounded size, one waiter)."""
+    __slots__ = ("_task", "inside", "interrupted", "remove")
 
-    __slots__ = ("_items", "_waiter")
+    def __init__(self, signal: AbortSignal | None) -> None:
+        self._task = asyncio.current_task()
+        self.inside = False
+        self.interrupted = False
+        self.remove = signal.on_abort(self._interrupt) if signal is not None else None
 
-    def __init__(self) -> None:
-        self._items: deque[Any] = deque()
-        self._waiter: asyncio.Future[None] | None = None
+    def _interrupt(self) -> None:
+        if self.inside and self._task is not None and not self.interrupted:
+            self.interrupted = True
+            self._task.cancel()
 
-    def put(self, item: Any) -> None:
-        self._items.append(item)
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
-
-    async def get(self) -> Any:
-        items = self._items
-        while not items:
-            self._waiter = asyncio.get_running_loop().create_future()
-            try:
-                await self._waiter
-            finally:
-                self._waiter = None
-        return items.popleft()
+    def failure(self, exc: BaseException) -> BaseException:
+        """``exc`` from a step, to report as the stream's failure; a cancellation of the task that is
+        not this guard's own (or comes on top of it) and interpreter exits are raised instead."""
+        if isinstance(exc, asyncio.CancelledError) and self.interrupted:
+            self.interrupted = False
+            if self._task is not None and self._task.uncancel() > 0:
+                raise exc
+            return exc
+        if not isinstance(exc, Exception):
+            raise exc
+        return exc
 
 
 class AssistantStream:
@@ -214,40 +217,48 @@ class AssistantStream:
         if signal is not None and signal.aborted:
             yield self._finish_failed(msg, "aborted", "This operation was aborted", started)
             return
-        queue = _Channel()
-        producer = asyncio.create_task(self._produce(queue))
-        # A task cancelled before its first step never runs its except clause: report it here.
-        producer.add_done_callback(lambda t: queue.put(asyncio.CancelledError()) if t.cancelled() else None)
-        remove = signal.cancel_task_on_abort(producer) if signal is not None else None
+        guard = _StepGuard(signal)
+        env = self.options.env
         open_blocks: set[int] = set()
+        source: AsyncIterator[dict[str, Any]] | None = None
+        item: Any = None
         try:
             while True:
-                item = await queue.get()
-                if item is _DONE:
-                    break
-                if isinstance(item, BaseException):
-                    if isinstance(item, ProviderError):
-                        self.retry_after_ms = item.retry_after_ms
-                    aborted = signal is not None and signal.aborted
-                    if isinstance(item, asyncio.CancelledError) or aborted:
-                        reason, text = "aborted", "Request was aborted"
-                    else:
-                        reason, text = "error", str(item) or type(item).__name__
-                    for ev in _close_open_blocks(msg, open_blocks):
+                if signal is not None and signal.aborted:  # fired between steps
+                    failure: BaseException | None = asyncio.CancelledError()
+                else:
+                    failure = None
+                    token = REQUEST_ENV.set(env)  # the adapter's steps see the credential's env, nothing else does
+                    guard.inside = True
+                    try:
+                        item = await (self._open() if source is None else source.__anext__())
+                    except StopAsyncIteration:
+                        break
+                    except BaseException as exc:  # the guard re-raises what is not the stream's to report
+                        failure = guard.failure(exc)
+                    finally:
+                        guard.inside = False
+                        REQUEST_ENV.reset(token)
+                if failure is not None:
+                    for ev in self._failed(msg, failure, open_blocks, started):
                         yield ev
-                    yield self._finish_failed(msg, reason, text, started)
                     return
+                if source is None:
+                    source = item
+                    continue
                 etype = item["type"]
-                if etype.endswith("_start"):
-                    open_blocks.add(item["contentIndex"])
-                elif etype.endswith("_end"):
-                    open_blocks.discard(item["contentIndex"])
+                if not etype.endswith("_delta"):
+                    if etype.endswith("_start"):
+                        open_blocks.add(item["contentIndex"])
+                    elif etype.endswith("_end"):
+                        open_blocks.discard(item["contentIndex"])
                 yield item
         finally:
-            if remove is not None:
-                remove()
-            if not producer.done():
-                producer.cancel()
+            if guard.remove is not None:
+                guard.remove()
+            close = getattr(source, "aclose", None)  # an adapter stopped early releases its connection
+            if close is not None:
+                await close()
         for ev in _close_open_blocks(msg, open_blocks):
             yield ev
         if msg["stopReason"] == "pending":
@@ -256,22 +267,25 @@ class AssistantStream:
         self._final = msg
         yield {"type": "done", "reason": msg["stopReason"], "message": msg}
 
-    async def _produce(self, queue: _Channel) -> None:
-        REQUEST_ENV.set(self.options.env)  # this task's own context: the adapter sees it, nothing else does
-        try:
-            adapter = load_adapter(self.model["api"], self.model["provider"])
-            context: Context = {**self.context, "messages": prepare_messages(self.model, self.context["messages"])}
-            options = replace(await self._hooked_options(), identity_provider=self.model["provider"])  # for attribution
-            model: Model = {**self.model, "baseUrl": options.base_url} if options.base_url else self.model
-            put = queue.put
-            async for ev in adapter(model, context, options, self.partial):
-                put(ev)
-        except BaseException as exc:  # forwarded to the consumer, which owns the message
-            queue.put(exc)
-            if not isinstance(exc, Exception | asyncio.CancelledError):
-                raise
-            return
-        queue.put(_DONE)
+    async def _open(self) -> Any:
+        """The adapter's event iterator for this request (its first step: hooks may await)."""
+        adapter = load_adapter(self.model["api"], self.model["provider"])
+        context: Context = {**self.context, "messages": prepare_messages(self.model, self.context["messages"])}
+        options = replace(await self._hooked_options(), identity_provider=self.model["provider"])  # for attribution
+        model: Model = {**self.model, "baseUrl": options.base_url} if options.base_url else self.model
+        return adapter(model, context, options, self.partial)
+
+    def _failed(self, msg: AssistantMessage, failure: BaseException, open_blocks: set[int],
+                started: float) -> list[dict[str, Any]]:
+        """The end of a stream the adapter failed (or an abort stopped): open blocks closed, then ``error``."""
+        if isinstance(failure, ProviderError):
+            self.retry_after_ms = failure.retry_after_ms
+        signal = self.options.signal
+        if isinstance(failure, asyncio.CancelledError) or (signal is not None and signal.aborted):
+            reason, text = "aborted", "Request was aborted"
+        else:
+            reason, text = "error", str(failure) or type(failure).__name__
+        return [*_close_open_blocks(msg, open_blocks), self._finish_failed(msg, reason, text, started)]
 
     async def _hooked_options(self) -> StreamOptions:
         """The options after ``on_headers`` (once per request; retries reuse them)."""
