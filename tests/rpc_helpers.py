@@ -19,11 +19,13 @@ import contextlib
 import os
 import signal
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import orjson
+
+from pi_coding_agent.agent.listeners import Listeners
 
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON = str(ROOT / ".venv" / "bin" / "python")
@@ -146,14 +148,13 @@ class FakeAgent:
     """The agent's awaited listeners (the RPC mode waits there for agent_end to be read)."""
 
     def __init__(self) -> None:
-        self.listeners: list[Callable[[dict[str, Any]], Any]] = []
+        self.listeners: Listeners[Callable[[dict[str, Any]], Any]] = Listeners()
 
-    def subscribe(self, listener: Callable[[dict[str, Any]], Any]) -> Callable[[], None]:
-        self.listeners.append(listener)
-        return lambda: self.listeners.remove(listener)
+    def subscribe(self, listener: Callable[[dict[str, Any]], Any], types: Iterable[str] | None = None) -> Callable[[], None]:
+        return self.listeners.add(listener, types)
 
     async def emit(self, event: dict[str, Any]) -> None:
-        for listener in self.listeners:
+        for listener in self.listeners.for_type(event["type"]):
             pending = listener(event)
             if pending is not None:
                 await pending
@@ -165,7 +166,7 @@ class FakeSession:
     def __init__(self, ui: Any) -> None:
         self.ui = ui
         self.agent = FakeAgent()
-        self._listeners: list[Callable[[dict[str, Any]], None]] = []
+        self._listeners: Listeners[Callable[[dict[str, Any]], None]] = Listeners()
         self._run: asyncio.Task[None] | None = None
         self._idle = asyncio.Event()
         self._idle.set()
@@ -177,12 +178,11 @@ class FakeSession:
     def set_shutdown_handler(self, stop: Callable[[], None]) -> None:
         self.request_shutdown = stop
 
-    def subscribe(self, listener: Callable[[dict[str, Any]], None]) -> Callable[[], None]:
-        self._listeners.append(listener)
-        return lambda: self._listeners.remove(listener)
+    def subscribe(self, listener: Callable[[dict[str, Any]], None], types: Iterable[str] | None = None) -> Callable[[], None]:
+        return self._listeners.add(listener, types)
 
     def _emit(self, event: dict[str, Any]) -> None:
-        for listener in self._listeners:
+        for listener in self._listeners.for_type(event["type"]):
             listener(event)
 
     # prompting

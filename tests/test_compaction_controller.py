@@ -33,8 +33,8 @@ class StubSession:
         self.is_compacting = False
         self._listeners: list[Any] = []
 
-    def subscribe(self, listener: Any) -> None:
-        self._listeners.append(listener)
+    def subscribe(self, listener: Any, types: Any = None) -> None:
+        self._listeners.append(listener)  # every event: the controller's own filter is under test too
 
     def emit(self, event: dict[str, Any]) -> None:
         self.events.append(event)

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from pi_coding_agent.agent.hooks import AgentHooks
+from pi_coding_agent.agent.listeners import Listeners
 from pi_coding_agent.agent.queues import MessageQueue
 from pi_coding_agent.agent.tool import AgentTool
 from pi_coding_agent.ai import stream as ai_stream
@@ -67,7 +68,7 @@ class Agent:
         self.last_retry_after_ms: int | None = None  # retry-after of the last failed request, if any
         self._steering = MessageQueue(steering_mode)
         self._follow_up = MessageQueue(follow_up_mode)
-        self._listeners: tuple[Listener, ...] = ()
+        self._listeners: Listeners[Listener] = Listeners()
         self._active: _ActiveRun | None = None
 
     # ---- queue modes are the queues' own ----------------------------------------------------
@@ -132,20 +133,16 @@ class Agent:
 
     # ---- events ------------------------------------------------------------------------------
 
-    def subscribe(self, listener: Listener) -> Callable[[], None]:
-        """Call ``listener`` for every event (awaited, in subscription order); returns an unsubscriber."""
-        self._listeners = (*self._listeners, listener)
-
-        def unsubscribe() -> None:
-            self._listeners = tuple(x for x in self._listeners if x is not listener)
-
-        return unsubscribe
+    def subscribe(self, listener: Listener, types: Iterable[str] | None = None) -> Callable[[], None]:
+        """Call ``listener`` for every event, or for those whose ``type`` is in ``types`` (awaited, in
+        subscription order); returns an unsubscriber."""
+        return self._listeners.add(listener, types)
 
     async def _emit(self, event: dict[str, Any]) -> None:
         if event["type"] == "message_end":
             self.streaming_message = None
             self.messages.append(event["message"])
-        for listener in self._listeners:
+        for listener in self._listeners.for_type(event["type"]):
             pending = listener(event)
             if pending is not None:
                 await pending

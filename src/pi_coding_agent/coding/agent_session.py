@@ -17,11 +17,12 @@ import asyncio
 import contextlib
 import sys
 import traceback
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pi_coding_agent.agent.agent import Agent
+from pi_coding_agent.agent.listeners import Listeners
 from pi_coding_agent.agent.queues import QUEUE_MODES
 from pi_coding_agent.ai.keys import start_prompt
 from pi_coding_agent.ai.session_resources import close_all as close_provider_sessions
@@ -57,7 +58,7 @@ class AgentSession:
         self.rt = runtime
         self.agent: Agent = runtime.agent
         self.retry = RetrySeries(runtime.retry_settings(), self.emit)
-        self._listeners: list[Listener] = []
+        self._listeners: Listeners[Listener] = Listeners()
         self.queues = QueueMirror(self.agent, self.emit)
         self._run_task: asyncio.Task[None] | None = None
         self._settled = asyncio.Event()
@@ -105,17 +106,21 @@ class AgentSession:
         """The events from now on as an async iterator (``until_settled``: stop after ``agent_settled``)."""
         return EventStream(self.subscribe, until_settled)
 
-    def subscribe(self, listener: Listener) -> Callable[[], None]:
-        self._listeners.append(listener)
-        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+    def subscribe(self, listener: Listener, types: Iterable[str] | None = None) -> Callable[[], None]:
+        """Call ``listener`` for every event, or for those whose ``type`` is in ``types``."""
+        return self._listeners.add(listener, types)
 
     def emit(self, event: dict[str, Any]) -> None:
-        for listener in self._listeners:
+        for listener in self._listeners.for_type(event["type"]):
             listener(event)
 
     def _on_agent_event(self, event: dict[str, Any]) -> Awaitable[None] | None:
         """Keep the queue mirrors, let extension handlers run first (as pi does), then forward."""
-        if event["type"] == "message_start":
+        etype = event["type"]
+        if etype == "message_update" and self.extensions is None:  # the streamed delta: nothing to keep
+            self.emit(event)
+            return None
+        if etype == "message_start":
             message = event["message"]
             if message["role"] == "user":
                 self.queues.delivered(message_text(message))

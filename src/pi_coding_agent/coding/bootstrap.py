@@ -257,7 +257,7 @@ def _attach_cache_warmer(session: AgentSession, runtime: SessionRuntime) -> None
         for listener in relay.listeners:
             listener(event)
 
-    session.subscribe(forward)
+    session.subscribe(forward, ("message_end", "agent_settled"))  # all the warmer acts on
 
 
 async def create_session(

@@ -7,7 +7,7 @@ compacting flag), so none of them imports the session and each can be driven by 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -29,7 +29,7 @@ class SessionHost(Protocol):
 
     def emit(self, event: dict[str, Any]) -> None: ...
 
-    def subscribe(self, listener: Listener) -> Callable[[], None]: ...
+    def subscribe(self, listener: Listener, types: Iterable[str] | None = None) -> Callable[[], None]: ...
 
     def omit_from_context(self, message: dict[str, Any]) -> None: ...
 

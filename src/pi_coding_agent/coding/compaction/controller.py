@@ -65,7 +65,7 @@ class CompactionController:
         self._signal: AbortSignal | None = None
         self._overflow_recovery_attempted = False
         self._from_extension = False  # the running compaction uses a summary an extension supplied
-        session.subscribe(self._on_event)
+        session.subscribe(self._on_event, ("message_start", "message_end"))
 
     # ----------------------------------------------------------------- state
 

@@ -57,7 +57,7 @@ class ExtensionRunner(Commands, AgentHooks):
         self.settling = False  # agent_settled handlers are running
         self._deferred: list[Callable[[], Awaitable[Any]]] = []
         self._install_hooks()
-        session.subscribe(self._on_session_event)
+        session.subscribe(self._on_session_event, ("agent_settled", "thinking_level_changed"))
         runtime.after_sign_in = self._refresh_signed_in
 
     def _refresh_signed_in(self, provider: str) -> None:
