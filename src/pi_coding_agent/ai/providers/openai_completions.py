@@ -293,11 +293,14 @@ class _ChunkReader:
             output["responseId"] = chunk["id"]
         if "responseModel" not in output:
             served = chunk.get("model")
-            if isinstance(served, str) and served and served != self.model["id"]:
+            if served != self.model["id"] and isinstance(served, str) and served:
                 output["responseModel"] = served
         choice = first_choice(chunk.get("choices"))
-        # Groq reports streamed usage under x_groq; Moonshot inside the choice
-        usage = chunk.get("usage") or (choice or {}).get("usage") or (chunk.get("x_groq") or {}).get("usage")
+        usage = chunk.get("usage")
+        if not usage:  # Moonshot reports streamed usage inside the choice, Groq under x_groq
+            usage = choice.get("usage") if choice else None
+            if not usage and "x_groq" in chunk:
+                usage = (chunk["x_groq"] or {}).get("usage")
         if usage:
             output["usage"] = chat_usage(usage)
             if is_openrouter(self.model):
@@ -309,7 +312,12 @@ class _ChunkReader:
         delta = choice.get("delta") or {}
         content = delta.get("content")
         if len(delta) <= 2 and isinstance(content, str) and (len(delta) == 1 or "role" in delta):
-            return self._append("text", content) if content else []  # the common delta: text only
+            if not content:  # the common delta: text only
+                return []
+            if (block := self.text) is None:
+                return self._append("text", content)
+            append_text(block, "text", content)
+            return [{"type": "text_delta", "contentIndex": self.blocks.index(block), "delta": content}]
         events: list[dict[str, Any]] = []
         field = next((f for f in REASONING_FIELDS if isinstance(delta.get(f), str) and delta[f]), None)
         if field:
