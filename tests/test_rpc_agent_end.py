@@ -71,3 +71,53 @@ def test_reference_writes_agent_end_first_but_races_the_reader(tmp_path):
     is scheduled late gets both in one chunk (docs/rpc.md). The order is the same as ours."""
     for types in asyncio.run(chunks_around_agent_end("reference", tmp_path)):
         assert types[-1] == "agent_end" or types[-2:] == ["agent_end", "agent_settled"], types[-3:]
+
+
+async def prompts_sent_on_agent_end(kind: str, root: Path) -> list[dict[str, Any]]:
+    """The responses to prompts each written the moment the previous run's ``agent_end`` is read
+    (a client that does not wait for ``agent_settled``)."""
+    with FakeLLMServer() as server:
+        for index in range(RUNS):
+            server.add({"content": [{"type": "text", "text": f"done {index}"}]})
+        cwd = root / kind / "work"
+        cwd.mkdir(parents=True)
+        env = fake_agent_env(root / kind, server.url)
+        command, env = pi_command(kind, ["--mode", "rpc", *FAKE_MODEL, "--no-session"], env)
+        proc = await asyncio.create_subprocess_exec(*command, cwd=cwd, env=env, stdin=asyncio.subprocess.PIPE,
+                                                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
+        try:
+            return await asyncio.wait_for(_prompt_on_agent_end(proc), 60)
+        finally:
+            proc.kill()
+            await proc.wait()
+
+
+async def _prompt_on_agent_end(proc: asyncio.subprocess.Process) -> list[dict[str, Any]]:
+    assert proc.stdin is not None and proc.stdout is not None
+    responses: list[dict[str, Any]] = []
+    for index in range(RUNS + 1):  # the last prompt's run is not waited for
+        proc.stdin.write(json.dumps({"type": "prompt", "id": f"p{index}", "message": f"run {index}"}).encode() + b"\n")
+        await proc.stdin.drain()
+        while True:
+            record = json.loads(await proc.stdout.readline())
+            if record.get("type") == "response":
+                responses.append(record)
+                if index == RUNS or not record["success"]:  # a refused prompt starts no run to wait for
+                    return responses
+            elif record.get("type") == "agent_end":
+                break
+    return responses
+
+
+def test_a_prompt_sent_on_reading_agent_end_is_accepted(tmp_path):
+    """Ours waits for the client to read agent_end before the run settles; a command that client
+    sends meanwhile is handled once the run has settled, as pi (whose post-run steps do not wait)
+    handles it, instead of being refused as arriving while the agent is still processing."""
+    responses = asyncio.run(prompts_sent_on_agent_end("ours", tmp_path))
+    assert [r["success"] for r in responses] == [True] * (RUNS + 1), responses
+
+
+@needs_reference
+def test_reference_accepts_a_prompt_sent_on_reading_agent_end(tmp_path):
+    responses = asyncio.run(prompts_sent_on_agent_end("reference", tmp_path))
+    assert [r["success"] for r in responses] == [True] * (RUNS + 1), responses

@@ -117,6 +117,7 @@ class RpcServer:
         self.ui = ui
         self._tasks: set[asyncio.Task[None]] = set()
         self._warming_started = False
+        self._input_held: asyncio.Future[None] | None = None  # while agent_end waits to be read
         self.shutdown = OrderlyShutdown(self._cleanup)
         # an extension's ctx.shutdown() ends the process through the same orderly path as EOF
         session.set_shutdown_handler(lambda: self.shutdown.begin(0))
@@ -125,8 +126,7 @@ class RpcServer:
         unsubscribe = self.session.subscribe(self.writer.send)
         # The run settles only once agent_end has been read: clients check that agent_end is the last
         # record they have seen when it arrives (pi only waits for stdout, which races with the reader).
-        self.session.agent.subscribe(
-            lambda event: self.writer.flush_to_reader() if event["type"] == "agent_end" else None)
+        self.session.agent.subscribe(self._hold_input_until_read, ("agent_end",))
         self.shutdown.install_signal_handlers()
         reader = asyncio.create_task(self._read(input_fd), name="rpc-reader")
         try:
@@ -137,9 +137,23 @@ class RpcServer:
             for task in list(self._tasks):
                 task.cancel()
 
+    async def _hold_input_until_read(self, event: dict[str, Any]) -> None:
+        """Wait (bounded) for the client to read ``agent_end``; commands it sends meanwhile are read
+        once the wait is over, when the run goes straight on to settle. pi's post-run steps never
+        wait, so a prompt sent on reading agent_end finds it idle; here it would find the run still
+        streaming and be refused."""
+        held = self._input_held = asyncio.get_running_loop().create_future()
+        try:
+            await self.writer.flush_to_reader()
+        finally:
+            self._input_held = None
+            held.set_result(None)
+
     async def _read(self, input_fd: int) -> None:
         try:
             async for line in read_lines(input_fd):
+                if self._input_held is not None:
+                    await self._input_held
                 self.handle_line(line)
                 # Let the command run to its first wait, then stop reading while its output is backlogged.
                 await asyncio.sleep(0)
