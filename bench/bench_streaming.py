@@ -10,11 +10,13 @@ the agent process spent in that window (``/proc/<pid>/stat``); its peak RSS (VmH
 bytes it wrote to stdout in that window. The final assistant text is checked against the script.
 
 Usage: .venv/bin/python bench/bench_streaming.py [--runs 5] [--chunks 5000] [--side ours|reference] [--per-delta]
+       [--instructions]
 Prints the median of each measure and the ratio ours/reference (target: CPU < 0.8). The CPU clock
 ticks in 10 ms steps, hence medians of several runs; ``--chunks 1`` shows the fixed cost of a first
 request (for us: what the warm-up thread has not imported yet), larger counts the per-delta cost.
 ``--per-delta`` prints that cost on its own: (CPU of a 20,000-delta prompt - CPU of a 1-delta
-prompt) / 20,000, the two sides taking turns run by run (target for us: 6 us).
+prompt) / 20,000, the two sides taking turns run by run (target for us: 6 us). ``--instructions``
+counts our instructions per delta under callgrind instead, with the server pacing deltas 1 ms apart.
 """
 
 from __future__ import annotations
@@ -177,15 +179,50 @@ def per_delta_results(runs: int = 5, chunks: int = 20_000) -> list[Row]:
                 per_delta("reference"), limit=6.0)]  # #20: at most 6 µs
 
 
+def instruction_results(chunks: int = 2000, delay_ms: float = 1.0) -> list[Row]:
+    """Our instructions per delta (callgrind), one network read per delta as from a real model: the
+    server waits ``delay_ms`` between events. Instructions do not move with the machine's load, so
+    before/after figures compare across runs (they leave out the kernel's share of the CPU)."""
+    import glob
+    import re
+    import shutil
+    import tempfile
+
+    if shutil.which("valgrind") is None:
+        raise SystemExit("valgrind is not installed")
+    out = Path(tempfile.mkdtemp(prefix="pi-bench-cg-"))
+    cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}/cg.%p", *ours_cmd()]
+
+    def instructions(count: int) -> int:
+        for old in glob.glob(f"{out}/cg.*"):
+            os.remove(old)
+        reply = {**scripted_reply(count), "chunkDelayMs": delay_ms}
+        run_once(cmd, reply)
+        text = Path(glob.glob(f"{out}/cg.*")[0]).read_text()
+        found = re.search(r"^(?:totals|summary): (\d+)", text, re.M)
+        assert found is not None
+        return int(found.group(1))
+
+    try:
+        per_delta = (instructions(chunks) - instructions(1)) / (chunks - 1)
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+    return [Row(f"streaming {chunks} paced deltas (ours)", "instructions per delta, 1-delta prompt subtracted",
+                "k", per_delta / 1000, None)]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--chunks", type=int, default=5000)
     parser.add_argument("--side", choices=("ours", "reference"), help="measure one side only (profiling)")
     parser.add_argument("--per-delta", action="store_true", help="CPU per delta (20,000 deltas vs 1), both sides")
+    parser.add_argument("--instructions", action="store_true", help="our instructions per paced delta (valgrind)")
     args = parser.parse_args()
     note = compile_bytecode()
-    if args.per_delta:
+    if args.instructions:
+        print(format_table(instruction_results()))
+    elif args.per_delta:
         print(format_table(per_delta_results(args.runs)))
     elif args.side:
         cmd = ours_cmd() if args.side == "ours" else reference_cmd()
