@@ -11,21 +11,31 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from tests.cli_sides import FAKE_MODEL, fake_agent_env, needs_reference, pi_command
 from tests.fakes.llm_server import FakeLLMServer
 
 RUNS = 5
+T = TypeVar("T")
 
 
 async def chunks_around_agent_end(kind: str, root: Path) -> list[list[str]]:
     """For each run, the record types read so far at the moment the chunk with ``agent_end`` arrived."""
+    replies = [reply for index in range(RUNS) for reply in (
+        {"content": [{"type": "toolCall", "name": "bash", "arguments": {"command": f"echo {index}"}}]},
+        {"content": [{"type": "text", "text": f"done {index}"}]})]
+    return await _driven(kind, root, replies, _drive, 120)
+
+
+async def _driven(kind: str, root: Path, replies: list[dict[str, Any]],
+                  drive: Callable[[asyncio.subprocess.Process], Awaitable[T]], timeout_s: float) -> T:
+    """``drive`` a fresh ``pi --mode rpc`` of one side whose fake model gives ``replies``, then kill it."""
     with FakeLLMServer() as server:
-        for index in range(RUNS):
-            server.add({"content": [{"type": "toolCall", "name": "bash", "arguments": {"command": f"echo {index}"}}]},
-                       {"content": [{"type": "text", "text": f"done {index}"}]})
+        for reply in replies:
+            server.add(reply)
         cwd = root / kind / "work"
         cwd.mkdir(parents=True)
         env = fake_agent_env(root / kind, server.url)
@@ -33,7 +43,7 @@ async def chunks_around_agent_end(kind: str, root: Path) -> list[list[str]]:
         proc = await asyncio.create_subprocess_exec(*command, cwd=cwd, env=env, stdin=asyncio.subprocess.PIPE,
                                                     stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
         try:
-            return await asyncio.wait_for(_drive(proc), 120)
+            return await asyncio.wait_for(drive(proc), timeout_s)
         finally:
             proc.kill()
             await proc.wait()
@@ -76,20 +86,8 @@ def test_reference_writes_agent_end_first_but_races_the_reader(tmp_path):
 async def prompts_sent_on_agent_end(kind: str, root: Path) -> list[dict[str, Any]]:
     """The responses to prompts each written the moment the previous run's ``agent_end`` is read
     (a client that does not wait for ``agent_settled``)."""
-    with FakeLLMServer() as server:
-        for index in range(RUNS):
-            server.add({"content": [{"type": "text", "text": f"done {index}"}]})
-        cwd = root / kind / "work"
-        cwd.mkdir(parents=True)
-        env = fake_agent_env(root / kind, server.url)
-        command, env = pi_command(kind, ["--mode", "rpc", *FAKE_MODEL, "--no-session"], env)
-        proc = await asyncio.create_subprocess_exec(*command, cwd=cwd, env=env, stdin=asyncio.subprocess.PIPE,
-                                                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
-        try:
-            return await asyncio.wait_for(_prompt_on_agent_end(proc), 60)
-        finally:
-            proc.kill()
-            await proc.wait()
+    replies = [{"content": [{"type": "text", "text": f"done {index}"}]} for index in range(RUNS)]
+    return await _driven(kind, root, replies, _prompt_on_agent_end, 60)
 
 
 async def _prompt_on_agent_end(proc: asyncio.subprocess.Process) -> list[dict[str, Any]]:
