@@ -214,8 +214,12 @@ class RecordWriter:
         await self._below_limit.wait()
 
     async def flush(self) -> None:
-        """Wait until everything queued so far has been handed to the OS."""
+        """Wait until everything sent so far has been handed to the OS: the queue and the bytes the
+        pipe's transport still holds (a record larger than the pipe is written in parts)."""
         await self._idle.wait()
+        stream = self._stream
+        if stream is not None and not self._broken and stream.transport.get_write_buffer_size():
+            await _drained(stream)
 
     async def flush_to_reader(self, timeout: float = READER_WAIT_S) -> None:
         """Flush, then wait (bounded) until the client has read everything out of a pipe.
@@ -253,10 +257,7 @@ class RecordWriter:
         assert self._task is not None
         await asyncio.shield(self._task)
         if self._stream is not None and not self._broken:
-            # drain() only waits above the high-water mark; with a zero mark it waits for an empty buffer.
-            self._stream.transport.set_write_buffer_limits(high=0)
-            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-                await self._stream.drain()
+            await _drained(self._stream)
 
     async def _drain_queue(self) -> None:
         while True:
@@ -309,6 +310,18 @@ class RecordWriter:
         except (BrokenPipeError, ConnectionResetError):
             self._broken = True
             print("rpc: stdout closed by the client; further records are dropped", file=sys.stderr)
+
+
+async def _drained(stream: asyncio.StreamWriter) -> None:
+    """Until the transport's buffer is empty: ``drain()`` only waits above the high-water mark, so
+    the mark is zero while it waits (then back to asyncio's default)."""
+    stream.transport.set_write_buffer_limits(high=0)
+    try:
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            await stream.drain()
+    finally:
+        if not stream.transport.is_closing():
+            stream.transport.set_write_buffer_limits()
 
 
 def write_all(fd: int, data: bytes) -> None:
