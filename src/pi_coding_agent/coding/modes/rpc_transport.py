@@ -152,10 +152,12 @@ class RecordWriter:
         self._broken = False
         self._stream: asyncio.StreamWriter | None = None
         self._task: asyncio.Task[None] | None = None
+        self._batch: list[bytes] = []  # records of this event-loop pass, written at its end
+        self._loop: asyncio.AbstractEventLoop | None = None  # the pipe's loop (none for files)
 
     async def start(self) -> None:
         if _pollable(self._fd):  # files and /dev/null get plain blocking writes
-            loop = asyncio.get_running_loop()
+            loop = self._loop = asyncio.get_running_loop()
             pipe = os.fdopen(self._fd, "wb", buffering=0, closefd=False)
             transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, pipe)
             self._stream = asyncio.StreamWriter(transport, protocol, None, loop)
@@ -169,30 +171,52 @@ class RecordWriter:
             self._streams.clear()
             print(f"rpc: dropped an unserialisable record: {err}", file=sys.stderr)
             return
+        if not self._streams and not self._pending and self._loop is not None:
+            # Nothing queued: the records of this event-loop pass go to the pipe in one write at its
+            # end, without the writer task (which waits for a slow client and drains the backlog).
+            batch = self._batch
+            batch.append(data)
+            if len(batch) == 1:
+                self._idle.clear()
+                self._loop.call_soon(self._write_batch)
+            return
+        self._spill_batch()  # sent before this record
         if self._streams:
             self._queue_streamed(data)
-        elif not self._pending and (transport := self._direct_transport()) is not None:
-            transport.write(data)  # nothing queued: straight to the pipe, no hop through the writer task
-            return
         else:
             self._pending.append(data)
-        self._pending_bytes += len(data)
+        self._queued(len(data))
+
+    def _queued(self, size: int) -> None:
+        self._pending_bytes += size
         if self._pending_bytes > BACKLOG_LIMIT:
             self._below_limit.clear()
         self._idle.clear()
         self._wakeup.set()
 
-    def _direct_transport(self) -> asyncio.WriteTransport | None:
-        """The pipe's transport when a record may be written to it at once: open, and holding less
-        than ``BATCH_BYTES`` the client has not taken yet (past that, records queue for the writer
-        task, which waits for the client and keeps ``BACKLOG_LIMIT`` honest)."""
+    def _spill_batch(self) -> None:
+        """Move this pass's unwritten records to the head of the writer task's queue (still in order:
+        they only gather while the queue is empty)."""
+        if self._batch:
+            batch, self._batch = self._batch, []
+            self._pending.extend(batch)
+            self._queued(sum(map(len, batch)))
+
+    def _write_batch(self) -> None:
+        """This pass's records, in one write to the pipe's transport while it holds less than
+        ``BATCH_BYTES`` the client has not taken (else, or once it is closing, they queue instead)."""
+        if not self._batch:
+            return  # spilled into the queue meanwhile
         stream = self._stream
-        if stream is None or self._broken:
-            return None
+        assert stream is not None
         transport = stream.transport
-        if transport.is_closing() or transport.get_write_buffer_size() > BATCH_BYTES:
-            return None
-        return transport
+        if self._broken or transport.is_closing() or transport.get_write_buffer_size() > BATCH_BYTES:
+            self._spill_batch()
+            return
+        batch, self._batch = self._batch, []
+        transport.write(batch[0] if len(batch) == 1 else b"".join(batch))
+        if not self._pending:
+            self._idle.set()
 
     def _placeholder(self, value: Any) -> orjson.Fragment:
         if not isinstance(value, StreamedJson):
@@ -244,6 +268,7 @@ class RecordWriter:
 
     async def close(self) -> None:
         """Flush (bounded: a client that never reads must not block exit) and stop the writer."""
+        self._spill_batch()
         self._closing = True
         self._wakeup.set()
         if self._task is not None:
@@ -272,7 +297,8 @@ class RecordWriter:
                 self._pending_bytes -= len(data)
                 if self._pending_bytes <= BACKLOG_LIMIT:
                     self._below_limit.set()
-            self._idle.set()
+            if not self._batch:  # else _write_batch sets it once the pass's records are written
+                self._idle.set()
             if self._closing:
                 return
 
