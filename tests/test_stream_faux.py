@@ -128,3 +128,27 @@ async def test_the_credential_env_is_seen_by_the_adapter_only():
         set_provider_adapter("env-probe", "faux", None)
     assert seen_by_adapter == ["eu-west-9", "eu-west-9"]
     assert seen_by_consumer and set(seen_by_consumer) == {None}
+
+
+async def test_an_adapter_that_swallows_the_abort_still_ends_aborted_and_leaves_the_task_clean():
+    from pi_coding_agent.ai.stream import set_provider_adapter
+
+    async def stubborn(model, context, options, output):  # type: ignore[no-untyped-def]
+        output["content"].append({"type": "text", "text": ""})
+        yield {"type": "text_start", "contentIndex": 0}
+        with contextlib.suppress(asyncio.CancelledError):  # a misbehaving adapter goes on regardless
+            await asyncio.sleep(10)
+        yield {"type": "text_delta", "contentIndex": 0, "delta": "late"}
+
+    signal = AbortSignal()
+    set_provider_adapter("stubborn", "faux", stubborn)
+    try:
+        s = stream({**FAUX, "provider": "stubborn"}, {"messages": []}, StreamOptions(signal=signal))
+        async for ev in s:
+            if ev["type"] == "text_start":
+                asyncio.get_running_loop().call_later(0.01, signal.abort)
+    finally:
+        set_provider_adapter("stubborn", "faux", None)
+    assert (await s.result())["stopReason"] == "aborted"
+    task = asyncio.current_task()
+    assert task is not None and task.cancelling() == 0

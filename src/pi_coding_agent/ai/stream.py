@@ -20,6 +20,7 @@ duration, so every adapter gets them identically.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -182,6 +183,15 @@ class _StepGuard:
             raise exc
         return exc
 
+    def between_steps(self) -> asyncio.CancelledError:
+        """The failure of a stream whose abort is seen between steps; a cancellation the adapter
+        swallowed in its last step is taken back."""
+        if self.interrupted:
+            self.interrupted = False
+            if self._task is not None:
+                self._task.uncancel()
+        return asyncio.CancelledError()
+
 
 class AssistantStream:
     """Async iterator of normalized events for one request; ``partial`` is the live message.
@@ -225,7 +235,7 @@ class AssistantStream:
         try:
             while True:
                 if signal is not None and signal.aborted:  # fired between steps
-                    failure: BaseException | None = asyncio.CancelledError()
+                    failure: BaseException | None = guard.between_steps()
                 else:
                     failure = None
                     token = REQUEST_ENV.set(env)  # the adapter's steps see the credential's env, nothing else does
@@ -258,7 +268,8 @@ class AssistantStream:
                 guard.remove()
             close = getattr(source, "aclose", None)  # an adapter stopped early releases its connection
             if close is not None:
-                await close()
+                with contextlib.suppress(Exception):  # its failure to close is not the stream's outcome
+                    await close()
         for ev in _close_open_blocks(msg, open_blocks):
             yield ev
         if msg["stopReason"] == "pending":
