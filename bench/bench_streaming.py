@@ -82,17 +82,24 @@ def start_server(script: Path) -> tuple[subprocess.Popen[bytes], str]:
     return server, server.stdout.readline().decode().strip()
 
 
-def read_until(fd: int, marker: bytes, sink: bytearray) -> None:
-    """Append raw stdout to ``sink`` until ``marker`` shows up (large reads keep the reader cheap)."""
+def read_until(fd: int, marker: bytes, sink: bytearray, timeout_s: float = 120.0) -> None:
+    """Append raw stdout to ``sink`` until ``marker`` is in it (large reads keep the reader cheap).
+
+    ``sink`` may already hold it: a fast side writes a whole run in one chunk, which an earlier call
+    for an earlier marker read. A side that stops answering fails the run after ``timeout_s``.
+    """
+    import select
+
+    deadline = time.monotonic() + timeout_s
     scanned = 0
-    while True:
+    while sink.find(marker, max(0, scanned - len(marker))) < 0:
+        scanned = len(sink)
+        if not select.select([fd], [], [], max(0.0, deadline - time.monotonic()))[0]:
+            raise RuntimeError(f"no {marker!r} within {timeout_s:.0f} s; last output: {bytes(sink[-300:])!r}")
         data = os.read(fd, 1 << 20)
         if not data:
             raise RuntimeError(f"agent exited before {marker!r}")
         sink += data
-        if sink.find(marker, max(0, scanned - len(marker))) >= 0:
-            return
-        scanned = len(sink)
 
 
 def final_text(output: bytes) -> str:

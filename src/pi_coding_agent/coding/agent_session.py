@@ -117,8 +117,8 @@ class AgentSession:
     def _on_agent_event(self, event: dict[str, Any]) -> Awaitable[None] | None:
         """Keep the queue mirrors, let extension handlers run first (as pi does), then forward."""
         etype = event["type"]
-        if etype == "message_update" and self.extensions is None:  # the streamed delta: nothing to keep
-            self.emit(event)
+        if etype == "message_update" and (self.extensions is None or not self.extensions.has_handlers(etype)):
+            self.emit(event)  # the streamed delta: nothing to keep, no handler to wait for
             return None
         if etype == "message_start":
             message = event["message"]
