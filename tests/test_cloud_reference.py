@@ -39,8 +39,12 @@ def list_models(kind: str, home: Path, variables: list[str]) -> str:
     env.update(HOME=str(home), PI_CODING_AGENT_DIR=str(home / "agent"), PI_OFFLINE="1",
                AWS_CONFIG_FILE=str(home / "none"), AWS_SHARED_CREDENTIALS_FILE=str(home / "none"))
     argv, env = pi_command(kind, ["--list-models"], env)
-    done = subprocess.run(argv, env=env, cwd=home, capture_output=True, text=True, timeout=120, check=True)
-    return done.stdout
+    # stdout to a file, not a pipe: the list passes 64 KiB, and pi (Node) exits with what a full pipe
+    # did not take yet still queued, so a reader slowed by load got the reference's list cut short
+    out = home / "stdout.txt"
+    with out.open("wb") as sink:
+        subprocess.run(argv, env=env, cwd=home, stdout=sink, stderr=subprocess.PIPE, timeout=120, check=True)
+    return out.read_text()
 
 
 @needs_reference
