@@ -175,8 +175,7 @@ class _StepGuard:
         """``exc`` from a step, to report as the stream's failure; a cancellation of the task that is
         not this guard's own (or comes on top of it) and interpreter exits are raised instead."""
         if isinstance(exc, asyncio.CancelledError) and self.interrupted:
-            self.interrupted = False
-            if self._task is not None and self._task.uncancel() > 0:
+            if self._take_back() > 0:
                 raise exc
             return exc
         if not isinstance(exc, Exception):
@@ -187,10 +186,13 @@ class _StepGuard:
         """The failure of a stream whose abort is seen between steps; a cancellation the adapter
         swallowed in its last step is taken back."""
         if self.interrupted:
-            self.interrupted = False
-            if self._task is not None:
-                self._task.uncancel()
+            self._take_back()
         return asyncio.CancelledError()
+
+    def _take_back(self) -> int:
+        """Undo this guard's cancel; the cancellations of the task still pending (others' own)."""
+        self.interrupted = False
+        return self._task.uncancel() if self._task is not None else 0
 
 
 class AssistantStream:
