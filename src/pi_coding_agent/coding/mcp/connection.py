@@ -82,7 +82,7 @@ class ServerConnection:
     async def client(self) -> McpClient:
         """The live client, reconnecting first when the connection dropped or failed."""
         if self.state != "connected" or self._client is None:
-            await self.start()
+            await asyncio.wait([self.start()])  # the attempt is the connection's: a cancelled caller leaves it
         if self.state != "connected" or self._client is None:
             raise RuntimeError(f'MCP server "{self.name}" is not connected: {(self.error or self.state)}')
         return self._client

@@ -132,7 +132,7 @@ class McpManager:
     async def settle_removals(self) -> None:
         """Wait until the servers ``remove_server`` withdrew have stopped."""
         if self._closing:
-            await asyncio.gather(*self._closing, return_exceptions=True)
+            await asyncio.wait(self._closing)  # a cancelled waiter must not cut a stop short
 
     async def _report_after_startup(self) -> None:
         """Config errors and the servers needing attention, files first; servers registered while
@@ -157,9 +157,12 @@ class McpManager:
             self.notify(f"MCP servers need attention:\n{body}\nRun /mcp to fix.", "warning")
 
     async def wait_for(self, connections: list[ServerConnection]) -> None:
+        """Until these connection attempts settled. A waiter that is cancelled (a report a replacement
+        drops, the first prompt's 10 s) leaves them running: ``asyncio.wait``, not ``gather``, whose
+        cancellation would cancel them and kill a server process half spawned."""
         starting = [task for c in connections if (task := c._opening) is not None and not task.done()]
         if starting:
-            await asyncio.gather(*starting, return_exceptions=True)
+            await asyncio.wait(starting)
 
     async def wait_for_all(self) -> None:
         """tool_search and the resource tools reach every server, so they wait for all of them."""
