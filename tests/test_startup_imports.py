@@ -7,13 +7,14 @@ functions that need them (first provider request, changed config file, skill fro
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
 import time
 from pathlib import Path
 
-from tests.rpc_helpers import PYTHON
+from tests.rpc_helpers import PYTHON, ROOT
 
 HEAVY = ("httpx", "httpcore", "h11", "anyio", "httptools", "pydantic", "pydantic_core", "yaml",
          "botocore", "urllib3", "google", "cryptography",  # the cloud SDKs load on a provider's first request
@@ -88,6 +89,20 @@ FIRST_USE = (*(f"pi_coding_agent.coding.codemode.{name}"
              *(f"pi_coding_agent.coding.tools.{name}" for name in (
                  "read", "bash", "edit", "write", "grep", "find", "ls", "shell", "output", "backend", "images")),
              "pi_coding_agent.coding.sandbox.policy", "pi_coding_agent.coding.resources.system_prompt")
+
+
+def test_start_declares_no_dataclass_but_the_two_callers_replace(tmp_path):
+    """A dataclass costs 0.2-0.5 ms as its module loads (its methods are compiled then): the classes
+    a start loads are records (``ai/records.py``), except ``ToolResult`` and ``StreamOptions``,
+    which callers (SDK users too) ``dataclasses.replace``."""
+    _, modules = start_and_get_state(tmp_path)
+    declared = []
+    for module in sorted(m for m in modules if m.startswith("pi_coding_agent")):
+        path = ROOT / "src" / module.replace(".", "/")
+        source = (path.with_suffix(".py") if path.with_suffix(".py").exists() else path / "__init__.py").read_text()
+        declared += [f"{module}.{node.name}" for node in ast.walk(ast.parse(source)) if isinstance(node, ast.ClassDef)
+                     and any("dataclass" in ast.unparse(decorator) for decorator in node.decorator_list)]
+    assert declared == ["pi_coding_agent.agent.tool.ToolResult", "pi_coding_agent.ai.stream.StreamOptions"]
 
 
 def test_start_with_validated_models_json_imports_no_heavy_library(tmp_path):

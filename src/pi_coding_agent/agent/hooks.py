@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
 
 from pi_coding_agent.agent.tool import ToolResult
 from pi_coding_agent.ai.abort import AbortSignal
+from pi_coding_agent.ai.records import record
 from pi_coding_agent.ai.stream import StreamOptions
 from pi_coding_agent.ai.types import AssistantMessage, Context, Model, ToolCall, ToolResultMessage
 
 
-@dataclass
+@record
 class AgentHooks:
     """Every hook is optional; an absent hook costs nothing.
 

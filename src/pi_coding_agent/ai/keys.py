@@ -11,7 +11,7 @@ import contextlib
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -21,6 +21,7 @@ from pi_coding_agent.ai.catalog import catalog_index, provider_env_vars
 from pi_coding_agent.ai.cloud_auth import ambient_key
 from pi_coding_agent.ai.provider_env import FEDERATION_ENV
 from pi_coding_agent.ai.provider_env import env_value as _env
+from pi_coding_agent.ai.records import record
 
 if TYPE_CHECKING:
     from pi_coding_agent.ai.llama_router import LlamaClient
@@ -204,7 +205,7 @@ def resolve_or_raise(value: str, description: str, env: Mapping[str, str] | None
     raise ValueError(f"Failed to resolve {description}")
 
 
-@dataclass(frozen=True)
+@record
 class ResolvedKey:
     """What a provider's own key resolution gave for its requests (pi's ``AuthResult``)."""
 

@@ -8,17 +8,17 @@ events and the cancellable back-off of a session's series.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from pi_coding_agent.ai.abort import AbortSignal, sleep_abortable
 from pi_coding_agent.ai.errors import is_retryable_error
+from pi_coding_agent.ai.records import record
 from pi_coding_agent.ai.types import AssistantMessage
 
 RETRY_CANCELLED = "Retry cancelled"
 
 
-@dataclass
+@record
 class RetrySettings:
     """The ``retry`` settings: whether failed requests are retried, how often and how long apart."""
 
@@ -28,7 +28,7 @@ class RetrySettings:
     max_delay_ms: int = 60000
 
 
-@dataclass
+@record
 class RetryState:
     """The attempt counter of one retry series (reset by a success or a final failure)."""
 

@@ -13,7 +13,7 @@ import functools
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -24,6 +24,7 @@ from pi_coding_agent.ai.abort import AbortSignal
 from pi_coding_agent.ai.identity import opencode_session_headers
 from pi_coding_agent.ai.keys import AuthStorage
 from pi_coding_agent.ai.models import FAUX_PROVIDER, PLACEHOLDER_MODEL, ModelRegistry, default_model
+from pi_coding_agent.ai.records import record
 from pi_coding_agent.ai.stream import StreamOptions
 from pi_coding_agent.ai.thinking import clamp_thinking_level
 from pi_coding_agent.ai.types import Context, Model
@@ -83,7 +84,7 @@ def system_state(messages: list[dict[str, Any]]) -> SystemState:
     return SystemState.replay(messages)
 
 
-@dataclass
+@record
 class Resources:
     """What shapes the system prompt and input expansion."""
 
@@ -94,7 +95,7 @@ class Resources:
     append_prompts: list[str] = field(default_factory=list)
 
 
-@dataclass
+@record
 class Project:
     """What belongs to one working directory: its trust decision, settings and resources."""
 

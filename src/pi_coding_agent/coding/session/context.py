@@ -8,9 +8,10 @@ keeps, for every message, the id of the entry it came from (compaction needs the
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from pi_coding_agent.ai.records import record
 from pi_coding_agent.coding.events import Message
 from pi_coding_agent.coding.session.entries import Entry
 from pi_coding_agent.coding.session.ids import iso_to_ms
@@ -19,7 +20,7 @@ _EDITABLE_ROLES = frozenset({"user", "assistant", "toolResult", "custom"})
 _BLOCK_ROLES = frozenset({"user", "assistant", "toolResult"})
 
 
-@dataclass
+@record
 class SessionContext:
     """The context a session branch projects: its messages, model and thinking level."""
 

@@ -20,13 +20,14 @@ import re
 import sys
 from array import array
 from contextlib import suppress
-from dataclasses import dataclass, field
+from dataclasses import field
 from io import RawIOBase
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from pi_coding_agent.ai.records import record
 from pi_coding_agent.coding.session.entries import Entry
 from pi_coding_agent.coding.session.storage import is_header
 
@@ -41,7 +42,7 @@ _NULL_TO_QUOTE: dict[Any, Any] = {None: b'"'}
 _QUOTE_TO_NULL: dict[Any, Any] = {'"': None}
 
 
-@dataclass
+@record
 class FileIndex:
     """Per entry position: its line's byte range, id, parent id and type; plus the header."""
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pi_coding_agent.agent.tool import AgentTool, ToolError, ToolResult, UpdateCallback
 from pi_coding_agent.ai.abort import AbortSignal
+from pi_coding_agent.ai.records import record
 
 from .process_groups import ProcessRegistry
 
@@ -25,7 +26,7 @@ def _default_image_policy() -> ImagePolicy:
     return ImagePolicy()
 
 
-@dataclass
+@record
 class ToolEnv:
     """The session facts a tool needs; the callables are read per call so they follow the session."""
 
