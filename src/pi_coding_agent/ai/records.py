@@ -6,8 +6,8 @@ record shares one ``__init__`` and one ``__repr__`` that read the class's field 
 it costs microseconds; constructing one costs about a microsecond more than a dataclass. The body is
 written as for a dataclass (annotations, defaults, ``field(default=...)``,
 ``field(default_factory=...)``), and type checkers read it as one (``dataclass_transform``). A
-record compares by identity and has no ``dataclasses.replace``: a class that needs those, or
-``frozen``, stays a dataclass.
+record compares by identity, is never frozen and has no ``dataclasses.replace``: a class that
+needs one of those stays a dataclass.
 """
 
 from __future__ import annotations
