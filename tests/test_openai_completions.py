@@ -1,5 +1,6 @@
 """The openai-completions adapter over real HTTP against the scripted fake server."""
 
+import json
 
 from pi_coding_agent.ai.errors import is_context_overflow, is_retryable_error
 from pi_coding_agent.ai.stream import StreamOptions, stream
@@ -252,3 +253,19 @@ def test_a_provider_authorization_header_replaces_the_adapters_whatever_its_case
     headers = request_headers(model, StreamOptions(api_key="k", headers={"Authorization": "Bearer k"}))  # type: ignore[arg-type]
     assert [name for name in headers if name.lower() == "authorization"] == ["Authorization"]
     assert headers["X-Team"] == "a"
+
+
+async def test_deltas_read_with_a_failing_chunk_come_before_the_error(fake_llm):
+    """One network read holds two text deltas and a gateway's error chunk: the deltas still reach
+    the consumer, in order, before the stream ends in the error (as they would one read apiece)."""
+    def chunk(delta: dict) -> str:
+        return "data: " + json.dumps({"id": "c1", "object": "chat.completion.chunk", "model": "gpt-test",
+                                      "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}) + "\n\n"
+    body = chunk({"role": "assistant", "content": "Hel"}) + chunk({"content": "lo"}) + \
+        'data: {"error": {"message": "upstream went away"}}\n\n'
+    fake_llm.add({"raw": body, "contentType": "text/event-stream"})
+    events, msg = await _run(_model(fake_llm.url))
+    assert [e["type"] for e in events] == ["start", "text_start", "text_delta", "text_delta", "text_end", "error"]
+    assert [e["delta"] for e in events if e["type"] == "text_delta"] == ["Hel", "lo"]
+    assert msg["stopReason"] == "error" and msg["errorMessage"] == "upstream went away"
+    assert msg["content"] == [{"type": "text", "text": "Hello"}]

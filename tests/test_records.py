@@ -1,6 +1,7 @@
-"""``@record`` (ai/records.py) builds what a dataclass's ``__init__`` and ``__repr__`` would, from the
-same class body: positional and keyword arguments, defaults, fresh default factories, a callable
-given as a plain default, inherited fields, ``ClassVar`` left out; and the errors a dataclass raises."""
+"""``@record`` (ai/records.py) builds what a dataclass's ``__init__``, ``__repr__`` and ``__eq__`` would,
+from the same class body: positional and keyword arguments, defaults, fresh default factories, a
+callable given as a plain default, inherited fields, ``ClassVar`` left out, field-wise equality; and
+the errors a dataclass raises."""
 
 from __future__ import annotations
 
@@ -66,6 +67,14 @@ def test_a_subclass_adds_its_fields_after_its_bases() -> None:
 def test_repr_names_every_field_unless_the_class_writes_its_own() -> None:
     assert repr(Point(1, 2, tags=["t"])) == "Point(x=1, y=2, label='', tags=['t'])"
     assert repr(Secret("sk-123")) == "Secret(...)"
+
+
+def test_records_of_one_class_compare_field_by_field_and_are_unhashable() -> None:
+    assert Point(1, 2, tags=["t"]) == Point(1, 2, tags=["t"])
+    assert Point(1, 2) != Point(1, 3)
+    assert Labelled(1, 2) != Point(1, 2)  # another class, as dataclasses compare
+    with pytest.raises(TypeError):
+        hash(Point(1, 2))
 
 
 @pytest.mark.parametrize(("call", "message"), [

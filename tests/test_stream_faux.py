@@ -152,3 +152,46 @@ async def test_an_adapter_that_swallows_the_abort_still_ends_aborted_and_leaves_
     assert (await s.result())["stopReason"] == "aborted"
     task = asyncio.current_task()
     assert task is not None and task.cancelling() == 0
+
+
+async def _burst_adapter(model, context, options, output):  # type: ignore[no-untyped-def]
+    """One read's worth of events as one list: a text block and three deltas, then an empty list."""
+    output["content"].append({"type": "text", "text": "abc"})
+    yield [{"type": "text_start", "contentIndex": 0},
+           *({"type": "text_delta", "contentIndex": 0, "delta": piece} for piece in "abc")]
+    yield []
+    yield {"type": "text_end", "contentIndex": 0, "content": "abc"}
+
+
+async def test_a_list_from_the_adapter_is_handed_on_one_event_at_a_time():
+    from pi_coding_agent.ai.stream import set_provider_adapter
+
+    set_provider_adapter("burst", "faux", _burst_adapter)
+    try:
+        s = stream({**FAUX, "provider": "burst"}, {"messages": []})
+        events = [ev async for ev in s]
+    finally:
+        set_provider_adapter("burst", "faux", None)
+    assert [e["type"] for e in events] == ["start", "text_start", "text_delta", "text_delta", "text_delta",
+                                           "text_end", "done"]
+    assert "".join(e.get("delta", "") for e in events) == "abc"
+
+
+async def test_an_abort_inside_a_list_drops_its_remaining_events_and_closes_the_block():
+    """The consumer aborts on the first delta of a list: the two deltas after it never come, the
+    open text block is closed, and the stream ends aborted."""
+    from pi_coding_agent.ai.stream import set_provider_adapter
+
+    signal = AbortSignal()
+    set_provider_adapter("burst", "faux", _burst_adapter)
+    try:
+        s = stream({**FAUX, "provider": "burst"}, {"messages": []}, StreamOptions(signal=signal))
+        seen = []
+        async for ev in s:
+            seen.append(ev)
+            if ev["type"] == "text_delta":
+                signal.abort()
+    finally:
+        set_provider_adapter("burst", "faux", None)
+    assert [e["type"] for e in seen] == ["start", "text_start", "text_delta", "text_end", "error"]
+    assert (await s.result())["stopReason"] == "aborted"

@@ -12,9 +12,12 @@ stopReason "stop"/"length"/"toolUse", responseId) and yields normalized events *
 partial message: ``text_start|thinking_start {contentIndex}``, ``text_delta|thinking_delta
 {contentIndex, delta}``, ``text_end|thinking_end {contentIndex, content}``, ``toolcall_start
 {contentIndex, id, toolName}``, ``toolcall_delta {contentIndex, delta}``, ``toolcall_end
-{contentIndex, toolCall}``. It raises ``ProviderError`` (or any exception) on failure; it never
-yields ``start``/``done``/``error`` — this wrapper does, and it also owns cancellation, cost and
-duration, so every adapter gets them identically.
+{contentIndex, toolCall}``. It may yield a list of such events instead of one (those one network
+read completed: a fast server's burst then costs one step of each layer, not one per event); the
+wrapper hands them on one at a time and stops at an abort within the list. It raises
+``ProviderError`` (or any exception) on failure; it never yields ``start``/``done``/``error`` — this
+wrapper does, and it also owns cancellation, cost and duration, so every adapter gets them
+identically.
 """
 
 from __future__ import annotations
@@ -102,10 +105,14 @@ class ProviderError(Exception):
         self.retry_after_ms = retry_after_ms
 
 
+AdapterItem = dict[str, Any] | list[dict[str, Any]]  # one event, or those of one network read
+_DELTAS = frozenset({"text_delta", "thinking_delta", "toolcall_delta"})
+
+
 class Adapter(Protocol):
     def __call__(
         self, model: Model, context: Context, options: StreamOptions, output: AssistantMessage
-    ) -> AsyncIterator[dict[str, Any]]: ...
+    ) -> AsyncIterator[AdapterItem]: ...
 
 
 _adapters: dict[str, Adapter] = {}
@@ -232,7 +239,7 @@ class AssistantStream:
         guard = _StepGuard(signal)
         env = self.options.env
         open_blocks: set[int] = set()
-        source: AsyncIterator[dict[str, Any]] | None = None
+        source: AsyncIterator[AdapterItem] | None = None
         item: Any = None
         try:
             while True:
@@ -258,13 +265,16 @@ class AssistantStream:
                 if source is None:
                     source = item
                     continue
-                etype = item["type"]
-                if not etype.endswith("_delta"):
-                    if etype.endswith("_start"):
-                        open_blocks.add(item["contentIndex"])
-                    elif etype.endswith("_end"):
-                        open_blocks.discard(item["contentIndex"])
-                yield item
+                for event in item if type(item) is list else (item,):
+                    if signal is not None and signal.aborted:
+                        break  # the rest of a read's events is dropped, as a later step would be
+                    etype = event["type"]
+                    if etype not in _DELTAS:  # a set, not ``endswith``: this runs once per delta
+                        if etype.endswith("_start"):
+                            open_blocks.add(event["contentIndex"])
+                        elif etype.endswith("_end"):
+                            open_blocks.discard(event["contentIndex"])
+                    yield event
         finally:
             if guard.remove is not None:
                 guard.remove()

@@ -113,7 +113,7 @@ async def stream(
 
 def stream_completions(
     model: Model, context: Context, options: StreamOptions, output: AssistantMessage
-) -> AsyncIterator[dict[str, Any]]:
+) -> AsyncIterator[list[dict[str, Any]]]:
     """``openai-completions`` models of the ``azure`` provider: the OpenAI stream at the Azure base URL."""
     azure_model: Model = {**model, "baseUrl": base_url(model)}
     return openai_completions.stream(azure_model, context, _with_deployment(model, options), output)

@@ -7,7 +7,8 @@ httpx only on the proxied path. The API is these names:
 
 * ``sse_events(url, headers, body, options, error_text=openai_error_text)`` - POST ``body`` as JSON
   (``bytes`` as they are, for a body the caller encoded itself) and yield the response's
-  ``ServerSentEvent``s (``ai.providers.sse``, parsed from the raw bytes). A non-2xx answer raises
+  ``ServerSentEvent``s (``ai.providers.sse``, parsed from the raw bytes); ``sse_batches`` (same
+  arguments) yields them as lists, those of one network read together. A non-2xx answer raises
   ``ProviderError`` whose text is ``error_text(status, body_text)`` and whose ``retry_after_ms``
   carries a ``retry-after(-ms)`` header for the agent's retry policy. Transport failures become
   ``ProviderError``s whose texts the retry classifier (``ai.errors``) treats as transient. The
@@ -30,7 +31,7 @@ import threading
 import time
 import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
-from contextlib import asynccontextmanager
+from contextlib import aclosing, asynccontextmanager
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -323,14 +324,17 @@ async def _open_response(url: str, headers: Mapping[str, str], content: bytes,
         raise _as_transport_error(exc) from exc
 
 
-async def sse_events(
+async def sse_batches(
     url: str,
     headers: Mapping[str, str],
     body: Any,
     options: StreamOptions,
     error_text: ErrorText = openai_error_text,
-) -> AsyncGenerator[ServerSentEvent, None]:
-    """POST ``body`` and yield its server-sent events (see the module docstring).
+) -> AsyncGenerator[list[ServerSentEvent], None]:
+    """POST ``body`` and yield its server-sent events, the ones each network read completed as one
+    list (see the module docstring), so a fast server's burst costs the adapter one step, not one
+    per event. With ``options.on_stream_event`` set, each event is reported just before it is
+    handed on, in a list of its own: the hook sees the stream in step with the adapter.
 
     The extension hook ``options.on_payload`` sees the body last and may replace it, so every
     adapter honours ``before_provider_request`` the same way.
@@ -343,16 +347,39 @@ async def sse_events(
         if "text/event-stream" not in content_type:
             raise ProviderError(f"Network error: Expected response header Content-Type to contain "
                                 f"'text/event-stream', got {content_type!r}")
-        parser, on_event = SSEParser(), options.on_stream_event
-        async for chunk in _body_chunks(response):
-            for event in parser.feed(chunk):
-                if on_event is not None:
-                    await report_stream_event(on_event, event.data)
-                yield event
-        for event in parser.close():  # at most a last event a lone CR ended
-            if on_event is not None:
+        on_event = options.on_stream_event
+        async for events in _parsed(response):
+            if on_event is None:
+                yield events
+                continue
+            for event in events:
                 await report_stream_event(on_event, event.data)
-            yield event
+                yield [event]
+
+
+async def sse_events(
+    url: str,
+    headers: Mapping[str, str],
+    body: Any,
+    options: StreamOptions,
+    error_text: ErrorText = openai_error_text,
+) -> AsyncGenerator[ServerSentEvent, None]:
+    """``sse_batches``, one event at a time."""
+    async with aclosing(sse_batches(url, headers, body, options, error_text)) as batches:
+        async for events in batches:
+            for event in events:
+                yield event
+
+
+async def _parsed(response: StreamResponse) -> AsyncIterator[list[ServerSentEvent]]:
+    """The events of each body chunk (chunks that complete none yield nothing), then the one a
+    lone CR may have ended at the end of the body."""
+    parser = SSEParser()
+    async for chunk in _body_chunks(response):
+        if events := parser.feed(chunk):
+            yield events
+    if events := parser.close():
+        yield events
 
 
 def _body_chunks(response: StreamResponse) -> AsyncIterator[bytes]:

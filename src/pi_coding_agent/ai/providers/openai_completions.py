@@ -23,7 +23,7 @@ from pi_coding_agent.ai.providers.grammar_tools import (
     input_properties,
     resolve_grammar,
 )
-from pi_coding_agent.ai.providers.http import merge_headers, sse_events
+from pi_coding_agent.ai.providers.http import merge_headers, sse_batches
 from pi_coding_agent.ai.providers.openai_compat import (
     affinity_headers,
     apply_cache_control,
@@ -278,6 +278,8 @@ class _ChunkReader:
         self.grammar = grammar  # the custom tools (``custom_tools``)
         self.blocks: list[Any] = output["content"]
         self.text: Any = None
+        self.text_index = -1  # the text block's position in ``blocks`` (blocks are only appended)
+        self.model_id = model["id"]
         self.thinking: Any = None
         self.calls: dict[Any, Any] = {}  # stream index (or id) -> block
         self.raw_args: dict[int, str] = {}  # content index -> argument text so far
@@ -286,16 +288,21 @@ class _ChunkReader:
         self.finished = False
 
     def feed(self, chunk: dict[str, Any]) -> list[dict[str, Any]]:
-        if chunk.get("error"):  # mid-stream failure relayed by a gateway
+        """The events of one chunk. Runs once per streamed delta: ``in`` before ``get`` for keys
+        a chunk rarely has, and the usual single choice 0 taken without ``first_choice``."""
+        if "error" in chunk and chunk["error"]:  # noqa: RUF019  # a gateway relays a failure mid-stream
             raise ProviderError(chunk_error_text(chunk["error"]))
         output = self.output
         if "responseId" not in output and chunk.get("id"):
             output["responseId"] = chunk["id"]
         if "responseModel" not in output:
             served = chunk.get("model")
-            if served != self.model["id"] and isinstance(served, str) and served:
+            if served != self.model_id and isinstance(served, str) and served:
                 output["responseModel"] = served
-        choice = first_choice(chunk.get("choices"))
+        choices = chunk.get("choices")
+        choice = choices[0] if type(choices) is list and len(choices) == 1 else None  # the usual chunk
+        if type(choice) is not dict or choice.get("index", 0) not in (0, None):
+            choice = first_choice(choices)
         usage = chunk.get("usage")
         if not usage:  # Moonshot reports streamed usage inside the choice, Groq under x_groq
             usage = choice.get("usage") if choice else None
@@ -316,8 +323,11 @@ class _ChunkReader:
                 return []
             if (block := self.text) is None:
                 return self._append("text", content)
-            append_text(block, "text", content)
-            return [{"type": "text_delta", "contentIndex": self.blocks.index(block), "delta": content}]
+            text = block["text"]  # append_text, inline: the text grows in place
+            block["text"] = ""
+            text += content
+            block["text"] = text
+            return [{"type": "text_delta", "contentIndex": self.text_index, "delta": content}]
         events: list[dict[str, Any]] = []
         field = next((f for f in REASONING_FIELDS if isinstance(delta.get(f), str) and delta[f]), None)
         if field:
@@ -363,6 +373,8 @@ class _ChunkReader:
             block["thinkingSignature"] = signature
         self.blocks.append(block)
         setattr(self, kind, block)
+        if kind == "text":
+            self.text_index = len(self.blocks) - 1
         return [{"type": f"{kind}_start", "contentIndex": len(self.blocks) - 1}]
 
     def _append(self, kind: str, piece: str, signature: str | None = None) -> list[dict[str, Any]]:
@@ -439,7 +451,7 @@ class _ChunkReader:
 
 async def stream(
     model: Model, context: Context, options: StreamOptions, output: AssistantMessage
-) -> AsyncIterator[dict[str, Any]]:
+) -> AsyncIterator[list[dict[str, Any]]]:
     compat = resolve_compat(model)
     session = options.session_id if options.cache_retention != "none" else None
     headers = request_headers(model, options, affinity_headers(compat, session))
@@ -447,14 +459,17 @@ async def stream(
     body = build_request(model, context, options, grammar)
     url = model["baseUrl"].rstrip("/") + "/chat/completions"
     reader = _ChunkReader(model, output, grammar)
-    async with aclosing(sse_events(url, headers, body, options)) as events:
-        async for event in events:
-            if event.data == "[DONE]" or not event.data:
-                continue
-            for item in reader.feed(orjson.loads(event.data)):
-                yield item
-    for item in reader.end_blocks():
-        yield item
+    async with aclosing(sse_batches(url, headers, body, options)) as batches:
+        async for events in batches:  # the events of one network read: their deltas go on as one list
+            items: list[dict[str, Any]] = []
+            try:
+                for event in events:
+                    if event.data != "[DONE]" and event.data:
+                        items += reader.feed(orjson.loads(event.data))
+            finally:  # what came before a failing chunk goes on first, as it would one by one
+                if items:
+                    yield items
+    yield reader.end_blocks()
     if not reader.finished and not compat["supportsFinishReason"]:
         output["stopReason"] = "toolUse" if reader.calls else "stop"
     if output["stopReason"] == "error":
