@@ -17,7 +17,7 @@ from pi_coding_agent.coding.acp.jsonrpc import AUTH_REQUIRED, INTERNAL_ERROR, Js
 from pi_coding_agent.coding.acp.permissions import PermissionGate
 from pi_coding_agent.coding.acp.port import SessionHost, SessionPort
 from pi_coding_agent.coding.acp.prompt import to_pi_prompt
-from pi_coding_agent.coding.acp.updates import UpdateStream, branch_messages, replay
+from pi_coding_agent.coding.acp.updates import HANDLED, UpdateStream, branch_messages, replay
 
 NO_KEY_PREFIX = "No API key found"
 
@@ -51,7 +51,8 @@ class LiveSession:
         host.install_tool_gate(session, self.gate)
         self._waiters: list[asyncio.Future[bool]] = []
         self._closing = False
-        self._unsubscribe = session.subscribe(self._on_event)
+        self._unsubscribe = [session.subscribe(self.stream.on_message_update, ("message_update",)),
+                             session.subscribe(self._on_event, (*HANDLED, "agent_settled"))]
 
     # ------------------------------------------------------------------ notifications
 
@@ -148,7 +149,8 @@ class LiveSession:
         try:
             await self.session.shutdown()
         finally:
-            self._unsubscribe()
+            for unsubscribe in self._unsubscribe:
+                unsubscribe()
             for waiter in self._waiters:
                 if not waiter.done():
                     waiter.set_result(True)

@@ -15,7 +15,7 @@ Events consumed (pi's RPC event names): ``message_start``, ``message_update`` (`
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -34,7 +34,7 @@ class SessionPort(Protocol):
     @property
     def is_streaming(self) -> bool: ...
 
-    def subscribe(self, listener: Listener) -> Callable[[], None]: ...
+    def subscribe(self, listener: Listener, types: Iterable[str] | None = None) -> Callable[[], None]: ...
 
     async def prompt(
         self, message: str, images: list[dict[str, Any]] | None = None, streaming_behavior: str | None = None

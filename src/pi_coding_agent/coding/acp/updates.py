@@ -56,6 +56,7 @@ class UpdateStream:
         self._plan: list[dict[str, Any]] = []
 
     def on_event(self, event: dict[str, Any]) -> None:
+        """Any event but ``message_update``, which goes to ``on_message_update`` directly."""
         handler = _HANDLERS.get(event["type"])
         if handler is not None:
             handler(self, event)
@@ -66,13 +67,16 @@ class UpdateStream:
         if event["message"].get("role") == "assistant":
             self._message_id = str(uuid.uuid4())
 
-    def _message_update(self, event: dict[str, Any]) -> None:
+    def on_message_update(self, event: dict[str, Any]) -> None:
+        """A streamed delta (a subscription of its own: it comes once per chunk)."""
         delta = event["assistantMessageEvent"]
         kind = delta.get("type")
-        if kind == "text_delta" and delta.get("delta"):
-            self._send(text_chunk("agent_message_chunk", delta["delta"], self._message_id))
-        elif kind == "thinking_delta" and delta.get("delta"):
-            self._send(text_chunk("agent_thought_chunk", delta["delta"], _thought_id(self._message_id)))
+        if kind == "text_delta":
+            if text := delta.get("delta"):
+                self._send(text_chunk("agent_message_chunk", text, self._message_id))
+        elif kind == "thinking_delta":
+            if text := delta.get("delta"):
+                self._send(text_chunk("agent_thought_chunk", text, _thought_id(self._message_id)))
         elif kind == "toolcall_end":
             call = delta.get("toolCall") or {}
             self.announce(call.get("id"), call.get("name"), call.get("arguments"))
@@ -139,7 +143,6 @@ class UpdateStream:
 
 _HANDLERS: dict[str, Callable[[UpdateStream, dict[str, Any]], None]] = {
     "message_start": UpdateStream._message_start,
-    "message_update": UpdateStream._message_update,
     "message_end": UpdateStream._message_end,
     "tool_execution_start": UpdateStream._tool_start,
     "tool_execution_update": UpdateStream._tool_update,
@@ -149,6 +152,7 @@ _HANDLERS: dict[str, Callable[[UpdateStream, dict[str, Any]], None]] = {
     "compaction_start": UpdateStream._compaction_start,
     "auto_retry_start": UpdateStream._retry_start,
 }
+HANDLED = tuple(_HANDLERS)  # what ``on_event`` translates
 
 
 # ---------------------------------------------------------------------------- replay
