@@ -177,9 +177,10 @@ async def test_a_list_from_the_adapter_is_handed_on_one_event_at_a_time():
     assert "".join(e.get("delta", "") for e in events) == "abc"
 
 
-async def test_an_abort_inside_a_list_drops_its_remaining_events_and_closes_the_block():
-    """The consumer aborts on the first delta of a list: the two deltas after it never come, the
-    open text block is closed, and the stream ends aborted."""
+async def test_an_abort_inside_a_list_lets_the_list_finish_then_ends_the_stream():
+    """The consumer aborts on the first delta of a list. The adapter already put the list's text in
+    the message, so the list's other deltas still come (what the client saw is the final text);
+    the adapter's next step never starts: the block is closed and the stream ends aborted."""
     from pi_coding_agent.ai.stream import set_provider_adapter
 
     signal = AbortSignal()
@@ -193,5 +194,8 @@ async def test_an_abort_inside_a_list_drops_its_remaining_events_and_closes_the_
                 signal.abort()
     finally:
         set_provider_adapter("burst", "faux", None)
-    assert [e["type"] for e in seen] == ["start", "text_start", "text_delta", "text_end", "error"]
-    assert (await s.result())["stopReason"] == "aborted"
+    assert [e["type"] for e in seen] == ["start", "text_start", "text_delta", "text_delta", "text_delta",
+                                         "text_end", "error"]
+    final = await s.result()
+    assert final["stopReason"] == "aborted"
+    assert final["content"][0]["text"] == "".join(e["delta"] for e in seen if e["type"] == "text_delta")

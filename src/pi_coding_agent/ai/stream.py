@@ -14,7 +14,7 @@ partial message: ``text_start|thinking_start {contentIndex}``, ``text_delta|thin
 {contentIndex, id, toolName}``, ``toolcall_delta {contentIndex, delta}``, ``toolcall_end
 {contentIndex, toolCall}``. It may yield a list of such events instead of one (those one network
 read completed: a fast server's burst then costs one step of each layer, not one per event); the
-wrapper hands them on one at a time and stops at an abort within the list. It raises
+wrapper hands them on one at a time, all of them, and an abort stops the next step. It raises
 ``ProviderError`` (or any exception) on failure; it never yields ``start``/``done``/``error`` — this
 wrapper does, and it also owns cancellation, cost and duration, so every adapter gets them
 identically.
@@ -265,9 +265,9 @@ class AssistantStream:
                 if source is None:
                     source = item
                     continue
+                # an abort during a list waits for its end: the adapter already put the list's text
+                # in the message, so its deltas go out (as pi handles a network chunk whole)
                 for event in item if type(item) is list else (item,):
-                    if signal is not None and signal.aborted:
-                        break  # the rest of a read's events is dropped, as a later step would be
                     etype = event["type"]
                     if etype not in _DELTAS:  # a set, not ``endswith``: this runs once per delta
                         if etype.endswith("_start"):

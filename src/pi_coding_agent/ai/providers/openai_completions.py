@@ -323,10 +323,7 @@ class _ChunkReader:
                 return []
             if (block := self.text) is None:
                 return self._append("text", content)
-            text = block["text"]  # append_text, inline: the text grows in place
-            block["text"] = ""
-            text += content
-            block["text"] = text
+            append_text(block, "text", content)
             return [{"type": "text_delta", "contentIndex": self.text_index, "delta": content}]
         events: list[dict[str, Any]] = []
         field = next((f for f in REASONING_FIELDS if isinstance(delta.get(f), str) and delta[f]), None)
