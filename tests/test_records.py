@@ -35,6 +35,11 @@ class Labelled(Point):
 
 
 @record
+class Relabelled(Point):
+    label: str = "relabelled"
+
+
+@record
 class Secret:
     token: str
 
@@ -62,6 +67,10 @@ def test_a_subclass_adds_its_fields_after_its_bases() -> None:
     shape = Labelled(1, 2, "l", ["t"], "blue")
     assert (shape.x, shape.label, shape.tags, shape.colour) == (1, "l", ["t"], "blue")
     assert Labelled(1, 2).colour == "red"
+
+
+def test_a_field_declared_again_keeps_its_place_with_the_new_default() -> None:
+    assert repr(Relabelled(1, 2)) == "Relabelled(x=1, y=2, label='relabelled', tags=[])"
 
 
 def test_repr_names_every_field_unless_the_class_writes_its_own() -> None:

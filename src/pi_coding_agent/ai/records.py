@@ -29,10 +29,15 @@ def record(cls: type[_T]) -> type[_T]:
             continue
         value = cls.__dict__.get(name, MISSING)
         if isinstance(value, Field):
-            fields.append((name, value.default, value.default_factory))
+            entry = (name, value.default, value.default_factory)
             delattr(cls, name)
         else:
-            fields.append((name, value, MISSING))
+            entry = (name, value, MISSING)
+        inherited = next((i for i, (known, _, _) in enumerate(fields) if known == name), None)
+        if inherited is None:
+            fields.append(entry)
+        else:  # a field declared again keeps its base's place, as in a dataclass
+            fields[inherited] = entry
     setattr(cls, FIELDS, tuple(fields))
     cls.__init__ = _init  # type: ignore[method-assign]
     if "__repr__" not in cls.__dict__:
