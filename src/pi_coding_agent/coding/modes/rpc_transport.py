@@ -140,7 +140,7 @@ class RecordWriter:
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
-        self._pending: deque[bytes | Iterator[bytes]] = deque()
+        self._pending: deque[bytes | bytearray | Iterator[bytes]] = deque()  # writes, in order
         self._streams: list[StreamedJson] = []  # met while serialising the current record
         self._pending_bytes = 0
         self._below_limit = asyncio.Event()
@@ -171,7 +171,18 @@ class RecordWriter:
             self._streams.clear()
             print(f"rpc: dropped an unserialisable record: {err}", file=sys.stderr)
             return
-        if not self._streams and not self._pending and self._loop is not None:
+        if self._streams:
+            self._spill_batch()  # sent before this record
+            self._queue_streamed(data)
+            self._queued(len(data))
+        elif self._pending:
+            # A backlog (a client slower than the model): the writer task is already awake and
+            # the queue already not idle, so the record only joins the queue's last write.
+            self._append(data)
+            self._pending_bytes += len(data)
+            if self._pending_bytes > BACKLOG_LIMIT:
+                self._below_limit.clear()
+        elif self._loop is not None:
             # Nothing queued: the records of this event-loop pass go to the pipe in one write at its
             # end, without the writer task (which waits for a slow client and drains the backlog).
             batch = self._batch
@@ -179,13 +190,21 @@ class RecordWriter:
             if len(batch) == 1:
                 self._idle.clear()
                 self._loop.call_soon(self._write_batch)
-            return
-        self._spill_batch()  # sent before this record
-        if self._streams:
-            self._queue_streamed(data)
         else:
-            self._pending.append(data)
-        self._queued(len(data))
+            self._append(data)
+            self._queued(len(data))
+
+    def _append(self, data: bytes) -> None:
+        """Add ``data`` to the queue: joined onto its last write while that stays within
+        ``BATCH_BYTES`` (one copy now instead of one queue entry per record), a large record alone."""
+        pending = self._pending
+        tail = pending[-1] if pending else None
+        if type(tail) is bytearray and len(tail) + len(data) <= BATCH_BYTES:
+            tail += data
+        elif len(data) < BATCH_BYTES:
+            pending.append(bytearray(data))
+        else:
+            pending.append(data)
 
     def _queued(self, size: int) -> None:
         self._pending_bytes += size
@@ -199,7 +218,8 @@ class RecordWriter:
         they only gather while the queue is empty)."""
         if self._batch:
             batch, self._batch = self._batch, []
-            self._pending.extend(batch)
+            for data in batch:
+                self._append(data)
             self._queued(sum(map(len, batch)))
 
     def _write_batch(self) -> None:
@@ -289,8 +309,8 @@ class RecordWriter:
             await self._wakeup.wait()
             self._wakeup.clear()
             while self._pending:
-                data = self._take_batch()
-                if not isinstance(data, bytes):
+                data = self._pending.popleft()
+                if not isinstance(data, bytes | bytearray):
                     await self._write_chunks(data)
                     continue
                 await self._write(data)
@@ -302,20 +322,6 @@ class RecordWriter:
             if self._closing:
                 return
 
-    def _take_batch(self) -> bytes | Iterator[bytes]:
-        """The next write: one large record as it is (no copy), or small ones joined up to a bound;
-        a streamed value goes alone."""
-        pending = self._pending
-        first = pending.popleft()
-        if not isinstance(first, bytes):
-            return first
-        batch = [first]
-        size = len(first)
-        while pending and isinstance(pending[0], bytes) and size + len(pending[0]) <= BATCH_BYTES:
-            size += len(pending[0])
-            batch.append(pending.popleft())  # type: ignore[arg-type]  # checked just above
-        return batch[0] if len(batch) == 1 else b"".join(batch)
-
     async def _write_chunks(self, chunks: Iterator[bytes]) -> None:
         """Each chunk as it is produced; one that fails leaves the line unparseable, never unterminated."""
         try:
@@ -324,7 +330,7 @@ class RecordWriter:
         except Exception as err:  # the record's tail still follows, so the line ends
             print(f"rpc: a streamed response failed midway: {err}", file=sys.stderr)
 
-    async def _write(self, data: bytes) -> None:
+    async def _write(self, data: bytes | bytearray) -> None:
         if self._broken:
             return
         try:
@@ -350,7 +356,7 @@ async def _drained(stream: asyncio.StreamWriter) -> None:
             stream.transport.set_write_buffer_limits()
 
 
-def write_all(fd: int, data: bytes) -> None:
+def write_all(fd: int, data: bytes | bytearray) -> None:
     """Blocking write of every byte (for regular files and the final output of print mode)."""
     view = memoryview(data)
     while view:
