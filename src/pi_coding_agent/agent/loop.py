@@ -232,18 +232,19 @@ class _Run:
         emit = self._emit
         started = False
         final: AssistantMessage | None = None
-        async for event in response:
-            kind = event["type"]
-            if kind in _BLOCK_EVENTS:
-                if not started:
-                    started = True
-                    self.config.on_stream_start(partial)
-                    await emit({"type": "message_start", "message": _opening_snapshot(partial)})
-                await emit({"type": "message_update", "usage": usage, "assistantMessageEvent": event})
-            elif kind == "done":
-                final = event["message"]
-            elif kind == "error":
-                final = event["error"]
+        async for batch in response.batches():  # a network read's events in one step
+            for event in batch:
+                kind = event["type"]
+                if kind in _BLOCK_EVENTS:
+                    if not started:
+                        started = True
+                        self.config.on_stream_start(partial)
+                        await emit({"type": "message_start", "message": _opening_snapshot(partial)})
+                    await emit({"type": "message_update", "usage": usage, "assistantMessageEvent": event})
+                elif kind == "done":
+                    final = event["message"]
+                elif kind == "error":
+                    final = event["error"]
         if final is None:
             final = await response.result()
         self.outcome.retry_after_ms = response.retry_after_ms

@@ -14,10 +14,10 @@ partial message: ``text_start|thinking_start {contentIndex}``, ``text_delta|thin
 {contentIndex, id, toolName}``, ``toolcall_delta {contentIndex, delta}``, ``toolcall_end
 {contentIndex, toolCall}``. It may yield a list of such events instead of one (those one network
 read completed: a fast server's burst then costs one step of each layer, not one per event); the
-wrapper hands them on one at a time, all of them, and an abort stops the next step. It raises
-``ProviderError`` (or any exception) on failure; it never yields ``start``/``done``/``error`` — this
-wrapper does, and it also owns cancellation, cost and duration, so every adapter gets them
-identically.
+wrapper hands such a list on whole (``batches``) or one event at a time (iteration), all of it, and
+an abort stops the next step. It raises ``ProviderError`` (or any exception) on failure; it never
+yields ``start``/``done``/``error`` — this wrapper does, and it also owns cancellation, cost and
+duration, so every adapter gets them identically.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import asyncio
 import contextlib
 import importlib
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -221,20 +221,32 @@ class AssistantStream:
     def __aiter__(self) -> AsyncIterator[dict[str, Any]]:
         return self._events()
 
+    def batches(self) -> AsyncIterator[list[dict[str, Any]]]:
+        """The same events in lists, those of one network read together: a consumer that handles
+        a burst in one step (the agent loop) saves a generator step per event. An abort stops the
+        next list, never the rest of one (its text is in the message already)."""
+        return self._batches()
+
     async def result(self) -> AssistantMessage:
         if self._final is None:
-            async for _ in self._events():
+            async for _ in self._batches():
                 pass
         assert self._final is not None
         return self._final
 
     async def _events(self) -> AsyncIterator[dict[str, Any]]:
+        async with contextlib.aclosing(self._batches()) as batches:
+            async for batch in batches:
+                for event in batch:
+                    yield event
+
+    async def _batches(self) -> AsyncGenerator[list[dict[str, Any]], None]:
         msg = self.partial
         signal = self.options.signal
         started = time.monotonic()
-        yield {"type": "start"}
+        yield [{"type": "start"}]
         if signal is not None and signal.aborted:
-            yield self._finish_failed(msg, "aborted", "This operation was aborted", started)
+            yield [self._finish_failed(msg, "aborted", "This operation was aborted", started)]
             return
         guard = _StepGuard(signal)
         env = self.options.env
@@ -259,22 +271,21 @@ class AssistantStream:
                         guard.inside = False
                         REQUEST_ENV.reset(token)
                 if failure is not None:
-                    for ev in self._failed(msg, failure, open_blocks, started):
-                        yield ev
+                    yield self._failed(msg, failure, open_blocks, started)
                     return
                 if source is None:
                     source = item
                     continue
-                # an abort during a list waits for its end: the adapter already put the list's text
-                # in the message, so its deltas go out (as pi handles a network chunk whole)
-                for event in item if type(item) is list else (item,):
+                batch = item if type(item) is list else [item]
+                for event in batch:
                     etype = event["type"]
                     if etype not in _DELTAS:  # a set, not ``endswith``: this runs once per delta
                         if etype.endswith("_start"):
                             open_blocks.add(event["contentIndex"])
                         elif etype.endswith("_end"):
                             open_blocks.discard(event["contentIndex"])
-                    yield event
+                if batch:
+                    yield batch
         finally:
             if guard.remove is not None:
                 guard.remove()
@@ -282,13 +293,13 @@ class AssistantStream:
             if close is not None:
                 with contextlib.suppress(Exception):  # its failure to close is not the stream's outcome
                     await close()
-        for ev in _close_open_blocks(msg, open_blocks):
-            yield ev
+        if closing := _close_open_blocks(msg, open_blocks):
+            yield closing  # seen before the message is final, as the deltas were
         if msg["stopReason"] == "pending":
             msg["stopReason"] = "stop"
         self._finalize(msg, started)
         self._final = msg
-        yield {"type": "done", "reason": msg["stopReason"], "message": msg}
+        yield [{"type": "done", "reason": msg["stopReason"], "message": msg}]
 
     async def _open(self) -> Any:
         """The adapter's event iterator for this request (its first step: hooks may await)."""
