@@ -7,7 +7,7 @@ measured), then ``switch_session`` to the file and every command that reads the 
 each command the bench records the time from writing the command to reading its whole response line,
 the peak RSS of the agent process during that command alone (``VmHWM``, reset through
 ``/proc/<pid>/clear_refs`` before each command; the process's RSS before the command is included), and
-the CPU time the agent spent on it (all its threads; 10 ms ticks). ``switch_session + get_messages`` is
+the CPU time the agent spent on it (all its threads; ``common.cpu_seconds``). ``switch_session + get_messages`` is
 #20's measure: opening the session and reading what the model sees. ``--fork start`` is a fresh
 ``pi --mode rpc --fork <file>`` until it answers ``get_state`` (its whole peak RSS and CPU, start-up
 included): the file copied into a new session and opened; measured when ``--commands`` names it.

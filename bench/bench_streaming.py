@@ -11,8 +11,8 @@ bytes it wrote to stdout in that window. The final assistant text is checked aga
 
 Usage: .venv/bin/python bench/bench_streaming.py [--runs 5] [--chunks 5000] [--side ours|reference] [--per-delta]
        [--instructions]
-Prints the median of each measure and the ratio ours/reference (target: CPU < 0.8). The CPU clock
-ticks in 10 ms steps, hence medians of several runs; ``--chunks 1`` shows the fixed cost of a first
+Prints the median of each measure and the ratio ours/reference (target: CPU < 0.8). CPU is the
+process's CPU clock (``common.cpu_seconds``), medians of several runs; ``--chunks 1`` shows the fixed cost of a first
 request (for us: what the warm-up thread has not imported yet), larger counts the per-delta cost.
 ``--per-delta`` prints that cost on its own: (CPU of a 20,000-delta prompt - CPU of a 1-delta
 prompt) / 20,000, the two sides taking turns run by run (target for us: 6 us). ``--instructions``

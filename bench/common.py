@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import compileall
+import contextlib
+import functools
 import json
 import os
 import shlex
@@ -11,6 +13,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -149,10 +152,43 @@ def peak_rss_mb(pid: int) -> float:
 
 
 def cpu_seconds(pid: int) -> float:
-    """User+system CPU time of a live process and all its threads (Linux), in seconds (10 ms ticks)."""
+    """User+system CPU time of a live process, all its threads (exited ones too), in seconds.
+
+    The process's CPU clock (``clock_getcpuclockid``) counts in nanoseconds; ``/proc/PID/stat``
+    counts 10 ms ticks, which at a few microseconds a delta is a tenth of a 20,000-delta prompt
+    and hid the per-delta ratios of a few percent. The ticks remain the fallback.
+    """
+    clock = _cpu_clock(pid)
+    if clock is not None:
+        with contextlib.suppress(OSError):
+            return time.clock_gettime(clock)
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     ticks = os.sysconf("SC_CLK_TCK")
     return (int(fields[11]) + int(fields[12])) / ticks
+
+
+def _cpu_clock(pid: int) -> int | None:
+    """The id of ``pid``'s process CPU clock, or None where libc has none to give."""
+    import ctypes
+
+    libc = _libc()
+    clock = ctypes.c_int()
+    if libc is None or libc.clock_getcpuclockid(pid, ctypes.byref(clock)):
+        return None
+    return clock.value
+
+
+@functools.cache
+def _libc() -> Any:
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    try:
+        libc = ctypes.CDLL(name) if name else None
+    except OSError:
+        return None
+    return libc if libc is not None and hasattr(libc, "clock_getcpuclockid") else None
 
 
 def cleanup(path: Path) -> None:
