@@ -78,7 +78,7 @@ def test_bare_start_imports_no_heavy_library(tmp_path):
 # the first tool call; the run loop and tool execution with the first run, compaction planning and
 # the branch projection with the first check after it, the cache warmer with the first reply, the
 # edit matcher with the first edit; model patterns only with --model/--models, Anthropic federation
-# only when its variables are set
+# only when its variables are set, the session replacement (new, resume, fork, clone) with the first one
 FIRST_USE = (*(f"pi_coding_agent.coding.codemode.{name}"
                for name in ("script_run", "sandbox", "output", "host", "scope", "source", "worker", "declarations")),
              "pi_coding_agent.coding.compaction.summarize", "pi_coding_agent.coding.compaction.branch_summary",
@@ -88,7 +88,8 @@ FIRST_USE = (*(f"pi_coding_agent.coding.codemode.{name}"
              "pi_coding_agent.ai.model_resolution", "pi_coding_agent.ai.anthropic_federation",
              *(f"pi_coding_agent.coding.tools.{name}" for name in (
                  "read", "bash", "edit", "write", "grep", "find", "ls", "shell", "output", "backend", "images")),
-             "pi_coding_agent.coding.sandbox.policy", "pi_coding_agent.coding.resources.system_prompt")
+             "pi_coding_agent.coding.sandbox.policy", "pi_coding_agent.coding.resources.system_prompt",
+             "pi_coding_agent.coding.session_replacement")
 
 
 def test_start_declares_no_dataclass_but_the_two_callers_replace(tmp_path):

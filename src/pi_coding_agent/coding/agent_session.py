@@ -39,7 +39,6 @@ from pi_coding_agent.coding.retry import RETRY_CANCELLED, RetrySeries
 from pi_coding_agent.coding.runtime import SessionRuntime
 from pi_coding_agent.coding.session import SessionManager
 from pi_coding_agent.coding.session_host import Listener
-from pi_coding_agent.coding.session_replacement import clone_session, fork_session, replace_session
 from pi_coding_agent.coding.tree_navigation import TreeNavigator
 
 if TYPE_CHECKING:
@@ -515,17 +514,27 @@ class AgentSession:
 
     # ----------------------------------------------------------------- replacing the session
 
+    # ``session_replacement`` loads on first use: most processes never replace their session
+
     async def new_session(self, parent_session: str | None = None) -> dict[str, Any]:
-        return await replace_session(self, "new", parent_session=parent_session)
+        from pi_coding_agent.coding import session_replacement
+
+        return await session_replacement.replace_session(self, "new", parent_session=parent_session)
 
     async def switch_session(self, session_path: str) -> dict[str, Any]:
-        return await replace_session(self, "resume", target=Path(session_path))
+        from pi_coding_agent.coding import session_replacement
+
+        return await session_replacement.replace_session(self, "resume", target=Path(session_path))
 
     async def fork(self, entry_id: str) -> dict[str, Any]:
-        return await fork_session(self, entry_id)
+        from pi_coding_agent.coding import session_replacement
+
+        return await session_replacement.fork_session(self, entry_id)
 
     async def clone(self) -> dict[str, Any]:
-        return await clone_session(self)
+        from pi_coding_agent.coding import session_replacement
+
+        return await session_replacement.clone_session(self)
 
     async def navigate_tree(self, target_id: str, *, summarize: bool = False, custom_instructions: str | None = None,
                             replace_instructions: bool = False, label: str | None = None) -> dict[str, Any]:
