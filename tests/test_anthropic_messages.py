@@ -1,5 +1,6 @@
 """The anthropic-messages adapter over real HTTP against the scripted fake server."""
 
+import json
 from typing import Any
 
 import pytest
@@ -196,6 +197,29 @@ async def test_mid_stream_error_event(fake_llm):
     assert msg["errorMessage"] == '{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}'
     assert msg["content"] == [{"type": "text", "text": "partial answer"}]
     assert events[-1]["type"] == "error"
+
+
+async def test_deltas_read_with_an_error_event_come_before_the_error(fake_llm):
+    """One network read holds the message's start, two text deltas and an ``error`` event: the
+    deltas still reach the consumer, in order, before the stream ends in the error."""
+    def sse(name: str, data: dict[str, Any]) -> str:
+        return f"event: {name}\ndata: {json.dumps(data)}\n\n"
+    start = {"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant",
+                                                  "model": "claude-test", "content": [], "stop_reason": None,
+                                                  "usage": {"input_tokens": 3, "output_tokens": 0}}}
+    body = (sse("message_start", start)
+            + sse("content_block_start", {"type": "content_block_start", "index": 0,
+                                          "content_block": {"type": "text", "text": ""}})
+            + "".join(sse("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                                  "delta": {"type": "text_delta", "text": piece}})
+                      for piece in ("Hel", "lo"))
+            + sse("error", {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}))
+    fake_llm.add({"raw": body, "contentType": "text/event-stream"})
+    events, msg = await run(claude(fake_llm.url), ctx(user("hi")))
+    assert [e["type"] for e in events] == ["start", "text_start", "text_delta", "text_delta", "text_end", "error"]
+    assert [e["delta"] for e in events if e["type"] == "text_delta"] == ["Hel", "lo"]
+    assert msg["stopReason"] == "error" and "Overloaded" in msg["errorMessage"]
+    assert msg["content"] == [{"type": "text", "text": "Hello"}]
 
 
 async def test_refusal_is_an_error(fake_llm):

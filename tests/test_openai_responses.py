@@ -115,3 +115,22 @@ async def test_cut_stream_is_a_transient_error(fake_llm):
     assert msg["errorMessage"] == "terminated: other side closed (UND_ERR_SOCKET)"
     assert is_retryable_error(msg)
     assert msg["content"][0]["type"] == "thinking"
+
+
+async def test_deltas_read_with_an_error_event_come_before_the_error(fake_llm):
+    """One network read holds a message's start, two text deltas and an ``error`` event: the deltas
+    still reach the consumer, in order, before the stream ends in the error."""
+    def sse(data: dict) -> str:
+        return f"event: {data['type']}\ndata: {json.dumps(data)}\n\n"
+    item = {"type": "message", "id": "msg_1", "role": "assistant", "status": "in_progress", "content": []}
+    body = (sse({"type": "response.created", "response": {"id": "resp_1", "status": "in_progress"}})
+            + sse({"type": "response.output_item.added", "output_index": 0, "item": item})
+            + "".join(sse({"type": "response.output_text.delta", "output_index": 0, "item_id": "msg_1",
+                           "content_index": 0, "delta": piece}) for piece in ("Hel", "lo"))
+            + sse({"type": "error", "error": {"code": "server_error", "message": "upstream went away"}}))
+    fake_llm.add({"raw": body, "contentType": "text/event-stream"})
+    events, msg = await _run(_model(fake_llm.url))
+    assert [e["type"] for e in events] == ["start", "text_start", "text_delta", "text_delta", "text_end", "error"]
+    assert [e["delta"] for e in events if e["type"] == "text_delta"] == ["Hel", "lo"]
+    assert msg["stopReason"] == "error" and "upstream went away" in msg["errorMessage"]
+    assert msg["content"] == [{"type": "text", "text": "Hello"}]

@@ -34,8 +34,9 @@ from pi_coding_agent.ai.providers.anthropic_tools import (
     tool_name,
 )
 from pi_coding_agent.ai.providers.diagnostics import append_transformations
-from pi_coding_agent.ai.providers.http import apply_payload_hook, sse_events
+from pi_coding_agent.ai.providers.http import apply_payload_hook, sse_batches
 from pi_coding_agent.ai.providers.partial_json import repair_arguments
+from pi_coding_agent.ai.providers.sse import ServerSentEvent
 from pi_coding_agent.ai.providers.usage import apply_reported_cost, is_openrouter
 from pi_coding_agent.ai.stream import ProviderError, StreamOptions
 from pi_coding_agent.ai.thinking import clamp_max_tokens, clamp_thinking_level, thinking_budget
@@ -534,9 +535,22 @@ class _Reader:
         return "error"
 
 
+def _parsed(sse: ServerSentEvent) -> dict[str, Any] | None:
+    """The JSON of a message event (None for the rest); a stream ``error`` event raises its text."""
+    if sse.event == "error":
+        raise ProviderError(sse.data)
+    if sse.event not in MESSAGE_EVENTS:
+        return None
+    try:
+        parsed: dict[str, Any] = orjson.loads(sse.data)
+    except orjson.JSONDecodeError as exc:
+        raise ProviderError(f"Could not parse Anthropic SSE event {sse.event}: {exc}; data={sse.data}") from exc
+    return parsed
+
+
 async def stream(
     model: Model, context: Context, options: StreamOptions, output: AssistantMessage
-) -> AsyncIterator[dict[str, Any]]:
+) -> AsyncIterator[list[dict[str, Any]]]:
     oauth = is_oauth_token(options.api_key)
     configured = {k.lower() for k, v in {**(model.get("headers") or {}), **options.headers}.items() if v.strip()}
     federated = None
@@ -558,7 +572,7 @@ async def stream(
         body = await apply_payload_hook(body, options)  # the hook sees the full request, never a thread's
         threaded[:] = anthropic_threads.requests_for(model, thread_session, body, headers, options)
         if not threaded:
-            return sse_events(url, headers, body, sending, anthropic_error_text)
+            return sse_batches(url, headers, body, sending, anthropic_error_text)
         return threaded[0].events(url, headers, sending, output, anthropic_error_text)
 
     effort = managed_effort(model, thinking_level(model, options))
@@ -566,22 +580,20 @@ async def stream(
         output["providerThinkingLevel"] = effort
     tools = current_tools(system_messages(context))
     reader = _Reader(model, tools, output, oauth)
-    async for sse in strict_fallback(request, options, output, has_preferred_strict(model, tools)):
-        if sse.event == "error":
-            raise ProviderError(sse.data)
-        if sse.event not in MESSAGE_EVENTS:
-            continue
+    async for batch in strict_fallback(request, options, output, has_preferred_strict(model, tools)):
+        items: list[dict[str, Any]] = []  # a network read's events go on as one list
         try:
-            event = orjson.loads(sse.data)
-        except orjson.JSONDecodeError as exc:
-            raise ProviderError(f"Could not parse Anthropic SSE event {sse.event}: {exc}; data={sse.data}") from exc
-        for normalized in reader.handle(event):
-            yield normalized
-        if reader.failure:
-            raise ProviderError(reader.failure)
+            for sse in batch:
+                if (event := _parsed(sse)) is not None:
+                    items += reader.handle(event)
+                    if reader.failure:
+                        raise ProviderError(reader.failure)
+        finally:  # what came before a failing event goes on first, as it would one by one
+            if items:
+                yield items
     cause = CUT_BY_LIMIT if output["stopReason"] == "length" else CUT_BY_END
-    for normalized in reader.close_open(cause):  # blocks the stream never stopped (max_tokens inside a call)
-        yield normalized
+    if closing := reader.close_open(cause):  # blocks the stream never stopped (max_tokens inside a call)
+        yield closing
     if reader.started and not reader.stopped:
         raise ProviderError("Anthropic stream ended before message_stop")
     if output["stopReason"] == "pending":

@@ -27,7 +27,7 @@ from typing import Any
 import orjson
 
 from pi_coding_agent.ai.providers.diagnostics import append_diagnostic
-from pi_coding_agent.ai.providers.http import sse_events
+from pi_coding_agent.ai.providers.http import sse_batches
 from pi_coding_agent.ai.providers.sse import ServerSentEvent
 from pi_coding_agent.ai.stream import ProviderError, StreamOptions
 from pi_coding_agent.ai.types import AssistantMessage, Model, now_ms
@@ -148,11 +148,12 @@ class ThreadedRequest:
         return {**self.body, "thread": {"type": "create"}}
 
     async def events(self, url: str, headers: dict[str, str], options: StreamOptions, output: AssistantMessage,
-                     error_text: ErrorText) -> AsyncGenerator[ServerSentEvent, None]:
-        """The response's events, after at most one resend of a rejected thread request."""
+                     error_text: ErrorText) -> AsyncGenerator[list[ServerSentEvent], None]:
+        """The response's events (a network read's as one list), after at most one resend of a rejected
+        thread request."""
         if self.thread is None:
-            async for sse in sse_events(url, headers, self.body, options, error_text):
-                yield sse
+            async for batch in sse_batches(url, headers, self.body, options, error_text):
+                yield batch
             return
         bodies: list[str] = []
 
@@ -162,17 +163,17 @@ class ThreadedRequest:
 
         started = False
         try:
-            async for sse in sse_events(url, headers, self.thread, options, kept):
+            async for batch in sse_batches(url, headers, self.thread, options, kept):
                 started = True
-                yield sse
+                yield batch
             return
         except ProviderError as error:
             if started or (options.signal is not None and options.signal.aborted):
                 raise
             code = _error_code(bodies[0]) if bodies and error.status is not None else None  # the last HTTP error's
             resend = self._fallback(error, code, output)
-        async for sse in self._resend(url, headers, options, error_text, resend):
-            yield sse
+        async for batch in self._resend(url, headers, options, error_text, resend):
+            yield batch
 
     def _fallback(self, error: ProviderError, code: str | None, output: AssistantMessage) -> str:
         """``"new"`` or ``"off"`` for a rejection about the thread; any other error is raised again."""
@@ -188,19 +189,19 @@ class ThreadedRequest:
         return "new" if new_thread else OFF
 
     async def _resend(self, url: str, headers: dict[str, str], options: StreamOptions, error_text: ErrorText,
-                      resend: str) -> AsyncGenerator[ServerSentEvent, None]:
+                      resend: str) -> AsyncGenerator[list[ServerSentEvent], None]:
         if resend == "new":
             self.thread = self._created()
-            async for sse in sse_events(url, headers, self.thread, options, error_text):
-                yield sse
+            async for batch in sse_batches(url, headers, self.thread, options, error_text):
+                yield batch
             return
         self.thread = None
         accepted = False
-        async for sse in sse_events(url, headers, self.body, options, error_text):
+        async for batch in sse_batches(url, headers, self.body, options, error_text):
             if not accepted:  # the endpoint took the plain request: threads stay off for the session
                 accepted = True
                 _remember(self.session_id, OFF)
-            yield sse
+            yield batch
         if not accepted:
             _remember(self.session_id, OFF)
 

@@ -95,7 +95,7 @@ def responses_body(model: Model, context: Context, options: StreamOptions,
 
 async def stream(
     model: Model, context: Context, options: StreamOptions, output: AssistantMessage
-) -> AsyncIterator[dict[str, Any]]:
+) -> AsyncIterator[list[dict[str, Any]]]:
     """``azure-openai-responses``."""
     if not options.api_key:
         raise ProviderError(f"No API key for provider: {model['provider']}")

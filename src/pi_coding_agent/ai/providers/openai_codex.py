@@ -32,7 +32,7 @@ import orjson
 from pi_coding_agent.ai.identity import with_identity
 from pi_coding_agent.ai.providers import codex_websocket as ws
 from pi_coding_agent.ai.providers.diagnostics import append_diagnostic
-from pi_coding_agent.ai.providers.http import apply_payload_hook, sse_events
+from pi_coding_agent.ai.providers.http import apply_payload_hook, sse_batches
 from pi_coding_agent.ai.providers.openai_responses import (
     MIN_OUTPUT_TOKENS,
     UPDATE_REQUEST_EFFORT,
@@ -244,7 +244,7 @@ def _answer_items(turn: _Turn) -> list[Any]:
     return [item for item in items if item.get("type") not in TOOL_OUTPUTS]
 
 
-async def _websocket_once(turn: _Turn, started: _Started) -> AsyncGenerator[dict[str, Any], None]:
+async def _websocket_once(turn: _Turn, started: _Started) -> AsyncGenerator[list[dict[str, Any]], None]:
     model, options, output, body = turn.model, turn.options, turn.output, turn.body
     url = ws.websocket_url(codex_url(model["baseUrl"]))
     token = options.api_key or ""
@@ -282,7 +282,7 @@ class _UseSse(Exception):
     """The socket failed before the answer started: send the request again over SSE."""
 
 
-async def _websocket(turn: _Turn) -> AsyncGenerator[dict[str, Any], None]:
+async def _websocket(turn: _Turn) -> AsyncGenerator[list[dict[str, Any]], None]:
     """pi's WebSocket attempt: one retry for a lost continuation or a full connection pool, then SSE."""
     options = turn.options
     retried_missing = retried_limit = False
@@ -313,14 +313,14 @@ async def _websocket(turn: _Turn) -> AsyncGenerator[dict[str, Any], None]:
             raise _UseSse(str(error)) from error
 
 
-async def _sse(turn: _Turn) -> AsyncGenerator[dict[str, Any], None]:
+async def _sse(turn: _Turn) -> AsyncGenerator[list[dict[str, Any]], None]:
     options = turn.options
     headers = headers_for(turn.model, options, options.api_key or "")
     plain = orjson.dumps(turn.body)
     compressed = zstd_compress(plain)
     if compressed is not None:
         headers["content-encoding"] = "zstd"
-    events = sse_json(sse_events(codex_url(turn.model["baseUrl"]), headers, compressed or plain,
+    events = sse_json(sse_batches(codex_url(turn.model["baseUrl"]), headers, compressed or plain,
                                  replace(options, on_payload=None), error_text))
     async for item in translate_events(codex_events(events), turn.output, "Codex", turn.grammar):
         yield item
@@ -328,7 +328,7 @@ async def _sse(turn: _Turn) -> AsyncGenerator[dict[str, Any], None]:
 
 async def stream(
     model: Model, context: Context, options: StreamOptions, output: AssistantMessage
-) -> AsyncGenerator[dict[str, Any], None]:
+) -> AsyncGenerator[list[dict[str, Any]], None]:
     if not options.api_key:
         raise ProviderError(f"No API key for provider: {model['provider']}")
     account = account_id(options.api_key)

@@ -17,7 +17,7 @@ import orjson
 from pi_coding_agent.ai.providers.accumulate import append_text
 from pi_coding_agent.ai.providers.diagnostics import append_transformations
 from pi_coding_agent.ai.providers.grammar_tools import GrammarInput, call_input, input_properties
-from pi_coding_agent.ai.providers.http import openai_error_text, sse_events
+from pi_coding_agent.ai.providers.http import openai_error_text, sse_batches
 from pi_coding_agent.ai.providers.openai_completions import request_headers
 from pi_coding_agent.ai.providers.partial_json import parse_arguments
 from pi_coding_agent.ai.providers.responses_tools import Declarations, ToolFormat, declarations_for
@@ -530,7 +530,7 @@ def _error_text(model: Model) -> Any:
 
 async def stream(
     model: Model, context: Context, options: StreamOptions, output: AssistantMessage
-) -> AsyncIterator[dict[str, Any]]:
+) -> AsyncIterator[list[dict[str, Any]]]:
     url = model["baseUrl"].rstrip("/") + "/responses"
     grammar = custom_tools(model, context)
     body = build_request(model, context, options, grammar)
@@ -552,31 +552,53 @@ def record_update_effort(output: AssistantMessage, body: dict[str, Any]) -> None
 async def stream_response(
     url: str, headers: dict[str, str], body: dict[str, Any], options: StreamOptions, output: AssistantMessage,
     error_text: Any, label: str = "OpenAI Responses", grammar: Mapping[str, str] | None = None,
-) -> AsyncGenerator[dict[str, Any], None]:
+) -> AsyncGenerator[list[dict[str, Any]], None]:
     """POST a Responses body and translate its events (shared with the Azure and Codex backends)."""
-    async with aclosing(sse_json(sse_events(url, headers, body, options, error_text))) as events:
+    async with aclosing(json_batches(sse_batches(url, headers, body, options, error_text))) as events:
         async for item in translate_events(events, output, label, grammar):
             yield item
 
 
-async def sse_json(events: AsyncGenerator[Any, None]) -> AsyncGenerator[dict[str, Any], None]:
-    """The JSON payloads of server-sent events (``[DONE]`` and empty data skipped)."""
-    async with aclosing(events) as sse:
-        async for event in sse:
-            if event.data and event.data != "[DONE]":
-                yield orjson.loads(event.data)
+async def json_batches(
+    batches: AsyncGenerator[list[Any], None],
+) -> AsyncGenerator[list[dict[str, Any]], None]:
+    """The JSON payloads of each list of server-sent events (``[DONE]`` and empty data skipped); the
+    payloads before one that fails to parse still go on first."""
+    async with aclosing(batches) as sse:
+        async for batch in sse:
+            decoded: list[dict[str, Any]] = []
+            try:
+                for event in batch:
+                    if event.data and event.data != "[DONE]":
+                        decoded.append(orjson.loads(event.data))
+            finally:
+                if decoded:
+                    yield decoded
+
+
+async def sse_json(batches: AsyncGenerator[list[Any], None]) -> AsyncGenerator[dict[str, Any], None]:
+    """``json_batches``, one payload at a time (Codex's dialect is rewritten event by event)."""
+    async with aclosing(json_batches(batches)) as decoded:
+        async for payloads in decoded:
+            for payload in payloads:
+                yield payload
 
 
 async def translate_events(
-    events: AsyncIterator[dict[str, Any]], output: AssistantMessage, label: str,
+    events: AsyncIterator[dict[str, Any] | list[dict[str, Any]]], output: AssistantMessage, label: str,
     grammar: Mapping[str, str] | None = None,
-) -> AsyncGenerator[dict[str, Any], None]:
-    """Responses events, from any transport, as normalized events (``output`` filled in; ``grammar``:
-    the custom tools, whose calls carry text)."""
+) -> AsyncGenerator[list[dict[str, Any]], None]:
+    """Responses events, from any transport, one at a time or a network read's as a list, as lists
+    of normalized events (``output`` filled in; ``grammar``: the custom tools, whose calls carry text)."""
     reader = _EventReader(output, grammar or {})
     async for event in events:
-        for item in reader.feed(event):
-            yield item
+        items: list[dict[str, Any]] = []
+        try:
+            for one in event if isinstance(event, list) else (event,):
+                items += reader.feed(one)
+        finally:  # what came before a failing event goes on first, as it would one by one
+            if items:
+                yield items
     if not reader.terminal:
         raise ProviderError(f"{label} stream ended before a terminal response event")
     if output["stopReason"] == "error":

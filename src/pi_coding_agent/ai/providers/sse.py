@@ -68,8 +68,8 @@ class SSEParser:
     def _lines(self, lines: list[str]) -> list[ServerSentEvent]:
         events: list[ServerSentEvent] = []
         data = self._data
-        # the hot path is one data line, then the blank line; slices, because ``str.startswith``
-        # parses its arguments the slow way (about three times the instructions)
+        # the hot path is an event line (or none), one data line, then the blank line; slices,
+        # because ``str.startswith`` parses its arguments the slow way (about three times the instructions)
         for line in lines:
             if not line:
                 if data or self._event or self._id or self._retry is not None:
@@ -80,6 +80,8 @@ class SSEParser:
                     self._event, self._retry = "", None  # the last event id carries over
             elif line[:5] == "data:":
                 data.append(line[6:] if line[5:6] == " " else line[5:])
+            elif line[:6] == "event:":  # every event of Anthropic's and the Responses API's streams
+                self._event = line[7:] if line[6:7] == " " else line[6:]
             elif line[0] != ":":
                 self._field(line)
         return events
