@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from pi_coding_agent.ai.providers import anthropic_threads
+from pi_coding_agent.ai.apis import anthropic_threads
 
 MODEL: Any = {"provider": "anthropic", "baseUrl": "https://api.anthropic.com", "id": "claude-bench"}
 

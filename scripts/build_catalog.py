@@ -1,4 +1,4 @@
-"""Regenerate the built-in model catalog in ``src/pi_coding_agent/ai/data/`` from pi-ai 1.6.0's data.
+"""Regenerate the built-in model catalog in ``src/pi_coding_agent/ai/models/data/`` from pi-ai 1.6.0's data.
 
 The reference package ships its catalog as plain JSON facts (ids, prices, limits). This script reads
 them, keeps the chat models whose wire API we implement, and writes our own layout:

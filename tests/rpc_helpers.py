@@ -373,7 +373,7 @@ class FakeSession:
 
 if __name__ == "__main__":
     sys.path.insert(0, str(ROOT / "src"))
-    from pi_coding_agent.coding.modes.rpc import serve
+    from pi_coding_agent.coding.modes.rpc.mode import serve
 
     async def _factory(ui: Any) -> Any:
         return FakeSession(ui)

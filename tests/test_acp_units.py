@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from pi_coding_agent.coding.acp.jsonrpc import ConnectionClosed, RpcError
-from pi_coding_agent.coding.acp.prompt import to_pi_prompt
-from pi_coding_agent.coding.acp.tool_calls import start_update
-from pi_coding_agent.coding.acp.ui import AcpExtensionUI
-from pi_coding_agent.coding.acp.updates import plan_entries
+from pi_coding_agent.coding.modes.acp.jsonrpc import ConnectionClosed, RpcError
+from pi_coding_agent.coding.modes.acp.prompt import to_pi_prompt
+from pi_coding_agent.coding.modes.acp.tool_calls import start_update
+from pi_coding_agent.coding.modes.acp.ui import AcpExtensionUI
+from pi_coding_agent.coding.modes.acp.updates import plan_entries
 
 
 def test_prompt_blocks_become_one_message_with_inline_resources() -> None:

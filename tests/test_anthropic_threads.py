@@ -407,7 +407,7 @@ async def test_no_threads_without_prompt_caching(fake_llm: FakeLLMServer) -> Non
 
 
 def test_fingerprint_ignores_moved_cache_markers_and_string_content() -> None:
-    from pi_coding_agent.ai.providers.anthropic_threads import fingerprint
+    from pi_coding_agent.ai.apis.anthropic_threads import fingerprint
 
     model: Any = _claude("http://127.0.0.1:1")
     body = {"model": "claude-test", "system": [{"type": "text", "text": "s"}]}
@@ -421,7 +421,7 @@ def test_fingerprint_ignores_moved_cache_markers_and_string_content() -> None:
 
 
 def test_state_is_kept_for_at_most_ten_thousand_sessions() -> None:
-    from pi_coding_agent.ai.providers import anthropic_threads as threads_module
+    from pi_coding_agent.ai.apis import anthropic_threads as threads_module
 
     threads_module.forget()
     try:

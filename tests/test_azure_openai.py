@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from pi_coding_agent.ai.models import builtin_models
-from pi_coding_agent.ai.providers.azure_openai import MISSING_BASE_URL, base_url, deployment_map
+from pi_coding_agent.ai.apis.azure_openai import MISSING_BASE_URL, base_url, deployment_map
+from pi_coding_agent.ai.models.catalog import builtin_models
 from pi_coding_agent.ai.stream import StreamOptions, stream
 from pi_coding_agent.ai.types import Model
 from tests.fakes.llm_server import FakeLLMServer
@@ -161,7 +161,7 @@ async def test_azure_body_matches_reference(tmp_path: Path) -> None:
 def test_azure_sends_the_cache_key_even_without_cache_retention() -> None:
     """pi's Azure dialect sends ``prompt_cache_key`` whatever the retention; only
     ``promptCacheKeyMode: "disabled"`` leaves it out."""
-    from pi_coding_agent.ai.providers.azure_openai import responses_body
+    from pi_coding_agent.ai.apis.azure_openai import responses_body
 
     model = _catalog("azure-openai-responses")
     options = StreamOptions(session_id="s" * 80, cache_retention="none")

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
+from pi_coding_agent.ai.apis.bedrock_converse import build_request
+from pi_coding_agent.ai.auth import aws as aws_auth
 from pi_coding_agent.ai.errors import is_retryable_error
-from pi_coding_agent.ai.models import builtin_models
-from pi_coding_agent.ai.providers import aws_auth
-from pi_coding_agent.ai.providers.bedrock_converse import build_request
+from pi_coding_agent.ai.models.catalog import builtin_models
 from pi_coding_agent.ai.stream import StreamOptions, stream
 from pi_coding_agent.ai.thinking import clamp_max_tokens
 from pi_coding_agent.ai.types import Model

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from pi_coding_agent.ai.models import builtin_models
-from pi_coding_agent.ai.providers import strict_schema
+from pi_coding_agent.ai.apis import strict_schema
+from pi_coding_agent.ai.models.catalog import builtin_models
 from pi_coding_agent.ai.stream import StreamOptions, stream
 from pi_coding_agent.ai.types import Model
 from tests.reference_pi import REFERENCE_NODE_BIN, REFERENCE_PI, REFERENCE_ROOT

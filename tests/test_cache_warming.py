@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from pi_coding_agent.ai.models import builtin_models
-from pi_coding_agent.coding.cache_warming import cache_ttl_s, evaluate, refresh_delay_s, replayable
+from pi_coding_agent.ai.models.catalog import builtin_models
+from pi_coding_agent.coding.services.cache_warming import cache_ttl_s, evaluate, refresh_delay_s, replayable
 from tests.cli_sides import needs_reference, rpc_turns
 from tests.rpc_helpers import RpcProcess
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from pi_coding_agent import PI_COMPATIBLE_VERSION, __version__
-from pi_coding_agent.ai.models import catalog_index
+from pi_coding_agent.ai.models.catalog import catalog_index
 from pi_coding_agent.coding import paths
-from pi_coding_agent.coding.cli import (
+from pi_coding_agent.coding.cli.main import (
     CliError,
     format_token_count,
     fuzzy_filter_match,
@@ -137,7 +137,7 @@ def test_fuzzy_filter_tokens():
 
 
 @pytest.mark.parametrize(("argv", "module"), [
-    (["--mode", "rpc"], "pi_coding_agent.coding.modes.rpc"),
+    (["--mode", "rpc"], "pi_coding_agent.coding.modes.rpc.mode"),
     (["--mode", "json", "hi"], "pi_coding_agent.coding.modes.json_mode"),
     (["-p", "hi"], "pi_coding_agent.coding.modes.print_mode"),
     (["--mode", "text", "hi"], "pi_coding_agent.coding.modes.print_mode"),

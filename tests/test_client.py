@@ -89,7 +89,7 @@ async def test_a_dead_process_fails_pending_waits() -> None:
 
 
 def test_client_has_one_method_per_command() -> None:
-    from pi_coding_agent.coding.modes.rpc_commands import COMMANDS
+    from pi_coding_agent.coding.modes.rpc.commands import COMMANDS
 
     assert all(callable(getattr(RpcClient, name, None)) for name in COMMANDS)
 

@@ -290,7 +290,7 @@ async def test_scripts_wait_for_a_free_worker(workspace: tuple[Path, dict[str, s
 def test_enable_codemode_respects_auto_enable_false() -> None:
     from types import SimpleNamespace
 
-    from pi_coding_agent.coding.codemode import NAME, enable_codemode
+    from pi_coding_agent.coding.codemode.activation import NAME, enable_codemode
 
     tool = SimpleNamespace(name=NAME)
     agent = SimpleNamespace(tools=[])

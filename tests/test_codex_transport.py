@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from pi_coding_agent.ai.models import builtin_models
-from pi_coding_agent.ai.providers import codex_websocket, openai_codex
+from pi_coding_agent.ai.apis import codex_websocket, openai_codex
+from pi_coding_agent.ai.models.catalog import builtin_models
 from pi_coding_agent.ai.stream import StreamOptions, stream
 from pi_coding_agent.ai.types import Model
 from tests.fakes.codex_server import FakeCodexServer, codex_token

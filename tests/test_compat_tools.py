@@ -118,7 +118,7 @@ def test_codex_additional_tools_match_reference(tmp_path: Path, fake_llm: FakeLL
 
 
 def test_tools_without_constrained_sampling_keep_their_schema() -> None:
-    from pi_coding_agent.ai.providers.responses_tools import convert_tools
+    from pi_coding_agent.ai.apis.responses_tools import convert_tools
 
     plain = {"name": "t", "description": "d", "parameters": {"type": "object", "properties": {"x": {"type": "string"}}}}
     assert convert_tools([plain], True, None) == [{"type": "function", "name": "t", "description": "d",

@@ -10,8 +10,8 @@ import os
 
 import pytest
 
-from pi_coding_agent.ai.models import builtin_models
-from pi_coding_agent.ai.provider_env import REQUEST_ENV
+from pi_coding_agent.ai.auth.provider_env import REQUEST_ENV
+from pi_coding_agent.ai.models.catalog import builtin_models
 from pi_coding_agent.ai.stream import StreamOptions, stream
 from tests.fakes.llm_server import FakeLLMServer
 from tests.rpc_helpers import RpcProcess

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pi_coding_agent.ai.keys import AuthStorage
-from pi_coding_agent.ai.models import ModelRegistry
+from pi_coding_agent.ai.auth.keys import AuthStorage
+from pi_coding_agent.ai.models.catalog import ModelRegistry
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 

@@ -356,7 +356,7 @@ async def test_a_broken_store_is_kept_aside_and_foreign_entries_survive(tmp_path
 async def test_store_writes_replace_the_file_whole(tmp_path: Path) -> None:
     """A write never truncates the file in place (a crash leaves the old one whole): an old hard link
     keeps the old content. A new file is 0600 like pi's; an existing file's mode and a symlink stay."""
-    from pi_coding_agent.ai import models_store
+    from pi_coding_agent.ai.models import store as models_store
 
     await models_store.write_entry(tmp_path, "a", {"models": []})
     path = tmp_path / "models-store.json"

@@ -97,12 +97,12 @@ def test_credentials_warm_the_http_stack_after_the_first_answer(tmp_path):
         # stdin stays open and nothing else is asked; ``importlib.import_module`` imports are not
         # listed by -X importtime, the modules they import with an import statement are
         # the first prompt's own modules follow: bash's shell runner and the prompt builder's skills index
-        wanted = {"pi_coding_agent.ai.providers.http", "pi_coding_agent.coding.tools.shell",
+        wanted = {"pi_coding_agent.ai.transport.http", "pi_coding_agent.coding.tools.shell",
                   "pi_coding_agent.coding.resources.skills"}
         while not wanted <= imported_modules("".join(after)):
             after.append(proc.stdout.readline().decode())
         assert not {"httptools", "httpx", "pi_coding_agent.coding.tools.shell"} & imported_modules("".join(before))
-        assert {"httptools", "pi_coding_agent.ai.providers.http11", "pi_coding_agent.ai.providers.http"} <= imported_modules("".join(after))
+        assert {"httptools", "pi_coding_agent.ai.transport.http11", "pi_coding_agent.ai.transport.http"} <= imported_modules("".join(after))
         assert not {"httpx", "_ssl"} & imported_modules("".join(after))  # http:// needs no TLS either
     finally:
         proc.kill()
@@ -123,7 +123,7 @@ async def test_a_bare_start_warms_nothing(tmp_path):
         await pi.close_stdin()
         await pi.wait()
         modules = imported_modules(await pi.stderr_text())
-        assert "pi_coding_agent.coding.modes.rpc" in modules
+        assert "pi_coding_agent.coding.modes.rpc.mode" in modules
         # ``ssl`` itself is listed by the import asyncio attempts while it is deferred; ``_ssl`` is OpenSSL
         assert sorted(m for m in modules if m.split(".")[0] in ("httpx", "httpcore", "_ssl")) == []
     finally:
@@ -132,7 +132,7 @@ async def test_a_bare_start_warms_nothing(tmp_path):
 
 async def test_the_proxied_client_shares_the_verifying_context():
     """httpx serves only proxied requests; a proxy may be reached over TLS, so its client verifies."""
-    from pi_coding_agent.ai.providers import http
+    from pi_coding_agent.ai.transport import http
 
     client = http.get_client()
     try:

@@ -1,4 +1,4 @@
-"""Our HTTP/1.1 client (``ai/providers/http11.py``) against raw servers on 127.0.0.1.
+"""Our HTTP/1.1 client (``ai/transport/http11.py``) against raw servers on 127.0.0.1.
 
 Each server here is an ``asyncio`` socket server whose handler writes the exact bytes under test
 (chunk boundaries, a connection cut mid-chunk, a silent server), so the client's framing,
@@ -16,9 +16,9 @@ from contextlib import aclosing, asynccontextmanager
 
 import pytest
 
-from pi_coding_agent.ai.providers import http11
-from pi_coding_agent.ai.providers.http import post_stream, sse_events
 from pi_coding_agent.ai.stream import ProviderError, StreamOptions
+from pi_coding_agent.ai.transport import http11
+from pi_coding_agent.ai.transport.http import post_stream, sse_events
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 SSE_HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"

@@ -5,9 +5,9 @@ import stat
 
 import pytest
 
-from pi_coding_agent.ai import keys
-from pi_coding_agent.ai.keys import AuthStorage, env_names, resolve_or_raise, resolve_value
-from pi_coding_agent.ai.models import ModelRegistry
+from pi_coding_agent.ai.auth import keys
+from pi_coding_agent.ai.auth.keys import AuthStorage, env_names, resolve_or_raise, resolve_value
+from pi_coding_agent.ai.models.catalog import ModelRegistry
 
 
 @pytest.fixture(autouse=True)

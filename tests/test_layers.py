@@ -19,20 +19,15 @@ FORBIDDEN = {
 # Inside coding/, from the bottom up (module paths relative to coding/; the longest prefix decides).
 # A module may import its own level and the levels below it, never one above.
 CODING_ORDER: list[tuple[str, tuple[str, ...]]] = [
-    ("foundations", ("paths", "options", "errors", "messages", "events", "event_stream", "retry", "session_host", "session", "sandbox", "tools", "tool_ranking", "nonchat_calls", "codemode", "file_args", "provider_settings", "auth_help",
-                     "resources", "export", "extensions.ui", "extensions.loader", "extensions.registry",
-                     "extensions.examples", "compaction", "compaction.tokens", "compaction.projection", "compaction.prepare",
-                     "compaction.summarize", "compaction.branch_summary")),
+    ("foundations", ("paths", "options", "errors", "messages", "events", "event_stream", "retry", "session_host", "ui",
+                     "auth_help", "session", "sandbox", "tools", "codemode", "resources", "export",
+                     "extensions.loader", "extensions.registry", "extensions.examples", "compaction")),
     ("runtime", ("runtime",)),
-    ("services the session owns", ("compaction.controller", "tree_navigation", "extensions", "extensions.dispatch",
-                                   "extensions.boundaries", "extensions.provider_events", "extensions.prompt_options", "extensions.agent_hooks", "extensions.commands",
-                                   "extensions.runner", "bash_runs", "queue_mirror", "cache_warming", "llama_command", "login_ui", "model_selection",
-                                   "session_replacement",
-                                   "mcp")),
+    ("services the session owns", ("services", "compaction.controller", "extensions", "mcp", "commands")),
     ("session", ("agent_session",)),
     ("assembly", ("bootstrap", "sdk")),
-    ("front ends", ("modes", "acp", "print_report")),
-    ("command line", ("cli", "subcommands")),
+    ("front ends", ("modes",)),
+    ("command line", ("cli",)),
 ]
 
 

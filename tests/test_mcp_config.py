@@ -14,7 +14,7 @@ from pi_coding_agent.coding.mcp.log import MAX_LOG_BYTES, ServerLog, format_line
 from pi_coding_agent.coding.mcp.naming import namespace, tool_name
 from pi_coding_agent.coding.mcp.results import convert_result, truncate_middle
 from pi_coding_agent.coding.mcp.tool_search import rank, tokenize
-from pi_coding_agent.coding.tool_ranking import SearchDocument
+from pi_coding_agent.coding.tools.ranking import SearchDocument
 
 
 def write(path: Path, data: object) -> None:

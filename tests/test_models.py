@@ -5,19 +5,19 @@ from pathlib import Path
 
 import pytest
 
-from pi_coding_agent.ai.keys import AuthStorage
-from pi_coding_agent.ai.model_resolution import (
-    ModelResolutionError,
-    locale_key,
-    resolve_model_pattern,
-    resolve_model_scope,
-)
-from pi_coding_agent.ai.models import (
+from pi_coding_agent.ai.auth.keys import AuthStorage
+from pi_coding_agent.ai.models.catalog import (
     PLACEHOLDER_MODEL,
     ModelRegistry,
     builtin_models,
     catalog_index,
     default_model,
+)
+from pi_coding_agent.ai.models.resolution import (
+    ModelResolutionError,
+    locale_key,
+    resolve_model_pattern,
+    resolve_model_scope,
 )
 
 

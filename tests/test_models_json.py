@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from pi_coding_agent.ai.auth.keys import AuthStorage
 from pi_coding_agent.ai.config_validation import ConfigError, validated_json
-from pi_coding_agent.ai.keys import AuthStorage
-from pi_coding_agent.ai.models import ModelRegistry, builtin_models, catalog_index
+from pi_coding_agent.ai.models.catalog import ModelRegistry, builtin_models, catalog_index
 
 
 @pytest.fixture(autouse=True)
@@ -164,8 +164,8 @@ def test_list_models_reports_bad_models_json_without_traceback(tmp_path):
 def test_list_models_skips_pydantic_for_unchanged_file(tmp_path):
     (tmp_path / "models.json").write_text(json.dumps(OLLAMA))
     assert run_pi(tmp_path, "--list-models").returncode == 0
-    probe = ("import sys; from pathlib import Path; from pi_coding_agent.ai.keys import AuthStorage;"
-             "from pi_coding_agent.ai.models import ModelRegistry; d = Path(sys.argv[1]);"
+    probe = ("import sys; from pathlib import Path; from pi_coding_agent.ai.auth.keys import AuthStorage;"
+             "from pi_coding_agent.ai.models.catalog import ModelRegistry; d = Path(sys.argv[1]);"
              "r = ModelRegistry(d, AuthStorage(d)); print(len(r.available_models()), 'pydantic' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", probe, str(tmp_path)], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["3", "False"]

@@ -18,11 +18,11 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 import pytest
 
-from pi_coding_agent.ai.keys import AuthStorage
-from pi_coding_agent.ai.oauth import login as flows_login
-from pi_coding_agent.ai.oauth.http import OAuthError
-from pi_coding_agent.ai.oauth.lock import auth_file_lock, lock_dir
-from pi_coding_agent.ai.oauth.store import CredentialFile
+from pi_coding_agent.ai.auth.keys import AuthStorage
+from pi_coding_agent.ai.auth.oauth import login as flows_login
+from pi_coding_agent.ai.auth.oauth.http import OAuthError
+from pi_coding_agent.ai.auth.oauth.lock import auth_file_lock, lock_dir
+from pi_coding_agent.ai.auth.oauth.store import CredentialFile
 from tests.fakes.oauth_server import FakeOAuthServer, s256
 from tests.reference_pi import REFERENCE_NODE_BIN, REFERENCE_PI, REFERENCE_ROOT
 
@@ -132,7 +132,7 @@ EXTRA_FIELDS: dict[str, dict[str, Any]] = {
                                       "meta", "openrouter", "radius"])
 async def test_every_provider_refreshes_when_due_and_after_a_401(tmp_path: Path, oauth: FakeOAuthServer,
                                                                  provider: str):
-    from pi_coding_agent.ai.oauth.providers import PROVIDERS
+    from pi_coding_agent.ai.auth.oauth.providers import PROVIDERS
 
     oauth.issued_clients.add("app_issued_x")
     refresh = oauth.issue_refresh()
@@ -275,7 +275,7 @@ async def test_codex_browser_sign_in_by_pasted_redirect_url(oauth: FakeOAuthServ
 
 
 async def test_sign_in_with_chatgpt_registers_a_client_and_refreshes_with_it(tmp_path: Path, oauth: FakeOAuthServer):
-    from pi_coding_agent.coding.login_ui import device_id
+    from pi_coding_agent.coding.commands.login import device_id
     from pi_coding_agent.coding.resources.settings import Settings
 
     settings = Settings.load(tmp_path, tmp_path, project_trusted=False)
@@ -349,7 +349,7 @@ class RpcClient:
     """Plays an RPC client answering ``extension_ui_request`` records written by ``RpcExtensionUI``."""
 
     def __init__(self, oauth: FakeOAuthServer, dismiss: bool = False) -> None:
-        from pi_coding_agent.coding.modes.ui_bridge import RpcExtensionUI
+        from pi_coding_agent.coding.modes.rpc.ui_bridge import RpcExtensionUI
 
         self.oauth = oauth
         self.dismiss = dismiss
@@ -371,7 +371,7 @@ class RpcClient:
 
 
 async def test_sign_in_over_rpc_dialogs_stores_the_credential(tmp_path: Path, oauth: FakeOAuthServer):
-    from pi_coding_agent.coding.login_ui import sign_in
+    from pi_coding_agent.coding.commands.login import sign_in
 
     client = RpcClient(oauth)
     auth = AuthStorage(tmp_path)
@@ -387,7 +387,7 @@ async def test_sign_in_over_rpc_dialogs_stores_the_credential(tmp_path: Path, oa
 
 
 async def test_a_dismissed_sign_in_dialog_cancels_and_stores_nothing(tmp_path: Path, oauth: FakeOAuthServer):
-    from pi_coding_agent.coding.login_ui import sign_in
+    from pi_coding_agent.coding.commands.login import sign_in
 
     client = RpcClient(oauth, dismiss=True)
     auth = AuthStorage(tmp_path)
@@ -397,7 +397,7 @@ async def test_a_dismissed_sign_in_dialog_cancels_and_stores_nothing(tmp_path: P
 
 
 def test_copilot_oauth_credential_shapes_its_model_list(tmp_path: Path):
-    from pi_coding_agent.ai.models import ModelRegistry, builtin_models
+    from pi_coding_agent.ai.models.catalog import ModelRegistry, builtin_models
 
     catalog = [m["id"] for m in builtin_models("github-copilot")]
     write_auth(tmp_path, {"github-copilot": {

@@ -246,7 +246,7 @@ async def test_plain_text_and_bodyless_json_errors(fake_llm):
 
 def test_a_provider_authorization_header_replaces_the_adapters_whatever_its_case():
     """models.json ``authHeader: true`` adds ``Authorization``; the request carries one such header."""
-    from pi_coding_agent.ai.providers.openai_completions import request_headers
+    from pi_coding_agent.ai.apis.openai_completions import request_headers
     from pi_coding_agent.ai.stream import StreamOptions
 
     model = {"provider": "local", "id": "m", "headers": {"X-Team": "a"}}

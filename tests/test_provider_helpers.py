@@ -6,11 +6,11 @@ from typing import Any
 
 import orjson
 
-from pi_coding_agent.ai.providers.openai_completions import build_request
-from pi_coding_agent.ai.providers.openai_responses import stream_error_text
-from pi_coding_agent.ai.providers.partial_json import repair_arguments
-from pi_coding_agent.ai.providers.reasoning_details import merge_reasoning_details, replayed_reasoning_details
-from pi_coding_agent.ai.providers.usage import chat_usage, output_with_reasoning
+from pi_coding_agent.ai.apis.openai_completions import build_request
+from pi_coding_agent.ai.apis.openai_responses import stream_error_text
+from pi_coding_agent.ai.apis.partial_json import repair_arguments
+from pi_coding_agent.ai.apis.reasoning_details import merge_reasoning_details, replayed_reasoning_details
+from pi_coding_agent.ai.apis.usage import chat_usage, output_with_reasoning
 from pi_coding_agent.ai.stream import StreamOptions
 from pi_coding_agent.ai.types import Model
 

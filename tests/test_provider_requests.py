@@ -16,7 +16,7 @@ from pi_coding_agent.ai.identity import (
 )
 from pi_coding_agent.ai.stream import StreamOptions, stream
 from pi_coding_agent.ai.types import Model
-from pi_coding_agent.coding.provider_settings import provider_request_options
+from pi_coding_agent.coding.resources.provider_settings import provider_request_options
 from pi_coding_agent.coding.resources.settings import Settings
 from tests.cli_sides import FAKE_MODEL, fake_agent_env, needs_reference, pi_command
 from tests.rpc_helpers import RpcProcess

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from pi_coding_agent.ai import radius_catalog
-from pi_coding_agent.ai.models import builtin_models
+from pi_coding_agent.ai.models.catalog import builtin_models
+from pi_coding_agent.ai.providers import radius
 from tests.fakes.oauth_server import GATEWAY_MODEL, FakeOAuthServer
 from tests.reference_pi import REFERENCE_NODE_BIN, REFERENCE_PI
 from tests.rpc_helpers import RpcProcess
@@ -71,24 +71,24 @@ async def available(pi: RpcProcess) -> list[str]:
 
 
 def test_gateway_config_is_sanitised_and_stored_lists_replace_the_shipped_catalog(tmp_path: Path) -> None:
-    config = radius_catalog.sanitize({"baseUrl": "https://gw.example/v1", "extra": 1, "models": [
+    config = radius.sanitize({"baseUrl": "https://gw.example/v1", "extra": 1, "models": [
         GATEWAY_MODEL, {**GATEWAY_MODEL, "id": "no-cost", "cost": None}, {**GATEWAY_MODEL, "maxTokens": True}, "x"]})
     assert config == {"baseUrl": "https://gw.example/v1", "models": [GATEWAY_MODEL]}
-    assert radius_catalog.sanitize({"baseUrl": "https://gw.example/v1"}) is None
-    models = radius_catalog.models_from_config("radius", config)
+    assert radius.sanitize({"baseUrl": "https://gw.example/v1"}) is None
+    models = radius.models_from_config("radius", config)
     assert list(models[0])[-3:] == ["api", "provider", "baseUrl"] and models[0]["api"] == "pi-messages"
     shipped = builtin_models("radius")
-    assert [m["id"] for m in radius_catalog.catalog(tmp_path, "radius", radius_catalog.DEFAULT_GATEWAY, None,
+    assert [m["id"] for m in radius.catalog(tmp_path, "radius", radius.DEFAULT_GATEWAY, None,
                                                     shipped)] == SHIPPED
-    assert radius_catalog.catalog(tmp_path, "acme", "https://gw.example", None, shipped) == []
+    assert radius.catalog(tmp_path, "acme", "https://gw.example", None, shipped) == []
     legacy = {"type": "oauth", "access": "a", "refresh": "r", "expires": 0, "gatewayConfig": config}
-    assert radius_catalog.catalog(tmp_path, "radius", radius_catalog.DEFAULT_GATEWAY, legacy, shipped) == models
+    assert radius.catalog(tmp_path, "radius", radius.DEFAULT_GATEWAY, legacy, shipped) == models
     (tmp_path / "models-store.json").write_text(json.dumps({
         "radius": {"models": [*models, {**models[0], "id": "other", "provider": "acme"}], "checkedAt": 1},
         "openrouter": {"models": []}}))
-    assert radius_catalog.catalog(tmp_path, "radius", radius_catalog.DEFAULT_GATEWAY, legacy, shipped) == models
+    assert radius.catalog(tmp_path, "radius", radius.DEFAULT_GATEWAY, legacy, shipped) == models
     (tmp_path / "models-store.json").write_text("{broken")
-    assert radius_catalog.stored_models(tmp_path, "radius") is None
+    assert radius.stored_models(tmp_path, "radius") is None
 
 
 async def test_rpc_refreshes_a_signed_in_radius_catalog_in_the_background(tmp_path: Path, oauth: FakeOAuthServer):

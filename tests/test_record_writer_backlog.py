@@ -10,7 +10,7 @@ import threading
 
 import orjson
 
-from pi_coding_agent.coding.modes.rpc_transport import BATCH_BYTES, RecordWriter, StreamedJson
+from pi_coding_agent.coding.modes.rpc.transport import BATCH_BYTES, RecordWriter, StreamedJson
 
 
 def _read_all(fd: int, sink: bytearray, start: threading.Event) -> None:

@@ -10,7 +10,7 @@ import string
 from pathlib import Path
 from typing import Any
 
-from pi_coding_agent.coding.modes.rpc_commands import COMMANDS
+from pi_coding_agent.coding.modes.rpc.commands import COMMANDS
 from tests.rpc_helpers import RpcProcess
 
 # Commands that would run random shell text are left out: the point is the protocol, not the shell.

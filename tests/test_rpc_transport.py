@@ -17,8 +17,8 @@ import orjson
 import pytest
 
 from pi_coding_agent.coding.errors import CommandError
-from pi_coding_agent.coding.modes.rpc_commands import COMMANDS, convert_arguments
-from pi_coding_agent.coding.modes.rpc_transport import LineSplitter
+from pi_coding_agent.coding.modes.rpc.commands import COMMANDS, convert_arguments
+from pi_coding_agent.coding.modes.rpc.transport import LineSplitter
 from tests.rpc_helpers import PYTHON, ROOT, RpcProcess
 
 

@@ -12,7 +12,7 @@ from typing import Any
 import orjson
 import pytest
 
-from pi_coding_agent.coding.modes.rpc_transport import RecordWriter, StreamedJson
+from pi_coding_agent.coding.modes.rpc.transport import RecordWriter, StreamedJson
 from pi_coding_agent.coding.session import SessionManager, iter_array, storage
 from tests.fixtures.sessions.builders import assistant, system, user
 

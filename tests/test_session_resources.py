@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from pi_coding_agent.ai.providers import anthropic_threads, codex_websocket, strict_schema
+from pi_coding_agent.ai.apis import anthropic_threads, codex_websocket, strict_schema
 from pi_coding_agent.ai.session_resources import end_session
 
 

@@ -6,8 +6,8 @@ import json
 import random
 import subprocess
 
-from pi_coding_agent.ai.providers.openai_completions import normalize_tool_call_id
-from pi_coding_agent.ai.providers.short_hash import short_hash
+from pi_coding_agent.ai.apis.openai_completions import normalize_tool_call_id
+from pi_coding_agent.ai.apis.short_hash import short_hash
 from tests.reference_pi import REFERENCE_NODE_BIN, REFERENCE_ROOT
 from tests.rpc_compare import needs_reference
 

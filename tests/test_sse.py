@@ -5,8 +5,8 @@ from __future__ import annotations
 import gzip
 from typing import Any
 
-from pi_coding_agent.ai.providers.sse import ServerSentEvent, SSEParser
 from pi_coding_agent.ai.stream import StreamOptions, complete
+from pi_coding_agent.ai.transport.sse import ServerSentEvent, SSEParser
 from pi_coding_agent.ai.types import AssistantMessage, Context, Model
 from tests.fakes.llm_server import FakeLLMServer
 

@@ -65,7 +65,7 @@ def _split_at_answer(output: str) -> tuple[str, str]:
 def test_bare_start_imports_no_heavy_library(tmp_path):
     response, modules = start_and_get_state(tmp_path)
     assert response["command"] == "get_state" and response["success"] is True
-    assert "pi_coding_agent.coding.modes.rpc" in modules  # the listing is real
+    assert "pi_coding_agent.coding.modes.rpc.mode" in modules  # the listing is real
     assert sorted(m for m in modules if m.split(".")[0] in HEAVY) == []
     assert sorted(m for m in modules if m in DEFERRED_STDLIB) == []
     assert sorted(m for m in modules if m in FIRST_USE) == []
@@ -84,12 +84,12 @@ FIRST_USE = (*(f"pi_coding_agent.coding.codemode.{name}"
              "pi_coding_agent.coding.compaction.summarize", "pi_coding_agent.coding.compaction.branch_summary",
              "pi_coding_agent.agent.validation", "pi_coding_agent.agent.loop", "pi_coding_agent.agent.tool_execution",
              "pi_coding_agent.coding.compaction.prepare", "pi_coding_agent.coding.compaction.projection",
-             "pi_coding_agent.coding.cache_warming", "pi_coding_agent.coding.tools.edit_diff",
-             "pi_coding_agent.ai.model_resolution", "pi_coding_agent.ai.anthropic_federation",
+             "pi_coding_agent.coding.services.cache_warming", "pi_coding_agent.coding.tools.edit_diff",
+             "pi_coding_agent.ai.models.resolution", "pi_coding_agent.ai.auth.anthropic_federation",
              *(f"pi_coding_agent.coding.tools.{name}" for name in (
                  "read", "bash", "edit", "write", "grep", "find", "ls", "shell", "output", "backend", "images")),
              "pi_coding_agent.coding.sandbox.policy", "pi_coding_agent.coding.resources.system_prompt",
-             "pi_coding_agent.coding.session_replacement")
+             "pi_coding_agent.coding.services.replacement")
 
 
 def test_start_declares_no_dataclass_but_the_two_callers_replace(tmp_path):
@@ -143,7 +143,7 @@ def test_start_with_an_oauth_credential_imports_no_oauth_or_router_code(tmp_path
         "type": "oauth", "refresh": "r", "access": "sk-ant-oat01-x", "expires": 4102444800000}}))
     response, modules = start_and_get_state(tmp_path)
     assert response["data"]["model"]["provider"] == "anthropic"  # type: ignore[index]
-    assert sorted(m for m in modules if m.startswith(("pi_coding_agent.ai.oauth", "pi_coding_agent.ai.llama"))) == []
+    assert sorted(m for m in modules if m.startswith(("pi_coding_agent.ai.auth.oauth", "pi_coding_agent.ai.providers.llama_cpp", "pi_coding_agent.ai.nonchat.llama_classify"))) == []
     assert sorted(m for m in modules if m.split(".")[0] in HEAVY) == []
 
 
@@ -151,7 +151,8 @@ def test_start_without_mcp_json_loads_only_the_mcp_entry_module(tmp_path):
     """No mcp.json: the ``/mcp`` entry module is all of MCP a session imports."""
     response, modules = start_and_get_state(tmp_path)
     assert response["success"] is True
-    assert sorted(m for m in modules if m.startswith("pi_coding_agent.coding.mcp")) == ["pi_coding_agent.coding.mcp"]
+    assert sorted(m for m in modules if m.startswith("pi_coding_agent.coding.mcp")) == [
+        "pi_coding_agent.coding.mcp", "pi_coding_agent.coding.mcp.session"]
 
 
 def test_start_with_a_stdio_mcp_server_imports_no_heavy_library(tmp_path):
@@ -191,7 +192,7 @@ def test_mcp_servers_start_only_once_the_first_command_is_answered(tmp_path):
         # the connection stack loads when the servers start, the tool_search ranking with a search
         later = ("stdio", "client", "connection")
         assert [m for m in modules if m in {f"pi_coding_agent.coding.mcp.{n}" for n in later}] == []
-        assert "pi_coding_agent.coding.tool_ranking" not in modules
+        assert "pi_coding_agent.coding.tools.ranking" not in modules
         deadline = time.monotonic() + 30
         while not marker.exists() and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -209,7 +210,7 @@ def test_acp_initialize_imports_no_heavy_library_nor_the_acp_sdk(tmp_path):
                           capture_output=True, env=env, cwd=tmp_path, timeout=60, check=False)
     assert json.loads(done.stdout.splitlines()[0])["result"]["protocolVersion"] == 1
     modules = imported_modules(done.stderr.decode())
-    assert "pi_coding_agent.coding.modes.acp" in modules
+    assert "pi_coding_agent.coding.modes.acp.mode" in modules
     assert sorted(m for m in modules if m.split(".")[0] in (*HEAVY, "acp")) == []
     assert "pi_coding_agent.coding.bootstrap" not in modules
 
@@ -227,7 +228,7 @@ def test_start_reading_a_radius_catalog_from_the_store_stays_light(tmp_path):
     response, modules = first_answer(tmp_path, b'{"id":"m","type":"get_available_models"}\n', PI_OFFLINE="1")
     assert [m["id"] for m in response["data"]["models"]] == ["house-blend"]  # type: ignore[index]
     assert sorted(m for m in modules if m.split(".")[0] in HEAVY) == []
-    assert sorted(m for m in modules if m.startswith("pi_coding_agent.ai.oauth")) == []
+    assert sorted(m for m in modules if m.startswith("pi_coding_agent.ai.auth.oauth")) == []
 
 
 def test_start_with_an_extension_loads_its_runtime_but_not_the_run_machinery(tmp_path):

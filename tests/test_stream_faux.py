@@ -105,7 +105,7 @@ async def test_a_cancellation_from_outside_is_not_turned_into_an_aborted_message
 async def test_the_credential_env_is_seen_by_the_adapter_only():
     """``StreamOptions.env`` is set around each adapter step; the consumer's code between events
     (the agent's listeners) does not see it."""
-    from pi_coding_agent.ai.provider_env import REQUEST_ENV, env_value
+    from pi_coding_agent.ai.auth.provider_env import REQUEST_ENV, env_value
     from pi_coding_agent.ai.stream import set_provider_adapter
 
     seen_by_adapter: list[str | None] = []

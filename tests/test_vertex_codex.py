@@ -13,9 +13,9 @@ from urllib.parse import parse_qs
 
 import pytest
 
-from pi_coding_agent.ai.keys import AuthStorage
-from pi_coding_agent.ai.models import builtin_models
-from pi_coding_agent.ai.providers import google_vertex
+from pi_coding_agent.ai.apis import google_vertex
+from pi_coding_agent.ai.auth.keys import AuthStorage
+from pi_coding_agent.ai.models.catalog import builtin_models
 from pi_coding_agent.ai.stream import StreamOptions, stream
 from pi_coding_agent.ai.types import Model
 

@@ -8,7 +8,7 @@ def main() -> int:
     from pi_coding_agent.coding.modes.start_up import defer_module
 
     defer_module("inspect")
-    from pi_coding_agent.coding.cli import main as cli_main
+    from pi_coding_agent.coding.cli.main import main as cli_main
 
     return cli_main()
 

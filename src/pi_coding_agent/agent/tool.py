@@ -66,7 +66,7 @@ class AgentTool(Protocol):
     handles_abort: bool = False
     prompt_snippet: str | None = None  # its line in the system prompt's tool list
     prompt_guidelines: Sequence[str] = ()  # rule bullets the system prompt adds while it is active
-    # ``constrainedSampling`` of its declaration: strict JSON schema or a grammar (``ai/providers/grammar_tools``);
+    # ``constrainedSampling`` of its declaration: strict JSON schema or a grammar (``ai/apis/grammar_tools``);
     # False says "none" explicitly and is kept in the declaration, as pi keeps it
     constrained_sampling: dict[str, Any] | Literal[False] | None = None
 

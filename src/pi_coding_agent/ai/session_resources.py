@@ -12,9 +12,9 @@ from collections.abc import Callable
 from typing import Any
 
 # loaded adapter module -> its function that forgets one session
-_CLEANUPS = (("pi_coding_agent.ai.providers.anthropic_threads", "forget"),
-             ("pi_coding_agent.ai.providers.strict_schema", "forget"),
-             ("pi_coding_agent.ai.providers.codex_websocket", "end_session"))
+_CLEANUPS = (("pi_coding_agent.ai.apis.anthropic_threads", "forget"),
+             ("pi_coding_agent.ai.apis.strict_schema", "forget"),
+             ("pi_coding_agent.ai.apis.codex_websocket", "end_session"))
 
 
 def _loaded(module_name: str, function: str) -> Callable[..., Any] | None:
@@ -38,6 +38,6 @@ def end_session(session_id: str | None) -> None:
 
 async def close_all() -> None:
     """At shutdown: close the sockets the Codex adapter keeps open for a session's next turn."""
-    close = _loaded("pi_coding_agent.ai.providers.codex_websocket", "close_all")
+    close = _loaded("pi_coding_agent.ai.apis.codex_websocket", "close_all")
     if close is not None:
         await close()

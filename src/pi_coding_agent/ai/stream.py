@@ -1,9 +1,9 @@
 """The one entry point of the LLM layer: ``stream(model, context, options)``.
 
-Each wire API lives in its own module under ``ai.providers`` and is imported the first time a model
+Each wire API lives in its own module under ``ai.apis`` and is imported the first time a model
 of that API is used (vendor SDKs and even httpx cost start-up time we cannot afford).
 
-Adapter contract (``ai.providers.<module>.stream``)::
+Adapter contract (``ai.apis.<module>.stream``)::
 
     async def stream(model, context, options, output: AssistantMessage) -> AsyncIterator[dict]
 
@@ -31,13 +31,13 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from pi_coding_agent.ai.abort import AbortSignal
+from pi_coding_agent.ai.auth.provider_env import REQUEST_ENV, env_value
 from pi_coding_agent.ai.cost import apply_cost
-from pi_coding_agent.ai.provider_env import REQUEST_ENV, env_value
 from pi_coding_agent.ai.provider_hooks import HeadersHook, ResponseHook, StreamEventHook, hooked_headers
 from pi_coding_agent.ai.transform import prepare_messages
 from pi_coding_agent.ai.types import AssistantMessage, Context, Model, empty_usage, now_ms
 
-# api name -> module under pi_coding_agent.ai.providers
+# api name -> module under pi_coding_agent.ai.apis
 API_MODULES: dict[str, str] = {
     "anthropic-messages": "anthropic_messages",
     "openai-completions": "openai_completions",
@@ -137,7 +137,7 @@ def load_adapter(api: str, provider: str | None = None) -> Adapter:
         module_name, _, function = (special or API_MODULES.get(api) or "").partition(":")
         if not module_name:
             raise ProviderError(f"Unsupported API: {api}")
-        module = importlib.import_module(f"pi_coding_agent.ai.providers.{module_name}")
+        module = importlib.import_module(f"pi_coding_agent.ai.apis.{module_name}")
         adapter = getattr(module, function or "stream")
         _adapters[key] = adapter
     return adapter

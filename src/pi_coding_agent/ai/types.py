@@ -146,7 +146,7 @@ class Model(TypedDict):
     cost: ModelCost
     contextWindow: int
     maxTokens: int
-    type: NotRequired[str]  # "chat" (the default), "classifier" or "image" (ai/nonchat_models.py)
+    type: NotRequired[str]  # "chat" (the default), "classifier" or "image" (ai/nonchat/models.py)
     headers: NotRequired[dict[str, str]]
     compat: NotRequired[dict[str, Any]]
     thinkingLevelMap: NotRequired[dict[str, str | None]]

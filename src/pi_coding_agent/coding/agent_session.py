@@ -24,22 +24,23 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pi_coding_agent.agent.agent import Agent
 from pi_coding_agent.agent.listeners import Listeners
 from pi_coding_agent.agent.queues import QUEUE_MODES
-from pi_coding_agent.ai.keys import start_prompt
+from pi_coding_agent.ai.auth.keys import start_prompt
 from pi_coding_agent.ai.session_resources import close_all as close_provider_sessions
 from pi_coding_agent.ai.types import Model
-from pi_coding_agent.coding import llama_command, login_ui
-from pi_coding_agent.coding.bash_runs import BashRuns
+from pi_coding_agent.coding.commands import llama as llama_command
+from pi_coding_agent.coding.commands import login as login_ui
 from pi_coding_agent.coding.compaction.controller import CompactionController
 from pi_coding_agent.coding.errors import SessionError
 from pi_coding_agent.coding.event_stream import EventStream
 from pi_coding_agent.coding.messages import last_assistant, last_assistant_text, message_text, user_message
-from pi_coding_agent.coding.model_selection import ModelSelection
-from pi_coding_agent.coding.queue_mirror import QueueMirror
 from pi_coding_agent.coding.retry import RETRY_CANCELLED, RetrySeries
 from pi_coding_agent.coding.runtime import SessionRuntime
+from pi_coding_agent.coding.services.bash_runs import BashRuns
+from pi_coding_agent.coding.services.model_selection import ModelSelection
+from pi_coding_agent.coding.services.queue_mirror import QueueMirror
+from pi_coding_agent.coding.services.tree_navigation import TreeNavigator
 from pi_coding_agent.coding.session import SessionManager
 from pi_coding_agent.coding.session_host import Listener
-from pi_coding_agent.coding.tree_navigation import TreeNavigator
 
 if TYPE_CHECKING:
     from pi_coding_agent.coding.extensions.loader import ExtensionSource
@@ -275,7 +276,7 @@ class AgentSession:
         """Refresh a due sign-in before the run. One that fails does not refuse the prompt: as in pi,
         the run starts and its first request meets the same failure, so it ends with the error as
         the assistant message (the credential is kept as it was)."""
-        from pi_coding_agent.ai.oauth.http import OAuthError
+        from pi_coding_agent.ai.auth.oauth.http import OAuthError
 
         with contextlib.suppress(OAuthError):
             await self.rt.auth.prepare(self.agent.model["provider"])
@@ -517,22 +518,22 @@ class AgentSession:
     # ``session_replacement`` loads on first use: most processes never replace their session
 
     async def new_session(self, parent_session: str | None = None) -> dict[str, Any]:
-        from pi_coding_agent.coding import session_replacement
+        from pi_coding_agent.coding.services import replacement as session_replacement
 
         return await session_replacement.replace_session(self, "new", parent_session=parent_session)
 
     async def switch_session(self, session_path: str) -> dict[str, Any]:
-        from pi_coding_agent.coding import session_replacement
+        from pi_coding_agent.coding.services import replacement as session_replacement
 
         return await session_replacement.replace_session(self, "resume", target=Path(session_path))
 
     async def fork(self, entry_id: str) -> dict[str, Any]:
-        from pi_coding_agent.coding import session_replacement
+        from pi_coding_agent.coding.services import replacement as session_replacement
 
         return await session_replacement.fork_session(self, entry_id)
 
     async def clone(self) -> dict[str, Any]:
-        from pi_coding_agent.coding import session_replacement
+        from pi_coding_agent.coding.services import replacement as session_replacement
 
         return await session_replacement.clone_session(self)
 

@@ -7,7 +7,7 @@ installation.
 
 from __future__ import annotations
 
-from pi_coding_agent.ai.catalog import catalog_index, provider_env_vars
+from pi_coding_agent.ai.models.index import catalog_index, provider_env_vars
 from pi_coding_agent.coding import paths
 
 

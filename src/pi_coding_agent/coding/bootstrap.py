@@ -16,14 +16,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pi_coding_agent.agent.tool import AgentTool
-from pi_coding_agent.ai.keys import AuthStorage
-from pi_coding_agent.ai.models import ModelRegistry
+from pi_coding_agent.ai.auth.keys import AuthStorage
+from pi_coding_agent.ai.models.catalog import ModelRegistry
 from pi_coding_agent.ai.types import Model
-from pi_coding_agent.coding import llama_command, paths
+from pi_coding_agent.coding import paths
 from pi_coding_agent.coding.agent_session import AgentSession
+from pi_coding_agent.coding.commands import llama as llama_command
 from pi_coding_agent.coding.errors import SessionError
 from pi_coding_agent.coding.extensions.loader import ExtensionSource, discover
-from pi_coding_agent.coding.extensions.ui import ExtensionUI, NoUI
 from pi_coding_agent.coding.options import CliArgs
 from pi_coding_agent.coding.resources.context_files import load_context_files
 from pi_coding_agent.coding.resources.prompt_files import resolve_append_prompts, resolve_custom_prompt
@@ -32,6 +32,7 @@ from pi_coding_agent.coding.resources.settings import Settings
 from pi_coding_agent.coding.resources.trust import has_trust_requiring_resources, is_project_trusted
 from pi_coding_agent.coding.runtime import LOGIN_HELP, Project, Resources, SessionRuntime, missing_cwd_error
 from pi_coding_agent.coding.session import SessionManager, list_sessions
+from pi_coding_agent.coding.ui import ExtensionUI, NoUI
 
 if TYPE_CHECKING:
     from pi_coding_agent.coding.resources.prompt_templates import PromptTemplate
@@ -150,7 +151,7 @@ def _cli_model(args: CliArgs, registry: ModelRegistry) -> tuple[Model, str | Non
     """The ``--model`` pattern resolved once (its warnings printed once), with its ``:level`` suffix."""
     if not args.model:
         return None
-    from pi_coding_agent.ai.model_resolution import resolve_model_pattern
+    from pi_coding_agent.ai.models.resolution import resolve_model_pattern
 
     model, level, warnings = resolve_model_pattern(registry, args.model, args.provider, cli_thinking=args.thinking,
                                                    inline_api_key=args.api_key is not None)
@@ -164,7 +165,7 @@ def _scoped_models(args: CliArgs, registry: ModelRegistry, settings: Settings) -
     patterns = args.models or settings.enabled_models or []
     if not patterns:
         return []
-    from pi_coding_agent.ai.model_resolution import resolve_model_scope
+    from pi_coding_agent.ai.models.resolution import resolve_model_scope
 
     scoped, warnings = resolve_model_scope(registry, list(patterns))
     for warning in warnings:
@@ -251,7 +252,7 @@ def _attach_cache_warmer(session: AgentSession, runtime: SessionRuntime) -> None
         if not relay.listeners:
             if event.get("type") != "message_end" or event["message"].get("role") != "assistant":
                 return
-            from pi_coding_agent.coding.cache_warming import attach_cache_warmer
+            from pi_coding_agent.coding.services.cache_warming import attach_cache_warmer
 
             attach_cache_warmer(relay, runtime)
         for listener in relay.listeners:
@@ -304,7 +305,7 @@ async def create_session(
     )
     session = AgentSession(runtime, _extension_sources(args, settings, agent_dir, cwd, project.trusted, extensions))
     _attach_cache_warmer(session, runtime)
-    from pi_coding_agent.coding.mcp import start_mcp
+    from pi_coding_agent.coding.mcp.session import start_mcp
 
     # before extensions, which may register MCP servers; the RPC loop connects them once it answered
     runtime.mcp = start_mcp(runtime, project.trusted, connect=mode != "rpc")

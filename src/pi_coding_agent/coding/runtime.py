@@ -21,19 +21,18 @@ from pi_coding_agent.agent.agent import Agent
 from pi_coding_agent.agent.hooks import AgentHooks
 from pi_coding_agent.agent.tool import AgentTool
 from pi_coding_agent.ai.abort import AbortSignal
+from pi_coding_agent.ai.auth.keys import AuthStorage
 from pi_coding_agent.ai.identity import opencode_session_headers
-from pi_coding_agent.ai.keys import AuthStorage
-from pi_coding_agent.ai.models import FAUX_PROVIDER, PLACEHOLDER_MODEL, ModelRegistry, default_model
+from pi_coding_agent.ai.models.catalog import FAUX_PROVIDER, PLACEHOLDER_MODEL, ModelRegistry, default_model
 from pi_coding_agent.ai.records import record
 from pi_coding_agent.ai.stream import StreamOptions
 from pi_coding_agent.ai.thinking import clamp_thinking_level
 from pi_coding_agent.ai.types import Context, Model
 from pi_coding_agent.coding import auth_help, paths
-from pi_coding_agent.coding.codemode import NAME as CODEMODE
+from pi_coding_agent.coding.codemode.activation import NAME as CODEMODE
 from pi_coding_agent.coding.errors import SessionError
-from pi_coding_agent.coding.extensions.ui import ExtensionUI
 from pi_coding_agent.coding.options import CliArgs
-from pi_coding_agent.coding.provider_settings import provider_request_options
+from pi_coding_agent.coding.resources.provider_settings import provider_request_options
 from pi_coding_agent.coding.resources.settings import Settings
 from pi_coding_agent.coding.retry import RetrySettings
 from pi_coding_agent.coding.session import (
@@ -45,6 +44,7 @@ from pi_coding_agent.coding.tools.base import ToolEnv
 from pi_coding_agent.coding.tools.builtin import LazyTool, lazy_builtin_tools
 from pi_coding_agent.coding.tools.process_groups import ProcessRegistry
 from pi_coding_agent.coding.tools.selection import select_tools
+from pi_coding_agent.coding.ui import ExtensionUI
 
 if TYPE_CHECKING:
     from pi_coding_agent.coding.resources.prompt_templates import PromptTemplate

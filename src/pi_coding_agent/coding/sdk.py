@@ -25,8 +25,8 @@ from pi_coding_agent.ai.abort import AbortSignal
 from pi_coding_agent.coding.agent_session import AgentSession
 from pi_coding_agent.coding.bootstrap import create_session
 from pi_coding_agent.coding.extensions.loader import ExtensionSource, in_process
-from pi_coding_agent.coding.extensions.ui import ExtensionUI
 from pi_coding_agent.coding.options import CliArgs
+from pi_coding_agent.coding.ui import ExtensionUI
 
 PathLike = str | os.PathLike[str]
 ExtensionSetup = Callable[[Any], Any]  # ``setup(pi)``, sync or async, as in an extension file

@@ -199,6 +199,6 @@ class SessionCodemodeHost:
 
     async def run_model(self, kind: str, model: dict[str, Any], context: dict[str, Any],
                         signal: AbortSignal) -> dict[str, Any]:
-        from pi_coding_agent.coding.nonchat_calls import run_nonchat_model
+        from pi_coding_agent.coding.codemode.nonchat_calls import run_nonchat_model
 
         return await run_nonchat_model(self.rt, kind, model, context, signal)

@@ -1,4 +1,4 @@
-"""``searchTools()``: codemode's word splitting for the shared BM25 (``coding/tool_ranking.py``).
+"""``searchTools()``: codemode's word splitting for the shared BM25 (``coding/tools/ranking.py``).
 
 A tool's text is its description plus the property names and descriptions of its schema; its
 namespace text is the namespace's name, description and instructions.
@@ -6,8 +6,8 @@ namespace text is the namespace's name, description and instructions.
 
 from __future__ import annotations
 
-from pi_coding_agent.coding.tool_ranking import SearchDocument, schema_text, split_words
-from pi_coding_agent.coding.tool_ranking import rank as rank_tools
+from pi_coding_agent.coding.tools.ranking import SearchDocument, schema_text, split_words
+from pi_coding_agent.coding.tools.ranking import rank as rank_tools
 
 __all__ = ["DEFAULT_LIMIT", "SearchDocument", "rank", "schema_text", "tokenize"]
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pi_coding_agent.agent.tool import AgentTool, ToolResult, UpdateCallback
 from pi_coding_agent.ai.abort import AbortSignal
-from pi_coding_agent.coding.codemode import NAME
+from pi_coding_agent.coding.codemode.activation import NAME
 
 if TYPE_CHECKING:
     from pi_coding_agent.coding.codemode.host import (

@@ -18,8 +18,8 @@ if TYPE_CHECKING:
     from pi_coding_agent.ai.abort import AbortSignal
     from pi_coding_agent.ai.types import Model
     from pi_coding_agent.coding.extensions.host import RunnerHandle
-    from pi_coding_agent.coding.extensions.ui import ExtensionUI
     from pi_coding_agent.coding.session import SessionManager
+    from pi_coding_agent.coding.ui import ExtensionUI
 
 class SessionView:
     """Read-only access to the session store (entries, branch, tree, labels, header)."""

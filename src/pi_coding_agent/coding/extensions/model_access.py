@@ -52,7 +52,7 @@ class ModelRegistryView:
         resolved); ``stream_simple`` uses what the session's last request made ready."""
         import contextlib
 
-        from pi_coding_agent.ai.oauth.http import OAuthError
+        from pi_coding_agent.ai.auth.oauth.http import OAuthError
 
         with contextlib.suppress(OAuthError):  # a failed refresh: the request itself reports it
             await self._rt.auth.prepare(model["provider"])
@@ -75,13 +75,13 @@ class ModelRegistryView:
                        signal: AbortSignal | None = None) -> dict[str, Any]:
         """Answer ``context["questions"]`` about ``context["state"]`` with a classifier model; a failure
         is a result with ``stopReason: "error"``, never an exception."""
-        from pi_coding_agent.coding.nonchat_calls import run_nonchat_model
+        from pi_coding_agent.coding.codemode.nonchat_calls import run_nonchat_model
 
         return await run_nonchat_model(self._rt, "classifier", dict(model), context, signal)
 
     async def generate_images(self, model: Model, context: dict[str, Any], *,
                               signal: AbortSignal | None = None) -> dict[str, Any]:
         """Images from ``context["input"]`` blocks with an image model (failures are results)."""
-        from pi_coding_agent.coding.nonchat_calls import run_nonchat_model
+        from pi_coding_agent.coding.codemode.nonchat_calls import run_nonchat_model
 
         return await run_nonchat_model(self._rt, "image", dict(model), context, signal)

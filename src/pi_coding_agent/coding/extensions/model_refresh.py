@@ -1,5 +1,5 @@
 """The model refresh of providers extensions register (pi's ``refreshModels``), with the snapshot pi
-keeps for them in ``models-store.json`` (``ai/models_store.py``).
+keeps for them in ``models-store.json`` (``ai/models/store.py``).
 
 Each refresh runs in pi's phases: without network (once every extension is set up, and at once for
 a provider registered later), then with it (in RPC mode in the background, after a ``/login``).
@@ -78,8 +78,8 @@ async def refresh_all(runner: RunnerHandle, allow_network: bool) -> None:
 async def refresh_one(runner: RunnerHandle, name: str, allow_network: bool) -> None:
     """One phase of one provider's refresh. A raising or timed-out refresh is reported on stderr and
     keeps the list there was."""
-    from pi_coding_agent.ai import models_store
     from pi_coding_agent.ai.abort import AbortSignal
+    from pi_coding_agent.ai.models import store as models_store
 
     registration = runner.providers.get(name)
     if registration is None or not registration.refreshes:
@@ -142,8 +142,8 @@ async def _phase(runner: RunnerHandle, name: str, registration: Registration, co
 async def _fetch_phase(runner: RunnerHandle, name: str, registration: Registration, context: ModelRefresh) -> None:
     """pi-ai's ``createProvider`` refresh: the snapshot's models of this provider first, then (with
     network) the fetched list, persisted with ``checkedAt`` and laid over the baseline models."""
-    from pi_coding_agent.ai.models_json import model_from_definition
-    from pi_coding_agent.ai.models_store import KNOWN_TYPES
+    from pi_coding_agent.ai.models.models_json import model_from_definition
+    from pi_coding_agent.ai.models.store import KNOWN_TYPES
     from pi_coding_agent.ai.types import now_ms
 
     def install(dynamic: list[dict[str, Any]]) -> None:
@@ -182,7 +182,7 @@ async def _credential(runner: RunnerHandle, name: str, resolved: bool) -> Creden
     if not resolved:
         return stored
     if stored is not None and stored.get("type") == "oauth":
-        from pi_coding_agent.ai.oauth.http import OAuthError
+        from pi_coding_agent.ai.auth.oauth.http import OAuthError
 
         try:
             return await auth.fresh_oauth(name)

@@ -4,7 +4,7 @@
 turns the stored credential (or the environment) into the key a request sends, ``check`` says
 without side effects whether the provider is configured, ``login`` asks the user for what it needs
 and returns the credential stored in auth.json. ``ExtensionKeySource`` is that trio as the
-``KeySource`` ``AuthStorage`` consults (``ai/keys.py``): before each request (``prepare``), for the
+``KeySource`` ``AuthStorage`` consults (``ai/auth/keys.py``): before each request (``prepare``), for the
 available models, and in ``/login``. What the functions raise is reported on stderr (never their
 values) and counts as not configured; a failing ``login`` fails the sign-in with its message.
 """
@@ -18,12 +18,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pi_coding_agent.agent.awaitables import maybe_await
-from pi_coding_agent.ai.keys import ResolvedKey
+from pi_coding_agent.ai.auth.keys import ResolvedKey
 from pi_coding_agent.coding.extensions.registry import from_fields
 
 if TYPE_CHECKING:
     from pi_coding_agent.ai.abort import AbortSignal
-    from pi_coding_agent.ai.oauth.flows import LoginUI
+    from pi_coding_agent.ai.auth.oauth.flows import LoginUI
 
 Credential = dict[str, Any]
 
@@ -143,8 +143,8 @@ class ExtensionKeySource:
     async def login(self, ui: LoginUI) -> Credential:
         """The extension's ``login`` over ``ui``; its credential checked and typed ``api_key``."""
         from pi_coding_agent.ai.abort import AbortSignal
-        from pi_coding_agent.ai.oauth.http import OAuthError
-        from pi_coding_agent.coding.login_ui import LoginCancelled
+        from pi_coding_agent.ai.auth.oauth.http import OAuthError
+        from pi_coding_agent.coding.commands.login import LoginCancelled
 
         assert self.auth.login is not None
         signal = AbortSignal()

@@ -22,9 +22,9 @@ from pi_coding_agent.coding.extensions.registry import Registration, from_fields
 
 if TYPE_CHECKING:
     from pi_coding_agent.ai.abort import AbortSignal
-    from pi_coding_agent.ai.models import ModelFilter
-    from pi_coding_agent.ai.oauth.flows import LoginUI
-    from pi_coding_agent.ai.oauth.providers import OAuthProvider
+    from pi_coding_agent.ai.auth.oauth.flows import LoginUI
+    from pi_coding_agent.ai.auth.oauth.providers import OAuthProvider
+    from pi_coding_agent.ai.models.catalog import ModelFilter
     from pi_coding_agent.ai.stream import Adapter
     from pi_coding_agent.ai.types import Model
     from pi_coding_agent.coding.extensions.host import RunnerHandle
@@ -119,10 +119,10 @@ def oauth_spec(provider: str, title: str, oauth: ProviderOAuth) -> OAuthProvider
     checked and stored with ``type: "oauth"``; anything they raise fails the sign-in or refresh with
     its message, never the process."""
     from pi_coding_agent.ai.abort import AbortSignal
-    from pi_coding_agent.ai.oauth.http import OAuthError
-    from pi_coding_agent.ai.oauth.providers import OAuthProvider
-    from pi_coding_agent.ai.oauth.store import is_oauth
-    from pi_coding_agent.coding.login_ui import LoginCancelled
+    from pi_coding_agent.ai.auth.oauth.http import OAuthError
+    from pi_coding_agent.ai.auth.oauth.providers import OAuthProvider
+    from pi_coding_agent.ai.auth.oauth.store import is_oauth
+    from pi_coding_agent.coding.commands.login import LoginCancelled
 
     def checked(value: Any, step: str) -> Credential:
         credential = {**value, "type": "oauth"} if isinstance(value, Mapping) else None
@@ -148,7 +148,7 @@ def oauth_spec(provider: str, title: str, oauth: ProviderOAuth) -> OAuthProvider
         return checked(value, "login")
 
     async def refresh(credential: Credential) -> Credential:
-        from pi_coding_agent.ai.oauth.refresh import REFRESH_TIMEOUT_S as LIMIT_S
+        from pi_coding_agent.ai.auth.oauth.refresh import REFRESH_TIMEOUT_S as LIMIT_S
 
         signal = AbortSignal()
         timer = asyncio.get_running_loop().call_later(LIMIT_S, signal.abort)

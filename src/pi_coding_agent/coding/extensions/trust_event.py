@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from pi_coding_agent.agent.awaitables import maybe_await
 from pi_coding_agent.coding.extensions.loader import ExtensionSource, hand_over, import_extension
-from pi_coding_agent.coding.extensions.ui import NoUI
 from pi_coding_agent.coding.resources.trust import save_trust_decision
+from pi_coding_agent.coding.ui import NoUI
 
 if TYPE_CHECKING:
     from types import ModuleType

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pi_coding_agent.ai.keys import resolve_or_raise
+from pi_coding_agent.ai.auth.keys import resolve_or_raise
 from pi_coding_agent.coding.mcp.client import McpAuthRequired, McpClient, McpError
 from pi_coding_agent.coding.mcp.config import ServerEntry
 from pi_coding_agent.coding.mcp.log import ServerLog

@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import orjson
 
-from pi_coding_agent.ai.providers.sse import ServerSentEvent, SSEParser
+from pi_coding_agent.ai.transport.sse import ServerSentEvent, SSEParser
 from pi_coding_agent.coding.mcp.client import McpAuthRequired
 
 RETRY_DELAYS_S = (0.25, 1.0)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pi_coding_agent.ai.keys import AuthStorage
+from pi_coding_agent.ai.auth.keys import AuthStorage
 from pi_coding_agent.coding.mcp.naming import namespace
 
 RADIUS_PROVIDER = "radius"
@@ -29,7 +29,7 @@ class ProviderToken:
         return AuthStorage(self.agent_dir, create_missing=False)  # read fresh: another process may have refreshed
 
     async def __call__(self) -> str | None:
-        from pi_coding_agent.ai.oauth.http import OAuthError
+        from pi_coding_agent.ai.auth.oauth.http import OAuthError
 
         auth = self._auth()
         try:
@@ -40,7 +40,7 @@ class ProviderToken:
 
     async def refresh(self) -> bool:
         """After a 401: a refreshed token when the rejected one was the provider's OAuth token."""
-        from pi_coding_agent.ai.oauth.http import OAuthError
+        from pi_coding_agent.ai.auth.oauth.http import OAuthError
 
         auth = self._auth()
         try:

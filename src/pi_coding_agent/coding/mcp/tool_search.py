@@ -18,7 +18,7 @@ from pi_coding_agent.agent.tool import AgentTool, ToolResult, UpdateCallback
 from pi_coding_agent.ai.abort import AbortSignal
 
 if TYPE_CHECKING:  # the ranking loads with the first search, not with the session's tools
-    from pi_coding_agent.coding.tool_ranking import SearchDocument
+    from pi_coding_agent.coding.tools.ranking import SearchDocument
 
 TOOL_SEARCH = "tool_search"
 DEFAULT_LIMIT = 8
@@ -45,20 +45,20 @@ def _stem(term: str) -> str:
 
 def tokenize(text: str) -> list[str]:
     """Words split at identifier boundaries, lower-cased, stop words dropped, ASCII words singular."""
-    from pi_coding_agent.coding.tool_ranking import split_words
+    from pi_coding_agent.coding.tools.ranking import split_words
 
     return [_stem(w) if re.fullmatch(r"[a-z0-9]+", w) else w for w in split_words(text) if w not in STOP_WORDS]
 
 
 def document_of(tool: Any, namespace_text: str) -> SearchDocument:
-    from pi_coding_agent.coding.tool_ranking import tool_document
+    from pi_coding_agent.coding.tools.ranking import tool_document
 
     return tool_document(tool.name, tool.description, tool.parameters, namespace_text)
 
 
 def rank(query: str, documents: list[SearchDocument], limit: int) -> list[str]:
     """``tool_search``'s ranking: the shared BM25 with this tool's tokenizer."""
-    from pi_coding_agent.coding.tool_ranking import rank as rank_tools
+    from pi_coding_agent.coding.tools.ranking import rank as rank_tools
 
     return rank_tools(query, documents, limit, tokenize)
 

@@ -10,7 +10,7 @@ import asyncio
 from typing import TYPE_CHECKING, Any
 
 from pi_coding_agent.coding.modes.print_mode import initial_prompts, read_piped_stdin, run_headless
-from pi_coding_agent.coding.modes.rpc_transport import RecordWriter, take_over_stdout
+from pi_coding_agent.coding.modes.rpc.transport import RecordWriter, take_over_stdout
 
 if TYPE_CHECKING:
     from pi_coding_agent.coding.agent_session import AgentSession

@@ -12,9 +12,9 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from pi_coding_agent.coding.extensions.ui import NoUI
 from pi_coding_agent.coding.modes.lifecycle import OrderlyShutdown
-from pi_coding_agent.coding.modes.rpc_transport import take_over_stdout, write_all
+from pi_coding_agent.coding.modes.rpc.transport import take_over_stdout, write_all
+from pi_coding_agent.coding.ui import NoUI
 
 if TYPE_CHECKING:
     from pi_coding_agent.coding.agent_session import AgentSession
@@ -27,7 +27,7 @@ def run(args: CliArgs, images: list[dict[str, Any]] | None = None) -> int:
     """``images`` (from ``@path`` arguments) go with the first prompt."""
     prompts = initial_prompts(args, read_piped_stdin())
     output_fd = take_over_stdout()
-    from pi_coding_agent.coding.print_report import attach_retry_report
+    from pi_coding_agent.coding.modes.print_report import attach_retry_report
 
     return asyncio.run(run_headless(args, "print", prompts, finish=lambda session: _print_answer(session, output_fd),
                                     attach=attach_retry_report, images=images))
@@ -116,7 +116,7 @@ def _print_answer(session: AgentSession, output_fd: int) -> int:
     text = "".join(f"{block['text']}\n" for block in last.get("content", []) if block.get("type") == "text")
     write_all(output_fd, text.encode())  # on a failure: what had streamed before it
     if stop_reason in ("error", "aborted"):
-        from pi_coding_agent.coding.print_report import failure_line
+        from pi_coding_agent.coding.modes.print_report import failure_line
 
         print(failure_line(last), file=sys.stderr)
         return 1

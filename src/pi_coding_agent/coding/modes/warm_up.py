@@ -36,8 +36,8 @@ def _warm(model: Model) -> None:
     try:
         import importlib
 
-        from pi_coding_agent.ai.providers.http import warm_up
         from pi_coding_agent.ai.stream import load_adapter
+        from pi_coding_agent.ai.transport.http import warm_up
         from pi_coding_agent.coding.tools.builtin import tool_modules
 
         load_adapter(model["api"], model["provider"])

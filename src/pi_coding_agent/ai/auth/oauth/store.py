@@ -1,0 +1,103 @@
+"""auth.json as pi writes it: one object keyed by provider id, two-space JSON, mode 0600.
+
+Every write is a read-modify-write under pi's lock (``lock.auth_file_lock``) that starts from the
+file's current content, never from a copy read earlier, so a credential another process refreshed
+or added meanwhile is kept.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from pi_coding_agent.ai.auth.oauth.lock import auth_file_lock
+
+Credential = dict[str, Any]
+Modifier = Callable[[Credential | None], Awaitable[Credential | None]]
+
+
+def parse(raw: bytes) -> dict[str, Any]:
+    """auth.json content as a dict; an empty file is ``{}``; anything but an object raises ValueError."""
+    raw = raw.removeprefix(b"\xef\xbb\xbf")
+    if not raw.strip():
+        return {}
+    data = orjson.loads(raw)
+    if not isinstance(data, dict):
+        raise ValueError("Invalid auth.json: expected an object")
+    return data
+
+
+def is_oauth(credential: Any) -> bool:
+    """A well-formed OAuth entry, as pi validates it (access, refresh, finite expires)."""
+    return (isinstance(credential, dict) and credential.get("type") == "oauth"
+            and isinstance(credential.get("access"), str) and isinstance(credential.get("refresh"), str)
+            and isinstance(credential.get("expires"), int | float) and not isinstance(credential.get("expires"), bool))
+
+
+def serialize(data: dict[str, Any]) -> bytes:
+    """pi's ``JSON.stringify(data, null, 2)`` (orjson keeps insertion order and the same layout)."""
+    return orjson.dumps(data, option=orjson.OPT_INDENT_2)
+
+
+class CredentialFile:
+    """Locked access to one auth.json."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+
+    def __repr__(self) -> str:
+        return f"CredentialFile({str(self.path)!r})"
+
+    def ensure(self) -> None:
+        """Create the directory (0700) and an empty ``{}`` file (0600) when missing, as pi does."""
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            return
+        with os.fdopen(fd, "w") as handle:
+            handle.write("{}")
+
+    def read_all(self) -> dict[str, Any]:
+        """The current content without locking (readers never block writers); missing is ``{}``."""
+        try:
+            return parse(self.path.read_bytes())
+        except FileNotFoundError:
+            return {}
+
+    def _write(self, data: dict[str, Any]) -> None:
+        # In place, like pi: the inode (and a symlinked alias) stays; the mode applies on creation.
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(serialize(data))
+
+    async def modify(self, provider: str, fn: Modifier) -> Credential | None:
+        """Replace ``provider``'s entry with ``await fn(current)`` under the lock; None leaves it.
+
+        Returns the entry stored afterwards.
+        """
+        self.ensure()
+        async with auth_file_lock(self.path):
+            data = self.read_all()
+            current = data.get(provider)
+            nxt = await fn(current if isinstance(current, dict) else None)
+            if nxt is None:
+                return current if isinstance(current, dict) else None
+            data[provider] = nxt
+            self._write(data)
+            return nxt
+
+    async def delete(self, provider: str) -> bool:
+        """Remove ``provider``'s entry; whether there was one."""
+        self.ensure()
+        async with auth_file_lock(self.path):
+            data = self.read_all()
+            if provider not in data:
+                return False
+            del data[provider]
+            self._write(data)
+            return True

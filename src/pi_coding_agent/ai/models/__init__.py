@@ -1,0 +1,2 @@
+"""The model catalog: built-in data (``data/``), ``models.json``, the models store, and resolving a
+``--model`` text to catalog models."""

@@ -1,0 +1,1 @@
+"""How provider requests travel: the pooled HTTP client, server-sent events, transport errors."""

@@ -1,0 +1,388 @@
+"""HTTP plumbing shared by every wire adapter: pooled connections, SSE streaming, error texts.
+
+Requests go through ``http11`` (our small HTTP/1.1 client on ``httptools``), or through httpx when a
+proxy variable (``HTTP(S)_PROXY``, ``ALL_PROXY``) is set, so that httpx's proxy and ``NO_PROXY``
+rules apply. This module is imported with the first request or the warm-up, never at start-up;
+httpx only on the proxied path. The API is these names:
+
+* ``sse_events(url, headers, body, options, error_text=openai_error_text)`` - POST ``body`` as JSON
+  (``bytes`` as they are, for a body the caller encoded itself) and yield the response's
+  ``ServerSentEvent``s (``ai.transport.sse``, parsed from the raw bytes); ``sse_batches`` (same
+  arguments) yields them as lists, those of one network read together. A non-2xx answer raises
+  ``ProviderError`` whose text is ``error_text(status, body_text)`` and whose ``retry_after_ms``
+  carries a ``retry-after(-ms)`` header for the agent's retry policy. Transport failures become
+  ``ProviderError``s whose texts the retry classifier (``ai.errors``) treats as transient. The
+  connection is closed when the generator is closed or its task is cancelled.
+* ``openai_error_text(status, body_text, prefix=None)`` - pi's text for an OpenAI-SDK error.
+* ``retry_after_ms(headers)`` - the server-requested wait, if any.
+* ``post_stream(url, headers, content, options, error_text)`` - the same POST for non-SSE streams
+  (Bedrock's binary event stream): an async context manager giving the open 2xx response.
+* ``apply_payload_hook(body, options)`` - the body after ``before_provider_request``.
+* ``tls_context()`` - the process-wide verifying TLS context of every https:// request;
+  ``get_client()`` the proxied path's shared ``httpx.AsyncClient`` of the running event loop;
+  ``warm_up(base_url)`` imports what the first request needs, ahead of it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import threading
+import time
+import weakref
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
+from contextlib import aclosing, asynccontextmanager
+from email.utils import parsedate_to_datetime
+from typing import TYPE_CHECKING, Any, Protocol
+
+import orjson
+
+from pi_coding_agent.ai.identity import with_identity
+from pi_coding_agent.ai.provider_hooks import report_response, report_stream_event, without_dropped
+from pi_coding_agent.ai.stream import ProviderError, StreamOptions
+from pi_coding_agent.ai.transport import http11
+from pi_coding_agent.ai.transport.http11 import TransportError
+from pi_coding_agent.ai.transport.sse import ServerSentEvent, SSEParser
+
+if TYPE_CHECKING:
+    import ssl
+
+    import httpx
+
+ErrorText = Callable[[int, str], str]
+
+
+class StreamResponse(Protocol):
+    """What ``post_stream`` gives: an ``http11.Response`` or, through a proxy, an ``httpx.Response``."""
+
+    @property
+    def status_code(self) -> int: ...
+    @property
+    def headers(self) -> Mapping[str, str]: ...
+    def aiter_raw(self) -> AsyncIterator[bytes]: ...
+    def aiter_bytes(self) -> AsyncIterator[bytes]: ...
+    async def aread(self) -> bytes: ...
+
+MAX_ERROR_BODY_CHARS = 4000
+
+# A client's connection pool belongs to the loop that created it (the proxied path's httpx client).
+_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = weakref.WeakKeyDictionary()
+_tls_lock = threading.Lock()
+_tls: list[ssl.SSLContext] = []  # the process's verifying context, once built
+_PROXY_VARIABLES = ("https_proxy", "http_proxy", "all_proxy")
+# what a first proxied request imports: httpx loads httpcore in its transport, which loads anyio's backend
+_PROXIED_REQUEST_MODULES = ("httpx", "httpcore", "httpcore._async.http11", "httpcore._backends.anyio",
+                            "anyio._backends._asyncio", "certifi")
+
+
+def get_client() -> httpx.AsyncClient:
+    """The proxied path's pooled httpx client on the running loop, created on first use. A proxy
+    may be reached over TLS even for an ``http://`` endpoint, so it always has the verifying context."""
+    import httpx
+
+    loop = asyncio.get_running_loop()
+    client = _clients.get(loop)
+    if client is None or client.is_closed:
+        limits = httpx.Limits(max_connections=32, max_keepalive_connections=8)
+        client = httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(300.0, connect=30.0), verify=tls_context())
+        _clients[loop] = client
+    return client
+
+
+def tls_context() -> ssl.SSLContext:
+    """The verifying TLS context every https:// request shares, built once per process, with the
+    trust httpx's default uses (``SSL_CERT_FILE``, ``SSL_CERT_DIR``, else certifi's bundle)."""
+    with _tls_lock:
+        if not _tls:
+            import os
+            import ssl
+
+            if os.environ.get("SSL_CERT_FILE"):
+                context = ssl.create_default_context(cafile=os.environ["SSL_CERT_FILE"])
+            elif os.environ.get("SSL_CERT_DIR"):
+                context = ssl.create_default_context(capath=os.environ["SSL_CERT_DIR"])
+            else:
+                import certifi
+
+                context = ssl.create_default_context(cafile=certifi.where())
+            context.set_alpn_protocols(["http/1.1"])
+            _tls.append(context)
+        return _tls[0]
+
+
+def _proxy_configured() -> bool:
+    import os
+
+    return any(os.environ.get(name) or os.environ.get(name.upper()) for name in _PROXY_VARIABLES)
+
+
+def warm_up(base_url: str) -> None:
+    """Import what the first request needs beyond this module (httpx's stack when a proxy is set)
+    and, for an https:// endpoint, build the TLS context: what that request would otherwise pay.
+    Blocking; callers run it in a thread while their event loop waits for input."""
+    import importlib
+
+    proxied = _proxy_configured()
+    for name in _PROXIED_REQUEST_MODULES if proxied else ():
+        try:
+            importlib.import_module(name)
+        except ImportError:  # another httpx release lays its stack out differently: warm what exists
+            continue
+    if base_url.startswith("https:") or proxied:
+        tls_context()
+
+
+def merge_headers(*layers: Mapping[str, str]) -> dict[str, str]:
+    """Header layers, later ones winning; names compare case-insensitively, so a provider's
+    ``Authorization`` replaces the adapter's ``authorization`` instead of being sent beside it."""
+    merged: dict[str, tuple[str, str]] = {}
+    for layer in layers:
+        for name, value in layer.items():
+            merged[name.lower()] = (name, value)
+    return dict(merged.values())
+
+
+def _truncate(text: str) -> str:
+    extra = len(text) - MAX_ERROR_BODY_CHARS
+    return text if extra <= 0 else f"{text[:MAX_ERROR_BODY_CHARS]}... [truncated {extra} chars]"
+
+
+def openai_error_text(status: int, body_text: str, prefix: str | None = None) -> str:
+    """The errorMessage pi records for an HTTP error from an OpenAI-style endpoint.
+
+    The SDK's message is ``"<status> <error.message>"``; when the body has an error object that
+    the message does not already show, pi records ``"<status>: <compact JSON of that object>"``.
+    ``prefix`` (e.g. ``"OpenAI API error"``) gives the Responses form ``"<prefix> (<status>): ..."``.
+    """
+    try:
+        parsed: Any = orjson.loads(body_text) if body_text.strip() else None
+    except orjson.JSONDecodeError:
+        parsed = None
+    if isinstance(parsed, dict):
+        error = parsed["error"] if parsed.get("error") is not None else parsed
+    else:
+        error = None
+    if isinstance(error, dict) and error.get("message"):
+        detail = error["message"] if isinstance(error["message"], str) else orjson.dumps(error["message"]).decode()
+    elif error is not None:
+        detail = orjson.dumps(error).decode()
+    else:
+        detail = body_text if parsed is None else ""
+    message = f"{status} {detail}" if detail else f"{status} status code (no body)"
+    body = _truncate(orjson.dumps(error).decode()) if isinstance(error, dict) and error else None
+    if body is None or body in message:
+        return f"{prefix} ({status}): {message}" if prefix else message
+    return f"{prefix} ({status}): {body}" if prefix else f"{status}: {body}"
+
+
+def retry_after_ms(headers: Mapping[str, str]) -> int | None:
+    """``retry-after-ms`` (milliseconds) or ``retry-after`` (seconds or an HTTP date)."""
+    raw_ms = headers.get("retry-after-ms")
+    if raw_ms:
+        try:
+            return max(0, math.ceil(float(raw_ms)))
+        except ValueError:
+            pass
+    raw = headers.get("retry-after")
+    if not raw:
+        return None
+    try:
+        return max(0, math.ceil(float(raw) * 1000))
+    except ValueError:
+        pass
+    try:
+        return max(0, math.ceil((parsedate_to_datetime(raw).timestamp() - time.time()) * 1000))
+    except (TypeError, ValueError):
+        return None
+
+
+def _http_error(status: int, headers: Mapping[str, str], body_text: str, options: StreamOptions,
+                error_text: ErrorText) -> ProviderError:
+    return ProviderError(error_text(status, body_text), status, retry_after_ms(headers))
+
+
+def _transport_error(exc: TransportError) -> ProviderError:
+    """Name a transport failure with words the retry classifier knows (pi's Node texts)."""
+    if exc.kind == "timeout":
+        return ProviderError(f"Request timed out: {exc}" if str(exc) else "Request timed out.")
+    if exc.kind == "connect":
+        return ProviderError(f"Connection error: {exc}")
+    if exc.kind == "closed":
+        return ProviderError("terminated: other side closed (UND_ERR_SOCKET)")  # pi's (Node's) wording
+    return ProviderError(f"Network error: {exc}")
+
+
+def _as_transport_error(exc: httpx.TransportError) -> TransportError:
+    import httpx
+
+    if isinstance(exc, httpx.TimeoutException):
+        return TransportError("timeout", str(exc))
+    if isinstance(exc, httpx.ConnectError):
+        return TransportError("connect", str(exc))
+    if isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError | httpx.WriteError):
+        return TransportError("closed", str(exc))
+    return TransportError("network", str(exc))
+
+
+async def apply_payload_hook(body: Any, options: StreamOptions) -> Any:
+    """The request body after the ``before_provider_request`` hook (which may replace it)."""
+    if options.on_payload is not None:
+        replaced = await options.on_payload(body)
+        if replaced is not None:
+            return replaced
+    return body
+
+
+RETRYABLE_STATUSES = frozenset({408, 409, 429})
+
+
+def _retryable(status: int | None, headers: Mapping[str, str]) -> bool:
+    """The OpenAI/Anthropic SDK policy pi mirrors: ``x-should-retry``, else transport errors, 408/409/429/5xx."""
+    decision = headers.get("x-should-retry")
+    if decision in ("true", "false"):
+        return decision == "true"
+    return status is None or status in RETRYABLE_STATUSES or status >= 500
+
+
+def _retry_delay_s(error: ProviderError, retry_index: int, options: StreamOptions) -> float:
+    """The server's wait (refused past ``max_retry_delay_ms``) or exponential backoff with jitter."""
+    import random
+
+    if error.retry_after_ms is not None:
+        limit = options.max_retry_delay_ms
+        if limit > 0 and error.retry_after_ms > limit:
+            raise ProviderError(f"Server requested {math.ceil(error.retry_after_ms / 1000)}s retry delay "
+                                f"(max: {math.ceil(limit / 1000)}s). {error}", error.status, error.retry_after_ms)
+        return float(error.retry_after_ms) / 1000
+    return min(0.5 * 2.0**retry_index, 8.0) * (1 - random.random() * 0.25)
+
+
+@asynccontextmanager
+async def post_stream(
+    url: str,
+    headers: Mapping[str, str],
+    content: bytes,
+    options: StreamOptions,
+    error_text: ErrorText = openai_error_text,
+    describe: Callable[[int, Mapping[str, str], str], str] | None = None,
+    no_retry_statuses: frozenset[int] = frozenset(),
+) -> AsyncIterator[StreamResponse]:
+    """POST ``content`` and give the open streaming response (2xx only; see the module docstring).
+
+    ``describe(status, headers, body_text)``, when given, names an HTTP error instead of
+    ``error_text`` (for APIs whose error type travels in a header, such as AWS's). Failures before
+    the response starts are retried ``options.max_retries`` times (``retry.provider.*``), except
+    answers whose status is in ``no_retry_statuses``.
+    """
+    headers = without_dropped(with_identity(url, headers, options.attribution, options.identity_provider),
+                              options.drop_headers)
+    for attempt in range(options.max_retries + 1):
+        opened = False
+        try:
+            async with _open_response(url, headers, content, options.idle_timeout_s) as response:
+                if response.status_code < 400:
+                    opened = True
+                    await report_response(options.on_response, response.status_code, response.headers)
+                    yield response
+                    return
+                text = (await response.aread()).decode(errors="replace")
+                status, received = response.status_code, response.headers
+                error = (ProviderError(describe(status, received, text), status, retry_after_ms(received))
+                         if describe is not None else _http_error(status, received, text, options, error_text))
+                if attempt >= options.max_retries or not _retryable(status, received) or status in no_retry_statuses:
+                    raise error
+        except TransportError as exc:
+            error = _transport_error(exc)
+            if opened or attempt >= options.max_retries:
+                raise error from exc
+        await asyncio.sleep(_retry_delay_s(error, attempt, options))
+
+
+@asynccontextmanager
+async def _open_response(url: str, headers: Mapping[str, str], content: bytes,
+                         idle_timeout_s: float | None) -> AsyncIterator[StreamResponse]:
+    """The response through ``http11`` (no proxy variable set) or through httpx (which applies the
+    proxy and NO_PROXY rules); either way a failed transport raises ``http11.TransportError``."""
+    connect_timeout = min(idle_timeout_s or 30.0, 30.0)
+    if not _proxy_configured():
+        response = await http11.request(url, list(headers.items()), content,
+                                        tls_context() if url.startswith("https:") else None,
+                                        connect_timeout, idle_timeout_s)
+        try:
+            yield response
+        finally:
+            response.close()
+        return
+    import httpx
+
+    timeout = httpx.Timeout(idle_timeout_s, connect=connect_timeout)
+    try:
+        async with get_client().stream("POST", url, headers=headers, content=content,
+                                          timeout=timeout) as proxied:
+            yield proxied
+    except httpx.TransportError as exc:
+        raise _as_transport_error(exc) from exc
+
+
+async def sse_batches(
+    url: str,
+    headers: Mapping[str, str],
+    body: Any,
+    options: StreamOptions,
+    error_text: ErrorText = openai_error_text,
+) -> AsyncGenerator[list[ServerSentEvent], None]:
+    """POST ``body`` and yield its server-sent events, the ones each network read completed as one
+    list (see the module docstring), so a fast server's burst costs the adapter one step, not one
+    per event. With ``options.on_stream_event`` set, each event is reported just before it is
+    handed on, in a list of its own: the hook sees the stream in step with the adapter.
+
+    The extension hook ``options.on_payload`` sees the body last and may replace it, so every
+    adapter honours ``before_provider_request`` the same way.
+    """
+    body = await apply_payload_hook(body, options)
+    request_headers = {"content-type": "application/json", "accept": "text/event-stream", **headers}
+    content = body if isinstance(body, bytes) else orjson.dumps(body)  # bytes: already encoded (Codex's zstd)
+    async with post_stream(url, request_headers, content, options, error_text) as response:
+        content_type = response.headers.get("content-type", "").partition(";")[0]
+        if "text/event-stream" not in content_type:
+            raise ProviderError(f"Network error: Expected response header Content-Type to contain "
+                                f"'text/event-stream', got {content_type!r}")
+        on_event = options.on_stream_event
+        async for events in _parsed(response):
+            if on_event is None:
+                yield events
+                continue
+            for event in events:
+                await report_stream_event(on_event, event.data)
+                yield [event]
+
+
+async def sse_events(
+    url: str,
+    headers: Mapping[str, str],
+    body: Any,
+    options: StreamOptions,
+    error_text: ErrorText = openai_error_text,
+) -> AsyncGenerator[ServerSentEvent, None]:
+    """``sse_batches``, one event at a time."""
+    async with aclosing(sse_batches(url, headers, body, options, error_text)) as batches:
+        async for events in batches:
+            for event in events:
+                yield event
+
+
+async def _parsed(response: StreamResponse) -> AsyncIterator[list[ServerSentEvent]]:
+    """The events of each body chunk (chunks that complete none yield nothing), then the one a
+    lone CR may have ended at the end of the body."""
+    parser = SSEParser()
+    async for chunk in _body_chunks(response):
+        if events := parser.feed(chunk):
+            yield events
+    if events := parser.close():
+        yield events
+
+
+def _body_chunks(response: StreamResponse) -> AsyncIterator[bytes]:
+    """The body's bytes as they arrive: raw ones skip httpx's decoder layers; only a compressed body needs them."""
+    encoded = response.headers.get("content-encoding", "identity").lower() not in ("", "identity")
+    return response.aiter_bytes() if encoded else response.aiter_raw()

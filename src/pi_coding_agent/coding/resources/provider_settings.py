@@ -1,0 +1,66 @@
+"""Settings that shape each provider request: ``retry.provider.*``, ``httpIdleTimeoutMs``, ``httpProxy``,
+``transport``, ``websocketConnectTimeoutMs`` and ``enableInstallTelemetry``.
+
+* ``retry.provider.timeoutMs`` (default: ``httpIdleTimeoutMs``, 300000; 0 disables) is the request's
+  idle timeout; ``retry.provider.maxRetries`` (default 0) and ``retry.provider.maxRetryDelayMs``
+  (default 60000; 0 = no limit) drive the provider-level retries in ``ai/transport/http.py``.
+* ``httpProxy``, read from the agent-directory settings only, becomes ``HTTP_PROXY`` and
+  ``HTTPS_PROXY`` unless those are already set (pi's rule), which httpx and the tools' child
+  processes then use.
+* ``transport`` (default ``auto``) and ``websocketConnectTimeoutMs`` (default 15000) pick and bound
+  the WebSocket transport of providers that have one (the ChatGPT Codex backend).
+* ``enableInstallTelemetry`` (default on, ``PI_TELEMETRY`` overrides it) switches the provider
+  attribution headers (``ai/identity.py``); it is read for every request, as pi does.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from pi_coding_agent.ai.identity import install_telemetry_enabled
+from pi_coding_agent.coding.resources.settings import Settings, is_non_negative_safe_integer, timeout_ms
+
+DEFAULT_MAX_RETRY_DELAY_MS = 60000
+DEFAULT_WEBSOCKET_CONNECT_TIMEOUT_MS = 15000
+TRANSPORTS = ("auto", "sse", "websocket", "websocket-cached")
+
+
+def _count(settings: Settings, key: str, default: int | None) -> int | None:
+    value = settings.get(key)
+    return int(value) if is_non_negative_safe_integer(value) else default
+
+
+def _transport(settings: Settings) -> str:
+    value = settings.get("transport")
+    return value if value in TRANSPORTS else "auto"
+
+
+def _websocket_connect_timeout_s(settings: Settings) -> float | None:
+    """``websocketConnectTimeoutMs`` (default 15000; ``0`` or ``"disabled"`` waits without limit)."""
+    timeout = timeout_ms(settings.get("websocketConnectTimeoutMs"))
+    timeout = DEFAULT_WEBSOCKET_CONNECT_TIMEOUT_MS if timeout is None else timeout
+    return timeout / 1000 if timeout else None
+
+
+def apply_http_proxy(settings: Settings) -> None:
+    proxy = settings.get_global("httpProxy")
+    if isinstance(proxy, str) and proxy.strip():
+        os.environ.setdefault("HTTP_PROXY", proxy.strip())
+        os.environ.setdefault("HTTPS_PROXY", proxy.strip())
+
+
+def provider_request_options(settings: Settings) -> dict[str, Any]:
+    """``StreamOptions`` fields from the settings (and the proxy applied to the environment)."""
+    apply_http_proxy(settings)
+    timeout_ms = _count(settings, "retry.provider.timeoutMs", None)
+    if timeout_ms is None:
+        timeout_ms = settings.http_idle_timeout_ms
+    return {
+        "attribution": install_telemetry_enabled(settings.get("enableInstallTelemetry")),
+        "transport": _transport(settings),
+        "websocket_connect_timeout_s": _websocket_connect_timeout_s(settings),
+        "idle_timeout_s": timeout_ms / 1000 if timeout_ms else None,
+        "max_retries": _count(settings, "retry.provider.maxRetries", 0) or 0,
+        "max_retry_delay_ms": _count(settings, "retry.provider.maxRetryDelayMs", DEFAULT_MAX_RETRY_DELAY_MS),
+    }
