@@ -239,8 +239,7 @@ class SessionRuntime:
         """How images are normalised now: the ``images.autoResize`` setting within the model's limits."""
         from pi_coding_agent.coding.tools.images import ImageLimits, ImagePolicy
 
-        auto_resize = self.settings.get("images.autoResize")
-        return ImagePolicy(auto_resize is None or bool(auto_resize), ImageLimits.of_model(self.agent.model))
+        return ImagePolicy(self.settings.images_auto_resize, ImageLimits.of_model(self.agent.model))
 
     @staticmethod
     def no_key_message(provider: str) -> str:
@@ -249,7 +248,7 @@ class SessionRuntime:
     def thinking_level_for(self, model: Model, current: str) -> str:
         """Per-model level from settings, else the global default, else the current level."""
         per_model = self.settings.model_thinking_levels.get(f"{model['provider']}/{model['id']}")
-        return per_model or self.settings.get("defaultThinkingLevel") or current
+        return per_model or self.settings.default_thinking_level or current
 
     # ----------------------------------------------------------------- prompt pipeline
 
@@ -339,7 +338,7 @@ class SessionRuntime:
                 "systemPrompt": render_system_prompt(state.sections),
                 "messages": convert_to_llm([m for m in messages if m["role"] != "system"]),  # type: ignore[typeddict-item]
             }
-        if self.settings.get("images.blockImages"):
+        if self.settings.images_block_images:
             from pi_coding_agent.coding.tools.images import block_images
 
             context["messages"] = block_images(context["messages"])
@@ -500,7 +499,7 @@ class SessionRuntime:
                                                  [] if existing else self.scoped)
             level = level or scoped_level
         if level is None and existing:
-            level = ctx.thinking_level if has_level else self.settings.get("defaultThinkingLevel") or "medium"
+            level = ctx.thinking_level if has_level else self.settings.default_thinking_level or "medium"
         if level is None:
             level = self.thinking_level_for(model, "medium")
         return model, clamp_thinking_level(model, level)

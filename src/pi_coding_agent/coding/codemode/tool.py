@@ -22,6 +22,7 @@ if TYPE_CHECKING:
         SessionCodemodeHost,
         SessionRuntimeView,
     )
+    from pi_coding_agent.coding.resources.settings import Settings
     from pi_coding_agent.coding.tools.process_groups import ProcessRegistry
 
 DEFAULT_INLINE_BUDGET = 3000
@@ -143,17 +144,12 @@ def script_call_note(tool: CatalogTool) -> str:
             f"{describe_output(tool.name, tool.output_schema or {'type': 'string'})}.")
 
 
-def settings_mode(settings: Any) -> str:
-    return "only" if settings.get("codemode.mode") == "only" else "on"
+def settings_budget(settings: Settings) -> int:
+    budget = settings.codemode_inline_budget
+    return DEFAULT_INLINE_BUDGET if budget is None else budget
 
 
-def settings_budget(settings: Any) -> int:
-    value = settings.get("codemode.inlineBudget")
-    ok = isinstance(value, int | float) and not isinstance(value, bool) and value >= 0 and value == value
-    return int(value) if ok else DEFAULT_INLINE_BUDGET
-
-
-def presented_declarations(tools: list[Any], settings: Any) -> list[Any]:
+def presented_declarations(tools: list[Any], settings: Settings) -> list[Any]:
     """The declarations of the active tools while ``codemode`` is one of them: mode ``on`` tells
     each declared tool how scripts call it, mode ``only`` hides the declared tools, so the model
     reaches them through scripts. Without codemode the declarations are unchanged."""
@@ -163,7 +159,7 @@ def presented_declarations(tools: list[Any], settings: Any) -> list[Any]:
     declarations = [tool_declaration(t) for t in tools]
     if not any(t.name == NAME for t in tools):
         return declarations
-    if settings_mode(settings) == "only":
+    if settings.codemode_mode == "only":
         return [d for d, t in zip(declarations, tools, strict=True)
                 if t.name == NAME or getattr(t, "exposure", "direct") != "direct"]
     for declaration, tool in zip(declarations, tools, strict=True):
@@ -200,7 +196,7 @@ class CodemodeTool(AgentTool):
         "depend on each other, or return large output to filter.",)
     constrained_sampling = GRAMMAR_SAMPLING
 
-    def __init__(self, host: Callable[[], CodemodeHost], settings: Callable[[], Any],
+    def __init__(self, host: Callable[[], CodemodeHost], settings: Callable[[], Settings],
                  processes: ProcessRegistry) -> None:
         self._host = host
         self._settings = settings
@@ -213,7 +209,7 @@ class CodemodeTool(AgentTool):
         if self._description is not None:
             return self._description
         settings = self._settings()
-        return describe(self._host().callable_tools(), settings_budget(settings), settings_mode(settings))
+        return describe(self._host().callable_tools(), settings_budget(settings), settings.codemode_mode)
 
     @description.setter
     def description(self, text: str) -> None:

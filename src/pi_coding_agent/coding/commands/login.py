@@ -66,8 +66,8 @@ def device_id(settings: Settings) -> str:
     """The installation's id (global settings ``deviceId``, created on first use as pi does)."""
     import uuid
 
-    current = settings.get_global("deviceId")
-    if isinstance(current, str) and current:
+    current = settings.device_id
+    if current:
         return current
     created = str(uuid.uuid4())
     settings.set_global("deviceId", created)

@@ -19,48 +19,41 @@ import os
 from typing import Any
 
 from pi_coding_agent.ai.identity import install_telemetry_enabled
-from pi_coding_agent.coding.resources.settings import Settings, is_non_negative_safe_integer, timeout_ms
+from pi_coding_agent.coding.resources.settings import Settings
 
 DEFAULT_MAX_RETRY_DELAY_MS = 60000
 DEFAULT_WEBSOCKET_CONNECT_TIMEOUT_MS = 15000
-TRANSPORTS = ("auto", "sse", "websocket", "websocket-cached")
-
-
-def _count(settings: Settings, key: str, default: int | None) -> int | None:
-    value = settings.get(key)
-    return int(value) if is_non_negative_safe_integer(value) else default
-
-
-def _transport(settings: Settings) -> str:
-    value = settings.get("transport")
-    return value if value in TRANSPORTS else "auto"
 
 
 def _websocket_connect_timeout_s(settings: Settings) -> float | None:
     """``websocketConnectTimeoutMs`` (default 15000; ``0`` or ``"disabled"`` waits without limit)."""
-    timeout = timeout_ms(settings.get("websocketConnectTimeoutMs"))
+    timeout = settings.websocket_connect_timeout_ms
     timeout = DEFAULT_WEBSOCKET_CONNECT_TIMEOUT_MS if timeout is None else timeout
     return timeout / 1000 if timeout else None
 
 
 def apply_http_proxy(settings: Settings) -> None:
-    proxy = settings.get_global("httpProxy")
-    if isinstance(proxy, str) and proxy.strip():
-        os.environ.setdefault("HTTP_PROXY", proxy.strip())
-        os.environ.setdefault("HTTPS_PROXY", proxy.strip())
+    proxy = settings.http_proxy
+    if proxy:
+        os.environ.setdefault("HTTP_PROXY", proxy)
+        os.environ.setdefault("HTTPS_PROXY", proxy)
 
 
 def provider_request_options(settings: Settings) -> dict[str, Any]:
     """``StreamOptions`` fields from the settings (and the proxy applied to the environment)."""
     apply_http_proxy(settings)
-    timeout_ms = _count(settings, "retry.provider.timeoutMs", None)
+    timeout_ms = settings.provider_timeout_ms
     if timeout_ms is None:
         timeout_ms = settings.http_idle_timeout_ms
     return {
-        "attribution": install_telemetry_enabled(settings.get("enableInstallTelemetry")),
-        "transport": _transport(settings),
+        "attribution": install_telemetry_enabled(settings.enable_install_telemetry),
+        "transport": settings.transport,
         "websocket_connect_timeout_s": _websocket_connect_timeout_s(settings),
         "idle_timeout_s": timeout_ms / 1000 if timeout_ms else None,
-        "max_retries": _count(settings, "retry.provider.maxRetries", 0) or 0,
-        "max_retry_delay_ms": _count(settings, "retry.provider.maxRetryDelayMs", DEFAULT_MAX_RETRY_DELAY_MS),
+        "max_retries": settings.provider_max_retries or 0,
+        "max_retry_delay_ms": _or_default(settings.provider_max_retry_delay_ms, DEFAULT_MAX_RETRY_DELAY_MS),
     }
+
+
+def _or_default(value: int | None, default: int) -> int:
+    return default if value is None else value

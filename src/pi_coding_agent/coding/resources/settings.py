@@ -31,6 +31,8 @@ DEFAULT_TOOL_NAMES = ("read", "bash", "edit", "write")
 COMPACTION_DEFAULTS = {"reserveTokens": 16384, "keepRecentTokens": 20000}
 MAX_SAFE_INTEGER = 2**53 - 1
 PROJECT_TRUST_CHOICES = ("always", "never")
+TRANSPORTS = ("auto", "sse", "websocket", "websocket-cached")
+CACHE_WARMING_MODES = ("off", "streaming", "idle")
 
 
 class SettingsPath(NamedTuple):
@@ -240,6 +242,84 @@ class Settings:
         return value if value in PROJECT_TRUST_CHOICES else "ask"
 
     @property
+    def default_thinking_level(self) -> str | None:
+        return self._str("defaultThinkingLevel")
+
+    @property
+    def branch_summary_reserve_tokens(self) -> int:
+        return self._int("branchSummary.reserveTokens", 16384)
+
+    @property
+    def images_auto_resize(self) -> bool:
+        """Unset means on."""
+        value = self.get("images.autoResize")
+        return value is None or bool(value)
+
+    @property
+    def images_block_images(self) -> bool:
+        return bool(self.get("images.blockImages"))
+
+    @property
+    def codemode_mode(self) -> str:
+        """``only`` hides the declared tools behind codemode; anything else is ``on``."""
+        return "only" if self.get("codemode.mode") == "only" else "on"
+
+    @property
+    def codemode_inline_budget(self) -> int | None:
+        """A non-negative number (floored), else None: the caller's default."""
+        value = self.get("codemode.inlineBudget")
+        ok = isinstance(value, int | float) and not isinstance(value, bool) and value >= 0 and value == value
+        return int(value) if ok else None
+
+    @property
+    def transport(self) -> str:
+        return self._choice("transport", TRANSPORTS, "auto")
+
+    @property
+    def websocket_connect_timeout_ms(self) -> int | None:
+        """None when unset; 0 waits without limit (``0`` or ``"disabled"`` in the file)."""
+        return timeout_ms(self.get("websocketConnectTimeoutMs"))
+
+    @property
+    def provider_timeout_ms(self) -> int | None:
+        return self._optional_int("retry.provider.timeoutMs")
+
+    @property
+    def provider_max_retries(self) -> int | None:
+        return self._optional_int("retry.provider.maxRetries")
+
+    @property
+    def provider_max_retry_delay_ms(self) -> int | None:
+        return self._optional_int("retry.provider.maxRetryDelayMs")
+
+    @property
+    def enable_install_telemetry(self) -> object:
+        """As written (``ai.identity.install_telemetry_enabled`` weighs it against ``PI_TELEMETRY``)."""
+        return self.get("enableInstallTelemetry")
+
+    @property
+    def acp_default_mode(self) -> str | None:
+        return self._str("acp.defaultMode")
+
+    @property
+    def http_proxy(self) -> str | None:
+        """Global file only, stripped."""
+        value = self.get_global("httpProxy")
+        return value.strip() or None if isinstance(value, str) else None
+
+    @property
+    def cache_warming(self) -> str:
+        """Global file only."""
+        value = self.get_global("cacheWarming")
+        return value if value in CACHE_WARMING_MODES else "idle"
+
+    @property
+    def device_id(self) -> str | None:
+        """The installation's id (global file only)."""
+        value = self.get_global("deviceId")
+        return value if isinstance(value, str) and value else None
+
+    @property
     def extensions(self) -> list[SettingsPath]:
         return self.resource_paths("extensions")
 
@@ -274,6 +354,10 @@ class Settings:
     def _int(self, key: str, default: int) -> int:
         value = self.get(key)
         return int(value) if is_non_negative_safe_integer(value) else default
+
+    def _optional_int(self, key: str) -> int | None:
+        value = self.get(key)
+        return int(value) if is_non_negative_safe_integer(value) else None
 
     def _choice(self, key: str, choices: tuple[str, ...], default: str) -> str:
         value = self.get(key)

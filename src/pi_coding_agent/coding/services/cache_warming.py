@@ -40,7 +40,6 @@ MAX_AGE_S = 60 * 60.0
 MAX_IDLE_AGE_S = 30 * 60.0
 MINIMUM_EXPECTED_SAVINGS = 0.05
 IDLE_CONTINUATION_PROBABILITY = 0.15
-MODES = ("off", "streaming", "idle")
 
 
 # ---------------------------------------------------------------------------------------------- policy
@@ -129,8 +128,7 @@ class CacheWarmer:
         session.subscribe(self._on_event)
 
     def mode(self) -> str:
-        value = self.runtime.settings.get_global("cacheWarming", "idle")
-        return value if value in MODES else "idle"
+        return self.runtime.settings.cache_warming
 
     def _on_event(self, event: dict[str, Any]) -> None:
         kind = event.get("type")

@@ -116,7 +116,7 @@ class TreeNavigator:
             summary, details, usage = await summarize_branch(
                 branch, model, self.rt.api_key_for(model), signal, session.emit,
                 thinking_level=self.rt.agent.thinking_level, retry=self.rt.retry_settings(),
-                reserve_tokens=int(self.rt.settings.get("branchSummary.reserveTokens", 16384)),
+                reserve_tokens=self.rt.settings.branch_summary_reserve_tokens,
                 custom_instructions=custom_instructions, replace_instructions=replace_instructions,
                 thinking_budgets=self.rt.settings.thinking_budgets)
         except CompactionCancelled:

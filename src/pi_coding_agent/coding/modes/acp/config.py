@@ -24,11 +24,11 @@ MODES: dict[str, tuple[str, str]] = {
     ASK: ("Ask", "Ask before every edit, write and command"),
     READ_ONLY: ("Read only", "Edits, writes and commands are refused"),
 }
-MODE_SETTING = "acp.defaultMode"  # settings.json: the mode new ACP sessions start in
 
 
-def initial_mode(setting: Any) -> str:
-    return setting if isinstance(setting, str) and setting in MODES else FULL_ACCESS
+def initial_mode(setting: str | None) -> str:
+    """``acp.defaultMode`` in settings.json: the mode new ACP sessions start in."""
+    return setting if setting in MODES else FULL_ACCESS
 
 
 def mode_state(current: str) -> dict[str, Any]:

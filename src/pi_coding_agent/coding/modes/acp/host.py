@@ -83,8 +83,8 @@ class BootstrapHost:
         for env in envs:
             env.files, env.commands = files, commands
 
-    def setting(self, session: SessionPort, dotted_key: str) -> Any:
-        return _agent_session(session).rt.settings.get(dotted_key)
+    def default_mode(self, session: SessionPort) -> str | None:
+        return _agent_session(session).rt.settings.acp_default_mode
 
     async def connect_mcp_servers(self, session: SessionPort, servers: dict[str, dict[str, Any]]) -> None:
         """The client's servers become the session's client servers (a later list replaces an earlier

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from pi_coding_agent.coding.modes.acp.client_tools import ClientFiles, ClientTerminals
-from pi_coding_agent.coding.modes.acp.config import MODE_SETTING, config_options, initial_mode
+from pi_coding_agent.coding.modes.acp.config import config_options, initial_mode
 from pi_coding_agent.coding.modes.acp.jsonrpc import AUTH_REQUIRED, INTERNAL_ERROR, JsonRpcPeer, RpcError
 from pi_coding_agent.coding.modes.acp.permissions import PermissionGate
 from pi_coding_agent.coding.modes.acp.port import SessionHost, SessionPort
@@ -39,7 +39,7 @@ class LiveSession:
         self.session = session
         self.cwd = str(cwd)
         self._peer = peer
-        self.mode = initial_mode(host.setting(session, MODE_SETTING))
+        self.mode = initial_mode(host.default_mode(session))
         terminals = ClientTerminals(peer.request, session_id, self.send) if caps.terminal else None
         files = ClientFiles(peer.request, session_id) if caps.files else None
         host.install_tool_backends(session, files, terminals)
