@@ -31,9 +31,10 @@ REPLY = {"content": [{"type": "text", "text": "first words of a reply"}], "chunk
 TARGET = 0.5  # ours/reference, issue #20
 
 
-def start_server(runs: int, tls: tuple[Path, Path] | None) -> tuple[subprocess.Popen[bytes], str]:
-    """One fake server for every run of a scheme (each agent process opens its own connection)."""
-    script = Path(tempfile.mkstemp(prefix="pi-bench-script-", suffix=".json")[1])
+def start_server(runs: int, tls: tuple[Path, Path] | None, scratch: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """One fake server for every run of a scheme (each agent process opens its own connection); its
+    script is written into ``scratch``, which the caller removes."""
+    script = scratch / "script.json"
     script.write_text(json.dumps([REPLY] * (4 * runs + 4)))
     extra = ["--tls", str(tls[0]), str(tls[1])] if tls else []
     server = subprocess.Popen([sys.executable, "-m", "tests.fakes.llm_server", "--script", str(script), *extra],
@@ -76,7 +77,7 @@ def measure(scheme: str, runs: int, pause_s: float) -> tuple[list[float], list[f
     if scheme == "https":
         ca, leaf, key = make_certificates(certs, "127.0.0.1")
         tls = (leaf, key)
-    server, url = start_server(runs, tls)
+    server, url = start_server(runs, tls, certs)
     ref = common.reference_cmd()
     ours_s: list[float] = []
     ref_s: list[float] = []

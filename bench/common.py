@@ -40,7 +40,13 @@ class Row:
 
     @property
     def ratio(self) -> float | None:
-        return self.ours / self.reference if self.reference else None
+        ref = self.reference
+        return self.ours / ref if ref and _measured(ref) and _measured(self.ours) else None
+
+
+def _measured(value: float | None) -> bool:
+    """A bench reports a value it could not take (no reference, a failed run) as None or NaN."""
+    return value is not None and value == value
 
 
 def format_table(rows: Iterable[Row], markdown: bool = False) -> str:
@@ -50,10 +56,12 @@ def format_table(rows: Iterable[Row], markdown: bool = False) -> str:
     for row in rows:
         ratio = "-" if row.ratio is None else f"{row.ratio:.2f}"
         verdicts = []
-        if row.target is not None and row.ratio is not None:
-            verdicts.append(f"<= {row.target:g} {'ok' if row.ratio <= row.target else 'MISSED'}")
+        if row.target is not None:
+            verdicts.append(f"<= {row.target:g} " + (
+                "not measured" if row.ratio is None else "ok" if row.ratio <= row.target else "MISSED"))
         if row.limit is not None:
-            verdicts.append(f"<= {row.limit:g} {row.unit} {'ok' if row.ours <= row.limit else 'MISSED'}")
+            verdicts.append(f"<= {row.limit:g} {row.unit} " + (
+                "not measured" if not _measured(row.ours) else "ok" if row.ours <= row.limit else "MISSED"))
         verdict = "; ".join(verdicts) or "-"
         cells.append((row.bench, f"{row.measure} ({row.unit})", _number(row.ours), _number(row.reference),
                       ratio, verdict))
@@ -67,8 +75,8 @@ def format_table(rows: Iterable[Row], markdown: bool = False) -> str:
 
 
 def _number(value: float | None) -> str:
-    if value is None:
-        return "-"
+    if value is None or not _measured(value):
+        return "not measured"
     return f"{value:.0f}" if abs(value) >= 100 else f"{value:.1f}" if abs(value) >= 10 else f"{value:.2f}"
 
 
