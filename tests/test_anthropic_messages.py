@@ -310,3 +310,31 @@ async def test_images_in_user_messages_and_tool_results(fake_llm):
     assert ok["content"][1] == wire_image and ok["content"][0]["type"] == "text"  # never an image alone
     assert bad["is_error"] is True and isinstance(bad["content"], str)  # error results carry text only
     assert trailing[0]["type"] == "text" and "bad" in trailing[0]["text"] and trailing[1] == wire_image
+
+
+async def test_lone_surrogates_in_text_and_tool_input_become_replacement_characters(fake_llm):
+    """A lone surrogate escape in a text delta or in streamed tool input is U+FFFD, not a failed reply."""
+    def sse(name: str, data: dict[str, Any]) -> str:
+        return f"event: {name}\ndata: {json.dumps(data)}\n\n"
+    start = {"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant",
+                                                  "model": "claude-test", "content": [], "stop_reason": None,
+                                                  "usage": {"input_tokens": 3, "output_tokens": 0}}}
+    body = (sse("message_start", start)
+            + sse("content_block_start", {"type": "content_block_start", "index": 0,
+                                          "content_block": {"type": "text", "text": ""}})
+            + sse("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                          "delta": {"type": "text_delta", "text": "half \ud83d"}})
+            + sse("content_block_stop", {"type": "content_block_stop", "index": 0})
+            + sse("content_block_start", {"type": "content_block_start", "index": 1, "content_block": {
+                "type": "tool_use", "id": "toolu_1", "name": "read", "input": {}}})
+            + sse("content_block_delta", {"type": "content_block_delta", "index": 1, "delta": {
+                "type": "input_json_delta", "partial_json": json.dumps({"path": "a\udc00.txt"})}})
+            + sse("content_block_stop", {"type": "content_block_stop", "index": 1})
+            + sse("message_delta", {"type": "message_delta", "delta": {"stop_reason": "tool_use"},
+                                    "usage": {"output_tokens": 5}})
+            + sse("message_stop", {"type": "message_stop"}))
+    fake_llm.add({"raw": body, "contentType": "text/event-stream"})
+    _, msg = await run(claude(fake_llm.url), ctx(user("hi")))
+    assert msg["stopReason"] == "toolUse", msg.get("errorMessage")
+    assert msg["content"][0] == {"type": "text", "text": "half \ufffd"}
+    assert msg["content"][1]["arguments"] == {"path": "a\ufffd.txt"}

@@ -31,7 +31,7 @@ import orjson
 from pi_coding_agent.ai.provider_env import env_value
 from pi_coding_agent.ai.providers import aws_auth, strict_schema
 from pi_coding_agent.ai.providers.http import apply_payload_hook, post_stream
-from pi_coding_agent.ai.providers.partial_json import parse_arguments
+from pi_coding_agent.ai.providers.partial_json import loads, parse_arguments
 from pi_coding_agent.ai.stream import ProviderError, StreamOptions
 from pi_coding_agent.ai.thinking import (
     MIN_ANSWER_TOKENS,
@@ -559,7 +559,7 @@ def raw_event(headers: Mapping[str, Any], payload: bytes) -> dict[str, Any] | No
     if not name:
         return None
     try:
-        data: Any = orjson.loads(payload) if payload else {}
+        data: Any = loads(payload) if payload else {}
     except orjson.JSONDecodeError:
         data = payload.decode(errors="replace")
     return {name[:1].lower() + name[1:]: data}
@@ -573,7 +573,7 @@ def _handle_frame(reader: _Reader, headers: Mapping[str, Any], payload: bytes) -
     if kind == "error":
         raise ProviderError(f"{headers.get(':error-code')}: {headers.get(':error-message')}")
     event_type = str(headers.get(":event-type") or "")
-    data = orjson.loads(payload) if payload else {}
+    data = loads(payload) if payload else {}
     if event_type == "messageStart" and data.get("role") not in (None, "assistant"):
         raise ProviderError("Unexpected assistant message start but got user message start instead")
     return reader.feed(event_type, data)

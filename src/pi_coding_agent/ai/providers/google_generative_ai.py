@@ -22,6 +22,7 @@ import orjson
 
 from pi_coding_agent.ai.providers.accumulate import append_text
 from pi_coding_agent.ai.providers.http import sse_events
+from pi_coding_agent.ai.providers.partial_json import loads
 from pi_coding_agent.ai.stream import ProviderError, StreamOptions
 from pi_coding_agent.ai.thinking import clamp_max_tokens, clamp_thinking_level
 from pi_coding_agent.ai.types import AssistantMessage, Context, Model, Tool, now_ms
@@ -349,7 +350,7 @@ async def stream_request(
         if not sse.data.strip():
             continue
         try:
-            chunk = orjson.loads(sse.data)
+            chunk = loads(sse.data)
         except orjson.JSONDecodeError as exc:
             raise ProviderError(f"Could not parse {label} stream chunk: {exc}; data={sse.data}") from exc
         for event in reader.handle(chunk):
