@@ -75,25 +75,46 @@ class SandboxPolicy:
         """Real paths writes may land under (nothing in ``read-only``)."""
         if self.mode != "workspace-write":
             return ()
-        return tuple(_real(p) for p in (self.cwd, self.temp_dir or _temp_dir(), *self.writable_roots))
+        return tuple(Path(os.path.realpath(p)) for p in (self.cwd, self.temp_dir or _temp_dir(), *self.writable_roots))
 
     def check_write(self, path: str) -> None:
-        """Refuse a file-tool write outside the writable roots (symlinks resolved)."""
-        if not self.active:
-            return
+        """Refuse a file-tool write outside the writable roots (symlinks resolved): the early answer
+        with the model's path; :meth:`open_write` enforces it on what is really opened."""
+        if self.active:
+            self._judge_write(Path(os.path.realpath(path)), path)
+
+    def _judge_write(self, real: Path, shown: str) -> None:
         if self.mode == "read-only":
-            raise SandboxRefusal(f"write refused by the read-only sandbox: {path}")
-        real = _real(Path(path))
+            raise SandboxRefusal(f"write refused by the read-only sandbox: {shown}")
         if not any(real == root or root in real.parents for root in self.writable()):
-            raise SandboxRefusal(f"write outside the workspace refused: {path}")
+            raise SandboxRefusal(f"write outside the workspace refused: {shown}")
 
     def check_read(self, path: str, recursive: bool = False) -> None:
         """Refuse file-tool reads of ``/proc`` (or recursive searches of ``/``, which hold it): the
         agent's own process environment, with its keys, is there."""
-        real = _real(Path(path))
-        if self.active and ((recursive and real == _ROOT) or real == _PROC or _PROC in real.parents):
+        if self.active:
+            self._judge_read(Path(os.path.realpath(path)), path, recursive)
+
+    def _judge_read(self, real: Path, shown: str, recursive: bool = False) -> None:
+        if (recursive and real == _ROOT) or real == _PROC or _PROC in real.parents:
             raise SandboxRefusal(f"read of /proc (process environments hold the agent's keys) refused by the "
-                                 f"sandbox: {path}")
+                                 f"sandbox: {shown}")
+
+    def open_write(self, path: str, flags: int, create_dirs: bool = False) -> int:
+        """The file a tool writes, opened with ``flags`` only if its real path may be written, the
+        check and the open one step (``files.py``): a symlink flipped meanwhile gains nothing."""
+        from .files import open_file
+
+        return open_file(path, flags, lambda real: self._judge_write(Path(real), path), None, create_dirs)
+
+    def open_read(self, path: str) -> int:
+        """The file a tool reads, opened read-only unless it or a directory on its way is in ``/proc``."""
+        from .files import open_file
+
+        def judge(real: str) -> None:
+            self._judge_read(Path(real), path)
+
+        return open_file(path, os.O_RDONLY, judge, judge)
 
     def tool_environment(self, env: Mapping[str, str]) -> dict[str, str]:
         """The environment commands get: credentials removed with ``env: "scrub"``."""
@@ -106,11 +127,6 @@ def _temp_dir() -> Path:
     import tempfile  # not at start-up (it loads random and shutil): only sandboxed writes need it
 
     return Path(tempfile.gettempdir())
-
-
-def _real(path: Path) -> Path:
-    """The symlink-resolved absolute path; for a missing file, its nearest existing parent resolved."""
-    return Path(os.path.realpath(path))
 
 
 def policy_from_settings(get: Callable[[str, Any], Any], cwd: Path, cli_mode: str | None) -> SandboxPolicy:
