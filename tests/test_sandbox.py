@@ -164,9 +164,12 @@ async def test_normal_work_passes_in_workspace_write(tmp_path: Path) -> None:
     (tmp_path / "work" / "calc.py").write_text("def add(a, b):\n    return a - b\n")
     (tmp_path / "work" / "test_calc.py").write_text("from calc import add\nassert add(2, 3) == 5\nprint('ok')\n")
     calls = [_call("edit", {"path": "calc.py", "edits": [{"oldText": "a - b", "newText": "a + b"}]}),
-             _call("bash", {"command": "python3 test_calc.py"})]
-    edit, bash = await _run(tmp_path, calls, "--sandbox", "workspace-write")
+             _call("bash", {"command": "python3 test_calc.py"}),
+             _call("grep", {"pattern": "return"}), _call("find", {"pattern": "*.py"})]
+    edit, bash, grep, find = await _run(tmp_path, calls, "--sandbox", "workspace-write",
+                                        "--tools", "read,bash,edit,write,grep,find")
     assert not edit["isError"] and not bash["isError"] and "ok" in _text(bash)
+    assert _text(grep) == "calc.py:2:     return a + b" and _text(find).split() == ["calc.py", "test_calc.py"]
 
 
 async def test_ask_on_refusal_lets_the_user_allow_it(tmp_path: Path) -> None:

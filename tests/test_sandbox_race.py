@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from pi_coding_agent.agent.tool import ToolError
 from pi_coding_agent.ai.abort import AbortSignal
@@ -43,11 +46,11 @@ def _flipping(link: Path, targets: tuple[str, str]) -> Iterator[None]:
         thread.join()
 
 
-def _tools(tmp_path: Path) -> tuple[dict[str, Any], Path, Path]:
+def _tools(tmp_path: Path, scrub_env: bool = False) -> tuple[dict[str, Any], Path, Path]:
     work, outside, private_tmp = tmp_path / "work", tmp_path / "outside", tmp_path / "tmp"
     for folder in (work / "inside", outside, private_tmp):
         folder.mkdir(parents=True)
-    policy = SandboxPolicy(mode="workspace-write", cwd=work, temp_dir=private_tmp)
+    policy = SandboxPolicy(mode="workspace-write", cwd=work, temp_dir=private_tmp, scrub_env=scrub_env)
     return create_builtin_tools(ToolEnv(cwd=work, sandbox=policy)), work, outside
 
 
@@ -74,7 +77,8 @@ async def test_writes_and_edits_through_a_flipping_link_never_land_outside(tmp_p
                                          edits=[{"oldText": "keep", "newText": "lost"}])
                                    for i in range(start, start + 20)))
     escaped = sorted(p.name for p in outside.iterdir() if p.name.startswith("w") or p.read_text() != "keep\n")
-    assert len(escaped) == 0, f"{len(escaped)} of {ROUNDS + ROUNDS // 2} writes and edits landed outside"
+    count = len(escaped)  # the count only: pytest would print the list
+    assert count == 0, f"{count} of {ROUNDS + ROUNDS // 2} writes and edits landed outside"
     written = [p for p in (work / "inside").iterdir() if p.name.startswith("w")]
     assert written, "no write went through at all: the test raced nothing"
 
@@ -87,5 +91,25 @@ async def test_reads_through_a_link_flipping_to_proc_never_return_the_environmen
         for _ in range(ROUNDS // 20 * 2):
             texts += await asyncio.gather(*(_call(tools["read"], path="rlink") for _ in range(20)))
     leaked = [t for t in texts if t is not None and "PATH=" in t]
-    assert len(leaked) == 0, f"{len(leaked)} of {len(texts)} reads returned the process environment"
+    count = len(leaked)  # the count only: pytest would print what leaked
+    assert count == 0, f"{count} of {len(texts)} reads returned the process environment"
     assert "harmless" in "".join(t for t in texts if t is not None), "no read went through: the test raced nothing"
+
+
+async def test_grep_through_a_link_flipping_to_proc_never_finds_a_scrubbed_key(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """ripgrep opens its path itself, so under a sandbox it runs inside bubblewrap with the scrubbed
+    environment: whatever the link points at when it opens it, no ``/proc`` there holds the key."""
+    if shutil.which("bwrap") is None:
+        pytest.skip("bubblewrap (bwrap) is not installed")
+    monkeypatch.setenv("RACE_TEST_API_KEY", "sk-race-0123456789")
+    tools, work, _ = _tools(tmp_path, scrub_env=True)
+    (work / "inside" / "harmless.txt").write_text("sk-race-harmless\n")
+    texts: list[str | None] = []
+    with _flipping(work / "rlink", ("inside/harmless.txt", "/proc/self/environ")):
+        for _ in range(ROUNDS // 20):
+            texts += await asyncio.gather(*(_call(tools["grep"], pattern="sk-race", path="rlink") for _ in range(20)))
+    leaked = [t for t in texts if t is not None and "0123456789" in t]
+    count = len(leaked)
+    assert count == 0, f"{count} of {len(texts)} searches found the key"
+    assert "sk-race-harmless" in "".join(t for t in texts if t is not None), "no search went through"

@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import os
 import stat
 from collections.abc import Callable
+from typing import Any
 
 MAX_HOPS = 40  # symlinks followed in one path: the kernel's own limit
 _DIR = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -87,16 +89,12 @@ def openat2_available() -> bool:
 def _openat2(dir_fd: int, relative: str, flags: int, close_dir: bool = False) -> int:
     import ctypes  # with the first sandboxed file-tool call
 
-    class OpenHow(ctypes.Structure):
-        _fields_ = (("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64), ("resolve", ctypes.c_uint64))
-
-    how = OpenHow(flags, 0o666 if flags & os.O_CREAT else 0,
-                  _RESOLVE_NO_SYMLINKS | _RESOLVE_NO_MAGICLINKS | _RESOLVE_BENEATH)
-    libc = ctypes.CDLL(None, use_errno=True)
+    syscall, open_how = _libc()
+    how = open_how(flags, 0o666 if flags & os.O_CREAT else 0,
+                   _RESOLVE_NO_SYMLINKS | _RESOLVE_NO_MAGICLINKS | _RESOLVE_BENEATH)
     try:
-        fd = libc.syscall(ctypes.c_long(_OPENAT2[os.uname().machine]), ctypes.c_int(dir_fd),
-                          ctypes.c_char_p(os.fsencode(relative or ".")), ctypes.byref(how),
-                          ctypes.c_size_t(ctypes.sizeof(how)))
+        fd = syscall(_OPENAT2[os.uname().machine], dir_fd, os.fsencode(relative or "."), ctypes.byref(how),
+                     ctypes.sizeof(how))
     finally:
         if close_dir:
             os.close(dir_fd)
@@ -104,6 +102,20 @@ def _openat2(dir_fd: int, relative: str, flags: int, close_dir: bool = False) ->
         code = ctypes.get_errno()
         raise OSError(code, os.strerror(code), relative)
     return int(fd)
+
+
+@functools.cache
+def _libc() -> tuple[Any, Any]:
+    """libc's ``syscall`` typed for ``openat2`` and the ``struct open_how`` it takes."""
+    import ctypes
+
+    class OpenHow(ctypes.Structure):
+        _fields_ = (("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64), ("resolve", ctypes.c_uint64))
+
+    syscall = ctypes.CDLL(None, use_errno=True).syscall
+    syscall.restype = ctypes.c_long
+    syscall.argtypes = (ctypes.c_long, ctypes.c_int, ctypes.c_char_p, ctypes.POINTER(OpenHow), ctypes.c_size_t)
+    return syscall, OpenHow
 
 
 class _Walk:

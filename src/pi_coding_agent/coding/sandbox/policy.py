@@ -86,10 +86,10 @@ class SandboxPolicy:
         if self.active:
             self._judge_write(Path(os.path.realpath(path)), path)
 
-    def _judge_write(self, real: Path, shown: str) -> None:
+    def _judge_write(self, real: Path, shown: str, roots: tuple[Path, ...] | None = None) -> None:
         if self.mode == "read-only":
             raise SandboxRefusal(f"write refused by the read-only sandbox: {shown}")
-        root = next((root for root in self.writable() if real == root or root in real.parents), None)
+        root = next((root for root in roots or self.writable() if real == root or root in real.parents), None)
         if root is None:
             raise SandboxRefusal(f"write outside the workspace refused: {shown}")
         if _protected(real.relative_to(root).parts):
@@ -134,7 +134,8 @@ class SandboxPolicy:
         check and the open one step (``files.py``): a symlink flipped meanwhile gains nothing."""
         from .files import open_file
 
-        return open_file(path, flags, lambda real: self._judge_write(Path(real), path), None, create_dirs)
+        roots = self.writable()  # resolved once for every directory made and the file itself
+        return open_file(path, flags, lambda real: self._judge_write(Path(real), path, roots), None, create_dirs)
 
     def open_read(self, path: str) -> int:
         """The file a tool reads, opened read-only unless it or a directory on its way is in ``/proc``."""
