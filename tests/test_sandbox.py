@@ -269,3 +269,23 @@ def test_project_sandbox_values_only_narrow(tmp_path: Path) -> None:
     assert (policy.mode, policy.network, policy.scrub_env, policy.ask_on_refusal) == ("read-only", False, True, False)
     assert policy_from_settings(getter({}), tmp_path, None, loose).active is False
     assert policy_from_settings(user, tmp_path, "off", strict).active is False  # --sandbox wins
+
+
+async def test_a_sandboxed_command_flipping_a_link_gets_no_write_outside(tmp_path: Path) -> None:
+    """The issue's race end to end: one message runs a sandboxed ``bash`` that flips ``link`` between
+    a workspace folder and an outside one, beside 200 writes through the link. None lands outside."""
+    work, outside = tmp_path / "work", tmp_path / "outside"
+    (work / "inside").mkdir(parents=True)
+    outside.mkdir()
+    flipper = (f"end=$(( $(date +%s) + 4 )); while [ $(date +%s) -lt $end ]; do "
+               f"ln -sfn inside link; ln -sfn {outside} link; done; echo flipped")
+    writes = [{"type": "toolCall", "id": f"w{i}", "name": "write", "arguments": {"path": f"link/f{i}.txt", "content": "x"}}
+              for i in range(200)]
+    message = {"content": [{"type": "toolCall", "id": "flip", "name": "bash", "arguments": {"command": flipper}},
+                           {"type": "toolCall", "id": "nap", "name": "bash", "arguments": {"command": "sleep 0.5"}},
+                           *writes]}
+    ends = await _run(tmp_path, [message], "--sandbox", "workspace-write")
+    assert "flipped" in _text(next(e for e in ends if e["toolCallId"] == "flip"))
+    escaped = len(list(outside.iterdir()))
+    assert escaped == 0, f"{escaped} of 200 writes landed outside the workspace"
+    assert any(not e["isError"] for e in ends if e["toolCallId"].startswith("w")), "no write went through"
