@@ -83,3 +83,11 @@ def test_loops_fifos_and_directories_are_errors_not_hangs(policy: SandboxPolicy,
         policy.open_read(str(work / "inside"))
     with pytest.raises(FileNotFoundError):
         _write(policy, work / "missing" / "x.txt", create_dirs=False)
+
+
+def test_a_workspace_reached_through_a_link_is_still_the_workspace(policy: SandboxPolicy, tmp_path: Path) -> None:
+    """The tool's path goes through a link to the workspace (the working directory as the user typed
+    it); the check sees the real path, so the write is allowed and lands in the real workspace."""
+    (tmp_path / "alias").symlink_to(tmp_path / "work")
+    _write(policy, tmp_path / "alias" / "inside" / "a.txt", "a")
+    assert (tmp_path / "work" / "inside" / "a.txt").read_text() == "a"
