@@ -1,6 +1,8 @@
 """What the sandbox costs each ``bash`` call: the same short command through the bash tool with the
 sandbox off, read-only and workspace-write (median wall time of many calls, alternating modes so they
-share the machine's load). Ours only: pi 1.6.0 has no sandbox to compare with.
+share the machine's load), and each ``read``, ``write``, ``edit`` and ``grep`` call, off and
+workspace-write (the file tools' checked opens; grep's ripgrep in bubblewrap). Ours only: pi 1.6.0
+has no sandbox to compare with.
 
     .venv/bin/python bench/bench_sandbox.py [--calls 40]
 """
@@ -21,11 +23,19 @@ from common import Row, format_table
 MODES = ("off", "read-only", "workspace-write")
 
 
-async def _one_call(tool: object, command: str) -> float:
+FILE_CALLS = {
+    "read": {"path": "deep/er/file.txt"},
+    "write": {"path": "deep/er/file.txt", "content": "one\ntwo\n"},
+    "edit": {"path": "deep/er/file.txt", "edits": [{"oldText": "two", "newText": "three"}]},
+    "grep": {"pattern": "two", "path": "deep/er/file.txt"},
+}
+
+
+async def _one_call(tool: object, params: dict[str, object]) -> float:
     from pi_coding_agent.ai.abort import AbortSignal
 
     start = time.perf_counter()
-    await tool.execute("b", {"command": command}, AbortSignal(), lambda _: None)  # type: ignore[attr-defined]
+    await tool.execute("b", params, AbortSignal(), lambda _: None)  # type: ignore[attr-defined]
     return (time.perf_counter() - start) * 1000
 
 
@@ -35,12 +45,18 @@ async def _measure(calls: int) -> dict[str, list[float]]:
     from pi_coding_agent.coding.tools.builtin import create_builtin_tools
 
     work = Path(tempfile.mkdtemp(prefix="bench-sandbox-"))
+    (work / "deep" / "er").mkdir(parents=True)
+    (work / "deep" / "er" / "file.txt").write_text("one\ntwo\n")
     tools = {mode: create_builtin_tools(ToolEnv(cwd=work, sandbox=None if mode == "off" else
-                                                SandboxPolicy(mode=mode, cwd=work)))["bash"] for mode in MODES}
-    times: dict[str, list[float]] = {mode: [] for mode in MODES}
+                                                SandboxPolicy(mode=mode, cwd=work))) for mode in MODES}
+    times: dict[str, list[float]] = {}
     for _ in range(calls):
         for mode in MODES:
-            times[mode].append(await _one_call(tools[mode], "echo hi > /dev/null"))
+            times.setdefault(f"bash|{mode}", []).append(
+                await _one_call(tools[mode]["bash"], {"command": "echo hi > /dev/null"}))
+        for mode in ("off", "workspace-write"):  # write restores the file each edit changes
+            for name, params in FILE_CALLS.items():
+                times.setdefault(f"{name}|{mode}", []).append(await _one_call(tools[mode][name], params))
     shutil.rmtree(work, ignore_errors=True)
     return times
 
@@ -54,9 +70,11 @@ def main() -> int:
         print("bubblewrap (bwrap) is not installed: apt-get install bubblewrap", file=sys.stderr)
         return 1
     times = asyncio.run(_measure(args.calls))
-    medians = {mode: statistics.median(values) for mode, values in times.items()}
-    rows = [Row("sandbox", f"bash call, sandbox {mode}", "ms", medians[mode]) for mode in MODES]
-    rows.append(Row("sandbox", "added by workspace-write", "ms", medians["workspace-write"] - medians["off"]))
+    medians = {key: statistics.median(values) for key, values in times.items()}
+    rows = [Row("sandbox", f"{key.split('|')[0]} call, sandbox {key.split('|')[1]}", "ms", value)
+            for key, value in medians.items()]
+    rows += [Row("sandbox", f"{tool}: added by workspace-write", "ms",
+                 medians[f"{tool}|workspace-write"] - medians[f"{tool}|off"]) for tool in ("bash", *FILE_CALLS)]
     print(format_table(rows, markdown=args.markdown))
     return 0
 

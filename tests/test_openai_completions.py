@@ -269,3 +269,45 @@ async def test_deltas_read_with_a_failing_chunk_come_before_the_error(fake_llm):
     assert [e["delta"] for e in events if e["type"] == "text_delta"] == ["Hel", "lo"]
     assert msg["stopReason"] == "error" and msg["errorMessage"] == "upstream went away"
     assert msg["content"] == [{"type": "text", "text": "Hello"}]
+
+
+def _chunks(*deltas: dict, finish: str = "stop") -> str:
+    """A Chat Completions SSE body: one chunk per delta, then the finish reason (json.dumps writes a
+    lone surrogate as the ``\\ud83d`` escape, as a buggy or cut-off upstream does)."""
+    def chunk(delta: dict, reason: str | None = None) -> str:
+        return "data: " + json.dumps({"id": "c1", "object": "chat.completion.chunk", "model": "gpt-test",
+                                      "choices": [{"index": 0, "delta": delta, "finish_reason": reason}]}) + "\n\n"
+    return "".join(chunk(d) for d in deltas) + chunk({}, finish) + "data: [DONE]\n\n"
+
+
+def _call(index: int, call_id: str, args: str, name: str | None = "read") -> dict:
+    function = {"arguments": args} if name is None else {"name": name, "arguments": args}
+    return {"tool_calls": [{"index": index, "id": call_id, "type": "function", "function": function}]}
+
+
+async def test_tool_calls_with_empty_or_equal_ids_keep_their_own_arguments(fake_llm):
+    """Two calls that start as equal blocks (empty ids, or the same id) are told apart by position:
+    each keeps its arguments (the second's went to the first when blocks were found by equality)."""
+    for call_id in ("", "call_same"):
+        fake_llm.add({"raw": _chunks(_call(0, call_id, ""), _call(1, call_id, ""),
+                                     _call(0, call_id, '{"path": "a.txt"}', None),
+                                     _call(1, call_id, '{"path": "b.txt"}', None), finish="tool_calls"),
+                      "contentType": "text/event-stream"})
+        events, msg = await _run(_model(fake_llm.url))
+        assert [b["arguments"] for b in msg["content"]] == [{"path": "a.txt"}, {"path": "b.txt"}]
+        assert [e["contentIndex"] for e in events if e["type"] == "toolcall_delta"] == [0, 1, 0, 1]
+
+
+async def test_lone_surrogates_become_replacement_characters(fake_llm):
+    """A lone surrogate escape in a text, thinking or tool-argument delta is U+FFFD, not a failed
+    reply (orjson refuses it; pi's JSON.parse keeps it)."""
+    fake_llm.add({"raw": _chunks({"reasoning_content": "think \ud83d"}, {"content": "smile \ud83d!"},
+                                 {"content": " pair \ud83d\ude00"},
+                                 _call(0, "call_1", json.dumps({"q": "x\udc00y"})), finish="tool_calls"),
+                  "contentType": "text/event-stream"})
+    events, msg = await _run(_model(fake_llm.url, reasoning=True))
+    assert msg["stopReason"] == "toolUse", msg.get("errorMessage")
+    assert msg["content"][0]["thinking"] == "think \ufffd"
+    assert msg["content"][1]["text"] == "smile \ufffd! pair \U0001f600"
+    assert msg["content"][2]["arguments"] == {"q": "x\ufffdy"}
+    assert [e["delta"] for e in events if e["type"] == "text_delta"] == ["smile \ufffd!", " pair \U0001f600"]

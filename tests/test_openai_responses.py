@@ -134,3 +134,21 @@ async def test_deltas_read_with_an_error_event_come_before_the_error(fake_llm):
     assert [e["delta"] for e in events if e["type"] == "text_delta"] == ["Hel", "lo"]
     assert msg["stopReason"] == "error" and "upstream went away" in msg["errorMessage"]
     assert msg["content"] == [{"type": "text", "text": "Hello"}]
+
+
+async def test_a_lone_surrogate_in_a_text_delta_becomes_a_replacement_character(fake_llm):
+    def sse(data: dict) -> str:
+        return f"event: {data['type']}\ndata: {json.dumps(data)}\n\n"
+    item = {"type": "message", "id": "msg_1", "role": "assistant", "status": "in_progress", "content": []}
+    done = {**item, "status": "completed", "content": [{"type": "output_text", "text": "half \ud83d"}]}
+    body = (sse({"type": "response.created", "response": {"id": "resp_1", "status": "in_progress"}})
+            + sse({"type": "response.output_item.added", "output_index": 0, "item": item})
+            + sse({"type": "response.output_text.delta", "output_index": 0, "item_id": "msg_1",
+                   "content_index": 0, "delta": "half \ud83d"})
+            + sse({"type": "response.output_item.done", "output_index": 0, "item": done})
+            + sse({"type": "response.completed", "response": {"id": "resp_1", "status": "completed",
+                                                              "output": [done]}}))
+    fake_llm.add({"raw": body, "contentType": "text/event-stream"})
+    _, msg = await _run(_model(fake_llm.url))
+    assert msg["stopReason"] == "stop", msg.get("errorMessage")
+    assert msg["content"][0]["text"] == "half \ufffd"

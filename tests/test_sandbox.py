@@ -164,9 +164,12 @@ async def test_normal_work_passes_in_workspace_write(tmp_path: Path) -> None:
     (tmp_path / "work" / "calc.py").write_text("def add(a, b):\n    return a - b\n")
     (tmp_path / "work" / "test_calc.py").write_text("from calc import add\nassert add(2, 3) == 5\nprint('ok')\n")
     calls = [_call("edit", {"path": "calc.py", "edits": [{"oldText": "a - b", "newText": "a + b"}]}),
-             _call("bash", {"command": "python3 test_calc.py"})]
-    edit, bash = await _run(tmp_path, calls, "--sandbox", "workspace-write")
+             _call("bash", {"command": "python3 test_calc.py"}),
+             _call("grep", {"pattern": "return"}), _call("find", {"pattern": "*.py"})]
+    edit, bash, grep, find = await _run(tmp_path, calls, "--sandbox", "workspace-write",
+                                        "--tools", "read,bash,edit,write,grep,find")
     assert not edit["isError"] and not bash["isError"] and "ok" in _text(bash)
+    assert _text(grep) == "calc.py:2:     return a + b" and _text(find).split() == ["calc.py", "test_calc.py"]
 
 
 async def test_ask_on_refusal_lets_the_user_allow_it(tmp_path: Path) -> None:
@@ -198,3 +201,91 @@ def test_policy_from_settings_and_the_env_scrub(tmp_path: Path) -> None:
         policy_from_settings(lambda key, default: "sometimes" if key == "sandbox.mode" else default, tmp_path, None)
     with pytest.raises(SandboxRefusal):
         SandboxPolicy(mode="workspace-write", cwd=tmp_path).check_write("/etc/hosts")
+
+
+def _project_settings(tmp_path: Path, sandbox: dict[str, Any]) -> None:
+    (tmp_path / "work" / ".pi").mkdir(parents=True, exist_ok=True)
+    (tmp_path / "work" / ".pi" / "settings.json").write_bytes(orjson.dumps({"sandbox": sandbox}))
+
+
+async def test_project_settings_cannot_switch_off_or_widen_the_users_sandbox(tmp_path: Path) -> None:
+    """A trusted project's settings (which the model could write) say ``off``, add the outside as a
+    writable root and turn the network on: the user's ``workspace-write`` stands, unwidened."""
+    (tmp_path / "outside").mkdir()
+    _project_settings(tmp_path, {"mode": "off", "writableRoots": [str(tmp_path / "outside")], "network": True})
+    calls = [_call("write", {"path": "../outside/a.txt", "content": "x"}),
+             _call("bash", {"command": "echo x > ../outside/b.txt"})]
+    write, bash = await _run(tmp_path, calls, "-a", settings={"sandbox": {"mode": "workspace-write"}})
+    assert write["isError"] and _text(write).startswith("write outside the workspace refused:")
+    assert bash["isError"] and "Read-only file system" in _text(bash)
+    assert list((tmp_path / "outside").iterdir()) == []
+
+
+async def test_project_settings_may_narrow_the_sandbox(tmp_path: Path) -> None:
+    _project_settings(tmp_path, {"mode": "read-only"})
+    [write] = await _run(tmp_path, [_call("write", {"path": "new.txt", "content": "x"})], "-a",
+                         settings={"sandbox": {"mode": "workspace-write"}})
+    assert write["isError"] and _text(write).startswith("write refused by the read-only sandbox")
+
+
+async def test_pi_and_git_hooks_stay_read_only_inside_the_workspace(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    proc = await asyncio.create_subprocess_exec(*git[:1], "init", "-q", str(work))
+    assert await proc.wait() == 0
+    config = (work / ".git" / "config").read_text()
+    attempts = "; ".join(["echo '{}' > .pi/settings.json", "echo evil > .git/hooks/pre-commit",
+                          "git config core.hooksPath evil", "mv .git .git-old", "rm -rf .pi"])
+    calls = [_call("write", {"path": ".pi/settings.json", "content": '{"sandbox": {"mode": "off"}}'}),
+             _call("write", {"path": ".git/hooks/pre-commit", "content": "evil"}),
+             _call("edit", {"path": ".git/config", "edits": [{"oldText": "[core]", "newText": "[core]\n\thooksPath = x"}]}),
+             _call("bash", {"command": attempts + "; echo tried"}),
+             _call("bash", {"command": f"echo v1 > a.txt && {' '.join(git)} add a.txt && {' '.join(git)} commit -qm one "
+                                       "&& git log --oneline | wc -l"})]
+    pi_write, hook_write, config_edit, bash_attempts, bash_git = await _run(
+        tmp_path, calls, "--sandbox", "workspace-write")
+    for end in (pi_write, hook_write, config_edit):
+        assert end["isError"] and "stay read-only" in _text(end), _text(end)
+    assert "tried" in _text(bash_attempts) and "Read-only file system" in _text(bash_attempts)
+    assert not bash_git["isError"] and _text(bash_git).strip().endswith("1"), _text(bash_git)
+    assert list((work / ".pi").iterdir()) == [] and list((work / ".git" / "hooks").glob("pre-commit")) == []
+    assert (work / ".git" / "config").read_text() == config and (work / ".git").is_dir()
+
+
+def test_project_sandbox_values_only_narrow(tmp_path: Path) -> None:
+    def getter(values: dict[str, Any]) -> Any:
+        return lambda key, default: values.get(key, default)
+
+    user = getter({"sandbox.mode": "workspace-write", "sandbox.network": True, "sandbox.onRefusal": "ask"})
+    loose = getter({"sandbox.mode": "off", "sandbox.writableRoots": ["/"], "sandbox.network": True,
+                    "sandbox.onRefusal": "ask"})
+    policy = policy_from_settings(user, tmp_path, None, loose)
+    assert (policy.mode, policy.writable_roots, policy.network, policy.ask_on_refusal) == (
+        "workspace-write", (), True, True)
+    strict = getter({"sandbox.mode": "read-only", "sandbox.network": False, "sandbox.env": "scrub",
+                     "sandbox.onRefusal": "refuse"})
+    policy = policy_from_settings(user, tmp_path, None, strict)
+    assert (policy.mode, policy.network, policy.scrub_env, policy.ask_on_refusal) == ("read-only", False, True, False)
+    assert policy_from_settings(getter({}), tmp_path, None, loose).active is False
+    assert policy_from_settings(user, tmp_path, "off", strict).active is False  # --sandbox wins
+
+
+async def test_a_sandboxed_command_flipping_a_link_gets_no_write_outside(tmp_path: Path) -> None:
+    """The issue's race end to end: one message runs a sandboxed ``bash`` that flips ``link`` between
+    a workspace folder and an outside one, beside 200 writes through the link. None lands outside."""
+    work, outside = tmp_path / "work", tmp_path / "outside"
+    (work / "inside").mkdir(parents=True)
+    outside.mkdir()
+    flipper = (f"end=$(( $(date +%s) + 4 )); while [ $(date +%s) -lt $end ]; do "
+               f"ln -sfn inside link; ln -sfn {outside} link; done; echo flipped")
+    writes = [{"type": "toolCall", "id": f"w{i}", "name": "write", "arguments": {"path": f"link/f{i}.txt", "content": "x"}}
+              for i in range(200)]
+    message = {"content": [{"type": "toolCall", "id": "flip", "name": "bash", "arguments": {"command": flipper}},
+                           {"type": "toolCall", "id": "nap", "name": "bash", "arguments": {"command": "sleep 0.5"}},
+                           *writes]}
+    ends = await _run(tmp_path, [message], "--sandbox", "workspace-write")
+    assert "flipped" in _text(next(e for e in ends if e["toolCallId"] == "flip"))
+    escaped = len(list(outside.iterdir()))
+    assert escaped == 0, f"{escaped} of 200 writes landed outside the workspace"
+    assert any(not e["isError"] for e in ends if e["toolCallId"].startswith("w")), "no write went through"

@@ -151,8 +151,9 @@ def test_start_without_mcp_json_loads_only_the_mcp_entry_module(tmp_path):
     """No mcp.json: the ``/mcp`` entry module is all of MCP a session imports."""
     response, modules = start_and_get_state(tmp_path)
     assert response["success"] is True
-    assert sorted(m for m in modules if m.startswith("pi_coding_agent.coding.mcp")) == [
-        "pi_coding_agent.coding.mcp", "pi_coding_agent.coding.mcp.session"]
+    loaded = {m for m in modules if m.startswith("pi_coding_agent.coding.mcp")}
+    assert "pi_coding_agent.coding.mcp" in loaded  # the listing is real
+    assert loaded <= {"pi_coding_agent.coding.mcp", "pi_coding_agent.coding.mcp.session"}
 
 
 def test_start_with_a_stdio_mcp_server_imports_no_heavy_library(tmp_path):

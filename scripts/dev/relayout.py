@@ -25,8 +25,8 @@ FILE_MOVES: dict[str, str] = {  # relative to src/pi_coding_agent, without .py
     "ai/models_json": "ai/models/models_json",
     "ai/models_store": "ai/models/store",
     "ai/model_resolution": "ai/models/resolution",
-    "ai/radius_catalog": "ai/apis/radius",
-    "ai/llama_router": "ai/apis/llama_cpp",
+    "ai/radius_catalog": "ai/providers/radius",
+    "ai/llama_router": "ai/providers/llama_cpp",
     "ai/classifiers": "ai/nonchat/classifiers",
     "ai/images": "ai/nonchat/images",
     "ai/nonchat_models": "ai/nonchat/models",
@@ -62,14 +62,14 @@ DIR_MOVES = {"ai/oauth": "ai/auth/oauth", "coding/subcommands": "coding/cli/subc
 
 def old_tree_moves() -> dict[str, str]:
     """Every moved module, old dotted name -> new dotted name (packages by their __init__)."""
-    moves = dict(FILE_MOVES) | INIT_MOVES
+    moves = dict(FILE_MOVES)  # not INIT_MOVES: a bare package name is as likely the new package
     for name in ["accumulate", "anthropic_messages", "anthropic_system", "anthropic_threads", "anthropic_tools",
                  "azure_openai", "bedrock_converse", "codex_websocket", "diagnostics", "faux",
                  "google_generative_ai", "google_transport", "google_vertex", "grammar_tools", "http", "http11",
                  "openai_codex", "openai_compat", "openai_completions", "openai_responses", "partial_json",
                  "pi_messages", "reasoning_details", "responses_tools", "sampling", "short_hash", "sse",
                  "strict_schema", "usage", "aws_auth"]:
-        moves[f"ai/apis/{name}"] = "ai/" + AI_APIS_OUT.get(name, f"apis/{name}")
+        moves[f"ai/providers/{name}"] = "ai/" + AI_APIS_OUT.get(name, f"apis/{name}")
     for old, new in [("ai/oauth", "ai/auth/oauth"), ("coding/subcommands", "coding/cli/subcommands"),
                      ("coding/acp", "coding/modes/acp")]:
         for sub in ["__init__", "flows", "http", "lock", "login", "providers", "refresh", "store",
@@ -87,7 +87,7 @@ def dotted(rel: str) -> str:
 MOVES = {dotted(o): dotted(n) for o, n in old_tree_moves().items()}
 PATH_MOVES = {o + ".py": n + ".py" for o, n in old_tree_moves().items() if not o.endswith("__init__")}
 PATH_MOVES.update({d + "/": n + "/" for d, n in DIR_MOVES.items()})
-PATH_MOVES["ai/apis/"] = "ai/apis/"
+PATH_MOVES["ai/providers/"] = "ai/apis/"
 
 
 def new_modules() -> set[str]:
@@ -153,6 +153,8 @@ PATH_TOKEN = re.compile(r"(?<![\w.])((?:src/)?(?:pi_coding_agent/)?)((?:ai|codin
 def rewrite_paths(text: str) -> str:
     def sub(m: re.Match[str]) -> str:
         rel = m.group(2)
+        if (PKG / rel).exists():
+            return m.group(0)  # a path of the new tree (ai/providers/ holds vendors now)
         for old in sorted(PATH_MOVES, key=len, reverse=True):
             if rel == old or (old.endswith("/") and rel.startswith(old)):
                 return m.group(1) + PATH_MOVES[old] + rel[len(old):]
@@ -189,10 +191,11 @@ def rewrite(files: list[Path]) -> None:
 
 
 def tracked(*dirs: str) -> list[Path]:
+    """The files to rewrite (never this script: its mapping names the old paths)."""
     out = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", *dirs], capture_output=True, text=True,
                          check=True).stdout.split()
     return [ROOT / p for p in out if p.endswith((".py", ".md", ".toml", ".sh", ".json", ".js", ".txt"))
-            and (ROOT / p).is_file() and "/data/" not in p]
+            and (ROOT / p).is_file() and "/data/" not in p and not p.endswith("relayout.py")]
 
 
 def move() -> None:

@@ -218,7 +218,7 @@ def _sandbox_policy(args: CliArgs, settings: Settings, cwd: Path) -> SandboxPoli
     from pi_coding_agent.coding.sandbox.policy import policy_from_settings
 
     try:
-        policy = policy_from_settings(settings.get, cwd, args.sandbox)
+        policy = policy_from_settings(settings.get_trusted, cwd, args.sandbox, settings.get_project)
     except ValueError as exc:
         raise SessionError(f"Invalid sandbox setting: {exc}") from None
     if not policy.active:

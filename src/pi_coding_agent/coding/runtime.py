@@ -449,7 +449,7 @@ class SessionRuntime:
         from pi_coding_agent.coding.sandbox.policy import policy_from_settings
 
         try:
-            policy = policy_from_settings(self.settings.get, self.cwd, mode)
+            policy = policy_from_settings(self.settings.get_trusted, self.cwd, mode, self.settings.get_project)
             if policy.active:
                 ensure_available()
         except (ValueError, SandboxUnavailable) as exc:

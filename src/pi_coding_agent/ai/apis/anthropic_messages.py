@@ -34,7 +34,7 @@ from pi_coding_agent.ai.apis.anthropic_tools import (
     tool_name,
 )
 from pi_coding_agent.ai.apis.diagnostics import append_transformations
-from pi_coding_agent.ai.apis.partial_json import repair_arguments
+from pi_coding_agent.ai.apis.partial_json import lenient_loads, loads, repair_arguments
 from pi_coding_agent.ai.apis.usage import apply_reported_cost, is_openrouter
 from pi_coding_agent.ai.stream import ProviderError, StreamOptions
 from pi_coding_agent.ai.thinking import clamp_max_tokens, clamp_thinking_level, thinking_budget
@@ -348,7 +348,10 @@ def finish_arguments(raw: str) -> tuple[dict[str, Any], str | None]:
     try:
         value = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
-        return {}, f"{exc}\n\nReceived arguments:\n{raw}"
+        try:
+            value = lenient_loads(raw, exc)
+        except orjson.JSONDecodeError:
+            return {}, f"{exc}\n\nReceived arguments:\n{raw}"
     if not isinstance(value, dict):
         return {}, f"Tool arguments must be a JSON object\n\nReceived arguments:\n{raw}"
     return value, None
@@ -542,7 +545,7 @@ def _parsed(sse: ServerSentEvent) -> dict[str, Any] | None:
     if sse.event not in MESSAGE_EVENTS:
         return None
     try:
-        parsed: dict[str, Any] = orjson.loads(sse.data)
+        parsed: dict[str, Any] = loads(sse.data)
     except orjson.JSONDecodeError as exc:
         raise ProviderError(f"Could not parse Anthropic SSE event {sse.event}: {exc}; data={sse.data}") from exc
     return parsed

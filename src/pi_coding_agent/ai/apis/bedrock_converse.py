@@ -29,7 +29,7 @@ from urllib.parse import quote
 import orjson
 
 from pi_coding_agent.ai.apis import strict_schema
-from pi_coding_agent.ai.apis.partial_json import parse_arguments
+from pi_coding_agent.ai.apis.partial_json import loads, parse_arguments
 from pi_coding_agent.ai.auth import aws as aws_auth
 from pi_coding_agent.ai.auth.provider_env import env_value
 from pi_coding_agent.ai.stream import ProviderError, StreamOptions
@@ -560,7 +560,7 @@ def raw_event(headers: Mapping[str, Any], payload: bytes) -> dict[str, Any] | No
     if not name:
         return None
     try:
-        data: Any = orjson.loads(payload) if payload else {}
+        data: Any = loads(payload) if payload else {}
     except orjson.JSONDecodeError:
         data = payload.decode(errors="replace")
     return {name[:1].lower() + name[1:]: data}
@@ -574,7 +574,7 @@ def _handle_frame(reader: _Reader, headers: Mapping[str, Any], payload: bytes) -
     if kind == "error":
         raise ProviderError(f"{headers.get(':error-code')}: {headers.get(':error-message')}")
     event_type = str(headers.get(":event-type") or "")
-    data = orjson.loads(payload) if payload else {}
+    data = loads(payload) if payload else {}
     if event_type == "messageStart" and data.get("role") not in (None, "assistant"):
         raise ProviderError("Unexpected assistant message start but got user message start instead")
     return reader.feed(event_type, data)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from pi_coding_agent.ai.apis.partial_json import loads
 from pi_coding_agent.ai.stream import ProviderError
 
 if TYPE_CHECKING:
@@ -210,7 +211,7 @@ async def events(lease: Lease, body: dict[str, Any], idle_s: float | None) -> As
             async with asyncio.timeout(idle_s):
                 raw = await socket.recv()
             try:
-                event = orjson.loads(raw)
+                event = loads(raw)
             except orjson.JSONDecodeError as exc:
                 raise CodexProtocolError(f"Invalid Codex WebSocket JSON: {exc}") from None
             if not isinstance(event, dict):

@@ -21,6 +21,7 @@ from typing import Any
 import orjson
 
 from pi_coding_agent.ai.apis.accumulate import append_text
+from pi_coding_agent.ai.apis.partial_json import loads
 from pi_coding_agent.ai.stream import ProviderError, StreamOptions
 from pi_coding_agent.ai.thinking import clamp_max_tokens, clamp_thinking_level
 from pi_coding_agent.ai.transport.http import sse_events
@@ -349,7 +350,7 @@ async def stream_request(
         if not sse.data.strip():
             continue
         try:
-            chunk = orjson.loads(sse.data)
+            chunk = loads(sse.data)
         except orjson.JSONDecodeError as exc:
             raise ProviderError(f"Could not parse {label} stream chunk: {exc}; data={sse.data}") from exc
         for event in reader.handle(chunk):

@@ -32,7 +32,7 @@ from pi_coding_agent.ai.apis.openai_compat import (
     resolve_compat,
     routing_fields,
 )
-from pi_coding_agent.ai.apis.partial_json import parse_arguments
+from pi_coding_agent.ai.apis.partial_json import lenient_loads, parse_arguments
 from pi_coding_agent.ai.apis.reasoning_details import (
     is_reasoning_detail,
     merge_reasoning_details,
@@ -281,7 +281,10 @@ class _ChunkReader:
         self.text_index = -1  # the text block's position in ``blocks`` (blocks are only appended)
         self.model_id = model["id"]
         self.thinking: Any = None
-        self.calls: dict[Any, Any] = {}  # stream index (or id) -> block
+        self.thinking_index = -1
+        # stream index (or id) -> the call's position in ``blocks``: by position, never by equality,
+        # since two calls with empty (or equal) ids start as equal dicts
+        self.calls: dict[Any, int] = {}
         self.raw_args: dict[int, str] = {}  # content index -> argument text so far
         self.custom: dict[int, GrammarInput] = {}  # content index -> the text of a custom call
         self.reasoning_details: list[dict[str, Any]] | None = None  # OpenRouter's replay data
@@ -370,8 +373,7 @@ class _ChunkReader:
             block["thinkingSignature"] = signature
         self.blocks.append(block)
         setattr(self, kind, block)
-        if kind == "text":
-            self.text_index = len(self.blocks) - 1
+        setattr(self, f"{kind}_index", len(self.blocks) - 1)
         return [{"type": f"{kind}_start", "contentIndex": len(self.blocks) - 1}]
 
     def _append(self, kind: str, piece: str, signature: str | None = None) -> list[dict[str, Any]]:
@@ -380,26 +382,27 @@ class _ChunkReader:
         if block is None:
             block = self.blocks[-1]
         append_text(block, kind, piece)
-        events.append({"type": _DELTA_TYPES[kind], "contentIndex": self.blocks.index(block), "delta": piece})
+        index = self.thinking_index if kind == "thinking" else self.text_index
+        events.append({"type": _DELTA_TYPES[kind], "contentIndex": index, "delta": piece})
         return events
 
     def _tool_call(self, call: dict[str, Any]) -> list[dict[str, Any]]:
         """A function call's argument text, or a custom call's raw text (``custom`` without ``function``)."""
         events: list[dict[str, Any]] = []
         key = call.get("index", call.get("id"))
-        block = self.calls.get(key)
+        index = self.calls.get(key)
         function = call.get("function") or {}
         custom = call.get("custom") if isinstance(call.get("custom"), dict) and not call.get("function") else None
         name = function.get("name") or (custom or {}).get("name") or ""
-        if block is None:
-            block = {"type": "toolCall", "id": call.get("id") or "", "name": name, "arguments": {}}
-            self.calls[key] = block
+        if index is None:
+            block: Any = {"type": "toolCall", "id": call.get("id") or "", "name": name, "arguments": {}}
+            index = self.calls[key] = len(self.blocks)
             self.blocks.append(block)
             if custom is None:
-                self.raw_args[len(self.blocks) - 1] = ""
-            events.append({"type": "toolcall_start", "contentIndex": len(self.blocks) - 1,
-                           "id": block["id"], "toolName": block["name"]})
-        index = self.blocks.index(block)
+                self.raw_args[index] = ""
+            events.append({"type": "toolcall_start", "contentIndex": index, "id": block["id"], "toolName": name})
+        else:
+            block = self.blocks[index]
         if not block["id"] and call.get("id"):
             block["id"] = call["id"]
         if not block["name"] and name:
@@ -462,7 +465,11 @@ async def stream(
             try:
                 for event in events:
                     if event.data != "[DONE]" and event.data:
-                        items += reader.feed(orjson.loads(event.data))
+                        try:
+                            chunk = orjson.loads(event.data)
+                        except orjson.JSONDecodeError as exc:
+                            chunk = lenient_loads(event.data, exc)
+                        items += reader.feed(chunk)
             finally:  # what came before a failing chunk goes on first, as it would one by one
                 if items:
                     yield items

@@ -18,7 +18,7 @@ from pi_coding_agent.ai.apis.accumulate import append_text
 from pi_coding_agent.ai.apis.diagnostics import append_transformations
 from pi_coding_agent.ai.apis.grammar_tools import GrammarInput, call_input, input_properties
 from pi_coding_agent.ai.apis.openai_completions import request_headers
-from pi_coding_agent.ai.apis.partial_json import parse_arguments
+from pi_coding_agent.ai.apis.partial_json import lenient_loads, parse_arguments
 from pi_coding_agent.ai.apis.responses_tools import Declarations, ToolFormat, declarations_for
 from pi_coding_agent.ai.apis.sampling import sampling_params
 from pi_coding_agent.ai.apis.short_hash import short_hash
@@ -570,7 +570,10 @@ async def json_batches(
             try:
                 for event in batch:
                     if event.data and event.data != "[DONE]":
-                        decoded.append(orjson.loads(event.data))
+                        try:
+                            decoded.append(orjson.loads(event.data))
+                        except orjson.JSONDecodeError as exc:
+                            decoded.append(lenient_loads(event.data, exc))
             finally:
                 if decoded:
                     yield decoded

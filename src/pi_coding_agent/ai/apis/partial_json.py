@@ -3,6 +3,7 @@
 Shared by every adapter that streams arguments as JSON text (Chat Completions, Responses,
 Anthropic): ``repair_arguments`` tells a complete object from one closed by repair, so an adapter
 can mark a call whose arguments were cut (the agent must not run it with invented values).
+``lenient_loads`` is every adapter's fallback when orjson refuses a payload for a lone surrogate.
 """
 
 from __future__ import annotations
@@ -26,8 +27,11 @@ def repair_arguments(text: str) -> tuple[dict[str, Any], bool]:
     for candidate, complete in ((text, True), (_complete(text), False)):
         try:
             value = orjson.loads(candidate)
-        except orjson.JSONDecodeError:
-            continue
+        except orjson.JSONDecodeError as exc:
+            try:
+                value = lenient_loads(candidate, exc)
+            except ValueError:
+                continue
         return (value, complete) if isinstance(value, dict) else ({}, False)
     return {}, False
 
@@ -60,3 +64,43 @@ def _complete(text: str) -> str:
     elif text.endswith(":"):
         text += "null"
     return text + "".join(reversed(stack))
+
+
+def loads(text: str | bytes) -> Any:
+    """``orjson.loads``, with :func:`lenient_loads` as its fallback (for paths that are not per delta)."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        return lenient_loads(text, exc)
+
+
+def lenient_loads(text: str | bytes, error: orjson.JSONDecodeError) -> Any:
+    """``text`` that orjson refused with ``error``: decoded again when the only fault is a lone
+    surrogate escape (``"\\ud83d"``, which JavaScript's JSON.parse accepts), each lone surrogate
+    becoming U+FFFD; any other fault re-raises ``error``. Only the failure path pays for this."""
+    if "surrogate" not in str(error):
+        raise error
+    import json  # the standard library keeps lone surrogates, which are then replaced
+
+    try:
+        return _replace_surrogates(json.loads(text))
+    except ValueError:
+        raise error from None
+
+
+def _replace_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return "".join("\ufffd" if "\ud800" <= ch <= "\udfff" else ch for ch in value) if _has_surrogate(value) else value
+    if isinstance(value, dict):
+        return {_replace_surrogates(k): _replace_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_replace_surrogates(v) for v in value]
+    return value
+
+
+def _has_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False

@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 from pi_coding_agent.ai.apis.accumulate import append_text
-from pi_coding_agent.ai.apis.partial_json import parse_arguments
+from pi_coding_agent.ai.apis.partial_json import loads, parse_arguments
 from pi_coding_agent.ai.stream import ProviderError, StreamOptions
 from pi_coding_agent.ai.transport.http import sse_events
 from pi_coding_agent.ai.types import AssistantMessage, Context, Model
@@ -146,7 +146,7 @@ async def stream(
             data = event.data.strip()
             if not data or data == "[DONE]":
                 continue
-            for item in reader.feed(orjson.loads(data)):
+            for item in reader.feed(loads(data)):
                 yield item
             if reader.terminal:
                 return

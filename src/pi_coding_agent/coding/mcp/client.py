@@ -269,11 +269,13 @@ async def _empty(_params: Any) -> dict[str, Any]:
 
 
 def _fail_from(task: asyncio.Future[Any], future: asyncio.Future[Any]) -> None:
-    """A send that failed fails its request (a closed pipe, an HTTP error)."""
-    if task.cancelled() or future.done():
+    """A send that failed fails its request (a closed pipe, an HTTP error). The error is retrieved
+    even when the request already failed (a server that exited at once closes the connection
+    first), so asyncio never logs "Task exception was never retrieved"."""
+    if task.cancelled():
         return
     error = task.exception()
-    if error is not None:
+    if error is not None and not future.done():
         future.set_exception(error)
 
 

@@ -51,16 +51,18 @@ class Settings:
     """Merged view of the global and project settings files (see module docstring)."""
 
     def __init__(self, agent_dir: Path, cwd: Path, global_data: dict[str, Any], project_data: dict[str, Any],
-                 warnings: list[str], global_writable: bool = True) -> None:
+                 warnings: list[str], global_writable: bool = True, overrides: dict[str, Any] | None = None) -> None:
         self.agent_dir = agent_dir
         self.cwd = cwd
         self.global_path = agent_dir / SETTINGS_FILE
         self.project_path = cwd / PROJECT_DIR / SETTINGS_FILE
         self.warnings = warnings
         self._global = global_data
-        self._project = project_data
+        self._project_file = project_data
+        self._overrides = overrides or {}
+        self._project = merge_settings(project_data, overrides) if overrides else project_data
         self._global_writable = global_writable
-        self._merged = merge_settings(global_data, project_data)
+        self._merged = merge_settings(global_data, self._project)
         self._compaction = {field: self._checked_compaction_value(field) for field in COMPACTION_DEFAULTS}
 
     @classmethod
@@ -78,8 +80,8 @@ class Settings:
         """These settings with ``overrides`` on top of both files (in memory only; an SDK caller's)."""
         if not overrides:
             return self
-        return Settings(self.agent_dir, self.cwd, self._global, merge_settings(self._project, overrides),
-                        self.warnings, global_writable=self._global_writable)
+        return Settings(self.agent_dir, self.cwd, self._global, self._project_file, self.warnings,
+                        global_writable=self._global_writable, overrides=merge_settings(self._overrides, overrides))
 
     # ------------------------------------------------------------------ generic access
 
@@ -89,21 +91,20 @@ class Settings:
 
     def get(self, dotted_key: str, default: Any = None) -> Any:
         """Merged value at ``a.b.c`` (project overrides global), or ``default`` when unset."""
-        node: Any = self._merged
-        for part in dotted_key.split("."):
-            if not isinstance(node, dict) or part not in node:
-                return default
-            node = node[part]
-        return node
+        return _lookup(self._merged, dotted_key, default)
 
     def get_global(self, dotted_key: str, default: Any = None) -> Any:
         """Value from the global file only (for global-only settings such as ``defaultProjectTrust``)."""
-        node: Any = self._global
-        for part in dotted_key.split("."):
-            if not isinstance(node, dict) or part not in node:
-                return default
-            node = node[part]
-        return node
+        return _lookup(self._global, dotted_key, default)
+
+    def get_trusted(self, dotted_key: str, default: Any = None) -> Any:
+        """Value from the user's file or an SDK caller's overrides, never the project file: for the
+        settings a project may only narrow (the sandbox), as the model can write the project file."""
+        return _lookup(self._overrides, dotted_key, _lookup(self._global, dotted_key, default))
+
+    def get_project(self, dotted_key: str, default: Any = None) -> Any:
+        """Value from the project file only."""
+        return _lookup(self._project_file, dotted_key, default)
 
     def set_global(self, dotted_key: str, value: Any) -> None:
         """Set ``a.b.c`` in memory and in ``<agentDir>/settings.json`` (atomic replace).
@@ -380,6 +381,14 @@ class Settings:
 
 
 # ---------------------------------------------------------------------- merging
+
+
+def _lookup(node: Any, dotted_key: str, default: Any) -> Any:
+    for part in dotted_key.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return default
+        node = node[part]
+    return node
 
 
 def merge_settings(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:

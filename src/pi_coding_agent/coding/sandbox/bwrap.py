@@ -20,6 +20,13 @@ from .policy import SandboxPolicy
 REFUSAL_MARKERS = ("Read-only file system", "Network is unreachable")
 
 
+_PROTECTIONS = {
+    "read-only": lambda path: ["--ro-bind", path, path],
+    "pinned": lambda path: ["--bind", path, path],
+    "empty": lambda path: ["--tmpfs", path, "--remount-ro", path],
+}
+
+
 class SandboxUnavailable(Exception):
     """A sandboxed mode was asked for and this machine cannot provide it."""
 
@@ -35,6 +42,9 @@ def wrap_command(policy: SandboxPolicy, argv: list[str], cwd: str) -> list[str]:
         wrapped += ["--bind", scratch, scratch, "--setenv", "TMPDIR", scratch]
     for root in policy.writable():
         wrapped += ["--bind", str(root), str(root)]
+    for path, how in policy.protected_paths():  # on top of the writable binds
+        # a missing one becomes an empty read-only tmpfs (its mount point, an empty folder, stays behind)
+        wrapped += _PROTECTIONS[how](str(path))
     return [*wrapped, "--chdir", cwd, "--", *argv]
 
 

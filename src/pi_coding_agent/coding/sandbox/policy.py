@@ -20,6 +20,9 @@ from typing import Any, Literal
 from pi_coding_agent.agent.tool import ToolError
 
 SandboxMode = Literal["off", "read-only", "workspace-write"]
+# how bash sees a protected path: bound read-only, bound onto itself (a mount point cannot be renamed),
+# or, missing, an empty read-only folder
+Protection = Literal["read-only", "pinned", "empty"]
 MODES: tuple[SandboxMode, ...] = ("off", "read-only", "workspace-write")
 
 # Variables that carry credentials: scrubbed from the tools' environment with ``env: "scrub"``.
@@ -75,25 +78,73 @@ class SandboxPolicy:
         """Real paths writes may land under (nothing in ``read-only``)."""
         if self.mode != "workspace-write":
             return ()
-        return tuple(_real(p) for p in (self.cwd, self.temp_dir or _temp_dir(), *self.writable_roots))
+        return tuple(Path(os.path.realpath(p)) for p in (self.cwd, self.temp_dir or _temp_dir(), *self.writable_roots))
 
     def check_write(self, path: str) -> None:
-        """Refuse a file-tool write outside the writable roots (symlinks resolved)."""
-        if not self.active:
-            return
+        """Refuse a file-tool write outside the writable roots (symlinks resolved): the early answer
+        with the model's path; :meth:`open_write` enforces it on what is really opened."""
+        if self.active:
+            self._judge_write(Path(os.path.realpath(path)), path)
+
+    def _judge_write(self, real: Path, shown: str, roots: tuple[Path, ...] | None = None) -> None:
         if self.mode == "read-only":
-            raise SandboxRefusal(f"write refused by the read-only sandbox: {path}")
-        real = _real(Path(path))
-        if not any(real == root or root in real.parents for root in self.writable()):
-            raise SandboxRefusal(f"write outside the workspace refused: {path}")
+            raise SandboxRefusal(f"write refused by the read-only sandbox: {shown}")
+        root = next((root for root in roots or self.writable() if real == root or root in real.parents), None)
+        if root is None:
+            raise SandboxRefusal(f"write outside the workspace refused: {shown}")
+        if _protected(real.relative_to(root).parts):
+            raise SandboxRefusal(f"write refused by the sandbox: {shown} (.pi, .git/hooks, .git/config and a .git "
+                                 "file stay read-only: they decide what runs outside the sandbox)")
+
+    def protected_paths(self) -> list[tuple[Path, Protection]]:
+        """How ``bash`` sees what stays read-only in the workspace and each ``writableRoots`` entry:
+        ``.pi``; where ``.git`` is a folder, its ``hooks`` and ``config`` (``core.hooksPath`` there
+        would undo the hooks' protection), with ``.git`` itself pinned so that it cannot be renamed
+        away and replaced; a ``.git`` file (a worktree's pointer) read-only."""
+        if self.mode != "workspace-write":
+            return []
+        found: list[tuple[Path, Protection]] = []
+        for root in (Path(os.path.realpath(p)) for p in (self.cwd, *self.writable_roots)):  # not the temp dir
+            pi_dir, git = root / PROJECT_DIR, root / ".git"
+            if os.path.exists(pi_dir) or not os.path.islink(pi_dir):  # a dangling link cannot be mounted on
+                found.append((pi_dir, "read-only" if os.path.exists(pi_dir) else "empty"))
+            if git.is_symlink():
+                continue
+            if git.is_file():
+                found.append((git, "read-only"))
+            elif git.is_dir():
+                found += [(git, "pinned"), (git / "hooks", "read-only" if (git / "hooks").is_dir() else "empty")]
+                if (git / "config").is_file():
+                    found.append((git / "config", "read-only"))
+        return found
 
     def check_read(self, path: str, recursive: bool = False) -> None:
         """Refuse file-tool reads of ``/proc`` (or recursive searches of ``/``, which hold it): the
         agent's own process environment, with its keys, is there."""
-        real = _real(Path(path))
-        if self.active and ((recursive and real == _ROOT) or real == _PROC or _PROC in real.parents):
+        if self.active:
+            self._judge_read(Path(os.path.realpath(path)), path, recursive)
+
+    def _judge_read(self, real: Path, shown: str, recursive: bool = False) -> None:
+        if (recursive and real == _ROOT) or real == _PROC or _PROC in real.parents:
             raise SandboxRefusal(f"read of /proc (process environments hold the agent's keys) refused by the "
-                                 f"sandbox: {path}")
+                                 f"sandbox: {shown}")
+
+    def open_write(self, path: str, flags: int, create_dirs: bool = False) -> int:
+        """The file a tool writes, opened with ``flags`` only if its real path may be written, the
+        check and the open one step (``files.py``): a symlink flipped meanwhile gains nothing."""
+        from .files import open_file
+
+        roots = self.writable()  # resolved once for every directory made and the file itself
+        return open_file(path, flags, lambda real: self._judge_write(Path(real), path, roots), None, create_dirs)
+
+    def open_read(self, path: str) -> int:
+        """The file a tool reads, opened read-only unless it or a directory on its way is in ``/proc``."""
+        from .files import open_file
+
+        def judge(real: str) -> None:
+            self._judge_read(Path(real), path)
+
+        return open_file(path, os.O_RDONLY, judge, judge)
 
     def tool_environment(self, env: Mapping[str, str]) -> dict[str, str]:
         """The environment commands get: credentials removed with ``env: "scrub"``."""
@@ -102,32 +153,58 @@ class SandboxPolicy:
         return {k: v for k, v in env.items() if not (k in _SECRET_NAMES or _secret_name().match(k))}
 
 
+PROJECT_DIR = ".pi"  # as resources/settings.py, which this module must not import
+
+
+def _protected(parts: tuple[str, ...]) -> bool:
+    """A path (relative to a writable root) in a ``.pi`` folder, ``.git/hooks``, ``.git/config``, or a
+    ``.git`` file (which could point git at a folder of hooks the model wrote)."""
+    return PROJECT_DIR in parts or parts[-1:] == (".git",) or any(
+        part == ".git" and parts[i + 1 : i + 2] in (("hooks",), ("config",)) for i, part in enumerate(parts))
+
+
 def _temp_dir() -> Path:
     import tempfile  # not at start-up (it loads random and shutil): only sandboxed writes need it
 
     return Path(tempfile.gettempdir())
 
 
-def _real(path: Path) -> Path:
-    """The symlink-resolved absolute path; for a missing file, its nearest existing parent resolved."""
-    return Path(os.path.realpath(path))
+Get = Callable[[str, Any], Any]
+_STRICTNESS = {"off": 0, "workspace-write": 1, "read-only": 2}
 
 
-def policy_from_settings(get: Callable[[str, Any], Any], cwd: Path, cli_mode: str | None) -> SandboxPolicy:
-    """The policy of ``--sandbox`` (wins) and the ``sandbox`` settings; raises ``ValueError`` on bad values."""
-    mode = cli_mode or get("sandbox.mode", "off")
+def policy_from_settings(get: Get, cwd: Path, cli_mode: str | None, project_get: Get | None = None) -> SandboxPolicy:
+    """The policy of ``--sandbox`` (wins) and the ``sandbox`` settings; raises ``ValueError`` on bad values.
+
+    ``get`` reads the user's settings (and an SDK caller's overrides), ``project_get`` the project's
+    file, which the model may have written under ``workspace-write``: it can only narrow. A stricter
+    mode, ``network: false``, ``env: "scrub"`` and ``onRefusal: "refuse"`` apply from it; a looser
+    mode, more network, ``ask`` and its ``writableRoots`` are ignored.
+    """
+    user = _sandbox_values(get)
+    project = _sandbox_values(project_get or (lambda _key, default: default))
+    mode = cli_mode or max(user["mode"] or "off", project["mode"] or "off", key=_STRICTNESS.__getitem__)
     if mode not in MODES:
         raise ValueError(f"sandbox mode must be one of {', '.join(MODES)} (got {mode!r})")
-    roots = get("sandbox.writableRoots", []) or []
-    if not isinstance(roots, list) or not all(isinstance(r, str) for r in roots):
+    return SandboxPolicy(
+        mode=mode, cwd=cwd, writable_roots=tuple(Path(os.path.expanduser(r)).resolve() for r in user["roots"] or []),
+        network=user["network"] is True and project["network"] is not False,
+        scrub_env="scrub" in (user["env"], project["env"]),
+        ask_on_refusal=user["refusal"] == "ask" and project["refusal"] != "refuse",
+    )
+
+
+def _sandbox_values(get: Get) -> dict[str, Any]:
+    """The ``sandbox`` keys of one settings layer, checked; None where the layer says nothing."""
+    values = {key: get(f"sandbox.{name}", None) for key, name in (
+        ("mode", "mode"), ("roots", "writableRoots"), ("network", "network"), ("env", "env"),
+        ("refusal", "onRefusal"))}
+    if values["mode"] not in (None, *MODES):
+        raise ValueError(f"sandbox mode must be one of {', '.join(MODES)} (got {values['mode']!r})")
+    if not isinstance(values["roots"] or [], list) or not all(isinstance(r, str) for r in values["roots"] or []):
         raise ValueError("sandbox.writableRoots must be a list of paths")
-    network = get("sandbox.network", False)
-    env = get("sandbox.env", "inherit")
-    refusal = get("sandbox.onRefusal", "refuse")
-    if not isinstance(network, bool) or env not in ("inherit", "scrub") or refusal not in ("refuse", "ask"):
+    if (not isinstance(values["network"], bool | None) or values["env"] not in (None, "inherit", "scrub")
+            or values["refusal"] not in (None, "refuse", "ask")):
         raise ValueError('sandbox.network is true or false, sandbox.env "inherit" or "scrub", '
                          'sandbox.onRefusal "refuse" or "ask"')
-    return SandboxPolicy(
-        mode=mode, cwd=cwd, writable_roots=tuple(Path(os.path.expanduser(r)).resolve() for r in roots),
-        network=network, scrub_env=env == "scrub", ask_on_refusal=refusal == "ask",
-    )
+    return values

@@ -50,16 +50,20 @@ class ToolEnv:
             return False
         return await self.confirm("Run outside the sandbox?", str(refusal))
 
-    async def check_write(self, path: str) -> None:
-        """Raise the sandbox's refusal of a file-tool write unless the user allows it."""
-        if self.sandbox is not None:
-            await self._checked(self.sandbox.check_write, path)
+    async def check_write(self, path: str) -> SandboxPolicy | None:
+        """Raise the sandbox's refusal of a file-tool write unless the user allows it; the policy the
+        file must then be opened through (None: no sandbox, or the user let this one out)."""
+        if self.sandbox is None:
+            return None
+        return await self._checked(self.sandbox.check_write, path)
 
-    async def check_read(self, path: str, recursive: bool = False) -> None:
-        if self.sandbox is not None:
-            await self._checked(self.sandbox.check_read, path, recursive)
+    async def check_read(self, path: str, recursive: bool = False) -> SandboxPolicy | None:
+        """As :meth:`check_write`, for a read."""
+        if self.sandbox is None:
+            return None
+        return await self._checked(self.sandbox.check_read, path, recursive)
 
-    async def _checked(self, check: Callable[..., None], *args: object) -> None:
+    async def _checked(self, check: Callable[..., None], *args: object) -> SandboxPolicy | None:
         from pi_coding_agent.coding.sandbox.policy import SandboxRefusal  # loaded with the sandbox itself
 
         try:
@@ -67,6 +71,8 @@ class ToolEnv:
         except SandboxRefusal as refusal:
             if not await self.allowed_outside_sandbox(refusal):
                 raise
+            return None
+        return self.sandbox if self.sandbox is not None and self.sandbox.active else None
 
 
 def aborted_error() -> ToolError:

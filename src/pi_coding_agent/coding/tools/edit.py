@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import os
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pi_coding_agent.agent.tool import ToolError, ToolResult, UpdateCallback, text_result
 from pi_coding_agent.ai.abort import AbortSignal
@@ -15,6 +15,9 @@ from .base import STRICT_PREFERRED, BuiltinTool, check_aborted, object_schema, s
 from .blocking import refuse_special_file, run_settled
 from .mutation import file_mutation_lock
 from .paths import error_code, node_error_message, resolve_to_cwd
+
+if TYPE_CHECKING:
+    from pi_coding_agent.coding.sandbox.policy import SandboxPolicy
 
 _EDIT_ITEM = object_schema(
     {
@@ -100,11 +103,11 @@ class EditTool(BuiltinTool):
             raise ToolError("Edit tool input is invalid. edits must contain at least one replacement.")
         path: str = params["path"]
         absolute = resolve_to_cwd(path, self.env.cwd)
-        await self.env.check_write(absolute)
+        sandbox = await self.env.check_write(absolute)
         async with file_mutation_lock(absolute):
             if self.env.files is not None:
                 return await self._edit_via_backend(self.env.files, absolute, path, edits, signal)
-            details = await run_settled(_edit_file, absolute, path, edits, signal)
+            details = await run_settled(_edit_file, absolute, path, edits, signal, sandbox)
         return text_result(f"Successfully replaced {len(edits)} block(s) in {path}.", details)
 
     async def _edit_via_backend(
@@ -117,8 +120,11 @@ class EditTool(BuiltinTool):
         return text_result(f"Successfully replaced {len(edits)} block(s) in {path}.", details)
 
 
-def _edit_file(absolute: str, path: str, edits: list[dict[str, str]], signal: AbortSignal) -> dict[str, Any]:
-    """Apply every edit or none; returns the diff details."""
+def _edit_file(
+    absolute: str, path: str, edits: list[dict[str, str]], signal: AbortSignal, sandbox: SandboxPolicy | None
+) -> dict[str, Any]:
+    """Apply every edit or none; returns the diff details. Under a sandbox the file is opened once,
+    checked (``SandboxPolicy.open_write``), and read and rewritten through that one descriptor."""
     check_aborted(signal)
     if not os.access(absolute, os.R_OK | os.W_OK):
         try:
@@ -129,14 +135,20 @@ def _edit_file(absolute: str, path: str, edits: list[dict[str, str]], signal: Ab
         raise ToolError(f"Could not edit file: {path}. Error code: {code}.")
     refuse_special_file(absolute, path, "edit")
     try:
-        with open(absolute, "rb") as handle:
-            raw = handle.read().decode("utf-8", "replace")
+        fd = os.open(absolute, os.O_RDWR) if sandbox is None else sandbox.open_write(absolute, os.O_RDWR)
+        handle = os.fdopen(fd, "r+b")
     except OSError as exc:
         raise ToolError(node_error_message(exc, "read")) from None
-    check_aborted(signal)
-    parts, details = _apply_to_text(raw, path, edits, signal)
-    with open(absolute, "wb") as handle:  # the new text is encoded piece by piece, never held whole
-        for part in parts:
+    with handle:
+        try:
+            raw = handle.read().decode("utf-8", "replace")
+        except OSError as exc:
+            raise ToolError(node_error_message(exc, "read")) from None
+        check_aborted(signal)
+        parts, details = _apply_to_text(raw, path, edits, signal)
+        handle.seek(0)
+        handle.truncate()
+        for part in parts:  # the new text is encoded piece by piece, never held whole
             handle.write(part.encode("utf-8", "surrogatepass"))
     check_aborted(signal)
     return details

@@ -141,7 +141,7 @@ class FindTool(BuiltinTool):
     ) -> ToolResult:
         check_aborted(signal)
         search_path = resolve_to_cwd(params.get("path") or ".", self.env.cwd)
-        await self.env.check_read(search_path, recursive=True)
+        sandbox = await self.env.check_read(search_path, recursive=True)
         limit = max(1, math.floor(params.get("limit") or DEFAULT_LIMIT))
         rg = require_rg(self.env.agent_dir)
         if not os.path.isdir(search_path):
@@ -150,7 +150,7 @@ class FindTool(BuiltinTool):
         args = [rg, "--no-config", "--files", "--hidden", "--color=never", "--sort=path", "--glob", "!.git"]
         if not _inside_git_repo(search_path):
             args.append("--no-require-git")
-        run = RgRun(args, search_path, signal)
+        run = RgRun(args, search_path, signal, sandbox)
         stored: list[str] = []
         count = size = 0
         limit_reached = False

@@ -118,7 +118,7 @@ class GrepTool(BuiltinTool):
         check_aborted(signal)
         rg = require_rg(self.env.agent_dir)
         search_path = resolve_to_cwd(params.get("path") or ".", self.env.cwd)
-        await self.env.check_read(search_path, recursive=True)
+        sandbox = await self.env.check_read(search_path, recursive=True)
         try:
             is_dir = stat.S_ISDIR(os.stat(search_path).st_mode)
         except OSError:
@@ -136,7 +136,7 @@ class GrepTool(BuiltinTool):
         if context > 0:
             args += ["--context", str(context)]
         args += ["--", params["pattern"], "." if is_dir else search_path]
-        run = RgRun(args, search_path if is_dir else None, signal)
+        run = RgRun(args, search_path if is_dir else None, signal, sandbox)
         out = _Collector(search_path, is_dir)
         matches, limit_hit, limit_reached, trailing_end = 0, False, False, 0
         import orjson

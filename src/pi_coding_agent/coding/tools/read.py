@@ -7,7 +7,7 @@ import io
 import math
 import os
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from pi_coding_agent.agent.tool import ToolError, ToolResult, UpdateCallback
 from pi_coding_agent.ai.abort import AbortSignal
@@ -26,6 +26,9 @@ from .blocking import refuse_special_file, run_blocking
 from .images import SNIFF_BYTES, process_image, sniff_image_mime
 from .paths import node_error_message, resolve_read_path
 from .truncate import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, Truncation, format_size, js_number, truncate_head
+
+if TYPE_CHECKING:
+    from pi_coding_agent.coding.sandbox.policy import SandboxPolicy
 
 _CHUNK = 1024 * 1024
 
@@ -180,10 +183,10 @@ class ReadTool(BuiltinTool):
         self, tool_call_id: str, params: dict[str, Any], signal: AbortSignal, on_update: UpdateCallback
     ) -> ToolResult:
         check_aborted(signal)
-        await self.env.check_read(resolve_read_path(params["path"], self.env.cwd))
+        sandbox = await self.env.check_read(resolve_read_path(params["path"], self.env.cwd))
         result = await self._read_via_backend(params, signal) if self.env.files else None
         if result is None:
-            result = await self._read_local(params, signal)
+            result = await self._read_local(params, signal, sandbox)
         result.structured_content = _structured(result.content)
         return result
 
@@ -196,9 +199,10 @@ class ReadTool(BuiltinTool):
         raw = io.BytesIO((await self.env.files.read_text(path)).encode("utf-8", "surrogatepass"))
         return self._text(raw, params["path"], params.get("offset"), params.get("limit"), signal)
 
-    async def _read_local(self, params: dict[str, Any], signal: AbortSignal) -> ToolResult:
+    async def _read_local(self, params: dict[str, Any], signal: AbortSignal, sandbox: SandboxPolicy | None
+                          ) -> ToolResult:
         # File work runs in a thread so a multi-GB scan never blocks the loop; abort answers at once.
-        work = asyncio.ensure_future(run_blocking(self._read, params, signal))
+        work = asyncio.ensure_future(run_blocking(self._read, params, signal, sandbox))
         aborted = asyncio.ensure_future(signal.wait())
         try:
             await asyncio.wait({work, aborted}, return_when=asyncio.FIRST_COMPLETED)
@@ -210,7 +214,7 @@ class ReadTool(BuiltinTool):
         result: ToolResult = work.result()
         return result
 
-    def _read(self, params: dict[str, Any], signal: AbortSignal) -> ToolResult:
+    def _read(self, params: dict[str, Any], signal: AbortSignal, sandbox: SandboxPolicy | None) -> ToolResult:
         raw_path: str = params["path"]
         path = resolve_read_path(raw_path, self.env.cwd)
         if not os.access(path, os.R_OK):
@@ -221,7 +225,8 @@ class ReadTool(BuiltinTool):
                 raise ToolError(node_error_message(exc, "access", path)) from None
         refuse_special_file(path, raw_path, "read")
         try:
-            with open(path, "rb") as handle:
+            # under a sandbox, the file its check judged: one walk, no second open by path
+            with open(path, "rb") if sandbox is None else os.fdopen(sandbox.open_read(path), "rb") as handle:
                 mime = sniff_image_mime(handle.read(SNIFF_BYTES))
                 handle.seek(0)
                 if mime is not None:

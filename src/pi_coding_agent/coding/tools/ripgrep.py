@@ -8,11 +8,15 @@ import os
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pi_coding_agent.agent.tool import ToolError
 from pi_coding_agent.ai.abort import AbortSignal
 
 from .base import aborted_error
+
+if TYPE_CHECKING:
+    from pi_coding_agent.coding.sandbox.policy import SandboxPolicy
 
 RG_MISSING = "ripgrep (rg) is not available and could not be downloaded"
 
@@ -41,9 +45,19 @@ def require_rg(agent_dir: Path | None) -> str:
 class RgRun:
     """One ripgrep process whose stdout is read line by line; ``stop()`` ends it early."""
 
-    def __init__(self, args: list[str], cwd: str | None, signal: AbortSignal) -> None:
+    def __init__(self, args: list[str], cwd: str | None, signal: AbortSignal,
+                 sandbox: SandboxPolicy | None = None) -> None:
         self._args = args
         self._cwd = cwd
+        self._env: dict[str, str] | None = None
+        if sandbox is not None:
+            # ripgrep opens its paths itself, so a checked path could be swapped before it does:
+            # under a sandbox it runs in bubblewrap (whose /proc shows no process of the agent)
+            # with the scrubbed environment, so even a swapped path finds no key
+            from pi_coding_agent.coding.sandbox.bwrap import wrap_command
+
+            self._args, self._cwd = wrap_command(sandbox, args, cwd or os.getcwd()), None
+            self._env = sandbox.tool_environment(os.environ)
         self._signal = signal
         self._proc: asyncio.subprocess.Process | None = None
         self.stopped = False
@@ -53,6 +67,7 @@ class RgRun:
         self._proc = await asyncio.create_subprocess_exec(
             *self._args,
             cwd=self._cwd,
+            env=self._env,
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pi_coding_agent.agent.tool import ToolError, ToolResult, UpdateCallback, text_result
 from pi_coding_agent.ai.abort import AbortSignal
@@ -12,6 +12,9 @@ from .base import STRICT_PREFERRED, BuiltinTool, check_aborted, object_schema, s
 from .blocking import refuse_special_file, run_settled
 from .mutation import file_mutation_lock
 from .paths import node_error_message, resolve_to_cwd
+
+if TYPE_CHECKING:
+    from pi_coding_agent.coding.sandbox.policy import SandboxPolicy
 
 
 class WriteTool(BuiltinTool):
@@ -37,23 +40,28 @@ class WriteTool(BuiltinTool):
     ) -> ToolResult:
         path: str = params["path"]
         absolute = resolve_to_cwd(path, self.env.cwd)
-        await self.env.check_write(absolute)
+        sandbox = await self.env.check_write(absolute)
         async with file_mutation_lock(absolute):
             check_aborted(signal)
             if self.env.files is not None:
                 await self.env.files.write_text(absolute, params["content"])
             else:
                 refuse_special_file(absolute, path, "write")
-                await run_settled(_write_file, absolute, params["content"].encode("utf-8", "surrogatepass"), signal)
+                data = params["content"].encode("utf-8", "surrogatepass")
+                await run_settled(_write_file, absolute, data, signal, sandbox)
             check_aborted(signal)
             return text_result(f"Successfully wrote to {path}")
 
 
-def _write_file(absolute: str, data: bytes, signal: AbortSignal) -> None:
+def _write_file(absolute: str, data: bytes, signal: AbortSignal, sandbox: SandboxPolicy | None) -> None:
     try:
-        os.makedirs(os.path.dirname(absolute), exist_ok=True)
-        check_aborted(signal)
-        with open(absolute, "wb") as handle:
+        if sandbox is not None:  # the directories made and the file opened in one checked walk
+            handle = os.fdopen(sandbox.open_write(absolute, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, True), "wb")
+        else:
+            os.makedirs(os.path.dirname(absolute), exist_ok=True)
+            check_aborted(signal)
+            handle = open(absolute, "wb")  # noqa: SIM115  # closed by the with below
+        with handle:
             handle.write(data)
     except OSError as exc:
         raise ToolError(node_error_message(exc, "open", absolute)) from None
