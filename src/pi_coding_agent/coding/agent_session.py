@@ -38,6 +38,7 @@ from pi_coding_agent.coding.queue_mirror import QueueMirror
 from pi_coding_agent.coding.retry import RETRY_CANCELLED, RetrySeries
 from pi_coding_agent.coding.runtime import SessionRuntime
 from pi_coding_agent.coding.session import SessionManager
+from pi_coding_agent.coding.session.save_report import report_save
 from pi_coding_agent.coding.session_host import Listener
 from pi_coding_agent.coding.tree_navigation import TreeNavigator
 
@@ -77,6 +78,7 @@ class AgentSession:
         self.agent.hooks.prepare_next_turn = self.compaction.check_between_turns
         self.navigator = TreeNavigator(self, runtime, self.extensions)
         self.models = ModelSelection(runtime, self.emit, lambda: self.extensions)
+        self._watch_saves(runtime.session_manager)
 
     async def load_extensions(self) -> None:
         """Run every extension's ``setup`` (before the model choice: they may register providers)."""
@@ -93,6 +95,10 @@ class AgentSession:
             apply_cli_flags(self.rt.args.pending_flags, loaded, self.rt.flag_values)
         if self.extensions is not None:
             self.extensions.start_soon()
+
+    def _watch_saves(self, sm: SessionManager) -> None:
+        """Failed session writes reach the user (stderr) and the client (a notify)."""
+        sm.save_listener = lambda path, error: report_save(self.rt.ui.notify, path, error)
 
     @property
     def sm(self) -> SessionManager:
@@ -554,6 +560,7 @@ class AgentSession:
     def rebind(self, session_manager: SessionManager) -> None:
         """Point this session at another store and reload its state from it."""
         self.rt.session_manager = session_manager
+        self._watch_saves(session_manager)
         self._entry_of_message.clear()
         self.bash_runs.forget()
         self.queues.reset()

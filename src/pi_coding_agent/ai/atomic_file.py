@@ -1,0 +1,83 @@
+"""Replace a file's content all at once, so that a full disk or a crash never leaves it half written.
+
+The new content goes to a temporary file beside the target, is flushed to the disk (``fsync``) and
+renamed over the target: a reader sees the old content or the new one, never a mixture. The target
+keeps its mode (and, where permitted, its owner). A symlink is written through: its final target
+is replaced, so a link a dotfile manager (stow, chezmoi, home-manager) made stays a link; a
+dangling link's target is created. A symlink loop is refused with ``ELOOP``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+from collections.abc import Iterable
+
+_TEMP_ATTEMPTS = 100
+
+
+def link_target(path: str | os.PathLike[str]) -> str:
+    """The file a write to ``path`` must replace: ``path`` with every symlink followed (the target of
+    a dangling link is returned even though it does not exist)."""
+    real = os.path.realpath(path)
+    if os.path.islink(real):  # realpath stops, leaving a link, only in a loop
+        raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), os.fspath(path))
+    return real
+
+
+def write_atomic(path: str | os.PathLike[str], data: bytes | Iterable[bytes], mode: int = 0o644) -> None:
+    """Replace the content of ``path`` (through symlinks) by ``data`` (or its pieces, in order).
+
+    ``mode`` applies when the file is new; an existing file keeps its own mode and owner. Raises the
+    ``OSError`` of the failing step; the target is then untouched and no temporary file is left.
+    """
+    target = link_target(path)
+    try:
+        existing: os.stat_result | None = os.stat(target)
+    except FileNotFoundError:
+        existing = None
+    fd, temp = _open_temp(target, mode if existing is None else 0o600)  # the kernel applies the umask
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            for piece in [data] if isinstance(data, bytes) else data:
+                handle.write(piece)
+            handle.flush()
+            if existing is not None:
+                _copy_metadata(handle.fileno(), existing)
+            os.fsync(handle.fileno())
+        os.replace(temp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+    _sync_directory(os.path.dirname(target))
+
+
+def _open_temp(target: str, mode: int) -> tuple[int, str]:
+    """A new, empty file beside ``target`` (same directory, so the rename stays on one file system)."""
+    directory, name = os.path.split(target)
+    for attempt in range(_TEMP_ATTEMPTS):
+        temp = os.path.join(directory, f".{name}.{os.getpid()}.{attempt}.tmp")
+        try:
+            return os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode), temp
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no free temporary file name", target)
+
+
+def _copy_metadata(fd: int, existing: os.stat_result) -> None:
+    """The replaced file's mode and owner (the owner only when allowed: root, or the same owner)."""
+    with contextlib.suppress(PermissionError):
+        os.fchown(fd, existing.st_uid, existing.st_gid)
+    os.fchmod(fd, existing.st_mode & 0o7777)
+
+
+def _sync_directory(directory: str) -> None:
+    """Make the rename itself durable (best effort: some file systems refuse to open a directory)."""
+    with contextlib.suppress(OSError):
+        fd = os.open(directory or ".", os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
