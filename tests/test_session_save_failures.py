@@ -9,39 +9,18 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
 
+from tests.conftest import Remount
 from tests.fakes.llm_server import FakeLLMServer
 from tests.rpc_helpers import RpcProcess
 
 MODEL_ID = "fake-model"
-Remount = Callable[[str], None]
-
-
-@pytest.fixture
-def tmpfs(tmp_path: Path) -> Iterator[tuple[Path, Remount]]:
-    """A 1 MiB tmpfs mounted in the test's directory, and a way to remount it (``ro`` / ``rw``)."""
-    mount = tmp_path / "tmpfs"
-    mount.mkdir()
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root (the CI runs the suite as root)")
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)], capture_output=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
-
-    def remount(option: str) -> None:
-        subprocess.run(["mount", "-o", f"remount,{option}", str(mount)], check=True)
-
-    try:
-        yield mount, remount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
 @pytest.fixture

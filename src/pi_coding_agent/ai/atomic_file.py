@@ -4,7 +4,12 @@ The new content goes to a temporary file beside the target, is flushed to the di
 renamed over the target: a reader sees the old content or the new one, never a mixture. The target
 keeps its mode (and, where permitted, its owner). A symlink is written through: its final target
 is replaced, so a link a dotfile manager (stow, chezmoi, home-manager) made stays a link; a
-dangling link's target is created. A symlink loop is refused with ``ELOOP``.
+dangling link's target is created. A symlink loop is refused with ``ELOOP``, a directory with
+``EISDIR``, a file its mode makes read-only with ``EACCES`` (as writing it in place would be).
+
+Replacing gives the file a new inode: other hard links to it keep the old content (git and SQLite's
+rollback journal make the same trade). Where the directory refuses new files but the file itself
+is writable, the file is written in place, the one case without the guarantee.
 """
 
 from __future__ import annotations
@@ -12,7 +17,9 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import stat
 from collections.abc import Iterable
+from typing import BinaryIO
 
 _TEMP_ATTEMPTS = 100
 
@@ -33,16 +40,17 @@ def write_atomic(path: str | os.PathLike[str], data: bytes | Iterable[bytes], mo
     ``OSError`` of the failing step; the target is then untouched and no temporary file is left.
     """
     target = link_target(path)
+    existing = _existing(target)
     try:
-        existing: os.stat_result | None = os.stat(target)
-    except FileNotFoundError:
-        existing = None
-    fd, temp = _open_temp(target, mode if existing is None else 0o600)  # the kernel applies the umask
+        fd, temp = _open_temp(target, mode if existing is None else 0o600)  # the kernel applies the umask
+    except PermissionError:
+        if existing is None:
+            raise
+        _write_in_place(target, data)
+        return
     try:
         with os.fdopen(fd, "wb") as handle:
-            for piece in [data] if isinstance(data, bytes) else data:
-                handle.write(piece)
-            handle.flush()
+            _write_pieces(handle, data)
             if existing is not None:
                 _copy_metadata(handle.fileno(), existing)
             os.fsync(handle.fileno())
@@ -52,6 +60,31 @@ def write_atomic(path: str | os.PathLike[str], data: bytes | Iterable[bytes], mo
             os.unlink(temp)
         raise
     _sync_directory(os.path.dirname(target))
+
+
+def _existing(target: str) -> os.stat_result | None:
+    """The target's status (None when it does not exist); refuses what may not be replaced."""
+    try:
+        existing = os.stat(target)
+    except FileNotFoundError:
+        return None
+    if stat.S_ISDIR(existing.st_mode):
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), target)
+    if not os.access(target, os.W_OK):
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), target)
+    return existing
+
+
+def _write_in_place(target: str, data: bytes | Iterable[bytes]) -> None:
+    with open(target, "wb") as handle:
+        _write_pieces(handle, data)
+        os.fsync(handle.fileno())
+
+
+def _write_pieces(handle: BinaryIO, data: bytes | Iterable[bytes]) -> None:
+    for piece in [data] if isinstance(data, bytes) else data:
+        handle.write(piece)
+    handle.flush()
 
 
 def _open_temp(target: str, mode: int) -> tuple[int, str]:

@@ -9,6 +9,7 @@ from typing import Any
 
 from pi_coding_agent.agent.tool import ToolError, ToolResult, UpdateCallback, text_result
 from pi_coding_agent.ai.abort import AbortSignal
+from pi_coding_agent.ai.atomic_file import write_atomic
 
 from .backend import FileBackend
 from .base import STRICT_PREFERRED, BuiltinTool, check_aborted, object_schema, string_param
@@ -135,9 +136,10 @@ def _edit_file(absolute: str, path: str, edits: list[dict[str, str]], signal: Ab
         raise ToolError(node_error_message(exc, "read")) from None
     check_aborted(signal)
     parts, details = _apply_to_text(raw, path, edits, signal)
-    with open(absolute, "wb") as handle:  # the new text is encoded piece by piece, never held whole
-        for part in parts:
-            handle.write(part.encode("utf-8", "surrogatepass"))
+    try:  # the new text is encoded piece by piece, never held whole; the file is replaced at once
+        write_atomic(absolute, (part.encode("utf-8", "surrogatepass") for part in parts), 0o666)
+    except OSError as exc:
+        raise ToolError(node_error_message(exc, "open", absolute)) from None
     check_aborted(signal)
     return details
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from pi_coding_agent.agent.tool import ToolError, ToolResult, UpdateCallback, text_result
 from pi_coding_agent.ai.abort import AbortSignal
+from pi_coding_agent.ai.atomic_file import write_atomic
 
 from .base import STRICT_PREFERRED, BuiltinTool, check_aborted, object_schema, string_param
 from .blocking import refuse_special_file, run_settled
@@ -53,7 +54,6 @@ def _write_file(absolute: str, data: bytes, signal: AbortSignal) -> None:
     try:
         os.makedirs(os.path.dirname(absolute), exist_ok=True)
         check_aborted(signal)
-        with open(absolute, "wb") as handle:
-            handle.write(data)
+        write_atomic(absolute, data, 0o666)  # a full disk or a crash leaves the old content whole
     except OSError as exc:
         raise ToolError(node_error_message(exc, "open", absolute)) from None
