@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 
+from pi_coding_agent.ai.atomic_file import write_atomic
 from pi_coding_agent.ai.oauth.lock import auth_file_lock
 
 Credential = dict[str, Any]
@@ -70,10 +71,9 @@ class CredentialFile:
             return {}
 
     def _write(self, data: dict[str, Any]) -> None:
-        # In place, like pi: the inode (and a symlinked alias) stays; the mode applies on creation.
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(serialize(data))
+        # Whole or not at all (a full disk must not leave every credential truncated), through a
+        # symlinked alias to its target, keeping its mode; 0600 on creation as pi.
+        write_atomic(self.path, serialize(data), 0o600)
 
     async def modify(self, provider: str, fn: Modifier) -> Credential | None:
         """Replace ``provider``'s entry with ``await fn(current)`` under the lock; None leaves it.
