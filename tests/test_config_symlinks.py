@@ -73,3 +73,25 @@ async def test_models_store_and_mcp_json_are_written_through_their_links(tmp_pat
     store = _linked(tmp_path, agent / "models-store.json", None)
     await write_entry(agent, "p", {"models": []})
     assert (agent / "models-store.json").is_symlink() and json.loads(store.read_text())["p"]["models"] == []
+
+
+@pytest.mark.parametrize("kind", SIDES)
+@pytest.mark.parametrize("target", ["missing/auth.json", "auth.json"], ids=["dangling", "loop"])
+async def test_a_broken_auth_json_link_starts_and_is_named_at_the_first_prompt(
+        tmp_path: Path, fake_llm: FakeLLMServer, kind: str, target: str) -> None:
+    env = fake_agent_env(tmp_path / "home", fake_llm.url)
+    agent_dir = Path(env["PI_CODING_AGENT_DIR"])
+    models = json.loads((agent_dir / "models.json").read_text())
+    del models["providers"]["fake"]["apiKey"]  # the key would have come from auth.json
+    (agent_dir / "models.json").write_text(json.dumps(models))
+    (agent_dir / "auth.json").symlink_to(target)
+    command, env = pi_command(kind, ["--mode", "rpc", "--no-session", *FAKE_MODEL], env)
+    proc = await RpcProcess.spawn(command, cwd=tmp_path, env=env)
+    try:
+        assert (await proc.request({"type": "get_state"}))["success"] is True  # it started
+        response = await proc.request({"type": "prompt", "message": "hi"})
+    finally:
+        await proc.kill()
+    assert response["success"] is False
+    assert str(agent_dir / "auth.json") in response["error"]
+    assert ("ENOENT" if target.startswith("missing") else "ELOOP") in response["error"]

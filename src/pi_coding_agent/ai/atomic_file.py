@@ -24,6 +24,13 @@ from typing import BinaryIO
 _TEMP_ATTEMPTS = 100
 
 
+def describe_os_error(error: OSError) -> str:
+    """``ENOSPC: No space left on device``: the code a user can search for, and its text."""
+    code = errno.errorcode.get(error.errno or 0)
+    text = error.strerror or str(error)
+    return f"{code}: {text}" if code else text
+
+
 def link_target(path: str | os.PathLike[str]) -> str:
     """The file a write to ``path`` must replace: ``path`` with every symlink followed (the target of
     a dangling link is returned even though it does not exist)."""

@@ -5,19 +5,13 @@ another once a later write saved everything again."""
 from __future__ import annotations
 
 import asyncio
-import errno
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from pi_coding_agent.ai.atomic_file import describe_os_error
+
 Notify = Callable[[str, str], None]
-
-
-def describe(error: OSError) -> str:
-    """``ENOSPC: No space left on device``: the code a user can search for and its text."""
-    code = errno.errorcode.get(error.errno or 0)
-    text = error.strerror or str(error)
-    return f"{code}: {text}" if code else text
 
 
 def report_save(notify: Notify, path: Path, error: OSError | None) -> None:
@@ -25,7 +19,7 @@ def report_save(notify: Notify, path: Path, error: OSError | None) -> None:
     if error is None:
         message, kind = f"Session file {path} saved again; nothing is missing from it.", "info"
     else:
-        message, kind = (f"Session file {path} could not be saved ({describe(error)}); the session goes on "
+        message, kind = (f"Session file {path} could not be saved ({describe_os_error(error)}); the session goes on "
                          f"in memory and the whole file is written again at the next change."), "error"
         print(f"Error: {message}", file=sys.stderr)
     try:  # after the event being persisted has reached the client
