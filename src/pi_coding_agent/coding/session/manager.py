@@ -364,14 +364,20 @@ class SessionManager:
         if not self.persist or self.session_file is None:
             return
         if not self._flushed:
-            if self._conversation or _is_conversation(entry):
-                self._write_new_file()
-                self._saved_again()
-            return
-        if self._unsaved:
+            if not (self._conversation or _is_conversation(entry)):
+                return
+            self._write_new_file()
+        elif self._unsaved:
             self._rewrite()
-            self._saved_again()
+        else:
+            self._append_line(entry)
             return
+        if self._unsaved:  # this write saved what the failed ones missed
+            self._unsaved = False
+            self._tell(None)
+
+    def _append_line(self, entry: Entry) -> None:
+        assert self.session_file is not None
         if self._stale_on_disk:
             write_migrated(self.session_file, [self.header, *self.entries[:-1]])
             self._stale_on_disk = False
@@ -392,11 +398,6 @@ class SessionManager:
         storage.replace_file(self.session_file, [header, *lines])
         self._entries.written(self.session_file, len(header), lines)
         self._stale_on_disk = False
-
-    def _saved_again(self) -> None:
-        if self._unsaved:
-            self._unsaved = False
-            self._tell(None)
 
     def _tell(self, error: OSError | None) -> None:
         if self.save_listener is not None and self.session_file is not None:
