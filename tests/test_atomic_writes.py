@@ -92,3 +92,12 @@ def test_write_atomic_keeps_a_read_only_file(tmp_path: Path) -> None:
     with pytest.raises(PermissionError):
         write_atomic(target, b"replaced")
     assert target.read_text() == "kept"
+
+
+async def test_a_read_only_mount_is_named(tmpfs: tuple[Path, Remount]) -> None:
+    mount, remount = tmpfs
+    (mount / "f.txt").write_text("alpha\n")
+    remount("ro")
+    with pytest.raises(ToolError, match=r"^EROFS: read-only file system, open "):
+        await run(mount, "write", path="f.txt", content="beta\n")
+    assert (mount / "f.txt").read_text() == "alpha\n"

@@ -77,8 +77,7 @@ def _existing(target: str) -> os.stat_result | None:
         return None
     if stat.S_ISDIR(existing.st_mode):
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), target)
-    if not os.access(target, os.W_OK):
-        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), target)
+    os.close(os.open(target, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC))  # writable? (EACCES, EROFS...)
     return existing
 
 
