@@ -16,11 +16,13 @@ from typing import Any
 import orjson
 import pytest
 
+from tests.cli_sides import FAKE_MODEL, fake_agent_env, needs_reference, pi_command
 from tests.conftest import Remount
 from tests.fakes.llm_server import FakeLLMServer
 from tests.rpc_helpers import RpcProcess
 
 MODEL_ID = "fake-model"
+SIDES = ["ours", pytest.param("reference", marks=needs_reference)]
 
 
 @pytest.fixture
@@ -170,3 +172,20 @@ def _fill(filler: Path, leave: int) -> None:
     free = stat.f_bavail * stat.f_frsize
     with filler.open("wb") as handle:
         handle.write(b"\0" * max(0, free - leave))
+
+
+@pytest.mark.parametrize("kind", SIDES)
+async def test_both_sides_show_a_read_only_session_to_the_client(
+        tmp_path: Path, fake_llm: FakeLLMServer, tmpfs: tuple[Path, Remount], kind: str) -> None:
+    """pi 1.6.0 puts EROFS in an error reply instead of the model's; ours answers and notifies."""
+    env = fake_agent_env(tmp_path / "home", fake_llm.url)
+    command, env = pi_command(kind, ["--mode", "rpc", *FAKE_MODEL, "--session-dir", str(tmpfs[0])], env)
+    proc = await RpcProcess.spawn(command, cwd=tmp_path, env=env)
+    try:
+        await _prompt(proc, "first")
+        tmpfs[1]("ro")
+        shown = orjson.dumps(await _prompt(proc, "while read-only")).decode()
+        assert "EROFS" in shown and str(tmpfs[0]) in shown
+        assert (await proc.request({"type": "get_state"}))["success"] is True  # still serving
+    finally:
+        await proc.kill()
