@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import os
 import re
 import uuid
 from pathlib import Path
@@ -417,3 +418,16 @@ def test_deep_tree_encodes_without_recursion(tmp_path: Path) -> None:
     while node["children"]:
         node, depth = node["children"][0], depth + 1
     assert depth == 300 and node["entry"] == sm.entries[-1]
+
+
+def test_an_append_the_disk_cuts_short_is_cut_off(tmpfs: tuple[Path, Any]) -> None:
+    """A real full disk (tmpfs): the short write's bytes are truncated away, the errno is ENOSPC."""
+    path = tmpfs[0] / "s.jsonl"
+    path.write_bytes(b'{"type":"session","id":"x"}\n')
+    before = path.read_bytes()
+    free = os.statvfs(tmpfs[0])
+    (tmpfs[0] / "filler").write_bytes(b"\0" * (free.f_bavail * free.f_frsize - 8192))
+    with pytest.raises(OSError) as failure:
+        storage.append_line(path, b'{"big":"' + b"x" * 100_000 + b'"}\n')
+    assert failure.value.errno == 28  # ENOSPC, not a generic "short write"
+    assert path.read_bytes() == before
