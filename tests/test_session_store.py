@@ -431,3 +431,14 @@ def test_an_append_the_disk_cuts_short_is_cut_off(tmpfs: tuple[Path, Any]) -> No
         storage.append_line(path, b'{"big":"' + b"x" * 100_000 + b'"}\n')
     assert failure.value.errno == 28  # ENOSPC, not a generic "short write"
     assert path.read_bytes() == before
+
+
+def test_a_deleted_file_comes_back_with_the_entries_only_it_held(tmp_path: Path) -> None:
+    sm = _conversation(tmp_path, 3)
+    sm.branch(sm.entries[2]["id"])  # the first answer: the later turns are left on another branch
+    sm.append_message(user("another branch"))
+    assert sm.session_file is not None
+    reopened = SessionManager.open(sm.session_file, tmp_path)  # off-branch entries stay on disk
+    sm.session_file.unlink()
+    reopened.append_message(user("after the delete"))
+    assert _lines(sm.session_file) == [sm.header, *sm.entries, reopened.entries[-1]]

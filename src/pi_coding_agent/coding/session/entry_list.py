@@ -121,9 +121,10 @@ class EntryList(Sequence[Entry]):
         self._closer = weakref.finalize(self, os.close, self._fd)
 
     def _open(self) -> int:
-        """A descriptor of the indexed file for one read (the caller closes it)."""
-        assert self._fd is not None
-        return os.dup(self._fd)
+        """A descriptor of the indexed file for one read (the caller closes it); by its path once
+        ``close`` let the held one go."""
+        assert self._index is not None
+        return os.open(self._index.path, os.O_RDONLY | os.O_CLOEXEC) if self._fd is None else os.dup(self._fd)
 
     def detach(self) -> None:
         """Hold every entry in memory (an on-disk one as its JSON line) and let the file go: before
@@ -140,7 +141,7 @@ class EntryList(Sequence[Entry]):
         self._index = None
 
     def close(self) -> None:
-        """Close the held file (its entries must no longer be needed from it)."""
+        """Close the held file (later reads open it by its path again)."""
         if self._closer is not None:
             self._closer()
             self._closer = self._fd = None
