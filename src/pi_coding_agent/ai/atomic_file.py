@@ -40,6 +40,18 @@ def link_target(path: str | os.PathLike[str]) -> str:
     return real
 
 
+def create_new(path: str | os.PathLike[str], data: bytes, mode: int) -> bool:
+    """Create ``path`` holding ``data`` unless something is there (a file, or any link: a dangling
+    one is not followed); whether it did."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
+    except FileExistsError:
+        return False
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
+    return True
+
+
 def write_atomic(path: str | os.PathLike[str], data: bytes | Iterable[bytes], mode: int = 0o644) -> None:
     """Replace the content of ``path`` (through symlinks) by ``data`` (or its pieces, in order).
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
-from pi_coding_agent.ai.atomic_file import describe_os_error
+from pi_coding_agent.ai.atomic_file import create_new, describe_os_error
 from pi_coding_agent.ai.catalog import catalog_index, provider_env_vars
 from pi_coding_agent.ai.cloud_auth import ambient_key
 from pi_coding_agent.ai.provider_env import FEDERATION_ENV
@@ -277,13 +277,7 @@ class AuthStorage:
             if self.path.is_symlink():
                 raise
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        try:
-            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:  # another process created it meanwhile
-            return self.path.read_bytes()
-        with os.fdopen(fd, "w") as handle:
-            handle.write("{}")
-        return b"{}"
+        return b"{}" if create_new(self.path, b"{}", 0o600) else self.path.read_bytes()
 
     def set_config_keys(self, keys: Mapping[str, str]) -> None:
         """Raw ``apiKey`` values from models.json (resolved per request, after auth.json)."""
