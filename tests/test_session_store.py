@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import os
 import re
 import uuid
 from pathlib import Path
@@ -134,22 +135,23 @@ def test_open_uses_recorded_cwd_and_continue_recent_the_current_one(tmp_path: Pa
 # ----------------------------------------------------------------------------- durability
 
 
-def test_failed_write_leaves_memory_unchanged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_failed_write_keeps_the_entry_and_rewrites_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     sm = _conversation(tmp_path, 1)
-    before = (list(sm.entries), sm.leaf_id)
+    told: list[OSError | None] = []
+    sm.save_listener = lambda path, error: told.append(error)
 
     def broken(path: Path, line: bytes) -> None:
-        raise OSError("disk full")
+        raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(storage, "append_line", broken)
-    with pytest.raises(OSError, match="disk full"):
-        sm.append_message(user("lost"))
-    assert (sm.entries, sm.leaf_id) == before
+    kept = sm.append_message(user("kept in memory"))
+    assert sm.leaf_id == kept["id"] and sm.entries[-1] == kept
+    assert [e.strerror for e in told if e] == ["No space left on device"]
     monkeypatch.undo()
-    entry = sm.append_message(user("kept"))
-    assert entry["parentId"] == before[1]
+    after = sm.append_message(user("after"))
+    assert after["parentId"] == kept["id"] and told[-1] is None
     assert sm.session_file is not None
-    assert _lines(sm.session_file)[1:] == sm.entries
+    assert _lines(sm.session_file) == [sm.header, *sm.entries]
 
 
 def test_failed_first_write_removes_the_partial_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -159,14 +161,13 @@ def test_failed_first_write_removes_the_partial_file(tmp_path: Path, monkeypatch
     def short_write(fd: int, data: bytes) -> None:
         raise OSError("short write")
 
-    monkeypatch.setattr(storage, "_write_once", short_write)
-    with pytest.raises(OSError):
-        sm.append_message(user("hi"))
-    assert sm.session_file is not None and not sm.session_file.exists()
-    assert len(sm.entries) == 1
-    monkeypatch.undo()
+    monkeypatch.setattr(storage, "_write_all", short_write)
     sm.append_message(user("hi"))
-    assert len(_lines(sm.session_file)) == 3
+    assert sm.session_file is not None and not sm.session_file.exists()
+    assert len(sm.entries) == 2
+    monkeypatch.undo()
+    sm.append_message(user("hi again"))
+    assert _lines(sm.session_file) == [sm.header, *sm.entries]
 
 
 def test_truncated_last_line_at_every_offset(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -417,3 +418,27 @@ def test_deep_tree_encodes_without_recursion(tmp_path: Path) -> None:
     while node["children"]:
         node, depth = node["children"][0], depth + 1
     assert depth == 300 and node["entry"] == sm.entries[-1]
+
+
+def test_an_append_the_disk_cuts_short_is_cut_off(tmpfs: tuple[Path, Any]) -> None:
+    """A real full disk (tmpfs): the short write's bytes are truncated away, the errno is ENOSPC."""
+    path = tmpfs[0] / "s.jsonl"
+    path.write_bytes(b'{"type":"session","id":"x"}\n')
+    before = path.read_bytes()
+    free = os.statvfs(tmpfs[0])
+    (tmpfs[0] / "filler").write_bytes(b"\0" * (free.f_bavail * free.f_frsize - 8192))
+    with pytest.raises(OSError) as failure:
+        storage.append_line(path, b'{"big":"' + b"x" * 100_000 + b'"}\n')
+    assert failure.value.errno == 28  # ENOSPC, not a generic "short write"
+    assert path.read_bytes() == before
+
+
+def test_a_deleted_file_comes_back_with_the_entries_only_it_held(tmp_path: Path) -> None:
+    sm = _conversation(tmp_path, 3)
+    sm.branch(sm.entries[2]["id"])  # the first answer: the later turns are left on another branch
+    sm.append_message(user("another branch"))
+    assert sm.session_file is not None
+    reopened = SessionManager.open(sm.session_file, tmp_path)  # off-branch entries stay on disk
+    sm.session_file.unlink()
+    reopened.append_message(user("after the delete"))
+    assert _lines(sm.session_file) == [sm.header, *sm.entries, reopened.entries[-1]]

@@ -40,6 +40,7 @@ from pi_coding_agent.coding.services.model_selection import ModelSelection
 from pi_coding_agent.coding.services.queue_mirror import QueueMirror
 from pi_coding_agent.coding.services.tree_navigation import TreeNavigator
 from pi_coding_agent.coding.session import SessionManager
+from pi_coding_agent.coding.session.save_report import report_save
 from pi_coding_agent.coding.session_host import Listener
 
 if TYPE_CHECKING:
@@ -78,6 +79,7 @@ class AgentSession:
         self.agent.hooks.prepare_next_turn = self.compaction.check_between_turns
         self.navigator = TreeNavigator(self, runtime, self.extensions)
         self.models = ModelSelection(runtime, self.emit, lambda: self.extensions)
+        self._watch_saves(runtime.session_manager)
 
     async def load_extensions(self) -> None:
         """Run every extension's ``setup`` (before the model choice: they may register providers)."""
@@ -94,6 +96,10 @@ class AgentSession:
             apply_cli_flags(self.rt.args.pending_flags, loaded, self.rt.flag_values)
         if self.extensions is not None:
             self.extensions.start_soon()
+
+    def _watch_saves(self, sm: SessionManager) -> None:
+        """Failed session writes reach the user (stderr) and the client (a notify)."""
+        sm.save_listener = lambda path, error: report_save(self.rt.ui.notify, path, error)
 
     @property
     def sm(self) -> SessionManager:
@@ -555,6 +561,7 @@ class AgentSession:
     def rebind(self, session_manager: SessionManager) -> None:
         """Point this session at another store and reload its state from it."""
         self.rt.session_manager = session_manager
+        self._watch_saves(session_manager)
         self._entry_of_message.clear()
         self.bash_runs.forget()
         self.queues.reset()

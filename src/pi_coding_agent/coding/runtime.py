@@ -241,9 +241,14 @@ class SessionRuntime:
 
         return ImagePolicy(self.settings.images_auto_resize, ImageLimits.of_model(self.agent.model))
 
-    @staticmethod
-    def no_key_message(provider: str) -> str:
-        return auth_help.no_key_message(provider)
+    def no_key_message(self, provider: str) -> str:
+        """The missing-key help, after why auth.json gave nothing when it could not be used (a
+        dangling or looping link, broken JSON): the cause a user needs, named at the prompt."""
+        message = auth_help.no_key_message(provider)
+        if not self.auth.errors:
+            return message
+        first, _, rest = message.partition("\n\n")
+        return "\n\n".join([first, *self.auth.errors, rest])
 
     def thinking_level_for(self, model: Model, current: str) -> str:
         """Per-model level from settings, else the global default, else the current level."""

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
+from pi_coding_agent.ai.atomic_file import create_new, describe_os_error
 from pi_coding_agent.ai.auth.cloud import ambient_key
 from pi_coding_agent.ai.auth.provider_env import FEDERATION_ENV
 from pi_coding_agent.ai.auth.provider_env import env_value as _env
@@ -247,19 +248,14 @@ class AuthStorage:
         return f"AuthStorage(path={str(self.path)!r}, providers={sorted(self._credentials)!r})"
 
     def _load(self) -> dict[str, dict[str, Any]]:
-        """Read auth.json, creating ``{}`` (mode 0600) when missing; a broken file counts as empty."""
+        """Read auth.json, creating ``{}`` (mode 0600) when missing; a broken or unreadable file
+        (a dangling or looping symlink too) counts as empty and is named in ``errors``."""
         try:
-            if not self.path.exists():
-                self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-                fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-                with os.fdopen(fd, "w") as handle:
-                    handle.write("{}")
-                return {}
-            raw = self.path.read_bytes()
-        except FileExistsError:
-            return self._load()
+            raw = self._read_or_create()
         except OSError as exc:
-            self.errors.append(f"auth.json: cannot read {self.path}: {exc.strerror}")
+            dangling = f" (a symlink to the missing {os.readlink(self.path)})" if isinstance(
+                exc, FileNotFoundError) and self.path.is_symlink() else ""
+            self.errors.append(f"auth.json: cannot read {self.path}: {describe_os_error(exc)}{dangling}")
             return {}
         try:
             data = orjson.loads(raw.removeprefix(b"\xef\xbb\xbf"))
@@ -272,6 +268,16 @@ class AuthStorage:
         valid = {p: c for p, c in data.items() if isinstance(c, dict)}
         self.errors.extend(f'auth.json: invalid credential for provider "{p}"' for p in data if p not in valid)
         return valid
+
+    def _read_or_create(self) -> bytes:
+        """The file's bytes; a missing file (not a link: a dangling one is reported) is created."""
+        try:
+            return self.path.read_bytes()
+        except FileNotFoundError:
+            if self.path.is_symlink():
+                raise
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        return b"{}" if create_new(self.path, b"{}", 0o600) else self.path.read_bytes()
 
     def set_config_keys(self, keys: Mapping[str, str]) -> None:
         """Raw ``apiKey`` values from models.json (resolved per request, after auth.json)."""

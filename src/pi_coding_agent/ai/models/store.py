@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from pi_coding_agent.ai.atomic_file import write_atomic
 from pi_coding_agent.ai.types import now_ms
 
 STORE_NAME = "models-store.json"
@@ -101,21 +101,6 @@ async def write_entry(agent_dir: Path, provider: str, entry: Entry | None) -> No
 
 
 def _replace(path: Path, content: bytes) -> None:
-    """Write ``content`` whole or not at all: a synced temporary file renamed over the target (the
-    file a symlink points to), with the target's mode, 0600 for a new file as pi creates it."""
-    target = Path(os.path.realpath(path))
-    try:
-        mode = target.stat().st_mode & 0o777
-    except FileNotFoundError:
-        mode = 0o600
-    fd, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            os.fchmod(handle.fileno(), mode)
-            handle.write(content)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, target)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    """Write ``content`` whole or not at all, through a symlink to its target, keeping the target's
+    mode; 0600 for a new file as pi creates it."""
+    write_atomic(path, content, 0o600)

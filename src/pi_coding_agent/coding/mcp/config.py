@@ -269,8 +269,10 @@ def edit_servers(path: Path, edit: Any) -> bool:
         if stripped and stripped != line:
             indent = line[: len(line) - len(stripped)]
             break
+    from pi_coding_agent.ai.atomic_file import write_atomic
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(parsed, indent=indent, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_atomic(path, (json.dumps(parsed, indent=indent, ensure_ascii=False) + "\n").encode())
     return True
 
 

@@ -26,6 +26,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 import httpx
 
+from pi_coding_agent.ai.atomic_file import write_atomic
 from pi_coding_agent.coding.mcp.naming import namespace
 
 CALLBACK_PATH = "/callback"
@@ -68,9 +69,7 @@ class CredentialStore:
         else:
             states[key] = state
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(json.dumps(states, indent=2) + "\n")
+        write_atomic(self.path, (json.dumps(states, indent=2) + "\n").encode(), 0o600)
         os.chmod(self.path, 0o600)
         return True
 

@@ -12,7 +12,6 @@ the file's bytes changed since they were last validated.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import math
 import os
@@ -552,16 +551,9 @@ def _set_dotted(data: dict[str, Any], dotted_key: str, value: Any) -> None:
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
-    """Write pretty JSON (2-space indent, as pi writes it) via a temp file and ``os.replace``."""
-    import tempfile  # only writes need it; keeps it (and random) out of start-up
+    """Write pretty JSON (2-space indent, as pi writes it) all at once, through a symlink to its
+    target (``ai.atomic_file``: a link a dotfile manager made stays a link)."""
+    from pi_coding_agent.ai.atomic_file import write_atomic
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(orjson.dumps(data, option=orjson.OPT_INDENT_2))
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    write_atomic(path, orjson.dumps(data, option=orjson.OPT_INDENT_2))

@@ -23,13 +23,14 @@ import functools
 import os
 import stat
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 MAX_HOPS = 40  # symlinks followed in one path: the kernel's own limit
 _DIR = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE = os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK  # a FIFO opens without blocking, then is refused
 
 Check = Callable[[str], None]  # raises when the real path given is not allowed
+_T = TypeVar("_T")
 
 
 def open_file(path: str, flags: int, check: Check, passage: Check | None = None, create_dirs: bool = False) -> int:
@@ -43,6 +44,18 @@ def open_file(path: str, flags: int, check: Check, passage: Check | None = None,
     try:
         fd = _open_plain(walk.fds[0], path, flags, check, passage)
         return walk.run(path, flags, create_dirs) if fd is None else _regular(fd)
+    finally:
+        walk.close()
+
+
+def open_parent(path: str, check: Check, create_dirs: bool = False) -> tuple[int, str]:
+    """The directory that holds the file at ``path`` (every symlink followed) and the file's name in
+    it, for a tool that replaces the file there (a temporary file renamed over it). ``check`` judges
+    the file's real path, and every directory made, as for ``open_file``. The caller closes the
+    descriptor (an ``O_PATH`` one: good for the ``*at`` calls)."""
+    walk = _Walk(check, None)
+    try:
+        return walk.parent(path, create_dirs)
     finally:
         walk.close()
 
@@ -132,6 +145,23 @@ class _Walk:
         self.hops = 0
 
     def run(self, path: str, flags: int, create_dirs: bool) -> int:
+        def final(name: str) -> int:
+            return _regular(os.open(name, flags | _FILE, 0o666, dir_fd=self.fds[-1]))
+
+        return self._walk(path, create_dirs, final)
+
+    def parent(self, path: str, create_dirs: bool) -> tuple[int, str]:
+        def final(name: str) -> tuple[int, str]:
+            with contextlib.suppress(FileNotFoundError):
+                if stat.S_ISLNK(os.stat(name, dir_fd=self.fds[-1], follow_symlinks=False).st_mode):
+                    raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), name)  # followed by the walk
+            return os.dup(self.fds[-1]), name
+
+        return self._walk(path, create_dirs, final)
+
+    def _walk(self, path: str, create_dirs: bool, final: Callable[[str], _T]) -> _T:
+        """Hold each directory of ``path`` in turn, then hand its last component to ``final`` once its
+        real path is judged (``final`` raising ``ELOOP`` means: a symlink, follow it)."""
         pending = _parts(path)  # reversed: the next component is last
         while pending:
             name = pending.pop()
@@ -147,13 +177,11 @@ class _Walk:
                 continue
             self.check(real)
             try:
-                fd = os.open(name, flags | _FILE, 0o666, dir_fd=self.fds[-1])
+                return final(name)
             except OSError as exc:
                 if exc.errno != errno.ELOOP:
                     raise
                 self._follow(name, exc, pending)
-                continue
-            return _regular(fd)
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
 
     def _enter(self, name: str, real: str, pending: list[str], create: bool) -> None:

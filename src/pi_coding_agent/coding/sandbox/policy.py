@@ -137,6 +137,14 @@ class SandboxPolicy:
         roots = self.writable()  # resolved once for every directory made and the file itself
         return open_file(path, flags, lambda real: self._judge_write(Path(real), path, roots), None, create_dirs)
 
+    def parent_for_write(self, path: str, create_dirs: bool = False) -> tuple[int, str]:
+        """The directory a tool replaces the file ``path`` in, and the file's name there, only if its
+        real path may be written: the check and the walk one step, as ``open_write``."""
+        from .files import open_parent
+
+        roots = self.writable()
+        return open_parent(path, lambda real: self._judge_write(Path(real), path, roots), create_dirs)
+
     def open_read(self, path: str) -> int:
         """The file a tool reads, opened read-only unless it or a directory on its way is in ``/proc``."""
         from .files import open_file

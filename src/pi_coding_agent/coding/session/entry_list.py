@@ -14,6 +14,7 @@ import gc
 import operator
 import os
 import re
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -39,12 +40,16 @@ class DamagedEntry(ValueError):
 class EntryList(Sequence[Entry]):
     """A list of entries, some stored as ``bytes`` or left in the file; reading one always gives a dict."""
 
-    __slots__ = ("_file", "_index", "_items")
+    __slots__ = ("__weakref__", "_closer", "_fd", "_file", "_index", "_items")
 
     def __init__(self, entries: Iterable[Entry] = (), index: FileIndex | None = None) -> None:
         self._items: list[Entry | bytes | None] = list(entries)
-        self._index = index  # the first ``len(index.ids)`` positions are the indexed file's entries
+        self._index: FileIndex | None = None  # the first ``len(index.ids)`` positions are the indexed file's entries
+        self._fd: int | None = None  # the indexed file, held open: its entries stay readable if it is deleted
+        self._closer: weakref.finalize[Any, EntryList] | None = None
         self._file: BinaryIO | None = None  # open only while a walk reads the file
+        if index is not None:
+            self._set_index(index)
 
     @classmethod
     def from_index(cls, index: FileIndex) -> EntryList:
@@ -96,7 +101,7 @@ class EntryList(Sequence[Entry]):
         when the entries before them are not indexed: a migrated file, rewritten whole.)"""
         first = len(self._items) - len(lines)
         if self._index is None and first == 0:
-            self._index = FileIndex(path)
+            self._set_index(FileIndex(path))
         index = self._index
         if index is None or len(index.ids) != first or index.path != path:
             return
@@ -108,6 +113,38 @@ class EntryList(Sequence[Entry]):
             index.ids.append(entry.get("id"))
             index.parents.append(entry.get("parentId"))
             index.kinds.append(entry.get("type"))
+
+    def _set_index(self, index: FileIndex) -> None:
+        """Index ``index.path`` and hold it open (closed with this list, or by ``detach``)."""
+        self._index = index
+        self._fd = os.open(index.path, os.O_RDONLY | os.O_CLOEXEC)
+        self._closer = weakref.finalize(self, os.close, self._fd)
+
+    def _open(self) -> int:
+        """A descriptor of the indexed file for one read (the caller closes it); by its path once
+        ``close`` let the held one go."""
+        assert self._index is not None
+        return os.open(self._index.path, os.O_RDONLY | os.O_CLOEXEC) if self._fd is None else os.dup(self._fd)
+
+    def detach(self) -> None:
+        """Hold every entry in memory (an on-disk one as its JSON line) and let the file go: before
+        the file is rewritten from memory. Reads go through the held descriptor, so this works after
+        the file was deleted."""
+        if self._index is None:
+            return
+        on_disk = [position for position, item in enumerate(self._items) if item is _ON_DISK]
+        for first in range(0, len(on_disk), 4096):  # parsed a block at a time
+            chunk = on_disk[first : first + 4096]
+            for position, entry in zip(chunk, self.read_many(chunk), strict=True):
+                self._items[position] = memoryview(orjson.dumps(entry)).tobytes()
+        self.close()
+        self._index = None
+
+    def close(self) -> None:
+        """Close the held file (later reads open it by its path again)."""
+        if self._closer is not None:
+            self._closer()
+            self._closer = self._fd = None
 
     def pop(self) -> Entry:
         entry = self._entry(len(self._items) - 1)
@@ -223,7 +260,7 @@ class EntryList(Sequence[Entry]):
             self._file.seek(start)
             line = self._file.read(size)
         else:
-            fd = os.open(index.path, os.O_RDONLY | os.O_CLOEXEC)
+            fd = self._open()
             try:
                 line = os.pread(fd, size, start)
             finally:
@@ -249,7 +286,7 @@ class EntryList(Sequence[Entry]):
         if self._file is not None or self._index is None:
             yield
             return
-        self._file = self._index.path.open("rb", buffering=_READ_BUFFER)
+        self._file = open(self._open(), "rb", buffering=_READ_BUFFER)  # noqa: SIM115 - closed below
         try:
             yield
         finally:
@@ -269,7 +306,7 @@ class EntryList(Sequence[Entry]):
                         entries.append(self._entry(position))
                         continue
                     assert self._index is not None
-                    lines = lines or _ForwardReader(self._index.path)
+                    lines = lines or _ForwardReader(self._open())
                     buffer, start, end = lines.locate(self._index.starts[position], self._index.ends[position])
                     entries.append(self._checked(position, memoryview(buffer)[start:end]))
         finally:
@@ -283,7 +320,7 @@ class EntryList(Sequence[Entry]):
         ``role`` first) is not parsed."""
         wanted = role.encode()
         index = self._index
-        lines = None if index is None else _ForwardReader(index.path)
+        lines = None if index is None else _ForwardReader(self._open())
         try:
             for position in positions_of(self.kinds(), "message"):
                 if self._items[position] is _ON_DISK:
@@ -316,7 +353,7 @@ class EntryList(Sequence[Entry]):
                 spans[-1][1] = end
             else:
                 spans.append([start, end])
-        fd = os.open(index.path, os.O_RDONLY | os.O_CLOEXEC)
+        fd = self._open()
         try:
             for start, end in spans:
                 piece = os.pread(fd, end - start, start)
@@ -337,10 +374,10 @@ class EntryList(Sequence[Entry]):
 
 class _ForwardReader:
     """Lines of a file asked for in increasing offset order, served from one reused buffer: a system
-    call per few megabytes instead of one per line."""
+    call per few megabytes instead of one per line. Owns (closes) the descriptor it is given."""
 
-    def __init__(self, path: Path) -> None:
-        self._fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
         self._buffer = bytearray(_BLOCK_BYTES)
         self._base = 0  # file offset of the buffer's first byte
         self._filled = 0

@@ -1,8 +1,10 @@
 """The session store: an append-only tree of entries kept in memory and in a pi-compatible JSONL file.
 
-Memory and file never diverge: an entry joins the tree only if its line was written. A new
-session touches the disk only once it holds a user or assistant message; the header and the
-setup entries gathered until then go out in that first (exclusive-create) write.
+A new session touches the disk only once it holds a user or assistant message; the header and the
+setup entries gathered until then go out in that first (exclusive-create) write. When a write fails
+(full disk, read-only or deleted file) the entry is kept in memory, the failure goes to
+``save_listener``, and the next write rewrites the whole file from memory: the file never holds a
+partial line, and once writing works again nothing before it is missing.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import heapq
 import os
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import chain
 from pathlib import Path
 from typing import Any, cast
@@ -83,6 +85,9 @@ class SessionManager:
         self.session_file = session_file
         self._flushed = flushed  # the file exists and holds every entry
         self._stale_on_disk = stale_on_disk  # migrated in memory; rewrite before the next append
+        self._unsaved = False  # a write failed: the file misses entries (rewritten whole at the next write)
+        # Told of the first failed write (the error) and of the write that saved everything again (None).
+        self.save_listener: Callable[[Path, OSError | None], None] | None = None
         self._by_id: dict[str, int] = {}  # entry id -> position in entries
         self.labels: dict[str, dict[str, Any]] = {}
         self._leaf_id: str | None = None
@@ -244,7 +249,8 @@ class SessionManager:
         return path
 
     def close(self) -> None:
-        """Nothing stays open between appends; kept so owners can release the store explicitly."""
+        """Release the file the entries are read back from (it is also released with the store)."""
+        self._entries.close()
 
     # ----------------------------------------------------------------- state
 
@@ -344,6 +350,10 @@ class SessionManager:
         self.entries.append(entry)
         try:
             self._persist(entry)
+        except OSError as exc:  # kept in memory; the next write rewrites the file
+            if not self._unsaved:  # told once a streak of failures
+                self._unsaved = True
+                self._tell(exc)
         except BaseException:
             self.entries.pop()
             raise
@@ -354,14 +364,44 @@ class SessionManager:
         if not self.persist or self.session_file is None:
             return
         if not self._flushed:
-            if self._conversation or _is_conversation(entry):
-                self._write_new_file()
+            if not (self._conversation or _is_conversation(entry)):
+                return
+            self._write_new_file()
+        elif self._unsaved:
+            self._rewrite()
+        else:
+            self._append_line(entry)
             return
+        if self._unsaved:  # this write saved what the failed ones missed
+            self._unsaved = False
+            self._tell(None)
+
+    def _append_line(self, entry: Entry) -> None:
+        assert self.session_file is not None
         if self._stale_on_disk:
             write_migrated(self.session_file, [self.header, *self.entries[:-1]])
             self._stale_on_disk = False
         line = storage.encode(entry)
-        self._entries.written(self.session_file, storage.append_line(self.session_file, line), [line])
+        try:
+            start = storage.append_line(self.session_file, line)
+        except FileNotFoundError:  # deleted under the session: it comes back whole
+            self._rewrite()
+            return
+        self._entries.written(self.session_file, start, [line])
+
+    def _rewrite(self) -> None:
+        """Replace the file with the header and every entry held (after a failed or lost write)."""
+        assert self.session_file is not None
+        self._entries.detach()
+        header = storage.encode(self.header)
+        lines = [line + b"\n" for line in self._entries.iter_json()]
+        storage.replace_file(self.session_file, [header, *lines])
+        self._entries.written(self.session_file, len(header), lines)
+        self._stale_on_disk = False
+
+    def _tell(self, error: OSError | None) -> None:
+        if self.save_listener is not None and self.session_file is not None:
+            self.save_listener(self.session_file, error)
 
     def _write_new_file(self) -> None:
         assert self.session_file is not None

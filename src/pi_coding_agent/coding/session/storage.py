@@ -95,24 +95,28 @@ def _lock(fd: int) -> None:
         fcntl.flock(fd, fcntl.LOCK_EX)
 
 
-def _write_once(fd: int, data: bytes) -> None:
-    written = os.write(fd, data)
-    if written != len(data):
-        raise OSError(f"short write to session file ({written} of {len(data)} bytes)")
+def _write_all(fd: int, data: bytes) -> None:
+    """Write every byte; after a short write (a full disk) the next write raises the real error."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def append_line(path: Path, line: bytes) -> int:
     """Append one complete line, preceded by a newline if the file ends in a partial line; returns
-    the offset the line starts at."""
+    the offset the line starts at. A failed write (a full disk) is cut off again, so the file still
+    ends where it did."""
     fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
     try:
         _lock(fd)  # released by close
         size = os.fstat(fd).st_size
-        if size and os.pread(fd, 1, size - 1) != b"\n":
-            _write_once(fd, b"\n" + line)
-            return size + 1
-        _write_once(fd, line)
-        return size
+        newline = b"\n" if size and os.pread(fd, 1, size - 1) != b"\n" else b""
+        try:
+            _write_all(fd, newline + line)
+        except OSError:
+            os.ftruncate(fd, size)
+            raise
+        return size + len(newline)
     finally:
         os.close(fd)
 
@@ -125,7 +129,7 @@ def create_file(path: Path, data: bytes | Iterable[bytes]) -> None:
     try:
         _lock(fd)
         for piece in [data] if isinstance(data, bytes) else data:
-            _write_once(fd, piece)
+            _write_all(fd, piece)
     except BaseException:
         os.close(fd)
         path.unlink(missing_ok=True)
@@ -133,14 +137,10 @@ def create_file(path: Path, data: bytes | Iterable[bytes]) -> None:
     os.close(fd)
 
 
-def replace_file(path: Path, data: bytes) -> None:
-    """Atomically replace a file's content: write a temp file beside it, fsync, rename."""
-    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with temp.open("wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, path)
-    finally:
-        temp.unlink(missing_ok=True)
+def replace_file(path: Path, data: bytes | Iterable[bytes]) -> None:
+    """Atomically replace (or create) a file with ``data`` or its pieces: temp file beside it, fsync,
+    rename."""
+    from pi_coding_agent.ai.atomic_file import write_atomic
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, data)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from pi_coding_agent.agent.tool import ToolError, ToolResult, UpdateCallback, text_result
 from pi_coding_agent.ai.abort import AbortSignal
+from pi_coding_agent.ai.atomic_file import directory_of, replace_at
 
 from .backend import FileBackend
 from .base import STRICT_PREFERRED, BuiltinTool, check_aborted, object_schema, string_param
@@ -123,8 +124,9 @@ class EditTool(BuiltinTool):
 def _edit_file(
     absolute: str, path: str, edits: list[dict[str, str]], signal: AbortSignal, sandbox: SandboxPolicy | None
 ) -> dict[str, Any]:
-    """Apply every edit or none; returns the diff details. Under a sandbox the file is opened once,
-    checked (``SandboxPolicy.open_write``), and read and rewritten through that one descriptor."""
+    """Apply every edit or none, replacing the file at once (a full disk leaves the old content
+    whole); returns the diff details. Under a sandbox the file's directory is held from one checked
+    walk (``SandboxPolicy.parent_for_write``) and the file is read and replaced inside it."""
     check_aborted(signal)
     if not os.access(absolute, os.R_OK | os.W_OK):
         try:
@@ -135,23 +137,29 @@ def _edit_file(
         raise ToolError(f"Could not edit file: {path}. Error code: {code}.")
     refuse_special_file(absolute, path, "edit")
     try:
-        fd = os.open(absolute, os.O_RDWR) if sandbox is None else sandbox.open_write(absolute, os.O_RDWR)
-        handle = os.fdopen(fd, "r+b")
+        dir_fd, name = sandbox.parent_for_write(absolute) if sandbox is not None else directory_of(absolute)
     except OSError as exc:
         raise ToolError(node_error_message(exc, "read")) from None
-    with handle:
-        try:
-            raw = handle.read().decode("utf-8", "replace")
-        except OSError as exc:
-            raise ToolError(node_error_message(exc, "read")) from None
+    try:
+        raw = _read_text(dir_fd, name)
         check_aborted(signal)
         parts, details = _apply_to_text(raw, path, edits, signal)
-        handle.seek(0)
-        handle.truncate()
-        for part in parts:  # the new text is encoded piece by piece, never held whole
-            handle.write(part.encode("utf-8", "surrogatepass"))
+        try:  # the new text is encoded piece by piece, never held whole
+            replace_at(dir_fd, name, (part.encode("utf-8", "surrogatepass") for part in parts), 0o666)
+        except OSError as exc:
+            raise ToolError(node_error_message(exc, "open", absolute)) from None
+    finally:
+        os.close(dir_fd)
     check_aborted(signal)
     return details
+
+
+def _read_text(dir_fd: int, name: str) -> str:
+    try:
+        with os.fdopen(os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd), "rb") as handle:
+            return handle.read().decode("utf-8", "replace")
+    except OSError as exc:
+        raise ToolError(node_error_message(exc, "read")) from None
 
 
 def _apply_to_text(

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from pi_coding_agent.agent.tool import ToolError, ToolResult, UpdateCallback, text_result
 from pi_coding_agent.ai.abort import AbortSignal
+from pi_coding_agent.ai.atomic_file import replace_at, write_atomic
 
 from .base import STRICT_PREFERRED, BuiltinTool, check_aborted, object_schema, string_param
 from .blocking import refuse_special_file, run_settled
@@ -55,13 +56,16 @@ class WriteTool(BuiltinTool):
 
 def _write_file(absolute: str, data: bytes, signal: AbortSignal, sandbox: SandboxPolicy | None) -> None:
     try:
-        if sandbox is not None:  # the directories made and the file opened in one checked walk
-            handle = os.fdopen(sandbox.open_write(absolute, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, True), "wb")
+        if sandbox is not None:  # the directories made and the file's directory held in one checked walk
+            dir_fd, name = sandbox.parent_for_write(absolute, create_dirs=True)
+            try:
+                check_aborted(signal)
+                replace_at(dir_fd, name, data, 0o666)
+            finally:
+                os.close(dir_fd)
         else:
             os.makedirs(os.path.dirname(absolute), exist_ok=True)
             check_aborted(signal)
-            handle = open(absolute, "wb")  # noqa: SIM115  # closed by the with below
-        with handle:
-            handle.write(data)
+            write_atomic(absolute, data, 0o666)  # a full disk or a crash leaves the old content whole
     except OSError as exc:
         raise ToolError(node_error_message(exc, "open", absolute)) from None

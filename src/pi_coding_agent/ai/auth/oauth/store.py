@@ -7,13 +7,13 @@ or added meanwhile is kept.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from pi_coding_agent.ai.atomic_file import create_new, write_atomic
 from pi_coding_agent.ai.auth.oauth.lock import auth_file_lock
 
 Credential = dict[str, Any]
@@ -55,12 +55,7 @@ class CredentialFile:
     def ensure(self) -> None:
         """Create the directory (0700) and an empty ``{}`` file (0600) when missing, as pi does."""
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        try:
-            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:
-            return
-        with os.fdopen(fd, "w") as handle:
-            handle.write("{}")
+        create_new(self.path, b"{}", 0o600)
 
     def read_all(self) -> dict[str, Any]:
         """The current content without locking (readers never block writers); missing is ``{}``."""
@@ -70,10 +65,9 @@ class CredentialFile:
             return {}
 
     def _write(self, data: dict[str, Any]) -> None:
-        # In place, like pi: the inode (and a symlinked alias) stays; the mode applies on creation.
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(serialize(data))
+        # Whole or not at all (a full disk must not leave every credential truncated), through a
+        # symlinked alias to its target, keeping its mode; 0600 on creation as pi.
+        write_atomic(self.path, serialize(data), 0o600)
 
     async def modify(self, provider: str, fn: Modifier) -> Credential | None:
         """Replace ``provider``'s entry with ``await fn(current)`` under the lock; None leaves it.
