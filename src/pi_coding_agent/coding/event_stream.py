@@ -3,41 +3,74 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, MutableSet
 from typing import Any, cast
 
 from pi_coding_agent.coding.events import AgentEvent
+
+Subscribe = Callable[[Callable[[dict[str, Any]], None], Iterable[str] | None], Callable[[], None]]
 
 
 class EventStream:
     """Every event from subscription on, in order; unbounded, so a slow reader never blocks the run.
 
     ``until_settled=True`` ends the iteration after the next ``agent_settled``; ``close()`` (or
-    leaving an ``async with``) unsubscribes.
+    leaving an ``async with``) unsubscribes. Once iterated, the stream joins ``readers``, whom the
+    session's ``wait_for_idle`` waits for until each has taken its ``agent_settled``.
     """
 
-    def __init__(self, subscribe: Callable[[Callable[[dict[str, Any]], None]], Callable[[], None]],
-                 until_settled: bool = False) -> None:
+    def __init__(self, subscribe: Subscribe, until_settled: bool = False,
+                 readers: MutableSet[EventStream] | None = None) -> None:
         self._queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
         self._until_settled = until_settled
-        self._unsubscribe: Callable[[], None] | None = subscribe(self._queue.put_nowait)
+        self._readers = readers
+        self.reader: asyncio.Task[Any] | None = None  # the task iterating, once one does
+        self._settled_due = 0  # agent_settled events queued and not yet taken
+        self._caught_up = asyncio.Event()
+        self._caught_up.set()
+        stop_all = subscribe(self._queue.put_nowait, None)
+        stop_settled = subscribe(self._settled_queued, ("agent_settled",))  # off the hot path of deltas
+
+        def unsubscribe() -> None:
+            stop_all()
+            stop_settled()
+
+        self._unsubscribe: Callable[[], None] | None = unsubscribe
+
+    def _settled_queued(self, event: dict[str, Any]) -> None:
+        self._settled_due += 1
+        self._caught_up.clear()
 
     def __aiter__(self) -> EventStream:
         return self
 
     async def __anext__(self) -> AgentEvent:
+        if self.reader is None and self._readers is not None and self._unsubscribe is not None:
+            self.reader = asyncio.current_task()
+            self._readers.add(self)
         event = await self._queue.get() if self._unsubscribe is not None or not self._queue.empty() else None
         if event is None:
             raise StopAsyncIteration
-        if self._until_settled and event["type"] == "agent_settled":
-            self.close()
+        if event["type"] == "agent_settled":
+            self._settled_due -= 1
+            if not self._settled_due:
+                self._caught_up.set()
+            if self._until_settled:
+                self.close()
         return cast(AgentEvent, event)
+
+    async def caught_up(self) -> None:
+        """Return once the reader has taken every ``agent_settled`` delivered so far (or the stream closed)."""
+        await self._caught_up.wait()
 
     def close(self) -> None:
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
             self._queue.put_nowait(None)
+            self._caught_up.set()
+            if self._readers is not None:
+                self._readers.discard(self)
 
     async def __aenter__(self) -> EventStream:
         return self
