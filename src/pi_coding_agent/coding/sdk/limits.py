@@ -7,33 +7,26 @@ turn (no further request) with ``stop_reason`` naming the limit.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from pi_coding_agent.coding.events import AgentEvent
+from pi_coding_agent.coding.sdk.result import RunRecorder
 
 
 @dataclass
 class RunLimits:
-    """The limits of the current run and what it has used so far."""
+    """The limits of the current run, checked against what its ``RunRecorder`` has counted."""
 
     max_turns: int | None = None
     max_cost: float | None = None
-    turns: int = 0
-    cost: float = 0.0
+    record: RunRecorder = field(default_factory=RunRecorder)
     hit: str | None = None  # "max_turns" | "max_cost" once a tool call was refused for it
-
-    def __call__(self, event: AgentEvent) -> None:
-        if event["type"] == "turn_start":
-            self.turns += 1
-        elif event["type"] == "message_end" and event["message"]["role"] == "assistant":
-            self.cost += event["message"].get("usage", {}).get("cost", {}).get("total", 0.0)
 
     def refusal(self) -> str | None:
         """Why the next tool call must not run, or None; records which limit ended the run."""
-        if self.max_turns is not None and self.turns >= self.max_turns:
+        if self.max_turns is not None and self.record.turns >= self.max_turns:
             self.hit = "max_turns"
             return f"Not run: this run reached its max_turns limit ({self.max_turns})."
-        if self.max_cost is not None and self.cost >= self.max_cost:
+        if self.max_cost is not None and self.record.cost >= self.max_cost:
             self.hit = "max_cost"
             return f"Not run: this run reached its max_cost limit ({self.max_cost:g})."
         return None

@@ -20,7 +20,7 @@ from pi_coding_agent.coding.errors import SessionError
 from pi_coding_agent.coding.events import AgentEvent
 from pi_coding_agent.coding.sdk.limits import RunLimits, check_limits
 from pi_coding_agent.coding.sdk.permissions import CanUseTool, ToolContext, tool_gate
-from pi_coding_agent.coding.sdk.result import RunError, RunRecorder, RunResult
+from pi_coding_agent.coding.sdk.result import RunError, RunResult
 from pi_coding_agent.coding.session_host import Listener
 
 if TYPE_CHECKING:
@@ -92,25 +92,13 @@ class Session(AgentSession):
         finally:
             SCRIPT.reset(token)
 
-    async def stream(self, prompt: str, *, images: list[dict[str, Any]] | None = None,
-                     max_turns: int | None = None, max_cost: float | None = None) -> AsyncIterator[AgentEvent]:
+    def stream(self, prompt: str, *, images: list[dict[str, Any]] | None = None,
+               max_turns: int | None = None, max_cost: float | None = None) -> AsyncIterator[AgentEvent]:
         """Start a run of ``prompt`` and yield its events, the last one its ``agent_settled``.
 
         A prompt that starts no run (an extension command, ``/mcp``) yields nothing."""
-        if self.closed:
-            raise SessionError(CLOSED_TEXT)
         check_limits(max_turns, max_cost)
-        limits = RunLimits(max_turns, max_cost)
-        async with self.events(until_settled=True) as events:
-            unsubscribe = self.subscribe(limits, ("turn_start", "message_end"))
-            try:
-                self._limits = limits
-                if (await self.prompt(prompt, images))["disposition"] != "started":
-                    return
-                async for event in events:
-                    yield event
-            finally:
-                unsubscribe()
+        return self._run_events(prompt, images, RunLimits(max_turns, max_cost))
 
     async def run(self, prompt: str, *, images: list[dict[str, Any]] | None = None, raise_on_error: bool = True,
                   max_turns: int | None = None, max_cost: float | None = None) -> RunResult:
@@ -118,17 +106,32 @@ class Session(AgentSession):
 
         A run that ends in a provider error raises ``RunError`` (a ``ProviderError``, with ``.result``), unless
         ``raise_on_error=False``: the result then carries the text in ``error``."""
-        recorder = RunRecorder()
-        stream = self.stream(prompt, images=images, max_turns=max_turns, max_cost=max_cost)
-        async for event in stream:
-            recorder(event)
-        result = recorder.result(self._limits.hit)
+        check_limits(max_turns, max_cost)
+        limits = RunLimits(max_turns, max_cost)
+        async for _ in self._run_events(prompt, images, limits):
+            pass
+        result = limits.record.result(limits.hit)
         if result.error is not None and raise_on_error:
             raise RunError(result)
         return result
 
+    async def _run_events(self, prompt: str, images: list[dict[str, Any]] | None,
+                          limits: RunLimits) -> AsyncIterator[AgentEvent]:
+        """The events of one run under ``limits`` (counted by their recorder, in force until it settles)."""
+        async with self.events(until_settled=True) as events:
+            unsubscribe = self.subscribe(limits.record, ("turn_start", "message_end", "agent_settled"))
+            self._limits = limits
+            try:
+                if (await self.prompt(prompt, images))["disposition"] != "started":
+                    return
+                async for event in events:
+                    yield event
+            finally:
+                self._limits = RunLimits()
+                unsubscribe()
+
 
 for _name in ("prompt", "steer", "follow_up", "start_run", "compact", "bash", "new_session", "switch_session",
               "fork", "clone", "navigate_tree", "set_model", "cycle_model", "set_session_name", "export_html",
-              "set_thinking_level", "events"):
+              "set_thinking_level", "events", "stream", "run"):
     setattr(Session, _name, _open_only(getattr(Session, _name)))
