@@ -167,7 +167,7 @@ async def test_errors_are_one_tree_in_sdk_words(tmp_path: Path) -> None:
     with pytest.raises(ModelResolutionError) as unknown:
         await create_agent_session(cwd=tmp_path, agent_dir=tmp_path, model="nosuch/model", in_memory=True)
     assert isinstance(unknown.value, PiError) and "--" not in str(unknown.value)
-    assert "get_available_models()" in str(unknown.value)
+    assert "get_available_models() of any session" in str(unknown.value)
     with pytest.raises(SessionError) as keyless:
         await create_agent_session(cwd=tmp_path, agent_dir=tmp_path, api_key="sk-x", in_memory=True)
     assert "api_key= requires a model" in str(keyless.value) and "--" not in str(keyless.value)

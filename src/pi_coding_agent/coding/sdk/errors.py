@@ -11,7 +11,7 @@ from pi_coding_agent.coding.errors import UserError
 
 KEYWORDS = {"--api-key": "api_key=", "--models": "scoped_models=", "--model": "model=",
             "--provider": "provider=", "--thinking": "thinking_level=", "--session": "session_file=",
-            "--list-models": "session.get_available_models()"}
+            "--list-models": "get_available_models() of any session"}
 _FLAG = re.compile("|".join(re.escape(flag) + r"\b" for flag in sorted(KEYWORDS, key=len, reverse=True)))
 
 
