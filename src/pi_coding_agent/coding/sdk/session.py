@@ -124,8 +124,9 @@ class Session(AgentSession):
             try:
                 if (await self.prompt(prompt, images))["disposition"] != "started":
                     return
-                async for event in events:
-                    yield event
+                while batch := await events.batch():
+                    for event in batch:
+                        yield event
             finally:
                 self._limits = RunLimits()
                 unsubscribe()
