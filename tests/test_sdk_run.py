@@ -174,3 +174,13 @@ async def test_errors_are_one_tree_in_sdk_words(tmp_path: Path) -> None:
     assert issubclass(SessionError, PiError) and issubclass(ConfigurationError, PiError)
     assert {"PiError", "SessionError", "ModelResolutionError", "ProviderError", "ConfigurationError"} <= set(
         pi_coding_agent.__all__)
+
+
+async def test_a_missing_key_names_the_keyword(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_OAUTH_TOKEN", raising=False)
+    async with create_agent_session(cwd=tmp_path, agent_dir=tmp_path, model="anthropic/claude-sonnet-4-5",
+                                    in_memory=True, load_resources=False) as session:
+        with pytest.raises(SessionError, match="No API key found for anthropic") as refused:
+            await session.run("hi")
+    assert "pass api_key= to create_agent_session()" in str(refused.value)

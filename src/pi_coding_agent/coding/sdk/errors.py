@@ -15,13 +15,17 @@ KEYWORDS = {"--api-key": "api_key=", "--models": "scoped_models=", "--model": "m
 _FLAG = re.compile("|".join(re.escape(flag) + r"\b" for flag in sorted(KEYWORDS, key=len, reverse=True)))
 
 
+_LOGIN = "or run `pi auth login"  # no key for the provider: the SDK has one more way to give it
+
+
 def sdk_text(text: str) -> str:
+    text = text.replace(_LOGIN, "pass api_key= to create_agent_session(), " + _LOGIN)
     return _FLAG.sub(lambda m: KEYWORDS[m.group(0)], text)
 
 
 @contextmanager
 def in_sdk_terms() -> Iterator[None]:
-    """Re-raise a refused start-up (same type) with its flags named as keywords."""
+    """Re-raise a refused start-up or run (same type) with its flags named as keywords."""
     try:
         yield
     except (UserError, ModelResolutionError) as exc:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from pi_coding_agent.coding.agent_session import AgentSession
 from pi_coding_agent.coding.errors import SessionError
 from pi_coding_agent.coding.events import AgentEvent
+from pi_coding_agent.coding.sdk.errors import in_sdk_terms
 from pi_coding_agent.coding.sdk.limits import RunLimits, check_limits
 from pi_coding_agent.coding.sdk.permissions import CanUseTool, ToolContext, tool_gate
 from pi_coding_agent.coding.sdk.result import RunError, RunResult
@@ -82,15 +83,16 @@ class Session(AgentSession):
         return super().subscribe(cast(Listener, listener), types)
 
     async def start_run(self, message: dict[str, Any]) -> dict[str, Any]:
-        if self._faux_script is None:
-            return await super().start_run(message)
-        from pi_coding_agent.ai.providers.faux import SCRIPT
+        with in_sdk_terms():
+            if self._faux_script is None:
+                return await super().start_run(message)
+            from pi_coding_agent.ai.providers.faux import SCRIPT
 
-        token = SCRIPT.set(self._faux_script)  # the run's task starts with a copy of this context
-        try:
-            return await super().start_run(message)
-        finally:
-            SCRIPT.reset(token)
+            token = SCRIPT.set(self._faux_script)  # the run's task starts with a copy of this context
+            try:
+                return await super().start_run(message)
+            finally:
+                SCRIPT.reset(token)
 
     def stream(self, prompt: str, *, images: list[dict[str, Any]] | None = None,
                max_turns: int | None = None, max_cost: float | None = None) -> AsyncIterator[AgentEvent]:
