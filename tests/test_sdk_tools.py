@@ -70,6 +70,21 @@ def test_the_schema_comes_from_the_hints_and_the_docstring() -> None:
     assert look_up.name == "lookup" and look_up.description == "Look a word up"
 
 
+class Node(BaseModel):
+    name: str
+    children: list[Node] = []
+
+
+def test_a_model_that_refers_to_itself_keeps_its_references() -> None:
+    @tool
+    def walk(tree: Node) -> str:
+        """Walk a tree."""
+        return tree.name
+
+    assert walk.parameters["properties"]["tree"] == {"$ref": "#/$defs/Node"}
+    assert walk.parameters["$defs"]["Node"]["properties"]["children"]["items"] == {"$ref": "#/$defs/Node"}
+
+
 async def test_arguments_are_validated_and_results_become_text() -> None:
     shipped = await execute(ship, {"item": "pen", "count": "3", "to": {"city": "Oslo"}, "tags": ["x"]})
     assert not shipped.is_error
@@ -156,3 +171,23 @@ async def test_mcp_servers_keyword_adds_servers(tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError, match="mcp_servers\\['bad'\\]"):
         await create_agent_session(cwd=tmp_path, agent_dir=tmp_path, provider="faux", model="faux-1",
                                    in_memory=True, mcp_servers={"bad": {"command": 3}})
+
+
+async def test_a_denial_can_end_the_run_and_changed_arguments_are_validated(tmp_path: Path) -> None:
+    async def can_use_tool(name: str, args: dict[str, Any], context: ToolContext) -> Allow | Deny:
+        if name == "lookup":
+            return Allow(args={})  # no word: refused like a model's bad arguments
+        return Deny("stop here", interrupt=True)
+
+    calls = {"content": [{"type": "toolCall", "name": "lookup", "arguments": {"word": "ok"}},
+                         {"type": "toolCall", "name": "ls", "arguments": {}}]}
+    async with create_agent_session(cwd=tmp_path, agent_dir=tmp_path, provider="faux", model="faux-1",
+                                    in_memory=True, load_resources=False, tools=["ls", "lookup"],
+                                    custom_tools=[look_up], can_use_tool=can_use_tool,
+                                    faux_script=[calls, {"content": [{"type": "text", "text": "unreached"}]}]) as session:
+        result = await session.run("go")
+    results = {m["toolName"]: m["content"][0]["text"] for m in result.messages if m["role"] == "toolResult"}
+    assert results["lookup"].startswith("Validation failed") and "word" in results["lookup"], results
+    assert results["ls"] == "stop here"
+    assert result.aborted and result.stop_reason == "aborted"
+    assert "unreached" not in json.dumps(result.messages)  # no request after the denied call

@@ -29,7 +29,7 @@ class Allow:
 
 @dataclass(frozen=True)
 class Deny:
-    """Do not run the call; the model reads ``message`` as its result. ``interrupt`` ends the run after this turn."""
+    """Do not run the call; the model reads ``message`` as its result. ``interrupt`` also aborts the run."""
 
     message: str = DENIED_TEXT
     interrupt: bool = False
@@ -50,8 +50,9 @@ Hook = Callable[["ToolCall", dict[str, Any]], Awaitable[dict[str, Any] | None]]
 
 
 def tool_gate(previous: Hook | None, limits: Callable[[], RunLimits], can_use_tool: CanUseTool | None,
-              context: Callable[[str], ToolContext]) -> Hook:
-    """The ``before_tool_call`` hook: ``previous`` (the extensions') first, then the limits, then the host."""
+              context: Callable[[str], ToolContext], interrupt: Callable[[], None]) -> Hook:
+    """The ``before_tool_call`` hook: ``previous`` (the extensions') first, then the limits, then the host
+    (whose ``Deny(interrupt=True)`` calls ``interrupt``)."""
 
     async def before_tool_call(call: ToolCall, args: dict[str, Any]) -> dict[str, Any] | None:
         if previous is not None and (decision := await previous(call, args)) and decision.get("block"):
@@ -61,7 +62,10 @@ def tool_gate(previous: Hook | None, limits: Callable[[], RunLimits], can_use_to
             return {"block": True, "reason": refusal, "terminate": True}
         if can_use_tool is None:
             return None
-        return _as_hook_decision(await can_use_tool(call["name"], args, context(call["id"])))
+        answer = await can_use_tool(call["name"], args, context(call["id"]))
+        if isinstance(answer, Deny) and answer.interrupt:
+            interrupt()
+        return _as_hook_decision(answer)
 
     return before_tool_call
 
@@ -72,5 +76,5 @@ def _as_hook_decision(decision: Decision) -> dict[str, Any] | None:
     if isinstance(decision, Allow):
         return {"args": decision.args}
     if isinstance(decision, Deny):
-        return {"block": True, "reason": decision.message, "terminate": decision.interrupt}
+        return {"block": True, "reason": decision.message}
     return {"block": True, "reason": DENIED_TEXT}

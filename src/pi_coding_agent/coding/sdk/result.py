@@ -74,7 +74,7 @@ class RunRecorder:
     def result(self, limit_hit: str | None) -> RunResult:
         replies = [m for m in self.messages if m["role"] == "assistant"]
         last = replies[-1] if replies else {}
-        stop_reason = limit_hit or ("aborted" if self.aborted and not replies else last.get("stopReason", "stop"))
+        stop_reason = limit_hit or ("aborted" if self.aborted else last.get("stopReason", "stop"))
         error = last.get("errorMessage") if last.get("stopReason") == "error" else None
         return RunResult(text=last_assistant_text(replies) or "", messages=self.messages, usage=_usage(replies),
                          cost=self.cost, stop_reason=stop_reason, error=error, aborted=self.aborted,

@@ -53,13 +53,30 @@ class Session(AgentSession):
         self._shutdown: asyncio.Future[None] | None = None
         self._limits = RunLimits()  # the current run's (none outside ``run``/``stream``)
         self._faux_script: Script | None = None
+        self._interrupted = False
 
     def configure(self, can_use_tool: CanUseTool | None, faux_script: Script | None) -> None:
         """Install the tool gate and the session's own faux script (``create_agent_session``, once)."""
         self._faux_script = faux_script
         hooks = self.agent.hooks
         hooks.before_tool_call = tool_gate(hooks.before_tool_call, lambda: self._limits, can_use_tool,
-                                           self._tool_context)
+                                           self._tool_context, self._interrupt)
+
+        between_turns = hooks.prepare_next_turn
+
+        async def prepare_next_turn() -> None:
+            if between_turns is not None:
+                await between_turns()
+            if self._interrupted:  # the denied call and its batch have their results: stop before the request
+                self._interrupted = False
+                self._aborted = True
+                self.agent.abort()
+
+        hooks.prepare_next_turn = prepare_next_turn
+
+    def _interrupt(self) -> None:
+        """``Deny(interrupt=True)``: the run is aborted once the current batch of calls has its results."""
+        self._interrupted = True
 
     def _tool_context(self, tool_call_id: str) -> ToolContext:
         return ToolContext(self.sm.session_id, tool_call_id, Path(self.rt.cwd))
@@ -83,6 +100,7 @@ class Session(AgentSession):
         return super().subscribe(cast(Listener, listener), types)
 
     async def start_run(self, message: dict[str, Any]) -> dict[str, Any]:
+        self._interrupted = False  # an interrupt of a run that ended on its own does not carry over
         with in_sdk_terms():
             if self._faux_script is None:
                 return await super().start_run(message)

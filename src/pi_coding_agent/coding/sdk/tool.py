@@ -154,19 +154,26 @@ def _arguments_model(fn: Callable[..., Any], arg_docs: dict[str, str]) -> type[B
 
 
 def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
-    """The schema without ``$defs``/``$ref`` (not every provider resolves them) nor pydantic's titles."""
+    """The schema without pydantic's titles, and without ``$defs``/``$ref`` (not every provider
+    resolves them) unless a model refers to itself: such a schema keeps its references."""
     defs = schema.pop("$defs", {})
 
-    def resolve(node: Any) -> Any:
+    def resolve(node: Any, inside: tuple[str, ...]) -> Any:
         if isinstance(node, dict):
             if "$ref" in node:
-                return resolve(defs[node["$ref"].rsplit("/", 1)[-1]])
-            return {k: resolve(v) for k, v in node.items() if k != "title" or not isinstance(v, str)}
+                name = node["$ref"].rsplit("/", 1)[-1]
+                if name in inside:
+                    raise RecursionError(name)
+                return resolve(defs[name], (*inside, name))
+            return {k: resolve(v, inside) for k, v in node.items() if k != "title" or not isinstance(v, str)}
         if isinstance(node, list):
-            return [resolve(item) for item in node]
+            return [resolve(item, inside) for item in node]
         return node
 
-    resolved: dict[str, Any] = resolve(schema)
+    try:
+        resolved: dict[str, Any] = resolve(schema, ())
+    except RecursionError:
+        return {**schema, "$defs": defs}
     return resolved
 
 
