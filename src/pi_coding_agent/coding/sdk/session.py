@@ -4,7 +4,8 @@ Everything the RPC mode can do stays a method of the same name (it is the same c
 this subclass adds what a Python host expects on top: a prompt run to its end as one call
 (``run`` -> ``RunResult``), the run's events as an ``async for`` (``stream``), per-run limits, the
 ``can_use_tool`` gate, a scripted ``faux`` provider of its own, and a lifetime: ``shutdown()`` may be
-called any number of times, and once it has run every operation raises instead of working unsaved.
+called any number of times, and once it has run every operation that would change the session or
+call a model raises instead of working unsaved (reads still answer).
 """
 
 from __future__ import annotations
