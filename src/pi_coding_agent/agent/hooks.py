@@ -19,7 +19,8 @@ class AgentHooks:
     * ``build_context(transcript) -> Context``: the LLM request for the transcript. A returned
       context without a ``tools`` key gets the declarations of the agent's tools.
     * ``transform_context(transcript, signal) -> transcript``: runs before each request.
-    * ``before_tool_call(call, args) -> {"block": True, "reason"?, "terminate"?} | None``.
+    * ``before_tool_call(call, args) -> {"block": True, "reason"?, "terminate"?} | {"args": new_args} | None``:
+      block the call, or run it with other arguments (validated like the model's).
     * ``after_tool_call(call, args, result) -> {"content"?, "details"?, "isError"?, "usage"?, "terminate"?} | None``.
     * ``get_api_key(model)``: asked before every request (keys may expire during a run).
     * ``prepare_next_turn()``: between turns, before the next ``turn_start`` (threshold compaction).

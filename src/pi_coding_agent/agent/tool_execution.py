@@ -191,6 +191,8 @@ class ToolExecutor:
                     result = error_result(decision.get("reason") or BLOCKED_TEXT)
                     result.terminate = decision.get("terminate") is True
                     return _Finalized(call, result)
+                if decision and "args" in decision:  # allowed with other arguments: valid ones too
+                    args = validate_tool_arguments(call["name"], tool.parameters, {**call, "arguments": decision["args"]})
         except Exception as exc:
             return _Finalized(call, error_result(str(exc)))
         return _Prepared(call, tool, args)

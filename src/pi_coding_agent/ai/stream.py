@@ -33,6 +33,7 @@ from typing import Any, Protocol
 from pi_coding_agent.ai.abort import AbortSignal
 from pi_coding_agent.ai.auth.provider_env import REQUEST_ENV, env_value
 from pi_coding_agent.ai.cost import apply_cost
+from pi_coding_agent.ai.pi_error import PiError
 from pi_coding_agent.ai.provider_hooks import HeadersHook, ResponseHook, StreamEventHook, hooked_headers
 from pi_coding_agent.ai.transform import prepare_messages
 from pi_coding_agent.ai.types import AssistantMessage, Context, Model, empty_usage, now_ms
@@ -96,7 +97,7 @@ class StreamOptions:
             self.cache_retention = default_cache_retention(self.env)
 
 
-class ProviderError(Exception):
+class ProviderError(PiError):
     """A provider answered with an error; ``str(err)`` is the errorMessage pi would record."""
 
     def __init__(self, message: str, status: int | None = None, retry_after_ms: int | None = None):

@@ -60,6 +60,7 @@ class AgentSession:
         self.agent: Agent = runtime.agent
         self.retry = RetrySeries(runtime.retry_settings(), self.emit)
         self._listeners: Listeners[Listener] = Listeners()
+        self._readers: set[EventStream] = set()  # events() iterators being read (``wait_for_idle``)
         self.queues = QueueMirror(self.agent, self.emit)
         self._run_task: asyncio.Task[None] | None = None
         self._settled = asyncio.Event()
@@ -110,7 +111,7 @@ class AgentSession:
 
     def events(self, until_settled: bool = False) -> EventStream:
         """The events from now on as an async iterator (``until_settled``: stop after ``agent_settled``)."""
-        return EventStream(self.subscribe, until_settled)
+        return EventStream(self.subscribe, until_settled, self._readers)
 
     def subscribe(self, listener: Listener, types: Iterable[str] | None = None) -> Callable[[], None]:
         """Call ``listener`` for every event, or for those whose ``type`` is in ``types``."""
@@ -355,10 +356,15 @@ class AgentSession:
         self.navigator.abort()
         self.agent.abort()
         await self._compaction_idle.wait()
-        await self.wait_for_idle()
+        await self._settled.wait()
 
     async def wait_for_idle(self) -> None:
+        """Return once the run has settled and every other task reading ``events()`` has taken its
+        ``agent_settled`` (a reader that stops early closes its stream, or leaves its ``async with``)."""
         await self._settled.wait()
+        current = asyncio.current_task()
+        for stream in [s for s in self._readers if s.reader is not current]:
+            await stream.caught_up()
 
     def abort_retry(self) -> None:
         self.retry.cancel()

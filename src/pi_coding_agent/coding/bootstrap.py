@@ -265,12 +265,14 @@ async def create_session(
     args: CliArgs, mode: str, ui: ExtensionUI | None = None, *, cwd: Path | None = None,
     agent_dir: Path | None = None, settings_overrides: dict[str, Any] | None = None,
     tools: Sequence[AgentTool] = (), extensions: Sequence[ExtensionSource] = (),
+    session_class: type[AgentSession] = AgentSession,
 ) -> AgentSession:
     """Build the whole session for ``mode`` ("rpc", "json", "print", "sdk").
 
     ``cwd`` and ``agent_dir`` default to the process's; ``tools`` are added to the built-in ones (a
     same name replaces), ``extensions`` load after the discovered ones. Tool sources that come with
-    a feature (a protocol client, a code runner) join here, through ``tools``.
+    a feature (a protocol client, a code runner) join here, through ``tools``. ``session_class`` is
+    the SDK's subclass when the SDK builds it.
     """
     start_cwd = (cwd or Path.cwd()).resolve()
     agent_dir = agent_dir or paths.agent_dir()
@@ -303,7 +305,7 @@ async def create_session(
         registry=registry, session_manager=sm, resources=project.resources, scoped=[], extra_tools=tools,
         trusted=project.trusted, load_project=load_project, sandbox=_sandbox_policy(args, settings, cwd),
     )
-    session = AgentSession(runtime, _extension_sources(args, settings, agent_dir, cwd, project.trusted, extensions))
+    session = session_class(runtime, _extension_sources(args, settings, agent_dir, cwd, project.trusted, extensions))
     _attach_cache_warmer(session, runtime)
     from pi_coding_agent.coding.mcp.session import start_mcp
 

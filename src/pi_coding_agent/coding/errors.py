@@ -8,13 +8,19 @@ printed to stderr, other library errors are reported by message only, as pi repo
 
 from __future__ import annotations
 
+from pi_coding_agent.ai.pi_error import PiError
 
-class UserError(Exception):
+
+class UserError(PiError):
     """A refused request; ``str(err)`` is the text clients see (the RPC response ``error``)."""
 
 
 class SessionError(UserError):
     """A session operation refused (no model, nothing to fork, a failed compaction...)."""
+
+
+class ConfigurationError(UserError):
+    """A start-up option that cannot be honoured (an SDK keyword's value, a malformed server entry)."""
 
 
 class CommandError(UserError):

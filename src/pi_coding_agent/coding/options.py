@@ -56,6 +56,7 @@ class CliArgs:
     extensions: list[str]
     no_extensions: bool = False
     no_mcp: bool = False
+    no_mcp_files: bool = False  # SDK ``mcp_config_files=False``: only the servers given in code
     skills: list[str]
     no_skills: bool = False
     prompt_templates: list[str]

@@ -1,7 +1,9 @@
 """The scripted in-process ``faux`` API, for tests, examples and demos without a network or key.
 
-Responses come, in order, from a JSON script: the model's ``compat.script`` (a path) or the
-``PI_FAUX_SCRIPT`` environment variable. Each response is an object::
+Responses come, in order, from a script: the one bound to the current context (``SCRIPT``, set by an
+SDK session's ``faux_script=`` around its runs, so sessions in one process differ), else a JSON file,
+the model's ``compat.script`` (a path) or the ``PI_FAUX_SCRIPT`` environment variable. Each response
+is an object::
 
     {"content": [{"type": "text", "text": "..."},
                  {"type": "thinking", "thinking": "..."},
@@ -22,6 +24,7 @@ import asyncio
 import os
 import uuid
 from collections.abc import AsyncIterator
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +34,27 @@ from pi_coding_agent.ai.stream import ProviderError, StreamOptions
 from pi_coding_agent.ai.types import AssistantMessage, Context, Model
 
 
+class Script:
+    """A script held in memory, walked through by the runs of one session."""
+
+    def __init__(self, responses: list[dict[str, Any]]) -> None:
+        self.responses = list(responses)
+        self.position = 0
+
+    def next(self) -> dict[str, Any] | None:
+        if self.position >= len(self.responses):
+            return None
+        self.position += 1
+        return self.responses[self.position - 1]
+
+
+SCRIPT: ContextVar[Script | None] = ContextVar("faux_script", default=None)
+
+
 def _next_response(model: Model) -> dict[str, Any] | None:
+    script = SCRIPT.get()
+    if script is not None:
+        return script.next()
     path = (model.get("compat") or {}).get("script") or os.environ.get("PI_FAUX_SCRIPT")
     if not path:
         return None

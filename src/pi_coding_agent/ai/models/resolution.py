@@ -9,6 +9,7 @@ import re
 from typing import TYPE_CHECKING
 
 from pi_coding_agent.ai.models.index import catalog_index
+from pi_coding_agent.ai.pi_error import PiError
 from pi_coding_agent.ai.types import THINKING_LEVELS, Model
 
 if TYPE_CHECKING:
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
     from pi_coding_agent.ai.models.catalog import ModelRegistry
 
 
-class ModelResolutionError(Exception):
+class ModelResolutionError(PiError):
     """A --model/--provider choice that cannot be honoured; ``str()`` is pi's message."""
 
 

@@ -126,7 +126,7 @@ class McpSession:
         """The user and (trusted) project mcp.json merged; None when neither exists."""
         rt = self.runtime
         paths = [rt.agent_dir / "mcp.json", *([rt.cwd / ".pi" / "mcp.json"] if self.trusted else [])]
-        if not any(path.exists() for path in paths):
+        if rt.args.no_mcp_files or not any(path.exists() for path in paths):
             return None
         from pi_coding_agent.coding.mcp.config import load_config
 
