@@ -272,6 +272,7 @@ def _documented_pairs() -> list[tuple[dict, list[dict], dict, list[dict]]]:
     return pairs
 
 
+@pytest.mark.timeout(300)  # some 40 commands and five runs, on a shared machine
 def test_rpc_md_examples_match_a_live_process(tmp_path):
     """Each documented command, replayed in order against ``pi --mode rpc --provider faux``, gets the
     documented outcome: same success and error text, same keys in its data (two levels deep), the same
