@@ -297,3 +297,35 @@ def test_rpc_md_examples_match_a_live_process(tmp_path):
                 assert _shown(got_after) == _shown(after), request
     finally:
         live.close()
+
+
+CLI_ROWS = [  # (arguments, the row of docs/rpc.md's command-line and difference tables, exit status)
+    (["--mode", "rpc", "--nope"], "Unknown long option (`--nope`)", 1),
+    (["--mode", "rpc", "-x"], "Unknown long option (`--nope`)", 2),
+    (["--mode", "rpc", "@notes.txt"], "`@file` in RPC mode", 1),
+    (["--mode", "rpc", "--provider", "faux"], "`--provider` without `--model`", 1),
+    (["--mode", "rpc", "-e", "builtin:nope"], "`-e builtin:<name>`", 1),
+    (["-r", "-p", "hi"], "`-r` / `--resume`", 2),
+    (["--provider", "faux", "--model", "faux-1", "-p", "@.", "hi"], "`@dir` (a directory)", 1),
+]
+
+
+def _matches(documented: str, actual: str) -> bool:
+    """``<placeholder>`` and ``…`` in a documented message stand for any text."""
+    parts = re.split(r"<[^>]+>|…", documented)
+    return re.fullmatch(".*?".join(map(re.escape, parts)), actual) is not None
+
+
+@pytest.mark.parametrize(("argv", "topic", "status"), CLI_ROWS, ids=lambda value: str(value)[:30])
+def test_rpc_md_command_line_rows(tmp_path, argv, topic, status):
+    """The error line and exit status a row of docs/rpc.md gives are what the command prints."""
+    (row,) = [line for line in RPC_MD.splitlines() if line.startswith(f"| {topic} |")]
+    (tmp_path / "notes.txt").write_text("notes")
+    done = subprocess.run([sys.executable, "-m", "pi_coding_agent", *argv], cwd=tmp_path, env=_env(tmp_path),
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60, check=False)
+    first = done.stderr.splitlines()[0]
+    documented = [text for text in re.findall(r"`([^`]+)`", row) if text.startswith("Error:")]
+    if "-x" in argv:  # the row's wording: "single-dash ones are refused by the parser, exit 2"
+        documented = ["Error: Unknown option: <option>"]
+    assert any(_matches(text, first) for text in documented), (first, documented)
+    assert done.returncode == status and f"exit {status}" in row
