@@ -22,6 +22,7 @@ from tests.rpc_helpers import ROOT
 
 README = (ROOT / "README.md").read_text()
 DOCS = ROOT / "docs"
+RPC_MD = (DOCS / "rpc.md").read_text()
 
 
 def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
@@ -70,6 +71,16 @@ def test_rpc_md_parse_error_examples(tmp_path):
                       f"Failed to parse command: {documented.group(2)}"]
 
 
+def test_rpc_md_envelope_examples(tmp_path):
+    """The three answers to input that is not a command, shown under "The response envelope"."""
+    section = RPC_MD.split("### The response envelope", 1)[1]
+    shown = re.findall(r"```json\n(.*?)```", section, re.S)[1].splitlines()
+    done = subprocess.run([sys.executable, "-m", "pi_coding_agent", "--mode", "rpc", "--no-session"],
+                          input=b'not json\n{}\nnull\n{"id":"30","type":"nope"}\n', env=_env(tmp_path),
+                          capture_output=True, timeout=60, check=False)
+    assert done.stdout.decode().splitlines() == [shown[0], shown[1], shown[1], shown[2]]
+
+
 def _model_commands() -> list[tuple[list[str], str]]:
     """The ``pi --mode rpc ...  # comment`` lines of docs/models.md "Choosing a model"."""
     section = (DOCS / "models.md").read_text().split("## Choosing a model", 1)[1]
@@ -102,7 +113,6 @@ def test_models_md_commands_select_a_model(tmp_path, argv, comment):
 
 # --------------------------------------------------------------------------- docs/rpc.md, the protocol reference
 
-RPC_MD = (DOCS / "rpc.md").read_text()
 CLIENT_RECORDS = ("extension_ui_response",)
 
 
