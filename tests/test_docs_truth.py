@@ -339,3 +339,17 @@ def test_rpc_md_command_line_rows(tmp_path, argv, topic, status):
         documented = ["Error: Unknown option: <option>"]
     assert any(_matches(text, first) for text in documented), (first, documented)
     assert done.returncode == status and f"exit {status}" in row
+
+
+def test_rpc_md_error_texts_exist():
+    """Each error text quoted in the command reference is one the code can produce (placeholders aside)."""
+    section = RPC_MD.split("## Commands", 1)[1].split("\n## Events", 1)[0]
+    quoted = [" ".join(text.split()) for text in re.findall(r"`([A-Z][^`{]*? [^`]*?)`", section, re.S)]
+    source = " ".join(path.read_text() for path in (ROOT / "src").rglob("*.py"))
+    checked = 0
+    for text in quoted:
+        for fragment in re.split(r"<[^>]+>|…", text):
+            if len(fragment.strip()) >= 8:
+                assert fragment.strip() in source, text
+                checked += 1
+    assert checked >= 15
