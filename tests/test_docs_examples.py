@@ -112,9 +112,9 @@ def test_docs_code_block_runs(block: Block, tmp_path: Path) -> None:
     extension loads, a shell block exits 0 under ``bash -e``. ``pytest -rs`` lists the ones not run."""
 
     if block.not_run is not None:
-        pytest.skip(f"not-run: {block.not_run}")
+        pytest.skip(f"{block}: not-run: {block.not_run}")
     if Path(block.page).name in LEFT_OUT:
-        pytest.skip(LEFT_OUT[Path(block.page).name])
+        pytest.skip(f"{block}: {LEFT_OUT[Path(block.page).name]}")
     if block.lang == "python":
         script = tmp_path / "example.py"
         script.write_text(block.body)

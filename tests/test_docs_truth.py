@@ -317,6 +317,8 @@ CLI_ROWS = [  # (arguments, the row of docs/rpc.md's command-line and difference
     (["--mode", "rpc", "-e", "builtin:nope"], "`-e builtin:<name>`", 1),
     (["-r", "-p", "hi"], "`-r` / `--resume`", 2),
     (["--provider", "faux", "--model", "faux-1", "-p", "@.", "hi"], "`@dir` (a directory)", 1),
+    (["-e", "flag.py", "--plan", "fix the bug", "-p", "--provider", "faux", "--model", "faux-1"],
+     'A boolean extension flag followed by a word (`pi --plan "fix the bug"`)', 1),
 ]
 
 
@@ -331,6 +333,7 @@ def test_rpc_md_command_line_rows(tmp_path, argv, topic, status):
     """The error line and exit status a row of docs/rpc.md gives are what the command prints."""
     (row,) = [line for line in RPC_MD.splitlines() if line.startswith(f"| {topic} |")]
     (tmp_path / "notes.txt").write_text("notes")
+    (tmp_path / "flag.py").write_text('def setup(pi):\n    pi.register_flag("plan", type="boolean")\n')
     done = subprocess.run([sys.executable, "-m", "pi_coding_agent", *argv], cwd=tmp_path, env=_env(tmp_path),
                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60, check=False)
     first = done.stderr.splitlines()[0]
