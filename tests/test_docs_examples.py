@@ -54,11 +54,9 @@ def test_sdk_md_examples_run(index: int, tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- every code block runs
 
 ROOT = DOCS.parent
-PAGES = [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]
+# docs/sdk.md's examples run in test_sdk_md_examples_run above (scripts that must also print)
+PAGES = [ROOT / "README.md", *sorted(page for page in DOCS.glob("*.md") if page.name != "sdk.md")]
 BLOCK = re.compile(r"(?:<!-- not-run:(?P<reason>.*?)-->\n)?```(?P<lang>python|sh|bash)\n(?P<body>.*?)```", re.S)
-# Pages whose examples another change owns; each with the reason they are left out here.
-LEFT_OUT = {"sdk.md": "docs/sdk.md is being rewritten by the SDK helper of issue 34; "
-                      "test_sdk_md_examples_run runs its examples meanwhile"}
 
 
 class Block(NamedTuple):
@@ -113,8 +111,6 @@ def test_docs_code_block_runs(block: Block, tmp_path: Path) -> None:
 
     if block.not_run is not None:
         pytest.skip(f"{block}: not-run: {block.not_run}")
-    if Path(block.page).name in LEFT_OUT:
-        pytest.skip(f"{block}: {LEFT_OUT[Path(block.page).name]}")
     if block.lang == "python":
         script = tmp_path / "example.py"
         script.write_text(block.body)
