@@ -6,7 +6,9 @@ source parser and the output shaping: they load with the first script.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -34,6 +36,7 @@ from pi_coding_agent.coding.codemode.source import SourceError, parse_source
 from pi_coding_agent.coding.tools.process_groups import ProcessRegistry
 
 _ARGS_PREVIEW = 200
+_DISCOVERY = re.compile(r"\b(searchTools|describeNamespace|describeTool|ALL_TOOLS)\b")
 
 
 async def run_script(own_name: str, host_factory: Callable[[], CodemodeHost], processes: ProcessRegistry,
@@ -48,6 +51,7 @@ async def run_script(own_name: str, host_factory: Callable[[], CodemodeHost], pr
         return ToolResult(content=[{"type": "text", "text": str(exc)}], details={}, is_error=True)
     host = host_factory()
     run = _Run(host, own_name, tool_call_id, on_update)
+    await _wait_for_reach(host, params["code"], signal)
     deadline = None if source.timeout_ms is None else source.timeout_ms / 1000
     waiting = time.monotonic()
     admission = await slots.reserve(signal, WORKER_WAIT_S if deadline is None else min(deadline, WORKER_WAIT_S))
@@ -62,6 +66,26 @@ async def run_script(own_name: str, host_factory: Callable[[], CodemodeHost], pr
     finally:
         slots.release()
     return run.finish(result, source.max_output_tokens, started)
+
+
+def script_reach(code: str) -> str | list[str]:
+    """The tools a script may call: every tool when it uses a discovery global, else the words of its
+    source, so ``tools.mcp__docs__search`` and ``tools["mcp__docs__" + name]`` both name ``mcp__docs``."""
+    return "all" if _DISCOVERY.search(code) else re.findall(r"\w+", code, re.ASCII)
+
+
+async def _wait_for_reach(host: CodemodeHost, code: str, signal: AbortSignal) -> None:
+    """Wait for the tool sources the script names; an abort stops the wait (the admission that
+    follows reports it), never the connections."""
+    waiting = asyncio.ensure_future(host.wait_for_reach(script_reach(code)))
+    remove = signal.cancel_task_on_abort(waiting)
+    try:
+        await waiting
+    except asyncio.CancelledError:
+        if not signal.aborted:
+            raise
+    finally:
+        remove()
 
 
 def _blocks(result: ToolResult) -> list[dict[str, Any]]:

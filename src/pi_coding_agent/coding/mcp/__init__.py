@@ -335,6 +335,12 @@ class McpSession:
             await self.manager.before_prompt(set(SystemState.replay(self.runtime.agent.messages).tools))
             self.sync_tools()
 
+    async def wait_for_reach(self, reach: str | list[str]) -> None:
+        """Before a codemode script runs: the servers it may call finish connecting (their tools are
+        registered on connect)."""
+        if self.manager is not None:
+            await self.manager.wait_for_reach(reach)
+
     def prompt_sections(self) -> dict[str, str]:
         section = self.manager.servers_section() if self.manager is not None else None
         return {SECTION: section} if section else {}
