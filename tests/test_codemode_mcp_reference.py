@@ -24,6 +24,8 @@ SLOW_SERVER = {"command": "sh", "args": ["-c", f"sleep 1; exec {PYTHON} -m tests
                "cwd": str(ROOT)}
 SCRIPTS = [
     "return await tools.mcp__slow__echo({ text: 'hi' })",  # the first prompt: the server is still connecting
+    # a tool without an output schema resolves to the result object too
+    "const r = await tools.mcp__slow__picture({}); return r.content[0].text + ' / ' + JSON.stringify(r);",
     "return (await tools.mcp__slow__fail({})).isError",
 ]
 
