@@ -91,7 +91,9 @@ class CodemodeHost(Protocol):
         """Until the tool sources a script may reach (``"all"`` or the words of its source) are ready."""
         ...
 
-    def append_custom(self, custom_type: str, data: Any) -> None: ...
+    async def append_custom(self, custom_type: str, data: Any) -> None:
+        """A custom entry on the branch, announced as ``entry_appended``."""
+        ...
 
     def models_of_type(self, kind: str, provider: str | None) -> list[dict[str, Any]]:
         """Every known model of a type (``chat``, ``classifier``, ``image``)."""
@@ -191,8 +193,9 @@ class SessionCodemodeHost:
         if self.rt.mcp is not None:  # MCP servers still connecting register their tools when they connect
             await self.rt.mcp.wait_for_reach(reach)
 
-    def append_custom(self, custom_type: str, data: Any) -> None:
-        self.rt.session_manager.append_custom(custom_type, data)
+    async def append_custom(self, custom_type: str, data: Any) -> None:
+        entry = self.rt.session_manager.append_custom(custom_type, data)
+        await self.rt.agent._emit({"type": "entry_appended", "entry": entry})
 
     def models_of_type(self, kind: str, provider: str | None) -> list[dict[str, Any]]:
         return [dict(m) for m in self.rt.registry.models_of_type(kind, provider)]

@@ -65,6 +65,8 @@ async def run_script(own_name: str, host_factory: Callable[[], CodemodeHost], pr
         result = await Execution(job, signal, processes).run()
     finally:
         slots.release()
+    if result.ok and (result.writes["set"] or result.writes["delete"]):
+        await host.append_custom(STORE_ENTRY_TYPE, result.writes)  # announced before the tool's end, as pi
     return run.finish(result, source.max_output_tokens, started)
 
 
@@ -219,11 +221,8 @@ class _Run:
             if call["status"] == "running":
                 call["status"] = "cancelled"
         produced = list(result.output)
-        if result.ok:
-            if result.writes["set"] or result.writes["delete"]:
-                self.host.append_custom(STORE_ENTRY_TYPE, result.writes)
-            if result.has_value:
-                produced.append({"type": "text", "text": out.value_text(result)})
+        if result.ok and result.has_value:
+            produced.append({"type": "text", "text": out.value_text(result)})
         items = out.format_items(produced)
         if not result.ok:
             items.append({"type": "text", "text": "Script error:\n" + out.error_text(result, self.calls)})
