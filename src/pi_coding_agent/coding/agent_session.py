@@ -253,7 +253,7 @@ class AgentSession:
         """The built-in ``/login``, ``/llama`` and ``/mcp``, extension commands and ``input`` hooks: a
         disposition, an ``{"action": "transform"}``, or None."""
         if allow_commands and self.rt.mode == "rpc" and login_ui.is_invocation(text):  # elsewhere, pi's text
-            await login_ui.run(self.rt, text)
+            await login_ui.run(self.rt, text, self.models.set_model)
             return {"disposition": "handled"}
         if allow_commands and self.rt.registry.llama_enabled and llama_command.is_invocation(text):
             await llama_command.run(self.rt)
