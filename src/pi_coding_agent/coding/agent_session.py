@@ -536,6 +536,11 @@ class AgentSession:
 
         return await session_replacement.clone_session(self)
 
+    async def reload(self) -> None:
+        from pi_coding_agent.coding import session_replacement
+
+        await session_replacement.reload_session(self)
+
     async def navigate_tree(self, target_id: str, *, summarize: bool = False, custom_instructions: str | None = None,
                             replace_instructions: bool = False, label: str | None = None) -> dict[str, Any]:
         """Move within the session tree (extension commands' ``ctx.navigate_tree``)."""

@@ -59,6 +59,8 @@ class McpHooks(Protocol):
     the runtime and are started with it."""
 
     def register_server(self, name: str, config: dict[str, Any], source: str) -> None: ...
+    def unregister_server(self, name: str, source: str) -> None: ...
+    def registered_servers(self) -> list[dict[str, Any]]: ...
     def connect(self) -> None: ...
     def command_entry(self) -> dict[str, Any]: ...
     async def handle_input(self, text: str) -> dict[str, Any] | None: ...
@@ -443,6 +445,12 @@ class SessionRuntime:
             self.sandbox = replace(self.sandbox, cwd=project.cwd)
         before, self.all_tools = self.all_tools, self._create_tools(self._extra_tools)
         self.agent.set_tools([self.all_tools.get(t.name, t) if before.get(t.name) is t else t for t in self.agent.tools])
+
+    def reload_project(self) -> None:
+        """``/reload``: this directory's settings and resources read again (its trust as decided)."""
+        if self._load_project is not None:
+            project = self._load_project(self.cwd, self.project_trusted)
+            self.settings, self.resources = project.settings, project.resources
 
     def set_sandbox_mode(self, mode: str) -> None:
         """Switch the tools' sandbox (``off``, ``read-only``, ``workspace-write``) for this session,
