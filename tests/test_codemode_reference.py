@@ -89,8 +89,10 @@ ORDER_SCRIPTS = [
 
 
 def _order(records: list[Record]) -> list[tuple[str, str | None]]:
-    """Tool executions and appended entries in arrival order."""
-    return [(r["type"], r.get("toolCallId") or r["entry"].get("customType")) for r in records
+    """Tool executions and appended entries in arrival order; which of two concurrent inner calls ends
+    first is left open (``cm1/*``)."""
+    return [(r["type"], re.sub(r"/\d+$", "/*", r["toolCallId"]) if r["type"] == "tool_execution_end"
+             else r.get("toolCallId") or r["entry"].get("customType")) for r in records
             if (r["type"].startswith("tool_execution_") and r["type"] != "tool_execution_update")
             or r["type"] == "entry_appended"]
 
