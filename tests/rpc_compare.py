@@ -133,6 +133,7 @@ class Scenario:
     settings: dict[str, Any] = field(default_factory=dict)
     context_window: int = 100000
     args: tuple[str, ...] = ("--no-session",)
+    max_tokens: int = 4096
 
 
 @dataclass
@@ -146,7 +147,8 @@ async def play(kind: str, scenario: Scenario, root: Path) -> Played:
     """Run ``scenario`` against one implementation with a fresh fake server and agent dir."""
     with FakeLLMServer() as server:
         server.add(*scenario.script)
-        workspace = Workspace.create(root / kind, server.url, scenario.settings, scenario.context_window)
+        workspace = Workspace.create(root / kind, server.url, scenario.settings, scenario.context_window,
+                                     scenario.max_tokens)
         proc = await workspace.spawn(kind, *scenario.args)
         conversation = Conversation(proc, server, workspace)
         try:

@@ -79,3 +79,38 @@ async def test_result_texts_match_the_reference(tmp_path: Path) -> None:
     assert _nested(ours.records, ours.workspace.cwd) == _nested(reference.records, reference.workspace.cwd)
     for index, (a, b) in enumerate(zip(mine, theirs, strict=True)):
         assert a == b, f"script {index}: {SCRIPTS[index]!r}"
+
+
+ORDER_SCRIPTS = [
+    "store('k', { v: 1 }); return 1",
+    "const r = await Promise.all([tools.bash({ command: 'sleep 0.3; echo a' }), "
+    "tools.bash({ command: 'sleep 0.3; echo b' })]);\nreturn r.map((x) => x.output)",
+]
+
+
+def _order(records: list[Record]) -> list[tuple[str, str | None]]:
+    """Tool executions and appended entries in arrival order; which of two concurrent inner calls ends
+    first is left open (``cm1/*``)."""
+    return [(r["type"], re.sub(r"/\d+$", "/*", r["toolCallId"]) if r["type"] == "tool_execution_end"
+             else r.get("toolCallId") or r["entry"].get("customType")) for r in records
+            if (r["type"].startswith("tool_execution_") and r["type"] != "tool_execution_update")
+            or r["type"] == "entry_appended"]
+
+
+@needs_reference
+async def test_store_entries_and_concurrent_calls_are_ordered_as_in_the_reference(tmp_path: Path) -> None:
+    """The store entry is appended (and announced) before the codemode call ends; calls a script
+    awaits together run together (start, start, end, end)."""
+    script = [step for index, code in enumerate(ORDER_SCRIPTS) for step in (
+        {"content": [{"type": "toolCall", "id": f"cm{index}", "name": "codemode", "arguments": {"code": code}}]},
+        {"content": [{"type": "text", "text": "done"}]})]
+
+    async def drive(conversation: Conversation) -> None:
+        for _ in ORDER_SCRIPTS:
+            await conversation.prompt("go")
+
+    scenario = Scenario(script=script, drive=drive, settings={"defaultTools": ["+codemode"]}, args=())
+    ours = await play("ours", scenario, tmp_path)
+    reference = await play("reference", scenario, tmp_path)
+    assert _order(ours.records) == _order(reference.records)
+    assert ("entry_appended", "codemode-store") in _order(ours.records)

@@ -90,20 +90,22 @@ async def test_switch_session_extensions_match_reference(tmp_path: Path, start_h
 FOREIGN_ID = "0190a000-0000-7000-8000-0000000000cc"
 
 
-async def _start_with_foreign_id(kind: str, root: Path, flag: str) -> tuple[int | None, list[str], str]:
-    """Start with ``flag <id>`` naming a session recorded in another project; send one get_state."""
+async def _start_with_foreign_id(kind: str, root: Path, flag: str,
+                                 shared: bool = False) -> tuple[int | None, list[str], str]:
+    """Start with ``flag <id>`` naming a session recorded in another project; send one get_state.
+    ``shared``: the session is in a ``--session-dir`` both projects use."""
     from pi_coding_agent.coding import paths
 
     with FakeLLMServer() as server:
         workspace = Workspace.create(root / kind, server.url)
         other = workspace.root / "other"
         other.mkdir()
-        folder = paths.default_session_dir(workspace.agent_dir, other)
+        folder = workspace.root / "shared" if shared else paths.default_session_dir(workspace.agent_dir, other)
         folder.mkdir(parents=True)
         (folder / "2026-01-01_x.jsonl").write_text(json.dumps({
             "type": "session", "version": 3, "id": FOREIGN_ID, "timestamp": "2026-01-01T00:00:00.000Z",
             "cwd": str(other)}) + "\n")
-        proc = await workspace.spawn(kind, flag, FOREIGN_ID)
+        proc = await workspace.spawn(kind, flag, FOREIGN_ID, *(("--session-dir", str(folder)) if shared else ()))
         await proc.send({"type": "get_state", "id": "s"})
         await proc.close_stdin()
         assert proc.proc.stdout is not None and proc.proc.stderr is not None
@@ -117,8 +119,17 @@ async def _start_with_foreign_id(kind: str, root: Path, flag: str) -> tuple[int 
 async def test_session_id_of_another_project_is_refused_clearly(tmp_path: Path) -> None:
     status, stdout, stderr = await _start_with_foreign_id("ours", tmp_path, "--session")
     assert (status, stdout) == (1, [])
-    assert stderr.startswith(f"Error: Session '{FOREIGN_ID}' belongs to another project (ROOT/other). "
+    assert stderr.startswith("Session found in different project: ROOT/other\n"
+                             f"Error: Session '{FOREIGN_ID}' belongs to another project (ROOT/other). "
                              "Open it there with --session ROOT/agent/sessions/")
+
+
+async def test_another_projects_session_in_a_shared_session_dir_is_refused(tmp_path: Path) -> None:
+    """A ``--session-dir`` several projects share: only this project's sessions open by id (ours opened
+    the other project's and ran its tools there)."""
+    status, stdout, stderr = await _start_with_foreign_id("ours", tmp_path, "--session", shared=True)
+    assert (status, stdout) == (1, [])
+    assert stderr.startswith("Session found in different project: ROOT/other\n")
 
 
 async def test_fork_of_another_projects_session_id_starts_here(tmp_path: Path) -> None:
@@ -132,8 +143,12 @@ async def test_fork_of_another_projects_session_id_starts_here(tmp_path: Path) -
 async def test_session_id_of_another_project_beside_reference(tmp_path: Path) -> None:
     """pi asks on stderr whether to fork, takes the client's first command line as the answer and exits 0
     without a response ("Aborted."); we refuse with exit 1 and say what to do (docs/rpc.md). ``--fork`` agrees."""
-    status, stdout, stderr = await _start_with_foreign_id("reference", tmp_path / "s", "--session")
-    assert (status, stdout) == (0, []) and stderr.startswith("Session found in different project: ROOT/other")
+    for shared in (False, True):
+        status, stdout, stderr = await _start_with_foreign_id("reference", tmp_path / f"s{shared}", "--session",
+                                                              shared)
+        assert (status, stdout) == (0, []) and stderr.startswith("Session found in different project: ROOT/other\n")
+        ours = await _start_with_foreign_id("ours", tmp_path / f"s{shared}", "--session", shared)
+        assert ours[2].split("\n")[0] == stderr.split("\n")[0]
     ours = await _start_with_foreign_id("ours", tmp_path / "f", "--fork")
     theirs = await _start_with_foreign_id("reference", tmp_path / "f", "--fork")
     assert (ours[0], json.loads(ours[1][0])["success"]) == (theirs[0], json.loads(theirs[1][0])["success"])

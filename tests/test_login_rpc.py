@@ -119,7 +119,8 @@ async def test_login_of_a_key_provider_asks_the_key_and_a_dismissed_dialog_store
         assert (key["method"], key["title"]) == ("input", "Enter mistral API key")
         await answer(pi, key, value="sk-mistral-secret")
         response, rest = await pi.response_to("b")
-        assert [r["message"] for r in rest if r.get("method") == "notify"][-1].startswith("Saved API key for mistral.")
+        notes = [r["message"] for r in rest if r.get("method") == "notify"]
+        assert notes[-2].startswith("Saved API key for mistral.") and notes[-1] == "Selected devstral-medium-latest"
         assert auth_file(env) == {"mistral": {"type": "api_key", "key": "sk-mistral-secret"}}
 
         unknown = await pi.request({"type": "prompt", "message": "/login nowhere"})
@@ -145,7 +146,7 @@ async def test_sign_in_with_chatgpt_over_rpc_names_the_installation_by_its_setti
         await answer(pi, paste, value=oauth.approve(url))
         response, rest = await pi.response_to("login")
         assert response["success"] is True
-        assert [r["message"] for r in rest if r.get("method") == "notify"][-1].startswith("Logged in to OpenAI.")
+        assert [r["message"] for r in rest if r.get("method") == "notify"][-2].startswith("Logged in to OpenAI.")
     finally:
         await pi.kill()
     settings = json.loads((Path(env["HOME"]) / ".pi" / "agent" / "settings.json").read_text())
@@ -189,7 +190,9 @@ async def test_a_models_json_radius_gateway_signs_in_and_refreshes_at_its_own_ga
             gateway.approve_device()
             response, rest = await pi.response_to("login")
             assert response["success"] is True
-            assert [r["message"] for r in rest if r.get("method") == "notify"][-1].startswith("Logged in to Corp Gateway.")
+            notes = [r["message"] for r in rest if r.get("method") == "notify"]
+            assert notes[-2].startswith("Logged in to Corp Gateway.") and notes[-1] == (
+                'Signed in, but no default model is configured for provider "corp". Choose a model with set_model.')
         finally:
             await pi.kill()
         assert [r["path"] for r in gateway.requests] == ["/v1/oauth/device", "/v1/oauth/token"]
@@ -201,3 +204,27 @@ async def test_a_models_json_radius_gateway_signs_in_and_refreshes_at_its_own_ga
         assert gateway.grants("refresh_token") == [{"grant_type": "refresh_token", "client_id": "pi-gateway",
                                                     "refresh_token": stored["refresh"]}]
         assert printed.stdout.strip() == auth_file(env)["corp"]["access"] != stored["access"]
+
+
+async def test_login_with_no_model_selects_the_providers_default_for_the_next_prompt(
+        tmp_path: Path, fake_llm: FakeLLMServer):
+    """As pi after a sign-in while no model is chosen: the provider's default model is selected, so the
+    next prompt uses the new key (ours left the model unset: "No API key found"). pi 1.6.0 sends
+    ``/login`` over RPC to the model as text, so there is no side-by-side run of this flow."""
+    env = home(tmp_path, {})
+    agent = Path(env["HOME"]) / ".pi" / "agent"
+    (agent / "models.json").write_text(json.dumps({"providers": {"groq": {"baseUrl": f"{fake_llm.url}/v1"}}}))
+    fake_llm.add({"content": [{"type": "text", "text": "hello"}]})
+    pi = await RpcProcess.pi("--no-session", cwd=tmp_path, env=env)
+    seen: list[dict[str, Any]] = []
+    try:
+        await pi.send({"id": "login", "type": "prompt", "message": "/login groq"})
+        await answer(pi, await next_dialog(pi, seen), value="gsk-secret")
+        _, rest = await pi.response_to("login")
+        assert [r["message"] for r in rest if r.get("method") == "notify"][-1] == "Selected openai/gpt-oss-120b"
+        state = await pi.request({"type": "get_state"})
+        assert (state["data"]["model"]["provider"], state["data"]["model"]["id"]) == ("groq", "openai/gpt-oss-120b")
+        assert await prompt_text(pi, "hi", seen) == "hello"
+        assert fake_llm.requests[0]["headers"]["authorization"] == "Bearer gsk-secret"
+    finally:
+        await pi.kill()

@@ -35,7 +35,8 @@ def test_reasoning_counted_only_when_outside_the_completion_count() -> None:
 
 def test_responses_error_texts_for_each_shape() -> None:
     nested = {"type": "error", "error": {"type": "tokens", "code": "rate_limit_exceeded", "message": "Slow down"}}
-    assert stream_error_text(nested) == "Slow down"
+    assert stream_error_text(nested) == "rate_limit_exceeded: Slow down"
+    assert stream_error_text({"type": "error", "error": {"code": None, "message": "Slow down"}}) == "Slow down"
     assert stream_error_text({"type": "error", "error": {"code": "server_error"}}) == '{"code":"server_error"}'
     top_level = {"type": "error", "code": "ERR_SOMETHING", "message": "Something went wrong", "param": None}
     assert stream_error_text(top_level) == "Error Code ERR_SOMETHING: Something went wrong"

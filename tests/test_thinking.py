@@ -85,13 +85,17 @@ def test_output_cap_small_room_uses_fixed_margin():
     assert clamp_max_tokens(m, {"messages": [user("x" * 200000)]}, None) == 1  # never below 1
 
 
-def test_estimate_counts_system_prompt_tools_and_last_usage():
+def test_estimate_counts_system_prompt_and_tools_only_before_a_usage():
     usage = {"input": 500, "output": 100, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 600,
              "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}}
     reply = {"role": "assistant", "content": [{"type": "text", "text": "ok"}], "api": "faux", "provider": "faux",
              "model": "m", "usage": usage, "stopReason": "stop", "timestamp": 2}
     messages = [user("x" * 7000, 1), reply, user("y" * 35, 3)]
     assert estimate_context_tokens({"messages": messages}) == 600 + 10
-    assert estimate_context_tokens({"messages": messages, "systemPrompt": "s" * 7}) == 612
+    # the reported usage already holds the system prompt and the tools (pi's leading system message)
+    assert estimate_context_tokens({"messages": messages, "systemPrompt": "s" * 7}) == 610
+    assert estimate_context_tokens({"messages": messages[:1], "systemPrompt": "s" * 7}) == 2000 + 2
+    patch = {"role": "system", "content": "", "timestamp": 4, "toolsAdded": [{"name": "t"}]}
+    assert estimate_context_tokens({"messages": [*messages, patch]}) == 610 + 4  # '[{"name":"t"}]' / 3.5
     aborted = {**reply, "stopReason": "aborted"}
     assert estimate_context_tokens({"messages": [user("x" * 7000, 1), aborted]}) == 2000 + 1

@@ -79,34 +79,42 @@ def clamp_max_tokens(model: Model, context: Context, requested: int | None) -> i
 def estimate_context_tokens(context: Context) -> int:
     """Tokens of a request: the last usable reported usage plus estimates for what came after it.
 
-    The system prompt and tool declarations are estimated too: pi keeps them in the transcript as a
-    system message, so its estimate covers them.
+    pi keeps the system prompt and tool declarations in the transcript as a leading system message,
+    so they count only while no response has reported a usage (that usage already contains them);
+    a later system message (tool changes) counts where it stands, like any other message.
     """
     messages = context["messages"]
     last = _last_usage_index(messages)
-    if last is None:
-        tokens = sum(estimate_message_tokens(m) for m in messages)
-    else:
+    if last is not None:
         usage = messages[last]["usage"]  # type: ignore[typeddict-item]
-        tokens = _usage_tokens(usage) + sum(estimate_message_tokens(m) for m in messages[last + 1 :])
+        return _usage_tokens(usage) + sum(estimate_message_tokens(m) for m in messages[last + 1 :])
+    tokens = sum(estimate_message_tokens(m) for m in messages)
     if context.get("systemPrompt"):
         tokens += math.ceil(len(context["systemPrompt"]) / CHARS_PER_TOKEN)
-    if context.get("tools"):
-        tokens += math.ceil(len(orjson.dumps(context["tools"])) / CHARS_PER_TOKEN)
-    return tokens
+    return tokens + _tools_tokens(context.get("tools"))
 
 
 def estimate_message_tokens(message: Message) -> int:
-    """Characters / 3.5, rounded up; images count as 4800 characters."""
+    """Characters / 3.5, rounded up; images count as 4800 characters; a system message adds the
+    JSON of the tools it adds and removes."""
     role = message["role"]
     content: Any = message["content"]
-    if role == "system" or isinstance(content, str):
+    if role == "system":
+        changes: Any = message
+        return (math.ceil(len(content) / CHARS_PER_TOKEN) + _tools_tokens(changes.get("toolsAdded"))
+                + _tools_tokens(changes.get("toolsRemoved")))
+    if isinstance(content, str):
         chars = len(content)
     elif role in ("user", "toolResult"):
         chars = sum(len(b["text"]) if b["type"] == "text" else IMAGE_CHARS for b in content)
     else:
         chars = sum(_assistant_block_chars(b) for b in content)
     return math.ceil(chars / CHARS_PER_TOKEN)
+
+
+def _tools_tokens(tools: Any) -> int:
+    """A list of tool declarations counted as its JSON text (none: 0)."""
+    return math.ceil(len(orjson.dumps(tools)) / CHARS_PER_TOKEN) if tools else 0
 
 
 def _assistant_block_chars(block: Any) -> int:

@@ -261,7 +261,7 @@ class AgentSession:
         """The built-in ``/login``, ``/llama`` and ``/mcp``, extension commands and ``input`` hooks: a
         disposition, an ``{"action": "transform"}``, or None."""
         if allow_commands and self.rt.mode == "rpc" and login_ui.is_invocation(text):  # elsewhere, pi's text
-            await login_ui.run(self.rt, text)
+            await login_ui.run(self.rt, text, self.models.set_model)
             return {"disposition": "handled"}
         if allow_commands and self.rt.registry.llama_enabled and llama_command.is_invocation(text):
             await llama_command.run(self.rt)
@@ -548,6 +548,11 @@ class AgentSession:
         from pi_coding_agent.coding.services import replacement as session_replacement
 
         return await session_replacement.clone_session(self)
+
+    async def reload(self) -> None:
+        from pi_coding_agent.coding.services import replacement as session_replacement
+
+        await session_replacement.reload_session(self)
 
     async def navigate_tree(self, target_id: str, *, summarize: bool = False, custom_instructions: str | None = None,
                             replace_instructions: bool = False, label: str | None = None) -> dict[str, Any]:

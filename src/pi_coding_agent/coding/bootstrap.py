@@ -54,7 +54,8 @@ def _open_session(args: CliArgs, settings: Settings, agent_dir: Path, cwd: Path)
         if recent is not None:
             return recent
     if args.session_id:
-        existing = _find_session_by_id(args.session_id, session_dir, exact=True)
+        existing = _find_session_by_id(args.session_id, session_dir, exact=True,
+                                       cwd=_project_filter(session_dir, agent_dir, cwd))
         if existing is not None:
             return SessionManager.open(existing, cwd)
         print(f"Warning: No project session found with id '{args.session_id}'; "
@@ -65,40 +66,57 @@ def _open_session(args: CliArgs, settings: Settings, agent_dir: Path, cwd: Path)
 def _session_path(arg: str, cwd: Path, session_dir: Path, agent_dir: Path | None = None, fork: bool = False) -> Path:
     """``--session``/``--fork`` take a path (it has a separator or ends in .jsonl) or a session id or id prefix.
 
-    ``--fork`` copies another project's session here, as in pi; ``--session`` refuses its id and says
-    what to do instead: pi asks on the terminal
-    whether to fork it here, which in RPC mode writes the question to stdout and takes the first
-    command line as the answer."""
+    ``--fork`` copies another project's session here, as in pi; ``--session`` refuses its id with pi's
+    ``Session found in different project`` line and says what to do instead: pi asks on the terminal
+    whether to fork it here, which without one takes the first line of stdin (an RPC command) as the
+    answer. A session directory several projects share holds other projects' sessions too."""
     if "/" in arg or "\\" in arg or arg.endswith(".jsonl"):
         return (cwd / Path(arg).expanduser()).resolve()
-    found = _find_session_by_id(arg, session_dir, exact=True) or _find_session_by_id(arg, session_dir, exact=False)
+    local = _project_filter(session_dir, agent_dir, cwd)
+    found = (_find_session_by_id(arg, session_dir, exact=True, cwd=local)
+             or _find_session_by_id(arg, session_dir, exact=False, cwd=local))
     if found is not None:
         return found
-    elsewhere = _find_in_other_projects(arg, agent_dir / "sessions") if agent_dir is not None else None
+    elsewhere = None
+    if agent_dir is not None:  # pi's global search: the shared directory, else every project's folder
+        elsewhere = _find_in_other_projects(arg, [session_dir] if local else _folders(agent_dir / "sessions"))
     if elsewhere is not None and fork:
         return elsewhere[0]
     if elsewhere is not None:
         path, project = elsewhere
-        raise SessionError(f"Error: Session '{arg}' belongs to another project ({project}). Open it there with "
+        raise SessionError(f"Session found in different project: {project}\n"  # pi's line, then what to do
+                           f"Error: Session '{arg}' belongs to another project ({project}). Open it there with "
                            f"--session {path} (it then works in that directory), or copy it into this one with "
                            f"--fork {path}")
     raise SessionError(f"No session found matching '{arg}'")
 
 
-def _find_in_other_projects(session_id: str, sessions_root: Path) -> tuple[Path, str] | None:
-    """pi's global search (every project's session folder): exact id first, then a prefix."""
-    try:
-        folders = sorted(p for p in sessions_root.iterdir() if p.is_dir())
-    except OSError:
+def _project_filter(session_dir: Path, agent_dir: Path | None, cwd: Path) -> Path | None:
+    """``cwd`` when ``session_dir`` is not the project's own folder (a ``--session-dir`` or ``sessionDir``
+    that several projects may share): only sessions recorded in ``cwd`` are this project's, as in pi."""
+    if agent_dir is None or session_dir == paths.default_session_dir(agent_dir, cwd):
         return None
+    return cwd
+
+
+def _folders(sessions_root: Path) -> list[Path]:
+    """Every project's session folder."""
+    try:
+        return sorted(p for p in sessions_root.iterdir() if p.is_dir())
+    except OSError:
+        return []
+
+
+def _find_in_other_projects(session_id: str, folders: list[Path]) -> tuple[Path, str] | None:
+    """pi's global search over session folders: exact id first, then a prefix."""
     infos = [info for folder in folders for info in list_sessions(folder)]
     match = next((i for i in infos if i["id"] == session_id), None) or next(
         (i for i in infos if i["id"].startswith(session_id)), None)
     return None if match is None else (Path(match["path"]), str(match["cwd"]))
 
 
-def _find_session_by_id(session_id: str, session_dir: Path, exact: bool) -> Path | None:
-    for info in list_sessions(session_dir):
+def _find_session_by_id(session_id: str, session_dir: Path, exact: bool, cwd: Path | None = None) -> Path | None:
+    for info in list_sessions(session_dir, cwd):
         if info["id"] == session_id or (not exact and info["id"].startswith(session_id)):
             return Path(info["path"])
     return None

@@ -56,8 +56,12 @@ def mark_environment(env: MutableMapping[str, str] | None = None) -> None:
 
 
 def project_root() -> Path:
-    """Where README.md, docs/ and examples/ are: the source checkout (two levels above this
-    package) when running from one, else the copy an installation puts in ``<prefix>/share``."""
+    """Where README.md, docs/ and examples/ are: ``PI_PACKAGE_DIR`` when set (as pi: packagers whose
+    store paths read badly, Nix or Guix), else the source checkout (two levels above this package)
+    when running from one, else the copy an installation puts in ``<prefix>/share``."""
+    override = os.environ.get("PI_PACKAGE_DIR")
+    if override:
+        return Path(os.path.abspath(os.path.expanduser(override)))
     checkout = Path(__file__).resolve().parents[3]
     if (checkout / "README.md").is_file() and (checkout / "docs").is_dir():
         return checkout

@@ -501,15 +501,18 @@ def stream_error_text(event: dict[str, Any]) -> str:
     """The text of an ``error`` event.
 
     The API nests the details (``{"type":"error","error":{"code":...,"message":...}}``): the text is
-    the nested message (the whole object when it has none), as the OpenAI SDK reports it for pi.
-    Reading only top-level fields gave ``Error Code None: None`` and hid rate limits and overflows
-    from the retry policy. The top-level form (``code``/``message`` beside ``type``) keeps pi's
-    ``Error Code <code>: <message>``.
+    ``<code>: <message>``, as pi words a ``response.failed`` (the whole object when it has no
+    message). pi's OpenAI SDK keeps only the message; the code is what tells a quota
+    (``insufficient_quota``: not retried) from a rate limit (``rate_limit_exceeded``: retried) when
+    the message does not say it. The top-level form (``code``/``message`` beside ``type``) keeps
+    pi's ``Error Code <code>: <message>``.
     """
     nested = event.get("error")
     if isinstance(nested, dict):
-        message = nested.get("message")
-        return message if isinstance(message, str) and message else orjson.dumps(nested).decode()
+        message, code = nested.get("message"), nested.get("code")
+        if not (isinstance(message, str) and message):
+            return orjson.dumps(nested).decode()
+        return f"{code}: {message}" if isinstance(code, str) and code and not message.startswith(code) else message
     if nested:
         return orjson.dumps(nested).decode()
     return f"Error Code {event.get('code')}: {event.get('message')}"

@@ -25,8 +25,8 @@ EXIT_FAILURE = 1
 MODES = ("text", "json", "rpc")
 SANDBOX_MODES = ("off", "read-only", "workspace-write")  # as coding/sandbox/policy.py MODES, kept import-free
 
-# pi 1.6.0's bundled extensions (``-e builtin:<name>``) -> whether this implementation provides it
-PI_BUILTIN_EXTENSIONS: dict[str, bool] = {"mcp": True, "llama.cpp": True, "codemode": False, "tool-search": False}
+# pi 1.6.0's bundled extensions, which `-e builtin:<name>` names (ours are part of the program)
+PI_BUILTIN_EXTENSIONS = frozenset({"mcp", "llama.cpp", "codemode", "tool-search"})
 
 
 class CliError(Exception):
@@ -261,11 +261,8 @@ def _startup_problems(args: CliArgs) -> list[str]:
 def _builtin_extension_problem(entry: str) -> str | None:
     if not entry.startswith("builtin:"):
         return None
-    name = entry.removeprefix("builtin:")
-    if name not in PI_BUILTIN_EXTENSIONS:
+    if entry.removeprefix("builtin:") not in PI_BUILTIN_EXTENSIONS:
         return f'Failed to load extension "{entry}": Unknown built-in extension: {entry}'
-    if not PI_BUILTIN_EXTENSIONS[name]:
-        return f'Failed to load extension "{entry}": this implementation does not provide it'
     return None
 
 

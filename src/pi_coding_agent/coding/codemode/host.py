@@ -87,7 +87,13 @@ class CodemodeHost(Protocol):
         """Entries from the root to the current leaf (for ``load()``)."""
         ...
 
-    def append_custom(self, custom_type: str, data: Any) -> None: ...
+    async def wait_for_reach(self, reach: str | list[str]) -> None:
+        """Until the tool sources a script may reach (``"all"`` or the words of its source) are ready."""
+        ...
+
+    async def append_custom(self, custom_type: str, data: Any) -> None:
+        """A custom entry on the branch, announced as ``entry_appended``."""
+        ...
 
     def models_of_type(self, kind: str, provider: str | None) -> list[dict[str, Any]]:
         """Every known model of a type (``chat``, ``classifier``, ``image``)."""
@@ -140,6 +146,7 @@ class SessionRuntimeView(Protocol):
     registry: Any  # models_of_type(), available_of_type(), find_of_type()
     settings: Any
     auth: Any  # prepare(provider): a due OAuth token is refreshed before a model call
+    mcp: Any  # wait_for_reach(reach), or None without MCP
 
     def available_models(self) -> list[Any]: ...
 
@@ -182,8 +189,13 @@ class SessionCodemodeHost:
     def branch_entries(self) -> list[dict[str, Any]]:
         return list(self.rt.session_manager.get_branch())
 
-    def append_custom(self, custom_type: str, data: Any) -> None:
-        self.rt.session_manager.append_custom(custom_type, data)
+    async def wait_for_reach(self, reach: str | list[str]) -> None:
+        if self.rt.mcp is not None:  # MCP servers still connecting register their tools when they connect
+            await self.rt.mcp.wait_for_reach(reach)
+
+    async def append_custom(self, custom_type: str, data: Any) -> None:
+        entry = self.rt.session_manager.append_custom(custom_type, data)
+        await self.rt.agent._emit({"type": "entry_appended", "entry": entry})
 
     def models_of_type(self, kind: str, provider: str | None) -> list[dict[str, Any]]:
         return [dict(m) for m in self.rt.registry.models_of_type(kind, provider)]

@@ -6,7 +6,9 @@ source parser and the output shaping: they load with the first script.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -34,6 +36,7 @@ from pi_coding_agent.coding.codemode.source import SourceError, parse_source
 from pi_coding_agent.coding.tools.process_groups import ProcessRegistry
 
 _ARGS_PREVIEW = 200
+_DISCOVERY = re.compile(r"\b(searchTools|describeNamespace|describeTool|ALL_TOOLS)\b")
 
 
 async def run_script(own_name: str, host_factory: Callable[[], CodemodeHost], processes: ProcessRegistry,
@@ -48,6 +51,7 @@ async def run_script(own_name: str, host_factory: Callable[[], CodemodeHost], pr
         return ToolResult(content=[{"type": "text", "text": str(exc)}], details={}, is_error=True)
     host = host_factory()
     run = _Run(host, own_name, tool_call_id, on_update)
+    await _wait_for_reach(host, params["code"], signal)
     deadline = None if source.timeout_ms is None else source.timeout_ms / 1000
     waiting = time.monotonic()
     admission = await slots.reserve(signal, WORKER_WAIT_S if deadline is None else min(deadline, WORKER_WAIT_S))
@@ -61,7 +65,29 @@ async def run_script(own_name: str, host_factory: Callable[[], CodemodeHost], pr
         result = await Execution(job, signal, processes).run()
     finally:
         slots.release()
+    if result.ok and (result.writes["set"] or result.writes["delete"]):
+        await host.append_custom(STORE_ENTRY_TYPE, result.writes)  # announced before the tool's end, as pi
     return run.finish(result, source.max_output_tokens, started)
+
+
+def script_reach(code: str) -> str | list[str]:
+    """The tools a script may call: every tool when it uses a discovery global, else the words of its
+    source, so ``tools.mcp__docs__search`` and ``tools["mcp__docs__" + name]`` both name ``mcp__docs``."""
+    return "all" if _DISCOVERY.search(code) else re.findall(r"\w+", code, re.ASCII)
+
+
+async def _wait_for_reach(host: CodemodeHost, code: str, signal: AbortSignal) -> None:
+    """Wait for the tool sources the script names; an abort stops the wait (the admission that
+    follows reports it), never the connections."""
+    waiting = asyncio.ensure_future(host.wait_for_reach(script_reach(code)))
+    remove = signal.cancel_task_on_abort(waiting)
+    try:
+        await waiting
+    except asyncio.CancelledError:
+        if not signal.aborted:
+            raise
+    finally:
+        remove()
 
 
 def _blocks(result: ToolResult) -> list[dict[str, Any]]:
@@ -195,11 +221,8 @@ class _Run:
             if call["status"] == "running":
                 call["status"] = "cancelled"
         produced = list(result.output)
-        if result.ok:
-            if result.writes["set"] or result.writes["delete"]:
-                self.host.append_custom(STORE_ENTRY_TYPE, result.writes)
-            if result.has_value:
-                produced.append({"type": "text", "text": out.value_text(result)})
+        if result.ok and result.has_value:
+            produced.append({"type": "text", "text": out.value_text(result)})
         items = out.format_items(produced)
         if not result.ok:
             items.append({"type": "text", "text": "Script error:\n" + out.error_text(result, self.calls)})

@@ -12,6 +12,7 @@ built-in commands it is not listed by ``get_commands``.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from pi_coding_agent.ai.auth.keys import AuthStorage
@@ -132,8 +133,9 @@ def is_invocation(text: str) -> bool:
     return text == f"/{NAME}" or text.startswith(f"/{NAME} ")
 
 
-async def run(rt: SessionRuntime, text: str) -> None:
-    """The command: ``/login <provider>``, or a provider menu (account sign-ins first) for ``/login``."""
+async def run(rt: SessionRuntime, text: str, select: Callable[[str, str], Awaitable[Any]]) -> None:
+    """The command: ``/login <provider>``, or a provider menu (account sign-ins first) for ``/login``.
+    With no model chosen yet, ``select(provider, model_id)`` picks the signed-in provider's default."""
     from pi_coding_agent.ai.auth.oauth.login import SIGN_IN_PROVIDERS
 
     provider = text[len(NAME) + 1:].strip()
@@ -156,3 +158,27 @@ async def run(rt: SessionRuntime, text: str) -> None:
         rt.registry.forget_models(provider)  # the models a credential shapes (``modify_models``) are rebuilt
         if rt.after_sign_in is not None:  # and, as pi, the provider's catalog is refreshed in the background
             rt.after_sign_in(provider)
+        if rt.agent.model["provider"] == "unknown":
+            await _select_default(rt, provider, select)
+
+
+async def _select_default(rt: SessionRuntime, provider: str, select: Callable[[str, str], Awaitable[Any]]) -> None:
+    """What pi does after a sign-in while no model is chosen: select the provider's default model
+    (Radius: its first one when the default is missing), or say why it could not."""
+    from pi_coding_agent.ai.models.index import catalog_index
+
+    wanted = catalog_index()["providers"].get(provider, {}).get("defaultModel")
+    models = [m for m in rt.available_models() if m["provider"] == provider]
+    match = next((m for m in models if m["id"] == wanted), None) or (
+        models[0] if provider == "radius" and models else None)
+    if wanted is None:
+        reason = f'no default model is configured for provider "{provider}"'
+    elif not models:
+        reason = "no models are available for that provider"
+    elif match is None:
+        reason = f'its default model "{wanted}" is not available'
+    else:
+        await select(provider, match["id"])
+        rt.ui.notify(f"Selected {match['id']}", "info")
+        return
+    rt.ui.notify(f"Signed in, but {reason}. Choose a model with set_model.", "warning")

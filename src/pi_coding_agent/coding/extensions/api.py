@@ -281,6 +281,17 @@ class ExtensionAPI:
             raise ValueError("MCP is disabled in this session (--no-mcp or -builtin:mcp)")
         mcp.register_server(name, config, self._extension.path)
 
+    def unregister_mcp_server(self, name: str) -> None:
+        """Withdraw a server this extension registered: its connection closes, its tools become unreachable."""
+        mcp = self._live().rt.mcp
+        if mcp is not None:
+            mcp.unregister_server(name, self._extension.path)
+
+    def get_mcp_servers(self) -> list[dict[str, Any]]:
+        """Every server extensions registered: ``{"name", "config", "extensionPath"}`` (pi's shape)."""
+        mcp = self._live().rt.mcp
+        return [] if mcp is None else mcp.registered_servers()
+
     def set_active_tools(self, names: list[str]) -> None:
         """Unknown names are ignored; the change reaches the model as a system patch on the next prompt."""
         runtime = self._live().rt

@@ -179,6 +179,17 @@ class CommandContext(ExtensionContext):
     async def wait_for_idle(self) -> None:
         await self._live().session.wait_for_idle()
 
+    def get_system_prompt_options(self) -> dict[str, Any]:
+        """The base inputs of the system prompt, in ``before_agent_start``'s ``systemPromptOptions``
+        shape (context files included: keep it out of logs and command lists)."""
+        return self._live().rt.system_prompt_options()
+
+    async def reload(self) -> None:
+        """``/reload``: ``session_shutdown``, settings, resources and extensions loaded again, then
+        ``session_start`` with reason ``reload``. This handler goes on running the old code: return
+        right after it."""
+        await self._live().session.reload()
+
     async def new_session(self, parent_session: str | None = None,
                           with_session: WithSession | None = None) -> dict[str, Any]:
         runner = self._live()

@@ -120,7 +120,7 @@ class ExtensionRunner(Commands, AgentHooks):
         if previous_session_file is not None:
             event["previousSessionFile"] = previous_session_file
         await self.notify(event)
-        await discover_resources(self)
+        await discover_resources(self, "reload" if reason == "reload" else "startup")
 
     def start_soon(self) -> None:
         """``start`` once the mode has subscribed to the session (it does so right after creation)."""

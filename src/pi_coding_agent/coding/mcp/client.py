@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 LATEST_PROTOCOL_VERSION = "2025-11-25"
@@ -77,7 +78,7 @@ class McpClient:
 
     def __init__(self, transport: Transport, *, client_version: str, timeout_s: float,
                  on_notification: Callable[[str, Any], None] | None = None,
-                 on_close: Callable[[], None] | None = None) -> None:
+                 on_close: Callable[[], None] | None = None, roots: list[dict[str, str]] | None = None) -> None:
         self.transport = transport
         self.client_version = client_version
         self.timeout_s = timeout_s
@@ -88,6 +89,10 @@ class McpClient:
         self._next_id = 0
         self._pending: dict[int, _Pending] = {}
         self._handlers: dict[str, Callable[[Any], Awaitable[Any]]] = {"ping": _empty}
+        self._capabilities: dict[str, Any] = {}
+        if roots is not None:  # the ``roots`` capability: servers ask which directories they may use
+            self._capabilities["roots"] = {}
+            self._handlers["roots/list"] = lambda _params: _value({"roots": list(roots)})
         transport.on_message = self._on_message
         transport.on_close = self._on_transport_close
 
@@ -105,7 +110,7 @@ class McpClient:
         """Start the transport and run the ``initialize`` handshake."""
         await self.transport.start()
         result = await self.request("initialize", {
-            "protocolVersion": LATEST_PROTOCOL_VERSION, "capabilities": {},
+            "protocolVersion": LATEST_PROTOCOL_VERSION, "capabilities": self._capabilities,
             "clientInfo": {"name": "pi", "version": self.client_version}})
         if not (isinstance(result, dict) and isinstance(result.get("protocolVersion"), str)
                 and isinstance(result.get("capabilities"), dict)):
@@ -266,6 +271,18 @@ class McpClient:
 
 async def _empty(_params: Any) -> dict[str, Any]:
     return {}
+
+
+async def _value(value: dict[str, Any]) -> dict[str, Any]:
+    return value
+
+
+def directory_root(path: Path) -> dict[str, str]:
+    """A directory as an MCP root: its ``file://`` URL (percent-encoded as Node's ``pathToFileURL``) and name."""
+    from urllib.parse import quote
+
+    resolved = str(path.resolve())
+    return {"uri": "file://" + quote(resolved, safe="/!$&'()*+,;=:@~"), "name": path.resolve().name}
 
 
 def _fail_from(task: asyncio.Future[Any], future: asyncio.Future[Any]) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pi_coding_agent.ai.auth.keys import resolve_or_raise
-from pi_coding_agent.coding.mcp.client import McpAuthRequired, McpClient, McpError
+from pi_coding_agent.coding.mcp.client import McpAuthRequired, McpClient, McpError, directory_root
 from pi_coding_agent.coding.mcp.config import ServerEntry
 from pi_coding_agent.coding.mcp.log import ServerLog
 
@@ -103,7 +103,8 @@ class ServerConnection:
             if hasattr(transport, "on_garbage"):
                 transport.on_garbage = self._garbage
             client = McpClient(transport, client_version=CLIENT_VERSION, timeout_s=self.entry.timeout_s,
-                               on_notification=self._notification, on_close=self._dropped)
+                               on_notification=self._notification, on_close=self._dropped,
+                               roots=[directory_root(self.cwd)])
             self._client = client
             await client.connect()
             self.instructions = client.instructions

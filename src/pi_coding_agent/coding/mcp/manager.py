@@ -164,6 +164,15 @@ class McpManager:
         if starting:
             await asyncio.wait(starting)
 
+    async def wait_for_reach(self, reach: str | list[str]) -> None:
+        """A tool that reaches others (a codemode script) waits for the servers it may call: all of them
+        (``"all"``), else those whose namespace (``mcp__<server>``) one of its words contains."""
+        if reach == "all":
+            await self.wait_for_all()
+            return
+        await self.wait_for([c for name, c in self.connections.items()
+                             if any(namespace(name) in word for word in reach)])
+
     async def wait_for_all(self) -> None:
         """tool_search and the resource tools reach every server, so they wait for all of them."""
         await self.wait_for(list(self.connections.values()))

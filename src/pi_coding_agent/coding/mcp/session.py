@@ -111,6 +111,7 @@ class McpSession:
         self.trusted = trusted
         self.manager: McpManager | None = None
         self.client_servers: dict[str, dict[str, Any]] = {}  # registered with CLIENT_SOURCE
+        self.registered: dict[str, dict[str, Any]] = {}  # by extensions: pi's RegisteredMcpServer records
         self.activated_codemode = False  # codemode was made active by these servers (not by defaultTools)
         self._held = not connect  # connections wait for ``connect()``
         self._warned = False  # the unreachable-tools warning is given once per session start
@@ -173,12 +174,31 @@ class McpSession:
             raise ValueError(validated)
         if source == CLIENT_SOURCE:
             self.client_servers[name] = config
+        else:
+            owner = self.registered.get(name, {}).get("extensionPath", source)
+            if owner != source:
+                raise ValueError(f'MCP server "{name}" is already registered by extension "{owner}"')
+            self.registered[name] = {"name": name, "config": validated, "extensionPath": source}
         self._unconfirmed.discard(name)
         manager = self.manager or self._start_manager(McpConfig())
         overridden = manager.add_server(ServerEntry(name, validated, source, "extension"))
         if overridden:
             print(f"Warning: MCP server {overridden}", file=sys.stderr)
         self._activate_discovery()
+
+    def unregister_server(self, name: str, source: str) -> None:
+        """``unregister_mcp_server``: an extension withdraws its own server (another's is left alone);
+        the connection closes and the server's tools become unreachable."""
+        if self.registered.get(name, {}).get("extensionPath") != source:
+            return
+        del self.registered[name]
+        entry = next((e for e in self.manager.config.servers if e.name == name), None) if self.manager else None
+        if self.manager is not None and entry is not None and entry.source == source:
+            self.manager.remove_server(name)
+
+    def registered_servers(self) -> list[dict[str, Any]]:
+        """``get_mcp_servers``: the servers extensions registered (whether or not a file entry overrides them)."""
+        return [dict(server) for server in self.registered.values()]
 
     def use_client_servers(self, servers: dict[str, dict[str, Any]]) -> dict[str, str]:
         """The ACP client's servers are now ``servers``: the ones it no longer lists stop, new and
@@ -199,6 +219,7 @@ class McpSession:
 
     def begin_reload(self) -> None:
         """Before the extensions are set up again: each of their servers stays only if registered again."""
+        self.registered.clear()  # the next generation registers its servers again
         if self.manager is None:
             return
         self.manager.quiet = True  # what they register joins the report ``replaced`` asks for
@@ -334,6 +355,12 @@ class McpSession:
 
             await self.manager.before_prompt(set(SystemState.replay(self.runtime.agent.messages).tools))
             self.sync_tools()
+
+    async def wait_for_reach(self, reach: str | list[str]) -> None:
+        """Before a codemode script runs: the servers it may call finish connecting (their tools are
+        registered on connect)."""
+        if self.manager is not None:
+            await self.manager.wait_for_reach(reach)
 
     def prompt_sections(self) -> dict[str, str]:
         section = self.manager.servers_section() if self.manager is not None else None

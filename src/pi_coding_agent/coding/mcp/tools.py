@@ -28,6 +28,53 @@ def normalize_schema(schema: Any) -> dict[str, Any]:
     return base
 
 
+# MCP content blocks as scripts read them most: one type with the fields of text and image blocks.
+CONTENT_BLOCK_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"type": {"enum": ["text", "image", "audio", "resource_link", "resource"]},
+                   "text": {"type": "string"}, "data": {"type": "string"}, "mimeType": {"type": "string"}},
+    "required": ["type"],
+    "additionalProperties": True,
+}
+_DATA_KEYWORDS = frozenset({"const", "enum", "default", "examples"})  # values are data, not schemas
+_MAP_KEYWORDS = frozenset({"properties", "patternProperties", "dependentSchemas", "dependencies", "$defs",
+                           "definitions"})  # keys are names, values schemas
+
+
+def result_schema(structured: Any) -> dict[str, Any]:
+    """Output schema of every MCP tool, as pi declares it: the ``CallToolResult`` a codemode script
+    receives, the tool's own output schema (if any) as its ``structuredContent``."""
+    return {
+        "type": "object",
+        "properties": {
+            "content": {"type": "array", "items": CONTENT_BLOCK_SCHEMA},
+            "structuredContent": _relocate(structured, "#/properties/structuredContent") if structured else {},
+            "isError": {"type": "boolean"},
+        },
+        "required": ["content"],
+        "additionalProperties": True,  # fields later protocol versions add
+    }
+
+
+def _relocate(schema: Any, pointer: str) -> Any:
+    """``schema`` moved to ``pointer`` of an enclosing schema: its local ``$ref``s point below it."""
+    if isinstance(schema, list):
+        return [_relocate(item, pointer) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    moved: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "$ref" and isinstance(value, str) and (value == "#" or value.startswith("#/")):
+            moved[key] = pointer + value[1:]
+        elif key in _DATA_KEYWORDS:
+            moved[key] = value
+        elif key in _MAP_KEYWORDS and isinstance(value, dict):
+            moved[key] = {name: _relocate(sub, pointer) for name, sub in value.items()}
+        else:
+            moved[key] = _relocate(value, pointer)
+    return moved
+
+
 JSON_TYPES = frozenset({"string", "number", "integer", "boolean", "object", "array", "null"})
 
 
@@ -80,7 +127,7 @@ class McpTool(AgentTool):
         self.description = (str(tool.get("description") or "").strip() or title
                             or f"MCP tool {self.tool_name} from server {server}")
         self.parameters = normalize_schema(tool.get("inputSchema"))
-        self.output_schema = tool.get("outputSchema")
+        self.output_schema = result_schema(tool.get("outputSchema"))
         self.annotations = tool_annotations(tool)
         self.exposure = exposure
         self.namespace = namespace

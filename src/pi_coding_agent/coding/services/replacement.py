@@ -58,6 +58,25 @@ async def clone_session(host: ReplacementHost) -> dict[str, Any]:
     return await replace_session(host, "fork", entry_id=host.sm.leaf_id, position="at")
 
 
+async def reload_session(host: ReplacementHost) -> None:
+    """``ctx.reload()`` (pi's ``/reload``) in the same store: ``session_shutdown`` (reason ``reload``),
+    settings and resources read again, mcp.json followed, every extension set up again, then
+    ``session_start`` and ``resources_discover`` with reason ``reload``."""
+    if host.is_streaming:
+        raise SessionError("Wait for the current response to finish before reloading.")
+    from pi_coding_agent.coding.mcp.session import begin_replacement, finish_replacement, refresh_mcp
+
+    ext, rt = host.extensions, host.rt
+    if ext is not None:
+        await ext.session_shutdown("reload")
+    rt.reload_project()
+    await refresh_mcp(rt)
+    begin_replacement(rt)
+    if ext is not None:
+        await ext.reload("reload", None)
+    await finish_replacement(rt)
+
+
 async def replace_session(
     host: ReplacementHost, reason: str, *, parent_session: str | None = None, target: Path | None = None,
     entry_id: str | None = None, position: str = "before",
