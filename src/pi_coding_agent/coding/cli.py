@@ -29,6 +29,10 @@ SANDBOX_MODES = ("off", "read-only", "workspace-write")  # as coding/sandbox/pol
 PI_BUILTIN_EXTENSIONS: dict[str, bool] = {"mcp": True, "llama.cpp": True, "codemode": False, "tool-search": False}
 
 
+RESUME_HEADLESS = ("--resume opens the interactive session picker, which needs a terminal on stdin and stdout; "
+                   "use --session <path|id> or --continue")
+
+
 class CliError(Exception):
     """A usage error; ``str()`` is the one line printed after ``Error: ``."""
 
@@ -185,9 +189,6 @@ def _check_values(args: CliArgs) -> None:
     if args.session_id is not None:
         _no_conflicts("--session-id", {"--session": args.session is not None, "--continue": args.continue_session,
                                        "--resume": args.resume})
-    if args.resume and not (args.help or args.version):
-        raise CliError("--resume opens pi's interactive session picker, which this headless pi does not have; "
-                       "use --session <path|id> or --continue")
 
 
 def _tool_list_problem(entries: list[str]) -> str | None:
@@ -301,14 +302,17 @@ def _run_mode(args: CliArgs) -> int:
         from pi_coding_agent.coding.modes import acp
 
         return int(acp.run(args))
-    headless = args.print or args.mode == "text" or not (sys.stdin.isatty() and sys.stdout.isatty())
-    if args.mode != "json" and not headless:
-        print("Error: interactive mode is not available; use -p, --mode json or --mode rpc", file=sys.stderr)
-        return EXIT_USAGE
+    headless = args.print or args.mode is not None or not (sys.stdin.isatty() and sys.stdout.isatty())
+    if args.resume and headless:
+        return _refuse(CliError(RESUME_HEADLESS), EXIT_USAGE)
     try:
         images = _inline_file_args(args)
     except CliError as err:
         return _refuse(err, EXIT_FAILURE)
+    if not headless:
+        from pi_coding_agent.coding.modes import interactive
+
+        return int(interactive.run(args, images))
     if args.mode == "json":
         from pi_coding_agent.coding.modes import json_mode
 
@@ -461,7 +465,7 @@ Model:
 
 Session:
   -c, --continue                 Continue the latest session of this directory
-  -r, --resume                   Interactive session picker: not available here (use --session or -c)
+  -r, --resume                   Pick a session to resume (interactive mode)
   --session <path|id>            Open a session file or id
   --session-id <id>              Use (or create) this session id in the current directory
   --fork <path|id>               Start a copy of another session here

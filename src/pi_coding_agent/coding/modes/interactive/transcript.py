@@ -1,0 +1,323 @@
+"""The scrolling transcript: one widget per user message, assistant message, tool call and notice.
+
+Session events arrive far faster than a terminal can draw (thousands of deltas a second); an event
+only changes a view's data and marks it dirty, and a timer redraws the dirty views at most
+``FPS`` times a second. A streamed answer re-renders only its tail after the last finished
+paragraph (``blocks.stable_split``), so the cost of a frame does not grow with the answer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual.containers import Vertical, VerticalScroll
+from textual.widgets import Static
+
+from pi_coding_agent.coding.modes.interactive import blocks
+from pi_coding_agent.coding.modes.interactive.blocks import Palette
+
+FPS = 30
+RESTORED_MESSAGES = 200  # a reopened session shows its latest messages; older ones stay in the file
+
+
+class Entry(Static):
+    """A static transcript entry (user message, notice)."""
+
+    DEFAULT_CSS = "Entry { margin: 1 0 0 0; padding: 0 1; }"
+
+
+class TextBlock(Vertical):
+    """A streamed markdown block: finished paragraphs frozen in their own widgets, the tail live."""
+
+    DEFAULT_CSS = "TextBlock { height: auto; padding: 0 1; } TextBlock > Static { height: auto; }"
+
+    def __init__(self, palette: Palette, thinking: bool = False) -> None:
+        super().__init__(classes="thinking" if thinking else "")
+        self.palette = palette
+        self.thinking = thinking
+        self.text = ""
+        self._frozen_to = 0
+        self._live = Static()
+
+    def compose(self) -> Any:
+        yield self._live
+
+    def render_now(self) -> None:
+        if self.thinking:
+            self._live.update(Text(self.text.strip(), style=f"italic {self.palette.get('thinkingText', '')}"))
+            return
+        split = blocks.stable_split(self.text, self._frozen_to)
+        if split > self._frozen_to:
+            frozen = Static(blocks.markdown(self.text[self._frozen_to:split], self.palette))
+            self.mount(frozen, before=self._live)
+            self._frozen_to = split
+        tail = self.text[self._frozen_to:]
+        self._live.update(blocks.markdown(tail, self.palette) if tail.strip() else "")
+
+
+class ToolView(Static):
+    """One tool call: title while the arguments stream, then live output, then the result."""
+
+    DEFAULT_CSS = """
+    ToolView { margin: 1 0 0 0; padding: 0 1; background: $tool-pending; }
+    ToolView.-success { background: $tool-success; }
+    ToolView.-error { background: $tool-error; }
+    """
+
+    def __init__(self, palette: Palette, name: str, args: dict[str, Any] | None = None) -> None:
+        super().__init__()
+        self.palette = palette
+        self.tool_name = name
+        self.args: dict[str, Any] = args or {}
+        self.result: dict[str, Any] | None = None
+        self.is_error = False
+        self.expanded = False
+        self.duration_ms: int | None = None
+
+    def finish(self, result: dict[str, Any] | None, is_error: bool, duration_ms: int | None = None) -> None:
+        self.result, self.is_error, self.duration_ms = result, is_error, duration_ms
+        self.set_class(is_error, "-error")
+        self.set_class(not is_error, "-success")
+
+    def render_now(self) -> None:
+        self.update(blocks.tool_renderable(self.tool_name, self.args, self.result, self.is_error, self.expanded,
+                                           self.palette, self.duration_ms))
+
+
+class AssistantView(Vertical):
+    """An assistant message's text and thinking blocks, by content index."""
+
+    DEFAULT_CSS = "AssistantView { height: auto; margin: 1 0 0 0; }"
+
+    def __init__(self, palette: Palette, hide_thinking: bool) -> None:
+        super().__init__()
+        self.palette = palette
+        self.hide_thinking = hide_thinking
+        self.blocks: dict[int, TextBlock] = {}
+
+    def block(self, index: int, thinking: bool) -> TextBlock:
+        view = self.blocks.get(index)
+        if view is None:
+            view = self.blocks[index] = TextBlock(self.palette, thinking)
+            view.display = not (thinking and self.hide_thinking)
+            self.mount(view)
+        return view
+
+    def set_content(self, content: list[dict[str, Any]]) -> list[TextBlock]:
+        """The final message's blocks (authoritative over what streamed); returns those to redraw."""
+        changed = []
+        for index, part in enumerate(content):
+            kind = part.get("type")
+            if kind not in ("text", "thinking"):
+                continue
+            view = self.block(index, kind == "thinking")
+            text = part.get(kind, "")
+            if view.text != text:
+                view.text = text
+                changed.append(view)
+        return changed
+
+
+class Transcript(VerticalScroll):
+    """Turns session events into views; ``flush`` (on a timer) redraws the views that changed."""
+
+    DEFAULT_CSS = "Transcript { height: 1fr; scrollbar-size-vertical: 1; }"
+
+    def __init__(self, palette: Palette, hide_thinking: bool = False) -> None:
+        super().__init__(id="transcript")
+        self.palette = palette
+        self.hide_thinking = hide_thinking
+        self.tools_expanded = False
+        self._current: AssistantView | None = None
+        self._tools: dict[str, ToolView] = {}
+        self._dirty: dict[int, Any] = {}
+
+    def on_mount(self) -> None:
+        self.set_interval(1 / FPS, self.flush)
+
+    # ------------------------------------------------------------------ drawing
+
+    def mark(self, view: Any) -> None:
+        self._dirty[id(view)] = view
+
+    def flush(self) -> None:
+        if not self._dirty:
+            return
+        follow = self.scroll_y >= self.max_scroll_y - 1
+        views, self._dirty = list(self._dirty.values()), {}
+        for view in views:
+            if view.is_attached:
+                view.render_now()
+        if follow:
+            self.call_after_refresh(self.scroll_end, animate=False)
+
+    def add_entry(self, renderable: Any, classes: str = "") -> Entry:
+        entry = Entry(renderable, classes=classes)
+        self.mount(entry)
+        self.call_after_refresh(self.scroll_end, animate=False)
+        return entry
+
+    def add_notice(self, text: str, role: str = "muted") -> Entry:
+        return self.add_entry(blocks.notice(text, role, self.palette), "notice")
+
+    def add_user(self, text: str) -> Entry:
+        style = f"{self.palette.get('userMessageText', '')} on {self.palette.get('userMessageBg', '')}".strip()
+        return self.add_entry(Text(text, style=style), "user")
+
+    def add_tool(self, call_id: str, name: str, args: dict[str, Any] | None = None) -> ToolView:
+        view = self._tools.get(call_id)
+        if view is None:
+            view = self._tools[call_id] = ToolView(self.palette, name, args)
+            view.expanded = self.tools_expanded
+            self.mount(view)
+        elif args:
+            view.args = args
+        self.mark(view)
+        return view
+
+    # ------------------------------------------------------------------ events
+
+    def handle(self, event: dict[str, Any]) -> None:
+        handler = getattr(self, f"_on_{event['type']}", None)
+        if handler is not None:
+            handler(event)
+
+    def _on_message_start(self, event: dict[str, Any]) -> None:
+        message = event["message"]
+        role = message.get("role")
+        if role == "user":
+            self.add_user(blocks.message_text(message))
+        elif role == "assistant":
+            self._current = AssistantView(self.palette, self.hide_thinking)
+            self.mount(self._current)
+        elif role == "custom" and message.get("display", True):
+            self.add_notice(blocks.message_text(message) or str(message.get("customType", "")), "customMessageText")
+
+    def _on_message_update(self, event: dict[str, Any]) -> None:
+        update = event["assistantMessageEvent"]
+        kind, current = update["type"], self._current
+        if current is None:
+            return
+        if kind in ("text_delta", "thinking_delta"):
+            view = current.block(update["contentIndex"], kind == "thinking_delta")
+            view.text += update["delta"]
+            self.mark(view)
+        elif kind == "toolcall_start":
+            self.add_tool(update["id"], update["toolName"])
+        elif kind == "toolcall_end":
+            call = update["toolCall"]
+            self.add_tool(call["id"], call["name"], call.get("arguments") or {})
+
+    def _on_message_end(self, event: dict[str, Any]) -> None:
+        message = event["message"]
+        if message.get("role") != "assistant":
+            return
+        view = self._current or AssistantView(self.palette, self.hide_thinking)
+        if self._current is None:
+            self.mount(view)
+        self._current = None
+        for changed in view.set_content(message.get("content") or []):
+            self.mark(changed)
+        for part in message.get("content") or []:
+            if part.get("type") == "toolCall":
+                self.add_tool(part["id"], part["name"], part.get("arguments") or {})
+        reason = message.get("stopReason")
+        if reason == "aborted":
+            self.add_notice("Operation aborted", "error")
+        elif reason == "error":
+            self.add_notice(f"Error: {message.get('errorMessage') or 'unknown error'}", "error")
+
+    def _on_tool_execution_start(self, event: dict[str, Any]) -> None:
+        self.add_tool(event["toolCallId"], event["toolName"], event.get("args"))
+
+    def _on_tool_execution_update(self, event: dict[str, Any]) -> None:
+        view = self.add_tool(event["toolCallId"], event["toolName"])
+        view.result = event.get("partialResult")
+
+    def _on_tool_execution_end(self, event: dict[str, Any]) -> None:
+        view = self.add_tool(event["toolCallId"], event["toolName"])
+        view.finish(event.get("result"), bool(event.get("isError")), event.get("durationMs"))
+
+    def _on_compaction_start(self, event: dict[str, Any]) -> None:
+        self.add_notice(f"Compacting context ({event.get('reason', 'manual')})…", "warning")
+
+    def _on_compaction_end(self, event: dict[str, Any]) -> None:
+        if event.get("aborted"):
+            self.add_notice("Compaction cancelled", "warning")
+        elif event.get("errorMessage"):
+            self.add_notice(f"Compaction failed: {event['errorMessage']}", "error")
+        else:
+            before = (event.get("result") or {}).get("tokensBefore")
+            self.add_notice("Context compacted" + (f" (was {before} tokens)" if before else ""), "success")
+
+    def _on_auto_retry_start(self, event: dict[str, Any]) -> None:
+        self.add_notice(f"Retrying ({event['attempt']}/{event['maxAttempts']}) in {event['delayMs'] / 1000:.0f}s: "
+                        f"{event.get('errorMessage', '')}", "warning")
+
+    def _on_auto_retry_end(self, event: dict[str, Any]) -> None:
+        if not event.get("success") and event.get("finalError"):
+            self.add_notice(f"Retry failed: {event['finalError']}", "error")
+
+    def _on_extension_error(self, event: dict[str, Any]) -> None:
+        self.add_notice(f"Extension error ({event.get('extensionPath')}): {event.get('error')}", "error")
+
+    # ------------------------------------------------------------------ whole transcripts
+
+    async def restore(self, messages: list[dict[str, Any]]) -> None:
+        """Replace everything with ``messages`` (a reopened, resumed or forked session)."""
+        await self.remove_children()
+        self._tools.clear()
+        self._current = None
+        shown = messages[-RESTORED_MESSAGES:]
+        if len(messages) > len(shown):
+            self.add_notice(f"… {len(messages) - len(shown)} earlier messages (in the session file)", "dim")
+        for message in shown:
+            self._restore_one(message)
+        self.flush()
+
+    def _restore_one(self, message: dict[str, Any]) -> None:
+        role = message.get("role")
+        if role == "toolResult":
+            view = self._tools.get(message.get("toolCallId", ""))
+            if view is not None:
+                view.finish(message, bool(message.get("isError")))
+                self.mark(view)
+        elif role == "bashExecution":
+            self.add_bash(message.get("command", ""), message.get("output", ""), message.get("exitCode"))
+        elif role in ("compactionSummary", "branchSummary"):
+            self.add_notice(f"[{role}] " + str(message.get("summary", ""))[:500], "customMessageText")
+        else:
+            self._on_message_start({"message": message})
+            if role == "assistant":
+                self._on_message_end({"message": message})
+
+    def add_bash(self, command: str, output: str, exit_code: int | None) -> ToolView:
+        """A user ``!command`` (live output while it runs, ``exit_code`` once done)."""
+        view = ToolView(self.palette, "bash", {"command": command})
+        view.expanded = self.tools_expanded
+        view.result = {"content": [{"type": "text", "text": output}]}
+        self.mount(view)
+        if exit_code is not None:
+            self.finish_bash(view, output, exit_code)
+        self.mark(view)
+        return view
+
+    def finish_bash(self, view: ToolView, output: str, exit_code: int | None) -> None:
+        suffix = "" if exit_code in (0, None) else f"\nexit code {exit_code}"
+        view.finish({"content": [{"type": "text", "text": output + suffix}]}, exit_code not in (0, None))
+        self.mark(view)
+
+    def set_tools_expanded(self, expanded: bool) -> None:
+        self.tools_expanded = expanded
+        for view in self.query(ToolView):
+            view.expanded = expanded
+            self.mark(view)
+
+    def set_hide_thinking(self, hide: bool) -> None:
+        self.hide_thinking = hide
+        for view in self.query(AssistantView):
+            view.hide_thinking = hide
+        for block in self.query(TextBlock):
+            if block.thinking:
+                block.display = not hide
