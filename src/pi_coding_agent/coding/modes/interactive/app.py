@@ -61,6 +61,7 @@ class PiApp(App[int]):
         self.menu = OptionList(id="menu")
         self.editor = Editor(keymap, self.menu, self.completions)
         self.files = completion.FileIndex(session.rt.cwd, _find_rg(session))
+        self.lines = {name: Static(id=name) for name in ("queue", "widgets-above", "status", "widgets-below", "footer")}
         self.statuses: dict[str, str] = {}
         self.widget_lines: dict[str, tuple[list[str], str]] = {}
         self._last_press: dict[str, float] = {}
@@ -87,13 +88,13 @@ class PiApp(App[int]):
     def compose(self) -> ComposeResult:
         yield Static(self._header(), id="header")
         yield self.transcript
-        yield Static(id="queue")
-        yield Static(id="widgets-above")
-        yield Static(id="status")
+        yield self.lines["queue"]
+        yield self.lines["widgets-above"]
+        yield self.lines["status"]
         yield self.menu
         yield self.editor
-        yield Static(id="widgets-below")
-        yield Static(id="footer")
+        yield self.lines["widgets-below"]
+        yield self.lines["footer"]
 
     def _header(self) -> Text:
         keys = "escape interrupt · ctrl+c/ctrl+d clear/exit · / commands · ! bash · ctrl+o expand tools"
@@ -135,13 +136,13 @@ class PiApp(App[int]):
     def _show_queue(self, steering: list[str], follow_up: list[str]) -> None:
         lines = [f"steer: {t}" for t in steering] + [f"follow-up: {t}" for t in follow_up]
         text = "\n".join(line if len(line) < 200 else line[:199] + "…" for line in lines)
-        self.query_one("#queue", Static).update(text + ("\n(alt+up to edit)" if lines else ""))
+        self.lines["queue"].update(text + ("\n(alt+up to edit)" if lines else ""))
 
     def refresh_footer(self) -> None:
         location, usage, model = footer.footer_lines(self.session, self._branch)
         width = max(self.size.width - 2, 20)
         gap = max(width - len(usage) - len(model), 1)
-        self.query_one("#footer", Static).update(f"{location}\n{usage}{' ' * gap}{model}")
+        self.lines["footer"].update(f"{location}\n{usage}{' ' * gap}{model}")
 
     def _tick(self) -> None:
         """The working indicator and the extension statuses (cheap: one short line)."""
@@ -150,7 +151,7 @@ class PiApp(App[int]):
             self._spin = (self._spin + 1) % len(SPINNER)
             parts.append(f"{SPINNER[self._spin]} Working… (esc to interrupt)")
         parts += [text for _, text in sorted(self.statuses.items())]
-        self.query_one("#status", Static).update("  ".join(parts))
+        self.lines["status"].update("  ".join(parts))
 
     # ------------------------------------------------------------------ input
 
@@ -282,9 +283,9 @@ class PiApp(App[int]):
             self.widget_lines.pop(key, None)
         else:
             self.widget_lines[key] = (lines, placement or "aboveEditor")
-        for where, target in (("aboveEditor", "#widgets-above"), ("belowEditor", "#widgets-below")):
+        for where, target in (("aboveEditor", "widgets-above"), ("belowEditor", "widgets-below")):
             shown = [line for lines_, place in self.widget_lines.values() if place == where for line in lines_]
-            self.query_one(target, Static).update("\n".join(shown))
+            self.lines[target].update("\n".join(shown))
 
     def set_terminal_title(self, title: str) -> None:
         driver = self._driver

@@ -10,7 +10,7 @@ from __future__ import annotations
 import shutil
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pi_coding_agent.coding.errors import SessionError
 from pi_coding_agent.coding.modes.interactive.blocks import message_text
@@ -18,9 +18,33 @@ from pi_coding_agent.coding.modes.interactive.dialogs import InputScreen, Select
 
 if TYPE_CHECKING:
     from pi_coding_agent.coding.agent_session import AgentSession
-    from pi_coding_agent.coding.modes.interactive.app import PiApp
+    from pi_coding_agent.coding.modes.interactive.editor import Editor
+    from pi_coding_agent.coding.modes.interactive.keys import KeyMap
+    from pi_coding_agent.coding.modes.interactive.transcript import Transcript
 
-Handler = Callable[["PiApp", str], Awaitable[None]]
+
+class PiApp(Protocol):
+    """What the commands use of the app (``app.PiApp``), which imports this module."""
+
+    session: AgentSession
+    transcript: Transcript
+    editor: Editor
+    keymap: KeyMap
+
+    def show_notice(self, message: str, kind: str | None = None) -> None: ...
+
+    def refresh_footer(self) -> None: ...
+
+    def set_editor_text(self, text: str) -> None: ...
+
+    def restore_queue(self) -> None: ...
+
+    def copy_to_clipboard(self, text: str) -> None: ...
+
+    def exit(self, result: int | None = None) -> None: ...
+
+
+Handler = Callable[[PiApp, str], Awaitable[None]]
 
 BUILTIN: dict[str, str] = {
     "model": "Select a model",

@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from textual.app import App, ComposeResult
+from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label, OptionList, TextArea
@@ -159,9 +159,10 @@ class EditorScreen(ModalScreen[str | None]):
         self.dismiss(None)
 
 
-async def ask(app: App[Any], screen: ModalScreen[T], default: T, timeout_ms: int | None = None,
+async def ask(app: Any, screen: ModalScreen[T], default: T, timeout_ms: int | None = None,
               signal: AbortSignal | None = None) -> T:
-    """Show ``screen`` and wait for its answer; a timeout or an abort answers ``default``."""
+    """Show ``screen`` on ``app`` (a Textual ``App``) and wait for its answer; a timeout or an abort
+    answers ``default``."""
     if signal is not None and signal.aborted:
         return default
     future: asyncio.Future[T] = asyncio.get_running_loop().create_future()

@@ -29,8 +29,9 @@ class Editor(TextArea):
     """Posts ``Submitted`` (Enter, or the follow-up key) and ``Action`` (application keys)."""
 
     DEFAULT_CSS = """
-    Editor { height: auto; max-height: 12; min-height: 3; border: tall $border-muted; padding: 0 1; }
-    Editor:focus { border: tall $accent; }
+    Editor { height: auto; max-height: 12; min-height: 1; border: none; border-top: solid $border-muted;
+             border-bottom: solid $border-muted; padding: 0 1; background: $background; }
+    Editor:focus { border: none; border-top: solid $accent; border-bottom: solid $accent; }
     """
 
     class Submitted(Message):
@@ -46,7 +47,7 @@ class Editor(TextArea):
 
     def __init__(self, keymap: KeyMap, menu: OptionList, complete: Callable[[str], list[completion.Candidate]]) -> None:
         super().__init__(soft_wrap=True, show_line_numbers=False, tab_behavior="focus", highlight_cursor_line=False,
-                         id="editor", compact=True)
+                         id="editor")
         self.keymap = keymap
         self.menu = menu
         self.complete = complete
@@ -86,8 +87,12 @@ class Editor(TextArea):
             self.menu.action_cursor_up()
         elif key == "down":
             self.menu.action_cursor_down()
-        elif key in ("tab", "enter"):
+        elif key == "tab":
             self.accept_completion()
+        elif key == "enter":  # a command runs at once, a path is inserted
+            self.accept_completion()
+            if self.text.startswith("/") and "\n" not in self.text:
+                self._submit(follow_up=False)
         elif key == "escape":
             self.menu.display = False
         else:

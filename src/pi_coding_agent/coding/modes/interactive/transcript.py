@@ -33,20 +33,19 @@ class TextBlock(Vertical):
     DEFAULT_CSS = "TextBlock { height: auto; padding: 0 1; } TextBlock > Static { height: auto; }"
 
     def __init__(self, palette: Palette, thinking: bool = False) -> None:
-        super().__init__(classes="thinking" if thinking else "")
+        self._live = Static()
+        super().__init__(self._live, classes="thinking" if thinking else "")
         self.palette = palette
         self.thinking = thinking
         self.text = ""
         self._frozen_to = 0
-        self._live = Static()
 
-    def compose(self) -> Any:
-        yield self._live
-
-    def render_now(self) -> None:
+    def render_now(self) -> bool:
+        if self._live.parent is None:
+            return False  # not mounted yet: drawn on the next frame
         if self.thinking:
             self._live.update(Text(self.text.strip(), style=f"italic {self.palette.get('thinkingText', '')}"))
-            return
+            return True
         split = blocks.stable_split(self.text, self._frozen_to)
         if split > self._frozen_to:
             frozen = Static(blocks.markdown(self.text[self._frozen_to:split], self.palette))
@@ -54,6 +53,7 @@ class TextBlock(Vertical):
             self._frozen_to = split
         tail = self.text[self._frozen_to:]
         self._live.update(blocks.markdown(tail, self.palette) if tail.strip() else "")
+        return True
 
 
 class ToolView(Static):
@@ -80,9 +80,10 @@ class ToolView(Static):
         self.set_class(is_error, "-error")
         self.set_class(not is_error, "-success")
 
-    def render_now(self) -> None:
+    def render_now(self) -> bool:
         self.update(blocks.tool_renderable(self.tool_name, self.args, self.result, self.is_error, self.expanded,
                                            self.palette, self.duration_ms))
+        return True
 
 
 class AssistantView(Vertical):
@@ -147,8 +148,8 @@ class Transcript(VerticalScroll):
         follow = self.scroll_y >= self.max_scroll_y - 1
         views, self._dirty = list(self._dirty.values()), {}
         for view in views:
-            if view.is_attached:
-                view.render_now()
+            if view.parent is not None and not (view.is_attached and view.render_now()):
+                self.mark(view)  # still being mounted
         if follow:
             self.call_after_refresh(self.scroll_end, animate=False)
 
