@@ -12,11 +12,11 @@ import pytest
 
 pytest.importorskip("textual")
 
-from pi_coding_agent.coding.bootstrap import create_session  # noqa: E402
-from pi_coding_agent.coding.modes.interactive import blocks, build_app, completion, footer, theme  # noqa: E402
-from pi_coding_agent.coding.modes.interactive.dialogs import TuiExtensionUI  # noqa: E402
-from pi_coding_agent.coding.modes.interactive.keys import KeyMap, normalise  # noqa: E402
-from pi_coding_agent.coding.options import CliArgs  # noqa: E402
+from pi_coding_agent.coding.bootstrap import create_session
+from pi_coding_agent.coding.modes.interactive import blocks, build_app, completion, footer, theme
+from pi_coding_agent.coding.modes.interactive.dialogs import TuiExtensionUI
+from pi_coding_agent.coding.modes.interactive.keys import KeyMap, normalise
+from pi_coding_agent.coding.options import CliArgs
 
 SIZE = (110, 36)
 
