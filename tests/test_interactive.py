@@ -10,8 +10,6 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("textual")
-
 from pi_coding_agent.coding.bootstrap import create_session
 from pi_coding_agent.coding.modes.interactive import blocks, build_app, completion, footer, theme
 from pi_coding_agent.coding.modes.interactive.dialogs import TuiExtensionUI

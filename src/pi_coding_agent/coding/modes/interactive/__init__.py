@@ -39,7 +39,7 @@ async def _main(args: CliArgs, images: list[dict[str, Any]] | None) -> int:
         session.set_shutdown_handler(lambda: app.exit(0))
         loop = asyncio.get_running_loop()
         for signum, code in SIGNAL_CODES:
-            loop.add_signal_handler(signum, app.exit, code)
+            loop.add_signal_handler(signum, lambda status=code: app.exit(return_code=status))
         await app.run_async()
         return int(app.return_code or 0)
     finally:
