@@ -39,11 +39,16 @@ async def _main(args: CliArgs, images: list[dict[str, Any]] | None) -> int:
         session.set_shutdown_handler(lambda: app.exit(0))
         loop = asyncio.get_running_loop()
         for signum, code in SIGNAL_CODES:
-            loop.add_signal_handler(signum, lambda status=code: app.exit(return_code=status))
+            loop.add_signal_handler(signum, _exit_with, app, code)
         await app.run_async()
         return int(app.return_code or 0)
     finally:
         await session.shutdown()
+
+
+def _exit_with(app: Any, status: int) -> None:
+    """A signal ends the app with its conventional status (the terminal is restored on the way out)."""
+    app.exit(return_code=status)
 
 
 def build_app(session: Any, ui: Any, args: CliArgs, images: list[dict[str, Any]] | None = None) -> Any:
