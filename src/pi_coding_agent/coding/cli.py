@@ -445,12 +445,13 @@ def _subsequence(needle: str, haystack: str) -> bool:
 
 NO_MODELS = "No models with credentials: set a provider's API key variable (see docs/models.md)."
 
-HELP = f"""pi-coding-agent-py {__version__} (implements pi {PI_COMPATIBLE_VERSION}) - a coding agent with read, bash, edit and write tools (headless: print, JSON, RPC)
+HELP = f"""pi-coding-agent-py {__version__} (implements pi {PI_COMPATIBLE_VERSION}) - a coding agent with read, bash, edit and write tools (interactive, print, JSON, RPC)
 
 Usage:
   pi [options] [--] [@files...] [messages...]
 
 Modes:
+  (none, on a terminal)          The interactive terminal UI (docs/interactive.md)
   -p, --print                    Answer the prompt(s) and exit, printing the final text
   --mode <text|json|rpc>         text (print), json (event stream), rpc (JSON-lines protocol on stdio)
   --export <session> [out.html]  Write a session file as a self-contained HTML page and exit

@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Group, RenderableType
-from rich.markdown import Markdown
 from rich.text import Text
 
 Palette = dict[str, str]
@@ -19,6 +18,9 @@ COLLAPSED_LINES = 10  # tool output lines shown until Ctrl+O expands them
 
 
 def markdown(text: str, palette: Palette) -> RenderableType:
+    """Rich's markdown (with markdown-it and pygments) loads with the first answer, not at launch."""
+    from rich.markdown import Markdown
+
     return Markdown(text, code_theme="monokai" if palette.get("appearance") != "light" else "default",
                     hyperlinks=False)
 
