@@ -45,7 +45,8 @@ async def make_app(tmp_path, fake_llm):
 
     async def make(**options: Any) -> Any:
         write_models(tmp_path / "agent", fake_llm.url)
-        args = CliArgs(provider="local", model="m1", no_session=True, **options)
+        options.setdefault("no_session", True)
+        args = CliArgs(provider="local", model="m1", **options)
         ui = TuiExtensionUI()
         session = await create_session(args, "interactive", ui, cwd=tmp_path, agent_dir=tmp_path / "agent")
         sessions.append(session)
@@ -103,6 +104,68 @@ async def test_the_follow_up_key_queues_a_message_shown_until_delivered(make_app
         assert "follow-up: later please" not in screen_text(app)
         users = [m for m in app.session.get_messages() if m["role"] == "user"]
         assert [blocks.message_text(m) for m in users] == ["one", "later please"]
+
+
+async def test_enter_while_streaming_steers_the_run(make_app, fake_llm):
+    fake_llm.add({"content": [{"type": "toolCall", "id": "c1", "name": "bash", "arguments": {"command": "sleep 1"}}]},
+                 {"content": [{"type": "text", "text": "steered answer"}]})
+    app = await make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await type_text(pilot, "go")
+        await pilot.press("enter")
+        await until(pilot, lambda: "$ sleep 1" in screen_text(app))
+        app.editor.load_text("change course")
+        await pilot.press("enter")
+        await until(pilot, lambda: "steered answer" in screen_text(app))
+    users = [blocks.message_text(m) for m in app.session.get_messages() if m["role"] == "user"]
+    assert users == ["go", "change course"]
+    assert "change course" in json.dumps(fake_llm.requests[-1]["body"]["messages"])
+
+
+async def test_thinking_blocks_collapse_with_the_setting_and_ctrl_t(make_app, fake_llm, tmp_path):
+    (tmp_path / "agent").mkdir(exist_ok=True)
+    (tmp_path / "agent" / "settings.json").write_text(json.dumps({"hideThinkingBlock": True}))
+    fake_llm.add({"content": [{"type": "thinking", "thinking": "secret musing"}, {"type": "text", "text": "answer"}]})
+    app = await make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await type_text(pilot, "think")
+        await pilot.press("enter")
+        await until(pilot, lambda: "answer" in screen_text(app) and "Thinking…" in screen_text(app))
+        assert "secret musing" not in screen_text(app)
+        await pilot.press("ctrl+t")
+        await until(pilot, lambda: "secret musing" in screen_text(app))
+
+
+async def test_tree_navigation_and_resume(make_app, fake_llm, tmp_path):
+    fake_llm.add({"content": [{"type": "text", "text": "answer one"}]}, {"content": [{"type": "text", "text": "answer two"}]},
+                 {"content": [{"type": "text", "text": "other session answer"}]})
+    app = await make_app(no_session=False)
+    async with app.run_test(size=SIZE) as pilot:
+        for text, answer in (("first question", "answer one"), ("second question", "answer two")):
+            await type_text(pilot, text)
+            await pilot.press("enter")
+            await until(pilot, lambda answer=answer: answer in screen_text(app))
+        await type_text(pilot, "/tree")
+        await pilot.press("enter")
+        await until(pilot, lambda: "Session tree" in screen_text(app))
+        await type_text(pilot, "first question")
+        await pilot.press("enter")
+        await until(pilot, lambda: app.editor.text == "first question")  # a user entry comes back to edit
+        assert "answer one" not in screen_text(app)
+        first_file = app.session.sm.session_file
+        await pilot.press("ctrl+c")  # clears the editor
+        await type_text(pilot, "/new")
+        await pilot.press("enter")
+        await until(pilot, lambda: app.session.sm.session_file != first_file)
+        await type_text(pilot, "elsewhere")
+        await pilot.press("enter")
+        await until(pilot, lambda: "other session answer" in screen_text(app))
+        await type_text(pilot, "/resume")
+        await pilot.press("enter")
+        await until(pilot, lambda: "Resume session" in screen_text(app) and "first question" in screen_text(app))
+        await pilot.press("enter")
+        await until(pilot, lambda: app.session.sm.session_file == first_file)
+        await until(pilot, lambda: "first question" in screen_text(app) and "elsewhere" not in screen_text(app))
 
 
 async def test_model_picker_switches_the_model(make_app, fake_llm):

@@ -37,6 +37,7 @@ class TextBlock(Vertical):
         super().__init__(self._live, classes="thinking" if thinking else "")
         self.palette = palette
         self.thinking = thinking
+        self.collapsed = False  # a thinking block hidden by hideThinkingBlock / Ctrl+T shows one line
         self.text = ""
         self._frozen_to = 0
 
@@ -44,7 +45,8 @@ class TextBlock(Vertical):
         if self._live.parent is None:
             return False  # not mounted yet: drawn on the next frame
         if self.thinking:
-            self._live.update(Text(self.text.strip(), style=f"italic {self.palette.get('thinkingText', '')}"))
+            shown = "Thinking… (ctrl+t to show)" if self.collapsed else self.text.strip()
+            self._live.update(Text(shown, style=f"italic {self.palette.get('thinkingText', '')}"))
             return True
         split = blocks.stable_split(self.text, self._frozen_to)
         if split > self._frozen_to:
@@ -101,7 +103,7 @@ class AssistantView(Vertical):
         view = self.blocks.get(index)
         if view is None:
             view = self.blocks[index] = TextBlock(self.palette, thinking)
-            view.display = not (thinking and self.hide_thinking)
+            view.collapsed = thinking and self.hide_thinking
             self.mount(view)
         return view
 
@@ -321,4 +323,5 @@ class Transcript(VerticalScroll):
             view.hide_thinking = hide
         for block in self.query(TextBlock):
             if block.thinking:
-                block.display = not hide
+                block.collapsed = hide
+                self.mark(block)
