@@ -168,6 +168,33 @@ async def test_tree_navigation_and_resume(make_app, fake_llm, tmp_path):
         await until(pilot, lambda: "first question" in screen_text(app) and "elsewhere" not in screen_text(app))
 
 
+async def test_a_long_session_opens_with_its_latest_messages_and_pages_up_to_older_ones(
+        make_app, fake_llm, tmp_path, monkeypatch):
+    from pi_coding_agent.coding.modes.interactive import history, transcript
+
+    monkeypatch.setattr(transcript, "RESTORED_MESSAGES", 4)
+    lines = [{"type": "session", "version": 3, "id": "long", "timestamp": "2026-01-01T00:00:00.000Z",
+              "cwd": str(tmp_path)}]
+    for i in range(12):
+        message = ({"role": "user", "content": [{"type": "text", "text": f"question-{i}"}], "timestamp": 1}
+                   if i % 2 == 0 else {"role": "assistant", "content": [{"type": "text", "text": f"answer-{i}"}],
+                                       "stopReason": "stop", "timestamp": 1})
+        lines.append({"type": "message", "id": f"e{i}", "parentId": f"e{i - 1}" if i else None,
+                      "timestamp": "2026-01-01T00:00:00.000Z", "message": message})
+    path = tmp_path / "long.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    app = await make_app(no_session=False, session=str(path))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: "answer-11" in screen_text(app))
+        assert "answer-7" not in screen_text(app) and len(app.transcript.query(history.History)) == 1
+        for _ in range(3):
+            await pilot.press("pageup")
+            await until(pilot, lambda: app.transcript._loading_older is False)
+        assert len(app.transcript.query(history.History)) == 3
+        app.transcript.scroll_home(animate=False)
+        await until(pilot, lambda: "question-0" in screen_text(app))
+
+
 async def test_model_picker_switches_the_model(make_app, fake_llm):
     app = await make_app()
     async with app.run_test(size=SIZE) as pilot:

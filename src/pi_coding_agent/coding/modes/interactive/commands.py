@@ -114,6 +114,10 @@ async def run_action(app: PiApp, action: str) -> None:
         await _copy(app, "")
     elif action == "app.message.dequeue":
         app.restore_queue()
+    elif action == "tui.altScreen.pageUp":
+        app.transcript.page_up()
+    elif action == "tui.altScreen.pageDown":
+        app.transcript.page_down()
     elif action.startswith("app.session."):
         await run(app, "/" + action.rsplit(".", 1)[1])
 

@@ -8,6 +8,7 @@ paragraph (``blocks.stable_split``), so the cost of a frame does not grow with t
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from rich.text import Text
@@ -16,9 +17,10 @@ from textual.widgets import Static
 
 from pi_coding_agent.coding.modes.interactive import blocks
 from pi_coding_agent.coding.modes.interactive.blocks import Palette
+from pi_coding_agent.coding.modes.interactive.history import History
 
 FPS = 30
-RESTORED_MESSAGES = 200  # a reopened session shows its latest messages; older ones stay in the file
+RESTORED_MESSAGES = 200  # a reopened session draws this many messages at a time, newest first
 
 
 class Entry(Static):
@@ -135,9 +137,15 @@ class Transcript(VerticalScroll):
         self._current: AssistantView | None = None
         self._tools: dict[str, ToolView] = {}
         self._dirty: dict[int, Any] = {}
+        self._older: list[dict[str, Any]] = []  # restored messages not drawn yet (above the top)
+        self._loading_older = False
 
     def on_mount(self) -> None:
         self.set_interval(1 / FPS, self.flush)
+
+    def _add(self, widget: Any) -> None:
+        self.mount(widget)
+        self.call_after_refresh(self.scroll_end, animate=False)
 
     # ------------------------------------------------------------------ drawing
 
@@ -157,8 +165,7 @@ class Transcript(VerticalScroll):
 
     def add_entry(self, renderable: Any, classes: str = "") -> Entry:
         entry = Entry(renderable, classes=classes)
-        self.mount(entry)
-        self.call_after_refresh(self.scroll_end, animate=False)
+        self._add(entry)
         return entry
 
     def add_notice(self, text: str, role: str = "muted") -> Entry:
@@ -173,7 +180,7 @@ class Transcript(VerticalScroll):
         if view is None:
             view = self._tools[call_id] = ToolView(self.palette, name, args)
             view.expanded = self.tools_expanded
-            self.mount(view)
+            self._add(view)
         elif args:
             view.args = args
         self.mark(view)
@@ -193,7 +200,7 @@ class Transcript(VerticalScroll):
             self.add_user(blocks.message_text(message))
         elif role == "assistant":
             self._current = AssistantView(self.palette, self.hide_thinking)
-            self.mount(self._current)
+            self._add(self._current)
         elif role == "custom" and message.get("display", True):
             self.add_notice(blocks.message_text(message) or str(message.get("customType", "")), "customMessageText")
 
@@ -218,7 +225,7 @@ class Transcript(VerticalScroll):
             return
         view = self._current or AssistantView(self.palette, self.hide_thinking)
         if self._current is None:
-            self.mount(view)
+            self._add(view)
         self._current = None
         for changed in view.set_content(message.get("content") or []):
             self.mark(changed)
@@ -268,39 +275,54 @@ class Transcript(VerticalScroll):
     # ------------------------------------------------------------------ whole transcripts
 
     async def restore(self, messages: list[dict[str, Any]]) -> None:
-        """Replace everything with ``messages`` (a reopened, resumed or forked session)."""
+        """Replace everything with ``messages`` (a reopened, resumed or forked session), drawn as one
+        ``History`` widget."""
         await self.remove_children()
         self._tools.clear()
         self._current = None
-        shown = messages[-RESTORED_MESSAGES:]
-        if len(messages) > len(shown):
-            self.add_notice(f"… {len(messages) - len(shown)} earlier messages (in the session file)", "dim")
-        for message in shown:
-            self._restore_one(message)
-        self.flush()
+        self._older = list(messages)
+        await self._load_older()
+        self.scroll_end(animate=False)
 
-    def _restore_one(self, message: dict[str, Any]) -> None:
-        role = message.get("role")
-        if role == "toolResult":
-            view = self._tools.get(message.get("toolCallId", ""))
-            if view is not None:
-                view.finish(message, bool(message.get("isError")))
-                self.mark(view)
-        elif role == "bashExecution":
-            self.add_bash(message.get("command", ""), message.get("output", ""), message.get("exitCode"))
-        elif role in ("compactionSummary", "branchSummary"):
-            self.add_notice(f"[{role}] " + str(message.get("summary", ""))[:500], "customMessageText")
-        else:
-            self._on_message_start({"message": message})
-            if role == "assistant":
-                self._on_message_end({"message": message})
+    async def _load_older(self) -> None:
+        """The next ``RESTORED_MESSAGES`` older messages as a ``History`` at the top: a reopened
+        session draws its latest messages first, the rest as the reader scrolls up to them."""
+        chunk, self._older = self._older[-RESTORED_MESSAGES:], self._older[:-RESTORED_MESSAGES]
+        if not chunk:
+            return
+        history = History(chunk, self.palette)
+        history.redraw(self.hide_thinking, self.tools_expanded)
+        first = self.children[0] if self.children else None
+        await self.mount(history, before=first)
+        if first is not None:
+            self.scroll_to(y=self.scroll_y + history.outer_size.height, animate=False)
+
+    def _at_top(self) -> bool:
+        """Scrolling up from the top loads the next older chunk; True when it did."""
+        if not self._older or self.scroll_y > 0:
+            return False
+        if not self._loading_older:
+            self._loading_older = True
+            task = asyncio.create_task(self._load_older())
+            task.add_done_callback(lambda _: setattr(self, "_loading_older", False))
+        return True
+
+    def page_up(self) -> None:
+        if not self._at_top():
+            self.scroll_page_up(animate=False)
+
+    def page_down(self) -> None:
+        self.scroll_page_down(animate=False)
+
+    def _on_mouse_scroll_up(self, event: Any) -> None:
+        self._at_top()
 
     def add_bash(self, command: str, output: str, exit_code: int | None) -> ToolView:
         """A user ``!command`` (live output while it runs, ``exit_code`` once done)."""
         view = ToolView(self.palette, "bash", {"command": command})
         view.expanded = self.tools_expanded
         view.result = {"content": [{"type": "text", "text": output}]}
-        self.mount(view)
+        self._add(view)
         if exit_code is not None:
             self.finish_bash(view, output, exit_code)
         self.mark(view)
@@ -316,6 +338,11 @@ class Transcript(VerticalScroll):
         for view in self.query(ToolView):
             view.expanded = expanded
             self.mark(view)
+        self._redraw_history()
+
+    def _redraw_history(self) -> None:
+        for history in self.query(History):
+            history.redraw(self.hide_thinking, self.tools_expanded)
 
     def set_hide_thinking(self, hide: bool) -> None:
         self.hide_thinking = hide
@@ -325,3 +352,4 @@ class Transcript(VerticalScroll):
             if block.thinking:
                 block.collapsed = hide
                 self.mark(block)
+        self._redraw_history()
