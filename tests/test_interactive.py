@@ -195,6 +195,22 @@ async def test_a_long_session_opens_with_its_latest_messages_and_pages_up_to_old
         await until(pilot, lambda: "question-0" in screen_text(app))
 
 
+async def test_a_settled_run_folds_a_crowded_transcript(make_app, fake_llm, monkeypatch):
+    from pi_coding_agent.coding.modes.interactive import app as app_module
+    from pi_coding_agent.coding.modes.interactive import history
+
+    monkeypatch.setattr(app_module, "FOLD_AFTER_WIDGETS", 3)
+    app = await make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        for text in ("one", "two"):
+            await type_text(pilot, text)
+            await pilot.press("enter")
+            await until(pilot, lambda: not app.session.is_streaming)
+        await until(pilot, lambda: len(app.transcript.query(history.History)) == 1)
+        assert len(app.transcript.children) == 1
+        assert "one" in screen_text(app) and "two" in screen_text(app)
+
+
 async def test_model_picker_switches_the_model(make_app, fake_llm):
     app = await make_app()
     async with app.run_test(size=SIZE) as pilot:
