@@ -211,11 +211,15 @@ async def test_a_settled_run_folds_a_crowded_transcript(make_app, fake_llm, monk
         assert "one" in screen_text(app) and "two" in screen_text(app)
 
 
-async def test_model_picker_switches_the_model(make_app, fake_llm):
+@pytest.mark.parametrize("opener", ["/model", "ctrl+l"])
+async def test_model_picker_switches_the_model(make_app, fake_llm, opener):
     app = await make_app()
     async with app.run_test(size=SIZE) as pilot:
-        await type_text(pilot, "/model")
-        await pilot.press("enter")
+        if opener == "ctrl+l":
+            await pilot.press("ctrl+l")
+        else:
+            await type_text(pilot, opener)
+            await pilot.press("enter")
         await until(pilot, lambda: "Select model" in screen_text(app))
         await type_text(pilot, "m2")
         await pilot.press("enter")
@@ -272,6 +276,18 @@ async def test_history_and_slash_completion(make_app, fake_llm):
         await until(pilot, lambda: "/session" in screen_text(app))
         await pilot.press("tab")
         assert app.editor.text == "/session "
+
+
+async def test_double_escape_on_an_idle_empty_editor_opens_the_tree(make_app, fake_llm):
+    app = await make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await type_text(pilot, "hi")
+        await pilot.press("enter")
+        await until(pilot, lambda: not app.session.is_streaming and "ok" in screen_text(app))
+        await pilot.press("escape", "escape")
+        await until(pilot, lambda: "Session tree" in screen_text(app))
+        await pilot.press("escape")
+        await until(pilot, lambda: "Session tree" not in screen_text(app))
 
 
 async def test_extension_dialogs_are_modal_screens(make_app):

@@ -228,7 +228,7 @@ class PiApp(App[int]):
         self._last_press[key] = now
         return now - last < DOUBLE_PRESS_S
 
-    async def on_editor_action(self, message: Editor.Action) -> None:
+    def on_editor_action(self, message: Editor.Action) -> None:
         action = message.action
         if action == "app.clear":
             if self.editor.text:
@@ -244,23 +244,22 @@ class PiApp(App[int]):
             else:
                 self.editor.action_delete_right()
         elif action == "app.interrupt":
-            await self._interrupt()
-        else:
-            await commands.run_action(self, action)
+            self._interrupt()
+        else:  # as a task: a picker waits for keys, which this handler would otherwise hold up
+            self.spawn(commands.run_action(self, action))
 
-    async def _interrupt(self) -> None:
+    def _interrupt(self) -> None:
         """Escape: abort the run (queued messages go back to the editor); twice on an idle empty editor:
         the ``doubleEscapeAction`` setting (``tree`` by default)."""
         if self.session.is_streaming or self.session.is_compacting:
             self.restore_queue()
             self.spawn(self.session.abort())
             return
-        if self.session.bash_runs is not None:
-            self.session.abort_bash()
+        self.session.abort_bash()  # a running `!command`
         if not self.editor.text and self._double("escape"):
             choice = self.session.rt.settings.get("doubleEscapeAction") or "tree"
             if choice in ("tree", "fork"):
-                await commands.run(self, f"/{choice}")
+                self.spawn(commands.run(self, f"/{choice}"))
 
     def restore_queue(self) -> None:
         """Queued messages back into the editor (Alt+Up, or an abort), as pi does."""
