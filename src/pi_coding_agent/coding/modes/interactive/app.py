@@ -70,6 +70,7 @@ class PiApp(App[int]):
         self._last_press: dict[str, float] = {}
         self._branch = footer.git_branch(str(session.rt.cwd))
         self._spin = 0
+        self._status_text = ""
         self._tasks: set[asyncio.Task[Any]] = set()
         self._unsubscribe: Any = None
         self._register_theme()
@@ -109,7 +110,7 @@ class PiApp(App[int]):
         self.ui.attach(self)
         self.editor.focus()
         self.refresh_footer()
-        self.set_interval(0.1, self._tick)
+        self.set_interval(0.25, self._tick)  # each redraw of the status line costs a layout pass
         if self.initial:
             self.spawn(self._send_initial())
 
@@ -156,7 +157,10 @@ class PiApp(App[int]):
             self._spin = (self._spin + 1) % len(SPINNER)
             parts.append(f"{SPINNER[self._spin]} Working… (esc to interrupt)")
         parts += [text for _, text in sorted(self.statuses.items())]
-        self.lines["status"].update("  ".join(parts))
+        text = "  ".join(parts)
+        if text != self._status_text:  # an update costs a layout pass of the whole screen
+            self._status_text = text
+            self.lines["status"].update(text)
 
     # ------------------------------------------------------------------ input
 
