@@ -8,11 +8,13 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
-# Debian packages the end-to-end tests use: chromium (HTML export), bubblewrap (the sandbox).
+# Debian packages the end-to-end tests use: chromium (HTML export), bubblewrap (the sandbox), tmux (the
+# interactive mode in a real terminal).
 if [ "${CI:-}" = "true" ]; then
   missing=""
   command -v chromium >/dev/null 2>&1 || missing="$missing chromium"
   command -v bwrap >/dev/null 2>&1 || missing="$missing bubblewrap"
+  command -v tmux >/dev/null 2>&1 || missing="$missing tmux"
   if [ -n "$missing" ]; then
     # shellcheck disable=SC2086
     (apt-get update -qq && apt-get install -y -qq $missing >/dev/null) || echo "warning: could not install$missing" >&2

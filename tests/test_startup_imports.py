@@ -19,7 +19,8 @@ from tests.rpc_helpers import PYTHON, ROOT
 HEAVY = ("httpx", "httpcore", "h11", "anyio", "httptools", "pydantic", "pydantic_core", "yaml",
          "botocore", "urllib3", "google", "cryptography",  # the cloud SDKs load on a provider's first request
          "_quickjs", "quickjs",  # the codemode engine loads only in its worker process
-         "websockets", "backports")  # the Codex WebSocket transport and its zstd bodies: first Codex request
+         "websockets", "backports",  # the Codex WebSocket transport and its zstd bodies: first Codex request
+         "textual", "rich", "pygments", "markdown_it")  # the interactive mode's UI: only when it opens
 # standard modules a start does not need: OpenSSL (asyncio starts without ``ssl``: coding/modes/start_up.py),
 # inspect with its parsers (asyncio and dataclasses import it, a start calls none of it: start_up.py),
 # tempfile with what it pulls in (random, shutil and its compression modules), and the extension
@@ -242,3 +243,14 @@ def test_start_with_an_extension_loads_its_runtime_but_not_the_run_machinery(tmp
     assert sorted(m for m in modules if m in FIRST_USE) == []
     assert sorted(m for m in modules if m in DEFERRED_STDLIB) == []
     assert not {"pi_coding_agent.coding.resources.skills", "pi_coding_agent.coding.resources.prompt_templates"} & modules
+
+
+def test_print_mode_imports_no_terminal_ui(tmp_path):
+    """``pi -p`` (stdin and stdout pipes) runs headless: Textual and Rich stay unloaded."""
+    env = {**os.environ, "HOME": str(tmp_path), "PI_CODING_AGENT_DIR": str(tmp_path / "agent")}
+    done = subprocess.run([PYTHON, "-X", "importtime", "-m", "pi_coding_agent", "-p", "hello", "--no-session"],
+                          input=b"", capture_output=True, env=env, cwd=tmp_path, timeout=60, check=False)
+    modules = imported_modules(done.stderr.decode())
+    assert "pi_coding_agent.coding.modes.print_mode" in modules  # the listing is real
+    assert sorted(m for m in modules if m.split(".")[0] in ("textual", "rich")) == []
+    assert not any(m.startswith("pi_coding_agent.coding.modes.interactive") for m in modules)

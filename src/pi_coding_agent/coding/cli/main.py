@@ -29,6 +29,10 @@ SANDBOX_MODES = ("off", "read-only", "workspace-write")  # as coding/sandbox/pol
 PI_BUILTIN_EXTENSIONS = frozenset({"mcp", "llama.cpp", "codemode", "tool-search"})
 
 
+RESUME_HEADLESS = ("--resume opens the interactive session picker, which needs a terminal on stdin and stdout; "
+                   "use --session <path|id> or --continue")
+
+
 class CliError(Exception):
     """A usage error; ``str()`` is the one line printed after ``Error: ``."""
 
@@ -185,9 +189,6 @@ def _check_values(args: CliArgs) -> None:
     if args.session_id is not None:
         _no_conflicts("--session-id", {"--session": args.session is not None, "--continue": args.continue_session,
                                        "--resume": args.resume})
-    if args.resume and not (args.help or args.version):
-        raise CliError("--resume opens pi's interactive session picker, which this headless pi does not have; "
-                       "use --session <path|id> or --continue")
 
 
 def _tool_list_problem(entries: list[str]) -> str | None:
@@ -298,14 +299,17 @@ def _run_mode(args: CliArgs) -> int:
         from pi_coding_agent.coding.modes.acp import mode as acp
 
         return int(acp.run(args))
-    headless = args.print or args.mode == "text" or not (sys.stdin.isatty() and sys.stdout.isatty())
-    if args.mode != "json" and not headless:
-        print("Error: interactive mode is not available; use -p, --mode json or --mode rpc", file=sys.stderr)
-        return EXIT_USAGE
+    headless = args.print or args.mode is not None or not (sys.stdin.isatty() and sys.stdout.isatty())
+    if args.resume and headless:
+        return _refuse(CliError(RESUME_HEADLESS), EXIT_USAGE)
     try:
         images = _inline_file_args(args)
     except CliError as err:
         return _refuse(err, EXIT_FAILURE)
+    if not headless:
+        from pi_coding_agent.coding.modes import interactive
+
+        return int(interactive.run(args, images))
     if args.mode == "json":
         from pi_coding_agent.coding.modes import json_mode
 
@@ -438,12 +442,13 @@ def _subsequence(needle: str, haystack: str) -> bool:
 
 NO_MODELS = "No models with credentials: set a provider's API key variable (see docs/models.md)."
 
-HELP = f"""pi-coding-agent-py {__version__} (implements pi {PI_COMPATIBLE_VERSION}) - a coding agent with read, bash, edit and write tools (headless: print, JSON, RPC)
+HELP = f"""pi-coding-agent-py {__version__} (implements pi {PI_COMPATIBLE_VERSION}) - a coding agent with read, bash, edit and write tools (interactive, print, JSON, RPC)
 
 Usage:
   pi [options] [--] [@files...] [messages...]
 
 Modes:
+  (none, on a terminal)          The interactive terminal UI (docs/interactive.md)
   -p, --print                    Answer the prompt(s) and exit, printing the final text
   --mode <text|json|rpc>         text (print), json (event stream), rpc (JSON-lines protocol on stdio)
   --export <session> [out.html]  Write a session file as a self-contained HTML page and exit
@@ -458,7 +463,7 @@ Model:
 
 Session:
   -c, --continue                 Continue the latest session of this directory
-  -r, --resume                   Interactive session picker: not available here (use --session or -c)
+  -r, --resume                   Pick a session to resume (interactive mode)
   --session <path|id>            Open a session file or id
   --session-id <id>              Use (or create) this session id in the current directory
   --fork <path|id>               Start a copy of another session here

@@ -1,0 +1,173 @@
+"""Interactive mode in a real terminal (tmux), ours against the reference pi 1.6.0's.
+
+Launch: wall time from starting ``pi`` in a fresh 120x40 tmux pane to the footer showing the model
+(the editor is ready then), polled with ``capture-pane`` every 10 ms. Streaming: one prompt whose reply
+is ``--chunks`` tiny text deltas from the fake LLM server (``tests/fakes/llm_server.py``), ending in a
+marker; the CPU time of the ``pi`` process (``common.cpu_seconds``) from typing Enter to the marker
+being on screen, divided by the chunk count, is what drawing a delta costs. Keypress: while a second
+reply streams (2 ms between deltas), six keys are typed one at a time; the time from ``send-keys``
+to the typed text being on screen, median. RSS: the peak of ``pi --session`` on a generated
+1,000-message session (markdown answers with a code block each), 2 s after its footer shows. Each side starts once before the runs (its
+config checked and cached, as on a user's second launch); the sides alternate run by run; tmux's
+own CPU is not counted.
+
+Usage: .venv/bin/python bench/bench_interactive.py [--runs 3] [--chunks 5000]
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import common
+from bench_streaming import scripted_reply, start_server
+from common import MODEL, PROVIDER, Row, median
+
+MARKER = "ENDOFSTREAM"
+TYPED = "QXJVKZ"  # capitals the streamed text never contains, typed one at a time
+
+
+class Pane:
+    def __init__(self, cmd: list[str], home: Path, session: Path | None = None) -> None:
+        self.socket = f"pi-bench-{uuid.uuid4().hex[:8]}"
+        env = common.env_for(cmd, home, home / "agent")
+        env["TERM"] = "xterm-256color"
+        self.env = env
+        opened = ["--session", str(session)] if session else ["--no-session"]
+        line = " ".join([*cmd, *opened, "--provider", PROVIDER, "--model", MODEL]) + "; sleep 30"
+        self.started = time.monotonic()
+        self._tmux("new-session", "-d", "-s", "b", "-x", "120", "-y", "40", "-c", str(home), line)
+
+    def _tmux(self, *args: str) -> str:
+        done = subprocess.run(["tmux", "-L", self.socket, "-f", "/dev/null", *args], capture_output=True,
+                              env=self.env, timeout=30, check=False)
+        return done.stdout.decode(errors="replace")
+
+    def wait_for(self, text: str, last_lines: int = 40, timeout_s: float = 120.0) -> float:
+        """Seconds since start until ``text`` shows in the last ``last_lines`` rows."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            rows = self._tmux("capture-pane", "-p", "-t", "b").rstrip("\n").split("\n")
+            if text in "\n".join(rows[-last_lines:]):
+                return time.monotonic() - self.started
+            time.sleep(0.01)
+        raise RuntimeError(f"{text!r} never showed")
+
+    def pid(self) -> int:
+        shell = int(self._tmux("list-panes", "-t", "b", "-F", "#{pane_pid}").strip())
+        children = Path(f"/proc/{shell}/task/{shell}/children").read_text().split()
+        return int(children[0])
+
+    def keys(self, *keys: str) -> None:
+        self._tmux("send-keys", "-t", "b", *keys)
+
+    def close(self) -> None:
+        self._tmux("kill-server")
+
+
+def warm_home(cmd: list[str], url: str) -> Path:
+    """A scratch home where ``cmd`` has started once (a user's second launch: config files checked,
+    caches written), so the runs measure a daily start rather than the very first."""
+    home = common.scratch_home()
+    common.write_models_json(home / "agent", url)
+    pane = Pane(cmd, home)
+    try:
+        pane.wait_for(MODEL, last_lines=3)
+    finally:
+        pane.close()
+    return home
+
+
+def run_once(cmd: list[str], home: Path, chunks: int) -> tuple[float, float, float]:
+    """(launch seconds, CPU microseconds per delta, keypress-to-screen milliseconds) of one side."""
+    pane = Pane(cmd, home)
+    try:
+        launch = pane.wait_for(MODEL, last_lines=3)
+        time.sleep(1.0)  # let start-up work in the background settle before the CPU meter starts
+        pid = pane.pid()
+        before = common.cpu_seconds(pid)
+        pane.keys("stream please", "Enter")
+        pane.wait_for(MARKER)
+        per_delta = (common.cpu_seconds(pid) - before) / chunks * 1e6
+        pane.keys("again", "Enter")  # the slow reply: keys typed while it streams
+        time.sleep(0.5)
+        typed, latencies = "", []
+        for key in TYPED:
+            typed += key
+            sent = time.monotonic()
+            pane.keys(key)
+            pane.wait_for(typed, last_lines=8)
+            latencies.append((time.monotonic() - sent) * 1000)
+        return launch, per_delta, median(latencies)
+    finally:
+        pane.close()
+
+
+def session_rss(cmd: list[str], home: Path, messages: int) -> float:
+    """Peak RSS (MiB) of ``cmd`` once it shows a session of ``messages`` messages."""
+    path = home / "long-session.jsonl"
+    write_session(path, home, messages)
+    pane = Pane(cmd, home, session=path)
+    try:
+        pane.wait_for(MODEL, last_lines=3)
+        time.sleep(2.0)
+        return common.peak_rss_mb(pane.pid())
+    finally:
+        pane.close()
+
+
+def write_session(path: Path, cwd: Path, messages: int) -> None:
+    """A linear pi session file: questions and markdown answers with a code block each."""
+    usage = {"input": 10, "output": 10, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 20,
+             "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}}
+    stamp = "2026-01-01T00:00:00.000Z"
+    lines = [{"type": "session", "version": 3, "id": "bench-long", "timestamp": stamp, "cwd": str(cwd)}]
+    for i in range(messages):
+        if i % 2 == 0:
+            message = {"role": "user", "content": [{"type": "text", "text": f"question {i}"}], "timestamp": 1}
+        else:
+            text = f"## Answer {i}\n\nSome *markdown* and `code`.\n\n```python\nprint({i})\n```\n"
+            message = {"role": "assistant", "content": [{"type": "text", "text": text}], "api": "openai-completions",
+                       "provider": PROVIDER, "model": MODEL, "usage": usage, "stopReason": "stop", "timestamp": 1}
+        lines.append({"type": "message", "id": f"e{i:05d}", "parentId": f"e{i - 1:05d}" if i else None,
+                      "timestamp": stamp, "message": message})
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+
+
+def results(runs: int = 3, chunks: int = 5000) -> list[Row]:
+    if shutil.which("tmux") is None:
+        sys.exit("tmux is not installed")
+    reply = scripted_reply(chunks)
+    reply["content"].append({"type": "text", "text": f"\n\n{MARKER}\n"})  # type: ignore[attr-defined]
+    slow = {**scripted_reply(chunks), "chunkDelayMs": 2}  # ~10 s of deltas to type over
+    script = common.scratch_home() / "script.json"
+    sides = {"ours": common.ours_cmd(), "reference": common.reference_cmd()}
+    script.write_text(json.dumps([reply, slow] * runs * len(sides)))
+    server, url = start_server(script)
+    measured: dict[str, list[list[float]]] = {}
+    homes = {side: warm_home(cmd, url) for side, cmd in sides.items() if cmd is not None}
+    try:
+        for _ in range(runs):  # the sides alternate, so a change in the machine's load hits both
+            for side, home in homes.items():
+                values = [*run_once(sides[side] or [], home, chunks), session_rss(sides[side] or [], home, 1000)]
+                values[0] *= 1000
+                for column, value in zip(measured.setdefault(side, [[], [], [], []]), values, strict=True):
+                    column.append(value)
+    finally:
+        server.terminate()
+        for home in homes.values():
+            common.cleanup(home)
+    names = [("launch to ready editor", "ms"), (f"CPU per streamed delta ({chunks})", "us"),
+             ("keypress to screen while streaming", "ms"), ("RSS with a 1,000-message session", "MiB")]
+    ours, ref = measured["ours"], measured.get("reference")
+    return [Row("interactive", name, unit, median(ours[i]), median(ref[i]) if ref else None, 0.5)
+            for i, (name, unit) in enumerate(names)]
+
+
+if __name__ == "__main__":
+    common.runs_and_chunks_main(__doc__ or "", results, "the reference pi 1.6.0 in tmux")

@@ -1,0 +1,65 @@
+"""``pi`` on a terminal: the interactive mode (Textual + Rich, loaded only here).
+
+``run`` builds the session exactly as the other modes do (``bootstrap.create_session``, mode
+``interactive``) with the terminal UI as its ``ctx.ui``, then runs ``app.PiApp`` until the user
+quits, SIGTERM/SIGHUP arrive, or an extension calls ``ctx.shutdown()``; the session is shut down
+(and so saved) on every one of those paths, after Textual has restored the terminal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pi_coding_agent.coding.options import CliArgs
+
+SIGNAL_CODES = ((signal.SIGTERM, 143), (signal.SIGHUP, 129))
+
+
+def run(args: CliArgs, images: list[dict[str, Any]] | None = None) -> int:
+    """``images`` (from ``@path`` arguments) go with the first message."""
+    return asyncio.run(_main(args, images))
+
+
+async def _main(args: CliArgs, images: list[dict[str, Any]] | None) -> int:
+    from pi_coding_agent.coding.bootstrap import create_session
+    from pi_coding_agent.coding.modes.interactive.dialogs import TuiExtensionUI
+
+    ui = TuiExtensionUI()
+    try:
+        session = await create_session(args, "interactive", ui)
+    except Exception as err:
+        print(str(err) or type(err).__name__, file=sys.stderr)
+        return 1
+    try:
+        app = build_app(session, ui, args, images)
+        session.set_shutdown_handler(lambda: app.exit(0))
+        loop = asyncio.get_running_loop()
+        for signum, code in SIGNAL_CODES:
+            loop.add_signal_handler(signum, _exit_with, app, code)
+        await app.run_async()
+        return int(app.return_code or 0)
+    finally:
+        await session.shutdown()
+
+
+def _exit_with(app: Any, status: int) -> None:
+    """A signal ends the app with its conventional status (the terminal is restored on the way out)."""
+    app.exit(return_code=status)
+
+
+def build_app(session: Any, ui: Any, args: CliArgs, images: list[dict[str, Any]] | None = None) -> Any:
+    """The app for ``session`` with the keys, theme and first messages the options and settings give."""
+    from pi_coding_agent.coding.modes.interactive.app import PiApp
+    from pi_coding_agent.coding.modes.interactive.keys import KeyMap
+    from pi_coding_agent.coding.modes.interactive.theme import load_palette
+
+    agent_dir = session.rt.agent_dir
+    keymap = KeyMap.load(agent_dir)
+    theme = args.use_theme or session.rt.settings.get("theme")
+    palette = load_palette(theme if isinstance(theme, str) else None, agent_dir, list(args.themes))
+    initial = ["/resume"] if args.resume else []
+    return PiApp(session, ui, keymap, palette, initial=[*initial, *args.messages], images=images)

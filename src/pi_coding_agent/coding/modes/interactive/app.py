@@ -1,0 +1,315 @@
+"""The terminal UI: header, transcript, queued messages, completion menu, editor, status and footer.
+
+``PiApp`` is a client of one ``AgentSession``, as RPC mode is: it subscribes to the session's events
+(drawn by ``Transcript``) and calls the session's methods for what the user types. Slash commands
+are ``commands.py``'s; extension dialogs arrive through ``dialogs.TuiExtensionUI``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import TYPE_CHECKING, Any
+
+from rich.text import Text
+from textual.app import App, ComposeResult
+from textual.theme import Theme
+from textual.widgets import OptionList, Static
+
+from pi_coding_agent import __version__
+from pi_coding_agent.coding.errors import SessionError
+from pi_coding_agent.coding.modes.interactive import commands, completion, footer
+from pi_coding_agent.coding.modes.interactive.blocks import Palette
+from pi_coding_agent.coding.modes.interactive.editor import Editor
+from pi_coding_agent.coding.modes.interactive.keys import KeyMap
+from pi_coding_agent.coding.modes.interactive.transcript import Transcript
+
+if TYPE_CHECKING:
+    from pi_coding_agent.coding.agent_session import AgentSession
+    from pi_coding_agent.coding.modes.interactive.dialogs import TuiExtensionUI
+
+DOUBLE_PRESS_S = 1.0  # a second Ctrl+C / Escape within this many seconds counts as a double press
+SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+# past this many transcript widgets, a settled run folds the transcript into ``History`` widgets:
+# Textual's layout cost grows with the widget count, and with it the cost of every streamed line
+FOLD_AFTER_WIDGETS = 150
+FOOTER_EVENTS = ("message_end", "agent_settled", "thinking_level_changed", "session_info_changed",
+                 "compaction_end", "model_changed")
+
+
+class PiApp(App[int]):
+    """``pi`` in a terminal. ``exit`` returns the process status."""
+
+    CSS = """
+    Screen { layout: vertical; }
+    #header { padding: 0 1; color: $text-muted; }
+    #queue, #status, #widgets-above, #widgets-below { padding: 0 1; height: auto; }
+    #queue { color: $text-muted; }
+    #menu { height: auto; max-height: 12; display: none; border: none; }
+    #footer { padding: 0 1; height: 2; color: $text-muted; }
+    """
+    ENABLE_COMMAND_PALETTE = False
+
+    def __init__(self, session: AgentSession, ui: TuiExtensionUI, keymap: KeyMap, palette: Palette,
+                 initial: list[str] | None = None, images: list[dict[str, Any]] | None = None) -> None:
+        super().__init__()
+        self.session = session
+        self.ui = ui
+        self.keymap = keymap
+        self.palette = palette
+        self.initial = list(initial or [])
+        self.initial_images = images
+        settings = session.rt.settings
+        self.transcript = Transcript(palette, bool(settings.get("hideThinkingBlock")))
+        self.menu = OptionList(id="menu")
+        self.editor = Editor(keymap, self.menu, self.completions)
+        self.files = completion.FileIndex(session.rt.cwd, _find_rg(session))
+        self.lines = {name: Static(id=name) for name in ("queue", "widgets-above", "status", "widgets-below", "footer")}
+        self.statuses: dict[str, str] = {}
+        self.widget_lines: dict[str, tuple[list[str], str]] = {}
+        self._last_press: dict[str, float] = {}
+        self._branch = footer.git_branch(str(session.rt.cwd))
+        self._spin = 0
+        self._status_text = ""
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._unsubscribe: Any = None
+        self._register_theme()
+
+    # ------------------------------------------------------------------ layout
+
+    def _register_theme(self) -> None:
+        p = self.palette
+        light = p.get("appearance") == "light"
+        self.register_theme(Theme(
+            name="pi", primary=p["accent"], accent=p["accent"], foreground=p["text"], error=p["error"],
+            success=p["success"], warning=p["warning"], dark=not light,
+            background="#ffffff" if light else "#000000", surface=p.get("toolPendingBg", "#222222"),
+            variables={"tool-pending": p["toolPendingBg"], "tool-success": p["toolSuccessBg"],
+                       "tool-error": p["toolErrorBg"], "border-muted": p["borderMuted"],
+                       "text-muted": p["muted"]}))
+        self.theme = "pi"
+
+    def compose(self) -> ComposeResult:
+        yield Static(self._header(), id="header")
+        yield self.transcript
+        yield self.lines["queue"]
+        yield self.lines["widgets-above"]
+        yield self.lines["status"]
+        yield self.menu
+        yield self.editor
+        yield self.lines["widgets-below"]
+        yield self.lines["footer"]
+
+    def _header(self) -> Text:
+        keys = "escape interrupt · ctrl+c/ctrl+d clear/exit · / commands · ! bash · ctrl+o expand tools"
+        return Text.assemble((f"pi {__version__}", f"bold {self.palette['accent']}"), "  ", keys)
+
+    async def on_mount(self) -> None:
+        self._unsubscribe = self.session.subscribe(self._on_session_event)
+        await self.transcript.restore(self.session.get_messages())
+        self.ui.attach(self)
+        self.editor.focus()
+        self.refresh_footer()
+        self.set_interval(0.25, self._tick)  # each redraw of the status line costs a layout pass
+        if self.initial:
+            self.spawn(self._send_initial())
+
+    async def _send_initial(self) -> None:
+        """``pi "msg"`` (and ``-r``): sent as if typed, one after another; ``@file`` images go with the first prompt."""
+        images = self.initial_images
+        for text in self.initial:
+            command = text.startswith("/")
+            await self.submit(text, follow_up=False, images=None if command else images)
+            images = images if command else None
+            await self.session.wait_for_idle()
+
+    def on_unmount(self) -> None:
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+
+    # ------------------------------------------------------------------ session events
+
+    def _on_session_event(self, event: dict[str, Any]) -> None:
+        self.transcript.handle(event)
+        etype = event["type"]
+        if etype == "queue_update":
+            self._show_queue(event["steering"], event["followUp"])
+        if etype in FOOTER_EVENTS:
+            self.refresh_footer()
+        if etype == "agent_settled" and len(self.transcript.children) > FOLD_AFTER_WIDGETS:
+            self.spawn(self.transcript.restore(self.session.get_messages()))
+
+    def _show_queue(self, steering: list[str], follow_up: list[str]) -> None:
+        lines = [f"steer: {t}" for t in steering] + [f"follow-up: {t}" for t in follow_up]
+        text = "\n".join(line if len(line) < 200 else line[:199] + "…" for line in lines)
+        self.lines["queue"].update(text + ("\n(alt+up to edit)" if lines else ""))
+
+    def refresh_footer(self) -> None:
+        location, usage, model = footer.footer_lines(self.session, self._branch)
+        width = max(self.size.width - 2, 20)
+        gap = max(width - len(usage) - len(model), 1)
+        self.lines["footer"].update(f"{location}\n{usage}{' ' * gap}{model}")
+
+    def _tick(self) -> None:
+        """The working indicator and the extension statuses (cheap: one short line)."""
+        parts = []
+        if self.session.is_streaming or self.session.is_compacting:
+            self._spin = (self._spin + 1) % len(SPINNER)
+            parts.append(f"{SPINNER[self._spin]} Working… (esc to interrupt)")
+        parts += [text for _, text in sorted(self.statuses.items())]
+        text = "  ".join(parts)
+        if text != self._status_text:  # an update costs a layout pass of the whole screen
+            self._status_text = text
+            self.lines["status"].update(text)
+
+    # ------------------------------------------------------------------ input
+
+    def completions(self, before_cursor: str) -> list[completion.Candidate]:
+        if before_cursor.startswith("/") and " " not in before_cursor:
+            return completion.command_candidates(before_cursor, commands.command_list(self.session))
+        token = completion.at_token(before_cursor)
+        if token is None:
+            return []
+        if self.files.files is None:
+            task = self.files.ensure_loading()
+            task.add_done_callback(lambda _: self.editor.refresh_menu(only_if_open_or_trigger=True))
+            return []
+        return completion.file_candidates(token, self.files.files)
+
+    async def on_editor_submitted(self, message: Editor.Submitted) -> None:
+        self.spawn(self.submit(message.text, message.follow_up))
+
+    async def submit(self, text: str, follow_up: bool, images: list[dict[str, Any]] | None = None) -> None:
+        """A line from the editor: a command, a shell command, or a prompt (queued while a run streams)."""
+        stripped = text.strip()
+        if stripped.startswith("/") and await commands.run(self, stripped):
+            return
+        if stripped.startswith("!"):
+            await self.run_bash(stripped)
+            return
+        behaviour = ("followUp" if follow_up else "steer") if self.session.is_streaming else None
+        try:
+            await self.session.prompt(text, images, behaviour)
+        except SessionError as err:
+            self.show_notice(str(err), "error")
+
+    async def run_bash(self, line: str) -> None:
+        """``!cmd`` runs and its output joins the context; ``!!cmd`` keeps it out."""
+        exclude = line.startswith("!!")
+        command = line[2:] if exclude else line[1:]
+        if not command.strip():
+            return
+        view = self.transcript.add_bash(command.strip(), "", None)
+        output: list[str] = []
+
+        def on_delta(delta: str) -> None:
+            output.append(delta)
+            view.result = {"content": [{"type": "text", "text": "".join(output)}]}
+            self.transcript.mark(view)
+
+        try:
+            result = await self.session.bash(command, exclude, on_delta)
+        except Exception as err:
+            self.transcript.finish_bash(view, f"{''.join(output)}\n{err}", 1)
+            return
+        self.transcript.finish_bash(view, str(result.get("output", "".join(output))), result.get("exitCode"))
+
+    def spawn(self, work: Any) -> None:
+        task = asyncio.create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            self.show_notice(f"Error: {task.exception()}", "error")
+
+    # ------------------------------------------------------------------ application keys
+
+    def _double(self, key: str) -> bool:
+        now = time.monotonic()
+        last = self._last_press.get(key, 0.0)
+        self._last_press[key] = now
+        return now - last < DOUBLE_PRESS_S
+
+    def on_editor_action(self, message: Editor.Action) -> None:
+        action = message.action
+        if action == "app.clear":
+            if self.editor.text:
+                self.editor.load_text("")
+                self._last_press["ctrl+c"] = time.monotonic()
+            elif self._double("ctrl+c"):
+                self.exit(0)
+            else:
+                self.show_notice("Press ctrl+c again to exit", "dim")
+        elif action == "app.exit":
+            if not self.editor.text:
+                self.exit(0)
+            else:
+                self.editor.action_delete_right()
+        elif action == "app.interrupt":
+            self._interrupt()
+        else:  # as a task: a picker waits for keys, which this handler would otherwise hold up
+            self.spawn(commands.run_action(self, action))
+
+    def _interrupt(self) -> None:
+        """Escape: abort the run (queued messages go back to the editor); twice on an idle empty editor:
+        the ``doubleEscapeAction`` setting (``tree`` by default)."""
+        if self.session.is_streaming or self.session.is_compacting:
+            self.restore_queue()
+            self.spawn(self.session.abort())
+            return
+        self.session.abort_bash()  # a running `!command`
+        if not self.editor.text and self._double("escape"):
+            choice = self.session.rt.settings.get("doubleEscapeAction") or "tree"
+            if choice in ("tree", "fork"):
+                self.spawn(commands.run(self, f"/{choice}"))
+
+    def restore_queue(self) -> None:
+        """Queued messages back into the editor (Alt+Up, or an abort), as pi does."""
+        cleared = self.session.clear_queue()
+        texts = [*cleared.get("steering", []), *cleared.get("followUp", [])]
+        if texts:
+            current = self.editor.text
+            self.editor.load_text("\n".join([*texts, current] if current else texts))
+
+    # ------------------------------------------------------------------ extension UI targets
+
+    def show_notice(self, message: str, kind: str | None = None) -> None:
+        role = {"error": "error", "warning": "warning", "dim": "dim"}.get(kind or "", "muted")
+        self.transcript.add_notice(message, role)
+
+    def set_status(self, key: str, text: str | None) -> None:
+        if text:
+            self.statuses[key] = text
+        else:
+            self.statuses.pop(key, None)
+        self._tick()
+
+    def set_widget(self, key: str, lines: list[str] | None, placement: str | None) -> None:
+        if lines is None:
+            self.widget_lines.pop(key, None)
+        else:
+            self.widget_lines[key] = (lines, placement or "aboveEditor")
+        for where, target in (("aboveEditor", "widgets-above"), ("belowEditor", "widgets-below")):
+            shown = [line for lines_, place in self.widget_lines.values() if place == where for line in lines_]
+            self.lines[target].update("\n".join(shown))
+
+    def set_terminal_title(self, title: str) -> None:
+        driver = self._driver
+        if driver is not None:
+            clean = "".join(ch for ch in title if ch.isprintable())
+            driver.write(f"\x1b]0;{clean}\x07")
+
+    def set_editor_text(self, text: str) -> None:
+        self.editor.load_text(text)
+        self.editor.move_cursor(self.editor.document.end)
+
+    def paste_to_editor(self, text: str) -> None:
+        self.editor.insert(text)
+
+
+def _find_rg(session: AgentSession) -> str | None:
+    from pi_coding_agent.coding.tools.ripgrep import find_rg
+
+    return find_rg(session.rt.agent_dir)

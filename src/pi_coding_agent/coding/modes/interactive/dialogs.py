@@ -1,0 +1,265 @@
+"""Modal dialogs (pick from a searchable list, confirm, one-line input, multi-line editor) and the
+``ExtensionUI`` of the terminal UI, which shows extensions' dialogs with them.
+
+Each dialog is a Textual ``ModalScreen`` that dismisses with its answer; ``ask`` pushes one and
+awaits the answer from any task on the app's loop, with an optional timeout and abort signal that
+dismiss it with the default answer, as RPC mode's dialogs do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Input, Label, OptionList, TextArea
+from textual.widgets.option_list import Option
+
+from pi_coding_agent.coding.modes.interactive.completion import fuzzy_score
+from pi_coding_agent.coding.ui import HeadlessThemes
+
+if TYPE_CHECKING:
+    from pi_coding_agent.ai.abort import AbortSignal
+
+T = TypeVar("T")
+
+_DIALOG_CSS = """
+{name} {{ align: center middle; }}
+{name} > Vertical {{ width: 90%; max-width: 110; height: auto; max-height: 80%; border: round $accent;
+                     background: $surface; padding: 0 1; }}
+{name} Label {{ width: 100%; }}
+{name} OptionList {{ height: auto; max-height: 20; }}
+"""
+
+
+class SelectScreen(ModalScreen[str | None]):
+    """A list with a search field; answers the chosen option's id (None on Escape)."""
+
+    DEFAULT_CSS = _DIALOG_CSS.format(name="SelectScreen")
+    BINDINGS: ClassVar[list[Any]] = [("escape", "cancel", "Cancel")]
+
+    def __init__(self, title: str, options: list[tuple[str, str]], searchable: bool = True) -> None:
+        """``options``: (id, label) pairs, shown in the order given."""
+        super().__init__()
+        self.title_text = title
+        self.options = options
+        self.searchable = searchable
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label(self.title_text)
+            if self.searchable:
+                yield Input(placeholder="type to search", id="search")
+            yield OptionList(*self._filtered(""), id="choices")
+
+    def on_mount(self) -> None:
+        list_ = self.query_one(OptionList)
+        if list_.option_count:
+            list_.highlighted = 0
+        (self.query_one(Input) if self.searchable else list_).focus()
+
+    def _filtered(self, query: str) -> list[Option]:
+        matches = [(score, i) for i, (_, label) in enumerate(self.options)
+                   if (score := (0 if not query else fuzzy_score(query, label))) is not None]
+        if query:
+            matches.sort()
+        return [Option(self.options[i][1], id=str(i)) for _, i in matches]
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        list_ = self.query_one(OptionList)
+        list_.clear_options()
+        list_.add_options(self._filtered(event.value))
+        if list_.option_count:
+            list_.highlighted = 0
+
+    def on_key(self, event: Any) -> None:
+        """Up/Down move the list while typing in the search field."""
+        if event.key in ("up", "down") and self.searchable:
+            list_ = self.query_one(OptionList)
+            (list_.action_cursor_up if event.key == "up" else list_.action_cursor_down)()
+            event.stop()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self._choose(self.query_one(OptionList).highlighted)
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        self._choose(event.option_index)
+
+    def _choose(self, index: int | None) -> None:
+        list_ = self.query_one(OptionList)
+        if index is None or index >= list_.option_count:
+            return
+        option_id = list_.get_option_at_index(index).id
+        self.dismiss(self.options[int(option_id or 0)][0])
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    DEFAULT_CSS = _DIALOG_CSS.format(name="ConfirmScreen")
+    BINDINGS: ClassVar[list[Any]] = [("y,enter", "answer(True)", "Yes"), ("n,escape", "answer(False)", "No")]
+
+    def __init__(self, title: str, message: str) -> None:
+        super().__init__()
+        self.title_text, self.message = title, message
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label(self.title_text)
+            yield Label(self.message)
+            yield Label("[y/Enter] yes   [n/Esc] no")
+
+    def action_answer(self, value: bool) -> None:
+        self.dismiss(value)
+
+
+class InputScreen(ModalScreen[str | None]):
+    DEFAULT_CSS = _DIALOG_CSS.format(name="InputScreen")
+    BINDINGS: ClassVar[list[Any]] = [("escape", "cancel", "Cancel")]
+
+    def __init__(self, title: str, placeholder: str | None = None, value: str = "") -> None:
+        super().__init__()
+        self.title_text, self.placeholder, self.value = title, placeholder or "", value
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label(self.title_text)
+            yield Input(value=self.value, placeholder=self.placeholder)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self.dismiss(event.value)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class EditorScreen(ModalScreen[str | None]):
+    """Multi-line text: Ctrl+S keeps it, Escape cancels."""
+
+    DEFAULT_CSS = _DIALOG_CSS.format(name="EditorScreen") + "EditorScreen TextArea { height: 16; }"
+    BINDINGS: ClassVar[list[Any]] = [("ctrl+s", "save", "Save"), ("escape", "cancel", "Cancel")]
+
+    def __init__(self, title: str, prefill: str | None = None) -> None:
+        super().__init__()
+        self.title_text, self.prefill = title, prefill or ""
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label(f"{self.title_text}   (Ctrl+S save, Esc cancel)")
+            yield TextArea(self.prefill)
+
+    def action_save(self) -> None:
+        self.dismiss(self.query_one(TextArea).text)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+async def ask(app: Any, screen: ModalScreen[T], default: T, timeout_ms: int | None = None,
+              signal: AbortSignal | None = None) -> T:
+    """Show ``screen`` on ``app`` (a Textual ``App``) and wait for its answer; a timeout or an abort
+    answers ``default``."""
+    if signal is not None and signal.aborted:
+        return default
+    future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+
+    def answered(value: T | None) -> None:
+        if not future.done():
+            future.set_result(default if value is None and default is not None else value)  # type: ignore[arg-type]
+
+    def dismiss() -> None:
+        if not future.done():
+            future.set_result(default)
+        if screen.is_attached and app.screen is screen:
+            screen.dismiss(None)
+
+    remove = signal.on_abort(dismiss) if signal is not None else None
+    app.push_screen(screen, callback=answered)
+    try:
+        if timeout_ms:
+            return await asyncio.wait_for(asyncio.shield(future), timeout_ms / 1000)
+        return await future
+    except TimeoutError:
+        dismiss()
+        return default
+    finally:
+        if remove is not None:
+            remove()
+
+
+class TuiExtensionUI(HeadlessThemes):
+    """``ctx.ui`` in the terminal UI: dialogs are modal screens, notices go to the transcript and footer.
+
+    ``attach`` binds it to the app once the app exists (extensions load before it starts); until
+    then dialogs answer their defaults and notices go to stderr.
+    """
+
+    has_ui = True
+    theme_error = "Theme switching is done with /settings or --theme in this front end"
+
+    def __init__(self) -> None:
+        self.app: Any = None
+        self.pending_notices: list[tuple[str, str | None]] = []
+
+    def attach(self, app: Any) -> None:
+        self.app = app
+        for message, kind in self.pending_notices:
+            app.show_notice(message, kind)
+        self.pending_notices.clear()
+
+    async def select(self, title: str, options: list[str], timeout_ms: int | None = None,
+                     signal: AbortSignal | None = None) -> str | None:
+        if self.app is None:
+            return None
+        return await ask(self.app, SelectScreen(title, [(o, o) for o in options], searchable=len(options) > 8),
+                         None, timeout_ms, signal)
+
+    async def confirm(self, title: str, message: str, timeout_ms: int | None = None,
+                      signal: AbortSignal | None = None) -> bool:
+        if self.app is None:
+            return False
+        return await ask(self.app, ConfirmScreen(title, message), False, timeout_ms, signal)
+
+    async def input(self, title: str, placeholder: str | None = None, timeout_ms: int | None = None,
+                    signal: AbortSignal | None = None) -> str | None:
+        if self.app is None:
+            return None
+        return await ask(self.app, InputScreen(title, placeholder), None, timeout_ms, signal)
+
+    async def editor(self, title: str, prefill: str | None = None) -> str | None:
+        if self.app is None:
+            return None
+        return await ask(self.app, EditorScreen(title, prefill), None)
+
+    def notify(self, message: str, notify_type: str | None = None) -> None:
+        if self.app is None:
+            self.pending_notices.append((message, notify_type))
+        else:
+            self.app.show_notice(message, notify_type)
+
+    def set_status(self, key: str, text: str | None = None) -> None:
+        self._call("set_status", key, text)
+
+    def set_widget(self, key: str, lines: list[str] | None = None, placement: str | None = None) -> None:
+        self._call("set_widget", key, lines, placement)
+
+    def set_title(self, title: str) -> None:
+        self._call("set_terminal_title", title)
+
+    def set_editor_text(self, text: str) -> None:
+        self._call("set_editor_text", text)
+
+    def paste_to_editor(self, text: str) -> None:
+        self._call("paste_to_editor", text)
+
+    def get_editor_text(self) -> str:
+        return "" if self.app is None else str(self.app.editor.text)
+
+    def _call(self, method: str, *args: Any) -> None:
+        if self.app is not None:
+            target: Callable[..., None] = getattr(self.app, method)
+            target(*args)

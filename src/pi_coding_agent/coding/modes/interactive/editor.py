@@ -1,0 +1,191 @@
+"""The prompt editor: a multi-line text area with prompt history, pi's keys and a completion menu.
+
+Every key first goes through the key map (``keys.py``): editor actions (submit, new line, follow-up)
+are handled here, application actions (abort, quit, model picker...) are posted to the app as
+``Editor.Action``; anything else is ordinary text editing. Large pastes are collapsed to a marker
+that expands back when the prompt is sent, as pi does.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from textual import events
+from textual.message import Message
+from textual.widgets import OptionList, TextArea
+from textual.widgets.option_list import Option
+
+from pi_coding_agent.coding.modes.interactive import completion
+from pi_coding_agent.coding.modes.interactive.keys import KeyMap
+
+PASTE_COLLAPSE_LINES = 10
+_PASTE_MARKER = re.compile(r"\[paste #(\d+) \+\d+ lines\]")
+EDITOR_ACTIONS = ("tui.input.submit", "tui.input.newLine", "tui.input.tab", "app.message.followUp",
+                  "tui.editor.historyPrevious", "tui.editor.historyNext")
+
+
+class Editor(TextArea):
+    """Posts ``Submitted`` (Enter, or the follow-up key) and ``Action`` (application keys)."""
+
+    DEFAULT_CSS = """
+    Editor { height: auto; max-height: 12; min-height: 1; border: none; border-top: solid $border-muted;
+             border-bottom: solid $border-muted; padding: 0 1; background: $background; }
+    Editor:focus { border: none; border-top: solid $accent; border-bottom: solid $accent; }
+    """
+
+    class Submitted(Message):
+        def __init__(self, text: str, follow_up: bool) -> None:
+            super().__init__()
+            self.text = text
+            self.follow_up = follow_up
+
+    class Action(Message):
+        def __init__(self, action: str) -> None:
+            super().__init__()
+            self.action = action
+
+    def __init__(self, keymap: KeyMap, menu: OptionList, complete: Callable[[str], list[completion.Candidate]]) -> None:
+        super().__init__(soft_wrap=True, show_line_numbers=False, tab_behavior="focus", highlight_cursor_line=False,
+                         id="editor")
+        self.keymap = keymap
+        self.menu = menu
+        self.complete = complete
+        self.prompt_history: list[str] = []
+        self._history_index: int | None = None
+        self._pastes: dict[int, str] = {}
+
+    # ------------------------------------------------------------------ keys
+
+    async def _on_key(self, event: events.Key) -> None:
+        action = self.keymap.action_for(event.key)
+        if self.menu.display and self._menu_key(event.key):
+            event.stop()
+            event.prevent_default()
+            return
+        if action is None or (action == "app.clear" and self.selection.start != self.selection.end):
+            await super()._on_key(event)
+            return
+        event.stop()
+        event.prevent_default()
+        if action == "tui.input.newLine":
+            self.insert("\n")
+        elif action in ("tui.input.submit", "app.message.followUp"):
+            self._submit(follow_up=action == "app.message.followUp")
+        elif action == "tui.input.tab":
+            self.refresh_menu()
+        elif action == "tui.editor.historyPrevious":
+            self.browse_history(-1)
+        elif action == "tui.editor.historyNext":
+            self.browse_history(1)
+        else:
+            self.post_message(self.Action(action))
+
+    def _menu_key(self, key: str) -> bool:
+        """Up/Down move in the open completion menu, Tab/Enter take its choice, Escape closes it."""
+        if key == "up":
+            self.menu.action_cursor_up()
+        elif key == "down":
+            self.menu.action_cursor_down()
+        elif key == "tab":
+            self.accept_completion()
+        elif key == "enter":  # a command runs at once, a path is inserted
+            self.accept_completion()
+            if self.text.startswith("/") and "\n" not in self.text:
+                self._submit(follow_up=False)
+        elif key == "escape":
+            self.menu.display = False
+        else:
+            return False
+        return True
+
+    def action_cursor_up(self, select: bool = False) -> None:
+        if not select and self.cursor_location[0] == 0 and (self._history_index is not None or not self.text):
+            self.browse_history(-1)
+            return
+        super().action_cursor_up(select)
+
+    def action_cursor_down(self, select: bool = False) -> None:
+        if not select and self._history_index is not None and self.cursor_location[0] == self.document.line_count - 1:
+            self.browse_history(1)
+            return
+        super().action_cursor_down(select)
+
+    # ------------------------------------------------------------------ history and submission
+
+    def browse_history(self, step: int) -> None:
+        if not self.prompt_history:
+            return
+        index = len(self.prompt_history) if self._history_index is None else self._history_index
+        index = max(0, min(len(self.prompt_history), index + step))
+        self._history_index = None if index == len(self.prompt_history) else index
+        self.load_text("" if self._history_index is None else self.prompt_history[index])
+        self.move_cursor(self.document.end)
+
+    def _submit(self, follow_up: bool) -> None:
+        text = self.expanded_text()
+        if not text.strip():
+            return
+        if not self.prompt_history or self.prompt_history[-1] != text:
+            self.prompt_history.append(text)
+        self._history_index = None
+        self._pastes.clear()
+        self.load_text("")
+        self.menu.display = False
+        self.post_message(self.Submitted(text, follow_up))
+
+    def expanded_text(self) -> str:
+        """The editor text with paste markers replaced by what was pasted."""
+        return _PASTE_MARKER.sub(lambda m: self._pastes.get(int(m.group(1)), m.group(0)), self.text)
+
+    async def _on_paste(self, event: events.Paste) -> None:
+        lines = event.text.count("\n") + 1
+        if lines <= PASTE_COLLAPSE_LINES:
+            await super()._on_paste(event)
+            return
+        event.stop()
+        event.prevent_default()
+        number = len(self._pastes) + 1
+        self._pastes[number] = event.text
+        self.insert(f"[paste #{number} +{lines} lines]")
+
+    # ------------------------------------------------------------------ completion
+
+    def _on_text_area_changed(self, event: TextArea.Changed) -> None:
+        self.refresh_menu(only_if_open_or_trigger=True)
+
+    def _before_cursor(self) -> str:
+        return self.get_text_range((0, 0), self.cursor_location)
+
+    def refresh_menu(self, only_if_open_or_trigger: bool = False) -> None:
+        before = self._before_cursor()
+        if only_if_open_or_trigger and not self.menu.display and not _is_trigger(before):
+            return
+        items = self.complete(before)
+        self.menu.clear_options()
+        if not items:
+            self.menu.display = False
+            return
+        self.menu.add_options([Option(f"{text}  {description}".rstrip(), id=text) for text, description in items])
+        self.menu.highlighted = 0
+        self.menu.display = True
+
+    def accept_completion(self) -> None:
+        index = self.menu.highlighted
+        self.menu.display = False
+        if index is None:
+            return
+        choice = self.menu.get_option_at_index(index).id or ""
+        before = self._before_cursor()
+        if before.startswith("/") and " " not in before:
+            self.replace(choice + " ", (0, 0), self.cursor_location)
+            return
+        token = completion.at_token(before)
+        if token is not None:
+            row, column = self.cursor_location
+            self.replace(choice + " ", (row, column - len(token)), self.cursor_location)
+
+
+def _is_trigger(before: str) -> bool:
+    """Typing opens the menu for a ``/command`` at the start or an ``@path``."""
+    return (before.startswith("/") and " " not in before and "\n" not in before) or completion.at_token(before) is not None

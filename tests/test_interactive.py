@@ -1,0 +1,361 @@
+"""The interactive mode driven headlessly (Textual's ``run_test`` pilot) over a real session and the
+fake LLM server: what a user types, what the screen shows, and what the session did."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pi_coding_agent.coding.bootstrap import create_session
+from pi_coding_agent.coding.modes.interactive import blocks, build_app, completion, footer, theme
+from pi_coding_agent.coding.modes.interactive.dialogs import TuiExtensionUI
+from pi_coding_agent.coding.modes.interactive.keys import KeyMap, normalise
+from pi_coding_agent.coding.options import CliArgs
+
+SIZE = (110, 36)
+
+
+def write_models(agent: Path, base_url: str) -> None:
+    agent.mkdir(parents=True, exist_ok=True)
+    models = [{"id": name, "contextWindow": 100_000, "maxTokens": 1000} for name in ("m1", "m2")]
+    (agent / "models.json").write_text(json.dumps({"providers": {"local": {
+        "baseUrl": f"{base_url}/v1", "api": "openai-completions", "apiKey": "dummy", "models": models}}}))
+
+
+def screen_text(app: Any) -> str:
+    """The characters on the app's screen, row by row."""
+    return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
+
+
+async def until(pilot: Any, predicate: Any, timeout: float = 30.0) -> None:
+    """Let the app run until ``predicate()`` holds (it fails the test on timeout)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not predicate():
+        assert asyncio.get_running_loop().time() < deadline, "timed out; the screen:\n" + screen_text(pilot.app)
+        await pilot.pause(0.05)
+
+
+@pytest.fixture
+async def make_app(tmp_path, fake_llm):
+    sessions = []
+
+    async def make(**options: Any) -> Any:
+        write_models(tmp_path / "agent", fake_llm.url)
+        options.setdefault("no_session", True)
+        args = CliArgs(provider="local", model="m1", **options)
+        ui = TuiExtensionUI()
+        session = await create_session(args, "interactive", ui, cwd=tmp_path, agent_dir=tmp_path / "agent")
+        sessions.append(session)
+        return build_app(session, ui, args)
+
+    yield make
+    for session in sessions:
+        await session.shutdown()
+
+
+async def type_text(pilot: Any, text: str) -> None:
+    await pilot.press(*["space" if ch == " " else ch for ch in text])
+
+
+async def test_a_prompt_streams_its_answer_and_a_tool_call_with_output(make_app, fake_llm):
+    fake_llm.add({"content": [{"type": "toolCall", "id": "c1", "name": "bash",
+                               "arguments": {"command": "echo tool-said-this"}}]},
+                 {"content": [{"type": "text", "text": "All **done** here.\n\nSecond paragraph."}]})
+    app = await make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await type_text(pilot, "run it")
+        await pilot.press("enter")
+        await until(pilot, lambda: "Second paragraph." in screen_text(app) and "All done here." in screen_text(app))
+        text = screen_text(app)  # the markdown is rendered: **done** shows as done
+        assert "run it" in text
+        assert "$ echo tool-said-this" in text and text.count("tool-said-this") == 2
+        assert app.session.get_messages()[-1]["content"][0]["text"].startswith("All **done**")
+
+
+async def test_escape_aborts_a_streaming_answer(make_app, fake_llm):
+    fake_llm.add({"content": [{"type": "text", "text": "word " * 400}], "chunkSize": 5, "chunkDelayMs": 20})
+    app = await make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await type_text(pilot, "talk")
+        await pilot.press("enter")
+        await until(pilot, lambda: "word" in screen_text(app))
+        await pilot.press("escape")
+        await until(pilot, lambda: not app.session.is_streaming)
+        await until(pilot, lambda: "Operation aborted" in screen_text(app))
+        assert app.session.get_messages()[-1]["stopReason"] == "aborted"
+
+
+async def test_the_follow_up_key_queues_a_message_shown_until_delivered(make_app, fake_llm):
+    fake_llm.add({"content": [{"type": "text", "text": "first " * 300}], "chunkSize": 6, "chunkDelayMs": 20},
+                 {"content": [{"type": "text", "text": "second answer"}]})
+    app = await make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await type_text(pilot, "one")
+        await pilot.press("enter")
+        await until(pilot, lambda: "first" in screen_text(app))
+        app.editor.load_text("later please")  # typed at once: the stream is still running
+        await pilot.press("alt+enter")
+        await until(pilot, lambda: "follow-up: later please" in screen_text(app))
+        await until(pilot, lambda: "second answer" in screen_text(app))
+        assert "follow-up: later please" not in screen_text(app)
+        users = [m for m in app.session.get_messages() if m["role"] == "user"]
+        assert [blocks.message_text(m) for m in users] == ["one", "later please"]
+
+
+async def test_enter_while_streaming_steers_the_run(make_app, fake_llm):
+    fake_llm.add({"content": [{"type": "toolCall", "id": "c1", "name": "bash", "arguments": {"command": "sleep 1"}}]},
+                 {"content": [{"type": "text", "text": "steered answer"}]})
+    app = await make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await type_text(pilot, "go")
+        await pilot.press("enter")
+        await until(pilot, lambda: "$ sleep 1" in screen_text(app))
+        app.editor.load_text("change course")
+        await pilot.press("enter")
+        await until(pilot, lambda: "steered answer" in screen_text(app))
+    users = [blocks.message_text(m) for m in app.session.get_messages() if m["role"] == "user"]
+    assert users == ["go", "change course"]
+    assert "change course" in json.dumps(fake_llm.requests[-1]["body"]["messages"])
+
+
+async def test_thinking_blocks_collapse_with_the_setting_and_ctrl_t(make_app, fake_llm, tmp_path):
+    (tmp_path / "agent").mkdir(exist_ok=True)
+    (tmp_path / "agent" / "settings.json").write_text(json.dumps({"hideThinkingBlock": True}))
+    fake_llm.add({"content": [{"type": "thinking", "thinking": "secret musing"}, {"type": "text", "text": "answer"}]})
+    app = await make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await type_text(pilot, "think")
+        await pilot.press("enter")
+        await until(pilot, lambda: "answer" in screen_text(app) and "Thinking…" in screen_text(app))
+        assert "secret musing" not in screen_text(app)
+        await pilot.press("ctrl+t")
+        await until(pilot, lambda: "secret musing" in screen_text(app))
+
+
+async def test_tree_navigation_and_resume(make_app, fake_llm, tmp_path):
+    fake_llm.add({"content": [{"type": "text", "text": "answer one"}]}, {"content": [{"type": "text", "text": "answer two"}]},
+                 {"content": [{"type": "text", "text": "other session answer"}]})
+    app = await make_app(no_session=False)
+    async with app.run_test(size=SIZE) as pilot:
+        for text, answer in (("first question", "answer one"), ("second question", "answer two")):
+            await type_text(pilot, text)
+            await pilot.press("enter")
+            await until(pilot, lambda answer=answer: answer in screen_text(app))
+        await type_text(pilot, "/tree")
+        await pilot.press("enter")
+        await until(pilot, lambda: "Session tree" in screen_text(app))
+        await type_text(pilot, "first question")
+        await pilot.press("enter")
+        await until(pilot, lambda: app.editor.text == "first question")  # a user entry comes back to edit
+        assert "answer one" not in screen_text(app)
+        first_file = app.session.sm.session_file
+        await pilot.press("ctrl+c")  # clears the editor
+        await type_text(pilot, "/new")
+        await pilot.press("enter")
+        await until(pilot, lambda: app.session.sm.session_file != first_file)
+        await type_text(pilot, "elsewhere")
+        await pilot.press("enter")
+        await until(pilot, lambda: "other session answer" in screen_text(app))
+        await type_text(pilot, "/resume")
+        await pilot.press("enter")
+        await until(pilot, lambda: "Resume session" in screen_text(app) and "first question" in screen_text(app))
+        await pilot.press("enter")
+        await until(pilot, lambda: app.session.sm.session_file == first_file)
+        await until(pilot, lambda: "first question" in screen_text(app) and "elsewhere" not in screen_text(app))
+
+
+async def test_a_long_session_opens_with_its_latest_messages_and_pages_up_to_older_ones(
+        make_app, fake_llm, tmp_path, monkeypatch):
+    from pi_coding_agent.coding.modes.interactive import history, transcript
+
+    monkeypatch.setattr(transcript, "RESTORED_MESSAGES", 4)
+    lines = [{"type": "session", "version": 3, "id": "long", "timestamp": "2026-01-01T00:00:00.000Z",
+              "cwd": str(tmp_path)}]
+    for i in range(12):
+        message = ({"role": "user", "content": [{"type": "text", "text": f"question-{i}"}], "timestamp": 1}
+                   if i % 2 == 0 else {"role": "assistant", "content": [{"type": "text", "text": f"answer-{i}"}],
+                                       "stopReason": "stop", "timestamp": 1})
+        lines.append({"type": "message", "id": f"e{i}", "parentId": f"e{i - 1}" if i else None,
+                      "timestamp": "2026-01-01T00:00:00.000Z", "message": message})
+    path = tmp_path / "long.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    app = await make_app(no_session=False, session=str(path))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: "answer-11" in screen_text(app))
+        assert "answer-7" not in screen_text(app) and len(app.transcript.query(history.History)) == 1
+        for _ in range(3):
+            await pilot.press("pageup")
+            await until(pilot, lambda: app.transcript._loading_older is False)
+        assert len(app.transcript.query(history.History)) == 3
+        app.transcript.scroll_home(animate=False)
+        await until(pilot, lambda: "question-0" in screen_text(app))
+
+
+async def test_a_settled_run_folds_a_crowded_transcript(make_app, fake_llm, monkeypatch):
+    from pi_coding_agent.coding.modes.interactive import app as app_module
+    from pi_coding_agent.coding.modes.interactive import history
+
+    monkeypatch.setattr(app_module, "FOLD_AFTER_WIDGETS", 3)
+    app = await make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        for text in ("one", "two"):
+            await type_text(pilot, text)
+            await pilot.press("enter")
+            await until(pilot, lambda: not app.session.is_streaming)
+        await until(pilot, lambda: len(app.transcript.query(history.History)) == 1)
+        assert len(app.transcript.children) == 1
+        assert "one" in screen_text(app) and "two" in screen_text(app)
+
+
+@pytest.mark.parametrize("opener", ["/model", "ctrl+l"])
+async def test_model_picker_switches_the_model(make_app, fake_llm, opener):
+    app = await make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        if opener == "ctrl+l":
+            await pilot.press("ctrl+l")
+        else:
+            await type_text(pilot, opener)
+            await pilot.press("enter")
+        await until(pilot, lambda: "Select model" in screen_text(app))
+        await type_text(pilot, "m2")
+        await pilot.press("enter")
+        await until(pilot, lambda: app.session.agent.model["id"] == "m2")
+        await until(pilot, lambda: "m2" in screen_text(app).splitlines()[-1])
+
+
+async def test_ctrl_d_on_an_empty_editor_quits_and_ctrl_c_twice_too(make_app):
+    app = await make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await type_text(pilot, "x")
+        await pilot.press("ctrl+d")  # not empty: deletes forward, stays
+        await pilot.pause(0.1)
+        assert app.is_running
+        await pilot.press("ctrl+c")  # clears the editor
+        await pilot.press("ctrl+d")
+        await pilot.pause(0.1)
+    assert app.return_code == 0
+    second = await make_app()
+    async with second.run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+c")
+        await pilot.pause(0.1)
+        assert second.is_running and "ctrl+c again" in screen_text(second)
+        await pilot.press("ctrl+c")
+        await pilot.pause(0.1)
+    assert second.return_code == 0
+
+
+async def test_bang_runs_a_shell_command_into_the_context_and_double_bang_keeps_it_out(make_app):
+    app = await make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await type_text(pilot, "!echo shown-and-kept")
+        await pilot.press("enter")
+        await until(pilot, lambda: screen_text(app).count("shown-and-kept") >= 2)
+        await type_text(pilot, "!!echo not-for-model")
+        await pilot.press("enter")
+        await until(pilot, lambda: screen_text(app).count("not-for-model") >= 2)
+    records = [m for m in app.session.get_messages() if m["role"] == "bashExecution"]
+    assert [(r["command"], r.get("excludeFromContext", False)) for r in records] == [
+        ("echo shown-and-kept", False), ("echo not-for-model", True)]
+
+
+async def test_history_and_slash_completion(make_app, fake_llm):
+    app = await make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await type_text(pilot, "hello")
+        await pilot.press("enter")
+        await until(pilot, lambda: not app.session.is_streaming and "ok" in screen_text(app))
+        await pilot.press("up")
+        assert app.editor.text == "hello"
+        await pilot.press("down")
+        assert app.editor.text == ""
+        await type_text(pilot, "/ses")
+        await until(pilot, lambda: "/session" in screen_text(app))
+        await pilot.press("tab")
+        assert app.editor.text == "/session "
+
+
+async def test_double_escape_on_an_idle_empty_editor_opens_the_tree(make_app, fake_llm):
+    app = await make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await type_text(pilot, "hi")
+        await pilot.press("enter")
+        await until(pilot, lambda: not app.session.is_streaming and "ok" in screen_text(app))
+        await pilot.press("escape", "escape")
+        await until(pilot, lambda: "Session tree" in screen_text(app))
+        await pilot.press("escape")
+        await until(pilot, lambda: "Session tree" not in screen_text(app))
+
+
+async def test_extension_dialogs_are_modal_screens(make_app):
+    app = await make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        answer = asyncio.ensure_future(app.ui.select("Pick one", ["alpha", "beta"]))
+        await until(pilot, lambda: "Pick one" in screen_text(app))
+        await pilot.press("down", "enter")
+        assert await answer == "beta"
+        confirmed = asyncio.ensure_future(app.ui.confirm("Sure?", "really"))
+        await until(pilot, lambda: "Sure?" in screen_text(app))
+        await pilot.press("y")
+        assert await confirmed is True
+        timed_out = await app.ui.input("Name?", timeout_ms=50)
+        assert timed_out is None
+        app.ui.set_status("ext", "ext-status-here")
+        app.ui.set_widget("w", ["widget line"])
+        await until(pilot, lambda: "ext-status-here" in screen_text(app) and "widget line" in screen_text(app))
+
+
+# ----------------------------------------------------------------------------- pure parts
+
+
+def test_stable_split_keeps_open_code_fences_live():
+    text = "para one\n\n```py\nx = 1\n\ny = 2\n"
+    assert blocks.stable_split(text, 0) == len("para one\n\n")
+    closed = text + "```\n\nafter"
+    assert blocks.stable_split(closed, 0) == len(closed) - len("after")
+
+
+def test_tool_titles_say_what_the_call_does():
+    assert blocks.tool_title("bash", {"command": "ls -la"}) == "$ ls -la"
+    assert blocks.tool_title("read", {"path": "a.py", "offset": 10, "limit": 5}) == "read a.py:10-14"
+    assert blocks.tool_title("write", {"path": "b.txt", "content": "1\n2\n3"}) == "write b.txt (3 lines)"
+    assert blocks.tool_title("mcp_tool", {"q": 1}) == 'mcp_tool {"q": 1}'
+
+
+def test_footer_usage_line():
+    stats = {"tokens": {"input": 1500, "output": 230, "cacheRead": 0, "cacheWrite": 0}, "cost": 0.0123}
+    context = {"tokens": 5000, "contextWindow": 200_000, "percent": 2.5}
+    assert footer.usage_line(stats, context, True) == "↑1.5k ↓230 $0.012 2.5%/200k (auto)"
+    assert footer.short_count(1_500_000) == "1.5M"
+
+
+def test_keybindings_json_overrides_and_normalises(tmp_path):
+    (tmp_path / "keybindings.json").write_text(json.dumps({"app.message.followUp": ["ctrl+q"],
+                                                           "app.interrupt": "Esc"}))
+    keys = KeyMap.load(tmp_path)
+    assert keys.action_for("ctrl+q") == "app.message.followUp"
+    assert keys.action_for("alt+enter") is None
+    assert keys.matches("app.interrupt", "escape")
+    assert normalise("Shift+Ctrl+PageUp") == "ctrl+shift+pageup"
+
+
+def test_file_completion_is_fuzzy_and_prefers_names():
+    files = ["src/app/main.py", "docs/maintenance.md", "tests/test_main.py", "README.md"]
+    assert completion.at_token("look at @src/ma") == "src/ma"
+    assert completion.at_token("email me@x") is None
+    assert [c for c, _ in completion.file_candidates("main", files)][:1] == ["src/app/main.py"]
+    assert completion.file_candidates("zzz", files) == []
+
+
+def test_user_theme_files_resolve_vars_and_okhsl(tmp_path):
+    themes = tmp_path / "themes"
+    themes.mkdir()
+    (themes / "mine.json").write_text(json.dumps({"name": "mine", "vars": {"v": "#112233"},
+                                                  "colors": {"accent": "v", "error": "okhsl(0 100% 50%)"}}))
+    palette = theme.load_palette("mine", tmp_path, [])
+    assert palette["accent"] == "#112233"
+    assert palette["error"] == "#ff0000"
+    assert theme.load_palette("light", tmp_path, [])["appearance"] == "light"
