@@ -20,7 +20,7 @@ FORBIDDEN = {
 # A module may import its own level and the levels below it, never one above.
 CODING_ORDER: list[tuple[str, tuple[str, ...]]] = [
     ("foundations", ("paths", "options", "errors", "messages", "events", "event_stream", "retry", "session_host", "session", "sandbox", "tools", "tool_ranking", "nonchat_calls", "codemode", "file_args", "provider_settings", "auth_help",
-                     "resources", "export", "extensions.ui", "extensions.loader", "extensions.registry",
+                     "resources", "packages", "export", "extensions.ui", "extensions.loader", "extensions.registry",
                      "extensions.examples", "compaction", "compaction.tokens", "compaction.projection", "compaction.prepare",
                      "compaction.summarize", "compaction.branch_summary")),
     ("runtime", ("runtime",)),

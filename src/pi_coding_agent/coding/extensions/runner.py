@@ -287,7 +287,8 @@ def runner_for_directory(session: ExtensionHost, runtime: SessionRuntime,
     ``-e`` and SDK ones kept), loaded by the next ``reload``; a new runner when there was none."""
     rt = runtime
     sources = [*discover(rt.cwd, rt.agent_dir, rt.project_trusted, list(rt.args.extensions),
-                         rt.settings.extensions, include_discovered=not rt.args.no_extensions),
+                         rt.settings.extensions, include_discovered=not rt.args.no_extensions,
+                         packages=rt.resources.packages),
                *(s for s in (current.sources if current is not None else []) if s.source == "sdk")]
     if current is not None:
         current.use_sources(sources)
