@@ -26,7 +26,7 @@ CODING_ORDER: list[tuple[str, tuple[str, ...]]] = [
     ("runtime", ("runtime",)),
     ("services the session owns", ("compaction.controller", "tree_navigation", "extensions", "extensions.dispatch",
                                    "extensions.boundaries", "extensions.provider_events", "extensions.prompt_options", "extensions.agent_hooks", "extensions.commands",
-                                   "extensions.runner", "bash_runs", "queue_mirror", "cache_warming", "llama_command", "login_ui", "model_selection",
+                                   "extensions.typescript", "extensions.runner", "bash_runs", "queue_mirror", "cache_warming", "llama_command", "login_ui", "model_selection",
                                    "session_replacement",
                                    "mcp")),
     ("session", ("agent_session",)),

@@ -500,13 +500,13 @@ class AgentSession:
             await self.extensions.session_info_changed(cleaned)
 
     def get_commands(self) -> list[dict[str, Any]]:
-        """The built-in ``/llama`` (when the router is configured) and ``/mcp``, extension commands, then prompt
-        templates and skills."""
-        commands: list[dict[str, Any]] = [dict(llama_command.COMMAND)] if self.rt.registry.llama_enabled else []
+        """Extension commands, the built-in ``/llama`` (when the router is configured) and ``/mcp`` (pi loads
+        its built-in extensions after file and package ones), then prompt templates and skills."""
+        commands: list[dict[str, Any]] = self.extensions.list_commands() if self.extensions is not None else []
+        if self.rt.registry.llama_enabled:
+            commands.append(dict(llama_command.COMMAND))
         if self.rt.mcp is not None:
             commands.append(self.rt.mcp.command_entry())
-        if self.extensions is not None:
-            commands += self.extensions.list_commands()
         return commands + self.rt.resource_commands()
 
     def context_usage(self) -> dict[str, Any] | None:

@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 
 PROJECT_DIR = ".pi"
 PACKAGE_ENTRY = "__init__.py"
+TYPESCRIPT_SUFFIXES = (".ts", ".js", ".mts", ".mjs", ".cts", ".cjs")  # run in the Node.js sidecar
+_TS_ENTRIES = ("index.ts", "index.js")
 
 
 class ExtensionSource(NamedTuple):
@@ -50,7 +52,8 @@ class LoadError(Exception):
 
 
 def _entries_in(directory: Path) -> list[Path]:
-    """``*.py`` files and ``<package>/__init__.py`` one level down, in name order."""
+    """``*.py`` files and ``<package>/__init__.py`` one level down, in name order; pi's ``*.ts``/``*.js``
+    files and ``<folder>/index.ts`` (or ``.js``) too, for the TypeScript sidecar."""
     try:
         with os.scandir(directory) as it:
             entries = sorted(it, key=lambda e: e.name)
@@ -61,10 +64,14 @@ def _entries_in(directory: Path) -> list[Path]:
         path = Path(entry.path)
         if entry.name.startswith((".", "_")):
             continue
-        if entry.name.endswith(".py") and os.path.isfile(path):
+        if entry.name.endswith((".py", ".ts", ".js")) and os.path.isfile(path):
             found.append(path)
         elif os.path.isfile(path / PACKAGE_ENTRY):
             found.append(path / PACKAGE_ENTRY)
+        else:
+            index = next((path / name for name in _TS_ENTRIES if os.path.isfile(path / name)), None)
+            if index is not None:
+                found.append(index)
     return found
 
 

@@ -27,7 +27,12 @@ from pi_coding_agent.coding.extensions.agent_hooks import AgentHooks
 from pi_coding_agent.coding.extensions.api import ExtensionAPI, install_tool
 from pi_coding_agent.coding.extensions.commands import Commands
 from pi_coding_agent.coding.extensions.event_bus import EventBus
-from pi_coding_agent.coding.extensions.loader import ExtensionSource, discover, import_extension
+from pi_coding_agent.coding.extensions.loader import (
+    TYPESCRIPT_SUFFIXES,
+    ExtensionSource,
+    discover,
+    import_extension,
+)
 from pi_coding_agent.coding.extensions.registry import Binding, Extension, Registration
 from pi_coding_agent.coding.extensions.resources_discover import discover_resources
 from pi_coding_agent.coding.resources.trust import has_trust_requiring_resources, save_trust_decision
@@ -105,6 +110,10 @@ class ExtensionRunner(Commands, AgentHooks):
     def _setup_of(self, source: ExtensionSource) -> Callable[[Any], Any]:
         if source.setup is not None:
             return source.setup
+        if source.path.suffix in TYPESCRIPT_SUFFIXES:
+            from pi_coding_agent.coding.extensions.typescript.host import setup_for
+
+            return setup_for(source.path)
         module = self._modules.get(source.path) or import_extension(source.path)
         self._modules[source.path] = module
         setup: Callable[[Any], Any] = module.setup
