@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from pi_coding_agent.coding.extensions.typescript.host import runtime_dir
 from pi_coding_agent.coding.packages import sources as src
 from pi_coding_agent.coding.packages.manifest import apply_patterns, package_resources
 from tests.cli_sides import needs_reference
@@ -259,19 +260,22 @@ def test_e_with_a_package_folder_loads_its_resources(tmp_path):
 
 @needs_reference
 @needs_git
+@needs_npm
 @pytest.mark.parametrize("installer", ["reference", "ours"])
 def test_what_one_side_installs_the_other_loads(tmp_path, installer):
-    """Local and git packages installed by one implementation: both list the same commands for them."""
+    """Local, git and npm packages installed by one implementation: both list the same commands for
+    them, a TypeScript extension's command included."""
     home, work, served = tmp_path / "home", tmp_path / "work", tmp_path / "served"
     work.mkdir()
-    make_package(tmp_path / "localpkg", "localpkg")
+    make_package(tmp_path / "localpkg", "localpkg", ts_command="hello")
     bare_repo(make_package(tmp_path / "gitsrc", "gitpkg", skill="gitskill", prompt="gitprompt"), served, "o/repo")
-    env = _env(home)
-    with serve_directory(served) as url:
-        for source in ("../localpkg", f"git:{url}/o/repo.git@v1"):
+    npm_pkg = make_package(tmp_path / "npmsrc", "npm-fixture-pkg", skill="npmskill", prompt="npmprompt")
+    with serve_directory(served) as url, npm_registry([npm_pkg], tmp_path) as registry:
+        env = {**npm_env(_env(home), registry, tmp_path / "npm-cache"), "PI_TS_RUNTIME_DIR": str(runtime_dir())}
+        for source in ("../localpkg", f"git:{url}/o/repo.git@v1", "npm:npm-fixture-pkg@1.0.0"):
             done = run_pi(installer, ["install", source], env, work)
             assert done.returncode == 0, done.stderr
         ours, _ = get_commands("ours", [], env, work)
         reference, _ = get_commands("reference", [], env, work)
     assert _non_builtin(ours) == _non_builtin(reference)
-    assert len(_non_builtin(ours)) == 4
+    assert len(_non_builtin(ours)) == 7

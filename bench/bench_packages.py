@@ -1,0 +1,126 @@
+"""Packages at start-up: time from spawning `pi --mode rpc --no-session` to its `get_commands` answer.
+
+Three situations, each the median of N fresh processes per side (ours and the reference pi 1.6.0
+take turns, one agent dir shared by both, set up once):
+
+* no package: an empty agent dir;
+* 5 resource packages: five local packages in settings.json, each with a skill and two prompt templates;
+* one TS extension: one local package whose extension is TypeScript (``extensions/ext.ts``, a
+  command); ours starts its Node.js sidecar and loads the file with jiti, pi loads it in-process.
+
+The get_commands answer must list what the packages bring, so a side that skipped them fails the run.
+Run by hand: `.venv/bin/python bench/bench_packages.py [runs]` (no target: the sidecar start is the
+cost of running pi's TypeScript at all).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from common import (
+    Row,
+    cleanup,
+    compile_bytecode,
+    env_for,
+    format_table,
+    median,
+    ours_cmd,
+    reference_cmd,
+    scratch_home,
+    spawn,
+    spread,
+    stop,
+)
+
+TS_EXTENSION = """export default function (pi: any) {
+  pi.registerCommand("bench-ts", { description: "bench", handler: async () => {} });
+}
+"""
+
+
+def write_package(root: Path, index: int, typescript: bool) -> None:
+    (root / "skills" / f"skill{index}").mkdir(parents=True)
+    (root / "skills" / f"skill{index}" / "SKILL.md").write_text(
+        f"---\nname: skill{index}\ndescription: Skill {index}\n---\nDo it.\n")
+    (root / "prompts").mkdir()
+    for name in ("a", "b"):
+        (root / "prompts" / f"p{index}{name}.md").write_text(f"---\ndescription: Prompt {index}{name}\n---\nDo $1\n")
+    (root / "package.json").write_text(json.dumps({"name": f"bench-pkg-{index}", "version": "1.0.0"}))
+    if typescript:
+        (root / "extensions").mkdir()
+        (root / "extensions" / "ext.ts").write_text(TS_EXTENSION)
+
+
+def setup(home: Path, situation: str) -> int:
+    """The agent dir of a situation; the number of commands its packages bring."""
+    agent = home / ".pi" / "agent"
+    agent.mkdir(parents=True)
+    count = {"no package": 0, "5 resource packages": 5, "one TS extension": 1}[situation]
+    packages = []
+    for index in range(count):
+        root = home / f"pkg{index}"
+        write_package(root, index, typescript=situation == "one TS extension")
+        packages.append(str(root))
+    (agent / "settings.json").write_text(json.dumps({"packages": packages}))
+    return count * 3 + (1 if situation == "one TS extension" else 0)
+
+
+def start_once(cmd: list[str], home: Path, expected: int) -> float:
+    """Seconds to the get_commands answer (checked to list ``expected`` non-built-in commands)."""
+    start = time.perf_counter()
+    env = env_for(cmd, home)
+    proc = spawn([*cmd, "--mode", "rpc", "--no-session"], env, cwd=home)
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(b'{"id":"c","type":"get_commands"}\n')
+    proc.stdin.flush()
+    while True:
+        line = proc.stdout.readline()
+        if not line or b'"id":"c"' in line:
+            break
+    elapsed = time.perf_counter() - start
+    stop(proc)
+    commands = json.loads(line)["data"]["commands"] if line else []
+    found = [c for c in commands if c["sourceInfo"]["source"] != "builtin"]
+    if len(found) != expected:
+        raise RuntimeError(f"{cmd[0]}: expected {expected} package commands, got {[c['name'] for c in found]}")
+    return elapsed
+
+
+def results(runs: int) -> list[Row]:
+    from pi_coding_agent.coding.extensions.typescript.host import runtime_dir
+
+    os.environ.setdefault("PI_TS_RUNTIME_DIR", str(runtime_dir()))  # the user's cache, not the scratch HOME's
+    ref = reference_cmd()
+    cmds = [ours_cmd()] if ref is None else [ours_cmd(), ref]
+    rows = []
+    for situation in ("no package", "5 resource packages", "one TS extension"):
+        home = scratch_home()
+        expected = setup(home, situation)
+        for cmd in cmds:
+            start_once(cmd, home, expected)  # warms the caches (and installs our sidecar runtime once)
+        times: list[list[float]] = [[] for _ in cmds]
+        for _ in range(runs):
+            for cmd, out in zip(cmds, times, strict=True):
+                out.append(start_once(cmd, home, expected))
+        cleanup(home)
+        ours_t, ref_t = times[0], times[1] if len(times) > 1 else None
+        name = f"{situation}: to get_commands (spread ours {spread(ours_t)}" + (
+            f", ref {spread(ref_t)})" if ref_t else ")")
+        rows.append(Row("packages", name, "ms", median(ours_t) * 1000,
+                        None if ref_t is None else median(ref_t) * 1000))
+    return rows
+
+
+def main() -> None:
+    runs = int(sys.argv[1]) if len(sys.argv) > 1 else 10
+    note = compile_bytecode()
+    print(format_table(results(runs)))
+    print(f"median of {runs} starts per cell; {note}")
+
+
+if __name__ == "__main__":
+    main()
