@@ -9,7 +9,7 @@ take turns, one agent dir shared by both, set up once):
   command); ours starts its Node.js sidecar and loads the file with jiti, pi loads it in-process.
 
 The get_commands answer must list what the packages bring, so a side that skipped them fails the run.
-Run by hand: `.venv/bin/python bench/bench_packages.py [runs]` (no target: the sidecar start is the
+Run by hand: `.venv/bin/python bench/bench_packages.py [--runs N]` (no target: the sidecar start is the
 cost of running pi's TypeScript at all).
 """
 
@@ -17,24 +17,11 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
 from pathlib import Path
 
-from common import (
-    Row,
-    cleanup,
-    compile_bytecode,
-    env_for,
-    format_table,
-    median,
-    ours_cmd,
-    reference_cmd,
-    scratch_home,
-    spawn,
-    spread,
-    stop,
-)
+import common
+from common import Row, median, spread
 
 TS_EXTENSION = """export default function (pi: any) {
   pi.registerCommand("bench-ts", { description: "bench", handler: async () => {} });
@@ -72,8 +59,8 @@ def setup(home: Path, situation: str) -> int:
 def start_once(cmd: list[str], home: Path, expected: int) -> float:
     """Seconds to the get_commands answer (checked to list ``expected`` non-built-in commands)."""
     start = time.perf_counter()
-    env = env_for(cmd, home)
-    proc = spawn([*cmd, "--mode", "rpc", "--no-session"], env, cwd=home)
+    env = common.env_for(cmd, home)
+    proc = common.spawn([*cmd, "--mode", "rpc", "--no-session"], env, cwd=home)
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write(b'{"id":"c","type":"get_commands"}\n')
     proc.stdin.flush()
@@ -82,7 +69,7 @@ def start_once(cmd: list[str], home: Path, expected: int) -> float:
         if not line or b'"id":"c"' in line:
             break
     elapsed = time.perf_counter() - start
-    stop(proc)
+    common.stop(proc)
     commands = json.loads(line)["data"]["commands"] if line else []
     found = [c for c in commands if c["sourceInfo"]["source"] != "builtin"]
     if len(found) != expected:
@@ -94,11 +81,11 @@ def results(runs: int) -> list[Row]:
     from pi_coding_agent.coding.extensions.typescript.host import runtime_dir
 
     os.environ.setdefault("PI_TS_RUNTIME_DIR", str(runtime_dir()))  # the user's cache, not the scratch HOME's
-    ref = reference_cmd()
-    cmds = [ours_cmd()] if ref is None else [ours_cmd(), ref]
+    ref = common.reference_cmd()
+    cmds = [common.ours_cmd()] if ref is None else [common.ours_cmd(), ref]
     rows = []
     for situation in ("no package", "5 resource packages", "one TS extension"):
-        home = scratch_home()
+        home = common.scratch_home()
         expected = setup(home, situation)
         for cmd in cmds:
             start_once(cmd, home, expected)  # warms the caches (and installs our sidecar runtime once)
@@ -106,7 +93,7 @@ def results(runs: int) -> list[Row]:
         for _ in range(runs):
             for cmd, out in zip(cmds, times, strict=True):
                 out.append(start_once(cmd, home, expected))
-        cleanup(home)
+        common.cleanup(home)
         ours_t, ref_t = times[0], times[1] if len(times) > 1 else None
         name = f"{situation}: to get_commands (spread ours {spread(ours_t)}" + (
             f", ref {spread(ref_t)})" if ref_t else ")")
@@ -115,12 +102,9 @@ def results(runs: int) -> list[Row]:
     return rows
 
 
-def main() -> None:
-    runs = int(sys.argv[1]) if len(sys.argv) > 1 else 10
-    note = compile_bytecode()
-    print(format_table(results(runs)))
-    print(f"median of {runs} starts per cell; {note}")
+async def measured(runs: int) -> list[Row]:
+    return results(runs)
 
 
 if __name__ == "__main__":
-    main()
+    common.run_bench(__doc__, measured, default_runs=10)
