@@ -236,6 +236,11 @@ def test_npm_package_installs_from_a_registry_and_loads(tmp_path):
         assert (root / "node_modules" / "npm-fixture-pkg" / "prompts" / "npmprompt.md").is_file()
         commands, _ = get_commands("ours", [], env, work)
         assert {c["name"] for c in _non_builtin(commands)} == {"npmprompt", "skill:npmskill"}
+        assert run_pi("ours", ["update", "npm-fixture-pkg"], env, work).returncode == 1  # not a configured source
+        assert run_pi("ours", ["update", "npm:npm-fixture-pkg"], env, work).returncode == 0  # pinned: nothing to do
+        removed = run_pi("ours", ["remove", "npm:npm-fixture-pkg"], env, work)
+        assert removed.returncode == 0, removed.stderr
+        assert not (root / "node_modules" / "npm-fixture-pkg").exists() and _settings(home) == {"packages": []}
         # -e npm: one-off, cached where pi caches it; offline, the cached copy loads
         once, _ = get_commands("ours", ["-e", "npm:npm-fixture-pkg"], {**env, "HOME": str(tmp_path / "h2")}, work)
         assert {c["sourceInfo"]["scope"] for c in _non_builtin(once)} == {"temporary"}

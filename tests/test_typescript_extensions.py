@@ -114,3 +114,30 @@ def test_without_node_a_typescript_extension_is_named_and_skipped(tmp_path):
     assert [line for line in stderr.splitlines() if "ext.ts" in line] == [
         f'Error: Failed to load extension "{ext}": TypeScript extensions need Node.js >= 20 on PATH '
         "(node not found)"]
+
+
+PROVIDER_TS = """export default function (pi: any) {
+  pi.registerProvider("tsprov", {
+    baseUrl: "http://127.0.0.1:9/v1", apiKey: "dummy", api: "openai-completions",
+    models: [{ id: "ts-model", name: "TS Model", reasoning: false, input: ["text"],
+      cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }, contextWindow: 1000, maxTokens: 100 }],
+  });
+}
+"""
+
+
+@needs_node
+@needs_reference
+def test_typescript_provider_registration_gives_the_reference_models(tmp_path):
+    """``pi.registerProvider`` made while loading is in place before the first command is answered."""
+    ext = tmp_path / "ext.ts"
+    ext.write_text(PROVIDER_TS)
+    answers = {}
+    for kind in ("ours", "reference"):
+        home = tmp_path / kind
+        (home / ".pi" / "agent").mkdir(parents=True)
+        records, _ = rpc_records(kind, ["-e", str(ext)], {**os.environ, "HOME": str(home)}, tmp_path,
+                                 [{"type": "get_available_models", "id": "m"}])
+        answers[kind] = next(r for r in records if r.get("id") == "m")["data"]["models"]
+    assert answers["ours"] == answers["reference"]
+    assert [m["id"] for m in answers["ours"]] == ["ts-model"]

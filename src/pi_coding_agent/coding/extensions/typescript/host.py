@@ -159,12 +159,11 @@ class SidecarHost:
     def _dispatch(self, record: dict[str, Any]) -> None:
         kind = record.get("type")
         if kind == "result":
-            future = self._waiting.get(record["id"])
-            if future is not None and not future.done():
-                if "error" in record:
-                    future.set_exception(RuntimeError(record["error"]))
-                else:
-                    future.set_result(record.get("result"))
+            unanswered = [t for t in self._tasks if not t.done() and t.get_name() == "fire"]
+            if unanswered:  # the calls the extension made before returning take effect first
+                self._spawn(self._deliver_after(unanswered, record), "deliver")
+            else:
+                self._deliver(record)
         elif kind == "update":
             update = self._updates.get(record["id"])
             if update is not None:
@@ -174,9 +173,25 @@ class SidecarHost:
             if pi is not None:
                 self._apply(pi, record["kind"], record["spec"])
         elif kind == "call":
-            task = asyncio.ensure_future(self._answer(record))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            self._spawn(self._answer(record), "fire" if record.get("id") is None else "ask")
+
+    def _spawn(self, coroutine: Any, name: str) -> None:
+        task = asyncio.ensure_future(coroutine)
+        task.set_name(name)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _deliver(self, record: dict[str, Any]) -> None:
+        future = self._waiting.get(record["id"])
+        if future is not None and not future.done():
+            if "error" in record:
+                future.set_exception(RuntimeError(record["error"]))
+            else:
+                future.set_result(record.get("result"))
+
+    async def _deliver_after(self, tasks: list[asyncio.Task[Any]], record: dict[str, Any]) -> None:
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._deliver(record)
 
     async def _answer(self, record: dict[str, Any]) -> None:
         from pi_coding_agent.coding.extensions.typescript.calls import run_call
