@@ -29,6 +29,7 @@ from tests.package_fixtures import (
     run_pi,
     serve_directory,
 )
+from tests.reference_pi import REFERENCE_PI
 
 needs_git = pytest.mark.skipif(not have("git"), reason="git is not on PATH")
 needs_npm = pytest.mark.skipif(not have("npm"), reason="npm is not on PATH")
@@ -166,6 +167,24 @@ def test_local_install_needs_a_trusted_project(tmp_path):
     done = run_pi("ours", ["install", "-l", "../p", "--approve"], env, work)
     assert done.returncode == 0, done.stderr
     assert json.loads((work / ".pi" / "settings.json").read_text()) == {"packages": ["../../p"]}
+
+
+def test_project_packages_load_only_in_a_trusted_project_and_win_over_the_users(tmp_path):
+    home, work = tmp_path / "home", tmp_path / "work"
+    (work / ".pi").mkdir(parents=True)
+    make_package(tmp_path / "p", "p")
+    env = _env(home)
+    (work / ".pi" / "settings.json").write_text(json.dumps({"packages": ["../../p"]}))
+    (home / ".pi" / "agent" / "settings.json").write_text(json.dumps({"packages": [str(tmp_path / "p")]}))
+    untrusted, _ = get_commands("ours", ["--no-approve"], env, work)
+    assert {c["sourceInfo"]["scope"] for c in _non_builtin(untrusted)} == {"user"}
+    trusted, _ = get_commands("ours", ["--approve"], env, work)
+    assert {(c["sourceInfo"]["scope"], c["sourceInfo"]["source"]) for c in _non_builtin(trusted)} == {
+        ("project", "../../p")}
+    assert len(_non_builtin(trusted)) == 2  # one package identity: loaded once
+    if REFERENCE_PI.exists():  # the same on pi 1.6.0, with and without trust
+        for flag, ours in (("--no-approve", untrusted), ("--approve", trusted)):
+            assert _non_builtin(get_commands("reference", [flag], env, work)[0]) == _non_builtin(ours)
 
 
 def test_session_loads_a_package_skill_prompt_and_python_extension(tmp_path):
