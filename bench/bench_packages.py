@@ -9,6 +9,10 @@ take turns, one agent dir shared by both, set up once):
   command); ours starts its Node.js sidecar and loads the file with jiti, pi loads it in-process.
 
 The get_commands answer must list what the packages bring, so a side that skipped them fails the run.
+
+Also the cost of a TypeScript ``message_update`` handler per streamed delta: the wall time of a
+2,000-delta prompt (``bench_streaming``'s fake server and script) with the handler, minus without it,
+per delta. Ours forwards each event to the sidecar and waits for its answer; pi calls it in-process.
 Run by hand: `.venv/bin/python bench/bench_packages.py [--runs N]` (no target: the sidecar start is the
 cost of running pi's TypeScript at all).
 """
@@ -102,8 +106,32 @@ def results(runs: int) -> list[Row]:
     return rows
 
 
+HANDLER_TS = 'export default function (pi: any) { let n = 0; pi.on("message_update", () => { n++; }); }\n'
+DELTAS = 2000
+
+
+def per_delta_rows(runs: int) -> list[Row]:
+    """Wall time per delta that a TypeScript ``message_update`` handler adds, each side."""
+    from bench_streaming import run_once, scripted_reply
+
+    home = common.scratch_home()
+    handler = home / "handler.ts"
+    handler.write_text(HANDLER_TS)
+    reply = scripted_reply(DELTAS)
+    ref = common.reference_cmd()
+    sides = [common.ours_cmd()] if ref is None else [common.ours_cmd(), ref]
+    added: list[list[float]] = [[] for _ in sides]
+    for _ in range(runs):
+        for cmd, out in zip(sides, added, strict=True):
+            plain = run_once(cmd, reply).wall_s
+            out.append((run_once(cmd, reply, ("-e", str(handler))).wall_s - plain) / DELTAS * 1e6)
+    common.cleanup(home)
+    return [Row("packages", f"TS message_update handler, {DELTAS} deltas: wall time added per delta", "us",
+                median(added[0]), median(added[1]) if len(added) > 1 else None)]
+
+
 async def measured(runs: int) -> list[Row]:
-    return results(runs)
+    return results(runs) + per_delta_rows(max(1, runs // 2))
 
 
 if __name__ == "__main__":
