@@ -21,6 +21,7 @@ from tests.cli_sides import needs_reference
 from tests.package_fixtures import (
     bare_repo,
     get_commands,
+    git,
     have,
     make_package,
     npm_env,
@@ -303,3 +304,35 @@ def test_what_one_side_installs_the_other_loads(tmp_path, installer):
         reference, _ = get_commands("reference", [], env, work)
     assert _non_builtin(ours) == _non_builtin(reference)
     assert len(_non_builtin(ours)) == 7
+
+
+@needs_git
+def test_e_git_package_is_cached_refreshed_and_used_offline(tmp_path):
+    """``-e git:...`` clones into pi's temporary cache; the next start fetches the branch's new commit;
+    offline, the cached copy loads."""
+    home, work, served = tmp_path / "home", tmp_path / "work", tmp_path / "served"
+    work.mkdir()
+    source = make_package(tmp_path / "gitsrc", "gitpkg", skill="gitskill", prompt="first")
+    bare = bare_repo(source, served, "o/repo", tag=None)
+    env = _env(home)
+    with serve_directory(served) as url:
+        spec = f"git:{url}/o/repo.git"
+        commands, _ = get_commands("ours", ["-e", spec], env, work)
+        assert {c["name"] for c in _non_builtin(commands)} == {"first", "skill:gitskill"}
+        cached = src.installed_path(src.parse_source(spec), "temporary", home / ".pi" / "agent", work)
+        assert (cached / "prompts" / "first.md").is_file()
+        assert (home / ".pi" / "agent" / "tmp" / "extensions").stat().st_mode & 0o777 == 0o700
+        (source / "prompts" / "second.md").write_text("---\ndescription: second\n---\nx\n")
+        git("add", "-A", cwd=source)
+        git("commit", "-qm", "two", cwd=source)
+        git("push", "-q", str(bare), "main", cwd=source)
+        git("update-server-info", cwd=bare)
+        refreshed, _ = get_commands("ours", ["-e", spec], env, work)
+        assert {c["name"] for c in _non_builtin(refreshed)} == {"first", "second", "skill:gitskill"}
+    offline, _ = get_commands("ours", ["-e", spec], {**env, "PI_OFFLINE": "1"}, work)
+    assert {c["name"] for c in _non_builtin(offline)} == {"first", "second", "skill:gitskill"}
+    assert not _settings_exists(home)  # -e writes no settings
+
+
+def _settings_exists(home: Path) -> bool:
+    return (home / ".pi" / "agent" / "settings.json").exists()

@@ -51,6 +51,7 @@ class Installer:
     # ------------------------------------------------------------------ npm
 
     def install_npm(self, source: NpmSource, scope: Scope, spec: str | None = None) -> None:
+        self._private_cache(scope)
         root = npm_root(scope, self.agent_dir, self.cwd)
         _ensure_npm_project(root)
         self._npm(["install", spec or source.spec, "--prefix", str(root.resolve()), *_NPM_FLAGS])
@@ -78,6 +79,7 @@ class Installer:
         if target.exists():
             self.update_git(source, scope)
             return
+        self._private_cache(scope)
         if scope != "temporary":
             _ensure_gitignore(target.parents[len(source.path.split("/"))])
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -129,6 +131,13 @@ class Installer:
                 parent.rmdir()
             except OSError:
                 break
+
+    def _private_cache(self, scope: Scope) -> None:
+        """``-e`` packages live in ``<agentDir>/tmp/extensions``, readable by its owner only (as in pi)."""
+        if scope == "temporary":
+            cache = self.agent_dir / "tmp" / "extensions"
+            cache.mkdir(parents=True, exist_ok=True)
+            cache.chmod(0o700)
 
     def _has_upstream(self, target: Path) -> bool:
         try:
