@@ -141,3 +141,23 @@ def test_typescript_provider_registration_gives_the_reference_models(tmp_path):
         answers[kind] = next(r for r in records if r.get("id") == "m")["data"]["models"]
     assert answers["ours"] == answers["reference"]
     assert [m["id"] for m in answers["ours"]] == ["ts-model"]
+
+
+@needs_node
+async def test_the_sidecar_ends_with_the_session(tmp_path):
+    """One Node.js process for the session's TypeScript extensions, gone after ``shutdown``."""
+    from pi_coding_agent.coding.bootstrap import create_session
+    from pi_coding_agent.coding.options import CliArgs
+
+    exts = []
+    for name in ("a", "b"):
+        exts.append(tmp_path / f"{name}.ts")
+        exts[-1].write_text(f'export default function (pi: any) {{ pi.registerCommand("{name}", {{ handler: async () => {{}} }}); }}\n')
+    args = CliArgs(no_session=True, extensions=[str(e) for e in exts])
+    session = await create_session(args, "sdk", cwd=tmp_path, agent_dir=tmp_path / "agent")
+    sidecar = session.extensions.sidecar
+    assert [c["name"] for c in session.get_commands() if c["source"] == "extension"][:2] == ["a", "b"]
+    proc = sidecar.proc
+    assert proc is not None and proc.returncode is None
+    await session.shutdown()
+    assert proc.returncode == 0 and sidecar.proc is None

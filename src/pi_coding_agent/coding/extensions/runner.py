@@ -56,6 +56,7 @@ class ExtensionRunner(Commands, AgentHooks):
         self._builtin_tools: dict[str, AgentTool] = dict(runtime.all_tools)
         self._thinking_level = runtime.agent.thinking_level
         self.providers: dict[str, Registration] = {}  # pi.register_provider names -> what each added
+        self.sidecar: Any = None  # the TypeScript extensions' Node.js process (typescript/host.py), once started
         self.loaded = False
         self._trust_asked: set[Path] = {runtime.cwd.resolve()}  # directories project_trust was asked for
         self.shutdown_requested = False
@@ -245,6 +246,8 @@ class ExtensionRunner(Commands, AgentHooks):
         if target is not None:
             event["targetSessionFile"] = target
         await self.notify(event)
+        if reason == "quit" and self.sidecar is not None:
+            await self.sidecar.close()
 
     async def before_compact(self, event: dict[str, Any]) -> dict[str, Any] | None:
         """``session_before_compact``: ``{"cancel": True}`` or ``{"compaction": {...}}`` from the first

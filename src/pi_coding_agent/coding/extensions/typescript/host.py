@@ -24,7 +24,6 @@ import itertools
 import os
 import shutil
 import sys
-import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -36,7 +35,6 @@ from pi_coding_agent.coding.extensions.loader import LoadError
 MIN_NODE_MAJOR = 20
 RUNTIME_PACKAGES = ("jiti@2.7.0", "typebox@1.4.3")
 _HERE = Path(__file__).resolve().parent
-_hosts: weakref.WeakKeyDictionary[Any, SidecarHost] = weakref.WeakKeyDictionary()
 
 
 def runtime_dir() -> Path:
@@ -52,10 +50,9 @@ def setup_for(path: Path) -> Callable[[Any], Any]:
     """The ``setup(pi)`` of a TypeScript extension: load it in the session's sidecar."""
     async def setup(pi: Any) -> None:
         runner = pi._runner
-        host = _hosts.get(runner)
-        if host is None:
-            host = _hosts[runner] = SidecarHost()
-        await host.load(path, pi)
+        if runner.sidecar is None:
+            runner.sidecar = SidecarHost()
+        await runner.sidecar.load(path, pi)
     return setup
 
 
@@ -233,10 +230,14 @@ class SidecarHost:
                              default=spec.get("default"))
 
     async def close(self) -> None:
-        if self.proc is not None and self.proc.stdin is not None:
+        """End the sidecar (it exits when its stdin closes); a later load starts a new one."""
+        proc, self.proc = self.proc, None
+        if proc is not None and proc.stdin is not None:
             with contextlib.suppress(Exception):
-                self.proc.stdin.close()
-            await self.proc.wait()
+                proc.stdin.close()
+            await proc.wait()
+        if self._reader is not None:
+            await self._reader
 
 
 def _context_info(token: int, ctx: Any) -> dict[str, Any]:
