@@ -35,9 +35,12 @@ def _node_major() -> int:
 
 needs_node = pytest.mark.skipif(_node_major() < 20, reason="Node.js >= 20 is not on PATH")
 
-# every scenario but the two using what the sidecar lacks: the synchronous pi.getCommands() and an
-# AbortSignal passed to a dialog (docs/packages.md, "The sidecar's limits")
-COMPARED = [name for name in SCENARIOS if name not in ("get_commands", "dialog_signal")]
+# every scenario but dialog_signal (an AbortSignal given to a dialog does not cross to the session)
+COMPARED = [name for name in SCENARIOS if name != "dialog_signal"]
+# where a notice of a session_start handler comes after the first command's answer here (the handler
+# runs in the sidecar while the command loop already answers; pi runs it before): compared without
+# that ordering
+REORDERED = {"get_commands"}
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -76,9 +79,15 @@ async def test_typescript_extension_gives_the_reference_records(name: str, tmp_p
     parity = SCENARIOS[name]
     ours, theirs = comparable(await play_typescript("ours", parity, tmp_path / "o")), \
         comparable(await play_typescript("reference", parity, tmp_path / "r"))
+    if name in REORDERED:
+        ours, theirs = (sorted(ours[0], key=_order), ours[1]), (sorted(theirs[0], key=_order), theirs[1])
     assert [r["type"] for r in ours[0]] == [r["type"] for r in theirs[0]]
     found = differences(ours[0], theirs[0], "records") + differences(ours[1], theirs[1], "requests")
     assert not found, "\n".join(found)
+
+
+def _order(record: dict) -> str:
+    return json.dumps(record, sort_keys=True)
 
 
 @needs_node

@@ -33,6 +33,7 @@ import orjson
 from pi_coding_agent.coding.extensions.loader import LoadError
 
 MIN_NODE_MAJOR = 20
+STREAMED_EVENTS = frozenset({"message_update", "tool_execution_update"})  # no state snapshot: once a delta
 RUNTIME_PACKAGES = ("jiti@2.7.0", "typebox@1.4.3")
 _HERE = Path(__file__).resolve().parent
 
@@ -100,19 +101,23 @@ class SidecarHost:
             self._apply(pi, registration["kind"], registration["spec"])
 
     async def invoke(self, handler: int, args: list[Any], ctx: Any, tool: bool = False,
-                     on_update: Callable[[Any], None] | None = None, return_input: bool = False) -> Any:
+                     on_update: Callable[[Any], None] | None = None, return_input: bool = False,
+                     pi: Any = None) -> Any:
+        """Run a handler in the sidecar; with ``pi``, the state its synchronous getters read goes along."""
         token = id(ctx)
         self._contexts[token] = ctx
         record: dict[str, Any] = {"type": "invoke", "handler": handler, "args": args, "tool": tool,
                                   "returnInput": return_input, "ctx": _context_info(token, ctx)}
+        if pi is not None:
+            record["state"] = _state(pi)
         try:
             return await self._request(record, on_update)
         finally:
             self._contexts.pop(token, None)
 
-    async def _tool_call(self, handler: int, event: dict[str, Any], ctx: Any) -> Any:
+    async def _tool_call(self, handler: int, event: dict[str, Any], ctx: Any, pi: Any) -> Any:
         """A ``tool_call`` handler; what it changed in ``event.input`` is changed here too (in place)."""
-        answer = await self.invoke(handler, [event], ctx, return_input=True)
+        answer = await self.invoke(handler, [event], ctx, return_input=True, pi=pi)
         changed = answer.get("input")
         target = event.get("input")
         if isinstance(target, dict) and isinstance(changed, dict) and changed != target:
@@ -157,7 +162,7 @@ class SidecarHost:
         kind = record.get("type")
         if kind == "result":
             unanswered = [t for t in self._tasks if not t.done() and t.get_name() == "fire"]
-            if unanswered:  # the calls the extension made before returning take effect first
+            if unanswered:  # the notices and entries the extension sent before returning land first
                 self._spawn(self._deliver_after(unanswered, record), "deliver")
             else:
                 self._deliver(record)
@@ -178,6 +183,10 @@ class SidecarHost:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
+    async def _deliver_after(self, tasks: list[asyncio.Task[Any]], record: dict[str, Any]) -> None:
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._deliver(record)
+
     def _deliver(self, record: dict[str, Any]) -> None:
         future = self._waiting.get(record["id"])
         if future is not None and not future.done():
@@ -185,10 +194,6 @@ class SidecarHost:
                 future.set_exception(RuntimeError(record["error"]))
             else:
                 future.set_result(record.get("result"))
-
-    async def _deliver_after(self, tasks: list[asyncio.Task[Any]], record: dict[str, Any]) -> None:
-        await asyncio.gather(*tasks, return_exceptions=True)
-        self._deliver(record)
 
     async def _answer(self, record: dict[str, Any]) -> None:
         from pi_coding_agent.coding.extensions.typescript.calls import run_call
@@ -211,15 +216,16 @@ class SidecarHost:
         """One registration of the extension, made on its Python ``pi`` with a proxy handler."""
         handler: int = spec.get("handler", 0)
         if kind == "on" and spec["event"] == "tool_call":
-            pi.on("tool_call", lambda event, ctx: self._tool_call(handler, event, ctx))
+            pi.on("tool_call", lambda event, ctx: self._tool_call(handler, event, ctx, pi))
         elif kind == "on":
-            pi.on(spec["event"], lambda event, ctx: self.invoke(handler, [event], ctx))
+            state_of = None if spec["event"] in STREAMED_EVENTS else pi
+            pi.on(spec["event"], lambda event, ctx: self.invoke(handler, [event], ctx, pi=state_of))
         elif kind == "command":
             pi.register_command(spec["name"], description=spec.get("description"),
-                                handler=lambda args, ctx: self.invoke(handler, [args], ctx))
+                                handler=lambda args, ctx: self.invoke(handler, [args], ctx, pi=pi))
         elif kind == "tool":
             async def execute(tool_call_id: str, params: Any, signal: Any, update: Any, ctx: Any) -> Any:
-                return await self.invoke(handler, [tool_call_id, params], ctx, tool=True, on_update=update)
+                return await self.invoke(handler, [tool_call_id, params], ctx, tool=True, on_update=update, pi=pi)
 
             pi.register_tool(name=spec["name"], label=spec.get("label"), description=spec.get("description") or "",
                              parameters=spec.get("parameters"), execute=execute,
@@ -250,6 +256,15 @@ def _context_info(token: int, ctx: Any) -> dict[str, Any]:
         if model is not None:
             info["model"] = {"provider": model["provider"], "id": model["id"]}
     return info
+
+
+def _state(pi: Any) -> dict[str, Any]:
+    """What pi's synchronous getters answer (``getCommands``, ``getActiveTools``, ...), read now."""
+    state: dict[str, Any] = {}
+    with contextlib.suppress(Exception):
+        state.update(commands=pi.get_commands(), activeTools=pi.get_active_tools(), allTools=pi.get_all_tools(),
+                     sessionName=pi.get_session_name(), thinkingLevel=pi.get_thinking_level())
+    return state
 
 
 def _jsonable(value: Any) -> Any:

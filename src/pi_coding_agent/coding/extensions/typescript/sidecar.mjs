@@ -26,6 +26,7 @@ const pending = new Map(); // call id -> {resolve, reject}
 let nextHandler = 1;
 let nextCall = 1;
 let loading = null; // registrations of the extension being loaded, sent with its load result
+let state = {}; // what the synchronous getters answer: the session's state sent with the latest invoke
 
 function send(record) {
   process.stdout.write(JSON.stringify(record, (_key, value) => (typeof value === "bigint" ? String(value) : value)) + "\n");
@@ -78,6 +79,11 @@ function makeApi(extId) {
       register(extId, "flag", { name, type: options.type ?? "boolean", description: options.description, default: options.default });
     },
     getFlag: (name) => flags.get(name),
+    getCommands: () => state.commands ?? [],
+    getActiveTools: () => state.activeTools ?? [],
+    getAllTools: () => state.allTools ?? [],
+    getSessionName: () => state.sessionName ?? undefined,
+    getThinkingLevel: () => state.thinkingLevel,
     registerShortcut() {},
     registerMessageRenderer() {},
     registerEntryRenderer() {},
@@ -167,6 +173,7 @@ async function load(record) {
 async function invoke(record) {
   const handler = handlers.get(record.handler);
   if (!handler) throw new Error(`unknown handler ${record.handler}`);
+  if (record.state) state = record.state;
   const ctx = makeContext(record.ctx);
   const args = [...record.args];
   if (record.tool) {
