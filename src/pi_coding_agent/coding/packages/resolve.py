@@ -14,11 +14,14 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pi_coding_agent.coding.packages import sources as src
 from pi_coding_agent.coding.packages.manifest import package_resources
 from pi_coding_agent.coding.resources.resource_paths import ResourceFile
+
+if TYPE_CHECKING:
+    from pi_coding_agent.coding.packages.install import Installer
 
 _OFFLINE_VALUES = ("1", "true", "yes")
 
@@ -77,7 +80,7 @@ def resolve_packages(entries: Sequence[tuple[Any, str]], agent_dir: Path, cwd: P
     """Every package's files (installing missing ones); ``entries`` are ``(entry, scope)`` with
     scope ``user``, ``project`` or ``temporary`` (``-e``)."""
     found = PackageSet()
-    installer = None
+    installer: Installer | None = None
     for entry, scope in dedupe(list(entries), agent_dir, cwd):
         source = source_of(entry)
         parsed = src.parse_source(source)
@@ -87,7 +90,7 @@ def resolve_packages(entries: Sequence[tuple[Any, str]], agent_dir: Path, cwd: P
                 from pi_coding_agent.coding.packages.install import Installer
 
                 installer = installer or Installer(agent_dir, cwd, npm_command)
-                root = _ensure_installed(installer, parsed, scope, root, found)
+                root = _ensure_installed(installer, source, parsed, scope, root, found)
         except Exception as exc:  # any failure skips this package, named, and the run goes on
             found.skipped.append((source, str(exc) or type(exc).__name__))
             continue
@@ -98,7 +101,8 @@ def resolve_packages(entries: Sequence[tuple[Any, str]], agent_dir: Path, cwd: P
     return found
 
 
-def _ensure_installed(installer: Any, parsed: src.Source, scope: str, root: Path, found: PackageSet) -> Path:
+def _ensure_installed(installer: Installer, source: str, parsed: src.Source, scope: str, root: Path,
+                      found: PackageSet) -> Path:
     """Install a missing package; refresh an unpinned ``-e`` one (keeping the cache when that fails)."""
     from pi_coding_agent.coding.packages.install import PackageError
 
@@ -120,7 +124,7 @@ def _ensure_installed(installer: Any, parsed: src.Source, scope: str, root: Path
         elif isinstance(parsed, src.GitSource) and not installer.git_checked_out(parsed, root):
             installer.update_git(parsed, scope)
     except PackageError as exc:
-        found.warnings.append(f"Warning: could not refresh {parsed}: {exc}; using the cached copy")
+        found.warnings.append(f"Warning: could not refresh {source}: {exc}; using the cached copy")
     return root
 
 
@@ -133,7 +137,7 @@ def _version_matches(parsed: src.Source, root: Path) -> bool:
     return installed_npm_version(root) == (parsed.version or "").removeprefix("v")
 
 
-def _install(installer: Any, parsed: src.Source, scope: str) -> None:
+def _install(installer: Installer, parsed: src.Source, scope: str) -> None:
     if isinstance(parsed, src.NpmSource):
         installer.install_npm(parsed, scope)
     elif isinstance(parsed, src.GitSource):
