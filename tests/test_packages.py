@@ -336,3 +336,14 @@ def test_e_git_package_is_cached_refreshed_and_used_offline(tmp_path):
 
 def _settings_exists(home: Path) -> bool:
     return (home / ".pi" / "agent" / "settings.json").exists()
+
+
+def test_a_start_without_packages_imports_none_of_their_machinery(tmp_path):
+    from tests.test_startup_imports import start_and_get_state
+
+    ext = tmp_path / "plain.py"
+    ext.write_text("def setup(pi):\n    pass\n")
+    response, modules = start_and_get_state(tmp_path, "-e", str(ext))
+    assert response["success"] is True
+    assert not {m for m in modules if m.startswith(("pi_coding_agent.coding.packages.",
+                                                    "pi_coding_agent.coding.extensions.typescript"))}
