@@ -111,14 +111,16 @@ def final_text(output: bytes) -> str:
     raise RuntimeError("no assistant message_end")
 
 
-def run_once(cmd: list[str], reply: dict[str, object]) -> Sample:
+def run_once(cmd: list[str], reply: dict[str, object], extra: tuple[str, ...] = ()) -> Sample:
+    """One prompt streamed by a fresh server to a fresh agent (``extra``: more arguments, e.g. ``-e``)."""
     home = scratch_home()
     script = home / "script.json"
     script.write_text(json.dumps([reply]))
     server, url = start_server(script)
     write_models_json(home / "agent", url)
     env = env_for(cmd, home, home / "agent")
-    proc = spawn([*cmd, "--mode", "rpc", "--no-session", "--provider", PROVIDER, "--model", MODEL], env, cwd=home)
+    proc = spawn([*cmd, "--mode", "rpc", "--no-session", "--provider", PROVIDER, "--model", MODEL, *extra], env,
+                 cwd=home)
     assert proc.stdin is not None and proc.stdout is not None
     fd = proc.stdout.fileno()
     try:

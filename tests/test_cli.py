@@ -197,13 +197,12 @@ def test_environment_markers():
     assert env == {"AI_AGENT": "pi", "PI_CODING_AGENT": "true"}
 
 
-@pytest.mark.parametrize("word", ["install", "remove", "uninstall", "update", "list", "config"])
-def test_package_manager_words_exit_2_without_a_model_run(word, tmp_path):
-    """pi's package commands are words, not prompts: one line on stderr, status 2, no agent run."""
+def test_config_word_exits_2_without_a_model_run(tmp_path):
+    """``pi config`` (pi's terminal picker) is a word, not a prompt: one line on stderr, status 2, no run."""
     env = {**os.environ, "PI_CODING_AGENT_DIR": str(tmp_path), "HOME": str(tmp_path)}
-    done = subprocess.run([sys.executable, "-m", "pi_coding_agent", word, "npm:foo"], env=env,
+    done = subprocess.run([sys.executable, "-m", "pi_coding_agent", "config"], env=env,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
     assert done.stdout == ""
-    assert done.stderr.strip() == f"Error: `pi {word}` (pi's package manager) is not supported by this implementation"
+    assert done.stderr.strip().startswith("Error: `pi config` (pi's interactive resource picker) is not supported")
     assert not (tmp_path / "sessions").exists()

@@ -20,7 +20,7 @@ FORBIDDEN = {
 # A module may import its own level and the levels below it, never one above.
 CODING_ORDER: list[tuple[str, tuple[str, ...]]] = [
     ("foundations", ("paths", "options", "errors", "messages", "events", "event_stream", "retry", "session_host", "ui",
-                     "auth_help", "session", "sandbox", "tools", "codemode", "resources", "export",
+                     "auth_help", "session", "sandbox", "tools", "codemode", "resources", "packages", "export",
                      "extensions.loader", "extensions.registry", "extensions.examples", "compaction")),
     ("runtime", ("runtime",)),
     ("services the session owns", ("services", "compaction.controller", "extensions", "mcp", "commands")),

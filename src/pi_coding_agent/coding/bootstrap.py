@@ -25,6 +25,7 @@ from pi_coding_agent.coding.commands import llama as llama_command
 from pi_coding_agent.coding.errors import SessionError
 from pi_coding_agent.coding.extensions.loader import ExtensionSource, discover
 from pi_coding_agent.coding.options import CliArgs
+from pi_coding_agent.coding.packages import session_packages
 from pi_coding_agent.coding.resources.context_files import load_context_files
 from pi_coding_agent.coding.resources.prompt_files import resolve_append_prompts, resolve_custom_prompt
 from pi_coding_agent.coding.resources.resource_files import skill_candidates, template_candidates
@@ -35,6 +36,7 @@ from pi_coding_agent.coding.session import SessionManager, list_sessions
 from pi_coding_agent.coding.ui import ExtensionUI, NoUI
 
 if TYPE_CHECKING:
+    from pi_coding_agent.coding.packages.resolve import PackageSet
     from pi_coding_agent.coding.resources.prompt_templates import PromptTemplate
     from pi_coding_agent.coding.resources.skills import Skill
     from pi_coding_agent.coding.sandbox.policy import SandboxPolicy
@@ -132,22 +134,27 @@ def _anchored(args: CliArgs, start_cwd: Path) -> CliArgs:
 
 
 def _load_resources(args: CliArgs, settings: Settings, agent_dir: Path, cwd: Path, trusted: bool) -> Resources:
-    skills, warnings = _load_skills(args, settings, agent_dir, cwd, trusted)
-    for warning in [*warnings, *settings.warnings]:
+    npm_command = settings.get("npmCommand")
+    packages = session_packages(settings.layer("user"), settings.layer("project"), args.extensions, agent_dir, cwd,
+                                npm_command if isinstance(npm_command, list) else None)
+    skills, warnings = _load_skills(args, settings, agent_dir, cwd, trusted, packages)
+    for warning in [*warnings, *settings.warnings, *(packages.warnings if packages is not None else [])]:
         print(warning, file=sys.stderr)
     return Resources(
         context_files=[] if args.no_context_files else load_context_files(agent_dir, cwd),
         skills=skills,
-        templates=_load_templates(args, settings, agent_dir, cwd, trusted),
+        templates=_load_templates(args, settings, agent_dir, cwd, trusted, packages),
         custom_prompt=resolve_custom_prompt(args.system_prompt, agent_dir, cwd, trusted),
         append_prompts=resolve_append_prompts(list(args.append_system_prompt), agent_dir, cwd, trusted),
+        packages=packages,
     )
 
 
 def _load_skills(args: CliArgs, settings: Settings, agent_dir: Path, cwd: Path,
-                 trusted: bool) -> tuple[list[Skill], list[str]]:
+                 trusted: bool, packages: PackageSet | None) -> tuple[list[Skill], list[str]]:
     """The skills and their warnings; the reader is imported only when there is something to read."""
-    candidates = skill_candidates(agent_dir, cwd, trusted, args.skills, settings.skills, not args.no_skills)
+    candidates = skill_candidates(agent_dir, cwd, trusted, args.skills, settings.skills, not args.no_skills,
+                                  packages.skills if packages is not None else ())
     if not candidates and not args.skills:
         return [], []
     from pi_coding_agent.coding.resources.skills import read_skills
@@ -155,9 +162,10 @@ def _load_skills(args: CliArgs, settings: Settings, agent_dir: Path, cwd: Path,
     return read_skills(candidates, args.skills, cwd)
 
 
-def _load_templates(args: CliArgs, settings: Settings, agent_dir: Path, cwd: Path, trusted: bool) -> list[PromptTemplate]:
+def _load_templates(args: CliArgs, settings: Settings, agent_dir: Path, cwd: Path, trusted: bool,
+                    packages: PackageSet | None) -> list[PromptTemplate]:
     candidates = template_candidates(agent_dir, cwd, trusted, args.prompt_templates, settings.prompts,
-                                     not args.no_prompt_templates)
+                                     not args.no_prompt_templates, packages.prompts if packages is not None else ())
     if not candidates:
         return []
     from pi_coding_agent.coding.resources.prompt_templates import read_templates
@@ -207,10 +215,10 @@ def _inline_key_provider(args: CliArgs, cli_model: tuple[Model, str | None] | No
 
 
 def _extension_sources(args: CliArgs, settings: Settings, agent_dir: Path, cwd: Path, trusted: bool,
-                       in_process: Sequence[ExtensionSource]) -> list[ExtensionSource]:
-    """Discovered and ``-e`` extensions, then the caller's in-process ones."""
+                       in_process: Sequence[ExtensionSource], packages: PackageSet | None = None) -> list[ExtensionSource]:
+    """Discovered, ``-e`` and package extensions, then the caller's in-process ones."""
     found = discover(cwd, agent_dir, trusted, list(args.extensions), settings.extensions,
-                     include_discovered=not args.no_extensions)
+                     include_discovered=not args.no_extensions, packages=packages)
     return [*found, *in_process]
 
 
@@ -323,7 +331,8 @@ async def create_session(
         registry=registry, session_manager=sm, resources=project.resources, scoped=[], extra_tools=tools,
         trusted=project.trusted, load_project=load_project, sandbox=_sandbox_policy(args, settings, cwd),
     )
-    session = session_class(runtime, _extension_sources(args, settings, agent_dir, cwd, project.trusted, extensions))
+    session = session_class(runtime, _extension_sources(args, settings, agent_dir, cwd, project.trusted, extensions,
+                                                        project.resources.packages))
     _attach_cache_warmer(session, runtime)
     from pi_coding_agent.coding.mcp.session import start_mcp
 

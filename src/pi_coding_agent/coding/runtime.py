@@ -47,6 +47,7 @@ from pi_coding_agent.coding.tools.selection import select_tools
 from pi_coding_agent.coding.ui import ExtensionUI
 
 if TYPE_CHECKING:
+    from pi_coding_agent.coding.packages.resolve import PackageSet
     from pi_coding_agent.coding.resources.prompt_templates import PromptTemplate
     from pi_coding_agent.coding.resources.skills import Skill
     from pi_coding_agent.coding.resources.system_prompt import SystemState
@@ -96,6 +97,7 @@ class Resources:
     templates: list[PromptTemplate] = field(default_factory=list)
     custom_prompt: str | None = None
     append_prompts: list[str] = field(default_factory=list)
+    packages: PackageSet | None = None  # None: no package configured nor given with -e
 
 
 @record

@@ -19,10 +19,13 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from pi_coding_agent.coding.resources.resource_paths import dedupe_by_real_path
 
 if TYPE_CHECKING:
+    from pi_coding_agent.coding.packages.resolve import PackageSet
     from pi_coding_agent.coding.resources.settings import SettingsPath
 
 PROJECT_DIR = ".pi"
 PACKAGE_ENTRY = "__init__.py"
+TYPESCRIPT_SUFFIXES = (".ts", ".js", ".mts", ".mjs", ".cts", ".cjs")  # run in the Node.js sidecar
+_TS_ENTRIES = ("index.ts", "index.js")
 
 
 class ExtensionSource(NamedTuple):
@@ -34,10 +37,11 @@ class ExtensionSource(NamedTuple):
     scope: str  # "temporary" | "project" | "user"
     base_dir: Path | None
     setup: Callable[[Any], Any] | None = None  # in-process: called instead of importing ``path``
+    origin: str = "top-level"  # "package": ``source`` is then the package source as configured
 
     def source_info(self) -> dict[str, Any]:
         info: dict[str, Any] = {"path": str(self.path), "source": self.source, "scope": self.scope,
-                                "origin": "top-level"}
+                                "origin": self.origin}
         if self.base_dir is not None:
             info["baseDir"] = str(self.base_dir)
         return info
@@ -48,7 +52,8 @@ class LoadError(Exception):
 
 
 def _entries_in(directory: Path) -> list[Path]:
-    """``*.py`` files and ``<package>/__init__.py`` one level down, in name order."""
+    """``*.py`` files and ``<package>/__init__.py`` one level down, in name order; pi's ``*.ts``/``*.js``
+    files and ``<folder>/index.ts`` (or ``.js``) too, for the TypeScript sidecar."""
     try:
         with os.scandir(directory) as it:
             entries = sorted(it, key=lambda e: e.name)
@@ -59,10 +64,14 @@ def _entries_in(directory: Path) -> list[Path]:
         path = Path(entry.path)
         if entry.name.startswith((".", "_")):
             continue
-        if entry.name.endswith(".py") and os.path.isfile(path):
+        if entry.name.endswith((".py", ".ts", ".js")) and os.path.isfile(path):
             found.append(path)
         elif os.path.isfile(path / PACKAGE_ENTRY):
             found.append(path / PACKAGE_ENTRY)
+        else:
+            index = next((path / name for name in _TS_ENTRIES if os.path.isfile(path / name)), None)
+            if index is not None:
+                found.append(index)
     return found
 
 
@@ -75,11 +84,17 @@ def _explicit(path: Path) -> list[Path]:
 
 
 def discover(cwd: Path, agent_dir: Path, trusted: bool, cli_paths: list[str],
-             settings_paths: list[SettingsPath], include_discovered: bool) -> list[ExtensionSource]:
+             settings_paths: list[SettingsPath], include_discovered: bool,
+             packages: PackageSet | None = None) -> list[ExtensionSource]:
     """Every extension to load, in load order (see module docstring). ``include_discovered=False``
-    is ``--no-extensions``: only the ``-e`` paths remain."""
+    is ``--no-extensions``: only the ``-e`` paths (and ``-e`` packages) remain. Package extensions
+    follow: ``-e`` ones right after the ``-e`` paths, configured ones after everything else."""
+    consumed = set(packages.cli_arguments) if packages is not None else set()
     candidates = [ExtensionSource(p, "cli", "temporary", None)  # builtin:<name> is not a file (llama_command)
-                  for raw in cli_paths if not raw.startswith("builtin:") for p in _explicit(_resolve(raw, cwd))]
+                  for raw in cli_paths if not raw.startswith("builtin:") and raw not in consumed
+                  for p in _explicit(_resolve(raw, cwd))]
+    package_sources = package_extensions(packages) if packages is not None else []
+    candidates += [s for s in package_sources if s.scope == "temporary"]
     if include_discovered:
         for scope, root in (("project", cwd / PROJECT_DIR), ("user", agent_dir)):
             if scope == "project" and not trusted:
@@ -89,7 +104,23 @@ def discover(cwd: Path, agent_dir: Path, trusted: bool, cli_paths: list[str],
                     candidates.extend(ExtensionSource(p, "local", scope, None)
                                       for p in _explicit(_resolve(entry.entry, entry.base_dir)))
             candidates.extend(ExtensionSource(p, "auto", scope, root) for p in _entries_in(root / "extensions"))
+        candidates += [s for s in package_sources if s.scope != "temporary"]
     return dedupe_by_real_path(candidates)
+
+
+def package_extensions(packages: PackageSet) -> list[ExtensionSource]:
+    """The packages' extension files, then one failing source per skipped package, so the runner
+    reports each skip as it reports a load failure (a stderr line and an ``extension_error``)."""
+    out = [ExtensionSource(f.path, f.source, f.scope, f.base_dir, origin="package") for f in packages.extensions]
+    for source, reason in packages.skipped:
+        out.append(ExtensionSource(Path(source), source, "temporary", None, _skipped(reason), origin="package"))
+    return out
+
+
+def _skipped(reason: str) -> Callable[[Any], Any]:
+    def setup(_pi: Any) -> None:
+        raise LoadError(f"package skipped: {reason}")
+    return setup
 
 
 def _resolve(raw: str, base: Path) -> Path:

@@ -27,7 +27,12 @@ from pi_coding_agent.coding.extensions.agent_hooks import AgentHooks
 from pi_coding_agent.coding.extensions.api import ExtensionAPI, install_tool
 from pi_coding_agent.coding.extensions.commands import Commands
 from pi_coding_agent.coding.extensions.event_bus import EventBus
-from pi_coding_agent.coding.extensions.loader import ExtensionSource, discover, import_extension
+from pi_coding_agent.coding.extensions.loader import (
+    TYPESCRIPT_SUFFIXES,
+    ExtensionSource,
+    discover,
+    import_extension,
+)
 from pi_coding_agent.coding.extensions.registry import Binding, Extension, Registration
 from pi_coding_agent.coding.extensions.resources_discover import discover_resources
 from pi_coding_agent.coding.resources.trust import has_trust_requiring_resources, save_trust_decision
@@ -51,6 +56,7 @@ class ExtensionRunner(Commands, AgentHooks):
         self._builtin_tools: dict[str, AgentTool] = dict(runtime.all_tools)
         self._thinking_level = runtime.agent.thinking_level
         self.providers: dict[str, Registration] = {}  # pi.register_provider names -> what each added
+        self.sidecar: Any = None  # the TypeScript extensions' Node.js process (typescript/host.py), once started
         self.loaded = False
         self._trust_asked: set[Path] = {runtime.cwd.resolve()}  # directories project_trust was asked for
         self.shutdown_requested = False
@@ -105,6 +111,10 @@ class ExtensionRunner(Commands, AgentHooks):
     def _setup_of(self, source: ExtensionSource) -> Callable[[Any], Any]:
         if source.setup is not None:
             return source.setup
+        if source.path.suffix in TYPESCRIPT_SUFFIXES:
+            from pi_coding_agent.coding.extensions.typescript.host import setup_for
+
+            return setup_for(source.path)
         module = self._modules.get(source.path) or import_extension(source.path)
         self._modules[source.path] = module
         setup: Callable[[Any], Any] = module.setup
@@ -236,6 +246,8 @@ class ExtensionRunner(Commands, AgentHooks):
         if target is not None:
             event["targetSessionFile"] = target
         await self.notify(event)
+        if reason == "quit" and self.sidecar is not None:
+            await self.sidecar.close()
 
     async def before_compact(self, event: dict[str, Any]) -> dict[str, Any] | None:
         """``session_before_compact``: ``{"cancel": True}`` or ``{"compaction": {...}}`` from the first
@@ -287,7 +299,8 @@ def runner_for_directory(session: ExtensionHost, runtime: SessionRuntime,
     ``-e`` and SDK ones kept), loaded by the next ``reload``; a new runner when there was none."""
     rt = runtime
     sources = [*discover(rt.cwd, rt.agent_dir, rt.project_trusted, list(rt.args.extensions),
-                         rt.settings.extensions, include_discovered=not rt.args.no_extensions),
+                         rt.settings.extensions, include_discovered=not rt.args.no_extensions,
+                         packages=rt.resources.packages),
                *(s for s in (current.sources if current is not None else []) if s.source == "sdk")]
     if current is not None:
         current.use_sources(sources)

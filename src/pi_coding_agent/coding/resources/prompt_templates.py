@@ -28,11 +28,12 @@ class PromptTemplate:
     path: Path
     source: str = "local"  # sourceInfo.source: "auto" | "local"
     scope: str = "temporary"  # sourceInfo.scope: "user" | "project" | "temporary"
+    origin: str = "top-level"  # sourceInfo.origin: "package" for a package's file
     source_base_dir: Path | None = None  # sourceInfo.baseDir
 
     def source_info(self) -> dict[str, Any]:
         """The ``sourceInfo`` object of get_commands."""
-        return rf.source_info(self.path, self.source, self.scope, self.source_base_dir)
+        return rf.source_info(self.path, self.source, self.scope, self.source_base_dir, self.origin)
 
 
 def load_prompt_templates(agent_dir: Path, cwd: Path, trusted: bool, extra_paths: Sequence[str],
@@ -68,7 +69,7 @@ def read_template(item: rp.ResourceFile) -> PromptTemplate | None:
     return PromptTemplate(
         name=item.path.name.removesuffix(".md"), description=description,
         argument_hint=hint if isinstance(hint, str) and hint else None, body=body, path=item.path,
-        source=item.source, scope=item.scope, source_base_dir=item.base_dir,
+        source=item.source, scope=item.scope, source_base_dir=item.base_dir, origin=item.origin,
     )
 
 

@@ -18,9 +18,10 @@ from pi_coding_agent.coding.resources.settings import PROJECT_DIR, SettingsPath
 SKILL_FILE = "SKILL.md"
 
 
-def source_info(path: Path, source: str, scope: str, base_dir: Path | None) -> dict[str, Any]:
+def source_info(path: Path, source: str, scope: str, base_dir: Path | None,
+                origin: str = "top-level") -> dict[str, Any]:
     """A skill's or template's ``sourceInfo`` object, as get_commands shows it."""
-    info: dict[str, Any] = {"path": str(path), "source": source, "scope": scope, "origin": "top-level"}
+    info: dict[str, Any] = {"path": str(path), "source": source, "scope": scope, "origin": origin}
     if base_dir is not None:
         info["baseDir"] = str(base_dir)
     return info
@@ -30,8 +31,10 @@ def source_info(path: Path, source: str, scope: str, base_dir: Path | None) -> d
 
 
 def skill_candidates(agent_dir: Path, cwd: Path, trusted: bool, extra_paths: Sequence[str],
-                     settings_paths: Sequence[SettingsPath | str], include_defaults: bool) -> list[rp.ResourceFile]:
-    """Every candidate skill file in precedence order (see ``resource_paths``)."""
+                     settings_paths: Sequence[SettingsPath | str], include_defaults: bool,
+                     packages: Sequence[rp.ResourceFile] = ()) -> list[rp.ResourceFile]:
+    """Every candidate skill file in precedence order (see ``resource_paths``); package skills come
+    after the user's own, as in pi."""
     cli = rp.cli_files(extra_paths, cwd, _skill_cli_path, lambda _root, file: file.parent)
     if not include_defaults:
         return cli
@@ -47,6 +50,7 @@ def skill_candidates(agent_dir: Path, cwd: Path, trusted: bool, extra_paths: Seq
         *_auto(project_dirs, "project", settings_paths, agent_dir),
         *rp.settings_files(settings_paths, agent_dir, collect_pi_mode, "user"),
         *_auto(user_dirs, "user", settings_paths, agent_dir),
+        *packages,
         *cli,
     ]
 
@@ -111,7 +115,8 @@ def _skill_cli_path(path: Path) -> list[Path]:
 
 
 def template_candidates(agent_dir: Path, cwd: Path, trusted: bool, extra_paths: Sequence[str],
-                        settings_paths: Sequence[SettingsPath | str], include_defaults: bool) -> list[rp.ResourceFile]:
+                        settings_paths: Sequence[SettingsPath | str], include_defaults: bool,
+                        packages: Sequence[rp.ResourceFile] = ()) -> list[rp.ResourceFile]:
     """Every candidate prompt template file in precedence order."""
     cli = rp.cli_files(extra_paths, cwd, _template_cli_path, lambda root, _file: root if root.is_dir() else root.parent)
     candidates = cli
@@ -123,6 +128,7 @@ def template_candidates(agent_dir: Path, cwd: Path, trusted: bool, extra_paths: 
             *rp.settings_files(settings_paths, agent_dir, collect_nested_markdown, "user"),
             *rp.auto_files([(agent_dir / "prompts", agent_dir)], top_level_markdown, "user",
                            settings_paths, agent_dir),
+            *packages,
             *cli,
         ]
     return candidates

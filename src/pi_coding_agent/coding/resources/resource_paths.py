@@ -26,6 +26,7 @@ class ResourceFile(NamedTuple):
     source: str  # "auto" | "local"
     scope: str  # "user" | "project" | "temporary"
     base_dir: Path | None  # sourceInfo.baseDir (absent for settings entries)
+    origin: str = "top-level"  # "package" for a package's files (then ``source`` is the package source)
 
 
 def resolve_entry(entry: str, base_dir: Path) -> Path:

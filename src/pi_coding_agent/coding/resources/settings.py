@@ -92,6 +92,10 @@ class Settings:
         """Merged value at ``a.b.c`` (project overrides global), or ``default`` when unset."""
         return _lookup(self._merged, dotted_key, default)
 
+    def layer(self, scope: str) -> dict[str, Any]:
+        """One file's own data ("user" or "project"; {} for an untrusted project), not to be changed."""
+        return self._global if scope == "user" else self._project
+
     def get_global(self, dotted_key: str, default: Any = None) -> Any:
         """Value from the global file only (for global-only settings such as ``defaultProjectTrust``)."""
         return _lookup(self._global, dotted_key, default)
@@ -115,7 +119,7 @@ class Settings:
         self._merged = merge_settings(self._global, self._project)
         if not self._global_writable:
             return
-        current = _read_for_update(self.global_path)
+        current = read_for_update(self.global_path)
         if current is None:
             return
         _set_dotted(current, dotted_key, value)
@@ -523,7 +527,7 @@ def migrate_settings(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-def _read_for_update(path: Path) -> dict[str, Any] | None:
+def read_for_update(path: Path) -> dict[str, Any] | None:
     """Current file content for a read-modify-write ({} when absent, None when not a JSON object)."""
     try:
         raw = path.read_bytes()

@@ -35,11 +35,12 @@ class Skill:
     disable_model_invocation: bool = False
     source: str = "local"  # sourceInfo.source: "auto" | "local"
     scope: str = "temporary"  # sourceInfo.scope: "user" | "project" | "temporary"
+    origin: str = "top-level"  # sourceInfo.origin: "package" for a package's file
     source_base_dir: Path | None = None  # sourceInfo.baseDir (the resource root, not base_dir)
 
     def source_info(self) -> dict[str, Any]:
         """The ``sourceInfo`` object of get_commands."""
-        return rf.source_info(self.path, self.source, self.scope, self.source_base_dir)
+        return rf.source_info(self.path, self.source, self.scope, self.source_base_dir, self.origin)
 
 
 def load_skills(agent_dir: Path, cwd: Path, trusted: bool, extra_paths: Sequence[str],
@@ -101,7 +102,7 @@ def read_skill(item: rp.ResourceFile, warnings: list[str]) -> Skill | None:
     return Skill(
         name=name, description=description, path=path, base_dir=path.parent,
         disable_model_invocation=meta.get("disable-model-invocation") is True,
-        source=item.source, scope=item.scope, source_base_dir=item.base_dir,
+        source=item.source, scope=item.scope, source_base_dir=item.base_dir, origin=item.origin,
     )
 
 

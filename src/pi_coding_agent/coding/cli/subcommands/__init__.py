@@ -2,8 +2,8 @@
 
 Each supported subcommand lives in its own module of this package, exposing ``main(argv) -> int``,
 and is imported only when its word is the first argument, so the agent's start-up pays for none of
-them. pi's package-manager commands are not part of this project: they exit 2 with one line saying
-so, never a model run.
+them. The package words run ``coding/packages/commands.py`` (given the word too). ``pi config``, pi's
+terminal resource picker, is not part of this project: it exits 2 with one line saying so.
 """
 
 from __future__ import annotations
@@ -16,8 +16,11 @@ EXIT_UNSUPPORTED = 2
 # word -> module (in this package) whose ``main(argv)`` runs it
 SUPPORTED: dict[str, str] = {"auth": "auth", "mcp": "mcp"}
 
+# pi's package manager: ``coding.packages.commands.main([word, *args])``
+PACKAGE_WORDS: frozenset[str] = frozenset({"install", "remove", "uninstall", "update", "list"})
+
 # pi 1.6.0 subcommands this implementation does not provide
-UNSUPPORTED: frozenset[str] = frozenset({"install", "remove", "uninstall", "update", "list", "config"})
+UNSUPPORTED: frozenset[str] = frozenset({"config"})
 
 
 def run_subcommand(argv: list[str]) -> int | None:
@@ -28,7 +31,12 @@ def run_subcommand(argv: list[str]) -> int | None:
     if word in SUPPORTED:
         module = importlib.import_module(f"{__name__}.{SUPPORTED[word]}")
         return int(module.main(argv[1:]))
+    if word in PACKAGE_WORDS:
+        from pi_coding_agent.coding.packages.commands import main
+
+        return main(argv)
     if word in UNSUPPORTED:
-        print(f"Error: `pi {word}` (pi's package manager) is not supported by this implementation", file=sys.stderr)
+        print(f"Error: `pi {word}` (pi's interactive resource picker) is not supported by this implementation; "
+              "edit the packages' filters in settings.json", file=sys.stderr)
         return EXIT_UNSUPPORTED
     return None

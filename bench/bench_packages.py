@@ -1,0 +1,138 @@
+"""Packages at start-up: time from spawning `pi --mode rpc --no-session` to its `get_commands` answer.
+
+Three situations, each the median of N fresh processes per side (ours and the reference pi 1.6.0
+take turns, one agent dir shared by both, set up once):
+
+* no package: an empty agent dir;
+* 5 resource packages: five local packages in settings.json, each with a skill and two prompt templates;
+* one TS extension: one local package whose extension is TypeScript (``extensions/ext.ts``, a
+  command); ours starts its Node.js sidecar and loads the file with jiti, pi loads it in-process.
+
+The get_commands answer must list what the packages bring, so a side that skipped them fails the run.
+
+Also the cost of a TypeScript ``message_update`` handler per streamed delta: the wall time of a
+2,000-delta prompt (``bench_streaming``'s fake server and script) with the handler, minus without it,
+per delta. Ours forwards each event to the sidecar and waits for its answer; pi calls it in-process.
+Run by hand: `.venv/bin/python bench/bench_packages.py [--runs N]` (no target: the sidecar start is the
+cost of running pi's TypeScript at all).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import common
+from common import Row, median, spread
+
+TS_EXTENSION = """export default function (pi: any) {
+  pi.registerCommand("bench-ts", { description: "bench", handler: async () => {} });
+}
+"""
+
+
+def write_package(root: Path, index: int, typescript: bool) -> None:
+    (root / "skills" / f"skill{index}").mkdir(parents=True)
+    (root / "skills" / f"skill{index}" / "SKILL.md").write_text(
+        f"---\nname: skill{index}\ndescription: Skill {index}\n---\nDo it.\n")
+    (root / "prompts").mkdir()
+    for name in ("a", "b"):
+        (root / "prompts" / f"p{index}{name}.md").write_text(f"---\ndescription: Prompt {index}{name}\n---\nDo $1\n")
+    (root / "package.json").write_text(json.dumps({"name": f"bench-pkg-{index}", "version": "1.0.0"}))
+    if typescript:
+        (root / "extensions").mkdir()
+        (root / "extensions" / "ext.ts").write_text(TS_EXTENSION)
+
+
+def setup(home: Path, situation: str) -> int:
+    """The agent dir of a situation; the number of commands its packages bring."""
+    agent = home / ".pi" / "agent"
+    agent.mkdir(parents=True)
+    count = {"no package": 0, "5 resource packages": 5, "one TS extension": 1}[situation]
+    packages = []
+    for index in range(count):
+        root = home / f"pkg{index}"
+        write_package(root, index, typescript=situation == "one TS extension")
+        packages.append(str(root))
+    (agent / "settings.json").write_text(json.dumps({"packages": packages}))
+    return count * 3 + (1 if situation == "one TS extension" else 0)
+
+
+def start_once(cmd: list[str], home: Path, expected: int) -> float:
+    """Seconds to the get_commands answer (checked to list ``expected`` non-built-in commands)."""
+    start = time.perf_counter()
+    env = common.env_for(cmd, home)
+    proc = common.spawn([*cmd, "--mode", "rpc", "--no-session"], env, cwd=home)
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(b'{"id":"c","type":"get_commands"}\n')
+    proc.stdin.flush()
+    while True:
+        line = proc.stdout.readline()
+        if not line or b'"id":"c"' in line:
+            break
+    elapsed = time.perf_counter() - start
+    common.stop(proc)
+    commands = json.loads(line)["data"]["commands"] if line else []
+    found = [c for c in commands if c["sourceInfo"]["source"] != "builtin"]
+    if len(found) != expected:
+        raise RuntimeError(f"{cmd[0]}: expected {expected} package commands, got {[c['name'] for c in found]}")
+    return elapsed
+
+
+def results(runs: int) -> list[Row]:
+    from pi_coding_agent.coding.extensions.typescript.host import runtime_dir
+
+    os.environ.setdefault("PI_TS_RUNTIME_DIR", str(runtime_dir()))  # the user's cache, not the scratch HOME's
+    ref = common.reference_cmd()
+    cmds = [common.ours_cmd()] if ref is None else [common.ours_cmd(), ref]
+    rows = []
+    for situation in ("no package", "5 resource packages", "one TS extension"):
+        home = common.scratch_home()
+        expected = setup(home, situation)
+        for cmd in cmds:
+            start_once(cmd, home, expected)  # warms the caches (and installs our sidecar runtime once)
+        times: list[list[float]] = [[] for _ in cmds]
+        for _ in range(runs):
+            for cmd, out in zip(cmds, times, strict=True):
+                out.append(start_once(cmd, home, expected))
+        common.cleanup(home)
+        ours_t, ref_t = times[0], times[1] if len(times) > 1 else None
+        name = f"{situation}: to get_commands (spread ours {spread(ours_t)}" + (
+            f", ref {spread(ref_t)})" if ref_t else ")")
+        rows.append(Row("packages", name, "ms", median(ours_t) * 1000,
+                        None if ref_t is None else median(ref_t) * 1000))
+    return rows
+
+
+HANDLER_TS = 'export default function (pi: any) { let n = 0; pi.on("message_update", () => { n++; }); }\n'
+DELTAS = 2000
+
+
+def per_delta_rows(runs: int) -> list[Row]:
+    """Wall time per delta that a TypeScript ``message_update`` handler adds, each side."""
+    from bench_streaming import run_once, scripted_reply
+
+    home = common.scratch_home()
+    handler = home / "handler.ts"
+    handler.write_text(HANDLER_TS)
+    reply = scripted_reply(DELTAS)
+    ref = common.reference_cmd()
+    sides = [common.ours_cmd()] if ref is None else [common.ours_cmd(), ref]
+    added: list[list[float]] = [[] for _ in sides]
+    for _ in range(runs):
+        for cmd, out in zip(sides, added, strict=True):
+            plain = run_once(cmd, reply).wall_s
+            out.append((run_once(cmd, reply, ("-e", str(handler))).wall_s - plain) / DELTAS * 1e6)
+    common.cleanup(home)
+    return [Row("packages", f"TS message_update handler, {DELTAS} deltas: wall time added per delta", "us",
+                median(added[0]), median(added[1]) if len(added) > 1 else None)]
+
+
+async def measured(runs: int) -> list[Row]:
+    return results(runs) + per_delta_rows(max(1, runs // 2))
+
+
+if __name__ == "__main__":
+    common.run_bench(__doc__, measured, default_runs=10)

@@ -1,0 +1,82 @@
+"""What a TypeScript extension's calls do on the Python side: ``ui.*`` on the context of the handler
+that made them, ``pi.*`` on the extension's Python ``pi``, ``ctx.*`` on the context (pi's names and
+argument orders; option objects keep pi's camelCase keys)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from pi_coding_agent.agent.awaitables import maybe_await
+
+
+def _timeout(options: Any) -> int | None:
+    value = options.get("timeout") if isinstance(options, dict) else None
+    return int(value) if isinstance(value, (int, float)) else None
+
+
+def _ui(ctx: Any) -> Any:
+    if ctx is None:
+        raise RuntimeError("ctx.ui is available only inside a handler, a command or a tool")
+    return ctx.ui
+
+
+_UI: dict[str, Callable[[Any, list[Any]], Any]] = {
+    "ui.select": lambda ui, a: ui.select(a[0], list(a[1]), timeout_ms=_timeout(a[2] if len(a) > 2 else None)),
+    "ui.confirm": lambda ui, a: ui.confirm(a[0], a[1], timeout_ms=_timeout(a[2] if len(a) > 2 else None)),
+    "ui.input": lambda ui, a: ui.input(a[0], a[1] if len(a) > 1 else None,
+                                       timeout_ms=_timeout(a[2] if len(a) > 2 else None)),
+    "ui.editor": lambda ui, a: ui.editor(a[0], a[1] if len(a) > 1 else None),
+    "ui.notify": lambda ui, a: ui.notify(a[0], a[1] if len(a) > 1 else None),
+    "ui.setStatus": lambda ui, a: ui.set_status(a[0], a[1] if len(a) > 1 else None),
+    "ui.setWidget": lambda ui, a: ui.set_widget(a[0], a[1] if len(a) > 1 else None, a[2] if len(a) > 2 else None),
+    "ui.setTitle": lambda ui, a: ui.set_title(a[0]),
+    "ui.setEditorText": lambda ui, a: ui.set_editor_text(a[0]),
+    "ui.pasteToEditor": lambda ui, a: ui.paste_to_editor(a[0]),
+}
+
+
+def _options(args: list[Any], index: int) -> dict[str, Any]:
+    value = args[index] if len(args) > index else None
+    return value if isinstance(value, dict) else {}
+
+
+_PI: dict[str, Callable[[Any, list[Any]], Any]] = {
+    "pi.appendEntry": lambda pi, a: pi.append_entry(a[0], a[1] if len(a) > 1 else None),
+    "pi.sendMessage": lambda pi, a: pi.send_message(a[0], trigger_turn=_options(a, 1).get("triggerTurn"),
+                                                    deliver_as=_options(a, 1).get("deliverAs")),
+    "pi.sendUserMessage": lambda pi, a: pi.send_user_message(
+        a[0] if isinstance(a[0], str) else "".join(p.get("text", "") for p in a[0] if isinstance(p, dict)),
+        deliver_as=_options(a, 1).get("deliverAs")),
+    "pi.setSessionName": lambda pi, a: pi.set_session_name(a[0]),
+    "pi.setLabel": lambda pi, a: pi.set_label(a[0], a[1] if len(a) > 1 else None),
+    "pi.setActiveTools": lambda pi, a: pi.set_active_tools(list(a[0])),
+    "pi.setThinkingLevel": lambda pi, a: pi.set_thinking_level(a[0]),
+    "pi.registerProvider": lambda pi, a: pi.register_provider(a[0], a[1]),
+    "pi.unregisterProvider": lambda pi, a: pi.unregister_provider(a[0]),
+}
+
+_CTX: dict[str, Callable[[Any], Any]] = {
+    "ctx.abort": lambda ctx: ctx.abort(),
+    "ctx.waitForIdle": lambda ctx: ctx.wait_for_idle(),
+    "ctx.shutdown": lambda ctx: ctx.shutdown(),
+}
+
+
+async def run_call(method: str, args: list[Any], ctx: Any, pi: Any) -> Any:
+    """The result of one call (awaited when the Python side is async)."""
+    result: Any | Awaitable[Any]
+    if method in _UI:
+        result = _UI[method](_ui(ctx), args)
+    elif method in _PI:
+        if pi is None:
+            raise RuntimeError(f"{method} is not available")
+        result = _PI[method](pi, args)
+    elif method in _CTX:
+        if ctx is None:
+            raise RuntimeError(f"{method} is available only inside a handler or a command")
+        result = _CTX[method](ctx)
+    else:
+        raise RuntimeError(f"{method} is not supported by the Python pi's TypeScript bridge")
+    value = await maybe_await(result)
+    return value if isinstance(value, (str, int, float, bool, list, dict, type(None))) else None

@@ -1,0 +1,310 @@
+"""pi's TypeScript extensions, run in one Node.js sidecar per session and mapped onto the Python
+extension API, so the rest of the session cannot tell them from Python extensions.
+
+The sidecar (``sidecar.mjs``, package data) loads each extension with ``jiti`` and speaks JSON lines:
+
+- to the sidecar: ``{"id", "type": "load", "path", "extId"}``; ``{"id", "type": "invoke", "handler",
+  "args", "ctx", "tool"}`` (an event handler, a command, a tool's ``execute``); ``{"type": "reply",
+  "id", "result"|"error"}`` answering one of its calls;
+- from the sidecar: ``{"type": "result", "id", "result"|"error"}``; ``{"type": "register", "extId",
+  "kind", "spec"}`` for a registration made after load (those made while loading come with the load
+  result); ``{"type": "call", "id", "ctx", "method", "args"}`` (``ui.*``, ``pi.*``, ``ctx.*``; ``id``
+  null when no answer is awaited); ``{"type": "update", "id", "partial"}`` (a tool's ``onUpdate``).
+
+``ctx`` travels as a token: the Python context of the handler being run answers the ``ui.*`` and
+``ctx.*`` calls made with that token. jiti and TypeBox come from npm into a cache folder
+(``runtime_dir``) on the first TypeScript extension ever loaded, never on a plain start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import os
+import shutil
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from pi_coding_agent.coding.extensions.loader import LoadError
+
+MIN_NODE_MAJOR = 20
+STREAMED_EVENTS = frozenset({"message_update", "tool_execution_update"})  # no state snapshot: once a delta
+RUNTIME_PACKAGES = ("jiti@2.7.0", "typebox@1.4.3")
+_HERE = Path(__file__).resolve().parent
+
+
+def runtime_dir() -> Path:
+    """Where jiti and TypeBox are installed: ``$PI_TS_RUNTIME_DIR``, else the user cache folder."""
+    configured = os.environ.get("PI_TS_RUNTIME_DIR")
+    if configured:
+        return Path(configured).expanduser()
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "pi-coding-agent-python" / "typescript"
+
+
+def setup_for(path: Path) -> Callable[[Any], Any]:
+    """The ``setup(pi)`` of a TypeScript extension: load it in the session's sidecar."""
+    async def setup(pi: Any) -> None:
+        runner = pi._runner
+        if runner.sidecar is None:
+            runner.sidecar = SidecarHost()
+        await runner.sidecar.load(path, pi)
+    return setup
+
+
+class SidecarHost:
+    """One Node.js process for every TypeScript extension of a session."""
+
+    def __init__(self) -> None:
+        self.proc: asyncio.subprocess.Process | None = None
+        self._start_error: str | None = None
+        self._ids = itertools.count(1)
+        self._waiting: dict[int, asyncio.Future[Any]] = {}
+        self._updates: dict[int, Callable[[Any], None]] = {}
+        self._contexts: dict[int, Any] = {}
+        self._apis: dict[str, Any] = {}  # extId -> that extension's Python ``pi``
+        self._reader: asyncio.Task[None] | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    # ------------------------------------------------------------------ start
+
+    async def _ensure_started(self) -> asyncio.subprocess.Process:
+        if self.proc is not None:
+            return self.proc
+        if self._start_error is not None:
+            raise LoadError(self._start_error)
+        try:
+            node = await _check_node()
+            runtime = await _ensure_runtime(runtime_dir())
+        except LoadError as exc:
+            self._start_error = str(exc)
+            raise
+        self.proc = await asyncio.create_subprocess_exec(
+            node, str(_HERE / "sidecar.mjs"), str(runtime), str(_HERE / "shim.mjs"),
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=None, limit=1 << 26)
+        self._reader = asyncio.ensure_future(self._read(self.proc))
+        return self.proc
+
+    # ------------------------------------------------------------------ requests
+
+    async def load(self, path: Path, pi: Any) -> None:
+        await self._ensure_started()
+        ext_id = str(path)
+        self._apis[ext_id] = pi
+        result = await self._request({"type": "load", "path": str(path), "extId": ext_id})
+        for registration in result["registrations"]:
+            self._apply(pi, registration["kind"], registration["spec"])
+
+    async def invoke(self, handler: int, args: list[Any], ctx: Any, tool: bool = False,
+                     on_update: Callable[[Any], None] | None = None, return_input: bool = False,
+                     pi: Any = None) -> Any:
+        """Run a handler in the sidecar; with ``pi``, the state its synchronous getters read goes along."""
+        token = id(ctx)
+        self._contexts[token] = ctx
+        record: dict[str, Any] = {"type": "invoke", "handler": handler, "args": args, "tool": tool,
+                                  "returnInput": return_input, "ctx": _context_info(token, ctx)}
+        if pi is not None:
+            record["state"] = _state(pi)
+        try:
+            return await self._request(record, on_update)
+        finally:
+            self._contexts.pop(token, None)
+
+    async def _tool_call(self, handler: int, event: dict[str, Any], ctx: Any, pi: Any) -> Any:
+        """A ``tool_call`` handler; what it changed in ``event.input`` is changed here too (in place)."""
+        answer = await self.invoke(handler, [event], ctx, return_input=True, pi=pi)
+        changed = answer.get("input")
+        target = event.get("input")
+        if isinstance(target, dict) and isinstance(changed, dict) and changed != target:
+            target.clear()
+            target.update(changed)
+        return answer.get("result")
+
+    async def _request(self, record: dict[str, Any], on_update: Callable[[Any], None] | None = None) -> Any:
+        proc = await self._ensure_started()
+        request_id = next(self._ids)
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._waiting[request_id] = future
+        if on_update is not None:
+            self._updates[request_id] = on_update
+        try:
+            self._write(proc, {**record, "id": request_id})
+            return await future
+        finally:
+            self._waiting.pop(request_id, None)
+            self._updates.pop(request_id, None)
+
+    def _write(self, proc: asyncio.subprocess.Process, record: dict[str, Any]) -> None:
+        assert proc.stdin is not None
+        proc.stdin.write(orjson.dumps(record, default=_jsonable) + b"\n")
+
+    # ------------------------------------------------------------------ what the sidecar sends
+
+    async def _read(self, proc: asyncio.subprocess.Process) -> None:
+        assert proc.stdout is not None
+        while line := await proc.stdout.readline():
+            try:
+                record = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                print(f"Warning: TypeScript sidecar wrote a non-JSON line: {line[:200]!r}", file=sys.stderr)
+                continue
+            self._dispatch(record)
+        for future in self._waiting.values():
+            if not future.done():
+                future.set_exception(RuntimeError("the TypeScript extension sidecar exited"))
+
+    def _dispatch(self, record: dict[str, Any]) -> None:
+        kind = record.get("type")
+        if kind == "result":
+            unanswered = [t for t in self._tasks if not t.done() and t.get_name() == "fire"]
+            if unanswered:  # the notices and entries the extension sent before returning land first
+                self._spawn(self._deliver_after(unanswered, record), "deliver")
+            else:
+                self._deliver(record)
+        elif kind == "update":
+            update = self._updates.get(record["id"])
+            if update is not None:
+                update(record.get("partial"))
+        elif kind == "register":
+            pi = self._apis.get(record["extId"])
+            if pi is not None:
+                self._apply(pi, record["kind"], record["spec"])
+        elif kind == "call":
+            self._spawn(self._answer(record), "fire" if record.get("id") is None else "ask")
+
+    def _spawn(self, coroutine: Any, name: str) -> None:
+        task = asyncio.ensure_future(coroutine)
+        task.set_name(name)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _deliver_after(self, tasks: list[asyncio.Task[Any]], record: dict[str, Any]) -> None:
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._deliver(record)
+
+    def _deliver(self, record: dict[str, Any]) -> None:
+        future = self._waiting.get(record["id"])
+        if future is not None and not future.done():
+            if "error" in record:
+                future.set_exception(RuntimeError(record["error"]))
+            else:
+                future.set_result(record.get("result"))
+
+    async def _answer(self, record: dict[str, Any]) -> None:
+        from pi_coding_agent.coding.extensions.typescript.calls import run_call
+
+        ctx = self._contexts.get(record["ctx"]) if record.get("ctx") is not None else None
+        reply: dict[str, Any] = {"type": "reply", "id": record["id"]}
+        try:
+            pi = self._apis.get(record.get("extId") or "") or next(iter(self._apis.values()), None)
+            reply["result"] = await run_call(record["method"], record.get("args") or [], ctx, pi)
+        except Exception as exc:
+            if record["id"] is None:
+                print(f"Warning: TypeScript extension call {record['method']} failed: {exc}", file=sys.stderr)
+            reply["error"] = str(exc) or type(exc).__name__
+        if record["id"] is not None and self.proc is not None:
+            self._write(self.proc, reply)
+
+    # ------------------------------------------------------------------ registrations
+
+    def _apply(self, pi: Any, kind: str, spec: dict[str, Any]) -> None:
+        """One registration of the extension, made on its Python ``pi`` with a proxy handler."""
+        handler: int = spec.get("handler", 0)
+        if kind == "on" and spec["event"] == "tool_call":
+            pi.on("tool_call", lambda event, ctx: self._tool_call(handler, event, ctx, pi))
+        elif kind == "on":
+            state_of = None if spec["event"] in STREAMED_EVENTS else pi
+            pi.on(spec["event"], lambda event, ctx: self.invoke(handler, [event], ctx, pi=state_of))
+        elif kind == "command":
+            pi.register_command(spec["name"], description=spec.get("description"),
+                                handler=lambda args, ctx: self.invoke(handler, [args], ctx, pi=pi))
+        elif kind == "tool":
+            async def execute(tool_call_id: str, params: Any, signal: Any, update: Any, ctx: Any) -> Any:
+                return await self.invoke(handler, [tool_call_id, params], ctx, tool=True, on_update=update, pi=pi)
+
+            pi.register_tool(name=spec["name"], label=spec.get("label"), description=spec.get("description") or "",
+                             parameters=spec.get("parameters"), execute=execute,
+                             execution_mode=spec.get("executionMode") or "parallel",
+                             prompt_snippet=spec.get("promptSnippet"), prompt_guidelines=spec.get("promptGuidelines"))
+        elif kind == "flag":
+            pi.register_flag(spec["name"], type=spec.get("type", "boolean"), description=spec.get("description"),
+                             default=spec.get("default"))
+
+    async def close(self) -> None:
+        """End the sidecar (it exits when its stdin closes); a later load starts a new one."""
+        proc, self.proc = self.proc, None
+        if proc is not None and proc.stdin is not None:
+            with contextlib.suppress(Exception):
+                proc.stdin.close()
+            await proc.wait()
+        if self._reader is not None:
+            await self._reader
+
+
+def _context_info(token: int, ctx: Any) -> dict[str, Any]:
+    """What a TypeScript handler can read of ``ctx`` without a round trip."""
+    info: dict[str, Any] = {"token": token}
+    with contextlib.suppress(Exception):
+        info.update(cwd=ctx.cwd, hasUI=ctx.has_ui, mode=ctx.mode, idle=ctx.is_idle(),
+                    editorText=ctx.ui.get_editor_text())
+        model = ctx.model
+        if model is not None:
+            info["model"] = {"provider": model["provider"], "id": model["id"]}
+    return info
+
+
+def _state(pi: Any) -> dict[str, Any]:
+    """What pi's synchronous getters answer (``getCommands``, ``getActiveTools``, ...), read now."""
+    state: dict[str, Any] = {}
+    with contextlib.suppress(Exception):
+        state.update(commands=pi.get_commands(), activeTools=pi.get_active_tools(), allTools=pi.get_all_tools(),
+                     sessionName=pi.get_session_name(), thinkingLevel=pi.get_thinking_level())
+    return state
+
+
+def _jsonable(value: Any) -> Any:
+    if hasattr(value, "model_dump"):
+        return value.model_dump()
+    return str(value)
+
+
+async def _check_node() -> str:
+    node = shutil.which("node")
+    if node is None:
+        raise LoadError("TypeScript extensions need Node.js >= 20 on PATH (node not found)")
+    proc = await asyncio.create_subprocess_exec(node, "--version", stdout=asyncio.subprocess.PIPE)
+    out, _ = await proc.communicate()
+    version = out.decode().strip()
+    try:
+        major = int(version.lstrip("v").split(".")[0])
+    except ValueError:
+        major = 0
+    if major < MIN_NODE_MAJOR:
+        raise LoadError(f"TypeScript extensions need Node.js >= {MIN_NODE_MAJOR} (found {version or 'unknown'})")
+    return node
+
+
+async def _ensure_runtime(directory: Path) -> Path:
+    """jiti and TypeBox in ``directory``, installed with npm the first time (output to stderr)."""
+    if (directory / "node_modules" / "jiti" / "package.json").is_file() and \
+            (directory / "node_modules" / "typebox" / "package.json").is_file():
+        return directory
+    npm = shutil.which("npm")
+    if npm is None:
+        raise LoadError(f"TypeScript extensions need jiti, installed with npm into {directory} (npm not found)")
+    directory.mkdir(parents=True, exist_ok=True)
+    if not (directory / "package.json").exists():
+        (directory / "package.json").write_text('{"name": "pi-typescript-runtime", "private": true}\n')
+    print(f"Installing the TypeScript extension runtime ({', '.join(RUNTIME_PACKAGES)}) into {directory}...",
+          file=sys.stderr)
+    proc = await asyncio.create_subprocess_exec(
+        npm, "install", *RUNTIME_PACKAGES, "--prefix", str(directory), "--no-audit", "--no-fund",
+        stdin=asyncio.subprocess.DEVNULL, stdout=sys.stderr.fileno(), stderr=sys.stderr.fileno())
+    if await proc.wait() != 0:
+        raise LoadError(f"could not install the TypeScript extension runtime into {directory} (npm failed)")
+    return directory

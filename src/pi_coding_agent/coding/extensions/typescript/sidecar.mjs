@@ -1,0 +1,215 @@
+// The Node.js side of pi's TypeScript extensions in the Python pi: loads each extension with jiti and
+// gives it an ExtensionAPI whose registrations, events and calls travel as JSON lines over
+// stdin/stdout (see coding/extensions/typescript/host.py for the protocol). Extension output written
+// with console.* goes to stderr so stdout carries only the protocol.
+//
+// argv: <runtime dir holding node_modules/jiti and node_modules/typebox> <shim module path>
+import { createRequire } from "node:module";
+import { spawn } from "node:child_process";
+import path from "node:path";
+import readline from "node:readline";
+
+const [runtimeDir, shimPath] = process.argv.slice(2);
+const require = createRequire(path.join(runtimeDir, "package.json"));
+const { createJiti } = require("jiti");
+
+for (const name of ["log", "info", "debug", "warn"]) console[name] = (...args) => console.error(...args);
+
+const typebox = require.resolve("typebox");
+const alias = { typebox, "@sinclair/typebox": typebox };
+for (const scope of ["@earendil-works", "@mariozechner"]) {
+  for (const pkg of ["pi-coding-agent", "pi-ai", "pi-agent-core", "pi-tui"]) alias[`${scope}/${pkg}`] = shimPath;
+}
+
+const handlers = new Map(); // handler id -> function
+const pending = new Map(); // call id -> {resolve, reject}
+let nextHandler = 1;
+let nextCall = 1;
+let loading = null; // registrations of the extension being loaded, sent with its load result
+let state = {}; // what the synchronous getters answer: the session's state sent with the latest invoke
+
+function send(record) {
+  process.stdout.write(JSON.stringify(record, (_key, value) => (typeof value === "bigint" ? String(value) : value)) + "\n");
+}
+
+function call(method, args, ctx, expectReply = true, extId = null) {
+  const id = nextCall++;
+  send({ type: "call", id: expectReply ? id : null, ctx: ctx ?? null, extId, method, args });
+  if (!expectReply) return undefined;
+  return new Promise((resolve, reject) => pending.set(id, { resolve, reject }));
+}
+
+function register(extId, kind, spec) {
+  if (loading && loading.extId === extId) loading.registrations.push({ kind, spec });
+  else send({ type: "register", extId, kind, spec });
+}
+
+function handlerId(fn) {
+  const id = nextHandler++;
+  handlers.set(id, fn);
+  return id;
+}
+
+function plainSchema(schema) {
+  return schema === undefined ? undefined : JSON.parse(JSON.stringify(schema));
+}
+
+function makeApi(extId) {
+  const flags = new Map();
+  const bus = new Map();
+  const fire = (method, ...args) => call(method, args, null, false, extId);
+  const ask = (method, ...args) => call(method, args, null, true, extId);
+  return {
+    on(event, handler) {
+      register(extId, "on", { event, handler: handlerId(handler) });
+    },
+    registerCommand(name, options) {
+      register(extId, "command", { name, description: options?.description, handler: handlerId(options.handler) });
+    },
+    registerTool(tool) {
+      register(extId, "tool", {
+        name: tool.name, label: tool.label, description: tool.description ?? "",
+        parameters: plainSchema(tool.parameters), promptSnippet: tool.promptSnippet,
+        promptGuidelines: tool.promptGuidelines, executionMode: tool.executionMode,
+        handler: handlerId(tool.execute),
+      });
+    },
+    registerFlag(name, options = {}) {
+      flags.set(name, options.default);
+      register(extId, "flag", { name, type: options.type ?? "boolean", description: options.description, default: options.default });
+    },
+    getFlag: (name) => flags.get(name),
+    getCommands: () => state.commands ?? [],
+    getActiveTools: () => state.activeTools ?? [],
+    getAllTools: () => state.allTools ?? [],
+    getSessionName: () => state.sessionName ?? undefined,
+    getThinkingLevel: () => state.thinkingLevel,
+    registerShortcut() {},
+    registerMessageRenderer() {},
+    registerEntryRenderer() {},
+    registerProvider: (name, config) => fire("pi.registerProvider", name, plainSchema(config)),
+    unregisterProvider: (name) => fire("pi.unregisterProvider", name),
+    sendMessage: (message, options) => ask("pi.sendMessage", message, options ?? {}),
+    sendUserMessage: (content, options) => ask("pi.sendUserMessage", content, options ?? {}),
+    appendEntry: (customType, data) => fire("pi.appendEntry", customType, data),
+    setSessionName: (name) => fire("pi.setSessionName", name),
+    setLabel: (entryId, label) => fire("pi.setLabel", entryId, label),
+    setActiveTools: (names) => fire("pi.setActiveTools", names),
+    setThinkingLevel: (level) => fire("pi.setThinkingLevel", level),
+    exec: (command, args = [], options = {}) => run(command, args, options),
+    events: {
+      on(channel, handler) {
+        const list = bus.get(channel) ?? [];
+        list.push(handler);
+        bus.set(channel, list);
+        return () => bus.set(channel, (bus.get(channel) ?? []).filter((h) => h !== handler));
+      },
+      emit(channel, data) {
+        for (const handler of bus.get(channel) ?? []) handler(data);
+      },
+    },
+  };
+}
+
+function run(command, args, options) {
+  return new Promise((resolve) => {
+    const child = spawn(command, args, { cwd: options.cwd, shell: false });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d) => (stdout += d));
+    child.stderr.on("data", (d) => (stderr += d));
+    child.on("error", (error) => resolve({ stdout, stderr: String(error), code: 1, killed: false }));
+    child.on("close", (code) => resolve({ stdout, stderr, code: code ?? 1, killed: false }));
+  });
+}
+
+function makeContext(info) {
+  if (!info) return undefined;
+  const token = info.token;
+  const ask = (method, ...args) => call(method, args, token);
+  const tell = (method, ...args) => call(method, args, token, false);
+  return {
+    cwd: info.cwd,
+    hasUI: info.hasUI,
+    mode: info.mode,
+    model: info.model,
+    signal: undefined,
+    isIdle: () => info.idle,
+    abort: () => tell("ctx.abort"),
+    waitForIdle: () => ask("ctx.waitForIdle"),
+    shutdown: () => tell("ctx.shutdown"),
+    ui: {
+      select: (title, options, opts) => ask("ui.select", title, options, opts ?? {}),
+      confirm: (title, message, opts) => ask("ui.confirm", title, message, opts ?? {}),
+      input: (title, placeholder, opts) => ask("ui.input", title, placeholder, opts ?? {}),
+      editor: (title, prefill) => ask("ui.editor", title, prefill),
+      notify: (message, type) => tell("ui.notify", message, type),
+      setStatus: (key, text) => tell("ui.setStatus", key, text),
+      setWidget: (key, content, opts) => tell("ui.setWidget", key, Array.isArray(content) ? content : undefined, opts?.placement),
+      setTitle: (title) => tell("ui.setTitle", title),
+      setEditorText: (text) => tell("ui.setEditorText", text),
+      pasteToEditor: (text) => tell("ui.pasteToEditor", text),
+      getEditorText: () => info.editorText ?? "",
+      setWorkingMessage() {},
+      setFooter() {},
+      setHeader() {},
+    },
+  };
+}
+
+async function load(record) {
+  const jiti = createJiti(path.join(runtimeDir, "sidecar.mjs"), { moduleCache: false, alias });
+  loading = { extId: record.extId, registrations: [] };
+  try {
+    const factory = await jiti.import(record.path, { default: true });
+    if (typeof factory !== "function") throw new Error(`Extension does not export a default function: ${record.path}`);
+    await factory(makeApi(record.extId));
+    return { registrations: loading.registrations };
+  } finally {
+    loading = null;
+  }
+}
+
+async function invoke(record) {
+  const handler = handlers.get(record.handler);
+  if (!handler) throw new Error(`unknown handler ${record.handler}`);
+  if (record.state) state = record.state;
+  const ctx = makeContext(record.ctx);
+  const args = [...record.args];
+  if (record.tool) {
+    // execute(toolCallId, params, signal, onUpdate, ctx)
+    const onUpdate = (partial) => send({ type: "update", id: record.id, partial });
+    return handler(args[0], args[1], undefined, onUpdate, ctx);
+  }
+  if (record.returnInput) {
+    // tool_call handlers may change event.input in place, as in pi: it goes back with the result
+    const result = await handler(...args, ctx);
+    return { result: result ?? null, input: args[0].input };
+  }
+  return handler(...args, ctx);
+}
+
+async function handle(record) {
+  try {
+    const result = record.type === "load" ? await load(record) : await invoke(record);
+    send({ type: "result", id: record.id, result: result ?? null });
+  } catch (error) {
+    send({ type: "result", id: record.id, error: error instanceof Error ? error.message : String(error) });
+  }
+}
+
+const lines = readline.createInterface({ input: process.stdin });
+lines.on("line", (line) => {
+  if (!line.trim()) return;
+  const record = JSON.parse(line);
+  if (record.type === "reply") {
+    const waiter = pending.get(record.id);
+    pending.delete(record.id);
+    if (!waiter) return;
+    if (record.error) waiter.reject(new Error(record.error));
+    else waiter.resolve(record.result ?? undefined);
+    return;
+  }
+  handle(record);
+});
+lines.on("close", () => process.exit(0));

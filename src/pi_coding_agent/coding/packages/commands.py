@@ -1,0 +1,223 @@
+"""``pi install|remove|uninstall|update|list``: pi 1.6.0's package commands, messages and exit codes.
+
+``install`` installs (npm, git) or checks (local) the source, then adds it to ``packages`` of the user
+settings (``-l``/``--local``: the project's, which needs a trusted project); a local path is written
+relative to that settings file's folder, as pi writes it. ``remove`` deletes the install and the entry.
+``update`` reconciles packages (``--extensions``, or one ``<source>``); pi's self-update and model
+catalog refresh are not part of this implementation and say so.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from pi_coding_agent.coding import paths
+from pi_coding_agent.coding.packages import sources as src
+from pi_coding_agent.coding.packages.install import Installer, PackageError
+from pi_coding_agent.coding.packages.resolve import configured, offline, source_of
+from pi_coding_agent.coding.resources.settings import PROJECT_DIR, SETTINGS_FILE, Settings, write_json_atomic
+from pi_coding_agent.coding.resources.trust import is_project_trusted
+
+USAGE = {
+    "install": "pi install <source> [-l] [--approve|--no-approve]",
+    "remove": "pi remove <source> [-l] [--approve|--no-approve]",
+    "update": "pi update [source] [--extensions] [--extension <source>] [--approve|--no-approve]",
+    "list": "pi list [--approve|--no-approve]",
+}
+
+
+class _Options:
+    def __init__(self, command: str) -> None:
+        self.command = command
+        self.local = False
+        self.approve: bool | None = None
+        self.source: str | None = None
+        self.extensions = False
+
+
+def main(argv: list[str]) -> int:
+    """Run ``argv[0]`` (one of the package words) with its arguments; the exit code."""
+    word, rest = argv[0], argv[1:]
+    command = "remove" if word == "uninstall" else word
+    if any(a in ("-h", "--help") for a in rest):
+        print(f"Usage:\n  {USAGE[command]}")
+        return 0
+    options = _parse(command, rest)
+    if isinstance(options, str):
+        print(options, file=sys.stderr)
+        print(f"Usage: {USAGE[command]}", file=sys.stderr)
+        return 1
+    return _Session(options).run()
+
+
+def _parse(command: str, args: list[str]) -> _Options | str:
+    options = _Options(command)
+    items = iter(args)
+    for arg in items:
+        if arg in ("-l", "--local") and command in ("install", "remove"):
+            options.local = True
+        elif arg in ("-a", "--approve", "-na", "--no-approve"):
+            options.approve = arg in ("-a", "--approve")
+        elif command == "update" and arg == "--extensions":
+            options.extensions = True
+        elif command == "update" and arg == "--extension":
+            options.source = next(items, None)
+            if options.source is None:
+                return "Missing value for --extension."
+        elif command == "update" and arg in ("--self", "--models", "--all", "--force", "self", "pi"):
+            return f"`pi update {arg}` (updating pi itself or its model catalogs) is not supported by this " \
+                   "implementation; update it with pip"
+        elif arg.startswith("-"):
+            return f'Unknown option {arg} for "{command}".'
+        elif options.source is None and command != "list":
+            options.source = arg
+        else:
+            return f"Unexpected argument {arg}."
+    if command in ("install", "remove") and options.source is None:
+        return f"Missing {command} source."
+    if command == "update" and options.source is None and not options.extensions:
+        return "`pi update` without a package updates pi itself, which this implementation does not do; " \
+               "use `pi update --extensions` for packages"
+    return options
+
+
+class _Session:
+    """One command's agent dir, cwd, trust and settings."""
+
+    def __init__(self, options: _Options) -> None:
+        self.options = options
+        self.agent_dir, self.cwd = paths.agent_dir(), Path.cwd().resolve()
+        startup = Settings.load(self.agent_dir, self.cwd, project_trusted=True)
+        self.trusted = is_project_trusted(self.agent_dir, self.cwd, options.approve, startup.default_project_trust)
+        self.settings = Settings.load(self.agent_dir, self.cwd, project_trusted=self.trusted)
+        npm = self.settings.get("npmCommand")
+        self.installer = Installer(self.agent_dir, self.cwd, npm if isinstance(npm, list) else None,
+                                   output=sys.stdout)
+
+    def run(self) -> int:
+        options = self.options
+        if options.local and not self.trusted:
+            print("Project is not trusted. Use --approve to modify local package config.", file=sys.stderr)
+            return 1
+        try:
+            if options.command == "list":
+                return self.list_packages()
+            if options.command == "update":
+                return self.update(options.source)
+            assert options.source is not None
+            scope = "project" if options.local else "user"
+            return self.install(options.source, scope) if options.command == "install" \
+                else self.remove(options.source, scope)
+        except (PackageError, ValueError, OSError) as exc:
+            print(f"Error: {exc}", file=sys.stderr)
+            return 1
+
+    def install(self, source: str, scope: str) -> int:
+        print(f"Installing {source}...")
+        parsed = src.parse_source(source)
+        if isinstance(parsed, src.LocalSource):
+            path = src.resolve_local(parsed.path, self.cwd)
+            if not path.exists():
+                raise PackageError(f"Path does not exist: {path}")
+            source = os.path.relpath(path, src.base_dir(scope, self.agent_dir, self.cwd))
+        elif isinstance(parsed, src.NpmSource):
+            self.installer.install_npm(parsed, scope)
+        else:
+            self.installer.install_git(parsed, scope)
+        self._write(scope, self._with_entry(self._entries(scope), source, scope))
+        print(f"Installed {self.options.source}")
+        return 0
+
+    def remove(self, source: str, scope: str) -> int:
+        entries = self._entries(scope)
+        key = self._key(source, self.cwd)
+        kept = [e for e in entries if self._key(source_of(e), self._base(scope)) != key]
+        if len(kept) == len(entries):
+            print(f"No matching package found for {source}", file=sys.stderr)
+            return 1
+        print(f"Removing {source}...")
+        parsed = src.parse_source(source)
+        if isinstance(parsed, src.NpmSource):
+            self.installer.uninstall_npm(parsed, scope)
+        elif isinstance(parsed, src.GitSource):
+            self.installer.remove_git(parsed, scope)
+        self._write(scope, kept)
+        print(f"Removed {source}")
+        return 0
+
+    def update(self, only: str | None) -> int:
+        if offline():
+            print("Skipped package updates (offline mode)")
+            return 0
+        entries = configured(self.settings.layer("user"), self.settings.layer("project"))
+        chosen = [(e, s) for e, s in entries
+                  if only is None or self._key(source_of(e), self._base(s)) == self._key(only, self.cwd)]
+        if only is not None and not chosen:
+            print(f"Error: No matching package found for {only}", file=sys.stderr)
+            return 1
+        for entry, scope in chosen:
+            parsed = src.parse_source(source_of(entry))
+            if isinstance(parsed, src.NpmSource) and not parsed.pinned:
+                print(f"Updating {source_of(entry)}...")
+                self.installer.install_npm(parsed, scope, parsed.spec if parsed.version else f"{parsed.name}@latest")
+            elif isinstance(parsed, src.GitSource):
+                print(f"Updating {source_of(entry)}...")
+                self.installer.update_git(parsed, scope)
+        print(f"{only} is up to date" if only else "Packages are up to date")
+        return 0
+
+    def list_packages(self) -> int:
+        groups = [(scope, [source_of(e) for e, s in configured(self.settings.layer("user"),
+                                                               self.settings.layer("project")) if s == scope])
+                  for scope in ("user", "project")]
+        if not any(items for _, items in groups):
+            print("No packages installed.")
+            return 0
+        printed = False
+        for scope, items in groups:
+            if not items:
+                continue
+            if printed:
+                print()
+            print("User packages:" if scope == "user" else "Project packages:")
+            for source in items:
+                print(f"  {source}")
+                path = src.installed_path(src.parse_source(source), scope, self.agent_dir, self.cwd)
+                if path.exists():
+                    print(f"    {path}")
+            printed = True
+        return 0
+
+    # ------------------------------------------------------------------ settings
+
+    def _base(self, scope: str) -> Path:
+        return src.base_dir(scope, self.agent_dir, self.cwd)
+
+    def _key(self, source: str, base: Path) -> str:
+        return src.identity(source, base)
+
+    def _entries(self, scope: str) -> list[Any]:
+        entries = self.settings.layer(scope).get("packages")
+        return list(entries) if isinstance(entries, list) else []
+
+    def _with_entry(self, entries: list[Any], source: str, scope: str) -> list[Any]:
+        """``source`` added, or written over the entry of the same package (an object keeps its filters)."""
+        key = self._key(source, self._base(scope))
+        for index, entry in enumerate(entries):
+            if isinstance(entry, (str, dict)) and self._key(source_of(entry), self._base(scope)) == key:
+                entries[index] = source if isinstance(entry, str) else {**entry, "source": source}
+                return entries
+        return [*entries, source]
+
+    def _write(self, scope: str, entries: list[Any]) -> None:
+        path = (self.cwd / PROJECT_DIR if scope == "project" else self.agent_dir) / SETTINGS_FILE
+        from pi_coding_agent.coding.resources.settings import read_for_update
+
+        data = read_for_update(path)
+        if data is None:
+            raise PackageError(f"{path} is not a JSON object; not changed")
+        data["packages"] = entries
+        write_json_atomic(path, data)

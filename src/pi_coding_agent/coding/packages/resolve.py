@@ -1,0 +1,158 @@
+"""The packages a session loads: ``packages`` of the settings files (project ones only once the project
+is trusted; a project entry replaces a user entry of the same identity) and ``-e`` package sources,
+with each package's enabled files per resource type.
+
+A configured npm or git package that is not installed yet is installed here, as pi does at start-up;
+when that fails (no network, no ``npm``/``git``) or offline mode is on (``PI_OFFLINE``), the package
+is skipped with a reason, and the run goes on. ``-e`` packages live in pi's temporary cache; an
+unpinned one is refreshed on each start unless offline, the cached copy kept when that fails.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pi_coding_agent.coding.packages import sources as src
+from pi_coding_agent.coding.packages.manifest import package_resources
+from pi_coding_agent.coding.resources.resource_paths import ResourceFile
+
+if TYPE_CHECKING:
+    from pi_coding_agent.coding.packages.install import Installer
+
+_OFFLINE_VALUES = ("1", "true", "yes")
+
+
+@dataclass
+class PackageSet:
+    """Resource files of every loaded package, in load order, and the packages skipped."""
+
+    extensions: list[ResourceFile] = field(default_factory=list)
+    skills: list[ResourceFile] = field(default_factory=list)
+    prompts: list[ResourceFile] = field(default_factory=list)
+    themes: list[ResourceFile] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (source, reason)
+    warnings: list[str] = field(default_factory=list)
+    cli_arguments: list[str] = field(default_factory=list)  # the ``-e`` arguments taken as packages
+
+    def add(self, kind: str, files: list[ResourceFile]) -> None:
+        getattr(self, kind).extend(files)
+
+
+def offline() -> bool:
+    return os.environ.get("PI_OFFLINE", "").lower() in _OFFLINE_VALUES
+
+
+def configured(global_data: dict[str, Any], project_data: dict[str, Any]) -> list[tuple[Any, str]]:
+    """``(entry, scope)`` of both settings files, project first (an entry is a string or an object)."""
+    out: list[tuple[Any, str]] = []
+    for data, scope in ((project_data, "project"), (global_data, "user")):
+        entries = data.get("packages")
+        if isinstance(entries, list):
+            out += [(e, scope) for e in entries if isinstance(e, str) or isinstance(e.get("source"), str)
+                    if isinstance(e, (str, dict))]
+    return out
+
+
+def source_of(entry: Any) -> str:
+    return entry if isinstance(entry, str) else str(entry["source"])
+
+
+def dedupe(entries: list[tuple[Any, str]], agent_dir: Path, cwd: Path) -> list[tuple[Any, str]]:
+    """One entry per package identity; the project's wins over the user's."""
+    seen: dict[str, int] = {}
+    out: list[tuple[Any, str]] = []
+    for entry, scope in entries:
+        key = src.identity(source_of(entry), src.base_dir(scope, agent_dir, cwd))
+        if key not in seen:
+            seen[key] = len(out)
+            out.append((entry, scope))
+        elif scope == "project":
+            out[seen[key]] = (entry, scope)
+    return out
+
+
+def resolve_packages(entries: Sequence[tuple[Any, str]], agent_dir: Path, cwd: Path,
+                     npm_command: Sequence[str] | None = None) -> PackageSet:
+    """Every package's files (installing missing ones); ``entries`` are ``(entry, scope)`` with
+    scope ``user``, ``project`` or ``temporary`` (``-e``)."""
+    found = PackageSet()
+    installer: Installer | None = None
+    for entry, scope in dedupe(list(entries), agent_dir, cwd):
+        source = source_of(entry)
+        parsed = src.parse_source(source)
+        try:
+            root = src.installed_path(parsed, scope, agent_dir, cwd)
+            if not isinstance(parsed, src.LocalSource):
+                from pi_coding_agent.coding.packages.install import Installer
+
+                installer = installer or Installer(agent_dir, cwd, npm_command)
+                root = _ensure_installed(installer, source, parsed, scope, root, found)
+        except Exception as exc:  # any failure skips this package, named, and the run goes on
+            found.skipped.append((source, str(exc) or type(exc).__name__))
+            continue
+        if not root.exists():
+            found.skipped.append((source, f"Package path does not exist: {root}"))
+            continue
+        _collect(found, root, entry, source, scope)
+    return found
+
+
+def _ensure_installed(installer: Installer, source: str, parsed: src.Source, scope: str, root: Path,
+                      found: PackageSet) -> Path:
+    """Install a missing package; refresh an unpinned ``-e`` one (keeping the cache when that fails)."""
+    from pi_coding_agent.coding.packages.install import PackageError
+
+    if not root.exists() or not _version_matches(parsed, root):
+        if offline():
+            raise PackageError("not installed and offline mode is on")
+        _install(installer, parsed, scope)
+        return root
+    if scope != "temporary" or offline():
+        return root
+    try:
+        if isinstance(parsed, src.NpmSource) and not parsed.pinned:
+            spec = parsed.spec if parsed.version else f"{parsed.name}@latest"
+            latest = installer.latest_npm_version(spec)
+            from pi_coding_agent.coding.packages.install import installed_npm_version
+
+            if latest is not None and latest != installed_npm_version(root):
+                installer.install_npm(parsed, scope, spec)
+        elif isinstance(parsed, src.GitSource) and not installer.git_checked_out(parsed, root):
+            installer.update_git(parsed, scope)
+    except PackageError as exc:
+        found.warnings.append(f"Warning: could not refresh {source}: {exc}; using the cached copy")
+    return root
+
+
+def _version_matches(parsed: src.Source, root: Path) -> bool:
+    """An exact npm version must be the installed one; ranges are taken as satisfied."""
+    if not isinstance(parsed, src.NpmSource) or not parsed.pinned:
+        return True
+    from pi_coding_agent.coding.packages.install import installed_npm_version
+
+    return installed_npm_version(root) == (parsed.version or "").removeprefix("v")
+
+
+def _install(installer: Installer, parsed: src.Source, scope: str) -> None:
+    if isinstance(parsed, src.NpmSource):
+        installer.install_npm(parsed, scope)
+    elif isinstance(parsed, src.GitSource):
+        installer.install_git(parsed, scope)
+
+
+def _collect(found: PackageSet, root: Path, entry: Any, source: str, scope: str) -> None:
+    """A package's files with their ``sourceInfo`` facts; a plain file is one extension."""
+    if root.is_file():
+        found.extensions.append(ResourceFile(root, source, scope, root.parent, "package"))
+        return
+    narrowing = entry if isinstance(entry, dict) else None
+    files = package_resources(root, narrowing)
+    if files is None:
+        found.skipped.append((source, f"no extensions, skills, prompts or themes found in {root}"))
+        return
+    for kind, paths in files.items():
+        found.add(kind, [ResourceFile(p, source, scope, root, "package") for p in paths])
