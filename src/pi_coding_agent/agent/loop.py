@@ -241,9 +241,9 @@ class _Run:
                         self.config.on_stream_start(partial)
                         await emit({"type": "message_start", "message": _opening_snapshot(partial)})
                     await emit({"type": "message_update", "usage": usage, "assistantMessageEvent": event})
-                elif kind == "done":
+                elif event["type"] == "done":  # (not per delta: the lookup narrows the event's type)
                     final = event["message"]
-                elif kind == "error":
+                elif event["type"] == "error":
                     final = event["error"]
         if final is None:
             final = await response.result()
