@@ -23,6 +23,7 @@ from pi_coding_agent.coding import paths
 from pi_coding_agent.coding.agent_session import AgentSession
 from pi_coding_agent.coding.commands import llama as llama_command
 from pi_coding_agent.coding.errors import SessionError
+from pi_coding_agent.coding.events import AgentEvent
 from pi_coding_agent.coding.extensions.loader import ExtensionSource, discover
 from pi_coding_agent.coding.options import CliArgs
 from pi_coding_agent.coding.resources.context_files import load_context_files
@@ -248,9 +249,9 @@ def _attach_cache_warmer(session: AgentSession, runtime: SessionRuntime) -> None
     message (the first event it acts on) rather than at start-up."""
     relay = _Relay()
 
-    def forward(event: dict[str, Any]) -> None:
+    def forward(event: AgentEvent) -> None:
         if not relay.listeners:
-            if event.get("type") != "message_end" or event["message"].get("role") != "assistant":
+            if event["type"] != "message_end" or event["message"].get("role") != "assistant":
                 return
             from pi_coding_agent.coding.services.cache_warming import attach_cache_warmer
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any, cast
+from typing import cast
 
 from pi_coding_agent.coding.events import AgentEvent
 
@@ -16,9 +16,9 @@ class EventStream:
     leaving an ``async with``) unsubscribes.
     """
 
-    def __init__(self, subscribe: Callable[[Callable[[dict[str, Any]], None]], Callable[[], None]],
+    def __init__(self, subscribe: Callable[[Callable[[AgentEvent], None]], Callable[[], None]],
                  until_settled: bool = False) -> None:
-        self._queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+        self._queue: asyncio.Queue[AgentEvent | None] = asyncio.Queue()
         self._until_settled = until_settled
         self._unsubscribe: Callable[[], None] | None = subscribe(self._queue.put_nowait)
 

@@ -10,10 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Protocol
 
+from pi_coding_agent.coding.events import AgentEvent
+
 if TYPE_CHECKING:
+    from pi_coding_agent.coding.events import AgentEvent
     from pi_coding_agent.coding.session import SessionManager
 
-Listener = Callable[[dict[str, Any]], None]
+Listener = Callable[["AgentEvent"], None]
 
 
 class SessionHost(Protocol):
@@ -27,7 +30,7 @@ class SessionHost(Protocol):
     @property
     def is_streaming(self) -> bool: ...
 
-    def emit(self, event: dict[str, Any]) -> None: ...
+    def emit(self, event: AgentEvent) -> None: ...
 
     def subscribe(self, listener: Listener, types: Iterable[str] | None = None) -> Callable[[], None]: ...
 

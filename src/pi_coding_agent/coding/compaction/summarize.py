@@ -23,13 +23,13 @@ from pi_coding_agent.coding.compaction.prepare import (
     CompactionError,
     CompactionPreparation,
 )
-from pi_coding_agent.coding.events import Message
+from pi_coding_agent.coding.events import AgentEvent, Message, SummarySource
 from pi_coding_agent.coding.retry import RetrySettings, RetryState
 from pi_coding_agent.coding.session.context import content_text
 from pi_coding_agent.coding.session.conversion import convert_to_llm
 from pi_coding_agent.coding.session.ids import uuid7
 
-EventSink = Callable[[dict[str, Any]], None]
+EventSink = Callable[[AgentEvent], None]
 
 SUMMARY_SYSTEM_PROMPT = (
     "You summarise conversations between a user and an AI coding assistant. Read the conversation you "
@@ -189,10 +189,10 @@ class SummaryRequest:
     signal: AbortSignal | None = None
     on_event: EventSink | None = None
     retry: RetrySettings | None = None
-    source: dict[str, Any] = field(default_factory=lambda: {"source": "compaction"})
+    source: SummarySource = field(default_factory=lambda: SummarySource(source="compaction"))
     thinking_budgets: dict[str, int] | None = None
 
-    def emit(self, event: dict[str, Any]) -> None:
+    def emit(self, event: AgentEvent) -> None:
         if self.on_event is not None:
             self.on_event(event)
 

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from pi_coding_agent.agent.awaitables import maybe_await
 from pi_coding_agent.coding.errors import SessionError
+from pi_coding_agent.coding.events import AgentEvent
 from pi_coding_agent.coding.extensions.agent_hooks import AgentHooks
 from pi_coding_agent.coding.extensions.api import ExtensionAPI, install_tool
 from pi_coding_agent.coding.extensions.commands import Commands
@@ -185,12 +186,12 @@ class ExtensionRunner(Commands, AgentHooks):
         """Keep work an ``agent_settled`` handler requested until the session is idle."""
         self._deferred.append(start)
 
-    def _on_session_event(self, event: dict[str, Any]) -> None:
+    def _on_session_event(self, event: AgentEvent) -> None:
         kind = event["type"]
         if kind == "agent_settled":
             if self.shutdown_requested:
                 self.spawn(self.request_shutdown())
-        elif kind == "thinking_level_changed":
+        elif event["type"] == "thinking_level_changed":
             previous, self._thinking_level = self._thinking_level, event["level"]
             if self.has_handlers("thinking_level_select"):
                 self.spawn(self.notify({"type": "thinking_level_select", "level": event["level"],

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from pi_coding_agent.ai.thinking import clamp_thinking_level, supported_thinking_levels
 from pi_coding_agent.ai.types import Model
 from pi_coding_agent.coding.errors import SessionError
+from pi_coding_agent.coding.events import AgentEvent
 
 if TYPE_CHECKING:
     from pi_coding_agent.coding.extensions.runner import ExtensionRunner
@@ -26,7 +27,7 @@ class ModelSelection:
     ``extensions`` is read at each change: the session replaces its runner when it enters another project.
     """
 
-    def __init__(self, runtime: SessionRuntime, emit: Callable[[dict[str, Any]], None],
+    def __init__(self, runtime: SessionRuntime, emit: Callable[[AgentEvent], None],
                  extensions: Callable[[], ExtensionRunner | None]) -> None:
         self.rt = runtime
         self.agent = runtime.agent

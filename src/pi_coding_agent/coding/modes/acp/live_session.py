@@ -11,6 +11,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+from pi_coding_agent.coding.events import AgentEvent
 from pi_coding_agent.coding.modes.acp.client_tools import ClientFiles, ClientTerminals
 from pi_coding_agent.coding.modes.acp.config import config_options, initial_mode
 from pi_coding_agent.coding.modes.acp.jsonrpc import AUTH_REQUIRED, INTERNAL_ERROR, JsonRpcPeer, RpcError
@@ -82,7 +83,7 @@ class LiveSession:
         saved = self.session.get_entries()
         replay(branch_messages(saved["entries"], saved["leafId"]), self.cwd, self.send)
 
-    def _on_event(self, event: dict[str, Any]) -> None:
+    def _on_event(self, event: AgentEvent) -> None:
         self.stream.on_event(event)
         if event["type"] == "agent_settled":
             waiters, self._waiters = self._waiters, []

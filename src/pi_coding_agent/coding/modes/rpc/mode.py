@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from pi_coding_agent.coding.events import CoreEvent
 from pi_coding_agent.coding.modes.lifecycle import OrderlyShutdown, keep_sigint_from_asyncio
 from pi_coding_agent.coding.modes.rpc import commands as rpc_commands
 from pi_coding_agent.coding.modes.rpc.transport import (
@@ -137,7 +138,7 @@ class RpcServer:
             for task in list(self._tasks):
                 task.cancel()
 
-    async def _hold_input_until_read(self, event: dict[str, Any]) -> None:
+    async def _hold_input_until_read(self, event: CoreEvent) -> None:
         """Wait (bounded) for the client to read ``agent_end``; commands it sends meanwhile are read
         once the wait is over, when the run goes straight on to settle. pi's post-run steps never
         wait, so a prompt sent on reading agent_end finds it idle; here it would find the run still
