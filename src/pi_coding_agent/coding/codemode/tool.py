@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pi_coding_agent.agent.tool import AgentTool, ToolResult, UpdateCallback
 from pi_coding_agent.ai.abort import AbortSignal
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.codemode.activation import NAME
 
 if TYPE_CHECKING:
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
 
 DEFAULT_INLINE_BUDGET = 3000
 _CHARS_PER_TOKEN = 4
-PARAMETERS: dict[str, Any] = {
+PARAMETERS: JsonObject = {
     "type": "object",
     "properties": {"code": {"type": "string", "description": "Raw JavaScript source."}},
     "required": ["code"],

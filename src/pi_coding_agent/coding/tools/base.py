@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pi_coding_agent.agent.tool import AgentTool, ToolError, ToolResult, UpdateCallback
 from pi_coding_agent.ai.abort import AbortSignal
 from pi_coding_agent.ai.records import record
+from pi_coding_agent.ai.types import JsonObject
 
 from .process_groups import ProcessRegistry
 
@@ -95,7 +96,7 @@ def object_schema(properties: dict[str, Any], required: list[str]) -> dict[str, 
     return schema
 
 
-STRICT_PREFERRED = {"type": "json_schema", "strict": "prefer"}  # pi's declaration for its file/shell tools
+STRICT_PREFERRED: JsonObject = {"type": "json_schema", "strict": "prefer"}  # pi's declaration for its file/shell tools
 
 
 class BuiltinTool(AgentTool):
