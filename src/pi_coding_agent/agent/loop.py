@@ -22,7 +22,7 @@ from pi_coding_agent.agent.tool import AgentTool, tool_declaration
 from pi_coding_agent.agent.tool_execution import ToolExecutor
 from pi_coding_agent.ai.abort import AbortSignal
 from pi_coding_agent.ai.stream import AssistantStream, StreamOptions
-from pi_coding_agent.ai.types import AssistantMessage, Context, Model, ToolCall, empty_usage
+from pi_coding_agent.ai.types import AssistantMessage, Context, JsonObject, Model, ToolCall, empty_usage
 
 Emit = Callable[[CoreEvent], Awaitable[None]]
 Poll = Callable[[], list[AgentMessage]]
@@ -37,7 +37,7 @@ _BLOCK_EVENTS = frozenset({
 def default_context(messages: list[AgentMessage], tools: list[AgentTool]) -> Context:
     """System messages folded into ``systemPrompt``; every other message passes as it is."""
     prompts = [m["content"] for m in messages if m.get("role") == "system" and m.get("content")]
-    context: dict[str, Any] = {}
+    context: JsonObject = {}
     if prompts:
         context["systemPrompt"] = "\n\n".join(prompts)
     context["messages"] = [m for m in messages if m.get("role") != "system"]
@@ -160,7 +160,7 @@ class _Run:
                     await self._add(queued)
                 pending = []
                 message = await self._stream_assistant()
-                self.new_messages.append(cast(dict[str, Any], message))
+                self.new_messages.append(cast(AgentMessage, message))
                 if message["stopReason"] in ("error", "aborted"):
                     await self._finish_turn(message, [])  # a failed turn cannot ask for more
                     await self._emit({"type": "turn_end", "message": message, "toolResults": []})

@@ -75,7 +75,7 @@ class AgentTool(Protocol):
         return args
 
     def execute(
-        self, tool_call_id: str, params: dict[str, Any], signal: AbortSignal, on_update: UpdateCallback
+        self, tool_call_id: str, params: JsonObject, signal: AbortSignal, on_update: UpdateCallback
     ) -> Awaitable[ToolResult]: ...
 
 

@@ -23,7 +23,7 @@ from pi_coding_agent.agent.events import (
 from pi_coding_agent.agent.hooks import AgentHooks
 from pi_coding_agent.agent.tool import AgentTool, ToolResult
 from pi_coding_agent.ai.abort import AbortSignal
-from pi_coding_agent.ai.types import ToolCall, ToolResultMessage, now_ms
+from pi_coding_agent.ai.types import JsonObject, ToolCall, ToolResultMessage, now_ms
 
 Emit = Callable[[CoreEvent], Awaitable[None]]
 
@@ -66,7 +66,7 @@ class _Prepared:
 
     call: ToolCall
     tool: AgentTool
-    args: dict[str, Any]
+    args: JsonObject
 
 
 class _UpdateRelay:
@@ -280,7 +280,7 @@ class ToolExecutor:
         return cast(ToolResultMessage, message)
 
 
-def _pick(patch: dict[str, Any], key: str, default: Any) -> Any:
+def _pick(patch: JsonObject, key: str, default: Any) -> Any:
     value = patch.get(key)
     return default if value is None else value
 

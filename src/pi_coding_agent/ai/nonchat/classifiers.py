@@ -11,9 +11,9 @@ from typing import Any
 
 from pi_coding_agent.ai.nonchat.requests import abortable, error_result
 from pi_coding_agent.ai.stream import StreamOptions
-from pi_coding_agent.ai.types import Model
+from pi_coding_agent.ai.types import JsonObject, Model
 
-Classifier = Callable[[Model, dict[str, Any], StreamOptions], Awaitable[dict[str, Any]]]
+Classifier = Callable[[Model, JsonObject, StreamOptions], Awaitable[JsonObject]]
 
 
 def _implementation(api: str) -> Classifier | None:
@@ -46,7 +46,7 @@ def refusal(model: Model, context: Mapping[str, Any]) -> str | None:
     return None
 
 
-async def classify(model: Model, context: Mapping[str, Any], options: StreamOptions) -> dict[str, Any]:
+async def classify(model: Model, context: Mapping[str, Any], options: StreamOptions) -> JsonObject:
     """Answer ``context["questions"]`` about ``context["state"]`` (and ``context["images"]``)."""
     problem = refusal(model, context)
     if problem is not None:
