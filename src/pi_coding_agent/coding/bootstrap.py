@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from pi_coding_agent.agent.tool import AgentTool
 from pi_coding_agent.ai.auth.keys import AuthStorage
 from pi_coding_agent.ai.models.catalog import ModelRegistry
-from pi_coding_agent.ai.types import Model
+from pi_coding_agent.ai.types import JsonObject, Model
 from pi_coding_agent.coding import paths
 from pi_coding_agent.coding.agent_session import AgentSession
 from pi_coding_agent.coding.commands import llama as llama_command
@@ -264,7 +264,7 @@ def _attach_cache_warmer(session: AgentSession, runtime: SessionRuntime) -> None
 
 async def create_session(
     args: CliArgs, mode: str, ui: ExtensionUI | None = None, *, cwd: Path | None = None,
-    agent_dir: Path | None = None, settings_overrides: dict[str, Any] | None = None,
+    agent_dir: Path | None = None, settings_overrides: JsonObject | None = None,
     tools: Sequence[AgentTool] = (), extensions: Sequence[ExtensionSource] = (),
 ) -> AgentSession:
     """Build the whole session for ``mode`` ("rpc", "json", "print", "sdk").
@@ -323,7 +323,7 @@ async def create_session(
     return session
 
 
-async def loaded_extensions(args: CliArgs) -> tuple[ModelRegistry, list[dict[str, Any]]] | None:
+async def loaded_extensions(args: CliArgs) -> tuple[ModelRegistry, list[JsonObject]] | None:
     """``--list-models`` and ``--help`` when extensions exist: the registry once they registered their
     providers, and the flags they registered, as pi shows them (None without extensions: the
     caller's plain answer is the same and cheaper)."""

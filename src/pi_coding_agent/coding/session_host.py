@@ -8,8 +8,9 @@ compacting flag), so none of them imports the session and each can be driven by 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.events import AgentEvent
 
 if TYPE_CHECKING:
@@ -34,6 +35,6 @@ class SessionHost(Protocol):
 
     def subscribe(self, listener: Listener, types: Iterable[str] | None = None) -> Callable[[], None]: ...
 
-    def omit_from_context(self, message: dict[str, Any]) -> None: ...
+    def omit_from_context(self, message: JsonObject) -> None: ...
 
     async def abort(self) -> None: ...

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from pi_coding_agent.ai.abort import AbortSignal
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.codemode.declarations import to_identifier
 from pi_coding_agent.coding.codemode.host import CatalogTool, CodemodeHost, Namespace
 from pi_coding_agent.coding.codemode.model_calls import MODEL_TYPES, CallRows, ModelCalls, describe_value
@@ -44,7 +45,7 @@ def _provider(value: Any) -> str | None:
     return value
 
 
-def _info(model: dict[str, Any]) -> dict[str, Any]:
+def _info(model: JsonObject) -> JsonObject:
     """A catalog entry for scripts; ``headers`` may carry credentials and is dropped."""
     return {k: v for k, v in model.items() if k != "headers"}
 
@@ -102,7 +103,7 @@ class _Globals:
             names.append(to_identifier(tool.name))
         if found is None:
             return None
-        out: dict[str, Any] = {"name": found.name}
+        out: JsonObject = {"name": found.name}
         if found.description:
             out["description"] = found.description
         if found.instructions:

@@ -169,7 +169,7 @@ def presented_declarations(tools: list[Any], settings: Settings) -> list[Any]:
     return declarations
 
 
-GRAMMAR_SAMPLING: dict[str, Any] = {"type": "grammar", "variants": {"openai_lark": GRAMMAR}}
+GRAMMAR_SAMPLING: JsonObject = {"type": "grammar", "variants": {"openai_lark": GRAMMAR}}
 
 
 def session_codemode_tool(runtime: Callable[[], SessionRuntimeView], processes: ProcessRegistry) -> CodemodeTool:
@@ -219,7 +219,7 @@ class CodemodeTool(AgentTool):
     def prepare_arguments(self, args: Any) -> Any:
         return args
 
-    async def execute(self, tool_call_id: str, params: dict[str, Any], signal: AbortSignal,
+    async def execute(self, tool_call_id: str, params: JsonObject, signal: AbortSignal,
                       on_update: UpdateCallback) -> ToolResult:
         from pi_coding_agent.coding.codemode.script_run import run_script  # the runner loads on first use
 

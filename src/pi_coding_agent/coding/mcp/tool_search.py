@@ -79,7 +79,7 @@ class ToolSearchTool(AgentTool):
         self._load = load
         self._ready = ready  # awaitable factory: every server settled
 
-    async def execute(self, tool_call_id: str, params: dict[str, Any], signal: AbortSignal,
+    async def execute(self, tool_call_id: str, params: JsonObject, signal: AbortSignal,
                       on_update: UpdateCallback) -> ToolResult:
         query = str(params.get("query") or "")
         if not query.strip():

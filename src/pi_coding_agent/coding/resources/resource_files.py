@@ -10,17 +10,17 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.resources import resource_paths as rp
 from pi_coding_agent.coding.resources.settings import PROJECT_DIR, SettingsPath
 
 SKILL_FILE = "SKILL.md"
 
 
-def source_info(path: Path, source: str, scope: str, base_dir: Path | None) -> dict[str, Any]:
+def source_info(path: Path, source: str, scope: str, base_dir: Path | None) -> JsonObject:
     """A skill's or template's ``sourceInfo`` object, as get_commands shows it."""
-    info: dict[str, Any] = {"path": str(path), "source": source, "scope": scope, "origin": "top-level"}
+    info: JsonObject = {"path": str(path), "source": source, "scope": scope, "origin": "top-level"}
     if base_dir is not None:
         info["baseDir"] = str(base_dir)
     return info

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.events import CoreEvent
 from pi_coding_agent.coding.modes.lifecycle import OrderlyShutdown, keep_sigint_from_asyncio
 from pi_coding_agent.coding.modes.rpc import commands as rpc_commands
@@ -75,7 +76,7 @@ async def _main(factory: SessionFactory, input_fd: int, output_fd: int) -> int:
     return await RpcServer(session, writer, ui).serve(input_fd)
 
 
-def parse_error(message: str, line: bytes = b"") -> dict[str, Any]:
+def parse_error(message: str, line: bytes = b"") -> JsonObject:
     """The parse-error response; it carries the line's ``id`` when only its text encoding was bad."""
     error = f"Failed to parse command: {message}"
     record_id = _salvage_id(line)
@@ -95,13 +96,13 @@ def _salvage_id(line: bytes) -> Any:
     return record.get("id") if isinstance(record, dict) else None
 
 
-def _unknown_command(record: Any) -> dict[str, Any]:
+def _unknown_command(record: Any) -> JsonObject:
     """pi's answer to valid JSON that names no known command (``Unknown command: undefined`` if untyped)."""
     if not isinstance(record, dict):
         return {"type": "response", "success": False, "error": "Unknown command: undefined"}
     has_id = "id" in record
     if "type" not in record:
-        out: dict[str, Any] = {"id": record["id"]} if has_id else {}
+        out: JsonObject = {"id": record["id"]} if has_id else {}
         out.update(type="response", success=False, error="Unknown command: undefined")
         return out
     kind = record["type"]
