@@ -70,7 +70,7 @@ class AgentTool(Protocol):
     # False says "none" explicitly and is kept in the declaration, as pi keeps it
     constrained_sampling: JsonObject | Literal[False] | None = None
 
-    def prepare_arguments(self, args: Any) -> Any:
+    def prepare_arguments(self, args: Any) -> object:
         """Repair common model mistakes before validation (identity by default)."""
         return args
 

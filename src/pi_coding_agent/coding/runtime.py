@@ -213,7 +213,7 @@ class SessionRuntime:
                              base_url=own.base_url if own is not None else None,
                              **provider_request_options(self.settings))
 
-    async def recover_unauthorized(self, failed: Mapping[str, Any] | None) -> bool:
+    async def recover_unauthorized(self, failed: Mapping[str, object] | None) -> bool:
         """After a 401 to an OAuth access token, refresh it (even before its expiry): True to retry once."""
         text = str((failed or {}).get("errorMessage") or "")
         if not failed or failed.get("stopReason") != "error" or not _unauthorized().match(text):

@@ -375,7 +375,7 @@ class _Reader:
         self.started = False
         self.stopped = False
         self.failure: str | None = None  # set when the stream turned out malformed (raised after its events)
-        self.transformations: list[Any] | None = None  # input_transformations the API reported, the last wins
+        self.transformations: list[object] | None = None  # input_transformations the API reported, the last wins
 
     def handle(self, event: dict[str, Any]) -> list[BlockEvent]:
         kind = event["type"]

@@ -559,7 +559,7 @@ async def stream(
         raise ProviderError(output.get("errorMessage") or "An unknown error occurred")
 
 
-def raw_event(headers: Mapping[str, Any], payload: bytes) -> dict[str, Any] | None:
+def raw_event(headers: Mapping[str, object], payload: bytes) -> dict[str, Any] | None:
     """A decoded frame as pi's AWS client hands it over before pi reads it (``provider_stream_event``):
     ``{"contentBlockDelta": {...}}``, an exception under its lower-camel name
     (``{"throttlingException": {"message": ...}}``); None for a transport error frame."""
@@ -575,7 +575,7 @@ def raw_event(headers: Mapping[str, Any], payload: bytes) -> dict[str, Any] | No
     return {name[:1].lower() + name[1:]: data}
 
 
-def _handle_frame(reader: _Reader, headers: Mapping[str, Any], payload: bytes) -> list[dict[str, Any]]:
+def _handle_frame(reader: _Reader, headers: Mapping[str, object], payload: bytes) -> list[dict[str, Any]]:
     kind = headers.get(":message-type")
     if kind == "exception":
         name = str(headers.get(":exception-type") or "")

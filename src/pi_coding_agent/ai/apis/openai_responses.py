@@ -531,7 +531,7 @@ def _failure_text(response: dict[str, Any]) -> str:
     return f"incomplete: {reason}" if reason else "Unknown error (no error details in response)"
 
 
-def _error_text(model: Model) -> Any:
+def _error_text(model: Model) -> object:
     prefix = "OpenAI API error" if model["provider"] == "openai" else f"{model['provider']} API error"
     return lambda status, text: openai_error_text(status, text, prefix)
 

@@ -59,7 +59,7 @@ class _Globals:
     def _entry(self, name: str) -> dict[str, str]:
         return {"name": to_identifier(name), "description": self.samples.get(name, "")}
 
-    async def search_tools(self, args: list[Any], _signal: AbortSignal) -> Any:
+    async def search_tools(self, args: list[object], _signal: AbortSignal) -> object:
         query, options = ([*args, None, None])[:2]
         if not isinstance(query, str):
             raise ValueError("searchTools() expects a query string")
@@ -83,14 +83,14 @@ class _Globals:
             documents.append(SearchDocument(tool.name, " ".join(p for p in parts if p.strip()), ns_text))
         return [self._entry(name) for name in rank(query, documents, limit)]
 
-    async def describe_tool(self, args: list[Any], _signal: AbortSignal) -> Any:
+    async def describe_tool(self, args: list[object], _signal: AbortSignal) -> object:
         name = args[0] if args else None
         if not isinstance(name, str):
             raise ValueError("describeTool() expects a tool name")
         tool = next((t for t in self.tools if t.name == name or to_identifier(t.name) == name), None)
         return None if tool is None else self.samples.get(tool.name)
 
-    async def describe_namespace(self, args: list[Any], _signal: AbortSignal) -> Any:
+    async def describe_namespace(self, args: list[object], _signal: AbortSignal) -> object:
         name = args[0] if args else None
         if not isinstance(name, str):
             raise ValueError("describeNamespace() expects a namespace name")
@@ -111,15 +111,15 @@ class _Globals:
         out["tools"] = names
         return out
 
-    async def models_of_type(self, args: list[Any], _signal: AbortSignal) -> Any:
+    async def models_of_type(self, args: list[object], _signal: AbortSignal) -> object:
         kind, provider = ([*args, None, None])[:2]
         return [_info(m) for m in self.host.models_of_type(_model_type(kind), _provider(provider))]
 
-    async def available_of_type(self, args: list[Any], _signal: AbortSignal) -> Any:
+    async def available_of_type(self, args: list[object], _signal: AbortSignal) -> object:
         kind, provider = ([*args, None, None])[:2]
         return [_info(m) for m in self.host.available_of_type(_model_type(kind), _provider(provider))]
 
-    async def model_of_type(self, args: list[Any], _signal: AbortSignal) -> Any:
+    async def model_of_type(self, args: list[object], _signal: AbortSignal) -> object:
         kind, provider, model_id = ([*args, None, None, None])[:3]
         if not isinstance(provider, str) or not isinstance(model_id, str):
             shown = ", ".join(describe_value(a) for a in args)

@@ -76,7 +76,7 @@ class ExtensionTool(AgentTool):
         self.prompt_snippet = prompt_snippet
         self.prompt_guidelines = list(prompt_guidelines or [])
 
-    def prepare_arguments(self, args: Any) -> Any:
+    def prepare_arguments(self, args: Any) -> object:
         return args if self._prepare is None else self._prepare(args)
 
     async def execute(self, tool_call_id: str, params: JsonObject, signal: AbortSignal,
@@ -153,7 +153,7 @@ class ExtensionAPI:
     # ------------------------------------------------------------------ providers
 
     def register_provider(self, provider: str | Provider, config: JsonObject | None = None, *,
-                          stream: Adapter | None = None, oauth: ProviderOAuth | Mapping[str, Any] | None = None,
+                          stream: Adapter | None = None, oauth: ProviderOAuth | Mapping[str, object] | None = None,
                           refresh_models: RefreshModels | None = None) -> None:
         """Add or re-route a model provider (pi's ``registerProvider``), at once. Either a name and
         ``config`` in models.json's provider shape (``baseUrl``, ``apiKey``, ``api``, ``headers``,

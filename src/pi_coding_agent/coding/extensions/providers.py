@@ -131,7 +131,7 @@ def oauth_spec(provider: str, title: str, oauth: ProviderOAuth) -> OAuthProvider
             raise OAuthError(f"{step} must return a dict with access, refresh and expires")
         return credential
 
-    async def run(call: Callable[[], Awaitable[Any]]) -> Any:
+    async def run(call: Callable[[], Awaitable[Any]]) -> object:
         """The extension function's result; what it raises (but a cancelled dialog) as an OAuthError."""
         try:
             return await call()

@@ -70,7 +70,7 @@ class JsonRpcPeer:
 
     # ------------------------------------------------------------------ outgoing
 
-    async def request(self, method: str, params: Any) -> Any:
+    async def request(self, method: str, params: Any) -> object:
         """Call the peer and wait for its result; raises ``RpcError`` or ``ConnectionClosed``."""
         if self.closed:
             raise ConnectionClosed(f"{method}: the client has disconnected")
@@ -191,13 +191,13 @@ class JsonRpcPeer:
                 await asyncio.wait(list(self._incoming.values()), timeout=timeout)
 
 
-def _valid_id(value: Any) -> Any:
+def _valid_id(value: Any) -> object:
     """A usable JSON-RPC id (string or integer-like number), else None."""
     if isinstance(value, bool):
         return None
     return value if isinstance(value, str | int | float) else None
 
 
-def _key(request_id: Any) -> Any:
+def _key(request_id: Any) -> object:
     """Ids compare by JSON value: the number 1 and the string "1" are different requests."""
     return (type(request_id).__name__, request_id)

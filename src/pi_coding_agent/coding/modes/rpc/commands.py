@@ -168,7 +168,7 @@ def convert_arguments(name: str, command: Command, record: JsonObject) -> JsonOb
 # Eight commands need more than "call the method with the arguments": they are spelled out here.
 
 
-async def _bash(session: RpcSession, ctx: CallContext, command: str, exclude_from_context: bool) -> Any:
+async def _bash(session: RpcSession, ctx: CallContext, command: str, exclude_from_context: bool) -> object:
     """Every output chunk becomes a ``bash_execution_update`` carrying the command's id, all before the response."""
 
     def on_delta(delta: str) -> None:
@@ -181,7 +181,7 @@ async def _bash(session: RpcSession, ctx: CallContext, command: str, exclude_fro
     return await session.bash(command, exclude_from_context, on_delta)
 
 
-async def _fork(session: RpcSession, ctx: CallContext, entry_id: str) -> Any:
+async def _fork(session: RpcSession, ctx: CallContext, entry_id: str) -> object:
     result = await session.fork(entry_id)
     return {"cancelled": True} if result.get("cancelled") else {"text": result.get("text", ""), "cancelled": False}
 

@@ -85,7 +85,7 @@ def parse_error(message: str, line: bytes = b"") -> JsonObject:
     return rpc_commands.response(record_id, True, "parse", error=error)
 
 
-def _salvage_id(line: bytes) -> Any:
+def _salvage_id(line: bytes) -> object:
     """The ``id`` of a line that is JSON apart from invalid UTF-8 or a lone surrogate escape."""
     import json
 
