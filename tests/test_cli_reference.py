@@ -109,7 +109,7 @@ def test_resume_is_refused_with_a_way_forward(tmp_path):
 def test_every_reference_subcommand_word_is_handled(tmp_path):
     """The words under "Commands:" in pi's --help: each is dispatched here (auth and mcp by their own
     modules when they land), none becomes a prompt."""
-    from pi_coding_agent.coding.subcommands import PACKAGE_WORDS, SUPPORTED, UNSUPPORTED
+    from pi_coding_agent.coding.cli.subcommands import PACKAGE_WORDS, SUPPORTED, UNSUPPORTED
 
     help_text = run_pi("reference", ["--help"], tmp_path).stdout
     block = help_text.split("Commands:", 1)[1].split("\n\n", 1)[0]

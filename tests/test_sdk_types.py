@@ -39,7 +39,7 @@ def test_mypy_narrows_events_on_their_type(tmp_path: Path) -> None:
     notes = {int(n): text.strip() for n, text in (line.split(":", 2)[1:] for line in out.splitlines()
                                                     if line.startswith(str(host)))}
     assert sorted(notes) == [8, 16, 19, 21], out + err
-    assert notes[8].startswith('note: Revealed type is "TypedDict(pi_coding_agent.coding.events.ToolExecutionEndEvent')
-    assert notes[16].startswith('note: Revealed type is "TypedDict(pi_coding_agent.coding.events.MessageUpdateEvent')
+    assert notes[8].startswith('note: Revealed type is "TypedDict(pi_coding_agent.agent.events.ToolExecutionEndEvent')
+    assert notes[16].startswith('note: Revealed type is "TypedDict(pi_coding_agent.agent.events.MessageUpdateEvent')
     assert notes[19] == 'error: TypedDict "AgentSettledEvent" has no key "assistantMessageEvent"  [typeddict-item]'
     assert "events.AgentSettledEvent" in notes[21] and " | TypedDict(" in notes[21]  # events(): the whole union

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 
+from pi_coding_agent.agent.events import AgentMessage, CoreEvent
 from pi_coding_agent.agent.hooks import AgentHooks
 from pi_coding_agent.agent.listeners import Listeners
 from pi_coding_agent.agent.queues import MessageQueue
@@ -17,7 +18,7 @@ from pi_coding_agent.ai.types import AssistantMessage, Model, empty_usage, now_m
 if TYPE_CHECKING:  # the run loop and tool execution load with the first run, not at start-up
     from pi_coding_agent.agent.loop import StreamFn
 
-Listener = Callable[[dict[str, Any]], Awaitable[None] | None]
+Listener = Callable[[CoreEvent], Awaitable[None] | None]
 
 BUSY_PROMPT = ("Agent is already processing a prompt. Use steer() or followUp() to queue messages, "
                "or wait for completion.")
@@ -50,7 +51,7 @@ class Agent:
         model: Model,
         thinking_level: str = "off",
         tools: list[AgentTool] | None = None,
-        messages: list[dict[str, Any]] | None = None,
+        messages: list[AgentMessage] | None = None,
         hooks: AgentHooks | None = None,
         steering_mode: str = "one-at-a-time",
         follow_up_mode: str = "one-at-a-time",
@@ -60,7 +61,7 @@ class Agent:
         self.model = model
         self.thinking_level = thinking_level
         self.tools: list[AgentTool] = list(tools or [])
-        self.messages: list[dict[str, Any]] = list(messages or [])
+        self.messages: list[AgentMessage] = list(messages or [])
         self.hooks = hooks or AgentHooks()
         self.tool_execution = tool_execution
         self.stream_fn = stream_fn
@@ -115,15 +116,15 @@ class Agent:
         """The active tools from the next request on."""
         self.tools = tools
 
-    def replace_messages(self, messages: list[dict[str, Any]]) -> None:
+    def replace_messages(self, messages: list[AgentMessage]) -> None:
         """A new transcript (session switch, tree navigation): ``messages`` becomes the transcript."""
         self.messages = messages
 
-    def append_message(self, message: dict[str, Any]) -> None:
+    def append_message(self, message: AgentMessage) -> None:
         """A message recorded outside a run (user bash, an extension's custom message)."""
         self.messages.append(message)
 
-    def remove_message(self, message: dict[str, Any]) -> bool:
+    def remove_message(self, message: AgentMessage) -> bool:
         """Drop the first message equal to ``message``; False when there is none."""
         try:
             self.messages.remove(message)
@@ -138,7 +139,7 @@ class Agent:
         subscription order); returns an unsubscriber."""
         return self._listeners.add(listener, types)
 
-    async def _emit(self, event: dict[str, Any]) -> None:
+    async def _emit(self, event: CoreEvent) -> None:
         if event["type"] == "message_end":
             self.streaming_message = None
             self.messages.append(event["message"])
@@ -149,26 +150,26 @@ class Agent:
 
     # ---- queues ------------------------------------------------------------------------------
 
-    def steer(self, message: dict[str, Any]) -> None:
+    def steer(self, message: AgentMessage) -> None:
         """Queue a message for the next turn boundary (after the current tool calls finish)."""
         self._steering.enqueue(message)
 
-    def follow_up(self, message: dict[str, Any]) -> None:
+    def follow_up(self, message: AgentMessage) -> None:
         """Queue a message for when the agent would otherwise stop."""
         self._follow_up.enqueue(message)
 
     @property
-    def steering_queue(self) -> tuple[dict[str, Any], ...]:
+    def steering_queue(self) -> tuple[AgentMessage, ...]:
         return self._steering.items()
 
     @property
-    def follow_up_queue(self) -> tuple[dict[str, Any], ...]:
+    def follow_up_queue(self) -> tuple[AgentMessage, ...]:
         return self._follow_up.items()
 
-    def clear_steering_queue(self) -> list[dict[str, Any]]:
+    def clear_steering_queue(self) -> list[AgentMessage]:
         return self._steering.clear()
 
-    def clear_follow_up_queue(self) -> list[dict[str, Any]]:
+    def clear_follow_up_queue(self) -> list[AgentMessage]:
         return self._follow_up.clear()
 
     def has_queued_messages(self) -> bool:
@@ -176,7 +177,7 @@ class Agent:
 
     # ---- runs --------------------------------------------------------------------------------
 
-    async def prompt(self, messages: list[dict[str, Any]]) -> None:
+    async def prompt(self, messages: list[AgentMessage]) -> None:
         """One run starting with ``messages``; returns when it ended and its listeners finished."""
         if self._active is not None:
             raise RuntimeError(BUSY_PROMPT)
@@ -212,7 +213,7 @@ class Agent:
         if self._active is not None:
             await self._active.idle.wait()
 
-    async def _run(self, prompts: list[dict[str, Any]] | None, skip_initial_steering_poll: bool = False) -> None:
+    async def _run(self, prompts: list[AgentMessage] | None, skip_initial_steering_poll: bool = False) -> None:
         from pi_coding_agent.agent.loop import LoopConfig, run_loop
 
         active = self._active = _ActiveRun()
@@ -235,7 +236,7 @@ class Agent:
 
     async def _fail_run(self, exc: Exception, aborted: bool) -> None:
         """A run that threw still ends with an assistant message and ``agent_end``."""
-        message: dict[str, Any] = {
+        message: AssistantMessage = {
             "role": "assistant",
             "content": [{"type": "text", "text": ""}],
             "api": self.model["api"],
@@ -246,7 +247,8 @@ class Agent:
             "errorMessage": str(exc),
             "timestamp": now_ms(),
         }
-        await self._emit({"type": "message_start", "message": message})
-        await self._emit({"type": "message_end", "message": message})
+        record = cast(AgentMessage, message)
+        await self._emit({"type": "message_start", "message": record})
+        await self._emit({"type": "message_end", "message": record})
         await self._emit({"type": "turn_end", "message": message, "toolResults": []})
-        await self._emit({"type": "agent_end", "messages": [message], "willRetry": False})
+        await self._emit({"type": "agent_end", "messages": [record], "willRetry": False})

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from pi_coding_agent.agent.events import AgentMessage
 from pi_coding_agent.agent.tool import ToolResult
 from pi_coding_agent.ai.abort import AbortSignal
 from pi_coding_agent.ai.records import record
@@ -33,12 +34,12 @@ class AgentHooks:
       on_payload); the agent sets ``signal``, ``thinking_level`` and a resolved ``api_key`` on them.
     """
 
-    build_context: Callable[[list[dict[str, Any]]], Context] | None = None
-    transform_context: Callable[[list[dict[str, Any]], AbortSignal], Awaitable[list[dict[str, Any]]]] | None = None
+    build_context: Callable[[list[AgentMessage]], Context] | None = None
+    transform_context: Callable[[list[AgentMessage], AbortSignal], Awaitable[list[AgentMessage]]] | None = None
     before_tool_call: Callable[[ToolCall, dict[str, Any]], Awaitable[dict[str, Any] | None]] | None = None
     after_tool_call: Callable[[ToolCall, dict[str, Any], ToolResult], Awaitable[dict[str, Any] | None]] | None = None
     get_api_key: Callable[[Model], Awaitable[str | None]] | None = None
     prepare_next_turn: Callable[[], Awaitable[None]] | None = None
-    turn_start_messages: Callable[[], list[dict[str, Any]]] | None = None
+    turn_start_messages: Callable[[], list[AgentMessage]] | None = None
     finish_turn: Callable[[AssistantMessage, list[ToolResultMessage]], Awaitable[bool]] | None = None
     stream_options: Callable[[Model], StreamOptions] | None = None

@@ -7,9 +7,9 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
-from typing import Any, TypeGuard
+from typing import TypeGuard
 
-Json = Any
+Json = object  # a decoded JSON value: each use checks its type first
 
 
 def is_number(v: Json) -> TypeGuard[float]:
@@ -81,7 +81,7 @@ def _parse_js_number(text: str) -> int | float | None:
     return None
 
 
-def try_number(v: Json) -> tuple[Json] | None:
+def try_number(v: Json) -> tuple[float] | None:
     if isinstance(v, bool):
         return (1 if v else 0,)
     if is_number(v):

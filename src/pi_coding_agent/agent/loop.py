@@ -16,15 +16,16 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, cast
 
+from pi_coding_agent.agent.events import AgentMessage, CoreEvent
 from pi_coding_agent.agent.hooks import AgentHooks
 from pi_coding_agent.agent.tool import AgentTool, tool_declaration
 from pi_coding_agent.agent.tool_execution import ToolExecutor
 from pi_coding_agent.ai.abort import AbortSignal
 from pi_coding_agent.ai.stream import AssistantStream, StreamOptions
-from pi_coding_agent.ai.types import AssistantMessage, Context, Model, ToolCall, empty_usage
+from pi_coding_agent.ai.types import AssistantMessage, Context, JsonObject, Model, ToolCall, empty_usage
 
-Emit = Callable[[dict[str, Any]], Awaitable[None]]
-Poll = Callable[[], list[dict[str, Any]]]
+Emit = Callable[[CoreEvent], Awaitable[None]]
+Poll = Callable[[], list[AgentMessage]]
 StreamFn = Callable[[Model, Context, StreamOptions], AssistantStream]
 
 _BLOCK_EVENTS = frozenset({
@@ -33,10 +34,10 @@ _BLOCK_EVENTS = frozenset({
 })
 
 
-def default_context(messages: list[dict[str, Any]], tools: list[AgentTool]) -> Context:
+def default_context(messages: list[AgentMessage], tools: list[AgentTool]) -> Context:
     """System messages folded into ``systemPrompt``; every other message passes as it is."""
     prompts = [m["content"] for m in messages if m.get("role") == "system" and m.get("content")]
-    context: dict[str, Any] = {}
+    context: JsonObject = {}
     if prompts:
         context["systemPrompt"] = "\n\n".join(prompts)
     context["messages"] = [m for m in messages if m.get("role") != "system"]
@@ -49,7 +50,7 @@ def default_context(messages: list[dict[str, Any]], tools: list[AgentTool]) -> C
 _SET_BY_STREAM = frozenset({"responseId", "responseModel", "rawStopReason"})
 
 
-def _opening_snapshot(partial: AssistantMessage) -> dict[str, Any]:
+def _opening_snapshot(partial: AssistantMessage) -> AgentMessage:
     """The message as it stood when the response began (no content, no usage yet), as pi shows it:
     an adapter fills in fields such as ``responseId`` before the events that announce them."""
     opening = {key: value for key, value in partial.items() if key not in _SET_BY_STREAM}
@@ -72,7 +73,7 @@ class RunState(Protocol):
     def tool_execution(self) -> str: ...
 
     @property
-    def messages(self) -> list[dict[str, Any]]:
+    def messages(self) -> list[AgentMessage]:
         """The transcript; the ``emit`` that receives ``message_end`` appends to it."""
         ...
 
@@ -95,11 +96,11 @@ class LoopConfig:
 class RunOutcome:
     """The messages the run produced (as in ``agent_end``) and the last response's retry-after hint."""
 
-    new_messages: list[dict[str, Any]] = field(default_factory=list)
+    new_messages: list[AgentMessage] = field(default_factory=list)
     retry_after_ms: int | None = None
 
 
-async def run_loop(config: LoopConfig, prompts: list[dict[str, Any]] | None,
+async def run_loop(config: LoopConfig, prompts: list[AgentMessage] | None,
                    skip_initial_steering_poll: bool = False) -> RunOutcome:
     """One run with new prompt messages, or continued from the transcript when ``prompts`` is None."""
     run = _Run(config, skip_initial_steering_poll)
@@ -120,7 +121,7 @@ class _Run:
         self._skip_steering_poll = skip_initial_steering_poll
         self._emit = config.emit
 
-    async def run(self, prompts: list[dict[str, Any]] | None) -> None:
+    async def run(self, prompts: list[AgentMessage] | None) -> None:
         """Run with new prompt messages, or continue from the transcript when ``prompts`` is None."""
         await self._emit({"type": "agent_start"})
         await self._emit({"type": "turn_start"})
@@ -128,12 +129,12 @@ class _Run:
             await self._add(message)
         await self._turns()
 
-    async def _add(self, message: dict[str, Any]) -> None:
+    async def _add(self, message: AgentMessage) -> None:
         await self._emit({"type": "message_start", "message": message})
         await self._emit({"type": "message_end", "message": message})
         self.new_messages.append(message)
 
-    def _poll_steering(self) -> list[dict[str, Any]]:
+    def _poll_steering(self) -> list[AgentMessage]:
         if self._skip_steering_poll:
             self._skip_steering_poll = False
             return []
@@ -159,7 +160,7 @@ class _Run:
                     await self._add(queued)
                 pending = []
                 message = await self._stream_assistant()
-                self.new_messages.append(cast(dict[str, Any], message))
+                self.new_messages.append(cast(AgentMessage, message))
                 if message["stopReason"] in ("error", "aborted"):
                     await self._finish_turn(message, [])  # a failed turn cannot ask for more
                     await self._emit({"type": "turn_end", "message": message, "toolResults": []})
@@ -197,7 +198,7 @@ class _Run:
             batch = await executor.fail_truncated(calls)
         else:
             batch = await executor.run(calls, self.state.tool_execution)
-        self.new_messages.extend(cast(list[dict[str, Any]], batch.messages))
+        self.new_messages.extend(cast(list[AgentMessage], batch.messages))
         return not batch.terminate, batch.messages
 
     async def _request_options(self) -> StreamOptions:
@@ -207,7 +208,7 @@ class _Run:
         return replace(options, signal=self.signal, thinking_level=state.thinking_level,
                        api_key=api_key or options.api_key)
 
-    def _context(self, messages: list[dict[str, Any]]) -> Context:
+    def _context(self, messages: list[AgentMessage]) -> Context:
         tools = self.state.tools
         build = self.hooks.build_context
         if build is None:
@@ -241,9 +242,9 @@ class _Run:
                         self.config.on_stream_start(partial)
                         await emit({"type": "message_start", "message": _opening_snapshot(partial)})
                     await emit({"type": "message_update", "usage": usage, "assistantMessageEvent": event})
-                elif kind == "done":
+                elif event["type"] == "done":  # (not per delta: the lookup narrows the event's type)
                     final = event["message"]
-                elif kind == "error":
+                elif event["type"] == "error":
                     final = event["error"]
         if final is None:
             final = await response.result()
@@ -251,5 +252,5 @@ class _Run:
         final["thinkingLevel"] = level
         if not started:
             await emit({"type": "message_start", "message": dict(final)})
-        await emit({"type": "message_end", "message": final})
+        await emit({"type": "message_end", "message": cast(AgentMessage, final)})  # once a message
         return final

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from pi_coding_agent.ai.abort import AbortSignal
-from pi_coding_agent.ai.types import Tool, UserContent
+from pi_coding_agent.ai.types import JsonObject, Tool, UserContent
 
 
 @dataclass
@@ -15,19 +15,19 @@ class ToolResult:
     """What a tool returns; becomes the ``toolResult`` message (``details`` omitted when None)."""
 
     content: list[UserContent] = field(default_factory=list)
-    details: Any = None
+    details: object = None
     is_error: bool = False
     terminate: bool = False
-    structured_content: Any = None  # machine-readable output for programmatic callers (not sent to the model)
-    usage: dict[str, Any] | None = None  # tokens the tool itself spent (a sub-agent, a summariser)
-    nested_calls: dict[str, Any] | None = None  # calls the tool made itself (codemode), kept on its result message
+    structured_content: object = None  # machine-readable output for programmatic callers (not sent to the model)
+    usage: JsonObject | None = None  # tokens the tool itself spent (a sub-agent, a summariser)
+    nested_calls: JsonObject | None = None  # calls the tool made itself (codemode), kept on its result message
     # The tool itself returned an error result (bash's non-zero exit): pi keeps that ``isError`` inside
     # ``result`` too, whatever an after-hook later decides. Thrown errors do not carry it.
     returned_error: bool = False
 
-    def to_wire(self) -> dict[str, Any]:
+    def to_wire(self) -> JsonObject:
         """The ``result`` object of ``tool_execution_end`` / ``partialResult`` of updates."""
-        out: dict[str, Any] = {"content": self.content}
+        out: JsonObject = {"content": self.content}
         if self.details is not None:
             out["details"] = self.details
         if self.structured_content is not None:
@@ -60,7 +60,7 @@ class AgentTool(Protocol):
 
     name: str
     description: str
-    parameters: dict[str, Any]
+    parameters: JsonObject
     label: str = ""
     execution_mode: Literal["parallel", "sequential"] = "parallel"  # "sequential": the batch runs one by one
     handles_abort: bool = False
@@ -68,14 +68,14 @@ class AgentTool(Protocol):
     prompt_guidelines: Sequence[str] = ()  # rule bullets the system prompt adds while it is active
     # ``constrainedSampling`` of its declaration: strict JSON schema or a grammar (``ai/apis/grammar_tools``);
     # False says "none" explicitly and is kept in the declaration, as pi keeps it
-    constrained_sampling: dict[str, Any] | Literal[False] | None = None
+    constrained_sampling: JsonObject | Literal[False] | None = None
 
-    def prepare_arguments(self, args: Any) -> Any:
+    def prepare_arguments(self, args: Any) -> object:
         """Repair common model mistakes before validation (identity by default)."""
         return args
 
     def execute(
-        self, tool_call_id: str, params: dict[str, Any], signal: AbortSignal, on_update: UpdateCallback
+        self, tool_call_id: str, params: JsonObject, signal: AbortSignal, on_update: UpdateCallback
     ) -> Awaitable[ToolResult]: ...
 
 
@@ -87,5 +87,5 @@ def tool_declaration(tool: AgentTool) -> Tool:
     return declaration
 
 
-def text_result(text: str, details: Any = None, is_error: bool = False) -> ToolResult:
+def text_result(text: str, details: object = None, is_error: bool = False) -> ToolResult:
     return ToolResult(content=[{"type": "text", "text": text}], details=details, is_error=is_error)

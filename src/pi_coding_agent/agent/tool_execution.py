@@ -13,12 +13,19 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
+from pi_coding_agent.agent.events import (
+    AgentMessage,
+    CoreEvent,
+    ToolExecutionEndEvent,
+    ToolExecutionStartEvent,
+    ToolExecutionUpdateEvent,
+)
 from pi_coding_agent.agent.hooks import AgentHooks
 from pi_coding_agent.agent.tool import AgentTool, ToolResult
 from pi_coding_agent.ai.abort import AbortSignal
-from pi_coding_agent.ai.types import ToolCall, ToolResultMessage, now_ms
+from pi_coding_agent.ai.types import JsonObject, ToolCall, ToolResultMessage, now_ms
 
-Emit = Callable[[dict[str, Any]], Awaitable[None]]
+Emit = Callable[[CoreEvent], Awaitable[None]]
 
 ABORTED_TEXT = "Operation aborted"
 BLOCKED_TEXT = "Tool execution was blocked"
@@ -59,7 +66,7 @@ class _Prepared:
 
     call: ToolCall
     tool: AgentTool
-    args: dict[str, Any]
+    args: JsonObject
 
 
 class _UpdateRelay:
@@ -75,13 +82,13 @@ class _UpdateRelay:
     def __call__(self, partial: ToolResult) -> None:
         if not self._open:
             return
-        event = {"type": "tool_execution_update", "toolCallId": self._call["id"], "toolName": self._call["name"],
+        event: ToolExecutionUpdateEvent = {"type": "tool_execution_update", "toolCallId": self._call["id"], "toolName": self._call["name"],
                  "args": self._call["arguments"], "partialResult": partial.to_wire()}
         if self._parent_id is not None:
             event["parentToolCallId"] = self._parent_id
         self._last = asyncio.ensure_future(self._send(self._last, event))
 
-    async def _send(self, previous: asyncio.Future[None] | None, event: dict[str, Any]) -> None:
+    async def _send(self, previous: asyncio.Future[None] | None, event: ToolExecutionUpdateEvent) -> None:
         if previous is not None:
             await previous
         await self._emit(event)
@@ -242,14 +249,14 @@ class ToolExecutor:
         )
 
     async def _start(self, call: ToolCall, parent_id: str | None = None) -> None:
-        event = {"type": "tool_execution_start", "toolCallId": call["id"], "toolName": call["name"],
+        event: ToolExecutionStartEvent = {"type": "tool_execution_start", "toolCallId": call["id"], "toolName": call["name"],
                  "args": call["arguments"]}
         if parent_id is not None:
             event["parentToolCallId"] = parent_id
         await self._emit(event)
 
     async def _end(self, done: _Finalized, parent_id: str | None = None) -> None:
-        event = {"type": "tool_execution_end", "toolCallId": done.call["id"], "toolName": done.call["name"],
+        event: ToolExecutionEndEvent = {"type": "tool_execution_end", "toolCallId": done.call["id"], "toolName": done.call["name"],
                  "result": done.result.to_wire(), "isError": done.result.is_error}
         if done.duration_ms is not None:
             event["durationMs"] = done.duration_ms
@@ -258,7 +265,7 @@ class ToolExecutor:
         await self._emit(event)
 
     async def _result_message(self, done: _Finalized) -> ToolResultMessage:
-        message: dict[str, Any] = {"role": "toolResult", "toolCallId": done.call["id"],
+        message: AgentMessage = {"role": "toolResult", "toolCallId": done.call["id"],
                                    "toolName": done.call["name"], "content": done.result.content or []}
         if done.result.details is not None:
             message["details"] = done.result.details
@@ -275,7 +282,7 @@ class ToolExecutor:
         return cast(ToolResultMessage, message)
 
 
-def _pick(patch: dict[str, Any], key: str, default: Any) -> Any:
+def _pick(patch: JsonObject, key: str, default: Any) -> Any:
     value = patch.get(key)
     return default if value is None else value
 

@@ -19,12 +19,13 @@ from __future__ import annotations
 import copy
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from functools import lru_cache
-from typing import Any
+from typing import cast
 
 from pi_coding_agent.agent.js_values import (
     CONVERTERS,
+    Json,
     coerce_primitive,
     convert_literal,
     is_integer,
@@ -35,8 +36,8 @@ from pi_coding_agent.agent.js_values import (
     try_number,
     type_name,
 )
+from pi_coding_agent.ai.types import JsonObject
 
-Json = Any
 Errors = list[tuple[str, str]]  # (JSON pointer, message)
 
 
@@ -44,7 +45,7 @@ class ToolArgumentsError(ValueError):
     """Arguments a tool cannot run with; ``str(err)`` is the text the model gets back."""
 
 
-def validate_tool_arguments(tool_name: str, schema: dict[str, Any], tool_call: Mapping[str, Any]) -> dict[str, Any]:
+def validate_tool_arguments(tool_name: str, schema: JsonObject, tool_call: Mapping[str, object]) -> JsonObject:
     """The coerced arguments of ``tool_call``, or ``ToolArgumentsError`` with pi's message.
 
     The arguments are copied first, so a tool that edits its parameters never edits the transcript.
@@ -56,8 +57,7 @@ def validate_tool_arguments(tool_name: str, schema: dict[str, Any], tool_call: M
     value = validator.coerce(copy.deepcopy(received))
     errors = validator.errors(value)
     if not errors:
-        result: dict[str, Any] = value
-        return result
+        return cast(JsonObject, value)  # the coerced copy of the arguments object
     lines = "\n".join(f"  - {format_path(path)}: {message}" for path, message in errors)
     raise ToolArgumentsError(
         f'Validation failed for tool "{tool_name}":\n{lines}\n\nReceived arguments:\n{js_json(received, indent=2)}'
@@ -90,7 +90,7 @@ def _never(v: Json) -> bool:
     return False
 
 
-def _types_of(node: dict[str, Any]) -> list[str]:
+def _types_of(node: JsonObject) -> list[str]:
     kind = node.get("type")
     if isinstance(kind, str):
         return [kind]
@@ -102,7 +102,7 @@ def _regex(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern)
 
 
-def _item_schema(node: dict[str, Any], index: int) -> Json:
+def _item_schema(node: JsonObject, index: int) -> Json:
     items = node.get("items")
     if isinstance(items, list):
         return items[index] if index < len(items) else None
@@ -113,14 +113,14 @@ def _item_schema(node: dict[str, Any], index: int) -> Json:
 
 
 def _map_members(
-    v: dict[str, Any], node: dict[str, Any], convert: Callable[[Json, Json], Json],
-    drop: Callable[[str, Json, dict[str, Any]], bool] | None = None,
-) -> dict[str, Any]:
+    v: JsonObject, node: JsonObject, convert: Callable[[Json, Json], Json],
+    drop: Callable[[str, Json, JsonObject], bool] | None = None,
+) -> JsonObject:
     """Pass each property through ``convert(value, schema)`` for every schema that governs it
     (``drop`` removes one instead); the object is copied only when something changes."""
     declared = node.get("properties") if isinstance(node.get("properties"), dict) else {}
     assert isinstance(declared, dict)
-    out: dict[str, Any] | None = None
+    out: JsonObject | None = None
     for key, item in v.items():
         if drop is not None and drop(key, item, declared):
             out = dict(v) if out is None else out
@@ -135,7 +135,7 @@ def _map_members(
     return v if out is None else out
 
 
-def _member_schemas(node: dict[str, Any], key: str, declared: dict[str, Any]) -> list[Any]:
+def _member_schemas(node: JsonObject, key: str, declared: JsonObject) -> list[Json]:
     """The schemas a member ``key`` answers to: ``properties``, matching patterns, else ``additionalProperties``."""
     schemas = [declared[key]] if key in declared else []
     patterns = node.get("patternProperties")
@@ -147,9 +147,9 @@ def _member_schemas(node: dict[str, Any], key: str, declared: dict[str, Any]) ->
     return schemas
 
 
-def _map_items(items: list[Any], fn: Callable[[Any, int], Any]) -> list[Any]:
+def _map_items(items: list[Json], fn: Callable[[Json, int], Json]) -> list[Json]:
     """``items`` mapped, copied only when an item changes (copy-on-write keeps identities)."""
-    out: list[Any] | None = None
+    out: list[Json] | None = None
     for i, item in enumerate(items):
         new = fn(item, i)
         if new is not item:
@@ -244,16 +244,16 @@ class SchemaValidator:
         return True
 
     @staticmethod
-    def _walk_string(node: dict[str, Any], v: str, path: str, out: Errors) -> None:
-        if isinstance(node.get("minLength"), int) and len(v) < node["minLength"]:
-            out.append((path, f"expected at least {node['minLength']} characters"))
-        if isinstance(node.get("maxLength"), int) and len(v) > node["maxLength"]:
-            out.append((path, f"expected at most {node['maxLength']} characters"))
+    def _walk_string(node: JsonObject, v: str, path: str, out: Errors) -> None:
+        if isinstance(least := node.get("minLength"), int) and len(v) < least:
+            out.append((path, f"expected at least {least} characters"))
+        if isinstance(most := node.get("maxLength"), int) and len(v) > most:
+            out.append((path, f"expected at most {most} characters"))
         if isinstance(node.get("pattern"), str) and not _regex(node["pattern"]).search(v):
             out.append((path, f"expected to match {node['pattern']}"))
 
     @staticmethod
-    def _walk_number(node: dict[str, Any], v: float, path: str, out: Errors) -> None:
+    def _walk_number(node: JsonObject, v: float, path: str, out: Errors) -> None:
         bounds: list[tuple[str, Callable[[float, float], bool], str]] = [
             ("minimum", lambda x, b: x < b, ">="),
             ("maximum", lambda x, b: x > b, "<="),
@@ -268,10 +268,10 @@ class SchemaValidator:
         if is_number(step) and step > 0 and not _is_multiple(v, step):
             out.append((path, f"expected a multiple of {js_number_text(step)}"))
 
-    def _walk_object(self, node: dict[str, Any], v: dict[str, Any], path: str, out: Errors) -> None:
+    def _walk_object(self, node: JsonObject, v: JsonObject, path: str, out: Errors) -> None:
         declared = node.get("properties") if isinstance(node.get("properties"), dict) else {}
         assert isinstance(declared, dict)
-        for key in node.get("required") or []:
+        for key in cast(Iterable[object], node.get("required") or []):
             if isinstance(key, str) and key not in v:
                 out.append((_pointer(path, key), "missing"))
         for key, schema in declared.items():
@@ -291,21 +291,21 @@ class SchemaValidator:
             elif not matched and additional is not None:
                 self._walk(additional, item, _pointer(path, key), out)
 
-    def _walk_array(self, node: dict[str, Any], v: list[Any], path: str, out: Errors) -> None:
+    def _walk_array(self, node: JsonObject, v: list[Json], path: str, out: Errors) -> None:
         for i, item in enumerate(v):
             schema = _item_schema(node, i)
             if schema is not None:
                 self._walk(schema, item, f"{path}/{i}", out)
-        if isinstance(node.get("minItems"), int) and len(v) < node["minItems"]:
-            out.append((path, f"expected at least {node['minItems']} items"))
-        if isinstance(node.get("maxItems"), int) and len(v) > node["maxItems"]:
-            out.append((path, f"expected at most {node['maxItems']} items"))
+        if isinstance(least := node.get("minItems"), int) and len(v) < least:
+            out.append((path, f"expected at least {least} items"))
+        if isinstance(most := node.get("maxItems"), int) and len(v) > most:
+            out.append((path, f"expected at most {most} items"))
         if node.get("uniqueItems") is True and any(
             json_equal(v[i], v[j]) for i in range(len(v)) for j in range(i + 1, len(v))
         ):
             out.append((path, "expected unique items"))
 
-    def _walk_union(self, branches: list[Any], v: Json, path: str, out: Errors, exactly_one: bool) -> None:
+    def _walk_union(self, branches: list[Json], v: Json, path: str, out: Errors, exactly_one: bool) -> None:
         matches = sum(1 for b in branches if self.ok(b, v))
         if matches == 1 or (matches > 1 and not exactly_one):
             return
@@ -326,7 +326,7 @@ class SchemaValidator:
                 best = (declared, errors)
         out.extend(best[1] if best else [(path, "matches no alternative")])
 
-    def _declared_keys(self, branch: Json, v: dict[str, Any]) -> int:
+    def _declared_keys(self, branch: Json, v: JsonObject) -> int:
         if isinstance(branch, dict) and isinstance(branch.get("$ref"), str):
             branch = self._resolve(branch["$ref"])
         props = branch.get("properties") if isinstance(branch, dict) else None
@@ -349,10 +349,11 @@ class SchemaValidator:
             return v
         required = set(node.get("required") or [])
 
-        def optional_null(key: str, item: Json, declared: dict[str, Any]) -> bool:
+        def optional_null(key: str, item: Json, declared: JsonObject) -> bool:
+            schema = declared.get(key)
             return (key in declared and item is None and key not in required
-                    and not (isinstance(declared[key], dict) and "$ref" in declared[key])
-                    and not self.ok(declared[key], None))
+                    and not (isinstance(schema, dict) and "$ref" in schema)
+                    and not self.ok(schema, None))
 
         return _map_members(v, node, self._drop_optional_nulls, optional_null)
 
@@ -392,16 +393,17 @@ class SchemaValidator:
             return self._convert_object(node, v)
         return v
 
-    def _convert_enum(self, node: dict[str, Any], v: Json) -> Json:
-        if any(json_equal(member, v) for member in node["enum"]):
+    def _convert_enum(self, node: JsonObject, v: Json) -> Json:
+        members = cast(list[Json], node["enum"])
+        if any(json_equal(member, v) for member in members):
             return v
-        for member in node["enum"]:
+        for member in members:
             candidate = convert_literal(member, v)
             if candidate is not v and self.ok(node, candidate):
                 return candidate
         return v
 
-    def _convert_union(self, node: dict[str, Any], branches: list[Any], v: Json) -> Json:
+    def _convert_union(self, node: JsonObject, branches: list[Json], v: Json) -> Json:
         if any(self.ok(b, v) for b in branches):
             return self._convert_members(node, v)
         for branch in branches:
@@ -410,12 +412,12 @@ class SchemaValidator:
                 return candidate
         return self._convert_members(node, v)
 
-    def _convert_members(self, node: dict[str, Any], v: Json) -> Json:
+    def _convert_members(self, node: JsonObject, v: Json) -> Json:
         if any(k in node for k in ("properties", "patternProperties", "additionalProperties")):
             return self._convert_object(node, v)
         return v
 
-    def _convert_array(self, node: dict[str, Any], v: Json) -> Json:
+    def _convert_array(self, node: JsonObject, v: Json) -> Json:
         if isinstance(node.get("items"), list) or isinstance(node.get("prefixItems"), list):
             # A tuple converts its items and never wraps a single value.
             if not isinstance(v, list):
@@ -434,7 +436,7 @@ class SchemaValidator:
     def _convert_item(self, schema: Json, item: Json) -> Json:
         return item if schema is None else self._convert(schema, item)
 
-    def _convert_object(self, node: dict[str, Any], v: Json) -> Json:
+    def _convert_object(self, node: JsonObject, v: Json) -> Json:
         if not isinstance(v, dict):
             return v
         return _map_members(v, node, lambda item, schema: self._convert(schema, item))
@@ -458,7 +460,7 @@ class SchemaValidator:
         if "object" in types and isinstance(v, dict):
             declared = node.get("properties") if isinstance(node.get("properties"), dict) else {}
             assert isinstance(declared, dict)
-            out: dict[str, Any] | None = None
+            out: JsonObject | None = None
             for key, item in v.items():
                 new = item
                 for schema in _member_schemas(node, key, declared):
@@ -474,7 +476,7 @@ class SchemaValidator:
     def _coerce_item(self, schema: Json, item: Json) -> Json:
         return self._coerce_types(item, schema) if isinstance(schema, dict) else item
 
-    def _coerce_union(self, v: Json, branches: list[Any]) -> Json:
+    def _coerce_union(self, v: Json, branches: list[Json]) -> Json:
         if any(self.ok(b, v) for b in branches):
             return v
         for branch in branches:
@@ -489,7 +491,7 @@ def _is_multiple(v: float, step: float) -> bool:
     return abs(quotient - round(quotient)) < 1e-9
 
 
-def _list_values(values: list[Any], limit: int = 20) -> str:
+def _list_values(values: list[Json], limit: int = 20) -> str:
     if len(values) <= limit:
         return js_json(values)
     return f"{js_json(values[:limit])[:-1]}, ... and {len(values) - limit} more]"

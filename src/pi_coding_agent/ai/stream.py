@@ -36,7 +36,18 @@ from pi_coding_agent.ai.cost import apply_cost
 from pi_coding_agent.ai.pi_error import PiError
 from pi_coding_agent.ai.provider_hooks import HeadersHook, ResponseHook, StreamEventHook, hooked_headers
 from pi_coding_agent.ai.transform import prepare_messages
-from pi_coding_agent.ai.types import AssistantMessage, Context, Model, empty_usage, now_ms
+from pi_coding_agent.ai.types import (
+    AssistantMessage,
+    AssistantMessageEvent,
+    BlockEvent,
+    Context,
+    ErrorEvent,
+    JsonObject,
+    Model,
+    StopReason,
+    empty_usage,
+    now_ms,
+)
 
 # api name -> module under pi_coding_agent.ai.apis
 API_MODULES: dict[str, str] = {
@@ -54,7 +65,7 @@ API_MODULES: dict[str, str] = {
 # (provider, api) pairs whose provider changes the wire details (pi gives providers their own streams)
 PROVIDER_API_MODULES: dict[tuple[str, str], str] = {("azure", "openai-completions"): "azure_openai:stream_completions"}
 
-PayloadHook = Callable[[dict[str, Any]], Awaitable[dict[str, Any] | None]]
+PayloadHook = Callable[[JsonObject], Awaitable[JsonObject | None]]
 
 
 def default_cache_retention(env: Mapping[str, str] | None = None) -> str:
@@ -106,7 +117,7 @@ class ProviderError(PiError):
         self.retry_after_ms = retry_after_ms
 
 
-AdapterItem = dict[str, Any] | list[dict[str, Any]]  # one event, or those of one network read
+AdapterItem = BlockEvent | list[BlockEvent]  # one event, or those of one network read
 _DELTAS = frozenset({"text_delta", "thinking_delta", "toolcall_delta"})
 
 
@@ -219,10 +230,10 @@ class AssistantStream:
         self._initial_usage = self.partial["usage"]
         self._final: AssistantMessage | None = None
 
-    def __aiter__(self) -> AsyncIterator[dict[str, Any]]:
+    def __aiter__(self) -> AsyncIterator[AssistantMessageEvent]:
         return self._events()
 
-    def batches(self) -> AsyncIterator[list[dict[str, Any]]]:
+    def batches(self) -> AsyncIterator[list[AssistantMessageEvent]]:
         """The same events in lists, those of one network read together: a consumer that handles
         a burst in one step (the agent loop) saves a generator step per event. An abort stops the
         next list, never the rest of one (its text is in the message already)."""
@@ -235,13 +246,13 @@ class AssistantStream:
         assert self._final is not None
         return self._final
 
-    async def _events(self) -> AsyncIterator[dict[str, Any]]:
+    async def _events(self) -> AsyncIterator[AssistantMessageEvent]:
         async with contextlib.aclosing(self._batches()) as batches:
             async for batch in batches:
                 for event in batch:
                     yield event
 
-    async def _batches(self) -> AsyncGenerator[list[dict[str, Any]], None]:
+    async def _batches(self) -> AsyncGenerator[list[AssistantMessageEvent], None]:
         msg = self.partial
         signal = self.options.signal
         started = time.monotonic()
@@ -253,7 +264,7 @@ class AssistantStream:
         env = self.options.env
         open_blocks: set[int] = set()
         source: AsyncIterator[AdapterItem] | None = None
-        item: Any = None
+        item: Any = None  # the adapter's iterator (first step), then one of its items
         try:
             while True:
                 if signal is not None and signal.aborted:  # fired between steps
@@ -302,7 +313,7 @@ class AssistantStream:
         self._final = msg
         yield [{"type": "done", "reason": msg["stopReason"], "message": msg}]
 
-    async def _open(self) -> Any:
+    async def _open(self) -> AsyncIterator[AdapterItem]:
         """The adapter's event iterator for this request (its first step: hooks may await)."""
         adapter = load_adapter(self.model["api"], self.model["provider"])
         context: Context = {**self.context, "messages": prepare_messages(self.model, self.context["messages"])}
@@ -311,11 +322,12 @@ class AssistantStream:
         return adapter(model, context, options, self.partial)
 
     def _failed(self, msg: AssistantMessage, failure: BaseException, open_blocks: set[int],
-                started: float) -> list[dict[str, Any]]:
+                started: float) -> list[AssistantMessageEvent]:
         """The end of a stream the adapter failed (or an abort stopped): open blocks closed, then ``error``."""
         if isinstance(failure, ProviderError):
             self.retry_after_ms = failure.retry_after_ms
         signal = self.options.signal
+        reason: StopReason
         if isinstance(failure, asyncio.CancelledError) or (signal is not None and signal.aborted):
             reason, text = "aborted", "Request was aborted"
         else:
@@ -338,25 +350,24 @@ class AssistantStream:
         apply_cost(self.model, usage, reported=usage is not self._initial_usage or usage["totalTokens"] > 0)
         msg["durationMs"] = int((time.monotonic() - started) * 1000)
 
-    def _finish_failed(self, msg: AssistantMessage, reason: str, text: str, started: float) -> dict[str, Any]:
-        msg["stopReason"] = reason  # type: ignore[typeddict-item]
+    def _finish_failed(self, msg: AssistantMessage, reason: StopReason, text: str, started: float) -> ErrorEvent:
+        msg["stopReason"] = reason
         msg["errorMessage"] = text
         self._finalize(msg, started)
         self._final = msg
         return {"type": "error", "reason": reason, "error": msg}
 
 
-def _close_open_blocks(msg: AssistantMessage, open_blocks: set[int]) -> list[dict[str, Any]]:
+def _close_open_blocks(msg: AssistantMessage, open_blocks: set[int]) -> list[AssistantMessageEvent]:
     """End events for blocks still open when a stream stops early (pi emits a partial ``*_end``)."""
-    events: list[dict[str, Any]] = []
+    events: list[AssistantMessageEvent] = []
     for index in sorted(open_blocks):
-        block: Any = msg["content"][index]
-        kind = block["type"]
-        if kind == "text":
+        block = msg["content"][index]
+        if block["type"] == "text":
             events.append({"type": "text_end", "contentIndex": index, "content": block["text"]})
-        elif kind == "thinking":
+        elif block["type"] == "thinking":
             events.append({"type": "thinking_end", "contentIndex": index, "content": block["thinking"]})
-        elif kind == "toolCall":
+        elif block["type"] == "toolCall":
             events.append({"type": "toolcall_end", "contentIndex": index, "toolCall": block})
     open_blocks.clear()
     return events

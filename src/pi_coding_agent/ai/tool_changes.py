@@ -14,23 +14,31 @@ messages in place). An API expresses them in one of pi's three ways:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Literal, NotRequired, TypedDict
 
 from pi_coding_agent.ai.types import Context, Tool
 
 
-def system_messages(context: Context) -> list[Any]:
+class ToolChanges(TypedDict):
+    """The part of a system message that declares and removes tools."""
+
+    role: Literal["system"]
+    toolsAdded: NotRequired[list[Tool]]
+    toolsRemoved: NotRequired[list[dict[str, str]]]
+
+
+def system_messages(context: Context) -> list[ToolChanges]:
     """The leading prompt (as a message holding ``tools``) followed by every later system message."""
-    head = {"role": "system", "toolsAdded": context.get("tools") or []}
+    head: ToolChanges = {"role": "system", "toolsAdded": context.get("tools") or []}
     return [head, *(m for m in context["messages"] if m["role"] == "system")]
 
 
-def current_tools(messages: list[Any]) -> list[Tool]:
+def current_tools(messages: list[ToolChanges]) -> list[Tool]:
     """The tools after replaying each message's removals and then its additions, in order."""
     tools: dict[str, Tool] = {}
     for message in messages:
-        for tool in message.get("toolsRemoved") or []:
-            tools.pop(tool["name"], None)
+        for removed in message.get("toolsRemoved") or []:
+            tools.pop(removed["name"], None)
         for tool in message.get("toolsAdded") or []:
             tools[tool["name"]] = tool
     return list(tools.values())
@@ -46,7 +54,7 @@ def declared_tools(context: Context) -> list[Tool]:
     return list(tools.values())
 
 
-def _last_non_additive(messages: list[Any]) -> int:
+def _last_non_additive(messages: list[ToolChanges]) -> int:
     """Index of the last message that removes or declares again a tool (-1 if none).
 
     A name declared once counts as declared again even after its removal (some models ignore a

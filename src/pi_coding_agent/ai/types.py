@@ -15,6 +15,10 @@ THINKING_LEVELS: tuple[str, ...] = ("off", "minimal", "low", "medium", "high", "
 StopReason: TypeAlias = Literal["pending", "stop", "length", "toolUse", "error", "aborted"]
 Api: TypeAlias = str  # "anthropic-messages", "openai-completions", "openai-responses", ...
 
+JsonObject: TypeAlias = dict[str, object]
+"""Arbitrary JSON held as is (tool arguments and schemas, request bodies, extension data): built
+and passed on freely, each value read only after a type check. The one name for such data."""
+
 
 class TextContent(TypedDict):
     type: Literal["text"]
@@ -39,7 +43,7 @@ class ToolCall(TypedDict):
     type: Literal["toolCall"]
     id: str
     name: str
-    arguments: dict[str, Any]
+    arguments: dict[str, Any]  # the model's JSON, validated against the tool's schema before use
     thoughtSignature: NotRequired[str]
     namespace: NotRequired[str]  # Responses: the namespace of a loaded or namespaced tool, replayed to its model
     argumentsError: NotRequired[str]  # the model sent arguments that are not valid JSON
@@ -100,7 +104,7 @@ class ToolResultMessage(TypedDict):
     content: list[UserContent]
     isError: bool
     timestamp: int
-    details: NotRequired[Any]
+    details: NotRequired[object]  # the tool's own record (never sent to the model)
     durationMs: NotRequired[int]
 
 
@@ -109,8 +113,8 @@ class Tool(TypedDict):
 
     name: str
     description: str
-    parameters: dict[str, Any]
-    constrainedSampling: NotRequired[dict[str, Any] | Literal[False]]  # strict JSON schema or a grammar
+    parameters: JsonObject
+    constrainedSampling: NotRequired[JsonObject | Literal[False]]  # strict JSON schema or a grammar
 
 
 class SystemMessage(TypedDict):
@@ -148,11 +152,89 @@ class Model(TypedDict):
     maxTokens: int
     type: NotRequired[str]  # "chat" (the default), "classifier" or "image" (ai/nonchat/models.py)
     headers: NotRequired[dict[str, str]]
-    compat: NotRequired[dict[str, Any]]
+    compat: NotRequired[dict[str, Any]]  # per-vendor switches read by the wire APIs (documented there)
     thinkingLevelMap: NotRequired[dict[str, str | None]]
-    inputLimits: NotRequired[dict[str, Any]]
+    inputLimits: NotRequired[JsonObject]
     promptCache: NotRequired[dict[str, int]]
-    samplingParams: NotRequired[dict[str, Any]]
+    samplingParams: NotRequired[JsonObject]
+
+
+class StartEvent(TypedDict):
+    type: Literal["start"]
+
+
+class TextStartEvent(TypedDict):
+    type: Literal["text_start"]
+    contentIndex: int
+
+
+class TextDeltaEvent(TypedDict):
+    type: Literal["text_delta"]
+    contentIndex: int
+    delta: str
+
+
+class TextEndEvent(TypedDict):
+    type: Literal["text_end"]
+    contentIndex: int
+    content: str
+
+
+class ThinkingStartEvent(TypedDict):
+    type: Literal["thinking_start"]
+    contentIndex: int
+
+
+class ThinkingDeltaEvent(TypedDict):
+    type: Literal["thinking_delta"]
+    contentIndex: int
+    delta: str
+
+
+class ThinkingEndEvent(TypedDict):
+    type: Literal["thinking_end"]
+    contentIndex: int
+    content: str
+
+
+class ToolCallStartEvent(TypedDict):
+    type: Literal["toolcall_start"]
+    contentIndex: int
+    id: str
+    toolName: str
+
+
+class ToolCallDeltaEvent(TypedDict):
+    type: Literal["toolcall_delta"]
+    contentIndex: int
+    delta: str
+
+
+class ToolCallEndEvent(TypedDict):
+    type: Literal["toolcall_end"]
+    contentIndex: int
+    toolCall: ToolCall
+
+
+class DoneEvent(TypedDict):
+    type: Literal["done"]
+    reason: StopReason
+    message: AssistantMessage
+
+
+class ErrorEvent(TypedDict):
+    type: Literal["error"]
+    reason: StopReason  # "error" or "aborted"
+    error: AssistantMessage
+
+
+BlockEvent: TypeAlias = (
+    TextStartEvent | TextDeltaEvent | TextEndEvent | ThinkingStartEvent | ThinkingDeltaEvent | ThinkingEndEvent
+    | ToolCallStartEvent | ToolCallDeltaEvent | ToolCallEndEvent
+)
+"""What a wire API yields: the events of one content block, each with its ``contentIndex``."""
+AssistantMessageEvent: TypeAlias = StartEvent | BlockEvent | DoneEvent | ErrorEvent
+"""What ``ai.stream`` yields: ``start``, the block events, then ``done`` or ``error``."""
 
 
 class Context(TypedDict):

@@ -32,6 +32,7 @@ from pi_coding_agent.coding.commands import login as login_ui
 from pi_coding_agent.coding.compaction.controller import CompactionController
 from pi_coding_agent.coding.errors import SessionError
 from pi_coding_agent.coding.event_stream import EventStream
+from pi_coding_agent.coding.events import AgentEvent, CoreEvent, MessageStartEvent
 from pi_coding_agent.coding.messages import last_assistant, last_assistant_text, message_text, user_message
 from pi_coding_agent.coding.retry import RETRY_CANCELLED, RetrySeries
 from pi_coding_agent.coding.runtime import SessionRuntime
@@ -117,17 +118,17 @@ class AgentSession:
         """Call ``listener`` for every event, or for those whose ``type`` is in ``types``."""
         return self._listeners.add(listener, types)
 
-    def emit(self, event: dict[str, Any]) -> None:
+    def emit(self, event: AgentEvent) -> None:
         for listener in self._listeners.for_type(event["type"]):
             listener(event)
 
-    def _on_agent_event(self, event: dict[str, Any]) -> Awaitable[None] | None:
+    def _on_agent_event(self, event: CoreEvent) -> Awaitable[None] | None:
         """Keep the queue mirrors, let extension handlers run first (as pi does), then forward."""
         etype = event["type"]
         if etype == "message_update" and (self.extensions is None or not self.extensions.has_handlers(etype)):
             self.emit(event)  # the streamed delta: nothing to keep, no handler to wait for
             return None
-        if etype == "message_start":
+        if event["type"] == "message_start":  # (not per delta: the lookup narrows the event's type)
             message = event["message"]
             if message["role"] == "user":
                 self.queues.delivered(message_text(message))
@@ -139,27 +140,26 @@ class AgentSession:
         self._forward(event)
         return None
 
-    def _extension_handlers(self, event: dict[str, Any]) -> Awaitable[None] | None:
+    def _extension_handlers(self, event: CoreEvent) -> Awaitable[None] | None:
         return None if self.extensions is None else self.extensions.agent_event(event)
 
-    async def _forward_after(self, handlers: Awaitable[None], event: dict[str, Any]) -> None:
+    async def _forward_after(self, handlers: Awaitable[None], event: CoreEvent) -> None:
         await handlers
         self._forward(event)
 
-    def _forward(self, event: dict[str, Any]) -> None:
+    def _forward(self, event: CoreEvent) -> None:
         """Persist finished messages, decide willRetry (on a copy: the agent's event stays as emitted), then emit."""
-        etype = event["type"]
-        if etype == "message_end":
+        if event["type"] == "message_end":
             self._persist(event["message"])
-        elif etype == "agent_end":
+        elif event["type"] == "agent_end":
             last = last_assistant(event["messages"])
             event = {**event, "willRetry": self.retry.will_retry(last, self._aborted)}
         self.emit(event)
-        if etype == "message_end" and self.retry.attempt and self._is_success(event["message"]):
+        if event["type"] == "message_end" and self.retry.attempt and self._is_success(event["message"]):
             self.retry.succeeded()
         return None
 
-    async def _emit_delivered_with_images(self, event: dict[str, Any]) -> None:
+    async def _emit_delivered_with_images(self, event: MessageStartEvent) -> None:
         """A queued message's images are normalised as it is delivered, before anyone sees or saves it."""
         await self._normalise_images(event["message"])
         handlers = self._extension_handlers(event)

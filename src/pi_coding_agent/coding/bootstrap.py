@@ -18,11 +18,12 @@ from typing import TYPE_CHECKING, Any
 from pi_coding_agent.agent.tool import AgentTool
 from pi_coding_agent.ai.auth.keys import AuthStorage
 from pi_coding_agent.ai.models.catalog import ModelRegistry
-from pi_coding_agent.ai.types import Model
+from pi_coding_agent.ai.types import JsonObject, Model
 from pi_coding_agent.coding import paths
 from pi_coding_agent.coding.agent_session import AgentSession
 from pi_coding_agent.coding.commands import llama as llama_command
 from pi_coding_agent.coding.errors import SessionError
+from pi_coding_agent.coding.events import AgentEvent
 from pi_coding_agent.coding.extensions.loader import ExtensionSource, discover
 from pi_coding_agent.coding.options import CliArgs
 from pi_coding_agent.coding.packages import session_packages
@@ -274,9 +275,9 @@ def _attach_cache_warmer(session: AgentSession, runtime: SessionRuntime) -> None
     message (the first event it acts on) rather than at start-up."""
     relay = _Relay()
 
-    def forward(event: dict[str, Any]) -> None:
+    def forward(event: AgentEvent) -> None:
         if not relay.listeners:
-            if event.get("type") != "message_end" or event["message"].get("role") != "assistant":
+            if event["type"] != "message_end" or event["message"].get("role") != "assistant":
                 return
             from pi_coding_agent.coding.services.cache_warming import attach_cache_warmer
 
@@ -289,7 +290,7 @@ def _attach_cache_warmer(session: AgentSession, runtime: SessionRuntime) -> None
 
 async def create_session(
     args: CliArgs, mode: str, ui: ExtensionUI | None = None, *, cwd: Path | None = None,
-    agent_dir: Path | None = None, settings_overrides: dict[str, Any] | None = None,
+    agent_dir: Path | None = None, settings_overrides: JsonObject | None = None,
     tools: Sequence[AgentTool] = (), extensions: Sequence[ExtensionSource] = (),
     session_class: type[AgentSession] = AgentSession,
 ) -> AgentSession:
@@ -351,7 +352,7 @@ async def create_session(
     return session
 
 
-async def loaded_extensions(args: CliArgs) -> tuple[ModelRegistry, list[dict[str, Any]]] | None:
+async def loaded_extensions(args: CliArgs) -> tuple[ModelRegistry, list[JsonObject]] | None:
     """``--list-models`` and ``--help`` when extensions exist: the registry once they registered their
     providers, and the flags they registered, as pi shows them (None without extensions: the
     caller's plain answer is the same and cheaper)."""

@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Callable, Iterable, MutableSet
-from typing import Any, cast
+from typing import Any
 
 from pi_coding_agent.coding.events import AgentEvent
 
-Subscribe = Callable[[Callable[[dict[str, Any]], None], Iterable[str] | None], Callable[[], None]]
+Subscribe = Callable[[Callable[[AgentEvent], None], Iterable[str] | None], Callable[[], None]]
 
 
 class EventStream:
@@ -22,7 +22,7 @@ class EventStream:
 
     def __init__(self, subscribe: Subscribe, until_settled: bool = False,
                  readers: MutableSet[EventStream] | None = None) -> None:
-        self._queue: deque[dict[str, Any] | None] = deque()  # None: closed
+        self._queue: deque[AgentEvent | None] = deque()  # None: closed
         self._waiter: asyncio.Future[None] | None = None  # the reader, parked on an empty queue
         self._until_settled = until_settled
         self._readers = readers
@@ -39,7 +39,7 @@ class EventStream:
 
         self._unsubscribe: Callable[[], None] | None = unsubscribe
 
-    def _put(self, event: dict[str, Any] | None) -> None:
+    def _put(self, event: AgentEvent | None) -> None:
         """Queue an event and wake a parked reader (a deque and one future: cheaper per delta than a Queue)."""
         self._queue.append(event)
         waiter = self._waiter
@@ -55,7 +55,7 @@ class EventStream:
             finally:
                 self._waiter = None
 
-    def _settled_queued(self, event: dict[str, Any]) -> None:
+    def _settled_queued(self, event: AgentEvent) -> None:
         self._settled_due += 1
         self._caught_up.clear()
 
@@ -64,14 +64,14 @@ class EventStream:
             self.reader = asyncio.current_task()
             self._readers.add(self)
 
-    def _take(self, event: dict[str, Any]) -> AgentEvent:
+    def _take(self, event: AgentEvent) -> AgentEvent:
         if event["type"] == "agent_settled":
             self._settled_due -= 1
             if not self._settled_due:
                 self._caught_up.set()
             if self._until_settled:
                 self.close()
-        return cast(AgentEvent, event)
+        return event
 
     def __aiter__(self) -> EventStream:
         return self

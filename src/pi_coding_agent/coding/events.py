@@ -1,77 +1,34 @@
 """The events a session emits: what RPC mode writes on stdout and SDK subscribers receive, typed.
 
-One ``TypedDict`` per event ``type`` (pi's camelCase wire names) and their union ``AgentEvent``.
+One ``TypedDict`` per event ``type`` (pi's camelCase wire names) and their union ``AgentEvent``: the
+agent core's events (``agent/events.py``, re-exported here) and the session's own.
 Events stay plain dicts at run time (they are written to stdout and session files as they are);
 these types are for readers and for type checkers of SDK hosts. (No postponed annotations, as in
 ``ai/types.py``: string annotations would each be compiled at import.)
 """
 
-from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Literal, NotRequired, TypedDict
+
+from pi_coding_agent.agent.events import (
+    AgentEndEvent,
+    AgentMessage,
+    AgentStartEvent,
+    CoreEvent,
+    MessageEndEvent,
+    MessageStartEvent,
+    MessageUpdateEvent,
+    ToolExecutionEndEvent,
+    ToolExecutionStartEvent,
+    ToolExecutionUpdateEvent,
+    TurnEndEvent,
+    TurnStartEvent,
+)
+from pi_coding_agent.ai.types import JsonObject
 
 if TYPE_CHECKING:
-    from pi_coding_agent.coding.session.entries import SessionEntry
+    from pi_coding_agent.coding.session.entries import Entry
 
-Message = dict[str, Any]  # a transcript message (user, assistant, toolResult, custom, bashExecution, ...)
-
-
-class AgentStartEvent(TypedDict):
-    type: Literal["agent_start"]
-
-
-class AgentEndEvent(TypedDict):
-    type: Literal["agent_end"]
-    messages: list[Message]
-    willRetry: bool
-
-
-class TurnStartEvent(TypedDict):
-    type: Literal["turn_start"]
-
-
-class TurnEndEvent(TypedDict):
-    type: Literal["turn_end"]
-    message: Message
-    toolResults: list[Message]
-
-
-class MessageStartEvent(TypedDict):
-    type: Literal["message_start"]
-    message: Message
-
-
-class MessageUpdateEvent(TypedDict):
-    type: Literal["message_update"]
-    usage: dict[str, Any]
-    assistantMessageEvent: dict[str, Any]  # text_delta, thinking_delta, toolcall_delta, ... of ai.stream
-
-
-class MessageEndEvent(TypedDict):
-    type: Literal["message_end"]
-    message: Message
-
-
-class _ToolExecution(TypedDict):
-    toolCallId: str
-    toolName: str
-
-
-class ToolExecutionStartEvent(_ToolExecution):
-    type: Literal["tool_execution_start"]
-    args: dict[str, Any]
-
-
-class ToolExecutionUpdateEvent(_ToolExecution):
-    type: Literal["tool_execution_update"]
-    args: dict[str, Any]
-    partialResult: dict[str, Any]
-
-
-class ToolExecutionEndEvent(_ToolExecution):
-    type: Literal["tool_execution_end"]
-    result: dict[str, Any]
-    isError: bool
-    durationMs: NotRequired[int]
-
+Message = AgentMessage  # the name the coding modules read transcripts by
 
 class QueueUpdateEvent(TypedDict):
     type: Literal["queue_update"]
@@ -87,7 +44,7 @@ class CompactionStartEvent(TypedDict):
 class CompactionEndEvent(TypedDict):
     type: Literal["compaction_end"]
     reason: str
-    result: NotRequired[dict[str, Any]]
+    result: NotRequired[JsonObject]
     aborted: bool
     willRetry: bool
     errorMessage: NotRequired[str]
@@ -127,7 +84,7 @@ class SessionInfoChangedEvent(TypedDict):
 
 class EntryAppendedEvent(TypedDict):
     type: Literal["entry_appended"]
-    entry: "SessionEntry"
+    entry: "Entry"  # one of the ``SessionEntry`` shapes
 
 
 class ExtensionErrorEvent(TypedDict):
@@ -137,15 +94,46 @@ class ExtensionErrorEvent(TypedDict):
     error: str
 
 
-class SummarizationRetryEvent(TypedDict):
-    type: Literal["summarization_retry_scheduled", "summarization_retry_attempt_start",
-                  "summarization_retry_finished"]
+class SummarySource(TypedDict):
+    """What a summary request is for: ``compaction`` (with its ``reason``) or ``branchSummary``."""
+
+    source: str
+    reason: NotRequired[str]
 
 
-AgentEvent = (
-    AgentStartEvent | AgentEndEvent | TurnStartEvent | TurnEndEvent | MessageStartEvent | MessageUpdateEvent
-    | MessageEndEvent | ToolExecutionStartEvent | ToolExecutionUpdateEvent | ToolExecutionEndEvent
-    | QueueUpdateEvent | CompactionStartEvent | CompactionEndEvent | AutoRetryStartEvent | AutoRetryEndEvent
+class SummarizationRetryScheduledEvent(TypedDict):
+    type: Literal["summarization_retry_scheduled"]
+    attempt: int
+    maxAttempts: int
+    delayMs: int
+    errorMessage: str
+
+
+class SummarizationRetryAttemptStartEvent(SummarySource):
+    type: Literal["summarization_retry_attempt_start"]
+
+
+class SummarizationRetryFinishedEvent(TypedDict):
+    type: Literal["summarization_retry_finished"]
+
+
+SummarizationRetryEvent = (
+    SummarizationRetryScheduledEvent | SummarizationRetryAttemptStartEvent | SummarizationRetryFinishedEvent
+)
+
+
+__all__ = [
+    "AgentEndEvent", "AgentEvent", "AgentMessage", "AgentStartEvent", "CoreEvent", "MessageEndEvent",
+    "MessageStartEvent", "MessageUpdateEvent", "SessionEvent", "ToolExecutionEndEvent", "ToolExecutionStartEvent",
+    "ToolExecutionUpdateEvent", "TurnEndEvent", "TurnStartEvent",
+]
+
+SessionEvent = (
+    QueueUpdateEvent | CompactionStartEvent | CompactionEndEvent | AutoRetryStartEvent | AutoRetryEndEvent
     | AgentSettledEvent | ThinkingLevelChangedEvent | SessionInfoChangedEvent | EntryAppendedEvent
     | ExtensionErrorEvent | SummarizationRetryEvent
 )
+"""The events of the session itself (retry, compaction, queues, settings, entries)."""
+
+AgentEvent = CoreEvent | SessionEvent
+"""Everything a session emits: what ``AgentSession.subscribe`` listeners receive."""

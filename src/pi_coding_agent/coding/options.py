@@ -10,6 +10,8 @@ import copy
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from pi_coding_agent.ai.types import JsonObject
+
 
 class PendingFlag(NamedTuple):
     """An unknown ``--name`` option, kept until the extensions say whether they registered it.
@@ -89,7 +91,7 @@ class CliArgs:
         clone._set(changes)
         return clone
 
-    def _set(self, options: dict[str, Any]) -> None:
+    def _set(self, options: JsonObject) -> None:
         for name, value in options.items():
             if name not in CliArgs.__annotations__:
                 raise TypeError(f"CliArgs has no option {name!r}")

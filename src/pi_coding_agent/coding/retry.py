@@ -14,6 +14,7 @@ from pi_coding_agent.ai.abort import AbortSignal, sleep_abortable
 from pi_coding_agent.ai.errors import is_retryable_error
 from pi_coding_agent.ai.records import record
 from pi_coding_agent.ai.types import AssistantMessage
+from pi_coding_agent.coding.events import AgentEvent, AutoRetryEndEvent
 
 RETRY_CANCELLED = "Retry cancelled"
 
@@ -68,7 +69,7 @@ class RetrySeries(RetryState):
     """A session's retry series as clients see it: ``auto_retry_start`` before each back-off, one
     ``auto_retry_end`` when the series ends, and a back-off that ``abort_retry`` cuts short."""
 
-    def __init__(self, settings: RetrySettings, emit: Callable[[dict[str, Any]], None]) -> None:
+    def __init__(self, settings: RetrySettings, emit: Callable[[AgentEvent], None]) -> None:
         super().__init__(settings)
         self.emit = emit
         self._signal: AbortSignal | None = None
@@ -97,7 +98,7 @@ class RetrySeries(RetryState):
         """``auto_retry_end{success:false}`` once per failed or cancelled series (no-op outside one)."""
         if not self.attempt:
             return
-        event: dict[str, Any] = {"type": "auto_retry_end", "success": False, "attempt": self.reset()}
+        event: AutoRetryEndEvent = {"type": "auto_retry_end", "success": False, "attempt": self.reset()}
         if final_error is not None:
             event["finalError"] = final_error
         self.emit(event)

@@ -27,7 +27,7 @@ from pi_coding_agent.ai.models.catalog import FAUX_PROVIDER, PLACEHOLDER_MODEL, 
 from pi_coding_agent.ai.records import record
 from pi_coding_agent.ai.stream import StreamOptions
 from pi_coding_agent.ai.thinking import clamp_thinking_level
-from pi_coding_agent.ai.types import Context, Model
+from pi_coding_agent.ai.types import Context, JsonObject, Model
 from pi_coding_agent.coding import auth_help, paths
 from pi_coding_agent.coding.codemode.activation import NAME as CODEMODE
 from pi_coding_agent.coding.errors import SessionError
@@ -59,12 +59,12 @@ class McpHooks(Protocol):
     """What the session and its runtime call of the MCP connections (``coding/mcp``), which sit above
     the runtime and are started with it."""
 
-    def register_server(self, name: str, config: dict[str, Any], source: str) -> None: ...
+    def register_server(self, name: str, config: JsonObject, source: str) -> None: ...
     def unregister_server(self, name: str, source: str) -> None: ...
-    def registered_servers(self) -> list[dict[str, Any]]: ...
+    def registered_servers(self) -> list[JsonObject]: ...
     def connect(self) -> None: ...
-    def command_entry(self) -> dict[str, Any]: ...
-    async def handle_input(self, text: str) -> dict[str, Any] | None: ...
+    def command_entry(self) -> JsonObject: ...
+    async def handle_input(self, text: str) -> JsonObject | None: ...
     async def before_prompt(self) -> None: ...
     async def wait_for_reach(self, reach: str | list[str]) -> None: ...
     def prompt_sections(self) -> dict[str, str]: ...
@@ -80,7 +80,7 @@ def _unauthorized() -> re.Pattern[str]:
     return re.compile(r"(?:[^(]*\()?401\b")
 
 
-def system_state(messages: list[dict[str, Any]]) -> SystemState:
+def system_state(messages: list[JsonObject]) -> SystemState:
     """The system prompt and tools a transcript's system messages leave in force (the prompt
     machinery is imported with the first prompt, not at start-up)."""
     from pi_coding_agent.coding.resources.system_prompt import SystemState
@@ -218,7 +218,7 @@ class SessionRuntime:
                              base_url=own.base_url if own is not None else None,
                              **provider_request_options(self.settings))
 
-    async def recover_unauthorized(self, failed: Mapping[str, Any] | None) -> bool:
+    async def recover_unauthorized(self, failed: Mapping[str, object] | None) -> bool:
         """After a 401 to an OAuth access token, refresh it (even before its expiry): True to retry once."""
         text = str((failed or {}).get("errorMessage") or "")
         if not failed or failed.get("stopReason") != "error" or not _unauthorized().match(text):
@@ -298,10 +298,10 @@ class SessionRuntime:
 
         return presented_declarations(self.agent.tools, self.settings)
 
-    def system_prompt_options(self) -> dict[str, Any]:
+    def system_prompt_options(self) -> JsonObject:
         """What the system prompt is built from, in pi's ``systemPromptOptions`` shape (for extensions)."""
         r, tools = self.resources, self.all_tools
-        options: dict[str, Any] = {} if r.custom_prompt is None else {"customPrompt": r.custom_prompt}
+        options: JsonObject = {} if r.custom_prompt is None else {"customPrompt": r.custom_prompt}
         options.update(
             selectedTools=[t.name for t in self.agent.tools], hiddenTools=[],
             toolSnippets={n: getattr(t, "prompt_snippet", None) for n, t in tools.items()
@@ -315,20 +315,20 @@ class SessionRuntime:
                      "disableModelInvocation": s.disable_model_invocation} for s in r.skills])
         return options
 
-    def run_start_messages(self, user_message: dict[str, Any]) -> list[dict[str, Any]]:
+    def run_start_messages(self, user_message: JsonObject) -> list[JsonObject]:
         """The prompt's messages, led by a system patch when the prompt or tools changed."""
         state = system_state(self.agent.messages)
         patch = state.patch_to(self.prompt_sections(), self.tool_declarations())
         return [patch, user_message] if patch else [user_message]
 
-    def tool_patch_messages(self) -> list[dict[str, Any]]:
+    def tool_patch_messages(self) -> list[JsonObject]:
         """Tools activated during a run (``tool_search``) are declared from the next request on by a
         system message, as pi records it; the prompt sections change only when a prompt starts."""
         state = system_state(self.agent.messages)
         patch = state.patch_to(state.sections, self.tool_declarations())
         return [patch] if patch else []
 
-    def build_context(self, messages: list[dict[str, Any]]) -> Context:
+    def build_context(self, messages: list[JsonObject]) -> Context:
         """Agent hook: the transcript as one request (system state replayed, custom roles converted)."""
         from pi_coding_agent.coding.resources.system_prompt import render_system_prompt
         from pi_coding_agent.coding.resources.system_updates import (
@@ -393,11 +393,11 @@ class SessionRuntime:
 
     # ----------------------------------------------------------------- commands, user bash, replacement
 
-    def resource_commands(self) -> list[dict[str, Any]]:
+    def resource_commands(self) -> list[JsonObject]:
         """get_commands after the extension commands: prompt templates, then skills."""
-        commands: list[dict[str, Any]] = []
+        commands: list[JsonObject] = []
         for t in self.resources.templates:
-            item: dict[str, Any] = {"name": t.name}
+            item: JsonObject = {"name": t.name}
             if t.description:
                 item["description"] = t.description
             item["source"] = "prompt"
@@ -410,7 +410,7 @@ class SessionRuntime:
 
     async def run_user_bash(
         self, command: str, on_delta: Callable[[str], None], signal: AbortSignal
-    ) -> dict[str, Any]:
+    ) -> JsonObject:
         env = ToolEnv(cwd=self.cwd, shell_path=self.settings.shell_path,
                       shell_command_prefix=self.settings.shell_command_prefix, agent_dir=self.agent_dir,
                       processes=self.processes)

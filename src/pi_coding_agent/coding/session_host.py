@@ -8,12 +8,16 @@ compacting flag), so none of them imports the session and each can be driven by 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
+
+from pi_coding_agent.ai.types import JsonObject
+from pi_coding_agent.coding.events import AgentEvent
 
 if TYPE_CHECKING:
+    from pi_coding_agent.coding.events import AgentEvent
     from pi_coding_agent.coding.session import SessionManager
 
-Listener = Callable[[dict[str, Any]], None]
+Listener = Callable[["AgentEvent"], None]
 
 
 class SessionHost(Protocol):
@@ -27,10 +31,10 @@ class SessionHost(Protocol):
     @property
     def is_streaming(self) -> bool: ...
 
-    def emit(self, event: dict[str, Any]) -> None: ...
+    def emit(self, event: AgentEvent) -> None: ...
 
     def subscribe(self, listener: Listener, types: Iterable[str] | None = None) -> Callable[[], None]: ...
 
-    def omit_from_context(self, message: dict[str, Any]) -> None: ...
+    def omit_from_context(self, message: JsonObject) -> None: ...
 
     async def abort(self) -> None: ...

@@ -7,7 +7,9 @@ SDK sessions default to ``NoUI``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
+
+from pi_coding_agent.ai.types import JsonObject
 
 if TYPE_CHECKING:
     from pi_coding_agent.ai.abort import AbortSignal
@@ -43,11 +45,11 @@ class ExtensionUI(Protocol):
 
     def get_editor_text(self) -> str: ...
 
-    def get_all_themes(self) -> list[dict[str, Any]]: ...
+    def get_all_themes(self) -> list[JsonObject]: ...
 
-    def get_theme(self, name: str) -> dict[str, Any] | None: ...
+    def get_theme(self, name: str) -> JsonObject | None: ...
 
-    def set_theme(self, theme: object) -> dict[str, Any]: ...
+    def set_theme(self, theme: object) -> JsonObject: ...
 
 
 RPC_THEME_ERROR = "Theme switching not supported in RPC mode"  # pi's refusal there, word for word
@@ -60,13 +62,13 @@ class HeadlessThemes:
 
     theme_error = "UI not available"
 
-    def get_all_themes(self) -> list[dict[str, Any]]:
+    def get_all_themes(self) -> list[JsonObject]:
         return []
 
-    def get_theme(self, name: str) -> dict[str, Any] | None:
+    def get_theme(self, name: str) -> JsonObject | None:
         return None
 
-    def set_theme(self, theme: object) -> dict[str, Any]:
+    def set_theme(self, theme: object) -> JsonObject:
         """``theme`` is a name or a theme object, as in pi; neither can be shown here."""
         return {"success": False, "error": self.theme_error}
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, cast
 
 import orjson
 
@@ -42,7 +42,18 @@ from pi_coding_agent.ai.tool_changes import current_tools, system_messages
 from pi_coding_agent.ai.transform import prepare_messages, tool_result_runs
 from pi_coding_agent.ai.transport.http import apply_payload_hook, sse_batches
 from pi_coding_agent.ai.transport.sse import ServerSentEvent
-from pi_coding_agent.ai.types import AssistantMessage, Context, Model, Tool
+from pi_coding_agent.ai.types import (
+    AssistantContent,
+    AssistantMessage,
+    BlockEvent,
+    Context,
+    ImageContent,
+    JsonObject,
+    Model,
+    Tool,
+    ToolResultMessage,
+    UserContent,
+)
 
 API_VERSION = "2023-06-01"
 INTERLEAVED_THINKING_BETA = "interleaved-thinking-2025-05-14"
@@ -107,30 +118,31 @@ def cache_control(model: Model, retention: str) -> dict[str, str] | None:
     return {"type": "ephemeral"}
 
 
-def _image(block: Any) -> dict[str, Any]:
+def _image(block: ImageContent) -> JsonObject:
     return {"type": "image", "source": {"type": "base64", "media_type": block["mimeType"], "data": block["data"]}}
 
 
-def _tool_result_content(content: list[Any]) -> str | list[dict[str, Any]]:
+def _tool_result_content(content: list[UserContent]) -> str | list[JsonObject]:
     """Text-only results go as one string; with images, as blocks (never images alone)."""
     if not any(b["type"] == "image" for b in content):
-        return "\n".join(b["text"] for b in content)
-    blocks = [{"type": "text", "text": b["text"]} if b["type"] == "text" else _image(b) for b in content]
+        return "\n".join(b["text"] for b in content if b["type"] == "text")
+    blocks: list[JsonObject] = [{"type": "text", "text": b["text"]} if b["type"] == "text" else _image(b) for b in content]
     if not any(b["type"] == "text" for b in blocks):
         blocks.insert(0, {"type": "text", "text": IMAGE_ONLY_NOTE})
     return blocks
 
 
-def _tool_results_message(results: list[Any]) -> dict[str, Any]:
+def _tool_results_message(results: list[ToolResultMessage]) -> JsonObject:
     """One user message for a run of tool results; images of error results go after all of them
     (Anthropic rejects error results holding anything but text)."""
-    blocks: list[dict[str, Any]] = []
-    trailing: list[dict[str, Any]] = []
+    blocks: list[JsonObject] = []
+    trailing: list[JsonObject] = []
     for result in results:
         content = result["content"]
         images = [b for b in content if b["type"] == "image"] if result["isError"] else []
         if images:
-            content = [b for b in content if b["type"] != "image"] + [{"type": "text", "text": ERROR_IMAGE_NOTE}]
+            content = [b for b in content if b["type"] != "image"]
+            content.append({"type": "text", "text": ERROR_IMAGE_NOTE})
             trailing.append({"type": "text", "text": f"Images from failed tool call {result['toolCallId']} "
                                                      f"({result['toolName']}):"})
             trailing.extend(_image(b) for b in images)
@@ -139,19 +151,18 @@ def _tool_results_message(results: list[Any]) -> dict[str, Any]:
     return {"role": "user", "content": blocks + trailing}
 
 
-def _user_message(content: Any) -> dict[str, Any] | None:
+def _user_message(content: str | list[UserContent]) -> JsonObject | None:
     if isinstance(content, str):
         return {"role": "user", "content": content} if content.strip() else None
-    blocks = [{"type": "text", "text": b["text"]} if b["type"] == "text" else _image(b) for b in content]
-    blocks = [b for b in blocks if b["type"] != "text" or b["text"].strip()]
+    blocks = [{"type": "text", "text": b["text"]} if b["type"] == "text" else _image(b)
+              for b in content if b["type"] != "text" or b["text"].strip()]
     return {"role": "user", "content": blocks} if blocks else None
 
 
-def _assistant_block(block: Any, oauth: bool, allow_empty_signature: bool) -> dict[str, Any] | None:
-    kind = block["type"]
-    if kind == "text":
+def _assistant_block(block: AssistantContent, oauth: bool, allow_empty_signature: bool) -> JsonObject | None:
+    if block["type"] == "text":
         return {"type": "text", "text": block["text"]} if block["text"].strip() else None
-    if kind == "toolCall":
+    if block["type"] == "toolCall":
         name = tool_name(block["name"], oauth)
         return {"type": "tool_use", "id": normalize_tool_call_id(block["id"]), "name": name,
                 "input": block.get("arguments") or {}}
@@ -168,30 +179,29 @@ def _assistant_block(block: Any, oauth: bool, allow_empty_signature: bool) -> di
     return {"type": "text", "text": block["thinking"]}
 
 
-def effort_marker(effort: str) -> dict[str, Any]:
+def effort_marker(effort: str) -> JsonObject:
     """A content-less system message setting the effort of the assistant message that follows it."""
     return {"role": "system", "content": [], "output_config": {"effort": effort}}
 
 
 def convert_messages(model: Model, context: Context, oauth: bool, effort_markers: bool = False,
-                     plain_preferred: bool = False) -> list[dict[str, Any]]:
+                     plain_preferred: bool = False) -> list[JsonObject]:
     """Anthropic messages; with ``effort_markers``, each earlier reply of this provider is preceded
     by the effort it was written with. Later system messages wait for the next reply (``anthropic_system``)."""
     allow_empty = _compat(model, "allowEmptySignature", False)
     native = native_tool_changes(model, context)
     convert = (lambda tools: convert_tools(model, tools, oauth, None, plain_preferred)) if native else None
-    out: list[dict[str, Any]] = []
-    pending: list[dict[str, Any]] = []
+    out: list[JsonObject] = []
+    pending: list[JsonObject] = []
     for msg in tool_result_runs(context["messages"]):
         if isinstance(msg, list):
             out.append(_tool_results_message(msg))
             continue
-        role = msg["role"]
-        if role == "user":
+        if msg["role"] == "user":
             converted = _user_message(msg["content"])
             if converted:
                 out.append(converted)
-        elif role == "assistant":
+        elif msg["role"] == "assistant":
             blocks = [_assistant_block(b, oauth, allow_empty) for b in msg["content"]]
             kept = [b for b in blocks if b is not None]
             if kept:
@@ -202,12 +212,12 @@ def convert_messages(model: Model, context: Context, oauth: bool, effort_markers
                         and msg["provider"] == model["provider"]:
                     out.append(effort_marker(effort))
                 out.append({"role": "assistant", "content": kept})
-        elif role == "system" and (update := system_message(msg, convert, lambda name: tool_name(name, oauth))):
+        elif msg["role"] == "system" and (update := system_message(msg, convert, lambda name: tool_name(name, oauth))):
             pending.append(update)
     return out + pending
 
 
-def _reply_messages(model: Model, output: AssistantMessage, oauth: bool) -> list[dict[str, Any]]:
+def _reply_messages(model: Model, output: AssistantMessage, oauth: bool) -> list[JsonObject]:
     """The answer as the next request will send it (the results its tool calls will get left out)."""
     converted = convert_messages(model, {"messages": prepare_messages(model, [output])}, oauth)
     return [message for message in converted if message["role"] == "assistant"]
@@ -249,7 +259,7 @@ def managed_effort(model: Model, level: str) -> str | None:
     return effort_for(model, level) if level != "off" else "high"
 
 
-def thinking_params(model: Model, context: Context, options: StreamOptions, level: str) -> tuple[dict[str, Any], int]:
+def thinking_params(model: Model, context: Context, options: StreamOptions, level: str) -> tuple[JsonObject, int]:
     """``thinking``/``output_config`` request fields and the ``max_tokens`` that goes with them."""
     max_tokens = clamp_max_tokens(model, context, options.max_tokens)
     if _thinking_disabled(model, level):
@@ -277,7 +287,7 @@ def thinking_level(model: Model, options: StreamOptions) -> str:
 
 
 def build_body(model: Model, context: Context, options: StreamOptions, oauth: bool,
-               plain_preferred: bool = False) -> dict[str, Any]:
+               plain_preferred: bool = False) -> JsonObject:
     """The request; ``plain_preferred`` sends tools that only prefer strict schemas plain."""
     control = cache_control(model, options.cache_retention)
     level = thinking_level(model, options)
@@ -288,7 +298,7 @@ def build_body(model: Model, context: Context, options: StreamOptions, oauth: bo
     if effort:
         messages.append(effort_marker(effort))
     thinking, max_tokens = thinking_params(model, context, options, level)
-    body: dict[str, Any] = {"model": model["id"], "messages": messages, "max_tokens": max_tokens, "stream": True}
+    body: JsonObject = {"model": model["id"], "messages": messages, "max_tokens": max_tokens, "stream": True}
     system = ([OAUTH_IDENTITY] if oauth else []) + ([context["systemPrompt"]] if context.get("systemPrompt") else [])
     if system:
         body["system"] = [{"type": "text", "text": text, **({"cache_control": control} if control else {})}
@@ -362,15 +372,15 @@ class _Reader:
 
     def __init__(self, model: Model, tools: list[Tool], output: AssistantMessage, oauth: bool) -> None:
         self.model = model
-        self.msg: dict[str, Any] = output  # type: ignore[assignment]  # also gets rawStopReason etc.
+        self.msg: dict[str, Any] = output  # type: ignore[assignment]  # the reader fills blocks by computed keys
         self.tool_names = {t["name"].lower(): t["name"] for t in tools} if oauth else {}
         self.open: dict[int, tuple[int, list[str]]] = {}  # anthropic index -> (content index, json pieces)
         self.started = False
         self.stopped = False
         self.failure: str | None = None  # set when the stream turned out malformed (raised after its events)
-        self.transformations: list[Any] | None = None  # input_transformations the API reported, the last wins
+        self.transformations: list[object] | None = None  # input_transformations the API reported, the last wins
 
-    def handle(self, event: dict[str, Any]) -> list[dict[str, Any]]:
+    def handle(self, event: dict[str, Any]) -> list[BlockEvent]:
         kind = event["type"]
         if kind == "message_start":
             if self.started:  # a second message inside this one: what came before it is broken
@@ -389,7 +399,7 @@ class _Reader:
             self.stopped = True
         return []
 
-    def _start(self, message: dict[str, Any]) -> list[dict[str, Any]]:
+    def _start(self, message: dict[str, Any]) -> list[BlockEvent]:
         self.started = True
         if isinstance(message.get("input_transformations"), list):
             self.transformations = message["input_transformations"]
@@ -407,17 +417,17 @@ class _Reader:
         u["totalTokens"] = u["input"] + u["output"] + u["cacheRead"] + u["cacheWrite"]
         return self._whole_content(message)
 
-    def _whole_content(self, message: dict[str, Any]) -> list[dict[str, Any]]:
+    def _whole_content(self, message: dict[str, Any]) -> list[BlockEvent]:
         """A message that arrives complete in ``message_start`` (proxies, programmatic tool calling)."""
-        events: list[dict[str, Any]] = []
+        events: list[BlockEvent] = []
         for offset, block in enumerate(message.get("content") or []):
             index = -1 - offset  # out of the stream's own index range
             started = self._block_start(index, block)
             events += started
             kind = {"text_start": "text", "thinking_start": "thinking"}.get(started[0]["type"]) if started else None
             if kind and self.msg["content"][-1][kind] and not self.msg["content"][-1].get("redacted"):
-                events.append({"type": f"{kind}_delta", "contentIndex": started[0]["contentIndex"],
-                               "delta": self.msg["content"][-1][kind]})
+                events.append(cast(BlockEvent, {"type": f"{kind}_delta", "contentIndex": started[0]["contentIndex"],
+                               "delta": self.msg["content"][-1][kind]}))
             events += self._block_stop(index)
         if message.get("stop_reason"):
             self._message_delta({"delta": {"stop_reason": message["stop_reason"],
@@ -425,9 +435,9 @@ class _Reader:
             self.stopped = True  # nothing more is owed; a later message_stop changes nothing
         return events
 
-    def close_open(self, cause: str) -> list[dict[str, Any]]:
+    def close_open(self, cause: str) -> list[BlockEvent]:
         """End every block still open; a tool call keeps its repaired partial input, marked incomplete."""
-        events: list[dict[str, Any]] = []
+        events: list[BlockEvent] = []
         for index in sorted(self.open, key=lambda i: self.open[i][0]):
             at, pieces = self.open[index]
             block = self.msg["content"][at]
@@ -439,10 +449,11 @@ class _Reader:
             events += self._block_stop(index, keep_arguments=True)
         return events
 
-    def _block_start(self, index: int, block: dict[str, Any]) -> list[dict[str, Any]]:
+    def _block_start(self, index: int, block: dict[str, Any]) -> list[BlockEvent]:
         content = self.msg["content"]
         at = len(content)
         kind = block["type"]
+        event: BlockEvent
         if kind == "text":
             content.append({"type": "text", "text": block.get("text") or ""})
             event = {"type": "text_start", "contentIndex": at}
@@ -467,7 +478,7 @@ class _Reader:
         self.open[index] = (at, [])
         return [event]
 
-    def _block_delta(self, index: int, delta: dict[str, Any]) -> list[dict[str, Any]]:
+    def _block_delta(self, index: int, delta: dict[str, Any]) -> list[BlockEvent]:
         if index not in self.open:
             return []
         at, pieces = self.open[index]
@@ -486,7 +497,7 @@ class _Reader:
             return [{"type": "toolcall_delta", "contentIndex": at, "delta": delta["partial_json"]}]
         return []
 
-    def _block_stop(self, index: int, keep_arguments: bool = False) -> list[dict[str, Any]]:
+    def _block_stop(self, index: int, keep_arguments: bool = False) -> list[BlockEvent]:
         if index not in self.open:
             return []
         at, pieces = self.open.pop(index)
@@ -553,7 +564,7 @@ def _parsed(sse: ServerSentEvent) -> dict[str, Any] | None:
 
 async def stream(
     model: Model, context: Context, options: StreamOptions, output: AssistantMessage
-) -> AsyncIterator[list[dict[str, Any]]]:
+) -> AsyncIterator[list[BlockEvent]]:
     oauth = is_oauth_token(options.api_key)
     configured = {k.lower() for k, v in {**(model.get("headers") or {}), **options.headers}.items() if v.strip()}
     federated = None
@@ -584,7 +595,7 @@ async def stream(
     tools = current_tools(system_messages(context))
     reader = _Reader(model, tools, output, oauth)
     async for batch in strict_fallback(request, options, output, has_preferred_strict(model, tools)):
-        items: list[dict[str, Any]] = []  # a network read's events go on as one list
+        items: list[BlockEvent] = []  # a network read's events go on as one list
         try:
             for sse in batch:
                 if (event := _parsed(sse)) is not None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from pi_coding_agent.ai.types import Context, Model, Tool
+from pi_coding_agent.ai.types import Context, JsonObject, Model, Tool
 
 INLINE_TOOLS_BETA = "inline-tools-2026-09-15"
 # Anthropic refuses a tool list whose tools are all deferred, hence a leading tool to anchor it.
@@ -28,11 +28,11 @@ def native_tool_changes(model: Model, context: Context) -> bool:
     return bool(both and context.get("tools"))
 
 
-def system_message(message: Any, convert: Callable[[list[Tool]], list[dict[str, Any]]] | None,
-                   tool_name: Callable[[str], str]) -> dict[str, Any] | None:
+def system_message(message: Any, convert: Callable[[list[Tool]], list[JsonObject]] | None,
+                   tool_name: Callable[[str], str]) -> JsonObject | None:
     """The ``system`` message for a later system message (None when it says nothing); ``convert``
     set means tool changes are native blocks."""
-    blocks: list[dict[str, Any]] = []
+    blocks: list[JsonObject] = []
     if message.get("content"):
         blocks.append({"type": "text", "text": message["content"]})
     if convert is not None:

@@ -83,7 +83,7 @@ def _remember(session_id: str, value: _Reply | str) -> None:
         del _sessions[next(iter(_sessions))]
 
 
-def _normalized(item: Any) -> Any:
+def _normalized(item: Any) -> object:
     """A message (or content block) as the API reads it: cache markers, which move between requests,
     left out, and string content as the one text block it stands for. Only what our requests vary
     is rewritten; the rest is passed through uncopied."""
@@ -100,7 +100,7 @@ def _normalized(item: Any) -> Any:
     return out
 
 
-def fingerprint(model: Model, body: Mapping[str, Any], betas: str | None, messages: list[Any]) -> str:
+def fingerprint(model: Model, body: Mapping[str, object], betas: str | None, messages: list[object]) -> str:
     """Hash of what a continue builds on: endpoint, model, the fixed fields as sent, the messages."""
     settings = [model["provider"], model["baseUrl"], body.get("model"), betas,
                 *(body.get(name) for name in FIXED_FIELDS)]

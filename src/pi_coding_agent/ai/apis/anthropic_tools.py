@@ -13,7 +13,7 @@ from typing import Any
 
 from pi_coding_agent.ai.apis import strict_schema
 from pi_coding_agent.ai.stream import ProviderError, StreamOptions
-from pi_coding_agent.ai.types import AssistantMessage, Model, Tool
+from pi_coding_agent.ai.types import AssistantMessage, JsonObject, Model, Tool
 
 CLAUDE_CODE_TOOL_NAMES = {
     name.lower(): name
@@ -60,7 +60,7 @@ def has_preferred_strict(model: Model, tools: list[Tool]) -> bool:
 
 
 def convert_tools(model: Model, tools: list[Tool], oauth: bool, control: dict[str, str] | None,
-                  plain_preferred: bool = False) -> list[dict[str, Any]]:
+                  plain_preferred: bool = False) -> list[JsonObject]:
     compat = model.get("compat") or {}
     eager = compat.get("supportsEagerToolInputStreaming", True) is not False
     if compat.get("supportsCacheControlOnTools", True) is False:
@@ -70,10 +70,10 @@ def convert_tools(model: Model, tools: list[Tool], oauth: bool, control: dict[st
         strict = goes_strict(model, tool, plain_preferred)
         schema = strict_schema.make_strict(tool["parameters"], strict_refused) if strict else tool["parameters"]
         # Anthropic refuses root anyOf/oneOf/allOf: only these root keys go (all of a strict schema)
-        input_schema: dict[str, Any] = {"type": "object", "properties": schema.get("properties", {}),
+        input_schema: JsonObject = {"type": "object", "properties": schema.get("properties", {}),
                                         "required": schema.get("required", [])}
         input_schema.update({key: schema[key] for key in SCHEMA_KEYS if key in schema})
-        entry: dict[str, Any] = {"name": tool_name(tool["name"], oauth), "description": tool["description"]}
+        entry: JsonObject = {"name": tool_name(tool["name"], oauth), "description": tool["description"]}
         if eager:
             entry["eager_input_streaming"] = True
         if strict:

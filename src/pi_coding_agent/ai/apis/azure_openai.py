@@ -17,14 +17,13 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Mapping
 from contextlib import aclosing
 from dataclasses import replace
-from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
 
 from pi_coding_agent.ai.apis import openai_completions, openai_responses
 from pi_coding_agent.ai.auth.provider_env import env_value as _env
 from pi_coding_agent.ai.stream import ProviderError, StreamOptions
 from pi_coding_agent.ai.transport.http import openai_error_text
-from pi_coding_agent.ai.types import AssistantMessage, Context, Model
+from pi_coding_agent.ai.types import AssistantMessage, Context, JsonObject, Model
 
 DEFAULT_API_VERSION = "v1"
 AZURE_HOST_SUFFIXES = (".openai.azure.com", ".cognitiveservices.azure.com", ".ai.azure.com")
@@ -71,7 +70,7 @@ def _with_deployment(model: Model, options: StreamOptions) -> StreamOptions:
         return options
     hook = options.on_payload
 
-    async def rename(body: dict[str, Any]) -> dict[str, Any] | None:
+    async def rename(body: JsonObject) -> JsonObject | None:
         renamed = {**body, "model": deployment}
         replaced = await hook(renamed) if hook is not None else None
         return renamed if replaced is None else replaced
@@ -84,7 +83,7 @@ def _error_text(status: int, body_text: str) -> str:
 
 
 def responses_body(model: Model, context: Context, options: StreamOptions,
-                   grammar: Mapping[str, str] | None = None) -> dict[str, Any]:
+                   grammar: Mapping[str, str] | None = None) -> JsonObject:
     """The OpenAI Responses body as pi sends it to Azure: no prompt cache retention or options, strict
     tools unless the model's ``supportsStrictMode`` is false, thinking levels in ``reasoning.effort`` only."""
     body = openai_responses.build_request(model, context, options, grammar, azure=True)
@@ -95,7 +94,7 @@ def responses_body(model: Model, context: Context, options: StreamOptions,
 
 async def stream(
     model: Model, context: Context, options: StreamOptions, output: AssistantMessage
-) -> AsyncIterator[list[dict[str, Any]]]:
+) -> AsyncIterator[list[JsonObject]]:
     """``azure-openai-responses``."""
     if not options.api_key:
         raise ProviderError(f"No API key for provider: {model['provider']}")
@@ -113,7 +112,7 @@ async def stream(
 
 def stream_completions(
     model: Model, context: Context, options: StreamOptions, output: AssistantMessage
-) -> AsyncIterator[list[dict[str, Any]]]:
+) -> AsyncIterator[list[JsonObject]]:
     """``openai-completions`` models of the ``azure`` provider: the OpenAI stream at the Azure base URL."""
     azure_model: Model = {**model, "baseUrl": base_url(model)}
     return openai_completions.stream(azure_model, context, _with_deployment(model, options), output)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, TypedDict
 from urllib.parse import quote
 
 import orjson
@@ -39,8 +39,19 @@ from pi_coding_agent.ai.thinking import (
     clamp_thinking_level,
     thinking_budget,
 )
+from pi_coding_agent.ai.transform import tool_result_runs
 from pi_coding_agent.ai.transport.http import apply_payload_hook, post_stream
-from pi_coding_agent.ai.types import AssistantMessage, Context, Model, Tool
+from pi_coding_agent.ai.types import (
+    AssistantMessage,
+    Context,
+    ImageContent,
+    JsonObject,
+    Model,
+    ThinkingContent,
+    Tool,
+    ToolResultMessage,
+    UserContent,
+)
 
 EMPTY_TEXT = "<empty>"
 REDACTED_PLACEHOLDER = "[Reasoning redacted]"
@@ -99,11 +110,18 @@ def _is_gov_cloud(model: Model) -> bool:
 # ----------------------------------------------------------------------------------------------- request
 
 
-def _text(text: str) -> dict[str, str] | None:
+class ConverseMessage(TypedDict):
+    """A message of the Converse request (its blocks are the API's own JSON)."""
+
+    role: str
+    content: list[JsonObject]
+
+
+def _text(text: str) -> JsonObject | None:
     return {"text": text} if text.strip() else None
 
 
-def _image(block: Any) -> dict[str, Any]:
+def _image(block: ImageContent) -> JsonObject:
     fmt = IMAGE_FORMATS.get(block["mimeType"])
     if fmt is None:
         raise ProviderError(f"Unknown image type: {block['mimeType']}")
@@ -114,7 +132,7 @@ def _tool_id(call_id: str) -> str:
     return re.sub(r"[^a-zA-Z0-9_-]", "_", call_id)[:64]
 
 
-def _clean_document(value: Any) -> Any:
+def _clean_document(value: object) -> object:
     """Bedrock documents reject empty keys."""
     if isinstance(value, list):
         return [_clean_document(v) for v in value]
@@ -123,29 +141,29 @@ def _clean_document(value: Any) -> Any:
     return value
 
 
-def _user_content(content: Any) -> list[dict[str, Any]]:
+def _user_content(content: str | list[UserContent]) -> list[JsonObject]:
     if isinstance(content, str):
         return [_text(content) or {"text": EMPTY_TEXT}]
-    blocks = [_image(b) if b["type"] == "image" else _text(b["text"]) for b in content]
+    blocks: list[JsonObject | None] = [_image(b) if b["type"] == "image" else _text(b["text"]) for b in content]
     kept = [b for b in blocks if b is not None]
     return kept or [{"text": EMPTY_TEXT}]
 
 
-def _assistant_content(model: Model, msg: Any) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
+def _assistant_content(model: Model, msg: AssistantMessage) -> list[JsonObject]:
+    out: list[JsonObject] = []
     for block in msg["content"]:
-        kind = block["type"]
-        if kind == "text" and block["text"].strip():
-            out.append({"text": block["text"]})
-        elif kind == "toolCall":
+        if block["type"] == "text":
+            if block["text"].strip():
+                out.append({"text": block["text"]})
+        elif block["type"] == "toolCall":
             out.append({"toolUse": {"toolUseId": _tool_id(block["id"]), "name": block["name"],
                                     "input": _clean_document(block["arguments"])}})
-        elif kind == "thinking":
+        elif block["type"] == "thinking":
             out += _reasoning(model, block)
     return out
 
 
-def _reasoning(model: Model, block: Any) -> list[dict[str, Any]]:
+def _reasoning(model: Model, block: ThinkingContent) -> list[JsonObject]:
     if block.get("redacted"):
         signature = block.get("thinkingSignature")
         return [{"reasoningContent": {"redactedContent": signature}}] if signature else []
@@ -160,10 +178,10 @@ def _reasoning(model: Model, block: Any) -> list[dict[str, Any]]:
     return [{"reasoningContent": {"reasoningText": {"text": text, "signature": block["thinkingSignature"]}}}]
 
 
-def _tool_results(model: Model, results: list[Any]) -> list[dict[str, Any]]:
+def _tool_results(model: Model, results: list[ToolResultMessage]) -> list[JsonObject]:
     """One user message for a run of tool results; Claude takes error results' images after them."""
-    blocks: list[dict[str, Any]] = []
-    trailing: list[dict[str, Any]] = []
+    blocks: list[JsonObject] = []
+    trailing: list[JsonObject] = []
     for result in results:
         content = result["content"]
         images = [b for b in content if b["type"] == "image"]
@@ -171,50 +189,41 @@ def _tool_results(model: Model, results: list[Any]) -> list[dict[str, Any]]:
             trailing += [{"text": f"Images from the failed {result.get('toolName', 'tool')} call:"},
                          *(_image(b) for b in images)]
             content = [b for b in content if b["type"] != "image"]
-        parts = [_image(b) if b["type"] == "image" else _text(b["text"]) for b in content]
+        parts: list[JsonObject | None] = [_image(b) if b["type"] == "image" else _text(b["text"]) for b in content]
         kept = [p for p in parts if p is not None] or [{"text": EMPTY_TEXT}]
         blocks.append({"toolResult": {"toolUseId": _tool_id(result["toolCallId"]), "content": kept,
                                       "status": "error" if result.get("isError") else "success"}})
     return blocks + trailing
 
 
-def _cache_point(retention: str) -> dict[str, Any]:
+def _cache_point(retention: str) -> JsonObject:
     return {"cachePoint": {"type": "default", **({"ttl": "1h"} if retention == "long" else {})}}
 
 
-def convert_messages(model: Model, context: Context, retention: str) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    messages: list[Any] = [m for m in context["messages"] if m["role"] != "system"]
-    i = 0
-    while i < len(messages):
-        msg = messages[i]
-        if msg["role"] == "user":
+def convert_messages(model: Model, context: Context, retention: str) -> list[ConverseMessage]:
+    out: list[ConverseMessage] = []
+    for msg in tool_result_runs([m for m in context["messages"] if m["role"] != "system"]):
+        if isinstance(msg, list):
+            out.append({"role": "user", "content": _tool_results(model, msg)})
+        elif msg["role"] == "user":
             out.append({"role": "user", "content": _user_content(msg["content"])})
         elif msg["role"] == "assistant":
             content = _assistant_content(model, msg)
             if content:
                 out.append({"role": "assistant", "content": content})
-        elif msg["role"] == "toolResult":
-            j = i
-            while j < len(messages) and messages[j]["role"] == "toolResult":
-                j += 1
-            out.append({"role": "user", "content": _tool_results(model, messages[i:j])})
-            i = j
-            continue
-        i += 1
     if retention != "none" and supports_caching(model) and out and out[-1]["role"] == "user":
         out[-1]["content"].append(_cache_point(retention))
     return out
 
 
-def system_blocks(model: Model, context: Context, retention: str) -> list[dict[str, Any]] | None:
+def system_blocks(model: Model, context: Context, retention: str) -> list[JsonObject] | None:
     """The system prompt with the conversation's system messages folded in (Converse has no others)."""
     parts = [context.get("systemPrompt") or ""]
     parts += [m["content"] for m in context["messages"] if m["role"] == "system" and m.get("content")]
     text = "\n\n".join(p for p in parts if p)
     if not text:
         return None
-    blocks: list[dict[str, Any]] = [{"text": text}]
+    blocks: list[JsonObject] = [{"text": text}]
     if retention != "none" and supports_caching(model):
         blocks.append(_cache_point(retention))
     return blocks
@@ -228,12 +237,12 @@ def _goes_strict(tool: Tool, supports_strict: bool, plain_preferred: bool) -> bo
     return not (plain_preferred and strict_schema.prefers_strict(tool)) and strict_schema.strict_for(tool, supports_strict)
 
 
-def tool_config(context: Context, supports_strict: bool, plain_preferred: bool = False) -> dict[str, Any] | None:
+def tool_config(context: Context, supports_strict: bool, plain_preferred: bool = False) -> JsonObject | None:
     """``toolConfig``: strict specs for the tools that ask for it (``plain_preferred``: not the preferring ones)."""
     tools = context.get("tools") or []
     if not tools:
         return None
-    specs = []
+    specs: list[JsonObject] = []
     for tool in tools:
         strict = _goes_strict(tool, supports_strict, plain_preferred)
         schema = strict_schema.make_strict(tool["parameters"]) if strict else tool["parameters"]
@@ -257,7 +266,7 @@ def _effort(model: Model, level: str) -> str:
     return {"minimal": "low", "low": "low", "medium": "medium"}.get(level, "high")
 
 
-def thinking_fields(model: Model, context: Context, options: StreamOptions) -> tuple[dict[str, Any] | None, int]:
+def thinking_fields(model: Model, context: Context, options: StreamOptions) -> tuple[JsonObject | None, int]:
     """``additionalModelRequestFields`` and the ``maxTokens`` that goes with them."""
     level = clamp_thinking_level(model, options.thinking_level) if model["reasoning"] else "off"
     claude = is_claude(model)
@@ -275,7 +284,7 @@ def thinking_fields(model: Model, context: Context, options: StreamOptions) -> t
     display = {} if gov else {"display": "summarized"}
     if _has(model, ADAPTIVE):
         binding = not gov and _has(model, NATIVE_XHIGH)
-        fields: dict[str, Any] = {
+        fields: JsonObject = {
             "thinking": {"type": "adaptive", **display,
                          **({"block_binding": {"prefix_mismatch_behavior": "drop_block"}} if binding else {})},
             "output_config": {"effort": _effort(model, level)}}
@@ -294,14 +303,14 @@ def thinking_fields(model: Model, context: Context, options: StreamOptions) -> t
 
 
 def build_request(model: Model, context: Context, options: StreamOptions,
-                  plain_preferred: bool = False) -> dict[str, Any]:
+                  plain_preferred: bool = False) -> JsonObject:
     """The Converse body (``modelId`` goes in the URL, not here)."""
     retention = options.cache_retention
     extra, max_tokens = thinking_fields(model, context, options)
-    inference: dict[str, Any] = {"maxTokens": max_tokens}
+    inference: JsonObject = {"maxTokens": max_tokens}
     if options.temperature is not None:
         inference["temperature"] = options.temperature
-    body: dict[str, Any] = {"messages": convert_messages(model, context, retention)}
+    body: JsonObject = {"messages": convert_messages(model, context, retention)}
     system = system_blocks(model, context, retention)
     if system is not None:
         body["system"] = system
@@ -550,7 +559,7 @@ async def stream(
         raise ProviderError(output.get("errorMessage") or "An unknown error occurred")
 
 
-def raw_event(headers: Mapping[str, Any], payload: bytes) -> dict[str, Any] | None:
+def raw_event(headers: Mapping[str, object], payload: bytes) -> dict[str, Any] | None:
     """A decoded frame as pi's AWS client hands it over before pi reads it (``provider_stream_event``):
     ``{"contentBlockDelta": {...}}``, an exception under its lower-camel name
     (``{"throttlingException": {"message": ...}}``); None for a transport error frame."""
@@ -566,7 +575,7 @@ def raw_event(headers: Mapping[str, Any], payload: bytes) -> dict[str, Any] | No
     return {name[:1].lower() + name[1:]: data}
 
 
-def _handle_frame(reader: _Reader, headers: Mapping[str, Any], payload: bytes) -> list[dict[str, Any]]:
+def _handle_frame(reader: _Reader, headers: Mapping[str, object], payload: bytes) -> list[dict[str, Any]]:
     kind = headers.get(":message-type")
     if kind == "exception":
         name = str(headers.get(":exception-type") or "")

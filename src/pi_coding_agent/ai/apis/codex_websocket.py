@@ -48,7 +48,7 @@ class _Continuation:
     """What the next request on this socket must repeat to continue the previous response."""
 
     rest: bytes  # the body without its input, serialised: the next request must match it exactly
-    baseline: list[Any]  # the input the next request starts with: this one's plus the answer's items
+    baseline: list[object]  # the input the next request starts with: this one's plus the answer's items
     response_id: str
 
 
@@ -160,7 +160,7 @@ async def acquire(url: str, headers: Mapping[str, str], session_id: str | None, 
     return Lease(entry.socket, key, entry)
 
 
-def _rest(body: Mapping[str, Any]) -> bytes:
+def _rest(body: Mapping[str, object]) -> bytes:
     return orjson.dumps({k: v for k, v in body.items() if k not in ("input", "previous_response_id")})
 
 
@@ -179,7 +179,7 @@ def request_body(lease: Lease, body: dict[str, Any]) -> dict[str, Any]:
     return {**body, "previous_response_id": continuation.response_id, "input": items[size:]}
 
 
-def remember(lease: Lease, body: dict[str, Any], answer_items: list[Any], response_id: str) -> None:
+def remember(lease: Lease, body: dict[str, Any], answer_items: list[object], response_id: str) -> None:
     """What the next request must start with to continue from this response on the same socket."""
     if lease.entry is not None:
         lease.entry.continuation = _Continuation(_rest(body), [*(body.get("input") or []), *answer_items],

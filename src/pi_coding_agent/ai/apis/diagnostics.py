@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pi_coding_agent.ai.types import now_ms
+from pi_coding_agent.ai.types import JsonObject, now_ms
 
 
 def append_transformations(message: Any, kind: str, transformations: list[Any],
@@ -21,5 +21,5 @@ def append_transformations(message: Any, kind: str, transformations: list[Any],
     append_diagnostic(message, {"type": kind, "timestamp": now_ms(), "details": {"transformations": kept}})
 
 
-def append_diagnostic(message: Any, diagnostic: dict[str, Any]) -> None:
+def append_diagnostic(message: Any, diagnostic: JsonObject) -> None:
     message["diagnostics"] = [*(message.get("diagnostics") or []), diagnostic]

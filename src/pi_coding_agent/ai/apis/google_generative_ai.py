@@ -16,7 +16,7 @@ import re
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from http import HTTPStatus
-from typing import Any
+from typing import Any, TypedDict
 
 import orjson
 
@@ -25,7 +25,16 @@ from pi_coding_agent.ai.apis.partial_json import loads
 from pi_coding_agent.ai.stream import ProviderError, StreamOptions
 from pi_coding_agent.ai.thinking import clamp_max_tokens, clamp_thinking_level
 from pi_coding_agent.ai.transport.http import sse_events
-from pi_coding_agent.ai.types import AssistantMessage, Context, Model, Tool, now_ms
+from pi_coding_agent.ai.types import (
+    AssistantMessage,
+    Context,
+    ImageContent,
+    JsonObject,
+    Model,
+    Tool,
+    ToolResultMessage,
+    now_ms,
+)
 
 # Token budgets (minimal, low, medium, high) of the Gemini 2.5 models; others think dynamically (-1).
 BUDGETS: tuple[tuple[str, tuple[int, int, int, int]], ...] = (
@@ -99,7 +108,7 @@ def thinking_budget_for(model: Model, level: str, budgets: dict[str, int] | None
     return -1
 
 
-def thinking_config(model: Model, options: StreamOptions) -> dict[str, Any] | None:
+def thinking_config(model: Model, options: StreamOptions) -> JsonObject | None:
     if not model.get("reasoning"):
         return None
     level = "off" if options.thinking_level == "off" else clamp_thinking_level(model, options.thinking_level)
@@ -126,40 +135,49 @@ def _signature(same_model: bool, signature: str | None) -> str | None:
     return signature
 
 
-def _inline(block: Any) -> dict[str, Any]:
+class GeminiContent(TypedDict):
+    """A turn of the request's ``contents`` (its parts are the API's own JSON)."""
+
+    parts: list[JsonObject]
+    role: str
+
+
+def _inline(block: ImageContent) -> JsonObject:
     return {"inlineData": {"mimeType": block["mimeType"], "data": block["data"]}}
 
 
-def _model_parts(model: Model, msg: Any) -> list[dict[str, Any]]:
+def _model_parts(model: Model, msg: AssistantMessage) -> list[JsonObject]:
     same = msg["provider"] == model["provider"] and msg["model"] == model["id"]
-    parts: list[dict[str, Any]] = []
+    parts: list[JsonObject] = []
     for block in msg["content"]:
-        kind = block["type"]
-        if kind == "toolCall":
-            call: dict[str, Any] = {"args": block.get("arguments") or {}}
+        part: JsonObject
+        if block["type"] == "toolCall":
+            call: JsonObject = {"args": block.get("arguments") or {}}
             if requires_tool_call_id(model["id"]):
                 call["id"] = _UNSAFE_ID_CHARS.sub("_", block["id"])[:64]
             call["name"] = block["name"]
-            part: dict[str, Any] = {"functionCall": call}
+            part = {"functionCall": call}
             signature = _signature(same, block.get("thoughtSignature"))
         else:
-            text = block["text"] if kind == "text" else block["thinking"]
-            signature = _signature(same, block.get("textSignature" if kind == "text" else "thinkingSignature"))
+            if block["type"] == "text":
+                text, signature = block["text"], _signature(same, block.get("textSignature"))
+            else:
+                text, signature = block["thinking"], _signature(same, block.get("thinkingSignature"))
             if not text.strip() and not signature:
                 continue  # an empty part is only worth sending for the signature it carries
-            part = {"text": text, "thought": True} if kind == "thinking" and same else {"text": text}
+            part = {"text": text, "thought": True} if block["type"] == "thinking" and same else {"text": text}
         if signature:
             part["thoughtSignature"] = signature
         parts.append(part)
     return parts
 
 
-def _function_response(model: Model, msg: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def _function_response(model: Model, msg: ToolResultMessage) -> tuple[JsonObject, list[JsonObject]]:
     """The functionResponse part of a tool result, and image parts that must travel separately."""
     text = "\n".join(b["text"] for b in msg["content"] if b["type"] == "text")
     images = [_inline(b) for b in msg["content"] if b["type"] == "image"] if "image" in model["input"] else []
     value = text if text.strip() else (IMAGE_ONLY_NOTE if images else "")
-    response: dict[str, Any] = {"name": msg["toolName"], "response": {"error" if msg["isError"] else "output": value}}
+    response: JsonObject = {"name": msg["toolName"], "response": {"error" if msg["isError"] else "output": value}}
     major = _gemini_major(model["id"])
     nested = images and (major is None or major >= 3)
     if nested:
@@ -169,21 +187,21 @@ def _function_response(model: Model, msg: Any) -> tuple[dict[str, Any], list[dic
     return {"functionResponse": response}, ([] if nested else images)
 
 
-def convert_contents(model: Model, context: Context) -> list[dict[str, Any]]:
-    contents: list[dict[str, Any]] = []
+def convert_contents(model: Model, context: Context) -> list[GeminiContent]:
+    contents: list[GeminiContent] = []
     for msg in context["messages"]:
-        role = msg["role"]
-        if role == "user":
-            raw: Any = msg["content"]
+        parts: list[JsonObject]
+        if msg["role"] == "user":
+            raw = msg["content"]
             parts = [{"text": raw}] if isinstance(raw, str) else [
                 {"text": b["text"]} if b["type"] == "text" else _inline(b) for b in raw]
             if parts:
                 contents.append({"parts": parts, "role": "user"})
-        elif role == "assistant":
+        elif msg["role"] == "assistant":
             parts = _model_parts(model, msg)
             if parts:
                 contents.append({"parts": parts, "role": "model"})
-        elif role == "toolResult":
+        elif msg["role"] == "toolResult":
             part, images = _function_response(model, msg)
             last = contents[-1] if contents else None
             # All function responses of a turn share one user turn.
@@ -196,19 +214,19 @@ def convert_contents(model: Model, context: Context) -> list[dict[str, Any]]:
     return contents
 
 
-def convert_tools(tools: list[Tool]) -> list[dict[str, Any]]:
+def convert_tools(tools: list[Tool]) -> list[JsonObject]:
     return [{"functionDeclarations": [
         {"name": t["name"], "description": t["description"], "parametersJsonSchema": t["parameters"]} for t in tools
     ]}]
 
 
-def build_body(model: Model, context: Context, options: StreamOptions) -> dict[str, Any]:
-    body: dict[str, Any] = {"contents": convert_contents(model, context)}
+def build_body(model: Model, context: Context, options: StreamOptions) -> JsonObject:
+    body: JsonObject = {"contents": convert_contents(model, context)}
     if context.get("systemPrompt"):
         body["systemInstruction"] = {"parts": [{"text": context["systemPrompt"]}], "role": "user"}
     if context.get("tools"):
         body["tools"] = convert_tools(context["tools"])
-    config: dict[str, Any] = {}
+    config: JsonObject = {}
     if options.temperature is not None:
         config["temperature"] = options.temperature
     config["maxOutputTokens"] = clamp_max_tokens(model, context, options.max_tokens)

@@ -239,7 +239,7 @@ class _Turn:
     session: str | None
 
 
-def _answer_items(turn: _Turn) -> list[Any]:
+def _answer_items(turn: _Turn) -> list[object]:
     items = convert_input(turn.model, {"messages": [turn.output]}, turn.grammar)
     return [item for item in items if item.get("type") not in TOOL_OUTPUTS]
 

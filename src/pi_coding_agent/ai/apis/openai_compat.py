@@ -10,17 +10,52 @@ gateways in front of Claude, session-affinity headers and gateway routing.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict, cast
 
 from pi_coding_agent.ai.apis.usage import is_openrouter
 from pi_coding_agent.ai.stream import StreamOptions
 from pi_coding_agent.ai.thinking import MIN_ANSWER_TOKENS, clamp_thinking_level, thinking_budget
-from pi_coding_agent.ai.types import Model
+from pi_coding_agent.ai.types import JsonObject, Model
 
 _UNSET = object()  # a chat-template value that resolves to nothing is left out
 
 
-def detect_compat(model: Model) -> dict[str, Any]:
+class ChatCompat(TypedDict, total=False):
+    """The switches of a Chat Completions host: detected defaults, then the model's ``compat``."""
+
+    supportsStore: bool
+    supportsDeveloperRole: bool
+    supportsReasoningEffort: bool
+    supportsUsageInStreaming: bool
+    supportsFinishReason: bool
+    maxTokensField: str  # "max_tokens" | "max_completion_tokens"
+    requiresToolResultName: bool
+    requiresAssistantAfterToolResult: bool
+    requiresNonNullAssistantContent: bool
+    requiresToolsWithToolHistory: bool
+    requiresThinkingAsText: bool
+    requiresReasoningContentOnAssistantMessages: bool
+    thinkingFormat: str
+    chatTemplateKwargs: JsonObject
+    chatTemplateArgs: JsonObject
+    zaiToolStream: bool
+    supportsThinkingTokenBudget: bool
+    thinkingTokenBudgetField: str
+    supportsStrictMode: bool
+    supportsOpenAIGrammarTools: bool
+    supportsMidConvoSystemMessages: bool
+    supportsMidConvoToolAdditions: bool
+    cacheControlFormat: str | None
+    sendSessionAffinityHeaders: bool
+    sessionAffinityFormat: str  # "openrouter" | "openai"
+    supportsLongCacheRetention: bool
+    promptCacheKeyMode: str  # "auto" | "enabled" | "disabled"
+    openRouterRouting: JsonObject
+    vercelGatewayRouting: JsonObject
+    vllmPriority: int
+
+
+def detect_compat(model: Model) -> ChatCompat:
     """Switch defaults for a host, from its provider name and base URL."""
     provider, url = model["provider"], model["baseUrl"]
 
@@ -72,10 +107,10 @@ def detect_compat(model: Model) -> dict[str, Any]:
     }
 
 
-def resolve_compat(model: Model) -> dict[str, Any]:
+def resolve_compat(model: Model) -> ChatCompat:
     """Detected switches overridden by the ones the model sets (null means unset)."""
     configured = {k: v for k, v in (model.get("compat") or {}).items() if v is not None}
-    return {**detect_compat(model), **configured}
+    return cast(ChatCompat, {**detect_compat(model), **configured})
 
 
 # ------------------------------------------------------------------------------------- reasoning
@@ -89,13 +124,13 @@ def reasoning_level(model: Model, options: StreamOptions) -> str | None:
     return None if level == "off" else level
 
 
-def _mapped_or_level(model: Model, level: str) -> Any:
+def _mapped_or_level(model: Model, level: str) -> str:
     """The model's name for ``level`` (a null mapping falls back to the level itself)."""
     mapped = (model.get("thinkingLevelMap") or {}).get(level)
     return level if mapped is None else mapped
 
 
-def _strict_mapping(model: Model, level: str | None) -> Any:
+def _strict_mapping(model: Model, level: str | None) -> str | None:
     """The model's name for ``level`` (or for ``off``); a null mapping stays null, no mapping gives the level."""
     mapping = model.get("thinkingLevelMap") or {}
     key = level or "off"
@@ -106,26 +141,26 @@ def _off_allowed(model: Model) -> bool:
     return (model.get("thinkingLevelMap") or {}).get("off", "") is not None
 
 
-def _off_name(model: Model) -> Any:
+def _off_name(model: Model) -> str:
     off = (model.get("thinkingLevelMap") or {}).get("off")
     return "none" if off is None else off
 
 
-def thinking_budget_tokens(model: Model, options: StreamOptions, body: dict[str, Any]) -> int | None:
+def thinking_budget_tokens(model: Model, options: StreamOptions, body: JsonObject) -> int | None:
     """The reasoning budget left under the request's output cap, keeping room for the answer."""
     level = reasoning_level(model, options)
     if level is None or not model.get("reasoning"):
         return None
-    ceiling = body.get("max_tokens") or body.get("max_completion_tokens") or model["maxTokens"]
+    ceiling = cast(int, body.get("max_tokens") or body.get("max_completion_tokens") or model["maxTokens"])
     budget = min(thinking_budget(level, options.thinking_budgets), max(0, ceiling - MIN_ANSWER_TOKENS))
     return budget if budget > 0 else None
 
 
-def _template_values(model: Model, level: str | None, values: dict[str, Any], budget: int | None) -> dict[str, Any]:
+def _template_values(model: Model, level: str | None, values: JsonObject, budget: int | None) -> JsonObject:
     """``chatTemplateKwargs``/``chatTemplateArgs`` with their ``$var`` placeholders resolved."""
-    out: dict[str, Any] = {}
+    out: JsonObject = {}
     for key, value in values.items():
-        resolved: Any = value
+        resolved: object = value
         if isinstance(value, dict):
             if level is None and value.get("omitWhenOff"):
                 resolved = _UNSET
@@ -141,7 +176,7 @@ def _template_values(model: Model, level: str | None, values: dict[str, Any], bu
     return out
 
 
-def _effort_field(body: dict[str, Any], model: Model, level: str | None, compat: dict[str, Any],
+def _effort_field(body: JsonObject, model: Model, level: str | None, compat: ChatCompat,
                   strict: bool = False) -> None:
     """``reasoning_effort`` for a reasoning level, when the host takes one."""
     if level is None or not compat["supportsReasoningEffort"]:
@@ -151,7 +186,7 @@ def _effort_field(body: dict[str, Any], model: Model, level: str | None, compat:
         body["reasoning_effort"] = effort
 
 
-def apply_thinking(body: dict[str, Any], model: Model, options: StreamOptions, compat: dict[str, Any]) -> None:
+def apply_thinking(body: JsonObject, model: Model, options: StreamOptions, compat: ChatCompat) -> None:
     """Ask for reasoning in the host's dialect; ``off`` may need saying too."""
     level = reasoning_level(model, options)
     budget = thinking_budget_tokens(model, options, body)
@@ -163,7 +198,7 @@ def apply_thinking(body: dict[str, Any], model: Model, options: StreamOptions, c
         body[field] = budget
 
 
-def _openai_format(body: dict[str, Any], model: Model, level: str | None, compat: dict[str, Any],
+def _openai_format(body: JsonObject, model: Model, level: str | None, compat: ChatCompat,
                    budget: int | None) -> None:
     if level is not None:
         _effort_field(body, model, level, compat)
@@ -171,31 +206,31 @@ def _openai_format(body: dict[str, Any], model: Model, level: str | None, compat
         body["reasoning_effort"] = model.get("thinkingLevelMap", {})["off"]
 
 
-def _zai_format(body: dict[str, Any], model: Model, level: str | None, compat: dict[str, Any],
+def _zai_format(body: JsonObject, model: Model, level: str | None, compat: ChatCompat,
                 budget: int | None) -> None:
     body["thinking"] = {"type": "enabled", "clear_thinking": False} if level else {"type": "disabled"}
     _effort_field(body, model, level, compat, strict=True)
 
 
-def _qwen_format(body: dict[str, Any], model: Model, level: str | None, compat: dict[str, Any],
+def _qwen_format(body: JsonObject, model: Model, level: str | None, compat: ChatCompat,
                  budget: int | None) -> None:
     body["enable_thinking"] = level is not None
     _effort_field(body, model, level, compat)
 
 
-def _qwen_template_format(body: dict[str, Any], model: Model, level: str | None, compat: dict[str, Any],
+def _qwen_template_format(body: JsonObject, model: Model, level: str | None, compat: ChatCompat,
                           budget: int | None) -> None:
     body["chat_template_kwargs"] = {"enable_thinking": level is not None, "preserve_thinking": True}
 
 
-def _chat_template_format(body: dict[str, Any], model: Model, level: str | None, compat: dict[str, Any],
+def _chat_template_format(body: JsonObject, model: Model, level: str | None, compat: ChatCompat,
                           budget: int | None) -> None:
     values = _template_values(model, level, compat.get("chatTemplateKwargs") or {}, budget)
     if values:
         body["chat_template_kwargs"] = values
 
 
-def _baseten_format(body: dict[str, Any], model: Model, level: str | None, compat: dict[str, Any],
+def _baseten_format(body: JsonObject, model: Model, level: str | None, compat: ChatCompat,
                     budget: int | None) -> None:
     values = _template_values(model, level, compat.get("chatTemplateArgs") or {}, budget)
     if values:
@@ -205,14 +240,14 @@ def _baseten_format(body: dict[str, Any], model: Model, level: str | None, compa
         body["reasoning_effort"] = effort
 
 
-def _deepseek_format(body: dict[str, Any], model: Model, level: str | None, compat: dict[str, Any],
+def _deepseek_format(body: JsonObject, model: Model, level: str | None, compat: ChatCompat,
                      budget: int | None) -> None:
     if level or _off_allowed(model):
         body["thinking"] = {"type": "enabled" if level else "disabled"}
     _effort_field(body, model, level, compat)
 
 
-def _openrouter_format(body: dict[str, Any], model: Model, level: str | None, compat: dict[str, Any],
+def _openrouter_format(body: JsonObject, model: Model, level: str | None, compat: ChatCompat,
                        budget: int | None) -> None:
     if level:
         body["reasoning"] = {"effort": _mapped_or_level(model, level)}
@@ -220,7 +255,7 @@ def _openrouter_format(body: dict[str, Any], model: Model, level: str | None, co
         body["reasoning"] = {"effort": _off_name(model)}
 
 
-def _ant_ling_format(body: dict[str, Any], model: Model, level: str | None, compat: dict[str, Any],
+def _ant_ling_format(body: JsonObject, model: Model, level: str | None, compat: ChatCompat,
                      budget: int | None) -> None:
     if level is None:  # off: the plain OpenAI way
         _openai_format(body, model, level, compat, budget)
@@ -230,13 +265,13 @@ def _ant_ling_format(body: dict[str, Any], model: Model, level: str | None, comp
         body["reasoning"] = {"effort": effort}
 
 
-def _together_format(body: dict[str, Any], model: Model, level: str | None, compat: dict[str, Any],
+def _together_format(body: JsonObject, model: Model, level: str | None, compat: ChatCompat,
                      budget: int | None) -> None:
     body["reasoning"] = {"enabled": level is not None}
     _effort_field(body, model, level, compat)
 
 
-def _string_thinking_format(body: dict[str, Any], model: Model, level: str | None, compat: dict[str, Any],
+def _string_thinking_format(body: JsonObject, model: Model, level: str | None, compat: ChatCompat,
                             budget: int | None) -> None:
     if level:
         body["thinking"] = _mapped_or_level(model, level)
@@ -255,7 +290,7 @@ _THINKING_FORMATS = {
 # ------------------------------------------------------------------------------ caching, routing
 
 
-def cache_control(compat: dict[str, Any], retention: str) -> dict[str, str] | None:
+def cache_control(compat: ChatCompat, retention: str) -> dict[str, str] | None:
     """Anthropic-style ``cache_control`` for gateways in front of Claude (``cacheControlFormat``)."""
     if compat.get("cacheControlFormat") != "anthropic" or retention == "none":
         return None
@@ -263,7 +298,7 @@ def cache_control(compat: dict[str, Any], retention: str) -> dict[str, str] | No
     return {"type": "ephemeral", "ttl": "1h"} if long else {"type": "ephemeral"}
 
 
-def _mark_text(message: dict[str, Any], control: dict[str, str]) -> bool:
+def _mark_text(message: JsonObject, control: dict[str, str]) -> bool:
     """Put ``control`` on the message's last text (a string content becomes one text part)."""
     content = message.get("content")
     if isinstance(content, str):
@@ -278,7 +313,7 @@ def _mark_text(message: dict[str, Any], control: dict[str, str]) -> bool:
     return False
 
 
-def apply_cache_control(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
+def apply_cache_control(messages: list[JsonObject], tools: list[JsonObject] | None,
                         control: dict[str, str]) -> None:
     """Breakpoints on the instructions, the last tool and the last conversation message with text."""
     instructions = next((m for m in messages if m["role"] in ("system", "developer")), None)
@@ -291,13 +326,13 @@ def apply_cache_control(messages: list[dict[str, Any]], tools: list[dict[str, An
             return
 
 
-def prompt_cache_fields(model: Model, options: StreamOptions, compat: dict[str, Any]) -> dict[str, Any]:
+def prompt_cache_fields(model: Model, options: StreamOptions, compat: ChatCompat) -> JsonObject:
     """``prompt_cache_key`` (the session id) and ``prompt_cache_retention`` where the host honours them."""
     retention = options.cache_retention
     long = retention == "long" and bool(compat["supportsLongCacheRetention"])
     mode = compat.get("promptCacheKeyMode") or "auto"
     keyed = mode == "enabled" or (mode == "auto" and ("api.openai.com" in model["baseUrl"] or long))
-    fields: dict[str, Any] = {}
+    fields: JsonObject = {}
     if retention != "none" and keyed and options.session_id:
         fields["prompt_cache_key"] = options.session_id[:64]
     if long:
@@ -305,10 +340,10 @@ def prompt_cache_fields(model: Model, options: StreamOptions, compat: dict[str, 
     return fields
 
 
-def routing_fields(model: Model) -> dict[str, Any]:
+def routing_fields(model: Model) -> JsonObject:
     """OpenRouter provider preferences and Vercel AI Gateway routing, from the model's own compat."""
     compat = model.get("compat") or {}
-    fields: dict[str, Any] = {}
+    fields: JsonObject = {}
     if compat.get("openRouterRouting"):
         fields["provider"] = compat["openRouterRouting"]
     gateway = {k: v for k, v in (compat.get("vercelGatewayRouting") or {}).items() if k in ("only", "order") and v}
@@ -317,7 +352,7 @@ def routing_fields(model: Model) -> dict[str, Any]:
     return fields
 
 
-def affinity_headers(compat: dict[str, Any], session_id: str | None) -> dict[str, str]:
+def affinity_headers(compat: ChatCompat, session_id: str | None) -> dict[str, str]:
     """Headers that keep a session on one backend (OpenRouter's, or OpenAI-style ones)."""
     if not session_id or not compat.get("sendSessionAffinityHeaders"):
         return {}

@@ -24,6 +24,7 @@ from pi_coding_agent.ai.apis.grammar_tools import (
     resolve_grammar,
 )
 from pi_coding_agent.ai.apis.openai_compat import (
+    ChatCompat,
     affinity_headers,
     apply_cache_control,
     apply_thinking,
@@ -46,7 +47,16 @@ from pi_coding_agent.ai.stream import ProviderError, StreamOptions
 from pi_coding_agent.ai.thinking import clamp_max_tokens
 from pi_coding_agent.ai.transform import tool_result_runs
 from pi_coding_agent.ai.transport.http import merge_headers, sse_batches
-from pi_coding_agent.ai.types import AssistantMessage, Context, Model
+from pi_coding_agent.ai.types import (
+    AssistantMessage,
+    Context,
+    JsonObject,
+    Model,
+    Tool,
+    ToolCall,
+    ToolResultMessage,
+    UserContent,
+)
 
 REASONING_FIELDS = ("reasoning_content", "reasoning", "reasoning_text")
 STOP_REASONS = {"stop": "stop", "end": "stop", "length": "length", "tool_calls": "toolUse", "function_call": "toolUse"}
@@ -69,10 +79,10 @@ def normalize_tool_call_id(model: Model, call_id: str) -> str:
     return call_id[:40] if model["provider"] == "openai" else call_id
 
 
-def _user_content(content: Any) -> Any:
+def _user_content(content: str | list[UserContent]) -> str | list[JsonObject] | None:
     if isinstance(content, str):
         return content
-    parts: list[dict[str, Any]] = []
+    parts: list[JsonObject] = []
     for block in content:
         if block["type"] == "text" and block["text"]:
             parts.append({"type": "text", "text": block["text"]})
@@ -81,7 +91,7 @@ def _user_content(content: Any) -> Any:
     return parts or None
 
 
-def _call(model: Model, call: Any, grammar: Mapping[str, str]) -> dict[str, Any]:
+def _call(model: Model, call: ToolCall, grammar: Mapping[str, str]) -> JsonObject:
     """A recorded tool call as the host takes it back: a custom call carries its text."""
     call_id = normalize_tool_call_id(model, call["id"])
     prop = grammar.get(call["name"])
@@ -92,10 +102,10 @@ def _call(model: Model, call: Any, grammar: Mapping[str, str]) -> dict[str, Any]
             "function": {"name": call["name"], "arguments": orjson.dumps(call["arguments"]).decode()}}
 
 
-def _assistant_message(model: Model, msg: Any, compat: dict[str, Any],
-                       grammar: Mapping[str, str]) -> dict[str, Any] | None:
+def _assistant_message(model: Model, msg: AssistantMessage, compat: ChatCompat,
+                       grammar: Mapping[str, str]) -> JsonObject | None:
     needs_string = compat["requiresAssistantAfterToolResult"] or compat["requiresNonNullAssistantContent"]
-    out: dict[str, Any] = {"role": "assistant", "content": "" if needs_string else None}
+    out: JsonObject = {"role": "assistant", "content": "" if needs_string else None}
     text = "".join(b["text"] for b in msg["content"] if b["type"] == "text" and b["text"].strip())
     details = replayed_reasoning_details([b for b in msg["content"] if b["type"] == "thinking"])
     thinking = [b for b in msg["content"] if b["type"] == "thinking" and b["thinking"].strip()]
@@ -118,16 +128,16 @@ def _assistant_message(model: Model, msg: Any, compat: dict[str, Any],
     return out if out["content"] or calls else None
 
 
-def _tool_messages(model: Model, results: list[Any], compat: dict[str, Any]) -> list[dict[str, Any]]:
+def _tool_messages(model: Model, results: list[ToolResultMessage], compat: ChatCompat) -> list[JsonObject]:
     """One ``tool`` message per result; their images follow in one user message (tools carry text only)."""
-    out: list[dict[str, Any]] = []
-    images: list[dict[str, Any]] = []
+    out: list[JsonObject] = []
+    images: list[JsonObject] = []
     for result in results:
         text = "\n".join(b["text"] for b in result["content"] if b["type"] == "text")
         result_images = [b for b in result["content"] if b["type"] == "image"]
         if not text.strip():
             text = "(see attached image)" if result_images else "(no tool output)"
-        message = {"role": "tool", "content": text, "tool_call_id": normalize_tool_call_id(model, result["toolCallId"])}
+        message: JsonObject = {"role": "tool", "content": text, "tool_call_id": normalize_tool_call_id(model, result["toolCallId"])}
         if compat["requiresToolResultName"] and result.get("toolName"):
             message["name"] = result["toolName"]
         out.append(message)
@@ -141,39 +151,38 @@ def _tool_messages(model: Model, results: list[Any], compat: dict[str, Any]) -> 
     return out
 
 
-def tool_support(compat: dict[str, Any]) -> str:
+def tool_support(compat: ChatCompat) -> str:
     """``"additions"`` when tools added mid-conversation are declared in place (``ai/tool_changes.py``)."""
     both = compat.get("supportsMidConvoSystemMessages") and compat.get("supportsMidConvoToolAdditions")
     return "additions" if both else "none"
 
 
-def convert_messages(model: Model, context: Context, compat: dict[str, Any],
-                     grammar: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+def convert_messages(model: Model, context: Context, compat: ChatCompat,
+                     grammar: Mapping[str, str] | None = None) -> list[JsonObject]:
     """Chat messages; a later system message past ``folded`` declares its added tools in a
     ``{"role": "system", "tools": [...]}`` message before its text. ``grammar``: the custom tools
     (``custom_tools``), whose calls are replayed as custom ones."""
     instruction_role = "developer" if model["reasoning"] and compat["supportsDeveloperRole"] else "system"
     folded = tool_changes.plan(context, tool_support(compat))[1]
     system_index = 0  # the leading prompt is 0
-    out: list[dict[str, Any]] = []
+    out: list[JsonObject] = []
     if context.get("systemPrompt"):
         out.append({"role": instruction_role, "content": context["systemPrompt"]})
     for msg in tool_result_runs(context["messages"]):
         if isinstance(msg, list):
             out += _tool_messages(model, msg, compat)
             continue
-        role = msg["role"]
-        if role == "user":
+        if msg["role"] == "user":
             if compat["requiresAssistantAfterToolResult"] and out and out[-1]["role"] == "tool":
                 out.append({"role": "assistant", "content": BRIDGE_TEXT})
             content = _user_content(msg["content"])
             if content is not None:
                 out.append({"role": "user", "content": content})
-        elif role == "assistant":
+        elif msg["role"] == "assistant":
             converted = _assistant_message(model, msg, compat, grammar or {})
             if converted is not None:
                 out.append(converted)
-        elif role == "system":
+        elif msg["role"] == "system":
             system_index += 1
             if system_index >= folded and msg.get("toolsAdded"):
                 out.append({"role": "system", "tools": _tools(msg["toolsAdded"], compat)})
@@ -182,16 +191,16 @@ def convert_messages(model: Model, context: Context, compat: dict[str, Any],
     return out
 
 
-def custom_tools(context: Context, compat: dict[str, Any]) -> dict[str, str]:
+def custom_tools(context: Context, compat: ChatCompat) -> dict[str, str]:
     """The tools sent as custom (grammar) tools: name -> the property holding the text."""
     return input_properties(tool_changes.declared_tools(context), bool(compat.get("supportsOpenAIGrammarTools")))
 
 
-def _tools(tools: list[Any], compat: dict[str, Any]) -> list[dict[str, Any]]:
+def _tools(tools: list[Tool], compat: ChatCompat) -> list[JsonObject]:
     """Function tools, or custom ones for tools with a grammar where the host takes them; one asking for
     JSON-schema constrained sampling goes strict where the host can."""
     supports = compat["supportsStrictMode"] is not False
-    out: list[dict[str, Any]] = []
+    out: list[JsonObject] = []
     for tool in tools:
         grammar = resolve_grammar(tool, bool(compat.get("supportsOpenAIGrammarTools")))
         if grammar is not None:
@@ -200,7 +209,7 @@ def _tools(tools: list[Any], compat: dict[str, Any]) -> list[dict[str, Any]]:
                 "format": {"type": "grammar", "grammar": {"syntax": grammar.syntax, "definition": grammar.definition}}}})
             continue
         parameters, strict = declared_schema(tool, supports)
-        function = {"name": tool["name"], "description": tool["description"], "parameters": parameters}
+        function: JsonObject = {"name": tool["name"], "description": tool["description"], "parameters": parameters}
         if supports:
             function["strict"] = strict
         out.append({"type": "function", "function": function})
@@ -208,11 +217,11 @@ def _tools(tools: list[Any], compat: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def build_request(model: Model, context: Context, options: StreamOptions,
-                  grammar: Mapping[str, str] | None = None) -> dict[str, Any]:
+                  grammar: Mapping[str, str] | None = None) -> JsonObject:
     """The JSON body of one ``/chat/completions`` request."""
     compat = resolve_compat(model)
     messages = convert_messages(model, context, compat, custom_tools(context, compat) if grammar is None else grammar)
-    body: dict[str, Any] = {"model": model["id"], "messages": messages, "stream": True,
+    body: JsonObject = {"model": model["id"], "messages": messages, "stream": True,
                             **prompt_cache_fields(model, options, compat)}
     if compat["supportsUsageInStreaming"] is not False:
         body["stream_options"] = {"include_usage": True}
@@ -231,7 +240,7 @@ def build_request(model: Model, context: Context, options: StreamOptions,
         body["tools"] = []
     control = cache_control(compat, options.cache_retention)
     if control:
-        apply_cache_control(messages, body.get("tools"), control)
+        apply_cache_control(messages, tools, control)  # (an empty list marks nothing, as no tools)
     if compat.get("vllmPriority") is not None:
         body["priority"] = compat["vllmPriority"]
     apply_thinking(body, model, options, compat)

@@ -27,7 +27,16 @@ from pi_coding_agent.ai.stream import ProviderError, StreamOptions
 from pi_coding_agent.ai.thinking import clamp_max_tokens, clamp_thinking_level
 from pi_coding_agent.ai.tool_changes import declared_tools
 from pi_coding_agent.ai.transport.http import openai_error_text, sse_batches
-from pi_coding_agent.ai.types import AssistantMessage, Context, Model
+from pi_coding_agent.ai.types import (
+    AssistantMessage,
+    Context,
+    JsonObject,
+    Model,
+    TextContent,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
 
 MIN_OUTPUT_TOKENS = 16  # the API rejects smaller max_output_tokens
 UPDATE_REQUEST_EFFORT = "medium"  # the fixed reasoning.effort while configuration_update items carry the level
@@ -59,7 +68,7 @@ class Converter:
         self.effort = effort
         self.grammar: Mapping[str, str] = grammar or {}
 
-    def call_id(self, call_id: str, source: Any) -> str:
+    def call_id(self, call_id: str, source: AssistantMessage) -> str:
         """Ids of another model's calls are made acceptable here (``fc_`` item ids, safe characters)."""
         if self.model["provider"] not in CALL_ID_PROVIDERS or "|" not in call_id:
             return _id_part(call_id)
@@ -70,11 +79,11 @@ class Converter:
             item = _id_part(f"fc_{item}")
         return f"{_id_part(call)}|{item}"
 
-    def convert(self, context: Context) -> list[dict[str, Any]]:
+    def convert(self, context: Context) -> list[JsonObject]:
         model = self.model
         compat = model.get("compat") or {}
         role = "developer" if model["reasoning"] and compat.get("supportsDeveloperRole") is not False else "system"
-        items: list[dict[str, Any]] = []
+        items: list[JsonObject] = []
         declarations = self.declarations
         if declarations is not None:
             items += declarations.leading(context.get("tools") or [])
@@ -83,11 +92,12 @@ class Converter:
         position = 0  # pi's message index: an empty user message or answer does not count
         for msg in context["messages"]:
             kind = msg["role"]
-            if kind == "user":
+            produced: list[JsonObject]
+            if msg["role"] == "user":
                 produced = self._user(msg)
-            elif kind == "assistant":
+            elif msg["role"] == "assistant":
                 produced = self._assistant(msg, position)
-            elif kind == "toolResult":
+            elif msg["role"] == "toolResult":
                 produced = [self._result(msg)]
             elif declarations is not None:
                 produced = declarations.system_message(msg, role, f"system:{position}")
@@ -99,45 +109,44 @@ class Converter:
             items.append(_configuration_update(self.effort))
         return items
 
-    def _user(self, msg: Any) -> list[dict[str, Any]]:
+    def _user(self, msg: UserMessage) -> list[JsonObject]:
         content = msg["content"]
         if isinstance(content, str):
             return [{"role": "user", "content": [{"type": "input_text", "text": content}]}]
-        parts = [
+        parts: list[JsonObject] = [
             {"type": "input_text", "text": b["text"]} if b["type"] == "text" else
             {"type": "input_image", "detail": "auto", "image_url": f"data:{b['mimeType']};base64,{b['data']}"}
             for b in content
         ]
         return [{"role": "user", "content": parts}] if parts else []
 
-    def _result(self, msg: Any) -> dict[str, Any]:
+    def _result(self, msg: ToolResultMessage) -> JsonObject:
         call_id = self.renamed.get(msg["toolCallId"], msg["toolCallId"]).split("|", 1)[0]
         kind = "custom_tool_call_output" if msg["toolName"] in self.grammar else "function_call_output"
         return {"type": kind, "call_id": call_id, "output": self._output(msg)}
 
-    def _assistant(self, msg: Any, index: int) -> list[dict[str, Any]]:
+    def _assistant(self, msg: AssistantMessage, index: int) -> list[JsonObject]:
         model = self.model
         same_api = msg["provider"] == model["provider"] and msg["api"] == model["api"]
         same_model = same_api and msg["model"] == model["id"]
-        out: list[dict[str, Any]] = []
+        out: list[JsonObject] = []
         texts = 0
         for block in msg["content"]:
-            kind = block["type"]
-            if kind == "thinking" and block.get("thinkingSignature"):
+            if block["type"] == "thinking" and block.get("thinkingSignature"):
                 try:
                     out.append(orjson.loads(block["thinkingSignature"]))
                 except orjson.JSONDecodeError:
                     continue  # not a reasoning item (e.g. written by a Chat Completions model)
-            elif kind == "text":
+            elif block["type"] == "text":
                 out.append(self._text_item(block, index, texts))
                 texts += 1
-            elif kind == "toolCall":
+            elif block["type"] == "toolCall":
                 out.append(self._call_item(block, msg, same_api, same_model))
         if out and self.effort is not None and same_model and msg.get("providerThinkingLevel") is not None:
             out.insert(0, _configuration_update(msg["providerThinkingLevel"]))
         return out
 
-    def _call_item(self, block: Any, msg: Any, same_api: bool, same_model: bool) -> dict[str, Any]:
+    def _call_item(self, block: ToolCall, msg: AssistantMessage, same_api: bool, same_model: bool) -> JsonObject:
         """A ``function_call``, or a ``custom_tool_call`` for a custom tool; an item id of the wrong
         kind (``fc_`` / ``ctc_``) or from another model of this API is left out."""
         call_id = block["id"]
@@ -147,7 +156,7 @@ class Converter:
                 self.renamed[block["id"]] = call_id
         call, _, item_id = call_id.partition("|")
         prop = self.grammar.get(block["name"])
-        item: dict[str, Any] = {"type": "function_call" if prop is None else "custom_tool_call"}
+        item: JsonObject = {"type": "function_call" if prop is None else "custom_tool_call"}
         if item_id.startswith("fc_" if prop is None else "ctc_") and (same_model or not same_api):
             item["id"] = item_id
         item.update(call_id=call, name=block["name"])
@@ -160,30 +169,30 @@ class Converter:
         return item
 
     @staticmethod
-    def _text_item(block: Any, index: int, nth: int) -> dict[str, Any]:
+    def _text_item(block: TextContent, index: int, nth: int) -> JsonObject:
         signature = _parse_text_signature(block.get("textSignature"))
         item_id = signature.get("id") or (f"msg_pi_{index}" if nth == 0 else f"msg_pi_{index}_{nth}")
         if len(item_id) > 64:
             item_id = f"msg_{short_hash(item_id)}"
-        item = {"type": "message", "role": "assistant",
+        item: JsonObject = {"type": "message", "role": "assistant",
                 "content": [{"type": "output_text", "text": block["text"], "annotations": []}],
                 "status": "completed", "id": item_id}
         if signature.get("phase"):
             item["phase"] = signature["phase"]
         return item
 
-    def _output(self, msg: Any) -> Any:
+    def _output(self, msg: ToolResultMessage) -> str | list[JsonObject]:
         text = "\n".join(b["text"] for b in msg["content"] if b["type"] == "text")
         images = [b for b in msg["content"] if b["type"] == "image"]
         if not images or "image" not in self.model["input"]:
             return text if text.strip() else "(see attached image)" if images else "(no tool output)"
-        parts: list[dict[str, Any]] = [{"type": "input_text", "text": text}] if text.strip() else []
+        parts: list[JsonObject] = [{"type": "input_text", "text": text}] if text.strip() else []
         parts += [{"type": "input_image", "detail": "auto", "image_url": f"data:{b['mimeType']};base64,{b['data']}"}
                   for b in images]
         return parts
 
 
-def _configuration_update(effort: str) -> dict[str, Any]:
+def _configuration_update(effort: str) -> JsonObject:
     return {"type": "configuration_update", "reasoning": {"effort": effort}}
 
 
@@ -202,10 +211,9 @@ def _parse_text_signature(signature: str | None) -> dict[str, str]:
     return {"id": signature}
 
 
-def convert_input(model: Model, context: Context, grammar: Mapping[str, str] | None = None) -> list[Any]:
+def convert_input(model: Model, context: Context, grammar: Mapping[str, str] | None = None) -> list[JsonObject]:
     """The Responses ``input`` items of a conversation."""
-    items: list[Any] = Converter(model, grammar=grammar).convert(context)
-    return items
+    return Converter(model, grammar=grammar).convert(context)
 
 
 def custom_tools(model: Model, context: Context) -> dict[str, str]:
@@ -230,7 +238,7 @@ def update_effort(model: Model, level: str, api_key: str | None) -> str | None:
 
 
 def build_request(model: Model, context: Context, options: StreamOptions, grammar: Mapping[str, str] | None = None,
-                  azure: bool = False) -> dict[str, Any]:
+                  azure: bool = False) -> JsonObject:
     """The JSON body of one ``/responses`` request (``grammar``: ``custom_tools``, computed when not given).
 
     ``azure``: pi's Azure dialect, where a model that does not set ``supportsStrictMode`` supports it,
@@ -248,7 +256,7 @@ def build_request(model: Model, context: Context, options: StreamOptions, gramma
     declarations = declarations_for(model, context, tool_format)
     grammar = custom_tools(model, context) if grammar is None else grammar
     converter = Converter(model, declarations, effort, grammar)
-    body: dict[str, Any] = {"model": model["id"], "input": converter.convert(context), "stream": True}
+    body: JsonObject = {"model": model["id"], "input": converter.convert(context), "stream": True}
     if options.session_id and (retention != "none" or azure) and compat.get("promptCacheKeyMode") != "disabled":
         body["prompt_cache_key"] = options.session_id[:64]
     if long and not explicit_cache:
@@ -268,7 +276,7 @@ def build_request(model: Model, context: Context, options: StreamOptions, gramma
     return body
 
 
-def _reasoning_fields(body: dict[str, Any], model: Model, level: str, effort: str | None) -> None:
+def _reasoning_fields(body: JsonObject, model: Model, level: str, effort: str | None) -> None:
     mapping = model.get("thinkingLevelMap") or {}
     if level != "off":
         chosen = UPDATE_REQUEST_EFFORT if effort is not None else mapping.get(level) or level
@@ -526,7 +534,7 @@ def _failure_text(response: dict[str, Any]) -> str:
     return f"incomplete: {reason}" if reason else "Unknown error (no error details in response)"
 
 
-def _error_text(model: Model) -> Any:
+def _error_text(model: Model) -> object:
     prefix = "OpenAI API error" if model["provider"] == "openai" else f"{model['provider']} API error"
     return lambda status, text: openai_error_text(status, text, prefix)
 

@@ -12,15 +12,17 @@ from typing import Any
 
 import orjson
 
+from pi_coding_agent.ai.types import JsonObject
+
 _CLOSERS = {"{": "}", "[": "]"}
 
 
-def parse_arguments(text: str) -> dict[str, Any]:
+def parse_arguments(text: str) -> JsonObject:
     """The argument object in ``text``; an unfinished object is closed first, garbage gives ``{}``."""
     return repair_arguments(text)[0]
 
 
-def repair_arguments(text: str) -> tuple[dict[str, Any], bool]:
+def repair_arguments(text: str) -> tuple[JsonObject, bool]:
     """``(arguments, complete)``: ``complete`` is False when the text had to be repaired or was garbage."""
     if not text.strip():
         return {}, True

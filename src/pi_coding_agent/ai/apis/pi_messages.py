@@ -20,7 +20,7 @@ from pi_coding_agent.ai.apis.accumulate import append_text
 from pi_coding_agent.ai.apis.partial_json import loads, parse_arguments
 from pi_coding_agent.ai.stream import ProviderError, StreamOptions
 from pi_coding_agent.ai.transport.http import sse_events
-from pi_coding_agent.ai.types import AssistantMessage, Context, Model
+from pi_coding_agent.ai.types import AssistantMessage, Context, JsonObject, Model
 
 BLOCKS = {"text": ("text", "text"), "thinking": ("thinking", "thinking")}
 
@@ -39,8 +39,8 @@ def error_text(status: int, body_text: str) -> str:
     return f"{status}: {message}{code}"
 
 
-def build_request(model: Model, context: Context, options: StreamOptions) -> dict[str, Any]:
-    settings: dict[str, Any] = {}
+def build_request(model: Model, context: Context, options: StreamOptions) -> JsonObject:
+    settings: JsonObject = {}
     if options.temperature is not None:
         settings["temperature"] = options.temperature
     if options.max_tokens is not None:

@@ -19,13 +19,13 @@ The wording of the notices is pi's: the model reads the same request.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from pi_coding_agent.ai import tool_changes
 from pi_coding_agent.ai.apis.grammar_tools import resolve_grammar
 from pi_coding_agent.ai.apis.short_hash import short_hash
 from pi_coding_agent.ai.apis.strict_schema import declared_schema
-from pi_coding_agent.ai.types import Context, Model, Tool
+from pi_coding_agent.ai.types import Context, JsonObject, Model, SystemMessage, Tool
 
 INCREMENTAL_NOTICE = (
     "This is an incremental tools update. Previously declared tools remain available unless explicitly "
@@ -42,19 +42,19 @@ def tool_support(model: Model) -> str:
     return "additions" if compat.get("supportsToolSearch") else "none"
 
 
-def convert_tools(tools: list[Any], supports_strict: bool, default_strict: bool | None, grammar: bool = False,
-                  deferred: bool = False) -> list[dict[str, Any]]:
+def convert_tools(tools: list[Tool], supports_strict: bool, default_strict: bool | None, grammar: bool = False,
+                  deferred: bool = False) -> list[JsonObject]:
     """Function tools, or custom ones for tools with a grammar where the model takes them (``grammar``).
 
     A tool asking for JSON-schema constrained sampling goes strict where it can; ``strict`` is
     written only for hosts that take it, with ``default_strict`` for the other tools (the OpenAI
     API says false, Codex null). ``deferred`` marks the tools of a tool search result.
     """
-    out: list[dict[str, Any]] = []
+    out: list[JsonObject] = []
     for tool in tools:
         found = resolve_grammar(tool, grammar)
         if found is not None:
-            item: dict[str, Any] = {"type": "custom", "name": tool["name"], "description": tool["description"],
+            item: JsonObject = {"type": "custom", "name": tool["name"], "description": tool["description"],
                                     "format": {"type": "grammar", "syntax": found.syntax,
                                                "definition": found.definition}}
             if deferred:
@@ -79,7 +79,7 @@ class ToolFormat:
     default_strict: bool | None
     grammar: bool = False
 
-    def convert(self, tools: list[Any], deferred: bool = False) -> list[dict[str, Any]]:
+    def convert(self, tools: list[Tool], deferred: bool = False) -> list[JsonObject]:
         return convert_tools(tools, self.supports_strict, self.default_strict, self.grammar, deferred)
 
 
@@ -88,10 +88,10 @@ class Declarations(Protocol):
 
     top_level: list[Tool]
 
-    def leading(self, tools: list[Tool]) -> list[dict[str, Any]]:
+    def leading(self, tools: list[Tool]) -> list[JsonObject]:
         """Items before the leading prompt, for its tools."""
 
-    def system_message(self, message: Any, role: str, seed: str) -> list[dict[str, Any]]:
+    def system_message(self, message: SystemMessage, role: str, seed: str) -> list[JsonObject]:
         """A later system message's items; ``seed`` names its position (``system:<n>``)."""
 
 
@@ -104,16 +104,16 @@ class InputDeclarations:
         self.declared = False
         self.unavailable: dict[str, None] = {}  # removed and not declared again (insertion-ordered)
 
-    def leading(self, tools: list[Tool]) -> list[dict[str, Any]]:
+    def leading(self, tools: list[Tool]) -> list[JsonObject]:
         return self.added(tools)
 
-    def added(self, tools: list[Tool], role: str = "developer") -> list[dict[str, Any]]:
+    def added(self, tools: list[Tool], role: str = "developer") -> list[JsonObject]:
         """An ``additional_tools`` item for ``tools``, after the incremental notice unless it is the first."""
         for tool in tools:
             self.unavailable.pop(tool["name"], None)
         if not tools:
             return []
-        items: list[dict[str, Any]] = []
+        items: list[JsonObject] = []
         if self.declared:
             notice = INCREMENTAL_NOTICE
             if self.unavailable:
@@ -123,7 +123,7 @@ class InputDeclarations:
         items.append({"type": "additional_tools", "role": "developer", "tools": self.format.convert(tools)})
         return items
 
-    def system_message(self, message: Any, role: str, seed: str) -> list[dict[str, Any]]:
+    def system_message(self, message: SystemMessage, role: str, seed: str) -> list[JsonObject]:
         """Its additions, then its text with the true removals announced."""
         added = message.get("toolsAdded") or []
         items = self.added(added, role)
@@ -148,10 +148,10 @@ class TranscriptDeclarations:
         self.top_level, self.folded = tool_changes.plan(context, support)
         self.index = 0  # of the system message in hand; the leading prompt is 0
 
-    def leading(self, tools: list[Tool]) -> list[dict[str, Any]]:
+    def leading(self, tools: list[Tool]) -> list[JsonObject]:
         return []
 
-    def system_message(self, message: Any, role: str, seed: str) -> list[dict[str, Any]]:
+    def system_message(self, message: SystemMessage, role: str, seed: str) -> list[JsonObject]:
         self.index += 1
         added = message.get("toolsAdded") or []
         items = self.search_result(added, seed) if added and self.index >= self.folded else []
@@ -159,11 +159,11 @@ class TranscriptDeclarations:
             items.append({"role": role, "content": message["content"]})
         return items
 
-    def search_result(self, tools: list[Tool], seed: str) -> list[dict[str, Any]]:
+    def search_result(self, tools: list[Tool], seed: str) -> list[JsonObject]:
         """The tool search pi replays for tools loaded at ``seed``."""
         names = [tool["name"] for tool in tools]
         call_id = f"pi_tool_load_{short_hash(seed + ':' + ','.join(names))}"
-        search = {"type": "tool_search_call", "call_id": call_id, "execution": "client", "status": "completed",
+        search: JsonObject = {"type": "tool_search_call", "call_id": call_id, "execution": "client", "status": "completed",
                   "arguments": {"query": " ".join(names), "limit": len(names)}}
         return [search, {"type": "tool_search_output", "call_id": call_id, "execution": "client",
                          "status": "completed", "tools": self.format.convert(tools, deferred=True)}]

@@ -10,10 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from pi_coding_agent.ai.thinking import clamp_thinking_level
-from pi_coding_agent.ai.types import Model
+from pi_coding_agent.ai.types import JsonObject, Model
 
 
-def sampling_params(model: Model, thinking_level: str) -> dict[str, Any]:
+def sampling_params(model: Model, thinking_level: str) -> JsonObject:
     """The extra body fields for a request at ``thinking_level`` (empty when none are configured)."""
     by_level: Any = model.get("samplingParamsByThinkingLevel") or {}
     level_params = by_level.get(clamp_thinking_level(model, thinking_level)) or {}

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pi_coding_agent.ai.apis.diagnostics import append_diagnostic
-from pi_coding_agent.ai.types import Tool, now_ms
+from pi_coding_agent.ai.types import JsonObject, Tool, now_ms
 
 UNSUPPORTED_KEYS = ("$ref", "$defs", "definitions", "allOf", "oneOf", "patternProperties", "dependentSchemas",
                     "dependencies", "unevaluatedProperties", "propertyNames", "contains", "prefixItems", "not",
@@ -58,7 +58,7 @@ def _allows_null(schema: Any) -> bool:
     return isinstance(schema.get("anyOf"), list) and any(_allows_null(v) for v in schema["anyOf"])
 
 
-def _strict_object(schema: dict[str, Any], refused: Refused) -> None:
+def _strict_object(schema: JsonObject, refused: Refused) -> None:
     if schema.get("additionalProperties", False) is not False:
         raise UnsupportedStrictSchema("schema-valued or true additionalProperties is unsupported")
     properties = schema.get("properties", {})
@@ -107,7 +107,7 @@ def _strict_node(schema: Any, refused: Refused = None) -> None:
         _strict_object(schema, refused)
 
 
-def make_strict(schema: Any, refused: Refused = None) -> dict[str, Any]:
+def make_strict(schema: Any, refused: Refused = None) -> JsonObject:
     """A strict copy of an object schema (``schema`` itself is left as it was)."""
     if not isinstance(schema, dict) or schema.get("type") != "object":
         raise UnsupportedStrictSchema("root schema must have type object")
@@ -140,7 +140,7 @@ def strict_for(tool: Tool, supports_strict: bool, refused: Refused = None) -> bo
     return False
 
 
-def declared_schema(tool: Tool, supports_strict: bool, refused: Refused = None) -> tuple[dict[str, Any], bool]:
+def declared_schema(tool: Tool, supports_strict: bool, refused: Refused = None) -> tuple[JsonObject, bool]:
     """The parameters to send for ``tool`` and whether they are strict (rewritten) ones."""
     if strict_for(tool, supports_strict, refused):
         return make_strict(tool["parameters"], refused), True

@@ -7,13 +7,12 @@ result with ``stopReason: "error"`` (or ``"aborted"``) and ``errorMessage``.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
 
 from pi_coding_agent.ai.nonchat.requests import abortable, error_result
 from pi_coding_agent.ai.stream import StreamOptions
-from pi_coding_agent.ai.types import Model
+from pi_coding_agent.ai.types import JsonObject, Model
 
-Classifier = Callable[[Model, dict[str, Any], StreamOptions], Awaitable[dict[str, Any]]]
+Classifier = Callable[[Model, JsonObject, StreamOptions], Awaitable[JsonObject]]
 
 
 def _implementation(api: str) -> Classifier | None:
@@ -37,7 +36,7 @@ def _implementation(api: str) -> Classifier | None:
     return None
 
 
-def refusal(model: Model, context: Mapping[str, Any]) -> str | None:
+def refusal(model: Model, context: Mapping[str, object]) -> str | None:
     """Why the call cannot be made at all (checked before credentials are looked up, as in pi)."""
     if model.get("type") != "classifier":
         return f"Model {model['provider']}/{model['id']} is not a classifier model"
@@ -46,7 +45,7 @@ def refusal(model: Model, context: Mapping[str, Any]) -> str | None:
     return None
 
 
-async def classify(model: Model, context: Mapping[str, Any], options: StreamOptions) -> dict[str, Any]:
+async def classify(model: Model, context: Mapping[str, object], options: StreamOptions) -> JsonObject:
     """Answer ``context["questions"]`` about ``context["state"]`` (and ``context["images"]``)."""
     problem = refusal(model, context)
     if problem is not None:

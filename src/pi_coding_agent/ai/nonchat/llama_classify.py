@@ -129,7 +129,7 @@ def answer_from(question: dict[str, Any], keys: list[str], probabilities: list[f
             "confidence": confidence}
 
 
-async def _post(request: _Request, path: str, body: dict[str, Any], observe: bool) -> Any:
+async def _post(request: _Request, path: str, body: dict[str, Any], observe: bool) -> object:
     """One server call; only ``/completion`` passes the payload and response hooks (``observe``)."""
     from dataclasses import replace
 
@@ -214,7 +214,7 @@ async def _logprobs(request: _Request, prompt: str, tokens: list[int], depth: in
     return [by_token.get(token) for token in tokens]
 
 
-async def _classify_question(request: _Request, context: dict[str, Any], qid: str, temperature: float) -> Any:
+async def _classify_question(request: _Request, context: dict[str, Any], qid: str, temperature: float) -> object:
     content, labels, keys = render_question(context, qid)
     tokens, prompt = await asyncio.gather(label_tokens(request, labels), _prompt(request, content))
     depths = [max(MIN_READOUT_DEPTH, READOUT_DEPTH_PER_LABEL * len(tokens)), *READOUT_ESCALATION]

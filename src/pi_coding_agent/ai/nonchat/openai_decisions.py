@@ -45,7 +45,7 @@ def wire_question(name: str, question: dict[str, Any]) -> dict[str, Any]:
     return {"type": "predicate", "name": name, "instructions": _predicate_instructions(question)}
 
 
-def wire_input(context: dict[str, Any]) -> Any:
+def wire_input(context: dict[str, Any]) -> object:
     state = orjson.dumps(context["state"]).decode()
     images = context.get("images") or []
     if not images:

@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 from pi_coding_agent.ai.stream import ProviderError, StreamOptions
-from pi_coding_agent.ai.types import Model
+from pi_coding_agent.ai.types import JsonObject, Model
 
 DEFAULT_MAX_RETRIES = 2  # pi's classifier requests retry twice unless the caller says otherwise
 MAX_ERROR_BODY_CHARS = 4000
@@ -40,21 +40,21 @@ def required_number(label: str, value: Any, field: str) -> float:
     return value
 
 
-def result_of(model: Model, outputs: str = "answers") -> dict[str, Any]:
+def result_of(model: Model, outputs: str = "answers") -> JsonObject:
     """A result as an API call starts it (``usage`` and ``errorMessage`` are added after ``timestamp``);
     ``outputs`` names the list or map of what the model produced."""
     return {"api": model["api"], "provider": model["provider"], "model": model["id"],
             outputs: {} if outputs == "answers" else [], "stopReason": "stop", "timestamp": int(time.time() * 1000)}
 
 
-def error_result(model: Model, message: str, aborted: bool = False, outputs: str = "answers") -> dict[str, Any]:
+def error_result(model: Model, message: str, aborted: bool = False, outputs: str = "answers") -> JsonObject:
     """A call refused before any request (wrong model type, no credentials): pi orders it differently."""
     out = result_of(model, outputs)
     stamp = out.pop("timestamp")
     return {**out, "stopReason": "aborted" if aborted else "error", "errorMessage": message, "timestamp": stamp}
 
 
-def fail(output: dict[str, Any], error: BaseException, options: StreamOptions) -> dict[str, Any]:
+def fail(output: JsonObject, error: BaseException, options: StreamOptions) -> JsonObject:
     """``output`` ended by ``error`` during the call."""
     output["stopReason"] = "aborted" if options.signal is not None and options.signal.aborted else "error"
     output["errorMessage"] = failure_text(error)
@@ -101,7 +101,7 @@ def _token_count(value: Any) -> int:
     return value if isinstance(value, int | float) and not isinstance(value, bool) and value > 0 else 0  # type: ignore[return-value]
 
 
-def parse_usage(value: Any, model: Model) -> dict[str, Any] | None:
+def parse_usage(value: Any, model: Model) -> JsonObject | None:
     """Usage from ``{input_tokens, output_tokens}``, priced like chat usage; a missing or malformed
     object leaves the result without usage rather than failing it."""
     from pi_coding_agent.ai.cost import apply_cost
@@ -116,8 +116,8 @@ def parse_usage(value: Any, model: Model) -> dict[str, Any] | None:
     return dict(usage)
 
 
-async def abortable(call: Awaitable[dict[str, Any]], options: StreamOptions,
-                    aborted: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+async def abortable(call: Awaitable[JsonObject], options: StreamOptions,
+                    aborted: Callable[[], JsonObject]) -> JsonObject:
     """Run ``call``, cancelled when ``options.signal`` fires; a cancelled call gives ``aborted()``."""
     signal = options.signal
     task = asyncio.ensure_future(call)

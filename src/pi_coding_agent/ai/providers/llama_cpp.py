@@ -71,7 +71,7 @@ class LlamaClient:
     def __repr__(self) -> str:
         return f"LlamaClient({self.url!r})"
 
-    def request(self, path: str, body: Any = None, timeout_s: float = REQUEST_TIMEOUT_S) -> Any:
+    def request(self, path: str, body: Any = None, timeout_s: float = REQUEST_TIMEOUT_S) -> object:
         import urllib.error
         import urllib.request
 

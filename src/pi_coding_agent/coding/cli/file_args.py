@@ -12,8 +12,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.tools.images import SNIFF_BYTES, ImagePolicy, process_image, sniff_image_mime
 from pi_coding_agent.coding.tools.paths import node_error_message, resolve_read_path
 
@@ -27,7 +27,7 @@ class FileInput:
     """The text blocks and image attachments of every ``@path``, in argument order."""
 
     text: str = ""
-    images: list[dict[str, Any]] = field(default_factory=list)
+    images: list[JsonObject] = field(default_factory=list)
 
     def first_messages(self, messages: list[str]) -> list[str]:
         """``messages`` with the file blocks in front of the first one (or as the only one)."""

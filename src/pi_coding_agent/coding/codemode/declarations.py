@@ -46,7 +46,7 @@ def _union(types: list[str]) -> str:
     return " | ".join(unique) if unique else "never"
 
 
-def resolve_ref(ref: str, root: Any) -> Any:
+def resolve_ref(ref: str, root: Any) -> object:
     """The subschema a local ``$ref`` names in ``root``; None for remote or dangling references."""
     if ref != "#" and not ref.startswith("#/"):
         return None
@@ -226,7 +226,7 @@ def _fields(schema: Any, root: Any, depth: int) -> str | None:
     return "{ " + ", ".join(parts) + " }"
 
 
-def _follow(schema: Any, root: Any) -> Any:
+def _follow(schema: Any, root: Any) -> object:
     seen: set[int] = set()
     while isinstance(schema, dict) and isinstance(schema.get("$ref"), str) and id(schema) not in seen:
         target = resolve_ref(schema["$ref"], root)

@@ -17,12 +17,13 @@ from typing import Any, Protocol
 from pi_coding_agent.agent.tool import AgentTool, ToolResult
 from pi_coding_agent.ai.abort import AbortSignal
 from pi_coding_agent.ai.stream import StreamOptions
+from pi_coding_agent.ai.types import JsonObject
 
 STORE_ENTRY_TYPE = "codemode-store"
 BUILTIN_NAMESPACE = None  # built-in and plain extension tools are listed before any namespace
 
 # Output schemas of the built-in tools whose script results are structured (as pi declares them).
-BASH_OUTPUT_SCHEMA: dict[str, Any] = {
+BASH_OUTPUT_SCHEMA: JsonObject = {
     "type": "object",
     "properties": {
         "output": {"type": "string", "description": "Combined stdout and stderr, possibly truncated"},
@@ -33,7 +34,7 @@ BASH_OUTPUT_SCHEMA: dict[str, Any] = {
     },
     "required": ["output", "truncated", "exit_code", "wall_time_seconds"],
 }
-READ_OUTPUT_SCHEMA: dict[str, Any] = {"anyOf": [
+READ_OUTPUT_SCHEMA: JsonObject = {"anyOf": [
     {"type": "string"},
     {"type": "object", "properties": {"type": {"const": "image"}, "data": {"type": "string"},
                                       "mimeType": {"type": "string"}, "note": {"type": "string"}},
@@ -58,8 +59,8 @@ class CatalogTool:
 
     name: str
     description: str
-    parameters: dict[str, Any]
-    output_schema: dict[str, Any] | None = None
+    parameters: JsonObject
+    output_schema: JsonObject | None = None
     namespace: Namespace | None = None
     exposure: str = "direct"  # "direct", "codemode", "deferred" (pi's MCP exposures)
     guidelines: list[str] = field(default_factory=list)
@@ -83,7 +84,7 @@ class CodemodeHost(Protocol):
         """Run one call through the agent's tool pipeline, with its own events."""
         ...
 
-    def branch_entries(self) -> list[dict[str, Any]]:
+    def branch_entries(self) -> list[JsonObject]:
         """Entries from the root to the current leaf (for ``load()``)."""
         ...
 
@@ -95,18 +96,18 @@ class CodemodeHost(Protocol):
         """A custom entry on the branch, announced as ``entry_appended``."""
         ...
 
-    def models_of_type(self, kind: str, provider: str | None) -> list[dict[str, Any]]:
+    def models_of_type(self, kind: str, provider: str | None) -> list[JsonObject]:
         """Every known model of a type (``chat``, ``classifier``, ``image``)."""
         ...
 
-    def available_of_type(self, kind: str, provider: str | None) -> list[dict[str, Any]]:
+    def available_of_type(self, kind: str, provider: str | None) -> list[JsonObject]:
         """Models of a type whose provider has working credentials."""
         ...
 
-    def find_of_type(self, kind: str, provider: str, model_id: str) -> dict[str, Any] | None: ...
+    def find_of_type(self, kind: str, provider: str, model_id: str) -> JsonObject | None: ...
 
-    async def run_model(self, kind: str, model: dict[str, Any], context: dict[str, Any],
-                        signal: AbortSignal) -> dict[str, Any]:
+    async def run_model(self, kind: str, model: JsonObject, context: JsonObject,
+                        signal: AbortSignal) -> JsonObject:
         """Classify or generate images with the session's credentials; failures are results."""
         ...
 
@@ -186,7 +187,7 @@ class SessionCodemodeHost:
         async with _exclusive_lock(self.rt):  # tools that must run alone take turns, as direct calls do
             return InnerOutcome(call_id, await executor.run_nested(call, parent_id))  # type: ignore[arg-type]
 
-    def branch_entries(self) -> list[dict[str, Any]]:
+    def branch_entries(self) -> list[JsonObject]:
         return list(self.rt.session_manager.get_branch())
 
     async def wait_for_reach(self, reach: str | list[str]) -> None:
@@ -197,20 +198,20 @@ class SessionCodemodeHost:
         entry = self.rt.session_manager.append_custom(custom_type, data)
         await self.rt.agent._emit({"type": "entry_appended", "entry": entry})
 
-    def models_of_type(self, kind: str, provider: str | None) -> list[dict[str, Any]]:
+    def models_of_type(self, kind: str, provider: str | None) -> list[JsonObject]:
         return [dict(m) for m in self.rt.registry.models_of_type(kind, provider)]
 
-    def available_of_type(self, kind: str, provider: str | None) -> list[dict[str, Any]]:
+    def available_of_type(self, kind: str, provider: str | None) -> list[JsonObject]:
         if kind == "chat":  # as get_available_models lists them (an --api-key provider included)
             return [dict(m) for m in self.rt.available_models() if provider is None or m["provider"] == provider]
         return [dict(m) for m in self.rt.registry.available_of_type(kind, provider, self.rt.has_auth)]
 
-    def find_of_type(self, kind: str, provider: str, model_id: str) -> dict[str, Any] | None:
+    def find_of_type(self, kind: str, provider: str, model_id: str) -> JsonObject | None:
         found = self.rt.registry.find_of_type(kind, provider, model_id)
         return None if found is None else dict(found)
 
-    async def run_model(self, kind: str, model: dict[str, Any], context: dict[str, Any],
-                        signal: AbortSignal) -> dict[str, Any]:
+    async def run_model(self, kind: str, model: JsonObject, context: JsonObject,
+                        signal: AbortSignal) -> JsonObject:
         from pi_coding_agent.coding.codemode.nonchat_calls import run_nonchat_model
 
         return await run_nonchat_model(self.rt, kind, model, context, signal)

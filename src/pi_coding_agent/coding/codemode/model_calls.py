@@ -154,7 +154,7 @@ class ModelCalls:
         self.slots = asyncio.Semaphore(MAX_CONCURRENT_MODEL_CALLS)
 
     def executor(self, name: str, kind: str) -> Executor:
-        async def run(args: list[Any], signal: AbortSignal) -> Any:
+        async def run(args: list[Any], signal: AbortSignal) -> object:
             model, context = ([*args, None, None])[:2]
             resolved = self._resolve(name, kind, model)
             problem_of, shape, section = _CHECKS[kind]

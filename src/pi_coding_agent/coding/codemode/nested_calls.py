@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from pi_coding_agent.ai.types import JsonObject
+
 ERROR_PREVIEW = 500
 
 
@@ -22,15 +24,15 @@ class NestedCalls:
     MAX_ARGS_TOTAL = 32 * 1024
 
     def __init__(self) -> None:
-        self.calls: list[dict[str, Any]] = []
+        self.calls: list[JsonObject] = []
         self.complete = True
         self.argument_bytes = 0
 
-    def start(self, call_id: str, name: str, args: Any) -> dict[str, Any] | None:
+    def start(self, call_id: str, name: str, args: Any) -> JsonObject | None:
         if len(self.calls) >= self.MAX_CALLS:
             self.complete = False
             return None
-        record: dict[str, Any] = {"id": call_id, "name": name, "status": "unfinished"}
+        record: JsonObject = {"id": call_id, "name": name, "status": "unfinished"}
         size = len(json.dumps({} if args is None else args, ensure_ascii=False, separators=(",", ":")).encode())
         if size > self.MAX_ARGS_PER_CALL or self.argument_bytes + size > self.MAX_ARGS_TOTAL:
             record["argumentsBytes"] = size
@@ -41,7 +43,7 @@ class NestedCalls:
         self.calls.append(record)
         return record
 
-    def finish(self, record: dict[str, Any] | None, is_error: bool, text: str, duration_ms: float) -> None:
+    def finish(self, record: JsonObject | None, is_error: bool, text: str, duration_ms: float) -> None:
         if record is None:
             return
         record["status"] = "error" if is_error else "ok"
@@ -49,7 +51,7 @@ class NestedCalls:
         if is_error and text:
             record["error"] = text[:ERROR_PREVIEW]
 
-    def snapshot(self) -> dict[str, Any] | None:
+    def snapshot(self) -> JsonObject | None:
         if not self.calls and self.complete:
             return None
         calls = [dict(c) for c in self.calls]

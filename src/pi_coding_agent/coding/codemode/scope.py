@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from pi_coding_agent.ai.abort import AbortSignal
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.codemode.declarations import to_identifier
 from pi_coding_agent.coding.codemode.host import CatalogTool, CodemodeHost, Namespace
 from pi_coding_agent.coding.codemode.model_calls import MODEL_TYPES, CallRows, ModelCalls, describe_value
@@ -44,7 +45,7 @@ def _provider(value: Any) -> str | None:
     return value
 
 
-def _info(model: dict[str, Any]) -> dict[str, Any]:
+def _info(model: JsonObject) -> JsonObject:
     """A catalog entry for scripts; ``headers`` may carry credentials and is dropped."""
     return {k: v for k, v in model.items() if k != "headers"}
 
@@ -58,7 +59,7 @@ class _Globals:
     def _entry(self, name: str) -> dict[str, str]:
         return {"name": to_identifier(name), "description": self.samples.get(name, "")}
 
-    async def search_tools(self, args: list[Any], _signal: AbortSignal) -> Any:
+    async def search_tools(self, args: list[object], _signal: AbortSignal) -> object:
         query, options = ([*args, None, None])[:2]
         if not isinstance(query, str):
             raise ValueError("searchTools() expects a query string")
@@ -82,14 +83,14 @@ class _Globals:
             documents.append(SearchDocument(tool.name, " ".join(p for p in parts if p.strip()), ns_text))
         return [self._entry(name) for name in rank(query, documents, limit)]
 
-    async def describe_tool(self, args: list[Any], _signal: AbortSignal) -> Any:
+    async def describe_tool(self, args: list[object], _signal: AbortSignal) -> object:
         name = args[0] if args else None
         if not isinstance(name, str):
             raise ValueError("describeTool() expects a tool name")
         tool = next((t for t in self.tools if t.name == name or to_identifier(t.name) == name), None)
         return None if tool is None else self.samples.get(tool.name)
 
-    async def describe_namespace(self, args: list[Any], _signal: AbortSignal) -> Any:
+    async def describe_namespace(self, args: list[object], _signal: AbortSignal) -> object:
         name = args[0] if args else None
         if not isinstance(name, str):
             raise ValueError("describeNamespace() expects a namespace name")
@@ -102,7 +103,7 @@ class _Globals:
             names.append(to_identifier(tool.name))
         if found is None:
             return None
-        out: dict[str, Any] = {"name": found.name}
+        out: JsonObject = {"name": found.name}
         if found.description:
             out["description"] = found.description
         if found.instructions:
@@ -110,15 +111,15 @@ class _Globals:
         out["tools"] = names
         return out
 
-    async def models_of_type(self, args: list[Any], _signal: AbortSignal) -> Any:
+    async def models_of_type(self, args: list[object], _signal: AbortSignal) -> object:
         kind, provider = ([*args, None, None])[:2]
         return [_info(m) for m in self.host.models_of_type(_model_type(kind), _provider(provider))]
 
-    async def available_of_type(self, args: list[Any], _signal: AbortSignal) -> Any:
+    async def available_of_type(self, args: list[object], _signal: AbortSignal) -> object:
         kind, provider = ([*args, None, None])[:2]
         return [_info(m) for m in self.host.available_of_type(_model_type(kind), _provider(provider))]
 
-    async def model_of_type(self, args: list[Any], _signal: AbortSignal) -> Any:
+    async def model_of_type(self, args: list[object], _signal: AbortSignal) -> object:
         kind, provider, model_id = ([*args, None, None, None])[:3]
         if not isinstance(provider, str) or not isinstance(model_id, str):
             shown = ", ".join(describe_value(a) for a in args)

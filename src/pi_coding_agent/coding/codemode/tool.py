@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pi_coding_agent.agent.tool import AgentTool, ToolResult, UpdateCallback
 from pi_coding_agent.ai.abort import AbortSignal
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.codemode.activation import NAME
 
 if TYPE_CHECKING:
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
 
 DEFAULT_INLINE_BUDGET = 3000
 _CHARS_PER_TOKEN = 4
-PARAMETERS: dict[str, Any] = {
+PARAMETERS: JsonObject = {
     "type": "object",
     "properties": {"code": {"type": "string", "description": "Raw JavaScript source."}},
     "required": ["code"],
@@ -168,7 +169,7 @@ def presented_declarations(tools: list[Any], settings: Settings) -> list[Any]:
     return declarations
 
 
-GRAMMAR_SAMPLING: dict[str, Any] = {"type": "grammar", "variants": {"openai_lark": GRAMMAR}}
+GRAMMAR_SAMPLING: JsonObject = {"type": "grammar", "variants": {"openai_lark": GRAMMAR}}
 
 
 def session_codemode_tool(runtime: Callable[[], SessionRuntimeView], processes: ProcessRegistry) -> CodemodeTool:
@@ -215,10 +216,10 @@ class CodemodeTool(AgentTool):
     def description(self, text: str) -> None:
         self._description = text  # an owner (SDK, extension) may pin a description
 
-    def prepare_arguments(self, args: Any) -> Any:
+    def prepare_arguments(self, args: Any) -> object:
         return args
 
-    async def execute(self, tool_call_id: str, params: dict[str, Any], signal: AbortSignal,
+    async def execute(self, tool_call_id: str, params: JsonObject, signal: AbortSignal,
                       on_update: UpdateCallback) -> ToolResult:
         from pi_coding_agent.coding.codemode.script_run import run_script  # the runner loads on first use
 

@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from pi_coding_agent.ai.auth.keys import AuthStorage
+from pi_coding_agent.ai.types import JsonObject
 
 if TYPE_CHECKING:
     from pi_coding_agent.ai.auth.keys import KeySource
@@ -50,7 +51,7 @@ class DialogLoginUI:
             raise LoginCancelled("Login cancelled")
         return str(value)
 
-    def notify(self, event: dict[str, Any]) -> None:
+    def notify(self, event: JsonObject) -> None:
         kind = event.get("type")
         if kind == "auth_url":
             text = f"Open this URL to sign in:\n{event['url']}"
@@ -83,7 +84,7 @@ def title(provider: str) -> str:
 
 
 async def _credential(provider: str, spec: OAuthProvider | None, dialogs: DialogLoginUI,
-                      settings: Settings | None, source: KeySource | None) -> dict[str, Any]:
+                      settings: Settings | None, source: KeySource | None) -> JsonObject:
     from pi_coding_agent.ai.auth.oauth.http import OAuthError
     from pi_coding_agent.ai.auth.oauth.login import login
 

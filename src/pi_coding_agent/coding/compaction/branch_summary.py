@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from pi_coding_agent.ai.abort import AbortSignal
-from pi_coding_agent.ai.types import Model
+from pi_coding_agent.ai.types import JsonObject, Model
 from pi_coding_agent.coding.compaction.prepare import FileOps
 from pi_coding_agent.coding.compaction.summarize import (
     EventSink,
@@ -130,7 +130,7 @@ async def summarize_branch(
     on_event: EventSink | None, *, thinking_level: str = "off", retry: RetrySettings | None = None,
     reserve_tokens: int = DEFAULT_RESERVE_TOKENS, custom_instructions: str | None = None,
     replace_instructions: bool = False, thinking_budgets: dict[str, int] | None = None,
-) -> tuple[str, dict[str, Any] | None, dict[str, Any] | None]:
+) -> tuple[str, JsonObject | None, JsonObject | None]:
     """(summary, details ``{readFiles, modifiedFiles}``, usage) of an abandoned branch.
 
     Raises ``CompactionError`` with ``Branch summarization …`` texts on failure and

@@ -22,7 +22,7 @@ from pi_coding_agent.coding.compaction.tokens import (
     sum_tokens,
     usage_tokens,
 )
-from pi_coding_agent.coding.events import Message
+from pi_coding_agent.coding.events import AgentEvent, CompactionEndEvent, Message
 from pi_coding_agent.coding.session.entries import Entry
 
 if TYPE_CHECKING:
@@ -77,11 +77,11 @@ class CompactionController:
     def _agent(self) -> Agent:
         return self.runtime.agent
 
-    def _on_event(self, event: dict[str, Any]) -> None:
+    def _on_event(self, event: AgentEvent) -> None:
         """One compact-and-retry per user message: a new user message or a good reply re-arms it."""
-        etype = event["type"]
-        if etype not in ("message_start", "message_end"):
+        if event["type"] not in ("message_start", "message_end"):
             return
+        etype = event["type"]
         message = event["message"]
         role = message.get("role")
         if (etype == "message_start" and role == "user") or (
@@ -121,7 +121,7 @@ class CompactionController:
         except Exception as exc:
             aborted = signal.aborted or isinstance(exc, CompactionCancelled)
             self._finish()  # listeners of compaction_end may already prompt again
-            end: dict[str, Any] = {"type": "compaction_end", "reason": reason, "aborted": aborted, "willRetry": False}
+            end: CompactionEndEvent = {"type": "compaction_end", "reason": reason, "aborted": aborted, "willRetry": False}
             if not aborted:
                 end["errorMessage"] = FAILURE_PREFIX.get(reason, FAILURE_PREFIX["manual"]) + str(exc)
             self.session.emit(end)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.compaction.projection import ProjectedEntry, project, projected_tokens
 from pi_coding_agent.coding.compaction.tokens import sum_tokens
 from pi_coding_agent.coding.events import Message
@@ -93,7 +94,7 @@ class CompactionPreparation:
     file_ops: FileOps
     keep_recent_tokens: int
 
-    def to_event(self) -> dict[str, Any]:
+    def to_event(self) -> JsonObject:
         """The ``preparation`` payload of the extension event ``session_before_compact``."""
         return {
             "firstKeptEntryId": self.first_kept_entry_id,

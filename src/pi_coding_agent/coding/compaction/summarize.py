@@ -17,19 +17,19 @@ from pi_coding_agent.ai.abort import AbortSignal, sleep_abortable
 from pi_coding_agent.ai.cost import combine_usage
 from pi_coding_agent.ai.stream import StreamOptions, complete
 from pi_coding_agent.ai.thinking import CHARS_PER_TOKEN, SAFETY_TOKENS, clamp_max_tokens
-from pi_coding_agent.ai.types import AssistantMessage, Context, Model, now_ms
+from pi_coding_agent.ai.types import AssistantMessage, Context, JsonObject, Model, now_ms
 from pi_coding_agent.coding.compaction.prepare import (
     CompactionCancelled,
     CompactionError,
     CompactionPreparation,
 )
-from pi_coding_agent.coding.events import Message
+from pi_coding_agent.coding.events import AgentEvent, Message, SummarySource
 from pi_coding_agent.coding.retry import RetrySettings, RetryState
 from pi_coding_agent.coding.session.context import content_text
 from pi_coding_agent.coding.session.conversion import convert_to_llm
 from pi_coding_agent.coding.session.ids import uuid7
 
-EventSink = Callable[[dict[str, Any]], None]
+EventSink = Callable[[AgentEvent], None]
 
 SUMMARY_SYSTEM_PROMPT = (
     "You summarise conversations between a user and an AI coding assistant. Read the conversation you "
@@ -154,7 +154,7 @@ def serialize_conversation(messages: list[Message]) -> str:
     return "\n\n".join(parts)
 
 
-def _assistant_parts(content: list[dict[str, Any]]) -> list[str]:
+def _assistant_parts(content: list[JsonObject]) -> list[str]:
     parts = []
     if any(block.get("type") == "text" for block in content):
         parts.append(f"[Assistant]: {content_text(content, chr(10))}")
@@ -189,14 +189,14 @@ class SummaryRequest:
     signal: AbortSignal | None = None
     on_event: EventSink | None = None
     retry: RetrySettings | None = None
-    source: dict[str, Any] = field(default_factory=lambda: {"source": "compaction"})
+    source: SummarySource = field(default_factory=lambda: SummarySource(source="compaction"))
     thinking_budgets: dict[str, int] | None = None
 
-    def emit(self, event: dict[str, Any]) -> None:
+    def emit(self, event: AgentEvent) -> None:
         if self.on_event is not None:
             self.on_event(event)
 
-    async def text(self, conversation: str, frame: Callable[[str], str], label: str) -> tuple[str, dict[str, Any]]:
+    async def text(self, conversation: str, frame: Callable[[str], str], label: str) -> tuple[str, JsonObject]:
         """Send ``frame(conversation)`` (the conversation trimmed to fit) and return (text, usage)."""
         overhead = len(SUMMARY_SYSTEM_PROMPT) + len(frame(""))
         context = _context(frame(fit_conversation(conversation, overhead, self.model)))
@@ -299,7 +299,7 @@ async def summarize(
     model: Model, api_key: str | None, preparation: CompactionPreparation, custom_instructions: str | None,
     signal: AbortSignal | None, on_event: EventSink | None, *, thinking_level: str = "off",
     retry: RetrySettings | None = None, reason: str = "manual", thinking_budgets: dict[str, int] | None = None,
-) -> tuple[str, dict[str, Any] | None]:
+) -> tuple[str, JsonObject | None]:
     """The compaction summary (with its file lists) and the summed usage of its requests."""
     request = SummaryRequest(model, api_key, thinking_level, signal, on_event, retry,
                              {"source": "compaction", "reason": reason}, thinking_budgets)
@@ -308,9 +308,9 @@ async def summarize(
 
 async def summarize_with(
     request: SummaryRequest, preparation: CompactionPreparation, custom_instructions: str | None
-) -> tuple[str, dict[str, Any] | None]:
+) -> tuple[str, JsonObject | None]:
     previous = preparation.previous_summary
-    usage: dict[str, Any] | None = None
+    usage: JsonObject | None = None
     if preparation.is_split_turn and preparation.turn_prefix_messages:
         history = previous or NO_PRIOR_HISTORY
         if preparation.messages_to_summarize:
@@ -329,7 +329,7 @@ async def summarize_with(
 
 async def _history_summary(
     request: SummaryRequest, preparation: CompactionPreparation, custom_instructions: str | None
-) -> tuple[str, dict[str, Any]]:
+) -> tuple[str, JsonObject]:
     return await request.text(
         serialize_conversation(convert_to_llm(preparation.messages_to_summarize)),
         lambda conversation: history_prompt(conversation, preparation.previous_summary, custom_instructions),

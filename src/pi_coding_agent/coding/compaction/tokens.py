@@ -12,6 +12,7 @@ from typing import Any
 
 import orjson
 
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.events import Message
 from pi_coding_agent.coding.session.context import current_system_message
 
@@ -120,7 +121,7 @@ def estimate_fresh_tokens(messages: list[Message]) -> int:
 
 def context_usage(
     messages: list[Message], context_window: int, compacted_since_usage: bool, *, usage_stale: bool = False
-) -> dict[str, Any] | None:
+) -> JsonObject | None:
     """``get_session_stats.contextUsage``.
 
     ``compacted_since_usage``: the branch has a compaction and no valid reply came after it, so

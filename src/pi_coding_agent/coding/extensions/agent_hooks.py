@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, cast
 
 from pi_coding_agent.ai.types import now_ms
+from pi_coding_agent.coding.events import CoreEvent
 from pi_coding_agent.coding.extensions.boundaries import Boundaries
 from pi_coding_agent.coding.extensions.dispatch import FAILED, propagate
 from pi_coding_agent.coding.extensions.provider_events import with_provider_events
@@ -171,14 +172,14 @@ class AgentHooks(Boundaries):
             return content
         return await asyncio.to_thread(_normalise_images, content, self.rt.image_policy())
 
-    def agent_event(self, event: dict[str, Any]) -> Awaitable[None] | None:
+    def agent_event(self, event: CoreEvent) -> Awaitable[None] | None:
         """The handlers of a run event, for the session to await *before* it forwards the event (pi's
         order: an extension's output precedes the record). None when no handler listens."""
         kind = event["type"]
         if self.held_messages and kind in ("turn_start", "agent_end"):
             self._append_held()
         if kind == "turn_end":
-            return self._turn_ended(event)
+            return self._turn_ended(event)  # type: ignore[arg-type]  # narrowed by ``kind``: a local, as this runs per delta
         if not self.has_handlers(kind):
             if kind == "agent_start":
                 self._turn_index = 0
@@ -189,16 +190,16 @@ class AgentHooks(Boundaries):
             self._turn_index = 0
             payload = {"type": kind}
         elif kind == "agent_end":
-            payload = {"type": kind, "messages": event["messages"]}
+            payload = {"type": kind, "messages": event["messages"]}  # type: ignore[typeddict-item]  # (by kind)
         elif kind == "turn_start":
             payload = {"type": kind, "turnIndex": self._turn_index, "timestamp": now_ms()}
         elif kind == "message_update":
             payload = {"type": kind, "message": self.rt.agent.streaming_message,
-                       "assistantMessageEvent": event["assistantMessageEvent"]}
+                       "assistantMessageEvent": event["assistantMessageEvent"]}  # type: ignore[typeddict-item]
         elif kind == "message_start":
-            payload = {"type": kind, "message": event["message"]}
+            payload = {"type": kind, "message": event["message"]}  # type: ignore[typeddict-item]  # (by kind)
         elif kind == "message_end":
-            return self._message_end(event["message"])
+            return self._message_end(event["message"])  # type: ignore[typeddict-item, arg-type]  # (by kind)
         else:
             return None
         return self.notify(payload)

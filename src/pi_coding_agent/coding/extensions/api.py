@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pi_coding_agent.agent.awaitables import maybe_await
 from pi_coding_agent.agent.tool import AgentTool, ToolResult, UpdateCallback
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.extensions.registry import Binding, Command, Extension, custom_message
 
 if TYPE_CHECKING:
@@ -54,8 +55,8 @@ class ExtensionTool(AgentTool):
                  execution_mode: Literal["parallel", "sequential"] = "parallel",
                  prompt_snippet: str | None = None, prompt_guidelines: list[str] | None = None,
                  prepare_arguments: Callable[[Any], Any] | None = None, default_active: bool = True,
-                 annotations: dict[str, Any] | None = None, output_schema: dict[str, Any] | None = None,
-                 constrained_sampling: dict[str, Any] | Literal[False] | None = None) -> None:
+                 annotations: JsonObject | None = None, output_schema: JsonObject | None = None,
+                 constrained_sampling: JsonObject | Literal[False] | None = None) -> None:
         self._runner = runner
         self.constrained_sampling = constrained_sampling  # pi's ``constrainedSampling``: strict schema or grammar
         self._execute = execute
@@ -70,15 +71,15 @@ class ExtensionTool(AgentTool):
         self.name = name
         self.label = label or name
         self.description = description
-        self.parameters: dict[str, Any] = parameters or {"type": "object", "properties": {}}
+        self.parameters: JsonObject = parameters or {"type": "object", "properties": {}}
         self.execution_mode: Literal["parallel", "sequential"] = execution_mode
         self.prompt_snippet = prompt_snippet
         self.prompt_guidelines = list(prompt_guidelines or [])
 
-    def prepare_arguments(self, args: Any) -> Any:
+    def prepare_arguments(self, args: Any) -> object:
         return args if self._prepare is None else self._prepare(args)
 
-    async def execute(self, tool_call_id: str, params: dict[str, Any], signal: AbortSignal,
+    async def execute(self, tool_call_id: str, params: JsonObject, signal: AbortSignal,
                       on_update: UpdateCallback) -> ToolResult:
         args = self._model_class.model_validate(params) if self._model_class is not None else params
 
@@ -109,7 +110,7 @@ class ExtensionAPI:
 
     # ------------------------------------------------------------------ events
 
-    def on(self, event: str, handler: Callable[[dict[str, Any], Any], Any]) -> Callable[[], None]:
+    def on(self, event: str, handler: Callable[[JsonObject, Any], Any]) -> Callable[[], None]:
         """Subscribe ``handler(event, ctx)`` (sync or async); returns the unsubscriber."""
         self._live()
         handlers = self._extension.handlers.setdefault(event, [])
@@ -145,14 +146,14 @@ class ExtensionAPI:
         runtime = self._live().rt
         return runtime.flag_values.get(name) if name in self._extension.flags else None
 
-    def get_settings(self) -> dict[str, Any]:
+    def get_settings(self) -> JsonObject:
         """A copy of the effective settings (global and project merged, overrides applied)."""
         return self._live().rt.settings.effective()
 
     # ------------------------------------------------------------------ providers
 
-    def register_provider(self, provider: str | Provider, config: dict[str, Any] | None = None, *,
-                          stream: Adapter | None = None, oauth: ProviderOAuth | Mapping[str, Any] | None = None,
+    def register_provider(self, provider: str | Provider, config: JsonObject | None = None, *,
+                          stream: Adapter | None = None, oauth: ProviderOAuth | Mapping[str, object] | None = None,
                           refresh_models: RefreshModels | None = None) -> None:
         """Add or re-route a model provider (pi's ``registerProvider``), at once. Either a name and
         ``config`` in models.json's provider shape (``baseUrl``, ``apiKey``, ``api``, ``headers``,
@@ -186,8 +187,8 @@ class ExtensionAPI:
                       execution_mode: Literal["parallel", "sequential"] = "parallel",
                       prompt_snippet: str | None = None, prompt_guidelines: list[str] | None = None,
                       prepare_arguments: Callable[[Any], Any] | None = None, default_active: bool = True,
-                      annotations: dict[str, Any] | None = None, output_schema: dict[str, Any] | None = None,
-                      constrained_sampling: dict[str, Any] | Literal[False] | None = None) -> None:
+                      annotations: JsonObject | None = None, output_schema: JsonObject | None = None,
+                      constrained_sampling: JsonObject | Literal[False] | None = None) -> None:
         """Add a tool (a built-in of the same name is overridden); active at once unless ``default_active``
         is False (then ``set_active_tools`` or ``--tools`` activates it). ``constrained_sampling`` is pi's
         ``constrainedSampling`` (``{"type": "grammar", "variants": {"openai_lark": ...}}`` or a strict schema)."""
@@ -207,12 +208,12 @@ class ExtensionAPI:
         self._live()
         self._extension.commands[name] = Command(name, description, handler)
 
-    def get_commands(self) -> list[dict[str, Any]]:
+    def get_commands(self) -> list[JsonObject]:
         return self._live().session.get_commands()
 
     # ------------------------------------------------------------------ messages and entries
 
-    async def send_message(self, message: dict[str, Any], *, trigger_turn: bool | None = None,
+    async def send_message(self, message: JsonObject, *, trigger_turn: bool | None = None,
                            deliver_as: str | None = None) -> None:
         """Inject a ``custom`` message (user-role for the model): queued while a run streams
         (``deliver_as``, default steer; ``trigger_turn=False`` holds it until the current turn ends),
@@ -235,7 +236,7 @@ class ExtensionAPI:
         else:
             runner.append_custom(custom)
 
-    async def send_user_message(self, text: str, *, deliver_as: str | None = None) -> dict[str, Any]:
+    async def send_user_message(self, text: str, *, deliver_as: str | None = None) -> JsonObject:
         """Act like a typed prompt; while a run streams it is queued (``deliver_as``, default followUp)."""
         runner = self._live()
         _check_delivery(deliver_as)
@@ -245,10 +246,10 @@ class ExtensionAPI:
             return {"disposition": "queued"}
         if session.is_streaming:
             return await (session.steer(text) if deliver_as == "steer" else session.follow_up(text))
-        result: dict[str, Any] = await session.prompt(text)
+        result: JsonObject = await session.prompt(text)
         return result
 
-    def append_entry(self, custom_type: str, data: Any = None) -> dict[str, Any]:
+    def append_entry(self, custom_type: str, data: Any = None) -> JsonObject:
         """A ``custom`` entry (kept in the file, never sent to the model), emitted as ``entry_appended``."""
         session = self._live().session
         entry = session.sm.append_custom(custom_type, data)
@@ -271,10 +272,10 @@ class ExtensionAPI:
     def get_active_tools(self) -> list[str]:
         return [t.name for t in self._live().rt.agent.tools]
 
-    def get_all_tools(self) -> list[dict[str, Any]]:
+    def get_all_tools(self) -> list[JsonObject]:
         return [_tool_info(t) for t in self._live().rt.all_tools.values()]
 
-    def register_mcp_server(self, name: str, config: dict[str, Any]) -> None:
+    def register_mcp_server(self, name: str, config: JsonObject) -> None:
         """Add an MCP server for this session (an ``mcpServers`` entry); ValueError when invalid or MCP is off."""
         mcp = self._live().rt.mcp
         if mcp is None:
@@ -314,7 +315,7 @@ class ExtensionAPI:
     # ------------------------------------------------------------------ processes
 
     async def exec(self, command: str, args: list[str] | None = None, *, timeout: float | None = None,
-                   signal: AbortSignal | None = None, cwd: str | None = None) -> dict[str, Any]:
+                   signal: AbortSignal | None = None, cwd: str | None = None) -> JsonObject:
         """Run a program without a shell: ``{stdout, stderr, code, killed}`` (``timeout`` in seconds;
         on timeout or abort SIGTERM, then SIGKILL after a grace period; a signal exit is 128+n)."""
         runtime = self._live().rt
@@ -381,8 +382,8 @@ def _command_line_choice(args: CliArgs, name: str) -> Literal["out", "active"] |
     return "active" if name_matcher(args.tools)(name) else "out"
 
 
-def _tool_info(tool: AgentTool) -> dict[str, Any]:
-    info: dict[str, Any] = {"name": tool.name, "description": tool.description, "parameters": tool.parameters}
+def _tool_info(tool: AgentTool) -> JsonObject:
+    info: JsonObject = {"name": tool.name, "description": tool.description, "parameters": tool.parameters}
     annotations = getattr(tool, "annotations", None)
     if annotations is not None:
         info["annotations"] = annotations

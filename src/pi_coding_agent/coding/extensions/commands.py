@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from pi_coding_agent.agent.awaitables import maybe_await
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.errors import SessionError
 from pi_coding_agent.coding.extensions.context import CommandContext
 from pi_coding_agent.coding.extensions.dispatch import Dispatcher
@@ -17,15 +18,15 @@ COMMAND_NOT_QUEUEABLE = (
 )
 
 # text, images, transformed, handled
-_Input = tuple[str, list[dict[str, Any]] | None, bool, bool]
+_Input = tuple[str, list[JsonObject] | None, bool, bool]
 
 
 class Commands(Dispatcher):
     """Extension commands by invocation name, and the ``input`` transform."""
 
     async def handle_input(
-        self, text: str, images: list[dict[str, Any]] | None, streaming_behavior: str | None, allow_commands: bool,
-    ) -> dict[str, Any] | None:
+        self, text: str, images: list[JsonObject] | None, streaming_behavior: str | None, allow_commands: bool,
+    ) -> JsonObject | None:
         """An extension command, else ``input`` handlers. Returns a prompt disposition (handled),
         ``{"action": "transform", "text", "images"}``, or None to go on unchanged."""
         if text.startswith("/"):
@@ -40,10 +41,10 @@ class Commands(Dispatcher):
             return None
         return await self._input_event(text, images, streaming_behavior)
 
-    async def _input_event(self, text: str, images: list[dict[str, Any]] | None,
-                           streaming_behavior: str | None) -> dict[str, Any] | None:
-        def event(state: _Input) -> dict[str, Any]:
-            out: dict[str, Any] = {"type": "input", "text": state[0]}
+    async def _input_event(self, text: str, images: list[JsonObject] | None,
+                           streaming_behavior: str | None) -> JsonObject | None:
+        def event(state: _Input) -> JsonObject:
+            out: JsonObject = {"type": "input", "text": state[0]}
             if state[1]:
                 out["images"] = state[1]
             out["source"] = "rpc"
@@ -90,10 +91,10 @@ class Commands(Dispatcher):
         except Exception as exc:
             self.report_error(f"command:{name}", "command", exc)
 
-    def list_commands(self) -> list[dict[str, Any]]:
+    def list_commands(self) -> list[JsonObject]:
         items = []
         for name, (ext, command) in self.commands().items():
-            item: dict[str, Any] = {"name": name}
+            item: JsonObject = {"name": name}
             if command.description:
                 item["description"] = command.description
             item["source"] = "extension"

@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from pi_coding_agent.agent.awaitables import maybe_await
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.extensions.model_access import ModelRegistryView
 from pi_coding_agent.coding.extensions.registry import Binding
 
@@ -44,23 +45,23 @@ class SessionView:
         return str(self._sm.cwd)
 
     @property
-    def header(self) -> dict[str, Any]:
+    def header(self) -> JsonObject:
         return dict(self._sm.header)
 
     @property
     def leaf_id(self) -> str | None:
         return self._sm.leaf_id
 
-    def get_entries(self) -> list[dict[str, Any]]:
+    def get_entries(self) -> list[JsonObject]:
         return list(self._sm.get_entries())
 
-    def get_entry(self, entry_id: str) -> dict[str, Any] | None:
+    def get_entry(self, entry_id: str) -> JsonObject | None:
         return self._sm.get_entry(entry_id)
 
-    def get_branch(self, leaf_id: str | None = None) -> list[dict[str, Any]]:
+    def get_branch(self, leaf_id: str | None = None) -> list[JsonObject]:
         return list(self._sm.get_branch(leaf_id))
 
-    def get_tree(self) -> list[dict[str, Any]]:
+    def get_tree(self) -> list[JsonObject]:
         return self._sm.get_tree()
 
     def get_label(self, entry_id: str) -> str | None:
@@ -104,7 +105,7 @@ class ExtensionContext:
         return ModelRegistryView(self._live().rt)
 
     @property
-    def scoped_models(self) -> list[dict[str, Any]]:
+    def scoped_models(self) -> list[JsonObject]:
         """``--models`` / ``enabledModels``: ``{"model", "thinkingLevel"?}`` each (empty: no scoping)."""
         return [{"model": m, **({"thinkingLevel": level} if level else {})} for m, level in self._live().rt.scoped]
 
@@ -132,7 +133,7 @@ class ExtensionContext:
     def has_pending_messages(self) -> bool:
         return self._live().rt.agent.has_queued_messages()
 
-    def get_context_usage(self) -> dict[str, Any] | None:
+    def get_context_usage(self) -> JsonObject | None:
         runner = self._live()
         return runner.session.context_usage()
 
@@ -146,7 +147,7 @@ class ExtensionContext:
         runner.spawn(runner.session.abort())
 
     def compact(self, custom_instructions: str | None = None,
-                on_complete: Callable[[dict[str, Any]], Any] | None = None,
+                on_complete: Callable[[JsonObject], Any] | None = None,
                 on_error: Callable[[Exception], Any] | None = None) -> None:
         """Fire and forget, like ``abort``; the callbacks report the outcome."""
         runner = self._live()
@@ -191,29 +192,29 @@ class CommandContext(ExtensionContext):
         await self._live().session.reload()
 
     async def new_session(self, parent_session: str | None = None,
-                          with_session: WithSession | None = None) -> dict[str, Any]:
+                          with_session: WithSession | None = None) -> JsonObject:
         runner = self._live()
         return await self._replaced(runner, await runner.session.new_session(parent_session), with_session)
 
-    async def fork(self, entry_id: str, with_session: WithSession | None = None) -> dict[str, Any]:
+    async def fork(self, entry_id: str, with_session: WithSession | None = None) -> JsonObject:
         runner = self._live()
         return await self._replaced(runner, await runner.session.fork(entry_id), with_session)
 
     async def navigate_tree(self, target_id: str, *, summarize: bool = False,
                             custom_instructions: str | None = None, replace_instructions: bool = False,
-                            label: str | None = None) -> dict[str, Any]:
+                            label: str | None = None) -> JsonObject:
         """Move to another entry of the tree; ``summarize`` records a summary of the branch left."""
         return await self._live().session.navigate_tree(
             target_id, summarize=summarize, custom_instructions=custom_instructions,
             replace_instructions=replace_instructions, label=label)
 
-    async def switch_session(self, session_path: str, with_session: WithSession | None = None) -> dict[str, Any]:
+    async def switch_session(self, session_path: str, with_session: WithSession | None = None) -> JsonObject:
         runner = self._live()
         return await self._replaced(runner, await runner.session.switch_session(session_path), with_session)
 
     @staticmethod
-    async def _replaced(runner: RunnerHandle, result: dict[str, Any],
-                        with_session: WithSession | None) -> dict[str, Any]:
+    async def _replaced(runner: RunnerHandle, result: JsonObject,
+                        with_session: WithSession | None) -> JsonObject:
         if not result.get("cancelled") and with_session is not None:
             await maybe_await(with_session(CommandContext(runner, runner.binding)))
         return result

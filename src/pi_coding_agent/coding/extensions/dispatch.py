@@ -69,7 +69,7 @@ class Dispatcher:
         self.session.emit({"type": "extension_error", "extensionPath": extension_path, "event": event,
                            "error": str(exc) or type(exc).__name__})
 
-    async def _call(self, ext: Extension, handler: Handler, event: dict[str, Any], fail: Fail | None) -> Any:
+    async def _call(self, ext: Extension, handler: Handler, event: dict[str, Any], fail: Fail | None) -> object:
         try:
             return await maybe_await(handler(event, self.context))
         except Exception as exc:

@@ -16,6 +16,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.resources.resource_paths import dedupe_by_real_path
 
 if TYPE_CHECKING:
@@ -39,9 +40,8 @@ class ExtensionSource(NamedTuple):
     setup: Callable[[Any], Any] | None = None  # in-process: called instead of importing ``path``
     origin: str = "top-level"  # "package": ``source`` is then the package source as configured
 
-    def source_info(self) -> dict[str, Any]:
-        info: dict[str, Any] = {"path": str(self.path), "source": self.source, "scope": self.scope,
-                                "origin": self.origin}
+    def source_info(self) -> JsonObject:
+        info: JsonObject = {"path": str(self.path), "source": self.source, "scope": self.scope, "origin": self.origin}
         if self.base_dir is not None:
             info["baseDir"] = str(self.base_dir)
         return info

@@ -8,9 +8,10 @@ models.json keys and headers, the idle timeout).
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pi_coding_agent.ai.stream import AssistantStream, stream
+from pi_coding_agent.ai.types import JsonObject
 
 if TYPE_CHECKING:
     from pi_coding_agent.ai.abort import AbortSignal
@@ -71,16 +72,16 @@ class ModelRegistryView:
     def find_of_type(self, kind: str, provider: str, model_id: str) -> Model | None:
         return self._rt.registry.find_of_type(kind, provider, model_id)
 
-    async def classify(self, model: Model, context: dict[str, Any], *,
-                       signal: AbortSignal | None = None) -> dict[str, Any]:
+    async def classify(self, model: Model, context: JsonObject, *,
+                       signal: AbortSignal | None = None) -> JsonObject:
         """Answer ``context["questions"]`` about ``context["state"]`` with a classifier model; a failure
         is a result with ``stopReason: "error"``, never an exception."""
         from pi_coding_agent.coding.codemode.nonchat_calls import run_nonchat_model
 
         return await run_nonchat_model(self._rt, "classifier", dict(model), context, signal)
 
-    async def generate_images(self, model: Model, context: dict[str, Any], *,
-                              signal: AbortSignal | None = None) -> dict[str, Any]:
+    async def generate_images(self, model: Model, context: JsonObject, *,
+                              signal: AbortSignal | None = None) -> JsonObject:
         """Images from ``context["input"]`` blocks with an image model (failures are results)."""
         from pi_coding_agent.coding.codemode.nonchat_calls import run_nonchat_model
 

@@ -19,13 +19,14 @@ from typing import TYPE_CHECKING, Any
 
 from pi_coding_agent.agent.awaitables import maybe_await
 from pi_coding_agent.ai.auth.keys import ResolvedKey
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.extensions.registry import from_fields
 
 if TYPE_CHECKING:
     from pi_coding_agent.ai.abort import AbortSignal
     from pi_coding_agent.ai.auth.oauth.flows import LoginUI
 
-Credential = dict[str, Any]
+Credential = JsonObject
 
 
 class AuthContext:

@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.extensions.registry import Registration, from_fields
 
 if TYPE_CHECKING:
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
     from pi_coding_agent.coding.extensions.model_refresh import FetchModels, RefreshModels
     from pi_coding_agent.coding.extensions.provider_auth import ProviderAuth
 
-Credential = dict[str, Any]
+Credential = JsonObject
 
 
 @dataclass
@@ -54,7 +55,7 @@ class Provider:
     models and endpoint as data, and its behaviour as optional functions."""
 
     id: str
-    models: list[dict[str, Any]] = field(default_factory=list)
+    models: list[JsonObject] = field(default_factory=list)
     name: str | None = None
     base_url: str | None = None
     api: str | None = None
@@ -67,7 +68,7 @@ class Provider:
     filter_models: ModelFilter | None = None
     auth: ProviderAuth | Mapping[str, Any] | None = None
 
-    def config(self) -> dict[str, Any]:
+    def config(self) -> JsonObject:
         """The models.json-shaped entry (camelCase, unset fields left out)."""
         entry = {"name": self.name, "baseUrl": self.base_url, "api": self.api, "apiKey": self.api_key,
                  "headers": self.headers, "models": self.models or None}
@@ -130,7 +131,7 @@ def oauth_spec(provider: str, title: str, oauth: ProviderOAuth) -> OAuthProvider
             raise OAuthError(f"{step} must return a dict with access, refresh and expires")
         return credential
 
-    async def run(call: Callable[[], Awaitable[Any]]) -> Any:
+    async def run(call: Callable[[], Awaitable[Any]]) -> object:
         """The extension function's result; what it raises (but a cancelled dialog) as an OAuthError."""
         try:
             return await call()
@@ -177,7 +178,7 @@ def oauth_spec(provider: str, title: str, oauth: ProviderOAuth) -> OAuthProvider
                          modify_models=modify if oauth.modify_models is not None else None)
 
 
-def register(runner: RunnerHandle, name: str, config: dict[str, Any], extension_path: str, *,
+def register(runner: RunnerHandle, name: str, config: JsonObject, extension_path: str, *,
              stream: Adapter | None = None, oauth: ProviderOAuth | Mapping[str, Any] | None = None,
              refresh_models: RefreshModels | None = None, filter_models: ModelFilter | None = None,
              native: Provider | None = None) -> None:

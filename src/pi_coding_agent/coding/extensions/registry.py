@@ -97,7 +97,7 @@ class Registration:
         return self.config.get("api") if self.stream is not None else None
 
 
-def from_fields(cls: type[_T], value: _T | Mapping[str, Any], label: str) -> _T:
+def from_fields(cls: type[_T], value: _T | Mapping[str, object], label: str) -> _T:
     """A dataclass ``cls`` from itself or a dict of its fields; ValueError naming ``label`` otherwise."""
     if isinstance(value, cls):
         return value

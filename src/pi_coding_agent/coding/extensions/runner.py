@@ -22,7 +22,9 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from pi_coding_agent.agent.awaitables import maybe_await
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.errors import SessionError
+from pi_coding_agent.coding.events import AgentEvent
 from pi_coding_agent.coding.extensions.agent_hooks import AgentHooks
 from pi_coding_agent.coding.extensions.api import ExtensionAPI, install_tool
 from pi_coding_agent.coding.extensions.commands import Commands
@@ -126,7 +128,7 @@ class ExtensionRunner(Commands, AgentHooks):
         for path, message in errors:
             self.session.emit({"type": "extension_error", "extensionPath": path, "event": "load",
                                "error": f"Failed to load extension: {message}"})
-        event: dict[str, Any] = {"type": "session_start", "reason": reason}
+        event: JsonObject = {"type": "session_start", "reason": reason}
         if previous_session_file is not None:
             event["previousSessionFile"] = previous_session_file
         await self.notify(event)
@@ -195,12 +197,12 @@ class ExtensionRunner(Commands, AgentHooks):
         """Keep work an ``agent_settled`` handler requested until the session is idle."""
         self._deferred.append(start)
 
-    def _on_session_event(self, event: dict[str, Any]) -> None:
+    def _on_session_event(self, event: AgentEvent) -> None:
         kind = event["type"]
         if kind == "agent_settled":
             if self.shutdown_requested:
                 self.spawn(self.request_shutdown())
-        elif kind == "thinking_level_changed":
+        elif event["type"] == "thinking_level_changed":
             previous, self._thinking_level = self._thinking_level, event["level"]
             if self.has_handlers("thinking_level_select"):
                 self.spawn(self.notify({"type": "thinking_level_select", "level": event["level"],
@@ -210,7 +212,7 @@ class ExtensionRunner(Commands, AgentHooks):
 
     async def before_replace(self, reason: str, target: Path | None, entry_id: str | None, position: str) -> bool:
         """True when a ``session_before_switch`` (new, resume) or ``session_before_fork`` handler cancels."""
-        event: dict[str, Any]
+        event: JsonObject
         if reason == "fork":
             event = {"type": "session_before_fork", "entryId": entry_id, "position": position}
         else:
@@ -230,7 +232,7 @@ class ExtensionRunner(Commands, AgentHooks):
         self._trust_asked.add(cwd)
         event = {"type": "project_trust", "cwd": str(cwd)}
 
-        def step(found: dict[str, Any] | None, result: Any, ext: Extension) -> dict[str, Any] | None:
+        def step(found: JsonObject | None, result: Any, ext: Extension) -> JsonObject | None:
             decided = isinstance(result, dict) and result.get("trusted") in ("yes", "no")
             return result if found is None and decided and ext.source.scope != "project" else found
 
@@ -242,24 +244,24 @@ class ExtensionRunner(Commands, AgentHooks):
         return bool(found["trusted"] == "yes")
 
     async def session_shutdown(self, reason: str, target: str | None = None) -> None:
-        event: dict[str, Any] = {"type": "session_shutdown", "reason": reason}
+        event: JsonObject = {"type": "session_shutdown", "reason": reason}
         if target is not None:
             event["targetSessionFile"] = target
         await self.notify(event)
         if reason == "quit" and self.sidecar is not None:
             await self.sidecar.close()
 
-    async def before_compact(self, event: dict[str, Any]) -> dict[str, Any] | None:
+    async def before_compact(self, event: JsonObject) -> JsonObject | None:
         """``session_before_compact``: ``{"cancel": True}`` or ``{"compaction": {...}}`` from the first
         handler returning either (for the compaction controller)."""
         return await self.first({"type": "session_before_compact", **event},
                                 lambda result: result.get("cancel") or isinstance(result.get("compaction"), dict))
 
-    async def before_tree(self, event: dict[str, Any]) -> dict[str, Any] | None:
+    async def before_tree(self, event: JsonObject) -> JsonObject | None:
         """``session_before_tree``: the first handler's answer that cancels, supplies or changes something."""
         return await self.first({"type": "session_before_tree", **event}, bool)
 
-    async def user_bash(self, command: str, exclude_from_context: bool) -> dict[str, Any] | None:
+    async def user_bash(self, command: str, exclude_from_context: bool) -> JsonObject | None:
         """``user_bash``: a ``{"result": ...}`` replaces execution; a raising handler refuses the command."""
         event = {"type": "user_bash", "command": command, "excludeFromContext": exclude_from_context,
                  "cwd": str(self.rt.cwd)}
@@ -272,14 +274,14 @@ class ExtensionRunner(Commands, AgentHooks):
         return None if found is None else dict(found["result"])
 
     async def model_select(self, model: Model, previous: Model | None, source: str) -> None:
-        event: dict[str, Any] = {"type": "model_select", "model": model}
+        event: JsonObject = {"type": "model_select", "model": model}
         if previous is not None:
             event["previousModel"] = previous
         event["source"] = source
         await self.notify(event)
 
     async def session_info_changed(self, name: str | None) -> None:
-        event: dict[str, Any] = {"type": "session_info_changed"}
+        event: JsonObject = {"type": "session_info_changed"}
         if name is not None:
             event["name"] = name
         await self.notify(event)

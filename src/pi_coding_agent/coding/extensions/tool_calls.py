@@ -16,8 +16,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pi_coding_agent.ai.abort import AbortSignal
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.codemode.host import SessionCodemodeHost
 from pi_coding_agent.coding.codemode.nested_calls import NestedCalls
+from pi_coding_agent.coding.events import CoreEvent
 from pi_coding_agent.coding.extensions.context import ExtensionContext
 
 if TYPE_CHECKING:
@@ -47,7 +49,7 @@ class ToolContext(ExtensionContext):
                 for t in self._host().callable_tools()]
 
     async def execute_tool(self, name: str, args: Any = None, *, signal: AbortSignal | None = None,
-                           on_update: Callable[[dict[str, Any]], Any] | None = None) -> dict[str, Any]:
+                           on_update: Callable[[JsonObject], Any] | None = None) -> dict[str, Any]:
         """Run another tool: ``{toolCall, result: {content, details?, ...}, isError}`` (failures included);
         ``on_update`` receives each partial result the nested tool reports."""
         host = self._host()
@@ -69,9 +71,9 @@ class ToolContext(ExtensionContext):
         return {"toolCall": call, "result": result.to_wire(), "isError": result.is_error}
 
 
-def _updates_of(call_id: str, on_update: Callable[[dict[str, Any]], Any]) -> Callable[[dict[str, Any]], None]:
+def _updates_of(call_id: str, on_update: Callable[[JsonObject], Any]) -> Callable[[CoreEvent], None]:
     """An agent-event listener passing the nested call's ``tool_execution_update`` results on."""
-    def listen(event: dict[str, Any]) -> None:
+    def listen(event: CoreEvent) -> None:
         if event["type"] == "tool_execution_update" and event["toolCallId"] == call_id:
             on_update(event["partialResult"])
 

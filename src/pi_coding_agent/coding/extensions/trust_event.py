@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pi_coding_agent.agent.awaitables import maybe_await
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.extensions.loader import ExtensionSource, hand_over, import_extension
 from pi_coding_agent.coding.resources.trust import save_trust_decision
 from pi_coding_agent.coding.ui import NoUI
@@ -26,7 +27,7 @@ from pi_coding_agent.coding.ui import NoUI
 if TYPE_CHECKING:
     from types import ModuleType
 
-Handler = Callable[[dict[str, Any], Any], Any]
+Handler = Callable[[JsonObject, Any], Any]
 
 
 class _Recorder:

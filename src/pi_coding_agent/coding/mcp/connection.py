@@ -29,7 +29,7 @@ def expand_home(value: str) -> str:
     return str(Path.home() / value[2:]) if value.startswith("~/") else value
 
 
-def create_transport(entry: ServerEntry, cwd: Path, token: Any = None) -> Any:
+def create_transport(entry: ServerEntry, cwd: Path, token: Any = None) -> object:
     """The entry's transport, its ``${VAR}`` and ``!command`` values resolved (ValueError if not)."""
     config = entry.config
     if entry.is_http:

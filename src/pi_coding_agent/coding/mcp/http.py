@@ -16,6 +16,7 @@ import httpx
 import orjson
 
 from pi_coding_agent.ai.transport.sse import ServerSentEvent, SSEParser
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.mcp.client import McpAuthRequired
 
 RETRY_DELAYS_S = (0.25, 1.0)
@@ -40,7 +41,7 @@ class StreamableHttpTransport:
         self.url = url
         self.headers = headers
         self.token = token
-        self.on_message: Callable[[dict[str, Any]], None] = lambda _m: None
+        self.on_message: Callable[[JsonObject], None] = lambda _m: None
         self.on_close: Callable[[], None] = lambda: None
         self.session_id: str | None = None
         self.protocol_version: str | None = None
@@ -65,7 +66,7 @@ class StreamableHttpTransport:
             headers["Authorization"] = f"Bearer {token}"
         return headers
 
-    async def send(self, message: dict[str, Any]) -> None:
+    async def send(self, message: JsonObject) -> None:
         method = message.get("method")
         retries = () if method in NOT_RETRIED or "id" not in message else RETRY_DELAYS_S
         for delay in (*retries, None):
@@ -77,7 +78,7 @@ class StreamableHttpTransport:
                     raise
                 await asyncio.sleep(delay)
 
-    async def _post(self, message: dict[str, Any]) -> None:
+    async def _post(self, message: JsonObject) -> None:
         assert self._http is not None
         headers = await self._headers("application/json, text/event-stream")
         headers["Content-Type"] = "application/json"

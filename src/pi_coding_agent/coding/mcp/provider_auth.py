@@ -10,9 +10,9 @@ server already uses that login, as pi does.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from pi_coding_agent.ai.auth.keys import AuthStorage
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.mcp.naming import namespace
 
 RADIUS_PROVIDER = "radius"
@@ -49,7 +49,7 @@ class ProviderToken:
             return False
 
 
-def radius_server_plan(provider: str, agent_dir: Path, cwd: Path) -> tuple[str, dict[str, Any]] | None:
+def radius_server_plan(provider: str, agent_dir: Path, cwd: Path) -> tuple[str, JsonObject] | None:
     """(name, config) of the global mcp.json entry that makes the Radius MCP server use ``provider``'s
     login, adding it when missing; None when a global server already does."""
     from pi_coding_agent.coding.mcp.config import load_config

@@ -17,6 +17,8 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Any
 
+from pi_coding_agent.ai.types import JsonObject
+
 if TYPE_CHECKING:
     from pi_coding_agent.coding.mcp.config import McpConfig
     from pi_coding_agent.coding.mcp.manager import McpManager
@@ -91,7 +93,7 @@ async def finish_replacement(runtime: SessionRuntime) -> None:
         await runtime.mcp.replaced()
 
 
-async def use_client_servers(runtime: SessionRuntime, servers: dict[str, dict[str, Any]]) -> dict[str, str]:
+async def use_client_servers(runtime: SessionRuntime, servers: dict[str, JsonObject]) -> dict[str, str]:
     """An ACP client's ``mcpServers`` for the session (``McpSession.use_client_servers``), the ones it
     dropped stopped before this returns; every one is refused while MCP is off."""
     mcp = runtime.mcp
@@ -110,8 +112,8 @@ class McpSession:
         self.runtime = runtime
         self.trusted = trusted
         self.manager: McpManager | None = None
-        self.client_servers: dict[str, dict[str, Any]] = {}  # registered with CLIENT_SOURCE
-        self.registered: dict[str, dict[str, Any]] = {}  # by extensions: pi's RegisteredMcpServer records
+        self.client_servers: dict[str, JsonObject] = {}  # registered with CLIENT_SOURCE
+        self.registered: dict[str, JsonObject] = {}  # by extensions: pi's RegisteredMcpServer records
         self.activated_codemode = False  # codemode was made active by these servers (not by defaultTools)
         self._held = not connect  # connections wait for ``connect()``
         self._warned = False  # the unreachable-tools warning is given once per session start
@@ -165,7 +167,7 @@ class McpSession:
             if self.manager is not None:
                 self.manager.start()
 
-    def register_server(self, name: str, config: dict[str, Any], source: str) -> None:
+    def register_server(self, name: str, config: JsonObject, source: str) -> None:
         """``register_mcp_server`` of the extension API: the same shape as an ``mcpServers`` entry."""
         from pi_coding_agent.coding.mcp.config import McpConfig, ServerEntry, validate_server
 
@@ -196,11 +198,11 @@ class McpSession:
         if self.manager is not None and entry is not None and entry.source == source:
             self.manager.remove_server(name)
 
-    def registered_servers(self) -> list[dict[str, Any]]:
+    def registered_servers(self) -> list[JsonObject]:
         """``get_mcp_servers``: the servers extensions registered (whether or not a file entry overrides them)."""
         return [dict(server) for server in self.registered.values()]
 
-    def use_client_servers(self, servers: dict[str, dict[str, Any]]) -> dict[str, str]:
+    def use_client_servers(self, servers: dict[str, JsonObject]) -> dict[str, str]:
         """The ACP client's servers are now ``servers``: the ones it no longer lists stop, new and
         changed ones start, unchanged ones keep their connection. Returns why each refused one was."""
         for name in [n for n in self.client_servers if n not in servers]:
@@ -332,13 +334,13 @@ class McpSession:
 
     # ------------------------------------------------------------------ session hook points
 
-    def command_entry(self) -> dict[str, Any]:
+    def command_entry(self) -> JsonObject:
         """``/mcp`` as pi's get_commands lists its built-in extension command."""
         return {"name": "mcp", "description": COMMAND_DESCRIPTION, "source": "extension",
                 "sourceInfo": {"path": "builtin:mcp", "source": "builtin", "scope": "temporary",
                                "origin": "top-level"}}
 
-    async def handle_input(self, text: str) -> dict[str, Any] | None:
+    async def handle_input(self, text: str) -> JsonObject | None:
         """``/mcp [login|logout|reconnect] [server]``: handled here, never sent to the model."""
         if text != "/mcp" and not text.startswith("/mcp "):
             return None

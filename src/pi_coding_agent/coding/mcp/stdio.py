@@ -13,10 +13,10 @@ import contextlib
 import os
 import signal
 from collections.abc import Callable
-from typing import Any
 
 import orjson
 
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.tools.process_groups import MARKER_VARIABLE, ProcessRegistry
 
 # MCP server processes: closed by their manager; the shared orphan guard kills them if pi dies.
@@ -35,7 +35,7 @@ class StdioTransport:
         self.args = args
         self.env = env
         self.cwd = cwd
-        self.on_message: Callable[[dict[str, Any]], None] = lambda _m: None
+        self.on_message: Callable[[JsonObject], None] = lambda _m: None
         self.on_close: Callable[[], None] = lambda: None
         self.on_garbage: Callable[[str], None] = lambda _line: None
         self.stderr = ""
@@ -56,7 +56,7 @@ class StdioTransport:
     def set_protocol_version(self, version: str) -> None:
         """Stdio carries no per-message protocol header."""
 
-    async def send(self, message: dict[str, Any]) -> None:
+    async def send(self, message: JsonObject) -> None:
         proc = self._proc
         if proc is None or proc.stdin is None or proc.stdin.is_closing():
             from pi_coding_agent.coding.mcp.client import McpConnectionClosed

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pi_coding_agent.agent.tool import AgentTool, ToolResult, UpdateCallback
 from pi_coding_agent.ai.abort import AbortSignal
+from pi_coding_agent.ai.types import JsonObject
 
 if TYPE_CHECKING:  # the ranking loads with the first search, not with the session's tools
     from pi_coding_agent.coding.tools.ranking import SearchDocument
@@ -28,7 +29,7 @@ DESCRIPTION = (
     "model call.\n\nSome of the tools, such as tools of MCP servers, may not have been provided to you upfront, "
     f"and you should use this tool (`{TOOL_SEARCH}`) to search for the required tools. For MCP tool discovery, "
     f"always use `{TOOL_SEARCH}`.")
-PARAMETERS = {"type": "object", "required": ["query"], "properties": {
+PARAMETERS: JsonObject = {"type": "object", "required": ["query"], "properties": {
     "query": {"description": "Search query for deferred tools.", "type": "string"},
     "limit": {"description": f"Maximum number of tools to return. Defaults to {DEFAULT_LIMIT}.", "type": "number"}}}
 
@@ -78,7 +79,7 @@ class ToolSearchTool(AgentTool):
         self._load = load
         self._ready = ready  # awaitable factory: every server settled
 
-    async def execute(self, tool_call_id: str, params: dict[str, Any], signal: AbortSignal,
+    async def execute(self, tool_call_id: str, params: JsonObject, signal: AbortSignal,
                       on_update: UpdateCallback) -> ToolResult:
         query = str(params.get("query") or "")
         if not query.strip():

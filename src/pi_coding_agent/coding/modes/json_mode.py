@@ -7,8 +7,9 @@ single writer as RPC mode, so lines never interleave and a slow reader applies b
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.modes.print_mode import initial_prompts, read_piped_stdin, run_headless
 from pi_coding_agent.coding.modes.rpc.transport import RecordWriter, take_over_stdout
 
@@ -17,13 +18,13 @@ if TYPE_CHECKING:
     from pi_coding_agent.coding.options import CliArgs
 
 
-def run(args: CliArgs, images: list[dict[str, Any]] | None = None) -> int:
+def run(args: CliArgs, images: list[JsonObject] | None = None) -> int:
     prompts = initial_prompts(args, read_piped_stdin())
     output_fd = take_over_stdout()
     return asyncio.run(_main(args, prompts, output_fd, images))
 
 
-async def _main(args: CliArgs, prompts: list[str], output_fd: int, images: list[dict[str, Any]] | None) -> int:
+async def _main(args: CliArgs, prompts: list[str], output_fd: int, images: list[JsonObject] | None) -> int:
     writer = RecordWriter(output_fd)
     await writer.start()
 

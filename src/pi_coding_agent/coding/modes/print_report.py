@@ -11,6 +11,8 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Any
 
+from pi_coding_agent.coding.events import AgentEvent, AutoRetryStartEvent
+
 if TYPE_CHECKING:
     from pi_coding_agent.coding.agent_session import AgentSession
 
@@ -19,13 +21,13 @@ def attach_retry_report(session: AgentSession) -> None:
     session.subscribe(report_retries)
 
 
-def report_retries(event: dict[str, Any]) -> None:
+def report_retries(event: AgentEvent) -> None:
     """Session listener: one stderr line per scheduled retry (attempt, delay, cause)."""
-    if event.get("type") == "auto_retry_start":
+    if event["type"] == "auto_retry_start":
         print(retry_line(event), file=sys.stderr, flush=True)
 
 
-def retry_line(event: dict[str, Any]) -> str:
+def retry_line(event: AutoRetryStartEvent) -> str:
     seconds = event["delayMs"] / 1000
     delay = f"{seconds:g}s" if seconds >= 1 else f"{event['delayMs']}ms"
     return (f"Retrying (attempt {event['attempt']}/{event['maxAttempts']}) in {delay}: "

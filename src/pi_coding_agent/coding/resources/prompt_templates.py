@@ -7,8 +7,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.resources import resource_files as rf
 from pi_coding_agent.coding.resources import resource_paths as rp
 from pi_coding_agent.coding.resources.frontmatter import parse_frontmatter
@@ -31,7 +31,7 @@ class PromptTemplate:
     origin: str = "top-level"  # sourceInfo.origin: "package" for a package's file
     source_base_dir: Path | None = None  # sourceInfo.baseDir
 
-    def source_info(self) -> dict[str, Any]:
+    def source_info(self) -> JsonObject:
         """The ``sourceInfo`` object of get_commands."""
         return rf.source_info(self.path, self.source, self.scope, self.source_base_dir, self.origin)
 

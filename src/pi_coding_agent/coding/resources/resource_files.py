@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.resources import resource_paths as rp
 from pi_coding_agent.coding.resources.settings import PROJECT_DIR, SettingsPath
 
@@ -19,9 +19,9 @@ SKILL_FILE = "SKILL.md"
 
 
 def source_info(path: Path, source: str, scope: str, base_dir: Path | None,
-                origin: str = "top-level") -> dict[str, Any]:
+                origin: str = "top-level") -> JsonObject:
     """A skill's or template's ``sourceInfo`` object, as get_commands shows it."""
-    info: dict[str, Any] = {"path": str(path), "source": source, "scope": scope, "origin": origin}
+    info: JsonObject = {"path": str(path), "source": source, "scope": scope, "origin": origin}
     if base_dir is not None:
         info["baseDir"] = str(base_dir)
     return info

@@ -22,6 +22,7 @@ import orjson
 
 from pi_coding_agent.agent.queues import QUEUE_MODES
 from pi_coding_agent.ai.config_validation import ConfigError, parse_json, validated_json
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.tools.selection import apply_modifiers
 
 SETTINGS_FILE = "settings.json"
@@ -49,8 +50,8 @@ class SettingsPath(NamedTuple):
 class Settings:
     """Merged view of the global and project settings files (see module docstring)."""
 
-    def __init__(self, agent_dir: Path, cwd: Path, global_data: dict[str, Any], project_data: dict[str, Any],
-                 warnings: list[str], global_writable: bool = True, overrides: dict[str, Any] | None = None) -> None:
+    def __init__(self, agent_dir: Path, cwd: Path, global_data: JsonObject, project_data: JsonObject,
+                 warnings: list[str], global_writable: bool = True, overrides: JsonObject | None = None) -> None:
         self.agent_dir = agent_dir
         self.cwd = cwd
         self.global_path = agent_dir / SETTINGS_FILE
@@ -70,12 +71,12 @@ class Settings:
         warnings: list[str] = []
         cache_dir = agent_dir / ".cache"
         global_data, global_ok = _read_settings_file(agent_dir / SETTINGS_FILE, cache_dir, warnings)
-        project_data: dict[str, Any] = {}
+        project_data: JsonObject = {}
         if project_trusted:
             project_data, _ = _read_settings_file(cwd / PROJECT_DIR / SETTINGS_FILE, cache_dir, warnings)
         return cls(agent_dir, cwd, global_data, project_data, warnings, global_writable=global_ok)
 
-    def with_overrides(self, overrides: dict[str, Any]) -> Settings:
+    def with_overrides(self, overrides: JsonObject) -> Settings:
         """These settings with ``overrides`` on top of both files (in memory only; an SDK caller's)."""
         if not overrides:
             return self
@@ -84,7 +85,7 @@ class Settings:
 
     # ------------------------------------------------------------------ generic access
 
-    def effective(self) -> dict[str, Any]:
+    def effective(self) -> JsonObject:
         """A copy of the merged settings (global, project, overrides): what ``pi.get_settings()`` returns."""
         return copy.deepcopy(self._merged)
 
@@ -394,7 +395,7 @@ def _lookup(node: Any, dotted_key: str, default: Any) -> Any:
     return node
 
 
-def merge_settings(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+def merge_settings(base: JsonObject, overrides: JsonObject) -> JsonObject:
     """Deep merge, plus pi's rule for ``defaultTools`` (a modifier-only list extends the base list)."""
     merged = _deep_merge(base, overrides)
     tools = _merge_default_tools(base.get("defaultTools"), overrides.get("defaultTools"))
@@ -403,7 +404,7 @@ def merge_settings(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str,
     return merged
 
 
-def _deep_merge(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+def _deep_merge(base: JsonObject, overrides: JsonObject) -> JsonObject:
     result = dict(base)
     for key, value in overrides.items():
         current = result.get(key)
@@ -480,7 +481,7 @@ def js_string(value: Any) -> str:
 # ---------------------------------------------------------------------- files
 
 
-def _read_settings_file(path: Path, cache_dir: Path, warnings: list[str]) -> tuple[dict[str, Any], bool]:
+def _read_settings_file(path: Path, cache_dir: Path, warnings: list[str]) -> tuple[JsonObject, bool]:
     """(settings, parsed_ok). Problems become ``Warning: Invalid settings file <path>: ...`` lines.
 
     Values of the wrong type drop their top-level key only; the file is not recorded as validated,
@@ -515,7 +516,7 @@ def _add_warnings(path: Path, exc: ConfigError, warnings: list[str]) -> None:
             warnings.append(line)
 
 
-def migrate_settings(data: dict[str, Any]) -> dict[str, Any]:
+def migrate_settings(data: JsonObject) -> JsonObject:
     """Older spellings pi still accepts: ``queueMode``, boolean ``websockets``, object ``skills``."""
     if "queueMode" in data and "steeringMode" not in data:
         data["steeringMode"] = data.pop("queueMode")
@@ -527,7 +528,7 @@ def migrate_settings(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-def read_for_update(path: Path) -> dict[str, Any] | None:
+def read_for_update(path: Path) -> JsonObject | None:
     """Current file content for a read-modify-write ({} when absent, None when not a JSON object)."""
     try:
         raw = path.read_bytes()
@@ -542,7 +543,7 @@ def read_for_update(path: Path) -> dict[str, Any] | None:
     return migrate_settings(data) if isinstance(data, dict) else None
 
 
-def _set_dotted(data: dict[str, Any], dotted_key: str, value: Any) -> None:
+def _set_dotted(data: JsonObject, dotted_key: str, value: Any) -> None:
     *parents, leaf = dotted_key.split(".")
     node = data
     for part in parents:

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from pi_coding_agent.agent.queues import QueueMode
 from pi_coding_agent.ai.config_validation import ConfigError, format_location
+from pi_coding_agent.ai.types import JsonObject
 
 
 class _Lenient(BaseModel):
@@ -37,7 +38,7 @@ class Compaction(_Lenient):
     enabled: bool | None = None
     reserveTokens: Any = None
     keepRecentTokens: Any = None
-    modelOverrides: dict[str, Any] | None = None
+    modelOverrides: JsonObject | None = None
 
 
 class BranchSummary(_Lenient):
@@ -68,9 +69,9 @@ class SettingsFile(_Lenient):
     shellPath: str | None = None
     shellCommandPrefix: str | None = None
     enableSkillCommands: bool | None = None
-    packages: list[str | dict[str, Any]] | None = None
+    packages: list[str | JsonObject] | None = None
     extensions: list[str] | None = None
-    skills: list[str] | dict[str, Any] | None = None
+    skills: list[str] | JsonObject | None = None
     prompts: list[str] | None = None
     themes: list[str] | None = None
     defaultProjectTrust: Literal["ask", "always", "never"] | None = None

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.resources import resource_files as rf
 from pi_coding_agent.coding.resources import resource_paths as rp
 from pi_coding_agent.coding.resources.frontmatter import parse_frontmatter, strip_frontmatter
@@ -38,7 +39,7 @@ class Skill:
     origin: str = "top-level"  # sourceInfo.origin: "package" for a package's file
     source_base_dir: Path | None = None  # sourceInfo.baseDir (the resource root, not base_dir)
 
-    def source_info(self) -> dict[str, Any]:
+    def source_info(self) -> JsonObject:
         """The ``sourceInfo`` object of get_commands."""
         return rf.source_info(self.path, self.source, self.scope, self.source_base_dir, self.origin)
 

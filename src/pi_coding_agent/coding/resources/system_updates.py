@@ -56,7 +56,7 @@ def split_transcript(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str
     return prompt, rest
 
 
-def leading_tools(messages: list[dict[str, Any]]) -> list[Any] | None:
+def leading_tools(messages: list[dict[str, Any]]) -> list[object] | None:
     """The leading system message's tools when a later one changes them (else None: no changes)."""
     if not any(m.get("role") == "system" and any(m.get(k) for k in TOOL_FIELDS) for m in messages[1:]):
         return None

@@ -7,18 +7,17 @@ never gets a message in the middle of a turn; replacing the session forgets thos
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from pi_coding_agent.ai.abort import AbortSignal
-from pi_coding_agent.ai.types import now_ms
+from pi_coding_agent.ai.types import JsonObject, now_ms
 from pi_coding_agent.coding.runtime import SessionRuntime
 
-Intercept = Callable[[str, bool], Awaitable[dict[str, Any] | None]]
+Intercept = Callable[[str, bool], Awaitable[JsonObject | None]]
 
 
-def bash_record(command: str, result: dict[str, Any], exclude_from_context: bool) -> dict[str, Any]:
+def bash_record(command: str, result: JsonObject, exclude_from_context: bool) -> JsonObject:
     """The ``bashExecution`` message for a finished command, fields in pi's order."""
-    record: dict[str, Any] = {"role": "bashExecution", "command": command, "output": result["output"]}
+    record: JsonObject = {"role": "bashExecution", "command": command, "output": result["output"]}
     if "exitCode" in result:
         record["exitCode"] = result["exitCode"]
     record["cancelled"] = result["cancelled"]
@@ -34,16 +33,16 @@ def bash_record(command: str, result: dict[str, Any], exclude_from_context: bool
 class BashRuns:
     """User commands of one session; ``record`` adds a message to the transcript and the file."""
 
-    def __init__(self, runtime: SessionRuntime, record: Callable[[dict[str, Any]], None],
+    def __init__(self, runtime: SessionRuntime, record: Callable[[JsonObject], None],
                  is_streaming: Callable[[], bool]) -> None:
         self._rt = runtime
         self._record = record
         self._is_streaming = is_streaming
         self._signals: set[AbortSignal] = set()
-        self._deferred: list[dict[str, Any]] = []
+        self._deferred: list[JsonObject] = []
 
     async def run(self, command: str, exclude_from_context: bool, on_delta: Callable[[str], None],
-                  intercept: Intercept | None) -> dict[str, Any]:
+                  intercept: Intercept | None) -> JsonObject:
         """Run ``command`` (unless an extension's ``intercept`` answers for it) and record it."""
         signal = AbortSignal()
         self._signals.add(signal)

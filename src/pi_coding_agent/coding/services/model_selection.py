@@ -9,11 +9,12 @@ thinking level, since the new model may support fewer levels.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pi_coding_agent.ai.thinking import clamp_thinking_level, supported_thinking_levels
-from pi_coding_agent.ai.types import Model
+from pi_coding_agent.ai.types import JsonObject, Model
 from pi_coding_agent.coding.errors import SessionError
+from pi_coding_agent.coding.events import AgentEvent
 
 if TYPE_CHECKING:
     from pi_coding_agent.coding.extensions.runner import ExtensionRunner
@@ -26,7 +27,7 @@ class ModelSelection:
     ``extensions`` is read at each change: the session replaces its runner when it enters another project.
     """
 
-    def __init__(self, runtime: SessionRuntime, emit: Callable[[dict[str, Any]], None],
+    def __init__(self, runtime: SessionRuntime, emit: Callable[[AgentEvent], None],
                  extensions: Callable[[], ExtensionRunner | None]) -> None:
         self.rt = runtime
         self.agent = runtime.agent
@@ -44,7 +45,7 @@ class ModelSelection:
         await self._switch(model, "set")
         return model
 
-    async def cycle_model(self) -> dict[str, Any] | None:
+    async def cycle_model(self) -> JsonObject | None:
         scoped = self.rt.scoped_models
         candidates = scoped or self.available_models()
         if len(candidates) <= 1 and (not candidates or candidates[0] is self.agent.model):
@@ -73,7 +74,7 @@ class ModelSelection:
         self.rt.session_manager.append_thinking_level_change(effective)
         self._emit({"type": "thinking_level_changed", "level": effective})
 
-    def cycle_thinking_level(self) -> dict[str, Any] | None:
+    def cycle_thinking_level(self) -> JsonObject | None:
         if not self.agent.model.get("reasoning"):
             return None
         levels = supported_thinking_levels(self.agent.model)

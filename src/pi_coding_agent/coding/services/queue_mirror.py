@@ -12,12 +12,13 @@ from collections.abc import Callable
 from typing import Any
 
 from pi_coding_agent.agent.agent import Agent
+from pi_coding_agent.coding.events import AgentEvent
 
 
 class QueueMirror:
     """Queue texts for one session; every change is announced through ``emit``."""
 
-    def __init__(self, agent: Agent, emit: Callable[[dict[str, Any]], None]) -> None:
+    def __init__(self, agent: Agent, emit: Callable[[AgentEvent], None]) -> None:
         self._agent = agent
         self._emit = emit
         self._steering: list[str] = []

@@ -13,9 +13,10 @@ replacement resets (``rebind``).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from pi_coding_agent.ai.session_resources import end_session
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.errors import SessionError
 from pi_coding_agent.coding.extensions.host import ExtensionHost
 from pi_coding_agent.coding.messages import message_text
@@ -39,7 +40,7 @@ class ReplacementHost(ExtensionHost, Protocol):
     def use_extensions(self, runner: ExtensionRunner | None) -> None: ...
 
 
-async def fork_session(host: ReplacementHost, entry_id: str) -> dict[str, Any]:
+async def fork_session(host: ReplacementHost, entry_id: str) -> JsonObject:
     """A new session holding the branch before the user message ``entry_id``; its text is returned."""
     entry = host.sm.get_entry(entry_id)
     message = entry.get("message") if entry and entry.get("type") == "message" else None
@@ -51,7 +52,7 @@ async def fork_session(host: ReplacementHost, entry_id: str) -> dict[str, Any]:
     return result
 
 
-async def clone_session(host: ReplacementHost) -> dict[str, Any]:
+async def clone_session(host: ReplacementHost) -> JsonObject:
     """A new session holding the current branch up to and including the leaf."""
     if host.sm.leaf_id is None:
         raise SessionError("Cannot clone session: no current entry selected")
@@ -80,7 +81,7 @@ async def reload_session(host: ReplacementHost) -> None:
 async def replace_session(
     host: ReplacementHost, reason: str, *, parent_session: str | None = None, target: Path | None = None,
     entry_id: str | None = None, position: str = "before",
-) -> dict[str, Any]:
+) -> JsonObject:
     """new / resume / fork: tear the run down, swap the store, restore model and transcript."""
     ext = host.extensions
     if ext is not None and await ext.before_replace(reason, target, entry_id, position):

@@ -12,6 +12,7 @@ from dataclasses import field
 from typing import Any
 
 from pi_coding_agent.ai.records import record
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.events import Message
 from pi_coding_agent.coding.session.entries import Entry
 from pi_coding_agent.coding.session.ids import iso_to_ms
@@ -81,7 +82,7 @@ def entry_messages(entry: Entry) -> list[Message]:
     return []
 
 
-def _present(entry: Entry, *keys: str) -> dict[str, Any]:
+def _present(entry: Entry, *keys: str) -> JsonObject:
     """The given fields that the entry has (absent ones stay absent, as JavaScript drops undefined)."""
     return {key: entry[key] for key in keys if key in entry}
 
@@ -203,8 +204,8 @@ def build_context(path: list[Entry], settings: Settings | None = None) -> Sessio
 def current_system_message(messages: list[Message]) -> Message | None:
     """Replay every system message (prompt patches, tool deltas) into one full system message."""
     texts: list[str] = []
-    sections: dict[str, Any] = {}
-    tools: dict[str, Any] = {}
+    sections: JsonObject = {}
+    tools: JsonObject = {}
     timestamp = None
     for message in messages:
         if message.get("role") != "system":

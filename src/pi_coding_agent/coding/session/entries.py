@@ -9,6 +9,8 @@ postponed annotations here: ``NotRequired`` must be visible to ``__required_keys
 
 from typing import Any, Literal, NotRequired, TypedDict
 
+from pi_coding_agent.ai.types import JsonObject, SystemMessage, Usage
+
 Entry = dict[str, Any]  # any record below, as it is held and written
 
 
@@ -31,7 +33,7 @@ class _EntryBase(TypedDict):
 
 class MessageEntry(_EntryBase):
     type: Literal["message"]
-    message: dict[str, Any]  # system, user, assistant, toolResult or bashExecution
+    message: dict[str, Any]  # an AgentMessage (agent/events.py): system, user, assistant, toolResult or bashExecution
 
 
 class ModelChangeEntry(_EntryBase):
@@ -50,33 +52,33 @@ class CompactionEntry(_EntryBase):
     summary: str
     firstKeptEntryId: str  # its own id when it keeps nothing
     tokensBefore: int
-    details: NotRequired[Any]  # pi's own summaries: {readFiles, modifiedFiles}
-    usage: NotRequired[dict[str, Any]]
+    details: NotRequired[object]  # pi's own summaries: {readFiles, modifiedFiles}
+    usage: NotRequired[Usage]
     fromHook: NotRequired[bool]  # an extension produced it
-    systemMessage: NotRequired[dict[str, Any]]  # the replayed system state at compaction time
+    systemMessage: NotRequired[SystemMessage]  # the replayed system state at compaction time
 
 
 class BranchSummaryEntry(_EntryBase):
     type: Literal["branch_summary"]
     fromId: str  # the abandoned leaf, "root" when there was none
     summary: str
-    details: NotRequired[Any]
-    usage: NotRequired[dict[str, Any]]
+    details: NotRequired[object]
+    usage: NotRequired[Usage]
     fromHook: NotRequired[bool]
 
 
 class CustomEntry(_EntryBase):
     type: Literal["custom"]
     customType: str
-    data: NotRequired[Any]  # extension state, never sent to the model
+    data: NotRequired[object]  # extension state, never sent to the model
 
 
 class CustomMessageEntry(_EntryBase):
     type: Literal["custom_message"]
     customType: str
-    content: str | list[dict[str, Any]]
+    content: str | list[JsonObject]
     display: bool
-    details: NotRequired[Any]
+    details: NotRequired[object]
 
 
 class LabelEntry(_EntryBase):
@@ -95,14 +97,14 @@ class UsageEntry(_EntryBase):
     kind: str  # e.g. "cache_warm"
     provider: str
     model: str
-    usage: dict[str, Any]
+    usage: Usage
     note: NotRequired[str]
 
 
 class ContextEditEntry(_EntryBase):
     type: Literal["context_edit"]
     targetId: str
-    replacement: dict[str, Any] | None  # {content}, or None to hide the target
+    replacement: JsonObject | None  # {content}, or None to hide the target
 
 
 SessionEntry = (

@@ -50,9 +50,9 @@ class FileIndex:
     header: Entry | None = None
     starts: array[int] = field(default_factory=lambda: array("q"))
     ends: array[int] = field(default_factory=lambda: array("q"))
-    ids: list[Any] = field(default_factory=list)
-    parents: list[Any] = field(default_factory=list)
-    kinds: list[Any] = field(default_factory=list)
+    ids: list[object] = field(default_factory=list)
+    parents: list[object] = field(default_factory=list)
+    kinds: list[object] = field(default_factory=list)
     parsed: dict[int, Entry] = field(default_factory=dict)  # position -> entry parsed during the pass
 
 
@@ -183,7 +183,7 @@ def _check_leaves(index: FileIndex, fd: int) -> None:
         _drop(index, broken)
 
 
-def _leaves(ids: list[Any], parents: list[Any]) -> list[int]:
+def _leaves(ids: list[object], parents: list[object]) -> list[int]:
     """Positions of the entries whose id no entry names as parent, in file order. There are usually a
     handful, each found by ``list.index`` (C speed); many are found by one pass instead."""
     named = set(parents)

@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.session.entry_list import EntryList
 from pi_coding_agent.coding.session.ids import iso_to_ms
 
@@ -39,13 +40,13 @@ def tree_layout(entries: EntryList, by_id: dict[Any, int]) -> Layout:
     return roots, children
 
 
-def _entry_time(entry: dict[str, Any]) -> float:
+def _entry_time(entry: JsonObject) -> float:
     """Sort key of tree siblings: entry time (unparseable times sort as equal, first)."""
     stamp = iso_to_ms(entry.get("timestamp"))
     return float("-inf") if stamp is None else stamp
 
 
-def label_fields(label: dict[str, Any] | None) -> dict[str, Any]:
+def label_fields(label: JsonObject | None) -> JsonObject:
     """A node's ``label`` and ``labelTimestamp`` (absent when unset)."""
     if label is None:
         return {}
@@ -55,7 +56,7 @@ def label_fields(label: dict[str, Any] | None) -> dict[str, Any]:
     return fields
 
 
-def iter_tree(entries: EntryList, layout: Layout, labels: dict[Any, dict[str, Any]]) -> Iterator[bytes]:
+def iter_tree(entries: EntryList, layout: Layout, labels: dict[Any, JsonObject]) -> Iterator[bytes]:
     """``[{entry, children, label?, labelTimestamp?}, ...]`` in chunks, depth first."""
     roots, children = layout
     dumps = orjson.dumps
@@ -65,7 +66,7 @@ def iter_tree(entries: EntryList, layout: Layout, labels: dict[Any, dict[str, An
 
 
 def _tree_pieces(entries: EntryList, stack: list[Any], children: dict[int, list[int]],
-                 labels: dict[Any, dict[str, Any]], dumps: Any) -> Iterator[bytes]:
+                 labels: dict[Any, JsonObject], dumps: Any) -> Iterator[bytes]:
     while stack:
         item = stack.pop()
         if isinstance(item, bytes):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.session.context import content_text
 from pi_coding_agent.coding.session.entries import Entry
 from pi_coding_agent.coding.session.entry_list import EntryList
@@ -54,7 +55,7 @@ class FileTotals:
                 self.tokens[key] += usage.get(key) or 0
             self.cost += (usage.get("cost") or {}).get("total") or 0
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> JsonObject:
         return {**self.counts, "tokens": {**self.tokens, "total": sum(self.tokens.values())}, "cost": self.cost}
 
 
@@ -84,7 +85,7 @@ class SessionTotals:
         if self._user_texts is not None and (text := user_text(entry)) is not None:
             self._user_texts.append(text)
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> JsonObject:
         if self._totals is None:
             totals = FileTotals()
             for entry in self._entries:

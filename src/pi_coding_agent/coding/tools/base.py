@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from pi_coding_agent.agent.tool import AgentTool, ToolError, ToolResult, UpdateCallback
 from pi_coding_agent.ai.abort import AbortSignal
 from pi_coding_agent.ai.records import record
+from pi_coding_agent.ai.types import JsonObject
 
 from .process_groups import ProcessRegistry
 
@@ -84,24 +85,24 @@ def check_aborted(signal: AbortSignal | None) -> None:
         raise aborted_error()
 
 
-def string_param(description: str) -> dict[str, Any]:
+def string_param(description: str) -> JsonObject:
     return {"type": "string", "description": description}
 
 
-def number_param(description: str) -> dict[str, Any]:
+def number_param(description: str) -> JsonObject:
     return {"type": "number", "description": description}
 
 
-def object_schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+def object_schema(properties: JsonObject, required: list[str]) -> JsonObject:
     """A JSON schema object laid out as pi's TypeBox schemas serialise (``required`` omitted when empty)."""
-    schema: dict[str, Any] = {"type": "object"}
+    schema: JsonObject = {"type": "object"}
     if required:
         schema["required"] = required
     schema["properties"] = properties
     return schema
 
 
-STRICT_PREFERRED = {"type": "json_schema", "strict": "prefer"}  # pi's declaration for its file/shell tools
+STRICT_PREFERRED: JsonObject = {"type": "json_schema", "strict": "prefer"}  # pi's declaration for its file/shell tools
 
 
 class BuiltinTool(AgentTool):
@@ -110,7 +111,7 @@ class BuiltinTool(AgentTool):
     name: str
     label: str
     description: str
-    parameters: dict[str, Any]
+    parameters: JsonObject
     prompt_snippet: str
     prompt_guidelines: list[str]
     GUIDELINES: ClassVar[tuple[str, ...]] = ()
@@ -120,6 +121,6 @@ class BuiltinTool(AgentTool):
         self.prompt_guidelines = list(self.GUIDELINES)
 
     async def execute(
-        self, tool_call_id: str, params: dict[str, Any], signal: AbortSignal, on_update: UpdateCallback
+        self, tool_call_id: str, params: JsonObject, signal: AbortSignal, on_update: UpdateCallback
     ) -> ToolResult:
         raise NotImplementedError

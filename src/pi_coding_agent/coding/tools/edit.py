@@ -69,7 +69,7 @@ class EditTool(BuiltinTool):
         "non-overlapping; merge nearby changes without including large unchanged regions.",
     )
 
-    def prepare_arguments(self, args: Any) -> Any:
+    def prepare_arguments(self, args: Any) -> object:
         """Accept ``edits`` as a JSON string or a single object, and legacy top-level oldText/newText."""
         if not isinstance(args, dict):
             return args

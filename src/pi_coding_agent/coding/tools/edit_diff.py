@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pi_coding_agent.agent.tool import ToolError
+from pi_coding_agent.ai.types import JsonObject
 
 DIFF_CONTEXT_LINES = 4
 # Unchanged lines diffed around each replacement: well above the context shown, so the window
@@ -309,7 +310,7 @@ def _split_lines(text: str) -> list[str]:
     return _LINE_RE.findall(text)
 
 
-def generate_edit_diff(path: str, old: str, replacements: list[Replacement]) -> dict[str, Any]:
+def generate_edit_diff(path: str, old: str, replacements: list[Replacement]) -> JsonObject:
     """``{diff, patch, firstChangedLine}``: numbered display diff and unified patch (4 context lines).
 
     Only windows around the replacements are diffed, and their new text is built from ``old`` and
@@ -335,7 +336,7 @@ def generate_edit_diff(path: str, old: str, replacements: list[Replacement]) -> 
         display.extend(shown)
         hunks.extend(_patch_hunks(a, b, w[2], w[3]))
     patch = f"--- {path}\n+++ {path}\n" + "".join(hunks)
-    result: dict[str, Any] = {"diff": "\n".join(display), "patch": patch}
+    result: JsonObject = {"diff": "\n".join(display), "patch": patch}
     if first_changed is not None:
         result["firstChangedLine"] = first_changed
     return result

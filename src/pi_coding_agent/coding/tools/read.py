@@ -149,7 +149,7 @@ def _consume(task: asyncio.Future[Any]) -> None:
         task.exception()
 
 
-def _structured(content: list[Any]) -> Any:
+def _structured(content: list[Any]) -> object:
     """pi's ``structuredContent`` of a read: the text, or the image with the text as its note."""
     text = next((block["text"] for block in content if block["type"] == "text"), "")
     image = next((block for block in content if block["type"] == "image"), None)

@@ -5,9 +5,10 @@ The metadata dict is pi's ``details.truncation`` object, so its keys are the wir
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypedDict
+from typing import Literal, TypedDict
 
 from pi_coding_agent.agent.tool import ToolResult, text_result
+from pi_coding_agent.ai.types import JsonObject
 
 DEFAULT_MAX_LINES = 2000
 DEFAULT_MAX_BYTES = 50 * 1024
@@ -187,7 +188,7 @@ def listing_result(truncation: Truncation, limit_notice: str | None, limit_detai
     the details flag it sets); each also records its key in ``details``.
     """
     text = truncation["content"]
-    details: dict[str, Any] = {}
+    details: JsonObject = {}
     notices: list[str] = []
     if limit_notice is not None and limit_detail is not None:
         notices.append(limit_notice)

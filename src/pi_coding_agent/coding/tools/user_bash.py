@@ -7,9 +7,9 @@ import functools
 import re
 from collections import deque
 from collections.abc import Callable
-from typing import Any
 
 from pi_coding_agent.ai.abort import AbortSignal
+from pi_coding_agent.ai.types import JsonObject
 
 from .base import ToolEnv
 from .process_groups import ProcessRegistry
@@ -115,7 +115,7 @@ class _UserOutput:
 
 async def run_user_bash(
     command: str, env: ToolEnv, on_delta: Callable[[str], None], signal: AbortSignal
-) -> dict[str, Any]:
+) -> JsonObject:
     """Run the user's command; ``{output, exitCode?, cancelled, truncated, fullOutputPath?}``.
 
     Start-up failures (missing shell or cwd) raise :class:`ShellError`.
@@ -138,7 +138,7 @@ async def run_user_bash(
     if out.file is not None:
         out.file.close()
     cancelled = signal.aborted
-    result: dict[str, Any] = {"output": truncation["content"] if truncation["truncated"] else full}
+    result: JsonObject = {"output": truncation["content"] if truncation["truncated"] else full}
     if not cancelled and exit_code is not None:
         result["exitCode"] = exit_code
     result["cancelled"] = cancelled

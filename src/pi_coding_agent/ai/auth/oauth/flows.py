@@ -24,6 +24,7 @@ from typing import Any, Protocol
 from urllib.parse import parse_qs, urlsplit
 
 from pi_coding_agent.ai.auth.oauth.http import OAuthError
+from pi_coding_agent.ai.types import JsonObject
 
 
 class LoginUI(Protocol):
@@ -32,7 +33,7 @@ class LoginUI(Protocol):
         """Ask the user: ``kind`` is ``text``, ``secret``, ``manual_code`` or ``select`` (returns an option id)."""
         ...
 
-    def notify(self, event: dict[str, Any]) -> None:
+    def notify(self, event: JsonObject) -> None:
         """Show an ``AuthEvent`` (``auth_url``, ``device_code``, ``progress`` or ``info``)."""
         ...
 
@@ -192,7 +193,7 @@ async def poll_device(poll: Callable[[], Awaitable[Poll]], interval_s: float | N
     raise OAuthError("Device flow timed out after one or more slow_down responses" if slowed else "Device flow timed out")
 
 
-def rfc8628_poll_result(reply_ok: bool, body: dict[str, Any], provider_name: str) -> Poll | None:
+def rfc8628_poll_result(reply_ok: bool, body: JsonObject, provider_name: str) -> Poll | None:
     """The standard error answers of a device-token endpoint; None when the reply is a success."""
     if reply_ok:
         return None

@@ -11,7 +11,6 @@ import re
 import secrets
 import uuid
 from collections.abc import Awaitable, Callable
-from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 from pi_coding_agent.ai.auth.oauth import providers as p
@@ -28,8 +27,9 @@ from pi_coding_agent.ai.auth.oauth.flows import (
     trusted_url,
 )
 from pi_coding_agent.ai.auth.oauth.http import OAuthError, call
+from pi_coding_agent.ai.types import JsonObject
 
-Credential = dict[str, Any]
+Credential = JsonObject
 LoginFlow = Callable[[LoginUI], Awaitable[Credential]]
 PASTE_HINT = "Complete login in your browser, or paste the authorization code / redirect URL here:"
 
@@ -265,7 +265,7 @@ async def _device_start(ui: LoginUI, url: str, form: dict[str, str], name: str, 
     if not isinstance(device_code, str) or not isinstance(user_code, str) or verification is None:
         raise OAuthError(f"Invalid {name} device authorization response")
     interval, expires = body.get("interval"), body.get("expires_in")
-    event: dict[str, Any] = {"type": "device_code", "userCode": user_code, "verificationUri": verification}
+    event: JsonObject = {"type": "device_code", "userCode": user_code, "verificationUri": verification}
     if isinstance(interval, int | float):
         event["intervalSeconds"] = interval
     if isinstance(expires, int | float):
@@ -276,14 +276,14 @@ async def _device_start(ui: LoginUI, url: str, form: dict[str, str], name: str, 
 
 
 async def _device_tokens(token_url: str, form: dict[str, str], name: str, interval: float | None,
-                         expires: float | None, headers: dict[str, str] | None = None) -> dict[str, Any]:
+                         expires: float | None, headers: dict[str, str] | None = None) -> JsonObject:
     async def poll() -> Poll:
         reply = await call("POST", token_url, form=form, headers=headers)
         if reply.ok and isinstance(reply.body.get("access_token"), str):
             return Poll("complete", reply.body)
         return rfc8628_poll_result(False, reply.body, name) or Poll("failed")
 
-    body: dict[str, Any] = await poll_device(poll, interval, expires, wait_first=True)
+    body: JsonObject = await poll_device(poll, interval, expires, wait_first=True)
     return body
 
 

@@ -12,9 +12,10 @@ import contextlib
 import getpass
 import os
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pi_coding_agent.ai.auth.keys import AuthStorage
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding import paths
 from pi_coding_agent.coding.commands.login import after_sign_in, device_id
 from pi_coding_agent.coding.commands.login import title as _title
@@ -56,7 +57,7 @@ class TerminalUI:
             return others[0][0]
         return _choose_in_terminal(message, others)
 
-    def notify(self, event: dict[str, Any]) -> None:
+    def notify(self, event: JsonObject) -> None:
         kind = event.get("type")
         if kind == "auth_url":
             _say(f"Open this URL to sign in:\n  {event['url']}")
@@ -155,7 +156,7 @@ async def _login(auth: AuthStorage, provider: str, api_key: bool, browser: bool)
     ui = TerminalUI(provider, browser)
     try:
         if provider == "llama.cpp":
-            credential: dict[str, Any] = await _llama_credential(ui)
+            credential: JsonObject = await _llama_credential(ui)
         elif not account:
             key = (await ui.prompt("secret", f"Enter {name} API key")).strip()
             if not key:
@@ -204,7 +205,7 @@ def _device_id() -> str:
     return device_id(_settings())
 
 
-async def _llama_credential(ui: TerminalUI) -> dict[str, Any]:
+async def _llama_credential(ui: TerminalUI) -> JsonObject:
     """The router's URL (kept in the credential's ``env``, as pi does) and an optional key, checked live."""
     import os
 
@@ -218,7 +219,7 @@ async def _llama_credential(ui: TerminalUI) -> dict[str, Any]:
         await asyncio.to_thread(llama_cpp.LlamaClient(url, key or None).list)
     except llama_cpp.LlamaError as exc:
         raise OSError(str(exc)) from None
-    credential: dict[str, Any] = {"type": "api_key"}
+    credential: JsonObject = {"type": "api_key"}
     if key:
         credential["key"] = key
     credential["env"] = {"LLAMA_BASE_URL": url}

@@ -52,7 +52,7 @@ class ClientFiles:
     async def write_text(self, path: str, content: str) -> None:
         await self._call("fs/write_text_file", {"sessionId": self._session_id, "path": path, "content": content}, path)
 
-    async def _call(self, method: str, params: dict[str, Any], path: str) -> Any:
+    async def _call(self, method: str, params: dict[str, Any], path: str) -> object:
         try:
             return await self._request(method, params)
         except RpcError as err:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.errors import UserError
 from pi_coding_agent.coding.modes.acp.jsonrpc import INVALID_PARAMS, RpcError
 from pi_coding_agent.coding.modes.acp.port import SessionPort
@@ -31,7 +32,7 @@ def initial_mode(setting: str | None) -> str:
     return setting if setting in MODES else FULL_ACCESS
 
 
-def mode_state(current: str) -> dict[str, Any]:
+def mode_state(current: str) -> JsonObject:
     """The legacy ``modes`` object of session/new and session/load."""
     return {"currentModeId": current,
             "availableModes": [{"id": mode_id, "name": name, "description": description}
@@ -42,9 +43,9 @@ def _model_key(model: Any) -> str:
     return f"{model['provider']}/{model['id']}"
 
 
-def config_options(session: SessionPort, mode: str) -> list[dict[str, Any]]:
+def config_options(session: SessionPort, mode: str) -> list[JsonObject]:
     """The complete option list (every response and ``config_option_update`` carries all of them)."""
-    options: list[dict[str, Any]] = [{
+    options: list[JsonObject] = [{
         "id": "mode", "name": "Mode", "description": "When tools may change files or run commands",
         "category": "mode", "type": "select", "currentValue": mode,
         "options": [{"value": mode_id, "name": name, "description": description}

@@ -19,6 +19,7 @@ from typing import Any
 
 import orjson
 
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.modes.rpc.transport import RecordWriter, read_lines
 
 PARSE_ERROR = -32700
@@ -40,8 +41,8 @@ class RpcError(Exception):
         self.message = message
         self.data = data
 
-    def to_wire(self) -> dict[str, Any]:
-        error: dict[str, Any] = {"code": self.code, "message": self.message}
+    def to_wire(self) -> JsonObject:
+        error: JsonObject = {"code": self.code, "message": self.message}
         if self.data is not None:
             error["data"] = self.data
         return error
@@ -69,7 +70,7 @@ class JsonRpcPeer:
 
     # ------------------------------------------------------------------ outgoing
 
-    async def request(self, method: str, params: Any) -> Any:
+    async def request(self, method: str, params: Any) -> object:
         """Call the peer and wait for its result; raises ``RpcError`` or ``ConnectionClosed``."""
         if self.closed:
             raise ConnectionClosed(f"{method}: the client has disconnected")
@@ -123,7 +124,7 @@ class JsonRpcPeer:
         else:
             self._reply_error(_valid_id(message.get("id")), RpcError(INVALID_REQUEST, "Invalid Request"))
 
-    def _dispatch(self, message: dict[str, Any]) -> None:
+    def _dispatch(self, message: JsonObject) -> None:
         method = message["method"]
         params = message.get("params")
         if not isinstance(method, str) or (params is not None and not isinstance(params, dict | list)):
@@ -165,7 +166,7 @@ class JsonRpcPeer:
         if task is not None:
             task.cancel()
 
-    def _resolve(self, message: dict[str, Any]) -> None:
+    def _resolve(self, message: JsonObject) -> None:
         request_id = message["id"]
         future = self._pending.get(request_id) if isinstance(request_id, int) else None
         if future is None or future.done():
@@ -190,13 +191,13 @@ class JsonRpcPeer:
                 await asyncio.wait(list(self._incoming.values()), timeout=timeout)
 
 
-def _valid_id(value: Any) -> Any:
+def _valid_id(value: Any) -> object:
     """A usable JSON-RPC id (string or integer-like number), else None."""
     if isinstance(value, bool):
         return None
     return value if isinstance(value, str | int | float) else None
 
 
-def _key(request_id: Any) -> Any:
+def _key(request_id: Any) -> object:
     """Ids compare by JSON value: the number 1 and the string "1" are different requests."""
     return (type(request_id).__name__, request_id)

@@ -11,6 +11,8 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+from pi_coding_agent.ai.types import JsonObject
+from pi_coding_agent.coding.events import AgentEvent
 from pi_coding_agent.coding.modes.acp.client_tools import ClientFiles, ClientTerminals
 from pi_coding_agent.coding.modes.acp.config import config_options, initial_mode
 from pi_coding_agent.coding.modes.acp.jsonrpc import AUTH_REQUIRED, INTERNAL_ERROR, JsonRpcPeer, RpcError
@@ -27,7 +29,7 @@ class ClientCapabilities:
 
     def __init__(self, raw: Any) -> None:
         caps = raw if isinstance(raw, dict) else {}
-        fs: dict[str, Any] = caps["fs"] if isinstance(caps.get("fs"), dict) else {}
+        fs: JsonObject = caps["fs"] if isinstance(caps.get("fs"), dict) else {}
         self.files = fs.get("readTextFile") is True and fs.get("writeTextFile") is True
         self.terminal = caps.get("terminal") is True
 
@@ -56,13 +58,13 @@ class LiveSession:
 
     # ------------------------------------------------------------------ notifications
 
-    def send(self, update: dict[str, Any]) -> None:
+    def send(self, update: JsonObject) -> None:
         self._peer.notify("session/update", {"sessionId": self.session_id, "update": update})
 
     def send_config(self) -> None:
         self.send({"sessionUpdate": "config_option_update", "configOptions": self.config_options()})
 
-    def config_options(self) -> list[dict[str, Any]]:
+    def config_options(self) -> list[JsonObject]:
         return config_options(self.session, self.mode)
 
     def set_mode(self, mode: str) -> None:
@@ -71,7 +73,7 @@ class LiveSession:
     def send_commands(self) -> None:
         commands = []
         for command in self.session.get_commands():
-            item: dict[str, Any] = {"name": command["name"],
+            item: JsonObject = {"name": command["name"],
                                     "description": command.get("description") or f"{command.get('source')} command"}
             if command.get("source") != "skill":
                 item["input"] = {"hint": "arguments"}
@@ -82,7 +84,7 @@ class LiveSession:
         saved = self.session.get_entries()
         replay(branch_messages(saved["entries"], saved["leafId"]), self.cwd, self.send)
 
-    def _on_event(self, event: dict[str, Any]) -> None:
+    def _on_event(self, event: AgentEvent) -> None:
         self.stream.on_event(event)
         if event["type"] == "agent_settled":
             waiters, self._waiters = self._waiters, []
@@ -92,7 +94,7 @@ class LiveSession:
 
     # ------------------------------------------------------------------ turns
 
-    async def prompt(self, blocks: Any) -> dict[str, Any]:
+    async def prompt(self, blocks: Any) -> JsonObject:
         text, images = to_pi_prompt(blocks)
         settled: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         self._waiters.append(settled)  # before prompting: the settle must not slip past us
@@ -133,7 +135,7 @@ class LiveSession:
         usage = stats.get("contextUsage") or {}
         if not isinstance(usage.get("tokens"), int | float) or not usage.get("contextWindow"):
             return
-        update: dict[str, Any] = {"sessionUpdate": "usage_update", "used": int(usage["tokens"]),
+        update: JsonObject = {"sessionUpdate": "usage_update", "used": int(usage["tokens"]),
                                   "size": int(usage["contextWindow"])}
         if isinstance(stats.get("cost"), int | float):
             update["cost"] = {"amount": stats["cost"], "currency": "USD"}

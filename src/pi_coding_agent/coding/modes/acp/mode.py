@@ -134,7 +134,7 @@ class AcpAgent:
 
     # ------------------------------------------------------------------ dispatch
 
-    async def on_request(self, method: str, params: Any) -> Any:
+    async def on_request(self, method: str, params: Any) -> object:
         handler = METHODS.get(method)
         if handler is None:
             raise RpcError(METHOD_NOT_FOUND, "Method not found", {"method": method})

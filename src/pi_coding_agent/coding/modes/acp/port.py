@@ -20,10 +20,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from pi_coding_agent.coding.events import AgentEvent
+
 if TYPE_CHECKING:
     from pi_coding_agent.coding.tools.backend import CommandBackend, FileBackend
 
-Listener = Callable[[dict[str, Any]], None]
+Listener = Callable[[AgentEvent], None]
 # (tool call, validated args) -> None to run it, or {"block": True, "reason": ...}
 ToolGate = Callable[[dict[str, Any], dict[str, Any]], Awaitable[dict[str, Any] | None]]
 
@@ -52,7 +54,7 @@ class SessionPort(Protocol):
 
     def get_available_models(self) -> list[Any]: ...
 
-    async def set_model(self, provider: str, model_id: str) -> Any: ...
+    async def set_model(self, provider: str, model_id: str) -> object: ...
 
     def get_available_thinking_levels(self) -> list[str]: ...
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import unquote, urlparse
 
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.modes.acp.jsonrpc import INVALID_PARAMS, RpcError
 
 
@@ -19,13 +20,13 @@ def _uri_name(uri: str) -> str:
     return unquote(parsed.path) if parsed.scheme == "file" else uri
 
 
-def _image(data: Any, mime: Any) -> dict[str, Any]:
+def _image(data: Any, mime: Any) -> JsonObject:
     if not isinstance(data, str) or not isinstance(mime, str) or not mime.startswith("image/"):
         raise RpcError(INVALID_PARAMS, "Invalid params", "an image needs base64 data and an image/* mimeType")
     return {"type": "image", "data": data, "mimeType": mime}
 
 
-def _resource(resource: Any, images: list[dict[str, Any]]) -> str:
+def _resource(resource: Any, images: list[JsonObject]) -> str:
     if not isinstance(resource, dict) or not isinstance(resource.get("uri"), str):
         raise RpcError(INVALID_PARAMS, "Invalid params", "a resource needs a uri")
     name = _uri_name(resource["uri"])
@@ -38,7 +39,7 @@ def _resource(resource: Any, images: list[dict[str, Any]]) -> str:
     return f"[binary resource {name} ({mime or 'unknown type'}) not included]"
 
 
-def _link(block: dict[str, Any]) -> str:
+def _link(block: JsonObject) -> str:
     uri = block.get("uri")
     if not isinstance(uri, str):
         raise RpcError(INVALID_PARAMS, "Invalid params", "a resource_link needs a uri")
@@ -46,12 +47,12 @@ def _link(block: dict[str, Any]) -> str:
     return f"[@{name}]({_uri_name(uri)})"
 
 
-def to_pi_prompt(blocks: Any) -> tuple[str, list[dict[str, Any]]]:
+def to_pi_prompt(blocks: Any) -> tuple[str, list[JsonObject]]:
     """(text, images) for ``session.prompt``; raises ``RpcError`` (invalid params) on bad blocks."""
     if not isinstance(blocks, list) or not blocks:
         raise RpcError(INVALID_PARAMS, "Invalid params", "prompt must be a non-empty array of content blocks")
     parts: list[str] = []
-    images: list[dict[str, Any]] = []
+    images: list[JsonObject] = []
     for block in blocks:
         kind = block.get("type") if isinstance(block, dict) else None
         if kind == "text" and isinstance(block.get("text"), str):

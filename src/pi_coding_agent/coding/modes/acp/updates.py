@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from pi_coding_agent.coding.events import AgentEvent
 from pi_coding_agent.coding.modes.acp.tool_calls import block_content, end_update, start_update
 from pi_coding_agent.coding.session.context import content_text
 
@@ -55,7 +56,7 @@ class UpdateStream:
         self._calls: dict[str, tuple[str, dict[str, Any], list[dict[str, Any]]]] = {}
         self._plan: list[dict[str, Any]] = []
 
-    def on_event(self, event: dict[str, Any]) -> None:
+    def on_event(self, event: AgentEvent) -> None:
         """Any event but ``message_update``, which goes to ``on_message_update`` directly."""
         handler = _HANDLERS.get(event["type"])
         if handler is not None:
@@ -67,9 +68,9 @@ class UpdateStream:
         if event["message"].get("role") == "assistant":
             self._message_id = str(uuid.uuid4())
 
-    def on_message_update(self, event: dict[str, Any]) -> None:
+    def on_message_update(self, event: AgentEvent) -> None:
         """A streamed delta (a subscription of its own: it comes once per chunk)."""
-        delta = event["assistantMessageEvent"]
+        delta: Any = event["assistantMessageEvent"]  # type: ignore[typeddict-item]  # message_update only
         kind = delta.get("type")
         if kind == "text_delta":
             if text := delta.get("delta"):
@@ -141,7 +142,7 @@ class UpdateStream:
                              f"{event.get('maxAttempts')}: {event.get('errorMessage', '')}]\n")
 
 
-_HANDLERS: dict[str, Callable[[UpdateStream, dict[str, Any]], None]] = {
+_HANDLERS: dict[str, Callable[[UpdateStream, Any], None]] = {  # each takes the event of its type
     "message_start": UpdateStream._message_start,
     "message_end": UpdateStream._message_end,
     "tool_execution_start": UpdateStream._tool_start,

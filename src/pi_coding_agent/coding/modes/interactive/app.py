@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from rich.text import Text
 from textual.app import App, ComposeResult
@@ -26,6 +26,7 @@ from pi_coding_agent.coding.modes.interactive.transcript import Transcript
 
 if TYPE_CHECKING:
     from pi_coding_agent.coding.agent_session import AgentSession
+    from pi_coding_agent.coding.events import AgentEvent
     from pi_coding_agent.coding.modes.interactive.dialogs import TuiExtensionUI
 
 DOUBLE_PRESS_S = 1.0  # a second Ctrl+C / Escape within this many seconds counts as a double press
@@ -129,7 +130,8 @@ class PiApp(App[int]):
 
     # ------------------------------------------------------------------ session events
 
-    def _on_session_event(self, event: dict[str, Any]) -> None:
+    def _on_session_event(self, typed: AgentEvent) -> None:
+        event = cast(dict[str, Any], typed)  # the views read the wire dict by key, as RPC writes it
         self.transcript.handle(event)
         etype = event["type"]
         if etype == "queue_update":

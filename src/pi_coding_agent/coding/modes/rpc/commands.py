@@ -17,11 +17,12 @@ import orjson
 
 from pi_coding_agent.agent.awaitables import maybe_await
 from pi_coding_agent.agent.queues import QUEUE_MODES
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.errors import CommandError, is_bug
 from pi_coding_agent.coding.modes.rpc.transport import StreamedJson
 from pi_coding_agent.coding.session import iter_array
 
-Emit = Callable[[dict[str, Any]], None]
+Emit = Callable[[JsonObject], None]
 
 
 class RpcSession(Protocol):
@@ -29,9 +30,9 @@ class RpcSession(Protocol):
     name) plus those the special cases below call directly. ``AgentSession`` is one."""
 
     async def bash(self, command: str, exclude_from_context: bool,
-                   on_delta: Callable[[str], None]) -> dict[str, Any]: ...
+                   on_delta: Callable[[str], None]) -> JsonObject: ...
 
-    async def fork(self, entry_id: str) -> dict[str, Any]: ...
+    async def fork(self, entry_id: str) -> JsonObject: ...
 
     async def set_session_name(self, name: str) -> None: ...
 
@@ -39,7 +40,7 @@ class RpcSession(Protocol):
 
     def get_entries_json(self, since: str | None) -> tuple[Iterator[bytes], str | None]: ...
 
-    def get_messages(self) -> list[dict[str, Any]]: ...
+    def get_messages(self) -> list[JsonObject]: ...
 
     def get_last_assistant_text(self) -> str | None: ...
 
@@ -144,9 +145,9 @@ def _type_error(kind: str, value: Any) -> str | None:
     return None
 
 
-def convert_arguments(name: str, command: Command, record: dict[str, Any]) -> dict[str, Any]:
+def convert_arguments(name: str, command: Command, record: JsonObject) -> JsonObject:
     """Validate ``record`` against the table and return the snake_case keyword arguments."""
-    arguments: dict[str, Any] = {}
+    arguments: JsonObject = {}
     for field in command.fields:
         value = record.get(field.name)
         if value is None:  # absent, or JSON null for an optional field
@@ -167,11 +168,11 @@ def convert_arguments(name: str, command: Command, record: dict[str, Any]) -> di
 # Eight commands need more than "call the method with the arguments": they are spelled out here.
 
 
-async def _bash(session: RpcSession, ctx: CallContext, command: str, exclude_from_context: bool) -> Any:
+async def _bash(session: RpcSession, ctx: CallContext, command: str, exclude_from_context: bool) -> object:
     """Every output chunk becomes a ``bash_execution_update`` carrying the command's id, all before the response."""
 
     def on_delta(delta: str) -> None:
-        event: dict[str, Any] = {"type": "bash_execution_update"}
+        event: JsonObject = {"type": "bash_execution_update"}
         if ctx.has_id:
             event["id"] = ctx.command_id
         event["delta"] = delta
@@ -180,7 +181,7 @@ async def _bash(session: RpcSession, ctx: CallContext, command: str, exclude_fro
     return await session.bash(command, exclude_from_context, on_delta)
 
 
-async def _fork(session: RpcSession, ctx: CallContext, entry_id: str) -> Any:
+async def _fork(session: RpcSession, ctx: CallContext, entry_id: str) -> object:
     result = await session.fork(entry_id)
     return {"cancelled": True} if result.get("cancelled") else {"text": result.get("text", ""), "cancelled": False}
 
@@ -196,12 +197,12 @@ async def _set_session_name(session: RpcSession, ctx: CallContext, name: str) ->
 # also nests one level per entry, deeper than orjson recurses).
 
 
-def _get_tree(session: RpcSession, ctx: CallContext) -> dict[str, Any]:
+def _get_tree(session: RpcSession, ctx: CallContext) -> JsonObject:
     chunks, leaf_id = session.get_tree_json()
     return {"tree": StreamedJson(chunks), "leafId": leaf_id}
 
 
-def _get_entries(session: RpcSession, ctx: CallContext, since: str | None) -> dict[str, Any]:
+def _get_entries(session: RpcSession, ctx: CallContext, since: str | None) -> JsonObject:
     chunks, leaf_id = session.get_entries_json(since)
     return {"entries": StreamedJson(chunks), "leafId": leaf_id}
 
@@ -212,7 +213,7 @@ def _get_messages(session: RpcSession, ctx: CallContext) -> StreamedJson:
     return StreamedJson(iter_array(map(orjson.dumps, list(session.get_messages()))))
 
 
-def _last_assistant_text(session: RpcSession, ctx: CallContext) -> dict[str, Any]:
+def _last_assistant_text(session: RpcSession, ctx: CallContext) -> JsonObject:
     text = session.get_last_assistant_text()
     return {} if text is None else {"text": text}
 
@@ -232,9 +233,9 @@ SPECIAL_HANDLERS: dict[str, Callable[..., Any]] = {
 
 
 def response(record_id: Any, has_id: bool, command: Any, *, data: Any = None, has_data: bool = False,
-             error: str | None = None) -> dict[str, Any]:
+             error: str | None = None) -> JsonObject:
     """A response envelope with pi's key order: id, type, command, success, data|error."""
-    out: dict[str, Any] = {"id": record_id} if has_id else {}
+    out: JsonObject = {"id": record_id} if has_id else {}
     out["type"] = "response"
     out["command"] = command
     out["success"] = error is None
@@ -253,7 +254,7 @@ def _shape(command: Command, value: Any) -> tuple[bool, Any]:
     return True, {command.result: value}
 
 
-async def execute(session: RpcSession, name: str, record: dict[str, Any], emit: Emit) -> dict[str, Any]:
+async def execute(session: RpcSession, name: str, record: JsonObject, emit: Emit) -> JsonObject:
     """Run one known command against the session and build its response (never raises)."""
     has_id = "id" in record
     record_id = record.get("id")

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from pi_coding_agent.ai.types import JsonObject
+from pi_coding_agent.coding.events import CoreEvent
 from pi_coding_agent.coding.modes.lifecycle import OrderlyShutdown, keep_sigint_from_asyncio
 from pi_coding_agent.coding.modes.rpc import commands as rpc_commands
 from pi_coding_agent.coding.modes.rpc.transport import (
@@ -74,7 +76,7 @@ async def _main(factory: SessionFactory, input_fd: int, output_fd: int) -> int:
     return await RpcServer(session, writer, ui).serve(input_fd)
 
 
-def parse_error(message: str, line: bytes = b"") -> dict[str, Any]:
+def parse_error(message: str, line: bytes = b"") -> JsonObject:
     """The parse-error response; it carries the line's ``id`` when only its text encoding was bad."""
     error = f"Failed to parse command: {message}"
     record_id = _salvage_id(line)
@@ -83,7 +85,7 @@ def parse_error(message: str, line: bytes = b"") -> dict[str, Any]:
     return rpc_commands.response(record_id, True, "parse", error=error)
 
 
-def _salvage_id(line: bytes) -> Any:
+def _salvage_id(line: bytes) -> object:
     """The ``id`` of a line that is JSON apart from invalid UTF-8 or a lone surrogate escape."""
     import json
 
@@ -94,13 +96,13 @@ def _salvage_id(line: bytes) -> Any:
     return record.get("id") if isinstance(record, dict) else None
 
 
-def _unknown_command(record: Any) -> dict[str, Any]:
+def _unknown_command(record: Any) -> JsonObject:
     """pi's answer to valid JSON that names no known command (``Unknown command: undefined`` if untyped)."""
     if not isinstance(record, dict):
         return {"type": "response", "success": False, "error": "Unknown command: undefined"}
     has_id = "id" in record
     if "type" not in record:
-        out: dict[str, Any] = {"id": record["id"]} if has_id else {}
+        out: JsonObject = {"id": record["id"]} if has_id else {}
         out.update(type="response", success=False, error="Unknown command: undefined")
         return out
     kind = record["type"]
@@ -137,7 +139,7 @@ class RpcServer:
             for task in list(self._tasks):
                 task.cancel()
 
-    async def _hold_input_until_read(self, event: dict[str, Any]) -> None:
+    async def _hold_input_until_read(self, event: CoreEvent) -> None:
         """Wait (bounded) for the client to read ``agent_end``; commands it sends meanwhile are read
         once the wait is over, when the run goes straight on to settle. pi's post-run steps never
         wait, so a prompt sent on reading agent_end finds it idle; here it would find the run still
