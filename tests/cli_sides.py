@@ -14,10 +14,9 @@ from typing import Any
 
 import pytest
 
-from tests.reference_pi import REFERENCE_NODE_BIN, REFERENCE_PI, REFERENCE_ROOT
+from tests.reference_pi import REFERENCE_NODE_BIN, REFERENCE_PI
 
-needs_reference = pytest.mark.skipif(
-    not REFERENCE_PI.exists(), reason=f"reference pi 1.6.0 not installed at {REFERENCE_ROOT}")
+needs_reference = pytest.mark.reference  # skipped, with the reason, without it (tests/conftest.py)
 
 FAKE_MODEL = ["--provider", "fake", "--model", "fake-model"]
 

@@ -1,10 +1,15 @@
-"""Shared fixtures."""
+"""Shared fixtures; the skips of tests whose outside need is missing, and the closing summary of them."""
 
+from __future__ import annotations
+
+from collections import Counter
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from tests.fakes.llm_server import FakeLLMServer
+from tests.requirements import NEEDS, missing
 
 
 @pytest.fixture
@@ -12,3 +17,51 @@ def fake_llm() -> Iterator[FakeLLMServer]:
     """A started scripted LLM server (see tests/fakes/llm_server.py), stopped after the test."""
     with FakeLLMServer() as server:
         yield server
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test marked with a group whose need is missing here skips with the reason."""
+    for item in items:
+        for marker in NEEDS:
+            if item.get_closest_marker(marker) is not None and (reason := missing(marker)):
+                item.add_marker(pytest.mark.skip(reason=reason))
+                break
+
+
+_OUTCOMES: dict[str, tuple[frozenset[str], str | None]] = {}
+"""Each test's group markers and its skip reason (None when it ran), from the reports (xdist's too)."""
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    groups = frozenset(name for name in NEEDS if name in report.keywords)
+    if report.skipped:
+        _OUTCOMES[report.nodeid] = (groups, _skip_reason(report.longrepr))
+    elif report.when == "call" or report.failed:
+        _OUTCOMES.setdefault(report.nodeid, (groups, None))
+
+
+def _skip_reason(longrepr: Any) -> str:
+    text = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+    return str(text).removeprefix("Skipped: ")
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """One line per group: how many of its tests ran and why the rest skipped; then other skips by reason."""
+    if not _OUTCOMES:
+        return
+    write = terminalreporter.write_line
+    terminalreporter.section("what ran")
+    for marker, need in NEEDS.items():
+        outcomes = [reason for groups, reason in _OUTCOMES.values() if marker in groups]
+        if outcomes:
+            write(f"{need.title}: {_tally(outcomes)}")
+    others = [reason for groups, reason in _OUTCOMES.values() if not groups and reason is not None]
+    for reason, count in Counter(others).most_common():
+        write(f"skipped {count}: {reason}")
+
+
+def _tally(reasons: list[str | None]) -> str:
+    ran = sum(reason is None for reason in reasons)
+    text = f"{ran} of {len(reasons)} ran"
+    skipped = Counter(reason for reason in reasons if reason is not None)
+    return text + "".join(f"; {count} skipped: {reason}" for reason, count in skipped.most_common())

@@ -1,4 +1,4 @@
-"""Where the reference pi 1.6.0 lives (installed by ../shared/tools/reference-pi.sh, which .ci/run calls).
+"""Where the reference pi 1.6.0 lives (installed by scripts/install_test_deps.sh, which scripts/test.sh runs).
 
 One definition for every side-by-side test; the same rule as the install script: ``PI_REFERENCE_DIR``,
 else ``~/.cache/pi-reference``.

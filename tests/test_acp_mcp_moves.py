@@ -134,8 +134,7 @@ async def test_a_new_session_inside_keeps_the_client_servers(tmp_path: Path, fak
     assert await log.settled([]) == []
 
 
-@pytest.mark.skipif(not ACPX.exists(), reason=f"acpx not installed at {ACPX} (scripts/test.sh installs it in CI)")
-@pytest.mark.skipif(not (NODE_BIN / "node").exists(), reason=f"no node 22 at {NODE_BIN} for acpx")
+@pytest.mark.acpx
 async def test_acpx_servers_follow_a_switch_into_another_project(tmp_path: Path, fake_llm: FakeLLMServer) -> None:
     """acpx passes the servers of ``--mcp-config`` in ``session/new``; an extension command switches the
     session to one recorded in another directory: the client's server is stopped in work and started

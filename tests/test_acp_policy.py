@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -99,7 +98,7 @@ async def test_an_extension_confirm_dialog_reaches_the_client(tmp_path: Path, fa
     assert "Blocked" not in ran[-1]["content"]
 
 
-@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed")
+@pytest.mark.sandbox
 async def test_the_sandbox_is_a_session_config_option(tmp_path: Path, fake_llm: FakeLLMServer) -> None:
     """ACP's config option ``sandbox`` sets the session's sandbox mode (docs/sandbox.md)."""
     cwd, env = make_workspace(tmp_path, fake_llm)

@@ -17,7 +17,7 @@ from acp.schema import ClientCapabilities, FileSystemCapabilities, TextContentBl
 
 from tests.acp_client import MODEL_ID, RecordingClient, acp_pi, make_workspace
 from tests.fakes.llm_server import FakeLLMServer
-from tests.reference_pi import REFERENCE_NODE_BIN, REFERENCE_PI, REFERENCE_ROOT
+from tests.reference_pi import REFERENCE_NODE_BIN, REFERENCE_PI
 from tests.rpc_helpers import RpcProcess
 
 pytestmark = pytest.mark.timeout(180)
@@ -127,7 +127,7 @@ def _environ() -> dict[str, str]:
     return dict(os.environ)
 
 
-@pytest.mark.skipif(not REFERENCE_PI.exists(), reason=f"reference pi 1.6.0 not installed at {REFERENCE_ROOT}")
+@pytest.mark.reference
 async def test_reference_pi_opens_a_session_saved_over_acp(tmp_path: Path, fake_llm: FakeLLMServer) -> None:
     cwd, env = make_workspace(tmp_path, fake_llm)
     client = RecordingClient()

@@ -11,7 +11,6 @@ import contextlib
 import json
 import os
 import pty
-import shutil
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -25,7 +24,7 @@ from tests.fakes.oauth_server import FakeOAuthServer
 from tests.reference_pi import REFERENCE_NODE_BIN, REFERENCE_PI
 from tests.rpc_helpers import PYTHON
 
-needs_reference = pytest.mark.skipif(not REFERENCE_PI.exists(), reason="reference pi not installed")
+needs_reference = pytest.mark.reference  # skipped, with the reason, without it (tests/conftest.py)
 
 
 def now_ms() -> int:
@@ -325,7 +324,7 @@ def test_no_key_errors_name_what_works_here(tmp_path: Path):
 
 
 @needs_reference
-@pytest.mark.skipif(shutil.which("openssl") is None, reason="the intercepting proxy needs openssl for its certificates")
+@pytest.mark.openssl
 @pytest.mark.parametrize("first", ["ours", "pi"])
 async def test_pi_and_ours_refreshing_one_credential_at_once_keep_the_rotated_token(
         tmp_path: Path, oauth: FakeOAuthServer, first: str):
@@ -384,7 +383,7 @@ def test_terminal_sign_in_without_browser_uses_the_pasted_code(tmp_path: Path, o
 
 
 @needs_reference
-@pytest.mark.skipif(shutil.which("openssl") is None, reason="the intercepting proxy needs openssl for its certificates")
+@pytest.mark.openssl
 def test_radius_sign_in_by_pi_is_refreshed_by_ours_and_used_again_by_pi(tmp_path: Path, oauth: FakeOAuthServer):
     """pi's own device-code sign-in (its requests to radius.pi.dev go through the intercepting proxy)
     writes the credential; ours refreshes it when due; pi reads what ours wrote."""
@@ -412,7 +411,7 @@ def test_radius_sign_in_by_pi_is_refreshed_by_ours_and_used_again_by_pi(tmp_path
 
 
 @needs_reference
-@pytest.mark.skipif(shutil.which("openssl") is None, reason="the intercepting proxy needs openssl for its certificates")
+@pytest.mark.openssl
 def test_chatgpt_sign_in_by_pi_is_refreshed_by_ours_with_its_issued_client(tmp_path: Path, oauth: FakeOAuthServer):
     env = {**home(tmp_path, {}), "TERM": "dumb"}
 

@@ -144,7 +144,7 @@ async def test_disabling_the_builtin_removes_command_and_provider(tmp_path: Path
         assert router.requests == []
 
 
-@pytest.mark.skipif(not REFERENCE_PI.exists(), reason="reference pi not installed")
+@pytest.mark.reference
 async def test_get_commands_lists_llama_as_pi_does(tmp_path: Path):
     pi = await start(tmp_path, {"PATH": os.environ["PATH"], "HOME": str(tmp_path)})
     try:
@@ -189,7 +189,7 @@ async def _available_llama(kind: str, home: Path, url: str) -> list[dict[str, An
         await pi.kill()
 
 
-@pytest.mark.skipif(not REFERENCE_PI.exists(), reason="reference pi not installed")
+@pytest.mark.reference
 @pytest.mark.parametrize("autoload", [False, True])
 async def test_live_model_list_matches_the_reference(tmp_path: Path, autoload: bool):
     """Loaded, sleeping and (with autoload) preset models, field by field, as pi lists them."""

@@ -17,15 +17,14 @@ from typing import Any
 import pytest
 
 from tests.fakes.llm_server import FakeLLMServer
+from tests.requirements import EVERYTHING
 from tests.rpc_compare import Conversation, Workspace, needs_reference
 from tests.rpc_helpers import PYTHON, ROOT
-from tests.test_mcp_everything import EVERYTHING
 
 pytestmark = pytest.mark.timeout(240)
 BUILTIN = {"read", "bash", "edit", "write"}
 
-needs_everything = pytest.mark.skipif(not EVERYTHING.exists(), reason="server-everything not installed "
-                                      "(npm unreachable?): run scripts/install_mcp_test_servers.sh")
+needs_everything = pytest.mark.mcp_everything
 
 
 def _logged(log: Path, name: str, *command: str) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from pi_coding_agent.ai.oauth.http import OAuthError
 from pi_coding_agent.ai.oauth.lock import auth_file_lock, lock_dir
 from pi_coding_agent.ai.oauth.store import CredentialFile
 from tests.fakes.oauth_server import FakeOAuthServer, s256
-from tests.reference_pi import REFERENCE_NODE_BIN, REFERENCE_PI, REFERENCE_ROOT
+from tests.reference_pi import REFERENCE_NODE_BIN, REFERENCE_ROOT
 
 REFERENCE_NODE_MODULES = REFERENCE_ROOT / "pi-1.6.0" / "node_modules"
 NODE = str(REFERENCE_NODE_BIN / "node")
@@ -176,7 +176,7 @@ async def test_a_lock_left_by_a_dead_process_is_taken_over(tmp_path: Path):
     assert not lock.exists()
 
 
-@pytest.mark.skipif(not REFERENCE_PI.exists(), reason="reference pi not installed")
+@pytest.mark.reference
 async def test_lock_is_exclusive_with_pi_proper_lockfile(tmp_path: Path):
     """pi's own lock library, holding auth.json, keeps us out until it releases, and the reverse."""
     path = write_auth(tmp_path, {})

@@ -24,7 +24,7 @@ from tests.reference_pi import REFERENCE_NODE_BIN, REFERENCE_PI
 from tests.rpc_helpers import RpcProcess
 from tests.test_auth_cli import auth_file, home, now_ms, ours, radius_device_sign_in
 
-needs_reference = pytest.mark.skipif(not REFERENCE_PI.exists(), reason="reference pi not installed")
+needs_reference = pytest.mark.reference  # skipped, with the reason, without it (tests/conftest.py)
 SHIPPED = [m["id"] for m in builtin_models("radius")]
 
 

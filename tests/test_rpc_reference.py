@@ -27,9 +27,7 @@ from tests.fakes.llm_server import FakeLLMServer
 from tests.reference_pi import REFERENCE_NODE_BIN, REFERENCE_PI, REFERENCE_ROOT
 from tests.rpc_helpers import PYTHON, RpcProcess
 
-needs_reference = pytest.mark.skipif(
-    not REFERENCE_PI.exists(), reason=f"reference pi 1.6.0 not installed at {REFERENCE_ROOT}"
-)
+needs_reference = pytest.mark.reference  # skipped, with the reason, without it (tests/conftest.py)
 
 PROVIDER = "fake"
 COST = {"input": 3, "output": 15, "cacheRead": 0.3, "cacheWrite": 3.75}

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -17,7 +16,7 @@ import pytest
 from pi_coding_agent.coding.sandbox.policy import SandboxPolicy, SandboxRefusal, policy_from_settings
 from tests.rpc_helpers import RpcProcess
 
-pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed")
+pytestmark = pytest.mark.sandbox
 
 SECRET = "sk-test-SANDBOX-0123456789"
 
