@@ -19,9 +19,16 @@ def fake_llm() -> Iterator[FakeLLMServer]:
         yield server
 
 
+FIXED_PORT_MODULES = frozenset({"test_oauth.py", "test_login_rpc.py", "test_auth_cli.py"})
+"""Logins that bind pi's fixed OAuth callback ports (1455, 1456, 53692): one xdist worker runs them all."""
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """A test marked with a group whose need is missing here skips with the reason."""
+    """A test marked with a group whose need is missing here skips with the reason; tests that bind a
+    fixed port share one xdist worker (``--dist loadgroup``, set in pyproject)."""
     for item in items:
+        if item.path.name in FIXED_PORT_MODULES:
+            item.add_marker(pytest.mark.xdist_group("fixed-ports"))
         for marker in NEEDS:
             if item.get_closest_marker(marker) is not None and (reason := missing(marker)):
                 item.add_marker(pytest.mark.skip(reason=reason))

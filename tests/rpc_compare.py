@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from tests.fakes.llm_server import FakeLLMServer
-from tests.reference_pi import REFERENCE_NODE_BIN, REFERENCE_PI
+from tests.reference_pi import REFERENCE_PI, reference_path
 from tests.rpc_helpers import PYTHON, RpcProcess
 
 MODEL_ID = "fake-model"
@@ -82,7 +82,7 @@ class Workspace:
         argv = ["--mode", "rpc", "--provider", "fake", "--model", MODEL_ID, *args]
         if kind == "ours":
             return await RpcProcess.spawn([PYTHON, "-m", "pi_coding_agent", *argv], cwd=self.cwd, env=self.env)
-        env = {**self.env, "PATH": f"{REFERENCE_NODE_BIN}:{self.env.get('PATH', '')}"}
+        env = {**self.env, "PATH": reference_path(self.env.get("PATH", ""))}
         return await RpcProcess.spawn([str(REFERENCE_PI), *argv], cwd=self.cwd, env=env)
 
 
