@@ -2,7 +2,7 @@
 # Sets up .venv with the package and its test extras, installs what the other tests need into cache
 # folders (scripts/install_test_deps.sh: the reference pi 1.6.0 and its Node.js, npm test peers,
 # chromium, bubblewrap), then runs lint, type checks and the suite on every core (pytest-xdist).
-# Arguments go to pytest: `bash scripts/test.sh -m fast` is the inner-loop subset (README, "Tests").
+# Arguments go to pytest; `bash scripts/test.sh --fast` runs the inner-loop subset (README, "Tests").
 # Each step is idempotent; offline, what is cached is used and the rest skips, named at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,6 +18,11 @@ if [ "$(sha256sum pyproject.toml)" != "$(cat "$STAMP" 2>/dev/null)" ]; then
   sha256sum pyproject.toml >"$STAMP"
 fi
 bash scripts/install_test_deps.sh
+# --fast: the inner-loop subset, without the side-by-side runs, the browser and the slow tests.
+if [ "${1:-}" = "--fast" ]; then
+  shift
+  set -- -m "not reference and not browser and not slow" "$@"
+fi
 .venv/bin/ruff check src tests bench examples
 .venv/bin/mypy
 exec .venv/bin/python -m pytest -n "${PI_TEST_WORKERS:-auto}" "$@"

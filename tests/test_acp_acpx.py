@@ -29,6 +29,7 @@ pytestmark = [
 ]
 
 
+@pytest.mark.slow
 async def test_acpx_runs_a_prompt_with_a_tool_call_through_our_agent(tmp_path: Path,
                                                                     fake_llm: FakeLLMServer) -> None:
     cwd, env = make_workspace(tmp_path, fake_llm)

@@ -18,6 +18,7 @@ def _bash(call_id: str, command: str) -> dict[str, object]:
     return {"content": [{"type": "toolCall", "id": call_id, "name": "bash", "arguments": {"command": command}}]}
 
 
+@pytest.mark.slow
 async def test_allow_always_read_only_and_config_options(tmp_path: Path, fake_llm: FakeLLMServer) -> None:
     cwd, env = make_workspace(tmp_path, fake_llm, {"acp": {"defaultMode": "ask"}})
     prompts, skill = tmp_path / "agent" / "prompts", tmp_path / "agent" / "skills" / "greeter"

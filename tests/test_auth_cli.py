@@ -113,6 +113,7 @@ def test_print_bearer_token_refreshes_and_check_reports(tmp_path: Path, oauth: F
     assert json.loads(check.stdout) == {"status": "ready", "provider": "anthropic", "authType": "oauth"}
 
 
+@pytest.mark.slow
 def test_check_of_a_revoked_credential_is_invalid_and_names_no_token(tmp_path: Path, oauth: FakeOAuthServer):
     refresh = oauth.issue_refresh()
     oauth.revoke(refresh)
@@ -152,6 +153,7 @@ def test_agent_uses_refreshed_token_and_no_token_reaches_output_or_session(
             assert secret not in text
 
 
+@pytest.mark.slow
 def test_a_401_refreshes_once_and_the_prompt_succeeds(tmp_path: Path, oauth: FakeOAuthServer, fake_llm: FakeLLMServer):
     live = {"type": "oauth", "refresh": oauth.issue_refresh(), "access": "sk-ant-oat01-revoked-early",
             "expires": now_ms() + 3600_000}
@@ -166,6 +168,7 @@ def test_a_401_refreshes_once_and_the_prompt_succeeds(tmp_path: Path, oauth: Fak
     assert len(oauth.grants("refresh_token")) == 1
 
 
+@pytest.mark.slow
 async def test_two_agent_processes_refresh_one_credential_once(
         tmp_path: Path, oauth: FakeOAuthServer, fake_llm: FakeLLMServer):
     """Both find the token expired; the lock lets one refresh and the other use its result."""
@@ -308,6 +311,7 @@ def test_anthropic_auth_token_reaches_the_server_as_bearer(tmp_path: Path, fake_
     assert headers["authorization"] == "Bearer workload-bearer-1" and "x-api-key" not in headers
 
 
+@pytest.mark.slow
 def test_no_key_errors_name_what_works_here(tmp_path: Path):
     env = home(tmp_path, {})
     (Path(env["HOME"]) / ".pi" / "agent" / "models.json").write_text(json.dumps({"providers": {"local": {

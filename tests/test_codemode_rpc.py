@@ -139,6 +139,7 @@ async def test_abort_cancels_running_inner_calls(pi: RpcProcess, fake_llm: FakeL
     assert statuses == {"cancelled"}
 
 
+@pytest.mark.slow
 async def test_memory_exhaustion_fails_the_script_only(pi: RpcProcess, fake_llm: FakeLLMServer) -> None:
     script(fake_llm, "const a = [];\nwhile (true) a.push('x'.repeat(4096) + a.length);")
     end = codemode_end(await run(pi))
@@ -316,6 +317,7 @@ def _workers_of(parent: int) -> list[int]:
     return found
 
 
+@pytest.mark.slow
 async def test_a_killed_pi_leaves_no_worker_behind(pi: RpcProcess, fake_llm: FakeLLMServer) -> None:
     import asyncio
     import signal

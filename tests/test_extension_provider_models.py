@@ -109,6 +109,7 @@ def _list_models(kind: str, root: Path, example: str, ts: str, env: dict[str, st
     return [" ".join(line.split()) for line in done.stdout.splitlines()]
 
 
+@pytest.mark.slow
 def test_list_models_shows_refreshed_models(tmp_path: Path) -> None:
     with FakeLlamaRouter(dict(CATALOG), api_key="team-key") as router:
         rows = _list_models("ours", tmp_path, "live_catalog.py", LIVE_TS, _team_env(router)(""), "team")
@@ -263,6 +264,7 @@ BASIC_KEY = {"acme": {"type": "api_key", "key": "acme-basic-1"}}
     (None, ["acme acme-max 200K 16.4K no no", "acme acme-mini 32K 4.1K no no"]),
     (BASIC_KEY, ["acme acme-mini 32K 4.1K no no"]),
 ])
+@pytest.mark.slow
 def test_provider_object_filters_its_models(stored: dict[str, Any] | None, expected: list[str],
                                             tmp_path: Path) -> None:
     rows = _list_models("ours", tmp_path, "provider_object.py", "", ACME_ENV, "acme", stored)

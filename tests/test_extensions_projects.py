@@ -186,6 +186,7 @@ TRUST_CASES = {"trusted": ("PI_TRUSTED_ROOTS", ()), "refused": ("PI_UNTRUSTED_RO
 
 
 @pytest.mark.parametrize("case", list(TRUST_CASES))
+@pytest.mark.slow
 async def test_project_trust_from_an_extension(case: str, tmp_path: Path) -> None:
     variable, args = TRUST_CASES[case]
     expected = ["project-only"] if case in ("trusted", "flag wins") else []

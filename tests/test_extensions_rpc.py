@@ -357,6 +357,7 @@ async def test_broken_extension_is_skipped_with_an_error(ws: Workspace, procs: l
     assert f'Failed to load extension "{bad}": missing dependency' in await pi.stderr_text()
 
 
+@pytest.mark.slow
 async def test_get_commands_lists_extensions_templates_and_skills(ws: Workspace, procs: list[RpcProcess]) -> None:
     auto = ws.extension("auto.py", """
         def setup(pi):

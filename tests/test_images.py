@@ -66,6 +66,7 @@ def test_small_png_passes_through_byte_for_byte() -> None:
     assert processed.hints == []
 
 
+@pytest.mark.slow
 def test_large_png_is_scaled_into_the_box_with_the_dimension_note() -> None:
     processed = process_image(encode(gradient(3000, 1500), "PNG"), "image/png")
     assert processed.image is not None
@@ -124,6 +125,7 @@ def test_corrupt_images_are_omitted_with_pis_reasons() -> None:
     assert CONVERT_FAILED == "[Image omitted: could not be converted to a supported inline image format.]"
 
 
+@pytest.mark.slow
 def test_byte_budget_shrinks_until_the_base64_fits() -> None:
     data = encode(noise(800, 600), "PNG")
     limits = ImageLimits(max_bytes=120_000)
@@ -154,6 +156,7 @@ def test_model_limits_override_the_defaults_field_by_field() -> None:
         assert image.size == (500, 200)
 
 
+@pytest.mark.slow
 def test_auto_resize_off_passes_supported_types_through_undecoded() -> None:
     off = ImagePolicy(auto_resize=False)
     big = encode(gradient(3000, 1500), "PNG")
@@ -181,6 +184,7 @@ def test_base64_is_decoded_as_leniently_as_node() -> None:
 # --------------------------------------------------------------------------- user content and blocking
 
 
+@pytest.mark.slow
 def test_user_content_gets_images_normalised_and_hints_after_a_blank_line() -> None:
     big = {"type": "image", "data": b64(encode(gradient(4000, 1000), "PNG")), "mimeType": "image/png"}
     broken = {"type": "image", "data": b64(b"\x89PNG\r\n\x1a\n broken"), "mimeType": "image/png"}
@@ -255,6 +259,7 @@ def sent_images(request: dict[str, Any]) -> list[tuple[str, Image.Image]]:
     return found
 
 
+@pytest.mark.slow
 async def test_prompt_image_reaches_the_provider_resized(pi: RpcProcess, fake_llm: FakeLLMServer) -> None:
     fake_llm.add({"content": [{"type": "text", "text": "seen"}]})
     image = {"type": "image", "data": b64(encode(gradient(3000, 1500), "PNG")), "mimeType": "image/png"}

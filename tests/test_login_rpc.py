@@ -165,6 +165,7 @@ def test_outside_rpc_mode_login_is_text_for_the_model_as_in_pi(tmp_path: Path, f
     assert "/login" in json.dumps(fake_llm.requests[0]["body"]["messages"])
 
 
+@pytest.mark.slow
 async def test_a_models_json_radius_gateway_signs_in_and_refreshes_at_its_own_gateway(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     from tests.test_auth_cli import ours

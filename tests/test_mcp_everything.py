@@ -30,6 +30,7 @@ def _calls(*calls: tuple[str, str, dict[str, object]]) -> dict[str, object]:
     return {"content": [{"type": "toolCall", "id": cid, "name": name, "arguments": args} for cid, name, args in calls]}
 
 
+@pytest.mark.slow
 async def test_tools_results_and_progress(pi: tuple[McpWorkspace, RpcProcess]) -> None:
     ws, proc = pi
     ws.llm.add(_calls(("e", "mcp__everything__echo", {"message": "hello"}),
@@ -53,6 +54,7 @@ async def test_tools_results_and_progress(pi: tuple[McpWorkspace, RpcProcess]) -
     assert ends["p"]["result"]["details"] == {"server": "everything", "tool": "trigger-long-running-operation"}
 
 
+@pytest.mark.slow
 async def test_resources_are_listed_and_read(pi: tuple[McpWorkspace, RpcProcess]) -> None:
     ws, proc = pi
     ws.llm.add(_calls(("l", "list_mcp_resources", {"server": "everything"}),

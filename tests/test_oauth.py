@@ -153,6 +153,7 @@ async def test_every_provider_refreshes_when_due_and_after_a_401(tmp_path: Path,
     assert json.loads(path.read_text())[provider]["access"] not in (stored["access"], "sk-ant-oat01-old")
 
 
+@pytest.mark.slow
 async def test_refresh_waits_for_a_lock_held_by_another_process(tmp_path: Path, oauth: FakeOAuthServer):
     path = write_auth(tmp_path, {"anthropic": expired(oauth.issue_refresh())})
     holder = subprocess.Popen(["python3", "-c", (
@@ -303,6 +304,7 @@ async def test_sign_in_with_chatgpt_registers_a_client_and_refreshes_with_it(tmp
 
 
 @pytest.mark.parametrize("method", ["browser", "device-code"])
+@pytest.mark.slow
 async def test_radius_sign_in_by_browser_and_by_device_code(tmp_path: Path, oauth: FakeOAuthServer, method: str):
     ui = ScriptedUI(oauth, method=method)
     cred = await flows_login.login("radius", ui)
@@ -323,6 +325,7 @@ async def test_radius_sign_in_by_browser_and_by_device_code(tmp_path: Path, oaut
                                                  "refresh_token": cred["refresh"]}
 
 
+@pytest.mark.slow
 async def test_copilot_device_code_sign_in(oauth: FakeOAuthServer):
     ui = ScriptedUI(oauth)
     cred = await flows_login.login_copilot(ui)

@@ -158,6 +158,7 @@ async def test_thinking_off_uses_the_off_sampling_and_no_budget(tmp_path: Path) 
     assert body["chat_template_kwargs"]["enable_thinking"] is False
 
 
+@pytest.mark.slow
 async def test_llama_cpp_chat_template_values_resolve(tmp_path: Path) -> None:
     body = (await first_request("llama-cpp-medium", tmp_path))["body"]
     assert body["chat_template_kwargs"] == {"enable_thinking": True, "budget": 8192, "effort": "balanced",

@@ -92,12 +92,14 @@ async def _startup_banner(entry: Path, tmp_path: Path, latest: str) -> str:
         await proc.wait()
 
 
+@pytest.mark.slow
 def test_banner_shows_the_compatible_version_and_no_update_notice(pi_acp, tmp_path):
     banner = asyncio.run(_startup_banner(pi_acp, tmp_path, latest=PI_COMPATIBLE_VERSION))
     assert banner.splitlines()[0] == f"pi v{PI_COMPATIBLE_VERSION}"
     assert "New version available" not in banner
 
 
+@pytest.mark.slow
 def test_update_notice_still_works_for_a_newer_pi(pi_acp, tmp_path):
     """The stand-in registry is really consulted: a newer pi there is announced against 1.6.0."""
     banner = asyncio.run(_startup_banner(pi_acp, tmp_path, latest="99.0.0"))

@@ -193,6 +193,7 @@ async def test_threshold_compaction_after_a_run_and_before_a_prompt(tmp_path: Pa
     assert "<previous-summary>" in summary_requests(played.requests)[1]  # the update prompt merges the old one
 
 
+@pytest.mark.slow
 async def test_overflow_recovery_compacts_and_continues(tmp_path: Path) -> None:
     played = await play("ours", SCENARIOS["overflow_recovered"], tmp_path)
     types = flow(played.records)

@@ -745,6 +745,7 @@ async def test_idle_steer_and_follow_up_ride_on_the_next_run(tmp_path: Path) -> 
     assert t.data("c8")["pendingMessageCount"] == 0
 
 
+@pytest.mark.slow
 async def test_queueing_while_streaming(tmp_path: Path) -> None:
     t = await run_ours("streaming_queue", tmp_path)
     assert t.data("c2") == t.data("c3") == t.data("c7") == {"disposition": "queued"}

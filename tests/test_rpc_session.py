@@ -276,6 +276,7 @@ async def test_print_mode_prints_the_final_text(workspace: tuple[Path, dict[str,
     assert "context:question" in json.dumps(last_user)  # stdin prepended like pi (trimmed, no separator)
 
 
+@pytest.mark.slow
 async def test_print_mode_fails_on_an_error_reply(workspace: tuple[Path, dict[str, str]],
                                                   fake_llm: FakeLLMServer) -> None:
     fake_llm.add(*[{"status": 400, "body": {"error": {"message": "bad request"}}}] * 4)
@@ -283,6 +284,7 @@ async def test_print_mode_fails_on_an_error_reply(workspace: tuple[Path, dict[st
     assert code == 1 and out == b"" and "400" in err
 
 
+@pytest.mark.slow
 async def test_json_mode_prints_header_then_events(workspace: tuple[Path, dict[str, str]],
                                                    fake_llm: FakeLLMServer) -> None:
     fake_llm.add({"content": [{"type": "text", "text": "json reply"}]})

@@ -95,6 +95,7 @@ async def test_split_writes_make_one_command(rpc: RpcProcess) -> None:
     assert response["success"] is True
 
 
+@pytest.mark.slow
 async def test_a_20_mb_line_is_one_command(rpc: RpcProcess) -> None:
     name = "x" * (20 * 1024 * 1024)
     await rpc.send({"type": "set_session_name", "name": name, "id": "big"})

@@ -126,6 +126,7 @@ class _Hello(BaseHTTPRequestHandler):
 
 
 @pytest.mark.parametrize(("network", "reached"), [(False, False), (True, True)])
+@pytest.mark.slow
 async def test_network_false_cuts_even_loopback(tmp_path: Path, network: bool, reached: bool) -> None:
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Hello)
     threading.Thread(target=server.serve_forever, daemon=True).start()

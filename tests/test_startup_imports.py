@@ -14,6 +14,8 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.rpc_helpers import PYTHON, ROOT
 
 HEAVY = ("httpx", "httpcore", "h11", "anyio", "httptools", "pydantic", "pydantic_core", "yaml",
@@ -92,6 +94,7 @@ FIRST_USE = (*(f"pi_coding_agent.coding.codemode.{name}"
              "pi_coding_agent.coding.session_replacement")
 
 
+@pytest.mark.slow
 def test_start_declares_no_dataclass_but_the_two_callers_replace(tmp_path):
     """A dataclass costs 0.2-0.5 ms as its module loads (its methods are compiled then): the classes
     a start loads are records (``ai/records.py``), except ``ToolResult`` and ``StreamOptions``,
