@@ -73,6 +73,7 @@ def dump_options(response: object) -> list[dict[str, object]]:
     return options
 
 
+@pytest.mark.slow
 async def test_an_extension_confirm_dialog_reaches_the_client(tmp_path: Path, fake_llm: FakeLLMServer) -> None:
     """The example permission-gate extension asks ``ctx.ui.confirm``; over ACP that is a permission request."""
     gate = Path(__file__).resolve().parents[1] / "src/pi_coding_agent/coding/extensions/examples/permission_gate.py"
@@ -100,6 +101,7 @@ async def test_an_extension_confirm_dialog_reaches_the_client(tmp_path: Path, fa
 
 
 @pytest.mark.sandbox
+@pytest.mark.slow
 async def test_the_sandbox_is_a_session_config_option(tmp_path: Path, fake_llm: FakeLLMServer) -> None:
     """ACP's config option ``sandbox`` sets the session's sandbox mode (docs/sandbox.md)."""
     cwd, env = make_workspace(tmp_path, fake_llm)

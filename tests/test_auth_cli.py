@@ -103,6 +103,7 @@ def expired_anthropic(refresh: str) -> dict[str, Any]:
     return {"type": "oauth", "refresh": refresh, "access": "sk-ant-oat01-expired-token", "expires": now_ms() - 1}
 
 
+@pytest.mark.slow
 def test_print_bearer_token_refreshes_and_check_reports(tmp_path: Path, oauth: FakeOAuthServer):
     env = home(tmp_path, {"anthropic": expired_anthropic(oauth.issue_refresh())})
     done = ours(env, "auth", "print-bearer-token", "--provider", "anthropic")
@@ -129,6 +130,7 @@ def test_check_of_a_revoked_credential_is_invalid_and_names_no_token(tmp_path: P
         assert refresh not in out.stdout + out.stderr and "expired-token" not in out.stdout + out.stderr
 
 
+@pytest.mark.slow
 def test_agent_uses_refreshed_token_and_no_token_reaches_output_or_session(
         tmp_path: Path, oauth: FakeOAuthServer, fake_llm: FakeLLMServer):
     refresh = oauth.issue_refresh()
@@ -302,6 +304,7 @@ def test_llama_login_checks_the_router_and_keeps_its_url(tmp_path: Path):
     assert b"Saved API key for llama.cpp." in output
 
 
+@pytest.mark.slow
 def test_anthropic_auth_token_reaches_the_server_as_bearer(tmp_path: Path, fake_llm: FakeLLMServer):
     env = {**home(tmp_path, {}, fake_llm.url), "ANTHROPIC_AUTH_TOKEN": "workload-bearer-1"}
     fake_llm.add({"content": [{"type": "text", "text": "ok"}]})
@@ -445,6 +448,7 @@ def radius_device_sign_in(env: dict[str, str], oauth: FakeOAuthServer) -> tuple[
                        [(b"ABCD-1234", approve)])
 
 
+@pytest.mark.slow
 def test_our_radius_sign_in_in_a_terminal_adds_its_mcp_server_like_pi(tmp_path: Path, oauth: FakeOAuthServer):
     env = {**home(tmp_path, {}), "TERM": "dumb"}
     code, output = radius_device_sign_in(env, oauth)

@@ -75,6 +75,7 @@ async def _live_outcome(kind: str, root: Path, args: tuple[str, ...] = ()) -> di
             "chat": [(c["body"]["model"], c["authorization"]) for c in chats]}
 
 
+@pytest.mark.slow
 async def test_refresh_models_lists_the_server_models(tmp_path: Path) -> None:
     """Ours: the refreshed models are there before the model is chosen, so ``--model`` may name one."""
     outcome = await _live_outcome("ours", tmp_path, ("--provider", "team-llm", "--model", "beta"))
@@ -211,6 +212,7 @@ def setup(pi):
 """
 
 
+@pytest.mark.slow
 async def test_sign_in_refreshes_the_catalog(tmp_path: Path) -> None:
     """Ours, as pi's ``/login``: once signed in, the provider's models are refreshed with the new credential."""
     async with inline_extension(tmp_path, PER_ACCOUNT) as conv:
@@ -302,6 +304,7 @@ async def _acme_listed(kind: str, root: Path, stored: dict[str, Any] | None) -> 
     return next(r["models"] for r in played.records if r["type"] == "listed")
 
 
+@pytest.mark.slow
 async def test_provider_object_filter_reaches_rpc_clients(tmp_path: Path) -> None:
     assert await _acme_listed("ours", tmp_path / "env", None) == ["acme-max", "acme-mini"]
     assert await _acme_listed("ours", tmp_path / "basic", BASIC_KEY) == ["acme-mini"]

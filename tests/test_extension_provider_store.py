@@ -218,6 +218,7 @@ def _reference_present() -> bool:
     return REFERENCE_PI.exists()
 
 
+@pytest.mark.slow
 async def test_a_provider_key_resolved_from_the_environment(tmp_path: Path) -> None:
     """Nothing stored: ``resolve`` finds ``TEAM_KEY`` and the provider counts as configured."""
     with FakeLlamaRouter({"alpha": dict(LOADED)}, api_key="env-key") as router:
@@ -319,6 +320,7 @@ SNAPSHOT = {"models": [{"id": "n1", "name": "N1", "contextWindow": 8000, "maxTok
             "checkedAt": 1700000000000, "etag": '"v1"'}
 
 
+@pytest.mark.slow
 async def test_refresh_models_persists_and_deletes_its_snapshot(tmp_path: Path) -> None:
     outcome = await _notes_runs("ours", tmp_path)
     assert outcome["first"] == [{"network": False, "stored": None}, {"network": True, "stored": None}]
@@ -489,6 +491,7 @@ async def test_resolved_request_auth_matches_reference(tmp_path: Path) -> None:
     assert await _gateway("ours", tmp_path) == await _gateway("reference", tmp_path)
 
 
+@pytest.mark.slow
 async def test_a_raising_resolve_counts_as_not_configured_and_leaks_nothing(tmp_path: Path) -> None:
     from tests.fakes.llm_server import FakeLLMServer
 

@@ -72,6 +72,7 @@ async def _switch_projects(kind: str, root: Path, start_has_one: bool = True) ->
 
 
 @pytest.mark.parametrize("start_has_one", [True, False])
+@pytest.mark.slow
 async def test_switch_session_loads_the_other_projects_extensions(tmp_path: Path, start_has_one: bool) -> None:
     assert await _switch_projects("ours", tmp_path, start_has_one) == {
         "before": ["start-where"] if start_has_one else [], "switched": True, "after": ["other-where"],
@@ -121,6 +122,7 @@ async def test_session_id_of_another_project_is_refused_clearly(tmp_path: Path) 
                              "Open it there with --session ROOT/agent/sessions/")
 
 
+@pytest.mark.slow
 async def test_fork_of_another_projects_session_id_starts_here(tmp_path: Path) -> None:
     status, stdout, _ = await _start_with_foreign_id("ours", tmp_path, "--fork")
     state = json.loads(stdout[0])
@@ -231,6 +233,7 @@ async def _switch_with_trust_gate(kind: str, root: Path, variable: str) -> list[
 
 @pytest.mark.parametrize(("variable", "expected"), [("PI_TRUSTED_ROOTS", ["other-only"]),
                                                     ("PI_UNTRUSTED_ROOTS", [])])
+@pytest.mark.slow
 async def test_project_trust_when_a_switch_enters_another_project(tmp_path: Path, variable: str,
                                                                   expected: list[str]) -> None:
     assert await _switch_with_trust_gate("ours", tmp_path, variable) == expected

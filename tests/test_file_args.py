@@ -79,6 +79,7 @@ def test_files_alone_make_the_prompt(work):
     ("@missing.txt", "Error: File not found: {cwd}/missing.txt"),
     ("@folder", "Error: Could not read file {cwd}/folder: EISDIR: illegal operation on a directory, read"),
 ])
+@pytest.mark.slow
 def test_unusable_file_stops_before_any_request(work, arg, expected):
     with FakeLLMServer() as server:
         done = run("ours", work, ["-p", arg, "hi"], server.url)

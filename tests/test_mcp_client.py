@@ -136,6 +136,7 @@ async def test_garbage_on_stdout_is_logged_and_the_server_still_works(tmp_path: 
     assert "non-JSON line on stdout: this is not json" in (tmp_path / "mcp.log").read_text()
 
 
+@pytest.mark.slow
 async def test_a_server_that_never_initializes_fails_with_its_stderr(tmp_path: Path) -> None:
     script = "import sys, time; print('booting', file=sys.stderr, flush=True); time.sleep(60)"
     async with connect(tmp_path, {"command": PYTHON, "args": ["-c", script], "timeout": 1}) as (connection, _):

@@ -277,6 +277,7 @@ EXTENSION_REPORT = [("warning", "MCP servers need attention:\n  gone: failed: sp
                      "Run /mcp to fix.")]
 
 
+@pytest.mark.slow
 async def test_extension_servers_are_in_the_one_report_after_the_files(tmp_path: Path) -> None:
     assert await _extension_reports("ours", tmp_path) == [*[EXTENSION_REPORT] * 3, [(
         "warning", "MCP servers need attention:\n  later: failed: spawn /nonexistent/later ENOENT\nRun /mcp to fix.")]]

@@ -68,6 +68,7 @@ CASES = {"folded": None, "off": {"supportsMidConvoSystemMessages": False},
 
 
 @pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.slow
 async def test_mid_conversation_system_messages(case: str, tmp_path: Path) -> None:
     shape = _shape(await _last_request("ours", tmp_path, CASES[case]))
     assert shape["tools"] == ["read"]

@@ -108,6 +108,7 @@ async def test_a_401_forces_one_refresh_of_the_rejected_token(tmp_path: Path, oa
     assert len(oauth.grants("refresh_token")) == 1
 
 
+@pytest.mark.slow
 async def test_codex_and_copilot_refresh_keep_pi_extra_fields(tmp_path: Path, oauth: FakeOAuthServer):
     github = oauth.issue_refresh()
     write_auth(tmp_path, {
@@ -130,6 +131,7 @@ EXTRA_FIELDS: dict[str, dict[str, Any]] = {
 
 @pytest.mark.parametrize("provider", ["anthropic", "openai-codex", "openai", "github-copilot", "xai", "kimi-coding",
                                       "meta", "openrouter", "radius"])
+@pytest.mark.slow
 async def test_every_provider_refreshes_when_due_and_after_a_401(tmp_path: Path, oauth: FakeOAuthServer,
                                                                  provider: str):
     from pi_coding_agent.ai.oauth.providers import PROVIDERS
@@ -275,6 +277,7 @@ async def test_codex_browser_sign_in_by_pasted_redirect_url(oauth: FakeOAuthServ
     assert oauth.grants("authorization_code")[0]["redirect_uri"] == "http://localhost:1455/auth/callback"
 
 
+@pytest.mark.slow
 async def test_sign_in_with_chatgpt_registers_a_client_and_refreshes_with_it(tmp_path: Path, oauth: FakeOAuthServer):
     from pi_coding_agent.coding.login_ui import device_id
     from pi_coding_agent.coding.resources.settings import Settings

@@ -81,6 +81,7 @@ def _layout(tmp_path: Path) -> None:
         link.symlink_to(tmp_path / "victim")
 
 
+@pytest.mark.slow
 async def test_workspace_write_refuses_every_way_out(tmp_path: Path) -> None:
     _layout(tmp_path)
     ends = await _run(tmp_path, OUTSIDE_ATTEMPTS, "--sandbox", "workspace-write",
@@ -141,6 +142,7 @@ async def test_network_false_cuts_even_loopback(tmp_path: Path, network: bool, r
     assert end["isError"] is not reached
 
 
+@pytest.mark.slow
 async def test_setsid_and_double_fork_die_with_the_command(tmp_path: Path) -> None:
     pid_file = tmp_path / "work" / "daemon.pid"
     command = f"setsid sh -c 'echo $$ > {pid_file}; sleep 300' & sleep 0.5"

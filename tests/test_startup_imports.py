@@ -109,6 +109,7 @@ def test_start_declares_no_dataclass_but_the_two_callers_replace(tmp_path):
     assert declared == ["pi_coding_agent.agent.tool.ToolResult", "pi_coding_agent.ai.stream.StreamOptions"]
 
 
+@pytest.mark.slow
 def test_start_with_validated_models_json_imports_no_heavy_library(tmp_path):
     """Once models.json was validated, later starts trust its fingerprint and skip pydantic."""
     agent = tmp_path / "agent"

@@ -62,6 +62,7 @@ def test_continue_reopens_the_latest_session(tmp_path: Path) -> None:
     assert _state(tmp_path, "--continue")["sessionId"] == latest
 
 
+@pytest.mark.slow
 def test_fork_copies_every_entry_into_a_new_session(tmp_path: Path) -> None:
     session_id = _new_session(tmp_path, "first")
     source = next((tmp_path / "agent" / "sessions").rglob(f"*_{session_id}.jsonl"))

@@ -62,6 +62,7 @@ def _shape(record: dict[str, Any], cwd: str) -> dict[str, Any]:
     return loaded
 
 
+@pytest.mark.slow
 def test_every_failure_is_an_error_with_text(tmp_path):
     ends = _ends("ours", tmp_path)
     assert len(ends) == len(FAILING_CALLS)
