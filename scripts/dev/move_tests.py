@@ -46,7 +46,7 @@ RULES: dict[str, str] = {
     "test_models": "ai/models", "test_models_json": "ai/models", "test_nonchat_models": "ai/nonchat",
     "test_radius_catalog": "ai/providers", "test_llama": "ai/providers", "test_api_key_models": "ai/models",
     "test_compat_tools": "ai", "test_mid_convo_system": "ai", "test_provider_requests": "ai",
-    "test_fake_server": "support",
+    "test_fake_server": "support", "test_test_deps": "support",
     # agent: the agent core
     "test_agent_": "agent", "test_listeners": "agent",
     # coding, by area
