@@ -66,6 +66,7 @@ def _run_short_hash(reference_dir: str) -> str:
     return done.stdout
 
 
+@pytest.mark.slow
 def test_a_missing_reference_is_named_in_the_closing_lines(tmp_path: Path) -> None:
     output = _run_short_hash(str(tmp_path / "absent"))
     assert (f"side-by-side with pi 1.6.0: 0 of 1 ran; 1 skipped: reference pi 1.6.0 not installed at "
@@ -73,6 +74,7 @@ def test_a_missing_reference_is_named_in_the_closing_lines(tmp_path: Path) -> No
 
 
 @pytest.mark.reference
+@pytest.mark.slow
 def test_a_present_reference_is_counted_as_ran() -> None:
     output = _run_short_hash(str(REFERENCE_PI.parents[3]))
     assert "side-by-side with pi 1.6.0: 1 of 1 ran\n" in output
