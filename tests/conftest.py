@@ -54,17 +54,17 @@ def _skip_reason(longrepr: Any) -> str:
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     """One line per group: how many of its tests ran and why the rest skipped; then other skips by reason."""
-    if not _OUTCOMES:
-        return
-    write = terminalreporter.write_line
-    terminalreporter.section("what ran")
+    lines = []
     for marker, need in NEEDS.items():
         outcomes = [reason for groups, reason in _OUTCOMES.values() if marker in groups]
         if outcomes:
-            write(f"{need.title}: {_tally(outcomes)}")
+            lines.append(f"{need.title}: {_tally(outcomes)}")
     others = [reason for groups, reason in _OUTCOMES.values() if not groups and reason is not None]
-    for reason, count in Counter(others).most_common():
-        write(f"skipped {count}: {reason}")
+    lines += [f"skipped {count}: {reason}" for reason, count in Counter(others).most_common()]
+    if lines:
+        terminalreporter.section("what ran")
+        for line in lines:
+            terminalreporter.write_line(line)
 
 
 def _tally(reasons: list[str | None]) -> str:
