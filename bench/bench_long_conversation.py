@@ -175,7 +175,7 @@ def main() -> int:
     ref = reference_cmd()
     if args.side in ("reference", "both"):
         if ref is None:
-            print("reference pi not installed (../shared/tools/reference-pi.sh)")
+            print("reference pi not installed (bash scripts/install_test_deps.sh)")
         else:
             _report("reference pi 1.6.0", run(ref, args.turns))
     return 0

@@ -115,7 +115,7 @@ def ours_cmd() -> list[str]:
 
 
 def reference_cmd() -> list[str] | None:
-    """The reference pi 1.6.0 (installed by ../shared/tools/reference-pi.sh), or None."""
+    """The reference pi 1.6.0 (installed by scripts/install_test_deps.sh), or None."""
     if not REFERENCE_PI.exists():
         return None
     return [str(REFERENCE_PI)]

@@ -14,10 +14,9 @@ from typing import Any
 
 import pytest
 
-from tests.reference_pi import REFERENCE_NODE_BIN, REFERENCE_PI, REFERENCE_ROOT
+from tests.reference_pi import REFERENCE_PI, reference_path
 
-needs_reference = pytest.mark.skipif(
-    not REFERENCE_PI.exists(), reason=f"reference pi 1.6.0 not installed at {REFERENCE_ROOT}")
+needs_reference = pytest.mark.reference  # skipped, with the reason, without it (tests/conftest.py)
 
 FAKE_MODEL = ["--provider", "fake", "--model", "fake-model"]
 
@@ -26,7 +25,7 @@ def pi_command(kind: str, argv: list[str], env: dict[str, str]) -> tuple[list[st
     """The argv and environment that start ``pi <argv>``; ``kind`` is ``ours`` or ``reference``."""
     if kind == "ours":
         return [sys.executable, "-m", "pi_coding_agent", *argv], env
-    return [str(REFERENCE_PI), *argv], {**env, "PATH": f"{REFERENCE_NODE_BIN}:{env.get('PATH', '')}"}
+    return [str(REFERENCE_PI), *argv], {**env, "PATH": reference_path(env.get("PATH", ""))}
 
 
 def fake_agent_env(home: Path, server_url: str, settings: dict[str, Any] | None = None,

@@ -20,15 +20,12 @@ from typing import Any
 import pytest
 
 from tests.fakes.llm_server import FakeLLMServer
-from tests.reference_pi import REFERENCE_NODE_BIN, REFERENCE_PI, REFERENCE_ROOT
+from tests.reference_pi import REFERENCE_PI, reference_path
 from tests.rpc_helpers import PYTHON, RpcProcess
 
 MODEL_ID = "fake-model"
 
-needs_reference = pytest.mark.skipif(
-    not REFERENCE_PI.exists(),
-    reason=f"reference pi 1.6.0 not installed at {REFERENCE_ROOT} (needed for the side-by-side comparison)",
-)
+needs_reference = pytest.mark.reference  # skipped, with the reason, without it (tests/conftest.py)
 
 Record = dict[str, Any]
 
@@ -85,7 +82,7 @@ class Workspace:
         argv = ["--mode", "rpc", "--provider", "fake", "--model", MODEL_ID, *args]
         if kind == "ours":
             return await RpcProcess.spawn([PYTHON, "-m", "pi_coding_agent", *argv], cwd=self.cwd, env=self.env)
-        env = {**self.env, "PATH": f"{REFERENCE_NODE_BIN}:{self.env.get('PATH', '')}"}
+        env = {**self.env, "PATH": reference_path(self.env.get("PATH", ""))}
         return await RpcProcess.spawn([str(REFERENCE_PI), *argv], cwd=self.cwd, env=env)
 
 

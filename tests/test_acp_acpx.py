@@ -18,18 +18,18 @@ import pytest
 from tests.acp_client import MODEL_ID, make_workspace
 from tests.fakes.llm_server import FakeLLMServer
 from tests.reference_pi import REFERENCE_NODE_BIN
+from tests.requirements import ACPX
 from tests.rpc_helpers import PYTHON
 
-ACPX = Path(os.environ.get("PI_ACPX_DIR") or Path.home() / ".cache" / "pi-acpx") / "node_modules" / ".bin" / "acpx"
 NODE_BIN = REFERENCE_NODE_BIN  # node 22 of the reference install: acpx needs >= 22.13, Debian's is older
 
 pytestmark = [
-    pytest.mark.skipif(not ACPX.exists(), reason=f"acpx not installed at {ACPX} (scripts/test.sh installs it in CI)"),
-    pytest.mark.skipif(not (NODE_BIN / "node").exists(), reason=f"no node 22 at {NODE_BIN} for acpx"),
+    pytest.mark.acpx,
     pytest.mark.timeout(180),
 ]
 
 
+@pytest.mark.slow
 async def test_acpx_runs_a_prompt_with_a_tool_call_through_our_agent(tmp_path: Path,
                                                                     fake_llm: FakeLLMServer) -> None:
     cwd, env = make_workspace(tmp_path, fake_llm)

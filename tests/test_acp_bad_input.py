@@ -33,6 +33,7 @@ async def _answer(proc: RpcProcess, request_id: Any) -> dict[str, Any]:
     return records[-1]
 
 
+@pytest.mark.slow
 async def test_malformed_and_unknown_input_gets_json_rpc_errors(tmp_path: Path, fake_llm: FakeLLMServer) -> None:
     proc, cwd = await _spawn(tmp_path, fake_llm)
     try:
@@ -79,6 +80,7 @@ async def test_malformed_and_unknown_input_gets_json_rpc_errors(tmp_path: Path, 
         await proc.kill()
 
 
+@pytest.mark.slow
 async def test_client_disappearing_mid_prompt_shuts_down_and_keeps_every_entry(
         tmp_path: Path, fake_llm: FakeLLMServer) -> None:
     proc, cwd = await _spawn(tmp_path, fake_llm)

@@ -71,6 +71,7 @@ def _saved_session(session_dir: Path, cwd: Path) -> None:
     (session_dir / "other.jsonl").write_text(json.dumps(header) + "\n" + json.dumps(message) + "\n")
 
 
+@pytest.mark.slow
 async def test_load_runs_servers_in_the_sessions_directory_and_replaces_them(
         tmp_path: Path, fake_llm: FakeLLMServer) -> None:
     cwd, env = make_workspace(tmp_path, fake_llm)
@@ -118,6 +119,7 @@ def setup(pi):
 """
 
 
+@pytest.mark.slow
 async def test_a_new_session_inside_keeps_the_client_servers(tmp_path: Path, fake_llm: FakeLLMServer) -> None:
     """An extension command's ``ctx.new_session()`` (same directory) reloads the extensions, which
     drops the servers they do not register again, but not the client's: same process, still there."""
@@ -134,8 +136,8 @@ async def test_a_new_session_inside_keeps_the_client_servers(tmp_path: Path, fak
     assert await log.settled([]) == []
 
 
-@pytest.mark.skipif(not ACPX.exists(), reason=f"acpx not installed at {ACPX} (scripts/test.sh installs it in CI)")
-@pytest.mark.skipif(not (NODE_BIN / "node").exists(), reason=f"no node 22 at {NODE_BIN} for acpx")
+@pytest.mark.acpx
+@pytest.mark.slow
 async def test_acpx_servers_follow_a_switch_into_another_project(tmp_path: Path, fake_llm: FakeLLMServer) -> None:
     """acpx passes the servers of ``--mcp-config`` in ``session/new``; an extension command switches the
     session to one recorded in another directory: the client's server is stopped in work and started

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,7 @@ def _bash(call_id: str, command: str) -> dict[str, object]:
     return {"content": [{"type": "toolCall", "id": call_id, "name": "bash", "arguments": {"command": command}}]}
 
 
+@pytest.mark.slow
 async def test_allow_always_read_only_and_config_options(tmp_path: Path, fake_llm: FakeLLMServer) -> None:
     cwd, env = make_workspace(tmp_path, fake_llm, {"acp": {"defaultMode": "ask"}})
     prompts, skill = tmp_path / "agent" / "prompts", tmp_path / "agent" / "skills" / "greeter"
@@ -73,6 +73,7 @@ def dump_options(response: object) -> list[dict[str, object]]:
     return options
 
 
+@pytest.mark.slow
 async def test_an_extension_confirm_dialog_reaches_the_client(tmp_path: Path, fake_llm: FakeLLMServer) -> None:
     """The example permission-gate extension asks ``ctx.ui.confirm``; over ACP that is a permission request."""
     gate = Path(__file__).resolve().parents[1] / "src/pi_coding_agent/coding/extensions/examples/permission_gate.py"
@@ -99,7 +100,8 @@ async def test_an_extension_confirm_dialog_reaches_the_client(tmp_path: Path, fa
     assert "Blocked" not in ran[-1]["content"]
 
 
-@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed")
+@pytest.mark.sandbox
+@pytest.mark.slow
 async def test_the_sandbox_is_a_session_config_option(tmp_path: Path, fake_llm: FakeLLMServer) -> None:
     """ACP's config option ``sandbox`` sets the session's sandbox mode (docs/sandbox.md)."""
     cwd, env = make_workspace(tmp_path, fake_llm)

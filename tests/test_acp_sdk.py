@@ -17,7 +17,7 @@ from acp.schema import ClientCapabilities, FileSystemCapabilities, TextContentBl
 
 from tests.acp_client import MODEL_ID, RecordingClient, acp_pi, make_workspace
 from tests.fakes.llm_server import FakeLLMServer
-from tests.reference_pi import REFERENCE_NODE_BIN, REFERENCE_PI, REFERENCE_ROOT
+from tests.reference_pi import REFERENCE_NODE_BIN, REFERENCE_PI
 from tests.rpc_helpers import RpcProcess
 
 pytestmark = pytest.mark.timeout(180)
@@ -40,6 +40,7 @@ def _calls(client: RecordingClient, call_id: str) -> list[dict[str, Any]]:
     return [u for u in client.updates if u.get("toolCallId") == call_id]
 
 
+@pytest.mark.slow
 async def test_full_session_with_permissions_cancel_and_load(tmp_path: Path, fake_llm: FakeLLMServer) -> None:
     cwd, env = make_workspace(tmp_path, fake_llm)
     client = RecordingClient()
@@ -127,7 +128,7 @@ def _environ() -> dict[str, str]:
     return dict(os.environ)
 
 
-@pytest.mark.skipif(not REFERENCE_PI.exists(), reason=f"reference pi 1.6.0 not installed at {REFERENCE_ROOT}")
+@pytest.mark.reference
 async def test_reference_pi_opens_a_session_saved_over_acp(tmp_path: Path, fake_llm: FakeLLMServer) -> None:
     cwd, env = make_workspace(tmp_path, fake_llm)
     client = RecordingClient()
@@ -150,6 +151,7 @@ async def test_reference_pi_opens_a_session_saved_over_acp(tmp_path: Path, fake_
         await ref.kill()
 
 
+@pytest.mark.slow
 async def test_client_buffers_and_terminal_serve_the_tools(tmp_path: Path, fake_llm: FakeLLMServer) -> None:
     cwd, env = make_workspace(tmp_path, fake_llm)
     (cwd / "notes.txt").write_text("on disk\n")
@@ -180,6 +182,7 @@ async def test_client_buffers_and_terminal_serve_the_tools(tmp_path: Path, fake_
 
 
 @pytest.mark.parametrize("name", ["basic", "compaction"])
+@pytest.mark.slow
 async def test_a_session_written_by_the_reference_pi_loads_over_acp(tmp_path: Path, fake_llm: FakeLLMServer,
                                                                    name: str) -> None:
     cwd, env = make_workspace(tmp_path, fake_llm)
@@ -212,6 +215,7 @@ async def test_a_session_written_by_the_reference_pi_loads_over_acp(tmp_path: Pa
         m["content"][0]["text"] for m in saved if m["role"] == "user"))
 
 
+@pytest.mark.slow
 async def test_client_terminal_timeout_kills_and_releases(tmp_path: Path, fake_llm: FakeLLMServer) -> None:
     cwd, env = make_workspace(tmp_path, fake_llm)
     client = RecordingClient()
@@ -229,6 +233,7 @@ async def test_client_terminal_timeout_kills_and_releases(tmp_path: Path, fake_l
     assert _calls(client, "t1")[-1]["status"] == "failed"
 
 
+@pytest.mark.slow
 async def test_mcp_servers_from_the_client_join_the_session(tmp_path: Path, fake_llm: FakeLLMServer) -> None:
     """A stdio server the editor passes in ``session/new`` connects through our MCP support; its tools are
     reached as pi's default exposure has it, from a codemode script."""

@@ -33,6 +33,7 @@ def federated_env(tmp_path: Path, llm_url: str) -> dict[str, str]:
             "ANTHROPIC_IDENTITY_TOKEN_FILE": str(token_file), "ANTHROPIC_WORKSPACE_ID": "wrkspc_1"}
 
 
+@pytest.mark.slow
 def test_identity_token_is_exchanged_and_exchanged_again_after_a_401(tmp_path: Path, oauth: FakeOAuthServer,
                                                                      fake_llm: FakeLLMServer):
     env = federated_env(tmp_path, fake_llm.url)
@@ -53,6 +54,7 @@ def test_identity_token_is_exchanged_and_exchanged_again_after_a_401(tmp_path: P
         assert "fed-access-" not in text and IDENTITY not in text
 
 
+@pytest.mark.slow
 def test_a_key_wins_over_federation_and_a_rejected_identity_fails_clearly(tmp_path: Path, oauth: FakeOAuthServer,
                                                                           fake_llm: FakeLLMServer):
     env = federated_env(tmp_path, fake_llm.url)

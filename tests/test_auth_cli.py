@@ -11,7 +11,6 @@ import contextlib
 import json
 import os
 import pty
-import shutil
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -25,7 +24,7 @@ from tests.fakes.oauth_server import FakeOAuthServer
 from tests.reference_pi import REFERENCE_NODE_BIN, REFERENCE_PI
 from tests.rpc_helpers import PYTHON
 
-needs_reference = pytest.mark.skipif(not REFERENCE_PI.exists(), reason="reference pi not installed")
+needs_reference = pytest.mark.reference  # skipped, with the reason, without it (tests/conftest.py)
 
 
 def now_ms() -> int:
@@ -104,6 +103,7 @@ def expired_anthropic(refresh: str) -> dict[str, Any]:
     return {"type": "oauth", "refresh": refresh, "access": "sk-ant-oat01-expired-token", "expires": now_ms() - 1}
 
 
+@pytest.mark.slow
 def test_print_bearer_token_refreshes_and_check_reports(tmp_path: Path, oauth: FakeOAuthServer):
     env = home(tmp_path, {"anthropic": expired_anthropic(oauth.issue_refresh())})
     done = ours(env, "auth", "print-bearer-token", "--provider", "anthropic")
@@ -114,6 +114,7 @@ def test_print_bearer_token_refreshes_and_check_reports(tmp_path: Path, oauth: F
     assert json.loads(check.stdout) == {"status": "ready", "provider": "anthropic", "authType": "oauth"}
 
 
+@pytest.mark.slow
 def test_check_of_a_revoked_credential_is_invalid_and_names_no_token(tmp_path: Path, oauth: FakeOAuthServer):
     refresh = oauth.issue_refresh()
     oauth.revoke(refresh)
@@ -129,6 +130,7 @@ def test_check_of_a_revoked_credential_is_invalid_and_names_no_token(tmp_path: P
         assert refresh not in out.stdout + out.stderr and "expired-token" not in out.stdout + out.stderr
 
 
+@pytest.mark.slow
 def test_agent_uses_refreshed_token_and_no_token_reaches_output_or_session(
         tmp_path: Path, oauth: FakeOAuthServer, fake_llm: FakeLLMServer):
     refresh = oauth.issue_refresh()
@@ -153,6 +155,7 @@ def test_agent_uses_refreshed_token_and_no_token_reaches_output_or_session(
             assert secret not in text
 
 
+@pytest.mark.slow
 def test_a_401_refreshes_once_and_the_prompt_succeeds(tmp_path: Path, oauth: FakeOAuthServer, fake_llm: FakeLLMServer):
     live = {"type": "oauth", "refresh": oauth.issue_refresh(), "access": "sk-ant-oat01-revoked-early",
             "expires": now_ms() + 3600_000}
@@ -167,6 +170,7 @@ def test_a_401_refreshes_once_and_the_prompt_succeeds(tmp_path: Path, oauth: Fak
     assert len(oauth.grants("refresh_token")) == 1
 
 
+@pytest.mark.slow
 async def test_two_agent_processes_refresh_one_credential_once(
         tmp_path: Path, oauth: FakeOAuthServer, fake_llm: FakeLLMServer):
     """Both find the token expired; the lock lets one refresh and the other use its result."""
@@ -300,6 +304,7 @@ def test_llama_login_checks_the_router_and_keeps_its_url(tmp_path: Path):
     assert b"Saved API key for llama.cpp." in output
 
 
+@pytest.mark.slow
 def test_anthropic_auth_token_reaches_the_server_as_bearer(tmp_path: Path, fake_llm: FakeLLMServer):
     env = {**home(tmp_path, {}, fake_llm.url), "ANTHROPIC_AUTH_TOKEN": "workload-bearer-1"}
     fake_llm.add({"content": [{"type": "text", "text": "ok"}]})
@@ -309,6 +314,7 @@ def test_anthropic_auth_token_reaches_the_server_as_bearer(tmp_path: Path, fake_
     assert headers["authorization"] == "Bearer workload-bearer-1" and "x-api-key" not in headers
 
 
+@pytest.mark.slow
 def test_no_key_errors_name_what_works_here(tmp_path: Path):
     env = home(tmp_path, {})
     (Path(env["HOME"]) / ".pi" / "agent" / "models.json").write_text(json.dumps({"providers": {"local": {
@@ -325,7 +331,7 @@ def test_no_key_errors_name_what_works_here(tmp_path: Path):
 
 
 @needs_reference
-@pytest.mark.skipif(shutil.which("openssl") is None, reason="the intercepting proxy needs openssl for its certificates")
+@pytest.mark.openssl
 @pytest.mark.parametrize("first", ["ours", "pi"])
 async def test_pi_and_ours_refreshing_one_credential_at_once_keep_the_rotated_token(
         tmp_path: Path, oauth: FakeOAuthServer, first: str):
@@ -384,7 +390,7 @@ def test_terminal_sign_in_without_browser_uses_the_pasted_code(tmp_path: Path, o
 
 
 @needs_reference
-@pytest.mark.skipif(shutil.which("openssl") is None, reason="the intercepting proxy needs openssl for its certificates")
+@pytest.mark.openssl
 def test_radius_sign_in_by_pi_is_refreshed_by_ours_and_used_again_by_pi(tmp_path: Path, oauth: FakeOAuthServer):
     """pi's own device-code sign-in (its requests to radius.pi.dev go through the intercepting proxy)
     writes the credential; ours refreshes it when due; pi reads what ours wrote."""
@@ -412,7 +418,7 @@ def test_radius_sign_in_by_pi_is_refreshed_by_ours_and_used_again_by_pi(tmp_path
 
 
 @needs_reference
-@pytest.mark.skipif(shutil.which("openssl") is None, reason="the intercepting proxy needs openssl for its certificates")
+@pytest.mark.openssl
 def test_chatgpt_sign_in_by_pi_is_refreshed_by_ours_with_its_issued_client(tmp_path: Path, oauth: FakeOAuthServer):
     env = {**home(tmp_path, {}), "TERM": "dumb"}
 
@@ -442,6 +448,7 @@ def radius_device_sign_in(env: dict[str, str], oauth: FakeOAuthServer) -> tuple[
                        [(b"ABCD-1234", approve)])
 
 
+@pytest.mark.slow
 def test_our_radius_sign_in_in_a_terminal_adds_its_mcp_server_like_pi(tmp_path: Path, oauth: FakeOAuthServer):
     env = {**home(tmp_path, {}), "TERM": "dumb"}
     code, output = radius_device_sign_in(env, oauth)

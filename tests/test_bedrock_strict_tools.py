@@ -13,7 +13,7 @@ from pi_coding_agent.ai.apis import strict_schema
 from pi_coding_agent.ai.models.catalog import builtin_models
 from pi_coding_agent.ai.stream import StreamOptions, stream
 from pi_coding_agent.ai.types import Model
-from tests.reference_pi import REFERENCE_NODE_BIN, REFERENCE_PI, REFERENCE_ROOT
+from tests.reference_pi import REFERENCE_NODE_BIN, REFERENCE_ROOT
 
 CLAUDE = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
 USER = {"role": "user", "content": "hi", "timestamp": 0}
@@ -108,7 +108,7 @@ def _ours(schema: dict[str, Any]) -> Any:
         return {"error": str(exc)}
 
 
-@pytest.mark.skipif(not REFERENCE_PI.exists(), reason=f"reference pi 1.6.0 not installed at {REFERENCE_ROOT}")
+@pytest.mark.reference
 def test_strict_schema_rewrite_matches_the_reference(tmp_path: Path) -> None:
     module = next(REFERENCE_ROOT.glob("pi-1.6.0/node_modules/@earendil-works/pi-ai/dist/api/constrained-sampling.js"))
     script = tmp_path / "strict.mjs"

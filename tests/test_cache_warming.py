@@ -71,6 +71,7 @@ async def _prompt_and_wait(fake_llm: Any, tmp_path: Path, warming: str | None, w
     return agent
 
 
+@pytest.mark.slow
 async def test_idle_warming_replays_the_request_and_records_usage(fake_llm, tmp_path: Path) -> None:
     agent = await _prompt_and_wait(fake_llm, tmp_path, None, 3.5)
     assert len(fake_llm.requests) >= 2
@@ -84,6 +85,7 @@ async def test_idle_warming_replays_the_request_and_records_usage(fake_llm, tmp_
     assert not any(e["type"] == "message" and e["message"].get("usage", {}).get("output") == 1 for e in entries)
 
 
+@pytest.mark.slow
 async def test_warming_off_sends_nothing_more(fake_llm, tmp_path: Path) -> None:
     await _prompt_and_wait(fake_llm, tmp_path, "off", 2.5)
     assert len(fake_llm.requests) == 1

@@ -85,6 +85,7 @@ def test_list_models_writes_nothing(tmp_path):
     assert not (tmp_path / ".pi").exists()  # no auth.json, no agent dir
 
 
+@pytest.mark.slow
 def test_list_models_into_a_closed_pipe_ends_quietly(tmp_path):
     """``pi --list-models | head -1``: the reader leaves early; no BrokenPipeError traceback."""
     env = {**os.environ, "HOME": str(tmp_path), "PI_CODING_AGENT_DIR": str(tmp_path / "agent"),

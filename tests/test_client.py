@@ -29,6 +29,7 @@ async def test_prompt_and_wait_returns_the_whole_run(client: RpcClient) -> None:
     assert await client.get_last_assistant_text() == "echo: hello"
 
 
+@pytest.mark.slow
 async def test_prompt_and_wait_does_not_wait_for_handled_prompts(client: RpcClient) -> None:
     client.on_ui_request(lambda request: {"value": "A"} if request["method"] == "select" else {"confirmed": True})
     seen: list[dict[str, Any]] = []
@@ -39,11 +40,13 @@ async def test_prompt_and_wait_does_not_wait_for_handled_prompts(client: RpcClie
     assert seen == events
 
 
+@pytest.mark.slow
 async def test_dialogs_are_cancelled_without_a_handler(client: RpcClient) -> None:
     events = await client.prompt_and_wait("/ask")
     assert events[-1]["message"] == "None:False"
 
 
+@pytest.mark.slow
 async def test_abort_and_wait_for_idle(client: RpcClient) -> None:
     assert (await client.prompt("slow"))["disposition"] == "started"
     assert (await client.get_state())["isStreaming"] is True
@@ -55,6 +58,7 @@ async def test_abort_and_wait_for_idle(client: RpcClient) -> None:
     assert (await client.get_state())["isStreaming"] is False
 
 
+@pytest.mark.slow
 async def test_bash_streams_output_to_the_callback(client: RpcClient) -> None:
     chunks: list[str] = []
     result = await client.bash("echo one; echo two", on_output=chunks.append)
@@ -62,6 +66,7 @@ async def test_bash_streams_output_to_the_callback(client: RpcClient) -> None:
     assert result["exitCode"] == 0
 
 
+@pytest.mark.slow
 async def test_typed_methods_unwrap_and_raise(client: RpcClient) -> None:
     assert await client.get_messages() == []
     assert await client.get_available_models() == [{"provider": "faux", "id": "faux-1"}]
@@ -75,6 +80,7 @@ async def test_typed_methods_unwrap_and_raise(client: RpcClient) -> None:
     assert str(caught.value) == "Model not found: nope/x" and caught.value.command == "set_model"
 
 
+@pytest.mark.slow
 async def test_stop_closes_stdin_and_reports_the_exit_code(client: RpcClient) -> None:
     assert await client.stop() == 0
     with pytest.raises(RpcError, match="not running"):

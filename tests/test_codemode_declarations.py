@@ -20,10 +20,10 @@ from pi_coding_agent.coding.codemode.host import (
 from pi_coding_agent.coding.codemode.tool import describe
 from pi_coding_agent.coding.tools.base import ToolEnv
 from pi_coding_agent.coding.tools.builtin import create_builtin_tools
-from tests.reference_pi import REFERENCE_NODE_BIN, REFERENCE_PI, REFERENCE_ROOT
+from tests.reference_pi import REFERENCE_NODE_BIN, REFERENCE_ROOT
 
 SCRIPT = Path(__file__).parent / "fakes" / "reference_codemode_declarations.mjs"
-needs_reference = pytest.mark.skipif(not REFERENCE_PI.exists(), reason="reference pi 1.6.0 not installed")
+needs_reference = pytest.mark.reference  # skipped, with the reason, without it (tests/conftest.py)
 
 MCP_LIKE: list[dict[str, Any]] = [
     {"name": "mcp__dev-radius__search", "description": "Search the docs.\nSecond line.", "namespace": "dev-radius",

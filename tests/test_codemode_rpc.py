@@ -57,6 +57,7 @@ def result_text(end: dict[str, Any]) -> str:
     return "".join(b.get("text", "") for b in end["result"]["content"] if b["type"] == "text")
 
 
+@pytest.mark.slow
 async def test_parallel_reads_are_real_tool_executions(pi: RpcProcess, fake_llm: FakeLLMServer,
                                                        workspace: tuple[Path, dict[str, str]]) -> None:
     for i in range(20):
@@ -84,6 +85,7 @@ async def test_parallel_reads_are_real_tool_executions(pi: RpcProcess, fake_llm:
     assert {c["status"] for c in nested["calls"]} == {"ok"} and nested["calls"][0]["arguments"]["path"].endswith(".txt")
 
 
+@pytest.mark.slow
 async def test_bash_output_is_filtered_inside_the_script(pi: RpcProcess, fake_llm: FakeLLMServer) -> None:
     script(fake_llm, "const r = await tools.bash({ command: 'seq 1 30000' });\n"
                      "const lines = r.output.split('\\n').filter((l) => l.endsWith('777'));\n"
@@ -94,6 +96,7 @@ async def test_bash_output_is_filtered_inside_the_script(pi: RpcProcess, fake_ll
     assert "29777" in text and "\n5000\n" not in text
 
 
+@pytest.mark.slow
 async def test_failure_halfway_keeps_partial_output(pi: RpcProcess, fake_llm: FakeLLMServer,
                                                     workspace: tuple[Path, dict[str, str]]) -> None:
     script(fake_llm, "await tools.write({ path: 'a.txt', content: 'kept' });\ntext('wrote a');\n"
@@ -108,6 +111,7 @@ async def test_failure_halfway_keeps_partial_output(pi: RpcProcess, fake_llm: Fa
     assert (workspace[0] / "a.txt").read_text() == "kept"
 
 
+@pytest.mark.slow
 async def test_timeout_and_infinite_loop_are_interrupted(pi: RpcProcess, fake_llm: FakeLLMServer) -> None:
     script(fake_llm, '// @options: {"timeout_ms": 500}\ntext("before");\nwhile (true) {}')
     end = codemode_end(await run(pi))
@@ -115,6 +119,7 @@ async def test_timeout_and_infinite_loop_are_interrupted(pi: RpcProcess, fake_ll
     assert end["isError"] and "before\nScript error:\nScript timed out: Execution timed out after 500 ms" in text
 
 
+@pytest.mark.slow
 async def test_abort_cancels_a_looping_script(pi: RpcProcess, fake_llm: FakeLLMServer) -> None:
     script(fake_llm, "let i = 0;\nwhile (true) { i++; }")
     await pi.send({"type": "prompt", "message": "go", "id": "run"})
@@ -126,6 +131,7 @@ async def test_abort_cancels_a_looping_script(pi: RpcProcess, fake_llm: FakeLLMS
     assert records[-1]["aborted"] is True
 
 
+@pytest.mark.slow
 async def test_abort_cancels_running_inner_calls(pi: RpcProcess, fake_llm: FakeLLMServer) -> None:
     script(fake_llm, "await Promise.all([tools.bash({ command: 'sleep 30' }), tools.bash({ command: 'sleep 30' })]);")
     await pi.send({"type": "prompt", "message": "go", "id": "run"})
@@ -139,6 +145,7 @@ async def test_abort_cancels_running_inner_calls(pi: RpcProcess, fake_llm: FakeL
     assert statuses == {"cancelled"}
 
 
+@pytest.mark.slow
 async def test_memory_exhaustion_fails_the_script_only(pi: RpcProcess, fake_llm: FakeLLMServer) -> None:
     script(fake_llm, "const a = [];\nwhile (true) a.push('x'.repeat(4096) + a.length);")
     end = codemode_end(await run(pi))
@@ -162,6 +169,7 @@ async def test_never_settling_promise_fails_at_once(pi: RpcProcess, fake_llm: Fa
     ("await tools.read({ limit: 3 })", 'Validation failed for tool "read"'),
     ("await tools.codemode({ code: 'return 1' })", "tools.codemode does not exist."),
 ])
+@pytest.mark.slow
 async def test_bad_input_fails_clearly_and_the_session_goes_on(pi: RpcProcess, fake_llm: FakeLLMServer, code: str,
                                                               expected: str) -> None:
     script(fake_llm, code)
@@ -171,6 +179,7 @@ async def test_bad_input_fails_clearly_and_the_session_goes_on(pi: RpcProcess, f
     assert result_text(codemode_end(await run(pi), "cm2")).endswith("still here")
 
 
+@pytest.mark.slow
 async def test_store_across_calls_and_forks(workspace: tuple[Path, dict[str, str]], fake_llm: FakeLLMServer) -> None:
     pi = await _spawn(workspace)
     try:
@@ -248,6 +257,7 @@ def setup(pi):
 '''
 
 
+@pytest.mark.slow
 async def test_inner_calls_pass_extension_handlers(workspace: tuple[Path, dict[str, str]],
                                                    fake_llm: FakeLLMServer) -> None:
     pi = await _with_extension(workspace, EXTENSION)
@@ -264,6 +274,7 @@ async def test_inner_calls_pass_extension_handlers(workspace: tuple[Path, dict[s
         await pi.kill()
 
 
+@pytest.mark.slow
 async def test_scripts_wait_for_a_free_worker(workspace: tuple[Path, dict[str, str]],
                                               fake_llm: FakeLLMServer) -> None:
     cwd, env = workspace
@@ -316,6 +327,7 @@ def _workers_of(parent: int) -> list[int]:
     return found
 
 
+@pytest.mark.slow
 async def test_a_killed_pi_leaves_no_worker_behind(pi: RpcProcess, fake_llm: FakeLLMServer) -> None:
     import asyncio
     import signal
@@ -358,6 +370,7 @@ def setup(pi):
 '''
 
 
+@pytest.mark.slow
 async def test_sequential_tools_take_turns_inside_scripts(workspace: tuple[Path, dict[str, str]],
                                                           fake_llm: FakeLLMServer) -> None:
     pi = await _with_extension(workspace, SEQUENTIAL_EXTENSION)

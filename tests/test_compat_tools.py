@@ -66,6 +66,7 @@ def _shape(body: dict[str, Any]) -> dict[str, Any]:
             "reasoning": body.get("reasoning")}
 
 
+@pytest.mark.slow
 async def test_tools_and_efforts_travel_in_the_input(tmp_path: Path) -> None:
     first, second = (_shape(body) for body in await _requests("ours", tmp_path, ALL))
     assert first["tools"] == [] and len(first["additional"]) == 1
@@ -79,6 +80,7 @@ async def test_tools_and_efforts_travel_in_the_input(tmp_path: Path) -> None:
     assert second["updates"] == [{"effort": "low"}, {"effort": "high"}]
 
 
+@pytest.mark.slow
 async def test_without_in_place_system_messages_tools_stay_top_level(tmp_path: Path) -> None:
     first = _shape((await _requests("ours", tmp_path, CASES["top-level"]))[0])
     assert first["additional"] == [] and [name for name, _ in first["tools"]] == ["read", "bash", "edit", "write"]
@@ -131,6 +133,7 @@ def _completions_tools(body: dict[str, Any]) -> list[Any]:
             for t in body["tools"]]
 
 
+@pytest.mark.slow
 async def test_chat_completions_tools_go_strict_where_the_host_takes_it(tmp_path: Path) -> None:
     strict = await _requests("ours", tmp_path / "strict", {"supportsStrictMode": True}, "openai-completions")
     plain = await _requests("ours", tmp_path / "plain", {}, "openai-completions")
@@ -144,6 +147,7 @@ def _anthropic_tools(body: dict[str, Any]) -> list[Any]:
     return [(t["name"], t.get("strict", "-"), _bare(t["input_schema"])) for t in body["tools"]]
 
 
+@pytest.mark.slow
 async def test_anthropic_tools_go_strict_with_supports_strict_tools(tmp_path: Path) -> None:
     strict = await _requests("ours", tmp_path / "s", {"supportsStrictTools": True}, "anthropic-messages")
     tools = _anthropic_tools(strict[0])
@@ -153,6 +157,7 @@ async def test_anthropic_tools_go_strict_with_supports_strict_tools(tmp_path: Pa
     assert {flag for _, flag, _ in _anthropic_tools(plain[0])} == {"-"}
 
 
+@pytest.mark.slow
 async def test_anthropic_strict_limit_refusal_is_sent_again_plain(tmp_path: Path) -> None:
     refusal = {"status": 400, "errorMessage": "Too many strict tools (24). The maximum number of strict tools is 20."}
     requests = await _requests("ours", tmp_path, {"supportsStrictTools": True}, "anthropic-messages", (refusal,))

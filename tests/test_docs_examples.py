@@ -41,6 +41,7 @@ def _python_blocks(name: str) -> list[str]:
 
 
 @pytest.mark.parametrize("index", range(len(_python_blocks("sdk.md"))))
+@pytest.mark.slow
 def test_sdk_md_examples_run(index: int, tmp_path: Path) -> None:
     """Every example of docs/sdk.md runs as written (in its own interpreter) and prints something."""
     script = tmp_path / "example.py"

@@ -29,6 +29,7 @@ def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
     return {**os.environ, "HOME": str(tmp_path), "PI_CODING_AGENT_DIR": str(tmp_path / "agent"), **extra}
 
 
+@pytest.mark.slow
 def test_readme_python_example_runs_verbatim(tmp_path):
     (block,) = re.findall(r"```python\n(.*?)```", README, re.S)
     script = tmp_path / "example.py"
@@ -94,6 +95,7 @@ def _model_commands() -> list[tuple[list[str], str]]:
 
 
 @pytest.mark.parametrize(("argv", "comment"), _model_commands(), ids=lambda value: str(value)[:40])
+@pytest.mark.slow
 def test_models_md_commands_select_a_model(tmp_path, argv, comment):
     keys = {"ANTHROPIC_API_KEY": "x", "OPENAI_API_KEY": "x", "OPENROUTER_API_KEY": "x"}
     done = subprocess.run([sys.executable, "-m", "pi_coding_agent", *argv, "--no-session"],

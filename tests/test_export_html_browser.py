@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 from urllib.parse import quote
@@ -16,10 +15,10 @@ from urllib.parse import quote
 import pytest
 
 from pi_coding_agent.coding.session import SessionManager
+from tests.requirements import CHROMIUM
 from tests.test_export_html import assistant, export, rich_session, text, user
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium)")
+pytestmark = pytest.mark.browser
 
 
 def run_chromium(tmp_path: Path, url: str, *mode: str) -> str:

@@ -75,6 +75,7 @@ async def _live_outcome(kind: str, root: Path, args: tuple[str, ...] = ()) -> di
             "chat": [(c["body"]["model"], c["authorization"]) for c in chats]}
 
 
+@pytest.mark.slow
 async def test_refresh_models_lists_the_server_models(tmp_path: Path) -> None:
     """Ours: the refreshed models are there before the model is chosen, so ``--model`` may name one."""
     outcome = await _live_outcome("ours", tmp_path, ("--provider", "team-llm", "--model", "beta"))
@@ -109,6 +110,7 @@ def _list_models(kind: str, root: Path, example: str, ts: str, env: dict[str, st
     return [" ".join(line.split()) for line in done.stdout.splitlines()]
 
 
+@pytest.mark.slow
 def test_list_models_shows_refreshed_models(tmp_path: Path) -> None:
     with FakeLlamaRouter(dict(CATALOG), api_key="team-key") as router:
         rows = _list_models("ours", tmp_path, "live_catalog.py", LIVE_TS, _team_env(router)(""), "team")
@@ -210,6 +212,7 @@ def setup(pi):
 """
 
 
+@pytest.mark.slow
 async def test_sign_in_refreshes_the_catalog(tmp_path: Path) -> None:
     """Ours, as pi's ``/login``: once signed in, the provider's models are refreshed with the new credential."""
     async with inline_extension(tmp_path, PER_ACCOUNT) as conv:
@@ -263,6 +266,7 @@ BASIC_KEY = {"acme": {"type": "api_key", "key": "acme-basic-1"}}
     (None, ["acme acme-max 200K 16.4K no no", "acme acme-mini 32K 4.1K no no"]),
     (BASIC_KEY, ["acme acme-mini 32K 4.1K no no"]),
 ])
+@pytest.mark.slow
 def test_provider_object_filters_its_models(stored: dict[str, Any] | None, expected: list[str],
                                             tmp_path: Path) -> None:
     rows = _list_models("ours", tmp_path, "provider_object.py", "", ACME_ENV, "acme", stored)
@@ -300,6 +304,7 @@ async def _acme_listed(kind: str, root: Path, stored: dict[str, Any] | None) -> 
     return next(r["models"] for r in played.records if r["type"] == "listed")
 
 
+@pytest.mark.slow
 async def test_provider_object_filter_reaches_rpc_clients(tmp_path: Path) -> None:
     assert await _acme_listed("ours", tmp_path / "env", None) == ["acme-max", "acme-mini"]
     assert await _acme_listed("ours", tmp_path / "basic", BASIC_KEY) == ["acme-mini"]

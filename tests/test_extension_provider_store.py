@@ -13,6 +13,8 @@ import stat
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.fakes.llama_server import FakeLlamaRouter
 from tests.rpc_compare import Conversation, Workspace, needs_reference
 from tests.test_extension_providers import next_dialog
@@ -144,6 +146,7 @@ TEAM_MODEL = {"name": "", "api": "openai-completions", "provider": "team", "reas
               "maxTokens": 4096}
 
 
+@pytest.mark.slow
 async def test_fetched_models_are_saved_and_offered_offline(tmp_path: Path) -> None:
     outcome = await _two_runs("ours", tmp_path)
     models = outcome.pop("snapshot")["models"]
@@ -174,6 +177,7 @@ async def _sign_in(conv: Conversation, key: str) -> dict[str, Any]:
     return {"method": dialog["method"], "title": dialog["title"]}
 
 
+@pytest.mark.slow
 async def test_login_of_a_provider_key_then_pi_reads_what_we_wrote(tmp_path: Path) -> None:
     """Ours: ``/login`` runs the provider's ``login``; auth.json gets its credential, the background
     refresh asks the server with it and a prompt sends it. The reference, started on the same agent
@@ -214,6 +218,7 @@ def _reference_present() -> bool:
     return REFERENCE_PI.exists()
 
 
+@pytest.mark.slow
 async def test_a_provider_key_resolved_from_the_environment(tmp_path: Path) -> None:
     """Nothing stored: ``resolve`` finds ``TEAM_KEY`` and the provider counts as configured."""
     with FakeLlamaRouter({"alpha": dict(LOADED)}, api_key="env-key") as router:
@@ -315,6 +320,7 @@ SNAPSHOT = {"models": [{"id": "n1", "name": "N1", "contextWindow": 8000, "maxTok
             "checkedAt": 1700000000000, "etag": '"v1"'}
 
 
+@pytest.mark.slow
 async def test_refresh_models_persists_and_deletes_its_snapshot(tmp_path: Path) -> None:
     outcome = await _notes_runs("ours", tmp_path)
     assert outcome["first"] == [{"network": False, "stored": None}, {"network": True, "stored": None}]
@@ -335,6 +341,7 @@ FOREIGN = {"radius": {"models": [{"id": "r1", "provider": "radius", "type": "som
            "notes": {"models": "not a list"}, "odd": [1, 2]}
 
 
+@pytest.mark.slow
 async def test_a_broken_store_is_kept_aside_and_foreign_entries_survive(tmp_path: Path) -> None:
     """Where pi fails every refresh: a store that is not JSON is reported, kept as ``.corrupt-<ms>``
     and a new one started; entries of other providers (of types we do not know) are kept as they are."""
@@ -484,6 +491,7 @@ async def test_resolved_request_auth_matches_reference(tmp_path: Path) -> None:
     assert await _gateway("ours", tmp_path) == await _gateway("reference", tmp_path)
 
 
+@pytest.mark.slow
 async def test_a_raising_resolve_counts_as_not_configured_and_leaks_nothing(tmp_path: Path) -> None:
     from tests.fakes.llm_server import FakeLLMServer
 

@@ -99,6 +99,7 @@ async def _sign_in_and_prompt(conv: Conversation, sso: FakeOAuthServer) -> None:
     await conv.prompt("hello corp")
 
 
+@pytest.mark.slow
 async def test_sign_in_of_an_extension_provider_over_rpc(tmp_path: Path) -> None:
     with FakeOAuthServer() as sso:
         played = await play_example("ours", "subscription_provider.py", "", lambda c: _sign_in_and_prompt(c, sso),
@@ -146,6 +147,7 @@ async def _refresh_outcome(kind: str, root: Path, left_ms: int) -> dict[str, Any
 
 
 @pytest.mark.parametrize("left_ms", [-1000, 2 * 60_000, 60 * 60_000])
+@pytest.mark.slow
 async def test_stored_credential_is_refreshed_before_a_request(left_ms: int, tmp_path: Path) -> None:
     outcome = await _refresh_outcome("ours", tmp_path, left_ms)
     due = left_ms < 5 * 60_000  # less than five minutes left
@@ -181,6 +183,7 @@ async def _tier_listing(kind: str, root: Path, tier: str | None) -> list[str]:
 
 
 @pytest.mark.parametrize(("tier", "expected"), [(None, ["corp-model"]), ("max", ["corp-max", "corp-model"])])
+@pytest.mark.slow
 async def test_modify_models_shapes_what_a_credential_sees(tier: str | None, expected: list[str],
                                                            tmp_path: Path) -> None:
     assert await _tier_listing("ours", tmp_path, tier) == expected
@@ -211,6 +214,7 @@ async def _failing_refresh(kind: str, root: Path) -> tuple[Played, dict[str, Any
     return played, response, last
 
 
+@pytest.mark.slow
 async def test_a_failing_refresh_ends_the_run_with_the_error_and_keeps_the_credential(tmp_path: Path) -> None:
     """As for a built-in subscription: the prompt starts, no request reaches the model, and the run
     ends with the refresh error as the assistant message; auth.json keeps the credential."""
@@ -286,6 +290,7 @@ def setup(pi):
 """
 
 
+@pytest.mark.slow
 async def test_bad_registrations_and_failing_sign_ins(tmp_path: Path) -> None:
     """Ours: a registration that could not work raises at once and changes nothing; a raising or
     malformed login fails the sign-in with a message and stores nothing."""
@@ -354,6 +359,7 @@ async def _merge_outcome(kind: str, root: Path) -> dict[str, Any]:
             "sent": (headers.get("x-second"), headers.get("authorization"), played.requests[0]["body"]["model"])}
 
 
+@pytest.mark.slow
 async def test_registering_again_by_name_merges(tmp_path: Path) -> None:
     """pi merges a second ``register_provider(name, config)`` over the first: what it leaves out stays."""
     assert await _merge_outcome("ours", tmp_path) == {"listed": ["m1"], "sent": ("yes", "Bearer merged-key", "m1")}

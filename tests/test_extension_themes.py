@@ -89,6 +89,7 @@ def _check(records: list[Record], requests: list[dict[str, object]]) -> None:
     assert requests == []  # the command never reached the model
 
 
+@pytest.mark.slow
 async def test_themes_change_nothing_in_rpc_mode(tmp_path: Path) -> None:
     parity = _extension(_theme_files(tmp_path / "files"))
     ours = await play_side("ours", parity, tmp_path)
@@ -120,6 +121,7 @@ async def _print_mode(kind: str, root: Path, paths: list[str]) -> tuple[str, dic
     return stderr.decode(), json.loads((ws.root / "themes.json").read_text())
 
 
+@pytest.mark.slow
 async def test_themes_change_nothing_in_print_mode(tmp_path: Path) -> None:
     stderr, seen = await _print_mode("ours", tmp_path, _theme_files(tmp_path / "files"))
     assert seen == {"all": [], "one": "undefined", "set": {"success": False, "error": "UI not available"}}

@@ -12,6 +12,8 @@ import io
 import json
 from typing import Any
 
+import pytest
+
 from tests import test_extensions_rpc
 from tests.rpc_helpers import RpcProcess
 from tests.test_extensions_rpc import Workspace, _run, _spawn
@@ -40,6 +42,7 @@ def _user_texts(request: dict[str, Any]) -> list[str]:
 # --------------------------------------------------------------------------- turn_end boundary
 
 
+@pytest.mark.slow
 async def test_turn_end_entries_and_continue(ws: Workspace, procs: list[RpcProcess]) -> None:
     ext = ws.extension("boundary.py", """
         def setup(pi):
@@ -76,6 +79,7 @@ async def test_turn_end_entries_and_continue(ws: Workspace, procs: list[RpcProce
     assert [m["role"] for m in messages if m["role"] != "system"] == ["user", "assistant", "custom", "assistant"]
 
 
+@pytest.mark.slow
 async def test_turn_end_continue_without_runnable_context_is_reported(ws: Workspace, procs: list[RpcProcess]) -> None:
     ext = ws.extension("again.py", """
         def setup(pi):
@@ -90,6 +94,7 @@ async def test_turn_end_continue_without_runnable_context_is_reported(ws: Worksp
     assert len(ws.server.requests) == 1
 
 
+@pytest.mark.slow
 async def test_invalid_draft_voids_the_proposal(ws: Workspace, procs: list[RpcProcess]) -> None:
     ext = ws.extension("bad_draft.py", """
         def setup(pi):
@@ -109,6 +114,7 @@ async def test_invalid_draft_voids_the_proposal(ws: Workspace, procs: list[RpcPr
 # --------------------------------------------------------------------------- agent_before_settle
 
 
+@pytest.mark.slow
 async def test_agent_before_settle_appends_and_continues_once(ws: Workspace, procs: list[RpcProcess]) -> None:
     ext = ws.extension("settle.py", """
         calls = []
@@ -136,6 +142,7 @@ async def test_agent_before_settle_appends_and_continues_once(ws: Workspace, pro
     assert _user_texts(ws.server.requests[1])[-1] == "verify"
 
 
+@pytest.mark.slow
 async def test_agent_before_settle_reports_outcome_and_refuses_empty_continue(
         ws: Workspace, procs: list[RpcProcess]) -> None:
     ext = ws.extension("settle_bad.py", """
@@ -159,6 +166,7 @@ async def test_agent_before_settle_reports_outcome_and_refuses_empty_continue(
 # --------------------------------------------------------------------------- tool_result usage
 
 
+@pytest.mark.slow
 async def test_tool_result_patch_sets_usage(ws: Workspace, procs: list[RpcProcess]) -> None:
     ext = ws.extension("usage.py", """
         USAGE = {"input": 100, "output": 20, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 120,
@@ -192,6 +200,7 @@ async def test_tool_result_patch_sets_usage(ws: Workspace, procs: list[RpcProces
 # --------------------------------------------------------------------------- message_end replacement
 
 
+@pytest.mark.slow
 async def test_message_end_replaces_the_message(ws: Workspace, procs: list[RpcProcess]) -> None:
     ext = ws.extension("replace.py", """
         def setup(pi):
@@ -271,6 +280,7 @@ def _png(width: int, height: int) -> str:
     return base64.b64encode(buffer.getvalue()).decode()
 
 
+@pytest.mark.slow
 async def test_extension_tool_images_are_normalised(ws: Workspace, procs: list[RpcProcess]) -> None:
     images = {"small": _png(20, 10), "large": _png(3000, 1000)}
     (ws.cwd / "images.json").write_text(json.dumps(images))

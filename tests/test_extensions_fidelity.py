@@ -235,6 +235,7 @@ def _gateway_outcome(played: Played) -> dict[str, Any]:
     }
 
 
+@pytest.mark.slow
 async def test_register_provider_and_provider_events(tmp_path: Path) -> None:
     ours = await play_example("ours", "gateway_provider.py", GATEWAY_TS, _gateway, tmp_path, GATEWAY_ARGS,
                               [{"content": [{"type": "text", "text": "via the gateway"}]}], _gateway_env)
@@ -283,6 +284,7 @@ def _list_models(kind: str, root: Path) -> list[str]:
     return [" ".join(line.split()) for line in done.stdout.splitlines()]
 
 
+@pytest.mark.slow
 def test_list_models_shows_extension_providers(tmp_path: Path) -> None:
     assert _list_models("ours", tmp_path) == ["provider model context max-out thinking images",
                                               "gateway team-model 32K 2.0K no no"]
@@ -339,6 +341,7 @@ def _nested_view(played: Played) -> dict[str, Any]:
             "sentToModel": [m["role"] for m in played.requests[-1]["body"]["messages"] if m["role"] != "system"]}
 
 
+@pytest.mark.slow
 async def test_execute_tool_runs_nested_calls(tmp_path: Path) -> None:
     ours = await play_example("ours", "tool_runner.py", TOOL_RUNNER_TS, _tool_runner, tmp_path,
                               script=TOOL_RUNNER_SCRIPT)
@@ -396,6 +399,7 @@ def _resources_view(played: Played) -> dict[str, Any]:
     return {"added": added, "skillInPrompt": "Run the tests that cover the change" in text}
 
 
+@pytest.mark.slow
 async def test_resources_discover_adds_skills_and_templates(tmp_path: Path) -> None:
     ours = await play_example("ours", "team_resources.py", RESOURCES_TS, _resources, tmp_path,
                               script=[{"content": [{"type": "text", "text": "reviewed"}]}])
@@ -447,6 +451,7 @@ def _prompt_view(played: Played) -> dict[str, Any]:
             "contextFile": ["/team/STYLE.md" in s and "Small functions, clear names." in s for s in systems]}
 
 
+@pytest.mark.slow
 async def test_system_prompt_options_rebuild_the_prompt(tmp_path: Path) -> None:
     script = [{"content": [{"type": "text", "text": "one"}]}, {"content": [{"type": "text", "text": "two"}]}]
     ours = await play_example("ours", "prompt_options.py", PROMPT_OPTIONS_TS, _two_prompts, tmp_path, script=script)
@@ -480,6 +485,7 @@ async def _shout(conv: Conversation) -> None:
     conv.records.append({"type": "answer", "text": answer["data"]["text"]})
 
 
+@pytest.mark.slow
 async def test_provider_with_its_own_stream(tmp_path: Path) -> None:
     """Ours only: pi's ``streamSimple`` is a TypeScript function, ours an adapter of ``ai/stream.py``."""
     ours = await play_example("ours", "custom_stream.py", "", _shout, tmp_path, ("--provider", "shouting",
@@ -515,6 +521,7 @@ def _help_flags(kind: str, root: Path) -> list[str]:
     return lines[start + 1:start + 3]
 
 
+@pytest.mark.slow
 def test_help_lists_extension_flags(tmp_path: Path) -> None:
     assert _help_flags("ours", tmp_path) == [f"{'  --plan':<30}Start in plan mode",
                                              f"{'  --profile <value>':<30}How much to check"]

@@ -1157,6 +1157,7 @@ SCENARIOS["dialog_signal"] = Parity(SIGNAL_TS, SIGNAL_PY, _signal, _check_signal
 
 
 @pytest.mark.parametrize("name", list(SCENARIOS))
+@pytest.mark.slow
 async def test_python_extension(name: str, tmp_path: Path) -> None:
     parity = SCENARIOS[name]
     ours = await play_side("ours", parity, tmp_path)

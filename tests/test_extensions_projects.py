@@ -72,6 +72,7 @@ async def _switch_projects(kind: str, root: Path, start_has_one: bool = True) ->
 
 
 @pytest.mark.parametrize("start_has_one", [True, False])
+@pytest.mark.slow
 async def test_switch_session_loads_the_other_projects_extensions(tmp_path: Path, start_has_one: bool) -> None:
     assert await _switch_projects("ours", tmp_path, start_has_one) == {
         "before": ["start-where"] if start_has_one else [], "switched": True, "after": ["other-where"],
@@ -132,6 +133,7 @@ async def test_another_projects_session_in_a_shared_session_dir_is_refused(tmp_p
     assert stderr.startswith("Session found in different project: ROOT/other\n")
 
 
+@pytest.mark.slow
 async def test_fork_of_another_projects_session_id_starts_here(tmp_path: Path) -> None:
     status, stdout, _ = await _start_with_foreign_id("ours", tmp_path, "--fork")
     state = json.loads(stdout[0])
@@ -201,6 +203,7 @@ TRUST_CASES = {"trusted": ("PI_TRUSTED_ROOTS", ()), "refused": ("PI_UNTRUSTED_RO
 
 
 @pytest.mark.parametrize("case", list(TRUST_CASES))
+@pytest.mark.slow
 async def test_project_trust_from_an_extension(case: str, tmp_path: Path) -> None:
     variable, args = TRUST_CASES[case]
     expected = ["project-only"] if case in ("trusted", "flag wins") else []
@@ -245,6 +248,7 @@ async def _switch_with_trust_gate(kind: str, root: Path, variable: str) -> list[
 
 @pytest.mark.parametrize(("variable", "expected"), [("PI_TRUSTED_ROOTS", ["other-only"]),
                                                     ("PI_UNTRUSTED_ROOTS", [])])
+@pytest.mark.slow
 async def test_project_trust_when_a_switch_enters_another_project(tmp_path: Path, variable: str,
                                                                   expected: list[str]) -> None:
     assert await _switch_with_trust_gate("ours", tmp_path, variable) == expected

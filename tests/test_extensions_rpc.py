@@ -92,6 +92,7 @@ def _last_user_text(request: dict[str, Any]) -> str:
 # --------------------------------------------------------------------------- commands and dialogs
 
 
+@pytest.mark.slow
 async def test_command_select_round_trip_then_handled(ws: Workspace, procs: list[RpcProcess]) -> None:
     ext = ws.extension("ask.py", """
         async def setup(pi):
@@ -113,6 +114,7 @@ async def test_command_select_round_trip_then_handled(ws: Workspace, procs: list
     assert ws.server.requests == []  # a command never reaches the model
 
 
+@pytest.mark.slow
 async def test_raising_command_reports_error_and_is_still_handled(ws: Workspace, procs: list[RpcProcess]) -> None:
     ext = ws.extension("bad_cmd.py", """
         def setup(pi):
@@ -128,6 +130,7 @@ async def test_raising_command_reports_error_and_is_still_handled(ws: Workspace,
                        "error": "command went wrong"}]
 
 
+@pytest.mark.slow
 async def test_command_cannot_be_queued_with_steer(ws: Workspace, procs: list[RpcProcess]) -> None:
     ext = ws.extension("noop.py", """
         def setup(pi):
@@ -147,6 +150,7 @@ def _bash_call(command: str) -> dict[str, Any]:
     return {"content": [{"type": "toolCall", "id": "call_1", "name": "bash", "arguments": {"command": command}}]}
 
 
+@pytest.mark.slow
 async def test_permission_gate_refusal_blocks_the_tool(ws: Workspace, procs: list[RpcProcess]) -> None:
     victim = ws.cwd / "victim"
     victim.mkdir()
@@ -170,6 +174,7 @@ async def test_permission_gate_refusal_blocks_the_tool(ws: Workspace, procs: lis
     assert "Blocked by the user" in json.dumps(ws.server.requests[1]["body"]["messages"][-1])
 
 
+@pytest.mark.slow
 async def test_unanswered_confirm_times_out_and_blocks(ws: Workspace, procs: list[RpcProcess]) -> None:
     ext = ws.extension("gate.py", """
         async def setup(pi):
@@ -189,6 +194,7 @@ async def test_unanswered_confirm_times_out_and_blocks(ws: Workspace, procs: lis
     assert not marker.exists()
 
 
+@pytest.mark.slow
 async def test_protected_paths_blocks_writing_env_file(ws: Workspace, procs: list[RpcProcess]) -> None:
     ws.server.add({"content": [{"type": "toolCall", "id": "w1", "name": "write",
                                 "arguments": {"path": ".env", "content": "SECRET=1"}}]},
@@ -200,6 +206,7 @@ async def test_protected_paths_blocks_writing_env_file(ws: Workspace, procs: lis
     assert not (ws.cwd / ".env").exists()
 
 
+@pytest.mark.slow
 async def test_raising_tool_call_handler_fails_closed(ws: Workspace, procs: list[RpcProcess]) -> None:
     ext = ws.extension("broken_gate.py", """
         def setup(pi):
@@ -220,6 +227,7 @@ async def test_raising_tool_call_handler_fails_closed(ws: Workspace, procs: list
 # --------------------------------------------------------------------------- session replacement
 
 
+@pytest.mark.slow
 async def test_new_session_and_fork_cancelled_by_extension(ws: Workspace, procs: list[RpcProcess]) -> None:
     ext = ws.extension("keep.py", """
         def setup(pi):
@@ -237,6 +245,7 @@ async def test_new_session_and_fork_cancelled_by_extension(ws: Workspace, procs:
     assert after["sessionId"] == before["sessionId"] and after["messageCount"] == before["messageCount"]
 
 
+@pytest.mark.slow
 async def test_replacement_reloads_extensions_and_stales_old_ctx(ws: Workspace, procs: list[RpcProcess]) -> None:
     ext = ws.extension("lifecycle.py", """
         def setup(pi):
@@ -263,6 +272,7 @@ async def test_replacement_reloads_extensions_and_stales_old_ctx(ws: Workspace, 
 # --------------------------------------------------------------------------- provider request hooks
 
 
+@pytest.mark.slow
 async def test_context_hook_rewrite_reaches_the_provider(ws: Workspace, procs: list[RpcProcess]) -> None:
     ext = ws.extension("ctx_hook.py", """
         def setup(pi):
@@ -284,6 +294,7 @@ async def test_context_hook_rewrite_reaches_the_provider(ws: Workspace, procs: l
     assert user[0]["content"][0]["text"] == "original text"
 
 
+@pytest.mark.slow
 async def test_payload_system_prompt_and_injected_message(ws: Workspace, procs: list[RpcProcess]) -> None:
     ext = ws.extension("request_hooks.py", """
         def setup(pi):
@@ -307,6 +318,7 @@ async def test_payload_system_prompt_and_injected_message(ws: Workspace, procs: 
     assert roles.index("custom") == roles.index("user") + 1
 
 
+@pytest.mark.slow
 async def test_input_transform_and_handled(ws: Workspace, procs: list[RpcProcess]) -> None:
     ext = ws.extension("input_hook.py", """
         def setup(pi):
@@ -326,6 +338,7 @@ async def test_input_transform_and_handled(ws: Workspace, procs: list[RpcProcess
 # --------------------------------------------------------------------------- errors and loading
 
 
+@pytest.mark.slow
 async def test_raising_handler_reports_and_run_continues(ws: Workspace, procs: list[RpcProcess]) -> None:
     ext = ws.extension("flaky.py", """
         def setup(pi):
@@ -343,6 +356,7 @@ async def test_raising_handler_reports_and_run_continues(ws: Workspace, procs: l
     assert (await pi.request({"type": "get_last_assistant_text"}))["data"] == {"text": "still answering"}
 
 
+@pytest.mark.slow
 async def test_broken_extension_is_skipped_with_an_error(ws: Workspace, procs: list[RpcProcess]) -> None:
     bad = ws.extension("bad_setup.py", "def setup(pi):\n    raise ImportError('missing dependency')\n")
     good = ws.extension("good.py", "def setup(pi):\n    pi.register_command('good', handler=lambda a, c: None)\n")
@@ -357,6 +371,7 @@ async def test_broken_extension_is_skipped_with_an_error(ws: Workspace, procs: l
     assert f'Failed to load extension "{bad}": missing dependency' in await pi.stderr_text()
 
 
+@pytest.mark.slow
 async def test_get_commands_lists_extensions_templates_and_skills(ws: Workspace, procs: list[RpcProcess]) -> None:
     auto = ws.extension("auto.py", """
         def setup(pi):
@@ -390,6 +405,7 @@ async def test_get_commands_lists_extensions_templates_and_skills(ws: Workspace,
 # --------------------------------------------------------------------------- shipped session_name example
 
 
+@pytest.mark.slow
 async def test_session_name_command_and_tool(ws: Workspace, procs: list[RpcProcess]) -> None:
     pi = await _spawn(ws, procs, "--no-session", "-e", str(EXAMPLES / "session_name.py"))
     await pi.send({"type": "prompt", "message": "/session-name", "id": "p1"})
@@ -411,6 +427,7 @@ async def test_session_name_command_and_tool(ws: Workspace, procs: list[RpcProce
     assert "set_session_name" in tools
 
 
+@pytest.mark.slow
 async def test_no_extension_machinery_imported_without_extensions(ws: Workspace) -> None:
     proc = await RpcProcess.spawn([PYTHON, "-X", "importtime", "-m", "pi_coding_agent", "--mode", "rpc",
                                    "--no-session"], cwd=ws.cwd, env=ws.env)
@@ -426,6 +443,7 @@ async def test_no_extension_machinery_imported_without_extensions(ws: Workspace)
     assert "pi_coding_agent.coding.extensions.api" not in imported
 
 
+@pytest.mark.slow
 async def test_api_exec_append_entry_and_triggered_message(ws: Workspace, procs: list[RpcProcess]) -> None:
     ext = ws.extension("api_use.py", """
         import sys
@@ -455,6 +473,7 @@ async def test_api_exec_append_entry_and_triggered_message(ws: Workspace, procs:
     assert [t["function"]["name"] for t in body["tools"]] == ["read"]
 
 
+@pytest.mark.slow
 async def test_ctx_shutdown_ends_the_process_in_order(ws: Workspace, procs: list[RpcProcess]) -> None:
     ext = ws.extension("stopper.py", """
         def setup(pi):
@@ -471,6 +490,7 @@ async def test_ctx_shutdown_ends_the_process_in_order(ws: Workspace, procs: list
     assert [r["message"] for r in rest if r.get("method") == "notify"] == ["bye quit"]
 
 
+@pytest.mark.slow
 async def test_navigate_tree_with_branch_summary_and_its_retry(ws: Workspace, procs: list[RpcProcess]) -> None:
     (ws.agent_dir / "settings.json").write_text(json.dumps({"retry": {"baseDelayMs": 10}}))
     ext = ws.extension("goto.py", """

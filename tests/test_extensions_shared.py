@@ -74,6 +74,7 @@ async def _wait_for_entries(proc: RpcProcess, custom_type: str) -> list[dict[str
     return []
 
 
+@pytest.mark.slow
 async def test_bus_flags_settings_and_trust_over_rpc(tmp_path: Path) -> None:
     agent_dir, cwd, env = _dirs(tmp_path)
     (cwd / ".pi").mkdir()
@@ -151,6 +152,7 @@ TOOLS_EXTENSION = """
 """
 
 
+@pytest.mark.slow
 async def test_tool_fields_default_active_annotations_and_prepare_arguments(tmp_path: Path) -> None:
     from tests.fakes.llm_server import FakeLLMServer
 
@@ -194,6 +196,7 @@ COMPACT_EXTENSION = """
 """
 
 
+@pytest.mark.slow
 async def test_session_compact_failed_reports_errors_and_cancellations(tmp_path: Path) -> None:
     agent_dir, cwd, env = _dirs(tmp_path)
     (cwd / "compact.py").write_text(textwrap.dedent(COMPACT_EXTENSION))
@@ -331,6 +334,7 @@ REVIEW_EXTENSION = """
 """
 
 
+@pytest.mark.slow
 async def test_model_registry_calls_a_model_with_the_session_credentials(tmp_path: Path) -> None:
     from tests.fakes.llm_server import FakeLLMServer
 
@@ -367,6 +371,7 @@ WITH_SYSTEM_EXTENSION = """
 """
 
 
+@pytest.mark.slow
 async def test_context_with_system_rewrites_the_request_and_keeps_the_system_head(tmp_path: Path) -> None:
     from tests.fakes.llm_server import FakeLLMServer
 

@@ -68,6 +68,7 @@ def test_tool_call_arguments_are_split_and_id_sent_once(fake_llm):
     assert chunks[-1]["choices"][0]["finish_reason"] == "tool_calls"
 
 
+@pytest.mark.slow
 def test_error_response_with_default_and_custom_body(fake_llm):
     fake_llm.add({"status": 429, "headers": {"retry-after": "3"}},
                  {"status": 529, "body": {"error": {"type": "overloaded_error", "message": "Overloaded"}}})
@@ -96,6 +97,7 @@ def test_wait_for_requests_times_out():
         server.wait_for_requests(1, timeout=0.05)
 
 
+@pytest.mark.slow
 def test_command_line_serves_a_script(tmp_path):
     script = tmp_path / "script.json"
     script.write_text(json.dumps([{"content": [{"type": "text", "text": "from file"}]}]))

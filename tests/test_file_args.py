@@ -49,6 +49,7 @@ def user_message_sent(kind: str, cwd: Path, argv: list[str]) -> dict[str, Any]:
     return message
 
 
+@pytest.mark.slow
 def test_text_blocks_and_image_reach_the_model(work):
     message = user_message_sent("ours", work, ["-p", *FILES, "review these"])
     text, image = message["content"]
@@ -68,6 +69,7 @@ def test_request_matches_reference(work, mode):
     assert user_message_sent("ours", work, argv) == user_message_sent("reference", work, argv)
 
 
+@pytest.mark.slow
 def test_files_alone_make_the_prompt(work):
     message = user_message_sent("ours", work, ["-p", "@more.md"])
     assert message["content"] == [{"type": "text", "text": f'<file name="{work}/more.md">\n# more\n</file>\n'}]
@@ -77,6 +79,7 @@ def test_files_alone_make_the_prompt(work):
     ("@missing.txt", "Error: File not found: {cwd}/missing.txt"),
     ("@folder", "Error: Could not read file {cwd}/folder: EISDIR: illegal operation on a directory, read"),
 ])
+@pytest.mark.slow
 def test_unusable_file_stops_before_any_request(work, arg, expected):
     with FakeLLMServer() as server:
         done = run("ours", work, ["-p", arg, "hi"], server.url)

@@ -41,6 +41,7 @@ def tls_server(tmp_path):
         yield server, ca
 
 
+@pytest.mark.slow
 async def test_an_https_provider_works_with_ssl_loaded_late(tmp_path, tls_server):
     server, ca = tls_server
     server.add({"content": [{"type": "text", "text": "over tls"}]})
@@ -60,6 +61,7 @@ async def test_an_https_provider_works_with_ssl_loaded_late(tmp_path, tls_server
         await pi.kill()
 
 
+@pytest.mark.slow
 async def test_an_untrusted_certificate_is_refused(tmp_path, tls_server):
     """Without the CA in SSL_CERT_FILE the handshake fails: loading ssl late keeps verification on."""
     server, _ = tls_server

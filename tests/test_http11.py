@@ -285,6 +285,7 @@ async def test_a_refused_connection_names_the_error() -> None:
         await http11.request("https://127.0.0.1:9/", [], b"", None, 1.0, 1.0)
 
 
+@pytest.mark.slow
 async def test_tls_connections_verify_and_are_reused(tmp_path) -> None:
     import ssl
 

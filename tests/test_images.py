@@ -66,6 +66,7 @@ def test_small_png_passes_through_byte_for_byte() -> None:
     assert processed.hints == []
 
 
+@pytest.mark.slow
 def test_large_png_is_scaled_into_the_box_with_the_dimension_note() -> None:
     processed = process_image(encode(gradient(3000, 1500), "PNG"), "image/png")
     assert processed.image is not None
@@ -78,6 +79,7 @@ def test_large_png_is_scaled_into_the_box_with_the_dimension_note() -> None:
     ]
 
 
+@pytest.mark.slow
 def test_tall_image_is_bounded_by_height_and_aspect_kept() -> None:
     processed = process_image(encode(gradient(1000, 4000), "PNG"), "image/png")
     assert processed.image is not None
@@ -85,6 +87,7 @@ def test_tall_image_is_bounded_by_height_and_aspect_kept() -> None:
         assert image.size == (500, 2000)
 
 
+@pytest.mark.slow
 def test_exif_orientation_is_applied_before_measuring() -> None:
     exif = Image.Exif()
     exif[0x0112] = 6  # stored landscape, shown rotated a quarter turn
@@ -104,6 +107,7 @@ def test_bmp_is_converted_to_png() -> None:
     assert processed.hints == ["[Image converted from image/bmp to image/png.]"]
 
 
+@pytest.mark.slow
 def test_large_bmp_gets_both_hints_in_order() -> None:
     processed = process_image(encode(gradient(2400, 1200), "BMP"), "image/bmp")
     assert processed.image is not None
@@ -124,6 +128,7 @@ def test_corrupt_images_are_omitted_with_pis_reasons() -> None:
     assert CONVERT_FAILED == "[Image omitted: could not be converted to a supported inline image format.]"
 
 
+@pytest.mark.slow
 def test_byte_budget_shrinks_until_the_base64_fits() -> None:
     data = encode(noise(800, 600), "PNG")
     limits = ImageLimits(max_bytes=120_000)
@@ -154,6 +159,7 @@ def test_model_limits_override_the_defaults_field_by_field() -> None:
         assert image.size == (500, 200)
 
 
+@pytest.mark.slow
 def test_auto_resize_off_passes_supported_types_through_undecoded() -> None:
     off = ImagePolicy(auto_resize=False)
     big = encode(gradient(3000, 1500), "PNG")
@@ -181,6 +187,7 @@ def test_base64_is_decoded_as_leniently_as_node() -> None:
 # --------------------------------------------------------------------------- user content and blocking
 
 
+@pytest.mark.slow
 def test_user_content_gets_images_normalised_and_hints_after_a_blank_line() -> None:
     big = {"type": "image", "data": b64(encode(gradient(4000, 1000), "PNG")), "mimeType": "image/png"}
     broken = {"type": "image", "data": b64(b"\x89PNG\r\n\x1a\n broken"), "mimeType": "image/png"}
@@ -255,6 +262,7 @@ def sent_images(request: dict[str, Any]) -> list[tuple[str, Image.Image]]:
     return found
 
 
+@pytest.mark.slow
 async def test_prompt_image_reaches_the_provider_resized(pi: RpcProcess, fake_llm: FakeLLMServer) -> None:
     fake_llm.add({"content": [{"type": "text", "text": "seen"}]})
     image = {"type": "image", "data": b64(encode(gradient(3000, 1500), "PNG")), "mimeType": "image/png"}
@@ -269,6 +277,7 @@ async def test_prompt_image_reaches_the_provider_resized(pi: RpcProcess, fake_ll
     assert fake_llm.requests[0]["body"]["messages"][-1]["content"][0]["text"] == f"what is this?\n\n{note}"
 
 
+@pytest.mark.slow
 async def test_queued_follow_up_image_is_normalised_when_delivered(pi: RpcProcess, fake_llm: FakeLLMServer) -> None:
     fake_llm.add({"content": [{"type": "text", "text": "first"}]}, {"content": [{"type": "text", "text": "second"}]})
     bmp = {"type": "image", "data": b64(encode(gradient(40, 20), "BMP")), "mimeType": "image/bmp"}
@@ -283,6 +292,7 @@ async def test_queued_follow_up_image_is_normalised_when_delivered(pi: RpcProces
     assert (mime, sent.format, sent.size) == ("image/png", "PNG", (40, 20))
 
 
+@pytest.mark.slow
 async def test_block_images_setting_keeps_images_from_the_provider(agent_dir: Path, fake_llm: FakeLLMServer) -> None:
     (agent_dir / "settings.json").write_text(json.dumps({"images": {"blockImages": True}}))
     pi = await spawn(agent_dir)
@@ -298,6 +308,7 @@ async def test_block_images_setting_keeps_images_from_the_provider(agent_dir: Pa
         await pi.kill()
 
 
+@pytest.mark.slow
 async def test_read_tool_follows_the_models_resize_limits(agent_dir: Path, fake_llm: FakeLLMServer) -> None:
     models = json.loads((agent_dir / "models.json").read_text())
     models["providers"]["fake"]["models"][0]["inputLimits"] = {"images": {"resize": {"maxWidth": 100}}}

@@ -70,6 +70,7 @@ GRAPH = {m: {d for n in _imports(p) if (d := _internal(n)) is not None and d != 
 
 
 @pytest.mark.parametrize("layer", sorted(FORBIDDEN))
+@pytest.mark.slow
 def test_layer_imports_only_downward(layer: str) -> None:
     files = list((PKG / layer).rglob("*.py"))
     assert files, f"layer {layer} has no modules"

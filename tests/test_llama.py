@@ -41,6 +41,7 @@ async def llama_models(pi: RpcProcess) -> list[str]:
     return sorted(m["id"] for m in models if m["provider"] == "llama.cpp")
 
 
+@pytest.mark.slow
 async def test_live_model_list_has_loaded_sleeping_and_autoload_presets(tmp_path: Path):
     with FakeLlamaRouter(dict(ROUTER_MODELS)) as router:
         pi = await start(tmp_path, router_env(tmp_path, router.url + "/v1/"))
@@ -61,6 +62,7 @@ async def test_live_model_list_has_loaded_sleeping_and_autoload_presets(tmp_path
             await pi.kill()
 
 
+@pytest.mark.slow
 async def test_a_prompt_reaches_the_router_with_the_api_key(tmp_path: Path):
     with FakeLlamaRouter(dict(ROUTER_MODELS)) as router:
         pi = await start(tmp_path, router_env(tmp_path, router.url), "--model", "llama.cpp/qwen-loaded")
@@ -87,6 +89,7 @@ async def answer_dialogs(pi: RpcProcess, answers: list[tuple[str, dict[str, Any]
     return seen
 
 
+@pytest.mark.slow
 async def test_llama_command_loads_after_asking_and_never_unloads_unconfirmed(tmp_path: Path):
     with FakeLlamaRouter(dict(ROUTER_MODELS)) as router:
         pi = await start(tmp_path, router_env(tmp_path, router.url))
@@ -117,6 +120,7 @@ async def test_llama_command_loads_after_asking_and_never_unloads_unconfirmed(tm
             await pi.kill()
 
 
+@pytest.mark.slow
 async def test_unload_all_and_load_unloads_the_others_first(tmp_path: Path):
     with FakeLlamaRouter({"a": {"status": {"value": "loaded"}}, "b": {"status": {"value": "unloaded"}}}) as router:
         pi = await start(tmp_path, router_env(tmp_path, router.url))
@@ -132,6 +136,7 @@ async def test_unload_all_and_load_unloads_the_others_first(tmp_path: Path):
         assert router.models["a"]["status"]["value"] == "unloaded"
 
 
+@pytest.mark.slow
 async def test_disabling_the_builtin_removes_command_and_provider(tmp_path: Path):
     with FakeLlamaRouter(dict(ROUTER_MODELS)) as router:
         pi = await start(tmp_path, router_env(tmp_path, router.url, {"extensions": ["-builtin:llama.cpp"]}))
@@ -144,7 +149,7 @@ async def test_disabling_the_builtin_removes_command_and_provider(tmp_path: Path
         assert router.requests == []
 
 
-@pytest.mark.skipif(not REFERENCE_PI.exists(), reason="reference pi not installed")
+@pytest.mark.reference
 async def test_get_commands_lists_llama_as_pi_does(tmp_path: Path):
     pi = await start(tmp_path, {"PATH": os.environ["PATH"], "HOME": str(tmp_path)})
     try:
@@ -189,7 +194,7 @@ async def _available_llama(kind: str, home: Path, url: str) -> list[dict[str, An
         await pi.kill()
 
 
-@pytest.mark.skipif(not REFERENCE_PI.exists(), reason="reference pi not installed")
+@pytest.mark.reference
 @pytest.mark.parametrize("autoload", [False, True])
 async def test_live_model_list_matches_the_reference(tmp_path: Path, autoload: bool):
     """Loaded, sleeping and (with autoload) preset models, field by field, as pi lists them."""

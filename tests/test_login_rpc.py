@@ -47,6 +47,7 @@ async def prompt_text(pi: RpcProcess, message: str, seen: list[dict[str, Any]]) 
     return "".join(block.get("text", "") for block in final["content"])
 
 
+@pytest.mark.slow
 async def test_login_over_rpc_then_prompt_then_refresh(tmp_path: Path, oauth: FakeOAuthServer,
                                                        fake_llm: FakeLLMServer):
     env = home(tmp_path, {}, fake_llm.url)
@@ -156,6 +157,7 @@ async def test_sign_in_with_chatgpt_over_rpc_names_the_installation_by_its_setti
     assert stored["access"] not in b"\n".join(pi.raw_lines).decode()
 
 
+@pytest.mark.slow
 def test_outside_rpc_mode_login_is_text_for_the_model_as_in_pi(tmp_path: Path, fake_llm: FakeLLMServer):
     from tests.test_auth_cli import ours
 
@@ -166,6 +168,7 @@ def test_outside_rpc_mode_login_is_text_for_the_model_as_in_pi(tmp_path: Path, f
     assert "/login" in json.dumps(fake_llm.requests[0]["body"]["messages"])
 
 
+@pytest.mark.slow
 async def test_a_models_json_radius_gateway_signs_in_and_refreshes_at_its_own_gateway(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     from tests.test_auth_cli import ours

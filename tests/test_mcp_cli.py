@@ -23,6 +23,7 @@ def pi_mcp(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
                           text=True, timeout=100, check=False)
 
 
+@pytest.mark.slow
 def test_add_list_remove_a_stdio_server(tmp_path: Path) -> None:
     mcp_json = tmp_path / "agent" / "mcp.json"
     added = pi_mcp(tmp_path, "add", "fake", "--exposure", "direct", "--env", "A=${HOME}", "--cwd", str(ROOT),
@@ -57,6 +58,7 @@ def test_list_fails_for_an_invalid_entry_or_a_dead_server(tmp_path: Path) -> Non
     assert f'config error: {agent / "mcp.json"}: server "bad": url must be an http or https URL' in listed.stdout
 
 
+@pytest.mark.slow
 def test_add_http_with_bearer_and_bad_input(tmp_path: Path) -> None:
     added = pi_mcp(tmp_path, "add", "docs", "--url", "https://example.com/mcp", "--bearer-token-env-var", "TOKEN",
                    "--header", "X-A=1")

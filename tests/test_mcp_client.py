@@ -67,6 +67,7 @@ def config(request: pytest.FixtureRequest) -> dict[str, Any]:
     return {"url": request.getfixturevalue("http_url")}
 
 
+@pytest.mark.slow
 async def test_connects_lists_tools_and_calls(tmp_path: Path, config: dict[str, Any]) -> None:
     async with connect(tmp_path, config) as (connection, events):
         assert connection.state == "connected", connection.error
@@ -79,6 +80,7 @@ async def short_timeout(connection: ServerConnection, seconds: float) -> None:
     (await connection.client()).timeout_s = seconds
 
 
+@pytest.mark.slow
 async def test_progress_resets_the_timeout_and_is_reported(tmp_path: Path, config: dict[str, Any]) -> None:
     async with connect(tmp_path, config) as (connection, _):
         await short_timeout(connection, 0.5)
@@ -88,6 +90,7 @@ async def test_progress_resets_the_timeout_and_is_reported(tmp_path: Path, confi
         assert [n["message"] for n in notes] == ["step 1", "step 2", "step 3", "step 4"]
 
 
+@pytest.mark.slow
 async def test_a_hanging_call_times_out(tmp_path: Path, config: dict[str, Any]) -> None:
     async with connect(tmp_path, config) as (connection, _):
         await short_timeout(connection, 0.5)
@@ -96,6 +99,7 @@ async def test_a_hanging_call_times_out(tmp_path: Path, config: dict[str, Any]) 
         assert (await connection.call_tool("echo", {"text": "still"}, None))["content"][0]["text"] == "echo: still"
 
 
+@pytest.mark.slow
 async def test_list_changed_adds_and_withdraws_tools(tmp_path: Path) -> None:
     async with connect(tmp_path, stdio_server()) as (connection, events):
         await connection.call_tool("grow", {}, None)
@@ -106,6 +110,7 @@ async def test_list_changed_adds_and_withdraws_tools(tmp_path: Path) -> None:
         assert "extra" in events.tools[-1] and "add" not in events.tools[-1]
 
 
+@pytest.mark.slow
 async def test_crash_mid_call_disconnects_then_the_next_call_reconnects(tmp_path: Path) -> None:
     async with connect(tmp_path, stdio_server()) as (connection, events):
         with pytest.raises(Exception, match="MCP connection closed"):
@@ -115,6 +120,7 @@ async def test_crash_mid_call_disconnects_then_the_next_call_reconnects(tmp_path
         assert events.states[-2:] == ["disconnected", "connected"] and connection.state == "connected"
 
 
+@pytest.mark.slow
 async def test_server_log_messages_reach_mcp_log(tmp_path: Path, config: dict[str, Any]) -> None:
     async with connect(tmp_path, config) as (connection, _):
         await connection.call_tool("shout", {"text": "one\ntwo"}, None)
@@ -123,12 +129,14 @@ async def test_server_log_messages_reach_mcp_log(tmp_path: Path, config: dict[st
     assert line[:4].isdigit() and line[23] == "Z"
 
 
+@pytest.mark.slow
 async def test_garbage_on_stdout_is_logged_and_the_server_still_works(tmp_path: Path) -> None:
     async with connect(tmp_path, stdio_server(env={"MCP_FAKE_GARBAGE": "1"})) as (connection, _):
         assert connection.state == "connected"
     assert "non-JSON line on stdout: this is not json" in (tmp_path / "mcp.log").read_text()
 
 
+@pytest.mark.slow
 async def test_a_server_that_never_initializes_fails_with_its_stderr(tmp_path: Path) -> None:
     script = "import sys, time; print('booting', file=sys.stderr, flush=True); time.sleep(60)"
     async with connect(tmp_path, {"command": PYTHON, "args": ["-c", script], "timeout": 1}) as (connection, _):
@@ -136,6 +144,7 @@ async def test_a_server_that_never_initializes_fails_with_its_stderr(tmp_path: P
         assert connection.error == "MCP request timed out after 1000ms\nbooting"
 
 
+@pytest.mark.slow
 async def test_closing_kills_the_whole_process_group(tmp_path: Path) -> None:
     pid_file = tmp_path / "child.pid"
     wrapper = f"sleep 300 & echo $! > {pid_file}; exec {PYTHON} {' '.join(FAKE_SERVER)} stdio"

@@ -1,10 +1,9 @@
 """Interop with a server nobody here wrote: ``@modelcontextprotocol/server-everything`` from npm
-(installed by scripts/install_mcp_test_servers.sh), driven by the fake LLM through the real RPC
+(installed by scripts/install_test_deps.sh), driven by the fake LLM through the real RPC
 process: sanitised tool names, images, resource links, progress, resources."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -12,14 +11,10 @@ import pytest
 
 from tests.fakes.llm_server import FakeLLMServer
 from tests.mcp_helpers import McpWorkspace, declared_tools, run_prompt
+from tests.requirements import EVERYTHING
 from tests.rpc_helpers import RpcProcess
 
-SERVER_DIR = Path(os.environ.get("PI_MCP_TEST_SERVERS", Path.home() / ".cache" / "pi-mcp-test"))
-EVERYTHING = SERVER_DIR / "node_modules" / ".bin" / "mcp-server-everything"
-
-pytestmark = [pytest.mark.timeout(180),
-              pytest.mark.skipif(not EVERYTHING.exists(), reason="server-everything not installed (npm unreachable?): "
-                                 "run scripts/install_mcp_test_servers.sh")]
+pytestmark = [pytest.mark.timeout(180), pytest.mark.mcp_everything]
 
 
 @pytest.fixture
@@ -35,6 +30,7 @@ def _calls(*calls: tuple[str, str, dict[str, object]]) -> dict[str, object]:
     return {"content": [{"type": "toolCall", "id": cid, "name": name, "arguments": args} for cid, name, args in calls]}
 
 
+@pytest.mark.slow
 async def test_tools_results_and_progress(pi: tuple[McpWorkspace, RpcProcess]) -> None:
     ws, proc = pi
     ws.llm.add(_calls(("e", "mcp__everything__echo", {"message": "hello"}),
@@ -58,6 +54,7 @@ async def test_tools_results_and_progress(pi: tuple[McpWorkspace, RpcProcess]) -
     assert ends["p"]["result"]["details"] == {"server": "everything", "tool": "trigger-long-running-operation"}
 
 
+@pytest.mark.slow
 async def test_resources_are_listed_and_read(pi: tuple[McpWorkspace, RpcProcess]) -> None:
     ws, proc = pi
     ws.llm.add(_calls(("l", "list_mcp_resources", {"server": "everything"}),

@@ -27,6 +27,7 @@ def oauth() -> Iterator[OAuthFixture]:
         yield fixture
 
 
+@pytest.mark.slow
 async def test_sign_in_over_rpc_then_calls_refresh_after_a_401(
         tmp_path: Path, fake_llm: FakeLLMServer, oauth: OAuthFixture) -> None:
     ws = McpWorkspace(tmp_path, fake_llm)
@@ -62,6 +63,7 @@ async def test_sign_in_over_rpc_then_calls_refresh_after_a_401(
         await pi.kill()
 
 
+@pytest.mark.slow
 def test_pi_mcp_login_and_logout(tmp_path: Path, oauth: OAuthFixture) -> None:
     agent = tmp_path / "agent"
     agent.mkdir()

@@ -48,6 +48,7 @@ def listed(env: dict[str, str], status: int = 0) -> dict[str, object]:
     return servers[0]
 
 
+@pytest.mark.slow
 def test_the_provider_token_opens_the_server_and_a_401_refreshes_the_login(tmp_path: Path, mcp: OAuthFixture,
                                                                            oauth: FakeOAuthServer):
     mcp.valid_tokens.add("sk-ant-oat01-access-1")  # what the fake authorization server issues first
@@ -60,6 +61,7 @@ def test_the_provider_token_opens_the_server_and_a_401_refreshes_the_login(tmp_p
     assert oauth.grants("refresh_token")[0]["client_id"] == "pi-gateway"
 
 
+@pytest.mark.slow
 def test_a_login_the_server_refuses_asks_for_the_provider_sign_in(tmp_path: Path, mcp: OAuthFixture,
                                                                   oauth: FakeOAuthServer):
     env = radius_env(tmp_path, f"{mcp.base}/mcp", "radius-rejected", "revoked", int(time.time() * 1000) + 3600_000)

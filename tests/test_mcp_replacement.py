@@ -138,6 +138,7 @@ def _flaky_line(heard: Heard) -> str:
     return next(line.strip() for line in message.splitlines() if line.strip().startswith("flaky: failed:"))
 
 
+@pytest.mark.slow
 async def test_every_replacement_reports_again_without_restarting_healthy_servers(tmp_path: Path) -> None:
     heard = await _hear("ours", tmp_path)
     assert heard.points == _expected(_flaky_line(heard))
@@ -182,6 +183,7 @@ def _extension(kind: str) -> str:
             f"    if (event.reason === 'startup') pi.registerMcpServer('once', {json.dumps(once)});\n  }});\n}}\n")
 
 
+@pytest.mark.slow
 async def test_a_server_not_registered_again_is_dropped(tmp_path: Path) -> None:
     seen = await _play("ours", tmp_path, {}, moves=[("new", {}), ("new", {})], extension=_extension("ours"))
     assert seen.steps == [("start", ["mcp__kept__echo", "mcp__once__echo"], ["kept ROOT/work", "once ROOT/work"]),
@@ -217,6 +219,7 @@ def _changing_extension(kind: str) -> str:
 CHANGE: list[Any] = [("new", {}), ("new", {"global": {}})]
 
 
+@pytest.mark.slow
 async def test_a_server_registered_again_with_another_config_restarts(tmp_path: Path) -> None:
     seen = await _play("ours", tmp_path, {}, moves=CHANGE, extension=_changing_extension("ours"))
     assert [step[1:] for step in seen.steps] == [(["mcp__ext__echo"], ["ext ROOT/work"])] * 3
@@ -274,6 +277,7 @@ EXTENSION_REPORT = [("warning", "MCP servers need attention:\n  gone: failed: sp
                      "Run /mcp to fix.")]
 
 
+@pytest.mark.slow
 async def test_extension_servers_are_in_the_one_report_after_the_files(tmp_path: Path) -> None:
     assert await _extension_reports("ours", tmp_path) == [*[EXTENSION_REPORT] * 3, [(
         "warning", "MCP servers need attention:\n  later: failed: spawn /nonexistent/later ENOENT\nRun /mcp to fix.")]]

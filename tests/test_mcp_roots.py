@@ -1,6 +1,6 @@
 """MCP roots: the client offers the ``roots`` capability and answers ``roots/list`` with the session's
 working directory, as pi 1.6.0 does. Servers nobody here wrote, installed by
-scripts/install_mcp_test_servers.sh: server-everything offers ``get-roots-list`` only to a client with
+scripts/install_test_deps.sh: server-everything offers ``get-roots-list`` only to a client with
 roots, server-filesystem started without a directory takes the roots as its allowed directories.
 """
 
@@ -30,7 +30,7 @@ SERVERS = {"everything": {"command": str(EVERYTHING), "args": ["stdio"]},
 
 pytestmark = [pytest.mark.timeout(180),
               pytest.mark.skipif(not all(p.exists() for p in (EVERYTHING, FILESYSTEM, TIME)),
-                                 reason="the registry MCP servers are not installed: run scripts/install_mcp_test_servers.sh")]
+                                 reason="the registry MCP servers are not installed: bash scripts/install_test_deps.sh")]
 needs_reference = pytest.mark.skipif(not REFERENCE_PI.exists(), reason=f"reference pi 1.6.0 not installed at {REFERENCE_ROOT}")
 
 

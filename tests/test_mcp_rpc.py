@@ -39,6 +39,7 @@ async def start(ws: McpWorkspace) -> AsyncIterator[Start]:
         await proc.kill()
 
 
+@pytest.mark.slow
 async def test_direct_tool_is_declared_and_called_through_the_model(ws: McpWorkspace, start: Start) -> None:
     ws.servers({"fake": stdio_server(exposure="direct")})
     ws.llm.add(tool_call("mcp__fake__echo", {"text": "hi"}), {"content": [{"type": "text", "text": "done"}]})
@@ -59,6 +60,7 @@ async def test_direct_tool_is_declared_and_called_through_the_model(ws: McpWorks
     assert tool_message["role"] == "tool" and "echo: hi" in json.dumps(tool_message["content"])
 
 
+@pytest.mark.slow
 async def test_big_result_is_cut_in_the_middle_and_saved(ws: McpWorkspace, start: Start) -> None:
     ws.servers({"fake": stdio_server(exposure="direct")})
     ws.llm.add(tool_call("mcp__fake__big", {}), {"content": [{"type": "text", "text": "done"}]})
@@ -75,6 +77,7 @@ async def test_big_result_is_cut_in_the_middle_and_saved(ws: McpWorkspace, start
     os.unlink(saved)
 
 
+@pytest.mark.slow
 async def test_error_image_and_unknown_server_tool(ws: McpWorkspace, start: Start) -> None:
     ws.servers({"fake": stdio_server(exposure="direct")})
     ws.llm.add({"content": [{"type": "toolCall", "id": "c1", "name": "mcp__fake__fail", "arguments": {}},
@@ -90,6 +93,7 @@ async def test_error_image_and_unknown_server_tool(ws: McpWorkspace, start: Star
     assert picture[1]["type"] == "image" and picture[1]["mimeType"] == "image/png"
 
 
+@pytest.mark.slow
 async def test_abort_cancels_the_call_at_the_server(ws: McpWorkspace, start: Start) -> None:
     marker = ws.root / "cancelled.txt"
     ws.servers({"fake": stdio_server(exposure="direct", env={"MCP_FAKE_MARKER": str(marker)})})
@@ -110,6 +114,7 @@ async def test_abort_cancels_the_call_at_the_server(ws: McpWorkspace, start: Sta
     assert marker.read_text() == "cancelled\n"
 
 
+@pytest.mark.slow
 async def test_mcp_command_status_and_get_commands(ws: McpWorkspace, start: Start) -> None:
     ws.servers({"fake": stdio_server(exposure="direct"), "gone": {"command": "/nonexistent/server"},
                 "bad name": {"command": "x"}, "old": {"type": "sse", "url": "http://127.0.0.1:1/sse"}})
@@ -134,6 +139,7 @@ async def test_mcp_command_status_and_get_commands(ws: McpWorkspace, start: Star
     assert attention["notifyType"] == "warning" and "  gone: failed: spawn /nonexistent/server ENOENT" in attention["message"]
 
 
+@pytest.mark.slow
 async def test_no_mcp_and_disabled_builtin(ws: McpWorkspace, start: Start) -> None:
     ws.servers({"fake": stdio_server(exposure="direct")})
     pi = await start("--no-mcp")
@@ -146,6 +152,7 @@ async def test_no_mcp_and_disabled_builtin(ws: McpWorkspace, start: Start) -> No
     assert not any(name.startswith("mcp__") for name in declared_tools(ws.llm.requests[-1]))
 
 
+@pytest.mark.slow
 async def test_deferred_tools_load_through_tool_search_and_stay_declared_after_resume(
         ws: McpWorkspace, start: Start) -> None:
     ws.servers({"fake": stdio_server(exposure="deferred", description="Fake test tools")})
@@ -177,6 +184,7 @@ async def test_deferred_tools_load_through_tool_search_and_stay_declared_after_r
     assert "mcp__fake__echo" in declared_tools(ws.llm.requests[-1])
 
 
+@pytest.mark.slow
 async def test_list_changed_reaches_the_next_prompt(ws: McpWorkspace, start: Start) -> None:
     ws.servers({"fake": stdio_server(exposure="direct")})
     ws.llm.add(tool_call("mcp__fake__grow", {}), {"content": [{"type": "text", "text": "grown"}]},
@@ -188,6 +196,7 @@ async def test_list_changed_reaches_the_next_prompt(ws: McpWorkspace, start: Sta
     assert "mcp__fake__extra" in tools and "mcp__fake__add" not in tools
 
 
+@pytest.mark.slow
 async def test_bad_input_gets_clear_errors_and_the_session_keeps_working(
         ws: McpWorkspace, start: Start) -> None:
     from tests.rpc_helpers import PYTHON, ROOT
@@ -227,6 +236,7 @@ async def test_bad_input_gets_clear_errors_and_the_session_keeps_working(
     assert ws.llm.requests[-1]["body"]["messages"][-1]["content"] == [{"type": "text", "text": "again"}]
 
 
+@pytest.mark.slow
 async def test_extensions_register_servers_and_gate_calls_by_annotations(
         ws: McpWorkspace, start: Start) -> None:
     """No mcp.json at all: an extension registers the server; its tool_call gate reads the annotations."""
@@ -255,6 +265,7 @@ async def test_extensions_register_servers_and_gate_calls_by_annotations(
     assert ends["rw"]["isError"] is True and ends["rw"]["result"]["content"][0]["text"] == "only read-only MCP tools"
 
 
+@pytest.mark.slow
 async def test_first_prompt_waits_at_most_10_s_for_a_direct_server(ws: McpWorkspace, start: Start) -> None:
     import time
 
@@ -273,6 +284,7 @@ async def test_first_prompt_waits_at_most_10_s_for_a_direct_server(ws: McpWorksp
     assert not any(n.startswith("mcp__mute") for n in declared_tools(ws.llm.requests[0]))
 
 
+@pytest.mark.slow
 async def test_a_killed_agent_leaves_no_server_behind(ws: McpWorkspace, start: Start) -> None:
     import asyncio
     import signal
@@ -294,6 +306,7 @@ async def test_a_killed_agent_leaves_no_server_behind(ws: McpWorkspace, start: S
     pytest.fail(f"MCP server {server_pid} outlived the killed agent")
 
 
+@pytest.mark.slow
 async def test_a_server_without_exposure_is_reached_through_codemode(ws: McpWorkspace, start: Start) -> None:
     """pi's default exposure: the server's tools stay off the declared list and a script calls them."""
     ws.servers({"fake": stdio_server()})

@@ -17,15 +17,14 @@ from typing import Any
 import pytest
 
 from tests.fakes.llm_server import FakeLLMServer
+from tests.requirements import EVERYTHING
 from tests.rpc_compare import Conversation, Workspace, needs_reference
 from tests.rpc_helpers import PYTHON, ROOT
-from tests.test_mcp_everything import EVERYTHING
 
 pytestmark = pytest.mark.timeout(240)
 BUILTIN = {"read", "bash", "edit", "write"}
 
-needs_everything = pytest.mark.skipif(not EVERYTHING.exists(), reason="server-everything not installed "
-                                      "(npm unreachable?): run scripts/install_mcp_test_servers.sh")
+needs_everything = pytest.mark.mcp_everything
 
 
 def _logged(log: Path, name: str, *command: str) -> dict[str, Any]:
@@ -168,6 +167,7 @@ def _everything_layout() -> dict[str, dict[str, Any]]:
             "other": {"beta": _fake(log, "beta")}}
 
 
+@pytest.mark.slow
 async def test_switch_restarts_servers_for_the_new_directory(tmp_path: Path) -> None:
     seen = await _play("ours", tmp_path, _trusted_layout(), "-a")
     assert seen.steps == [
@@ -182,6 +182,7 @@ async def test_switch_restarts_servers_for_the_new_directory(tmp_path: Path) -> 
     assert sorted(seen.started).count("shared ROOT/work") == 2  # the global server restarted each time
 
 
+@pytest.mark.slow
 async def test_untrusted_directory_starts_none_of_its_servers(tmp_path: Path) -> None:
     seen = await _play("ours", tmp_path, _untrusted_layout())
     assert [step[1:] for step in seen.steps] == [
@@ -192,6 +193,7 @@ async def test_untrusted_directory_starts_none_of_its_servers(tmp_path: Path) ->
     assert "beta ROOT/other" not in seen.started and seen.left_running == []
 
 
+@pytest.mark.slow
 async def test_codemode_and_tool_search_follow_the_directory(tmp_path: Path) -> None:
     seen = await _play("ours", tmp_path, _discovery_layout(), "-a")
     assert seen.steps == [
@@ -203,6 +205,7 @@ async def test_codemode_and_tool_search_follow_the_directory(tmp_path: Path) -> 
 
 
 @needs_everything
+@pytest.mark.slow
 async def test_third_party_server_is_stopped_and_restarted(tmp_path: Path) -> None:
     seen = await _play("ours", tmp_path, _everything_layout(), "-a")
     assert [step[1:] for step in seen.steps] == [
@@ -220,6 +223,7 @@ def _edited() -> list[Move]:
     return [("new", {}), ("new", {"global": {"fresh": _fake(log, "fresh")}})]
 
 
+@pytest.mark.slow
 async def test_new_session_applies_an_edited_mcp_json(tmp_path: Path) -> None:
     seen = await _play("ours", tmp_path, _untrusted_layout(), moves=_edited())
     assert seen.steps == [
@@ -232,6 +236,7 @@ async def test_new_session_applies_an_edited_mcp_json(tmp_path: Path) -> None:
     assert seen.started == ["shared ROOT/work", "fresh ROOT/work"]
 
 
+@pytest.mark.slow
 async def test_extension_servers_are_registered_again(tmp_path: Path) -> None:
     """An ``-e`` extension's server: kept across a same-directory replacement (its setup registers the
     same config again), restarted in another directory with the other servers."""

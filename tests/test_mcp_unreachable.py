@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.fakes.llm_server import FakeLLMServer
 from tests.rpc_compare import Workspace, needs_reference
 from tests.test_mcp_switch import _fake
@@ -34,6 +36,7 @@ async def _notices(kind: str, root: Path, auto_enable: bool) -> list[dict[str, A
                 and "reachable" in str(r.get("message"))]
 
 
+@pytest.mark.slow
 async def test_codemode_servers_with_auto_enable_off_are_named_unreachable_once(tmp_path: Path) -> None:
     assert await _notices("ours", tmp_path, False) == [
         {"method": "notify", "message": WARNING, "notifyType": "warning"}]

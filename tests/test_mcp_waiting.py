@@ -38,6 +38,7 @@ async def _connected(manager: McpManager) -> str:
     return state
 
 
+@pytest.mark.slow
 async def test_a_dropped_report_leaves_the_attempt_running(tmp_path: Path) -> None:
     notices: list[str] = []
     manager = _slow_manager(tmp_path, notices)
@@ -48,6 +49,7 @@ async def test_a_dropped_report_leaves_the_attempt_running(tmp_path: Path) -> No
     assert notices == []
 
 
+@pytest.mark.slow
 async def test_the_first_prompt_stops_waiting_and_the_server_still_connects(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(manager_module, "STARTUP_WAIT_S", 0.2)
@@ -59,6 +61,7 @@ async def test_the_first_prompt_stops_waiting_and_the_server_still_connects(
     assert await _connected(manager) == "connected"
 
 
+@pytest.mark.slow
 async def test_a_cancelled_caller_leaves_the_reconnect_running(tmp_path: Path) -> None:
     manager = _slow_manager(tmp_path, [])
     manager.start()

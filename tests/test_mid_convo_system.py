@@ -68,6 +68,7 @@ CASES = {"folded": None, "off": {"supportsMidConvoSystemMessages": False},
 
 
 @pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.slow
 async def test_mid_conversation_system_messages(case: str, tmp_path: Path) -> None:
     shape = _shape(await _last_request("ours", tmp_path, CASES[case]))
     assert shape["tools"] == ["read"]
@@ -109,6 +110,7 @@ def _instructions(entries: list[Any]) -> list[str]:
             if e.get("role") in ("system", "developer") and isinstance(e.get("content"), str)]
 
 
+@pytest.mark.slow
 async def test_tools_added_mid_conversation_are_declared_where_they_were_added(tmp_path: Path) -> None:
     added = _declarations(await _last_request("ours", tmp_path / "a", ADDITIONS, "widen"))
     assert added["top"] == ["read", "bash", "edit", "write"] and added["in place"] == [("system", ["grep"])]
@@ -117,6 +119,7 @@ async def test_tools_added_mid_conversation_are_declared_where_they_were_added(t
     assert folded["top"] == ["read", "bash", "edit", "write", "grep"] and folded["in place"] == []
 
 
+@pytest.mark.slow
 async def test_responses_tool_changes_in_additional_tools_items(tmp_path: Path) -> None:
     widened = _declarations(await _last_request("ours", tmp_path / "w", IN_INPUT, "widen", "openai-responses"))
     assert widened["top"] == []
@@ -159,6 +162,7 @@ def _anthropic_shape(body: dict[str, Any]) -> dict[str, Any]:
             "tools": [t["name"] for t in body.get("tools", [])]}
 
 
+@pytest.mark.slow
 async def test_anthropic_tool_changes_travel_in_system_messages(tmp_path: Path) -> None:
     body = await _last_request("ours", tmp_path, ANTHROPIC_NATIVE, "widen", "anthropic-messages")
     shape = _anthropic_shape(body)

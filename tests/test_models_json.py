@@ -150,6 +150,7 @@ def run_pi(agent_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
                           env=env, timeout=60, check=False)
 
 
+@pytest.mark.slow
 def test_list_models_reports_bad_models_json_without_traceback(tmp_path):
     (tmp_path / "models.json").write_text(json.dumps(
         {"providers": {"ollama": {"baseUrl": "http://x", "api": "openai-completions", "apiKey": "k",
@@ -161,6 +162,7 @@ def test_list_models_reports_bad_models_json_without_traceback(tmp_path):
     assert "ollama" not in done.stdout and done.stdout.startswith("No models with credentials")  # as pi: none
 
 
+@pytest.mark.slow
 def test_list_models_skips_pydantic_for_unchanged_file(tmp_path):
     (tmp_path / "models.json").write_text(json.dumps(OLLAMA))
     assert run_pi(tmp_path, "--list-models").returncode == 0

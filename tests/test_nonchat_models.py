@@ -171,6 +171,7 @@ def _wire(requests: list[dict[str, Any]]) -> list[tuple[str, dict[str, str], Any
 # --------------------------------------------------------------------------- ours alone
 
 
+@pytest.mark.slow
 async def test_classifier_requests_and_results(tmp_path: Path) -> None:
     ends, requests = await _play("ours", tmp_path, {})
     assert [r["path"] for r in requests] == ["/ts/systemone", "/cf/run", "/cf/run", "/or/systemone",
@@ -245,6 +246,7 @@ async def test_classifier_requests_and_results(tmp_path: Path) -> None:
     assert shape == "models.classify() context.questions must map question IDs to questions, got {}"
 
 
+@pytest.mark.slow
 async def test_provider_compat_chooses_how_images_travel(tmp_path: Path) -> None:
     compat = {"typesafe": {"imageInput": "state-image-urls", "sendImageOptInHeader": False},
               "cloudflare-workers-ai": {"imageInput": "assets"}}
@@ -308,6 +310,7 @@ return [judge.name, chat === undefined, result.stopReason, result.answers.ok, re
 """
 
 
+@pytest.mark.slow
 async def test_an_extension_registers_a_classifier_model(tmp_path: Path) -> None:
     """A registered provider's ``type: "classifier"`` model runs on a built-in API; its chat models stay chat."""
     with FakeLLMServer() as llm, FakeNonChatServer() as service:
@@ -329,6 +332,7 @@ async def test_an_extension_registers_a_classifier_model(tmp_path: Path) -> None
     assert {m["id"] for m in listed if m["provider"] == "acme"} == {"acme-chat"}
 
 
+@pytest.mark.slow
 async def test_a_transient_failure_is_retried_and_a_bad_request_is_an_error_result(tmp_path: Path) -> None:
     code = """
 const jev = await models.getModelOfType("classifier", "typesafe", "jev-latest");
@@ -409,6 +413,7 @@ async def _play_llama(kind: str, root: Path) -> tuple[list[str], Any, list[dict[
     return chat, _value(end), posted
 
 
+@pytest.mark.slow
 async def test_llama_router_models_classify_by_label_probabilities(tmp_path: Path) -> None:
     chat, (listed, answered, decided, refused), posted = await _play_llama("ours", tmp_path)
     assert chat == ["qwen-loaded"]  # a decision-only model does not chat
@@ -477,6 +482,7 @@ def setup(pi):
 '''
 
 
+@pytest.mark.slow
 async def test_extensions_classify_through_the_model_registry(tmp_path: Path) -> None:
     """``ctx.model_registry.classify`` (pi's ``ctx.modelRegistry.classify``) with the session's credentials."""
     with FakeLLMServer() as llm, FakeNonChatServer() as service:
@@ -501,6 +507,7 @@ async def test_extensions_classify_through_the_model_registry(tmp_path: Path) ->
 
 
 @pytest.mark.parametrize("kind", ["ours", pytest.param("reference", marks=needs_reference)])
+@pytest.mark.slow
 async def test_abort_cancels_a_waiting_classify_call(tmp_path: Path, kind: str) -> None:
     code = """
 const jev = await models.getModelOfType("classifier", "typesafe", "jev-latest");

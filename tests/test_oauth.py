@@ -24,7 +24,7 @@ from pi_coding_agent.ai.auth.oauth.http import OAuthError
 from pi_coding_agent.ai.auth.oauth.lock import auth_file_lock, lock_dir
 from pi_coding_agent.ai.auth.oauth.store import CredentialFile
 from tests.fakes.oauth_server import FakeOAuthServer, s256
-from tests.reference_pi import REFERENCE_NODE_BIN, REFERENCE_PI, REFERENCE_ROOT
+from tests.reference_pi import REFERENCE_NODE_BIN, REFERENCE_ROOT
 
 REFERENCE_NODE_MODULES = REFERENCE_ROOT / "pi-1.6.0" / "node_modules"
 NODE = str(REFERENCE_NODE_BIN / "node")
@@ -108,6 +108,7 @@ async def test_a_401_forces_one_refresh_of_the_rejected_token(tmp_path: Path, oa
     assert len(oauth.grants("refresh_token")) == 1
 
 
+@pytest.mark.slow
 async def test_codex_and_copilot_refresh_keep_pi_extra_fields(tmp_path: Path, oauth: FakeOAuthServer):
     github = oauth.issue_refresh()
     write_auth(tmp_path, {
@@ -130,6 +131,7 @@ EXTRA_FIELDS: dict[str, dict[str, Any]] = {
 
 @pytest.mark.parametrize("provider", ["anthropic", "openai-codex", "openai", "github-copilot", "xai", "kimi-coding",
                                       "meta", "openrouter", "radius"])
+@pytest.mark.slow
 async def test_every_provider_refreshes_when_due_and_after_a_401(tmp_path: Path, oauth: FakeOAuthServer,
                                                                  provider: str):
     from pi_coding_agent.ai.auth.oauth.providers import PROVIDERS
@@ -153,6 +155,7 @@ async def test_every_provider_refreshes_when_due_and_after_a_401(tmp_path: Path,
     assert json.loads(path.read_text())[provider]["access"] not in (stored["access"], "sk-ant-oat01-old")
 
 
+@pytest.mark.slow
 async def test_refresh_waits_for_a_lock_held_by_another_process(tmp_path: Path, oauth: FakeOAuthServer):
     path = write_auth(tmp_path, {"anthropic": expired(oauth.issue_refresh())})
     holder = subprocess.Popen(["python3", "-c", (
@@ -176,7 +179,7 @@ async def test_a_lock_left_by_a_dead_process_is_taken_over(tmp_path: Path):
     assert not lock.exists()
 
 
-@pytest.mark.skipif(not REFERENCE_PI.exists(), reason="reference pi not installed")
+@pytest.mark.reference
 async def test_lock_is_exclusive_with_pi_proper_lockfile(tmp_path: Path):
     """pi's own lock library, holding auth.json, keeps us out until it releases, and the reverse."""
     path = write_auth(tmp_path, {})
@@ -274,6 +277,7 @@ async def test_codex_browser_sign_in_by_pasted_redirect_url(oauth: FakeOAuthServ
     assert oauth.grants("authorization_code")[0]["redirect_uri"] == "http://localhost:1455/auth/callback"
 
 
+@pytest.mark.slow
 async def test_sign_in_with_chatgpt_registers_a_client_and_refreshes_with_it(tmp_path: Path, oauth: FakeOAuthServer):
     from pi_coding_agent.coding.commands.login import device_id
     from pi_coding_agent.coding.resources.settings import Settings
@@ -303,6 +307,7 @@ async def test_sign_in_with_chatgpt_registers_a_client_and_refreshes_with_it(tmp
 
 
 @pytest.mark.parametrize("method", ["browser", "device-code"])
+@pytest.mark.slow
 async def test_radius_sign_in_by_browser_and_by_device_code(tmp_path: Path, oauth: FakeOAuthServer, method: str):
     ui = ScriptedUI(oauth, method=method)
     cred = await flows_login.login("radius", ui)
@@ -323,6 +328,7 @@ async def test_radius_sign_in_by_browser_and_by_device_code(tmp_path: Path, oaut
                                                  "refresh_token": cred["refresh"]}
 
 
+@pytest.mark.slow
 async def test_copilot_device_code_sign_in(oauth: FakeOAuthServer):
     ui = ScriptedUI(oauth)
     cred = await flows_login.login_copilot(ui)

@@ -138,6 +138,7 @@ async def test_requests_match_the_reference(environment: str, tmp_path: Path) ->
 # --------------------------------------------------------------------------- ours alone
 
 
+@pytest.mark.slow
 async def test_vllm_qwen_request_carries_the_configured_sampling_and_budget(tmp_path: Path) -> None:
     body = (await first_request("vllm-qwen-high", tmp_path))["sent"]
     # the 8000-token window minus the estimated input (3.5 characters a token) minus the 4096 margin
@@ -151,6 +152,7 @@ async def test_vllm_qwen_request_carries_the_configured_sampling_and_budget(tmp_
         "top_k": 20, "min_p": 0, "temperature": 0.6, "top_p": 0.95, "presence_penalty": 1.5}
 
 
+@pytest.mark.slow
 async def test_thinking_off_uses_the_off_sampling_and_no_budget(tmp_path: Path) -> None:
     body = (await first_request("vllm-qwen-off", tmp_path))["body"]
     assert body["temperature"] == 0.7 and body["top_p"] == 0.8 and "presence_penalty" not in body
@@ -158,6 +160,7 @@ async def test_thinking_off_uses_the_off_sampling_and_no_budget(tmp_path: Path) 
     assert body["chat_template_kwargs"]["enable_thinking"] is False
 
 
+@pytest.mark.slow
 async def test_llama_cpp_chat_template_values_resolve(tmp_path: Path) -> None:
     body = (await first_request("llama-cpp-medium", tmp_path))["body"]
     assert body["chat_template_kwargs"] == {"enable_thinking": True, "budget": 8192, "effort": "balanced",
@@ -167,6 +170,7 @@ async def test_llama_cpp_chat_template_values_resolve(tmp_path: Path) -> None:
     assert off["chat_template_kwargs"] == {"enable_thinking": False, "flavour": "plain"}
 
 
+@pytest.mark.slow
 async def test_claude_gateway_marks_cache_breakpoints_and_routes(tmp_path: Path) -> None:
     request = await first_request("claude-gateway-long-cache", tmp_path)
     body = request["body"]

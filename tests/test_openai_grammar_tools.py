@@ -104,6 +104,7 @@ def _shape(run: tuple[list[dict[str, Any]], list[dict[str, Any]]]) -> dict[str, 
 
 
 @pytest.mark.parametrize("case", ["completions custom", "responses custom"])
+@pytest.mark.slow
 async def test_grammar_tool_is_a_custom_tool_and_its_call_carries_text(case: str, tmp_path: Path) -> None:
     shape = _shape(await _run("ours", tmp_path, case))
     text = 'HELLO "LOUD" WORLD'
@@ -126,6 +127,7 @@ async def test_grammar_tool_is_a_custom_tool_and_its_call_carries_text(case: str
 
 
 @pytest.mark.parametrize("case", ["completions plain", "responses plain"])
+@pytest.mark.slow
 async def test_without_the_switch_a_grammar_tool_is_a_function_tool(case: str, tmp_path: Path) -> None:
     shape = _shape(await _run("ours", tmp_path, case))
     declared = shape["declared"]

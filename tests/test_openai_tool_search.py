@@ -40,6 +40,7 @@ def _shape(body: dict[str, Any]) -> dict[str, Any]:
             "search": [_bare(item) for item in items if item.get("type") in SEARCH_ITEMS]}
 
 
+@pytest.mark.slow
 async def test_tools_added_later_arrive_as_a_tool_search_result(tmp_path: Path) -> None:
     first, second, third = (_shape(body) for body in await _bodies("ours", tmp_path, SEARCH, "widen"))
     assert first["top"] == second["top"] == ["read", "bash", "edit", "write"] and first["search"] == []
@@ -53,12 +54,14 @@ async def test_tools_added_later_arrive_as_a_tool_search_result(tmp_path: Path) 
     assert third["search"] == second["search"] and third["top"] == second["top"]  # replayed as it was
 
 
+@pytest.mark.slow
 async def test_a_removal_folds_the_tools_back_into_the_top_level_list(tmp_path: Path) -> None:
     bodies = await _bodies("ours", tmp_path, SEARCH, "narrow")
     assert [_shape(body)["top"] for body in bodies] == [["read", "bash", "edit", "write"], ["read"], ["read"]]
     assert all(_shape(body)["search"] == [] for body in bodies)
 
 
+@pytest.mark.slow
 async def test_without_in_place_system_messages_tool_search_changes_nothing(tmp_path: Path) -> None:
     bodies = await _bodies("ours", tmp_path, {"supportsToolSearch": True}, "widen")
     assert _shape(bodies[-1])["top"] == ["read", "bash", "edit", "write", "grep"]

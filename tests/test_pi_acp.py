@@ -2,9 +2,9 @@
 
 pi-acp runs ``pi --version`` to show "pi v<version>" in its start-up banner and compares that version
 with ``npm view @earendil-works/pi-coding-agent version`` to suggest an update. The package is installed
-from the npm registry into a cache folder on first use (skipped with the reason when npm cannot reach
-it). The update check talks to a stand-in ``npm`` on PATH that answers like the registry does today, so
-the test needs no network beyond the one install.
+by scripts/install_test_deps.sh into a cache folder (the tests skip, with the reason, without it). The
+update check talks to a stand-in ``npm`` on PATH that answers like the registry does today, so the
+tests need no network.
 """
 
 from __future__ import annotations
@@ -12,8 +12,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -22,31 +20,19 @@ import pytest
 
 from pi_coding_agent import PI_COMPATIBLE_VERSION
 from tests.reference_pi import REFERENCE_NODE_BIN
+from tests.requirements import PI_ACP
 
-PI_ACP_VERSION = "0.0.34"
-CACHE = Path(os.environ.get("PI_ACP_DIR") or Path.home() / ".cache" / "pi-acp")
-ENTRY = CACHE / "node_modules" / "pi-acp" / "dist" / "index.js"
-
-
-def _node_path() -> str:
-    return f"{REFERENCE_NODE_BIN}:{os.environ.get('PATH', '')}"
+pytestmark = pytest.mark.pi_acp
 
 
 @pytest.fixture(scope="module")
 def pi_acp() -> Path:
-    """pi-acp's entry script, installed once into the cache folder."""
-    if not ENTRY.exists():
-        npm = shutil.which("npm", path=_node_path())
-        node = shutil.which("node", path=_node_path())
-        if npm is None or node is None:
-            pytest.skip("node and npm are needed to install pi-acp")
-        CACHE.mkdir(parents=True, exist_ok=True)
-        done = subprocess.run([npm, "install", "--no-audit", "--no-fund", "--prefix", str(CACHE),
-                               f"pi-acp@{PI_ACP_VERSION}"], capture_output=True, text=True, timeout=300,
-                              env={**os.environ, "PATH": _node_path()}, check=False)
-        if done.returncode != 0 or not ENTRY.exists():
-            pytest.skip(f"npm could not install pi-acp (registry unreachable?): {done.stderr.strip()[-300:]}")
-    return ENTRY
+    """pi-acp's entry script (0.0.34, installed by scripts/install_test_deps.sh)."""
+    return PI_ACP
+
+
+def _node_path() -> str:
+    return f"{REFERENCE_NODE_BIN}:{os.environ.get('PATH', '')}"
 
 
 def _shims(bin_dir: Path, latest: str) -> None:
@@ -106,12 +92,14 @@ async def _startup_banner(entry: Path, tmp_path: Path, latest: str) -> str:
         await proc.wait()
 
 
+@pytest.mark.slow
 def test_banner_shows_the_compatible_version_and_no_update_notice(pi_acp, tmp_path):
     banner = asyncio.run(_startup_banner(pi_acp, tmp_path, latest=PI_COMPATIBLE_VERSION))
     assert banner.splitlines()[0] == f"pi v{PI_COMPATIBLE_VERSION}"
     assert "New version available" not in banner
 
 
+@pytest.mark.slow
 def test_update_notice_still_works_for_a_newer_pi(pi_acp, tmp_path):
     """The stand-in registry is really consulted: a newer pi there is announced against 1.6.0."""
     banner = asyncio.run(_startup_banner(pi_acp, tmp_path, latest="99.0.0"))

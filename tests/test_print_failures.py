@@ -35,6 +35,7 @@ RETRYING = {"retry": {"enabled": True, "maxRetries": 2, "baseDelayMs": 10}}
 NO_RETRY = {"retry": {"enabled": False}}
 
 
+@pytest.mark.slow
 def test_retries_are_announced_then_one_failure_line(tmp_path):
     done = run_print("ours", tmp_path, [SERVER_ERROR] * 3, RETRYING)
     assert done.returncode == 1
@@ -46,6 +47,7 @@ def test_retries_are_announced_then_one_failure_line(tmp_path):
     assert len(lines) == 3
 
 
+@pytest.mark.slow
 def test_dropped_stream_keeps_what_streamed(tmp_path):
     done = run_print("ours", tmp_path, [DROPPED], NO_RETRY)
     assert done.returncode == 1

@@ -8,6 +8,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from pi_coding_agent.ai.identity import (
     install_telemetry_enabled,
     opencode_session_headers,
@@ -171,6 +173,7 @@ def test_transport_settings(tmp_path: Path, monkeypatch) -> None:
         "transport": "auto", "websocket_connect_timeout_s": 15.0, "attribution": True, "idle_timeout_s": 300.0}
 
 
+@pytest.mark.slow
 async def test_http_proxy_setting_routes_requests_through_the_proxy(fake_llm, tmp_path: Path) -> None:
     """The real ``pi --mode rpc``: the fake server plays the proxy for an unresolvable host."""
     agent = tmp_path / "agent"

@@ -24,7 +24,7 @@ from tests.reference_pi import REFERENCE_NODE_BIN, REFERENCE_PI
 from tests.rpc_helpers import RpcProcess
 from tests.test_auth_cli import auth_file, home, now_ms, ours, radius_device_sign_in
 
-needs_reference = pytest.mark.skipif(not REFERENCE_PI.exists(), reason="reference pi not installed")
+needs_reference = pytest.mark.reference  # skipped, with the reason, without it (tests/conftest.py)
 SHIPPED = [m["id"] for m in builtin_models("radius")]
 
 
@@ -91,6 +91,7 @@ def test_gateway_config_is_sanitised_and_stored_lists_replace_the_shipped_catalo
     assert radius.stored_models(tmp_path, "radius") is None
 
 
+@pytest.mark.slow
 async def test_rpc_refreshes_a_signed_in_radius_catalog_in_the_background(tmp_path: Path, oauth: FakeOAuthServer):
     """Expired sign-in: refreshed first, then /v1/config with the new token; the list replaces the shipped one."""
     refresh = oauth.issue_refresh()
@@ -120,6 +121,7 @@ async def test_rpc_refreshes_a_signed_in_radius_catalog_in_the_background(tmp_pa
     assert store_file(env).read_text() == json.dumps(data, indent=2)
 
 
+@pytest.mark.slow
 async def test_offline_starts_read_the_store_and_never_ask_the_gateway(tmp_path: Path, oauth: FakeOAuthServer):
     env = {**custom_gateway(tmp_path, oauth, "gw-key-1"), "PI_OFFLINE": "1"}
     pi = await RpcProcess.pi("--no-session", cwd=tmp_path, env=env)
@@ -138,6 +140,7 @@ async def test_offline_starts_read_the_store_and_never_ask_the_gateway(tmp_path:
     assert [r for r in oauth.requests if r["path"] == "/v1/config"] == []
 
 
+@pytest.mark.slow
 def test_auth_login_fetches_the_gateway_catalog_right_after_sign_in(tmp_path: Path, oauth: FakeOAuthServer):
     env = {**home(tmp_path, {}), "TERM": "dumb"}
     code, output = radius_device_sign_in(env, oauth)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 
 from tests.rpc_helpers import PYTHON, RpcProcess
 
@@ -125,6 +126,7 @@ def _peak_rss_mib(pid: int) -> float:
     raise AssertionError("no VmHWM")
 
 
+@pytest.mark.slow
 async def test_output_backlog_stops_the_reader_and_bounds_memory(tmp_path: Path) -> None:
     """100 get_messages of a 5 MiB conversation while the client does not read: memory stays bounded."""
     pi = await _faux_pi(tmp_path, [{"content": [{"type": "text", "text": "ok"}]}], "--no-session")
@@ -215,6 +217,7 @@ async def test_full_output_files_are_removed_at_exit(tmp_path: Path) -> None:
     assert not full.exists()
 
 
+@pytest.mark.slow
 async def test_a_key_command_runs_off_the_event_loop_once_and_says_why_it_failed(tmp_path: Path) -> None:
     """``"apiKey": "!sleep 100"``: commands keep being answered meanwhile, the command runs once (10 s
     limit) and the prompt's error names the provider, the command and the timeout."""

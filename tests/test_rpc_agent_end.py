@@ -15,6 +15,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+import pytest
+
 from tests.cli_sides import FAKE_MODEL, fake_agent_env, needs_reference, pi_command
 from tests.fakes.llm_server import FakeLLMServer
 
@@ -70,6 +72,7 @@ def _type(record: dict[str, Any]) -> str:
     return str(record["type"])
 
 
+@pytest.mark.slow
 def test_agent_end_is_the_last_record_when_it_arrives(tmp_path):
     for types in asyncio.run(chunks_around_agent_end("ours", tmp_path)):
         assert types[-1] == "agent_end", types[-3:]
@@ -107,6 +110,7 @@ async def _prompt_on_agent_end(proc: asyncio.subprocess.Process) -> list[dict[st
     return responses
 
 
+@pytest.mark.slow
 def test_a_prompt_sent_on_reading_agent_end_is_accepted(tmp_path):
     """Ours waits for the client to read agent_end before the run settles; a command that client
     sends meanwhile is handled once the run has settled, as pi (whose post-run steps do not wait)

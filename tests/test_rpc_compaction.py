@@ -137,6 +137,7 @@ def _compaction_events(records: list[Record]) -> list[Record]:
 # --------------------------------------------------------------------------- ours, exact sequences
 
 
+@pytest.mark.slow
 async def test_manual_compaction(tmp_path: Path) -> None:
     played = await play("ours", MANUAL, tmp_path)
     records = played.records
@@ -168,6 +169,7 @@ async def test_manual_compaction(tmp_path: Path) -> None:
     assert stats_later["contextUsage"] == {"tokens": 255, "contextWindow": 100000, "percent": 0.255}
 
 
+@pytest.mark.slow
 async def test_compacting_an_empty_session_fails(tmp_path: Path) -> None:
     records = (await play("ours", SCENARIOS["too_small"], tmp_path)).records
     failures = [r for r in only(records, "response") if r["command"] == "compact"]
@@ -177,6 +179,7 @@ async def test_compacting_an_empty_session_fails(tmp_path: Path) -> None:
                      "errorMessage": "Compaction failed: Nothing to compact (session too small)"}] * 2
 
 
+@pytest.mark.slow
 async def test_threshold_compaction_after_a_run_and_before_a_prompt(tmp_path: Path) -> None:
     played = await play("ours", THRESHOLD, tmp_path)
     types = flow(played.records)
@@ -193,6 +196,7 @@ async def test_threshold_compaction_after_a_run_and_before_a_prompt(tmp_path: Pa
     assert "<previous-summary>" in summary_requests(played.requests)[1]  # the update prompt merges the old one
 
 
+@pytest.mark.slow
 async def test_overflow_recovery_compacts_and_continues(tmp_path: Path) -> None:
     played = await play("ours", SCENARIOS["overflow_recovered"], tmp_path)
     types = flow(played.records)
@@ -213,6 +217,7 @@ async def test_overflow_recovery_compacts_and_continues(tmp_path: Path) -> None:
     assert "prompt is too long" not in json.dumps(continuation)
 
 
+@pytest.mark.slow
 async def test_second_overflow_fails_without_looping(tmp_path: Path) -> None:
     played = await play("ours", SCENARIOS["overflow_twice"], tmp_path)
     failure = {"type": "compaction_end", "reason": "overflow", "aborted": False, "willRetry": False,
@@ -228,6 +233,7 @@ async def test_second_overflow_fails_without_looping(tmp_path: Path) -> None:
     assert len(played.requests) == 6  # 2 replies, the overflow, 1 summary, the retry, the next prompt's reply
 
 
+@pytest.mark.slow
 async def test_silent_overflow_compacts_without_retrying(tmp_path: Path) -> None:
     played = await play("ours", SCENARIOS["silent_overflow"], tmp_path)
     types = flow(played.records)
@@ -239,6 +245,7 @@ async def test_silent_overflow_compacts_without_retrying(tmp_path: Path) -> None
     assert not only(played.records, "entry_appended")  # a complete reply is kept
 
 
+@pytest.mark.slow
 async def test_threshold_compaction_between_turns(tmp_path: Path) -> None:
     types = flow((await play("ours", SCENARIOS["between_turns"], tmp_path)).records)
     at = types.index("compaction_start")
@@ -247,6 +254,7 @@ async def test_threshold_compaction_between_turns(tmp_path: Path) -> None:
     assert types.count("agent_start") == 2  # same run: no continuation
 
 
+@pytest.mark.slow
 async def test_truncated_reply_is_compacted_and_retried(tmp_path: Path) -> None:
     played = await play("ours", SCENARIOS["length_recovery"], tmp_path)
     types = flow(played.records)
@@ -258,6 +266,7 @@ async def test_truncated_reply_is_compacted_and_retried(tmp_path: Path) -> None:
     assert (end["reason"], end["willRetry"]) == ("overflow", True)
 
 
+@pytest.mark.slow
 async def test_abort_during_compaction(tmp_path: Path) -> None:
     records = (await play("ours", SCENARIOS["abort_compaction"], tmp_path)).records
     types = flow(records)

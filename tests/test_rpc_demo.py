@@ -7,10 +7,13 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests.fakes.llm_server import FakeLLMServer
 from tests.rpc_helpers import PYTHON, ROOT
 
 
+@pytest.mark.slow
 def test_demo_makes_real_tool_calls_in_a_temp_dir() -> None:
     result = subprocess.run([PYTHON, str(ROOT / "examples" / "rpc_demo.py")], capture_output=True, text=True,
                             timeout=120, check=False)
@@ -21,6 +24,7 @@ def test_demo_makes_real_tool_calls_in_a_temp_dir() -> None:
     assert lines[-2:] == ['answer: Done: hello.txt exists and says "Hello from pi!".', "files: ['hello.txt']"]
 
 
+@pytest.mark.slow
 def test_demo_reports_a_failing_provider_and_exits_1(tmp_path: Path) -> None:
     """A provider answering 401: the error text is shown and the demo's status says it failed."""
     with FakeLLMServer() as server:

@@ -27,9 +27,7 @@ from tests.fakes.llm_server import FakeLLMServer
 from tests.reference_pi import REFERENCE_NODE_BIN, REFERENCE_PI, REFERENCE_ROOT
 from tests.rpc_helpers import PYTHON, RpcProcess
 
-needs_reference = pytest.mark.skipif(
-    not REFERENCE_PI.exists(), reason=f"reference pi 1.6.0 not installed at {REFERENCE_ROOT}"
-)
+needs_reference = pytest.mark.reference  # skipped, with the reason, without it (tests/conftest.py)
 
 PROVIDER = "fake"
 COST = {"input": 3, "output": 15, "cacheRead": 0.3, "cacheWrite": 3.75}
@@ -614,6 +612,7 @@ def _lines(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
+@pytest.mark.slow
 async def test_conversation_reads_names_exports_clones_and_forks(tmp_path: Path) -> None:
     t = await run_ours("conversation", tmp_path)
     cwd = t.side.cwd
@@ -679,6 +678,7 @@ async def test_model_and_thinking_commands(tmp_path: Path) -> None:
         assert (t.data(command_id)["model"]["id"], t.data(command_id)["thinkingLevel"]) == ("fake-model", "off")
 
 
+@pytest.mark.slow
 async def test_started_without_model_flag_new_session_takes_the_initial_model(tmp_path: Path) -> None:
     t = await run_ours("default_model", tmp_path)
     assert t.data("c1")["model"]["id"] == "fake-model"  # first available (our faux provider is not listed)
@@ -702,6 +702,7 @@ async def test_settings_commands_persist_and_idle_commands_answer(tmp_path: Path
             if c["sourceInfo"].get("source") != "builtin"] == ["review", "skill:greeter"]
 
 
+@pytest.mark.slow
 async def test_new_and_switched_sessions_write_their_files(tmp_path: Path) -> None:
     t = await run_ours("sessions", tmp_path)
     first = Path(t.data("c2")["sessionFile"])
@@ -720,6 +721,7 @@ async def test_new_and_switched_sessions_write_their_files(tmp_path: Path) -> No
     assert len(t.side.session_files()) == 3  # the empty new session never reached the disk
 
 
+@pytest.mark.slow
 async def test_bash_excluded_from_context_stays_out_of_the_next_request(tmp_path: Path) -> None:
     steps, args = FLOWS["bash"]
     with FakeLLMServer() as server:
@@ -736,6 +738,7 @@ async def test_bash_excluded_from_context_stays_out_of_the_next_request(tmp_path
     assert "Ran `echo visible`" in sent and "hidden" not in sent
 
 
+@pytest.mark.slow
 async def test_idle_steer_and_follow_up_ride_on_the_next_run(tmp_path: Path) -> None:
     t = await run_ours("idle_queue", tmp_path)
     assert t.data("c1") == t.data("c2") == {"disposition": "queued"}
@@ -747,6 +750,7 @@ async def test_idle_steer_and_follow_up_ride_on_the_next_run(tmp_path: Path) -> 
     assert t.data("c8")["pendingMessageCount"] == 0
 
 
+@pytest.mark.slow
 async def test_queueing_while_streaming(tmp_path: Path) -> None:
     t = await run_ours("streaming_queue", tmp_path)
     assert t.data("c2") == t.data("c3") == t.data("c7") == {"disposition": "queued"}
@@ -760,6 +764,7 @@ async def test_queueing_while_streaming(tmp_path: Path) -> None:
     assert texts == ["stream please", "steer now", "follow later", "stream again"]
 
 
+@pytest.mark.slow
 async def test_templates_skills_and_images(tmp_path: Path) -> None:
     steps, args = FLOWS["resources"]
     with FakeLLMServer() as server:
@@ -777,6 +782,7 @@ async def test_templates_skills_and_images(tmp_path: Path) -> None:
     assert image_part == {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PIXEL_PNG}"}}
 
 
+@pytest.mark.slow
 async def test_in_memory_session_forks_and_clones_without_files(tmp_path: Path) -> None:
     t = await run_ours("in_memory", tmp_path)
     assert t.responses["c1"]["error"] == "Cannot export in-memory session to HTML"

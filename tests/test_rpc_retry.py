@@ -80,6 +80,7 @@ SCENARIOS: dict[str, Scenario] = {
 # --------------------------------------------------------------------------- ours, exact sequences
 
 
+@pytest.mark.slow
 async def test_success_after_529_hides_the_failed_attempt(tmp_path: Path) -> None:
     scenario = SCENARIOS["success_after_529"]
     played = await play("ours", Scenario(scenario.script, _prompt_once, scenario.settings, args=()), tmp_path)
@@ -109,6 +110,7 @@ async def test_success_after_529_hides_the_failed_attempt(tmp_path: Path) -> Non
     assert all(m["role"] != "assistant" for m in second)
 
 
+@pytest.mark.slow
 async def test_retries_exhausted_reports_the_final_error(tmp_path: Path) -> None:
     records = (await play("ours", SCENARIOS["exhausted"], tmp_path)).records
     assert flow(records) == [*FIRST_RUN_HEAD, *failed_attempt(),
@@ -120,6 +122,7 @@ async def test_retries_exhausted_reports_the_final_error(tmp_path: Path) -> None
                                                 "finalError": '503: {"message":"Service unavailable"}'}]
 
 
+@pytest.mark.slow
 async def test_retry_after_header_sets_the_back_off(tmp_path: Path) -> None:
     """Deliberate difference (docs/rpc.md): a server-sent wait longer than our back-off wins."""
     limited = {"status": 429, "body": {"error": {"message": "Rate limit reached"}}, "headers": {"retry-after": "0.3"}}
@@ -129,6 +132,7 @@ async def test_retry_after_header_sets_the_back_off(tmp_path: Path) -> None:
     assert only(records, "auto_retry_end") == [{"type": "auto_retry_end", "success": True, "attempt": 1}]
 
 
+@pytest.mark.slow
 async def test_non_retryable_error_ends_the_run(tmp_path: Path) -> None:
     played = await play("ours", SCENARIOS["non_retryable_400"], tmp_path)
     assert flow(played.records) == [*FIRST_RUN_HEAD, *failed_attempt(), "agent_settled"]
@@ -136,6 +140,7 @@ async def test_non_retryable_error_ends_the_run(tmp_path: Path) -> None:
     assert len(played.requests) == 1
 
 
+@pytest.mark.slow
 async def test_mid_stream_disconnect_is_retried(tmp_path: Path) -> None:
     played = await play("ours", SCENARIOS["mid_stream_disconnect"], tmp_path)
     records = played.records
@@ -148,6 +153,7 @@ async def test_mid_stream_disconnect_is_retried(tmp_path: Path) -> None:
     assert len(played.requests) == 2
 
 
+@pytest.mark.slow
 async def test_abort_during_back_off_cancels_the_retry(tmp_path: Path) -> None:
     records = (await play("ours", SCENARIOS["abort_during_back_off"], tmp_path)).records
     assert flow(records)[-5:] == ["auto_retry_start", "entry_appended", "auto_retry_end", "agent_settled",
@@ -157,6 +163,7 @@ async def test_abort_during_back_off_cancels_the_retry(tmp_path: Path) -> None:
     assert only(records, "agent_settled") == [{"type": "agent_settled", "aborted": True}]
 
 
+@pytest.mark.slow
 async def test_abort_retry_ends_the_series_before_answering(tmp_path: Path) -> None:
     played = await play("ours", SCENARIOS["abort_retry"], tmp_path)
     records = played.records
@@ -168,6 +175,7 @@ async def test_abort_retry_ends_the_series_before_answering(tmp_path: Path) -> N
     assert len(played.requests) == 1
 
 
+@pytest.mark.slow
 async def test_auto_retry_off_is_persisted(tmp_path: Path) -> None:
     played = await play("ours", SCENARIOS["disabled"], tmp_path)
     assert flow(played.records) == ["response:set_auto_retry", *FIRST_RUN_HEAD, *failed_attempt(), "agent_settled"]
@@ -186,6 +194,7 @@ async def test_same_records_as_the_reference(name: str, tmp_path: Path) -> None:
 
 
 
+@pytest.mark.slow
 async def test_http_idle_timeout_setting_ends_a_stalled_stream(tmp_path: Path) -> None:
     # the server sends its first chunk, then stalls longer than httpIdleTimeoutMs
     stalled = {"content": [{"type": "text", "text": "slow answer " * 4}], "chunkDelayMs": 3000}

@@ -87,6 +87,7 @@ async def test_prompt_without_a_model_names_how_to_configure_one(workspace: tupl
 # --------------------------------------------------------------------------- event sequences
 
 
+@pytest.mark.slow
 async def test_plain_text_reply_sequence(pi: RpcProcess, fake_llm: FakeLLMServer) -> None:
     fake_llm.add({"content": [{"type": "text", "text": "Hello there, friend"}]})
     response, records = await _run(pi, "hi")
@@ -104,6 +105,7 @@ async def test_plain_text_reply_sequence(pi: RpcProcess, fake_llm: FakeLLMServer
     assert text["data"] == {"text": "Hello there, friend"}
 
 
+@pytest.mark.slow
 async def test_tool_calls_then_answer(pi: RpcProcess, fake_llm: FakeLLMServer,
                                       workspace: tuple[Path, dict[str, str]]) -> None:
     (workspace[0] / "notes.txt").write_text("remember the milk\n")
@@ -125,6 +127,7 @@ async def test_tool_calls_then_answer(pi: RpcProcess, fake_llm: FakeLLMServer,
     assert b"from-tool" not in b"\n".join(line for line in pi.raw_lines if not line.startswith(b"{"))
 
 
+@pytest.mark.slow
 async def test_abort_while_streaming(pi: RpcProcess, fake_llm: FakeLLMServer) -> None:
     fake_llm.add({"content": [{"type": "text", "text": "x" * 4000}], "chunkSize": 4, "chunkDelayMs": 20})
     await pi.send({"type": "prompt", "message": "long", "id": "p"})
@@ -137,6 +140,7 @@ async def test_abort_while_streaming(pi: RpcProcess, fake_llm: FakeLLMServer) ->
     assert "data" not in response and response["success"] is True
 
 
+@pytest.mark.slow
 async def test_two_get_state_during_a_prompt(pi: RpcProcess, fake_llm: FakeLLMServer) -> None:
     fake_llm.add({"content": [{"type": "text", "text": "y" * 2000}], "chunkSize": 4, "chunkDelayMs": 20})
     await pi.send({"type": "prompt", "message": "long", "id": "p"})
@@ -150,6 +154,7 @@ async def test_two_get_state_during_a_prompt(pi: RpcProcess, fake_llm: FakeLLMSe
     await pi.request({"type": "abort"})
 
 
+@pytest.mark.slow
 async def test_steer_and_follow_up_respond_after_queue_update(pi: RpcProcess) -> None:
     await pi.send({"type": "steer", "message": "later please", "id": "st"})
     response, before = await pi.response_to("st")
@@ -162,6 +167,7 @@ async def test_steer_and_follow_up_respond_after_queue_update(pi: RpcProcess) ->
 # --------------------------------------------------------------------------- bash and the stdout guard
 
 
+@pytest.mark.slow
 async def test_bash_command_streams_with_its_id(pi: RpcProcess) -> None:
     await pi.send({"type": "bash", "command": "echo hi", "id": "b"})
     response, before = await pi.response_to("b")
@@ -209,6 +215,7 @@ COMMAND_SWEEP: list[tuple[dict[str, Any], bool]] = [
 
 
 @pytest.mark.parametrize(("command", "has_data"), COMMAND_SWEEP, ids=[c["type"] for c, _ in COMMAND_SWEEP])
+@pytest.mark.slow
 async def test_every_command_answers_with_its_shape(pi: RpcProcess, command: dict[str, Any], has_data: bool) -> None:
     response = await pi.request(command)
     assert response["success"] is True, response
@@ -216,6 +223,7 @@ async def test_every_command_answers_with_its_shape(pi: RpcProcess, command: dic
     assert ("data" in response) is has_data
 
 
+@pytest.mark.slow
 async def test_documented_errors(pi: RpcProcess) -> None:
     assert (await pi.request({"type": "set_model", "provider": "nope", "modelId": "x"}))["error"] == \
         "Model not found: nope/x"
@@ -225,6 +233,7 @@ async def test_documented_errors(pi: RpcProcess) -> None:
     assert (await pi.request({"type": "set_session_name", "name": " "}))["error"] == "Session name cannot be empty"
 
 
+@pytest.mark.slow
 async def test_session_name_event_precedes_the_response(pi: RpcProcess) -> None:
     await pi.send({"type": "set_session_name", "name": "a\nb", "id": "n"})
     response, before = await pi.response_to("n")
@@ -236,6 +245,7 @@ async def test_session_name_event_precedes_the_response(pi: RpcProcess) -> None:
 # --------------------------------------------------------------------------- shutdown
 
 
+@pytest.mark.slow
 async def test_eof_during_bash_leaves_no_child_behind(pi: RpcProcess) -> None:
     await pi.send({"type": "bash", "command": "echo $$; exec sleep 60", "id": "c"})
     update = (await pi.read_until(lambda r: r["type"] == "bash_execution_update"))[-1]
@@ -247,6 +257,7 @@ async def test_eof_during_bash_leaves_no_child_behind(pi: RpcProcess) -> None:
     assert await _wait_gone(pid)
 
 
+@pytest.mark.slow
 async def test_sigterm_exits_143(pi: RpcProcess) -> None:
     await pi.request({"type": "get_state"})
     pi.proc.terminate()
@@ -268,6 +279,7 @@ async def _one_shot(workspace: tuple[Path, dict[str, str]], *args: str, stdin: b
     return proc.returncode or 0, out, err.decode()
 
 
+@pytest.mark.slow
 async def test_print_mode_prints_the_final_text(workspace: tuple[Path, dict[str, str]], fake_llm: FakeLLMServer) -> None:
     fake_llm.add({"content": [{"type": "text", "text": "the answer"}]})
     code, out, _ = await _one_shot(workspace, "-p", "question", stdin=b"context: ")
@@ -276,6 +288,7 @@ async def test_print_mode_prints_the_final_text(workspace: tuple[Path, dict[str,
     assert "context:question" in json.dumps(last_user)  # stdin prepended like pi (trimmed, no separator)
 
 
+@pytest.mark.slow
 async def test_print_mode_fails_on_an_error_reply(workspace: tuple[Path, dict[str, str]],
                                                   fake_llm: FakeLLMServer) -> None:
     fake_llm.add(*[{"status": 400, "body": {"error": {"message": "bad request"}}}] * 4)
@@ -283,6 +296,7 @@ async def test_print_mode_fails_on_an_error_reply(workspace: tuple[Path, dict[st
     assert code == 1 and out == b"" and "400" in err
 
 
+@pytest.mark.slow
 async def test_json_mode_prints_header_then_events(workspace: tuple[Path, dict[str, str]],
                                                    fake_llm: FakeLLMServer) -> None:
     fake_llm.add({"content": [{"type": "text", "text": "json reply"}]})

@@ -95,6 +95,7 @@ async def test_split_writes_make_one_command(rpc: RpcProcess) -> None:
     assert response["success"] is True
 
 
+@pytest.mark.slow
 async def test_a_20_mb_line_is_one_command(rpc: RpcProcess) -> None:
     name = "x" * (20 * 1024 * 1024)
     await rpc.send({"type": "set_session_name", "name": name, "id": "big"})
@@ -305,6 +306,7 @@ async def test_everything_written_before_exit_reaches_the_client(rpc: RpcProcess
     assert [r["id"] for r in records if r["type"] == "response"] == [f"n{i}" for i in range(10)]
 
 
+@pytest.mark.slow
 def test_stdin_and_stdout_may_be_plain_files(tmp_path: Path) -> None:
     """``pi --mode rpc < commands.jsonl > out.jsonl`` and ``< /dev/null`` (not pollable) work too."""
     commands = tmp_path / "commands.jsonl"

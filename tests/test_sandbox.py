@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -17,7 +16,7 @@ import pytest
 from pi_coding_agent.coding.sandbox.policy import SandboxPolicy, SandboxRefusal, policy_from_settings
 from tests.rpc_helpers import RpcProcess
 
-pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed")
+pytestmark = pytest.mark.sandbox
 
 SECRET = "sk-test-SANDBOX-0123456789"
 
@@ -82,6 +81,7 @@ def _layout(tmp_path: Path) -> None:
         link.symlink_to(tmp_path / "victim")
 
 
+@pytest.mark.slow
 async def test_workspace_write_refuses_every_way_out(tmp_path: Path) -> None:
     _layout(tmp_path)
     ends = await _run(tmp_path, OUTSIDE_ATTEMPTS, "--sandbox", "workspace-write",
@@ -127,6 +127,7 @@ class _Hello(BaseHTTPRequestHandler):
 
 
 @pytest.mark.parametrize(("network", "reached"), [(False, False), (True, True)])
+@pytest.mark.slow
 async def test_network_false_cuts_even_loopback(tmp_path: Path, network: bool, reached: bool) -> None:
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Hello)
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -141,6 +142,7 @@ async def test_network_false_cuts_even_loopback(tmp_path: Path, network: bool, r
     assert end["isError"] is not reached
 
 
+@pytest.mark.slow
 async def test_setsid_and_double_fork_die_with_the_command(tmp_path: Path) -> None:
     pid_file = tmp_path / "work" / "daemon.pid"
     command = f"setsid sh -c 'echo $$ > {pid_file}; sleep 300' & sleep 0.5"

@@ -175,6 +175,7 @@ def test_convert_to_llm_exact_texts() -> None:
     assert converted[0]["timestamp"] == stamp and converted[3]["content"] == messages[3]["content"]
 
 
+@pytest.mark.slow
 def test_the_cached_path_and_context_suffix_match_a_fresh_walk(tmp_path):
     """Appends, branch moves, compactions and settings changes in a seeded random order: the manager's
     incrementally kept path, context suffix and settings always equal a walk of the whole tree."""

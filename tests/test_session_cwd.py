@@ -85,6 +85,7 @@ async def _startup_failure(proc: Any, base: str) -> str:
     return str((await proc.stderr_text()).strip().replace(base, "ROOT"))
 
 
+@pytest.mark.slow
 async def test_session_flag_works_in_the_recorded_directory(tmp_path: Path) -> None:
     seen = await _play("ours", tmp_path, "start")
     assert seen.pwd == "ROOT/other"
@@ -99,6 +100,7 @@ async def test_switch_session_moves_tools_and_resources(tmp_path: Path) -> None:
     assert seen.context_files == ["OTHER"]
 
 
+@pytest.mark.slow
 async def test_vanished_directory_is_refused(tmp_path: Path) -> None:
     start = await _play("ours", tmp_path / "start", "start", missing=True)
     assert start.exit_error == ("Stored session working directory does not exist: ROOT/other\n"

@@ -137,7 +137,7 @@ class ReferencePi:
         self.proc.wait(timeout=30)
 
 
-@pytest.mark.skipif(not REFERENCE_PI.exists(), reason=f"reference pi 1.6.0 not installed at {REFERENCE_ROOT}")
+@pytest.mark.reference
 def test_our_files_open_identically_in_reference_pi(tmp_path: Path) -> None:
     sessions = _session_with_everything(tmp_path)
     assert sessions[1].session_file is not None

@@ -138,6 +138,7 @@ def _written(record: Any) -> bytes:
         return asyncio.run(run(Path(scratch) / "out"))
 
 
+@pytest.mark.slow
 def test_streamed_values_are_spliced_into_the_line_exactly() -> None:
     values = [{"n": n, "text": "\x00 and ünï" * n} for n in range(2000)]  # a NUL in data stays escaped
     record = {"id": "1", "type": "response", "command": "get_entries", "success": True,

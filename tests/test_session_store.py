@@ -170,6 +170,7 @@ def test_failed_first_write_removes_the_partial_file(tmp_path: Path, monkeypatch
     assert _lines(sm.session_file) == [sm.header, *sm.entries]
 
 
+@pytest.mark.slow
 def test_truncated_last_line_at_every_offset(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     sm = _conversation(tmp_path, 2)
     sm.append_message(user("last line with ünïcödé and \u2028 inside"))
@@ -212,6 +213,7 @@ def _append_many(path: str, worker: int, count: int) -> None:
         sm.append_message(user(f"worker {worker} message {n} " + "x" * (n * 97 % 5000)))
 
 
+@pytest.mark.slow
 def test_concurrent_appends_from_processes_never_interleave(tmp_path: Path) -> None:
     sm = _conversation(tmp_path, 1)
     assert sm.session_file is not None

@@ -14,6 +14,8 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.rpc_helpers import PYTHON, ROOT
 
 HEAVY = ("httpx", "httpcore", "h11", "anyio", "httptools", "pydantic", "pydantic_core", "yaml",
@@ -93,6 +95,7 @@ FIRST_USE = (*(f"pi_coding_agent.coding.codemode.{name}"
              "pi_coding_agent.coding.services.replacement")
 
 
+@pytest.mark.slow
 def test_start_declares_no_dataclass_but_the_two_callers_replace(tmp_path):
     """A dataclass costs 0.2-0.5 ms as its module loads (its methods are compiled then): the classes
     a start loads are records (``ai/records.py``), except ``ToolResult`` and ``StreamOptions``,
@@ -107,6 +110,7 @@ def test_start_declares_no_dataclass_but_the_two_callers_replace(tmp_path):
     assert declared == ["pi_coding_agent.agent.tool.ToolResult", "pi_coding_agent.ai.stream.StreamOptions"]
 
 
+@pytest.mark.slow
 def test_start_with_validated_models_json_imports_no_heavy_library(tmp_path):
     """Once models.json was validated, later starts trust its fingerprint and skip pydantic."""
     agent = tmp_path / "agent"

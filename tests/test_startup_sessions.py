@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 PI = [sys.executable, "-m", "pi_coding_agent"]
 
 
@@ -29,6 +31,7 @@ def _new_session(tmp_path: Path, prompt: str) -> str:
     return json.loads(files[-1].read_text().splitlines()[0])["id"]
 
 
+@pytest.mark.slow
 def test_session_by_id_prefix_and_path(tmp_path: Path) -> None:
     session_id = _new_session(tmp_path, "first")
     by_prefix = _state(tmp_path, "--session", session_id[:13])
@@ -44,6 +47,7 @@ def test_unknown_session_id_exits_with_a_message(tmp_path: Path) -> None:
     assert proc.stdout == b""
 
 
+@pytest.mark.slow
 def test_session_id_opens_an_existing_session_or_creates_one(tmp_path: Path) -> None:
     session_id = _new_session(tmp_path, "first")
     assert _state(tmp_path, "--session-id", session_id)["messageCount"] == 3
@@ -51,12 +55,14 @@ def test_session_id_opens_an_existing_session_or_creates_one(tmp_path: Path) -> 
     assert fresh["sessionId"] == "my-own-id" and fresh["messageCount"] == 0
 
 
+@pytest.mark.slow
 def test_continue_reopens_the_latest_session(tmp_path: Path) -> None:
     _new_session(tmp_path, "first")
     latest = _new_session(tmp_path, "second")
     assert _state(tmp_path, "--continue")["sessionId"] == latest
 
 
+@pytest.mark.slow
 def test_fork_copies_every_entry_into_a_new_session(tmp_path: Path) -> None:
     session_id = _new_session(tmp_path, "first")
     source = next((tmp_path / "agent" / "sessions").rglob(f"*_{session_id}.jsonl"))

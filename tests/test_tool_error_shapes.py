@@ -62,6 +62,7 @@ def _shape(record: dict[str, Any], cwd: str) -> dict[str, Any]:
     return loaded
 
 
+@pytest.mark.slow
 def test_every_failure_is_an_error_with_text(tmp_path):
     ends = _ends("ours", tmp_path)
     assert len(ends) == len(FAILING_CALLS)
@@ -76,9 +77,19 @@ def test_every_failure_is_an_error_with_text(tmp_path):
 def test_same_record_as_reference(tmp_path_factory, index):
     ours, reference = _reference_pair(tmp_path_factory)
     call = f"call_{index}"
-    if "is not available and could not be downloaded" in json.dumps(reference[call]):
-        pytest.skip("the reference pi has no ripgrep/fd here (it would download them), so its error differs")
+    if any(text in json.dumps(reference[call]) for text in NO_USABLE_FD_OR_RG):
+        binary = {"find": "fd >= 8.7", "grep": "ripgrep"}[FAILING_CALLS[index][0]]
+        pytest.skip(f"accepted difference: the reference finds no {binary} here and cannot download one")
     assert ours[call] == reference[call]
+
+
+NO_USABLE_FD_OR_RG = ("is not available and could not be downloaded", "--no-require-git")
+"""The reference's grep and find run ripgrep and fd from PATH or download them into ~/.pi/agent/bin; no
+download is reachable here, and a system fd older than 8.7 (Debian 12's fdfind is 8.6) rejects the
+``--no-require-git`` it passes. No package registry reachable here ships an fd >= 8.7 that runs on
+Debian 12 (trixie's needs glibc 2.39; npm's ``fd-find`` downloads at install), so there the
+reference's find error is about its missing fd and cannot be compared. On a machine with fd >= 8.7 on
+PATH the case runs."""
 
 
 _PAIR: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}

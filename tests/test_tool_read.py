@@ -145,6 +145,7 @@ async def test_gif_and_jpeg_magic(tmp_path: Path) -> None:
     assert image_of(await read(tmp_path, path="j"))["mimeType"] == "image/jpeg"
 
 
+@pytest.mark.slow
 async def test_large_image_is_resized_and_noted(tmp_path: Path) -> None:
     (tmp_path / "big.png").write_bytes(picture("PNG", (4000, 2000)))
     result = await read(tmp_path, path="big.png")

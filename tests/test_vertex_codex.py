@@ -71,6 +71,7 @@ async def _result(model: Model, **opts: Any) -> Any:
     return await s.result()
 
 
+@pytest.mark.slow
 async def test_vertex_adc_refreshes_a_token_once_and_sends_it(fake_llm, token_server, monkeypatch, tmp_path) -> None:
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import rsa
