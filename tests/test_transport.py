@@ -492,3 +492,23 @@ def test_each_event_loop_has_its_own_session(fake_llm) -> None:
     assert first_session.closed  # asyncio.run closed it with its loop
     second = asyncio.run(one_request())
     assert len(second) == 1 and first[-1] not in second
+
+
+async def test_an_error_answer_is_read_only_up_to_its_bound() -> None:
+    """A 500 whose gzip body expands to 256 MiB: the error text comes from its first MiB, truncated."""
+    import zlib
+
+    packer = zlib.compressobj(1, wbits=zlib.MAX_WBITS | 16)
+    body = b"".join(packer.compress(b"e" * (1 << 20)) for _ in range(256)) + packer.flush()
+
+    async def handler(server: RawServer, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await server.read_request(reader)
+        writer.write(b"HTTP/1.1 500 Internal Server Error\r\ncontent-encoding: gzip\r\ncontent-length: %d\r\n\r\n%s"
+                     % (len(body), body))
+        await writer.drain()
+
+    async with raw_server(handler) as server:
+        with pytest.raises(ProviderError) as info:
+            await collect(server.url)
+        assert str(info.value).startswith("500 eeee") and len(str(info.value)) < (1 << 20) + 100
+        assert info.value.status == 500

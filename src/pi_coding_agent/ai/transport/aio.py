@@ -29,11 +29,13 @@ if TYPE_CHECKING:
     import ssl
 
     import aiohttp
+    import yarl
 
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
 MAX_REDIRECTS = 5
 MAX_HEADER_BYTES = 65536  # one response header line (aiohttp's default, 8190, is short for some gateways)
 _UNSAFE = re.compile(r"[\r\n\0]")
+_UNESCAPED = re.compile(r"[\s\"<>\\^`{|}]")  # not valid as they stand in a URL
 _tls_lock = threading.Lock()
 _tls: list[ssl.SSLContext] = []
 # Not a weak mapping: the session refers to its loop, so an entry would keep the loop alive anyway;
@@ -77,8 +79,15 @@ class Response:
 
     async def aread(self, limit: int = -1) -> bytes:
         """The body (its first ``limit`` bytes when given, for error texts a bomb must not inflate)."""
+        content = self._response.content
         try:
-            return await self._response.content.read(limit)
+            if limit < 0:
+                return await content.read()
+            pieces: list[bytes] = []
+            while limit > 0 and (piece := await content.read(limit)):
+                pieces.append(piece)
+                limit -= len(piece)
+            return b"".join(pieces)
         except Exception as exc:
             raise _transport_error(exc) from exc
 
@@ -222,7 +231,7 @@ async def _post(url: str, headers: Mapping[str, str], content: bytes,
     for attempt in range(2):
         trace = SimpleNamespace(reused=False)
         try:
-            return await session().post(url, data=content, headers=headers, allow_redirects=False, timeout=timeout,
+            return await session().post(_as_sent(url), data=content, headers=headers, allow_redirects=False, timeout=timeout,
                                         proxy=proxy, ssl=tls_context() if secure else True,
                                         trace_request_ctx=trace)
         except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as exc:
@@ -231,6 +240,15 @@ async def _post(url: str, headers: Mapping[str, str], content: bytes,
         except Exception as exc:
             raise _transport_error(exc) from exc
     raise AssertionError("unreachable")
+
+
+def _as_sent(url: str) -> yarl.URL:
+    """The URL as the adapter wrote it: yarl would otherwise normalize its escapes (``%3A`` to ``:``
+    in a Bedrock model path), and a signed request (SigV4) must go out byte for byte as signed.
+    Only a URL with characters that need escaping is escaped."""
+    import yarl
+
+    return yarl.URL(url, encoded=url.isascii() and not _UNESCAPED.search(url))
 
 
 def _origin(url: str) -> tuple[str, str, int | None]:
