@@ -220,6 +220,22 @@ async def open_response(url: str, headers: Mapping[str, str], content: bytes, co
     response.release()  # back to the pool if the body was read to its end, else closed
 
 
+async def fetch(method: str, url: str, headers: Mapping[str, str], data: bytes | Mapping[str, str] | None,
+                timeout_s: float) -> tuple[int, bytes]:
+    """One whole request (an OAuth endpoint's): its status and body, read within ``timeout_s``.
+    A mapping is sent as a form; redirects are not followed."""
+    import aiohttp
+
+    check_headers(headers)
+    try:
+        async with session().request(method, _as_sent(url), data=data, headers=headers, allow_redirects=False,
+                                     timeout=aiohttp.ClientTimeout(total=timeout_s), proxy=proxy_for(url),
+                                     ssl=tls_context() if url.startswith("https:") else True) as response:
+            return response.status, await response.read()
+    except Exception as exc:
+        raise _transport_error(exc) from exc
+
+
 async def _post(url: str, headers: Mapping[str, str], content: bytes,
                 timeout: aiohttp.ClientTimeout) -> aiohttp.ClientResponse:
     """One POST; a pooled connection that fails before any byte of the answer (the server closed it
