@@ -197,7 +197,10 @@ async def test_closing_the_stream_early_closes_the_connection() -> None:
 async def test_a_silent_server_times_out() -> None:
     async def handler(server: RawServer, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await server.read_request(reader)
-        writer.write(SSE_HEAD + chunk(b"data: one\n\n"))
+        writer.write(SSE_HEAD)
+        await writer.drain()
+        await asyncio.sleep(0.1)  # the body's first bytes come apart from the head, then nothing
+        writer.write(chunk(b"data: one\n\n"))
         await asyncio.sleep(5)
 
     async with raw_server(handler) as server:
