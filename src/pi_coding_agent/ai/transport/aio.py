@@ -37,7 +37,7 @@ MAX_HEADER_BYTES = 65536  # one response header line (aiohttp's default, 8190, i
 _UNSAFE = re.compile(r"[\r\n\0]")
 _UNESCAPED = re.compile(r"[\s\"<>\\^`{|}]")  # not valid as they stand in a URL
 _tls_lock = threading.Lock()
-_tls: list[ssl.SSLContext] = []
+_tls: list[ssl.SSLContext | bool] = []
 # Not a weak mapping: the session refers to its loop, so an entry would keep the loop alive anyway;
 # the sessions of closed loops are dropped when another loop makes its first request.
 _sessions: dict[asyncio.AbstractEventLoop, tuple[aiohttp.ClientSession, AsyncGenerator[None, None]]] = {}
@@ -139,25 +139,37 @@ async def _body(response: aiohttp.ClientResponse, idle_timeout: float | None) ->
             watch.cancel()
 
 
-def tls_context() -> ssl.SSLContext:
-    """The verifying TLS context every https:// request shares, built once per process, with the trust
-    httpx's default uses (``SSL_CERT_FILE``, ``SSL_CERT_DIR``, else certifi's bundle)."""
+def tls_context() -> ssl.SSLContext | bool:
+    """What every https:// request verifies with, decided once per process: ``True`` (aiohttp's
+    default context, built at its import from the system's store) unless ``SSL_CERT_FILE`` or
+    ``SSL_CERT_DIR`` names other trust, or the system has no store, where certifi's bundle serves.
+    Each context loads a whole CA bundle (about 250 M instructions), so no third one is built."""
     with _tls_lock:
         if not _tls:
             import os
             import ssl
 
-            if os.environ.get("SSL_CERT_FILE"):
-                context = ssl.create_default_context(cafile=os.environ["SSL_CERT_FILE"])
-            elif os.environ.get("SSL_CERT_DIR"):
-                context = ssl.create_default_context(capath=os.environ["SSL_CERT_DIR"])
+            if os.environ.get("SSL_CERT_FILE") or os.environ.get("SSL_CERT_DIR"):
+                cafile, capath = os.environ.get("SSL_CERT_FILE") or None, os.environ.get("SSL_CERT_DIR") or None
+                _tls.append(_verifying(ssl.create_default_context(cafile=cafile, capath=capath)))
+            elif _system_store(ssl.get_default_verify_paths()):
+                _tls.append(True)
             else:
                 import certifi
 
-                context = ssl.create_default_context(cafile=certifi.where())
-            context.set_alpn_protocols(["http/1.1"])
-            _tls.append(context)
+                _tls.append(_verifying(ssl.create_default_context(cafile=certifi.where())))
         return _tls[0]
+
+
+def _verifying(context: ssl.SSLContext) -> ssl.SSLContext:
+    context.set_alpn_protocols(["http/1.1"])
+    return context
+
+
+def _system_store(paths: ssl.DefaultVerifyPaths) -> bool:
+    import os
+
+    return bool(paths.cafile and os.path.isfile(paths.cafile)) or bool(paths.capath and os.listdir(paths.capath))
 
 
 def proxy_for(url: str) -> str | None:
