@@ -38,6 +38,7 @@ _UNSAFE = re.compile(r"[\r\n\0]")
 _UNESCAPED = re.compile(r"[\s\"<>\\^`{|}]")  # not valid as they stand in a URL
 _tls_lock = threading.Lock()
 _tls: list[ssl.SSLContext | bool] = []
+_trust_at_import: list[tuple[str | None, str | None]] = []
 # Not a weak mapping: the session refers to its loop, so an entry would keep the loop alive anyway;
 # the sessions of closed loops are dropped when another loop makes its first request.
 _sessions: dict[asyncio.AbstractEventLoop, tuple[aiohttp.ClientSession, AsyncGenerator[None, None]]] = {}
@@ -140,30 +141,44 @@ async def _body(response: aiohttp.ClientResponse, idle_timeout: float | None) ->
 
 
 def tls_context() -> ssl.SSLContext | bool:
-    """What every https:// request verifies with, decided once per process: ``True`` (aiohttp's
-    default context, built at its import from the system's store) unless ``SSL_CERT_FILE`` or
-    ``SSL_CERT_DIR`` names other trust, or the system has no store, where certifi's bundle serves.
-    Each context loads a whole CA bundle (about 250 M instructions), so no third one is built."""
+    """What every https:// request verifies with, decided once per process: ``True``, aiohttp's
+    default context, when the trust it was built under at import (``SSL_CERT_FILE``/``SSL_CERT_DIR``,
+    else the system's store) is still the one asked for; otherwise a context of that trust, or of
+    certifi's bundle where there is none. Each context loads a whole CA bundle (about 250 M
+    instructions), so a second one is built only when the trust changed."""
     with _tls_lock:
         if not _tls:
-            import os
             import ssl
 
-            if os.environ.get("SSL_CERT_FILE") or os.environ.get("SSL_CERT_DIR"):
-                cafile, capath = os.environ.get("SSL_CERT_FILE") or None, os.environ.get("SSL_CERT_DIR") or None
-                _tls.append(_verifying(ssl.create_default_context(cafile=cafile, capath=capath)))
-            elif _system_store(ssl.get_default_verify_paths()):
-                _tls.append(True)
+            trust = _trust()
+            system = _system_store(ssl.get_default_verify_paths())
+            if _trust_at_import == [trust] and (any(trust) or system):
+                _tls.append(True)  # aiohttp's default context holds exactly this trust
             else:
-                import certifi
+                cafile, capath = trust
+                if not (cafile or capath or system):
+                    import certifi
 
-                _tls.append(_verifying(ssl.create_default_context(cafile=certifi.where())))
+                    cafile = certifi.where()
+                context = ssl.create_default_context(cafile=cafile, capath=capath)
+                context.set_alpn_protocols(["http/1.1"])
+                _tls.append(context)
         return _tls[0]
 
 
-def _verifying(context: ssl.SSLContext) -> ssl.SSLContext:
-    context.set_alpn_protocols(["http/1.1"])
-    return context
+def _trust() -> tuple[str | None, str | None]:
+    import os
+
+    return os.environ.get("SSL_CERT_FILE") or None, os.environ.get("SSL_CERT_DIR") or None
+
+
+def _import_aiohttp() -> None:
+    """Import aiohttp, noting the trust its default TLS context is built under (``tls_context``)."""
+    import sys
+
+    if "aiohttp.connector" not in sys.modules:
+        _trust_at_import[:] = [_trust()]
+    import aiohttp.client  # noqa: F401 - the import is the work
 
 
 def _system_store(paths: ssl.DefaultVerifyPaths) -> bool:
@@ -190,8 +205,7 @@ def proxy_for(url: str) -> str | None:
 def warm_up(secure: bool) -> None:
     """Import aiohttp (and build the TLS context for an https:// endpoint or a proxy): what the first
     request would otherwise pay. Blocking; run in a thread while the event loop waits for input."""
-    import aiohttp.client  # noqa: F401 - the import is the work
-
+    _import_aiohttp()
     if secure or proxy_for("https://provider.invalid/") or proxy_for("http://provider.invalid/"):
         tls_context()
 
@@ -203,6 +217,7 @@ def session() -> aiohttp.ClientSession:
     entry = _sessions.get(loop)
     if entry is not None and not entry[0].closed:
         return entry[0]
+    _import_aiohttp()
     import aiohttp
 
     for closed in [old for old in _sessions if old.is_closed()]:
@@ -247,6 +262,7 @@ async def open_response(url: str, headers: Mapping[str, str], content: bytes, co
                         idle_timeout: float | None) -> AsyncIterator[Response]:
     """POST ``content`` to ``url``; the response once its headers are in, its connection closed on
     leaving unless the body was read to the end (then it goes back to the pool)."""
+    _import_aiohttp()
     import aiohttp
 
     check_headers(headers)
@@ -275,6 +291,7 @@ async def fetch(method: str, url: str, headers: Mapping[str, str], data: bytes |
                 timeout_s: float) -> tuple[int, bytes]:
     """One whole request (an OAuth endpoint's): its status and body, read within ``timeout_s``.
     A mapping is sent as a form; redirects are not followed."""
+    _import_aiohttp()
     import aiohttp
 
     check_headers(headers)
