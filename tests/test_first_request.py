@@ -81,7 +81,7 @@ async def test_an_untrusted_certificate_is_refused(tmp_path, tls_server):
 
 def test_credentials_warm_the_http_stack_after_the_first_answer(tmp_path):
     """The answer comes before the HTTP client and the tools' modules are imported; the imports follow
-    without another command, and without httpx, which only a proxied request needs."""
+    without another command, and without httpx, which provider requests no longer use."""
     write_models_json(tmp_path / "agent", "http://127.0.0.1:9")
     env = {**os.environ, "HOME": str(tmp_path), "PI_CODING_AGENT_DIR": str(tmp_path / "agent")}
     proc = subprocess.Popen([PYTHON, "-X", "importtime", "-m", "pi_coding_agent", "--mode", "rpc", *MODEL_ARGS],
@@ -103,9 +103,9 @@ def test_credentials_warm_the_http_stack_after_the_first_answer(tmp_path):
                   "pi_coding_agent.coding.resources.skills"}
         while not wanted <= imported_modules("".join(after)):
             after.append(proc.stdout.readline().decode())
-        assert not {"httptools", "httpx", "pi_coding_agent.coding.tools.shell"} & imported_modules("".join(before))
-        assert {"httptools", "pi_coding_agent.ai.transport.http11", "pi_coding_agent.ai.transport.http"} <= imported_modules("".join(after))
-        assert not {"httpx", "_ssl"} & imported_modules("".join(after))  # http:// needs no TLS either
+        assert not {"aiohttp", "httpx", "pi_coding_agent.coding.tools.shell"} & imported_modules("".join(before))
+        assert {"aiohttp", "pi_coding_agent.ai.transport.aio", "pi_coding_agent.ai.transport.http"} <= imported_modules("".join(after))
+        assert "httpx" not in imported_modules("".join(after))
     finally:
         proc.kill()
         proc.wait()
@@ -127,20 +127,20 @@ async def test_a_bare_start_warms_nothing(tmp_path):
         modules = imported_modules(await pi.stderr_text())
         assert "pi_coding_agent.coding.modes.rpc.mode" in modules
         # ``ssl`` itself is listed by the import asyncio attempts while it is deferred; ``_ssl`` is OpenSSL
-        assert sorted(m for m in modules if m.split(".")[0] in ("httpx", "httpcore", "_ssl")) == []
+        assert sorted(m for m in modules if m.split(".")[0] in ("aiohttp", "httpx", "httpcore", "_ssl")) == []
     finally:
         await pi.kill()
 
 
-async def test_the_proxied_client_shares_the_verifying_context():
-    """httpx serves only proxied requests; a proxy may be reached over TLS, so its client verifies."""
-    from pi_coding_agent.ai.transport import http
+async def test_one_session_a_loop_and_one_verifying_context():
+    """Every request of a loop shares its aiohttp session (and so its connection pool); https://
+    requests share the process's verifying TLS context."""
+    from pi_coding_agent.ai.transport import aio
 
-    client = http.get_client()
-    try:
-        assert http.get_client() is client
-        context = client._transport._pool._ssl_context  # type: ignore[attr-defined]
-        assert context is http.tls_context() and context.cert_store_stats()["x509_ca"] > 0
-        assert context.verify_mode == ssl.CERT_REQUIRED
-    finally:
-        await client.aclose()
+    client = aio.session()
+    assert aio.session() is client and not client.closed
+    context = aio.tls_context()  # the system's store here: aiohttp's default context, which verifies
+    assert context is aio.tls_context() and (context is True or context.cert_store_stats()["x509_ca"] > 0)
+    from aiohttp.connector import _SSL_CONTEXT_VERIFIED as default
+
+    assert default.verify_mode == ssl.CERT_REQUIRED and default.check_hostname

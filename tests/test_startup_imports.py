@@ -18,7 +18,7 @@ import pytest
 
 from tests.rpc_helpers import PYTHON, ROOT
 
-HEAVY = ("httpx", "httpcore", "h11", "anyio", "httptools", "pydantic", "pydantic_core", "yaml",
+HEAVY = ("aiohttp", "yarl", "multidict", "httpx", "httpcore", "h11", "anyio", "httptools", "pydantic", "pydantic_core", "yaml",
          "botocore", "urllib3", "google", "cryptography",  # the cloud SDKs load on a provider's first request
          "_quickjs", "quickjs",  # the codemode engine loads only in its worker process
          "websockets", "backports",  # the Codex WebSocket transport and its zstd bodies: first Codex request

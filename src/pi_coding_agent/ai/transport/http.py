@@ -1,9 +1,8 @@
 """HTTP plumbing shared by every wire adapter: pooled connections, SSE streaming, error texts.
 
-Requests go through ``http11`` (our small HTTP/1.1 client on ``httptools``), or through httpx when a
-proxy variable (``HTTP(S)_PROXY``, ``ALL_PROXY``) is set, so that httpx's proxy and ``NO_PROXY``
-rules apply. This module is imported with the first request or the warm-up, never at start-up;
-httpx only on the proxied path. The API is these names:
+Requests go through aiohttp (``ai/transport/aio.py``: one session per event loop, its proxy, TLS,
+timeout and redirect policy). This module is imported with the first request or the warm-up, never
+at start-up; aiohttp with the first request. The API is these names:
 
 * ``sse_events(url, headers, body, options, error_text=openai_error_text)`` - POST ``body`` as JSON
   (``bytes`` as they are, for a body the caller encoded itself) and yield the response's
@@ -11,125 +10,68 @@ httpx only on the proxied path. The API is these names:
   arguments) yields them as lists, those of one network read together. A non-2xx answer raises
   ``ProviderError`` whose text is ``error_text(status, body_text)`` and whose ``retry_after_ms``
   carries a ``retry-after(-ms)`` header for the agent's retry policy. Transport failures become
-  ``ProviderError``s whose texts the retry classifier (``ai.errors``) treats as transient. The
-  connection is closed when the generator is closed or its task is cancelled.
+  ``ProviderError``s whose texts the retry classifier (``ai.errors``) treats as transient; a line or
+  event past ``max_event_bytes()`` (``PI_SSE_MAX_EVENT_BYTES``) fails the stream. The connection is
+  closed when the generator is closed or its task is cancelled.
 * ``openai_error_text(status, body_text, prefix=None)`` - pi's text for an OpenAI-SDK error.
 * ``retry_after_ms(headers)`` - the server-requested wait, if any.
 * ``post_stream(url, headers, content, options, error_text)`` - the same POST for non-SSE streams
   (Bedrock's binary event stream): an async context manager giving the open 2xx response.
 * ``apply_payload_hook(body, options)`` - the body after ``before_provider_request``.
-* ``tls_context()`` - the process-wide verifying TLS context of every https:// request;
-  ``get_client()`` the proxied path's shared ``httpx.AsyncClient`` of the running event loop;
-  ``warm_up(base_url)`` imports what the first request needs, ahead of it.
+* ``warm_up(base_url)`` imports what the first request needs, ahead of it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import math
-import threading
 import time
-import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from contextlib import aclosing, asynccontextmanager
 from email.utils import parsedate_to_datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import orjson
 
 from pi_coding_agent.ai.identity import with_identity
 from pi_coding_agent.ai.provider_hooks import report_response, report_stream_event, without_dropped
 from pi_coding_agent.ai.stream import ProviderError, StreamOptions
-from pi_coding_agent.ai.transport import http11
-from pi_coding_agent.ai.transport.http11 import TransportError
-from pi_coding_agent.ai.transport.sse import ServerSentEvent, SSEParser
-
-if TYPE_CHECKING:
-    import ssl
-
-    import httpx
+from pi_coding_agent.ai.transport import aio
+from pi_coding_agent.ai.transport.aio import RedirectRefused, TransportError
+from pi_coding_agent.ai.transport.sse import EventTooLarge, ServerSentEvent, SSEParser
 
 ErrorText = Callable[[int, str], str]
 
 
 class StreamResponse(Protocol):
-    """What ``post_stream`` gives: an ``http11.Response`` or, through a proxy, an ``httpx.Response``."""
+    """What ``post_stream`` gives (``ai.transport.aio.Response``)."""
 
     @property
     def status_code(self) -> int: ...
     @property
     def headers(self) -> Mapping[str, str]: ...
-    def aiter_raw(self) -> AsyncIterator[bytes]: ...
     def aiter_bytes(self) -> AsyncIterator[bytes]: ...
-    async def aread(self) -> bytes: ...
+    async def aread(self, limit: int = -1) -> bytes: ...
+
 
 MAX_ERROR_BODY_CHARS = 4000
-
-# A client's connection pool belongs to the loop that created it (the proxied path's httpx client).
-_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = weakref.WeakKeyDictionary()
-_tls_lock = threading.Lock()
-_tls: list[ssl.SSLContext] = []  # the process's verifying context, once built
-_PROXY_VARIABLES = ("https_proxy", "http_proxy", "all_proxy")
-# what a first proxied request imports: httpx loads httpcore in its transport, which loads anyio's backend
-_PROXIED_REQUEST_MODULES = ("httpx", "httpcore", "httpcore._async.http11", "httpcore._backends.anyio",
-                            "anyio._backends._asyncio", "certifi")
+MAX_ERROR_BODY_BYTES = 1 << 20  # of an error answer, read for its text (a gzip bomb must not inflate it)
+DEFAULT_MAX_EVENT_BYTES = 64 << 20
 
 
-def get_client() -> httpx.AsyncClient:
-    """The proxied path's pooled httpx client on the running loop, created on first use. A proxy
-    may be reached over TLS even for an ``http://`` endpoint, so it always has the verifying context."""
-    import httpx
-
-    loop = asyncio.get_running_loop()
-    client = _clients.get(loop)
-    if client is None or client.is_closed:
-        limits = httpx.Limits(max_connections=32, max_keepalive_connections=8)
-        client = httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(300.0, connect=30.0), verify=tls_context())
-        _clients[loop] = client
-    return client
-
-
-def tls_context() -> ssl.SSLContext:
-    """The verifying TLS context every https:// request shares, built once per process, with the
-    trust httpx's default uses (``SSL_CERT_FILE``, ``SSL_CERT_DIR``, else certifi's bundle)."""
-    with _tls_lock:
-        if not _tls:
-            import os
-            import ssl
-
-            if os.environ.get("SSL_CERT_FILE"):
-                context = ssl.create_default_context(cafile=os.environ["SSL_CERT_FILE"])
-            elif os.environ.get("SSL_CERT_DIR"):
-                context = ssl.create_default_context(capath=os.environ["SSL_CERT_DIR"])
-            else:
-                import certifi
-
-                context = ssl.create_default_context(cafile=certifi.where())
-            context.set_alpn_protocols(["http/1.1"])
-            _tls.append(context)
-        return _tls[0]
-
-
-def _proxy_configured() -> bool:
+def max_event_bytes() -> int:
+    """The bound on one SSE line or event: ``PI_SSE_MAX_EVENT_BYTES`` (bytes), else 64 MiB."""
     import os
 
-    return any(os.environ.get(name) or os.environ.get(name.upper()) for name in _PROXY_VARIABLES)
+    raw = os.environ.get("PI_SSE_MAX_EVENT_BYTES", "")
+    return int(raw) if raw.isdigit() and int(raw) > 0 else DEFAULT_MAX_EVENT_BYTES
 
 
 def warm_up(base_url: str) -> None:
-    """Import what the first request needs beyond this module (httpx's stack when a proxy is set)
-    and, for an https:// endpoint, build the TLS context: what that request would otherwise pay.
+    """Import what the first request needs beyond this module (aiohttp) and, for an https://
+    endpoint or a proxy, build the TLS context: what that request would otherwise pay.
     Blocking; callers run it in a thread while their event loop waits for input."""
-    import importlib
-
-    proxied = _proxy_configured()
-    for name in _PROXIED_REQUEST_MODULES if proxied else ():
-        try:
-            importlib.import_module(name)
-        except ImportError:  # another httpx release lays its stack out differently: warm what exists
-            continue
-    if base_url.startswith("https:") or proxied:
-        tls_context()
+    aio.warm_up(base_url.startswith("https:"))
 
 
 def merge_headers(*layers: Mapping[str, str]) -> dict[str, str]:
@@ -212,18 +154,6 @@ def _transport_error(exc: TransportError) -> ProviderError:
     return ProviderError(f"Network error: {exc}")
 
 
-def _as_transport_error(exc: httpx.TransportError) -> TransportError:
-    import httpx
-
-    if isinstance(exc, httpx.TimeoutException):
-        return TransportError("timeout", str(exc))
-    if isinstance(exc, httpx.ConnectError):
-        return TransportError("connect", str(exc))
-    if isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError | httpx.WriteError):
-        return TransportError("closed", str(exc))
-    return TransportError("network", str(exc))
-
-
 async def apply_payload_hook(body: Any, options: StreamOptions) -> Any:
     """The request body after the ``before_provider_request`` hook (which may replace it)."""
     if options.on_payload is not None:
@@ -285,12 +215,14 @@ async def post_stream(
                     await report_response(options.on_response, response.status_code, response.headers)
                     yield response
                     return
-                text = (await response.aread()).decode(errors="replace")
+                text = (await response.aread(MAX_ERROR_BODY_BYTES)).decode(errors="replace")
                 status, received = response.status_code, response.headers
                 error = (ProviderError(describe(status, received, text), status, retry_after_ms(received))
                          if describe is not None else _http_error(status, received, text, options, error_text))
                 if attempt >= options.max_retries or not _retryable(status, received) or status in no_retry_statuses:
                     raise error
+        except RedirectRefused as exc:
+            raise ProviderError(str(exc), exc.status) from None
         except TransportError as exc:
             error = _transport_error(exc)
             if opened or attempt >= options.max_retries:
@@ -301,27 +233,9 @@ async def post_stream(
 @asynccontextmanager
 async def _open_response(url: str, headers: Mapping[str, str], content: bytes,
                          idle_timeout_s: float | None) -> AsyncIterator[StreamResponse]:
-    """The response through ``http11`` (no proxy variable set) or through httpx (which applies the
-    proxy and NO_PROXY rules); either way a failed transport raises ``http11.TransportError``."""
-    connect_timeout = min(idle_timeout_s or 30.0, 30.0)
-    if not _proxy_configured():
-        response = await http11.request(url, list(headers.items()), content,
-                                        tls_context() if url.startswith("https:") else None,
-                                        connect_timeout, idle_timeout_s)
-        try:
-            yield response
-        finally:
-            response.close()
-        return
-    import httpx
-
-    timeout = httpx.Timeout(idle_timeout_s, connect=connect_timeout)
-    try:
-        async with get_client().stream("POST", url, headers=headers, content=content,
-                                          timeout=timeout) as proxied:
-            yield proxied
-    except httpx.TransportError as exc:
-        raise _as_transport_error(exc) from exc
+    """The response through aiohttp; the connect wait is bounded by the idle timeout, at most 30 s."""
+    async with aio.open_response(url, headers, content, min(idle_timeout_s or 30.0, 30.0), idle_timeout_s) as response:
+        yield response
 
 
 async def sse_batches(
@@ -372,17 +286,14 @@ async def sse_events(
 
 
 async def _parsed(response: StreamResponse) -> AsyncIterator[list[ServerSentEvent]]:
-    """The events of each body chunk (chunks that complete none yield nothing), then the one a
-    lone CR may have ended at the end of the body."""
-    parser = SSEParser()
-    async for chunk in _body_chunks(response):
-        if events := parser.feed(chunk):
-            yield events
+    """The events of each network read (reads that complete none yield nothing), then the one a
+    lone CR may have ended at the end of the body; a line or event past the bound fails the stream."""
+    parser = SSEParser(max_event_bytes())
+    try:
+        async for chunk in response.aiter_bytes():
+            if events := parser.feed(chunk):
+                yield events
+    except EventTooLarge as exc:
+        raise ProviderError(f"Stream refused: {exc} (the bound is PI_SSE_MAX_EVENT_BYTES)") from None
     if events := parser.close():
         yield events
-
-
-def _body_chunks(response: StreamResponse) -> AsyncIterator[bytes]:
-    """The body's bytes as they arrive: raw ones skip httpx's decoder layers; only a compressed body needs them."""
-    encoded = response.headers.get("content-encoding", "identity").lower() not in ("", "identity")
-    return response.aiter_bytes() if encoded else response.aiter_raw()

@@ -5,7 +5,8 @@ and one split per network chunk instead of a text decoder, a line decoder and a 
 decoder stacked as async iterators. Lines end at CRLF, CR or LF (a CR at the end of a chunk waits
 for the next one, which may start with its LF); fields are read as the WHATWG event-stream
 interpretation says, with the behaviour of ``httpx_sse`` at the edges (an unterminated last event
-is not dispatched; ``id`` is kept across events).
+is not dispatched; ``id`` is kept across events). One line, or one event's data, longer than the
+parser's bound raises ``EventTooLarge``: a server (or a gzip bomb) cannot make it hold without limit.
 """
 
 from __future__ import annotations
@@ -28,11 +29,18 @@ class ServerSentEvent:
         return f"ServerSentEvent(event={self.event!r}, data={self.data!r}, id={self.id!r}, retry={self.retry!r})"
 
 
+class EventTooLarge(ValueError):
+    """A line or an event's data grew past the parser's bound."""
+
+
 class SSEParser:
     """Incremental: ``feed`` each chunk as it arrives, ``close`` at the end of the body."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_bytes: int = 64 << 20) -> None:
+        self.max_bytes = max_bytes
         self._tail = b""  # bytes after the last complete line (may end with a held-back CR)
+        self._held: list[bytes] = []  # chunks without a line end after ``_tail``, joined once one comes
+        self._held_bytes = 0
         self._event = ""
         self._data: list[str] = []
         self._id = ""
@@ -41,9 +49,13 @@ class SSEParser:
     def feed(self, chunk: bytes) -> list[ServerSentEvent]:
         """The events completed by ``chunk``."""
         if (chunk.startswith(b"data: ") and chunk.find(b"\n") == len(chunk) - 2 and chunk.endswith(b"\n\n")
-                and not (self._tail or self._data or self._event or self._retry is not None) and b"\r" not in chunk):
+                and not (self._tail or self._held or self._data or self._event or self._retry is not None) and b"\r" not in chunk):
             # The usual network chunk: exactly one event of one data line, nothing pending.
             return [ServerSentEvent("message", chunk[6:-2].decode("utf-8", "replace"), self._id, None)]
+        if b"\n" not in chunk and b"\r" not in chunk:  # still inside a line: keep it without copying the rest
+            return self._hold(chunk)
+        if self._held:
+            self._tail, self._held, self._held_bytes = b"".join([self._tail, *self._held]), [], 0
         data = self._tail + chunk if self._tail else chunk
         held = b""
         if b"\r" in data:
@@ -52,15 +64,28 @@ class SSEParser:
             data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         cut = data.rfind(b"\n") + 1
         self._tail = data[cut:] + held
+        if len(self._tail) > self.max_bytes:
+            raise EventTooLarge(f"a server-sent event line is longer than {self.max_bytes} bytes")
         if not cut:
             return []
         lines = data[:cut].decode("utf-8", "replace").split("\n")
         lines.pop()  # the empty string after the last line end
-        return self._lines(lines)
+        events = self._lines(lines)
+        if self._data and sum(map(len, self._data)) > self.max_bytes:
+            raise EventTooLarge(f"a server-sent event's data is longer than {self.max_bytes} bytes")
+        return events
+
+    def _hold(self, chunk: bytes) -> list[ServerSentEvent]:
+        self._held.append(chunk)
+        self._held_bytes += len(chunk)
+        if len(self._tail) + self._held_bytes > self.max_bytes:
+            raise EventTooLarge(f"a server-sent event line is longer than {self.max_bytes} bytes")
+        return []
 
     def close(self) -> list[ServerSentEvent]:
         """Events completed by the end of the body: an unterminated last line still counts as a line."""
-        tail, self._tail = self._tail, b""
+        tail, self._tail = b"".join([self._tail, *self._held]), b""
+        self._held, self._held_bytes = [], 0
         if not tail:
             return []
         return self._lines([tail.removesuffix(b"\r").decode("utf-8", "replace")])

@@ -1,7 +1,6 @@
 """Loading the provider stack in the background, so that the first prompt does not wait for it.
 
-A process's first request imports the HTTP client (``httptools``; httpx and its stack as well when
-a proxy variable is set) and the model's wire adapter, and for an ``https://`` endpoint builds the
+A process's first request imports the HTTP client (aiohttp, with ``ssl``) and the model's wire adapter, and for an ``https://`` endpoint builds the
 TLS context; its first prompt imports the built-in tools' modules and the system prompt's builder
 (which start-up leaves out): tens of ms of CPU that would sit between ``prompt`` and its first event. The front ends call ``warm_up_after_first_answer`` once their first command has
 been answered; a daemon thread then does that work while the event loop waits for input. Sessions

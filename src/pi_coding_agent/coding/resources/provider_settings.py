@@ -5,8 +5,8 @@
   idle timeout; ``retry.provider.maxRetries`` (default 0) and ``retry.provider.maxRetryDelayMs``
   (default 60000; 0 = no limit) drive the provider-level retries in ``ai/transport/http.py``.
 * ``httpProxy``, read from the agent-directory settings only, becomes ``HTTP_PROXY`` and
-  ``HTTPS_PROXY`` unless those are already set (pi's rule), which httpx and the tools' child
-  processes then use.
+  ``HTTPS_PROXY`` unless those are already set (pi's rule), which provider requests (they read them
+  for every request) and the tools' child processes then use.
 * ``transport`` (default ``auto``) and ``websocketConnectTimeoutMs`` (default 15000) pick and bound
   the WebSocket transport of providers that have one (the ChatGPT Codex backend).
 * ``enableInstallTelemetry`` (default on, ``PI_TELEMETRY`` overrides it) switches the provider

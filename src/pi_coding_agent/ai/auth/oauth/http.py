@@ -59,20 +59,19 @@ def endpoint(url: str) -> str:
 async def call(method: str, url: str, *, form: dict[str, str] | None = None, json: Any = None,
                headers: dict[str, str] | None = None, timeout_s: float = TIMEOUT_S) -> Reply:
     """One request to an OAuth endpoint; the JSON object it answers (``{}`` when it is not one)."""
-    import httpx
+    from pi_coding_agent.ai.transport import aio
 
     sent = {"accept": "application/json", **(headers or {})}
-    content: bytes | None = None
+    content: bytes | dict[str, str] | None = form
     if json is not None:
         sent["content-type"] = "application/json"
         content = orjson.dumps(json)
     try:
-        async with httpx.AsyncClient(timeout=timeout_s, trust_env=True) as client:
-            response = await client.request(method, endpoint(url), data=form, content=content, headers=sent)
-    except httpx.HTTPError as exc:
-        raise OAuthError(f"request to {urlsplit(url).netloc} failed: {type(exc).__name__}") from None
+        status, raw = await aio.fetch(method, endpoint(url), sent, content, timeout_s)
+    except aio.TransportError as exc:  # its kind only: the text could name a proxy's credentials
+        raise OAuthError(f"request to {urlsplit(url).netloc} failed: {exc.kind}") from None
     try:
-        body = orjson.loads(response.content) if response.content else {}
+        body = orjson.loads(raw) if raw else {}
     except orjson.JSONDecodeError:
         body = {}
-    return Reply(response.status_code, body if isinstance(body, dict) else {"data": body})
+    return Reply(status, body if isinstance(body, dict) else {"data": body})
