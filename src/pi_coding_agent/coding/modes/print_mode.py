@@ -64,10 +64,13 @@ async def run_headless(
     ``attach`` runs before the first prompt (JSON mode subscribes there); ``close_output`` flushes
     the mode's own output after the session has shut down. SIGTERM/SIGHUP end the run in order.
     """
-    from pi_coding_agent.coding.bootstrap import create_session
+    from pi_coding_agent.coding.modes.start_up import collector_paused
 
     try:
-        session = await create_session(args, mode, NoUI())
+        with collector_paused():  # as the RPC mode: start-up makes objects and frees few (start_up.py)
+            from pi_coding_agent.coding.bootstrap import create_session
+
+            session = await create_session(args, mode, NoUI())
     except Exception as err:
         print(str(err) or type(err).__name__, file=sys.stderr)
         return 1
