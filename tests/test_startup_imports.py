@@ -242,3 +242,29 @@ def test_start_with_an_extension_loads_its_runtime_but_not_the_run_machinery(tmp
     assert sorted(m for m in modules if m in FIRST_USE) == []
     assert sorted(m for m in modules if m in DEFERRED_STDLIB) == []
     assert not {"pi_coding_agent.coding.resources.skills", "pi_coding_agent.coding.resources.prompt_templates"} & modules
+
+
+def test_one_shot_runs_never_load_inspect(tmp_path):
+    """``pi -p`` and ``--mode json``, a whole run: asyncio's own SIGINT handler, once replaced by the
+    run's, had the main task's repr formatted (``signal.signal`` names the old handler), which
+    imports inspect, ast and dis: a twentieth of a one-shot run (issue #40). The first run validates
+    models.json (pydantic, which needs them); the runs after it are the ones checked."""
+    from tests.fakes.llm_server import FakeLLMServer
+
+    agent = tmp_path / "agent"
+    agent.mkdir()
+    env = {**os.environ, "HOME": str(tmp_path), "PI_CODING_AGENT_DIR": str(agent)}
+    with FakeLLMServer() as server:
+        server.add(*[{"content": [{"type": "text", "text": "done"}]}] * 3)
+        (agent / "models.json").write_text(json.dumps({"providers": {"local": {
+            "baseUrl": f"{server.url}/v1", "api": "openai-completions", "apiKey": "dummy",
+            "models": [{"id": "m1", "contextWindow": 1000, "maxTokens": 100}]}}}))
+        for index, mode in enumerate((["-p"], ["-p"], ["--mode", "json"])):
+            done = subprocess.run([PYTHON, "-X", "importtime", "-m", "pi_coding_agent", *mode, "--no-session",
+                                   "--provider", "local", "--model", "m1", "hi"], stdin=subprocess.DEVNULL,
+                                  capture_output=True, env=env, cwd=tmp_path, timeout=60, check=False)
+            assert done.returncode == 0 and b"done" in done.stdout, done.stderr[-500:]
+            modules = imported_modules(done.stderr.decode())
+            assert "asyncio" in modules
+            if index:  # the first run validated models.json
+                assert sorted(m for m in modules if m in ("inspect", "ast", "dis")) == []

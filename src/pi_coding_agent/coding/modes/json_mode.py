@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
+from pi_coding_agent.coding.modes.lifecycle import keep_sigint_from_asyncio
 from pi_coding_agent.coding.modes.print_mode import initial_prompts, read_piped_stdin, run_headless
 from pi_coding_agent.coding.modes.rpc.transport import RecordWriter, take_over_stdout
 
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
 def run(args: CliArgs, images: list[dict[str, Any]] | None = None) -> int:
     prompts = initial_prompts(args, read_piped_stdin())
     output_fd = take_over_stdout()
+    keep_sigint_from_asyncio()
     return asyncio.run(_main(args, prompts, output_fd, images))
 
 
