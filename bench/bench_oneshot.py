@@ -7,8 +7,9 @@ in a scratch HOME (one per side and case, kept from run to run as a user's is) w
 side's extra requests cannot shift another's script). Measures, medians over the runs:
 
 * start to first text: from spawning ``pi -p hello`` to the first byte on its stdout;
-* CPU per one-shot run: user + system CPU of the whole process tree (``wait4``'s rusage counts the
-  children a process reaped), spawn to exit;
+* CPU per one-shot run: user + system CPU of the whole process tree, spawn to exit: ``wait4``'s
+  rusage counts the children a process reaped, and this process is the subreaper of the ones it
+  leaves behind (our orphan guard ends just after pi: ``coding/tools/guard.py``), reaped and added;
 * tool turn: the model calls ``bash`` with ``echo hi``, then answers; CPU and wall of the run;
 * peak RSS of the one-shot run: ``/usr/bin/time``'s %M (the rusage of a child spawned from this
   process would carry this process's own peak over ``exec``); ``time`` itself adds about 1 ms CPU
@@ -23,6 +24,7 @@ in a row of its own. The machine's load moves wall times: read the CPU rows firs
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -39,6 +41,7 @@ TEXT = {"content": [{"type": "text", "text": "first words of a reply"}], "chunkS
 TOOL = {"content": [{"type": "toolCall", "id": "call_1", "name": "bash", "arguments": {"command": "echo hi"}}]}
 FLOOR = [sys.executable, str(ROOT / "bench" / "floor.py")]
 TIME = "/usr/bin/time"
+PR_SET_CHILD_SUBREAPER = 36
 # measure -> issue #40's target as a ratio to the floor
 TARGETS = {"first text": 1.2, "one-shot CPU": 1.2, "tool turn CPU": 1.5, "tool turn wall": 1.3, "peak RSS": 1.15}
 
@@ -63,7 +66,7 @@ def start_server(script: list[dict[str, object]], scratch: Path) -> tuple[subpro
     return server, server.stdout.readline().decode().strip()
 
 
-def run_once(cmd: list[str], url: str, tool_turn: bool, home: Path) -> tuple[float, float, float, float]:
+def run_once(cmd: list[str], url: str, tool_turn: bool, home: Path, keep: set[int]) -> tuple[float, float, float, float]:
     """Seconds to the first stdout byte, to exit, CPU seconds of the tree, and peak RSS (MiB).
 
     ``home`` stays from run to run, as a user's does: our side validates models.json once (the
@@ -86,12 +89,40 @@ def run_once(cmd: list[str], url: str, tool_turn: bool, home: Path) -> tuple[flo
     rest = proc.stdout.read()
     _, status, usage = os.wait4(proc.pid, 0)
     wall_s = time.perf_counter() - started
+    cpu_s = usage.ru_utime + usage.ru_stime + orphans_cpu_s(keep)
     proc.returncode = os.waitstatus_to_exitcode(status)
     output = first + rest
     rss = int(rss_file.read_text().split()[-1]) / 1024
     if proc.returncode or b"firs" not in output:
         raise RuntimeError(f"{argv[0]}: run failed ({proc.returncode}): {output[-300:]!r}")
-    return first_s, wall_s, usage.ru_utime + usage.ru_stime, rss
+    return first_s, wall_s, cpu_s, rss
+
+
+def become_subreaper() -> None:
+    """Orphans of the measured process tree become this process's children (Linux ``prctl``)."""
+    if common._libc() is None or common._libc().prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        raise RuntimeError("prctl(PR_SET_CHILD_SUBREAPER) failed: the tree's orphans would go uncounted")
+
+
+def orphans_cpu_s(keep: set[int]) -> float:
+    """Reap the children of this process other than ``keep`` (the fake servers): the measured tree's
+    orphans, handed to this subreaper when their parent exited; their CPU seconds."""
+    total = 0.0
+    for pid in _children(os.getpid()) - keep:
+        with contextlib.suppress(ChildProcessError):
+            _, _, usage = os.wait4(pid, 0)
+            total += usage.ru_utime + usage.ru_stime
+    return total
+
+
+def _children(pid: int) -> set[int]:
+    found = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError):
+                if Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1] == str(pid):
+                    found.add(int(entry))
+    return found
 
 
 def measure(runs: int) -> dict[str, Samples]:
@@ -103,18 +134,20 @@ def measure(runs: int) -> dict[str, Samples]:
     scratch = Path(tempfile.mkdtemp(prefix="pi-bench-oneshot-"))
     servers = {name: (start_server([TEXT] * (runs + 2), scratch), start_server([TOOL, TEXT] * (runs + 1), scratch))
                for name in sides}
+    keep = {server.pid for pair in servers.values() for server, _ in pair}
+    become_subreaper()
     homes = {(name, tool): scratch / f"home-{name}-{tool}" for name in sides for tool in (False, True)}
     for home in homes.values():
         home.mkdir()
     samples = {name: Samples() for name in sides}
     try:
         for name, cmd in sides.items():  # warm-up: page cache, our bytecode and validation caches
-            run_once(cmd, servers[name][0][1], False, homes[name, False])
-            run_once(cmd, servers[name][1][1], True, homes[name, True])
+            run_once(cmd, servers[name][0][1], False, homes[name, False], keep)
+            run_once(cmd, servers[name][1][1], True, homes[name, True], keep)
         for _ in range(runs):
             for name, cmd in sides.items():
-                first_s, _, cpu_s, rss = run_once(cmd, servers[name][0][1], False, homes[name, False])
-                _, wall_s, tool_cpu_s, _ = run_once(cmd, servers[name][1][1], True, homes[name, True])
+                first_s, _, cpu_s, rss = run_once(cmd, servers[name][0][1], False, homes[name, False], keep)
+                _, wall_s, tool_cpu_s, _ = run_once(cmd, servers[name][1][1], True, homes[name, True], keep)
                 out = samples[name]
                 out.first_s.append(first_s)
                 out.cpu_s.append(cpu_s)
