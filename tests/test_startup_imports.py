@@ -244,11 +244,12 @@ def test_start_with_an_extension_loads_its_runtime_but_not_the_run_machinery(tmp
     assert not {"pi_coding_agent.coding.resources.skills", "pi_coding_agent.coding.resources.prompt_templates"} & modules
 
 
-def test_one_shot_runs_never_load_inspect(tmp_path):
-    """``pi -p`` and ``--mode json``, a whole run: asyncio's own SIGINT handler, once replaced by the
-    run's, had the main task's repr formatted (``signal.signal`` names the old handler), which
-    imports inspect, ast and dis: a twentieth of a one-shot run (issue #40). The first run validates
-    models.json (pydantic, which needs them); the runs after it are the ones checked."""
+def test_one_shot_runs_load_no_code_they_do_not_run(tmp_path):
+    """``pi -p`` and ``--mode json``, a whole run (issue #40): asyncio's own SIGINT handler, once
+    replaced by the run's, had the main task's repr formatted (``signal.signal`` names the old
+    handler), which imports inspect, ast and dis, a twentieth of a one-shot run; the codemode host
+    was loaded for the declarations without codemode, the OAuth client for its error class. The
+    first run validates models.json (pydantic, which needs inspect); the runs after it are checked."""
     from tests.fakes.llm_server import FakeLLMServer
 
     agent = tmp_path / "agent"
@@ -267,4 +268,6 @@ def test_one_shot_runs_never_load_inspect(tmp_path):
             modules = imported_modules(done.stderr.decode())
             assert "asyncio" in modules
             if index:  # the first run validated models.json
-                assert sorted(m for m in modules if m in ("inspect", "ast", "dis")) == []
+                unused = ("inspect", "ast", "dis", "pi_coding_agent.coding.codemode.host",
+                          "pi_coding_agent.ai.auth.oauth.http")
+                assert sorted(m for m in modules if m in unused) == []
