@@ -248,7 +248,8 @@ def test_one_shot_runs_load_no_code_they_do_not_run(tmp_path):
     """``pi -p`` and ``--mode json``, a whole run (issue #40): asyncio's own SIGINT handler, once
     replaced by the run's, had the main task's repr formatted (``signal.signal`` names the old
     handler), which imports inspect, ast and dis, a twentieth of a one-shot run; the codemode host
-    was loaded for the declarations without codemode, the OAuth client for its error class. The
+    was loaded for the declarations without codemode, the OAuth client for its error class, the
+    cache warmer for a model it cannot warm. The
     first run validates models.json (pydantic, which needs inspect); the runs after it are checked."""
     from tests.fakes.llm_server import FakeLLMServer
 
@@ -268,6 +269,7 @@ def test_one_shot_runs_load_no_code_they_do_not_run(tmp_path):
             modules = imported_modules(done.stderr.decode())
             assert "asyncio" in modules
             if index:  # the first run validated models.json
+                # the cache warmer: m1 has no prompt-cache lifetime, so there is nothing to warm
                 unused = ("inspect", "ast", "dis", "pi_coding_agent.coding.codemode.host",
-                          "pi_coding_agent.ai.auth.oauth.http")
+                          "pi_coding_agent.ai.auth.oauth.http", "pi_coding_agent.coding.services.cache_warming")
                 assert sorted(m for m in modules if m in unused) == []
