@@ -8,7 +8,9 @@ the published numbers use the defaults: start-up median of 10, first prompt and 
 with the defaults (the 100,000-entry session on the reference's side most); the tools case writes a
 2 GiB scratch file.
 The target column carries issue #20's targets (ratios ours/reference, absolute bounds in the unit);
-the ACP, SDK, MCP and extension rows compare against our own plain RPC process (#20: within 10 %).
+the ACP, SDK, MCP and extension rows compare against our own plain RPC process (#20: within 10 %);
+the "one-shot vs floor" rows (issue #40) have bench/floor.py, a stdlib-only asyncio client, in the
+reference column, and the reference pi against that floor in rows of their own.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import bench_compaction
 import bench_extensions
 import bench_features
 import bench_first_prompt
+import bench_oneshot
 import bench_sdk
 import bench_session
 import bench_session_open
@@ -42,6 +45,7 @@ def main() -> None:
     rows: list[Row] = [
         *bench_startup.results(starts),
         *bench_first_prompt.results(streams),
+        *bench_oneshot.results(starts),
         *bench_streaming.results(streams),
         *bench_streaming.per_delta_results(streams),
         *bench_features.results(streams, 20_000),

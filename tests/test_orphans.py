@@ -95,3 +95,24 @@ async def test_a_client_that_dies_with_its_pipes_leaves_no_agent_behind(tmp_path
     finally:
         proc.kill()
         proc.wait()
+
+
+async def test_the_guard_kills_only_the_groups_still_listed() -> None:
+    """The guard's own bookkeeping: a group announced as ended is spared, the others are killed."""
+    from pi_coding_agent.coding.tools.guard import OrphanGuard
+
+    groups = [await asyncio.create_subprocess_exec("sleep", "30", start_new_session=True) for _ in range(3)]
+    guard = OrphanGuard()
+    for proc in groups:
+        guard.started(proc.pid)
+    guard.ended(groups[1].pid)
+    assert guard._proc is not None and guard._proc.stdin is not None
+    guard._proc.stdin.close()  # what pi's death looks like to the guard
+    guard._proc.wait(10)
+    try:
+        assert await _gone(groups[0].pid) and await _gone(groups[2].pid)
+        assert _alive(groups[1].pid), "the guard killed a group that had ended"
+    finally:
+        groups[1].kill()
+        for proc in groups:
+            await proc.wait()

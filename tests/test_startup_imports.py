@@ -258,3 +258,32 @@ def test_print_mode_imports_no_terminal_ui(tmp_path):
     assert "pi_coding_agent.coding.modes.print_mode" in modules  # the listing is real
     assert sorted(m for m in modules if m.split(".")[0] in ("textual", "rich")) == []
     assert not any(m.startswith("pi_coding_agent.coding.modes.interactive") for m in modules)
+
+
+def test_one_shot_runs_load_no_code_they_do_not_run(tmp_path):
+    """``pi -p`` and ``--mode json``, a whole run (issue #40): the codemode host was loaded for the
+    declarations without codemode, the OAuth client for its error class, the cache warmer for a
+    model it cannot warm. The first run validates models.json; the runs after it are checked."""
+    from tests.fakes.llm_server import FakeLLMServer
+
+    agent = tmp_path / "agent"
+    agent.mkdir()
+    env = {**os.environ, "HOME": str(tmp_path), "PI_CODING_AGENT_DIR": str(agent)}
+    with FakeLLMServer() as server:
+        server.add(*[{"content": [{"type": "text", "text": "done"}]}] * 3)
+        (agent / "models.json").write_text(json.dumps({"providers": {"local": {
+            "baseUrl": f"{server.url}/v1", "api": "openai-completions", "apiKey": "dummy",
+            "models": [{"id": "m1", "contextWindow": 1000, "maxTokens": 100}]}}}))
+        for index, mode in enumerate((["-p"], ["-p"], ["--mode", "json"])):
+            done = subprocess.run([PYTHON, "-X", "importtime", "-m", "pi_coding_agent", *mode, "--no-session",
+                                   "--provider", "local", "--model", "m1", "hi"], stdin=subprocess.DEVNULL,
+                                  capture_output=True, env=env, cwd=tmp_path, timeout=60, check=False)
+            assert done.returncode == 0 and b"done" in done.stdout, done.stderr[-500:]
+            modules = imported_modules(done.stderr.decode())
+            assert "asyncio" in modules
+            if index:  # the first run validated models.json
+                # the cache warmer: m1 has no prompt-cache lifetime, so there is nothing to warm
+                # (inspect, ast and dis, which the SIGINT repr once pulled in, now come with aiohttp)
+                unused = ("pi_coding_agent.coding.codemode.host",
+                          "pi_coding_agent.ai.auth.oauth.http", "pi_coding_agent.coding.services.cache_warming")
+                assert sorted(m for m in modules if m in unused) == []

@@ -14,7 +14,6 @@ Replacing the store (new, resume, fork, clone) is ``session_replacement``'s, ove
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import sys
 import traceback
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
@@ -283,10 +282,13 @@ class AgentSession:
         """Refresh a due sign-in before the run. One that fails does not refuse the prompt: as in pi,
         the run starts and its first request meets the same failure, so it ends with the error as
         the assistant message (the credential is kept as it was)."""
-        from pi_coding_agent.ai.auth.oauth.http import OAuthError
-
-        with contextlib.suppress(OAuthError):
+        try:
             await self.rt.auth.prepare(self.agent.model["provider"])
+        except Exception as error:
+            from pi_coding_agent.ai.auth.oauth.http import OAuthError  # loaded by what raised it
+
+            if not isinstance(error, OAuthError):
+                raise
 
     def _check_model_ready(self) -> None:
         model = self.agent.model

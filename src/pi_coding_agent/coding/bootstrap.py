@@ -272,12 +272,15 @@ class _Relay:
 
 def _attach_cache_warmer(session: AgentSession, runtime: SessionRuntime) -> None:
     """Prompt-cache warming follows the session's events, but its module loads with the first assistant
-    message (the first event it acts on) rather than at start-up."""
+    message it could act on (one from a model with a prompt-cache lifetime: the warmer ignores the
+    others) rather than at start-up."""
     relay = _Relay()
 
     def forward(event: AgentEvent) -> None:
         if not relay.listeners:
             if event["type"] != "message_end" or event["message"].get("role") != "assistant":
+                return
+            if not runtime.agent.model.get("promptCache"):
                 return
             from pi_coding_agent.coding.services.cache_warming import attach_cache_warmer
 

@@ -155,11 +155,12 @@ def presented_declarations(tools: list[Any], settings: Settings) -> list[Any]:
     each declared tool how scripts call it, mode ``only`` hides the declared tools, so the model
     reaches them through scripts. Without codemode the declarations are unchanged."""
     from pi_coding_agent.agent.tool import tool_declaration
-    from pi_coding_agent.coding.codemode.host import catalog_entry
 
     declarations = [tool_declaration(t) for t in tools]
     if not any(t.name == NAME for t in tools):
         return declarations
+    from pi_coding_agent.coding.codemode.host import catalog_entry  # codemode is on: its catalog
+
     if settings.codemode_mode == "only":
         return [d for d, t in zip(declarations, tools, strict=True)
                 if t.name == NAME or getattr(t, "exposure", "direct") != "direct"]

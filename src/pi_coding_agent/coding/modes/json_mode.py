@@ -10,6 +10,7 @@ import asyncio
 from typing import TYPE_CHECKING
 
 from pi_coding_agent.ai.types import JsonObject
+from pi_coding_agent.coding.modes.lifecycle import keep_sigint_from_asyncio
 from pi_coding_agent.coding.modes.print_mode import initial_prompts, read_piped_stdin, run_headless
 from pi_coding_agent.coding.modes.rpc.transport import RecordWriter, take_over_stdout
 
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
 def run(args: CliArgs, images: list[JsonObject] | None = None) -> int:
     prompts = initial_prompts(args, read_piped_stdin())
     output_fd = take_over_stdout()
+    keep_sigint_from_asyncio()
     return asyncio.run(_main(args, prompts, output_fd, images))
 
 

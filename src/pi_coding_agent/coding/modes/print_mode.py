@@ -12,7 +12,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from pi_coding_agent.coding.modes.lifecycle import OrderlyShutdown
+from pi_coding_agent.coding.modes.lifecycle import OrderlyShutdown, keep_sigint_from_asyncio
 from pi_coding_agent.coding.modes.rpc.transport import take_over_stdout, write_all
 from pi_coding_agent.coding.ui import NoUI
 
@@ -29,6 +29,7 @@ def run(args: CliArgs, images: list[dict[str, Any]] | None = None) -> int:
     output_fd = take_over_stdout()
     from pi_coding_agent.coding.modes.print_report import attach_retry_report
 
+    keep_sigint_from_asyncio()
     return asyncio.run(run_headless(args, "print", prompts, finish=lambda session: _print_answer(session, output_fd),
                                     attach=attach_retry_report, images=images))
 
@@ -64,10 +65,13 @@ async def run_headless(
     ``attach`` runs before the first prompt (JSON mode subscribes there); ``close_output`` flushes
     the mode's own output after the session has shut down. SIGTERM/SIGHUP end the run in order.
     """
-    from pi_coding_agent.coding.bootstrap import create_session
+    from pi_coding_agent.coding.modes.start_up import collector_paused
 
     try:
-        session = await create_session(args, mode, NoUI())
+        with collector_paused():  # as the RPC mode: start-up makes objects and frees few (start_up.py)
+            from pi_coding_agent.coding.bootstrap import create_session
+
+            session = await create_session(args, mode, NoUI())
     except Exception as err:
         print(str(err) or type(err).__name__, file=sys.stderr)
         return 1
