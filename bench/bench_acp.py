@@ -5,7 +5,7 @@ Start-up: wall time from spawning the process to reading its first answer line: 
 installed). Target: acp no slower than our rpc (ratio < 1 against it; the rpc row is the reference).
 
 Streaming: one prompt whose reply is ``--chunks`` tiny text deltas from the fake LLM server
-(``tests/fakes/llm_server.py``, OpenAI chat-completions wire), in both modes of our agent. The clock
+(``tests/support/fakes/llm_server.py``, OpenAI chat-completions wire), in both modes of our agent. The clock
 and the CPU meter (``/proc/<pid>/stat``) run from writing the prompt to reading its end
 (``agent_settled`` in rpc, the ``session/prompt`` answer in acp); per chunk = that divided by the
 chunk count, so the difference is what a ``session/update`` costs over a ``message_update``.

@@ -2,7 +2,7 @@
 costs on top of the service, sequentially and with the script's four concurrent calls.
 
 Each side runs ``pi --mode rpc`` with the fake LLM calling ``codemode`` and models.json sending the
-``typesafe`` provider to the fake System One service (``tests/fakes/nonchat_server.py``, which
+``typesafe`` provider to the fake System One service (``tests/support/fakes/nonchat_server.py``, which
 answers at once), so the time is the implementation's: script call, credentials, request, parsing.
 
 * sequential: a script of 40 ``classify()`` calls one after another, minus an empty script, per call;
@@ -23,10 +23,10 @@ from typing import Any
 from common import ROOT, Row, run_bench
 
 sys.path.insert(0, str(ROOT))
-from tests.fakes.llm_server import FakeLLMServer
-from tests.fakes.nonchat_server import FakeNonChatServer
-from tests.reference_pi import REFERENCE_PI
-from tests.rpc_compare import Workspace
+from tests.support.fakes.llm_server import FakeLLMServer
+from tests.support.fakes.nonchat_server import FakeNonChatServer
+from tests.support.reference_pi import REFERENCE_PI
+from tests.support.rpc_compare import Workspace
 
 CALLS = 40
 CALL = ('models.classify(jev, { state: { i }, questions: { ok: { type: "bool", instructions: "Fine?", '

@@ -1,7 +1,7 @@
 """codemode, side by side with the reference pi 1.6.0: sandbox start-up per call, per inner-call
 overhead against a direct tool call, and memory per worker.
 
-Each side runs ``pi --mode rpc`` with the fake LLM server (``tests/fakes/llm_server.py``) calling
+Each side runs ``pi --mode rpc`` with the fake LLM server (``tests/support/fakes/llm_server.py``) calling
 ``codemode``. Times are the spans between a call's ``tool_execution_start`` and ``_end`` records as
 the client reads them, so both sides pay the same event transport.
 
@@ -27,8 +27,8 @@ from typing import Any
 from common import ROOT, Row, compile_bytecode, format_table
 
 sys.path.insert(0, str(ROOT))
-from tests.reference_pi import REFERENCE_PI
-from tests.rpc_compare import Conversation, Record, Scenario, play
+from tests.support.reference_pi import REFERENCE_PI
+from tests.support.rpc_compare import Conversation, Record, Scenario, play
 
 INNER_CALLS = 50
 PS = "ps -eo pid=,ppid=,rss=,args="

@@ -17,7 +17,7 @@ import common
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "extensions" / "gateway_provider.py"
 sys.path.insert(0, str(ROOT))
-from tests.test_extensions_fidelity import GATEWAY_TS  # noqa: E402  (the example's TypeScript twin)
+from tests.coding.extensions.test_extensions_fidelity import GATEWAY_TS  # noqa: E402  (the example's TypeScript twin)
 
 GATEWAY_ENV = {"GATEWAY_URL": "http://127.0.0.1:9/v1", "GATEWAY_KEY": "bench"}
 SELECT = ["--provider", "gateway", "--model", "team-model"]

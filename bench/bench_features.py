@@ -1,7 +1,7 @@
 """Streaming with features on: CPU per delta with MCP servers configured or an extension loaded,
 against the same agent without them (issue #20: within 10 %).
 
-Per run and variant a fresh fake LLM server (``tests/fakes/llm_server.py``) and a fresh
+Per run and variant a fresh fake LLM server (``tests/support/fakes/llm_server.py``) and a fresh
 ``pi --mode rpc --no-session`` whose models.json routes provider ``bench`` to it: plain, with two
 stdio MCP servers (the FastMCP fake, ``bench_startup.MCP_SERVER``), with an extension (``-e`` the
 permission-gate example). Once ``get_state`` is answered and the servers had a moment to connect,

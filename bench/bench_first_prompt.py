@@ -1,7 +1,7 @@
 """First prompt of a process: from writing ``prompt`` to reading its first ``message_update``.
 
 A fresh ``pi --mode rpc --no-session`` per run, its models.json routing provider ``bench`` to the
-fake LLM server (``tests/fakes/llm_server.py``, OpenAI chat-completions wire) over ``http://`` or
+fake LLM server (``tests/support/fakes/llm_server.py``, OpenAI chat-completions wire) over ``http://`` or
 ``https://`` (a throw-away CA made with the ``openssl`` command; our side trusts it through
 ``SSL_CERT_FILE``, the reference through ``NODE_EXTRA_CA_CERTS``). After the ``get_state`` answer
 the client waits ``--pause`` seconds (a user typing; 0 = a client that prompts at once), then writes
@@ -25,7 +25,7 @@ from bench_streaming import read_until
 from common import ROOT, Row, median, spread
 
 sys.path.insert(0, str(ROOT))
-from tests.fakes.tls_proxy import make_certificates
+from tests.support.fakes.tls_proxy import make_certificates
 
 REPLY = {"content": [{"type": "text", "text": "first words of a reply"}], "chunkSize": 4}
 TARGET = 0.5  # ours/reference, issue #20
@@ -37,7 +37,7 @@ def start_server(runs: int, tls: tuple[Path, Path] | None, scratch: Path) -> tup
     script = scratch / "script.json"
     script.write_text(json.dumps([REPLY] * (4 * runs + 4)))
     extra = ["--tls", str(tls[0]), str(tls[1])] if tls else []
-    server = subprocess.Popen([sys.executable, "-m", "tests.fakes.llm_server", "--script", str(script), *extra],
+    server = subprocess.Popen([sys.executable, "-m", "tests.support.fakes.llm_server", "--script", str(script), *extra],
                               cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     assert server.stdout is not None
     return server, server.stdout.readline().decode().strip()

@@ -2,7 +2,7 @@
 
 Launch: wall time from starting ``pi`` in a fresh 120x40 tmux pane to the footer showing the model
 (the editor is ready then), polled with ``capture-pane`` every 10 ms. Streaming: one prompt whose reply
-is ``--chunks`` tiny text deltas from the fake LLM server (``tests/fakes/llm_server.py``), ending in a
+is ``--chunks`` tiny text deltas from the fake LLM server (``tests/support/fakes/llm_server.py``), ending in a
 marker; the CPU time of the ``pi`` process (``common.cpu_seconds``) from typing Enter to the marker
 being on screen, divided by the chunk count, is what drawing a delta costs. Keypress: while a second
 reply streams (2 ms between deltas), six keys are typed one at a time; the time from ``send-keys``

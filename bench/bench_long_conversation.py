@@ -38,7 +38,7 @@ from common import (
 )
 
 sys.path.insert(0, str(ROOT))
-from tests.fakes import wire_openai_completions
+from tests.support.fakes import wire_openai_completions
 
 TOOL_OUTPUT = "x" * 600  # what the model's bash call prints: ~150 tokens a tool turn
 WINDOW, RESERVE, KEEP = 32_000, 16_384, 4_000

@@ -1,7 +1,7 @@
 """MCP costs, ours and the reference pi 1.6.0 side by side (each the median of N fresh processes):
 
 * ``get_state`` answer time and idle RSS with no mcp.json, and with two stdio servers configured
-  (the FastMCP test server of tests/fakes): the servers connect in the background, so the answer
+  (the FastMCP test server of tests/support/fakes): the servers connect in the background, so the answer
   must not wait for them;
 * a second ``get_state`` sent while the servers are still connecting (command-loop latency);
 * the first prompt with a ``direct`` server: spawn to the first assistant ``message_start``;
@@ -39,9 +39,9 @@ from common import (
 )
 
 sys.path.insert(0, str(ROOT))
-from tests.fakes.llm_server import FakeLLMServer
+from tests.support.fakes.llm_server import FakeLLMServer
 
-SERVER = {"command": sys.executable, "args": ["-m", "tests.fakes.mcp_server", "stdio"], "cwd": str(ROOT),
+SERVER = {"command": sys.executable, "args": ["-m", "tests.support.fakes.mcp_server", "stdio"], "cwd": str(ROOT),
           "exposure": "direct"}
 CALLS = 10
 

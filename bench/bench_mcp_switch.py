@@ -1,6 +1,6 @@
 """MCP servers across session replacements, ours and the reference pi 1.6.0 side by side (medians of
 N fresh processes). Two ``direct`` stdio servers in the user mcp.json (the FastMCP test server of
-tests/fakes) and one in the other project's ``.pi/mcp.json`` (trusted with ``-a``); after a first
+tests/support/fakes) and one in the other project's ``.pi/mcp.json`` (trusted with ``-a``); after a first
 prompt (all connected):
 
 * ``switch_session`` into the other directory: the answer (every old server stopped) and the first
@@ -39,7 +39,7 @@ from common import (
 
 sys.path.insert(0, str(ROOT))
 from bench_mcp import SERVER
-from tests.fakes.llm_server import FakeLLMServer
+from tests.support.fakes.llm_server import FakeLLMServer
 
 MEASURES = ("switch_session answer", "first prompt after the switch", "new_session answer",
             "first prompt after new_session")

@@ -3,7 +3,7 @@
 Three sides take turns run after run: ours, the floor (``bench/floor.py``: asyncio and json only,
 one streamed request, the first text printed) and the reference pi 1.6.0. Each run is a fresh process
 in a scratch HOME (one per side and case, kept from run to run as a user's is) whose models.json routes provider ``bench`` to the fake LLM server
-(``tests/fakes/llm_server.py``, OpenAI chat-completions wire; one server per side and case, so a
+(``tests/support/fakes/llm_server.py``, OpenAI chat-completions wire; one server per side and case, so a
 side's extra requests cannot shift another's script). Measures, medians over the runs:
 
 * start to first text: from spawning ``pi -p hello`` to the first byte on its stdout;
@@ -60,7 +60,7 @@ class Samples:
 def start_server(script: list[dict[str, object]], scratch: Path) -> tuple[subprocess.Popen[bytes], str]:
     path = scratch / f"script-{len(list(scratch.iterdir()))}.json"
     path.write_text(json.dumps(script))
-    server = subprocess.Popen([sys.executable, "-m", "tests.fakes.llm_server", "--script", str(path)],
+    server = subprocess.Popen([sys.executable, "-m", "tests.support.fakes.llm_server", "--script", str(path)],
                               cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     assert server.stdout is not None
     return server, server.stdout.readline().decode().strip()

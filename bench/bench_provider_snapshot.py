@@ -1,7 +1,7 @@
 """Offline start-up with an extension provider's saved model list: how soon the client sees it.
 
 A ``Provider`` with ``fetch_models`` (``examples/extensions/cached_catalog.py``; the reference runs
-its TypeScript twin from ``tests/test_extension_provider_store.py``) and a ``models-store.json``
+its TypeScript twin from ``tests/coding/extensions/test_extension_provider_store.py``) and a ``models-store.json``
 snapshot of ``--models`` models. With ``PI_OFFLINE=1`` the server is never asked, so the list can
 only come from the snapshot. The clock runs from spawning ``pi --mode rpc`` to the first
 ``get_available_models`` answer that lists every saved model (asked again at once until it does).
@@ -21,7 +21,7 @@ import common
 from common import Row, median
 
 sys.path.insert(0, str(common.ROOT))
-from tests.test_extension_provider_store import TEAM_TS  # the twin the tests compare
+from tests.coding.extensions.test_extension_provider_store import TEAM_TS  # the twin the tests compare
 
 LIST = b'{"id":"m","type":"get_available_models"}\n'
 SERVER = "http://127.0.0.1:9"

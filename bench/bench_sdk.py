@@ -1,6 +1,6 @@
 """The in-process SDK against the RPC process: start, round trip, cost per delta, memory per session, @tool calls.
 
-Both sides talk to the same fake LLM server (``tests/fakes/llm_server.py`` in its own process,
+Both sides talk to the same fake LLM server (``tests/support/fakes/llm_server.py`` in its own process,
 OpenAI chat-completions wire) through a models.json that routes provider ``bench`` to it; the RPC
 side is ``bench_streaming.run_once`` (a fresh ``pi --mode rpc --no-session`` per run, start-up
 excluded). The SDK side creates one session per run with ``create_agent_session`` in this process,

@@ -14,7 +14,7 @@ the HTTP stack in that window); where valgrind is installed, the instructions of
 models.json start of ours (callgrind, from exec to exit after the get_state answer: the one start-up
 measure the machine's load does not move), with ``python -c "import asyncio"`` in the measure's
 name as the floor; and, ours only, the
-models.json start with two stdio MCP servers configured (the FastMCP fake of tests/fakes, connecting
+models.json start with two stdio MCP servers configured (the FastMCP fake of tests/support/fakes, connecting
 in the background) and with an extension loaded (``-e`` the permission-gate example), each against
 our plain models.json start: issue #20 wants them within 10 %.
 Run by hand: `.venv/bin/python bench/bench_startup.py [runs]` (targets of #20: start-up <= 0.3 x the
@@ -53,7 +53,7 @@ from common import (
 
 UNUSED_URL = "http://127.0.0.1:9"  # get_state never calls the provider
 SITUATIONS = ("bare", "models.json", "models.json changed")
-MCP_SERVER = {"command": sys.executable, "args": ["-m", "tests.fakes.mcp_server", "stdio"], "cwd": str(ROOT)}
+MCP_SERVER = {"command": sys.executable, "args": ["-m", "tests.support.fakes.mcp_server", "stdio"], "cwd": str(ROOT)}
 EXTENSION = ROOT / "src" / "pi_coding_agent" / "coding" / "extensions" / "examples" / "permission_gate.py"
 # ours only, each against our models.json start: (situation, extra arguments, mcp.json servers)
 WITH_FEATURES = (("2 stdio MCP servers", (), 2), ("an extension (-e)", ("-e", str(EXTENSION)), 0))

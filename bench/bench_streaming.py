@@ -1,7 +1,7 @@
 """Streaming: one prompt whose reply arrives as 5,000 tiny text deltas, as fast as the fake server sends them.
 
 For each side (ours, then the reference pi 1.6.0 if installed) and each run, a fresh fake LLM server
-(``tests/fakes/llm_server.py`` in its own process, OpenAI chat-completions wire) and a fresh
+(``tests/support/fakes/llm_server.py`` in its own process, OpenAI chat-completions wire) and a fresh
 ``pi --mode rpc --no-session`` whose agent dir routes provider ``bench`` to it through models.json.
 Start-up is excluded: the clock starts when ``prompt`` is written, after ``get_state`` was answered.
 
@@ -76,7 +76,7 @@ def scripted_reply(chunks: int, seed: int = 5000) -> dict[str, object]:
 
 
 def start_server(script: Path) -> tuple[subprocess.Popen[bytes], str]:
-    server = subprocess.Popen([sys.executable, "-m", "tests.fakes.llm_server", "--script", str(script)],
+    server = subprocess.Popen([sys.executable, "-m", "tests.support.fakes.llm_server", "--script", str(script)],
                               cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     assert server.stdout is not None
     return server, server.stdout.readline().decode().strip()

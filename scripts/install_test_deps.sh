@@ -12,7 +12,7 @@
 #
 # Cache folders (each overridable): PI_REFERENCE_DIR (~/.cache/pi-reference, holding node22/ and
 # pi-1.6.0/), PI_MCP_TEST_SERVERS (~/.cache/pi-mcp-test), PI_ACPX_DIR (~/.cache/pi-acpx),
-# PI_ACP_DIR (~/.cache/pi-acp). tests/reference_pi.py and the tests read the same variables.
+# PI_ACP_DIR (~/.cache/pi-acp). tests/support/reference_pi.py and the tests read the same variables.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 LOCKS=scripts/test-deps

@@ -11,15 +11,15 @@ from typing import Any
 
 import pytest
 
-from tests.fakes.llm_server import FakeLLMServer
-from tests.requirements import NEEDS, missing
+from tests.support.fakes.llm_server import FakeLLMServer
+from tests.support.requirements import NEEDS, missing
 
 Remount = Callable[[str], None]
 
 
 @pytest.fixture
 def fake_llm() -> Iterator[FakeLLMServer]:
-    """A started scripted LLM server (see tests/fakes/llm_server.py), stopped after the test."""
+    """A started scripted LLM server (see tests/support/fakes/llm_server.py), stopped after the test."""
     with FakeLLMServer() as server:
         yield server
 

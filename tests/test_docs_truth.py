@@ -18,7 +18,7 @@ import pytest
 from pi_coding_agent import PI_COMPATIBLE_VERSION, __version__
 from pi_coding_agent.coding import events
 from pi_coding_agent.coding.modes.rpc.commands import COMMANDS
-from tests.rpc_helpers import ROOT
+from tests.support.rpc_helpers import ROOT
 
 README = (ROOT / "README.md").read_text()
 DOCS = ROOT / "docs"

@@ -7,7 +7,7 @@ import os
 import signal
 from pathlib import Path
 
-from tests.rpc_helpers import RpcProcess
+from tests.support.rpc_helpers import RpcProcess
 
 
 def _alive(pid: int) -> bool:
@@ -76,7 +76,7 @@ async def test_a_client_that_dies_with_its_pipes_leaves_no_agent_behind(tmp_path
     import subprocess
     import sys
 
-    from tests.rpc_helpers import ROOT
+    from tests.support.rpc_helpers import ROOT
 
     env = {**os.environ, "PI_CODING_AGENT_DIR": str(tmp_path / "agent"), "HOME": str(tmp_path)}
     proc = subprocess.Popen([sys.executable, "-m", "pi_coding_agent", "--mode", "rpc", "--no-session"],

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.rpc_helpers import PYTHON, ROOT
+from tests.support.rpc_helpers import PYTHON, ROOT
 
 HEAVY = ("aiohttp", "yarl", "multidict", "httpx", "httpcore", "h11", "anyio", "httptools", "pydantic", "pydantic_core", "yaml",
          "botocore", "urllib3", "google", "cryptography",  # the cloud SDKs load on a provider's first request
@@ -264,7 +264,7 @@ def test_one_shot_runs_load_no_code_they_do_not_run(tmp_path):
     """``pi -p`` and ``--mode json``, a whole run (issue #40): the codemode host was loaded for the
     declarations without codemode, the OAuth client for its error class, the cache warmer for a
     model it cannot warm. The first run validates models.json; the runs after it are checked."""
-    from tests.fakes.llm_server import FakeLLMServer
+    from tests.support.fakes.llm_server import FakeLLMServer
 
     agent = tmp_path / "agent"
     agent.mkdir()

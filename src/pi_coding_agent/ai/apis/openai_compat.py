@@ -2,7 +2,7 @@
 
 A model's switches are detected from its provider name and base URL, then overridden by what
 models.json sets (a null there counts as unset). Each switch maps onto the request exactly as pi
-1.6.0 sends it (diffed side by side in ``tests/test_openai_compat_reference.py``): the reasoning
+1.6.0 sends it (diffed side by side in ``tests/reference/test_openai_compat_reference.py``): the reasoning
 dialect (``thinkingFormat``), a thinking-token budget field for servers that share ``max_tokens``
 between reasoning and answer (vLLM), ``vllmPriority``, Anthropic-style ``cache_control`` marks for
 gateways in front of Claude, session-affinity headers and gateway routing.

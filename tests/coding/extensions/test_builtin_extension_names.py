@@ -1,0 +1,42 @@
+"""``-e builtin:<name>`` for every bundled extension pi 1.6.0 names (its docs teach ``pi -ne -e
+builtin:codemode``): accepted, the run goes on, and codemode is declared when ``--tools`` names it."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.support.cli_sides import fake_agent_env, needs_reference, pi_command
+from tests.support.fakes.llm_server import FakeLLMServer
+
+NAMES = ["mcp", "llama.cpp", "codemode", "tool-search"]
+
+
+def _run(kind: str, root: Path, name: str) -> tuple[int, str, list[str]]:
+    """``-p`` with ``-ne -e builtin:<name> --tools +codemode``: status, stdout, tools of the first request."""
+    with FakeLLMServer() as server:
+        root.mkdir(parents=True)
+        env = fake_agent_env(root, server.url)
+        argv = ["-p", "--no-session", "--provider", "fake", "--model", "fake-model", "-ne", "-e", f"builtin:{name}",
+                *(["-e", "builtin:codemode"] if name != "codemode" else []), "--tools", "+codemode", "hi"]
+        command, env = pi_command(kind, argv, env)
+        done = subprocess.run(command, env=env, cwd=root, capture_output=True, text=True, timeout=120)
+        tools = [t["function"]["name"] for t in server.requests[0]["body"].get("tools", [])] if server.requests else []
+    return done.returncode, done.stdout, tools
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_builtin_names_are_accepted(tmp_path: Path, name: str) -> None:
+    status, stdout, tools = _run("ours", tmp_path / "ours", name)
+    assert (status, stdout) == (0, "ok\n")
+    assert "codemode" in tools
+
+
+@needs_reference
+@pytest.mark.parametrize("name", NAMES)
+def test_builtin_names_match_the_reference(tmp_path: Path, name: str) -> None:
+    ours, reference = _run("ours", tmp_path / "ours", name), _run("reference", tmp_path / "reference", name)
+    assert ours[:2] == reference[:2]
+    assert "codemode" in ours[2] and "codemode" in reference[2]
