@@ -34,6 +34,7 @@ from pi_coding_agent.coding.session.conversion import convert_to_llm
 from pi_coding_agent.coding.session.entries import Entry
 from pi_coding_agent.coding.session.entry_list import DamagedEntry, EntryList, positions_of
 from pi_coding_agent.coding.session.file_index import index_file
+from pi_coding_agent.coding.session.fork_path import path_with_labels
 from pi_coding_agent.coding.session.ids import (
     file_stamp,
     iso_now,
@@ -196,7 +197,7 @@ class SessionManager:
         fresh = SessionManager.create(self.cwd, self.session_dir, persist=self.persist, parent_session=parent)
         if target is None:
             return fresh
-        fresh.entries = self._path_with_labels(target)
+        fresh.entries = path_with_labels(self.get_branch(target), self.labels)
         fresh._index_all()
         if fresh.persist and fresh._conversation:
             fresh._write_new_file()
@@ -218,35 +219,6 @@ class SessionManager:
         if fresh._conversation:
             fresh._write_new_file()
         return fresh
-
-    def _path_with_labels(self, target: str) -> list[Entry]:
-        """The path to ``target`` re-chained without label entries, then its labels re-created."""
-        path: list[Entry] = []
-        label_successor: dict[str, str] = {}  # dropped label id -> next kept entry id
-        pending: list[str] = []
-        parent: str | None = None
-        for entry in self.get_branch(target):
-            if entry.get("type") == "label":
-                pending.append(entry["id"])
-                continue
-            label_successor.update((label_id, entry["id"]) for label_id in pending)
-            pending.clear()
-            copied = {**entry, "parentId": parent}
-            kept = entry.get("firstKeptEntryId")
-            if entry.get("type") == "compaction" and kept != entry["id"] and kept in label_successor:
-                copied["firstKeptEntryId"] = label_successor[kept]
-            path.append(copied)
-            parent = entry["id"]
-        taken = {entry["id"] for entry in path}
-        for target_id, label in self.labels.items():
-            if target_id not in taken:
-                continue
-            label_entry = {"type": "label", "id": new_entry_id(taken), "parentId": parent,
-                           "timestamp": label["timestamp"], "targetId": target_id, "label": label["label"]}
-            taken.add(label_entry["id"])
-            path.append(label_entry)
-            parent = label_entry["id"]
-        return path
 
     def close(self) -> None:
         """Release the file the entries are read back from (it is also released with the store)."""
