@@ -55,6 +55,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.path.name in FIXED_PORT_MODULES:
             item.add_marker(pytest.mark.xdist_group("fixed-ports"))
+        groups = [marker for marker in NEEDS if item.get_closest_marker(marker) is not None]
+        item.user_properties.append(("groups", ",".join(groups)))  # reports carry it (keywords hold folder names too)
         for marker in NEEDS:
             if item.get_closest_marker(marker) is not None and (reason := missing(marker)):
                 item.add_marker(pytest.mark.skip(reason=reason))
@@ -66,7 +68,8 @@ _OUTCOMES: dict[str, tuple[frozenset[str], str | None]] = {}
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    groups = frozenset(name for name in NEEDS if name in report.keywords)
+    listed = dict(report.user_properties).get("groups", "")
+    groups = frozenset(listed.split(",")) - {""} if isinstance(listed, str) else frozenset()
     if report.skipped:
         _OUTCOMES[report.nodeid] = (groups, _skip_reason(report.longrepr))
     elif report.when == "call" or report.failed:

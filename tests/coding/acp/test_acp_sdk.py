@@ -242,7 +242,7 @@ async def test_mcp_servers_from_the_client_join_the_session(tmp_path: Path, fake
     from tests.support.rpc_helpers import PYTHON, ROOT
 
     cwd, env = make_workspace(tmp_path, fake_llm)
-    server = McpServerStdio(name="fake", command=PYTHON, args=[str(ROOT / "tests" / "fakes" / "mcp_server.py"),
+    server = McpServerStdio(name="fake", command=PYTHON, args=[str(ROOT / "tests" / "support" / "fakes" / "mcp_server.py"),
                                                                 "stdio"], env=[])
     script = "const r = await tools.mcp__fake__echo({text: 'from acp'});\ntext(r.content[0].text);"
     fake_llm.add({"content": [{"type": "toolCall", "id": "cm", "name": "codemode", "arguments": {"code": script}}]},
