@@ -7,7 +7,6 @@ Schema validation means importing pydantic, which costs more than the whole star
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -131,11 +130,12 @@ def _read_fingerprints(cache_dir: Path) -> dict[str, str]:
 
 
 def _write_fingerprints(cache_dir: Path, fingerprints: dict[str, str]) -> None:
-    """Atomic replace, so a concurrent reader never sees half a file; failures only cost a re-check."""
-    tmp = cache_dir / f".{FINGERPRINTS}.{os.getpid()}.tmp"
+    """Replaced whole (``atomic_file``), so a concurrent reader never sees half a file; failures only
+    cost a re-check."""
+    from pi_coding_agent.ai.atomic_file import write_atomic
+
     try:
         cache_dir.mkdir(parents=True, exist_ok=True)
-        tmp.write_bytes(orjson.dumps(fingerprints))
-        os.replace(tmp, cache_dir / FINGERPRINTS)
+        write_atomic(cache_dir / FINGERPRINTS, orjson.dumps(fingerprints))
     except OSError:
-        tmp.unlink(missing_ok=True)
+        pass
