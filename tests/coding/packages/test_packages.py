@@ -157,6 +157,19 @@ def test_install_list_remove_a_local_package(tmp_path):
     assert again.returncode == 1 and "No matching package found for ../localpkg" in again.stderr
 
 
+@needs_reference
+@pytest.mark.parametrize("args", [["install", "./missing"], ["remove", "npm:nothing-here"], ["list"]])
+def test_commands_on_nothing_answer_as_pi(args, tmp_path):
+    """Bad or empty cases a user meets first: the same lines on each stream and the same status."""
+    results = []
+    for side in ("ours", "reference"):
+        home, work = tmp_path / side / "home", tmp_path / side / "work"
+        work.mkdir(parents=True)
+        done = run_pi(side, args, _env(home), work)
+        results.append((done.returncode, done.stdout, done.stderr.replace(str(work), "WORK")))
+    assert results[0] == results[1]
+
+
 def test_local_install_needs_a_trusted_project(tmp_path):
     home, work = tmp_path / "home", tmp_path / "work"
     (work / ".pi").mkdir(parents=True)

@@ -135,10 +135,10 @@ class _Session:
         entries = self._entries(scope)
         key = self._key(source, self.cwd)
         kept = [e for e in entries if self._key(source_of(e), self._base(scope)) != key]
+        print(f"Removing {source}...")  # pi announces it before looking the source up
         if len(kept) == len(entries):
             print(f"No matching package found for {source}", file=sys.stderr)
             return 1
-        print(f"Removing {source}...")
         parsed = src.parse_source(source)
         if isinstance(parsed, src.NpmSource):
             self.installer.uninstall_npm(parsed, scope)
