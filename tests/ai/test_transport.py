@@ -261,8 +261,8 @@ async def test_a_body_that_runs_to_the_end_of_the_connection() -> None:
         assert await collect(server.url) == ["eof"]
 
 
-async def test_a_proxy_variable_routes_through_httpx(monkeypatch: pytest.MonkeyPatch) -> None:
-    """With HTTP_PROXY set the request goes to the proxy in absolute form (httpx's proxy path)."""
+async def test_a_proxy_variable_routes_the_request_through_the_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With HTTP_PROXY set the request goes to the proxy in absolute form."""
     async def handler(server: RawServer, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await server.read_request(reader)
         writer.write(SSE_HEAD + chunk(b"data: proxied\n\n") + b"0\r\n\r\n")
