@@ -1,0 +1,96 @@
+"""The interactive mode's settings and project commands (``/settings``, ``/scoped-models``, ``/trust``,
+``/import``), the external editor, clipboard paste and the extension API members of the terminal UI,
+driven headlessly over a real session and the fake LLM server."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tests.coding.interactive.test_interactive import SIZE, make_app, screen_text, type_text, until  # noqa: F401
+
+
+async def run_command(pilot: Any, line: str) -> None:
+    await type_text(pilot, line)
+    await pilot.press("enter")
+
+
+def session_file(path: Path, session_id: str, cwd: Path, question: str, answer: str) -> Path:
+    """A two-message session file as pi writes it."""
+    usage = {"input": 1, "output": 1, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 2,
+             "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}}
+    lines = [{"type": "session", "version": 3, "id": session_id, "timestamp": "2026-12-01T10:00:00.000Z",
+              "cwd": str(cwd)},
+             {"type": "message", "id": "a1", "parentId": None, "timestamp": "2026-12-01T10:00:01.000Z",
+              "message": {"role": "user", "content": [{"type": "text", "text": question}], "timestamp": 1}},
+             {"type": "message", "id": "a2", "parentId": "a1", "timestamp": "2026-12-01T10:00:02.000Z",
+              "message": {"role": "assistant", "content": [{"type": "text", "text": answer}], "api": "openai-completions",
+                          "provider": "local", "model": "m1", "usage": usage, "stopReason": "stop", "timestamp": 2}}]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+# ----------------------------------------------------------------------------- /trust
+
+
+async def test_trust_saves_the_decision_pi_offers(make_app, tmp_path):  # noqa: F811
+    app = await make_app()
+    trust_file = tmp_path / "agent" / "trust.json"
+    cwd = str(tmp_path.resolve())
+    async with app.run_test(size=SIZE) as pilot:
+        await run_command(pilot, "/trust")
+        await until(pilot, lambda: "Saved decision: none" in screen_text(app))
+        assert "Current session: trusted" in screen_text(app)
+        await pilot.press("down", "down", "enter")  # Do not trust
+        await until(pilot, lambda: "Saved trust decision: untrusted. Restart pi" in screen_text(app))
+        assert json.loads(trust_file.read_text()) == {cwd: False}
+        await run_command(pilot, "/trust")
+        await until(pilot, lambda: f"Saved decision: untrusted ({cwd})" in screen_text(app))
+        assert "✓ Do not trust" in screen_text(app)
+        await pilot.press("down", "enter")  # the parent folder: its entry replaces the folder's own
+        await until(pilot, lambda: "Saved trust decision: trusted" in screen_text(app))
+    assert json.loads(trust_file.read_text()) == {str(tmp_path.resolve().parent): True}
+
+
+# ----------------------------------------------------------------------------- /import
+
+
+async def test_import_copies_the_file_into_the_session_folder_and_opens_it(make_app, tmp_path):  # noqa: F811
+    other = tmp_path / "other"
+    other.mkdir()
+    source = session_file(tmp_path / "exported.jsonl", "11111111-2222-3333-4444-555555555555", other,
+                          "imported question", "imported answer")
+    app = await make_app(no_session=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await run_command(pilot, "/import")
+        await until(pilot, lambda: "Usage: /import <path.jsonl>" in screen_text(app))
+        await run_command(pilot, f"/import {source}")
+        await until(pilot, lambda: "Replace current session with" in screen_text(app))
+        await pilot.press("enter")
+        await until(pilot, lambda: f"Session imported from: {source}" in screen_text(app))
+        assert "imported answer" in screen_text(app)
+        stored = app.session.sm.session_file
+        assert stored is not None and stored.name == "exported.jsonl" and stored != source
+        assert app.session.sm.session_id == "11111111-2222-3333-4444-555555555555"
+        assert Path(app.session.rt.cwd) == other.resolve()
+        await run_command(pilot, f"/import {source}")  # the name is taken now: a numbered copy
+        await until(pilot, lambda: "Replace current session with" in screen_text(app))
+        await pilot.press("enter")
+        await until(pilot, lambda: app.session.sm.session_file != stored)
+        assert app.session.sm.session_file.name == "exported-1.jsonl"
+
+
+async def test_import_of_a_missing_file_or_declined_changes_nothing(make_app, tmp_path):  # noqa: F811
+    app = await make_app(no_session=False)
+    async with app.run_test(size=SIZE) as pilot:
+        before = app.session.sm.session_file
+        await run_command(pilot, f"/import {tmp_path / 'nope.jsonl'}")
+        await until(pilot, lambda: "Replace current session" in screen_text(app))
+        await pilot.press("enter")
+        await until(pilot, lambda: "Failed to import session: File not found" in screen_text(app))
+        await run_command(pilot, f"/import {tmp_path / 'nope.jsonl'}")
+        await until(pilot, lambda: "Replace current session" in screen_text(app))
+        await pilot.press("n")
+        await until(pilot, lambda: "Import cancelled" in screen_text(app))
+        assert app.session.sm.session_file == before
