@@ -94,3 +94,39 @@ async def test_import_of_a_missing_file_or_declined_changes_nothing(make_app, tm
         await pilot.press("n")
         await until(pilot, lambda: "Import cancelled" in screen_text(app))
         assert app.session.sm.session_file == before
+
+
+# ----------------------------------------------------------------------------- Ctrl+G
+
+
+def editor_script(tmp_path: Path, body: str) -> str:
+    """A stand-in for $EDITOR: a shell script run on the prompt file (its path is ``$1``)."""
+    script = tmp_path / "fake-editor.sh"
+    script.write_text("#!/bin/sh\n" + body + "\n")
+    script.chmod(0o755)
+    return str(script)
+
+
+async def test_ctrl_g_edits_the_prompt_in_the_external_editor(make_app, tmp_path, monkeypatch):  # noqa: F811
+    seen = tmp_path / "seen.txt"
+    monkeypatch.delenv("VISUAL", raising=False)
+    monkeypatch.setenv("EDITOR", editor_script(tmp_path, f'cp "$1" {seen}; printf "from the editor\\n" > "$1"'))
+    app = await make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await type_text(pilot, "draft")
+        await pilot.press("ctrl+g")
+        await until(pilot, lambda: app.editor.text == "from the editor")  # one final newline dropped
+    assert seen.read_text() == "draft"
+
+
+async def test_a_failing_external_editor_leaves_the_prompt(make_app, tmp_path, monkeypatch):  # noqa: F811
+    (tmp_path / "agent").mkdir(exist_ok=True)
+    (tmp_path / "agent" / "settings.json").write_text(json.dumps(
+        {"externalEditor": editor_script(tmp_path, 'echo broken > "$1"; exit 3')}))
+    monkeypatch.setenv("EDITOR", "/nonexistent-editor")  # the setting comes first
+    app = await make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await type_text(pilot, "keep me")
+        await pilot.press("ctrl+g")
+        await until(pilot, lambda: "External editor exited with code 3; prompt unchanged" in screen_text(app))
+        assert app.editor.text == "keep me"

@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pi_coding_agent.coding.modes.interactive.dialogs import SelectScreen, ask
@@ -38,6 +39,8 @@ class PiApp(Protocol):
     def copy_to_clipboard(self, text: str) -> None: ...
 
     def exit(self, result: int | None = None) -> None: ...
+
+    def suspend(self) -> AbstractContextManager[None]: ...
 
 
 Handler = Callable[[PiApp, str], Awaitable[None]]

@@ -91,6 +91,10 @@ async def run_action(app: PiApp, action: str) -> None:
         await _copy(app, "")
     elif action == "app.message.dequeue":
         app.restore_queue()
+    elif action == "app.editor.external":
+        from pi_coding_agent.coding.modes.interactive.external_editor import open_external_editor
+
+        await open_external_editor(app)
     elif action == "tui.altScreen.pageUp":
         app.transcript.page_up()
     elif action == "tui.altScreen.pageDown":
