@@ -5,6 +5,7 @@ driven headlessly over a real session and the fake LLM server."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -130,3 +131,52 @@ async def test_a_failing_external_editor_leaves_the_prompt(make_app, tmp_path, m
         await pilot.press("ctrl+g")
         await until(pilot, lambda: "External editor exited with code 3; prompt unchanged" in screen_text(app))
         assert app.editor.text == "keep me"
+
+
+# ----------------------------------------------------------------------------- Ctrl+V
+
+PNG = bytes.fromhex("89504e470d0a1a0a0000000d4948445200000001000000010806000000" "1f15c4890000000d49444154789c63f8cf"
+                    "c0f00f0003860180603a7d6b0000000049454e44ae426082")
+
+
+def fake_xclip(tmp_path: Path, monkeypatch: Any, targets: str, image: Path | None, text: str) -> None:
+    """An ``xclip`` on PATH serving a clipboard with ``targets``, the image bytes and the text; X11 only."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    script = bin_dir / "xclip"
+    script.write_text(f"""#!/bin/sh
+case "$*" in
+  *TARGETS*) printf '{targets}' ;;
+  *image/png*) cat {image} ;;
+  *-out*) printf '{text}' ;;
+  *) exit 1 ;;
+esac
+""")
+    script.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    monkeypatch.setenv("DISPLAY", ":0")
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    monkeypatch.delenv("XDG_SESSION_TYPE", raising=False)
+
+
+async def test_ctrl_v_saves_a_clipboard_image_and_inserts_its_path(make_app, tmp_path, monkeypatch):  # noqa: F811
+    picture = tmp_path / "picture.png"
+    picture.write_bytes(PNG)
+    fake_xclip(tmp_path, monkeypatch, "TARGETS\\nUTF8_STRING\\nimage/png\\n", picture, "unused")
+    app = await make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await type_text(pilot, "what is in ")
+        await pilot.press("ctrl+v")
+        await until(pilot, lambda: "pi-clipboard-" in app.editor.text)
+    saved = Path(app.editor.text.removeprefix("what is in "))
+    assert saved.name.startswith("pi-clipboard-") and saved.suffix == ".png"
+    assert saved.read_bytes() == PNG
+    saved.unlink()
+
+
+async def test_ctrl_v_without_an_image_pastes_the_clipboard_text(make_app, tmp_path, monkeypatch):  # noqa: F811
+    fake_xclip(tmp_path, monkeypatch, "TARGETS\\nUTF8_STRING\\n", None, "copied words")
+    app = await make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+v")
+        await until(pilot, lambda: app.editor.text == "copied words")

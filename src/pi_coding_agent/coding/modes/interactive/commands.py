@@ -95,6 +95,10 @@ async def run_action(app: PiApp, action: str) -> None:
         from pi_coding_agent.coding.modes.interactive.external_editor import open_external_editor
 
         await open_external_editor(app)
+    elif action == "app.clipboard.pasteImage":
+        from pi_coding_agent.coding.modes.interactive.clipboard import paste
+
+        await paste(app)
     elif action == "tui.altScreen.pageUp":
         app.transcript.page_up()
     elif action == "tui.altScreen.pageDown":
