@@ -180,3 +180,55 @@ async def test_ctrl_v_without_an_image_pastes_the_clipboard_text(make_app, tmp_p
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("ctrl+v")
         await until(pilot, lambda: app.editor.text == "copied words")
+
+
+# ----------------------------------------------------------------------------- /settings
+
+
+async def test_settings_cycles_values_and_writes_settings_json(make_app, fake_llm, tmp_path):  # noqa: F811
+    settings_file = tmp_path / "agent" / "settings.json"
+    (tmp_path / "agent").mkdir(exist_ok=True)
+    settings_file.write_text(json.dumps({"someoneElses": {"kept": 1}}))
+    fake_llm.add({"content": [{"type": "thinking", "thinking": "deep musing"}, {"type": "text", "text": "answer"}]})
+    app = await make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await run_command(pilot, "think")
+        await until(pilot, lambda: "deep musing" in screen_text(app))
+        await run_command(pilot, "/settings")
+        await until(pilot, lambda: "Auto-compact" in screen_text(app) and "Double-escape action" in screen_text(app))
+        await type_text(pilot, "hide")
+        await until(pilot, lambda: "Auto-compact" not in screen_text(app))
+        await pilot.press("enter")
+        await until(pilot, lambda: json.loads(settings_file.read_text()).get("hideThinkingBlock") is True)
+        await until(pilot, lambda: "Hide thinking" in screen_text(app) and "true" in screen_text(app))
+        await pilot.press(*["backspace"] * 4)
+        await type_text(pilot, "steering")
+        await pilot.press("enter")  # one-at-a-time -> all, and the running session follows
+        await until(pilot, lambda: app.session.agent.steering_mode == "all")
+        await pilot.press("escape")
+        await until(pilot, lambda: "Double-escape" not in screen_text(app))
+        assert "deep musing" not in screen_text(app)  # the transcript follows hideThinkingBlock at once
+    assert json.loads(settings_file.read_text()) == {"someoneElses": {"kept": 1}, "hideThinkingBlock": True,
+                                                     "steeringMode": "all"}
+
+
+async def test_settings_space_cycles_a_choice_and_the_theme_is_picked_from_a_list(make_app, tmp_path):  # noqa: F811
+    themes = tmp_path / "agent" / "themes"
+    themes.mkdir(parents=True)
+    (themes / "sunset.json").write_text(json.dumps({"name": "sunset", "colors": {}}))
+    app = await make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await run_command(pilot, "/settings")
+        await until(pilot, lambda: "Double-escape action" in screen_text(app))
+        await type_text(pilot, "double")
+        await pilot.press("space", "space")  # tree -> fork -> none
+        await until(pilot, lambda: app.session.rt.settings.get("doubleEscapeAction") == "none")
+        await pilot.press(*["backspace"] * 6)
+        await type_text(pilot, "theme")
+        await pilot.press("enter")
+        await until(pilot, lambda: "sunset" in screen_text(app) and "light" in screen_text(app))
+        await type_text(pilot, "sunset")
+        await pilot.press("enter")
+        await until(pilot, lambda: app.session.rt.settings.get("theme") == "sunset")
+    saved = json.loads((tmp_path / "agent" / "settings.json").read_text())
+    assert saved == {"doubleEscapeAction": "none", "theme": "sunset"}

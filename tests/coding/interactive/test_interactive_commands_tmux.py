@@ -45,3 +45,22 @@ def test_import_opens_another_session_file(terminal, tmp_path):  # noqa: F811
     assert "answer from the file" in screen and "elsewhere" in screen
     stored = list((tmp_path / "agent" / "sessions").rglob("shared.jsonl"))
     assert len(stored) == 1 and "answer from the file" in stored[0].read_text()
+
+
+def test_settings_changes_are_written_to_settings_json(terminal, tmp_path):  # noqa: F811
+    pane = terminal()
+    pane.wait_for(lambda s: "escape interrupt" in s)
+    pane.keys("/settings")
+    pane.wait_for(lambda s: "/settings" in s)
+    pane.keys("Enter")
+    pane.wait_for(lambda s: "Auto-compact" in s and "Esc to close" in s)
+    pane.keys("double")
+    pane.wait_for(lambda s: "Auto-compact" not in s and "Double-escape action" in s)
+    pane.keys("Space")
+    pane.wait_for(lambda s: "fork" in s)
+    pane.keys("Escape")
+    pane.wait_for(lambda s: "Esc to close" not in s)
+    assert json.loads((tmp_path / "agent" / "settings.json").read_text()) == {"doubleEscapeAction": "fork"}
+    pane.keys("C-d")
+    screen = pane.wait_for(lambda s: "EXITED" in s and "icanon" in s)
+    assert "EXITED 0" in screen and _sane(screen)

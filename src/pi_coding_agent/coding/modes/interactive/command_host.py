@@ -42,6 +42,8 @@ class PiApp(Protocol):
 
     def suspend(self) -> AbstractContextManager[None]: ...
 
+    def spawn(self, work: Any) -> None: ...
+
 
 Handler = Callable[[PiApp, str], Awaitable[None]]
 

@@ -39,10 +39,11 @@ BUILTIN: dict[str, str] = {
     "reload": "Reload keybindings",
     "hotkeys": "Show keyboard shortcuts",
     "quit": "Quit pi",
+    "settings": "Open settings",
     "import": "Import a JSONL session, keeping its id and working directory",
     "trust": "Save a project trust decision for future pi processes",
 }
-NOT_HERE = ("settings", "scoped-models", "share", "bug", "changelog", "debug")
+NOT_HERE = ("scoped-models", "share", "bug", "changelog", "debug")
 
 
 def command_list(session: AgentSession) -> list[tuple[str, str]]:
@@ -322,9 +323,15 @@ async def _rename(app: PiApp, arg: str) -> None:
         await _name(app, name)
 
 
+async def _settings(app: PiApp, arg: str) -> None:
+    from pi_coding_agent.coding.modes.interactive.settings_screen import open_settings
+
+    await open_settings(app, arg)
+
+
 HANDLERS: dict[str, Handler] = {
     "model": _model, "thinking": _thinking, "login": _login, "logout": _logout, "new": _new, "resume": _resume,
     "name": _name, "session": _session, "tree": _tree, "fork": _fork, "clone": _clone, "compact": _compact,
     "export": _export, "copy": _copy, "reload": _reload, "hotkeys": _hotkeys, "quit": _quit, "exit": _quit,
-    "rename": _rename, "import": project.import_session, "trust": project.trust,
+    "rename": _rename, "import": project.import_session, "settings": _settings, "trust": project.trust,
 }

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-_DIALOG_CSS = """
+DIALOG_CSS = """
 {name} {{ align: center middle; }}
 {name} > Vertical {{ width: 90%; max-width: 110; height: auto; max-height: 80%; border: round $accent;
                      background: $surface; padding: 0 1; }}
@@ -38,7 +38,7 @@ _DIALOG_CSS = """
 class SelectScreen(ModalScreen[str | None]):
     """A list with a search field; answers the chosen option's id (None on Escape)."""
 
-    DEFAULT_CSS = _DIALOG_CSS.format(name="SelectScreen")
+    DEFAULT_CSS = DIALOG_CSS.format(name="SelectScreen")
     BINDINGS: ClassVar[list[Any]] = [("escape", "cancel", "Cancel")]
 
     def __init__(self, title: str, options: list[tuple[str, str]], searchable: bool = True) -> None:
@@ -100,7 +100,7 @@ class SelectScreen(ModalScreen[str | None]):
 
 
 class ConfirmScreen(ModalScreen[bool]):
-    DEFAULT_CSS = _DIALOG_CSS.format(name="ConfirmScreen")
+    DEFAULT_CSS = DIALOG_CSS.format(name="ConfirmScreen")
     BINDINGS: ClassVar[list[Any]] = [("y,enter", "answer(True)", "Yes"), ("n,escape", "answer(False)", "No")]
 
     def __init__(self, title: str, message: str) -> None:
@@ -118,7 +118,7 @@ class ConfirmScreen(ModalScreen[bool]):
 
 
 class InputScreen(ModalScreen[str | None]):
-    DEFAULT_CSS = _DIALOG_CSS.format(name="InputScreen")
+    DEFAULT_CSS = DIALOG_CSS.format(name="InputScreen")
     BINDINGS: ClassVar[list[Any]] = [("escape", "cancel", "Cancel")]
 
     def __init__(self, title: str, placeholder: str | None = None, value: str = "") -> None:
@@ -140,7 +140,7 @@ class InputScreen(ModalScreen[str | None]):
 class EditorScreen(ModalScreen[str | None]):
     """Multi-line text: Ctrl+S keeps it, Escape cancels."""
 
-    DEFAULT_CSS = _DIALOG_CSS.format(name="EditorScreen") + "EditorScreen TextArea { height: 16; }"
+    DEFAULT_CSS = DIALOG_CSS.format(name="EditorScreen") + "EditorScreen TextArea { height: 16; }"
     BINDINGS: ClassVar[list[Any]] = [("ctrl+s", "save", "Save"), ("escape", "cancel", "Cancel")]
 
     def __init__(self, title: str, prefill: str | None = None) -> None:
