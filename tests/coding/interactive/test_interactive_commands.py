@@ -232,3 +232,32 @@ async def test_settings_space_cycles_a_choice_and_the_theme_is_picked_from_a_lis
         await until(pilot, lambda: app.session.rt.settings.get("theme") == "sunset")
     saved = json.loads((tmp_path / "agent" / "settings.json").read_text())
     assert saved == {"doubleEscapeAction": "none", "theme": "sunset"}
+
+
+# ----------------------------------------------------------------------------- /scoped-models
+
+
+async def test_scoped_models_sets_the_ctrl_p_cycle_and_saves_enabled_models(make_app, tmp_path):  # noqa: F811
+    settings_file = tmp_path / "agent" / "settings.json"
+    app = await make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await run_command(pilot, "/scoped-models")
+        await until(pilot, lambda: "Model Configuration" in screen_text(app) and "all enabled" in screen_text(app))
+        await pilot.press("enter")  # m1 off: the session's scope is m2 alone, before any save
+        await until(pilot, lambda: "1/2 enabled (unsaved)" in screen_text(app))
+        assert [m["id"] for m in app.session.rt.scoped_models] == ["m2"]
+        assert not settings_file.exists()
+        await pilot.press("ctrl+s")
+        await until(pilot, lambda: settings_file.exists())
+        assert json.loads(settings_file.read_text()) == {"enabledModels": ["local/m2"]}
+        await pilot.press("escape")
+        await until(pilot, lambda: "Model selection saved to settings" in screen_text(app))
+        for _ in range(2):  # Ctrl+P stays on the one enabled model
+            await pilot.press("ctrl+p")
+            await until(pilot, lambda: app.session.agent.model["id"] == "m2")
+        await run_command(pilot, "/scoped-models")
+        await until(pilot, lambda: "1/2 enabled" in screen_text(app))
+        await pilot.press("ctrl+a", "ctrl+s")  # everything enabled: the key goes, as pi writes it
+        await until(pilot, lambda: "enabledModels" not in settings_file.read_text())
+    assert app.session.rt.scoped_models == []
+    assert json.loads(settings_file.read_text()) == {}

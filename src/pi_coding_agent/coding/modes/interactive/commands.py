@@ -40,10 +40,11 @@ BUILTIN: dict[str, str] = {
     "hotkeys": "Show keyboard shortcuts",
     "quit": "Quit pi",
     "settings": "Open settings",
+    "scoped-models": "Configure the models Ctrl+P cycles through",
     "import": "Import a JSONL session, keeping its id and working directory",
     "trust": "Save a project trust decision for future pi processes",
 }
-NOT_HERE = ("scoped-models", "share", "bug", "changelog", "debug")
+NOT_HERE = ("share", "bug", "changelog", "debug")
 
 
 def command_list(session: AgentSession) -> list[tuple[str, str]]:
@@ -329,9 +330,16 @@ async def _settings(app: PiApp, arg: str) -> None:
     await open_settings(app, arg)
 
 
+async def _scoped_models(app: PiApp, arg: str) -> None:
+    from pi_coding_agent.coding.modes.interactive.scoped_models import open_scoped_models
+
+    await open_scoped_models(app, arg)
+
+
 HANDLERS: dict[str, Handler] = {
     "model": _model, "thinking": _thinking, "login": _login, "logout": _logout, "new": _new, "resume": _resume,
     "name": _name, "session": _session, "tree": _tree, "fork": _fork, "clone": _clone, "compact": _compact,
     "export": _export, "copy": _copy, "reload": _reload, "hotkeys": _hotkeys, "quit": _quit, "exit": _quit,
-    "rename": _rename, "import": project.import_session, "settings": _settings, "trust": project.trust,
+    "rename": _rename, "import": project.import_session, "settings": _settings,
+    "scoped-models": _scoped_models, "trust": project.trust,
 }
