@@ -12,6 +12,11 @@ from typing import Any
 from tests.coding.interactive.test_interactive import SIZE, make_app, screen_text, type_text, until  # noqa: F401
 
 
+def flat_text(app: Any) -> str:
+    """The screen's words joined by single spaces: a long notice wraps at any word."""
+    return " ".join(screen_text(app).split())
+
+
 async def run_command(pilot: Any, line: str) -> None:
     await type_text(pilot, line)
     await pilot.press("enter")
@@ -69,7 +74,7 @@ async def test_import_copies_the_file_into_the_session_folder_and_opens_it(make_
         await run_command(pilot, f"/import {source}")
         await until(pilot, lambda: "Replace current session with" in screen_text(app))
         await pilot.press("enter")
-        await until(pilot, lambda: f"Session imported from: {source}" in screen_text(app))
+        await until(pilot, lambda: f"Session imported from: {source}" in flat_text(app))
         assert "imported answer" in screen_text(app)
         stored = app.session.sm.session_file
         assert stored is not None and stored.name == "exported.jsonl" and stored != source
@@ -261,3 +266,71 @@ async def test_scoped_models_sets_the_ctrl_p_cycle_and_saves_enabled_models(make
         await until(pilot, lambda: "enabledModels" not in settings_file.read_text())
     assert app.session.rt.scoped_models == []
     assert json.loads(settings_file.read_text()) == {}
+
+
+# ----------------------------------------------------------------------------- extension shortcuts and renderers
+
+EXTENSION = '''
+from rich.text import Text
+
+
+def setup(pi):
+    async def mark(ctx):
+        await pi.send_message({"customType": "card", "content": "plain content", "details": {"n": 7}})
+
+    def draw(message, options, theme):
+        if message["details"]["n"] == 0:
+            return None
+        return Text(f"CARD n={message['details']['n']} expanded={options['expanded']}", style=theme["accent"])
+
+    def broken(ctx):
+        raise RuntimeError("shortcut failed on purpose")
+
+    pi.register_shortcut("ctrl+shift+y", description="Send a card", handler=mark)
+    pi.register_shortcut("f6", handler=broken)
+    pi.register_shortcut("escape", handler=mark)  # reserved: abort keeps it
+    pi.register_message_renderer("card", draw)
+'''
+
+
+async def test_extension_shortcuts_run_and_renderers_draw_custom_messages(make_app, tmp_path):  # noqa: F811
+    extension = tmp_path / "cards.py"
+    extension.write_text(EXTENSION)
+    app = await make_app(extensions=[str(extension)])
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: "Extension shortcut 'escape'" in screen_text(app))
+        assert "conflicts with built-in shortcut. Skipping." in flat_text(app)
+        await pilot.press("ctrl+shift+y")
+        await until(pilot, lambda: "CARD n=7 expanded=False" in screen_text(app))
+        assert "plain content" not in screen_text(app)
+        await pilot.press("f6")
+        await until(pilot, lambda: "shortcut failed on purpose" in flat_text(app))
+        await run_command(pilot, "/hotkeys")
+        await until(pilot, lambda: "Send a card" in screen_text(app))
+        await pilot.press("escape")  # reserved: no card is sent
+        await pilot.pause(0.2)
+        cards = [m for m in app.session.get_messages() if m.get("customType") == "card"]
+        assert len(cards) == 1
+        await app.transcript.restore(app.session.get_messages())  # a reopened session draws it the same way
+        await until(pilot, lambda: "CARD n=7" in screen_text(app))
+
+
+def test_shortcut_precedence_follows_pi():
+    from pi_coding_agent.coding.extensions.registry import Extension, Shortcut
+    from pi_coding_agent.coding.modes.interactive.extension_hooks import shortcut_table
+    from pi_coding_agent.coding.modes.interactive.keys import KeyMap
+
+    class Source:
+        def __init__(self, name: str) -> None:
+            self.path = Path(name)
+
+    def ext(name: str, *keys: str) -> Extension:
+        made = Extension(Source(name))  # type: ignore[arg-type]
+        made.shortcuts = {key: Shortcut(key, None, lambda ctx: None) for key in keys}
+        return made
+
+    first, second = ext("a.py", "ctrl+o", "ctrl+y"), ext("b.py", "Ctrl+Y", "alt+up", "ctrl+k")
+    table, warnings = shortcut_table([first, second], KeyMap())
+    assert "ctrl+o" not in table and "ctrl+k" not in table  # app.tools.expand and deleteToLineEnd are reserved
+    assert table["ctrl+y"][0] is second and table["alt+up"][0] is second  # app.message.dequeue is not reserved
+    assert len(warnings) == 4 and "built-in shortcut for app.message.dequeue" in warnings[2]

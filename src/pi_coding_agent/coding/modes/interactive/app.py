@@ -18,7 +18,7 @@ from textual.widgets import OptionList, Static
 
 from pi_coding_agent import __version__
 from pi_coding_agent.coding.errors import SessionError
-from pi_coding_agent.coding.modes.interactive import commands, completion, footer
+from pi_coding_agent.coding.modes.interactive import commands, completion, extension_hooks, footer
 from pi_coding_agent.coding.modes.interactive.blocks import Palette
 from pi_coding_agent.coding.modes.interactive.editor import Editor
 from pi_coding_agent.coding.modes.interactive.keys import KeyMap
@@ -107,6 +107,7 @@ class PiApp(App[int]):
 
     async def on_mount(self) -> None:
         self._unsubscribe = self.session.subscribe(self._on_session_event)
+        extension_hooks.install(self)
         await self.transcript.restore(self.session.get_messages())
         self.ui.attach(self)
         self.editor.focus()

@@ -15,6 +15,7 @@ from pi_coding_agent.coding.modes.interactive.dialogs import SelectScreen, ask
 
 if TYPE_CHECKING:
     from pi_coding_agent.coding.agent_session import AgentSession
+    from pi_coding_agent.coding.modes.interactive.dialogs import TuiExtensionUI
     from pi_coding_agent.coding.modes.interactive.editor import Editor
     from pi_coding_agent.coding.modes.interactive.keys import KeyMap
     from pi_coding_agent.coding.modes.interactive.transcript import Transcript
@@ -27,6 +28,7 @@ class PiApp(Protocol):
     transcript: Transcript
     editor: Editor
     keymap: KeyMap
+    ui: TuiExtensionUI
 
     def show_notice(self, message: str, kind: str | None = None) -> None: ...
 

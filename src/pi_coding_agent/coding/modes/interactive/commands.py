@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pi_coding_agent.coding.errors import SessionError
-from pi_coding_agent.coding.modes.interactive import project
+from pi_coding_agent.coding.modes.interactive import extension_hooks, project
 from pi_coding_agent.coding.modes.interactive.blocks import message_text
 from pi_coding_agent.coding.modes.interactive.command_host import Handler, PiApp, pick, replaced
 from pi_coding_agent.coding.modes.interactive.dialogs import InputScreen, SelectScreen, ask
@@ -105,6 +105,8 @@ async def run_action(app: PiApp, action: str) -> None:
         app.transcript.page_up()
     elif action == "tui.altScreen.pageDown":
         app.transcript.page_down()
+    elif action.startswith(extension_hooks.PREFIX):
+        await extension_hooks.run_shortcut(app, action)
     elif action.startswith("app.session."):
         await run(app, "/" + action.rsplit(".", 1)[1])
 
@@ -309,7 +311,7 @@ async def _reload(app: PiApp, arg: str) -> None:
 
 
 async def _hotkeys(app: PiApp, arg: str) -> None:
-    rows = app.keymap.hotkeys()
+    rows = app.keymap.hotkeys() + extension_hooks.shortcut_hotkeys(app)
     width = max(len(keys) for keys, _ in rows)
     app.show_notice("\n".join(f"{keys.ljust(width)}  {text}" for keys, text in rows))
 
