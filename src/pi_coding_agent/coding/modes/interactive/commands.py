@@ -21,9 +21,11 @@ if TYPE_CHECKING:
     from pi_coding_agent.coding.agent_session import AgentSession
 
 
-BUILTIN: dict[str, str] = {
+BUILTIN: dict[str, str] = {  # in pi's order
+    "settings": "Open settings",
     "model": "Select a model",
     "thinking": "Set the thinking level",
+    "scoped-models": "Configure the models Ctrl+P cycles through",
     "login": "Add provider authentication",
     "logout": "Remove provider authentication",
     "new": "Start a new session",
@@ -34,15 +36,13 @@ BUILTIN: dict[str, str] = {
     "fork": "New session from an earlier user message",
     "clone": "Duplicate the session at its current position",
     "compact": "Compact the context (optional instructions)",
+    "import": "Import a JSONL session, keeping its id and working directory",
     "copy": "Copy the last assistant message",
     "export": "Export the session as HTML or JSONL",
+    "trust": "Save a project trust decision for future pi processes",
     "reload": "Reload keybindings",
     "hotkeys": "Show keyboard shortcuts",
     "quit": "Quit pi",
-    "settings": "Open settings",
-    "scoped-models": "Configure the models Ctrl+P cycles through",
-    "import": "Import a JSONL session, keeping its id and working directory",
-    "trust": "Save a project trust decision for future pi processes",
 }
 NOT_HERE = ("share", "bug", "changelog", "debug")
 
