@@ -248,6 +248,7 @@ async def test_scoped_models_sets_the_ctrl_p_cycle_and_saves_enabled_models(make
     async with app.run_test(size=SIZE) as pilot:
         await run_command(pilot, "/scoped-models")
         await until(pilot, lambda: "Model Configuration" in screen_text(app) and "all enabled" in screen_text(app))
+        assert "✓ m1 [local]" in screen_text(app)  # the provider in brackets is text, not markup
         await pilot.press("enter")  # m1 off: the session's scope is m2 alone, before any save
         await until(pilot, lambda: "1/2 enabled (unsaved)" in screen_text(app))
         assert [m["id"] for m in app.session.rt.scoped_models] == ["m2"]

@@ -12,6 +12,7 @@ import asyncio
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.screen import ModalScreen
@@ -50,7 +51,7 @@ class SelectScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(self.title_text)
+            yield Label(Text(self.title_text))
             if self.searchable:
                 yield Input(placeholder="type to search", id="search")
             yield OptionList(*self._filtered(""), id="choices")
@@ -66,7 +67,7 @@ class SelectScreen(ModalScreen[str | None]):
                    if (score := (0 if not query else fuzzy_score(query, label))) is not None]
         if query:
             matches.sort()
-        return [Option(self.options[i][1], id=str(i)) for _, i in matches]
+        return [Option(Text(self.options[i][1]), id=str(i)) for _, i in matches]
 
     def on_input_changed(self, event: Input.Changed) -> None:
         list_ = self.query_one(OptionList)
@@ -109,9 +110,9 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(self.title_text)
-            yield Label(self.message)
-            yield Label("[y/Enter] yes   [n/Esc] no")
+            yield Label(Text(self.title_text))
+            yield Label(Text(self.message))
+            yield Label(Text("[y/Enter] yes   [n/Esc] no"))
 
     def action_answer(self, value: bool) -> None:
         self.dismiss(value)
@@ -127,7 +128,7 @@ class InputScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(self.title_text)
+            yield Label(Text(self.title_text))
             yield Input(value=self.value, placeholder=self.placeholder)
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
@@ -149,7 +150,7 @@ class EditorScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(f"{self.title_text}   (Ctrl+S save, Esc cancel)")
+            yield Label(Text(f"{self.title_text}   (Ctrl+S save, Esc cancel)"))
             yield TextArea(self.prefill)
 
     def action_save(self) -> None:

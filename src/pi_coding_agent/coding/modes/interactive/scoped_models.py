@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -66,8 +67,8 @@ class ScopedModelsScreen(ModalScreen[None]):
         choices = self.query_one(OptionList)
         highlighted = choices.highlighted or 0
         choices.clear_options()
-        choices.add_options([Option(f"{'✓' if k in self.enabled else ' '} {by_key[k]['id']} [{by_key[k]['provider']}]",
-                                    id=k) for k in self.rows])
+        choices.add_options([Option(Text(f"{'✓' if k in self.enabled else ' '} {by_key[k]['id']} "
+                                         f"[{by_key[k]['provider']}]"), id=k) for k in self.rows])
         if self.rows:
             choices.highlighted = min(highlighted, len(self.rows) - 1)
         count = "all enabled" if len(self.enabled) == len(self.models) else f"{len(self.enabled)}/{len(self.models)} enabled"
