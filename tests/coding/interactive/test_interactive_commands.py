@@ -335,3 +335,26 @@ def test_shortcut_precedence_follows_pi():
     assert "ctrl+o" not in table and "ctrl+k" not in table  # app.tools.expand and deleteToLineEnd are reserved
     assert table["ctrl+y"][0] is second and table["alt+up"][0] is second  # app.message.dequeue is not reserved
     assert len(warnings) == 4 and "built-in shortcut for app.message.dequeue" in warnings[2]
+
+
+async def test_settings_sets_and_clears_a_per_model_thinking_level(make_app, tmp_path):  # noqa: F811
+    settings_file = tmp_path / "agent" / "settings.json"
+    app = await make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await run_command(pilot, "/settings")
+        await until(pilot, lambda: "Default thinking level per model" in screen_text(app))
+        await type_text(pilot, "per")
+        await until(pilot, lambda: "Auto-compact" not in screen_text(app))
+        assert "none" in screen_text(app)
+        await pilot.press("enter")
+        await until(pilot, lambda: "select a model to configure" in screen_text(app))
+        await pilot.press("enter")  # the current model, m1, comes first
+        await until(pilot, lambda: "Thinking level for m1 [local]" in screen_text(app))
+        await pilot.press("enter")  # m1 has no reasoning: "off" is its only level
+        await until(pilot, lambda: "1 configured" in screen_text(app))
+        assert json.loads(settings_file.read_text()) == {"modelThinkingLevels": {"local/m1": "off"}}
+        await pilot.press("enter", "enter")
+        await until(pilot, lambda: "(clear override)" in screen_text(app) and "✓ off" in screen_text(app))
+        await pilot.press("down", "enter")
+        await until(pilot, lambda: "none" in screen_text(app) and "Thinking level for" not in screen_text(app))
+    assert json.loads(settings_file.read_text()) == {}

@@ -39,6 +39,8 @@ class Setting:
     names: tuple[str, ...] = ()  # how the values are shown, when not as themselves
 
     def shown(self, value: Any) -> str:
+        if isinstance(value, dict):  # modelThinkingLevels, as pi sums it up
+            return f"{len(value)} configured" if value else "none"
         if self.names and value in self.values:
             return self.names[self.values.index(value)]
         return str(value).lower() if isinstance(value, bool) else str(value)
@@ -71,8 +73,11 @@ SETTINGS = (
             ("Ask", "Always trust", "Never trust")),
     Setting("Double-escape action", "doubleEscapeAction", ("tree", "fork", "none"), "tree",
             "What Escape twice on an empty editor opens"),
+    Setting("Default thinking level per model", "modelThinkingLevels", (), {},
+            "Override the default thinking level for specific models. Shift+Tab cycles in-session."),
     Setting("Theme", "theme", (), "system", "Colour theme of the interface (next start)"),
 )
+CLEAR = "(clear override)"
 
 
 class _Search(Input):
@@ -154,10 +159,12 @@ class SettingsScreen(ModalScreen[None]):
     async def _change(self, setting: Setting) -> None:
         if setting.key == "theme":
             value: Any = await _pick_theme(self.pi, str(self._value(setting)))
-            if value is None:
-                return
+        elif setting.key == "modelThinkingLevels":
+            value = await _pick_model_level(self.pi, dict(self._value(setting) or {}))
         else:
             value = setting.following(self._value(setting))
+        if value is None:
+            return
         apply_setting(self.pi, setting.key, value)
         self._fill(self.query_one(Input).value)
 
@@ -170,6 +177,33 @@ async def _pick_theme(app: PiApp, current: str) -> str | None:
                                        [(n, ("✓ " if n == current else "  ") + n) for n in names]), None)
 
 
+async def _pick_model_level(app: PiApp, levels: dict[str, str]) -> dict[str, str] | None:
+    """pi's two steps: a model (the current one first), then its level or "clear override"; the
+    resulting ``modelThinkingLevels`` (None when cancelled)."""
+    from pi_coding_agent.ai.thinking import supported_thinking_levels
+
+    current = app.session.agent.model
+    models = sorted(app.session.get_available_models(),
+                    key=lambda m: (m["provider"], m["id"]) != (current["provider"], current["id"]))
+    options = [(f"{m['provider']}/{m['id']}", f"{m['id']} [{m['provider']}]"
+                + (f"  {levels[k]}" if (k := f"{m['provider']}/{m['id']}") in levels else "")) for m in models]
+    key = await ask(app, SelectScreen("Per-Model Thinking Level: select a model to configure", options), None)
+    model = next((m for m in models if f"{m['provider']}/{m['id']}" == key), None)
+    if key is None or model is None:
+        return None
+    choices = supported_thinking_levels(model) if model.get("reasoning") else ["off"]
+    rows = [(level, ("✓ " if levels.get(key) == level else "  ") + level) for level in choices]
+    if key in levels:
+        rows.append((CLEAR, f"  {CLEAR}"))
+    level = await ask(app, SelectScreen(f"Thinking level for {model['id']} [{model['provider']}]", rows,
+                                        searchable=False), None)
+    if level is None:
+        return None
+    if level == CLEAR:
+        return {k: v for k, v in levels.items() if k != key}
+    return {**levels, key: level}
+
+
 def apply_setting(app: PiApp, key: str, value: Any) -> None:
     """Save ``key`` and apply it to the running session and UI where they hold it."""
     session = app.session
@@ -179,6 +213,8 @@ def apply_setting(app: PiApp, key: str, value: Any) -> None:
         session.set_steering_mode(str(value))
     elif key == "followUpMode":
         session.set_follow_up_mode(str(value))
+    elif value == {}:  # the last per-model level cleared: the key goes, as pi omits unset values
+        session.rt.settings.remove_global(key)
     else:
         session.rt.settings.set_global(key, value)
     if key == "hideThinkingBlock":
