@@ -358,3 +358,22 @@ async def test_settings_sets_and_clears_a_per_model_thinking_level(make_app, tmp
         await pilot.press("down", "enter")
         await until(pilot, lambda: "none" in screen_text(app) and "Thinking level for" not in screen_text(app))
     assert json.loads(settings_file.read_text()) == {}
+
+
+async def test_a_theme_picked_in_settings_recolours_the_screen_at_once(make_app, fake_llm, tmp_path):  # noqa: F811
+    app = await make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await run_command(pilot, "hello")
+        await until(pilot, lambda: "ok" in screen_text(app) and not app.session.is_streaming)
+        dark_background = app.current_theme.background
+        await run_command(pilot, "/settings")
+        await until(pilot, lambda: "Theme" in screen_text(app))
+        await type_text(pilot, "theme")
+        await pilot.press("enter")
+        await until(pilot, lambda: "light" in screen_text(app) and "✓ system" in screen_text(app))
+        await type_text(pilot, "light")
+        await pilot.press("enter")
+        await until(pilot, lambda: app.palette.get("appearance") == "light")
+        await pilot.press("escape")
+        await until(pilot, lambda: app.current_theme.background != dark_background and "hello" in screen_text(app))
+        assert app.transcript.palette is app.palette and "ok" in screen_text(app)

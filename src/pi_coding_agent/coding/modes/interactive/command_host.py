@@ -15,6 +15,7 @@ from pi_coding_agent.coding.modes.interactive.dialogs import SelectScreen, ask
 
 if TYPE_CHECKING:
     from pi_coding_agent.coding.agent_session import AgentSession
+    from pi_coding_agent.coding.modes.interactive.blocks import Palette
     from pi_coding_agent.coding.modes.interactive.dialogs import TuiExtensionUI
     from pi_coding_agent.coding.modes.interactive.editor import Editor
     from pi_coding_agent.coding.modes.interactive.keys import KeyMap
@@ -45,6 +46,8 @@ class PiApp(Protocol):
     def suspend(self) -> AbstractContextManager[None]: ...
 
     def spawn(self, work: Any) -> None: ...
+
+    def use_palette(self, palette: Palette) -> None: ...
 
 
 Handler = Callable[[PiApp, str], Awaitable[None]]

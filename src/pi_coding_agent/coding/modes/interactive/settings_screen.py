@@ -3,7 +3,7 @@
 Enter or Space moves a setting to its next value, as pi's list does, and the change is written at
 once to ``<agent-dir>/settings.json`` (``Settings.set_global``: an atomic replace of the re-read
 file). The session's own setters are used where the running session holds the value (queue modes,
-auto-compaction), so a change applies now; the theme applies at the next start.
+auto-compaction), so a change applies now; a new theme redraws the screen in its colours.
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ SETTINGS = (
             "What Escape twice on an empty editor opens"),
     Setting("Default thinking level per model", "modelThinkingLevels", (), {},
             "Override the default thinking level for specific models. Shift+Tab cycles in-session."),
-    Setting("Theme", "theme", (), "system", "Colour theme of the interface (next start)"),
+    Setting("Theme", "theme", (), "system", "Colour theme of the interface"),
 )
 CLEAR = "(clear override)"
 
@@ -173,7 +173,7 @@ async def _pick_theme(app: PiApp, current: str) -> str | None:
     from pi_coding_agent.coding.modes.interactive.theme import theme_names
 
     names = theme_names(app.session.rt.agent_dir)
-    return await ask(app, SelectScreen("Theme (applies at the next start)",
+    return await ask(app, SelectScreen("Theme",
                                        [(n, ("✓ " if n == current else "  ") + n) for n in names]), None)
 
 
@@ -219,6 +219,10 @@ def apply_setting(app: PiApp, key: str, value: Any) -> None:
         session.rt.settings.set_global(key, value)
     if key == "hideThinkingBlock":
         app.transcript.set_hide_thinking(bool(value))
+    if key == "theme":
+        from pi_coding_agent.coding.modes.interactive.theme import load_palette
+
+        app.use_palette(load_palette(str(value), session.rt.agent_dir, []))
     app.refresh_footer()
 
 
