@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from tests.coding.interactive.test_interactive import SIZE, make_app, screen_text, type_text, until  # noqa: F401
 
@@ -377,3 +380,17 @@ async def test_a_theme_picked_in_settings_recolours_the_screen_at_once(make_app,
         await pilot.press("escape")
         await until(pilot, lambda: app.current_theme.background != dark_background and "hello" in screen_text(app))
         assert app.transcript.palette is app.palette and "ok" in screen_text(app)
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="Node.js is not on PATH")
+async def test_a_typescript_extension_shortcut_runs_in_the_sidecar(make_app, tmp_path):  # noqa: F811
+    extension = tmp_path / "keys.ts"
+    extension.write_text('export default function (pi) {\n'
+                         '  pi.registerShortcut("ctrl+shift+u", { description: "Say hi from TypeScript",\n'
+                         '    handler: async (ctx) => { ctx.ui.notify("hello from the ts shortcut"); } });\n'
+                         '}\n')
+    app = await make_app(extensions=[str(extension)])
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: any(ext.shortcuts for ext in app.session.extensions.extensions), timeout=120)
+        await pilot.press("ctrl+shift+u")
+        await until(pilot, lambda: "hello from the ts shortcut" in screen_text(app))
