@@ -57,9 +57,9 @@ async def test_trust_saves_the_decision_pi_offers(make_app, tmp_path):  # noqa: 
         await run_command(pilot, "/trust")
         await until(pilot, lambda: f"Saved decision: untrusted ({cwd})" in screen_text(app))
         assert "✓ Do not trust" in screen_text(app)
-        await pilot.press("down", "enter")  # the parent folder: its entry replaces the folder's own
-        await until(pilot, lambda: "Saved trust decision: trusted" in screen_text(app))
-    assert json.loads(trust_file.read_text()) == {str(tmp_path.resolve().parent): True}
+        await pilot.press("up", "enter")  # the cursor starts on the saved choice; one up: the parent folder,
+        await until(pilot, lambda: "Saved trust decision: trusted" in screen_text(app))  # whose entry replaces
+    assert json.loads(trust_file.read_text()) == {str(tmp_path.resolve().parent): True}  # the folder's own
 
 
 # ----------------------------------------------------------------------------- /import

@@ -42,12 +42,14 @@ class SelectScreen(ModalScreen[str | None]):
     DEFAULT_CSS = DIALOG_CSS.format(name="SelectScreen")
     BINDINGS: ClassVar[list[Any]] = [("escape", "cancel", "Cancel")]
 
-    def __init__(self, title: str, options: list[tuple[str, str]], searchable: bool = True) -> None:
-        """``options``: (id, label) pairs, shown in the order given."""
+    def __init__(self, title: str, options: list[tuple[str, str]], searchable: bool = True,
+                 highlighted: int = 0) -> None:
+        """``options``: (id, label) pairs, shown in the order given; ``highlighted``: the one first under the cursor."""
         super().__init__()
         self.title_text = title
         self.options = options
         self.searchable = searchable
+        self.highlighted = highlighted
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -59,7 +61,7 @@ class SelectScreen(ModalScreen[str | None]):
     def on_mount(self) -> None:
         list_ = self.query_one(OptionList)
         if list_.option_count:
-            list_.highlighted = 0
+            list_.highlighted = min(self.highlighted, list_.option_count - 1)
         (self.query_one(Input) if self.searchable else list_).focus()
 
     def _filtered(self, query: str) -> list[Option]:

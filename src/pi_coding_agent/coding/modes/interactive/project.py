@@ -40,9 +40,10 @@ async def trust(app: PiApp, arg: str) -> None:
     choices = trust_choices(cwd)
     title = (f"Project trust\n{cwd}\n\nSaved decision: {described}\n"
              f"Current session: {'trusted' if rt.project_trusted else 'untrusted'}")
-    options = [(str(i), ("✓ " if saved == (str(path), trusted) else "  ") + label)
-               for i, (label, trusted, _, path) in enumerate(choices)]
-    picked = await ask(app, SelectScreen(title, options, searchable=False), None)
+    marked = [saved == (str(path), trusted) for _, trusted, _, path in choices]
+    options = [(str(i), ("✓ " if marked[i] else "  ") + label) for i, (label, *_) in enumerate(choices)]
+    current = marked.index(True) if True in marked else 0  # the cursor starts on the saved choice, as in pi
+    picked = await ask(app, SelectScreen(title, options, searchable=False, highlighted=current), None)
     if picked is None:
         return
     _, trusted, updates, _ = choices[int(picked)]
