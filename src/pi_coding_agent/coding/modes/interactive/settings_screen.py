@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -121,7 +122,8 @@ class SettingsScreen(ModalScreen[None]):
         choices = self.query_one(OptionList)
         highlighted = choices.highlighted or 0
         choices.clear_options()
-        choices.add_options([Option(f"{s.label.ljust(width)}{s.shown(self._value(s))}", id=s.key) for s in self.rows])
+        choices.add_options([Option(Text(f"{s.label.ljust(width)}{s.shown(self._value(s))}"), id=s.key)
+                             for s in self.rows])
         if self.rows:
             choices.highlighted = min(highlighted, len(self.rows) - 1)
         self._describe()
