@@ -65,8 +65,10 @@ def terminal(tmp_path, fake_llm) -> Iterator[Callable[..., Tmux]]:
     project.mkdir()
 
     def start(*pi_args: str) -> Tmux:
-        env = {**os.environ, "HOME": str(tmp_path), "PI_CODING_AGENT_DIR": str(tmp_path / "agent"),
-               "TERM": "xterm-256color"}
+        # not COLUMNS/LINES: pytest-xdist's workers set 80x24, and the UI would size itself by them
+        # rather than by the 120x40 pane
+        env = {**{k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}, "HOME": str(tmp_path),
+               "PI_CODING_AGENT_DIR": str(tmp_path / "agent"), "TERM": "xterm-256color"}
         words = " ".join(f"'{a}'" for a in pi_args)
         # after pi: its exit status and the terminal modes it left, then a pause to read them
         command = (f"{PYTHON} -m pi_coding_agent --provider local --model m1 {words}; "
