@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pi_coding_agent.agent.agent import Agent
 from pi_coding_agent.agent.queues import QUEUE_MODES
 from pi_coding_agent.ai.auth.keys import start_prompt
+from pi_coding_agent.ai.models.virtual import is_virtual
 from pi_coding_agent.ai.session_resources import close_all as close_provider_sessions
 from pi_coding_agent.ai.types import Model
 from pi_coding_agent.coding.commands import llama as llama_command
@@ -39,6 +40,7 @@ from pi_coding_agent.coding.services.event_relay import EventRelay
 from pi_coding_agent.coding.services.model_selection import ModelSelection
 from pi_coding_agent.coding.services.queue_mirror import QueueMirror
 from pi_coding_agent.coding.services.tree_navigation import TreeNavigator
+from pi_coding_agent.coding.services.virtual_routing import VirtualRouting
 from pi_coding_agent.coding.session import SessionManager
 from pi_coding_agent.coding.session.save_report import report_save
 from pi_coding_agent.coding.session_host import Listener
@@ -78,6 +80,8 @@ class AgentSession:
         self.agent.hooks.prepare_next_turn = self.compaction.check_between_turns
         self.navigator = TreeNavigator(self, runtime, self.extensions)
         self.models = ModelSelection(runtime, self.emit, lambda: self.extensions)
+        self.routing = VirtualRouting(runtime, self.emit)
+        self.agent.hooks.route_request = self.routing.route_request
         self._watch_saves(runtime.session_manager)
 
     async def load_extensions(self) -> None:
@@ -235,7 +239,7 @@ class AgentSession:
         model = self.agent.model
         if model["provider"] == "unknown":
             raise SessionError(self.rt.no_key_message("the selected model"))
-        if self.rt.api_key_for(model) is None:
+        if self.rt.api_key_for(model) is None and not is_virtual(model):  # a virtual one: each route is checked
             failure = self.rt.auth.key_command_failure(model["provider"])
             raise SessionError(failure or self.rt.no_key_message(model["provider"]))
 
@@ -281,6 +285,7 @@ class AgentSession:
         """Announce the attempt, hide the failure from the model, back off (abort / abort_retry end the series)."""
         delay = self.retry.announce(failed, self.agent.last_retry_after_ms)
         self.omit_from_context(failed)
+        self.routing.failed = failed
         return await self.retry.back_off(delay, lambda: self._aborted)
 
     def omit_from_context(self, message: dict[str, Any]) -> None:
