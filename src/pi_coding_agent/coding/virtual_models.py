@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from pi_coding_agent.ai.models.virtual import is_virtual, virtual_entry
 from pi_coding_agent.ai.thinking import clamp_thinking_level
-from pi_coding_agent.ai.types import AssistantMessage, Message, Model
+from pi_coding_agent.ai.types import AssistantMessage, JsonObject, Message, Model
 
 if TYPE_CHECKING:
     from pi_coding_agent.ai.abort import AbortSignal
@@ -99,11 +99,15 @@ class VirtualModels:
         self._routers.pop((provider, model_id), None)
         self._registry.unregister_virtual_model(provider, model_id)
 
-    async def resolve(self, model: Model, messages: list[Message], reason: RouteReason, thinking_level: str,
+    async def resolve(self, model: Model, transcript: list[JsonObject], reason: RouteReason, thinking_level: str,
                       signal: AbortSignal | None = None, failed: AssistantMessage | None = None,
                       state: Any = None) -> Route:
-        """The routed model and level of one request; raises (with pi's wording) when routing fails."""
+        """The routed model and level of one request over ``transcript`` (the agent's messages); raises
+        (with pi's wording) when routing fails."""
         from pi_coding_agent.agent.awaitables import maybe_await
+        from pi_coding_agent.coding.session.conversion import convert_to_llm
+
+        messages = cast(list[Message], convert_to_llm(transcript))
 
         name = f"Virtual model {model['provider']}/{model['id']}"
         router = self._routers.get((model["provider"], model["id"]))

@@ -10,10 +10,10 @@ router returns is kept on the session branch as a ``pi.virtual-model-state`` cus
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from pi_coding_agent.ai.models.virtual import STATE_ENTRY, is_virtual
-from pi_coding_agent.ai.types import AssistantMessage, JsonObject, Message, Model
+from pi_coding_agent.ai.types import AssistantMessage, JsonObject, Model
 from pi_coding_agent.coding.events import AgentEvent
 
 if TYPE_CHECKING:
@@ -38,15 +38,13 @@ class VirtualRouting:
         self.rt.routed_model = None
         if not is_virtual(model):
             return model, level
-        from pi_coding_agent.coding.session.conversion import convert_to_llm
-
-        messages = cast(list[Message], convert_to_llm(transcript))
-        last_response = max((i for i, m in enumerate(messages) if m["role"] == "assistant"), default=-1)
-        user_turn = any(m["role"] == "user" for m in messages[last_response + 1:])
+        # only messages the user wrote start a turn (an extension's custom message does not)
+        last_response = max((i for i, m in enumerate(transcript) if m["role"] == "assistant"), default=-1)
+        user_turn = any(m["role"] == "user" for m in transcript[last_response + 1:])
         sm = self.rt.session_manager
         state = branch_state(sm.get_branch(), model)
         route = await self.rt.virtual_models.resolve(
-            model, messages, "retry" if failed else "user" if user_turn else "continuation", level, signal,
+            model, transcript, "retry" if failed else "user" if user_turn else "continuation", level, signal,
             failed, state)
         if route.state is not None and route.state is not state:  # stored before the request is sent
             entry = sm.append_custom(STATE_ENTRY, {"provider": model["provider"], "modelId": model["id"],

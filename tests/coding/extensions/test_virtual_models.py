@@ -1,0 +1,223 @@
+"""Issue 34 item 11: virtual models (pi's ``registerVirtualModel`` / ``unregisterVirtualModel``).
+
+One router written twice, in TypeScript for the reference pi 1.6.0 and in Python for ours, over the
+same fake LLM with two physical models: the models listed, the selection, the router's inputs (it
+stores them as its state, so they show in the ``pi.virtual-model-state`` entries), the model and
+level of each request that reaches the server and the provider/model fields of each message must
+match. The registration rules (replace, unregister, ``unregister_provider``, reload, conflicts,
+failures) are checked in-process through the SDK.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pi_coding_agent import RouteRequest, SessionError, VirtualModel, create_agent_session
+from tests.support.fakes.llm_server import FakeLLMServer
+from tests.support.rpc_compare import Conversation, Workspace, needs_reference
+
+ROUTER_TS = """
+export default function (pi) {
+  pi.registerVirtualModel({
+    provider: "router", id: "auto", name: "Auto", thinkingLevels: ["low", "high"],
+    route(request, ctx) {
+      const sticky = request.failed ? undefined : request.previous;
+      const state = { reason: request.reason, level: request.thinkingLevel, before: request.state ?? null,
+        previous: request.previous ? `${request.previous.model.id}:${request.previous.thinkingLevel}` : null,
+        failed: request.failed ? `${request.failed.model.id}:${request.failed.message.errorMessage}` : null,
+        roles: request.messages.map((m) => m.role).join(",") };
+      if (request.reason !== "user" && sticky) return { model: sticky.model, thinkingLevel: "high", state };
+      const id = request.reason === "user" ? "fake-big" : "fake-model";
+      return { model: ctx.modelRegistry.find("fake", id), thinkingLevel: "high", state };
+    },
+  });
+}
+"""
+
+ROUTER_PY = """
+def setup(pi):
+    def route(request, ctx):
+        sticky = None if request.failed else request.previous
+        state = {"reason": request.reason, "level": request.thinking_level, "before": request.state,
+                 "previous": (f"{request.previous.model['id']}:{request.previous.thinking_level}"
+                              if request.previous else None),
+                 "failed": (f"{request.failed.model['id']}:{request.failed.message['errorMessage']}"
+                            if request.failed else None),
+                 "roles": ",".join(m["role"] for m in request.messages)}
+        if request.reason != "user" and sticky:
+            return {"model": sticky.model, "thinking_level": "high", "state": state}
+        model_id = "fake-big" if request.reason == "user" else "fake-model"
+        return {"model": ctx.model_registry.find("fake", model_id), "thinking_level": "high", "state": state}
+
+    pi.register_virtual_model({"provider": "router", "id": "auto", "name": "Auto",
+                               "thinking_levels": ["low", "high"], "route": route})
+"""
+
+# a tool call (user), an overloaded follow-up (continuation), its retry, routed elsewhere
+SCRIPT: list[dict[str, Any]] = [
+    {"content": [{"type": "toolCall", "id": "call_1", "name": "bash", "arguments": {"command": "echo hi"}}]},
+    {"status": 529, "body": {"error": {"message": "Overloaded"}}},
+    {"content": [{"type": "text", "text": "done"}]},
+]
+BIG = {"id": "fake-big", "reasoning": True, "contextWindow": 200000, "maxTokens": 8000}
+
+
+def _with_big_model(workspace: Workspace) -> None:
+    path = workspace.agent_dir / "models.json"
+    models = json.loads(path.read_text())
+    models["providers"]["fake"]["models"].append(BIG)
+    path.write_text(json.dumps(models))
+
+
+async def _play(kind: str, root: Path) -> dict[str, Any]:
+    """List, select, prompt; what the client and the server saw, with the server's URL taken out."""
+    with FakeLLMServer() as server:
+        server.add(*SCRIPT)
+        workspace = Workspace.create(root / kind, server.url, {"retry": {"baseDelayMs": 1}})
+        _with_big_model(workspace)
+        source = ROUTER_PY if kind == "ours" else ROUTER_TS
+        extension = root / kind / ("router.py" if kind == "ours" else "router.ts")
+        extension.write_text(textwrap.dedent(source))
+        proc = await workspace.spawn(kind, "--no-session", "-e", str(extension))
+        conv = Conversation(proc, server, workspace)
+        try:
+            listed = (await conv.request({"type": "get_available_models"}))["data"]["models"]
+            selected = (await conv.request({"type": "set_model", "provider": "router", "modelId": "auto"}))["data"]
+            state = (await conv.request({"type": "get_state"}))["data"]
+            records = await conv.prompt("hello")
+        finally:
+            await proc.kill()
+        requests = list(server.requests)
+    text = json.dumps({"listed": listed, "selected": selected}).replace(server.url, "<LLM>")
+    return {
+        **json.loads(text),
+        "state": (state["model"]["id"], state["thinkingLevel"]),
+        "route_states": [r["entry"]["data"] for r in records
+                         if r["type"] == "entry_appended" and r["entry"].get("customType") == "pi.virtual-model-state"],
+        "answers": [{k: r["message"].get(k) for k in ("api", "provider", "model", "thinkingLevel", "stopReason", "errorMessage")}
+                    for r in records if r["type"] == "message_end" and r["message"]["role"] == "assistant"],
+        "requests": [(r["body"]["model"], r["body"].get("reasoning_effort"),
+                      [m["role"] for m in r["body"]["messages"]]) for r in requests],
+    }
+
+
+async def test_a_virtual_model_routes_each_request(tmp_path: Path) -> None:
+    """Ours alone: listed after the physical models, selected, and routed per phase of the turn."""
+    ours = await _play("ours", tmp_path)
+    assert [(m["provider"], m["id"], m["api"]) for m in ours["listed"]][-1] == ("router", "auto", "pi-virtual")
+    assert ours["selected"]["thinkingLevelMap"] == {"off": None, "minimal": None, "low": "low", "medium": None,
+                                                    "high": "high", "xhigh": None, "max": None}
+    assert ours["state"] == ("auto", "low")
+    assert [(s["state"]["reason"], s["state"]["previous"], s["state"]["failed"]) for s in ours["route_states"]] == [
+        ("user", None, None), ("continuation", "fake-big:high", None),
+        ("retry", "fake-big:high", 'fake-big:529: {"message":"Overloaded"}')]
+    assert [(a["model"], a["thinkingLevel"], a["stopReason"]) for a in ours["answers"]] == [
+        ("fake-big", "high", "toolUse"), ("fake-big", "high", "error"), ("fake-model", "off", "stop")]
+    assert [(model, effort) for model, effort, _ in ours["requests"]] == [
+        ("fake-big", "high"), ("fake-big", "high"), ("fake-model", None)]
+
+
+@needs_reference
+async def test_virtual_model_matches_the_reference(tmp_path: Path) -> None:
+    reference = await _play("reference", tmp_path)
+    ours = await _play("ours", tmp_path)
+    assert ours == reference
+
+
+# --------------------------------------------------------------------------- registration rules (SDK)
+
+
+def _agent_dir(root: Path, url: str) -> Path:
+    (root / "models.json").write_text(json.dumps({"providers": {"fake": {
+        "baseUrl": f"{url}/v1", "api": "openai-completions", "apiKey": "dummy",
+        "models": [{"id": "fake-model"}, BIG]}}}))
+    return root
+
+
+def _to(model_id: str, seen: list[RouteRequest] | None = None) -> Any:
+    def route(request: RouteRequest) -> dict[str, Any]:
+        if seen is not None:
+            seen.append(request)
+        return {"model": {"provider": "fake", "id": model_id}, "thinking_level": "medium"}
+
+    return route
+
+
+def _listed(session: Any) -> list[str]:
+    return [f"{m['provider']}/{m['id']}" for m in session.get_available_models()]
+
+
+async def test_sdk_registration_replaces_and_unregisters(tmp_path: Path) -> None:
+    with FakeLLMServer() as server:
+        server.add({"content": [{"type": "text", "text": "one"}]}, {"content": [{"type": "text", "text": "two"}]})
+        async with create_agent_session(cwd=tmp_path, agent_dir=_agent_dir(tmp_path, server.url),
+                                        model="fake/fake-model", in_memory=True, load_resources=False) as session:
+            session.register_virtual_model(VirtualModel("router", "auto", "Auto", _to("fake-model")))
+            session.register_virtual_model(VirtualModel("router", "auto", "Auto 2", _to("fake-big")))
+            assert _listed(session) == ["fake/fake-model", "fake/fake-big", "router/auto"]
+            await session.set_model("router", "auto")
+            assert session.get_state()["model"]["name"] == "Auto 2"
+            result = await session.run("hi")
+            assert (result.messages[-1]["provider"], result.messages[-1]["model"]) == ("fake", "fake-big")
+            assert server.requests[-1]["body"]["model"] == "fake-big"
+            session.unregister_virtual_model("router", "auto")
+            assert "router/auto" not in _listed(session)
+
+
+async def test_sdk_conflicts_and_failed_routes(tmp_path: Path) -> None:
+    with FakeLLMServer() as server:
+        async with create_agent_session(cwd=tmp_path, agent_dir=_agent_dir(tmp_path, server.url),
+                                        model="fake/fake-model", in_memory=True, load_resources=False) as session:
+            with pytest.raises(ValueError, match="conflicts with a physical model"):
+                session.register_virtual_model(VirtualModel("fake", "fake-big", "Big", _to("fake-model")))
+            session.register_virtual_model(VirtualModel("fake", "auto", "Auto", _to("nope")))
+            assert _listed(session)[-1] == "fake/auto"  # beside the provider's own models
+            await session.set_model("fake", "auto")
+            result = await session.run("hi", raise_on_error=False)
+        assert not server.requests  # nothing reached the provider
+    failed = result.messages[-1]
+    assert (failed["api"], failed["provider"], failed["model"], failed["stopReason"]) == (
+        "pi-virtual", "fake", "auto", "error")
+    assert failed["errorMessage"] == "Virtual model fake/auto routed to fake/nope, which is not a physical model."
+
+
+EXTENSION_ROUTER = """
+GENERATION = [0]  # the module is imported once: each reload's setup sees the count go up
+
+
+def setup(pi):
+    GENERATION[0] += 1
+    pi.register_provider("extra", {"baseUrl": "http://127.0.0.1:9/v1", "api": "openai-completions",
+                                   "apiKey": "k", "models": [{"id": "x"}]})
+    pi.register_virtual_model({"provider": "extra", "id": f"auto-{GENERATION[0]}", "name": "Auto",
+                               "route": lambda request, ctx: {"model": ctx.model_registry.find("fake", "fake-model")}})
+
+    async def drop(args, ctx):
+        pi.unregister_provider("extra")
+
+    pi.register_command("drop-provider", handler=drop)
+"""
+
+
+async def test_extension_models_survive_unregister_provider_and_come_back_on_reload(tmp_path: Path) -> None:
+    """``unregister_provider`` leaves the virtual model; a reload drops what the old generation
+    registered before the new one registers its own."""
+    extension = tmp_path / "router.py"
+    extension.write_text(textwrap.dedent(EXTENSION_ROUTER))
+    with FakeLLMServer() as server:
+        async with create_agent_session(cwd=tmp_path, agent_dir=_agent_dir(tmp_path, server.url),
+                                        model="fake/fake-model", in_memory=True, load_resources=False,
+                                        extensions=[extension]) as session:
+            assert _listed(session)[:3] == ["extra/x", "extra/auto-1", "fake/fake-model"]
+            await session.prompt("/drop-provider")
+            assert _listed(session)[-1] == "extra/auto-1" and "extra/x" not in _listed(session)
+            await session.new_session()
+            assert _listed(session)[:3] == ["extra/x", "extra/auto-2", "fake/fake-model"]
+            assert "extra/auto-1" not in _listed(session)
+            with pytest.raises(SessionError, match="Model not found"):
+                await session.set_model("router", "auto")
