@@ -486,6 +486,10 @@ class SessionRuntime:
         gets one.
         """
         ctx = sm.build_context()
+        if ctx.model is not None and self.registry.has_virtual_models():
+            from pi_coding_agent.coding.virtual_models import branch_selection
+
+            ctx.model = branch_selection(sm.get_branch(), self.registry) or ctx.model
         has_level = sm.branch_has("thinking_level_change")
         model, level = self.choose_model(ctx, has_level)
         self.agent.replace_messages(ctx.messages)

@@ -135,6 +135,22 @@ class VirtualModels:
         return found if found is not None and not is_virtual(found) else None
 
 
+def branch_selection(branch: list[JsonObject], registry: ModelRegistry) -> tuple[str, str] | None:
+    """The selection a branch records when a virtual model holds it (pi's rule): replies name the
+    physical models it routed to, so after the latest reply the ``model_change`` before it still
+    holds if it names a registered virtual model. None: the usual rule applies."""
+    for index in range(len(branch) - 1, -1, -1):
+        entry = branch[index]
+        if entry.get("type") == "model_change":
+            return None
+        message = entry.get("message") if entry.get("type") == "message" else None
+        if isinstance(message, dict) and message.get("role") == "assistant" and not is_virtual(message):  # type: ignore[arg-type]
+            change = next((e for e in reversed(branch[:index]) if e.get("type") == "model_change"), None)
+            model = change and registry.find(str(change.get("provider")), str(change.get("modelId")))
+            return (model["provider"], model["id"]) if model and is_virtual(model) else None
+    return None
+
+
 def _latest_response(messages: list[Message]) -> AssistantMessage | None:
     """The latest successful response: failed and aborted requests (failed routing too) are skipped."""
     for message in reversed(messages):

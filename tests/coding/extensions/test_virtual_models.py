@@ -221,3 +221,28 @@ async def test_extension_models_survive_unregister_provider_and_come_back_on_rel
             assert "extra/auto-1" not in _listed(session)
             with pytest.raises(SessionError, match="Model not found"):
                 await session.set_model("router", "auto")
+
+
+def _router_extension(pi: Any) -> None:
+    pi.register_virtual_model(VirtualModel("router", "auto", "Auto",
+                                           lambda request, ctx: {"model": ctx.model_registry.find("fake", "fake-big")}))
+
+
+async def test_model_option_and_resume_select_the_virtual_model(tmp_path: Path) -> None:
+    """``model=`` (``--model``) names a virtual model; a resumed session keeps the virtual selection
+    its replies do not name, and falls back to the model that answered last once it is gone."""
+    sessions = tmp_path / "sessions"
+    with FakeLLMServer() as server:
+        agent_dir = _agent_dir(tmp_path, server.url)
+        async with create_agent_session(cwd=tmp_path, agent_dir=agent_dir, model="router/auto", session_dir=sessions,
+                                        load_resources=False, extensions=[_router_extension]) as session:
+            assert session.get_state()["model"]["id"] == "auto"
+            answer = (await session.run("hi")).messages[-1]
+            session_file = session.get_state()["sessionFile"]
+        assert (answer["provider"], answer["model"]) == ("fake", "fake-big")
+        async with create_agent_session(cwd=tmp_path, agent_dir=agent_dir, session_file=session_file,
+                                        load_resources=False, extensions=[_router_extension]) as resumed:
+            assert (resumed.get_state()["model"]["provider"], resumed.get_state()["model"]["id"]) == ("router", "auto")
+        async with create_agent_session(cwd=tmp_path, agent_dir=agent_dir, session_file=session_file,
+                                        load_resources=False) as without:
+            assert without.get_state()["model"]["id"] == "fake-big"

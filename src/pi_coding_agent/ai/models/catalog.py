@@ -167,6 +167,9 @@ class ModelRegistry:
             del self._virtual[provider]
         self._forget(provider)
 
+    def has_virtual_models(self) -> bool:
+        return bool(self._virtual)
+
     def virtual_only(self, provider: str) -> bool:
         """A provider that only lists virtual models: it needs no credentials."""
         return provider in self._virtual and provider not in self._physical_providers()
