@@ -10,7 +10,9 @@ failures) are checked in-process through the SDK.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -74,15 +76,16 @@ def _with_big_model(workspace: Workspace) -> None:
     path.write_text(json.dumps(models))
 
 
-async def _play(kind: str, root: Path) -> dict[str, Any]:
-    """List, select, prompt; what the client and the server saw, with the server's URL taken out."""
+async def _play(kind: str, root: Path, language: str = "") -> dict[str, Any]:
+    """List, select, prompt; what the client and the server saw, with the server's URL taken out.
+    ``language``: the router's (``py`` or ``ts``; by default Python for ours, TypeScript for pi)."""
+    language = language or ("py" if kind == "ours" else "ts")
     with FakeLLMServer() as server:
         server.add(*SCRIPT)
-        workspace = Workspace.create(root / kind, server.url, {"retry": {"baseDelayMs": 1}})
+        workspace = Workspace.create(root / f"{kind}-{language}", server.url, {"retry": {"baseDelayMs": 1}})
         _with_big_model(workspace)
-        source = ROUTER_PY if kind == "ours" else ROUTER_TS
-        extension = root / kind / ("router.py" if kind == "ours" else "router.ts")
-        extension.write_text(textwrap.dedent(source))
+        extension = workspace.root / f"router.{language}"
+        extension.write_text(textwrap.dedent(ROUTER_PY if language == "py" else ROUTER_TS))
         proc = await workspace.spawn(kind, "--no-session", "-e", str(extension))
         conv = Conversation(proc, server, workspace)
         try:
@@ -126,6 +129,30 @@ async def test_a_virtual_model_routes_each_request(tmp_path: Path) -> None:
 async def test_virtual_model_matches_the_reference(tmp_path: Path) -> None:
     reference = await _play("reference", tmp_path)
     ours = await _play("ours", tmp_path)
+    assert ours == reference
+
+
+@pytest.fixture
+def ts_sidecar() -> None:
+    """The TypeScript sidecar's runtime (jiti, TypeBox from npm, kept in the user cache)."""
+    from pi_coding_agent.coding.extensions.typescript.host import _ensure_runtime, runtime_dir
+    from tests.coding.extensions.test_typescript_extensions import _node_major
+
+    if _node_major() < 20:
+        pytest.skip("Node.js >= 20 is not on PATH")
+    directory = runtime_dir()
+    os.environ["PI_TS_RUNTIME_DIR"] = str(directory)
+    try:
+        asyncio.run(_ensure_runtime(directory))
+    except Exception as exc:  # npm unreachable
+        pytest.skip(f"the TypeScript sidecar runtime could not be installed: {exc}")
+
+
+@needs_reference
+def test_the_typescript_router_runs_in_ours_as_in_the_reference(tmp_path: Path, ts_sidecar: None) -> None:
+    """pi's own router file, loaded by ours through the TypeScript sidecar."""
+    reference = asyncio.run(_play("reference", tmp_path))
+    ours = asyncio.run(_play("ours", tmp_path, "ts"))
     assert ours == reference
 
 
