@@ -18,14 +18,14 @@ import sys
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from pi_coding_agent.agent.agent import Agent
 from pi_coding_agent.agent.queues import QUEUE_MODES
 from pi_coding_agent.ai.auth.keys import start_prompt
 from pi_coding_agent.ai.models.virtual import is_virtual
 from pi_coding_agent.ai.session_resources import close_all as close_provider_sessions
-from pi_coding_agent.ai.types import Model
+from pi_coding_agent.ai.types import AssistantMessage, Model
 from pi_coding_agent.coding.commands import llama as llama_command
 from pi_coding_agent.coding.commands import login as login_ui
 from pi_coding_agent.coding.compaction.controller import CompactionController
@@ -285,11 +285,13 @@ class AgentSession:
         """Announce the attempt, hide the failure from the model, back off (abort / abort_retry end the series)."""
         delay = self.retry.announce(failed, self.agent.last_retry_after_ms)
         self.omit_from_context(failed)
-        self.routing.failed = failed
         return await self.retry.back_off(delay, lambda: self._aborted)
 
     def omit_from_context(self, message: dict[str, Any]) -> None:
-        """Hide a failed attempt from the model but keep it in the file (a ``context_edit``)."""
+        """Hide a failed attempt from the model but keep it in the file (a ``context_edit``); a
+        virtual model's router is told of the failed answer on the next request, its retry."""
+        if message.get("role") == "assistant":
+            self.routing.failed = cast(AssistantMessage, message)
         entry_id = self.relay.entries.get(id(message))
         if entry_id is not None:
             entry = self.sm.append_context_edit(entry_id, None)

@@ -273,3 +273,24 @@ async def test_model_option_and_resume_select_the_virtual_model(tmp_path: Path) 
         async with create_agent_session(cwd=tmp_path, agent_dir=agent_dir, session_file=session_file,
                                         load_resources=False) as without:
             assert without.get_state()["model"]["id"] == "fake-big"
+
+
+async def test_overflow_compaction_routes_its_summary_and_the_retry(tmp_path: Path) -> None:
+    """A context overflow: the summary is a ``direct`` request (no state), the request after the
+    compaction a ``retry`` that names the failed answer."""
+    from tests.coding.rpc.test_rpc_compaction import LONG, SUMMARY, TOO_LONG, compaction_settings, reply
+
+    seen: list[RouteRequest] = []
+    with FakeLLMServer() as server:
+        server.add(reply(LONG + "one", 300), reply(LONG + "two", 600), TOO_LONG, reply(SUMMARY, 300, 20),
+                   reply("recovered", 500, 5))
+        async with create_agent_session(cwd=tmp_path, agent_dir=_agent_dir(tmp_path, server.url),
+                                        model="fake/fake-model", in_memory=True, load_resources=False,
+                                        settings=compaction_settings(300)) as session:
+            session.register_virtual_model(VirtualModel("router", "auto", "Auto", _to("fake-big", seen)))
+            await session.set_model("router", "auto")
+            for text in ("one " + LONG, "two " + LONG, "three " + LONG):
+                result = await session.run(text)
+    assert [(r.reason, r.failed and r.failed.message["stopReason"]) for r in seen] == [
+        ("user", None), ("user", None), ("user", None), ("direct", None), ("retry", "error")]
+    assert result.text == "recovered" and [r["body"]["model"] for r in server.requests] == ["fake-big"] * 5

@@ -94,14 +94,15 @@ class CompactionController:
         model = self._agent.model
         return int(self.runtime.settings.compaction_tokens_for(name, model["provider"], model["id"]))
 
-    def _limits_model(self) -> Model:
+    def _limits_model(self, answer: Message | None = None) -> Model:
         """The model whose context limits apply. Under a virtual selection (as in pi): the physical
-        model of the latest response, else the limits the virtual model declares."""
+        model of ``answer`` (the reply being checked), else of the latest response, else the limits
+        the virtual model declares."""
         model = self._agent.model
         if not is_virtual(model):
             return model
-        latest = next((m for m in reversed(self._agent.messages) if m.get("role") == "assistant"
-                       and m.get("stopReason") not in ("error", "aborted")), None)
+        latest = answer or next((m for m in reversed(self._agent.messages) if m.get("role") == "assistant"
+                                 and m.get("stopReason") not in ("error", "aborted")), None)
         found = latest and self.runtime.registry.find(latest["provider"], latest["model"])
         return found if found and not is_virtual(found) else model
 
@@ -300,7 +301,7 @@ class CompactionController:
             return False
         if skip_aborted and message.get("stopReason") == "aborted":
             return False
-        model = self._limits_model()
+        model = self._limits_model(message)
         same_model = model["provider"] == message.get("provider") and model["id"] == message.get("model")
         window = model.get("contextWindow", 0)
         if window <= 0 and is_virtual(model):  # no response yet and no declared limits: nothing to check
