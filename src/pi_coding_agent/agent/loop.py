@@ -260,11 +260,12 @@ class _Run:
         return final
 
     async def _unrouted(self, error: str) -> AssistantMessage:
-        """The error response of a request whose routing failed: it names the selected model."""
-        final = new_assistant_message(self.state.model)
-        final["stopReason"] = "error"
-        final["errorMessage"] = error
-        final["thinkingLevel"] = self.state.thinking_level
+        """The error response of a request whose routing failed, as pi records it: it names the
+        selected model and holds one empty text block."""
+        opening = new_assistant_message(self.state.model)
+        final = cast(AssistantMessage, {  # pi's key order: the error before the timestamp
+            **{k: v for k, v in opening.items() if k != "timestamp"}, "content": [{"type": "text", "text": ""}],
+            "stopReason": "error", "errorMessage": error, "timestamp": opening["timestamp"]})
         await self._emit({"type": "message_start", "message": dict(final)})
         await self._emit({"type": "message_end", "message": cast(AgentMessage, final)})
         return final

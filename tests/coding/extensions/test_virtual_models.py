@@ -132,6 +132,57 @@ async def test_virtual_model_matches_the_reference(tmp_path: Path) -> None:
     assert ours == reference
 
 
+FAILING_TS = """
+export default function (pi) {
+  pi.registerVirtualModel({ provider: "router", id: "auto", name: "Auto",
+    route(request) {
+      if (request.messages.filter((m) => m.role === "user").length < 2) throw new Error("no route for that");
+      return { model: { provider: "fake", id: "nope" }, thinkingLevel: "off" };
+    } });
+}
+"""
+FAILING_PY = """
+def setup(pi):
+    def route(request, ctx):
+        if sum(m["role"] == "user" for m in request.messages) < 2:
+            raise RuntimeError("no route for that")
+        return {"model": {"provider": "fake", "id": "nope"}, "thinking_level": "off"}
+
+    pi.register_virtual_model({"provider": "router", "id": "auto", "name": "Auto", "route": route})
+"""
+
+
+async def _failed_routes(kind: str, root: Path) -> tuple[list[dict[str, Any]], int]:
+    """Two prompts whose routing fails (a raising router, then a model that does not exist): the
+    assistant records without their timestamps, and how many requests reached the server."""
+    with FakeLLMServer() as server:
+        workspace = Workspace.create(root / kind, server.url)
+        extension = workspace.root / ("router.py" if kind == "ours" else "router.ts")
+        extension.write_text(textwrap.dedent(FAILING_PY if kind == "ours" else FAILING_TS))
+        proc = await workspace.spawn(kind, "--no-session", "-e", str(extension))
+        conv = Conversation(proc, server, workspace)
+        try:
+            await conv.request({"type": "set_model", "provider": "router", "modelId": "auto"})
+            records = [*await conv.prompt("first"), *await conv.prompt("second")]
+        finally:
+            await proc.kill()
+        answers = [{k: v for k, v in r["message"].items() if k != "timestamp"} for r in records
+                   if r["type"] in ("message_start", "message_end") and r["message"]["role"] == "assistant"]
+        return answers, len(server.requests)
+
+
+async def test_failed_routes_end_the_request_with_an_error(tmp_path: Path) -> None:
+    answers, requests = await _failed_routes("ours", tmp_path)
+    assert requests == 0 and [a["errorMessage"] for a in answers[1::2]] == [
+        "no route for that", "Virtual model router/auto routed to fake/nope, which is not a physical model."]
+    assert {(a["api"], a["provider"], a["model"]) for a in answers} == {("pi-virtual", "router", "auto")}
+
+
+@needs_reference
+async def test_failed_routes_match_the_reference(tmp_path: Path) -> None:
+    assert await _failed_routes("ours", tmp_path) == await _failed_routes("reference", tmp_path)
+
+
 @pytest.fixture
 def ts_sidecar() -> None:
     """The TypeScript sidecar's runtime (jiti, TypeBox from npm, kept in the user cache)."""
