@@ -345,3 +345,27 @@ async def test_overflow_compaction_routes_its_summary_and_the_retry(tmp_path: Pa
     assert [(r.reason, r.failed and r.failed.message["stopReason"]) for r in seen] == [
         ("user", None), ("user", None), ("user", None), ("direct", None), ("retry", "error")]
     assert result.text == "recovered" and [r["body"]["model"] for r in server.requests] == ["fake-big"] * 5
+
+
+async def test_an_extension_call_through_the_model_registry_is_a_direct_request(tmp_path: Path) -> None:
+    seen: list[RouteRequest] = []
+    answers: list[dict[str, Any]] = []
+
+    def extension(pi: Any) -> None:
+        async def ask(args: str, ctx: Any) -> None:
+            auto = ctx.model_registry.find("router", "auto")
+            context = {"systemPrompt": "", "messages": [{"role": "user", "content": args, "timestamp": 0}]}
+            answers.append(await ctx.model_registry.complete(auto, context, max_tokens=100000))
+
+        pi.register_virtual_model(VirtualModel("router", "auto", "Auto", lambda request, ctx: _to("fake-big", seen)(request)))
+        pi.register_command("ask", handler=ask)
+
+    with FakeLLMServer() as server:
+        server.add({"content": [{"type": "text", "text": "direct answer"}]})
+        async with create_agent_session(cwd=tmp_path, agent_dir=_agent_dir(tmp_path, server.url),
+                                        model="fake/fake-model", in_memory=True, load_resources=False,
+                                        extensions=[extension]) as session:
+            await session.prompt("/ask what now")
+    assert [(r.reason, r.state, [m["role"] for m in r.messages]) for r in seen] == [("direct", None, ["user"])]
+    assert (answers[0]["model"], answers[0]["content"][0]["text"]) == ("fake-big", "direct answer")
+    assert server.requests[0]["body"]["max_completion_tokens"] == BIG["maxTokens"]  # capped to the routed model
