@@ -21,7 +21,9 @@ import pytest
 
 from pi_coding_agent import RouteRequest, SessionError, VirtualModel, create_agent_session
 from tests.support.fakes.llm_server import FakeLLMServer
+from tests.support.reference_pi import REFERENCE_PI, reference_path
 from tests.support.rpc_compare import Conversation, Workspace, needs_reference
+from tests.support.rpc_helpers import PYTHON, RpcProcess
 
 ROUTER_TS = """
 export default function (pi) {
@@ -181,6 +183,35 @@ async def test_failed_routes_end_the_request_with_an_error(tmp_path: Path) -> No
 @needs_reference
 async def test_failed_routes_match_the_reference(tmp_path: Path) -> None:
     assert await _failed_routes("ours", tmp_path) == await _failed_routes("reference", tmp_path)
+
+
+async def _started_with_model_option(kind: str, root: Path) -> tuple[str, str, str]:
+    """``--model router/auto:high`` on the command line: the selection and level ``get_state`` reports."""
+    with FakeLLMServer() as server:
+        workspace = Workspace.create(root / kind, server.url)
+        extension = workspace.root / ("router.py" if kind == "ours" else "router.ts")
+        extension.write_text(textwrap.dedent(ROUTER_PY if kind == "ours" else ROUTER_TS))
+        argv = ["--mode", "rpc", "--no-session", "-e", str(extension), "--model", "router/auto:high"]
+        if kind == "ours":
+            proc = await RpcProcess.spawn([PYTHON, "-m", "pi_coding_agent", *argv], cwd=workspace.cwd,
+                                          env=workspace.env)
+        else:
+            env = {**workspace.env, "PATH": reference_path(workspace.env.get("PATH", ""))}
+            proc = await RpcProcess.spawn([str(REFERENCE_PI), *argv], cwd=workspace.cwd, env=env)
+        try:
+            state = (await Conversation(proc, server, workspace).request({"type": "get_state"}))["data"]
+        finally:
+            await proc.kill()
+    return state["model"]["provider"], state["model"]["id"], state["thinkingLevel"]
+
+
+async def test_the_model_option_selects_a_virtual_model(tmp_path: Path) -> None:
+    assert await _started_with_model_option("ours", tmp_path) == ("router", "auto", "high")
+
+
+@needs_reference
+async def test_the_model_option_matches_the_reference(tmp_path: Path) -> None:
+    assert await _started_with_model_option("reference", tmp_path) == ("router", "auto", "high")
 
 
 @pytest.fixture
