@@ -32,7 +32,8 @@ class AgentHooks:
       transcript must then end with something the model can answer).
     * ``route_request(transcript, signal) -> (model, thinking_level)``: the model and level of one
       request (a virtual model's router), asked before ``build_context``; what it raises ends the
-      request with an error response.
+      request with an error response. A hook that replaced the transcript (a compaction for the
+      routed model) has the request built from the new one.
     * ``stream_options(model) -> StreamOptions``: extra per-request options (headers, budgets,
       on_payload); the agent sets ``signal``, ``thinking_level`` and a resolved ``api_key`` on them.
     """

@@ -217,18 +217,23 @@ class _Run:
             context["tools"] = [tool_declaration(t) for t in tools]
         return context
 
+    async def _transformed(self, transcript: list[AgentMessage]) -> list[AgentMessage]:
+        transform = self.hooks.transform_context
+        return transcript if transform is None else await transform(transcript, self.signal)
+
     async def _stream_assistant(self) -> AssistantMessage:
         """Stream one response. ``message_start`` waits for the first stream data, so a request that
         fails before any (HTTP error, aborted before start) has no pending phase."""
-        messages = self.state.messages
-        if self.hooks.transform_context is not None:
-            messages = await self.hooks.transform_context(messages, self.signal)
+        transcript = self.state.messages
+        messages = await self._transformed(transcript)
         model, level = self.state.model, self.state.thinking_level
         if self.hooks.route_request is not None:
             try:
                 model, level = await self.hooks.route_request(messages, self.signal)
             except Exception as exc:  # the request ends with an error response, as one the provider refused
                 return await self._unrouted(str(exc) or type(exc).__name__)
+            if self.state.messages is not transcript:  # it compacted for the routed model: send what is left
+                messages = await self._transformed(self.state.messages)
         context = self._context(messages)
         options = await self._request_options(model, level)
         response = self.config.stream_fn(model, context, options)

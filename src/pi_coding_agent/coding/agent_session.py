@@ -80,7 +80,7 @@ class AgentSession:
         self.agent.hooks.prepare_next_turn = self.compaction.check_between_turns
         self.navigator = TreeNavigator(self, runtime, self.extensions)
         self.models = ModelSelection(runtime, self.emit, lambda: self.extensions)
-        self.routing = VirtualRouting(runtime, self.emit)
+        self.routing = VirtualRouting(runtime, self.emit, self.compaction.check_between_turns)
         self.agent.hooks.route_request = self.routing.route_request
         self._watch_saves(runtime.session_manager)
 

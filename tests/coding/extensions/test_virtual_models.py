@@ -400,3 +400,34 @@ async def test_an_extension_call_through_the_model_registry_is_a_direct_request(
     assert [(r.reason, r.state, [m["role"] for m in r.messages]) for r in seen] == [("direct", None, ["user"])]
     assert (answers[0]["model"], answers[0]["content"][0]["text"]) == ("fake-big", "direct answer")
     assert server.requests[0]["body"]["max_completion_tokens"] == BIG["maxTokens"]  # capped to the routed model
+
+
+async def test_a_route_to_a_smaller_window_compacts_before_the_request(tmp_path: Path) -> None:
+    """pi compacts before sending when the routed model's window cannot hold the conversation; the
+    route stays as the router chose it."""
+    from tests.coding.rpc.test_rpc_compaction import LONG, SUMMARY, compaction_settings, reply
+
+    def route(request: RouteRequest) -> dict[str, Any]:
+        users = sum(m["role"] == "user" for m in request.messages)
+        small = request.reason == "user" and users >= 3
+        return {"model": {"provider": "fake", "id": "fake-model" if small else "fake-big"}, "thinking_level": "off"}
+
+    with FakeLLMServer() as server:
+        # the compaction's summary requests (two here) are direct requests, routed to the large model
+        server.add(reply(LONG + "one", 3000), reply(LONG + "two", 9000), reply(SUMMARY, 300, 20),
+                   reply(SUMMARY, 300, 20), reply("small", 500))
+        agent_dir = _agent_dir(tmp_path, server.url)
+        models = json.loads((agent_dir / "models.json").read_text())
+        models["providers"]["fake"]["models"][0]["contextWindow"] = 10000  # fake-model: 8,000 tokens before the reserve
+        (agent_dir / "models.json").write_text(json.dumps(models))
+        async with create_agent_session(cwd=tmp_path, agent_dir=agent_dir, model="fake/fake-model", in_memory=True,
+                                        load_resources=False, settings=compaction_settings(100, 2000)) as session:
+            session.register_virtual_model(VirtualModel("router", "auto", "Auto", route))
+            await session.set_model("router", "auto")
+            events: list[str] = []
+            session.subscribe(lambda event: events.append(event["type"]), ("compaction_start", "compaction_end"))
+            for text in ("one", "two", "three"):
+                result = await session.run(text)
+    assert events == ["compaction_start", "compaction_end"]
+    assert [r["body"]["model"] for r in server.requests] == ["fake-big"] * 4 + ["fake-model"]
+    assert result.text == "small" and result.messages[-1]["model"] == "fake-model"

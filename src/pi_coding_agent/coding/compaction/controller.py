@@ -282,9 +282,12 @@ class CompactionController:
         if last is not None:
             await self._check(last, skip_aborted=False)
 
-    async def check_between_turns(self) -> None:
-        """Before the next request of a run: compact when the projected context is over the threshold."""
-        model = self._limits_model()
+    async def check_between_turns(self, routed: Model | None = None) -> None:
+        """Before the next request of a run: compact when the projected context is over the threshold.
+        A virtual selection is checked once its request is routed, against the ``routed`` model."""
+        if routed is None and is_virtual(self._agent.model):
+            return
+        model = routed or self._agent.model
         window = model.get("contextWindow", 0)
         if not self.runtime.auto_compaction_enabled or window <= 0 or model["provider"] == "unknown":
             return

@@ -9,7 +9,7 @@ router returns is kept on the session branch as a ``pi.virtual-model-state`` cus
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from pi_coding_agent.ai.models.virtual import STATE_ENTRY, is_virtual
@@ -25,9 +25,11 @@ if TYPE_CHECKING:
 class VirtualRouting:
     """Per-request routing of one session; ``failed`` is set by the session before a retry."""
 
-    def __init__(self, runtime: SessionRuntime, emit: Callable[[AgentEvent], None]) -> None:
+    def __init__(self, runtime: SessionRuntime, emit: Callable[[AgentEvent], None],
+                 compact_for: Callable[[Model], Awaitable[None]]) -> None:
         self.rt = runtime
         self._emit = emit
+        self._compact_for = compact_for  # the threshold check against the routed model's window
         self.failed: AssistantMessage | None = None
 
     async def route_request(self, transcript: list[JsonObject], signal: AbortSignal) -> tuple[Model, str]:
@@ -50,6 +52,7 @@ class VirtualRouting:
             entry = sm.append_custom(STATE_ENTRY, {"provider": model["provider"], "modelId": model["id"],
                                                    "state": route.state})
             self._emit({"type": "entry_appended", "entry": entry})
+        await self._compact_for(route.model)  # the route stands: the router already decided this request
         self.rt.routed_model = route.model
         return route.model, route.thinking_level
 
