@@ -4,7 +4,8 @@ The selection (agent state, ``model_change`` entries) keeps the virtual model; o
 uses the routed one, so each assistant message names the physical model and level that answered.
 The reason given to the router follows pi: ``retry`` after a failed attempt the session retries,
 ``user`` when a message the user wrote follows the last response, else ``continuation``. State a
-router returns is kept on the session branch as a ``pi.virtual-model-state`` custom entry.
+router returns is kept on the session branch as a ``pi.virtual-model-state`` custom entry. Once
+routed, the request is checked against the routed model's window (compacting first when needed).
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ if TYPE_CHECKING:
 
 
 class VirtualRouting:
-    """Per-request routing of one session; ``failed`` is set by the session before a retry."""
+    """Per-request routing of one session; ``failed`` is the answer the session just hid from the
+    model (``omit_from_context``): the next request is its retry."""
 
     def __init__(self, runtime: SessionRuntime, emit: Callable[[AgentEvent], None],
                  compact_for: Callable[[Model], Awaitable[None]]) -> None:
