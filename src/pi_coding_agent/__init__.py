@@ -31,6 +31,7 @@ if TYPE_CHECKING:
         create_agent_session,
         tool,
     )
+    from pi_coding_agent.coding.virtual_models import Route, RouteRequest, VirtualModel
 
 __version__ = "0.1.0"
 """This package's own release (``pip show pi-coding-agent-py``)."""
@@ -46,13 +47,14 @@ _HOMES = {
     "pi_coding_agent.ai.models.resolution": ("ModelResolutionError",),
     "pi_coding_agent.coding.errors": ("ConfigurationError", "SessionError"),
     "pi_coding_agent.agent.tool": ("ToolResult",),
+    "pi_coding_agent.coding.virtual_models": ("Route", "RouteRequest", "VirtualModel"),
 }
 _HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
 
 __all__ = [
     "PI_COMPATIBLE_VERSION", "Allow", "ConfigurationError", "Deny", "FunctionTool", "ModelResolutionError", "PiError",
-    "ProviderError", "RunError", "RunResult", "Session", "SessionError", "ToolContext", "ToolResult", "Usage",
-    "__version__", "create_agent_session", "tool",
+    "ProviderError", "Route", "RouteRequest", "RunError", "RunResult", "Session", "SessionError", "ToolContext",
+    "ToolResult", "Usage", "VirtualModel", "__version__", "create_agent_session", "tool",
 ]
 
 

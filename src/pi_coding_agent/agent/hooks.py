@@ -30,6 +30,10 @@ class AgentHooks:
     * ``finish_turn(message, tool_results) -> bool``: once a turn's messages are all in, just before
       its ``turn_end``; True asks for one more request when the run would otherwise stop (the
       transcript must then end with something the model can answer).
+    * ``route_request(transcript, signal) -> (model, thinking_level)``: the model and level of one
+      request (a virtual model's router), asked before ``build_context``; what it raises ends the
+      request with an error response. A hook that replaced the transcript (a compaction for the
+      routed model) has the request built from the new one.
     * ``stream_options(model) -> StreamOptions``: extra per-request options (headers, budgets,
       on_payload); the agent sets ``signal``, ``thinking_level`` and a resolved ``api_key`` on them.
     """
@@ -42,4 +46,5 @@ class AgentHooks:
     prepare_next_turn: Callable[[], Awaitable[None]] | None = None
     turn_start_messages: Callable[[], list[AgentMessage]] | None = None
     finish_turn: Callable[[AssistantMessage, list[ToolResultMessage]], Awaitable[bool]] | None = None
+    route_request: Callable[[list[AgentMessage], AbortSignal], Awaitable[tuple[Model, str]]] | None = None
     stream_options: Callable[[Model], StreamOptions] | None = None

@@ -21,7 +21,7 @@ from pi_coding_agent.agent.hooks import AgentHooks
 from pi_coding_agent.agent.tool import AgentTool, tool_declaration
 from pi_coding_agent.agent.tool_execution import ToolExecutor
 from pi_coding_agent.ai.abort import AbortSignal
-from pi_coding_agent.ai.stream import AssistantStream, StreamOptions
+from pi_coding_agent.ai.stream import AssistantStream, StreamOptions, new_assistant_message
 from pi_coding_agent.ai.types import AssistantMessage, Context, JsonObject, Model, ToolCall, empty_usage
 
 Emit = Callable[[CoreEvent], Awaitable[None]]
@@ -201,12 +201,11 @@ class _Run:
         self.new_messages.extend(cast(list[AgentMessage], batch.messages))
         return not batch.terminate, batch.messages
 
-    async def _request_options(self) -> StreamOptions:
-        state, hooks = self.state, self.hooks
-        options = hooks.stream_options(state.model) if hooks.stream_options is not None else StreamOptions()
-        api_key = await hooks.get_api_key(state.model) if hooks.get_api_key is not None else None
-        return replace(options, signal=self.signal, thinking_level=state.thinking_level,
-                       api_key=api_key or options.api_key)
+    async def _request_options(self, model: Model, level: str) -> StreamOptions:
+        hooks = self.hooks
+        options = hooks.stream_options(model) if hooks.stream_options is not None else StreamOptions()
+        api_key = await hooks.get_api_key(model) if hooks.get_api_key is not None else None
+        return replace(options, signal=self.signal, thinking_level=level, api_key=api_key or options.api_key)
 
     def _context(self, messages: list[AgentMessage]) -> Context:
         tools = self.state.tools
@@ -218,16 +217,26 @@ class _Run:
             context["tools"] = [tool_declaration(t) for t in tools]
         return context
 
+    async def _transformed(self, transcript: list[AgentMessage]) -> list[AgentMessage]:
+        transform = self.hooks.transform_context
+        return transcript if transform is None else await transform(transcript, self.signal)
+
     async def _stream_assistant(self) -> AssistantMessage:
         """Stream one response. ``message_start`` waits for the first stream data, so a request that
         fails before any (HTTP error, aborted before start) has no pending phase."""
-        messages = self.state.messages
-        if self.hooks.transform_context is not None:
-            messages = await self.hooks.transform_context(messages, self.signal)
+        transcript = self.state.messages
+        messages = await self._transformed(transcript)
+        model, level = self.state.model, self.state.thinking_level
+        if self.hooks.route_request is not None:
+            try:
+                model, level = await self.hooks.route_request(messages, self.signal)
+            except Exception as exc:  # the request ends with an error response, as one the provider refused
+                return await self._unrouted(str(exc) or type(exc).__name__)
+            if self.state.messages is not transcript:  # it compacted for the routed model: send what is left
+                messages = await self._transformed(self.state.messages)
         context = self._context(messages)
-        options = await self._request_options()
-        level = options.thinking_level
-        response = self.config.stream_fn(self.state.model, context, options)
+        options = await self._request_options(model, level)
+        response = self.config.stream_fn(model, context, options)
         partial = response.partial
         usage = partial["usage"]
         emit = self._emit
@@ -253,4 +262,15 @@ class _Run:
         if not started:
             await emit({"type": "message_start", "message": dict(final)})
         await emit({"type": "message_end", "message": cast(AgentMessage, final)})  # once a message
+        return final
+
+    async def _unrouted(self, error: str) -> AssistantMessage:
+        """The error response of a request whose routing failed, as pi records it: it names the
+        selected model and holds one empty text block."""
+        opening = new_assistant_message(self.state.model)
+        final = cast(AssistantMessage, {  # pi's key order: the error before the timestamp
+            **{k: v for k, v in opening.items() if k != "timestamp"}, "content": [{"type": "text", "text": ""}],
+            "stopReason": "error", "errorMessage": error, "timestamp": opening["timestamp"]})
+        await self._emit({"type": "message_start", "message": dict(final)})
+        await self._emit({"type": "message_end", "message": cast(AgentMessage, final)})
         return final

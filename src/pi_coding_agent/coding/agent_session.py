@@ -1,8 +1,8 @@
 """AgentSession: one Agent bound to a session file, settings, resources, retry and compaction.
 
 Every RPC command is one method here; the modes (RPC, print, JSON) and the SDK are thin front ends.
-The session turns agent-core events into session events (persisting each finished message first),
-and wraps each prompt in a *session-level run* that may hold several agent runs (auto-retry,
+The session turns agent-core events into session events (``services.event_relay``, which persists
+each finished message first), and wraps each prompt in a *session-level run* that may hold several agent runs (auto-retry,
 overflow recovery, queued continuations) and always ends with exactly one ``agent_settled``.
 
 Ownership points one way: the session owns its ``SessionRuntime`` (collaborators and policies), its
@@ -16,29 +16,31 @@ from __future__ import annotations
 import asyncio
 import sys
 import traceback
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from pi_coding_agent.agent.agent import Agent
-from pi_coding_agent.agent.listeners import Listeners
 from pi_coding_agent.agent.queues import QUEUE_MODES
 from pi_coding_agent.ai.auth.keys import start_prompt
+from pi_coding_agent.ai.models.virtual import is_virtual
 from pi_coding_agent.ai.session_resources import close_all as close_provider_sessions
-from pi_coding_agent.ai.types import Model
+from pi_coding_agent.ai.types import AssistantMessage, Model
 from pi_coding_agent.coding.commands import llama as llama_command
 from pi_coding_agent.coding.commands import login as login_ui
 from pi_coding_agent.coding.compaction.controller import CompactionController
 from pi_coding_agent.coding.errors import SessionError
 from pi_coding_agent.coding.event_stream import EventStream
-from pi_coding_agent.coding.events import AgentEvent, CoreEvent, MessageStartEvent
-from pi_coding_agent.coding.messages import last_assistant, last_assistant_text, message_text, user_message
+from pi_coding_agent.coding.events import AgentEvent
+from pi_coding_agent.coding.messages import last_assistant, last_assistant_text, user_message
 from pi_coding_agent.coding.retry import RETRY_CANCELLED, RetrySeries
 from pi_coding_agent.coding.runtime import SessionRuntime
 from pi_coding_agent.coding.services.bash_runs import BashRuns
+from pi_coding_agent.coding.services.event_relay import EventRelay
 from pi_coding_agent.coding.services.model_selection import ModelSelection
 from pi_coding_agent.coding.services.queue_mirror import QueueMirror
 from pi_coding_agent.coding.services.tree_navigation import TreeNavigator
+from pi_coding_agent.coding.services.virtual_routing import VirtualRouting
 from pi_coding_agent.coding.session import SessionManager
 from pi_coding_agent.coding.session.save_report import report_save
 from pi_coding_agent.coding.session_host import Listener
@@ -58,19 +60,17 @@ class AgentSession:
     def __init__(self, runtime: SessionRuntime, extension_sources: Sequence[ExtensionSource] = ()) -> None:
         self.rt = runtime
         self.agent: Agent = runtime.agent
+        self.relay = EventRelay(self)
         self.retry = RetrySeries(runtime.retry_settings(), self.emit)
-        self._listeners: Listeners[Listener] = Listeners()
-        self._readers: set[EventStream] = set()  # events() iterators being read (``wait_for_idle``)
         self.queues = QueueMirror(self.agent, self.emit)
         self._run_task: asyncio.Task[None] | None = None
         self._settled = asyncio.Event()
         self._settled.set()
         self._aborted = False
         self.bash_runs = BashRuns(runtime, self._record_bash, lambda: self.is_streaming)
-        self._entry_of_message: dict[int, str] = {}  # id(message) -> session entry id
         self._compaction_idle = asyncio.Event()
         self._compaction_idle.set()
-        self._unsubscribe_agent = self.agent.subscribe(self._on_agent_event)
+        self._unsubscribe_agent = self.agent.subscribe(self.relay.on_agent_event)
         self.extensions: ExtensionRunner | None = None
         if extension_sources:  # the dispatch machinery is imported only when an extension exists
             from pi_coding_agent.coding.extensions.runner import ExtensionRunner
@@ -80,6 +80,8 @@ class AgentSession:
         self.agent.hooks.prepare_next_turn = self.compaction.check_between_turns
         self.navigator = TreeNavigator(self, runtime, self.extensions)
         self.models = ModelSelection(runtime, self.emit, lambda: self.extensions)
+        self.routing = VirtualRouting(runtime, self.emit, self.compaction.check_between_turns)
+        self.agent.hooks.route_request = self.routing.route_request
         self._watch_saves(runtime.session_manager)
 
     async def load_extensions(self) -> None:
@@ -111,80 +113,23 @@ class AgentSession:
 
     def events(self, until_settled: bool = False) -> EventStream:
         """The events from now on as an async iterator (``until_settled``: stop after ``agent_settled``)."""
-        return EventStream(self.subscribe, until_settled, self._readers)
+        return self.relay.events(until_settled)
 
     def subscribe(self, listener: Listener, types: Iterable[str] | None = None) -> Callable[[], None]:
         """Call ``listener`` for every event, or for those whose ``type`` is in ``types``."""
-        return self._listeners.add(listener, types)
+        return self.relay.subscribe(listener, types)
 
     def emit(self, event: AgentEvent) -> None:
-        for listener in self._listeners.for_type(event["type"]):
-            listener(event)
+        self.relay.emit(event)
 
-    def _on_agent_event(self, event: CoreEvent) -> Awaitable[None] | None:
-        """Keep the queue mirrors, let extension handlers run first (as pi does), then forward."""
-        etype = event["type"]
-        if etype == "message_update" and (self.extensions is None or not self.extensions.has_handlers(etype)):
-            self.emit(event)  # the streamed delta: nothing to keep, no handler to wait for
-            return None
-        if event["type"] == "message_start":  # (not per delta: the lookup narrows the event's type)
-            message = event["message"]
-            if message["role"] == "user":
-                self.queues.delivered(message_text(message))
-                if self.queues.take_with_images(message):
-                    return self._emit_delivered_with_images(event)
-        handlers = self._extension_handlers(event)
-        if handlers is not None:
-            return self._forward_after(handlers, event)
-        self._forward(event)
-        return None
-
-    def _extension_handlers(self, event: CoreEvent) -> Awaitable[None] | None:
-        return None if self.extensions is None else self.extensions.agent_event(event)
-
-    async def _forward_after(self, handlers: Awaitable[None], event: CoreEvent) -> None:
-        await handlers
-        self._forward(event)
-
-    def _forward(self, event: CoreEvent) -> None:
-        """Persist finished messages, decide willRetry (on a copy: the agent's event stays as emitted), then emit."""
-        if event["type"] == "message_end":
-            self._persist(event["message"])
-        elif event["type"] == "agent_end":
-            last = last_assistant(event["messages"])
-            event = {**event, "willRetry": self.retry.will_retry(last, self._aborted)}
-        self.emit(event)
-        if event["type"] == "message_end" and self.retry.attempt and self._is_success(event["message"]):
-            self.retry.succeeded()
-        return None
-
-    async def _emit_delivered_with_images(self, event: MessageStartEvent) -> None:
-        """A queued message's images are normalised as it is delivered, before anyone sees or saves it."""
-        await self._normalise_images(event["message"])
-        handlers = self._extension_handlers(event)
-        if handlers is not None:
-            await handlers
-        self.emit(event)
-
-    async def _normalise_images(self, message: dict[str, Any]) -> None:
-        """Resize/re-encode a user message's images (in a thread) and append their hints to its text."""
-        content = message.get("content")
-        if message["role"] == "user" and isinstance(content, list) and any(b["type"] == "image" for b in content):
-            from pi_coding_agent.coding.tools.images import normalise_user_content
-
-            message["content"] = await asyncio.to_thread(normalise_user_content, content, self.rt.image_policy())
-
-    @staticmethod
-    def _is_success(message: dict[str, Any]) -> bool:
-        return message["role"] == "assistant" and message.get("stopReason") not in ("error", "aborted")
-
-    def _persist(self, message: dict[str, Any]) -> None:
-        entry = self.sm.append_message(message)
-        self._entry_of_message[id(message)] = entry["id"]
+    @property
+    def aborted(self) -> bool:
+        """Whether the current (or last) run was aborted."""
+        return self._aborted
 
     def entry_id_of(self, message: dict[str, Any]) -> str | None:
         """The entry a message of the current run was saved as (for extensions' ``turn_end``)."""
-        return self._entry_of_message.get(id(message))
+        return self.relay.entries.get(id(message))
 
     # ----------------------------------------------------------------- queues
 
@@ -230,7 +175,7 @@ class AgentSession:
             await self.compaction.check_before_prompt()  # its events precede the prompt response
             if self.rt.mcp is not None:
                 await self.rt.mcp.before_prompt()  # waits (bounded) for servers with direct tools
-            await self._normalise_images(message)
+            await self.relay.normalise_images(message)
             messages = self.rt.run_start_messages(message)
             if self.extensions is not None:
                 messages = await self.extensions.before_agent_start(messages)
@@ -294,13 +239,13 @@ class AgentSession:
         model = self.agent.model
         if model["provider"] == "unknown":
             raise SessionError(self.rt.no_key_message("the selected model"))
-        if self.rt.api_key_for(model) is None:
+        if self.rt.api_key_for(model) is None and not is_virtual(model):  # a virtual one: each route is checked
             failure = self.rt.auth.key_command_failure(model["provider"])
             raise SessionError(failure or self.rt.no_key_message(model["provider"]))
 
     async def _session_run(self, messages: list[dict[str, Any]]) -> None:
         """One session-level run: the agent run, then retries, recovery and continuations."""
-        self._entry_of_message.clear()  # only this run's messages can be omitted from the context
+        self.relay.entries.clear()  # only this run's messages can be omitted from the context
         try:
             await self.agent.prompt(messages)
             while await self._after_run() or await self._before_settle():
@@ -343,8 +288,11 @@ class AgentSession:
         return await self.retry.back_off(delay, lambda: self._aborted)
 
     def omit_from_context(self, message: dict[str, Any]) -> None:
-        """Hide a failed attempt from the model but keep it in the file (a ``context_edit``)."""
-        entry_id = self._entry_of_message.get(id(message))
+        """Hide a failed attempt from the model but keep it in the file (a ``context_edit``); a
+        virtual model's router is told of the failed answer on the next request, its retry."""
+        if message.get("role") == "assistant":
+            self.routing.failed = cast(AssistantMessage, message)
+        entry_id = self.relay.entries.get(id(message))
         if entry_id is not None:
             entry = self.sm.append_context_edit(entry_id, None)
             self.emit({"type": "entry_appended", "entry": entry})
@@ -365,7 +313,7 @@ class AgentSession:
         ``agent_settled`` (a reader that stops early closes its stream, or leaves its ``async with``)."""
         await self._settled.wait()
         current = asyncio.current_task()
-        for stream in [s for s in self._readers if s.reader is not current]:
+        for stream in [s for s in self.relay.readers if s.reader is not current]:
             await stream.caught_up()
 
     def abort_retry(self) -> None:
@@ -465,7 +413,7 @@ class AgentSession:
         return await self.bash_runs.run(command, exclude_from_context, on_delta, intercept)
 
     def _record_bash(self, record: dict[str, Any]) -> None:
-        self._persist(record)
+        self.relay.persist(record)
         self.agent.append_message(record)
 
     def abort_bash(self) -> None:
@@ -575,7 +523,7 @@ class AgentSession:
         """Point this session at another store and reload its state from it."""
         self.rt.session_manager = session_manager
         self._watch_saves(session_manager)
-        self._entry_of_message.clear()
+        self.relay.entries.clear()
         self.bash_runs.forget()
         self.queues.reset()
         self.retry.reset()

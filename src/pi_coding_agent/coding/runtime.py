@@ -53,6 +53,7 @@ if TYPE_CHECKING:
     from pi_coding_agent.coding.resources.system_prompt import SystemState
     from pi_coding_agent.coding.sandbox.policy import SandboxPolicy
     from pi_coding_agent.coding.tools.images import ImagePolicy
+    from pi_coding_agent.coding.virtual_models import VirtualModels
 
 
 class McpHooks(Protocol):
@@ -158,6 +159,7 @@ class SessionRuntime:
         self.auto_compaction_enabled: bool = settings.compaction_enabled
         self.request_shutdown: Callable[[], None] | None = None  # set by a mode that can stop itself
         self.after_sign_in: Callable[[str], None] | None = None  # set by extensions: refresh that provider's models
+        self.routed_model: Model | None = None  # the physical model of the request a virtual selection routed
         self.agent = Agent(
             model=PLACEHOLDER_MODEL,
             tools=select_tools(self.all_tools, [*settings.default_tools, *(t.name for t in extra_tools)],
@@ -339,7 +341,7 @@ class SessionRuntime:
 
         state = system_state(messages)
         head: list[Any] | None = None
-        if keeps_system_messages(self.agent.model):  # compat.supportsMidConvoSystemMessages
+        if keeps_system_messages(self.routed_model or self.agent.model):  # compat.supportsMidConvoSystemMessages
             prompt, rest = split_transcript(messages)
             context: Context = {"systemPrompt": prompt, "messages": convert_to_llm(rest)}  # type: ignore[typeddict-item]
             head = leading_tools(messages)  # the later messages carry the changes
@@ -484,6 +486,10 @@ class SessionRuntime:
         gets one.
         """
         ctx = sm.build_context()
+        if ctx.model is not None and self.registry.has_virtual_models():
+            from pi_coding_agent.coding.virtual_models import branch_selection
+
+            ctx.model = branch_selection(sm.get_branch(), self.registry) or ctx.model
         has_level = sm.branch_has("thinking_level_change")
         model, level = self.choose_model(ctx, has_level)
         self.agent.replace_messages(ctx.messages)
@@ -519,6 +525,13 @@ class SessionRuntime:
         if level is None:
             level = self.thinking_level_for(model, "medium")
         return model, clamp_thinking_level(model, level)
+
+    @functools.cached_property
+    def virtual_models(self) -> VirtualModels:
+        """The routers of the registered virtual models (made on first use: most sessions have none)."""
+        from pi_coding_agent.coding.virtual_models import VirtualModels
+
+        return VirtualModels(self.registry, self.has_auth)
 
     def available_models(self) -> list[Model]:
         """Models with credentials. Our faux provider (tests and demos; pi 1.6.0 has none) is only

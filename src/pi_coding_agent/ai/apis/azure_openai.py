@@ -19,7 +19,7 @@ from contextlib import aclosing
 from dataclasses import replace
 from urllib.parse import quote, urlsplit, urlunsplit
 
-from pi_coding_agent.ai.apis import openai_completions, openai_responses
+from pi_coding_agent.ai.apis import openai_completions, openai_responses, openai_responses_request
 from pi_coding_agent.ai.auth.provider_env import env_value as _env
 from pi_coding_agent.ai.stream import ProviderError, StreamOptions
 from pi_coding_agent.ai.transport.http import openai_error_text
@@ -86,7 +86,7 @@ def responses_body(model: Model, context: Context, options: StreamOptions,
                    grammar: Mapping[str, str] | None = None) -> JsonObject:
     """The OpenAI Responses body as pi sends it to Azure: no prompt cache retention or options, strict
     tools unless the model's ``supportsStrictMode`` is false, thinking levels in ``reasoning.effort`` only."""
-    body = openai_responses.build_request(model, context, options, grammar, azure=True)
+    body = openai_responses_request.build_request(model, context, options, grammar, azure=True)
     body.pop("prompt_cache_options", None)
     body.pop("prompt_cache_retention", None)
     return body
@@ -101,7 +101,7 @@ async def stream(
     version = _env("AZURE_OPENAI_API_VERSION") or DEFAULT_API_VERSION
     url = f"{base_url(model)}/responses?api-version={quote(version, safe='')}"
     headers = {"api-key": options.api_key, **(model.get("headers") or {}), **options.headers}
-    grammar = openai_responses.custom_tools(model, context)
+    grammar = openai_responses_request.custom_tools(model, context)
     body = responses_body(model, context, options, grammar)
     events = openai_responses.stream_response(url, headers, body, _with_deployment(model, options), output,
                                               _error_text, "Azure OpenAI Responses", grammar)

@@ -31,15 +31,13 @@ import orjson
 
 from pi_coding_agent.ai.apis import codex_websocket as ws
 from pi_coding_agent.ai.apis.diagnostics import append_diagnostic
-from pi_coding_agent.ai.apis.openai_responses import (
+from pi_coding_agent.ai.apis.openai_responses import record_update_effort, sse_json, translate_events
+from pi_coding_agent.ai.apis.openai_responses_request import (
     MIN_OUTPUT_TOKENS,
     UPDATE_REQUEST_EFFORT,
     Converter,
     convert_input,
     custom_tools,
-    record_update_effort,
-    sse_json,
-    translate_events,
 )
 from pi_coding_agent.ai.apis.responses_tools import ToolFormat, declarations_for
 from pi_coding_agent.ai.identity import with_identity

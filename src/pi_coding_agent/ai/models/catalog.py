@@ -100,6 +100,8 @@ class ModelRegistry:
         self._extension_config: dict[str, dict[str, Any]] = {}
         # a registered provider's filter of its available models, given the stored credential (pi's filterModels)
         self._filters: dict[str, ModelFilter] = {}
+        # virtual models by provider, then id (``virtual.py``): listed after the provider's own
+        self._virtual: dict[str, dict[str, Model]] = {}
         self._check_config()
         self._publish_config_keys()
         auth.set_radius_gateways({p: (c["baseUrl"], c.get("name") or p) for p, c in self._config.items()
@@ -142,11 +144,46 @@ class ModelRegistry:
             self._forget(provider)
             self._publish_config_keys()
 
+    def register_virtual_model(self, entry: Model) -> None:
+        """List a virtual model (``virtual.virtual_entry``) under its provider, replacing one with the
+        same id; ValueError in pi's words when it would shadow a physical model."""
+        from pi_coding_agent.ai.models.virtual import is_virtual
+
+        provider, model_id = entry["provider"], entry["id"]
+        if not provider.strip() or not model_id.strip():
+            raise ValueError("Virtual model provider and id must not be empty.")
+        existing = self.find(provider, model_id)
+        if existing is not None and not is_virtual(existing):
+            raise ValueError(f"Virtual model {provider}/{model_id} conflicts with a physical model.")
+        self._virtual.setdefault(provider, {})[model_id] = entry
+        self._forget(provider)
+
+    def unregister_virtual_model(self, provider: str, model_id: str) -> None:
+        """Remove a virtual model (nothing when it is not listed)."""
+        models = self._virtual.get(provider)
+        if models is None or models.pop(model_id, None) is None:
+            return
+        if not models:
+            del self._virtual[provider]
+        self._forget(provider)
+
+    def has_virtual_models(self) -> bool:
+        return bool(self._virtual)
+
+    def virtual_only(self, provider: str) -> bool:
+        """A provider that only lists virtual models: it needs no credentials."""
+        return provider in self._virtual and provider not in self._physical_providers()
+
     def __repr__(self) -> str:
         return f"ModelRegistry(agent_dir={str(self.agent_dir)!r}, providers={len(self.providers())})"
 
     def providers(self) -> list[str]:
-        """Built-in providers in catalog order, then custom providers in models.json order."""
+        """Built-in providers in catalog order, then custom providers in models.json order, then the
+        providers of only virtual models."""
+        known = self._physical_providers()
+        return known + [p for p in self._virtual if p not in known]
+
+    def _physical_providers(self) -> list[str]:
         builtin = list(catalog_index()["providers"])
         if self.llama_enabled:
             builtin.append(LLAMA_PROVIDER)
@@ -155,8 +192,15 @@ class ModelRegistry:
 
     def provider_models(self, provider: str) -> list[Model]:
         if provider not in self._models:
-            self._models[provider] = self._build_provider(provider)
+            self._models[provider] = self._with_virtual(provider, self._build_provider(provider))
         return self._models[provider]
+
+    def _with_virtual(self, provider: str, physical: list[Model]) -> list[Model]:
+        """The provider's models; a virtual one hides a physical model with its id (a later refresh may add one)."""
+        virtual = self._virtual.get(provider)
+        if not virtual:
+            return physical
+        return [m for m in physical if m["id"] not in virtual] + list(virtual.values())
 
     def _check_config(self) -> None:
         """Drop (and report) provider entries pi would reject, so errors show at start-up."""
@@ -235,14 +279,14 @@ class ModelRegistry:
 
     def set_llama_models(self, models: list[Model]) -> None:
         """The router's list after ``/llama`` loaded or unloaded a model (classifiers are read again)."""
-        self._models[LLAMA_PROVIDER] = models
+        self._models[LLAMA_PROVIDER] = self._with_virtual(LLAMA_PROVIDER, models)
         self._models.pop(f"classifier:{LLAMA_PROVIDER}", None)
 
     def all_models(self) -> list[Model]:
         return [m for p in self.providers() for m in self.provider_models(p)]
 
     def has_auth(self, provider: str) -> bool:
-        return self.auth.has_auth(provider)
+        return self.auth.has_auth(provider) or self.virtual_only(provider)
 
     def available_models(self) -> list[Model]:
         """Models of providers with a configured key source (loads only those providers), each
@@ -253,7 +297,11 @@ class ModelRegistry:
         """The provider's models that its filter (if any) offers to the stored credential."""
         models = self.provider_models(provider)
         keep = self._filters.get(provider)
-        return models if keep is None else keep(list(models), self.auth.stored_credential(provider))
+        if keep is None:
+            return models
+        virtual = self._virtual.get(provider, {})
+        physical = [m for m in models if m["id"] not in virtual]
+        return keep(physical, self.auth.stored_credential(provider)) + list(virtual.values())
 
     def models_of_type(self, kind: str, provider: str | None = None) -> list[Model]:
         """Every known model of a type (``chat``, ``classifier``, ``image``), optionally of one provider."""

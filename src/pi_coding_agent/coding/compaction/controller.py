@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from pi_coding_agent.ai.abort import AbortSignal
 from pi_coding_agent.ai.errors import is_context_overflow
+from pi_coding_agent.ai.models.virtual import is_virtual
 from pi_coding_agent.coding.compaction.tokens import (
     context_usage,
     estimate_context_tokens,
@@ -27,7 +28,7 @@ from pi_coding_agent.coding.session.entries import Entry
 
 if TYPE_CHECKING:
     from pi_coding_agent.agent.agent import Agent
-    from pi_coding_agent.ai.types import AssistantMessage
+    from pi_coding_agent.ai.types import AssistantMessage, Model
     from pi_coding_agent.coding.compaction.prepare import CompactionPreparation
     from pi_coding_agent.coding.compaction.summarize import SummaryRequest
     from pi_coding_agent.coding.runtime import SessionRuntime
@@ -92,6 +93,18 @@ class CompactionController:
     def _setting(self, name: str) -> int:
         model = self._agent.model
         return int(self.runtime.settings.compaction_tokens_for(name, model["provider"], model["id"]))
+
+    def _limits_model(self, answer: Message | None = None) -> Model:
+        """The model whose context limits apply. Under a virtual selection (as in pi): the physical
+        model of ``answer`` (the reply being checked), else of the latest response, else the limits
+        the virtual model declares."""
+        model = self._agent.model
+        if not is_virtual(model):
+            return model
+        latest = answer or next((m for m in reversed(self._agent.messages) if m.get("role") == "assistant"
+                                 and m.get("stopReason") not in ("error", "aborted")), None)
+        found = latest and self.runtime.registry.find(latest["provider"], latest["model"])
+        return found if found and not is_virtual(found) else model
 
     def abort(self) -> None:
         """Cancel the running compaction, if any (it ends with ``aborted: true``)."""
@@ -167,7 +180,7 @@ class CompactionController:
                 summarize_with,  # the LLM part: on first use
             )
 
-            summary, usage = await summarize_with(self._summary_request(signal, reason), preparation,
+            summary, usage = await summarize_with(await self._summary_request(signal, reason), preparation,
                                                   custom_instructions)
             read_files, modified_files = preparation.file_ops.file_lists()
             details = {"readFiles": read_files, "modifiedFiles": modified_files}
@@ -217,11 +230,15 @@ class CompactionController:
         if self.extensions is not None:
             await self.extensions.notify(event)
 
-    def _summary_request(self, signal: AbortSignal, reason: str) -> SummaryRequest:
+    async def _summary_request(self, signal: AbortSignal, reason: str) -> SummaryRequest:
         from pi_coding_agent.coding.compaction.summarize import SummaryRequest
 
         agent = self._agent
-        model = agent.model
+        model, level = agent.model, agent.thinking_level
+        if is_virtual(model):  # the summary is a ``direct`` request of the router
+            route = await self.runtime.virtual_models.resolve(model, agent.messages, "direct",
+                                                              level, signal)
+            model, level = route.model, route.thinking_level
         api_key = self.runtime.api_key_for(model)
         if api_key is None:
             from pi_coding_agent.coding.compaction.prepare import CompactionError
@@ -229,7 +246,7 @@ class CompactionController:
             provider = model["provider"]
             raise CompactionError(self.runtime.no_key_message("the selected model" if provider == "unknown"
                                                               else provider))
-        return SummaryRequest(model, api_key, agent.thinking_level, signal, self.session.emit,
+        return SummaryRequest(model, api_key, level, signal, self.session.emit,
                               self.runtime.retry_settings(), {"source": "compaction", "reason": reason},
                               self.runtime.settings.thinking_budgets)
 
@@ -265,9 +282,12 @@ class CompactionController:
         if last is not None:
             await self._check(last, skip_aborted=False)
 
-    async def check_between_turns(self) -> None:
-        """Before the next request of a run: compact when the projected context is over the threshold."""
-        model = self._agent.model
+    async def check_between_turns(self, routed: Model | None = None) -> None:
+        """Before the next request of a run: compact when the projected context is over the threshold.
+        A virtual selection is checked once its request is routed, against the ``routed`` model."""
+        if routed is None and is_virtual(self._agent.model):
+            return
+        model = routed or self._agent.model
         window = model.get("contextWindow", 0)
         if not self.runtime.auto_compaction_enabled or window <= 0 or model["provider"] == "unknown":
             return
@@ -284,9 +304,11 @@ class CompactionController:
             return False
         if skip_aborted and message.get("stopReason") == "aborted":
             return False
-        model = self._agent.model
+        model = self._limits_model(message)
         same_model = model["provider"] == message.get("provider") and model["id"] == message.get("model")
         window = model.get("contextWindow", 0)
+        if window <= 0 and is_virtual(model):  # no response yet and no declared limits: nothing to check
+            return False
         branch = self._sm.get_context_branch()
         compaction = latest_compaction(branch)
         if compaction is not None and _predates(branch, message, compaction):
@@ -367,7 +389,7 @@ class CompactionController:
 
     def context_usage(self) -> dict[str, Any] | None:
         """``contextUsage`` of get_session_stats."""
-        window = self._agent.model.get("contextWindow", 0)
+        window = self._limits_model().get("contextWindow", 0)
         if window <= 0:
             return None
         from pi_coding_agent.coding.compaction.projection import (

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from pi_coding_agent.coding.extensions.model_refresh import RefreshModels
     from pi_coding_agent.coding.extensions.providers import Provider, ProviderOAuth
     from pi_coding_agent.coding.options import CliArgs
+    from pi_coding_agent.coding.virtual_models import VirtualModel
 
 DELIVERY_MODES = ("steer", "followUp", "nextTurn")
 KILL_GRACE_S = 5.0
@@ -179,6 +180,20 @@ class ExtensionAPI:
         from pi_coding_agent.coding.extensions.providers import remove
 
         remove(self._live(), name)
+
+    def register_virtual_model(self, model: VirtualModel | Mapping[str, Any]) -> None:
+        """A selectable model whose ``route(request, ctx)`` picks the physical model and level of each
+        request (pi's ``registerVirtualModel``): a ``VirtualModel`` or a dict of its fields. The same
+        provider and id again replaces it; ``ValueError`` when it would shadow a physical model."""
+        from pi_coding_agent.coding.extensions.virtual_models import register
+
+        register(self._live(), model)
+
+    def unregister_virtual_model(self, provider: str, model_id: str) -> None:
+        """Remove a virtual model (``unregister_provider`` leaves them alone)."""
+        from pi_coding_agent.coding.extensions.virtual_models import unregister
+
+        unregister(self._live(), provider, model_id)
 
     # ------------------------------------------------------------------ tools and commands
 

@@ -72,6 +72,7 @@ class RunnerHandle(Protocol):
     held_messages: list[JsonObject]
     next_turn_messages: list[JsonObject]
     providers: dict[str, Registration]  # pi.register_provider names -> what each registration added
+    virtual_models: set[tuple[str, str]]  # (provider, id) of each pi.register_virtual_model
     loaded: bool  # every extension's setup ran (later registrations refresh their models at once)
 
     @property

@@ -8,7 +8,7 @@ models.json keys and headers, the idle timeout).
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from pi_coding_agent.ai.stream import AssistantStream, stream
 from pi_coding_agent.ai.types import JsonObject
@@ -50,10 +50,19 @@ class ModelRegistryView:
                        signal: AbortSignal | None = None) -> AssistantMessage:
         """The final assistant message of one request (an error is a message with ``stopReason: "error"``).
         The provider's credential is made ready first (a due sign-in refreshed, a provider's own key
-        resolved); ``stream_simple`` uses what the session's last request made ready."""
+        resolved); ``stream_simple`` uses what the session's last request made ready. A virtual model
+        is routed first (a ``direct`` request), the output budget capped to the routed model's."""
         import contextlib
 
         from pi_coding_agent.ai.auth.oauth.http import OAuthError
+        from pi_coding_agent.ai.models.virtual import is_virtual
+
+        if is_virtual(model):
+            messages = cast(list[JsonObject], context["messages"])
+            route = await self._rt.virtual_models.resolve(model, messages, "direct", reasoning or "off", signal)
+            model, limit = route.model, route.model.get("maxTokens", 0)
+            reasoning = None if route.thinking_level == "off" else route.thinking_level
+            max_tokens = min(max_tokens, limit) if max_tokens and limit > 0 else max_tokens
 
         with contextlib.suppress(OAuthError):  # a failed refresh: the request itself reports it
             await self._rt.auth.prepare(model["provider"])

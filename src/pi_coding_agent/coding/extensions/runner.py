@@ -58,6 +58,7 @@ class ExtensionRunner(Commands, AgentHooks):
         self._builtin_tools: dict[str, AgentTool] = dict(runtime.all_tools)
         self._thinking_level = runtime.agent.thinking_level
         self.providers: dict[str, Registration] = {}  # pi.register_provider names -> what each added
+        self.virtual_models: set[tuple[str, str]] = set()  # (provider, id) of pi.register_virtual_model
         self.sidecar: Any = None  # the TypeScript extensions' Node.js process (typescript/host.py), once started
         self.loaded = False
         self._trust_asked: set[Path] = {runtime.cwd.resolve()}  # directories project_trust was asked for
@@ -163,6 +164,10 @@ class ExtensionRunner(Commands, AgentHooks):
 
             for name in list(self.providers):
                 remove(self, name)
+        if self.virtual_models:
+            from pi_coding_agent.coding.extensions.virtual_models import drop_all
+
+            drop_all(self)
         await self.load()
         await self.start(reason, previous_session_file)
 

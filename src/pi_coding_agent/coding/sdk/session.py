@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from pi_coding_agent.ai.apis.faux import Script
     from pi_coding_agent.coding.extensions.loader import ExtensionSource
     from pi_coding_agent.coding.runtime import SessionRuntime
+    from pi_coding_agent.coding.virtual_models import VirtualModel
 
 CLOSED_TEXT = "This session was shut down; create another with create_agent_session()."
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -94,6 +95,17 @@ class Session(AgentSession):
             self.closed = True
             self._shutdown = asyncio.ensure_future(super().shutdown())
         await asyncio.shield(self._shutdown)
+
+    @_open_only
+    def register_virtual_model(self, model: VirtualModel) -> None:
+        """A virtual model without an extension (pi's ``modelRuntime.registerVirtualModel``): listed
+        with the models, selectable with ``set_model``; its ``route(request)`` picks the physical
+        model of each request. The same provider and id again replaces it."""
+        self.rt.virtual_models.register(model)
+
+    @_open_only
+    def unregister_virtual_model(self, provider: str, model_id: str) -> None:
+        self.rt.virtual_models.unregister(provider, model_id)
 
     def subscribe(self, listener: Listener | Callable[[AgentEvent], object],
                   types: Iterable[str] | None = None) -> Callable[[], None]:

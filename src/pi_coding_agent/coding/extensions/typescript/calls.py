@@ -54,6 +54,7 @@ _PI: dict[str, Callable[[Any, list[Any]], Any]] = {
     "pi.setThinkingLevel": lambda pi, a: pi.set_thinking_level(a[0]),
     "pi.registerProvider": lambda pi, a: pi.register_provider(a[0], a[1]),
     "pi.unregisterProvider": lambda pi, a: pi.unregister_provider(a[0]),
+    "pi.unregisterVirtualModel": lambda pi, a: pi.unregister_virtual_model(a[0], a[1]),
 }
 
 _CTX: dict[str, Callable[[Any], Any]] = {

@@ -237,6 +237,31 @@ class SidecarHost:
         elif kind == "flag":
             pi.register_flag(spec["name"], type=spec.get("type", "boolean"), description=spec.get("description"),
                              default=spec.get("default"))
+        elif kind == "virtualModel":
+            pi.register_virtual_model({
+                "provider": spec["provider"], "id": spec["id"], "name": spec.get("name") or spec["id"],
+                "thinking_levels": spec.get("thinkingLevels"), "context_window": spec.get("contextWindow"),
+                "max_tokens": spec.get("maxTokens"), "input": spec.get("input"),
+                "route": lambda request, ctx: self._route(handler, request, ctx)})
+
+    async def _route(self, handler: int, request: Any, ctx: Any) -> dict[str, Any]:
+        """A TypeScript router's answer to one ``RouteRequest``, sent in pi's camelCase. State crosses
+        as JSON: an answer equal to the request's state keeps it (no new entry)."""
+        def routed(value: Any) -> dict[str, Any] | None:
+            if value is None:
+                return None
+            return {"model": value.model, "thinkingLevel": value.thinking_level,
+                    **({"message": value.message} if value.message is not None else {})}
+
+        wire = {"model": request.model, "thinkingLevel": request.thinking_level, "reason": request.reason,
+                "messages": request.messages, "previous": routed(request.previous),
+                "failed": routed(request.failed), "state": request.state}
+        answer = await self.invoke(handler, [{k: v for k, v in wire.items() if v is not None}], ctx)
+        if not isinstance(answer, dict):
+            raise TypeError("route() must return { model, thinkingLevel }")
+        state = answer.get("state")
+        return {"model": answer.get("model"), "thinking_level": answer.get("thinkingLevel"),
+                "state": request.state if state == request.state else state}
 
     async def close(self) -> None:
         """End the sidecar (it exits when its stdin closes); a later load starts a new one."""

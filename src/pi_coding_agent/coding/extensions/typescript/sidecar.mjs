@@ -91,6 +91,11 @@ function makeApi(extId) {
     registerEntryRenderer() {},
     registerProvider: (name, config) => fire("pi.registerProvider", name, plainSchema(config)),
     unregisterProvider: (name) => fire("pi.unregisterProvider", name),
+    registerVirtualModel(model) {
+      const { route, ...definition } = model;
+      register(extId, "virtualModel", { ...plainSchema(definition), handler: handlerId(route) });
+    },
+    unregisterVirtualModel: (provider, id) => fire("pi.unregisterVirtualModel", provider, id),
     sendMessage: (message, options) => ask("pi.sendMessage", message, options ?? {}),
     sendUserMessage: (content, options) => ask("pi.sendUserMessage", content, options ?? {}),
     appendEntry: (customType, data) => fire("pi.appendEntry", customType, data),
@@ -136,6 +141,8 @@ function makeContext(info) {
     mode: info.mode,
     model: info.model,
     signal: undefined,
+    // a router's lookup: the Python side resolves the model it names by provider and id
+    modelRegistry: { find: (provider, id) => ({ provider, id }) },
     isIdle: () => info.idle,
     abort: () => tell("ctx.abort"),
     waitForIdle: () => ask("ctx.waitForIdle"),
