@@ -115,12 +115,8 @@ def _ensure_installed(installer: Installer, source: str, parsed: src.Source, sco
         return root
     try:
         if isinstance(parsed, src.NpmSource) and not parsed.pinned:
-            spec = parsed.spec if parsed.version else f"{parsed.name}@latest"
-            latest = installer.latest_npm_version(spec)
-            from pi_coding_agent.coding.packages.install import installed_npm_version
-
-            if latest is not None and latest != installed_npm_version(root):
-                installer.install_npm(parsed, scope, spec)
+            if _npm_has_update(installer, parsed, root):
+                installer.install_npm(parsed, scope, parsed.spec if parsed.version else f"{parsed.name}@latest")
         elif isinstance(parsed, src.GitSource) and not installer.git_checked_out(parsed, root):
             installer.update_git(parsed, scope)
     except PackageError as exc:
@@ -129,12 +125,23 @@ def _ensure_installed(installer: Installer, source: str, parsed: src.Source, sco
 
 
 def _version_matches(parsed: src.Source, root: Path) -> bool:
-    """An exact npm version must be the installed one; ranges are taken as satisfied."""
-    if not isinstance(parsed, src.NpmSource) or not parsed.pinned:
+    """An installed npm package must name its version and answer the source's version or range."""
+    if not isinstance(parsed, src.NpmSource):
         return True
     from pi_coding_agent.coding.packages.install import installed_npm_version
+    from pi_coding_agent.coding.packages.versions import installed_matches
 
-    return installed_npm_version(root) == (parsed.version or "").removeprefix("v")
+    return installed_matches(installed_npm_version(root), parsed.version)
+
+
+def _npm_has_update(installer: Installer, parsed: src.NpmSource, root: Path) -> bool:
+    """A ``-e`` refresh: the registry has a newer version inside the range (not asked: no refresh)."""
+    from pi_coding_agent.coding.packages.install import installed_npm_version
+    from pi_coding_agent.coding.packages.versions import is_newer
+
+    installed = installed_npm_version(root)
+    latest = installer.latest_npm_version(parsed) if installed is not None else None
+    return latest is not None and installed is not None and is_newer(latest, installed)
 
 
 def _install(installer: Installer, parsed: src.Source, scope: str) -> None:
