@@ -125,6 +125,8 @@ class _Session:
             source = os.path.relpath(path, src.base_dir(scope, self.agent_dir, self.cwd))
         elif isinstance(parsed, src.NpmSource):
             self.installer.install_npm(parsed, scope)
+        elif isinstance(parsed, src.PypiSource):
+            self.installer.install_pypi(parsed, scope)
         else:
             self.installer.install_git(parsed, scope)
         self._write(scope, self._with_entry(self._entries(scope), source, scope))
@@ -144,6 +146,8 @@ class _Session:
             self.installer.uninstall_npm(parsed, scope)
         elif isinstance(parsed, src.GitSource):
             self.installer.remove_git(parsed, scope)
+        elif isinstance(parsed, src.PypiSource):
+            self.installer.remove_pypi(parsed, scope)
         self._write(scope, kept)
         print(f"Removed {source}")
         return 0
@@ -186,6 +190,14 @@ class _Session:
             self.installer.update_git(parsed, scope)
             after = self.installer.git_head(path)
             before, after = before and before[:7], after and after[:7]
+        elif isinstance(parsed, src.PypiSource) and not parsed.pinned:
+            from pi_coding_agent.coding.packages.pypi import installed_version
+
+            path = src.pypi_path(parsed, scope, self.agent_dir, self.cwd)
+            before = installed_version(parsed, path)
+            print(f"Updating {source}...")
+            self.installer.install_pypi(parsed, scope)
+            after = installed_version(parsed, path)
         else:
             return None
         if before == after:

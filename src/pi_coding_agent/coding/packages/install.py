@@ -23,9 +23,11 @@ from typing import IO
 from pi_coding_agent.coding.packages.sources import (
     GitSource,
     NpmSource,
+    PypiSource,
     Scope,
     git_path,
     npm_root,
+    pypi_path,
 )
 
 _NPM_FLAGS = ("--legacy-peer-deps", "--no-audit", "--no-fund")
@@ -86,6 +88,29 @@ class Installer:
             return True
         latest = self.latest_npm_version(source)
         return latest is None or is_newer(latest, version)
+
+    # ------------------------------------------------------------------ PyPI
+
+    def install_pypi(self, source: PypiSource, scope: Scope) -> None:
+        """``pip install --target`` into a fresh folder (so the newest version the specifier allows),
+        swapped in when pip succeeded: a failed update keeps the installed copy."""
+        self._private_cache(scope)
+        target = pypi_path(source, scope, self.agent_dir, self.cwd)
+        staging = target.with_name(target.name + ".installing")
+        shutil.rmtree(staging, ignore_errors=True)
+        try:
+            self._run([sys.executable, "-m", "pip", "install", "--disable-pip-version-check", "--no-input",
+                       "--target", str(staging), source.requirement], None)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        shutil.rmtree(target, ignore_errors=True)
+        staging.rename(target)
+        if scope != "temporary":
+            _ensure_gitignore(target.parent)
+
+    def remove_pypi(self, source: PypiSource, scope: Scope) -> None:
+        shutil.rmtree(pypi_path(source, scope, self.agent_dir, self.cwd), ignore_errors=True)
 
     # ------------------------------------------------------------------ git
 
