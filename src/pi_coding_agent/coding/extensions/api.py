@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pi_coding_agent.agent.awaitables import maybe_await
 from pi_coding_agent.agent.tool import AgentTool, ToolResult, UpdateCallback
 from pi_coding_agent.ai.types import JsonObject
-from pi_coding_agent.coding.extensions.registry import Binding, Command, Extension, custom_message
+from pi_coding_agent.coding.extensions.registry import Binding, Command, Extension, Shortcut, custom_message
 
 if TYPE_CHECKING:
     from pi_coding_agent.ai.abort import AbortSignal
@@ -210,6 +210,19 @@ class ExtensionAPI:
 
     def get_commands(self) -> list[JsonObject]:
         return self._live().session.get_commands()
+
+    def register_shortcut(self, shortcut: str, *, handler: Callable[[Any], Any], description: str | None = None) -> None:
+        """In the terminal UI, ``shortcut`` (pi's key syntax: ``ctrl+shift+p``) runs ``handler(ctx)``;
+        a key of the UI's own reserved actions (abort, quit, submit...) stays theirs. Other modes ignore it."""
+        self._live()
+        self._extension.shortcuts[shortcut] = Shortcut(shortcut, description, handler)
+
+    def register_message_renderer(self, custom_type: str, renderer: Callable[[JsonObject, JsonObject, Any], Any]) -> None:
+        """How the terminal UI draws ``custom`` messages of ``custom_type`` (``send_message``):
+        ``renderer(message, {"expanded": bool}, theme)`` returns a Rich renderable or a string (None: the
+        default drawing); ``theme`` maps pi's colour roles (``accent``, ``muted``...) to colours."""
+        self._live()
+        self._extension.message_renderers[custom_type] = renderer
 
     # ------------------------------------------------------------------ messages and entries
 

@@ -46,6 +46,15 @@ class Command:
 
 
 @dataclass
+class Shortcut:
+    """An extension's key (pi's ``registerShortcut``), run by the terminal UI."""
+
+    key: str
+    description: str | None
+    handler: Callable[[Any], Any]
+
+
+@dataclass
 class Extension:
     """One loaded extension and what it registered."""
 
@@ -54,6 +63,8 @@ class Extension:
     commands: dict[str, Command] = field(default_factory=dict)  # a name registered again replaces, in place
     tools: dict[str, AgentTool] = field(default_factory=dict)
     flags: dict[str, dict[str, Any]] = field(default_factory=dict)  # register_flag options, by flag name
+    shortcuts: dict[str, Shortcut] = field(default_factory=dict)  # by key as registered
+    message_renderers: dict[str, Callable[..., Any]] = field(default_factory=dict)  # by customType
 
     @property
     def path(self) -> str:

@@ -126,6 +126,14 @@ class Settings:
         _set_dotted(current, dotted_key, value)
         write_json_atomic(self.global_path, current)
 
+    def remove_global(self, dotted_key: str) -> None:
+        """Drop ``a.b.c`` from memory and ``<agentDir>/settings.json`` (pi writes an unset value by omitting it)."""
+        _pop_dotted(self._global, dotted_key)
+        self._merged = merge_settings(self._global, self._project)
+        current = read_for_update(self.global_path) if self._global_writable else None
+        if current is not None and _pop_dotted(current, dotted_key):
+            write_json_atomic(self.global_path, current)
+
     # ------------------------------------------------------------------ typed accessors
 
     @property
@@ -553,6 +561,17 @@ def _set_dotted(data: JsonObject, dotted_key: str, value: Any) -> None:
             node[part] = child
         node = child
     node[leaf] = value
+
+
+def _pop_dotted(data: JsonObject, dotted_key: str) -> bool:
+    """Remove ``a.b.c``; True when it was there."""
+    *parents, leaf = dotted_key.split(".")
+    node: Any = data
+    for part in parents:
+        node = node.get(part)
+        if not isinstance(node, dict):
+            return False
+    return node.pop(leaf, None) is not None
 
 
 def write_json_atomic(path: Path, data: Any) -> None:

@@ -74,19 +74,33 @@ def read_trust_file(agent_dir: Path) -> dict[str, bool | None]:
 
 def saved_trust_decision(agent_dir: Path, cwd: Path) -> bool | None:
     """The decision saved for ``cwd`` or its nearest ancestor that has one."""
+    entry = saved_trust_entry(agent_dir, cwd)
+    return None if entry is None else entry[1]
+
+
+def save_trust_decision(agent_dir: Path, cwd: Path, decision: bool | None) -> None:
+    """Record (or with None clear) the decision for ``cwd``."""
+    save_trust_decisions(agent_dir, [(cwd, decision)])
+
+
+def save_trust_decisions(agent_dir: Path, updates: list[tuple[Path, bool | None]]) -> None:
+    """Several decisions in one write (``/trust``'s "trust parent folder" also clears the folder's own);
+    None removes a directory's entry. Keys are kept sorted like pi writes them."""
     data = read_trust_file(agent_dir)
-    if not data:
-        return None
+    for directory, decision in updates:
+        key = str(_canonical(directory))
+        data.pop(key, None)
+        if decision is not None:
+            data[key] = decision
+    write_json_atomic(agent_dir / TRUST_FILE, {k: data[k] for k in sorted(data)})
+
+
+def saved_trust_entry(agent_dir: Path, cwd: Path) -> tuple[str, bool] | None:
+    """(directory, decision) of the saved decision that applies to ``cwd``: its own or its nearest ancestor's."""
+    data = read_trust_file(agent_dir)
     current = _canonical(cwd)
     for directory in (current, *current.parents):
         value = data.get(str(directory))
         if isinstance(value, bool):
-            return value
+            return str(directory), value
     return None
-
-
-def save_trust_decision(agent_dir: Path, cwd: Path, decision: bool | None) -> None:
-    """Record (or with None clear) the decision for ``cwd``; keys are kept sorted like pi writes them."""
-    data = read_trust_file(agent_dir)
-    data[str(_canonical(cwd))] = decision
-    write_json_atomic(agent_dir / TRUST_FILE, {k: data[k] for k in sorted(data)})

@@ -275,6 +275,9 @@ class SidecarHost:
                              parameters=spec.get("parameters"), execute=execute,
                              execution_mode=spec.get("executionMode") or "parallel",
                              prompt_snippet=spec.get("promptSnippet"), prompt_guidelines=spec.get("promptGuidelines"))
+        elif kind == "shortcut":
+            pi.register_shortcut(spec["key"], description=spec.get("description"),
+                                 handler=lambda ctx: self.invoke(handler, [], ctx, pi=pi))
         elif kind == "flag":
             pi.register_flag(spec["name"], type=spec.get("type", "boolean"), description=spec.get("description"),
                              default=spec.get("default"))

@@ -122,7 +122,9 @@ function makeApi(extId) {
     getAllTools: () => state.allTools ?? [],
     getSessionName: () => state.sessionName ?? undefined,
     getThinkingLevel: () => state.thinkingLevel,
-    registerShortcut() {},
+    registerShortcut(shortcut, options) {
+      register(extId, "shortcut", { key: shortcut, description: options?.description, handler: handlerId(options.handler) });
+    },
     registerMessageRenderer() {},
     registerEntryRenderer() {},
     registerProvider: (name, config) => fire("pi.registerProvider", name, plainSchema(config)),

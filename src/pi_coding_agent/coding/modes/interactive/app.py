@@ -18,7 +18,7 @@ from textual.widgets import OptionList, Static
 
 from pi_coding_agent import __version__
 from pi_coding_agent.coding.errors import SessionError
-from pi_coding_agent.coding.modes.interactive import commands, completion, footer
+from pi_coding_agent.coding.modes.interactive import commands, completion, extension_hooks, footer
 from pi_coding_agent.coding.modes.interactive.blocks import Palette
 from pi_coding_agent.coding.modes.interactive.editor import Editor
 from pi_coding_agent.coding.modes.interactive.keys import KeyMap
@@ -78,17 +78,26 @@ class PiApp(App[int]):
 
     # ------------------------------------------------------------------ layout
 
-    def _register_theme(self) -> None:
+    def _register_theme(self, name: str = "pi") -> None:
         p = self.palette
         light = p.get("appearance") == "light"
         self.register_theme(Theme(
-            name="pi", primary=p["accent"], accent=p["accent"], foreground=p["text"], error=p["error"],
+            name=name, primary=p["accent"], accent=p["accent"], foreground=p["text"], error=p["error"],
             success=p["success"], warning=p["warning"], dark=not light,
             background="#ffffff" if light else "#000000", surface=p.get("toolPendingBg", "#222222"),
             variables={"tool-pending": p["toolPendingBg"], "tool-success": p["toolSuccessBg"],
                        "tool-error": p["toolErrorBg"], "border-muted": p["borderMuted"],
                        "text-muted": p["muted"]}))
-        self.theme = "pi"
+        self.theme = name
+
+    def use_palette(self, palette: Palette) -> None:
+        """Another theme at once (``/settings``): CSS colours, the header and the transcript are drawn
+        again (a run in progress keeps its colours until it has settled and the transcript is folded)."""
+        self.palette = self.transcript.palette = palette
+        self._register_theme("pi-alt" if self.theme == "pi" else "pi")  # Textual applies a theme when its name changes
+        self.query_one("#header", Static).update(self._header())
+        if not self.session.is_streaming:
+            self.spawn(self.transcript.restore(self.session.get_messages()))
 
     def compose(self) -> ComposeResult:
         yield Static(self._header(), id="header")
@@ -107,6 +116,7 @@ class PiApp(App[int]):
 
     async def on_mount(self) -> None:
         self._unsubscribe = self.session.subscribe(self._on_session_event)
+        extension_hooks.install(self)
         await self.transcript.restore(self.session.get_messages())
         self.ui.attach(self)
         self.editor.focus()

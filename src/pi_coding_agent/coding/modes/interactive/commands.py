@@ -8,47 +8,24 @@ other mode.
 from __future__ import annotations
 
 import shutil
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from pi_coding_agent.coding.errors import SessionError
+from pi_coding_agent.coding.modes.interactive import extension_hooks, project
 from pi_coding_agent.coding.modes.interactive.blocks import message_text
+from pi_coding_agent.coding.modes.interactive.command_host import Handler, PiApp, pick, replaced
 from pi_coding_agent.coding.modes.interactive.dialogs import InputScreen, SelectScreen, ask
 
 if TYPE_CHECKING:
     from pi_coding_agent.coding.agent_session import AgentSession
-    from pi_coding_agent.coding.modes.interactive.editor import Editor
-    from pi_coding_agent.coding.modes.interactive.keys import KeyMap
-    from pi_coding_agent.coding.modes.interactive.transcript import Transcript
 
 
-class PiApp(Protocol):
-    """What the commands use of the app (``app.PiApp``), which imports this module."""
-
-    session: AgentSession
-    transcript: Transcript
-    editor: Editor
-    keymap: KeyMap
-
-    def show_notice(self, message: str, kind: str | None = None) -> None: ...
-
-    def refresh_footer(self) -> None: ...
-
-    def set_editor_text(self, text: str) -> None: ...
-
-    def restore_queue(self) -> None: ...
-
-    def copy_to_clipboard(self, text: str) -> None: ...
-
-    def exit(self, result: int | None = None) -> None: ...
-
-
-Handler = Callable[[PiApp, str], Awaitable[None]]
-
-BUILTIN: dict[str, str] = {
+BUILTIN: dict[str, str] = {  # in pi's order
+    "settings": "Open settings",
     "model": "Select a model",
     "thinking": "Set the thinking level",
+    "scoped-models": "Configure the models Ctrl+P cycles through",
     "login": "Add provider authentication",
     "logout": "Remove provider authentication",
     "new": "Start a new session",
@@ -59,13 +36,15 @@ BUILTIN: dict[str, str] = {
     "fork": "New session from an earlier user message",
     "clone": "Duplicate the session at its current position",
     "compact": "Compact the context (optional instructions)",
+    "import": "Import a JSONL session, keeping its id and working directory",
     "copy": "Copy the last assistant message",
     "export": "Export the session as HTML or JSONL",
+    "trust": "Save a project trust decision for future pi processes",
     "reload": "Reload keybindings",
     "hotkeys": "Show keyboard shortcuts",
     "quit": "Quit pi",
 }
-NOT_HERE = ("settings", "scoped-models", "import", "share", "bug", "trust", "changelog", "debug")
+NOT_HERE = ("share", "bug", "changelog", "debug")
 
 
 def command_list(session: AgentSession) -> list[tuple[str, str]]:
@@ -114,16 +93,22 @@ async def run_action(app: PiApp, action: str) -> None:
         await _copy(app, "")
     elif action == "app.message.dequeue":
         app.restore_queue()
+    elif action == "app.editor.external":
+        from pi_coding_agent.coding.modes.interactive.external_editor import open_external_editor
+
+        await open_external_editor(app)
+    elif action == "app.clipboard.pasteImage":
+        from pi_coding_agent.coding.modes.interactive.clipboard import paste
+
+        await paste(app)
     elif action == "tui.altScreen.pageUp":
         app.transcript.page_up()
     elif action == "tui.altScreen.pageDown":
         app.transcript.page_down()
+    elif action.startswith(extension_hooks.PREFIX):
+        await extension_hooks.run_shortcut(app, action)
     elif action.startswith("app.session."):
         await run(app, "/" + action.rsplit(".", 1)[1])
-
-
-async def _pick(app: PiApp, title: str, options: list[tuple[str, str]]) -> str | None:
-    return await ask(app, SelectScreen(title, options), None)
 
 
 # --------------------------------------------------------------------------- models and thinking
@@ -139,7 +124,7 @@ async def _model(app: PiApp, arg: str) -> None:
         exact = [key for key, _ in options if key == arg or key.split("/", 1)[1] == arg]
         choice = exact[0] if len(exact) == 1 else await ask(app, _searched(SelectScreen("Select model", options), arg), None)
     else:
-        choice = await _pick(app, "Select model", options)
+        choice = await pick(app, "Select model", options)
     if choice:
         provider, model_id = choice.split("/", 1)
         await app.session.set_model(provider, model_id)
@@ -163,7 +148,7 @@ def _searched(screen: SelectScreen, query: str) -> SelectScreen:
 
 async def _thinking(app: PiApp, arg: str) -> None:
     levels = app.session.get_available_thinking_levels()
-    level = arg or await _pick(app, "Thinking level", [(lvl, lvl) for lvl in levels])
+    level = arg or await pick(app, "Thinking level", [(lvl, lvl) for lvl in levels])
     if level:
         app.session.set_thinking_level(level)
         app.show_notice(f"Thinking level: {app.session.agent.thinking_level}")
@@ -180,7 +165,7 @@ async def _login(app: PiApp, arg: str) -> None:
 async def _logout(app: PiApp, arg: str) -> None:
     auth = app.session.rt.auth
     stored = auth.stored_providers()
-    provider = arg or await _pick(app, "Select provider to logout:", [(p, p) for p in stored])
+    provider = arg or await pick(app, "Select provider to logout:", [(p, p) for p in stored])
     if provider:
         removed = await auth.remove_credential(provider)
         app.show_notice(f"Logged out of {provider}" if removed else f"No stored credential for {provider}")
@@ -189,17 +174,8 @@ async def _logout(app: PiApp, arg: str) -> None:
 # --------------------------------------------------------------------------- sessions
 
 
-async def _replaced(app: PiApp, result: dict[str, Any] | None = None) -> None:
-    """Redraw everything after the session was replaced or moved in its tree."""
-    if result is not None and result.get("cancelled"):
-        app.show_notice("Cancelled", "warning")
-        return
-    await app.transcript.restore(app.session.get_messages())
-    app.refresh_footer()
-
-
 async def _new(app: PiApp, arg: str) -> None:
-    await _replaced(app, await app.session.new_session())
+    await replaced(app, await app.session.new_session())
 
 
 async def _resume(app: PiApp, arg: str) -> None:
@@ -213,9 +189,9 @@ async def _resume(app: PiApp, arg: str) -> None:
         return
     options = [(i["path"], f"{i['modified'][:16].replace('T', ' ')}  {i.get('name') or i['firstMessage'][:70]}"
                 f"  ({i['messageCount']} msgs, {i['cwd']})") for i in infos]
-    path = await _pick(app, "Resume session", options)
+    path = await pick(app, "Resume session", options)
     if path:
-        await _replaced(app, await app.session.switch_session(path))
+        await replaced(app, await app.session.switch_session(path))
 
 
 async def _name(app: PiApp, arg: str) -> None:
@@ -275,10 +251,10 @@ async def _tree(app: PiApp, arg: str) -> None:
     if not rows:
         app.show_notice("The session has no messages yet")
         return
-    target = await _pick(app, "Session tree (● current position)", rows)
+    target = await pick(app, "Session tree (● current position)", rows)
     if target:
         result = await app.session.navigate_tree(target)
-        await _replaced(app, result)
+        await replaced(app, result)
         if result.get("editorText"):
             app.set_editor_text(str(result["editorText"]))
 
@@ -289,21 +265,21 @@ async def _fork(app: PiApp, arg: str) -> None:
         app.show_notice("No user messages to fork from")
         return
     options = [(m["entryId"], " ".join(m["text"].split())[:100]) for m in reversed(messages)]
-    entry_id = await _pick(app, "Fork from message", options)
+    entry_id = await pick(app, "Fork from message", options)
     if entry_id:
         result = await app.session.fork(entry_id)
-        await _replaced(app, result)
+        await replaced(app, result)
         if not result.get("cancelled") and result.get("text"):
             app.set_editor_text(str(result["text"]))
 
 
 async def _clone(app: PiApp, arg: str) -> None:
-    await _replaced(app, await app.session.clone())
+    await replaced(app, await app.session.clone())
 
 
 async def _compact(app: PiApp, arg: str) -> None:
     await app.session.compact(arg or None)
-    await _replaced(app)
+    await replaced(app)
 
 
 async def _export(app: PiApp, arg: str) -> None:
@@ -335,7 +311,7 @@ async def _reload(app: PiApp, arg: str) -> None:
 
 
 async def _hotkeys(app: PiApp, arg: str) -> None:
-    rows = app.keymap.hotkeys()
+    rows = app.keymap.hotkeys() + extension_hooks.shortcut_hotkeys(app)
     width = max(len(keys) for keys, _ in rows)
     app.show_notice("\n".join(f"{keys.ljust(width)}  {text}" for keys, text in rows))
 
@@ -350,9 +326,22 @@ async def _rename(app: PiApp, arg: str) -> None:
         await _name(app, name)
 
 
+async def _settings(app: PiApp, arg: str) -> None:
+    from pi_coding_agent.coding.modes.interactive.settings_screen import open_settings
+
+    await open_settings(app, arg)
+
+
+async def _scoped_models(app: PiApp, arg: str) -> None:
+    from pi_coding_agent.coding.modes.interactive.scoped_models import open_scoped_models
+
+    await open_scoped_models(app, arg)
+
+
 HANDLERS: dict[str, Handler] = {
     "model": _model, "thinking": _thinking, "login": _login, "logout": _logout, "new": _new, "resume": _resume,
     "name": _name, "session": _session, "tree": _tree, "fork": _fork, "clone": _clone, "compact": _compact,
     "export": _export, "copy": _copy, "reload": _reload, "hotkeys": _hotkeys, "quit": _quit, "exit": _quit,
-    "rename": _rename,
+    "rename": _rename, "import": project.import_session, "settings": _settings,
+    "scoped-models": _scoped_models, "trust": project.trust,
 }

@@ -12,6 +12,7 @@ import asyncio
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.screen import ModalScreen
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-_DIALOG_CSS = """
+DIALOG_CSS = """
 {name} {{ align: center middle; }}
 {name} > Vertical {{ width: 90%; max-width: 110; height: auto; max-height: 80%; border: round $accent;
                      background: $surface; padding: 0 1; }}
@@ -38,19 +39,21 @@ _DIALOG_CSS = """
 class SelectScreen(ModalScreen[str | None]):
     """A list with a search field; answers the chosen option's id (None on Escape)."""
 
-    DEFAULT_CSS = _DIALOG_CSS.format(name="SelectScreen")
+    DEFAULT_CSS = DIALOG_CSS.format(name="SelectScreen")
     BINDINGS: ClassVar[list[Any]] = [("escape", "cancel", "Cancel")]
 
-    def __init__(self, title: str, options: list[tuple[str, str]], searchable: bool = True) -> None:
-        """``options``: (id, label) pairs, shown in the order given."""
+    def __init__(self, title: str, options: list[tuple[str, str]], searchable: bool = True,
+                 highlighted: int = 0) -> None:
+        """``options``: (id, label) pairs, shown in the order given; ``highlighted``: the one first under the cursor."""
         super().__init__()
         self.title_text = title
         self.options = options
         self.searchable = searchable
+        self.highlighted = highlighted
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(self.title_text)
+            yield Label(Text(self.title_text))
             if self.searchable:
                 yield Input(placeholder="type to search", id="search")
             yield OptionList(*self._filtered(""), id="choices")
@@ -58,7 +61,7 @@ class SelectScreen(ModalScreen[str | None]):
     def on_mount(self) -> None:
         list_ = self.query_one(OptionList)
         if list_.option_count:
-            list_.highlighted = 0
+            list_.highlighted = min(self.highlighted, list_.option_count - 1)
         (self.query_one(Input) if self.searchable else list_).focus()
 
     def _filtered(self, query: str) -> list[Option]:
@@ -66,7 +69,7 @@ class SelectScreen(ModalScreen[str | None]):
                    if (score := (0 if not query else fuzzy_score(query, label))) is not None]
         if query:
             matches.sort()
-        return [Option(self.options[i][1], id=str(i)) for _, i in matches]
+        return [Option(Text(self.options[i][1]), id=str(i)) for _, i in matches]
 
     def on_input_changed(self, event: Input.Changed) -> None:
         list_ = self.query_one(OptionList)
@@ -100,7 +103,7 @@ class SelectScreen(ModalScreen[str | None]):
 
 
 class ConfirmScreen(ModalScreen[bool]):
-    DEFAULT_CSS = _DIALOG_CSS.format(name="ConfirmScreen")
+    DEFAULT_CSS = DIALOG_CSS.format(name="ConfirmScreen")
     BINDINGS: ClassVar[list[Any]] = [("y,enter", "answer(True)", "Yes"), ("n,escape", "answer(False)", "No")]
 
     def __init__(self, title: str, message: str) -> None:
@@ -109,16 +112,16 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(self.title_text)
-            yield Label(self.message)
-            yield Label("[y/Enter] yes   [n/Esc] no")
+            yield Label(Text(self.title_text))
+            yield Label(Text(self.message))
+            yield Label(Text("[y/Enter] yes   [n/Esc] no"))
 
     def action_answer(self, value: bool) -> None:
         self.dismiss(value)
 
 
 class InputScreen(ModalScreen[str | None]):
-    DEFAULT_CSS = _DIALOG_CSS.format(name="InputScreen")
+    DEFAULT_CSS = DIALOG_CSS.format(name="InputScreen")
     BINDINGS: ClassVar[list[Any]] = [("escape", "cancel", "Cancel")]
 
     def __init__(self, title: str, placeholder: str | None = None, value: str = "") -> None:
@@ -127,7 +130,7 @@ class InputScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(self.title_text)
+            yield Label(Text(self.title_text))
             yield Input(value=self.value, placeholder=self.placeholder)
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
@@ -140,7 +143,7 @@ class InputScreen(ModalScreen[str | None]):
 class EditorScreen(ModalScreen[str | None]):
     """Multi-line text: Ctrl+S keeps it, Escape cancels."""
 
-    DEFAULT_CSS = _DIALOG_CSS.format(name="EditorScreen") + "EditorScreen TextArea { height: 16; }"
+    DEFAULT_CSS = DIALOG_CSS.format(name="EditorScreen") + "EditorScreen TextArea { height: 16; }"
     BINDINGS: ClassVar[list[Any]] = [("ctrl+s", "save", "Save"), ("escape", "cancel", "Cancel")]
 
     def __init__(self, title: str, prefill: str | None = None) -> None:
@@ -149,7 +152,7 @@ class EditorScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(f"{self.title_text}   (Ctrl+S save, Esc cancel)")
+            yield Label(Text(f"{self.title_text}   (Ctrl+S save, Esc cancel)"))
             yield TextArea(self.prefill)
 
     def action_save(self) -> None:

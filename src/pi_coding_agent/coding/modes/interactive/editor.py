@@ -54,11 +54,13 @@ class Editor(TextArea):
         self.prompt_history: list[str] = []
         self._history_index: int | None = None
         self._pastes: dict[int, str] = {}
+        # an extension shortcut's action for a key (``extension_hooks``), looked up before the key map
+        self.shortcut_action: Callable[[str], str | None] = lambda key: None
 
     # ------------------------------------------------------------------ keys
 
     async def _on_key(self, event: events.Key) -> None:
-        action = self.keymap.action_for(event.key)
+        action = self.shortcut_action(event.key) or self.keymap.action_for(event.key)
         if self.menu.display and self._menu_key(event.key):
             event.stop()
             event.prevent_default()

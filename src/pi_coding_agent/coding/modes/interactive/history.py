@@ -9,6 +9,7 @@ the reopening gets widgets of its own.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from rich.console import Group, RenderableType
@@ -18,6 +19,8 @@ from textual.widgets import Static
 
 from pi_coding_agent.coding.modes.interactive import blocks
 from pi_coding_agent.coding.modes.interactive.blocks import Palette
+
+CustomRenderer = Callable[[dict[str, Any], bool], RenderableType | None]
 
 
 def _boxed(renderable: RenderableType, background: str | None) -> RenderableType:
@@ -56,8 +59,9 @@ def _assistant(message: dict[str, Any], results: dict[str, dict[str, Any]], hide
 
 
 def renderables(messages: list[dict[str, Any]], palette: Palette, hide_thinking: bool,
-                expanded: bool) -> list[RenderableType]:
-    """Every message as the live transcript would have shown it."""
+                expanded: bool, render_custom: CustomRenderer | None = None) -> list[RenderableType]:
+    """Every message as the live transcript would have shown it (``render_custom``: an extension's
+    drawing of a custom message, None for the default one)."""
     results = {m.get("toolCallId", ""): m for m in messages if m.get("role") == "toolResult"}
     user_style = f"{palette.get('userMessageText', '')} on {palette.get('userMessageBg', '')}".strip()
     out: list[RenderableType] = []
@@ -76,6 +80,10 @@ def renderables(messages: list[dict[str, Any]], palette: Palette, hide_thinking:
             out.append(_boxed(blocks.notice(f"[{role}] " + str(message.get("summary", ""))[:500],
                                             "customMessageText", palette), None))
         elif role == "custom" and message.get("display", True):
+            drawn = render_custom(message, expanded) if render_custom is not None else None
+            if drawn is not None:
+                out.append(_boxed(drawn, None))
+                continue
             out.append(_boxed(blocks.notice(blocks.message_text(message) or str(message.get("customType", "")),
                                             "customMessageText", palette), None))
     return out
@@ -84,10 +92,12 @@ def renderables(messages: list[dict[str, Any]], palette: Palette, hide_thinking:
 class History(Static):
     """Restored messages as one renderable; ``redraw`` after Ctrl+O / Ctrl+T."""
 
-    def __init__(self, messages: list[dict[str, Any]], palette: Palette) -> None:
+    def __init__(self, messages: list[dict[str, Any]], palette: Palette,
+                 render_custom: CustomRenderer | None = None) -> None:
         super().__init__()
         self.messages = messages
         self.palette = palette
+        self.render_custom = render_custom
 
     def redraw(self, hide_thinking: bool, expanded: bool) -> None:
-        self.update(Group(*renderables(self.messages, self.palette, hide_thinking, expanded)))
+        self.update(Group(*renderables(self.messages, self.palette, hide_thinking, expanded, self.render_custom)))

@@ -110,3 +110,8 @@ def load_palette(name: str | None, agent_dir: Path, extra: list[str]) -> Palette
     except (OSError, ValueError, ThemeError) as err:
         print(f"Warning: theme {path}: {err}; using dark", file=sys.stderr)
         return dict(DARK)
+
+
+def theme_names(agent_dir: Path) -> list[str]:
+    """What the ``theme`` setting can name: ``system``, the built-in themes, then ``<agent-dir>/themes``'."""
+    return list(dict.fromkeys(["system", *BUILT_IN, *sorted(_theme_files(agent_dir, []))]))

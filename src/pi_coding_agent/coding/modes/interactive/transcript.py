@@ -17,7 +17,7 @@ from textual.widgets import Static
 
 from pi_coding_agent.coding.modes.interactive import blocks
 from pi_coding_agent.coding.modes.interactive.blocks import Palette
-from pi_coding_agent.coding.modes.interactive.history import History
+from pi_coding_agent.coding.modes.interactive.history import CustomRenderer, History
 
 FPS = 30
 RESTORED_MESSAGES = 200  # a reopened session draws this many messages at a time, newest first
@@ -139,6 +139,8 @@ class Transcript(VerticalScroll):
         self._dirty: dict[int, Any] = {}
         self._older: list[dict[str, Any]] = []  # restored messages not drawn yet (above the top)
         self._loading_older = False
+        # an extension's drawing of a custom message, None for the default (``extension_hooks``)
+        self.render_custom: CustomRenderer = lambda message, expanded: None
 
     def on_mount(self) -> None:
         self.set_interval(1 / FPS, self.flush)
@@ -202,7 +204,11 @@ class Transcript(VerticalScroll):
             self._current = AssistantView(self.palette, self.hide_thinking)
             self._add(self._current)
         elif role == "custom" and message.get("display", True):
-            self.add_notice(blocks.message_text(message) or str(message.get("customType", "")), "customMessageText")
+            drawn = self.render_custom(message, self.tools_expanded)
+            if drawn is not None:
+                self.add_entry(drawn, "notice")
+            else:
+                self.add_notice(blocks.message_text(message) or str(message.get("customType", "")), "customMessageText")
 
     def _on_message_update(self, event: dict[str, Any]) -> None:
         update = event["assistantMessageEvent"]
@@ -290,7 +296,7 @@ class Transcript(VerticalScroll):
         chunk, self._older = self._older[-RESTORED_MESSAGES:], self._older[:-RESTORED_MESSAGES]
         if not chunk:
             return
-        history = History(chunk, self.palette)
+        history = History(chunk, self.palette, self.render_custom)
         history.redraw(self.hide_thinking, self.tools_expanded)
         first = self.children[0] if self.children else None
         await self.mount(history, before=first)

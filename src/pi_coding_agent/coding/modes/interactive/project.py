@@ -1,0 +1,109 @@
+"""``/trust`` (save a project trust decision) and ``/import`` (open a session file from elsewhere).
+
+Both follow pi 1.6.0: ``/trust`` offers trust, trust of the parent folder (which also clears the
+folder's own entry) and distrust, saved in ``<agent-dir>/trust.json`` for the next start;
+``/import`` copies the file into this project's session folder (``name-1.jsonl`` when the name is
+taken) and switches to the copy, which keeps its id and working directory.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from pi_coding_agent.coding.errors import SessionError
+from pi_coding_agent.coding.modes.interactive.command_host import PiApp, replaced
+from pi_coding_agent.coding.modes.interactive.dialogs import ConfirmScreen, SelectScreen, ask
+from pi_coding_agent.coding.resources.trust import save_trust_decisions, saved_trust_entry
+
+TrustChoice = tuple[str, bool, list[tuple[Path, bool | None]], Path]  # label, trusted, updates, saved path
+
+
+def trust_choices(cwd: Path) -> list[TrustChoice]:
+    cwd = cwd.resolve()
+    choices: list[TrustChoice] = [("Trust", True, [(cwd, True)], cwd)]
+    if cwd.parent != cwd:
+        choices.append((f"Trust parent folder ({cwd.parent})", True, [(cwd.parent, True), (cwd, None)], cwd.parent))
+    choices.append(("Do not trust", False, [(cwd, False)], cwd))
+    return choices
+
+
+async def trust(app: PiApp, arg: str) -> None:
+    rt = app.session.rt
+    cwd = Path(rt.cwd).resolve()
+    saved = saved_trust_entry(rt.agent_dir, cwd)
+    if saved is None:
+        described = "none"
+    else:
+        label = "trusted" if saved[1] else "untrusted"
+        described = f"{label} ({saved[0]})" if saved[0] == str(cwd) else f"{label} (inherited from {saved[0]})"
+    choices = trust_choices(cwd)
+    title = (f"Project trust\n{cwd}\n\nSaved decision: {described}\n"
+             f"Current session: {'trusted' if rt.project_trusted else 'untrusted'}")
+    marked = [saved == (str(path), trusted) for _, trusted, _, path in choices]
+    options = [(str(i), ("✓ " if marked[i] else "  ") + label) for i, (label, *_) in enumerate(choices)]
+    current = marked.index(True) if True in marked else 0  # the cursor starts on the saved choice, as in pi
+    picked = await ask(app, SelectScreen(title, options, searchable=False, highlighted=current), None)
+    if picked is None:
+        return
+    _, trusted, updates, _ = choices[int(picked)]
+    save_trust_decisions(rt.agent_dir, updates)
+    app.show_notice(f"Saved trust decision: {'trusted' if trusted else 'untrusted'}. "
+                    "Restart pi for this to take effect.")
+
+
+def path_argument(arg: str) -> str | None:
+    """The first word of ``arg``, or a quoted path with spaces, as pi reads ``/import`` and ``/export``."""
+    arg = arg.strip()
+    if not arg:
+        return None
+    if arg[0] in "\"'":
+        end = arg.find(arg[0], 1)
+        return arg[1:end] if end > 0 else None
+    return arg.split()[0]
+
+
+async def import_session(app: PiApp, arg: str) -> None:
+    raw = path_argument(arg)
+    if raw is None:
+        app.show_notice("Error: Usage: /import <path.jsonl>", "error")
+        return
+    if not await ask(app, ConfirmScreen("Import session", f"Replace current session with {raw}?"), False):
+        app.show_notice("Import cancelled")
+        return
+    source = Path(raw).expanduser().resolve()
+    if not source.is_file():
+        app.show_notice(f"Error: Failed to import session: File not found: {source}", "error")
+        return
+    session_dir = app.session.sm.session_dir
+    if session_dir is None:
+        raise SessionError("Sessions are not saved in this run (--no-session): nothing to import into")
+    destination = _free_name(Path(session_dir), source)
+    copied = destination != source
+    if copied:
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, destination)
+    try:
+        result = await app.session.switch_session(str(destination))
+    except SessionError:
+        if copied:
+            destination.unlink(missing_ok=True)
+        raise
+    if result.get("cancelled"):
+        app.show_notice("Import cancelled")
+        return
+    await replaced(app)
+    app.show_notice(f"Session imported from: {raw}")
+
+
+def _free_name(session_dir: Path, source: Path) -> Path:
+    """``session_dir/<name>``, or ``<stem>-1``, ``-2``... when taken; the source itself when it is already there."""
+    destination = session_dir / source.name
+    if destination.resolve() == source:
+        return source
+    number = 1
+    while destination.exists():
+        destination = session_dir / f"{source.stem}-{number}{source.suffix}"
+        number += 1
+    return destination
+

@@ -1,0 +1,133 @@
+"""``/scoped-models``: which models Ctrl+P cycles through, as pi 1.6.0's model configuration screen.
+
+Changes apply to the running session at once (its scope, ``rt.scoped``); Ctrl+S also saves them as
+``enabledModels`` (``provider/id`` entries) in ``<agent-dir>/settings.json``, and removes the key when
+every model is enabled, as pi does. Enabled models are listed first, in cycling order.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Input, Label, OptionList
+from textual.widgets.option_list import Option
+
+from pi_coding_agent.coding.modes.interactive.completion import fuzzy_score
+from pi_coding_agent.coding.modes.interactive.dialogs import DIALOG_CSS, ask
+
+if TYPE_CHECKING:
+    from textual import events
+
+    from pi_coding_agent.ai.types import Model
+    from pi_coding_agent.coding.modes.interactive.command_host import PiApp
+
+
+def model_key(model: Model) -> str:
+    return f"{model['provider']}/{model['id']}"
+
+
+class ScopedModelsScreen(ModalScreen[None]):
+    """Enter toggles the highlighted model; Ctrl+A enables all, Ctrl+X clears, Ctrl+S saves, Escape closes."""
+
+    DEFAULT_CSS = DIALOG_CSS.format(name="ScopedModelsScreen")
+    BINDINGS: ClassVar[list[Any]] = [
+        ("escape", "dismiss(None)", "Close"), Binding("ctrl+a", "all", "All", priority=True),
+        Binding("ctrl+x", "clear", "Clear", priority=True), Binding("ctrl+s", "save", "Save", priority=True)]
+
+    def __init__(self, app: PiApp) -> None:
+        super().__init__()
+        self.pi = app
+        self.models = app.session.get_available_models()
+        scoped = [model_key(m) for m in app.session.rt.scoped_models]
+        self.enabled: list[str] = scoped or [model_key(m) for m in self.models]
+        self.saved = list(self.enabled)
+        self.rows: list[str] = []
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label("Model Configuration\nSession-only. Ctrl+S to save to settings.")
+            yield Input(placeholder="type to search", id="search")
+            yield OptionList(id="choices")
+            yield Label("", id="hint")
+
+    def on_mount(self) -> None:
+        self._fill()
+        self.query_one(Input).focus()
+
+    def _fill(self) -> None:
+        query = self.query_one(Input).value
+        by_key = {model_key(m): m for m in self.models}
+        ordered = [k for k in self.enabled if k in by_key] + [k for k in by_key if k not in self.enabled]
+        self.rows = [k for k in ordered if not query or fuzzy_score(query, k) is not None]
+        choices = self.query_one(OptionList)
+        highlighted = choices.highlighted or 0
+        choices.clear_options()
+        choices.add_options([Option(Text(f"{'✓' if k in self.enabled else ' '} {by_key[k]['id']} "
+                                         f"[{by_key[k]['provider']}]"), id=k) for k in self.rows])
+        if self.rows:
+            choices.highlighted = min(highlighted, len(self.rows) - 1)
+        count = "all enabled" if len(self.enabled) == len(self.models) else f"{len(self.enabled)}/{len(self.models)} enabled"
+        unsaved = "" if self.enabled == self.saved else " (unsaved)"
+        self.query_one("#hint", Label).update(
+            f"Enter toggle · Ctrl+A all · Ctrl+X clear · Ctrl+S save · {count}{unsaved}")
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        self.query_one(OptionList).highlighted = 0
+        self._fill()
+
+    def on_key(self, event: events.Key) -> None:
+        if event.key in ("up", "down"):
+            choices = self.query_one(OptionList)
+            (choices.action_cursor_up if event.key == "up" else choices.action_cursor_down)()
+            event.stop()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self._toggle()
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        self._toggle()
+
+    def _toggle(self) -> None:
+        index = self.query_one(OptionList).highlighted
+        if index is None or index >= len(self.rows):
+            return
+        key = self.rows[index]
+        self.enabled = [k for k in self.enabled if k != key] if key in self.enabled else [*self.enabled, key]
+        self._apply()
+
+    def action_all(self) -> None:
+        self.enabled = [model_key(m) for m in self.models]
+        self._apply()
+
+    def action_clear(self) -> None:
+        self.enabled = []
+        self._apply()
+
+    def action_save(self) -> None:
+        settings = self.pi.session.rt.settings
+        if self.enabled and len(self.enabled) < len(self.models):
+            settings.set_global("enabledModels", list(self.enabled))
+        else:
+            settings.remove_global("enabledModels")
+        self.saved = list(self.enabled)
+        self._fill()
+        self.pi.show_notice("Model selection saved to settings")
+
+    def _apply(self) -> None:
+        """The session's scope follows at once: every model (or none) enabled means no scope."""
+        rt = self.pi.session.rt
+        levels = {model_key(m): level for m, level in rt.scoped}
+        by_key = {model_key(m): m for m in self.models}
+        everything = not self.enabled or len(self.enabled) == len(self.models)
+        rt.scoped = [] if everything else [(by_key[k], levels.get(k)) for k in self.enabled if k in by_key]
+        rt.scoped_models = [m for m, _ in rt.scoped]
+        self._fill()
+
+
+async def open_scoped_models(app: PiApp, arg: str) -> None:
+    await ask(app, ScopedModelsScreen(app), None)

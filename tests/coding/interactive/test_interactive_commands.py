@@ -1,0 +1,396 @@
+"""The interactive mode's settings and project commands (``/settings``, ``/scoped-models``, ``/trust``,
+``/import``), the external editor, clipboard paste and the extension API members of the terminal UI,
+driven headlessly over a real session and the fake LLM server."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.coding.interactive.test_interactive import SIZE, make_app, screen_text, type_text, until  # noqa: F401
+
+
+def flat_text(app: Any) -> str:
+    """The screen's words joined by single spaces: a long notice wraps at any word."""
+    return " ".join(screen_text(app).split())
+
+
+async def run_command(pilot: Any, line: str) -> None:
+    await type_text(pilot, line)
+    await pilot.press("enter")
+
+
+def session_file(path: Path, session_id: str, cwd: Path, question: str, answer: str) -> Path:
+    """A two-message session file as pi writes it."""
+    usage = {"input": 1, "output": 1, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 2,
+             "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}}
+    lines = [{"type": "session", "version": 3, "id": session_id, "timestamp": "2026-12-01T10:00:00.000Z",
+              "cwd": str(cwd)},
+             {"type": "message", "id": "a1", "parentId": None, "timestamp": "2026-12-01T10:00:01.000Z",
+              "message": {"role": "user", "content": [{"type": "text", "text": question}], "timestamp": 1}},
+             {"type": "message", "id": "a2", "parentId": "a1", "timestamp": "2026-12-01T10:00:02.000Z",
+              "message": {"role": "assistant", "content": [{"type": "text", "text": answer}], "api": "openai-completions",
+                          "provider": "local", "model": "m1", "usage": usage, "stopReason": "stop", "timestamp": 2}}]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+# ----------------------------------------------------------------------------- /trust
+
+
+async def test_trust_saves_the_decision_pi_offers(make_app, tmp_path):  # noqa: F811
+    app = await make_app()
+    trust_file = tmp_path / "agent" / "trust.json"
+    cwd = str(tmp_path.resolve())
+    async with app.run_test(size=SIZE) as pilot:
+        await run_command(pilot, "/trust")
+        await until(pilot, lambda: "Saved decision: none" in screen_text(app))
+        assert "Current session: trusted" in screen_text(app)
+        await pilot.press("down", "down", "enter")  # Do not trust
+        await until(pilot, lambda: "Saved trust decision: untrusted. Restart pi" in screen_text(app))
+        assert json.loads(trust_file.read_text()) == {cwd: False}
+        await run_command(pilot, "/trust")
+        await until(pilot, lambda: f"Saved decision: untrusted ({cwd})" in screen_text(app))
+        assert "✓ Do not trust" in screen_text(app)
+        await pilot.press("up", "enter")  # the cursor starts on the saved choice; one up: the parent folder,
+        await until(pilot, lambda: "Saved trust decision: trusted" in screen_text(app))  # whose entry replaces
+    assert json.loads(trust_file.read_text()) == {str(tmp_path.resolve().parent): True}  # the folder's own
+
+
+# ----------------------------------------------------------------------------- /import
+
+
+async def test_import_copies_the_file_into_the_session_folder_and_opens_it(make_app, tmp_path):  # noqa: F811
+    other = tmp_path / "other"
+    other.mkdir()
+    source = session_file(tmp_path / "exported.jsonl", "11111111-2222-3333-4444-555555555555", other,
+                          "imported question", "imported answer")
+    app = await make_app(no_session=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await run_command(pilot, "/import")
+        await until(pilot, lambda: "Usage: /import <path.jsonl>" in screen_text(app))
+        await run_command(pilot, f"/import {source}")
+        await until(pilot, lambda: "Replace current session with" in screen_text(app))
+        await pilot.press("enter")
+        await until(pilot, lambda: f"Session imported from: {source}" in flat_text(app))
+        assert "imported answer" in screen_text(app)
+        stored = app.session.sm.session_file
+        assert stored is not None and stored.name == "exported.jsonl" and stored != source
+        assert app.session.sm.session_id == "11111111-2222-3333-4444-555555555555"
+        assert Path(app.session.rt.cwd) == other.resolve()
+        await run_command(pilot, f"/import {source}")  # the name is taken now: a numbered copy
+        await until(pilot, lambda: "Replace current session with" in screen_text(app))
+        await pilot.press("enter")
+        await until(pilot, lambda: app.session.sm.session_file != stored)
+        assert app.session.sm.session_file.name == "exported-1.jsonl"
+
+
+async def test_import_of_a_missing_file_or_declined_changes_nothing(make_app, tmp_path):  # noqa: F811
+    app = await make_app(no_session=False)
+    async with app.run_test(size=SIZE) as pilot:
+        before = app.session.sm.session_file
+        await run_command(pilot, f"/import {tmp_path / 'nope.jsonl'}")
+        await until(pilot, lambda: "Replace current session" in screen_text(app))
+        await pilot.press("enter")
+        await until(pilot, lambda: "Failed to import session: File not found" in screen_text(app))
+        await run_command(pilot, f"/import {tmp_path / 'nope.jsonl'}")
+        await until(pilot, lambda: "Replace current session" in screen_text(app))
+        await pilot.press("n")
+        await until(pilot, lambda: "Import cancelled" in screen_text(app))
+        assert app.session.sm.session_file == before
+
+
+# ----------------------------------------------------------------------------- Ctrl+G
+
+
+def editor_script(tmp_path: Path, body: str) -> str:
+    """A stand-in for $EDITOR: a shell script run on the prompt file (its path is ``$1``)."""
+    script = tmp_path / "fake-editor.sh"
+    script.write_text("#!/bin/sh\n" + body + "\n")
+    script.chmod(0o755)
+    return str(script)
+
+
+async def test_ctrl_g_edits_the_prompt_in_the_external_editor(make_app, tmp_path, monkeypatch):  # noqa: F811
+    seen = tmp_path / "seen.txt"
+    monkeypatch.delenv("VISUAL", raising=False)
+    monkeypatch.setenv("EDITOR", editor_script(tmp_path, f'cp "$1" {seen}; printf "from the editor\\n" > "$1"'))
+    app = await make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await type_text(pilot, "draft")
+        await pilot.press("ctrl+g")
+        await until(pilot, lambda: app.editor.text == "from the editor")  # one final newline dropped
+    assert seen.read_text() == "draft"
+
+
+async def test_a_failing_external_editor_leaves_the_prompt(make_app, tmp_path, monkeypatch):  # noqa: F811
+    (tmp_path / "agent").mkdir(exist_ok=True)
+    (tmp_path / "agent" / "settings.json").write_text(json.dumps(
+        {"externalEditor": editor_script(tmp_path, 'echo broken > "$1"; exit 3')}))
+    monkeypatch.setenv("EDITOR", "/nonexistent-editor")  # the setting comes first
+    app = await make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await type_text(pilot, "keep me")
+        await pilot.press("ctrl+g")
+        await until(pilot, lambda: "External editor exited with code 3; prompt unchanged" in screen_text(app))
+        assert app.editor.text == "keep me"
+
+
+# ----------------------------------------------------------------------------- Ctrl+V
+
+PNG = bytes.fromhex("89504e470d0a1a0a0000000d4948445200000001000000010806000000" "1f15c4890000000d49444154789c63f8cf"
+                    "c0f00f0003860180603a7d6b0000000049454e44ae426082")
+
+
+def fake_xclip(tmp_path: Path, monkeypatch: Any, targets: str, image: Path | None, text: str) -> None:
+    """An ``xclip`` on PATH serving a clipboard with ``targets``, the image bytes and the text; X11 only."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    script = bin_dir / "xclip"
+    script.write_text(f"""#!/bin/sh
+case "$*" in
+  *TARGETS*) printf '{targets}' ;;
+  *image/png*) cat {image} ;;
+  *-out*) printf '{text}' ;;
+  *) exit 1 ;;
+esac
+""")
+    script.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    monkeypatch.setenv("DISPLAY", ":0")
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    monkeypatch.delenv("XDG_SESSION_TYPE", raising=False)
+
+
+async def test_ctrl_v_saves_a_clipboard_image_and_inserts_its_path(make_app, tmp_path, monkeypatch):  # noqa: F811
+    picture = tmp_path / "picture.png"
+    picture.write_bytes(PNG)
+    fake_xclip(tmp_path, monkeypatch, "TARGETS\\nUTF8_STRING\\nimage/png\\n", picture, "unused")
+    app = await make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await type_text(pilot, "what is in ")
+        await pilot.press("ctrl+v")
+        await until(pilot, lambda: "pi-clipboard-" in app.editor.text)
+    saved = Path(app.editor.text.removeprefix("what is in "))
+    assert saved.name.startswith("pi-clipboard-") and saved.suffix == ".png"
+    assert saved.read_bytes() == PNG
+    saved.unlink()
+
+
+async def test_ctrl_v_without_an_image_pastes_the_clipboard_text(make_app, tmp_path, monkeypatch):  # noqa: F811
+    fake_xclip(tmp_path, monkeypatch, "TARGETS\\nUTF8_STRING\\n", None, "copied words")
+    app = await make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+v")
+        await until(pilot, lambda: app.editor.text == "copied words")
+
+
+# ----------------------------------------------------------------------------- /settings
+
+
+async def test_settings_cycles_values_and_writes_settings_json(make_app, fake_llm, tmp_path):  # noqa: F811
+    settings_file = tmp_path / "agent" / "settings.json"
+    (tmp_path / "agent").mkdir(exist_ok=True)
+    settings_file.write_text(json.dumps({"someoneElses": {"kept": 1}}))
+    fake_llm.add({"content": [{"type": "thinking", "thinking": "deep musing"}, {"type": "text", "text": "answer"}]})
+    app = await make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await run_command(pilot, "think")
+        await until(pilot, lambda: "deep musing" in screen_text(app))
+        await run_command(pilot, "/settings")
+        await until(pilot, lambda: "Auto-compact" in screen_text(app) and "Double-escape action" in screen_text(app))
+        await type_text(pilot, "hide")
+        await until(pilot, lambda: "Auto-compact" not in screen_text(app))
+        await pilot.press("enter")
+        await until(pilot, lambda: json.loads(settings_file.read_text()).get("hideThinkingBlock") is True)
+        await until(pilot, lambda: "Hide thinking" in screen_text(app) and "true" in screen_text(app))
+        await pilot.press(*["backspace"] * 4)
+        await type_text(pilot, "steering")
+        await pilot.press("enter")  # one-at-a-time -> all, and the running session follows
+        await until(pilot, lambda: app.session.agent.steering_mode == "all")
+        await pilot.press("escape")
+        await until(pilot, lambda: "Double-escape" not in screen_text(app))
+        assert "deep musing" not in screen_text(app)  # the transcript follows hideThinkingBlock at once
+    assert json.loads(settings_file.read_text()) == {"someoneElses": {"kept": 1}, "hideThinkingBlock": True,
+                                                     "steeringMode": "all"}
+
+
+async def test_settings_space_cycles_a_choice_and_the_theme_is_picked_from_a_list(make_app, tmp_path):  # noqa: F811
+    themes = tmp_path / "agent" / "themes"
+    themes.mkdir(parents=True)
+    (themes / "sunset.json").write_text(json.dumps({"name": "sunset", "colors": {}}))
+    app = await make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await run_command(pilot, "/settings")
+        await until(pilot, lambda: "Double-escape action" in screen_text(app))
+        await type_text(pilot, "double")
+        await pilot.press("space", "space")  # tree -> fork -> none
+        await until(pilot, lambda: app.session.rt.settings.get("doubleEscapeAction") == "none")
+        await pilot.press(*["backspace"] * 6)
+        await type_text(pilot, "theme")
+        await pilot.press("enter")
+        await until(pilot, lambda: "sunset" in screen_text(app) and "light" in screen_text(app))
+        await type_text(pilot, "sunset")
+        await pilot.press("enter")
+        await until(pilot, lambda: app.session.rt.settings.get("theme") == "sunset")
+    saved = json.loads((tmp_path / "agent" / "settings.json").read_text())
+    assert saved == {"doubleEscapeAction": "none", "theme": "sunset"}
+
+
+# ----------------------------------------------------------------------------- /scoped-models
+
+
+async def test_scoped_models_sets_the_ctrl_p_cycle_and_saves_enabled_models(make_app, tmp_path):  # noqa: F811
+    settings_file = tmp_path / "agent" / "settings.json"
+    app = await make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await run_command(pilot, "/scoped-models")
+        await until(pilot, lambda: "Model Configuration" in screen_text(app) and "all enabled" in screen_text(app))
+        assert "✓ m1 [local]" in screen_text(app)  # the provider in brackets is text, not markup
+        await pilot.press("enter")  # m1 off: the session's scope is m2 alone, before any save
+        await until(pilot, lambda: "1/2 enabled (unsaved)" in screen_text(app))
+        assert [m["id"] for m in app.session.rt.scoped_models] == ["m2"]
+        assert not settings_file.exists()
+        await pilot.press("ctrl+s")
+        await until(pilot, lambda: settings_file.exists())
+        assert json.loads(settings_file.read_text()) == {"enabledModels": ["local/m2"]}
+        await pilot.press("escape")
+        await until(pilot, lambda: "Model selection saved to settings" in screen_text(app))
+        for _ in range(2):  # Ctrl+P stays on the one enabled model
+            await pilot.press("ctrl+p")
+            await until(pilot, lambda: app.session.agent.model["id"] == "m2")
+        await run_command(pilot, "/scoped-models")
+        await until(pilot, lambda: "1/2 enabled" in screen_text(app))
+        await pilot.press("ctrl+a", "ctrl+s")  # everything enabled: the key goes, as pi writes it
+        await until(pilot, lambda: "enabledModels" not in settings_file.read_text())
+    assert app.session.rt.scoped_models == []
+    assert json.loads(settings_file.read_text()) == {}
+
+
+# ----------------------------------------------------------------------------- extension shortcuts and renderers
+
+EXTENSION = '''
+from rich.text import Text
+
+
+def setup(pi):
+    async def mark(ctx):
+        await pi.send_message({"customType": "card", "content": "plain content", "details": {"n": 7}})
+
+    def draw(message, options, theme):
+        if message["details"]["n"] == 0:
+            return None
+        return Text(f"CARD n={message['details']['n']} expanded={options['expanded']}", style=theme["accent"])
+
+    def broken(ctx):
+        raise RuntimeError("shortcut failed on purpose")
+
+    pi.register_shortcut("ctrl+shift+y", description="Send a card", handler=mark)
+    pi.register_shortcut("f6", handler=broken)
+    pi.register_shortcut("escape", handler=mark)  # reserved: abort keeps it
+    pi.register_message_renderer("card", draw)
+'''
+
+
+async def test_extension_shortcuts_run_and_renderers_draw_custom_messages(make_app, tmp_path):  # noqa: F811
+    extension = tmp_path / "cards.py"
+    extension.write_text(EXTENSION)
+    app = await make_app(extensions=[str(extension)])
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: "Extension shortcut 'escape'" in screen_text(app))
+        assert "conflicts with built-in shortcut. Skipping." in flat_text(app)
+        await pilot.press("ctrl+shift+y")
+        await until(pilot, lambda: "CARD n=7 expanded=False" in screen_text(app))
+        assert "plain content" not in screen_text(app)
+        await pilot.press("f6")
+        await until(pilot, lambda: "shortcut failed on purpose" in flat_text(app))
+        await run_command(pilot, "/hotkeys")
+        await until(pilot, lambda: "Send a card" in screen_text(app))
+        await pilot.press("escape")  # reserved: no card is sent
+        await pilot.pause(0.2)
+        cards = [m for m in app.session.get_messages() if m.get("customType") == "card"]
+        assert len(cards) == 1
+        await app.transcript.restore(app.session.get_messages())  # a reopened session draws it the same way
+        await until(pilot, lambda: "CARD n=7" in screen_text(app))
+
+
+def test_shortcut_precedence_follows_pi():
+    from pi_coding_agent.coding.extensions.registry import Extension, Shortcut
+    from pi_coding_agent.coding.modes.interactive.extension_hooks import shortcut_table
+    from pi_coding_agent.coding.modes.interactive.keys import KeyMap
+
+    class Source:
+        def __init__(self, name: str) -> None:
+            self.path = Path(name)
+
+    def ext(name: str, *keys: str) -> Extension:
+        made = Extension(Source(name))  # type: ignore[arg-type]
+        made.shortcuts = {key: Shortcut(key, None, lambda ctx: None) for key in keys}
+        return made
+
+    first, second = ext("a.py", "ctrl+o", "ctrl+y"), ext("b.py", "Ctrl+Y", "alt+up", "ctrl+k")
+    table, warnings = shortcut_table([first, second], KeyMap())
+    assert "ctrl+o" not in table and "ctrl+k" not in table  # app.tools.expand and deleteToLineEnd are reserved
+    assert table["ctrl+y"][0] is second and table["alt+up"][0] is second  # app.message.dequeue is not reserved
+    assert len(warnings) == 4 and "built-in shortcut for app.message.dequeue" in warnings[2]
+
+
+async def test_settings_sets_and_clears_a_per_model_thinking_level(make_app, tmp_path):  # noqa: F811
+    settings_file = tmp_path / "agent" / "settings.json"
+    app = await make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await run_command(pilot, "/settings")
+        await until(pilot, lambda: "Default thinking level per model" in screen_text(app))
+        await type_text(pilot, "per")
+        await until(pilot, lambda: "Auto-compact" not in screen_text(app))
+        assert "none" in screen_text(app)
+        await pilot.press("enter")
+        await until(pilot, lambda: "select a model to configure" in screen_text(app))
+        await pilot.press("enter")  # the current model, m1, comes first
+        await until(pilot, lambda: "Thinking level for m1 [local]" in screen_text(app))
+        await pilot.press("enter")  # m1 has no reasoning: "off" is its only level
+        await until(pilot, lambda: "1 configured" in screen_text(app))
+        assert json.loads(settings_file.read_text()) == {"modelThinkingLevels": {"local/m1": "off"}}
+        await pilot.press("enter", "enter")
+        await until(pilot, lambda: "(clear override)" in screen_text(app) and "✓ off" in screen_text(app))
+        await pilot.press("down", "enter")
+        await until(pilot, lambda: "none" in screen_text(app) and "Thinking level for" not in screen_text(app))
+    assert json.loads(settings_file.read_text()) == {}
+
+
+async def test_a_theme_picked_in_settings_recolours_the_screen_at_once(make_app, fake_llm, tmp_path):  # noqa: F811
+    app = await make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await run_command(pilot, "hello")
+        await until(pilot, lambda: "ok" in screen_text(app) and not app.session.is_streaming)
+        dark_background = app.current_theme.background
+        await run_command(pilot, "/settings")
+        await until(pilot, lambda: "Theme" in screen_text(app))
+        await type_text(pilot, "theme")
+        await pilot.press("enter")
+        await until(pilot, lambda: "light" in screen_text(app) and "✓ system" in screen_text(app))
+        await type_text(pilot, "light")
+        await pilot.press("enter")
+        await until(pilot, lambda: app.palette.get("appearance") == "light")
+        await pilot.press("escape")
+        await until(pilot, lambda: app.current_theme.background != dark_background and "hello" in screen_text(app))
+        assert app.transcript.palette is app.palette and "ok" in screen_text(app)
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="Node.js is not on PATH")
+async def test_a_typescript_extension_shortcut_runs_in_the_sidecar(make_app, tmp_path):  # noqa: F811
+    extension = tmp_path / "keys.ts"
+    extension.write_text('export default function (pi) {\n'
+                         '  pi.registerShortcut("ctrl+shift+u", { description: "Say hi from TypeScript",\n'
+                         '    handler: async (ctx) => { ctx.ui.notify("hello from the ts shortcut"); } });\n'
+                         '}\n')
+    app = await make_app(extensions=[str(extension)])
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: any(ext.shortcuts for ext in app.session.extensions.extensions), timeout=120)
+        await pilot.press("ctrl+shift+u")
+        await until(pilot, lambda: "hello from the ts shortcut" in screen_text(app))
