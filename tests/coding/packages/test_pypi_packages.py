@@ -127,3 +127,15 @@ def test_failures_are_named(tmp_path):
     assert errors["pypi:pi-plain"].endswith("declares no pi_coding_agent.extensions entry points")
     assert "-m pip install" in errors["pypi:pi-missing"]
     assert errors["pypi:pi-missing"].endswith(" pi-missing failed with exit code 1")
+
+
+def test_e_installs_into_the_temporary_cache(tmp_path):
+    home, work, index = tmp_path / "home", tmp_path / "work", tmp_path / "index"
+    work.mkdir()
+    index.mkdir()
+    review_wheel(index, "1.0.0")
+    commands, stderr = get_commands("ours", ["-e", "pypi:pi-review"], _pip_env(home, index), work)
+    assert [(c["name"], c["sourceInfo"]["source"]) for c in _non_builtin(commands)] == [("review", "pypi:pi-review")]
+    cached = home / ".pi" / "agent" / "tmp" / "extensions" / "pypi"
+    assert list(cached.glob("*/pi-review/pi_review/__init__.py")), stderr
+    assert not (home / ".pi" / "agent" / "settings.json").exists()
