@@ -22,7 +22,8 @@ HEAVY = ("aiohttp", "yarl", "multidict", "httpx", "httpcore", "h11", "anyio", "h
          "botocore", "urllib3", "google", "cryptography",  # the cloud SDKs load on a provider's first request
          "_quickjs", "quickjs",  # the codemode engine loads only in its worker process
          "websockets", "backports",  # the Codex WebSocket transport and its zstd bodies: first Codex request
-         "textual", "rich", "pygments", "markdown_it")  # the interactive mode's UI: only when it opens
+         "textual", "rich", "pygments", "markdown_it",  # the interactive mode's UI: only when it opens
+         "nodesemver")  # npm version ranges: only when a package source has one
 # standard modules a start does not need: OpenSSL (asyncio starts without ``ssl``: coding/modes/start_up.py),
 # inspect with its parsers (asyncio and dataclasses import it, a start calls none of it: start_up.py),
 # tempfile with what it pulls in (random, shutil and its compression modules), and the extension

@@ -34,14 +34,14 @@ TS_COMMAND_EXTENSION = """export default function (pi: any) {
 
 def make_package(root: Path, name: str, *, skill: str = "hello", prompt: str = "rev",
                  ts_command: str | None = None, python_command: str | None = None,
-                 pi: dict[str, Any] | None = None) -> Path:
+                 pi: dict[str, Any] | None = None, version: str = "1.0.0") -> Path:
     """A conventional package; ``pi`` becomes the manifest object of package.json."""
     (root / "skills" / skill).mkdir(parents=True)
     (root / "skills" / skill / "SKILL.md").write_text(f"---\nname: {skill}\ndescription: Skill {skill} of {name}\n"
                                                       f"---\nDo {skill}.\n")
     (root / "prompts").mkdir()
     (root / "prompts" / f"{prompt}.md").write_text(f"---\ndescription: Prompt {prompt} of {name}\n---\nDo $1\n")
-    manifest: dict[str, Any] = {"name": name, "version": "1.0.0"}
+    manifest: dict[str, Any] = {"name": name, "version": version}
     if pi is not None:
         manifest["pi"] = pi
     (root / "package.json").write_text(json.dumps(manifest))
@@ -97,7 +97,8 @@ def serve_directory(root: Path, handler: type[SimpleHTTPRequestHandler] = _Quiet
 
 @contextmanager
 def npm_registry(packages: list[Path], work: Path) -> Iterator[str]:
-    """A registry serving ``npm pack`` of each folder (packuments at ``/<name>``); yields its URL."""
+    """A registry serving ``npm pack`` of each folder (packuments at ``/<name>``); yields its URL.
+    Folders with one package name are its versions, the last one the ``latest`` tag."""
     files = work / "registry"
     files.mkdir()
     tarballs: list[tuple[dict[str, Any], Path]] = []
@@ -107,14 +108,17 @@ def npm_registry(packages: list[Path], work: Path) -> Iterator[str]:
         info = json.loads(out)[0]
         tarballs.append((json.loads((folder / "package.json").read_text()), files / info["filename"]))
     with serve_directory(files) as url:
-        for manifest, tarball in tarballs:
+        packuments: dict[str, dict[str, Any]] = {}
+        for manifest, tarball in tarballs:  # folders of one name are its versions; the last is latest
             data = tarball.read_bytes()
             version = manifest["version"]
             dist = {"tarball": f"{url}/{tarball.name}", "shasum": hashlib.sha1(data).hexdigest(),
                     "integrity": "sha512-" + base64.b64encode(hashlib.sha512(data).digest()).decode()}
-            packument = {"name": manifest["name"], "dist-tags": {"latest": version},
-                         "versions": {version: {**manifest, "dist": dist}}}
-            (files / manifest["name"]).write_text(json.dumps(packument))
+            packument = packuments.setdefault(manifest["name"], {"name": manifest["name"], "versions": {}})
+            packument["dist-tags"] = {"latest": version}
+            packument["versions"][version] = {**manifest, "dist": dist}
+        for name, packument in packuments.items():
+            (files / name).write_text(json.dumps(packument))
         yield url
 
 

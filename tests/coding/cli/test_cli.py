@@ -197,12 +197,12 @@ def test_environment_markers():
     assert env == {"AI_AGENT": "pi", "PI_CODING_AGENT": "true"}
 
 
-def test_config_word_exits_2_without_a_model_run(tmp_path):
-    """``pi config`` (pi's terminal picker) is a word, not a prompt: one line on stderr, status 2, no run."""
+def test_config_word_is_a_command_not_a_prompt(tmp_path):
+    """``pi config`` (the resource picker) is a word, not a prompt: bad options say so, no model run."""
     env = {**os.environ, "PI_CODING_AGENT_DIR": str(tmp_path), "HOME": str(tmp_path)}
-    done = subprocess.run([sys.executable, "-m", "pi_coding_agent", "config"], env=env,
+    done = subprocess.run([sys.executable, "-m", "pi_coding_agent", "config", "--bogus"], env=env,
                           capture_output=True, text=True, timeout=60)
-    assert done.returncode == 2
+    assert done.returncode == 1
     assert done.stdout == ""
-    assert done.stderr.strip().startswith("Error: `pi config` (pi's interactive resource picker) is not supported")
+    assert done.stderr.splitlines()[0] == 'Unknown option --bogus for "config".'
     assert not (tmp_path / "sessions").exists()

@@ -35,8 +35,7 @@ def _node_major() -> int:
 
 needs_node = pytest.mark.skipif(_node_major() < 20, reason="Node.js >= 20 is not on PATH")
 
-# every scenario but dialog_signal (an AbortSignal given to a dialog does not cross to the session)
-COMPARED = [name for name in SCENARIOS if name != "dialog_signal"]
+COMPARED = list(SCENARIOS)
 # where a notice of a session_start handler comes after the first command's answer here (the handler
 # runs in the sidecar while the command loop already answers; pi runs it before): compared without
 # that ordering

@@ -45,6 +45,10 @@ class SessionView:
         return str(self._sm.cwd)
 
     @property
+    def session_dir(self) -> str | None:
+        return None if self._sm.session_dir is None else str(self._sm.session_dir)
+
+    @property
     def header(self) -> JsonObject:
         return dict(self._sm.header)
 
@@ -54,6 +58,16 @@ class SessionView:
 
     def get_entries(self) -> list[JsonObject]:
         return list(self._sm.get_entries())
+
+    def get_leaf_entry(self) -> JsonObject | None:
+        leaf = self._sm.leaf_id
+        return None if leaf is None else self._sm.get_entry(leaf)
+
+    def build_context_entries(self) -> list[JsonObject]:
+        """The current branch as the model sees it: from the latest compaction on."""
+        from pi_coding_agent.coding.session.context import select_context_entries
+
+        return list(select_context_entries(self._sm.get_branch()))
 
     def get_entry(self, entry_id: str) -> JsonObject | None:
         return self._sm.get_entry(entry_id)

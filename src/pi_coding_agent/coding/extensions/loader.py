@@ -112,6 +112,11 @@ def package_extensions(packages: PackageSet) -> list[ExtensionSource]:
     """The packages' extension files, then one failing source per skipped package, so the runner
     reports each skip as it reports a load failure (a stderr line and an ``extension_error``)."""
     out = [ExtensionSource(f.path, f.source, f.scope, f.base_dir, origin="package") for f in packages.extensions]
+    if packages.modules:
+        from pi_coding_agent.coding.packages.pypi import module_setup
+
+        out += [ExtensionSource(m.path, source, scope, m.target, module_setup(m), origin="package")
+                for m, source, scope in packages.modules]
     for source, reason in packages.skipped:
         out.append(ExtensionSource(Path(source), source, "temporary", None, _skipped(reason), origin="package"))
     return out

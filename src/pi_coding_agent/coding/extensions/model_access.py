@@ -37,6 +37,34 @@ class ModelRegistryView:
         """The models with credentials, as ``get_available_models`` lists them."""
         return self._rt.available_models()
 
+    def has_configured_auth(self, model: Model) -> bool:
+        return self._rt.has_auth(model["provider"])
+
+    def is_using_oauth(self, model: Model) -> bool:
+        from pi_coding_agent.ai.auth.oauth.store import is_oauth
+
+        return is_oauth(self._rt.auth.stored_credential(model["provider"]))
+
+    async def get_api_key_and_headers(self, model: Model) -> JsonObject:
+        """pi's ``getApiKeyAndHeaders``: ``{"ok": True, "apiKey"?, "headers"?}`` as the session's requests
+        would send them, or ``{"ok": False, "error"}``."""
+        try:
+            await self._rt.auth.prepare(model["provider"])
+            options = self._rt.request_options(model)
+        except Exception as exc:
+            return {"ok": False, "error": str(exc)}
+        found: JsonObject = {"ok": True}
+        if options.api_key is not None:
+            found["apiKey"] = options.api_key
+        if options.headers:
+            found["headers"] = dict(options.headers)
+        return found
+
+    async def get_api_key_for_provider(self, provider: str) -> str | None:
+        await self._rt.auth.prepare(provider)
+        models = self._rt.registry.provider_models(provider)
+        return self._rt.api_key_for(models[0]) if models else self._rt.registry.configured_api_key(provider)
+
     def stream_simple(self, model: Model, context: Context, *, reasoning: str | None = None,
                       max_tokens: int | None = None, temperature: float | None = None,
                       signal: AbortSignal | None = None) -> AssistantStream:

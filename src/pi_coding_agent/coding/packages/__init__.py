@@ -30,7 +30,7 @@ def session_packages(global_data: dict[str, Any], project_data: dict[str, Any], 
     return found
 
 
-_REMOTE_PREFIXES = ("npm:", "git:", "github:", "http:", "https:", "ssh:")
+_REMOTE_PREFIXES = ("npm:", "git:", "github:", "http:", "https:", "ssh:", "pypi:")
 
 
 def is_package_argument(raw: str, cwd: Path) -> bool:

@@ -16,7 +16,7 @@ from typing import Any
 
 from pi_coding_agent.coding import paths
 from pi_coding_agent.coding.packages import sources as src
-from pi_coding_agent.coding.packages.install import Installer, PackageError
+from pi_coding_agent.coding.packages.install import Installer, PackageError, installed_npm_version
 from pi_coding_agent.coding.packages.resolve import configured, offline, source_of
 from pi_coding_agent.coding.resources.settings import PROJECT_DIR, SETTINGS_FILE, Settings, write_json_atomic
 from pi_coding_agent.coding.resources.trust import is_project_trusted
@@ -125,6 +125,8 @@ class _Session:
             source = os.path.relpath(path, src.base_dir(scope, self.agent_dir, self.cwd))
         elif isinstance(parsed, src.NpmSource):
             self.installer.install_npm(parsed, scope)
+        elif isinstance(parsed, src.PypiSource):
+            self.installer.install_pypi(parsed, scope)
         else:
             self.installer.install_git(parsed, scope)
         self._write(scope, self._with_entry(self._entries(scope), source, scope))
@@ -144,6 +146,8 @@ class _Session:
             self.installer.uninstall_npm(parsed, scope)
         elif isinstance(parsed, src.GitSource):
             self.installer.remove_git(parsed, scope)
+        elif isinstance(parsed, src.PypiSource):
+            self.installer.remove_pypi(parsed, scope)
         self._write(scope, kept)
         print(f"Removed {source}")
         return 0
@@ -158,16 +162,47 @@ class _Session:
         if only is not None and not chosen:
             print(f"Error: No matching package found for {only}", file=sys.stderr)
             return 1
-        for entry, scope in chosen:
-            parsed = src.parse_source(source_of(entry))
-            if isinstance(parsed, src.NpmSource) and not parsed.pinned:
-                print(f"Updating {source_of(entry)}...")
-                self.installer.install_npm(parsed, scope, parsed.spec if parsed.version else f"{parsed.name}@latest")
-            elif isinstance(parsed, src.GitSource):
-                print(f"Updating {source_of(entry)}...")
-                self.installer.update_git(parsed, scope)
-        print(f"{only} is up to date" if only else "Packages are up to date")
+        updated = [change for entry, scope in chosen if (change := self._update_one(source_of(entry), scope))]
+        if not updated:
+            print(f"{only} is already up to date" if only else "Packages are already up to date")
+            return 0
+        print(f"Updated {len(updated)} package{'' if len(updated) == 1 else 's'}:")
+        for change in updated:
+            print(f"  {change}")
         return 0
+
+    def _update_one(self, source: str, scope: str) -> str | None:
+        """Update one configured package; ``"<source>[ (project)] <from> -> <to>"`` when it changed
+        (a pinned npm version, or one with nothing newer inside its range, is left alone)."""
+        parsed = src.parse_source(source)
+        if isinstance(parsed, src.NpmSource):
+            path = src.npm_path(parsed, scope, self.agent_dir, self.cwd)
+            if parsed.pinned or not self.installer.npm_needs_update(parsed, path):
+                return None
+            before = installed_npm_version(path)
+            print(f"Updating {source}...")
+            self.installer.install_npm(parsed, scope, parsed.spec if parsed.version else f"{parsed.name}@latest")
+            after = installed_npm_version(path)
+        elif isinstance(parsed, src.GitSource):
+            path = src.git_path(parsed, scope, self.agent_dir, self.cwd)
+            before = self.installer.git_head(path)
+            print(f"Updating {source}...")
+            self.installer.update_git(parsed, scope)
+            after = self.installer.git_head(path)
+            before, after = before and before[:7], after and after[:7]
+        elif isinstance(parsed, src.PypiSource) and not parsed.pinned:
+            from pi_coding_agent.coding.packages.pypi import installed_version
+
+            path = src.pypi_path(parsed, scope, self.agent_dir, self.cwd)
+            before = installed_version(parsed, path)
+            print(f"Updating {source}...")
+            self.installer.install_pypi(parsed, scope)
+            after = installed_version(parsed, path)
+        else:
+            return None
+        if before == after:
+            return None
+        return f"{source}{' (project)' if scope == 'project' else ''} {before or '(none)'} -> {after or '(none)'}"
 
     def list_packages(self) -> int:
         groups = [(scope, [source_of(e) for e, s in configured(self.settings.layer("user"),

@@ -23,9 +23,11 @@ from typing import IO
 from pi_coding_agent.coding.packages.sources import (
     GitSource,
     NpmSource,
+    PypiSource,
     Scope,
     git_path,
     npm_root,
+    pypi_path,
 )
 
 _NPM_FLAGS = ("--legacy-peer-deps", "--no-audit", "--no-fund")
@@ -61,16 +63,54 @@ class Installer:
         if root.exists():
             self._npm(["uninstall", source.name, "--prefix", str(root.resolve()), *_NPM_FLAGS])
 
-    def latest_npm_version(self, spec: str) -> str | None:
-        """``npm view <spec> version`` (the newest matching version), None when it cannot be asked."""
+    def latest_npm_version(self, source: NpmSource) -> str | None:
+        """The newest registry version inside the source's range (``npm view <spec> versions``, as pi
+        asks it), None when it cannot be asked."""
+        from pi_coding_agent.coding.packages.versions import newest
+
         try:
-            out = self._capture([*self.npm, "view", spec, "version", "--json"], self.cwd)
+            out = self._capture([*self.npm, "view", source.spec if source.version else source.name, "version",
+                                 "--json"], self.cwd)
             value = json.loads(out) if out.strip() else None
         except (PackageError, ValueError):
             return None
         if isinstance(value, list):
-            value = value[-1] if value else None
+            return newest([v for v in value if isinstance(v, str) and v], source.version)
         return value if isinstance(value, str) else None
+
+    def npm_needs_update(self, source: NpmSource, installed: Path) -> bool:
+        """pi's update check: a newer version inside the range, or no installed version to compare, or
+        a registry that cannot be asked (then the update runs, as in pi)."""
+        from pi_coding_agent.coding.packages.versions import is_newer
+
+        version = installed_npm_version(installed)
+        if version is None:
+            return True
+        latest = self.latest_npm_version(source)
+        return latest is None or is_newer(latest, version)
+
+    # ------------------------------------------------------------------ PyPI
+
+    def install_pypi(self, source: PypiSource, scope: Scope) -> None:
+        """``pip install --target`` into a fresh folder (so the newest version the specifier allows),
+        swapped in when pip succeeded: a failed update keeps the installed copy."""
+        self._private_cache(scope)
+        target = pypi_path(source, scope, self.agent_dir, self.cwd)
+        staging = target.with_name(target.name + ".installing")
+        shutil.rmtree(staging, ignore_errors=True)
+        try:
+            self._run([sys.executable, "-m", "pip", "install", "--disable-pip-version-check", "--no-input",
+                       "--target", str(staging), source.requirement], None)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        shutil.rmtree(target, ignore_errors=True)
+        staging.rename(target)
+        if scope != "temporary":
+            _ensure_gitignore(target.parent)
+
+    def remove_pypi(self, source: PypiSource, scope: Scope) -> None:
+        shutil.rmtree(pypi_path(source, scope, self.agent_dir, self.cwd), ignore_errors=True)
 
     # ------------------------------------------------------------------ git
 
@@ -119,6 +159,15 @@ class Installer:
             return self._capture(["git", "rev-parse", "HEAD"], target).strip().lower().startswith(source.ref.lower())
         except PackageError:
             return False
+
+    def git_head(self, target: Path) -> str | None:
+        """The checked-out commit of a clone, None without one."""
+        if not target.exists():
+            return None
+        try:
+            return self._capture(["git", "rev-parse", "HEAD"], target).strip() or None
+        except PackageError:
+            return None
 
     def remove_git(self, source: GitSource, scope: Scope) -> None:
         target = git_path(source, scope, self.agent_dir, self.cwd)

@@ -22,6 +22,7 @@ from pi_coding_agent.coding.resources.resource_paths import ResourceFile
 
 if TYPE_CHECKING:
     from pi_coding_agent.coding.packages.install import Installer
+    from pi_coding_agent.coding.packages.pypi import PythonModule
 
 _OFFLINE_VALUES = ("1", "true", "yes")
 
@@ -37,6 +38,7 @@ class PackageSet:
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (source, reason)
     warnings: list[str] = field(default_factory=list)
     cli_arguments: list[str] = field(default_factory=list)  # the ``-e`` arguments taken as packages
+    modules: list[tuple[PythonModule, str, str]] = field(default_factory=list)  # PyPI extensions: (module, source, scope)
 
     def add(self, kind: str, files: list[ResourceFile]) -> None:
         getattr(self, kind).extend(files)
@@ -115,12 +117,8 @@ def _ensure_installed(installer: Installer, source: str, parsed: src.Source, sco
         return root
     try:
         if isinstance(parsed, src.NpmSource) and not parsed.pinned:
-            spec = parsed.spec if parsed.version else f"{parsed.name}@latest"
-            latest = installer.latest_npm_version(spec)
-            from pi_coding_agent.coding.packages.install import installed_npm_version
-
-            if latest is not None and latest != installed_npm_version(root):
-                installer.install_npm(parsed, scope, spec)
+            if _npm_has_update(installer, parsed, root):
+                installer.install_npm(parsed, scope, parsed.spec if parsed.version else f"{parsed.name}@latest")
         elif isinstance(parsed, src.GitSource) and not installer.git_checked_out(parsed, root):
             installer.update_git(parsed, scope)
     except PackageError as exc:
@@ -129,12 +127,28 @@ def _ensure_installed(installer: Installer, source: str, parsed: src.Source, sco
 
 
 def _version_matches(parsed: src.Source, root: Path) -> bool:
-    """An exact npm version must be the installed one; ranges are taken as satisfied."""
-    if not isinstance(parsed, src.NpmSource) or not parsed.pinned:
+    """An installed npm package must name its version and answer the source's version or range; a
+    PyPI one must be installed, at its pinned version if any."""
+    if isinstance(parsed, src.PypiSource):
+        from pi_coding_agent.coding.packages.pypi import satisfied
+
+        return satisfied(parsed, root)
+    if not isinstance(parsed, src.NpmSource):
         return True
     from pi_coding_agent.coding.packages.install import installed_npm_version
+    from pi_coding_agent.coding.packages.versions import installed_matches
 
-    return installed_npm_version(root) == (parsed.version or "").removeprefix("v")
+    return installed_matches(installed_npm_version(root), parsed.version)
+
+
+def _npm_has_update(installer: Installer, parsed: src.NpmSource, root: Path) -> bool:
+    """A ``-e`` refresh: the registry has a newer version inside the range (not asked: no refresh)."""
+    from pi_coding_agent.coding.packages.install import installed_npm_version
+    from pi_coding_agent.coding.packages.versions import is_newer
+
+    installed = installed_npm_version(root)
+    latest = installer.latest_npm_version(parsed) if installed is not None else None
+    return latest is not None and installed is not None and is_newer(latest, installed)
 
 
 def _install(installer: Installer, parsed: src.Source, scope: str) -> None:
@@ -142,10 +156,15 @@ def _install(installer: Installer, parsed: src.Source, scope: str) -> None:
         installer.install_npm(parsed, scope)
     elif isinstance(parsed, src.GitSource):
         installer.install_git(parsed, scope)
+    elif isinstance(parsed, src.PypiSource):
+        installer.install_pypi(parsed, scope)
 
 
 def _collect(found: PackageSet, root: Path, entry: Any, source: str, scope: str) -> None:
     """A package's files with their ``sourceInfo`` facts; a plain file is one extension."""
+    if isinstance(src.parse_source(source), src.PypiSource):
+        _collect_pypi(found, root, source, scope)
+        return
     if root.is_file():
         found.extensions.append(ResourceFile(root, source, scope, root.parent, "package"))
         return
@@ -156,3 +175,15 @@ def _collect(found: PackageSet, root: Path, entry: Any, source: str, scope: str)
         return
     for kind, paths in files.items():
         found.add(kind, [ResourceFile(p, source, scope, root, "package") for p in paths])
+
+
+def _collect_pypi(found: PackageSet, root: Path, source: str, scope: str) -> None:
+    """The extension modules a PyPI distribution declares (none: the package is skipped, named)."""
+    from pi_coding_agent.coding.packages.pypi import ENTRY_POINT_GROUP, extension_modules
+
+    parsed = src.parse_source(source)
+    assert isinstance(parsed, src.PypiSource)
+    modules = extension_modules(parsed, root)
+    if not modules:
+        found.skipped.append((source, f"the distribution declares no {ENTRY_POINT_GROUP} entry points"))
+    found.modules += [(module, source, scope) for module in modules]

@@ -1,12 +1,14 @@
 """Package sources as pi 1.6.0 writes them in settings and on its command line, and where each one lives.
 
-Three kinds: ``npm:<name>[@<version>]``, git (``git:<host>/<path>[@<ref>]``, ``git:git@host:path``, or a
+Three kinds of pi's: ``npm:<name>[@<version>]``, git (``git:<host>/<path>[@<ref>]``, ``git:git@host:path``, or a
 ``https://``/``http://``/``ssh://``/``git://`` URL, each with an optional ``@<ref>`` after the path), and
-local paths (anything else; a ``file://`` URL is a local path too, as in pi). Install locations are pi's,
-so one agent directory serves both implementations:
+local paths (anything else; a ``file://`` URL is a local path too, as in pi); and ours,
+``pypi:<requirement>`` (``coding/packages/pypi.py``). Install locations are pi's, so one agent
+directory serves both implementations:
 
 - npm: ``<agentDir>/npm/node_modules/<name>`` (project: ``<cwd>/.pi/npm/...``),
 - git: ``<agentDir>/git/<host>/<path>`` (project: ``<cwd>/.pi/git/...``),
+- PyPI: ``<agentDir>/pypi/<name>`` (project: ``<cwd>/.pi/pypi/...``),
 - ``-e`` (temporary) sources: ``<agentDir>/tmp/extensions/<prefix>/<hash8>/<suffix>``, the hash being
   the first 8 hex digits of sha256(``<prefix>-<suffix>[@<ref>]``).
 """
@@ -18,6 +20,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
+
+from pi_coding_agent.coding.packages.pypi import PypiSource, parse_pypi
 
 PROJECT_DIR = ".pi"
 _SEMVER = re.compile(r"^v?\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$")
@@ -50,7 +54,7 @@ class LocalSource:
     path: str  # as written; resolved against the settings file's directory or the cwd
 
 
-Source = NpmSource | GitSource | LocalSource
+Source = NpmSource | GitSource | LocalSource | PypiSource
 Scope = str  # "user" | "project" | "temporary"
 
 
@@ -61,6 +65,8 @@ def parse_source(source: str) -> Source:
         match = _NPM_SPEC.match(spec)
         name, version = (match.group(1), match.group(2)) if match else (spec, None)
         return NpmSource(spec, name, version)
+    if source.startswith("pypi:") and (pypi := parse_pypi(source[5:])) is not None:
+        return pypi
     if not _is_local_path(source):
         git = parse_git(source)
         if git is not None:
@@ -136,6 +142,8 @@ def identity(source: str, base_dir: Path) -> str:
         return f"npm:{parsed.name}"
     if isinstance(parsed, GitSource):
         return f"git:{parsed.host}/{parsed.path}"
+    if isinstance(parsed, PypiSource):
+        return f"pypi:{parsed.name}"
     return f"local:{resolve_local(parsed.path, base_dir)}"
 
 
@@ -183,12 +191,20 @@ def temporary_dir(agent_dir: Path, prefix: str, suffix: str = "", ref: str | Non
     return _inside(root, prefix, digest, *([suffix] if suffix else []))
 
 
+def pypi_path(source: PypiSource, scope: Scope, agent_dir: Path, cwd: Path) -> Path:
+    if scope == "temporary":
+        return temporary_dir(agent_dir, "pypi", source.name)
+    return _inside((cwd / PROJECT_DIR if scope == "project" else agent_dir) / "pypi", source.name)
+
+
 def installed_path(source: Source, scope: Scope, agent_dir: Path, cwd: Path) -> Path:
     """Where the package's files are (for a local source: the path itself)."""
     if isinstance(source, NpmSource):
         return npm_path(source, scope, agent_dir, cwd)
     if isinstance(source, GitSource):
         return git_path(source, scope, agent_dir, cwd)
+    if isinstance(source, PypiSource):
+        return pypi_path(source, scope, agent_dir, cwd)
     return resolve_local(source.path, base_dir(scope, agent_dir, cwd))
 
 

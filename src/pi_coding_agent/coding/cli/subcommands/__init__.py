@@ -2,8 +2,8 @@
 
 Each supported subcommand lives in its own module of this package, exposing ``main(argv) -> int``,
 and is imported only when its word is the first argument, so the agent's start-up pays for none of
-them. The package words run ``coding/packages/commands.py`` (given the word too). ``pi config``, pi's
-terminal resource picker, is not part of this project: it exits 2 with one line saying so.
+them. The package words run ``coding/packages/commands.py`` (given the word too); ``pi config`` opens
+the terminal resource picker of the packages' resources.
 """
 
 from __future__ import annotations
@@ -14,13 +14,13 @@ import sys
 EXIT_UNSUPPORTED = 2
 
 # word -> module (in this package) whose ``main(argv)`` runs it
-SUPPORTED: dict[str, str] = {"auth": "auth", "mcp": "mcp"}
+SUPPORTED: dict[str, str] = {"auth": "auth", "mcp": "mcp", "config": "config"}
 
 # pi's package manager: ``coding.packages.commands.main([word, *args])``
 PACKAGE_WORDS: frozenset[str] = frozenset({"install", "remove", "uninstall", "update", "list"})
 
 # pi 1.6.0 subcommands this implementation does not provide
-UNSUPPORTED: frozenset[str] = frozenset({"config"})
+UNSUPPORTED: frozenset[str] = frozenset()
 
 
 def run_subcommand(argv: list[str]) -> int | None:

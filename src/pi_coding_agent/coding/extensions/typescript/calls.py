@@ -21,11 +21,17 @@ def _ui(ctx: Any) -> Any:
     return ctx.ui
 
 
+# the dialogs that take pi's ExtensionUIDialogOptions (``timeout``; ``signal`` crosses as an AbortSignal)
+_DIALOGS: dict[str, Callable[[Any, list[Any], Any], Any]] = {
+    "ui.select": lambda ui, a, signal: ui.select(a[0], list(a[1]), timeout_ms=_timeout(a[2] if len(a) > 2 else None),
+                                                 signal=signal),
+    "ui.confirm": lambda ui, a, signal: ui.confirm(a[0], a[1], timeout_ms=_timeout(a[2] if len(a) > 2 else None),
+                                                   signal=signal),
+    "ui.input": lambda ui, a, signal: ui.input(a[0], a[1] if len(a) > 1 else None,
+                                               timeout_ms=_timeout(a[2] if len(a) > 2 else None), signal=signal),
+}
+
 _UI: dict[str, Callable[[Any, list[Any]], Any]] = {
-    "ui.select": lambda ui, a: ui.select(a[0], list(a[1]), timeout_ms=_timeout(a[2] if len(a) > 2 else None)),
-    "ui.confirm": lambda ui, a: ui.confirm(a[0], a[1], timeout_ms=_timeout(a[2] if len(a) > 2 else None)),
-    "ui.input": lambda ui, a: ui.input(a[0], a[1] if len(a) > 1 else None,
-                                       timeout_ms=_timeout(a[2] if len(a) > 2 else None)),
     "ui.editor": lambda ui, a: ui.editor(a[0], a[1] if len(a) > 1 else None),
     "ui.notify": lambda ui, a: ui.notify(a[0], a[1] if len(a) > 1 else None),
     "ui.setStatus": lambda ui, a: ui.set_status(a[0], a[1] if len(a) > 1 else None),
@@ -57,17 +63,59 @@ _PI: dict[str, Callable[[Any, list[Any]], Any]] = {
     "pi.unregisterVirtualModel": lambda pi, a: pi.unregister_virtual_model(a[0], a[1]),
 }
 
-_CTX: dict[str, Callable[[Any], Any]] = {
-    "ctx.abort": lambda ctx: ctx.abort(),
-    "ctx.waitForIdle": lambda ctx: ctx.wait_for_idle(),
-    "ctx.shutdown": lambda ctx: ctx.shutdown(),
+_CTX: dict[str, Callable[[Any, list[Any]], Any]] = {
+    "ctx.abort": lambda ctx, a: ctx.abort(),
+    "ctx.waitForIdle": lambda ctx, a: ctx.wait_for_idle(),
+    "ctx.shutdown": lambda ctx, a: ctx.shutdown(),
+    "models.getApiKeyAndHeaders": lambda ctx, a: ctx.model_registry.get_api_key_and_headers(a[0]),
+    "models.getApiKeyForProvider": lambda ctx, a: ctx.model_registry.get_api_key_for_provider(a[0]),
 }
 
 
-async def run_call(method: str, args: list[Any], ctx: Any, pi: Any) -> Any:
+def _arg(args: list[Any], index: int = 0) -> Any:
+    return args[index] if len(args) > index else None
+
+
+# What pi's ``ctx.sessionManager`` and ``ctx.modelRegistry`` answer synchronously: read on the spot.
+_SYNC: dict[str, Callable[[Any, list[Any]], Any]] = {
+    "sm.getCwd": lambda ctx, a: ctx.session_manager.cwd,
+    "sm.getSessionDir": lambda ctx, a: ctx.session_manager.session_dir,
+    "sm.getSessionId": lambda ctx, a: ctx.session_manager.session_id,
+    "sm.getSessionFile": lambda ctx, a: ctx.session_manager.session_file,
+    "sm.getSessionName": lambda ctx, a: ctx.session_manager.session_name,
+    "sm.getHeader": lambda ctx, a: ctx.session_manager.header,
+    "sm.getEntries": lambda ctx, a: ctx.session_manager.get_entries(),
+    "sm.getEntry": lambda ctx, a: ctx.session_manager.get_entry(_arg(a)),
+    "sm.getBranch": lambda ctx, a: ctx.session_manager.get_branch(_arg(a)),
+    "sm.getTree": lambda ctx, a: ctx.session_manager.get_tree(),
+    "sm.getLeafId": lambda ctx, a: ctx.session_manager.leaf_id,
+    "sm.getLeafEntry": lambda ctx, a: ctx.session_manager.get_leaf_entry(),
+    "sm.getLabel": lambda ctx, a: ctx.session_manager.get_label(_arg(a)),
+    "sm.buildContextEntries": lambda ctx, a: ctx.session_manager.build_context_entries(),
+    "models.find": lambda ctx, a: ctx.model_registry.find(_arg(a), _arg(a, 1)),
+    "models.getAll": lambda ctx, a: ctx.model_registry.get_all(),
+    "models.getAvailable": lambda ctx, a: ctx.model_registry.get_available(),
+    "models.hasConfiguredAuth": lambda ctx, a: ctx.model_registry.has_configured_auth(_arg(a)),
+    "models.isUsingOAuth": lambda ctx, a: ctx.model_registry.is_using_oauth(_arg(a)),
+}
+
+
+def run_sync_call(method: str, args: list[Any], ctx: Any) -> Any:
+    """The answer to one of pi's synchronous reads, made with the context of the running handler."""
+    if method not in _SYNC:
+        raise RuntimeError(f"{method} is not supported by the Python pi's TypeScript bridge")
+    if ctx is None:
+        raise RuntimeError(f"{method.replace('sm.', 'ctx.sessionManager.').replace('models.', 'ctx.modelRegistry.')}"
+                           " is available only while its handler runs")
+    return _SYNC[method](ctx, args)
+
+
+async def run_call(method: str, args: list[Any], ctx: Any, pi: Any, signal: Any = None) -> Any:
     """The result of one call (awaited when the Python side is async)."""
     result: Any | Awaitable[Any]
-    if method in _UI:
+    if method in _DIALOGS:
+        result = _DIALOGS[method](_ui(ctx), args, signal)
+    elif method in _UI:
         result = _UI[method](_ui(ctx), args)
     elif method in _PI:
         if pi is None:
@@ -76,7 +124,7 @@ async def run_call(method: str, args: list[Any], ctx: Any, pi: Any) -> Any:
     elif method in _CTX:
         if ctx is None:
             raise RuntimeError(f"{method} is available only inside a handler or a command")
-        result = _CTX[method](ctx)
+        result = _CTX[method](ctx, args)
     else:
         raise RuntimeError(f"{method} is not supported by the Python pi's TypeScript bridge")
     value = await maybe_await(result)

@@ -9,7 +9,14 @@ The sidecar (``sidecar.mjs``, package data) loads each extension with ``jiti`` a
 - from the sidecar: ``{"type": "result", "id", "result"|"error"}``; ``{"type": "register", "extId",
   "kind", "spec"}`` for a registration made after load (those made while loading come with the load
   result); ``{"type": "call", "id", "ctx", "method", "args"}`` (``ui.*``, ``pi.*``, ``ctx.*``; ``id``
-  null when no answer is awaited); ``{"type": "update", "id", "partial"}`` (a tool's ``onUpdate``).
+  null when no answer is awaited; ``"signal": "live"|"aborted"`` when a dialog got an AbortSignal);
+  ``{"type": "abort", "id"}`` when that signal fires; ``{"type": "update", "id", "partial"}`` (a tool's
+  ``onUpdate``).
+
+Calls pi makes synchronous (``ctx.sessionManager.*``, ``ctx.modelRegistry.find``/``getAll``/...) come
+with ``"sync": true``: the sidecar blocks reading a second pipe (its fd given on the command line) until
+the reply line arrives there, after the calls it sent before have run (so ``appendEntry`` then
+``getEntries`` sees the entry, as in pi).
 
 ``ctx`` travels as a token: the Python context of the handler being run answers the ``ui.*`` and
 ``ctx.*`` calls made with that token. jiti and TypeBox come from npm into a cache folder
@@ -30,6 +37,7 @@ from typing import Any
 
 import orjson
 
+from pi_coding_agent.ai.abort import AbortSignal
 from pi_coding_agent.coding.extensions.loader import LoadError
 
 MIN_NODE_MAJOR = 20
@@ -70,6 +78,8 @@ class SidecarHost:
         self._apis: dict[str, Any] = {}  # extId -> that extension's Python ``pi``
         self._reader: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._signals: dict[int, AbortSignal] = {}  # open dialog call id -> its signal
+        self._sync_fd: int | None = None  # write end of the pipe the sidecar reads sync replies from
 
     # ------------------------------------------------------------------ start
 
@@ -84,9 +94,14 @@ class SidecarHost:
         except LoadError as exc:
             self._start_error = str(exc)
             raise
-        self.proc = await asyncio.create_subprocess_exec(
-            node, str(_HERE / "sidecar.mjs"), str(runtime), str(_HERE / "shim.mjs"),
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=None, limit=1 << 26)
+        sync_read, self._sync_fd = os.pipe()
+        try:
+            self.proc = await asyncio.create_subprocess_exec(
+                node, str(_HERE / "sidecar.mjs"), str(runtime), str(_HERE / "shim.mjs"), str(sync_read),
+                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=None, limit=1 << 26,
+                pass_fds=(sync_read,))
+        finally:
+            os.close(sync_read)
         self._reader = asyncio.ensure_future(self._read(self.proc))
         return self.proc
 
@@ -174,8 +189,18 @@ class SidecarHost:
             pi = self._apis.get(record["extId"])
             if pi is not None:
                 self._apply(pi, record["kind"], record["spec"])
+        elif kind == "call" and record.get("sync"):
+            self._spawn(self._answer_sync(record), "sync")
         elif kind == "call":
+            if record.get("signal"):
+                self._signals[record["id"]] = AbortSignal()
+                if record["signal"] == "aborted":
+                    self._signals[record["id"]].abort()
             self._spawn(self._answer(record), "fire" if record.get("id") is None else "ask")
+        elif kind == "abort":
+            signal = self._signals.get(record["id"])
+            if signal is not None:
+                signal.abort()
 
     def _spawn(self, coroutine: Any, name: str) -> None:
         task = asyncio.ensure_future(coroutine)
@@ -202,13 +227,32 @@ class SidecarHost:
         reply: dict[str, Any] = {"type": "reply", "id": record["id"]}
         try:
             pi = self._apis.get(record.get("extId") or "") or next(iter(self._apis.values()), None)
-            reply["result"] = await run_call(record["method"], record.get("args") or [], ctx, pi)
+            reply["result"] = await run_call(record["method"], record.get("args") or [], ctx, pi,
+                                             self._signals.get(record["id"]))
         except Exception as exc:
             if record["id"] is None:
                 print(f"Warning: TypeScript extension call {record['method']} failed: {exc}", file=sys.stderr)
             reply["error"] = str(exc) or type(exc).__name__
+        finally:
+            self._signals.pop(record["id"], None)
         if record["id"] is not None and self.proc is not None:
             self._write(self.proc, reply)
+
+    async def _answer_sync(self, record: dict[str, Any]) -> None:
+        """A synchronous read, answered on the sync pipe once the calls sent before it have run."""
+        from pi_coding_agent.coding.extensions.typescript.calls import run_sync_call
+
+        earlier = [t for t in self._tasks if not t.done() and t.get_name() == "fire"]
+        if earlier:
+            await asyncio.gather(*earlier, return_exceptions=True)
+        reply: dict[str, Any] = {}
+        try:
+            ctx = self._contexts.get(record["ctx"]) if record.get("ctx") is not None else None
+            reply["result"] = run_sync_call(record["method"], record.get("args") or [], ctx)
+        except Exception as exc:
+            reply["error"] = str(exc) or type(exc).__name__
+        if self._sync_fd is not None:
+            _write_all(self._sync_fd, orjson.dumps(reply, default=_jsonable) + b"\n")
 
     # ------------------------------------------------------------------ registrations
 
@@ -266,6 +310,9 @@ class SidecarHost:
     async def close(self) -> None:
         """End the sidecar (it exits when its stdin closes); a later load starts a new one."""
         proc, self.proc = self.proc, None
+        if self._sync_fd is not None:
+            os.close(self._sync_fd)
+            self._sync_fd = None
         if proc is not None and proc.stdin is not None:
             with contextlib.suppress(Exception):
                 proc.stdin.close()
@@ -293,6 +340,13 @@ def _state(pi: Any) -> dict[str, Any]:
         state.update(commands=pi.get_commands(), activeTools=pi.get_active_tools(), allTools=pi.get_all_tools(),
                      sessionName=pi.get_session_name(), thinkingLevel=pi.get_thinking_level())
     return state
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """All of ``data`` on a blocking pipe whose reader (the sidecar, blocked on it) drains it."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 def _jsonable(value: Any) -> Any:

@@ -3,13 +3,17 @@
 // stdin/stdout (see coding/extensions/typescript/host.py for the protocol). Extension output written
 // with console.* goes to stderr so stdout carries only the protocol.
 //
-// argv: <runtime dir holding node_modules/jiti and node_modules/typebox> <shim module path>
+// argv: <runtime dir holding node_modules/jiti and node_modules/typebox> <shim module path> <sync fd>
+// The sync fd is the read end of a pipe on which the session answers the calls pi makes synchronous
+// (ctx.sessionManager.*, ctx.modelRegistry.find/getAll/...): the sidecar blocks on it for the reply.
+import fs from "node:fs";
 import { createRequire } from "node:module";
 import { spawn } from "node:child_process";
 import path from "node:path";
 import readline from "node:readline";
 
-const [runtimeDir, shimPath] = process.argv.slice(2);
+const [runtimeDir, shimPath, syncFdArg] = process.argv.slice(2);
+const syncFd = Number(syncFdArg);
 const require = createRequire(path.join(runtimeDir, "package.json"));
 const { createJiti } = require("jiti");
 
@@ -37,6 +41,40 @@ function call(method, args, ctx, expectReply = true, extId = null) {
   send({ type: "call", id: expectReply ? id : null, ctx: ctx ?? null, extId, method, args });
   if (!expectReply) return undefined;
   return new Promise((resolve, reject) => pending.set(id, { resolve, reject }));
+}
+
+// A call answered before this function returns: written to stdout, its reply read from the sync pipe.
+let syncBuffer = Buffer.alloc(0);
+function callSync(method, args, ctx) {
+  send({ type: "call", id: nextCall++, sync: true, ctx: ctx ?? null, method, args });
+  const chunk = Buffer.alloc(1 << 16);
+  let newline;
+  while ((newline = syncBuffer.indexOf(10)) < 0) {
+    const count = fs.readSync(syncFd, chunk, 0, chunk.length, null);
+    if (count === 0) throw new Error("the session closed the sidecar's sync pipe");
+    syncBuffer = Buffer.concat([syncBuffer, chunk.subarray(0, count)]);
+  }
+  const reply = JSON.parse(syncBuffer.subarray(0, newline).toString("utf8"));
+  syncBuffer = syncBuffer.subarray(newline + 1);
+  if (reply.error !== undefined) throw new Error(reply.error);
+  return reply.result ?? undefined;
+}
+
+// A dialog's AbortSignal stays here: the call carries "aborted" when it is already aborted, and an
+// abort record follows when it fires while the dialog is open.
+function dialog(method, args, opts, token) {
+  const { signal, ...rest } = opts ?? {};
+  const id = nextCall++;
+  const record = { type: "call", id, ctx: token, method, args: [...args, rest] };
+  if (signal) record.signal = signal.aborted ? "aborted" : "live";
+  const answer = new Promise((resolve, reject) => pending.set(id, { resolve, reject }));
+  send(record);
+  if (signal && !signal.aborted) {
+    const onAbort = () => send({ type: "abort", id });
+    signal.addEventListener("abort", onAbort, { once: true });
+    answer.finally(() => signal.removeEventListener("abort", onAbort)).catch(() => {});
+  }
+  return answer;
 }
 
 function register(extId, kind, spec) {
@@ -130,27 +168,38 @@ function run(command, args, options) {
   });
 }
 
+// pi's ReadonlySessionManager and the synchronous half of its ModelRegistry
+const SESSION_READERS = ["getCwd", "getSessionDir", "getSessionId", "getSessionFile", "getSessionName", "getHeader",
+  "getEntries", "getEntry", "getBranch", "getTree", "getLeafId", "getLeafEntry", "getLabel", "buildContextEntries"];
+const MODEL_READERS = ["find", "getAll", "getAvailable", "hasConfiguredAuth", "getProviderDisplayName", "isUsingOAuth"];
+
 function makeContext(info) {
   if (!info) return undefined;
   const token = info.token;
   const ask = (method, ...args) => call(method, args, token);
   const tell = (method, ...args) => call(method, args, token, false);
+  const read = (method) => (...args) => callSync(method, args, token);
+  const reader = (prefix, names) => Object.fromEntries(names.map((name) => [name, read(`${prefix}.${name}`)]));
   return {
     cwd: info.cwd,
     hasUI: info.hasUI,
     mode: info.mode,
     model: info.model,
     signal: undefined,
-    // a router's lookup: the Python side resolves the model it names by provider and id
-    modelRegistry: { find: (provider, id) => ({ provider, id }) },
     isIdle: () => info.idle,
     abort: () => tell("ctx.abort"),
     waitForIdle: () => ask("ctx.waitForIdle"),
     shutdown: () => tell("ctx.shutdown"),
+    sessionManager: reader("sm", SESSION_READERS),
+    modelRegistry: {
+      ...reader("models", MODEL_READERS),
+      getApiKeyAndHeaders: (model) => ask("models.getApiKeyAndHeaders", model),
+      getApiKeyForProvider: (provider) => ask("models.getApiKeyForProvider", provider),
+    },
     ui: {
-      select: (title, options, opts) => ask("ui.select", title, options, opts ?? {}),
-      confirm: (title, message, opts) => ask("ui.confirm", title, message, opts ?? {}),
-      input: (title, placeholder, opts) => ask("ui.input", title, placeholder, opts ?? {}),
+      select: (title, options, opts) => dialog("ui.select", [title, options], opts, token),
+      confirm: (title, message, opts) => dialog("ui.confirm", [title, message], opts, token),
+      input: (title, placeholder, opts) => dialog("ui.input", [title, placeholder], opts, token),
       editor: (title, prefill) => ask("ui.editor", title, prefill),
       notify: (message, type) => tell("ui.notify", message, type),
       setStatus: (key, text) => tell("ui.setStatus", key, text),

@@ -1,0 +1,49 @@
+"""``pi config [-l] [-a|-na]``: pi's resource picker for the installed packages' resources
+(``coding/modes/interactive/resource_config.py``). ``-l`` starts in the project's settings, which needs
+a trusted project; Tab switches scope inside."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+USAGE = """Usage:
+  pi config [-l] [--approve|--no-approve]
+
+Open the resource configuration TUI to enable or disable package resources.
+Without -l, starts in global settings (~/.pi/agent/settings.json).
+Press Tab in the TUI to switch between global and project-local modes.
+
+Options:
+  -l, --local       Edit project overrides (.pi/settings.json)
+  -a, --approve     Trust project-local files for this command with -l
+  -na, --no-approve Ignore project-local files for this command with -l
+"""
+
+
+def main(argv: list[str]) -> int:
+    local, approve = False, None
+    for arg in argv:
+        if arg in ("-h", "--help"):
+            print(USAGE)
+            return 0
+        if arg in ("-l", "--local"):
+            local = True
+        elif arg in ("-a", "--approve", "-na", "--no-approve"):
+            approve = arg in ("-a", "--approve")
+        else:
+            print(f'Unknown option {arg} for "config".', file=sys.stderr)
+            print("Usage: pi config [-l] [--approve|--no-approve]", file=sys.stderr)
+            return 1
+    from pi_coding_agent.coding import paths
+    from pi_coding_agent.coding.modes.interactive.resource_config import ResourceConfigApp
+    from pi_coding_agent.coding.resources.settings import Settings
+    from pi_coding_agent.coding.resources.trust import is_project_trusted
+
+    agent_dir, cwd = paths.agent_dir(), Path.cwd().resolve()
+    startup = Settings.load(agent_dir, cwd, project_trusted=True)
+    trusted = is_project_trusted(agent_dir, cwd, approve, startup.default_project_trust)
+    if local and not trusted:
+        print("Project is not trusted. Use --approve to modify local resource config.", file=sys.stderr)
+        return 1
+    return ResourceConfigApp(agent_dir, cwd, "project" if local else "user", trusted).run() or 0
