@@ -57,7 +57,10 @@ def _schema() -> Any:
 
     from pydantic import BaseModel, ConfigDict, Field
 
+    from pi_coding_agent.ai.providers.vendor import sign_ins
+
     level_value = str | None
+    sign_in = Literal[tuple(sign_ins())]  # type: ignore[valid-type]  # the vendors with an account sign-in (``ai.providers``)
     params = dict[str, Any]
 
     class Strict(BaseModel):
@@ -145,7 +148,7 @@ def _schema() -> Any:
         baseUrl: str | None = Field(default=None, min_length=1)
         apiKey: str | None = Field(default=None, min_length=1)
         api: str | None = Field(default=None, min_length=1)
-        oauth: Literal["radius"] | None = None
+        oauth: sign_in | None = None  # type: ignore[valid-type]
         headers: dict[str, str] | None = None
         compat: params | None = None
         authHeader: bool | None = None
@@ -176,7 +179,7 @@ def check_provider(provider: str, config: dict[str, Any], base: list[Model]) -> 
 
 def apply_provider_config(provider: str, base: list[Model], config: dict[str, Any]) -> list[Model]:
     """Built-in models re-routed and extended by a provider entry (assumes ``check_provider`` passed)."""
-    base_url = config.get("baseUrl") if config.get("oauth") != "radius" else None
+    base_url = None if config.get("oauth") else config.get("baseUrl")  # a sign-in's gateway routes itself
     models: list[Model] = []
     for model in base:
         routed: Any = {**model, "baseUrl": base_url or model["baseUrl"]}

@@ -49,11 +49,11 @@ def builtin(kind: str, provider: str) -> list[Model]:
 
 
 def apply_models_json(models: list[Model], config: dict[str, Any] | None) -> list[Model]:
-    """A models.json provider entry over non-chat models: its ``baseUrl`` (not for a Radius sign-in,
+    """A models.json provider entry over non-chat models: its ``baseUrl`` (not for a vendor's sign-in,
     whose gateway routes), and for classifiers its provider-level ``compat`` (how images travel)."""
     if config is None:
         return models
-    base_url = config.get("baseUrl") if config.get("oauth") != "radius" else None
+    base_url = None if config.get("oauth") else config.get("baseUrl")
     out: list[Model] = []
     for model in models:
         routed: Any = {**model, "baseUrl": base_url or model["baseUrl"]}
