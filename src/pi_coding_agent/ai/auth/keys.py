@@ -22,7 +22,7 @@ from pi_coding_agent.ai.auth.cloud import ambient_key
 from pi_coding_agent.ai.auth.provider_env import FEDERATION_ENV
 from pi_coding_agent.ai.auth.provider_env import env_value as _env
 from pi_coding_agent.ai.models.index import catalog_index, provider_env_vars
-from pi_coding_agent.ai.providers.vendor import vendor
+from pi_coding_agent.ai.providers.vendor import builtin_spec, vendor
 from pi_coding_agent.ai.records import record
 
 if TYPE_CHECKING:
@@ -330,8 +330,6 @@ class AuthStorage:
     def oauth_spec(self, provider: str) -> OAuthProvider | None:
         """The provider's account sign-in and refresh: an extension's, a vendor's at the gateway a
         models.json provider names, or pi's built-in one."""
-        from pi_coding_agent.ai.auth.oauth.providers import builtin_spec
-
         if provider in self._extension_oauth:
             return self._extension_oauth[provider]
         if provider in self._gateway_logins:

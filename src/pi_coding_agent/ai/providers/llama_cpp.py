@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit, urlunsplit
 
 from pi_coding_agent.ai.providers.vendor import Host, Vendor
 
@@ -20,52 +19,24 @@ if TYPE_CHECKING:
     from pi_coding_agent.ai.providers.llama_router import LlamaClient
     from pi_coding_agent.ai.types import JsonObject, Model
 
-PROVIDER_ID = "llama.cpp"
-DEFAULT_SERVER_URL = "http://127.0.0.1:9931"
+PROVIDER_ID = "llama.cpp"  # the router module's too: it loads only once the provider is configured
 SETUP_HINT = f"Configure llama.cpp with `pi auth login {PROVIDER_ID}` or LLAMA_BASE_URL"
-
-
-class LlamaError(Exception):
-    """The router could not be reached or refused a request (never contains the API key)."""
-
-
-def normalize_server_url(value: str) -> str:
-    """``http(s)://host[:port][/path]`` without a trailing ``/`` or ``/v1``, query or fragment."""
-    parts = urlsplit(value.strip())
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise LlamaError("Server URL must use http or https")
-    path = parts.path.rstrip("/").removesuffix("/v1").rstrip("/")
-    return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
-
-
-def server_url(credential: Mapping[str, object] | None, env: Mapping[str, str]) -> str | None:
-    """The configured router URL: the stored credential's ``env.LLAMA_BASE_URL``, else the environment."""
-    stored = (credential or {}).get("env")
-    value = stored.get("LLAMA_BASE_URL") if isinstance(stored, dict) else None
-    value = value if isinstance(value, str) and value.strip() else env.get("LLAMA_BASE_URL", "").strip()
-    try:
-        return normalize_server_url(value) if value else None
-    except LlamaError:
-        return None
-
-
-def api_key(credential: Mapping[str, object] | None, env: Mapping[str, str]) -> str:
-    key = (credential or {}).get("key")
-    return key if isinstance(key, str) and key else env.get("LLAMA_API_KEY") or "local"
 
 
 def configured_url(credential: Mapping[str, object] | None) -> str | None:
     """The router URL when the provider is configured (a stored credential or ``LLAMA_BASE_URL``)."""
     if credential is None and not os.environ.get("LLAMA_BASE_URL", "").strip():
-        return None
+        return None  # not configured: decided without importing the router client
+    from pi_coding_agent.ai.providers.llama_router import server_url
+
     return server_url(credential, os.environ)
 
 
 def client(credential: Mapping[str, object] | None) -> LlamaClient | None:
     """A client for the configured router, or None when it is not configured."""
     if (url := configured_url(credential)) is None:
-        return None  # decided without importing the router client
-    from pi_coding_agent.ai.providers.llama_router import LlamaClient
+        return None
+    from pi_coding_agent.ai.providers.llama_router import LlamaClient, api_key
 
     return LlamaClient(url, api_key(credential, os.environ))
 
@@ -81,7 +52,11 @@ class LlamaCpp(Vendor):
 
     def key(self, credential: JsonObject | None) -> str | None:
         """The router's key (``local`` when it has none), once a router is configured."""
-        return api_key(credential, os.environ) if configured_url(credential) is not None else None
+        if configured_url(credential) is None:
+            return None
+        from pi_coding_agent.ai.providers.llama_router import api_key
+
+        return api_key(credential, os.environ)
 
     def models(self, host: Host, provider: str) -> list[Model]:
         """The router's live list, read once per registry (``ModelRegistry.set_models`` replaces it)."""
@@ -99,7 +74,12 @@ class LlamaCpp(Vendor):
         """The router's URL (kept in the credential's ``env``, as pi does) and an optional key, checked live."""
         import asyncio
 
-        from pi_coding_agent.ai.providers.llama_router import LlamaClient
+        from pi_coding_agent.ai.providers.llama_router import (
+            DEFAULT_SERVER_URL,
+            LlamaClient,
+            LlamaError,
+            normalize_server_url,
+        )
 
         default = os.environ.get("LLAMA_BASE_URL") or DEFAULT_SERVER_URL
         try:
@@ -118,7 +98,7 @@ class LlamaCpp(Vendor):
 
 def _read(host: Host, read: Callable[[LlamaClient, float], list[Model]]) -> list[Model]:
     """``read(client, timeout)`` of the configured router; nothing (and an error noted) when it fails."""
-    from pi_coding_agent.ai.providers.llama_router import LIST_TIMEOUT_S
+    from pi_coding_agent.ai.providers.llama_router import LIST_TIMEOUT_S, LlamaError
 
     router = client(host.auth.stored_credential(PROVIDER_ID))
     if router is None:

@@ -17,16 +17,46 @@ import itertools
 import time
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit, urlunsplit
 
 import orjson
 
-from pi_coding_agent.ai.providers.llama_cpp import PROVIDER_ID, LlamaError, normalize_server_url
 from pi_coding_agent.ai.types import Model
 
+PROVIDER_ID = "llama.cpp"
+DEFAULT_SERVER_URL = "http://127.0.0.1:9931"
 REQUEST_TIMEOUT_S = 15.0
 LIST_TIMEOUT_S = 3.0  # the start-up read: a router that is down must not stall start-up for long
 DEFAULT_CONTEXT = 128_000
+
+
+class LlamaError(Exception):
+    """The router could not be reached or refused a request (never contains the API key)."""
+
+
+def normalize_server_url(value: str) -> str:
+    """``http(s)://host[:port][/path]`` without a trailing ``/`` or ``/v1``, query or fragment."""
+    parts = urlsplit(value.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise LlamaError("Server URL must use http or https")
+    path = parts.path.rstrip("/").removesuffix("/v1").rstrip("/")
+    return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
+
+
+def server_url(credential: Mapping[str, object] | None, env: Mapping[str, str]) -> str | None:
+    """The configured router URL: the stored credential's ``env.LLAMA_BASE_URL``, else the environment."""
+    stored = (credential or {}).get("env")
+    value = stored.get("LLAMA_BASE_URL") if isinstance(stored, dict) else None
+    value = value if isinstance(value, str) and value.strip() else env.get("LLAMA_BASE_URL", "").strip()
+    try:
+        return normalize_server_url(value) if value else None
+    except LlamaError:
+        return None
+
+
+def api_key(credential: Mapping[str, object] | None, env: Mapping[str, str]) -> str:
+    key = (credential or {}).get("key")
+    return key if isinstance(key, str) and key else env.get("LLAMA_API_KEY") or "local"
 
 
 class LlamaClient:

@@ -122,7 +122,8 @@ async def refresh(host: Host, provider: str, gateway: str) -> bool:
         await store(host.agent_dir, provider, legacy)
     if credential is not None and credential.get("type") == "oauth":
         fresh = await auth.fresh_oauth(provider)
-        token = fresh.get("access") if fresh else None
+        access = fresh.get("access") if fresh else None
+        token = access if isinstance(access, str) else None
     else:
         token = auth.api_key(provider)
     if not token:

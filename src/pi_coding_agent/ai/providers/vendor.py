@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from pi_coding_agent.ai.auth.keys import AuthStorage
     from pi_coding_agent.ai.auth.oauth.flows import LoginUI
     from pi_coding_agent.ai.auth.oauth.providers import OAuthProvider
     from pi_coding_agent.ai.types import JsonObject, Model
@@ -33,12 +32,22 @@ BUILTIN: dict[str, str] = {"radius": "radius", "llama.cpp": "llama_cpp"}
 REFRESH_TIMEOUT_S = 15.0  # pi's bound on the background refresh of live catalogs
 
 
+class Credentials(Protocol):
+    """What a vendor's hooks use of the key store (``ai.auth.keys.AuthStorage``, which asks them)."""
+
+    def stored_credential(self, provider: str) -> JsonObject | None: ...
+    async def fresh_oauth(self, provider: str) -> JsonObject | None: ...
+    def api_key(self, provider: str) -> str | None: ...
+
+
 class Host(Protocol):
     """What a vendor's hooks use of the model registry (``ai.models.catalog.ModelRegistry``)."""
 
     agent_dir: Path
-    auth: AuthStorage
     errors: list[str]
+
+    @property
+    def auth(self) -> Credentials: ...
 
     def providers(self) -> list[str]: ...
     def config(self, provider: str) -> JsonObject: ...
@@ -106,6 +115,16 @@ def vendor_for(provider: str, config: Mapping[str, object]) -> Vendor | None:
     if isinstance(named, str) and config.get("baseUrl") and (own := vendor(named)) is not None and own.sign_in:
         return own
     return vendor(provider)
+
+
+def builtin_spec(provider: str) -> OAuthProvider | None:
+    """pi's built-in sign-in of ``provider``: the sign-in table's, else its vendor's."""
+    from pi_coding_agent.ai.auth.oauth.providers import PROVIDERS
+
+    if provider in PROVIDERS:
+        return PROVIDERS[provider]
+    own = vendor(provider)
+    return own.oauth(provider) if own is not None else None
 
 
 def listed() -> list[str]:

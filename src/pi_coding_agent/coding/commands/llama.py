@@ -60,6 +60,7 @@ def _label(entry: dict[str, Any]) -> str:
 async def run(rt: SessionRuntime) -> None:
     """The command: a model menu until the user closes it (or a dialog is dismissed)."""
     from pi_coding_agent.ai.providers import llama_cpp
+    from pi_coding_agent.ai.providers.llama_router import LlamaError
 
     ui = rt.ui
     client = llama_cpp.client(rt.auth.stored_credential(PROVIDER))
@@ -69,7 +70,7 @@ async def run(rt: SessionRuntime) -> None:
     while True:
         try:
             catalog = await _sync(rt, client)
-        except llama_cpp.LlamaError as exc:
+        except LlamaError as exc:
             ui.notify(str(exc), "error")
             return
         labels = [_label(m) for m in catalog]
@@ -78,7 +79,7 @@ async def run(rt: SessionRuntime) -> None:
             return
         try:
             await _act(rt, client, catalog, catalog[labels.index(choice)])
-        except llama_cpp.LlamaError as exc:
+        except LlamaError as exc:
             ui.notify(str(exc), "error")
 
 

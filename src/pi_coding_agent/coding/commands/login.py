@@ -78,7 +78,7 @@ def device_id(settings: Settings) -> str:
 
 
 def title(provider: str) -> str:
-    from pi_coding_agent.ai.auth.oauth.providers import builtin_spec
+    from pi_coding_agent.ai.providers.vendor import builtin_spec
 
     spec = builtin_spec(provider)
     return spec.title if spec else provider

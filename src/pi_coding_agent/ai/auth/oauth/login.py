@@ -26,7 +26,7 @@ from pi_coding_agent.ai.auth.oauth.flows import (
     trusted_url,
 )
 from pi_coding_agent.ai.auth.oauth.http import OAuthError, call
-from pi_coding_agent.ai.providers.vendor import sign_ins
+from pi_coding_agent.ai.providers.vendor import builtin_spec, sign_ins
 from pi_coding_agent.ai.types import JsonObject
 
 Credential = JsonObject
@@ -376,7 +376,7 @@ async def login(provider: str, ui: LoginUI, device_id: Callable[[], str] | None 
                 spec: p.OAuthProvider | None = None) -> Credential:
     """Run ``provider``'s sign-in; ``device_id`` gives the installation's id (settings ``deviceId``),
     ``spec`` the provider's own sign-in (a vendor's, ``ai.providers``, or an extension's)."""
-    spec = spec or p.builtin_spec(provider)
+    spec = spec or builtin_spec(provider)
     if spec is not None and spec.login is not None:
         return await spec.login(ui)
     if provider == "openai":

@@ -259,13 +259,3 @@ PROVIDERS: dict[str, OAuthProvider] = {p.id: p for p in (
     OAuthProvider("meta", "Meta", "Meta (Muse subscription)", refresh_meta),
     OAuthProvider("openrouter", "OpenRouter", "OpenRouter OAuth", keep),
 )}
-
-
-def builtin_spec(provider: str) -> OAuthProvider | None:
-    """pi's built-in sign-in of ``provider``: the table's, else its vendor's (``ai.providers``)."""
-    if provider in PROVIDERS:
-        return PROVIDERS[provider]
-    from pi_coding_agent.ai.providers.vendor import vendor
-
-    own = vendor(provider)
-    return own.oauth(provider) if own is not None else None

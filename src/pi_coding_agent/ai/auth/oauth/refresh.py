@@ -13,7 +13,7 @@ import asyncio
 from collections.abc import Callable
 
 from pi_coding_agent.ai.auth.oauth.http import OAuthError
-from pi_coding_agent.ai.auth.oauth.providers import Credential, OAuthProvider, builtin_spec, now_ms
+from pi_coding_agent.ai.auth.oauth.providers import PROVIDERS, Credential, OAuthProvider, now_ms
 from pi_coding_agent.ai.auth.oauth.store import CredentialFile, is_oauth
 
 DEFAULT_MIN_VALIDITY_MS = 5 * 60_000  # pi refreshes tokens with less than five minutes left
@@ -46,14 +46,13 @@ async def fresh_credential(file: CredentialFile, provider: str, min_validity_ms:
 
     Due means less than ``min_validity_ms`` (at least pi's five minutes) left, or, with
     ``stale_access``, that the stored access token is still the one a server just rejected (401).
-    ``spec`` is the provider's sign-in when it is not pi's built-in one (a vendor's at a models.json
-    provider's own gateway, an extension's). None when no
+    ``spec`` is the provider's sign-in when it is not in pi's table (a vendor's, an extension's). None when no
     OAuth credential is stored. Raises ``OAuthError`` when a needed refresh fails, or when an
     explicitly requested ``min_validity_ms`` cannot be met.
     """
     found = file.read_all().get(provider)
     stored: Credential | None = found if is_oauth(found) else None
-    spec = spec or builtin_spec(provider)
+    spec = spec or PROVIDERS.get(provider)
     if stored is None or spec is None:
         return stored
     minimum = max(DEFAULT_MIN_VALIDITY_MS, min_validity_ms or 0)

@@ -164,7 +164,7 @@ def _context() -> tuple[AuthStorage, ModelRegistry]:
 
 
 def known_provider(registry: ModelRegistry, provider: str) -> bool:
-    from pi_coding_agent.ai.auth.oauth.providers import builtin_spec
+    from pi_coding_agent.ai.providers.vendor import builtin_spec
 
     return provider in registry.providers() or builtin_spec(provider) is not None
 
