@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pi_coding_agent.ai.types import Model, Usage
+from pi_coding_agent.ai.types import JsonObject, Model, Usage
 
 
 def _rates(model: Model, usage: Usage) -> Any:
@@ -52,7 +52,7 @@ def combine_usage(first: dict[str, Any] | None, second: dict[str, Any]) -> dict[
     """Token counts and costs of two requests added up."""
     if first is None:
         return second
-    combined: dict[str, Any] = {}
+    combined: JsonObject = {}
     for key in ("input", "output", "cacheRead", "cacheWrite", "cacheWrite1h", "reasoning", "totalTokens"):
         if key in first or key in second:
             combined[key] = (first.get(key) or 0) + (second.get(key) or 0)

@@ -5,7 +5,7 @@ JSON text frame per Responses event, up to ``response.completed`` (or ``.done``/
 session's socket stays open for its next request (closed after 5 idle minutes or 45 minutes of
 age), and with ``auto`` or ``websocket-cached`` a request that only extends the previous one on
 that socket sends ``previous_response_id`` and the new input items instead of the whole
-conversation. Any mismatch sends the full body, so the shortcut never changes what the model sees.
+conversation. object mismatch sends the full body, so the shortcut never changes what the model sees.
 
 ``websockets`` is imported on the first Codex request (about 35 ms), never at start-up.
 """
@@ -22,6 +22,7 @@ import orjson
 
 from pi_coding_agent.ai.apis.partial_json import loads
 from pi_coding_agent.ai.stream import ProviderError
+from pi_coding_agent.ai.types import JsonObject
 
 if TYPE_CHECKING:
     from websockets.asyncio.client import ClientConnection
@@ -200,7 +201,7 @@ def _close_text(exc: Exception) -> str:
     return f"WebSocket closed {code} {reason}".strip()
 
 
-async def events(lease: Lease, body: dict[str, Any], idle_s: float | None) -> AsyncGenerator[dict[str, Any], None]:
+async def events(lease: Lease, body: JsonObject, idle_s: float | None) -> AsyncGenerator[JsonObject, None]:
     """Send ``body`` as ``response.create`` and yield the backend's events through the completion."""
     from websockets.exceptions import ConnectionClosed
 

@@ -362,7 +362,7 @@ class _EventReader:
         index = len(self.blocks)
         if kind == "reasoning":
             self.blocks.append({"type": "thinking", "thinking": ""})
-            event: dict[str, Any] = {"type": "thinking_start", "contentIndex": index}
+            event: JsonObject = {"type": "thinking_start", "contentIndex": index}
         elif kind == "message":
             if item.get("phase") == "final_answer":
                 self.output["stopReason"] = "stop"
@@ -387,21 +387,21 @@ class _EventReader:
         self.slots[output_index] = index
         return [event]
 
-    def _delta(self, event: dict[str, Any], kind: str, piece: str) -> list[dict[str, Any]]:
+    def _delta(self, event: JsonObject, kind: str, piece: str) -> list[JsonObject]:
         index = self._slot(event, kind)
         if index is None:
             return []
         append_text(self.blocks[index], kind, piece)
         return [{"type": f"{kind}_delta", "contentIndex": index, "delta": piece}]
 
-    def _args(self, event: dict[str, Any], piece: str) -> list[dict[str, Any]]:
+    def _args(self, event: JsonObject, piece: str) -> list[JsonObject]:
         index = self._slot(event, "toolCall")
         if index is None or index in self.custom:
             return []
         append_text(self.raw_args, index, piece)
         return [{"type": "toolcall_delta", "contentIndex": index, "delta": piece}]
 
-    def _final_args(self, event: dict[str, Any], text: str) -> list[dict[str, Any]]:
+    def _final_args(self, event: JsonObject, text: str) -> list[JsonObject]:
         """The complete arguments; only a missing tail is reported as a delta."""
         index = self._slot(event, "toolCall")
         if index is None or index in self.custom:
@@ -412,12 +412,12 @@ class _EventReader:
             return [{"type": "toolcall_delta", "contentIndex": index, "delta": text[len(sent):]}]
         return []
 
-    def _custom(self, event: dict[str, Any], step: Callable[[GrammarInput], str | None]) -> list[dict[str, Any]]:
+    def _custom(self, event: JsonObject, step: Callable[[GrammarInput], str | None]) -> list[JsonObject]:
         """A custom call's text grew or ended: its arguments follow, the JSON piece is the delta."""
         index = self._slot(event, "toolCall")
         return [] if index is None else self._step_custom(index, step)
 
-    def _step_custom(self, index: int, step: Callable[[GrammarInput], str | None]) -> list[dict[str, Any]]:
+    def _step_custom(self, index: int, step: Callable[[GrammarInput], str | None]) -> list[JsonObject]:
         text = self.custom.get(index)
         if text is None:
             return []
@@ -446,7 +446,7 @@ class _EventReader:
             parts = item.get("content") or []
             block["text"] = "".join(p.get("text", "") if p.get("type") == "output_text" else p.get("refusal", "")
                                     for p in parts)
-            signature: dict[str, Any] = {"v": 1, "id": item.get("id")}
+            signature: JsonObject = {"v": 1, "id": item.get("id")}
             if item.get("phase"):
                 signature["phase"] = item["phase"]
             block["textSignature"] = orjson.dumps(signature).decode()
@@ -505,7 +505,7 @@ class _EventReader:
             output["stopReason"] = "toolUse"
 
 
-def stream_error_text(event: dict[str, Any]) -> str:
+def stream_error_text(event: JsonObject) -> str:
     """The text of an ``error`` event.
 
     The API nests the details (``{"type":"error","error":{"code":...,"message":...}}``): the text is
@@ -541,7 +541,7 @@ def _error_text(model: Model) -> object:
 
 async def stream(
     model: Model, context: Context, options: StreamOptions, output: AssistantMessage
-) -> AsyncIterator[list[dict[str, Any]]]:
+) -> AsyncIterator[list[JsonObject]]:
     url = model["baseUrl"].rstrip("/") + "/responses"
     grammar = custom_tools(model, context)
     body = build_request(model, context, options, grammar)
@@ -563,7 +563,7 @@ def record_update_effort(output: AssistantMessage, body: dict[str, Any]) -> None
 async def stream_response(
     url: str, headers: dict[str, str], body: dict[str, Any], options: StreamOptions, output: AssistantMessage,
     error_text: Any, label: str = "OpenAI Responses", grammar: Mapping[str, str] | None = None,
-) -> AsyncGenerator[list[dict[str, Any]], None]:
+) -> AsyncGenerator[list[JsonObject], None]:
     """POST a Responses body and translate its events (shared with the Azure and Codex backends)."""
     async with aclosing(json_batches(sse_batches(url, headers, body, options, error_text))) as events:
         async for item in translate_events(events, output, label, grammar):
@@ -572,12 +572,12 @@ async def stream_response(
 
 async def json_batches(
     batches: AsyncGenerator[list[Any], None],
-) -> AsyncGenerator[list[dict[str, Any]], None]:
+) -> AsyncGenerator[list[JsonObject], None]:
     """The JSON payloads of each list of server-sent events (``[DONE]`` and empty data skipped); the
     payloads before one that fails to parse still go on first."""
     async with aclosing(batches) as sse:
         async for batch in sse:
-            decoded: list[dict[str, Any]] = []
+            decoded: list[JsonObject] = []
             try:
                 for event in batch:
                     if event.data and event.data != "[DONE]":
@@ -590,7 +590,7 @@ async def json_batches(
                     yield decoded
 
 
-async def sse_json(batches: AsyncGenerator[list[Any], None]) -> AsyncGenerator[dict[str, Any], None]:
+async def sse_json(batches: AsyncGenerator[list[Any], None]) -> AsyncGenerator[JsonObject, None]:
     """``json_batches``, one payload at a time (Codex's dialect is rewritten event by event)."""
     async with aclosing(json_batches(batches)) as decoded:
         async for payloads in decoded:
@@ -599,14 +599,14 @@ async def sse_json(batches: AsyncGenerator[list[Any], None]) -> AsyncGenerator[d
 
 
 async def translate_events(
-    events: AsyncIterator[dict[str, Any] | list[dict[str, Any]]], output: AssistantMessage, label: str,
+    events: AsyncIterator[JsonObject | list[JsonObject]], output: AssistantMessage, label: str,
     grammar: Mapping[str, str] | None = None,
-) -> AsyncGenerator[list[dict[str, Any]], None]:
+) -> AsyncGenerator[list[JsonObject], None]:
     """Responses events, from any transport, one at a time or a network read's as a list, as lists
     of normalized events (``output`` filled in; ``grammar``: the custom tools, whose calls carry text)."""
     reader = _EventReader(output, grammar or {})
     async for event in events:
-        items: list[dict[str, Any]] = []
+        items: list[JsonObject] = []
         try:
             for one in event if isinstance(event, list) else (event,):
                 items += reader.feed(one)

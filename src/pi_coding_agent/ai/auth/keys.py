@@ -24,6 +24,7 @@ from pi_coding_agent.ai.auth.provider_env import env_value as _env
 from pi_coding_agent.ai.models.index import catalog_index, provider_env_vars
 from pi_coding_agent.ai.providers.vendor import builtin_spec, vendor
 from pi_coding_agent.ai.records import record
+from pi_coding_agent.ai.types import JsonObject
 
 if TYPE_CHECKING:
     from pi_coding_agent.ai.auth.oauth.flows import LoginUI
@@ -224,7 +225,7 @@ class KeySource(Protocol):
 
     can_login: bool
 
-    async def resolve(self, credential: dict[str, Any] | None) -> ResolvedKey | None: ...
+    async def resolve(self, credential: JsonObject | None) -> ResolvedKey | None: ...
     async def check(self, credential: dict[str, Any] | None) -> bool: ...
     async def login(self, ui: LoginUI) -> dict[str, Any]: ...
 

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from pi_coding_agent.ai.auth.keys import AuthStorage
 
 FAUX_PROVIDER = "faux"
-ModelFilter = Callable[[list[Model], "dict[str, Any] | None"], list[Model]]
+ModelFilter = Callable[[list[Model], "JsonObject | None"], list[Model]]
 
 # get_state reports this when no model is selected.
 PLACEHOLDER_MODEL: Model = {
@@ -46,7 +46,7 @@ PLACEHOLDER_MODEL: Model = {
 
 @cache
 def _catalog_file(provider: str) -> dict[str, Any]:
-    data: dict[str, Any] = orjson.loads((DATA_DIR / f"{provider}.json").read_bytes())
+    data: JsonObject = orjson.loads((DATA_DIR / f"{provider}.json").read_bytes())
     return data
 
 
@@ -112,7 +112,7 @@ class ModelRegistry:
                 for p, c in layer.items() if isinstance(c.get("apiKey"), str)}
         self.auth.set_config_keys(keys)
 
-    def register_provider(self, provider: str, config: dict[str, Any]) -> None:
+    def register_provider(self, provider: str, config: JsonObject) -> None:
         """Add or re-route a provider (models.json's provider shape; ``models`` replace the built-in
         ones). Raises ``ValueError`` with pi's wording when the entry could not work."""
         from pi_coding_agent.ai.config_validation import ConfigError

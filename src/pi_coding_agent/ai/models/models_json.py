@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from pi_coding_agent.ai.config_validation import ConfigError, pydantic_messages, validated_json
-from pi_coding_agent.ai.types import Model
+from pi_coding_agent.ai.types import JsonObject, Model
 
 LABEL = "models.json"
-CUSTOM_DEFAULTS: dict[str, Any] = {
+CUSTOM_DEFAULTS: JsonObject = {
     "reasoning": False,
     "input": ["text"],
     "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
@@ -40,7 +40,7 @@ def load_models_json(agent_dir: Path) -> tuple[dict[str, dict[str, Any]], list[s
     return (dict(providers) if isinstance(providers, dict) else {}), []
 
 
-def validate_models_json(data: Any) -> None:
+def validate_models_json(data: object) -> None:
     """Schema check (imports pydantic); raises ``ConfigError`` with one line per problem."""
     from pydantic import ValidationError
 
@@ -284,11 +284,11 @@ def _defaults_for(models: list[Model], model_id: str, api: str | None) -> Model 
     )
 
 
-def _field(model: Model | None, key: str) -> Any:
+def _field(model: Model | None, key: str) -> object:
     return model.get(key) if model is not None else None
 
 
-def _set_optional(target: dict[str, Any], key: str, value: Any) -> None:
+def _set_optional(target: JsonObject, key: str, value: object) -> None:
     """Optional wire fields are omitted, never null."""
     if value is None:
         target.pop(key, None)

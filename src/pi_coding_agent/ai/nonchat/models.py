@@ -18,20 +18,20 @@ from typing import Any
 import orjson
 
 from pi_coding_agent.ai.models.index import DATA_DIR, expand_placeholders
-from pi_coding_agent.ai.types import Model
+from pi_coding_agent.ai.types import JsonObject, Model
 
 NONCHAT_TYPES = ("classifier", "image")
 MODEL_TYPES = ("chat", *NONCHAT_TYPES)
 
 
-def model_type(model: Model | dict[str, Any]) -> str:
+def model_type(model: Model | JsonObject) -> str:
     """A model's type; entries without one are chat models."""
     return str(model.get("type") or "chat")
 
 
 @cache
 def _catalog() -> dict[str, dict[str, list[dict[str, Any]]]]:
-    data: dict[str, dict[str, list[dict[str, Any]]]] = orjson.loads((DATA_DIR / "nonchat.json").read_bytes())
+    data: dict[str, dict[str, list[JsonObject]]] = orjson.loads((DATA_DIR / "nonchat.json").read_bytes())
     return data
 
 
@@ -86,7 +86,7 @@ def apply_extension(kind: str, provider: str, models: list[Model], config: dict[
     return out
 
 
-def _defaults(models: list[Model], definition: dict[str, Any]) -> Model | None:
+def _defaults(models: list[Model], definition: JsonObject) -> Model | None:
     """What a registered non-chat model inherits from: the same id, the same api, else the first."""
     return (next((m for m in models if m["id"] == definition.get("id")), None)
             or next((m for m in models if definition.get("api") and m["api"] == definition["api"]), None)

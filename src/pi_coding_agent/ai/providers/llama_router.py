@@ -21,7 +21,7 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 
 import orjson
 
-from pi_coding_agent.ai.types import Model
+from pi_coding_agent.ai.types import JsonObject, Model
 
 PROVIDER_ID = "llama.cpp"
 DEFAULT_SERVER_URL = "http://127.0.0.1:9931"
@@ -69,7 +69,7 @@ class LlamaClient:
     def __repr__(self) -> str:
         return f"LlamaClient({self.url!r})"
 
-    def request(self, path: str, body: Any = None, timeout_s: float = REQUEST_TIMEOUT_S) -> object:
+    def request(self, path: str, body: object = None, timeout_s: float = REQUEST_TIMEOUT_S) -> object:
         import urllib.error
         import urllib.request
 
@@ -108,7 +108,7 @@ class LlamaClient:
         payload = self.request(f"/props{query}", timeout_s=timeout_s)
         return payload if isinstance(payload, dict) else {}
 
-    def wait_status(self, model: str, wanted: str, timeout_s: float) -> dict[str, Any] | None:
+    def wait_status(self, model: str, wanted: str, timeout_s: float) -> JsonObject | None:
         """Poll the list until ``model`` reaches ``wanted`` (None when it left the list)."""
         deadline = time.monotonic() + timeout_s
         while True:
@@ -174,14 +174,14 @@ def to_model(entry: Mapping[str, Any], url: str, chat_template: str | None = Non
     context = _context_window(entry)
     reasoning = chat_template is not None and "enable_thinking" in chat_template
     inputs = (entry.get("architecture") or {}).get("input_modalities") or []
-    model: dict[str, Any] = {
+    model: JsonObject = {
         "id": entry["id"], "name": entry["id"], "api": "openai-completions", "provider": PROVIDER_ID,
         "baseUrl": f"{url}/v1", "reasoning": reasoning,
     }
     if reasoning:
         model["thinkingLevelMap"] = {"off": "off", "minimal": None, "low": None, "medium": "medium",
                                      "high": None, "xhigh": None}
-    compat: dict[str, Any] = {"supportsStore": False, "supportsReasoningEffort": False,
+    compat: JsonObject = {"supportsStore": False, "supportsReasoningEffort": False,
                               "supportsUsageInStreaming": True, "supportsStrictMode": False,
                               "maxTokensField": "max_tokens"}
     if reasoning:
@@ -198,7 +198,7 @@ def to_classifier(entry: Mapping[str, Any], url: str) -> Model:
     architecture = entry.get("architecture") or {}
     decision = "decisions" in (architecture.get("output_modalities") or [])
     image = decision and "image" in (architecture.get("input_modalities") or [])
-    model: dict[str, Any] = {
+    model: JsonObject = {
         "type": "classifier", "id": entry["id"], "name": entry["id"],
         "api": "typesafe-system-one" if decision else "llama-cpp-classify", "provider": PROVIDER_ID,
         "baseUrl": f"{url}/v1" if decision else url, "input": ["text", "image"] if image else ["text"],

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pi_coding_agent.ai.providers.vendor import Host, Vendor
-from pi_coding_agent.ai.types import Model, now_ms
+from pi_coding_agent.ai.types import JsonObject, Model, now_ms
 
 if TYPE_CHECKING:
     from pi_coding_agent.ai.auth.oauth.providers import OAuthProvider
@@ -48,7 +48,7 @@ def stored_models(agent_dir: Path, provider: str) -> list[Model] | None:
     return models
 
 
-def catalog(agent_dir: Path, provider: str, gateway: str, credential: dict[str, Any] | None,
+def catalog(agent_dir: Path, provider: str, gateway: str, credential: JsonObject | None,
             shipped: list[Model]) -> list[Model]:
     """The models a Radius provider lists now: the stored gateway list, else one an older pi kept in
     the credential (``gatewayConfig``), else ``shipped`` (pi's baseline, public gateway only)."""
@@ -61,7 +61,7 @@ def catalog(agent_dir: Path, provider: str, gateway: str, credential: dict[str, 
     return [{**m, "provider": provider} for m in shipped] if gateway == DEFAULT_GATEWAY else []
 
 
-def legacy_models(provider: str, credential: dict[str, Any] | None) -> list[Model]:
+def legacy_models(provider: str, credential: JsonObject | None) -> list[Model]:
     """The catalog pi kept inside a Radius OAuth credential before models-store.json existed."""
     if not credential or credential.get("type") != "oauth":
         return []
@@ -69,13 +69,13 @@ def legacy_models(provider: str, credential: dict[str, Any] | None) -> list[Mode
     return models_from_config(provider, config) if config is not None else []
 
 
-def _is_gateway_model(value: Any) -> bool:
+def _is_gateway_model(value: object) -> bool:
     return isinstance(value, dict) and all(
         isinstance(value.get(k), t) and (t is bool or not isinstance(value.get(k), bool))
         for k, t in _REQUIRED.items())
 
 
-def sanitize(config: Any) -> dict[str, Any] | None:
+def sanitize(config: object) -> JsonObject | None:
     """A gateway's ``/v1/config`` answer as pi accepts it: ``baseUrl`` and the well-formed models."""
     if not isinstance(config, dict) or not isinstance(config.get("baseUrl"), str):
         return None
@@ -139,7 +139,7 @@ def gateway_url(base_url: str) -> str:
     return (gateway if re.match(r"https?://", gateway, re.IGNORECASE) else f"https://{gateway}").rstrip("/")
 
 
-def gateway_of(provider: str, config: dict[str, Any]) -> str:
+def gateway_of(provider: str, config: JsonObject) -> str:
     """The gateway whose catalog and sign-in ``provider`` uses: its models.json ``baseUrl`` when it
     signs in with ``"oauth": "radius"``, else the built-in provider's."""
     base_url = config.get("baseUrl") if config.get("oauth") == PROVIDER_ID else None

@@ -19,6 +19,7 @@ from typing import Any
 import orjson
 
 from pi_coding_agent.ai.auth.oauth.http import OAuthError, call
+from pi_coding_agent.ai.types import JsonObject
 
 Credential = dict[str, Any]
 MINUTE_MS = 60_000
@@ -49,7 +50,7 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def token_credential(body: dict[str, Any], skew_ms: int, previous_refresh: str | None = None,
+def token_credential(body: JsonObject, skew_ms: int, previous_refresh: str | None = None,
                      default_lifetime_s: float | None = None) -> Credential:
     """A credential from a standard token response; ``expires`` is moved ``skew_ms`` earlier."""
     access = body.get("access_token")

@@ -15,8 +15,9 @@ import orjson
 
 from pi_coding_agent.ai.atomic_file import create_new, write_atomic
 from pi_coding_agent.ai.auth.oauth.lock import auth_file_lock
+from pi_coding_agent.ai.types import JsonObject
 
-Credential = dict[str, Any]
+Credential = JsonObject
 Modifier = Callable[[Credential | None], Awaitable[Credential | None]]
 
 
