@@ -48,7 +48,7 @@ def apply_cost(model: Model, usage: Usage, reported: bool) -> None:
         c["totalFromProvider"] = False
 
 
-def combine_usage(first: dict[str, Any] | None, second: dict[str, Any]) -> dict[str, Any]:
+def combine_usage(first: dict[str, Any] | None, second: dict[str, Any]) -> JsonObject:
     """Token counts and costs of two requests added up."""
     if first is None:
         return second

@@ -334,7 +334,7 @@ class _Reader:
         self.blocks: list[Any] = output["content"]
         self.open: dict[int, dict[str, Any]] = {}
 
-    def feed(self, kind: str, event: dict[str, Any]) -> list[dict[str, Any]]:
+    def feed(self, kind: str, event: dict[str, Any]) -> list[JsonObject]:
         if kind == "contentBlockStart":
             return self._start(event)
         if kind == "contentBlockDelta":
@@ -358,7 +358,7 @@ class _Reader:
         self.open[index] = {"at": len(self.blocks) - 1, "args": "", "redacted": []}
         return [{"type": f"{kind}_start", "contentIndex": len(self.blocks) - 1}]
 
-    def _start(self, event: dict[str, Any]) -> list[dict[str, Any]]:
+    def _start(self, event: dict[str, Any]) -> list[JsonObject]:
         tool = (event.get("start") or {}).get("toolUse")
         if not tool:
             return []
@@ -367,7 +367,7 @@ class _Reader:
         events[0].update(id=block["id"], toolName=block["name"])
         return events
 
-    def _delta(self, event: dict[str, Any]) -> list[dict[str, Any]]:
+    def _delta(self, event: dict[str, Any]) -> list[JsonObject]:
         index = event.get("contentBlockIndex", 0)
         delta = event.get("delta") or {}
         events: list[JsonObject] = []
@@ -393,7 +393,7 @@ class _Reader:
             events += self._reasoning(state, delta["reasoningContent"])
         return events
 
-    def _reasoning(self, state: dict[str, Any], part: dict[str, Any]) -> list[dict[str, Any]]:
+    def _reasoning(self, state: dict[str, Any], part: dict[str, Any]) -> list[JsonObject]:
         block = self.blocks[state["at"]]
         if block["type"] != "thinking":
             return []
@@ -411,7 +411,7 @@ class _Reader:
             state["redacted"].append(part["redactedContent"])
         return events
 
-    def _stop(self, event: dict[str, Any]) -> list[dict[str, Any]]:
+    def _stop(self, event: dict[str, Any]) -> list[JsonObject]:
         state = self.open.pop(event.get("contentBlockIndex", 0), None)
         if state is None:
             return []

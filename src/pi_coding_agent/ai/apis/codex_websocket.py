@@ -165,7 +165,7 @@ def _rest(body: Mapping[str, object]) -> bytes:
     return orjson.dumps({k: v for k, v in body.items() if k not in ("input", "previous_response_id")})
 
 
-def request_body(lease: Lease, body: dict[str, Any]) -> dict[str, Any]:
+def request_body(lease: Lease, body: dict[str, Any]) -> JsonObject:
     """``body``, or only its new input after ``previous_response_id`` when it extends the last request."""
     entry = lease.entry
     continuation = entry.continuation if entry is not None else None

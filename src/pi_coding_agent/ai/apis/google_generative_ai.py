@@ -249,7 +249,7 @@ class _Reader:
         self.current: JsonObject | None = None  # the open text/thinking block
         self.prompt_blocked: str | None = None  # promptFeedback.blockReason of a refused prompt
 
-    def handle(self, chunk: dict[str, Any]) -> list[dict[str, Any]]:
+    def handle(self, chunk: dict[str, Any]) -> list[JsonObject]:
         error = chunk.get("error")
         if isinstance(error, dict) and isinstance(error.get("code"), int) and 400 <= error["code"] < 600:
             raise ProviderError(f"got status: {error.get('status', 'undefined')}. {orjson.dumps(chunk).decode()}")
@@ -284,7 +284,7 @@ class _Reader:
             return [{"type": "text_end", "contentIndex": at, "content": block["text"]}]
         return [{"type": "thinking_end", "contentIndex": at, "content": block["thinking"]}]
 
-    def _text(self, part: dict[str, Any]) -> list[dict[str, Any]]:
+    def _text(self, part: dict[str, Any]) -> list[JsonObject]:
         kind = "thinking" if part.get("thought") is True else "text"
         events: list[JsonObject] = []
         if self.current is None or self.current["type"] != kind:
@@ -298,7 +298,7 @@ class _Reader:
         events.append({"type": f"{kind}_delta", "contentIndex": len(self.msg["content"]) - 1, "delta": part["text"]})
         return events
 
-    def _call(self, part: dict[str, Any]) -> list[dict[str, Any]]:
+    def _call(self, part: dict[str, Any]) -> list[JsonObject]:
         call = part["functionCall"]
         name = call.get("name") or ""
         given = call.get("id")

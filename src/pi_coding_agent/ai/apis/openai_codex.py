@@ -187,14 +187,14 @@ def zstd_compress(data: bytes) -> bytes | None:
     return bytes(zstd.compress(data, level=ZSTD_LEVEL))
 
 
-def _event_error(event: dict[str, Any]) -> tuple[Any, Any]:
+def _event_error(event: dict[str, Any]) -> tuple[object, object]:
     nested: JsonObject = event["error"] if isinstance(event.get("error"), dict) else {}
     code = event.get("code") if isinstance(event.get("code"), str) else nested.get("code")
     message = event.get("message") if isinstance(event.get("message"), str) else nested.get("message")
     return code if isinstance(code, str) else None, message if isinstance(message, str) else None
 
 
-async def codex_events(events: AsyncIterator[dict[str, Any]]) -> AsyncGenerator[dict[str, Any], None]:
+async def codex_events(events: AsyncIterator[dict[str, Any]]) -> AsyncGenerator[JsonObject, None]:
     """Codex's event dialect as plain Responses events: its errors raised, ``response.done`` completing."""
     async for event in events:
         kind = event.get("type")

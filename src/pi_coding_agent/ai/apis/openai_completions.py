@@ -270,7 +270,7 @@ def chunk_error_text(error: object) -> str:
     return f"{text}\n{raw}" if raw and str(raw) not in text else text
 
 
-def first_choice(choices: Any) -> dict[str, Any] | None:
+def first_choice(choices: object) -> dict[str, Any] | None:
     """Choice 0 of a chunk: hosts asked for several choices stream each under its ``index``."""
     for choice in choices if isinstance(choices, list) else []:
         if isinstance(choice, dict) and choice.get("index", 0) in (0, None):
@@ -299,7 +299,7 @@ class _ChunkReader:
         self.reasoning_details: list[JsonObject] | None = None  # OpenRouter's replay data
         self.finished = False
 
-    def feed(self, chunk: dict[str, Any]) -> list[dict[str, Any]]:
+    def feed(self, chunk: dict[str, Any]) -> list[JsonObject]:
         """The events of one chunk. Runs once per streamed delta: ``in`` before ``get`` for keys
         a chunk rarely has, and the usual single choice 0 taken without ``first_choice``."""
         if "error" in chunk and chunk["error"]:  # noqa: RUF019  # a gateway relays a failure mid-stream
@@ -395,7 +395,7 @@ class _ChunkReader:
         events.append({"type": _DELTA_TYPES[kind], "contentIndex": index, "delta": piece})
         return events
 
-    def _tool_call(self, call: dict[str, Any]) -> list[dict[str, Any]]:
+    def _tool_call(self, call: dict[str, Any]) -> list[JsonObject]:
         """A function call's argument text, or a custom call's raw text (``custom`` without ``function``)."""
         events: list[JsonObject] = []
         key = call.get("index", call.get("id"))

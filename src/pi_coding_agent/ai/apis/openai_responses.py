@@ -319,7 +319,7 @@ class _EventReader:
         self.reasoning: dict[str, Any] = {}  # reasoning item id -> its thinking block
         self.terminal = False
 
-    def feed(self, event: dict[str, Any]) -> list[dict[str, Any]]:
+    def feed(self, event: dict[str, Any]) -> list[JsonObject]:
         kind = event.get("type", "")
         if kind == "response.created":
             self.output["responseId"] = event["response"]["id"]
@@ -357,7 +357,7 @@ class _EventReader:
         index = self.slots.get(event.get("output_index", -1))
         return index if index is not None and self.blocks[index]["type"] == kind else None
 
-    def _start_item(self, output_index: int, item: dict[str, Any]) -> list[dict[str, Any]]:
+    def _start_item(self, output_index: int, item: dict[str, Any]) -> list[JsonObject]:
         kind = item.get("type")
         index = len(self.blocks)
         if kind == "reasoning":
@@ -425,7 +425,7 @@ class _EventReader:
         self.blocks[index]["arguments"] = text.arguments
         return [] if piece is None else [{"type": "toolcall_delta", "contentIndex": index, "delta": piece}]
 
-    def _end_item(self, output_index: int, item: dict[str, Any]) -> list[dict[str, Any]]:
+    def _end_item(self, output_index: int, item: dict[str, Any]) -> list[JsonObject]:
         events = [] if output_index in self.slots else self._start_item(output_index, item)
         index = self.slots.pop(output_index, None)
         if index is None:

@@ -85,7 +85,7 @@ class _Reader:
             return self._tool(index, phase, event)
         return []
 
-    def _text_like(self, index: int, kind: str, phase: str, event: dict[str, Any]) -> list[dict[str, Any]]:
+    def _text_like(self, index: int, kind: str, phase: str, event: dict[str, Any]) -> list[JsonObject]:
         field = BLOCKS[kind][1]
         if phase == "start":
             self.blocks[index:index + 1] = [{"type": kind, field: ""}]
@@ -102,7 +102,7 @@ class _Reader:
             block["redacted"] = event["redacted"]
         return [{"type": f"{kind}_end", "contentIndex": index, "content": block[field]}]
 
-    def _tool(self, index: int, phase: str, event: dict[str, Any]) -> list[dict[str, Any]]:
+    def _tool(self, index: int, phase: str, event: dict[str, Any]) -> list[JsonObject]:
         if phase == "start":
             self.blocks[index:index + 1] = [{"type": "toolCall", "id": event.get("id", ""),
                                              "name": event.get("toolName", ""), "arguments": {}}]

@@ -31,7 +31,7 @@ def is_reasoning_detail(detail: object) -> bool:
     return "index" not in detail or isinstance(detail["index"], int)
 
 
-def merge_reasoning_details(merged: list[dict[str, Any]], pieces: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def merge_reasoning_details(merged: list[dict[str, Any]], pieces: list[dict[str, Any]]) -> list[JsonObject]:
     """``merged`` extended by ``pieces``: a text/summary piece continues an entry of its type."""
     for piece in pieces:
         last = merged[-1] if merged else None

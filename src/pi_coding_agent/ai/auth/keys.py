@@ -226,8 +226,8 @@ class KeySource(Protocol):
     can_login: bool
 
     async def resolve(self, credential: JsonObject | None) -> ResolvedKey | None: ...
-    async def check(self, credential: dict[str, Any] | None) -> bool: ...
-    async def login(self, ui: LoginUI) -> dict[str, Any]: ...
+    async def check(self, credential: JsonObject | None) -> bool: ...
+    async def login(self, ui: LoginUI) -> JsonObject: ...
 
 
 class AuthStorage:
@@ -247,7 +247,7 @@ class AuthStorage:
     def __repr__(self) -> str:
         return f"AuthStorage(path={str(self.path)!r}, providers={sorted(self._credentials)!r})"
 
-    def _load(self) -> dict[str, dict[str, Any]]:
+    def _load(self) -> dict[str, JsonObject]:
         """Read auth.json, creating ``{}`` (mode 0600) when missing; a broken or unreadable file
         (a dangling or looping symlink too) counts as empty and is named in ``errors``."""
         try:
@@ -313,7 +313,7 @@ class AuthStorage:
         """The provider's key source when it decides the key (an OAuth sign-in decides instead)."""
         return None if self.stored_type(provider) == "oauth" else self._key_sources.get(provider)
 
-    def _source_credential(self, provider: str) -> dict[str, Any] | None:
+    def _source_credential(self, provider: str) -> JsonObject | None:
         """What a key source resolves from, as pi composes it: the stored entry, else the configured key."""
         if (stored := self._credentials.get(provider)) is not None:
             return dict(stored)
@@ -344,9 +344,9 @@ class AuthStorage:
 
         return CredentialFile(self.path)
 
-    async def store_credential(self, provider: str, credential: dict[str, Any]) -> None:
+    async def store_credential(self, provider: str, credential: JsonObject) -> None:
         """Save a provider's credential (an API key or an OAuth sign-in) under pi's auth.json lock."""
-        async def replace(_current: dict[str, Any] | None) -> dict[str, Any]:
+        async def replace(_current: dict[str, Any] | None) -> JsonObject:
             return credential
 
         await self._file().modify(provider, replace)
@@ -365,7 +365,7 @@ class AuthStorage:
         """Providers with an entry in auth.json (nothing is resolved)."""
         return list(self._credentials)
 
-    def stored_credential(self, provider: str) -> dict[str, Any] | None:
+    def stored_credential(self, provider: str) -> JsonObject | None:
         """A copy of the provider's auth.json entry as loaded (nothing is resolved or refreshed)."""
         cred = self._credentials.get(provider)
         return dict(cred) if cred is not None else None
@@ -376,7 +376,7 @@ class AuthStorage:
         return kind if kind in ("api_key", "oauth") else None
 
     async def fresh_oauth(self, provider: str, min_validity_ms: int | None = None,
-                          stale_access: str | None = None) -> dict[str, Any] | None:
+                          stale_access: str | None = None) -> JsonObject | None:
         """The provider's OAuth credential from auth.json, refreshed under pi's lock when due.
 
         The entry point for adapters that need more than the access token (OpenAI Codex's

@@ -241,7 +241,7 @@ def apply_override(model: Model, override: dict[str, Any]) -> Model:
     return result
 
 
-def merge_compat(base: dict[str, Any] | None, override: dict[str, Any] | None) -> dict[str, Any] | None:
+def merge_compat(base: dict[str, Any] | None, override: dict[str, Any] | None) -> JsonObject | None:
     if not override:
         return base
     merged = {**(base or {}), **override}
@@ -259,7 +259,7 @@ def raw_headers(config: dict[str, Any], model_id: str | None) -> dict[str, str]:
     return {**(config.get("headers") or {}), **(override.get("headers") or {}), **(definition.get("headers") or {})}
 
 
-def _merge_input_limits(base: dict[str, Any] | None, override: dict[str, Any]) -> dict[str, Any]:
+def _merge_input_limits(base: dict[str, Any] | None, override: dict[str, Any]) -> JsonObject:
     base = base or {}
     merged = {**base, **override}
     if override.get("images"):

@@ -38,7 +38,7 @@ def _outputs(model: Model) -> list[str]:
     return outputs
 
 
-def _usage(raw: dict[str, Any], model: Model) -> dict[str, Any]:
+def _usage(raw: dict[str, Any], model: Model) -> JsonObject:
     """OpenRouter's token counts (cached and cache-written prompt tokens apart), priced from the catalog."""
     details = raw.get("prompt_tokens_details") or {}
     prompt = raw.get("prompt_tokens") or 0

@@ -233,7 +233,7 @@ async def _classify_question(request: _Request, context: dict[str, Any], qid: st
     return answer_from(context["questions"][qid], keys, label_probabilities(values, temperature))
 
 
-async def classify(model: Model, context: dict[str, Any], options: StreamOptions) -> dict[str, Any]:
+async def classify(model: Model, context: dict[str, Any], options: StreamOptions) -> JsonObject:
     output = result_of(model)
     try:
         if context.get("images"):

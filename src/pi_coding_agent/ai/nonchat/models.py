@@ -93,7 +93,7 @@ def _defaults(models: list[Model], definition: JsonObject) -> Model | None:
             or (models[0] if models else None))
 
 
-def chat_definitions(config: dict[str, Any]) -> dict[str, Any]:
+def chat_definitions(config: dict[str, Any]) -> JsonObject:
     """A registered provider's entry with only its chat models (the chat catalog's share of it)."""
     definitions = config.get("models")
     if not definitions or all(model_type(d) == "chat" for d in definitions):

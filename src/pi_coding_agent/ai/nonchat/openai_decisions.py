@@ -34,7 +34,7 @@ def _predicate_instructions(question: dict[str, Any]) -> str:
     return f"{question['instructions']}\n\n" + "\n".join(meanings) if meanings else question["instructions"]
 
 
-def wire_question(name: str, question: dict[str, Any]) -> dict[str, Any]:
+def wire_question(name: str, question: dict[str, Any]) -> JsonObject:
     if question["type"] == "choice":
         choices = [{"value": value, "description": text} if text else {"value": value}
                    for value, text in question["criteria"].items()]
@@ -88,7 +88,7 @@ def _answer(qid: str, question: JsonObject, answer: JsonObject) -> JsonObject:
     return {"type": "bool", "probability": required_number(LABEL, answer.get("probability"), f"probability for {qid}")}
 
 
-def parse_answers(value: Any, context: dict[str, Any]) -> dict[str, Any]:
+def parse_answers(value: Any, context: dict[str, Any]) -> JsonObject:
     if not isinstance(value, list):
         raise ClassifierError(f"{LABEL} returned an unexpected response")
     by_name = {a["name"]: a for a in value if is_record(a) and isinstance(a.get("name"), str)}
@@ -100,7 +100,7 @@ def parse_answers(value: Any, context: dict[str, Any]) -> dict[str, Any]:
     return answers
 
 
-async def classify(model: Model, context: dict[str, Any], options: StreamOptions) -> dict[str, Any]:
+async def classify(model: Model, context: dict[str, Any], options: StreamOptions) -> JsonObject:
     output = shared.result_of(model)
     try:
         request = {"model": model["id"], "input": wire_input(context),

@@ -105,7 +105,7 @@ WORKERS_AI = Transport(
 )
 
 
-def wire_request(context: dict[str, Any]) -> dict[str, Any]:
+def wire_request(context: dict[str, Any]) -> JsonObject:
     """State and questions, ``bool`` questions renamed to the wire's ``noul``."""
     questions = {qid: ({**q, "type": "noul"} if q.get("type") == "bool" else q)
                  for qid, q in context["questions"].items()}
@@ -145,7 +145,7 @@ def _probabilities(label: str, value: Any, qid: str) -> dict[str, float]:
     return {key: required_number(label, p, f"probability for {qid}.{key}") for key, p in value.items()}
 
 
-def parse_answers(label: str, value: Any, context: dict[str, Any]) -> dict[str, Any]:
+def parse_answers(label: str, value: Any, context: dict[str, Any]) -> JsonObject:
     """The answer to every question, in the public shape (``noul`` back to ``bool``)."""
     if not is_record(value):
         raise ClassifierError(f"{label} returned an unexpected response")

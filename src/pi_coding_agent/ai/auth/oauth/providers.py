@@ -75,7 +75,7 @@ async def refresh_anthropic(cred: Credential) -> Credential:
     return token_credential(reply.body, 5 * MINUTE_MS)
 
 
-def jwt_claims(token: str) -> dict[str, Any]:
+def jwt_claims(token: str) -> JsonObject:
     """The payload of a JWT, unverified (only used to read the account id pi stores)."""
     parts = token.split(".")
     if len(parts) != 3:
@@ -87,7 +87,7 @@ def jwt_claims(token: str) -> dict[str, Any]:
     return claims if isinstance(claims, dict) else {}
 
 
-def codex_credential(body: dict[str, Any]) -> Credential:
+def codex_credential(body: JsonObject) -> Credential:
     cred = token_credential(body, 0)
     account = jwt_claims(cred["access"]).get("https://api.openai.com/auth", {})
     account_id = account.get("chatgpt_account_id") if isinstance(account, dict) else None
@@ -104,7 +104,7 @@ async def refresh_codex(cred: Credential) -> Credential:
     return codex_credential(reply.body)
 
 
-def chatgpt_credential(body: dict[str, Any], client_id: str) -> Credential:
+def chatgpt_credential(body: JsonObject, client_id: str) -> Credential:
     scopes = str(body.get("scope") or "").split()
     if CHATGPT_DIRECT_SCOPE not in scopes:
         raise OAuthError(f"OpenAI OAuth grant did not include {CHATGPT_DIRECT_SCOPE}")
@@ -159,7 +159,7 @@ async def copilot_token(github_token: str, domain: str | None) -> Credential:
     return cred
 
 
-async def copilot_models(token: str, domain: str | None) -> list[dict[str, Any]]:
+async def copilot_models(token: str, domain: str | None) -> list[JsonObject]:
     """The account's model entries from the Copilot API (tool-capable ones only)."""
     reply = await call("GET", f"{copilot_base_url(token, domain)}/models", headers={
         "Authorization": f"Bearer {token}", **COPILOT_HEADERS, "X-GitHub-Api-Version": COPILOT_API_VERSION})
