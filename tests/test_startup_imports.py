@@ -149,7 +149,7 @@ def test_start_with_an_oauth_credential_imports_no_oauth_or_router_code(tmp_path
         "type": "oauth", "refresh": "r", "access": "sk-ant-oat01-x", "expires": 4102444800000}}))
     response, modules = start_and_get_state(tmp_path)
     assert response["data"]["model"]["provider"] == "anthropic"  # type: ignore[index]
-    assert sorted(m for m in modules if m.startswith(("pi_coding_agent.ai.auth.oauth", "pi_coding_agent.ai.providers.llama_cpp", "pi_coding_agent.ai.nonchat.llama_classify"))) == []
+    assert sorted(m for m in modules if m.startswith(("pi_coding_agent.ai.auth.oauth", "pi_coding_agent.ai.providers.llama_router", "pi_coding_agent.ai.nonchat.llama_classify"))) == []
     assert sorted(m for m in modules if m.split(".")[0] in HEAVY) == []
 
 

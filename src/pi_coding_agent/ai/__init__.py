@@ -10,7 +10,7 @@ What lives where:
 * ``transport/``: the HTTP client and server-sent events those modules share;
 * ``auth/``: API keys, OAuth sign-in, cloud credentials;
 * ``models/``: the catalog, ``models.json``, the models store, model resolution;
-* ``providers/``: vendors with live model lists (Radius, llama.cpp);
+* ``providers/``: vendor objects, what a vendor adds to keys, catalog and sign-in (Radius, llama.cpp);
 * ``nonchat/``: classifier and image models.
 
 Nothing here imports the agent core or the coding agent.

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable
-from typing import Any
 
 
 class AbortSignal:
@@ -54,7 +53,7 @@ class AbortSignal:
             self._event = asyncio.Event()
         await self._event.wait()
 
-    def cancel_task_on_abort(self, task: asyncio.Task[Any]) -> Callable[[], None]:
+    def cancel_task_on_abort(self, task: asyncio.Task[object]) -> Callable[[], None]:
         """Cancel ``task`` when the signal fires; returns a remover."""
 
         def cancel() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pi_coding_agent.ai.types import Model, Usage
+from pi_coding_agent.ai.types import JsonObject, Model, Usage
 
 
 def _rates(model: Model, usage: Usage) -> Any:
@@ -48,11 +48,11 @@ def apply_cost(model: Model, usage: Usage, reported: bool) -> None:
         c["totalFromProvider"] = False
 
 
-def combine_usage(first: dict[str, Any] | None, second: dict[str, Any]) -> dict[str, Any]:
+def combine_usage(first: dict[str, Any] | None, second: dict[str, Any]) -> JsonObject:
     """Token counts and costs of two requests added up."""
     if first is None:
         return second
-    combined: dict[str, Any] = {}
+    combined: JsonObject = {}
     for key in ("input", "output", "cacheRead", "cacheWrite", "cacheWrite1h", "reasoning", "totalTokens"):
         if key in first or key in second:
             combined[key] = (first.get(key) or 0) + (second.get(key) or 0)

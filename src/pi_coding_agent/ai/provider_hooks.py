@@ -14,11 +14,10 @@ the one above it. Each is optional and costs one ``is None`` test when unset.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
 
 HeadersHook = Callable[[dict[str, str | None]], Awaitable[dict[str, str | None]]]
 ResponseHook = Callable[[int, dict[str, str]], Awaitable[None]]
-StreamEventHook = Callable[[Any], Awaitable[None]]
+StreamEventHook = Callable[[object], Awaitable[None]]
 
 
 async def hooked_headers(hook: HeadersHook, headers: Mapping[str, str]) -> tuple[dict[str, str], frozenset[str]]:

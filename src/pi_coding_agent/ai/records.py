@@ -13,7 +13,7 @@ plain ``@dataclass`` it compares field by field and is unhashable; it is never f
 from __future__ import annotations
 
 from dataclasses import MISSING, Field, field
-from typing import Any, TypeVar, dataclass_transform
+from typing import TypeVar, dataclass_transform
 
 _T = TypeVar("_T")
 FIELDS = "__record_fields__"  # (name, default, default factory) per field, the base classes' first
@@ -22,7 +22,7 @@ FIELDS = "__record_fields__"  # (name, default, default factory) per field, the 
 @dataclass_transform(field_specifiers=(field,))
 def record(cls: type[_T]) -> type[_T]:
     """Give ``cls`` a keyword (or positional) ``__init__`` over its annotated fields, and a repr."""
-    fields: list[tuple[str, Any, Any]] = list(getattr(cls, FIELDS, ()))
+    fields: list[tuple[str, object, object]] = list(getattr(cls, FIELDS, ()))
     # the class's own annotations, not inherited ones; inspect.get_annotations would load ``inspect``
     for name, annotation in cls.__dict__.get("__annotations__", {}).items():  # noqa: RUF063
         if str(annotation).startswith(("ClassVar", "typing.ClassVar")):
@@ -48,7 +48,7 @@ def record(cls: type[_T]) -> type[_T]:
     return cls
 
 
-def _init(self: Any, *args: Any, **kwargs: Any) -> None:
+def _init(self: object, *args: object, **kwargs: object) -> None:
     fields = getattr(self, FIELDS)
     kind = type(self).__name__
     if len(args) > len(fields):
@@ -71,12 +71,12 @@ def _init(self: Any, *args: Any, **kwargs: Any) -> None:
         raise TypeError(f"{kind}() got an unexpected keyword argument '{next(iter(kwargs))}'")
 
 
-def _repr(self: Any) -> str:
+def _repr(self: object) -> str:
     values = ", ".join(f"{name}={getattr(self, name)!r}" for name, _, _ in getattr(self, FIELDS))
     return f"{type(self).__qualname__}({values})"
 
 
-def _eq(self: Any, other: object) -> bool:
+def _eq(self: object, other: object) -> bool:
     if other.__class__ is not self.__class__:
         return NotImplemented  # type: ignore[no-any-return]  # what __eq__ returns for another class
     return all(getattr(self, name) == getattr(other, name) for name, _, _ in getattr(self, FIELDS))

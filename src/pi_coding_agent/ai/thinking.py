@@ -112,7 +112,7 @@ def estimate_message_tokens(message: Message) -> int:
     return math.ceil(chars / CHARS_PER_TOKEN)
 
 
-def _tools_tokens(tools: Any) -> int:
+def _tools_tokens(tools: object) -> int:
     """A list of tool declarations counted as its JSON text (none: 0)."""
     return math.ceil(len(orjson.dumps(tools)) / CHARS_PER_TOKEN) if tools else 0
 
@@ -125,7 +125,7 @@ def _assistant_block_chars(block: Any) -> int:
     return len(block["name"]) + len(orjson.dumps(block["arguments"]).decode())
 
 
-def _usage_tokens(usage: Any) -> int:
+def _usage_tokens(usage: object) -> int:
     """Context tokens of a reported usage; a malformed one counts as none (pi's sum is NaN there)."""
     if not isinstance(usage, dict):
         return 0

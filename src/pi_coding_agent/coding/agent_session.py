@@ -207,7 +207,7 @@ class AgentSession:
         if allow_commands and self.rt.mode == "rpc" and login_ui.is_invocation(text):  # elsewhere, pi's text
             await login_ui.run(self.rt, text, self.models.set_model)
             return {"disposition": "handled"}
-        if allow_commands and self.rt.registry.llama_enabled and llama_command.is_invocation(text):
+        if allow_commands and llama_command.offered(self.rt.registry) and llama_command.is_invocation(text):
             await llama_command.run(self.rt)
             return {"disposition": "handled"}
         if self.rt.mcp is not None and (handled := await self.rt.mcp.handle_input(text)) is not None:
@@ -466,7 +466,7 @@ class AgentSession:
         """Extension commands, the built-in ``/llama`` (when the router is configured) and ``/mcp``, then
         prompt templates and skills (pi's order: its built-ins are extensions loaded after the others)."""
         commands = [] if self.extensions is None else self.extensions.list_commands()
-        if self.rt.registry.llama_enabled:
+        if llama_command.offered(self.rt.registry):
             commands.append(dict(llama_command.COMMAND))
         if self.rt.mcp is not None:
             commands.append(self.rt.mcp.command_entry())

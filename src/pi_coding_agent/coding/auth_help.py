@@ -8,6 +8,7 @@ installation.
 from __future__ import annotations
 
 from pi_coding_agent.ai.models.index import catalog_index, provider_env_vars
+from pi_coding_agent.ai.providers.vendor import vendor
 from pi_coding_agent.coding import paths
 
 
@@ -32,7 +33,8 @@ def no_key_message(provider: str) -> str:
     if provider == "the selected model" or provider == "unknown":
         return f"No API key found for the selected model.\n\n{login_help()}"
     lines = [f"No API key found for {provider}.", ""]
-    env = "LLAMA_BASE_URL (and LLAMA_API_KEY when the router has one)" if provider == "llama.cpp" else _env_hint(provider)
+    own = vendor(provider)
+    env = own.env_hint if own is not None and own.env_hint else _env_hint(provider)
     if env:
         lines.append(f"Set {env}, or run `pi auth login {provider}` to sign in or save a key.")
     elif provider not in catalog_index()["providers"]:

@@ -327,7 +327,7 @@ async def create_session(
     project = load_project(project_cwd, await _trust_from_extensions(args, agent_dir, project_cwd, mode, extensions))
     cwd, settings = project.cwd, project.settings
     auth = AuthStorage(agent_dir)
-    registry = ModelRegistry(agent_dir, auth, llama_command.enabled(settings, args.no_extensions, args.extensions))
+    registry = ModelRegistry(agent_dir, auth, llama_command.switched_off(settings, args.no_extensions, args.extensions))
     for error in [*auth.errors, *registry.errors]:  # a broken auth.json is named, not silently ignored
         print(error, file=sys.stderr)
     runtime = SessionRuntime(

@@ -45,6 +45,7 @@ from pi_coding_agent.ai.types import (
     AssistantMessage,
     BlockEvent,
     Context,
+    JsonObject,
     Model,
     Tool,
 )
@@ -62,7 +63,7 @@ CUT_BY_RESTART = "Tool call cut off by a second message_start in the same stream
 def anthropic_error_text(status: int, body_text: str) -> str:
     """The SDK's message: the body's top-level ``message`` if any, else the whole body as compact JSON."""
     try:
-        body: Any = orjson.loads(body_text) if body_text.strip() else None
+        body: object = orjson.loads(body_text) if body_text.strip() else None
     except orjson.JSONDecodeError:
         return f"{status} {body_text}"
     if body is None:
@@ -76,7 +77,7 @@ def anthropic_error_text(status: int, body_text: str) -> str:
 # --- response --------------------------------------------------------------------------------
 
 
-def finish_arguments(raw: str) -> tuple[dict[str, Any], str | None]:
+def finish_arguments(raw: str) -> tuple[JsonObject, str | None]:
     """Parse streamed tool arguments: ``({}, None)`` for none, ``({}, reason)`` for bad JSON."""
     if not raw.strip():
         return {}, None
@@ -261,7 +262,7 @@ class _Reader:
         if usage and is_openrouter(self.model):
             apply_reported_cost(u, usage)
 
-    def _map_stop(self, reason: str, details: Any) -> str:
+    def _map_stop(self, reason: str, details: object) -> str:
         if reason in STOP_REASONS:
             return STOP_REASONS[reason]
         if reason == "refusal":
@@ -274,14 +275,14 @@ class _Reader:
         return "error"
 
 
-def _parsed(sse: ServerSentEvent) -> dict[str, Any] | None:
+def _parsed(sse: ServerSentEvent) -> JsonObject | None:
     """The JSON of a message event (None for the rest); a stream ``error`` event raises its text."""
     if sse.event == "error":
         raise ProviderError(sse.data)
     if sse.event not in MESSAGE_EVENTS:
         return None
     try:
-        parsed: dict[str, Any] = loads(sse.data)
+        parsed: JsonObject = loads(sse.data)
     except orjson.JSONDecodeError as exc:
         raise ProviderError(f"Could not parse Anthropic SSE event {sse.event}: {exc}; data={sse.data}") from exc
     return parsed
@@ -303,7 +304,7 @@ async def stream(
     sending = anthropic_threads.without_payload_hook(options)
     threaded: list[anthropic_threads.ThreadedRequest] = []  # the last request, when it may use a thread
 
-    async def request(plain: bool) -> AsyncIterator[Any]:
+    async def request(plain: bool) -> AsyncIterator[object]:
         body = build_body(model, context, options, oauth, plain)
         headers = build_headers(model, context, options, body, thread_session is not None)
         if federated is not None:

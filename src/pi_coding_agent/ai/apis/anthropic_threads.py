@@ -30,7 +30,7 @@ from pi_coding_agent.ai.apis.diagnostics import append_diagnostic
 from pi_coding_agent.ai.stream import ProviderError, StreamOptions
 from pi_coding_agent.ai.transport.http import sse_batches
 from pi_coding_agent.ai.transport.sse import ServerSentEvent
-from pi_coding_agent.ai.types import AssistantMessage, Model, now_ms
+from pi_coding_agent.ai.types import AssistantMessage, JsonObject, Model, now_ms
 
 MESSAGE_THREADS_BETA = "message-threads-2026-08-12"
 MAX_SESSIONS = 10_000
@@ -83,7 +83,7 @@ def _remember(session_id: str, value: _Reply | str) -> None:
         del _sessions[next(iter(_sessions))]
 
 
-def _normalized(item: Any) -> object:
+def _normalized(item: object) -> object:
     """A message (or content block) as the API reads it: cache markers, which move between requests,
     left out, and string content as the one text block it stands for. Only what our requests vary
     is rewritten; the rest is passed through uncopied."""
@@ -129,9 +129,9 @@ class ThreadedRequest:
         self.session_id = session_id
         self.body = body  # the full request: what a fallback sends and what the next continue builds on
         self.betas = betas
-        self.thread: dict[str, Any] | None = self._prepare()  # the body sent with ``thread``; None: none
+        self.thread: JsonObject | None = self._prepare()  # the body sent with ``thread``; None: none
 
-    def _prepare(self) -> dict[str, Any] | None:
+    def _prepare(self) -> JsonObject | None:
         state = _sessions.get(self.session_id)
         if state == OFF:
             return None
@@ -144,7 +144,7 @@ class ThreadedRequest:
             return {**rest, "thread": {"type": "continue", "previous_message_id": state.reply_id}}
         return self._created()
 
-    def _created(self) -> dict[str, Any]:
+    def _created(self) -> JsonObject:
         return {**self.body, "thread": {"type": "create"}}
 
     async def events(self, url: str, headers: dict[str, str], options: StreamOptions, output: AssistantMessage,
@@ -205,7 +205,7 @@ class ThreadedRequest:
         if not accepted:
             _remember(self.session_id, OFF)
 
-    def record(self, output: AssistantMessage, reply: list[dict[str, Any]]) -> None:
+    def record(self, output: AssistantMessage, reply: list[JsonObject]) -> None:
         """Remember where the next request can continue: after ``reply`` (the answer as the next
         request will send it). Only a whole answer of a thread request counts; one written by a
         fallback model is not stored by the server, so it cannot be continued."""
@@ -217,7 +217,7 @@ class ThreadedRequest:
                                           reply_id))
 
 
-def requests_for(model: Model, session_id: str | None, body: Any, headers: Mapping[str, str],
+def requests_for(model: Model, session_id: str | None, body: object, headers: Mapping[str, str],
                  options: StreamOptions) -> list[ThreadedRequest]:
     """The request as a threaded one (a list of one), or none when it goes without thread handling:
     no threads session, a replay (``disable_continuation``), or a payload hook that left no messages."""

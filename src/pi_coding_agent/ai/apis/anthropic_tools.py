@@ -36,7 +36,7 @@ def tool_name(name: str, oauth: bool) -> str:
     return CLAUDE_CODE_TOOL_NAMES.get(name.lower(), name) if oauth else name
 
 
-def strict_refused(key: str, value: Any) -> bool:
+def strict_refused(key: str, value: object) -> bool:
     if key in STRICT_REFUSED_KEYS:
         return True
     if key == "minItems":
@@ -85,7 +85,7 @@ def convert_tools(model: Model, tools: list[Tool], oauth: bool, control: dict[st
     return out
 
 
-async def strict_fallback(request: Callable[[bool], Awaitable[AsyncIterator[Any]]], options: StreamOptions,
+async def strict_fallback(request: Callable[[bool], Awaitable[AsyncIterator[object]]], options: StreamOptions,
                           output: AssistantMessage, retry_plain: bool) -> AsyncGenerator[Any, None]:
     """The events of ``request(plain)``; refused before streaming for Claude's strict-tool limits,
     the request goes again with the preferring tools plain, and the session remembers it."""

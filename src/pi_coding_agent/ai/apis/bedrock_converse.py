@@ -334,7 +334,7 @@ class _Reader:
         self.blocks: list[Any] = output["content"]
         self.open: dict[int, dict[str, Any]] = {}
 
-    def feed(self, kind: str, event: dict[str, Any]) -> list[dict[str, Any]]:
+    def feed(self, kind: str, event: dict[str, Any]) -> list[JsonObject]:
         if kind == "contentBlockStart":
             return self._start(event)
         if kind == "contentBlockDelta":
@@ -353,24 +353,24 @@ class _Reader:
             self._usage(event["usage"])
         return []
 
-    def _open_block(self, index: int, block: dict[str, Any], kind: str) -> list[dict[str, Any]]:
+    def _open_block(self, index: int, block: JsonObject, kind: str) -> list[JsonObject]:
         self.blocks.append(block)
         self.open[index] = {"at": len(self.blocks) - 1, "args": "", "redacted": []}
         return [{"type": f"{kind}_start", "contentIndex": len(self.blocks) - 1}]
 
-    def _start(self, event: dict[str, Any]) -> list[dict[str, Any]]:
+    def _start(self, event: dict[str, Any]) -> list[JsonObject]:
         tool = (event.get("start") or {}).get("toolUse")
         if not tool:
             return []
-        block: dict[str, Any] = {"type": "toolCall", "id": tool.get("toolUseId") or "", "name": tool.get("name") or "", "arguments": {}}
+        block: JsonObject = {"type": "toolCall", "id": tool.get("toolUseId") or "", "name": tool.get("name") or "", "arguments": {}}
         events = self._open_block(event.get("contentBlockIndex", 0), block, "toolcall")
         events[0].update(id=block["id"], toolName=block["name"])
         return events
 
-    def _delta(self, event: dict[str, Any]) -> list[dict[str, Any]]:
+    def _delta(self, event: dict[str, Any]) -> list[JsonObject]:
         index = event.get("contentBlockIndex", 0)
         delta = event.get("delta") or {}
-        events: list[dict[str, Any]] = []
+        events: list[JsonObject] = []
         state = self.open.get(index)
         if "text" in delta:
             if state is None:
@@ -393,11 +393,11 @@ class _Reader:
             events += self._reasoning(state, delta["reasoningContent"])
         return events
 
-    def _reasoning(self, state: dict[str, Any], part: dict[str, Any]) -> list[dict[str, Any]]:
+    def _reasoning(self, state: dict[str, Any], part: dict[str, Any]) -> list[JsonObject]:
         block = self.blocks[state["at"]]
         if block["type"] != "thinking":
             return []
-        events: list[dict[str, Any]] = []
+        events: list[JsonObject] = []
         if part.get("text"):
             block["thinking"] += part["text"]
             events.append({"type": "thinking_delta", "contentIndex": state["at"], "delta": part["text"]})
@@ -411,7 +411,7 @@ class _Reader:
             state["redacted"].append(part["redactedContent"])
         return events
 
-    def _stop(self, event: dict[str, Any]) -> list[dict[str, Any]]:
+    def _stop(self, event: dict[str, Any]) -> list[JsonObject]:
         state = self.open.pop(event.get("contentBlockIndex", 0), None)
         if state is None:
             return []
@@ -535,7 +535,7 @@ async def _open(model: Model, context: Context, options: StreamOptions,
 
 async def stream(
     model: Model, context: Context, options: StreamOptions, output: AssistantMessage
-) -> AsyncIterator[dict[str, Any]]:
+) -> AsyncIterator[JsonObject]:
     from botocore.eventstream import EventStreamBuffer, ParserError
 
     reader = _Reader(output)
@@ -559,7 +559,7 @@ async def stream(
         raise ProviderError(output.get("errorMessage") or "An unknown error occurred")
 
 
-def raw_event(headers: Mapping[str, object], payload: bytes) -> dict[str, Any] | None:
+def raw_event(headers: Mapping[str, object], payload: bytes) -> JsonObject | None:
     """A decoded frame as pi's AWS client hands it over before pi reads it (``provider_stream_event``):
     ``{"contentBlockDelta": {...}}``, an exception under its lower-camel name
     (``{"throttlingException": {"message": ...}}``); None for a transport error frame."""
@@ -569,13 +569,13 @@ def raw_event(headers: Mapping[str, object], payload: bytes) -> dict[str, Any] |
     if not name:
         return None
     try:
-        data: Any = loads(payload) if payload else {}
+        data: object = loads(payload) if payload else {}
     except orjson.JSONDecodeError:
         data = payload.decode(errors="replace")
     return {name[:1].lower() + name[1:]: data}
 
 
-def _handle_frame(reader: _Reader, headers: Mapping[str, object], payload: bytes) -> list[dict[str, Any]]:
+def _handle_frame(reader: _Reader, headers: Mapping[str, object], payload: bytes) -> list[JsonObject]:
     kind = headers.get(":message-type")
     if kind == "exception":
         name = str(headers.get(":exception-type") or "")

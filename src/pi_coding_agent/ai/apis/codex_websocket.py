@@ -5,7 +5,7 @@ JSON text frame per Responses event, up to ``response.completed`` (or ``.done``/
 session's socket stays open for its next request (closed after 5 idle minutes or 45 minutes of
 age), and with ``auto`` or ``websocket-cached`` a request that only extends the previous one on
 that socket sends ``previous_response_id`` and the new input items instead of the whole
-conversation. Any mismatch sends the full body, so the shortcut never changes what the model sees.
+conversation. object mismatch sends the full body, so the shortcut never changes what the model sees.
 
 ``websockets`` is imported on the first Codex request (about 35 ms), never at start-up.
 """
@@ -22,6 +22,7 @@ import orjson
 
 from pi_coding_agent.ai.apis.partial_json import loads
 from pi_coding_agent.ai.stream import ProviderError
+from pi_coding_agent.ai.types import JsonObject
 
 if TYPE_CHECKING:
     from websockets.asyncio.client import ClientConnection
@@ -164,7 +165,7 @@ def _rest(body: Mapping[str, object]) -> bytes:
     return orjson.dumps({k: v for k, v in body.items() if k not in ("input", "previous_response_id")})
 
 
-def request_body(lease: Lease, body: dict[str, Any]) -> dict[str, Any]:
+def request_body(lease: Lease, body: dict[str, Any]) -> JsonObject:
     """``body``, or only its new input after ``previous_response_id`` when it extends the last request."""
     entry = lease.entry
     continuation = entry.continuation if entry is not None else None
@@ -200,7 +201,7 @@ def _close_text(exc: Exception) -> str:
     return f"WebSocket closed {code} {reason}".strip()
 
 
-async def events(lease: Lease, body: dict[str, Any], idle_s: float | None) -> AsyncGenerator[dict[str, Any], None]:
+async def events(lease: Lease, body: JsonObject, idle_s: float | None) -> AsyncGenerator[JsonObject, None]:
     """Send ``body`` as ``response.create`` and yield the backend's events through the completion."""
     from websockets.exceptions import ConnectionClosed
 

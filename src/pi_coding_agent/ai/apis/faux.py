@@ -31,17 +31,17 @@ from typing import Any
 import orjson
 
 from pi_coding_agent.ai.stream import ProviderError, StreamOptions
-from pi_coding_agent.ai.types import AssistantMessage, Context, Model
+from pi_coding_agent.ai.types import AssistantMessage, Context, JsonObject, Model
 
 
 class Script:
     """A script held in memory, walked through by the runs of one session."""
 
-    def __init__(self, responses: list[dict[str, Any]]) -> None:
+    def __init__(self, responses: list[JsonObject]) -> None:
         self.responses = list(responses)
         self.position = 0
 
-    def next(self) -> dict[str, Any] | None:
+    def next(self) -> JsonObject | None:
         if self.position >= len(self.responses):
             return None
         self.position += 1
@@ -64,7 +64,7 @@ def _next_response(model: Model) -> dict[str, Any] | None:
     if index >= len(script):
         return None
     state.write_text(str(index + 1))
-    response: dict[str, Any] = script[index]
+    response: JsonObject = script[index]
     return response
 
 
@@ -84,7 +84,7 @@ def _chunks(text: str, size: int = 8) -> list[str]:
 
 async def stream(
     model: Model, context: Context, options: StreamOptions, output: AssistantMessage
-) -> AsyncIterator[dict[str, Any]]:
+) -> AsyncIterator[JsonObject]:
     response = _next_response(model) or {"content": [{"type": "text", "text": f"You said: {_last_user_text(context)}"}]}
     delay = response.get("delayMs", 0) / 1000
     if response.get("error"):

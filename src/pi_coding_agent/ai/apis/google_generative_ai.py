@@ -246,10 +246,10 @@ class _Reader:
     def __init__(self, model: Model, output: AssistantMessage) -> None:
         self.model = model
         self.msg: dict[str, Any] = output  # type: ignore[assignment]  # also gets rawStopReason
-        self.current: dict[str, Any] | None = None  # the open text/thinking block
+        self.current: JsonObject | None = None  # the open text/thinking block
         self.prompt_blocked: str | None = None  # promptFeedback.blockReason of a refused prompt
 
-    def handle(self, chunk: dict[str, Any]) -> list[dict[str, Any]]:
+    def handle(self, chunk: dict[str, Any]) -> list[JsonObject]:
         error = chunk.get("error")
         if isinstance(error, dict) and isinstance(error.get("code"), int) and 400 <= error["code"] < 600:
             raise ProviderError(f"got status: {error.get('status', 'undefined')}. {orjson.dumps(chunk).decode()}")
@@ -261,7 +261,7 @@ class _Reader:
             # reason and reports a retryable "ended without" error; a retry is refused again).
             self.msg["rawStopReason"] = self.prompt_blocked = blocked
             self.msg["stopReason"] = "error"
-        events: list[dict[str, Any]] = []
+        events: list[JsonObject] = []
         candidate = (chunk.get("candidates") or [{}])[0]
         for part in (candidate.get("content") or {}).get("parts") or []:
             if part.get("text") is not None:
@@ -274,7 +274,7 @@ class _Reader:
             self._usage(chunk["usageMetadata"])
         return events
 
-    def close(self) -> list[dict[str, Any]]:
+    def close(self) -> list[JsonObject]:
         """End the open text/thinking block, if any."""
         block, self.current = self.current, None
         if block is None:
@@ -284,9 +284,9 @@ class _Reader:
             return [{"type": "text_end", "contentIndex": at, "content": block["text"]}]
         return [{"type": "thinking_end", "contentIndex": at, "content": block["thinking"]}]
 
-    def _text(self, part: dict[str, Any]) -> list[dict[str, Any]]:
+    def _text(self, part: dict[str, Any]) -> list[JsonObject]:
         kind = "thinking" if part.get("thought") is True else "text"
-        events: list[dict[str, Any]] = []
+        events: list[JsonObject] = []
         if self.current is None or self.current["type"] != kind:
             events += self.close()
             self.current = {"type": kind, kind: ""}
@@ -298,13 +298,13 @@ class _Reader:
         events.append({"type": f"{kind}_delta", "contentIndex": len(self.msg["content"]) - 1, "delta": part["text"]})
         return events
 
-    def _call(self, part: dict[str, Any]) -> list[dict[str, Any]]:
+    def _call(self, part: dict[str, Any]) -> list[JsonObject]:
         call = part["functionCall"]
         name = call.get("name") or ""
         given = call.get("id")
         taken = any(b["type"] == "toolCall" and b["id"] == given for b in self.msg["content"])
         call_id = given if given and not taken else f"{name}_{now_ms()}_{next(_call_numbers)}"
-        block: dict[str, Any] = {"type": "toolCall", "id": call_id, "name": name, "arguments": call.get("args") or {}}
+        block: JsonObject = {"type": "toolCall", "id": call_id, "name": name, "arguments": call.get("args") or {}}
         if part.get("thoughtSignature"):
             block["thoughtSignature"] = part["thoughtSignature"]
         self.msg["content"].append(block)
@@ -347,7 +347,7 @@ class _Reader:
 
 async def stream(
     model: Model, context: Context, options: StreamOptions, output: AssistantMessage
-) -> AsyncIterator[dict[str, Any]]:
+) -> AsyncIterator[JsonObject]:
     if not options.api_key:
         raise ProviderError(f"No API key for provider: {model['provider']}")
     headers = {"x-goog-api-key": options.api_key, **(model.get("headers") or {}), **options.headers}
@@ -360,7 +360,7 @@ async def stream(
 async def stream_request(
     url: str, headers: dict[str, str], model: Model, context: Context, options: StreamOptions,
     output: AssistantMessage, label: str = "Google",
-) -> AsyncGenerator[dict[str, Any], None]:
+) -> AsyncGenerator[JsonObject, None]:
     """POST a Gemini body to ``url`` and translate the stream (shared with Vertex AI)."""
     body = build_body(model, context, options)
     reader = _Reader(model, output)

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from pi_coding_agent.ai.apis.google_generative_ai import stream_request
 from pi_coding_agent.ai.auth.provider_env import env_value as _env
 from pi_coding_agent.ai.stream import ProviderError, StreamOptions
-from pi_coding_agent.ai.types import AssistantMessage, Context, Model
+from pi_coding_agent.ai.types import AssistantMessage, Context, JsonObject, Model
 
 if TYPE_CHECKING:
     from google.auth.credentials import Credentials
@@ -117,7 +117,7 @@ async def auth_headers(api_key: str | None) -> dict[str, str]:
 
 async def stream(
     model: Model, context: Context, options: StreamOptions, output: AssistantMessage
-) -> AsyncIterator[dict[str, Any]]:
+) -> AsyncIterator[JsonObject]:
     api_key = explicit_api_key(options.api_key)
     url = request_url(model, api_key)
     headers: dict[str, Any] = {**await auth_headers(api_key), **(model.get("headers") or {}), **options.headers}

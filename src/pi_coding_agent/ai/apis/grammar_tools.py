@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
 
 import orjson
 
@@ -35,7 +34,7 @@ class Grammar:
 
 def resolve_grammar(tool: Tool, supported: bool) -> Grammar | None:
     """The grammar ``tool`` is sent with, None for a function tool; a malformed declaration is an error."""
-    config: Any = tool.get("constrainedSampling")
+    config: object = tool.get("constrainedSampling")
     if not isinstance(config, dict) or config.get("type") != "grammar" or not supported:
         return None
     variants = config.get("variants") or {}
@@ -51,7 +50,7 @@ def resolve_grammar(tool: Tool, supported: bool) -> Grammar | None:
     return Grammar(*usable[0], prop)
 
 
-def _input_property(schema: Any) -> str:
+def _input_property(schema: object) -> str:
     if not isinstance(schema, dict) or schema.get("type") != "object":
         raise ValueError("grammar constrained sampling requires an object parameter schema")
     required = schema.get("required")
@@ -76,7 +75,7 @@ def input_properties(tools: list[Tool], supported: bool) -> dict[str, str]:
     return found
 
 
-def call_input(name: str, arguments: Any, prop: str) -> str:
+def call_input(name: str, arguments: object, prop: str) -> str:
     """The raw text of a recorded custom call, for its replay."""
     value = arguments.get(prop) if isinstance(arguments, dict) else None
     if not isinstance(value, str):

@@ -44,7 +44,7 @@ from pi_coding_agent.ai.identity import with_identity
 from pi_coding_agent.ai.stream import ProviderError, StreamOptions
 from pi_coding_agent.ai.thinking import clamp_max_tokens, clamp_thinking_level
 from pi_coding_agent.ai.transport.http import apply_payload_hook, sse_batches
-from pi_coding_agent.ai.types import AssistantMessage, Context, Model, now_ms
+from pi_coding_agent.ai.types import AssistantMessage, Context, JsonObject, Model, now_ms
 
 DEFAULT_BASE_URL = "https://chatgpt.com/backend-api"
 JWT_CLAIM = "https://api.openai.com/auth"
@@ -113,7 +113,7 @@ def native_effort(model: Model, level: str) -> str | None:
 
 
 def build_body(model: Model, context: Context, options: StreamOptions,
-               grammar: Mapping[str, str] | None = None) -> dict[str, Any]:
+               grammar: Mapping[str, str] | None = None) -> JsonObject:
     """The Codex body: tools strict-capable by default (``strict: null``), off sent as effort ``none``
     (``grammar``: the custom tools, ``custom_tools`` when not given)."""
     compat = model.get("compat") or {}
@@ -124,7 +124,7 @@ def build_body(model: Model, context: Context, options: StreamOptions,
                              bool(compat.get("supportsOpenAIGrammarTools")))
     declarations = declarations_for(model, context, tool_format)
     grammar = custom_tools(model, context) if grammar is None else grammar
-    body: dict[str, Any] = {
+    body: JsonObject = {
         "model": model["id"], "store": False, "stream": True,
         "input": Converter(model, declarations, effort, grammar).convert(context),
         "text": {"verbosity": "low"}, "include": ["reasoning.encrypted_content"],
@@ -185,14 +185,14 @@ def zstd_compress(data: bytes) -> bytes | None:
     return bytes(zstd.compress(data, level=ZSTD_LEVEL))
 
 
-def _event_error(event: dict[str, Any]) -> tuple[Any, Any]:
-    nested: dict[str, Any] = event["error"] if isinstance(event.get("error"), dict) else {}
+def _event_error(event: dict[str, Any]) -> tuple[object, object]:
+    nested: JsonObject = event["error"] if isinstance(event.get("error"), dict) else {}
     code = event.get("code") if isinstance(event.get("code"), str) else nested.get("code")
     message = event.get("message") if isinstance(event.get("message"), str) else nested.get("message")
     return code if isinstance(code, str) else None, message if isinstance(message, str) else None
 
 
-async def codex_events(events: AsyncIterator[dict[str, Any]]) -> AsyncGenerator[dict[str, Any], None]:
+async def codex_events(events: AsyncIterator[dict[str, Any]]) -> AsyncGenerator[JsonObject, None]:
     """Codex's event dialect as plain Responses events: its errors raised, ``response.done`` completing."""
     async for event in events:
         kind = event.get("type")
@@ -217,7 +217,7 @@ class _Started:
     def __init__(self) -> None:
         self.value = False
 
-    async def watch(self, events: AsyncGenerator[dict[str, Any], None]) -> AsyncGenerator[dict[str, Any], None]:
+    async def watch(self, events: AsyncGenerator[JsonObject, None]) -> AsyncGenerator[JsonObject, None]:
         async with aclosing(events) as source:
             async for event in source:
                 self.value = True
@@ -231,7 +231,7 @@ class _Turn:
     model: Model
     options: StreamOptions
     output: AssistantMessage
-    body: dict[str, Any]
+    body: JsonObject
     grammar: Mapping[str, str]
     account: str
     session: str | None
@@ -242,7 +242,7 @@ def _answer_items(turn: _Turn) -> list[object]:
     return [item for item in items if item.get("type") not in TOOL_OUTPUTS]
 
 
-async def _websocket_once(turn: _Turn, started: _Started) -> AsyncGenerator[list[dict[str, Any]], None]:
+async def _websocket_once(turn: _Turn, started: _Started) -> AsyncGenerator[list[JsonObject], None]:
     model, options, output, body = turn.model, turn.options, turn.output, turn.body
     url = ws.websocket_url(codex_url(model["baseUrl"]))
     token = options.api_key or ""
@@ -267,7 +267,7 @@ async def _websocket_once(turn: _Turn, started: _Started) -> AsyncGenerator[list
 
 
 def _transport_failure(output: AssistantMessage, options: StreamOptions, error: Exception, started: bool,
-                       body: dict[str, Any]) -> None:
+                       body: JsonObject) -> None:
     """pi's diagnostic for a failed socket, kept in the message (and so in the session)."""
     details = {"configuredTransport": options.transport, **({} if started else {"fallbackTransport": "sse"}),
                "eventsEmitted": started, "phase": "after_message_stream_start" if started else "before_message_stream_start",
@@ -280,7 +280,7 @@ class _UseSse(Exception):
     """The socket failed before the answer started: send the request again over SSE."""
 
 
-async def _websocket(turn: _Turn) -> AsyncGenerator[list[dict[str, Any]], None]:
+async def _websocket(turn: _Turn) -> AsyncGenerator[list[JsonObject], None]:
     """pi's WebSocket attempt: one retry for a lost continuation or a full connection pool, then SSE."""
     options = turn.options
     retried_missing = retried_limit = False
@@ -311,7 +311,7 @@ async def _websocket(turn: _Turn) -> AsyncGenerator[list[dict[str, Any]], None]:
             raise _UseSse(str(error)) from error
 
 
-async def _sse(turn: _Turn) -> AsyncGenerator[list[dict[str, Any]], None]:
+async def _sse(turn: _Turn) -> AsyncGenerator[list[JsonObject], None]:
     options = turn.options
     headers = headers_for(turn.model, options, options.api_key or "")
     plain = orjson.dumps(turn.body)
@@ -326,7 +326,7 @@ async def _sse(turn: _Turn) -> AsyncGenerator[list[dict[str, Any]], None]:
 
 async def stream(
     model: Model, context: Context, options: StreamOptions, output: AssistantMessage
-) -> AsyncGenerator[list[dict[str, Any]], None]:
+) -> AsyncGenerator[list[JsonObject], None]:
     if not options.api_key:
         raise ProviderError(f"No API key for provider: {model['provider']}")
     account = account_id(options.api_key)

@@ -262,7 +262,7 @@ def request_headers(model: Model, options: StreamOptions, affinity: dict[str, st
 # ---------------------------------------------------------------------------------------------- stream
 
 
-def chunk_error_text(error: Any) -> str:
+def chunk_error_text(error: object) -> str:
     """An error object inside the stream: its message (or the object), plus OpenRouter's upstream detail."""
     message = error.get("message") if isinstance(error, dict) else None
     text = str(message) if message else orjson.dumps(error).decode()
@@ -270,7 +270,7 @@ def chunk_error_text(error: Any) -> str:
     return f"{text}\n{raw}" if raw and str(raw) not in text else text
 
 
-def first_choice(choices: Any) -> dict[str, Any] | None:
+def first_choice(choices: object) -> dict[str, Any] | None:
     """Choice 0 of a chunk: hosts asked for several choices stream each under its ``index``."""
     for choice in choices if isinstance(choices, list) else []:
         if isinstance(choice, dict) and choice.get("index", 0) in (0, None):
@@ -293,13 +293,13 @@ class _ChunkReader:
         self.thinking_index = -1
         # stream index (or id) -> the call's position in ``blocks``: by position, never by equality,
         # since two calls with empty (or equal) ids start as equal dicts
-        self.calls: dict[Any, int] = {}
+        self.calls: dict[object, int] = {}
         self.raw_args: dict[int, str] = {}  # content index -> argument text so far
         self.custom: dict[int, GrammarInput] = {}  # content index -> the text of a custom call
-        self.reasoning_details: list[dict[str, Any]] | None = None  # OpenRouter's replay data
+        self.reasoning_details: list[JsonObject] | None = None  # OpenRouter's replay data
         self.finished = False
 
-    def feed(self, chunk: dict[str, Any]) -> list[dict[str, Any]]:
+    def feed(self, chunk: dict[str, Any]) -> list[JsonObject]:
         """The events of one chunk. Runs once per streamed delta: ``in`` before ``get`` for keys
         a chunk rarely has, and the usual single choice 0 taken without ``first_choice``."""
         if "error" in chunk and chunk["error"]:  # noqa: RUF019  # a gateway relays a failure mid-stream
@@ -337,7 +337,7 @@ class _ChunkReader:
                 return self._append("text", content)
             append_text(block, "text", content)
             return [{"type": "text_delta", "contentIndex": self.text_index, "delta": content}]
-        events: list[dict[str, Any]] = []
+        events: list[JsonObject] = []
         field = next((f for f in REASONING_FIELDS if isinstance(delta.get(f), str) and delta[f]), None)
         if field:
             events += self._append("thinking", delta[field], field)
@@ -350,11 +350,11 @@ class _ChunkReader:
             events += self._tool_call(call)
         return events
 
-    def _content(self, content: Any) -> list[dict[str, Any]]:
+    def _content(self, content: object) -> list[JsonObject]:
         """``delta.content`` as a string, or as a list of parts (Mistral: thinking parts, then text parts)."""
         if isinstance(content, str):
             return self._append("text", content) if content else []
-        events: list[dict[str, Any]] = []
+        events: list[JsonObject] = []
         for part in content if isinstance(content, list) else []:
             kind = part.get("type") if isinstance(part, dict) else None
             if kind == "text" and isinstance(part.get("text"), str) and part["text"]:
@@ -367,7 +367,7 @@ class _ChunkReader:
                            for ev in self._append("thinking", piece)]
         return events
 
-    def _reasoning_details(self, details: list[Any]) -> list[dict[str, Any]]:
+    def _reasoning_details(self, details: list[Any]) -> list[JsonObject]:
         """Collect OpenRouter's ``reasoning_details`` (kept in the thinking block's signature for replay)."""
         valid = [d for d in details if is_reasoning_detail(d)]
         if not valid:
@@ -376,8 +376,8 @@ class _ChunkReader:
         self.reasoning_details = merge_reasoning_details(self.reasoning_details or [], valid)
         return events
 
-    def _open(self, kind: str, signature: str | None) -> list[dict[str, Any]]:
-        block: dict[str, Any] = {"type": kind, kind: ""}
+    def _open(self, kind: str, signature: str | None) -> list[JsonObject]:
+        block: JsonObject = {"type": kind, kind: ""}
         if signature is not None:
             block["thinkingSignature"] = signature
         self.blocks.append(block)
@@ -385,7 +385,7 @@ class _ChunkReader:
         setattr(self, f"{kind}_index", len(self.blocks) - 1)
         return [{"type": f"{kind}_start", "contentIndex": len(self.blocks) - 1}]
 
-    def _append(self, kind: str, piece: str, signature: str | None = None) -> list[dict[str, Any]]:
+    def _append(self, kind: str, piece: str, signature: str | None = None) -> list[JsonObject]:
         block = self.thinking if kind == "thinking" else self.text
         events = [] if block is not None else self._open(kind, signature)
         if block is None:
@@ -395,9 +395,9 @@ class _ChunkReader:
         events.append({"type": _DELTA_TYPES[kind], "contentIndex": index, "delta": piece})
         return events
 
-    def _tool_call(self, call: dict[str, Any]) -> list[dict[str, Any]]:
+    def _tool_call(self, call: dict[str, Any]) -> list[JsonObject]:
         """A function call's argument text, or a custom call's raw text (``custom`` without ``function``)."""
-        events: list[dict[str, Any]] = []
+        events: list[JsonObject] = []
         key = call.get("index", call.get("id"))
         index = self.calls.get(key)
         function = call.get("function") or {}
@@ -439,8 +439,8 @@ class _ChunkReader:
         else:
             self.output["stopReason"] = stop  # type: ignore[typeddict-item]
 
-    def end_blocks(self) -> list[dict[str, Any]]:
-        events: list[dict[str, Any]] = []
+    def end_blocks(self) -> list[JsonObject]:
+        events: list[JsonObject] = []
         for index, block in enumerate(self.blocks):
             kind = block["type"]
             if kind == "toolCall":
@@ -460,7 +460,7 @@ class _ChunkReader:
 
 async def stream(
     model: Model, context: Context, options: StreamOptions, output: AssistantMessage
-) -> AsyncIterator[list[dict[str, Any]]]:
+) -> AsyncIterator[list[JsonObject]]:
     compat = resolve_compat(model)
     session = options.session_id if options.cache_retention != "none" else None
     headers = request_headers(model, options, affinity_headers(compat, session))
@@ -470,7 +470,7 @@ async def stream(
     reader = _ChunkReader(model, output, grammar)
     async with aclosing(sse_batches(url, headers, body, options)) as batches:
         async for events in batches:  # the events of one network read: their deltas go on as one list
-            items: list[dict[str, Any]] = []
+            items: list[JsonObject] = []
             try:
                 for event in events:
                     if event.data != "[DONE]" and event.data:

@@ -23,7 +23,7 @@ from pi_coding_agent.ai.apis.partial_json import lenient_loads, parse_arguments
 from pi_coding_agent.ai.apis.usage import is_openrouter, responses_usage
 from pi_coding_agent.ai.stream import ProviderError, StreamOptions
 from pi_coding_agent.ai.transport.http import openai_error_text, sse_batches
-from pi_coding_agent.ai.types import AssistantMessage, Context, Model
+from pi_coding_agent.ai.types import AssistantMessage, Context, JsonObject, Model
 
 
 def _headers(model: Model, options: StreamOptions) -> dict[str, str]:
@@ -57,7 +57,7 @@ class _EventReader:
         self.reasoning: dict[str, Any] = {}  # reasoning item id -> its thinking block
         self.terminal = False
 
-    def feed(self, event: dict[str, Any]) -> list[dict[str, Any]]:
+    def feed(self, event: dict[str, Any]) -> list[JsonObject]:
         kind = event.get("type", "")
         if kind == "response.created":
             self.output["responseId"] = event["response"]["id"]
@@ -95,12 +95,12 @@ class _EventReader:
         index = self.slots.get(event.get("output_index", -1))
         return index if index is not None and self.blocks[index]["type"] == kind else None
 
-    def _start_item(self, output_index: int, item: dict[str, Any]) -> list[dict[str, Any]]:
+    def _start_item(self, output_index: int, item: dict[str, Any]) -> list[JsonObject]:
         kind = item.get("type")
         index = len(self.blocks)
         if kind == "reasoning":
             self.blocks.append({"type": "thinking", "thinking": ""})
-            event: dict[str, Any] = {"type": "thinking_start", "contentIndex": index}
+            event: JsonObject = {"type": "thinking_start", "contentIndex": index}
         elif kind == "message":
             if item.get("phase") == "final_answer":
                 self.output["stopReason"] = "stop"
@@ -125,21 +125,21 @@ class _EventReader:
         self.slots[output_index] = index
         return [event]
 
-    def _delta(self, event: dict[str, Any], kind: str, piece: str) -> list[dict[str, Any]]:
+    def _delta(self, event: JsonObject, kind: str, piece: str) -> list[JsonObject]:
         index = self._slot(event, kind)
         if index is None:
             return []
         append_text(self.blocks[index], kind, piece)
         return [{"type": f"{kind}_delta", "contentIndex": index, "delta": piece}]
 
-    def _args(self, event: dict[str, Any], piece: str) -> list[dict[str, Any]]:
+    def _args(self, event: JsonObject, piece: str) -> list[JsonObject]:
         index = self._slot(event, "toolCall")
         if index is None or index in self.custom:
             return []
         append_text(self.raw_args, index, piece)
         return [{"type": "toolcall_delta", "contentIndex": index, "delta": piece}]
 
-    def _final_args(self, event: dict[str, Any], text: str) -> list[dict[str, Any]]:
+    def _final_args(self, event: JsonObject, text: str) -> list[JsonObject]:
         """The complete arguments; only a missing tail is reported as a delta."""
         index = self._slot(event, "toolCall")
         if index is None or index in self.custom:
@@ -150,12 +150,12 @@ class _EventReader:
             return [{"type": "toolcall_delta", "contentIndex": index, "delta": text[len(sent):]}]
         return []
 
-    def _custom(self, event: dict[str, Any], step: Callable[[GrammarInput], str | None]) -> list[dict[str, Any]]:
+    def _custom(self, event: JsonObject, step: Callable[[GrammarInput], str | None]) -> list[JsonObject]:
         """A custom call's text grew or ended: its arguments follow, the JSON piece is the delta."""
         index = self._slot(event, "toolCall")
         return [] if index is None else self._step_custom(index, step)
 
-    def _step_custom(self, index: int, step: Callable[[GrammarInput], str | None]) -> list[dict[str, Any]]:
+    def _step_custom(self, index: int, step: Callable[[GrammarInput], str | None]) -> list[JsonObject]:
         text = self.custom.get(index)
         if text is None:
             return []
@@ -163,7 +163,7 @@ class _EventReader:
         self.blocks[index]["arguments"] = text.arguments
         return [] if piece is None else [{"type": "toolcall_delta", "contentIndex": index, "delta": piece}]
 
-    def _end_item(self, output_index: int, item: dict[str, Any]) -> list[dict[str, Any]]:
+    def _end_item(self, output_index: int, item: dict[str, Any]) -> list[JsonObject]:
         events = [] if output_index in self.slots else self._start_item(output_index, item)
         index = self.slots.pop(output_index, None)
         if index is None:
@@ -184,7 +184,7 @@ class _EventReader:
             parts = item.get("content") or []
             block["text"] = "".join(p.get("text", "") if p.get("type") == "output_text" else p.get("refusal", "")
                                     for p in parts)
-            signature: dict[str, Any] = {"v": 1, "id": item.get("id")}
+            signature: JsonObject = {"v": 1, "id": item.get("id")}
             if item.get("phase"):
                 signature["phase"] = item["phase"]
             block["textSignature"] = orjson.dumps(signature).decode()
@@ -243,7 +243,7 @@ class _EventReader:
             output["stopReason"] = "toolUse"
 
 
-def stream_error_text(event: dict[str, Any]) -> str:
+def stream_error_text(event: JsonObject) -> str:
     """The text of an ``error`` event.
 
     The API nests the details (``{"type":"error","error":{"code":...,"message":...}}``): the text is
@@ -279,7 +279,7 @@ def _error_text(model: Model) -> object:
 
 async def stream(
     model: Model, context: Context, options: StreamOptions, output: AssistantMessage
-) -> AsyncIterator[list[dict[str, Any]]]:
+) -> AsyncIterator[list[JsonObject]]:
     url = model["baseUrl"].rstrip("/") + "/responses"
     grammar = custom_tools(model, context)
     body = build_request(model, context, options, grammar)
@@ -301,7 +301,7 @@ def record_update_effort(output: AssistantMessage, body: dict[str, Any]) -> None
 async def stream_response(
     url: str, headers: dict[str, str], body: dict[str, Any], options: StreamOptions, output: AssistantMessage,
     error_text: Any, label: str = "OpenAI Responses", grammar: Mapping[str, str] | None = None,
-) -> AsyncGenerator[list[dict[str, Any]], None]:
+) -> AsyncGenerator[list[JsonObject], None]:
     """POST a Responses body and translate its events (shared with the Azure and Codex backends)."""
     async with aclosing(json_batches(sse_batches(url, headers, body, options, error_text))) as events:
         async for item in translate_events(events, output, label, grammar):
@@ -310,12 +310,12 @@ async def stream_response(
 
 async def json_batches(
     batches: AsyncGenerator[list[Any], None],
-) -> AsyncGenerator[list[dict[str, Any]], None]:
+) -> AsyncGenerator[list[JsonObject], None]:
     """The JSON payloads of each list of server-sent events (``[DONE]`` and empty data skipped); the
     payloads before one that fails to parse still go on first."""
     async with aclosing(batches) as sse:
         async for batch in sse:
-            decoded: list[dict[str, Any]] = []
+            decoded: list[JsonObject] = []
             try:
                 for event in batch:
                     if event.data and event.data != "[DONE]":
@@ -328,7 +328,7 @@ async def json_batches(
                     yield decoded
 
 
-async def sse_json(batches: AsyncGenerator[list[Any], None]) -> AsyncGenerator[dict[str, Any], None]:
+async def sse_json(batches: AsyncGenerator[list[Any], None]) -> AsyncGenerator[JsonObject, None]:
     """``json_batches``, one payload at a time (Codex's dialect is rewritten event by event)."""
     async with aclosing(json_batches(batches)) as decoded:
         async for payloads in decoded:
@@ -337,14 +337,14 @@ async def sse_json(batches: AsyncGenerator[list[Any], None]) -> AsyncGenerator[d
 
 
 async def translate_events(
-    events: AsyncIterator[dict[str, Any] | list[dict[str, Any]]], output: AssistantMessage, label: str,
+    events: AsyncIterator[JsonObject | list[JsonObject]], output: AssistantMessage, label: str,
     grammar: Mapping[str, str] | None = None,
-) -> AsyncGenerator[list[dict[str, Any]], None]:
+) -> AsyncGenerator[list[JsonObject], None]:
     """Responses events, from any transport, one at a time or a network read's as a list, as lists
     of normalized events (``output`` filled in; ``grammar``: the custom tools, whose calls carry text)."""
     reader = _EventReader(output, grammar or {})
     async for event in events:
-        items: list[dict[str, Any]] = []
+        items: list[JsonObject] = []
         try:
             for one in event if isinstance(event, list) else (event,):
                 items += reader.feed(one)

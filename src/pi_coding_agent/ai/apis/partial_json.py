@@ -90,7 +90,7 @@ def lenient_loads(text: str | bytes, error: orjson.JSONDecodeError) -> Any:
         raise error from None
 
 
-def _replace_surrogates(value: Any) -> Any:
+def _replace_surrogates(value: object) -> object:
     if isinstance(value, str):
         return "".join("\ufffd" if "\ud800" <= ch <= "\udfff" else ch for ch in value) if _has_surrogate(value) else value
     if isinstance(value, dict):

@@ -71,7 +71,7 @@ class _Reader:
                                 f"{event['type']} event")
         return index
 
-    def feed(self, event: dict[str, Any]) -> list[dict[str, Any]]:
+    def feed(self, event: JsonObject) -> list[JsonObject]:
         kind = event.get("type")
         if kind in ("done", "error"):
             return self._finish(event)
@@ -85,7 +85,7 @@ class _Reader:
             return self._tool(index, phase, event)
         return []
 
-    def _text_like(self, index: int, kind: str, phase: str, event: dict[str, Any]) -> list[dict[str, Any]]:
+    def _text_like(self, index: int, kind: str, phase: str, event: dict[str, Any]) -> list[JsonObject]:
         field = BLOCKS[kind][1]
         if phase == "start":
             self.blocks[index:index + 1] = [{"type": kind, field: ""}]
@@ -102,7 +102,7 @@ class _Reader:
             block["redacted"] = event["redacted"]
         return [{"type": f"{kind}_end", "contentIndex": index, "content": block[field]}]
 
-    def _tool(self, index: int, phase: str, event: dict[str, Any]) -> list[dict[str, Any]]:
+    def _tool(self, index: int, phase: str, event: dict[str, Any]) -> list[JsonObject]:
         if phase == "start":
             self.blocks[index:index + 1] = [{"type": "toolCall", "id": event.get("id", ""),
                                              "name": event.get("toolName", ""), "arguments": {}}]
@@ -118,7 +118,7 @@ class _Reader:
         self.args.pop(index, None)
         return [{"type": "toolcall_end", "contentIndex": index, "toolCall": block}]
 
-    def _finish(self, event: dict[str, Any]) -> list[dict[str, Any]]:
+    def _finish(self, event: JsonObject) -> list[JsonObject]:
         self.terminal = True
         output: Any = self.output
         if isinstance(event.get("usage"), dict):
@@ -134,7 +134,7 @@ class _Reader:
 
 async def stream(
     model: Model, context: Context, options: StreamOptions, output: AssistantMessage
-) -> AsyncIterator[dict[str, Any]]:
+) -> AsyncIterator[JsonObject]:
     if not options.api_key:
         raise ProviderError(f'No API key provided for provider "{model["provider"]}"')
     headers = {"authorization": f"Bearer {options.api_key}", **(model.get("headers") or {}), **options.headers}

@@ -12,10 +12,12 @@ from typing import Any
 
 import orjson
 
+from pi_coding_agent.ai.types import JsonObject
+
 _TEXT_FIELD = {"reasoning.text": "text", "reasoning.summary": "summary", "reasoning.encrypted": "data"}
 
 
-def is_reasoning_detail(detail: Any) -> bool:
+def is_reasoning_detail(detail: object) -> bool:
     """One well-formed entry: a known type with its string field and optional id/format/index."""
     if not isinstance(detail, dict):
         return False
@@ -29,7 +31,7 @@ def is_reasoning_detail(detail: Any) -> bool:
     return "index" not in detail or isinstance(detail["index"], int)
 
 
-def merge_reasoning_details(merged: list[dict[str, Any]], pieces: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def merge_reasoning_details(merged: list[dict[str, Any]], pieces: list[dict[str, Any]]) -> list[JsonObject]:
     """``merged`` extended by ``pieces``: a text/summary piece continues an entry of its type."""
     for piece in pieces:
         last = merged[-1] if merged else None
@@ -47,7 +49,7 @@ def merge_reasoning_details(merged: list[dict[str, Any]], pieces: list[dict[str,
     return merged
 
 
-def replayed_reasoning_details(thinking_blocks: list[Any]) -> list[dict[str, Any]] | None:
+def replayed_reasoning_details(thinking_blocks: list[Any]) -> list[JsonObject] | None:
     """The first thinking block's stored details, if its signature holds a valid list of them."""
     for block in thinking_blocks:
         signature = block.get("thinkingSignature")

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from typing import Any
 
 from pi_coding_agent.ai.apis.diagnostics import append_diagnostic
 from pi_coding_agent.ai.types import JsonObject, Tool, now_ms
@@ -35,10 +34,10 @@ class UnsupportedStrictSchema(ValueError):
     """The schema uses something the strict subset cannot express."""
 
 
-Refused = Callable[[str, Any], bool] | None  # a host's extra refusals: (keyword, value) -> refused
+Refused = Callable[[str, object], bool] | None  # a host's extra refusals: (keyword, value) -> refused
 
 
-def _structured(schema: Any) -> bool:
+def _structured(schema: object) -> bool:
     if not isinstance(schema, dict):
         return False
     kind = schema.get("type")
@@ -46,7 +45,7 @@ def _structured(schema: Any) -> bool:
     return "object" in types or "array" in types or "properties" in schema or "items" in schema
 
 
-def _allows_null(schema: Any) -> bool:
+def _allows_null(schema: object) -> bool:
     if not isinstance(schema, dict):
         return False
     kind = schema.get("type")
@@ -77,7 +76,7 @@ def _strict_object(schema: JsonObject, refused: Refused) -> None:
     schema["additionalProperties"] = False
 
 
-def _strict_node(schema: Any, refused: Refused = None) -> None:
+def _strict_node(schema: object, refused: Refused = None) -> None:
     if not isinstance(schema, dict):
         raise UnsupportedStrictSchema("boolean schemas are unsupported")
     for key in UNSUPPORTED_KEYS:
@@ -107,7 +106,7 @@ def _strict_node(schema: Any, refused: Refused = None) -> None:
         _strict_object(schema, refused)
 
 
-def make_strict(schema: Any, refused: Refused = None) -> JsonObject:
+def make_strict(schema: object, refused: Refused = None) -> JsonObject:
     """A strict copy of an object schema (``schema`` itself is left as it was)."""
     if not isinstance(schema, dict) or schema.get("type") != "object":
         raise UnsupportedStrictSchema("root schema must have type object")
@@ -159,7 +158,7 @@ def mark_over_limits(session_id: str | None) -> None:
         del _over_limits[next(iter(_over_limits))]
 
 
-def fall_back_plain(output: Any, session_id: str | None, api: str, error: Exception) -> None:
+def fall_back_plain(output: object, session_id: str | None, api: str, error: Exception) -> None:
     """Record a strict-limit refusal: the session goes plain from now on, the answer says why."""
     mark_over_limits(session_id)
     append_diagnostic(output, {"type": f"{api}_strict_tools_fallback", "timestamp": now_ms(),

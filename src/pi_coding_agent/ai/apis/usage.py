@@ -64,7 +64,7 @@ def apply_reported_cost(usage: Usage, raw: dict[str, Any]) -> None:
     The stream wrapper still prices each component from the catalog but leaves this total, flagged
     ``totalFromProvider: true``, as pi does.
     """
-    def valid(value: Any) -> bool:
+    def valid(value: object) -> bool:
         return isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
 
     billed: Any = raw.get("cost")
@@ -73,7 +73,7 @@ def apply_reported_cost(usage: Usage, raw: dict[str, Any]) -> None:
     total: float = billed
     if raw.get("is_byok") is True:
         details = raw.get("cost_details") or {}
-        upstream: Any = details.get("upstream_inference_cost")
+        upstream: object = details.get("upstream_inference_cost")
         if upstream is None and valid(details.get("upstream_inference_prompt_cost")) \
                 and valid(details.get("upstream_inference_completions_cost")):
             upstream = details["upstream_inference_prompt_cost"] + details["upstream_inference_completions_cost"]

@@ -9,7 +9,6 @@ from __future__ import annotations
 import urllib.error
 import urllib.request
 from collections.abc import Mapping
-from typing import Any
 
 from google.auth import exceptions, transport
 
@@ -40,7 +39,7 @@ class UrllibRequest(transport.Request):
 
     def __call__(self, url: str, method: str = "GET", body: bytes | None = None,
                  headers: Mapping[str, str] | None = None, timeout: float | None = None,
-                 **kwargs: Any) -> transport.Response:
+                 **kwargs: object) -> transport.Response:
         request = urllib.request.Request(url, data=body, headers=dict(headers or {}), method=method)
         try:
             with urllib.request.urlopen(request, timeout=timeout or DEFAULT_TIMEOUT_S) as reply:

@@ -22,18 +22,18 @@ from pi_coding_agent.ai.auth.cloud import ambient_key
 from pi_coding_agent.ai.auth.provider_env import FEDERATION_ENV
 from pi_coding_agent.ai.auth.provider_env import env_value as _env
 from pi_coding_agent.ai.models.index import catalog_index, provider_env_vars
+from pi_coding_agent.ai.providers.vendor import builtin_spec, vendor
 from pi_coding_agent.ai.records import record
+from pi_coding_agent.ai.types import JsonObject
 
 if TYPE_CHECKING:
     from pi_coding_agent.ai.auth.oauth.flows import LoginUI
     from pi_coding_agent.ai.auth.oauth.providers import OAuthProvider
     from pi_coding_agent.ai.auth.oauth.store import CredentialFile
-    from pi_coding_agent.ai.providers.llama_cpp import LlamaClient
     from pi_coding_agent.ai.types import Model
 
 COMMAND_TIMEOUT_S = 10.0
 ANTHROPIC_AUTH_TOKEN = "ANTHROPIC_AUTH_TOKEN"
-LLAMA_PROVIDER = "llama.cpp"
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 # Results of ``!command`` values from auth.json, kept for the life of the process.
@@ -225,9 +225,9 @@ class KeySource(Protocol):
 
     can_login: bool
 
-    async def resolve(self, credential: dict[str, Any] | None) -> ResolvedKey | None: ...
-    async def check(self, credential: dict[str, Any] | None) -> bool: ...
-    async def login(self, ui: LoginUI) -> dict[str, Any]: ...
+    async def resolve(self, credential: JsonObject | None) -> ResolvedKey | None: ...
+    async def check(self, credential: JsonObject | None) -> bool: ...
+    async def login(self, ui: LoginUI) -> JsonObject: ...
 
 
 class AuthStorage:
@@ -238,7 +238,7 @@ class AuthStorage:
         self.errors: list[str] = []
         self._credentials = self._load() if create_missing or self.path.exists() else {}
         self._config_keys: dict[str, str] = {}
-        self._radius_gateways: dict[str, tuple[str, str]] = {}  # models.json provider -> (baseUrl, name)
+        self._gateway_logins: dict[str, tuple[str, str, str]] = {}  # models.json provider -> (vendor, baseUrl, name)
         self._extension_oauth: dict[str, OAuthProvider] = {}  # sign-ins extensions registered
         self._key_sources: dict[str, KeySource] = {}  # providers that resolve their own key (extensions)
         self._resolved: dict[str, ResolvedKey | None] = {}  # their last resolution (``prepare``)
@@ -247,7 +247,7 @@ class AuthStorage:
     def __repr__(self) -> str:
         return f"AuthStorage(path={str(self.path)!r}, providers={sorted(self._credentials)!r})"
 
-    def _load(self) -> dict[str, dict[str, Any]]:
+    def _load(self) -> dict[str, JsonObject]:
         """Read auth.json, creating ``{}`` (mode 0600) when missing; a broken or unreadable file
         (a dangling or looping symlink too) counts as empty and is named in ``errors``."""
         try:
@@ -283,9 +283,10 @@ class AuthStorage:
         """Raw ``apiKey`` values from models.json (resolved per request, after auth.json)."""
         self._config_keys = dict(keys)
 
-    def set_radius_gateways(self, gateways: Mapping[str, tuple[str, str]]) -> None:
-        """models.json providers with ``"oauth": "radius"``: their ``baseUrl`` and name (sign-in, refresh)."""
-        self._radius_gateways = dict(gateways)
+    def set_gateway_logins(self, logins: Mapping[str, tuple[str, str, str]]) -> None:
+        """models.json providers with ``"oauth": "<vendor>"``: that vendor's sign-in and refresh at their
+        own ``baseUrl``, as (vendor, baseUrl, name)."""
+        self._gateway_logins = dict(logins)
 
     def set_extension_oauth(self, provider: str, spec: OAuthProvider | None) -> None:
         """An extension's sign-in for ``provider`` (None removes it): ``/login``, refresh and request
@@ -312,7 +313,7 @@ class AuthStorage:
         """The provider's key source when it decides the key (an OAuth sign-in decides instead)."""
         return None if self.stored_type(provider) == "oauth" else self._key_sources.get(provider)
 
-    def _source_credential(self, provider: str) -> dict[str, Any] | None:
+    def _source_credential(self, provider: str) -> JsonObject | None:
         """What a key source resolves from, as pi composes it: the stored entry, else the configured key."""
         if (stored := self._credentials.get(provider)) is not None:
             return dict(stored)
@@ -328,24 +329,24 @@ class AuthStorage:
             self._checked[provider] = configured or await source.check(self._source_credential(provider))
 
     def oauth_spec(self, provider: str) -> OAuthProvider | None:
-        """The provider's account sign-in and refresh: an extension's, pi's built-in ones, or a
-        models.json Radius gateway."""
-        from pi_coding_agent.ai.auth.oauth.providers import PROVIDERS, radius_provider
-
+        """The provider's account sign-in and refresh: an extension's, a vendor's at the gateway a
+        models.json provider names, or pi's built-in one."""
         if provider in self._extension_oauth:
             return self._extension_oauth[provider]
-        if provider in self._radius_gateways:
-            return radius_provider(provider, self._radius_gateways[provider][1], self._radius_gateways[provider][0])
-        return PROVIDERS.get(provider)
+        if provider in self._gateway_logins:
+            named, base_url, name = self._gateway_logins[provider]
+            own = vendor(named)
+            return own.oauth(provider, name, base_url) if own is not None else None
+        return builtin_spec(provider)
 
     def _file(self) -> CredentialFile:
         from pi_coding_agent.ai.auth.oauth.store import CredentialFile
 
         return CredentialFile(self.path)
 
-    async def store_credential(self, provider: str, credential: dict[str, Any]) -> None:
+    async def store_credential(self, provider: str, credential: JsonObject) -> None:
         """Save a provider's credential (an API key or an OAuth sign-in) under pi's auth.json lock."""
-        async def replace(_current: dict[str, Any] | None) -> dict[str, Any]:
+        async def replace(_current: dict[str, Any] | None) -> JsonObject:
             return credential
 
         await self._file().modify(provider, replace)
@@ -364,7 +365,7 @@ class AuthStorage:
         """Providers with an entry in auth.json (nothing is resolved)."""
         return list(self._credentials)
 
-    def stored_credential(self, provider: str) -> dict[str, Any] | None:
+    def stored_credential(self, provider: str) -> JsonObject | None:
         """A copy of the provider's auth.json entry as loaded (nothing is resolved or refreshed)."""
         cred = self._credentials.get(provider)
         return dict(cred) if cred is not None else None
@@ -375,7 +376,7 @@ class AuthStorage:
         return kind if kind in ("api_key", "oauth") else None
 
     async def fresh_oauth(self, provider: str, min_validity_ms: int | None = None,
-                          stale_access: str | None = None) -> dict[str, Any] | None:
+                          stale_access: str | None = None) -> JsonObject | None:
         """The provider's OAuth credential from auth.json, refreshed under pi's lock when due.
 
         The entry point for adapters that need more than the access token (OpenAI Codex's
@@ -498,15 +499,10 @@ class AuthStorage:
         key = cred.get("key")
         return key if isinstance(key, str) and key else None
 
-    def llama_client(self) -> LlamaClient | None:
-        """A client for the configured llama.cpp router, or None when it is not configured."""
-        cred = self._credentials.get(LLAMA_PROVIDER)
-        if cred is None and not os.environ.get("LLAMA_BASE_URL", "").strip():
-            return None  # not configured: decided without importing the router client
-        from pi_coding_agent.ai.providers import llama_cpp
-
-        url = llama_cpp.server_url(cred, os.environ)
-        return None if url is None else llama_cpp.LlamaClient(url, llama_cpp.api_key(cred, os.environ))
+    def _vendor_key(self, provider: str) -> str | None:
+        """The key a vendor derives from its own configuration (``ai.providers``), if it does."""
+        own = vendor(provider)
+        return own.key(self._credentials.get(provider)) if own is not None and own.decides_key else None
 
     def _env_key(self, provider: str) -> str | None:
         env = self.credential_env(provider)
@@ -542,8 +538,8 @@ class AuthStorage:
                 return resolved
         if self.bearer_token(provider) is not None:
             return ""  # the credential travels as a header (``bearer_token``)
-        if provider == LLAMA_PROVIDER and (client := self.llama_client()) is not None:
-            return client.key or "local"
+        if (derived := self._vendor_key(provider)) is not None:
+            return derived
         found = self._env_key(provider)
         if found:
             return found
@@ -557,8 +553,8 @@ class AuthStorage:
             return True
         if self.bearer_token(provider) is not None:
             return True
-        if provider == LLAMA_PROVIDER:
-            return self.llama_client() is not None
+        if (own := vendor(provider)) is not None and own.decides_key:
+            return self._vendor_key(provider) is not None
         if _federated(provider):
             return True
         configured = self._config_keys.get(provider)

@@ -8,7 +8,7 @@ pi-ai 1.6.0) and are read one provider at a time, so start-up only parses the pr
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,13 +17,14 @@ import orjson
 
 from pi_coding_agent.ai.models import models_json
 from pi_coding_agent.ai.models.index import DATA_DIR, catalog_index, expand_placeholders
-from pi_coding_agent.ai.types import Model
+from pi_coding_agent.ai.providers.vendor import Vendor, listed, vendor_for
+from pi_coding_agent.ai.types import JsonObject, Model
 
 if TYPE_CHECKING:
     from pi_coding_agent.ai.auth.keys import AuthStorage
 
 FAUX_PROVIDER = "faux"
-ModelFilter = Callable[[list[Model], "dict[str, Any] | None"], list[Model]]
+ModelFilter = Callable[[list[Model], "JsonObject | None"], list[Model]]
 
 # get_state reports this when no model is selected.
 PLACEHOLDER_MODEL: Model = {
@@ -45,7 +46,7 @@ PLACEHOLDER_MODEL: Model = {
 
 @cache
 def _catalog_file(provider: str) -> dict[str, Any]:
-    data: dict[str, Any] = orjson.loads((DATA_DIR / f"{provider}.json").read_bytes())
+    data: JsonObject = orjson.loads((DATA_DIR / f"{provider}.json").read_bytes())
     return data
 
 
@@ -81,17 +82,17 @@ def _assemble(provider: str, api: str, base_url: str, entry: dict[str, Any]) -> 
 # ----------------------------------------------------------------------------- registry
 
 
-LLAMA_PROVIDER = "llama.cpp"
-
-
 class ModelRegistry:
-    """All models (catalog merged with models.json) and which of them have usable credentials."""
+    """All models (catalog merged with models.json) and which of them have usable credentials.
 
-    def __init__(self, agent_dir: Path, auth: AuthStorage, llama_enabled: bool = True) -> None:
+    A vendor with more than a catalog entry (a live list, its own key or sign-in) is asked through
+    its ``ai.providers`` object; ``switched_off`` names vendor-added providers left out (pi's
+    ``"extensions": ["-builtin:<name>"]``)."""
+
+    def __init__(self, agent_dir: Path, auth: AuthStorage, switched_off: Collection[str] = ()) -> None:
         self.agent_dir = Path(agent_dir)
         self.auth = auth
-        # the built-in llama.cpp provider (off with "extensions": ["-builtin:llama.cpp"])
-        self.llama_enabled = llama_enabled
+        self.switched_off = frozenset(switched_off)
         self.errors: list[str] = []
         self._config, load_errors = models_json.load_models_json(self.agent_dir)
         self.errors.extend(load_errors)
@@ -104,8 +105,8 @@ class ModelRegistry:
         self._virtual: dict[str, dict[str, Model]] = {}
         self._check_config()
         self._publish_config_keys()
-        auth.set_radius_gateways({p: (c["baseUrl"], c.get("name") or p) for p, c in self._config.items()
-                                  if c.get("oauth") == "radius" and c.get("baseUrl")})
+        auth.set_gateway_logins({p: (c["oauth"], c["baseUrl"], c.get("name") or p) for p, c in self._config.items()
+                                 if c.get("oauth") and c.get("baseUrl")})
 
     def _publish_config_keys(self) -> None:
         """The raw ``apiKey`` of every configured provider, models.json over extensions, for AuthStorage."""
@@ -113,7 +114,7 @@ class ModelRegistry:
                 for p, c in layer.items() if isinstance(c.get("apiKey"), str)}
         self.auth.set_config_keys(keys)
 
-    def register_provider(self, provider: str, config: dict[str, Any]) -> None:
+    def register_provider(self, provider: str, config: JsonObject) -> None:
         """Add or re-route a provider (models.json's provider shape; ``models`` replace the built-in
         ones). Raises ``ValueError`` with pi's wording when the entry could not work."""
         from pi_coding_agent.ai.config_validation import ConfigError
@@ -184,9 +185,7 @@ class ModelRegistry:
         return known + [p for p in self._virtual if p not in known]
 
     def _physical_providers(self) -> list[str]:
-        builtin = list(catalog_index()["providers"])
-        if self.llama_enabled:
-            builtin.append(LLAMA_PROVIDER)
+        builtin = list(catalog_index()["providers"]) + [p for p in listed() if p not in self.switched_off]
         known = builtin + [p for p in self._extension_config if p not in builtin]
         return known + [p for p in self._config if p not in known]
 
@@ -213,15 +212,9 @@ class ModelRegistry:
                 del self._config[provider]
 
     def _build_provider(self, provider: str) -> list[Model]:
-        if (gateway := self.radius_gateway(provider)) is not None:
-            from pi_coding_agent.ai.providers import radius
-
-            base = radius.catalog(self.agent_dir, provider, gateway, self.auth.stored_credential(provider),
-                                          builtin_models(radius.PROVIDER_ID))
-        elif provider == LLAMA_PROVIDER and self.llama_enabled:
-            base = self._llama_models()
-        else:
-            base = builtin_models(provider)
+        own = self._vendor(provider)
+        live = own.models(self, provider) if own is not None else None
+        base = builtin_models(provider) if live is None else live
         extension = self._extension_config.get(provider)
         if extension is not None:
             from pi_coding_agent.ai.nonchat.models import chat_definitions
@@ -232,55 +225,26 @@ class ModelRegistry:
         config = self._config.get(provider)
         return base if config is None else models_json.apply_provider_config(provider, base, config)
 
-    def radius_gateway(self, provider: str) -> str | None:
-        """The Radius gateway whose catalog the provider lists: the built-in ``radius`` provider's, or
-        the ``baseUrl`` of a models.json provider with ``"oauth": "radius"``; None for other providers."""
-        from pi_coding_agent.ai.providers import radius
+    def config(self, provider: str) -> JsonObject:
+        """The provider's models.json entry (``{}`` when it has none)."""
+        return self._config.get(provider, {})
 
-        config = self._config.get(provider, {})
-        if config.get("oauth") == "radius" and config.get("baseUrl"):
-            from pi_coding_agent.ai.auth.oauth.providers import radius_gateway_url
-
-            return radius_gateway_url(config["baseUrl"])
-        return radius.DEFAULT_GATEWAY if provider == radius.PROVIDER_ID else None
+    def _vendor(self, provider: str) -> Vendor | None:
+        """The vendor object serving ``provider`` (``ai.providers``), unless it is switched off."""
+        return None if provider in self.switched_off else vendor_for(provider, self.config(provider))
 
     def _forget(self, provider: str) -> None:
         for key in (provider, *(f"{kind}:{provider}" for kind in ("classifier", "image"))):
             self._models.pop(key, None)
 
     def forget_models(self, provider: str) -> None:
-        """Drop the provider's cached list (a new Radius catalog was stored): the next use reads it."""
+        """Drop the provider's cached list (a vendor stored a new live one): the next use reads it."""
         self._models.pop(provider, None)
 
-    def _llama_models(self) -> list[Model]:
-        """The router's live list, read once per registry (``set_llama_models`` replaces it)."""
-        from pi_coding_agent.ai.providers import llama_cpp
-
-        return self._from_router(llama_cpp.router_models)
-
-    def _llama_classifiers(self) -> list[Model]:
-        """The router's models as classifiers, read when a script first asks for classifiers."""
-        from pi_coding_agent.ai.providers import llama_cpp
-
-        return self._from_router(llama_cpp.router_classifiers) if self.llama_enabled else []
-
-    def _from_router(self, read: Callable[[Any, float], list[Model]]) -> list[Model]:
-        """``read(client, timeout)`` of the configured router; nothing (and an error noted) when it fails."""
-        from pi_coding_agent.ai.providers import llama_cpp
-
-        client = self.auth.llama_client()
-        if client is None:
-            return []
-        try:
-            return read(client, llama_cpp.LIST_TIMEOUT_S)
-        except llama_cpp.LlamaError as exc:
-            self.errors.append(f"llama.cpp: {exc}")
-            return []
-
-    def set_llama_models(self, models: list[Model]) -> None:
-        """The router's list after ``/llama`` loaded or unloaded a model (classifiers are read again)."""
-        self._models[LLAMA_PROVIDER] = self._with_virtual(LLAMA_PROVIDER, models)
-        self._models.pop(f"classifier:{LLAMA_PROVIDER}", None)
+    def set_models(self, provider: str, models: list[Model]) -> None:
+        """A vendor's live list as it is now (a router loaded a model); classifiers are read again."""
+        self._models[provider] = self._with_virtual(provider, models)
+        self._models.pop(f"classifier:{provider}", None)
 
     def all_models(self) -> list[Model]:
         return [m for p in self.providers() for m in self.provider_models(p)]
@@ -332,8 +296,9 @@ class ModelRegistry:
         if key not in self._models:
             from pi_coding_agent.ai.nonchat import models as nonchat_models
 
-            base = (self._llama_classifiers() if provider == LLAMA_PROVIDER and kind == "classifier"
-                    else nonchat_models.builtin(kind, provider))
+            own = self._vendor(provider) if kind == "classifier" else None
+            live = own.classifiers(self, provider) if own is not None else None
+            base = nonchat_models.builtin(kind, provider) if live is None else live
             models = nonchat_models.apply_models_json(base, self._config.get(provider))
             self._models[key] = nonchat_models.apply_extension(kind, provider, models,
                                                                self._extension_config.get(provider))

@@ -14,13 +14,15 @@ from typing import Any
 
 import orjson
 
+from pi_coding_agent.ai.types import JsonObject
+
 DATA_DIR = Path(__file__).parent / "data"
 
 
 @cache
 def catalog_index() -> dict[str, Any]:
     """``{"source", "providers": {id: {api, baseUrl, envVars, defaultModel?, keyless?}}, "defaultModelOrder"}``."""
-    index: dict[str, Any] = orjson.loads((DATA_DIR / "index.json").read_bytes())
+    index: JsonObject = orjson.loads((DATA_DIR / "index.json").read_bytes())
     return index
 
 

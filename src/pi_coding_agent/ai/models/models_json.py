@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from pi_coding_agent.ai.config_validation import ConfigError, pydantic_messages, validated_json
-from pi_coding_agent.ai.types import Model
+from pi_coding_agent.ai.types import JsonObject, Model
 
 LABEL = "models.json"
-CUSTOM_DEFAULTS: dict[str, Any] = {
+CUSTOM_DEFAULTS: JsonObject = {
     "reasoning": False,
     "input": ["text"],
     "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
@@ -40,7 +40,7 @@ def load_models_json(agent_dir: Path) -> tuple[dict[str, dict[str, Any]], list[s
     return (dict(providers) if isinstance(providers, dict) else {}), []
 
 
-def validate_models_json(data: Any) -> None:
+def validate_models_json(data: object) -> None:
     """Schema check (imports pydantic); raises ``ConfigError`` with one line per problem."""
     from pydantic import ValidationError
 
@@ -57,7 +57,10 @@ def _schema() -> Any:
 
     from pydantic import BaseModel, ConfigDict, Field
 
+    from pi_coding_agent.ai.providers.vendor import sign_ins
+
     level_value = str | None
+    sign_in = Literal[tuple(sign_ins())]  # type: ignore[valid-type]  # the vendors with an account sign-in (``ai.providers``)
     params = dict[str, Any]
 
     class Strict(BaseModel):
@@ -145,7 +148,7 @@ def _schema() -> Any:
         baseUrl: str | None = Field(default=None, min_length=1)
         apiKey: str | None = Field(default=None, min_length=1)
         api: str | None = Field(default=None, min_length=1)
-        oauth: Literal["radius"] | None = None
+        oauth: sign_in | None = None  # type: ignore[valid-type]
         headers: dict[str, str] | None = None
         compat: params | None = None
         authHeader: bool | None = None
@@ -176,7 +179,7 @@ def check_provider(provider: str, config: dict[str, Any], base: list[Model]) -> 
 
 def apply_provider_config(provider: str, base: list[Model], config: dict[str, Any]) -> list[Model]:
     """Built-in models re-routed and extended by a provider entry (assumes ``check_provider`` passed)."""
-    base_url = config.get("baseUrl") if config.get("oauth") != "radius" else None
+    base_url = None if config.get("oauth") else config.get("baseUrl")  # a sign-in's gateway routes itself
     models: list[Model] = []
     for model in base:
         routed: Any = {**model, "baseUrl": base_url or model["baseUrl"]}
@@ -238,7 +241,7 @@ def apply_override(model: Model, override: dict[str, Any]) -> Model:
     return result
 
 
-def merge_compat(base: dict[str, Any] | None, override: dict[str, Any] | None) -> dict[str, Any] | None:
+def merge_compat(base: dict[str, Any] | None, override: dict[str, Any] | None) -> JsonObject | None:
     if not override:
         return base
     merged = {**(base or {}), **override}
@@ -256,7 +259,7 @@ def raw_headers(config: dict[str, Any], model_id: str | None) -> dict[str, str]:
     return {**(config.get("headers") or {}), **(override.get("headers") or {}), **(definition.get("headers") or {})}
 
 
-def _merge_input_limits(base: dict[str, Any] | None, override: dict[str, Any]) -> dict[str, Any]:
+def _merge_input_limits(base: dict[str, Any] | None, override: dict[str, Any]) -> JsonObject:
     base = base or {}
     merged = {**base, **override}
     if override.get("images"):
@@ -281,11 +284,11 @@ def _defaults_for(models: list[Model], model_id: str, api: str | None) -> Model 
     )
 
 
-def _field(model: Model | None, key: str) -> Any:
+def _field(model: Model | None, key: str) -> object:
     return model.get(key) if model is not None else None
 
 
-def _set_optional(target: dict[str, Any], key: str, value: Any) -> None:
+def _set_optional(target: JsonObject, key: str, value: object) -> None:
     """Optional wire fields are omitted, never null."""
     if value is None:
         target.pop(key, None)

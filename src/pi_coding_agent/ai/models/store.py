@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 
 from pi_coding_agent.ai.atomic_file import write_atomic
-from pi_coding_agent.ai.types import now_ms
+from pi_coding_agent.ai.types import JsonObject, now_ms
 
 STORE_NAME = "models-store.json"
 KNOWN_TYPES = ("chat", "image", "classifier")  # model types pi 1.6.0 hands back from a snapshot
@@ -33,7 +33,7 @@ def store_path(agent_dir: Path) -> Path:
     return Path(agent_dir) / STORE_NAME
 
 
-def _read_all(path: Path) -> dict[str, Any]:
+def _read_all(path: Path) -> JsonObject:
     """The store's content; a missing or empty file is ``{}``. ValueError (its text says what is
     wrong) when it is not a JSON object."""
     try:

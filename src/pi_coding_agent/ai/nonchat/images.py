@@ -17,13 +17,13 @@ import orjson
 
 from pi_coding_agent.ai.nonchat.requests import abortable, error_result, fail, result_of
 from pi_coding_agent.ai.stream import StreamOptions
-from pi_coding_agent.ai.types import Model
+from pi_coding_agent.ai.types import JsonObject, Model
 
 DATA_URL = re.compile(r"^data:([^;]+);base64,(.+)$", re.S)
 LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # a pair decodes to one code point, so any left is unpaired
 
 
-def _request(model: Model, context: Mapping[str, Any]) -> dict[str, Any]:
+def _request(model: Model, context: Mapping[str, Any]) -> JsonObject:
     content = [{"type": "text", "text": LONE_SURROGATE.sub("", block["text"])} if block["type"] == "text" else
                {"type": "image_url", "image_url": {"url": f"data:{block['mimeType']};base64,{block['data']}"}}
                for block in context["input"]]
@@ -38,7 +38,7 @@ def _outputs(model: Model) -> list[str]:
     return outputs
 
 
-def _usage(raw: dict[str, Any], model: Model) -> dict[str, Any]:
+def _usage(raw: dict[str, Any], model: Model) -> JsonObject:
     """OpenRouter's token counts (cached and cache-written prompt tokens apart), priced from the catalog."""
     details = raw.get("prompt_tokens_details") or {}
     prompt = raw.get("prompt_tokens") or 0
@@ -62,9 +62,9 @@ def _js_number(value: float) -> float:
     return int(value) if value == int(value) else value
 
 
-def _blocks(message: Any) -> list[dict[str, Any]]:
+def _blocks(message: object) -> list[JsonObject]:
     """The answer's text, then each image given as a base64 data URL (remote URLs are skipped)."""
-    blocks: list[dict[str, Any]] = []
+    blocks: list[JsonObject] = []
     if not isinstance(message, dict):
         return blocks
     if isinstance(message.get("content"), str) and message["content"]:
@@ -78,7 +78,7 @@ def _blocks(message: Any) -> list[dict[str, Any]]:
     return blocks
 
 
-async def _openrouter(model: Model, context: Mapping[str, Any], options: StreamOptions) -> dict[str, Any]:
+async def _openrouter(model: Model, context: Mapping[str, object], options: StreamOptions) -> JsonObject:
     from dataclasses import replace
 
     from pi_coding_agent.ai.stream import ProviderError
@@ -114,7 +114,7 @@ def refusal(model: Model) -> str | None:
     return None if model.get("type") == "image" else f"Model {model['provider']}/{model['id']} is not an image model"
 
 
-async def generate_images(model: Model, context: Mapping[str, Any], options: StreamOptions) -> dict[str, Any]:
+async def generate_images(model: Model, context: Mapping[str, object], options: StreamOptions) -> JsonObject:
     """Images from ``context["input"]`` (text blocks, plus image blocks to edit or follow)."""
     problem = refusal(model)
     if problem is not None:

@@ -21,7 +21,7 @@ from typing import Any
 
 from pi_coding_agent.ai.nonchat.requests import ClassifierError, fail, post_json, result_of
 from pi_coding_agent.ai.stream import StreamOptions
-from pi_coding_agent.ai.types import Model
+from pi_coding_agent.ai.types import JsonObject, Model
 
 LABEL = "llama.cpp"
 CHOICE_LABELS = list("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
@@ -49,7 +49,7 @@ def server_root(base_url: str) -> str:
     return base_url.rstrip("/").removesuffix("/v1")
 
 
-def _state(state: Any) -> str:
+def _state(state: object) -> str:
     return "State:\n" + json.dumps(state, indent=1, ensure_ascii=False)
 
 
@@ -118,7 +118,7 @@ def peak_confidence(probabilities: list[float]) -> float:
     return min(1.0, max(0.0, (n * max(probabilities) - 1) / (n - 1)))
 
 
-def answer_from(question: dict[str, Any], keys: list[str], probabilities: list[float]) -> dict[str, Any]:
+def answer_from(question: JsonObject, keys: list[str], probabilities: list[float]) -> JsonObject:
     if question["type"] == "bool":
         return {"type": "bool", "probability": probabilities[keys.index("true")]}
     confidence = peak_confidence(probabilities)
@@ -129,7 +129,7 @@ def answer_from(question: dict[str, Any], keys: list[str], probabilities: list[f
             "confidence": confidence}
 
 
-async def _post(request: _Request, path: str, body: dict[str, Any], observe: bool) -> object:
+async def _post(request: _Request, path: str, body: JsonObject, observe: bool) -> object:
     """One server call; only ``/completion`` passes the payload and response hooks (``observe``)."""
     from dataclasses import replace
 
@@ -137,7 +137,7 @@ async def _post(request: _Request, path: str, body: dict[str, Any], observe: boo
     return await post_json(LABEL, f"{request.root}{path}", request.model, body, options, optional_key=True)
 
 
-def _token_ids(body: Any) -> list[int]:
+def _token_ids(body: object) -> list[int]:
     tokens = body.get("tokens") if isinstance(body, dict) else None
     if not isinstance(tokens, list):
         raise ClassifierError(f"{LABEL} returned an unexpected tokenization")
@@ -233,7 +233,7 @@ async def _classify_question(request: _Request, context: dict[str, Any], qid: st
     return answer_from(context["questions"][qid], keys, label_probabilities(values, temperature))
 
 
-async def classify(model: Model, context: dict[str, Any], options: StreamOptions) -> dict[str, Any]:
+async def classify(model: Model, context: dict[str, Any], options: StreamOptions) -> JsonObject:
     output = result_of(model)
     try:
         if context.get("images"):

@@ -18,20 +18,20 @@ from typing import Any
 import orjson
 
 from pi_coding_agent.ai.models.index import DATA_DIR, expand_placeholders
-from pi_coding_agent.ai.types import Model
+from pi_coding_agent.ai.types import JsonObject, Model
 
 NONCHAT_TYPES = ("classifier", "image")
 MODEL_TYPES = ("chat", *NONCHAT_TYPES)
 
 
-def model_type(model: Model | dict[str, Any]) -> str:
+def model_type(model: Model | JsonObject) -> str:
     """A model's type; entries without one are chat models."""
     return str(model.get("type") or "chat")
 
 
 @cache
 def _catalog() -> dict[str, dict[str, list[dict[str, Any]]]]:
-    data: dict[str, dict[str, list[dict[str, Any]]]] = orjson.loads((DATA_DIR / "nonchat.json").read_bytes())
+    data: dict[str, dict[str, list[JsonObject]]] = orjson.loads((DATA_DIR / "nonchat.json").read_bytes())
     return data
 
 
@@ -49,11 +49,11 @@ def builtin(kind: str, provider: str) -> list[Model]:
 
 
 def apply_models_json(models: list[Model], config: dict[str, Any] | None) -> list[Model]:
-    """A models.json provider entry over non-chat models: its ``baseUrl`` (not for a Radius sign-in,
+    """A models.json provider entry over non-chat models: its ``baseUrl`` (not for a vendor's sign-in,
     whose gateway routes), and for classifiers its provider-level ``compat`` (how images travel)."""
     if config is None:
         return models
-    base_url = config.get("baseUrl") if config.get("oauth") != "radius" else None
+    base_url = None if config.get("oauth") else config.get("baseUrl")
     out: list[Model] = []
     for model in models:
         routed: Any = {**model, "baseUrl": base_url or model["baseUrl"]}
@@ -86,14 +86,14 @@ def apply_extension(kind: str, provider: str, models: list[Model], config: dict[
     return out
 
 
-def _defaults(models: list[Model], definition: dict[str, Any]) -> Model | None:
+def _defaults(models: list[Model], definition: JsonObject) -> Model | None:
     """What a registered non-chat model inherits from: the same id, the same api, else the first."""
     return (next((m for m in models if m["id"] == definition.get("id")), None)
             or next((m for m in models if definition.get("api") and m["api"] == definition["api"]), None)
             or (models[0] if models else None))
 
 
-def chat_definitions(config: dict[str, Any]) -> dict[str, Any]:
+def chat_definitions(config: dict[str, Any]) -> JsonObject:
     """A registered provider's entry with only its chat models (the chat catalog's share of it)."""
     definitions = config.get("models")
     if not definitions or all(model_type(d) == "chat" for d in definitions):

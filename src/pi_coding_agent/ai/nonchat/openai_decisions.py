@@ -18,7 +18,7 @@ import orjson
 from pi_coding_agent.ai.nonchat import requests as shared
 from pi_coding_agent.ai.nonchat.requests import ClassifierError, is_record, required_number
 from pi_coding_agent.ai.stream import ProviderError, StreamOptions
-from pi_coding_agent.ai.types import Model
+from pi_coding_agent.ai.types import JsonObject, Model
 
 LABEL = "OpenAI Decisions"
 MAX_IMAGES = 128
@@ -34,7 +34,7 @@ def _predicate_instructions(question: dict[str, Any]) -> str:
     return f"{question['instructions']}\n\n" + "\n".join(meanings) if meanings else question["instructions"]
 
 
-def wire_question(name: str, question: dict[str, Any]) -> dict[str, Any]:
+def wire_question(name: str, question: dict[str, Any]) -> JsonObject:
     if question["type"] == "choice":
         choices = [{"value": value, "description": text} if text else {"value": value}
                    for value, text in question["criteria"].items()]
@@ -56,7 +56,7 @@ def wire_input(context: dict[str, Any]) -> object:
     return [{"role": "user", "content": [{"type": "input_text", "text": state}, *parts]}]
 
 
-def _probabilities(value: Any, qid: str) -> dict[str, float]:
+def _probabilities(value: object, qid: str) -> dict[str, float]:
     if not isinstance(value, list):
         raise ClassifierError(f"{LABEL} returned invalid probabilities for {qid}")
     out: dict[str, float] = {}
@@ -67,7 +67,7 @@ def _probabilities(value: Any, qid: str) -> dict[str, float]:
     return out
 
 
-def _answer(qid: str, question: dict[str, Any], answer: dict[str, Any]) -> dict[str, Any]:
+def _answer(qid: str, question: JsonObject, answer: JsonObject) -> JsonObject:
     kind = answer.get("type")
     if kind == "refusal":
         raise ClassifierError(f"{LABEL} refused to answer {qid}")
@@ -88,11 +88,11 @@ def _answer(qid: str, question: dict[str, Any], answer: dict[str, Any]) -> dict[
     return {"type": "bool", "probability": required_number(LABEL, answer.get("probability"), f"probability for {qid}")}
 
 
-def parse_answers(value: Any, context: dict[str, Any]) -> dict[str, Any]:
+def parse_answers(value: Any, context: dict[str, Any]) -> JsonObject:
     if not isinstance(value, list):
         raise ClassifierError(f"{LABEL} returned an unexpected response")
     by_name = {a["name"]: a for a in value if is_record(a) and isinstance(a.get("name"), str)}
-    answers: dict[str, Any] = {}
+    answers: JsonObject = {}
     for qid, question in context["questions"].items():
         if qid not in by_name:
             raise ClassifierError(f"{LABEL} did not return an answer for {qid}")
@@ -100,7 +100,7 @@ def parse_answers(value: Any, context: dict[str, Any]) -> dict[str, Any]:
     return answers
 
 
-async def classify(model: Model, context: dict[str, Any], options: StreamOptions) -> dict[str, Any]:
+async def classify(model: Model, context: dict[str, Any], options: StreamOptions) -> JsonObject:
     output = shared.result_of(model)
     try:
         request = {"model": model["id"], "input": wire_input(context),

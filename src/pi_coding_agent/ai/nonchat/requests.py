@@ -27,11 +27,11 @@ class ClassifierError(Exception):
     """A request or answer the classifier API cannot use; the text becomes ``errorMessage``."""
 
 
-def is_record(value: Any) -> bool:
+def is_record(value: object) -> bool:
     return isinstance(value, dict)
 
 
-def required_number(label: str, value: Any, field: str) -> float:
+def required_number(label: str, value: object, field: str) -> float:
     """A finite JSON number (booleans are not numbers here, as in JavaScript)."""
     import math
 
@@ -72,7 +72,7 @@ def _http_error_text(label: str) -> Callable[[int, str], str]:
     return text
 
 
-async def post_json(label: str, url: str, model: Model, body: Any, options: StreamOptions,
+async def post_json(label: str, url: str, model: Model, body: object, options: StreamOptions,
                     no_retry_statuses: frozenset[int] = frozenset(), optional_key: bool = False) -> Any:
     """POST one JSON request with bearer auth and give the parsed answer (errors raise).
 
@@ -97,7 +97,7 @@ async def post_json(label: str, url: str, model: Model, body: Any, options: Stre
         raise ClassifierError(f"{label} returned a response that is not JSON") from None
 
 
-def _token_count(value: Any) -> int:
+def _token_count(value: object) -> int:
     return value if isinstance(value, int | float) and not isinstance(value, bool) and value > 0 else 0  # type: ignore[return-value]
 
 

@@ -30,7 +30,7 @@ from pi_coding_agent.ai.nonchat.requests import (
     result_of,
 )
 from pi_coding_agent.ai.stream import StreamOptions
-from pi_coding_agent.ai.types import Model
+from pi_coding_agent.ai.types import JsonObject, Model
 
 IMAGE_OPT_IN_HEADERS = {"TypeSafe-Danger-Zone-Images": "true"}
 ASSET_FORMATS = {"image/png": "png", "image/jpeg": "jpeg"}
@@ -46,28 +46,28 @@ class Transport:
     label: str
     detect: Callable[[Model], tuple[str, bool]]  # (imageInput, sendImageOptInHeader) without compat
     path: str
-    wrap: Callable[[Model, dict[str, Any]], dict[str, Any]]
-    unwrap: Callable[[Any], dict[str, Any]]
+    wrap: Callable[[Model, JsonObject], JsonObject]
+    unwrap: Callable[[object], JsonObject]
 
 
 def _is_openrouter(model: Model) -> bool:
     return model["provider"] == "openrouter" or "openrouter.ai" in model["baseUrl"]
 
 
-def _typesafe_unwrap(body: Any) -> dict[str, Any]:
+def _typesafe_unwrap(body: Any) -> JsonObject:
     if not is_record(body):
         raise ClassifierError("System One API returned an unexpected response")
-    result: dict[str, Any] = body
+    result: JsonObject = body
     return result
 
 
-def _cloudflare_errors(errors: Any) -> str:
+def _cloudflare_errors(errors: object) -> str:
     messages = [e["message"] for e in errors if is_record(e) and isinstance(e.get("message"), str)] \
         if isinstance(errors, list) else []
     return f"{CLOUDFLARE} error: {'; '.join(messages)}" if messages else f"{CLOUDFLARE} request failed"
 
 
-def _cloudflare_unwrap(body: Any) -> dict[str, Any]:
+def _cloudflare_unwrap(body: Any) -> JsonObject:
     unexpected = ClassifierError(f"{CLOUDFLARE} returned an unexpected response")
     if not is_record(body):
         raise unexpected
@@ -77,7 +77,7 @@ def _cloudflare_unwrap(body: Any) -> dict[str, Any]:
     if not is_record(result):
         raise unexpected
     if "answers" in result:
-        direct: dict[str, Any] = result
+        direct: JsonObject = result
         return direct
     if result.get("state") != "Completed":
         state = result.get("state")
@@ -85,7 +85,7 @@ def _cloudflare_unwrap(body: Any) -> dict[str, Any]:
         raise ClassifierError(f"{CLOUDFLARE} run did not complete (state: {shown})")
     if not is_record(result.get("result")):
         raise unexpected
-    inner: dict[str, Any] = result["result"]
+    inner: JsonObject = result["result"]
     return inner
 
 
@@ -105,7 +105,7 @@ WORKERS_AI = Transport(
 )
 
 
-def wire_request(context: dict[str, Any]) -> dict[str, Any]:
+def wire_request(context: dict[str, Any]) -> JsonObject:
     """State and questions, ``bool`` questions renamed to the wire's ``noul``."""
     questions = {qid: ({**q, "type": "noul"} if q.get("type") == "bool" else q)
                  for qid, q in context["questions"].items()}
@@ -129,7 +129,7 @@ def add_images(label: str, model: Model, form: str, images: list[dict[str, Any]]
                  for i in images]
         request["state"] = [*parts, request["state"]]
         return
-    assets: dict[str, Any] = {}
+    assets: JsonObject = {}
     for index, image in enumerate(images):
         kind = ASSET_FORMATS.get(image["mimeType"])
         if kind is None:
@@ -145,11 +145,11 @@ def _probabilities(label: str, value: Any, qid: str) -> dict[str, float]:
     return {key: required_number(label, p, f"probability for {qid}.{key}") for key, p in value.items()}
 
 
-def parse_answers(label: str, value: Any, context: dict[str, Any]) -> dict[str, Any]:
+def parse_answers(label: str, value: Any, context: dict[str, Any]) -> JsonObject:
     """The answer to every question, in the public shape (``noul`` back to ``bool``)."""
     if not is_record(value):
         raise ClassifierError(f"{label} returned an unexpected response")
-    answers: dict[str, Any] = {}
+    answers: JsonObject = {}
     for qid, question in context["questions"].items():
         answer = value.get(qid)
         if not is_record(answer):
@@ -175,7 +175,7 @@ def parse_answers(label: str, value: Any, context: dict[str, Any]) -> dict[str, 
 
 
 async def _classify(transport: Transport, model: Model, context: dict[str, Any],
-                    options: StreamOptions) -> dict[str, Any]:
+                    options: StreamOptions) -> JsonObject:
     output = result_of(model)
     try:
         request = wire_request(context)
@@ -202,9 +202,9 @@ async def _classify(transport: Transport, model: Model, context: dict[str, Any],
         return fail(output, error, options)
 
 
-async def classify_typesafe(model: Model, context: dict[str, Any], options: StreamOptions) -> dict[str, Any]:
+async def classify_typesafe(model: Model, context: JsonObject, options: StreamOptions) -> JsonObject:
     return await _classify(TYPESAFE, model, context, options)
 
 
-async def classify_cloudflare(model: Model, context: dict[str, Any], options: StreamOptions) -> dict[str, Any]:
+async def classify_cloudflare(model: Model, context: JsonObject, options: StreamOptions) -> JsonObject:
     return await _classify(WORKERS_AI, model, context, options)

@@ -14,37 +14,23 @@ never waits for the gateway; the registry drops its cached list when a new one w
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import os
-import threading
+import re
+from collections.abc import Awaitable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-from pi_coding_agent.ai.types import Model, now_ms
+from pi_coding_agent.ai.providers.vendor import Host, Vendor
+from pi_coding_agent.ai.types import JsonObject, Model, now_ms
 
 if TYPE_CHECKING:
-    from pi_coding_agent.ai.auth.keys import AuthStorage
+    from pi_coding_agent.ai.auth.oauth.providers import OAuthProvider
 
 PROVIDER_ID = "radius"
 DEFAULT_GATEWAY = "https://radius.pi.dev"
-REFRESH_TIMEOUT_S = 15.0  # pi's bound on the background refresh
 # fields a gateway model must have, with their JSON types (pi drops entries that lack one)
 _REQUIRED: dict[str, type | tuple[type, ...]] = {
     "id": str, "name": str, "reasoning": bool, "input": list, "cost": dict,
     "contextWindow": (int, float), "maxTokens": (int, float)}
-
-
-class Registry(Protocol):
-    """What the refresh needs of the model registry (``ai.models.ModelRegistry``, which imports this module)."""
-
-    agent_dir: Path
-    auth: AuthStorage
-
-    def providers(self) -> list[str]: ...
-    def radius_gateway(self, provider: str) -> str | None: ...
-    def has_auth(self, provider: str) -> bool: ...
-    def forget_models(self, provider: str) -> None: ...
 
 
 def stored_models(agent_dir: Path, provider: str) -> list[Model] | None:
@@ -62,7 +48,7 @@ def stored_models(agent_dir: Path, provider: str) -> list[Model] | None:
     return models
 
 
-def catalog(agent_dir: Path, provider: str, gateway: str, credential: dict[str, Any] | None,
+def catalog(agent_dir: Path, provider: str, gateway: str, credential: JsonObject | None,
             shipped: list[Model]) -> list[Model]:
     """The models a Radius provider lists now: the stored gateway list, else one an older pi kept in
     the credential (``gatewayConfig``), else ``shipped`` (pi's baseline, public gateway only)."""
@@ -75,7 +61,7 @@ def catalog(agent_dir: Path, provider: str, gateway: str, credential: dict[str, 
     return [{**m, "provider": provider} for m in shipped] if gateway == DEFAULT_GATEWAY else []
 
 
-def legacy_models(provider: str, credential: dict[str, Any] | None) -> list[Model]:
+def legacy_models(provider: str, credential: JsonObject | None) -> list[Model]:
     """The catalog pi kept inside a Radius OAuth credential before models-store.json existed."""
     if not credential or credential.get("type") != "oauth":
         return []
@@ -83,13 +69,13 @@ def legacy_models(provider: str, credential: dict[str, Any] | None) -> list[Mode
     return models_from_config(provider, config) if config is not None else []
 
 
-def _is_gateway_model(value: Any) -> bool:
+def _is_gateway_model(value: object) -> bool:
     return isinstance(value, dict) and all(
         isinstance(value.get(k), t) and (t is bool or not isinstance(value.get(k), bool))
         for k, t in _REQUIRED.items())
 
 
-def sanitize(config: Any) -> dict[str, Any] | None:
+def sanitize(config: object) -> JsonObject | None:
     """A gateway's ``/v1/config`` answer as pi accepts it: ``baseUrl`` and the well-formed models."""
     if not isinstance(config, dict) or not isinstance(config.get("baseUrl"), str):
         return None
@@ -125,54 +111,62 @@ async def store(agent_dir: Path, provider: str, models: list[Model]) -> None:
     await write_entry(agent_dir, provider, {"models": models, "checkedAt": now_ms()})
 
 
-async def refresh(registry: Registry, provider: str, gateway: str) -> bool:
+async def refresh(host: Host, provider: str, gateway: str) -> bool:
     """Fetch and store one provider's list; False when it has no credential to ask with.
 
     An expired OAuth credential is refreshed first (under the auth.json lock), as pi does.
     """
-    auth = registry.auth
+    auth = host.auth
     credential = auth.stored_credential(provider)
-    if stored_models(registry.agent_dir, provider) is None and (legacy := legacy_models(provider, credential)):
-        await store(registry.agent_dir, provider, legacy)
+    if stored_models(host.agent_dir, provider) is None and (legacy := legacy_models(provider, credential)):
+        await store(host.agent_dir, provider, legacy)
     if credential is not None and credential.get("type") == "oauth":
         fresh = await auth.fresh_oauth(provider)
-        token = fresh.get("access") if fresh else None
+        access = fresh.get("access") if fresh else None
+        token = access if isinstance(access, str) else None
     else:
         token = auth.api_key(provider)
     if not token:
         return False
-    await store(registry.agent_dir, provider, await fetch_models(gateway, provider, token))
+    await store(host.agent_dir, provider, await fetch_models(gateway, provider, token))
     return True
 
 
-def start_refresh(registry: Registry, offline: bool = False) -> threading.Thread | None:
-    """Refresh every signed-in Radius provider's list on a daemon thread (pi's background refresh).
-
-    None when there is nothing to refresh, or the network is off (``--offline``, ``PI_OFFLINE`` set).
-    Must be called on the event loop that serves the registry: the new lists are handed to it there.
-    """
-    if offline or os.environ.get("PI_OFFLINE") is not None:
-        return None
-    targets = [(p, g) for p in registry.providers() if (g := registry.radius_gateway(p)) and registry.has_auth(p)]
-    if not targets:
-        return None
-    loop = asyncio.get_running_loop()
-    thread = threading.Thread(target=_refresh_all, args=(registry, targets, loop), name="pi-radius-catalog",
-                              daemon=True)
-    thread.start()
-    return thread
+def gateway_url(base_url: str) -> str:
+    """The gateway a models.json ``baseUrl`` names, as pi reads it: without a trailing ``/v1``,
+    ``https://`` when it has no scheme."""
+    gateway = re.sub(r"/v1/?$", "", base_url)
+    return (gateway if re.match(r"https?://", gateway, re.IGNORECASE) else f"https://{gateway}").rstrip("/")
 
 
-def _refresh_all(registry: Registry, targets: list[tuple[str, str]], loop: asyncio.AbstractEventLoop) -> None:
-    async def run() -> list[bool | BaseException]:
-        jobs = asyncio.gather(*(refresh(registry, p, g) for p, g in targets), return_exceptions=True)
-        return await asyncio.wait_for(jobs, REFRESH_TIMEOUT_S)
+def gateway_of(provider: str, config: JsonObject) -> str:
+    """The gateway whose catalog and sign-in ``provider`` uses: its models.json ``baseUrl`` when it
+    signs in with ``"oauth": "radius"``, else the built-in provider's."""
+    base_url = config.get("baseUrl") if config.get("oauth") == PROVIDER_ID else None
+    return gateway_url(base_url) if isinstance(base_url, str) and base_url else DEFAULT_GATEWAY
 
-    try:
-        results = asyncio.run(run())
-    except Exception:  # pi ignores a failed background refresh: the stored list stays in use
-        return
-    for (provider, _gateway), done in zip(targets, results, strict=True):
-        if done is True:
-            with contextlib.suppress(RuntimeError):  # the session ended meanwhile
-                loop.call_soon_threadsafe(registry.forget_models, provider)
+
+class Radius(Vendor):
+    """A gateway's account sign-in and the live catalog it serves to that account."""
+
+    id = PROVIDER_ID
+    sign_in = True
+    first_model_is_default = True
+
+    def models(self, host: Host, provider: str) -> list[Model]:
+        from pi_coding_agent.ai.models.catalog import builtin_models
+
+        return catalog(host.agent_dir, provider, gateway_of(provider, host.config(provider)),
+                       host.auth.stored_credential(provider), builtin_models(PROVIDER_ID))
+
+    def oauth(self, provider: str, title: str | None = None, base_url: str | None = None) -> OAuthProvider:
+        from pi_coding_agent.ai.providers import radius_login
+
+        gateway = gateway_url(base_url) if base_url else DEFAULT_GATEWAY
+        return radius_login.spec(provider, title or "Radius", gateway)
+
+    def refresh(self, host: Host, provider: str) -> Awaitable[bool]:
+        return refresh(host, provider, gateway_of(provider, host.config(provider)))
+
+
+VENDOR = Radius()

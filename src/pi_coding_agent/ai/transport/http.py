@@ -96,7 +96,7 @@ def openai_error_text(status: int, body_text: str, prefix: str | None = None) ->
     ``prefix`` (e.g. ``"OpenAI API error"``) gives the Responses form ``"<prefix> (<status>): ..."``.
     """
     try:
-        parsed: Any = orjson.loads(body_text) if body_text.strip() else None
+        parsed: object = orjson.loads(body_text) if body_text.strip() else None
     except orjson.JSONDecodeError:
         parsed = None
     if isinstance(parsed, dict):
@@ -242,7 +242,7 @@ async def _open_response(url: str, headers: Mapping[str, str], content: bytes,
 async def sse_batches(
     url: str,
     headers: Mapping[str, str],
-    body: Any,
+    body: object,
     options: StreamOptions,
     error_text: ErrorText = openai_error_text,
 ) -> AsyncGenerator[list[ServerSentEvent], None]:
@@ -275,7 +275,7 @@ async def sse_batches(
 async def sse_events(
     url: str,
     headers: Mapping[str, str],
-    body: Any,
+    body: object,
     options: StreamOptions,
     error_text: ErrorText = openai_error_text,
 ) -> AsyncGenerator[ServerSentEvent, None]:

@@ -15,12 +15,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pi_coding_agent.ai.providers import llama_cpp
+    from pi_coding_agent.ai.models.catalog import ModelRegistry
+    from pi_coding_agent.ai.providers.llama_router import LlamaClient
     from pi_coding_agent.coding.resources.settings import Settings
     from pi_coding_agent.coding.runtime import SessionRuntime
 
 NAME = "llama"
-EXTENSION = "builtin:llama.cpp"
+PROVIDER = "llama.cpp"
+EXTENSION = f"builtin:{PROVIDER}"
 COMMAND: dict[str, Any] = {
     "name": NAME, "description": "Manage llama.cpp router models", "source": "extension",
     "sourceInfo": {"path": EXTENSION, "source": "builtin", "scope": "temporary", "origin": "top-level"},
@@ -34,7 +36,17 @@ def enabled(settings: Settings, no_extensions: bool, cli_extensions: list[str]) 
     ``--no-extensions`` or a settings entry ``-builtin:llama.cpp`` turns it off."""
     from pi_coding_agent.coding.extensions.loader import builtin_enabled
 
-    return builtin_enabled("llama.cpp", [p.entry for p in settings.extensions], no_extensions, cli_extensions)
+    return builtin_enabled(PROVIDER, [p.entry for p in settings.extensions], no_extensions, cli_extensions)
+
+
+def switched_off(settings: Settings, no_extensions: bool, cli_extensions: list[str]) -> tuple[str, ...]:
+    """The providers the model registry leaves out: the router's, with the built-in extension off."""
+    return () if enabled(settings, no_extensions, cli_extensions) else (PROVIDER,)
+
+
+def offered(registry: ModelRegistry) -> bool:
+    """Whether the session offers ``/llama``: its provider is on."""
+    return PROVIDER not in registry.switched_off
 
 
 def is_invocation(text: str) -> bool:
@@ -48,17 +60,17 @@ def _label(entry: dict[str, Any]) -> str:
 async def run(rt: SessionRuntime) -> None:
     """The command: a model menu until the user closes it (or a dialog is dismissed)."""
     from pi_coding_agent.ai.providers import llama_cpp
+    from pi_coding_agent.ai.providers.llama_router import LlamaError
 
     ui = rt.ui
-    client = rt.auth.llama_client()
+    client = llama_cpp.client(rt.auth.stored_credential(PROVIDER))
     if client is None:
-        ui.notify(f"Configure llama.cpp with `pi auth login {llama_cpp.PROVIDER_ID}` or LLAMA_BASE_URL",
-                  "warning")
+        ui.notify(llama_cpp.SETUP_HINT, "warning")
         return
     while True:
         try:
             catalog = await _sync(rt, client)
-        except llama_cpp.LlamaError as exc:
+        except LlamaError as exc:
             ui.notify(str(exc), "error")
             return
         labels = [_label(m) for m in catalog]
@@ -67,16 +79,16 @@ async def run(rt: SessionRuntime) -> None:
             return
         try:
             await _act(rt, client, catalog, catalog[labels.index(choice)])
-        except llama_cpp.LlamaError as exc:
+        except LlamaError as exc:
             ui.notify(str(exc), "error")
 
 
-async def _act(rt: SessionRuntime, client: llama_cpp.LlamaClient, catalog: list[dict[str, Any]],
+async def _act(rt: SessionRuntime, client: LlamaClient, catalog: list[dict[str, Any]],
                target: dict[str, Any]) -> None:
-    from pi_coding_agent.ai.providers import llama_cpp
+    from pi_coding_agent.ai.providers.llama_router import is_loaded
 
     ui = rt.ui
-    if llama_cpp.is_loaded(target):
+    if is_loaded(target):
         if await ui.confirm("Unload model?", target["id"]):
             await client.unload(target["id"])
             ui.notify(f"Unloaded {target['id']}")
@@ -84,7 +96,7 @@ async def _act(rt: SessionRuntime, client: llama_cpp.LlamaClient, catalog: list[
     if target["status"]["value"] != "unloaded":
         ui.notify(f"{target['id']} is {target['status']['value']}", "warning")
         return
-    others = [m for m in catalog if m["id"] != target["id"] and llama_cpp.is_loaded(m)]
+    others = [m for m in catalog if m["id"] != target["id"] and is_loaded(m)]
     if others:
         title = f"{len(others)} model{' is' if len(others) == 1 else 's are'} loaded"
         answer = await ui.select(title, [REPLACE, KEEP, CANCEL])
@@ -99,13 +111,13 @@ async def _act(rt: SessionRuntime, client: llama_cpp.LlamaClient, catalog: list[
     ui.notify(f"Loaded {target['id']}" if loaded else f"Load started for {target['id']}")
 
 
-async def _sync(rt: SessionRuntime, client: llama_cpp.LlamaClient) -> list[dict[str, Any]]:
+async def _sync(rt: SessionRuntime, client: LlamaClient) -> list[dict[str, Any]]:
     """The router's current state, and the provider's model list updated to it."""
     import asyncio
 
-    from pi_coding_agent.ai.providers import llama_cpp
+    from pi_coding_agent.ai.providers import llama_router
 
     catalog = await asyncio.to_thread(client.list)
-    models = await asyncio.to_thread(llama_cpp.router_models, client, llama_cpp.REQUEST_TIMEOUT_S, catalog)
-    rt.registry.set_llama_models(models)
+    models = await asyncio.to_thread(llama_router.router_models, client, llama_router.REQUEST_TIMEOUT_S, catalog)
+    rt.registry.set_models(PROVIDER, models)
     return catalog

@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from pi_coding_agent.ai.auth.keys import AuthStorage
+from pi_coding_agent.ai.providers.vendor import vendor
 from pi_coding_agent.ai.types import JsonObject
 
 if TYPE_CHECKING:
@@ -77,9 +78,9 @@ def device_id(settings: Settings) -> str:
 
 
 def title(provider: str) -> str:
-    from pi_coding_agent.ai.auth.oauth.providers import PROVIDERS
+    from pi_coding_agent.ai.providers.vendor import builtin_spec
 
-    spec = PROVIDERS.get(provider)
+    spec = builtin_spec(provider)
     return spec.title if spec else provider
 
 
@@ -130,6 +131,11 @@ def after_sign_in(provider: str, settings: Settings | None) -> str | None:
     return add_radius_server(provider, settings.agent_dir, settings.cwd)
 
 
+def _setup_hint(provider: str) -> str | None:
+    own = vendor(provider)
+    return own.setup_hint if own is not None else None
+
+
 def is_invocation(text: str) -> bool:
     return text == f"/{NAME}" or text.startswith(f"/{NAME} ")
 
@@ -140,10 +146,10 @@ async def run(rt: SessionRuntime, text: str, select: Callable[[str, str], Awaita
     from pi_coding_agent.ai.auth.oauth.login import SIGN_IN_PROVIDERS
 
     provider = text[len(NAME) + 1:].strip()
-    if provider == "llama.cpp":  # a server URL rather than a key, checked live by the terminal command
-        rt.ui.notify("Configure llama.cpp with `pi auth login llama.cpp` or LLAMA_BASE_URL", "warning")
+    if (hint := _setup_hint(provider)) is not None:  # set up in the terminal (a server URL, checked live)
+        rt.ui.notify(hint, "warning")
         return
-    known = [p for p in rt.registry.providers() if p not in ("faux", "llama.cpp")]
+    known = [p for p in rt.registry.providers() if p != "faux" and _setup_hint(p) is None]
     if not provider:
         accounts = [(spec.name, p) for p in dict.fromkeys([*SIGN_IN_PROVIDERS, *known])
                     if (spec := rt.auth.oauth_spec(p)) is not None]
@@ -165,13 +171,13 @@ async def run(rt: SessionRuntime, text: str, select: Callable[[str, str], Awaita
 
 async def _select_default(rt: SessionRuntime, provider: str, select: Callable[[str, str], Awaitable[Any]]) -> None:
     """What pi does after a sign-in while no model is chosen: select the provider's default model
-    (Radius: its first one when the default is missing), or say why it could not."""
+    (or its first one when its vendor says so and the default is missing), or say why it could not."""
     from pi_coding_agent.ai.models.index import catalog_index
 
     wanted = catalog_index()["providers"].get(provider, {}).get("defaultModel")
     models = [m for m in rt.available_models() if m["provider"] == provider]
     match = next((m for m in models if m["id"] == wanted), None) or (
-        models[0] if provider == "radius" and models else None)
+        models[0] if models and (own := vendor(provider)) is not None and own.first_model_is_default else None)
     if wanted is None:
         reason = f'no default model is configured for provider "{provider}"'
     elif not models:

@@ -166,7 +166,7 @@ class Poll:
     """One device-token poll: ``status`` is ``complete``, ``pending``, ``slow_down`` or ``failed``."""
 
     status: str
-    value: Any = None
+    value: object = None
     message: str = ""
     interval_s: float | None = None
 
@@ -210,7 +210,7 @@ def rfc8628_poll_result(reply_ok: bool, body: JsonObject, provider_name: str) ->
     return Poll("failed", message=f"{provider_name} device token polling failed: {error or 'unexpected response'}")
 
 
-def trusted_url(value: Any) -> str | None:
+def trusted_url(value: object) -> str | None:
     """An http(s) URL from a server, else None (a sign-in never opens anything else)."""
     if not isinstance(value, str):
         return None

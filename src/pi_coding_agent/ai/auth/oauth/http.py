@@ -56,7 +56,7 @@ def endpoint(url: str) -> str:
     return urlunsplit((base.scheme, base.netloc, parts.path, parts.query, ""))
 
 
-async def call(method: str, url: str, *, form: dict[str, str] | None = None, json: Any = None,
+async def call(method: str, url: str, *, form: dict[str, str] | None = None, json: object = None,
                headers: dict[str, str] | None = None, timeout_s: float = TIMEOUT_S) -> Reply:
     """One request to an OAuth endpoint; the JSON object it answers (``{}`` when it is not one)."""
     from pi_coding_agent.ai.transport import aio

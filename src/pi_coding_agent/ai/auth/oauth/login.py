@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 import secrets
-import uuid
 from collections.abc import Awaitable, Callable
 from urllib.parse import parse_qs, urlencode, urlsplit
 
@@ -27,6 +26,7 @@ from pi_coding_agent.ai.auth.oauth.flows import (
     trusted_url,
 )
 from pi_coding_agent.ai.auth.oauth.http import OAuthError, call
+from pi_coding_agent.ai.providers.vendor import builtin_spec, sign_ins
 from pi_coding_agent.ai.types import JsonObject
 
 Credential = JsonObject
@@ -66,7 +66,7 @@ async def _choose(ui: LoginUI, provider: str, second: tuple[str, str]) -> str:
                            options=[("browser", "Browser login (default)"), second])
 
 
-def _pasted_code(text: str, state: str) -> str:
+def pasted_code(text: str, state: str) -> str:
     code, pasted_state = parse_authorization_input(text)
     if pasted_state and pasted_state != state:
         raise OAuthError("OAuth state mismatch")
@@ -100,7 +100,7 @@ async def login_anthropic(ui: LoginUI) -> Credential:
         ui.notify({"type": "auth_url", "url": _anthropic_url(challenge, verifier, ANTHROPIC_COPY_CODE_REDIRECT),
                    "instructions": "Complete login in your browser, then copy the code Anthropic shows and paste it here."})
         text = await ui.prompt("manual_code", "Paste the code Anthropic shows after you sign in:", placeholder="code#state")
-        code, state = _pasted_code(text, verifier), parse_authorization_input(text)[1] or verifier
+        code, state = pasted_code(text, verifier), parse_authorization_input(text)[1] or verifier
         ui.notify({"type": "progress", "message": "Exchanging authorization code for tokens..."})
         return await _anthropic_exchange(code, state, verifier, ANTHROPIC_COPY_CODE_REDIRECT)
     if method != "browser":
@@ -112,7 +112,7 @@ async def login_anthropic(ui: LoginUI) -> Credential:
                    "instructions": "Complete login in your browser. If the browser is on another machine, "
                                    "paste the final redirect URL here."})
         how, value = await callback_or_pasted(ui, server, PASTE_HINT, redirect)
-        code = value if how == "callback" else _pasted_code(value, verifier)
+        code = value if how == "callback" else pasted_code(value, verifier)
         ui.notify({"type": "progress", "message": "Exchanging authorization code for tokens..."})
         return await _anthropic_exchange(code, verifier, verifier, redirect)
     finally:
@@ -144,7 +144,7 @@ async def _codex_browser(ui: LoginUI) -> Credential:
     try:
         ui.notify({"type": "auth_url", "url": url, "instructions": "A browser window should open. Complete login to finish."})
         how, value = await callback_or_pasted(ui, server, PASTE_HINT, CODEX_REDIRECT)
-        code = value if how == "callback" else _pasted_code(value, state)
+        code = value if how == "callback" else pasted_code(value, state)
         return await _codex_exchange(code, verifier, CODEX_REDIRECT)
     finally:
         if server is not None:
@@ -252,7 +252,7 @@ async def login_chatgpt(ui: LoginUI, device_id: str) -> Credential:
 # ----------------------------------------------------------------------------- device-code providers
 
 
-async def _device_start(ui: LoginUI, url: str, form: dict[str, str], name: str, complete_first: bool,
+async def device_start(ui: LoginUI, url: str, form: dict[str, str], name: str, complete_first: bool,
                         headers: dict[str, str] | None = None) -> tuple[str, float | None, float | None]:
     """Request a device code, show it, and return (device_code, interval, expires_in)."""
     reply = await call("POST", url, form=form, headers=headers)
@@ -275,7 +275,7 @@ async def _device_start(ui: LoginUI, url: str, form: dict[str, str], name: str, 
             expires if isinstance(expires, int | float) else None)
 
 
-async def _device_tokens(token_url: str, form: dict[str, str], name: str, interval: float | None,
+async def device_tokens(token_url: str, form: dict[str, str], name: str, interval: float | None,
                          expires: float | None, headers: dict[str, str] | None = None) -> JsonObject:
     async def poll() -> Poll:
         reply = await call("POST", token_url, form=form, headers=headers)
@@ -288,27 +288,27 @@ async def _device_tokens(token_url: str, form: dict[str, str], name: str, interv
 
 
 async def login_xai(ui: LoginUI) -> Credential:
-    device, interval, expires = await _device_start(ui, XAI_DEVICE_CODE_URL, {
+    device, interval, expires = await device_start(ui, XAI_DEVICE_CODE_URL, {
         "client_id": p.XAI_CLIENT_ID, "scope": XAI_SCOPE, "referrer": "pi"}, "xAI", complete_first=True)
-    body = await _device_tokens(p.XAI_TOKEN_URL, {"grant_type": DEVICE_GRANT, "client_id": p.XAI_CLIENT_ID,
+    body = await device_tokens(p.XAI_TOKEN_URL, {"grant_type": DEVICE_GRANT, "client_id": p.XAI_CLIENT_ID,
                                                   "device_code": device}, "xAI", interval, expires)
     return p.token_credential(body, 5 * p.MINUTE_MS, default_lifetime_s=3600)
 
 
 async def login_kimi(ui: LoginUI) -> Credential:
     host = p.kimi_host()
-    device, interval, expires = await _device_start(ui, f"{host}/api/oauth/device_authorization", {
+    device, interval, expires = await device_start(ui, f"{host}/api/oauth/device_authorization", {
         "client_id": p.KIMI_CLIENT_ID}, "Kimi Code", complete_first=True)
-    body = await _device_tokens(f"{host}/api/oauth/token", {"client_id": p.KIMI_CLIENT_ID, "device_code": device,
+    body = await device_tokens(f"{host}/api/oauth/token", {"client_id": p.KIMI_CLIENT_ID, "device_code": device,
                                                             "grant_type": DEVICE_GRANT}, "Kimi Code",
                                 interval, expires or 15 * 60)
     return p.token_credential(body, 0)
 
 
 async def login_meta(ui: LoginUI) -> Credential:
-    device, interval, expires = await _device_start(ui, META_DEVICE_URL, {"client_id": META_CLIENT_ID}, "Meta",
+    device, interval, expires = await device_start(ui, META_DEVICE_URL, {"client_id": META_CLIENT_ID}, "Meta",
                                                     complete_first=True)
-    body = await _device_tokens(META_TOKEN_URL, {"client_id": META_CLIENT_ID, "device_code": device,
+    body = await device_tokens(META_TOKEN_URL, {"client_id": META_CLIENT_ID, "device_code": device,
                                                  "grant_type": DEVICE_GRANT}, "Meta", interval, expires)
     ui.notify({"type": "progress", "message": "Enabling Meta Model API access..."})
     return await p.mint_meta_key(str(body["access_token"]))
@@ -321,70 +321,14 @@ async def login_copilot(ui: LoginUI) -> Credential:
         raise OAuthError("Invalid GitHub Enterprise URL/domain")
     host = domain or "github.com"
     agent = {"User-Agent": p.COPILOT_HEADERS["User-Agent"]}
-    device, interval, expires = await _device_start(ui, f"https://{host}/login/device/code", {
+    device, interval, expires = await device_start(ui, f"https://{host}/login/device/code", {
         "client_id": p.COPILOT_CLIENT_ID, "scope": "read:user"}, "GitHub", False, agent)
-    body = await _device_tokens(f"https://{host}/login/oauth/access_token", {
+    body = await device_tokens(f"https://{host}/login/oauth/access_token", {
         "client_id": p.COPILOT_CLIENT_ID, "device_code": device, "grant_type": DEVICE_GRANT},
         "GitHub", interval, expires, agent)
     cred = await p.copilot_token(str(body["access_token"]), domain)
     models = await p.copilot_models(cred["access"], domain)
     return {**cred, "availableModelIds": p.picker_model_ids(models)}
-
-
-# ----------------------------------------------------------------------------- Radius
-
-
-RADIUS_SCOPE = "gateway offline_access"
-RADIUS_CALLBACK_PORT = 1456
-RADIUS_REDIRECT = f"http://127.0.0.1:{RADIUS_CALLBACK_PORT}/oauth/callback"
-
-
-async def _radius_token(gateway: str, name: str, form: dict[str, str]) -> Credential:
-    reply = await call("POST", f"{gateway}/v1/oauth/token", form={"client_id": p.RADIUS_CLIENT_ID, **form})
-    if not reply.ok:
-        raise reply.failure(f"{name} OAuth token request")
-    return p.radius_credential(reply.body)
-
-
-async def _radius_browser(ui: LoginUI, gateway: str, name: str) -> Credential:
-    """The gateway names its authorization page (``/v1/oauth``); the code comes back on port 1456."""
-    discovery = await call("GET", f"{gateway}/v1/oauth")
-    authorize = trusted_url(discovery.body.get("authorizationEndpoint")) if discovery.ok else None
-    if authorize is None:
-        raise OAuthError(f"Invalid Radius OAuth config from {gateway}")
-    verifier, challenge = pkce()
-    state = str(uuid.uuid4())
-    server = await start_callback(name, "/oauth/callback", state, (RADIUS_CALLBACK_PORT,))
-    if server is None:
-        raise OAuthError(f"Could not listen for the {name} callback on port {RADIUS_CALLBACK_PORT}")
-    url = authorize + "?" + urlencode({
-        "response_type": "code", "client_id": p.RADIUS_CLIENT_ID, "redirect_uri": RADIUS_REDIRECT, "scope": RADIUS_SCOPE,
-        "code_challenge": challenge, "code_challenge_method": "S256", "handoff": "url", "state": state})
-    try:
-        ui.notify({"type": "progress", "message": f"Listening for OAuth callback on {RADIUS_REDIRECT}"})
-        ui.notify({"type": "auth_url", "url": url, "instructions": "Continue in your browser."})
-        how, value = await callback_or_pasted(ui, server, PASTE_HINT, RADIUS_REDIRECT)
-        code = value if how == "callback" else _pasted_code(value, state)
-    finally:
-        server.close()
-    return await _radius_token(gateway, name, {"grant_type": "authorization_code", "redirect_uri": RADIUS_REDIRECT,
-                                               "code": code, "code_verifier": verifier})
-
-
-async def login_radius(ui: LoginUI, gateway: str = p.RADIUS_GATEWAY, name: str = "Radius") -> Credential:
-    """Radius's sign-in at ``gateway`` (the built-in one, or a models.json provider's own)."""
-    method = await ui.prompt("select", f"Sign in to {name}:", options=[
-        ("browser", "Sign in with browser (recommended)"),
-        ("device-code", "Sign in with device code (when signing in from another device)")])
-    if method == "browser":
-        return await _radius_browser(ui, gateway, name)
-    if method != "device-code":
-        raise OAuthError(f"Unknown {name} sign-in method: {method}")
-    device, interval, expires = await _device_start(ui, f"{gateway}/v1/oauth/device", {
-        "client_id": p.RADIUS_CLIENT_ID, "scope": RADIUS_SCOPE}, name, complete_first=False)
-    body = await _device_tokens(f"{gateway}/v1/oauth/token", {
-        "grant_type": DEVICE_GRANT, "client_id": p.RADIUS_CLIENT_ID, "device_code": device}, name, interval, expires)
-    return p.radius_credential(body)
 
 
 # ----------------------------------------------------------------------------- OpenRouter
@@ -424,19 +368,17 @@ LOGINS: dict[str, LoginFlow] = {
     "kimi-coding": login_kimi,
     "meta": login_meta,
     "openrouter": login_openrouter,
-    "radius": login_radius,
 }
-SIGN_IN_PROVIDERS = (*LOGINS, "openai")
+SIGN_IN_PROVIDERS = (*LOGINS, *sign_ins(), "openai")  # and the sign-ins of vendors (``ai.providers``)
 
 
 async def login(provider: str, ui: LoginUI, device_id: Callable[[], str] | None = None,
                 spec: p.OAuthProvider | None = None) -> Credential:
     """Run ``provider``'s sign-in; ``device_id`` gives the installation's id (settings ``deviceId``),
-    ``spec`` a provider that models.json (a Radius gateway of its own) or an extension made."""
+    ``spec`` the provider's own sign-in (a vendor's, ``ai.providers``, or an extension's)."""
+    spec = spec or builtin_spec(provider)
     if spec is not None and spec.login is not None:
         return await spec.login(ui)
-    if spec is not None and spec.gateway is not None:
-        return await login_radius(ui, spec.gateway, spec.title)
     if provider == "openai":
         if device_id is None:
             raise OAuthError("Sign in with ChatGPT requires a device ID (UUID) for this installation")

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import os
-import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from typing import Any
 import orjson
 
 from pi_coding_agent.ai.auth.oauth.http import OAuthError, call
+from pi_coding_agent.ai.types import JsonObject
 
 Credential = dict[str, Any]
 MINUTE_MS = 60_000
@@ -44,15 +44,13 @@ XAI_TOKEN_URL = "https://auth.x.ai/oauth2/token"
 KIMI_CLIENT_ID = "17e5f671-d194-4dfb-9706-5516cb48c098"
 META_KEY_MINT_URL = "https://api.meta.ai/muse-code/key"
 META_KEY_LIFETIME_MS = 24 * 60 * MINUTE_MS
-RADIUS_GATEWAY = "https://radius.pi.dev"  # the built-in ``radius`` provider's gateway
-RADIUS_CLIENT_ID = "pi-gateway"
 
 
 def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def token_credential(body: dict[str, Any], skew_ms: int, previous_refresh: str | None = None,
+def token_credential(body: JsonObject, skew_ms: int, previous_refresh: str | None = None,
                      default_lifetime_s: float | None = None) -> Credential:
     """A credential from a standard token response; ``expires`` is moved ``skew_ms`` earlier."""
     access = body.get("access_token")
@@ -77,7 +75,7 @@ async def refresh_anthropic(cred: Credential) -> Credential:
     return token_credential(reply.body, 5 * MINUTE_MS)
 
 
-def jwt_claims(token: str) -> dict[str, Any]:
+def jwt_claims(token: str) -> JsonObject:
     """The payload of a JWT, unverified (only used to read the account id pi stores)."""
     parts = token.split(".")
     if len(parts) != 3:
@@ -89,7 +87,7 @@ def jwt_claims(token: str) -> dict[str, Any]:
     return claims if isinstance(claims, dict) else {}
 
 
-def codex_credential(body: dict[str, Any]) -> Credential:
+def codex_credential(body: JsonObject) -> Credential:
     cred = token_credential(body, 0)
     account = jwt_claims(cred["access"]).get("https://api.openai.com/auth", {})
     account_id = account.get("chatgpt_account_id") if isinstance(account, dict) else None
@@ -106,7 +104,7 @@ async def refresh_codex(cred: Credential) -> Credential:
     return codex_credential(reply.body)
 
 
-def chatgpt_credential(body: dict[str, Any], client_id: str) -> Credential:
+def chatgpt_credential(body: JsonObject, client_id: str) -> Credential:
     scopes = str(body.get("scope") or "").split()
     if CHATGPT_DIRECT_SCOPE not in scopes:
         raise OAuthError(f"OpenAI OAuth grant did not include {CHATGPT_DIRECT_SCOPE}")
@@ -161,7 +159,7 @@ async def copilot_token(github_token: str, domain: str | None) -> Credential:
     return cred
 
 
-async def copilot_models(token: str, domain: str | None) -> list[dict[str, Any]]:
+async def copilot_models(token: str, domain: str | None) -> list[JsonObject]:
     """The account's model entries from the Copilot API (tool-capable ones only)."""
     reply = await call("GET", f"{copilot_base_url(token, domain)}/models", headers={
         "Authorization": f"Bearer {token}", **COPILOT_HEADERS, "X-GitHub-Api-Version": COPILOT_API_VERSION})
@@ -219,21 +217,6 @@ async def refresh_meta(cred: Credential) -> Credential:
     return await mint_meta_key(cred["refresh"])
 
 
-def radius_credential(body: dict[str, Any]) -> Credential:
-    """pi's Radius credential: one minute of skew, and the granted ``scope`` when the gateway names one."""
-    cred = token_credential(body, MINUTE_MS)
-    out = {"type": "oauth", "access": cred["access"], "refresh": cred["refresh"], "expires": cred["expires"]}
-    return {**out, "scope": body["scope"]} if isinstance(body.get("scope"), str) else out
-
-
-async def refresh_radius(cred: Credential, gateway: str = RADIUS_GATEWAY) -> Credential:
-    reply = await call("POST", f"{gateway}/v1/oauth/token", form={
-        "grant_type": "refresh_token", "client_id": RADIUS_CLIENT_ID, "refresh_token": cred["refresh"]})
-    if not reply.ok:
-        raise reply.failure("Radius OAuth token request")
-    return radius_credential(reply.body)
-
-
 async def keep(cred: Credential) -> Credential:
     """OpenRouter's sign-in yields a non-expiring API key: nothing to refresh."""
     return cred
@@ -251,7 +234,6 @@ class OAuthProvider:
     title: str  # the provider's name ("Anthropic"); ``name`` is its sign-in method's
     name: str
     refresh: Callable[[Credential], Awaitable[Credential]]
-    gateway: str | None = None  # a Radius gateway: the sign-in and refresh go there
     login: Callable[[Any], Awaitable[Credential]] | None = None  # its own flow, given a ``flows.LoginUI``
     api_key: Callable[[Credential], str] | None = None  # the request key a credential gives (else ``access``)
     modify_models: Callable[[list[Any], Credential], list[Any]] | None = None  # the models a credential sees
@@ -277,22 +259,4 @@ PROVIDERS: dict[str, OAuthProvider] = {p.id: p for p in (
     OAuthProvider("kimi-coding", "Kimi For Coding", "Kimi Code (subscription)", refresh_kimi),
     OAuthProvider("meta", "Meta", "Meta (Muse subscription)", refresh_meta),
     OAuthProvider("openrouter", "OpenRouter", "OpenRouter OAuth", keep),
-    OAuthProvider("radius", "Radius", "Radius", refresh_radius, RADIUS_GATEWAY),
 )}
-
-
-def radius_gateway_url(base_url: str) -> str:
-    """The gateway a models.json ``baseUrl`` names, as pi reads it: without a trailing ``/v1``,
-    ``https://`` when it has no scheme."""
-    gateway = re.sub(r"/v1/?$", "", base_url)
-    return (gateway if re.match(r"https?://", gateway, re.IGNORECASE) else f"https://{gateway}").rstrip("/")
-
-
-def radius_provider(provider: str, name: str, base_url: str) -> OAuthProvider:
-    """A models.json provider with ``"oauth": "radius"``: Radius's sign-in at the gateway its ``baseUrl`` names."""
-    gateway = radius_gateway_url(base_url)
-
-    async def refresh(cred: Credential) -> Credential:
-        return await refresh_radius(cred, gateway)
-
-    return OAuthProvider(provider, name, name, refresh, gateway)

@@ -46,7 +46,7 @@ async def fresh_credential(file: CredentialFile, provider: str, min_validity_ms:
 
     Due means less than ``min_validity_ms`` (at least pi's five minutes) left, or, with
     ``stale_access``, that the stored access token is still the one a server just rejected (401).
-    ``spec`` is the provider when models.json made it (a Radius gateway of its own). None when no
+    ``spec`` is the provider's sign-in when it is not in pi's table (a vendor's, an extension's). None when no
     OAuth credential is stored. Raises ``OAuthError`` when a needed refresh fails, or when an
     explicitly requested ``min_validity_ms`` cannot be met.
     """

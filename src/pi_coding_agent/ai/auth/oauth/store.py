@@ -15,12 +15,13 @@ import orjson
 
 from pi_coding_agent.ai.atomic_file import create_new, write_atomic
 from pi_coding_agent.ai.auth.oauth.lock import auth_file_lock
+from pi_coding_agent.ai.types import JsonObject
 
-Credential = dict[str, Any]
+Credential = JsonObject
 Modifier = Callable[[Credential | None], Awaitable[Credential | None]]
 
 
-def parse(raw: bytes) -> dict[str, Any]:
+def parse(raw: bytes) -> JsonObject:
     """auth.json content as a dict; an empty file is ``{}``; anything but an object raises ValueError."""
     raw = raw.removeprefix(b"\xef\xbb\xbf")
     if not raw.strip():
@@ -31,14 +32,14 @@ def parse(raw: bytes) -> dict[str, Any]:
     return data
 
 
-def is_oauth(credential: Any) -> bool:
+def is_oauth(credential: object) -> bool:
     """A well-formed OAuth entry, as pi validates it (access, refresh, finite expires)."""
     return (isinstance(credential, dict) and credential.get("type") == "oauth"
             and isinstance(credential.get("access"), str) and isinstance(credential.get("refresh"), str)
             and isinstance(credential.get("expires"), int | float) and not isinstance(credential.get("expires"), bool))
 
 
-def serialize(data: dict[str, Any]) -> bytes:
+def serialize(data: JsonObject) -> bytes:
     """pi's ``JSON.stringify(data, null, 2)`` (orjson keeps insertion order and the same layout)."""
     return orjson.dumps(data, option=orjson.OPT_INDENT_2)
 
@@ -64,7 +65,7 @@ class CredentialFile:
         except FileNotFoundError:
             return {}
 
-    def _write(self, data: dict[str, Any]) -> None:
+    def _write(self, data: JsonObject) -> None:
         # Whole or not at all (a full disk must not leave every credential truncated), through a
         # symlinked alias to its target, keeping its mode; 0600 on creation as pi.
         write_atomic(self.path, serialize(data), 0o600)

@@ -164,9 +164,9 @@ def _context() -> tuple[AuthStorage, ModelRegistry]:
 
 
 def known_provider(registry: ModelRegistry, provider: str) -> bool:
-    from pi_coding_agent.ai.auth.oauth.providers import PROVIDERS
+    from pi_coding_agent.ai.providers.vendor import builtin_spec
 
-    return provider in registry.providers() or provider in PROVIDERS
+    return provider in registry.providers() or builtin_spec(provider) is not None
 
 
 def _provider_of(registry: ModelRegistry, provider: str | None, model: str) -> str:

@@ -15,6 +15,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from pi_coding_agent.ai.auth.keys import AuthStorage
+from pi_coding_agent.ai.providers.vendor import vendor
 from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding import paths
 from pi_coding_agent.coding.commands.login import after_sign_in, device_id
@@ -114,7 +115,7 @@ def _parse_login(args: list[str]) -> tuple[str, bool, bool] | str:
 
 
 def _registered_auth() -> tuple[AuthStorage, list[str]]:
-    """auth.json as the model registry sees it (models.json Radius gateways included), and the providers."""
+    """auth.json as the model registry sees it (models.json sign-in gateways included), and the providers."""
     from pi_coding_agent.ai.models.catalog import ModelRegistry
 
     agent = paths.agent_dir()
@@ -155,8 +156,10 @@ async def _login(auth: AuthStorage, provider: str, api_key: bool, browser: bool)
     name = spec.title if spec is not None else _title(provider)
     ui = TerminalUI(provider, browser)
     try:
-        if provider == "llama.cpp":
-            credential: JsonObject = await _llama_credential(ui)
+        own = vendor(provider)
+        set_up = await own.setup(ui) if own is not None and not account else None
+        if set_up is not None:  # the vendor's own terminal set-up (a server URL, checked live)
+            credential: JsonObject = set_up
         elif not account:
             key = (await ui.prompt("secret", f"Enter {name} API key")).strip()
             if not key:
@@ -177,16 +180,17 @@ async def _login(auth: AuthStorage, provider: str, api_key: bool, browser: bool)
 
 
 async def _refresh_catalog(auth: AuthStorage, provider: str, name: str) -> None:
-    """A Radius gateway's model list, fetched right after its sign-in as pi does (unless offline)."""
+    """A vendor's live model list, fetched right after its sign-in as pi does (unless offline)."""
     from pi_coding_agent.ai.models.catalog import ModelRegistry
-    from pi_coding_agent.ai.providers import radius
+    from pi_coding_agent.ai.providers.vendor import REFRESH_TIMEOUT_S, catalog_refresh
 
-    registry = ModelRegistry(paths.agent_dir(), auth)
-    gateway = registry.radius_gateway(provider)
-    if gateway is None or os.environ.get("PI_OFFLINE") is not None:
+    if os.environ.get("PI_OFFLINE") is not None:
+        return
+    job = catalog_refresh(ModelRegistry(paths.agent_dir(), auth), provider)
+    if job is None:
         return
     try:
-        await asyncio.wait_for(radius.refresh(registry, provider, gateway), radius.REFRESH_TIMEOUT_S)
+        await asyncio.wait_for(job, REFRESH_TIMEOUT_S)
     except TimeoutError:
         _say(f"The {name} model catalog refresh timed out; pi refreshes it on next start.")
     except Exception:  # pi reports any failure so and keeps the sign-in
@@ -203,27 +207,6 @@ def _settings() -> Settings:
 
 def _device_id() -> str:
     return device_id(_settings())
-
-
-async def _llama_credential(ui: TerminalUI) -> JsonObject:
-    """The router's URL (kept in the credential's ``env``, as pi does) and an optional key, checked live."""
-    import os
-
-    from pi_coding_agent.ai.providers import llama_cpp
-
-    default = os.environ.get("LLAMA_BASE_URL") or llama_cpp.DEFAULT_SERVER_URL
-    try:
-        url = llama_cpp.normalize_server_url((await ui.prompt("text", "llama.cpp server URL",
-                                                                 placeholder=default)).strip() or default)
-        key = (await ui.prompt("secret", "API key (optional)")).strip()
-        await asyncio.to_thread(llama_cpp.LlamaClient(url, key or None).list)
-    except llama_cpp.LlamaError as exc:
-        raise OSError(str(exc)) from None
-    credential: JsonObject = {"type": "api_key"}
-    if key:
-        credential["key"] = key
-    credential["env"] = {"LLAMA_BASE_URL": url}
-    return credential
 
 
 def logout(args: list[str]) -> int:

@@ -44,7 +44,7 @@ def run(args: CliArgs) -> int:
     """Serve the RPC protocol until stdin closes or a signal arrives; returns the exit code."""
 
     async def factory(ui: RpcExtensionUI) -> AgentSession:
-        from pi_coding_agent.ai.providers.radius import start_refresh
+        from pi_coding_agent.ai.providers.vendor import start_refresh
         from pi_coding_agent.coding.bootstrap import create_session
 
         session = await create_session(args, "rpc", ui)
