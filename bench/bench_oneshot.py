@@ -19,7 +19,11 @@ Ours runs as a user runs it (the session file written); the reference likewise. 
 column of the rows is the floor, the targets issue #40's ratios to it; the reference pi's figure is
 in a row of its own. The machine's load moves wall times: read the CPU rows first.
 
-    .venv/bin/python bench/bench_oneshot.py [--runs 10]
+``--instructions`` counts instead the instructions of one run's whole process tree under callgrind
+(children traced), ours and the floor's: load-independent, so before/after figures compare across
+runs; they leave out the kernel's share of the CPU.
+
+    .venv/bin/python bench/bench_oneshot.py [--runs 10] [--instructions]
 """
 
 from __future__ import annotations
