@@ -171,10 +171,10 @@ def _ssl_for(url: str, proxy: str | None) -> ssl.SSLContext | bool:
 def _import_aiohttp() -> None:
     """Import aiohttp without the CA loads of ``aiohttp.connector``, which builds two default TLS
     contexts at import (a verifying and a non-verifying one, each loading the whole CA bundle:
-    about 500 M instructions and 4 MiB, even for an http:// endpoint). During that import, in the
-    importing thread only, ``set_default_verify_paths`` does nothing: both contexts are left with no
-    trust at all, so one used by mistake refuses every certificate (fail closed). Requests carry
-    ``tls_context()`` instead (``_ssl_for``)."""
+    about 470 M instructions, even for an http:// endpoint). During that import, in the importing
+    thread only, ``set_default_verify_paths`` does nothing: both are left with no trust, so the
+    verifying one (what ``ssl=True`` gets) refuses every certificate: fail closed. Requests carry
+    ``tls_context()`` (``_ssl_for``); none passes ``ssl=False``, the non-verifying one's case."""
     import sys
 
     if "aiohttp.connector" in sys.modules:
