@@ -19,7 +19,11 @@ Ours runs as a user runs it (the session file written); the reference likewise. 
 column of the rows is the floor, the targets issue #40's ratios to it; the reference pi's figure is
 in a row of its own. The machine's load moves wall times: read the CPU rows first.
 
-    .venv/bin/python bench/bench_oneshot.py [--runs 10]
+``--instructions`` counts instead the instructions of one run's whole process tree under callgrind
+(children traced), ours and the floor's: load-independent, so before/after figures compare across
+runs; they leave out the kernel's share of the CPU.
+
+    .venv/bin/python bench/bench_oneshot.py [--runs 10] [--instructions]
 """
 
 from __future__ import annotations
@@ -181,13 +185,72 @@ def results(runs: int = 10) -> list[Row]:
     return rows
 
 
+def instruction_results() -> list[Row]:
+    """Instructions of the whole process tree (callgrind, children traced: our orphan guard and the
+    tool's ``bash`` count) for one one-shot run and one tool turn, ours against the floor. They do not
+    move with the machine's load, so before/after figures compare across runs; they leave out the
+    kernel's share of the CPU. None without valgrind."""
+    import shutil
+
+    if shutil.which("valgrind") is None:
+        return []
+    scratch = Path(tempfile.mkdtemp(prefix="pi-bench-oneshot-cg-"))
+    servers = [start_server([TEXT] * 4, scratch), start_server([TOOL, TEXT] * 4, scratch)]
+    keep = {server.pid for server, _ in servers}
+    counts: dict[tuple[str, bool], float] = {}
+    try:
+        for name, cmd in (("ours", common.ours_cmd()), ("floor", FLOOR)):
+            for tool_turn in (False, True):
+                home = scratch / f"home-{name}-{tool_turn}"
+                home.mkdir()
+                url = servers[tool_turn][1]
+                run_once(cmd, url, tool_turn, home, keep)  # warm: validation cache, page cache
+                counts[name, tool_turn] = callgrind_tree(cmd, url, tool_turn, home)
+    finally:
+        for server, _ in servers:
+            server.kill()
+            server.wait()
+        common.cleanup(scratch)
+    return [Row("one-shot vs floor", f"{label}: instructions of the process tree", "M", counts["ours", tool],
+                counts["floor", tool]) for label, tool in (("one-shot", False), ("tool turn", True))]
+
+
+def callgrind_tree(cmd: list[str], url: str, tool_turn: bool, home: Path) -> float:
+    """Millions of instructions of one run's process tree under callgrind."""
+    import glob
+    import re
+
+    out = home / "cg"
+    out.mkdir(exist_ok=True)
+    valgrind = ["valgrind", "--tool=callgrind", "--trace-children=yes", f"--callgrind-out-file={out}/cg.%p"]
+    if cmd is FLOOR:
+        argv, env = [*valgrind, *FLOOR, url, *(["--tool"] if tool_turn else [])], dict(os.environ)
+    else:
+        argv = [*valgrind, *cmd, "-p", "--provider", common.PROVIDER, "--model", common.MODEL, "hello"]
+        env = common.env_for(cmd, home, home / "agent")
+    done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, env=env, cwd=home, timeout=600,
+                          check=False)
+    if done.returncode or b"firs" not in done.stdout:
+        raise RuntimeError(f"{argv[4]}: run failed under valgrind: {done.stdout[-300:]!r} {done.stderr[-300:]!r}")
+    total = 0
+    for path in glob.glob(f"{out}/cg.*"):
+        found = re.search(r"^(?:totals|summary): (\d+)", Path(path).read_text(), re.M)
+        total += int(found.group(1)) if found else 0
+        os.remove(path)
+    return total / 1e6
+
+
 def main() -> None:
     import argparse
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--instructions", action="store_true", help="instructions of the tree (valgrind) only")
     args = parser.parse_args()
     note = common.compile_bytecode()
+    if args.instructions:
+        print(common.format_table(instruction_results()))
+        return
     print(common.format_table(results(args.runs)))
     print(f"median of {args.runs} runs per cell; the reference column is bench/floor.py; {note}")
 

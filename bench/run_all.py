@@ -10,7 +10,8 @@ with the defaults (the 100,000-entry session on the reference's side most); the 
 The target column carries issue #20's targets (ratios ours/reference, absolute bounds in the unit);
 the ACP, SDK, MCP and extension rows compare against our own plain RPC process (#20: within 10 %);
 the "one-shot vs floor" rows (issue #40) have bench/floor.py, a stdlib-only asyncio client, in the
-reference column, and the reference pi against that floor in rows of their own.
+reference column, and the reference pi against that floor in rows of their own, and (where valgrind
+is installed) the instructions of a one-shot run's and a tool turn's process tree beside the floor's.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ def main() -> None:
         *bench_startup.results(starts),
         *bench_first_prompt.results(streams),
         *bench_oneshot.results(starts),
+        *bench_oneshot.instruction_results(),
         *bench_streaming.results(streams),
         *bench_streaming.per_delta_results(streams),
         *bench_features.results(streams, 20_000),

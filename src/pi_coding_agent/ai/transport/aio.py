@@ -6,7 +6,9 @@ connection reuse). What this module adds to it is the policy the agent relies on
 
 * the proxy from ``HTTPS_PROXY``/``HTTP_PROXY``/``ALL_PROXY`` (and pi's ``httpProxy`` setting, which
   lands there), skipped for hosts ``NO_PROXY`` names; read for every request, never ``.netrc``;
-* the verifying TLS context (``SSL_CERT_FILE``, ``SSL_CERT_DIR``, else certifi's bundle), once a process;
+* the verifying TLS context (``SSL_CERT_FILE``, ``SSL_CERT_DIR``, else the system's store, else certifi's
+  bundle), built once a process when TLS is first spoken; aiohttp's own default contexts are left
+  without trust (fail closed) and never loaded;
 * the idle timeout on every wait for the server (the headers, then each piece of the body);
 * no redirect followed to another origin: the caller gets ``RedirectRefused`` naming the target host;
 * a pooled connection the server had dropped before answering is replaced once, transparently;
@@ -37,8 +39,8 @@ MAX_HEADER_BYTES = 65536  # one response header line (aiohttp's default, 8190, i
 _UNSAFE = re.compile(r"[\r\n\0]")
 _UNESCAPED = re.compile(r"[\s\"<>\\^`{|}]")  # not valid as they stand in a URL
 _tls_lock = threading.Lock()
-_tls: list[ssl.SSLContext | bool] = []
-_trust_at_import: list[tuple[str | None, str | None]] = []
+_tls: list[ssl.SSLContext] = []
+_import_lock = threading.Lock()
 # Not a weak mapping: the session refers to its loop, so an entry would keep the loop alive anyway;
 # the sessions of closed loops are dropped when another loop makes its first request.
 _sessions: dict[asyncio.AbstractEventLoop, tuple[aiohttp.ClientSession, AsyncGenerator[None, None]]] = {}
@@ -140,45 +142,59 @@ async def _body(response: aiohttp.ClientResponse, idle_timeout: float | None) ->
             watch.cancel()
 
 
-def tls_context() -> ssl.SSLContext | bool:
-    """What every https:// request verifies with, decided once per process: ``True``, aiohttp's
-    default context, when the trust it was built under at import (``SSL_CERT_FILE``/``SSL_CERT_DIR``,
-    else the system's store) is still the one asked for; otherwise a context of that trust, or of
-    certifi's bundle where there is none. Each context loads a whole CA bundle (about 250 M
-    instructions), so a second one is built only when the trust changed."""
+def tls_context() -> ssl.SSLContext:
+    """What every TLS connection verifies with, built once per process: the trust
+    ``SSL_CERT_FILE``/``SSL_CERT_DIR`` name, else the system's store, else certifi's bundle. Loading a
+    CA bundle costs about 250 M instructions, so it is paid only when TLS is about to be spoken."""
     with _tls_lock:
         if not _tls:
+            import os
             import ssl
 
-            trust = _trust()
-            system = _system_store(ssl.get_default_verify_paths())
-            if _trust_at_import == [trust] and (any(trust) or system):
-                _tls.append(True)  # aiohttp's default context holds exactly this trust
-            else:
-                cafile, capath = trust
-                if not (cafile or capath or system):
-                    import certifi
+            cafile, capath = os.environ.get("SSL_CERT_FILE") or None, os.environ.get("SSL_CERT_DIR") or None
+            if not (cafile or capath or _system_store(ssl.get_default_verify_paths())):
+                import certifi
 
-                    cafile = certifi.where()
-                context = ssl.create_default_context(cafile=cafile, capath=capath)
-                context.set_alpn_protocols(["http/1.1"])
-                _tls.append(context)
+                cafile = certifi.where()
+            context = ssl.create_default_context(cafile=cafile, capath=capath)
+            context.set_alpn_protocols(["http/1.1"])
+            _tls.append(context)
         return _tls[0]
 
 
-def _trust() -> tuple[str | None, str | None]:
-    import os
-
-    return os.environ.get("SSL_CERT_FILE") or None, os.environ.get("SSL_CERT_DIR") or None
+def _ssl_for(url: str, proxy: str | None) -> ssl.SSLContext | bool:
+    """The ``ssl`` argument of a request: our context wherever TLS is spoken (an https:// URL, or a
+    proxy reached over https://), so aiohttp's own default context is never the one used."""
+    return tls_context() if url.startswith("https:") or (proxy or "").startswith("https:") else True
 
 
 def _import_aiohttp() -> None:
-    """Import aiohttp, noting the trust its default TLS context is built under (``tls_context``)."""
+    """Import aiohttp without the CA loads of ``aiohttp.connector``, which builds two default TLS
+    contexts at import (a verifying and a non-verifying one, each loading the whole CA bundle:
+    about 470 M instructions, even for an http:// endpoint). During that import, in the importing
+    thread only, ``set_default_verify_paths`` does nothing: both are left with no trust, so the
+    verifying one (what ``ssl=True`` gets) refuses every certificate: fail closed. Requests carry
+    ``tls_context()`` (``_ssl_for``); none passes ``ssl=False``, the non-verifying one's case."""
     import sys
 
-    if "aiohttp.connector" not in sys.modules:
-        _trust_at_import[:] = [_trust()]
-    import aiohttp.client  # noqa: F401 - the import is the work
+    if "aiohttp.connector" in sys.modules:
+        return
+    with _import_lock:
+        if "aiohttp.connector" in sys.modules:
+            return
+        import ssl
+
+        importer, load = threading.get_ident(), ssl.SSLContext.set_default_verify_paths
+
+        def load_elsewhere(context: ssl.SSLContext) -> None:
+            if threading.get_ident() != importer:
+                load(context)
+
+        ssl.SSLContext.set_default_verify_paths = load_elsewhere  # type: ignore[method-assign,assignment]
+        try:
+            import aiohttp.client  # noqa: F401 - the import is the work
+        finally:
+            del ssl.SSLContext.set_default_verify_paths  # the inherited method again
 
 
 def _system_store(paths: ssl.DefaultVerifyPaths) -> bool:
@@ -295,10 +311,11 @@ async def fetch(method: str, url: str, headers: Mapping[str, str], data: bytes |
     import aiohttp
 
     check_headers(headers)
+    proxy = proxy_for(url)
     try:
         async with session().request(method, _as_sent(url), data=data, headers=headers, allow_redirects=False,
-                                     timeout=aiohttp.ClientTimeout(total=timeout_s), proxy=proxy_for(url),
-                                     ssl=tls_context() if url.startswith("https:") else True) as response:
+                                     timeout=aiohttp.ClientTimeout(total=timeout_s), proxy=proxy,
+                                     ssl=_ssl_for(url, proxy)) as response:
             return response.status, await response.read()
     except Exception as exc:
         raise _transport_error(exc) from exc
@@ -310,13 +327,12 @@ async def _post(url: str, headers: Mapping[str, str], content: bytes,
     while idle) is replaced by a new one, once: aiohttp retries only idempotent methods itself."""
     import aiohttp
 
-    secure = url.startswith("https:")
     proxy = proxy_for(url)
     for attempt in range(2):
         trace = SimpleNamespace(reused=False)
         try:
             return await session().post(_as_sent(url), data=content, headers=headers, allow_redirects=False, timeout=timeout,
-                                        proxy=proxy, ssl=tls_context() if secure else True,
+                                        proxy=proxy, ssl=_ssl_for(url, proxy),
                                         trace_request_ctx=trace)
         except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as exc:
             if attempt or not trace.reused:
