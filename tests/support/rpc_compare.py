@@ -9,6 +9,7 @@ the fields clients branch on) for comparing the two.
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import textwrap
@@ -155,6 +156,25 @@ async def play(kind: str, scenario: Scenario, root: Path) -> Played:
         return Played(conversation.records, list(server.requests), workspace)
 
 
+_PLAYED: dict[tuple[str, int], tuple[Scenario, Played]] = {}
+"""Runs of module-level scenarios, kept per process with the scenario itself (so its id stays its own)."""
+
+
+async def play_once(kind: str, scenario: Scenario, root: Path) -> Played:
+    """``play``, run the first time only for this scenario object in this process; each caller gets its
+    own copy. For a scenario that a test of ours alone and the comparison both play: give their tests
+    one ``scenario_group`` so that xdist runs them in the same worker."""
+    key = (kind, id(scenario))
+    if key not in _PLAYED:
+        _PLAYED[key] = scenario, await play(kind, scenario, root)
+    return copy.deepcopy(_PLAYED[key][1])
+
+
+def scenario_group(name: str) -> pytest.MarkDecorator:
+    """The xdist group of the tests that read one scenario's run (``play_once``)."""
+    return pytest.mark.xdist_group(f"rpc-scenario-{name}")
+
+
 # --------------------------------------------------------------------------- reading streams
 
 
@@ -227,10 +247,11 @@ def conversation_requests(requests: list[dict[str, Any]]) -> list[list[dict[str,
             for r in requests if r["body"].get("tools")]
 
 
-async def compare(scenario: Scenario, root: Path) -> tuple[Played, Played]:
-    """Play ``scenario`` on both sides and assert the same record signature and provider requests."""
+async def compare(scenario: Scenario, root: Path, once: bool = False) -> tuple[Played, Played]:
+    """Play ``scenario`` on both sides and assert the same record signature and provider requests;
+    ``once``: our side through ``play_once``."""
     reference = await play("reference", scenario, root)
-    ours = await play("ours", scenario, root)
+    ours = await (play_once if once else play)("ours", scenario, root)
     assert signature(ours.records) == signature(reference.records)
     assert len(ours.requests) == len(reference.requests)
     assert conversation_requests(ours.requests) == conversation_requests(reference.requests)
