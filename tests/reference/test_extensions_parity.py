@@ -11,7 +11,6 @@ our process alone.
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 import textwrap
@@ -30,6 +29,7 @@ from tests.reference.test_rpc_reference import (
     differences,
 )
 from tests.support.rpc_compare import Conversation, Played, Record, Scenario, needs_reference, only, play
+from tests.support.run_once import RunOnce, shared_run
 
 if TYPE_CHECKING:
     from tests.reference.test_rpc_reference import Side
@@ -79,24 +79,21 @@ async def play_side(kind: str, parity: Parity, root: Path, suffix: str | None = 
     return await play(kind, Scenario(parity.script, parity.drive, args=("--no-session", "-e", str(path))), root)
 
 
-_PLAYED: dict[tuple[str, str, str], Played] = {}
+_PLAYED: RunOnce[Played] = RunOnce()
 """Each run of a named scenario, played once per process: the run of our pi with ``ext.py`` serves
 both the check of ours alone and the comparison, the reference's run with ``ext.ts`` both comparisons
-(here and in tests/coding/extensions/test_typescript_extensions.py), and so on. The tests of one
-scenario share an xdist group (``scenario_param``), so they meet in the same worker."""
+(here and in tests/coding/extensions/test_typescript_extensions.py), and so on."""
 
 
 async def play_named(kind: str, name: str, root: Path, suffix: str | None = None) -> Played:
-    """``play_side`` for ``SCENARIOS[name]``, played the first time only; each caller gets its own copy."""
-    key = (kind, name, suffix or "")
-    if key not in _PLAYED:
-        _PLAYED[key] = await play_side(kind, SCENARIOS[name], root, suffix)
-    return copy.deepcopy(_PLAYED[key])
+    """``play_side`` for ``SCENARIOS[name]``, played the first time only in this process."""
+    suffix = suffix or (".py" if kind == "ours" else ".ts")  # the reference's ext.ts run is one run
+    return await _PLAYED.get((kind, name, suffix), lambda: play_side(kind, SCENARIOS[name], root, suffix))
 
 
 def scenario_params(names: Iterable[str]) -> list[Any]:
-    """The scenario names as parameters, each in the xdist group of its scenario (see ``_PLAYED``)."""
-    return [pytest.param(name, marks=pytest.mark.xdist_group(f"extension-scenario-{name}")) for name in names]
+    """The scenario names as parameters, each in the ``shared_run`` group of its scenario."""
+    return [pytest.param(name, marks=shared_run(f"extension-{name}")) for name in names]
 
 
 _EXT_PATH = re.compile(r"\S*/(ours|reference)-ext/ext\.(py|ts)")

@@ -26,6 +26,7 @@ import pytest
 from tests.support.fakes.llm_server import FakeLLMServer
 from tests.support.reference_pi import REFERENCE_NODE_BIN, REFERENCE_PI, REFERENCE_ROOT
 from tests.support.rpc_helpers import PYTHON, RpcProcess
+from tests.support.run_once import RunOnce, shared_run
 
 needs_reference = pytest.mark.reference  # skipped, with the reason, without it (tests/conftest.py)
 
@@ -580,8 +581,8 @@ FLOWS: dict[str, tuple[Callable[[], list[Step]], tuple[str, ...]]] = {
 
 
 def in_flow_group(flow: str) -> pytest.MarkDecorator:
-    """The xdist group of a flow's tests: they meet in one worker, which runs our side once (``run_ours``)."""
-    return pytest.mark.xdist_group(f"rpc-flow-{flow}")
+    """The group of a flow's tests, which read one run of our side (``run_ours``)."""
+    return shared_run(f"rpc-flow-{flow}")
 
 
 @needs_reference
@@ -596,18 +597,19 @@ async def test_flow_matches_reference(flow: str, tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- ours alone (expected shapes)
 
 
-_OURS: dict[str, Transcript] = {}
+_OURS: RunOnce[Transcript] = RunOnce()
 """Our side of each flow, run once per process: the comparison and the flow's own test read the same
 transcript, its files and its LLM requests (none of them writes to it)."""
 
 
 async def run_ours(flow: str, root: Path) -> Transcript:
     """Our side of ``flow`` (in ``root`` the first time it runs in this process)."""
-    if flow not in _OURS:
+    async def run() -> Transcript:
         steps, args = FLOWS[flow]
         with FakeLLMServer() as server:
-            _OURS[flow] = await run_script(Side("ours", root, server), steps(), *args)
-    return _OURS[flow]
+            return await run_script(Side("ours", root, server), steps(), *args)
+
+    return await _OURS.get(flow, run, copied=False)  # a transcript holds its (stopped) server
 
 
 def _events_of(transcript: Transcript, kind: str) -> list[dict[str, Any]]:

@@ -9,7 +9,6 @@ the fields clients branch on) for comparing the two.
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 import textwrap
@@ -23,6 +22,7 @@ import pytest
 from tests.support.fakes.llm_server import FakeLLMServer
 from tests.support.reference_pi import REFERENCE_PI, reference_path
 from tests.support.rpc_helpers import PYTHON, RpcProcess
+from tests.support.run_once import RunOnce
 
 MODEL_ID = "fake-model"
 
@@ -156,23 +156,15 @@ async def play(kind: str, scenario: Scenario, root: Path) -> Played:
         return Played(conversation.records, list(server.requests), workspace)
 
 
-_PLAYED: dict[tuple[str, int], tuple[Scenario, Played]] = {}
-"""Runs of module-level scenarios, kept per process with the scenario itself (so its id stays its own)."""
+_PLAYED: RunOnce[Played] = RunOnce()
+_KEPT: list[Scenario] = []  # the scenarios played once stay alive, so that their ids stay theirs
 
 
 async def play_once(kind: str, scenario: Scenario, root: Path) -> Played:
-    """``play``, run the first time only for this scenario object in this process; each caller gets its
-    own copy. For a scenario that a test of ours alone and the comparison both play: give their tests
-    one ``scenario_group`` so that xdist runs them in the same worker."""
-    key = (kind, id(scenario))
-    if key not in _PLAYED:
-        _PLAYED[key] = scenario, await play(kind, scenario, root)
-    return copy.deepcopy(_PLAYED[key][1])
-
-
-def scenario_group(name: str) -> pytest.MarkDecorator:
-    """The xdist group of the tests that read one scenario's run (``play_once``)."""
-    return pytest.mark.xdist_group(f"rpc-scenario-{name}")
+    """``play``, run the first time only for this (module-level) scenario object in this process; the
+    tests that read it share a ``shared_run`` group (tests/support/run_once.py)."""
+    _KEPT.append(scenario)
+    return await _PLAYED.get((kind, id(scenario)), lambda: play(kind, scenario, root))
 
 
 # --------------------------------------------------------------------------- reading streams

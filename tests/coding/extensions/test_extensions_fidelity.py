@@ -5,7 +5,6 @@ TypeScript (skipped without the reference)."""
 
 from __future__ import annotations
 
-import copy
 import json
 import shutil
 import textwrap
@@ -28,6 +27,7 @@ from tests.support.rpc_compare import (
     only,
     play,
 )
+from tests.support.run_once import RunOnce, shared_run
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "extensions"
 
@@ -35,14 +35,14 @@ EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "extensions"
 EnvOf = Callable[[str], dict[str, str]]  # the fake LLM's URL -> extra environment for the side
 
 
-_OURS: dict[tuple[Any, ...], Played] = {}
+_OURS: RunOnce[Played] = RunOnce()
 """Our runs, per process and inputs: a test of ours alone and its comparison with the reference read
-the same run (the two share an xdist group, ``pair``)."""
+the same run (the two share a group, ``pair``)."""
 
 
 def pair(name: str) -> pytest.MarkDecorator:
-    """The xdist group of a test of ours alone and its comparison, which play the same run of ours."""
-    return pytest.mark.xdist_group(f"extension-example-{name}")
+    """The group of a test of ours alone and its comparison, which read the same run of ours."""
+    return shared_run(f"extension-example-{name}")
 
 
 async def play_example(kind: str, example: str, ts: str, drive: Callable[[Conversation], Awaitable[None]],
@@ -53,9 +53,7 @@ async def play_example(kind: str, example: str, ts: str, drive: Callable[[Conver
     if kind != "ours":
         return await _play_example(kind, example, ts, drive, root, args, script, env_of, prepare)
     key = (example, drive, args, json.dumps(script, sort_keys=True), env_of, prepare)
-    if key not in _OURS:
-        _OURS[key] = await _play_example(kind, example, ts, drive, root, args, script, env_of, prepare)
-    return copy.deepcopy(_OURS[key])
+    return await _OURS.get(key, lambda: _play_example(kind, example, ts, drive, root, args, script, env_of, prepare))
 
 
 async def _play_example(kind: str, example: str, ts: str, drive: Callable[[Conversation], Awaitable[None]],

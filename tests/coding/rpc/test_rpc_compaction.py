@@ -25,8 +25,8 @@ from tests.support.rpc_compare import (
     only,
     play,
     play_once,
-    scenario_group,
 )
+from tests.support.run_once import shared_run
 
 LONG = "lorem ipsum dolor sit amet " * 20  # 540 characters, about 135 estimated tokens
 SUMMARY = "## Goal\nKeep the tests green.\n"
@@ -140,7 +140,7 @@ def _compaction_events(records: list[Record]) -> list[Record]:
 
 
 @pytest.mark.slow
-@scenario_group("manual")
+@shared_run("manual")
 async def test_manual_compaction(tmp_path: Path) -> None:
     played = await play_once("ours", MANUAL, tmp_path)
     records = played.records
@@ -173,7 +173,7 @@ async def test_manual_compaction(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-@scenario_group("too_small")
+@shared_run("too_small")
 async def test_compacting_an_empty_session_fails(tmp_path: Path) -> None:
     records = (await play_once("ours", SCENARIOS["too_small"], tmp_path)).records
     failures = [r for r in only(records, "response") if r["command"] == "compact"]
@@ -184,7 +184,7 @@ async def test_compacting_an_empty_session_fails(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-@scenario_group("threshold")
+@shared_run("threshold")
 async def test_threshold_compaction_after_a_run_and_before_a_prompt(tmp_path: Path) -> None:
     played = await play_once("ours", THRESHOLD, tmp_path)
     types = flow(played.records)
@@ -202,7 +202,7 @@ async def test_threshold_compaction_after_a_run_and_before_a_prompt(tmp_path: Pa
 
 
 @pytest.mark.slow
-@scenario_group("overflow_recovered")
+@shared_run("overflow_recovered")
 async def test_overflow_recovery_compacts_and_continues(tmp_path: Path) -> None:
     played = await play_once("ours", SCENARIOS["overflow_recovered"], tmp_path)
     types = flow(played.records)
@@ -224,7 +224,7 @@ async def test_overflow_recovery_compacts_and_continues(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-@scenario_group("overflow_twice")
+@shared_run("overflow_twice")
 async def test_second_overflow_fails_without_looping(tmp_path: Path) -> None:
     played = await play_once("ours", SCENARIOS["overflow_twice"], tmp_path)
     failure = {"type": "compaction_end", "reason": "overflow", "aborted": False, "willRetry": False,
@@ -241,7 +241,7 @@ async def test_second_overflow_fails_without_looping(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-@scenario_group("silent_overflow")
+@shared_run("silent_overflow")
 async def test_silent_overflow_compacts_without_retrying(tmp_path: Path) -> None:
     played = await play_once("ours", SCENARIOS["silent_overflow"], tmp_path)
     types = flow(played.records)
@@ -254,7 +254,7 @@ async def test_silent_overflow_compacts_without_retrying(tmp_path: Path) -> None
 
 
 @pytest.mark.slow
-@scenario_group("between_turns")
+@shared_run("between_turns")
 async def test_threshold_compaction_between_turns(tmp_path: Path) -> None:
     types = flow((await play_once("ours", SCENARIOS["between_turns"], tmp_path)).records)
     at = types.index("compaction_start")
@@ -264,7 +264,7 @@ async def test_threshold_compaction_between_turns(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-@scenario_group("length_recovery")
+@shared_run("length_recovery")
 async def test_truncated_reply_is_compacted_and_retried(tmp_path: Path) -> None:
     played = await play_once("ours", SCENARIOS["length_recovery"], tmp_path)
     types = flow(played.records)
@@ -277,7 +277,7 @@ async def test_truncated_reply_is_compacted_and_retried(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-@scenario_group("abort_compaction")
+@shared_run("abort_compaction")
 async def test_abort_during_compaction(tmp_path: Path) -> None:
     records = (await play_once("ours", SCENARIOS["abort_compaction"], tmp_path)).records
     types = flow(records)
@@ -294,7 +294,7 @@ async def test_abort_during_compaction(tmp_path: Path) -> None:
 
 
 @needs_reference
-@pytest.mark.parametrize("name", [pytest.param(name, marks=scenario_group(name)) for name in SCENARIOS])
+@pytest.mark.parametrize("name", [pytest.param(name, marks=shared_run(name)) for name in SCENARIOS])
 async def test_same_records_as_the_reference(name: str, tmp_path: Path) -> None:
     ours, reference = await compare(SCENARIOS[name], tmp_path, once=True)
     assert ours.workspace.settings() == reference.workspace.settings()  # set_auto_compaction persists alike

@@ -21,8 +21,8 @@ from tests.support.rpc_compare import (
     only,
     play,
     play_once,
-    scenario_group,
 )
+from tests.support.run_once import shared_run
 
 FAST = {"retry": {"baseDelayMs": 50}}
 SLOW = {"retry": {"baseDelayMs": 60000}}  # a back-off that only an abort ends
@@ -122,7 +122,7 @@ async def test_success_after_529_hides_the_failed_attempt(tmp_path: Path) -> Non
 
 
 @pytest.mark.slow
-@scenario_group("exhausted")
+@shared_run("exhausted")
 async def test_retries_exhausted_reports_the_final_error(tmp_path: Path) -> None:
     records = (await play_once("ours", SCENARIOS["exhausted"], tmp_path)).records
     assert flow(records) == [*FIRST_RUN_HEAD, *failed_attempt(),
@@ -145,7 +145,7 @@ async def test_retry_after_header_sets_the_back_off(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-@scenario_group("non_retryable_400")
+@shared_run("non_retryable_400")
 async def test_non_retryable_error_ends_the_run(tmp_path: Path) -> None:
     played = await play_once("ours", SCENARIOS["non_retryable_400"], tmp_path)
     assert flow(played.records) == [*FIRST_RUN_HEAD, *failed_attempt(), "agent_settled"]
@@ -154,7 +154,7 @@ async def test_non_retryable_error_ends_the_run(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-@scenario_group("mid_stream_disconnect")
+@shared_run("mid_stream_disconnect")
 async def test_mid_stream_disconnect_is_retried(tmp_path: Path) -> None:
     played = await play_once("ours", SCENARIOS["mid_stream_disconnect"], tmp_path)
     records = played.records
@@ -168,7 +168,7 @@ async def test_mid_stream_disconnect_is_retried(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-@scenario_group("abort_during_back_off")
+@shared_run("abort_during_back_off")
 async def test_abort_during_back_off_cancels_the_retry(tmp_path: Path) -> None:
     records = (await play_once("ours", SCENARIOS["abort_during_back_off"], tmp_path)).records
     assert flow(records)[-5:] == ["auto_retry_start", "entry_appended", "auto_retry_end", "agent_settled",
@@ -179,7 +179,7 @@ async def test_abort_during_back_off_cancels_the_retry(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-@scenario_group("abort_retry")
+@shared_run("abort_retry")
 async def test_abort_retry_ends_the_series_before_answering(tmp_path: Path) -> None:
     played = await play_once("ours", SCENARIOS["abort_retry"], tmp_path)
     records = played.records
@@ -192,7 +192,7 @@ async def test_abort_retry_ends_the_series_before_answering(tmp_path: Path) -> N
 
 
 @pytest.mark.slow
-@scenario_group("disabled")
+@shared_run("disabled")
 async def test_auto_retry_off_is_persisted(tmp_path: Path) -> None:
     played = await play_once("ours", SCENARIOS["disabled"], tmp_path)
     assert flow(played.records) == ["response:set_auto_retry", *FIRST_RUN_HEAD, *failed_attempt(), "agent_settled"]
@@ -204,7 +204,7 @@ async def test_auto_retry_off_is_persisted(tmp_path: Path) -> None:
 
 
 @needs_reference
-@pytest.mark.parametrize("name", [pytest.param(name, marks=scenario_group(name)) for name in SCENARIOS])
+@pytest.mark.parametrize("name", [pytest.param(name, marks=shared_run(name)) for name in SCENARIOS])
 async def test_same_records_as_the_reference(name: str, tmp_path: Path) -> None:
     ours, reference = await compare(SCENARIOS[name], tmp_path, once=True)
     assert ours.workspace.settings() == reference.workspace.settings()  # set_auto_retry persists alike
