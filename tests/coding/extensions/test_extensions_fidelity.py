@@ -52,7 +52,7 @@ async def play_example(kind: str, example: str, ts: str, drive: Callable[[Conver
     side is played the first time only for the same inputs, and each caller gets its own copy."""
     if kind != "ours":
         return await _play_example(kind, example, ts, drive, root, args, script, env_of, prepare)
-    key = (example, drive, args, json.dumps(script, sort_keys=True), env_of, prepare)
+    key = (example, drive, args, json.dumps(script, sort_keys=True, default=repr), env_of, prepare)
     return await _OURS.get(key, lambda: _play_example(kind, example, ts, drive, root, args, script, env_of, prepare))
 
 
