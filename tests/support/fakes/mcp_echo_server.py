@@ -7,16 +7,17 @@ checks the protocol against the official SDK) spends about a second of CPU impor
 
 from __future__ import annotations
 
-import json
-import sys
 from typing import Any
+
+from tests.support.fakes.mcp_raw_server import serve
 
 ECHO = {"name": "echo", "description": "Echo the text back.", "annotations": {"readOnlyHint": True},
         "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}}
 
 
-def answer(method: str, params: dict[str, Any]) -> dict[str, Any] | None:
+def answer(message: dict[str, Any]) -> dict[str, Any] | None:
     """The result of a request, None for a method this server does not have."""
+    method, params = message.get("method"), message.get("params") or {}
     if method == "initialize":
         return {"protocolVersion": params.get("protocolVersion", "2025-06-18"), "capabilities": {"tools": {}},
                 "serverInfo": {"name": "echo", "version": "1"}}
@@ -30,18 +31,5 @@ def answer(method: str, params: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-def main() -> None:
-    for line in sys.stdin:
-        message = json.loads(line)
-        if "id" not in message or "method" not in message:  # notifications and answers need no reply
-            continue
-        result = answer(message["method"], message.get("params") or {})
-        reply: dict[str, Any] = {"jsonrpc": "2.0", "id": message["id"]}
-        reply.update({"result": result} if result is not None else
-                     {"error": {"code": -32601, "message": f"Method not found: {message['method']}"}})
-        sys.stdout.write(json.dumps(reply) + "\n")
-        sys.stdout.flush()
-
-
 if __name__ == "__main__":
-    main()
+    serve(answer)
