@@ -9,8 +9,10 @@ worker. A test run alone still plays what it reads: nothing depends on the order
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Awaitable, Callable, Hashable
-from typing import Generic, TypeVar
+from pathlib import Path
+from typing import Any, Generic, TypeVar
 
 import pytest
 
@@ -34,3 +36,14 @@ class RunOnce(Generic[T]):
 def shared_run(name: str) -> pytest.MarkDecorator:
     """The xdist group of the tests that read one shared run (``--dist loadgroup``, set in pyproject)."""
     return pytest.mark.xdist_group(f"shared-run-{name}")
+
+
+_OUTCOMES: RunOnce[Any] = RunOnce()
+
+
+async def ours_once(outcome: Callable[..., Awaitable[T]], root: Path, *inputs: Any) -> T:
+    """``outcome("ours", root, *inputs)``, played once per process for the same ``outcome`` and
+    ``inputs`` (compared as JSON): for a test of ours alone and its comparison, which read the same outcome."""
+    key = (outcome, json.dumps(inputs, sort_keys=True, default=repr))
+    run: T = await _OUTCOMES.get(key, lambda: outcome("ours", root, *inputs))
+    return run

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 
@@ -19,7 +19,7 @@ from tests.coding.extensions.test_extensions_fidelity import notes, play_example
 from tests.support.fakes.llm_server import FakeLLMServer
 from tests.support.fakes.oauth_server import FakeOAuthServer
 from tests.support.rpc_compare import Conversation, Played, Workspace, is_settled, needs_reference
-from tests.support.run_once import RunOnce, shared_run
+from tests.support.run_once import ours_once, shared_run
 
 SUBSCRIPTION_TS = """
 export default function (pi) {
@@ -57,15 +57,7 @@ CORP_ARGS = ("--provider", "corp-ai", "--model", "corp-model")
 ANSWER = [{"content": [{"type": "text", "text": "from corp"}]}]
 
 
-T = TypeVar("T")
-_OURS: RunOnce[Any] = RunOnce()
 pytestmark = shared_run("extension-providers")  # tests of ours alone and comparisons read the same runs
-
-
-async def ours_once(outcome: Callable[..., Awaitable[T]], root: Path, *inputs: Any) -> T:
-    """``outcome("ours", root, *inputs)``, played once per process for the same inputs."""
-    run: T = await _OURS.get((outcome, inputs), lambda: outcome("ours", root, *inputs))
-    return run
 
 
 def _corp_env(sso: FakeOAuthServer) -> Any:
