@@ -33,6 +33,7 @@ def _node_major() -> int:
 
 
 needs_node = pytest.mark.skipif(_node_major() < 20, reason="Node.js >= 20 is not on PATH")
+pytestmark = pytest.mark.slow  # every test here but one starts Node.js (the sidecar or the reference)
 
 # every scenario but dialog_signal (an AbortSignal given to a dialog does not cross to the session)
 COMPARED = [name for name in SCENARIOS if name != "dialog_signal"]
