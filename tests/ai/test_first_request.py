@@ -66,6 +66,8 @@ async def test_an_untrusted_certificate_is_refused(tmp_path, tls_server):
     """Without the CA in SSL_CERT_FILE the handshake fails: loading ssl late keeps verification on."""
     server, _ = tls_server
     write_models_json(tmp_path / "agent", server.url)
+    # a failed handshake is retried: 10 ms apart instead of pi's 2, 4 and 8 s
+    (tmp_path / "agent" / "settings.json").write_text(json.dumps({"retry": {"baseDelayMs": 10}}))
     env = {**os.environ, "HOME": str(tmp_path), "PI_CODING_AGENT_DIR": str(tmp_path / "agent")}
     env.pop("SSL_CERT_FILE", None)
     pi = await RpcProcess.pi(*MODEL_ARGS, cwd=tmp_path, env=env)

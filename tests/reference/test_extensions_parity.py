@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import re
 import textwrap
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -29,6 +29,7 @@ from tests.reference.test_rpc_reference import (
     differences,
 )
 from tests.support.rpc_compare import Conversation, Played, Record, Scenario, needs_reference, only, play
+from tests.support.run_once import RunOnce, shared_run
 
 if TYPE_CHECKING:
     from tests.reference.test_rpc_reference import Side
@@ -67,13 +68,32 @@ class Parity:
     script: list[dict[str, Any]] = field(default_factory=list)
 
 
-async def play_side(kind: str, parity: Parity, root: Path) -> Played:
-    """Write the side's extension and play the conversation; ``kind`` is ``ours`` or ``reference``."""
-    source, suffix = (parity.py, ".py") if kind == "ours" else (parity.ts, ".ts")
+async def play_side(kind: str, parity: Parity, root: Path, suffix: str | None = None) -> Played:
+    """Write the side's extension and play the conversation; ``kind`` is ``ours`` or ``reference``,
+    ``suffix`` the extension's language (by default ``.py`` for ours, ``.ts`` for the reference)."""
+    suffix = suffix or (".py" if kind == "ours" else ".ts")
+    source = textwrap.dedent(parity.py) + PY_PRELUDE if suffix == ".py" else textwrap.dedent(parity.ts)
     path = root / f"{kind}-ext" / f"ext{suffix}"
     path.parent.mkdir(parents=True)
-    path.write_text(textwrap.dedent(source) + (PY_PRELUDE if kind == "ours" else ""))
+    path.write_text(source)
     return await play(kind, Scenario(parity.script, parity.drive, args=("--no-session", "-e", str(path))), root)
+
+
+_PLAYED: RunOnce[Played] = RunOnce()
+"""Each run of a named scenario, played once per process: the run of our pi with ``ext.py`` serves
+both the check of ours alone and the comparison, the reference's run with ``ext.ts`` both comparisons
+(here and in tests/coding/extensions/test_typescript_extensions.py), and so on."""
+
+
+async def play_named(kind: str, name: str, root: Path, suffix: str | None = None) -> Played:
+    """``play_side`` for ``SCENARIOS[name]``, played the first time only in this process."""
+    suffix = suffix or (".py" if kind == "ours" else ".ts")  # the reference's ext.ts run is one run
+    return await _PLAYED.get((kind, name, suffix), lambda: play_side(kind, SCENARIOS[name], root, suffix))
+
+
+def scenario_params(names: Iterable[str]) -> list[Any]:
+    """The scenario names as parameters, each in the ``shared_run`` group of its scenario."""
+    return [pytest.param(name, marks=shared_run(f"extension-{name}")) for name in names]
 
 
 _EXT_PATH = re.compile(r"\S*/(ours|reference)-ext/ext\.(py|ts)")
@@ -109,9 +129,13 @@ def comparable(played: Played) -> tuple[list[Any], list[Any]]:
     return records, norm.value(bodies(played.requests))
 
 
-async def assert_parity(parity: Parity, root: Path) -> Played:
-    reference = await play_side("reference", parity, root)
-    ours = await play_side("ours", parity, root)
+async def assert_parity(parity: Parity, root: Path, name: str | None = None) -> Played:
+    """Both sides' records compared; with ``name`` (a scenario of ``SCENARIOS``), runs already played
+    in this process are reused."""
+    if name is None:
+        reference, ours = await play_side("reference", parity, root), await play_side("ours", parity, root)
+    else:
+        reference, ours = await play_named("reference", name, root), await play_named("ours", name, root)
     our_records, our_requests = comparable(ours)
     their_records, their_requests = comparable(reference)
     assert [r["type"] for r in our_records] == [r["type"] for r in their_records]
@@ -1161,16 +1185,15 @@ SCENARIOS["dialog_signal"] = Parity(SIGNAL_TS, SIGNAL_PY, _signal, _check_signal
 # --------------------------------------------------------------------------- tests
 
 
-@pytest.mark.parametrize("name", list(SCENARIOS))
+@pytest.mark.parametrize("name", scenario_params(SCENARIOS))
 @pytest.mark.slow
 async def test_python_extension(name: str, tmp_path: Path) -> None:
-    parity = SCENARIOS[name]
-    ours = await play_side("ours", parity, tmp_path)
-    parity.check(ours.records, ours.requests)
+    ours = await play_named("ours", name, tmp_path)
+    SCENARIOS[name].check(ours.records, ours.requests)
 
 
 @needs_reference
-@pytest.mark.parametrize("name", list(SCENARIOS))
+@pytest.mark.parametrize("name", scenario_params(SCENARIOS))
 async def test_parity_with_typescript_extension(name: str, tmp_path: Path) -> None:
-    ours = await assert_parity(SCENARIOS[name], tmp_path)
+    ours = await assert_parity(SCENARIOS[name], tmp_path, name)
     SCENARIOS[name].check(ours.records, ours.requests)

@@ -26,6 +26,7 @@ import pytest
 from tests.support.fakes.llm_server import FakeLLMServer
 from tests.support.reference_pi import REFERENCE_NODE_BIN, REFERENCE_PI, REFERENCE_ROOT
 from tests.support.rpc_helpers import PYTHON, RpcProcess
+from tests.support.run_once import RunOnce, shared_run
 
 needs_reference = pytest.mark.reference  # skipped, with the reason, without it (tests/conftest.py)
 
@@ -579,25 +580,36 @@ FLOWS: dict[str, tuple[Callable[[], list[Step]], tuple[str, ...]]] = {
 # --------------------------------------------------------------------------- side by side
 
 
+def in_flow_group(flow: str) -> pytest.MarkDecorator:
+    """The group of a flow's tests, which read one run of our side (``run_ours``)."""
+    return shared_run(f"rpc-flow-{flow}")
+
+
 @needs_reference
-@pytest.mark.parametrize("flow", sorted(FLOWS))
+@pytest.mark.parametrize("flow", [pytest.param(flow, marks=in_flow_group(flow)) for flow in sorted(FLOWS)])
 async def test_flow_matches_reference(flow: str, tmp_path: Path) -> None:
     steps, args = FLOWS[flow]
-    views = []
-    for name in ("ours", "reference"):
-        with FakeLLMServer() as server:
-            transcript = await run_script(Side(name, tmp_path / name, server), steps(), *args)
-        views.append(comparable(transcript))
-    assert_same(*views)
+    with FakeLLMServer() as server:
+        reference = await run_script(Side("reference", tmp_path / "reference", server), steps(), *args)
+    assert_same(comparable(await run_ours(flow, tmp_path / "ours")), comparable(reference))
 
 
 # --------------------------------------------------------------------------- ours alone (expected shapes)
 
 
+_OURS: RunOnce[Transcript] = RunOnce()
+"""Our side of each flow, run once per process: the comparison and the flow's own test read the same
+transcript, its files and its LLM requests (none of them writes to it)."""
+
+
 async def run_ours(flow: str, root: Path) -> Transcript:
-    steps, args = FLOWS[flow]
-    with FakeLLMServer() as server:
-        return await run_script(Side("ours", root, server), steps(), *args)
+    """Our side of ``flow`` (in ``root`` the first time it runs in this process)."""
+    async def run() -> Transcript:
+        steps, args = FLOWS[flow]
+        with FakeLLMServer() as server:
+            return await run_script(Side("ours", root, server), steps(), *args)
+
+    return await _OURS.get(flow, run, copied=False)  # a transcript holds its (stopped) server
 
 
 def _events_of(transcript: Transcript, kind: str) -> list[dict[str, Any]]:
@@ -613,6 +625,7 @@ def _lines(path: Path) -> list[dict[str, Any]]:
 
 
 @pytest.mark.slow
+@in_flow_group("conversation")
 async def test_conversation_reads_names_exports_clones_and_forks(tmp_path: Path) -> None:
     t = await run_ours("conversation", tmp_path)
     cwd = t.side.cwd
@@ -655,6 +668,7 @@ async def test_conversation_reads_names_exports_clones_and_forks(tmp_path: Path)
     assert [e["id"] for e in _lines(files[1])[1:]] == [e["id"] for e in _lines(source)[1:]]  # ids kept
 
 
+@in_flow_group("models")
 async def test_model_and_thinking_commands(tmp_path: Path) -> None:
     t = await run_ours("models", tmp_path)
     assert [m["id"] for m in t.data("c1")["models"]] == ["fake-model", "fake-reasoner", "fake-mapped"]
@@ -679,6 +693,7 @@ async def test_model_and_thinking_commands(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@in_flow_group("default_model")
 async def test_started_without_model_flag_new_session_takes_the_initial_model(tmp_path: Path) -> None:
     t = await run_ours("default_model", tmp_path)
     assert t.data("c1")["model"]["id"] == "fake-model"  # first available (our faux provider is not listed)
@@ -688,6 +703,7 @@ async def test_started_without_model_flag_new_session_takes_the_initial_model(tm
     assert (t.data("c9")["model"]["id"], t.data("c9")["thinkingLevel"]) == ("fake-reasoner", "high")
 
 
+@in_flow_group("settings")
 async def test_settings_commands_persist_and_idle_commands_answer(tmp_path: Path) -> None:
     t = await run_ours("settings", tmp_path)
     assert all("data" not in t.responses[f"c{n}"] and t.responses[f"c{n}"]["success"] for n in (1, 2, 3, 4, 6, 7, 8))
@@ -703,6 +719,7 @@ async def test_settings_commands_persist_and_idle_commands_answer(tmp_path: Path
 
 
 @pytest.mark.slow
+@in_flow_group("sessions")
 async def test_new_and_switched_sessions_write_their_files(tmp_path: Path) -> None:
     t = await run_ours("sessions", tmp_path)
     first = Path(t.data("c2")["sessionFile"])
@@ -722,10 +739,9 @@ async def test_new_and_switched_sessions_write_their_files(tmp_path: Path) -> No
 
 
 @pytest.mark.slow
+@in_flow_group("bash")
 async def test_bash_excluded_from_context_stays_out_of_the_next_request(tmp_path: Path) -> None:
-    steps, args = FLOWS["bash"]
-    with FakeLLMServer() as server:
-        t = await run_script(Side("ours", tmp_path, server), steps(), *args)
+    t = await run_ours("bash", tmp_path)
     assert t.data("c1") == {"output": "visible\n", "exitCode": 0, "cancelled": False, "truncated": False}
     assert t.data("c2") == {"output": "hidden\n", "exitCode": 3, "cancelled": False, "truncated": False}
     assert [e for e in t.events() if e["type"] == "bash_execution_update"] == [
@@ -734,11 +750,12 @@ async def test_bash_excluded_from_context_stays_out_of_the_next_request(tmp_path
     recorded = t.data("c3")["messages"]
     assert [m["role"] for m in recorded] == ["bashExecution", "bashExecution"]
     assert "excludeFromContext" not in recorded[0] and recorded[1]["excludeFromContext"] is True
-    sent = json.dumps(server.requests[0]["body"]["messages"])
+    sent = json.dumps(t.side.server.requests[0]["body"]["messages"])
     assert "Ran `echo visible`" in sent and "hidden" not in sent
 
 
 @pytest.mark.slow
+@in_flow_group("idle_queue")
 async def test_idle_steer_and_follow_up_ride_on_the_next_run(tmp_path: Path) -> None:
     t = await run_ours("idle_queue", tmp_path)
     assert t.data("c1") == t.data("c2") == {"disposition": "queued"}
@@ -751,6 +768,7 @@ async def test_idle_steer_and_follow_up_ride_on_the_next_run(tmp_path: Path) -> 
 
 
 @pytest.mark.slow
+@in_flow_group("streaming_queue")
 async def test_queueing_while_streaming(tmp_path: Path) -> None:
     t = await run_ours("streaming_queue", tmp_path)
     assert t.data("c2") == t.data("c3") == t.data("c7") == {"disposition": "queued"}
@@ -765,10 +783,9 @@ async def test_queueing_while_streaming(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@in_flow_group("resources")
 async def test_templates_skills_and_images(tmp_path: Path) -> None:
-    steps, args = FLOWS["resources"]
-    with FakeLLMServer() as server:
-        t = await run_script(Side("ours", tmp_path, server), steps(), *args)
+    t = await run_ours("resources", tmp_path)
     commands = [c for c in t.data("c1")["commands"] if c["sourceInfo"].get("source") != "builtin"]
     assert [(c["name"], c["source"], c["description"]) for c in commands] == [
         ("review", "prompt", "Review a file"), ("skill:greeter", "skill", "Greets people politely")]
@@ -778,11 +795,12 @@ async def test_templates_skills_and_images(tmp_path: Path) -> None:
     assert users[0]["content"] == [{"type": "text", "text": "Please review main.py carefully."}]
     assert users[1]["content"][0]["text"].startswith('<skill name="greeter"')
     assert users[2]["content"][1] == {"type": "image", "data": PIXEL_PNG, "mimeType": "image/png"}
-    image_part = server.requests[-1]["body"]["messages"][-1]["content"][1]
+    image_part = t.side.server.requests[-1]["body"]["messages"][-1]["content"][1]
     assert image_part == {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PIXEL_PNG}"}}
 
 
 @pytest.mark.slow
+@in_flow_group("in_memory")
 async def test_in_memory_session_forks_and_clones_without_files(tmp_path: Path) -> None:
     t = await run_ours("in_memory", tmp_path)
     assert t.responses["c1"]["error"] == "Cannot export in-memory session to HTML"

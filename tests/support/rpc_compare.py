@@ -22,6 +22,7 @@ import pytest
 from tests.support.fakes.llm_server import FakeLLMServer
 from tests.support.reference_pi import REFERENCE_PI, reference_path
 from tests.support.rpc_helpers import PYTHON, RpcProcess
+from tests.support.run_once import RunOnce
 
 MODEL_ID = "fake-model"
 
@@ -155,6 +156,17 @@ async def play(kind: str, scenario: Scenario, root: Path) -> Played:
         return Played(conversation.records, list(server.requests), workspace)
 
 
+_PLAYED: RunOnce[Played] = RunOnce()
+_KEPT: list[Scenario] = []  # the scenarios played once stay alive, so that their ids stay theirs
+
+
+async def play_once(kind: str, scenario: Scenario, root: Path) -> Played:
+    """``play``, run the first time only for this (module-level) scenario object in this process; the
+    tests that read it share a ``shared_run`` group (tests/support/run_once.py)."""
+    _KEPT.append(scenario)
+    return await _PLAYED.get((kind, id(scenario)), lambda: play(kind, scenario, root))
+
+
 # --------------------------------------------------------------------------- reading streams
 
 
@@ -227,10 +239,11 @@ def conversation_requests(requests: list[dict[str, Any]]) -> list[list[dict[str,
             for r in requests if r["body"].get("tools")]
 
 
-async def compare(scenario: Scenario, root: Path) -> tuple[Played, Played]:
-    """Play ``scenario`` on both sides and assert the same record signature and provider requests."""
+async def compare(scenario: Scenario, root: Path, once: bool = False) -> tuple[Played, Played]:
+    """Play ``scenario`` on both sides and assert the same record signature and provider requests;
+    ``once``: our side through ``play_once``."""
     reference = await play("reference", scenario, root)
-    ours = await play("ours", scenario, root)
+    ours = await (play_once if once else play)("ours", scenario, root)
     assert signature(ours.records) == signature(reference.records)
     assert len(ours.requests) == len(reference.requests)
     assert conversation_requests(ours.requests) == conversation_requests(reference.requests)

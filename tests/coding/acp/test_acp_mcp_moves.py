@@ -30,9 +30,10 @@ OTHER_ID = "0190a000-0000-7000-8000-0000000000aa"
 
 
 def _command(log: Path, name: str) -> tuple[str, list[str]]:
-    """Our FakeMCP stdio server behind ``sh``, which logs the start and then becomes the server."""
-    return "sh", ["-c", f'echo "{name} $$ $(pwd)" >> {log}; exec "$@"', "sh", PYTHON, "-m", "tests.support.fakes.mcp_server",
-                  "stdio"]
+    """Our stdio echo server (it starts in milliseconds) behind ``sh``, which logs the start and then
+    becomes the server."""
+    return "sh", ["-c", f'echo "{name} $$ $(pwd)" >> {log}; exec "$@"', "sh", PYTHON, "-m",
+                  "tests.support.fakes.mcp_echo_server"]
 
 
 def _server(log: Path, name: str) -> McpServerStdio:

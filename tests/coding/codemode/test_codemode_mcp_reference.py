@@ -72,6 +72,7 @@ async def test_scripts_calling_mcp_tools_match_the_reference(tmp_path: Path) -> 
     assert ours == reference
 
 
+@pytest.mark.slow  # the server takes a second to start, on purpose
 async def test_a_first_prompt_script_waits_for_the_server_it_names(tmp_path: Path) -> None:
     results = await _play("ours", tmp_path)
     assert all(r.startswith("Script completed") for r in results), results

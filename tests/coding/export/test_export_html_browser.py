@@ -44,19 +44,28 @@ def body_of(dom: str) -> str:
     return dom[start:dom.index('<script id="session-data"')]
 
 
-@pytest.fixture
-def exported(tmp_path: Path) -> tuple[Path, dict[str, str]]:
-    sm, ids = rich_session(tmp_path)
-    return export(sm, tmp_path, system_prompt="You are a test assistant.",
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    """The rich session's page, exported once for the module (the tests only read it)."""
+    root = tmp_path_factory.mktemp("exported")
+    sm, ids = rich_session(root)
+    return export(sm, root, system_prompt="You are a test assistant.",
                   tools=[{"name": "read", "description": "Read a file", "parameters": {}}]), ids
 
 
-def test_page_shows_the_active_branch(tmp_path: Path, exported: tuple[Path, dict[str, str]]) -> None:
+@pytest.fixture(scope="module")
+def exported_dom(exported: tuple[Path, dict[str, str]]) -> str:
+    """Its DOM once the page's scripts ran: one Chromium run read by the tests of the default view."""
     page, _ = exported
-    html = body_of(dump_dom(tmp_path, page))
+    return dump_dom(page.parent, page)
+
+
+def test_page_shows_the_active_branch(exported: tuple[Path, dict[str, str]], exported_dom: str) -> None:
+    page, _ = exported
+    html = body_of(exported_dom)
     # header: name, model, directory, totals
     assert "<h1>Review &lt;b&gt;session&lt;/b&gt;</h1>" in html
-    assert "mock/mock-model, mock/other-model" in html and str(tmp_path) in html
+    assert "mock/mock-model, mock/other-model" in html and str(page.parent) in html
     assert "Tokens</dt><dd>9,600 (in 8,000, out 1,600" in html and "Cost</dt><dd>$0.10</dd>" in html
     # user text and image; assistant Markdown with a highlighted fence; thinking collapsed
     assert "Please fix the greeting" in html and '<img class="image" alt="image (image/png)" src="data:image/png;base64,' in html
@@ -89,9 +98,8 @@ def test_page_shows_the_active_branch(tmp_path: Path, exported: tuple[Path, dict
     assert html.count('<button class="branch"') == 2
 
 
-def test_hostile_content_stays_text(tmp_path: Path, exported: tuple[Path, dict[str, str]]) -> None:
-    page, _ = exported
-    dom = dump_dom(tmp_path, page)
+def test_hostile_content_stays_text(exported_dom: str) -> None:
+    dom = exported_dom
     assert "PWNED" not in dom.split("<title>")[1].split("</title>")[0]
     assert not re.search(r"\sdata-pwned2?=", dom)  # neither injected handler ran
     assert "&lt;/script&gt;&lt;script&gt;document.title='PWNED'" in dom
@@ -121,22 +129,30 @@ def test_screenshot(tmp_path: Path, exported: tuple[Path, dict[str, str]]) -> No
     assert (width, height) == (1280, 2000)
 
 
-@pytest.fixture
-def large_page(tmp_path: Path) -> Path:
-    sm = SessionManager.create(tmp_path, tmp_path / "sessions")
+@pytest.fixture(scope="module")
+def large_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 20,000-entry session's page, exported once for the module."""
+    root = tmp_path_factory.mktemp("large")
+    sm = SessionManager.create(root, root / "sessions")
     for turn in range(10_000):
         sm.append_message(user(f"question {turn}"))
         sm.append_message(assistant(text(f"answer **{turn}**\n\n```js\nconst x = {turn};\n```")))
     assert len(sm.get_entries()) == 20_000
-    return export(sm, tmp_path)
+    return export(sm, root)
+
+
+@pytest.fixture(scope="module")
+def large_dom(large_page: Path) -> str:
+    """The large page's rendered part in a default window: one Chromium run for both tests."""
+    return body_of(dump_dom(large_page.parent, large_page))
 
 
 def rendered_entries(html: str) -> int:
     return len(re.findall(r'<section class="entry ', html))
 
 
-def test_large_session_starts_with_one_batch(tmp_path: Path, large_page: Path) -> None:
-    html = body_of(dump_dom(tmp_path, large_page))
+def test_large_session_starts_with_one_batch(large_dom: str) -> None:
+    html = large_dom
     messages = html[html.index('<div id="messages"'):]
     assert 0 < rendered_entries(html) < 200  # the rest is built when the reader scrolls near the end
     assert "question 0" in messages and "question 9999" not in messages
@@ -144,10 +160,10 @@ def test_large_session_starts_with_one_batch(tmp_path: Path, large_page: Path) -
     assert "20,000 in 20,000 entries" in html
 
 
-def test_large_session_adds_batches_near_the_bottom(tmp_path: Path, large_page: Path) -> None:
+def test_large_session_adds_batches_near_the_bottom(tmp_path: Path, large_page: Path, large_dom: str) -> None:
     # A very tall window keeps the end of the list in view: batches are added until it is out of reach
     # again (virtual time lets the page's scheduled batches run before the DOM is dumped).
-    first = rendered_entries(body_of(dump_dom(tmp_path, large_page)))
+    first = rendered_entries(large_dom)
     tall = run_chromium(tmp_path, large_page.as_uri(), "--window-size=1280,30000", "--virtual-time-budget=5000",
                         "--dump-dom")
     assert first < rendered_entries(body_of(tall)) < 2_000

@@ -19,6 +19,9 @@ from tests.coding.extensions.test_extension_providers import inline_extension, n
 from tests.coding.extensions.test_extensions_fidelity import EXAMPLES, notes, play_example
 from tests.support.fakes.llama_server import FakeLlamaRouter
 from tests.support.rpc_compare import Conversation, Workspace, needs_reference
+from tests.support.run_once import ours_once, shared_run
+
+pytestmark = shared_run("extension-provider-models")  # tests of ours alone and comparisons read the same runs
 
 # --------------------------------------------------------------------------- refresh_models
 
@@ -306,14 +309,14 @@ async def _acme_listed(kind: str, root: Path, stored: dict[str, Any] | None) -> 
 
 @pytest.mark.slow
 async def test_provider_object_filter_reaches_rpc_clients(tmp_path: Path) -> None:
-    assert await _acme_listed("ours", tmp_path / "env", None) == ["acme-max", "acme-mini"]
-    assert await _acme_listed("ours", tmp_path / "basic", BASIC_KEY) == ["acme-mini"]
+    assert await ours_once(_acme_listed, tmp_path / "env", None) == ["acme-max", "acme-mini"]
+    assert await ours_once(_acme_listed, tmp_path / "basic", BASIC_KEY) == ["acme-mini"]
 
 
 @needs_reference
 @pytest.mark.parametrize("stored", [None, BASIC_KEY])
 async def test_provider_object_rpc_listing_matches_reference(stored: dict[str, Any] | None, tmp_path: Path) -> None:
-    assert await _acme_listed("ours", tmp_path, stored) == await _acme_listed("reference", tmp_path, stored)
+    assert await ours_once(_acme_listed, tmp_path, stored) == await _acme_listed("reference", tmp_path, stored)
 
 
 # --------------------------------------------------------------------------- Bedrock's raw stream events
@@ -356,7 +359,7 @@ async def _bedrock_events(kind: str, root: Path) -> list[Any]:
 
 
 async def test_bedrock_frames_reach_provider_stream_event(tmp_path: Path) -> None:
-    events = await _bedrock_events("ours", tmp_path)
+    events = await ours_once(_bedrock_events, tmp_path)
     kinds = [next(iter(e)) for e in events]
     assert kinds[0] == "messageStart" and events[0] == {"messageStart": {"role": "assistant"}}
     assert {"contentBlockDelta", "messageStop", "metadata"} <= set(kinds)
@@ -366,4 +369,4 @@ async def test_bedrock_frames_reach_provider_stream_event(tmp_path: Path) -> Non
 
 @needs_reference
 async def test_bedrock_stream_events_match_reference(tmp_path: Path) -> None:
-    assert await _bedrock_events("ours", tmp_path) == await _bedrock_events("reference", tmp_path)
+    assert await ours_once(_bedrock_events, tmp_path) == await _bedrock_events("reference", tmp_path)

@@ -19,6 +19,7 @@ from tests.coding.extensions.test_extensions_fidelity import notes, play_example
 from tests.support.fakes.llm_server import FakeLLMServer
 from tests.support.fakes.oauth_server import FakeOAuthServer
 from tests.support.rpc_compare import Conversation, Played, Workspace, is_settled, needs_reference
+from tests.support.run_once import ours_once, shared_run
 
 SUBSCRIPTION_TS = """
 export default function (pi) {
@@ -54,6 +55,9 @@ export default function (pi) {
 """
 CORP_ARGS = ("--provider", "corp-ai", "--model", "corp-model")
 ANSWER = [{"content": [{"type": "text", "text": "from corp"}]}]
+
+
+pytestmark = shared_run("extension-providers")  # tests of ours alone and comparisons read the same runs
 
 
 def _corp_env(sso: FakeOAuthServer) -> Any:
@@ -149,7 +153,7 @@ async def _refresh_outcome(kind: str, root: Path, left_ms: int) -> dict[str, Any
 @pytest.mark.parametrize("left_ms", [-1000, 2 * 60_000, 60 * 60_000])
 @pytest.mark.slow
 async def test_stored_credential_is_refreshed_before_a_request(left_ms: int, tmp_path: Path) -> None:
-    outcome = await _refresh_outcome("ours", tmp_path, left_ms)
+    outcome = await ours_once(_refresh_outcome, tmp_path, left_ms)
     due = left_ms < 5 * 60_000  # less than five minutes left
     assert outcome["refreshed"] == (1 if due else 0)
     assert outcome["sentStored"] and outcome["sentOld"] is not due
@@ -160,7 +164,7 @@ async def test_stored_credential_is_refreshed_before_a_request(left_ms: int, tmp
 @needs_reference
 @pytest.mark.parametrize("left_ms", [-1000, 2 * 60_000, 60 * 60_000])
 async def test_refresh_matches_reference(left_ms: int, tmp_path: Path) -> None:
-    assert await _refresh_outcome("ours", tmp_path, left_ms) == await _refresh_outcome("reference", tmp_path, left_ms)
+    assert await ours_once(_refresh_outcome, tmp_path, left_ms) == await _refresh_outcome("reference", tmp_path, left_ms)
 
 
 async def _listed(conv: Conversation) -> None:
@@ -186,13 +190,13 @@ async def _tier_listing(kind: str, root: Path, tier: str | None) -> list[str]:
 @pytest.mark.slow
 async def test_modify_models_shapes_what_a_credential_sees(tier: str | None, expected: list[str],
                                                            tmp_path: Path) -> None:
-    assert await _tier_listing("ours", tmp_path, tier) == expected
+    assert await ours_once(_tier_listing, tmp_path, tier) == expected
 
 
 @needs_reference
 @pytest.mark.parametrize("tier", [None, "max"])
 async def test_modify_models_matches_reference(tier: str | None, tmp_path: Path) -> None:
-    assert await _tier_listing("ours", tmp_path, tier) == await _tier_listing("reference", tmp_path, tier)
+    assert await ours_once(_tier_listing, tmp_path, tier) == await _tier_listing("reference", tmp_path, tier)
 
 
 async def _prompted(conv: Conversation) -> None:
@@ -218,7 +222,7 @@ async def _failing_refresh(kind: str, root: Path) -> tuple[Played, dict[str, Any
 async def test_a_failing_refresh_ends_the_run_with_the_error_and_keeps_the_credential(tmp_path: Path) -> None:
     """As for a built-in subscription: the prompt starts, no request reaches the model, and the run
     ends with the refresh error as the assistant message; auth.json keeps the credential."""
-    played, response, last = await _failing_refresh("ours", tmp_path)
+    played, response, last = await ours_once(_failing_refresh, tmp_path)
     assert response["success"] is True
     assert last["role"] == "assistant" and last["stopReason"] == "error"
     assert last["errorMessage"] == "OAuth refresh failed for corp-ai: HTTP Error 400: Bad Request"
@@ -227,7 +231,7 @@ async def test_a_failing_refresh_ends_the_run_with_the_error_and_keeps_the_crede
 
 @needs_reference
 async def test_a_failing_refresh_matches_reference(tmp_path: Path) -> None:
-    ours, reference = await _failing_refresh("ours", tmp_path), await _failing_refresh("reference", tmp_path)
+    ours, reference = await ours_once(_failing_refresh, tmp_path), await _failing_refresh("reference", tmp_path)
     for (played, response, last) in (ours, reference):
         assert response["success"] is True and last["stopReason"] == "error" and played.requests == []
     kept = [_auth(played)["corp-ai"] for played, _, _ in (ours, reference)]
@@ -362,9 +366,9 @@ async def _merge_outcome(kind: str, root: Path) -> dict[str, Any]:
 @pytest.mark.slow
 async def test_registering_again_by_name_merges(tmp_path: Path) -> None:
     """pi merges a second ``register_provider(name, config)`` over the first: what it leaves out stays."""
-    assert await _merge_outcome("ours", tmp_path) == {"listed": ["m1"], "sent": ("yes", "Bearer merged-key", "m1")}
+    assert await ours_once(_merge_outcome, tmp_path) == {"listed": ["m1"], "sent": ("yes", "Bearer merged-key", "m1")}
 
 
 @needs_reference
 async def test_registering_again_matches_reference(tmp_path: Path) -> None:
-    assert await _merge_outcome("ours", tmp_path / "ours") == await _merge_outcome("reference", tmp_path / "reference")
+    assert await ours_once(_merge_outcome, tmp_path / "ours") == await _merge_outcome("reference", tmp_path / "reference")

@@ -27,6 +27,7 @@ from tests.support.rpc_compare import (
     only,
     play,
 )
+from tests.support.run_once import RunOnce, shared_run
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "extensions"
 
@@ -34,10 +35,30 @@ EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "extensions"
 EnvOf = Callable[[str], dict[str, str]]  # the fake LLM's URL -> extra environment for the side
 
 
+_OURS: RunOnce[Played] = RunOnce()
+"""Our runs, per process and inputs: a test of ours alone and its comparison with the reference read
+the same run (the two share a group, ``pair``)."""
+
+
+def pair(name: str) -> pytest.MarkDecorator:
+    """The group of a test of ours alone and its comparison, which read the same run of ours."""
+    return shared_run(f"extension-example-{name}")
+
+
 async def play_example(kind: str, example: str, ts: str, drive: Callable[[Conversation], Awaitable[None]],
                        root: Path, args: tuple[str, ...] = (), script: list[dict[str, Any]] | None = None,
                        env_of: EnvOf | None = None, prepare: Callable[[Workspace], None] | None = None) -> Played:
-    """Play ``drive`` with the example (ours) or its TypeScript twin (reference) loaded by ``-e``."""
+    """Play ``drive`` with the example (ours) or its TypeScript twin (reference) loaded by ``-e``; our
+    side is played the first time only for the same inputs, and each caller gets its own copy."""
+    if kind != "ours":
+        return await _play_example(kind, example, ts, drive, root, args, script, env_of, prepare)
+    key = (example, drive, args, json.dumps(script, sort_keys=True, default=repr), env_of, prepare)
+    return await _OURS.get(key, lambda: _play_example(kind, example, ts, drive, root, args, script, env_of, prepare))
+
+
+async def _play_example(kind: str, example: str, ts: str, drive: Callable[[Conversation], Awaitable[None]],
+                        root: Path, args: tuple[str, ...], script: list[dict[str, Any]] | None,
+                        env_of: EnvOf | None, prepare: Callable[[Workspace], None] | None) -> Played:
     folder = root / f"{kind}-ext"
     folder.mkdir(parents=True)
     if kind == "ours":
@@ -111,7 +132,7 @@ FLAG_CASES = {
 }
 
 
-@pytest.mark.parametrize("case", list(FLAG_CASES))
+@pytest.mark.parametrize("case", [pytest.param(case, marks=pair(f"flags-{case}")) for case in FLAG_CASES])
 async def test_extension_flags_on_the_command_line(case: str, tmp_path: Path) -> None:
     args, expected = FLAG_CASES[case]
     ours = await play_example("ours", "cli_flags.py", FLAGS_TS, _flags, tmp_path, args)
@@ -119,7 +140,7 @@ async def test_extension_flags_on_the_command_line(case: str, tmp_path: Path) ->
 
 
 @needs_reference
-@pytest.mark.parametrize("case", list(FLAG_CASES))
+@pytest.mark.parametrize("case", [pytest.param(case, marks=pair(f"flags-{case}")) for case in FLAG_CASES])
 async def test_extension_flags_match_reference(case: str, tmp_path: Path) -> None:
     args, _ = FLAG_CASES[case]
     reference = await play_example("reference", "cli_flags.py", FLAGS_TS, _flags, tmp_path, args)
@@ -245,6 +266,7 @@ def _gateway_outcome(played: Played) -> dict[str, Any]:
 
 
 @pytest.mark.slow
+@pair("gateway")
 async def test_register_provider_and_provider_events(tmp_path: Path) -> None:
     ours = await play_example("ours", "gateway_provider.py", GATEWAY_TS, _gateway, tmp_path, GATEWAY_ARGS,
                               [{"content": [{"type": "text", "text": "via the gateway"}]}], _gateway_env)
@@ -260,6 +282,7 @@ async def test_register_provider_and_provider_events(tmp_path: Path) -> None:
 
 
 @needs_reference
+@pair("gateway")
 async def test_register_provider_matches_reference(tmp_path: Path) -> None:
     script = [{"content": [{"type": "text", "text": "via the gateway"}]}]
     reference = await play_example("reference", "gateway_provider.py", GATEWAY_TS, _gateway, tmp_path,
@@ -351,6 +374,7 @@ def _nested_view(played: Played) -> dict[str, Any]:
 
 
 @pytest.mark.slow
+@pair("tool-runner")
 async def test_execute_tool_runs_nested_calls(tmp_path: Path) -> None:
     ours = await play_example("ours", "tool_runner.py", TOOL_RUNNER_TS, _tool_runner, tmp_path,
                               script=TOOL_RUNNER_SCRIPT)
@@ -372,6 +396,7 @@ async def test_execute_tool_runs_nested_calls(tmp_path: Path) -> None:
 
 
 @needs_reference
+@pair("tool-runner")
 async def test_execute_tool_matches_reference(tmp_path: Path) -> None:
     reference = await play_example("reference", "tool_runner.py", TOOL_RUNNER_TS, _tool_runner, tmp_path,
                                    script=TOOL_RUNNER_SCRIPT)
@@ -409,6 +434,7 @@ def _resources_view(played: Played) -> dict[str, Any]:
 
 
 @pytest.mark.slow
+@pair("resources")
 async def test_resources_discover_adds_skills_and_templates(tmp_path: Path) -> None:
     ours = await play_example("ours", "team_resources.py", RESOURCES_TS, _resources, tmp_path,
                               script=[{"content": [{"type": "text", "text": "reviewed"}]}])
@@ -424,6 +450,7 @@ async def test_resources_discover_adds_skills_and_templates(tmp_path: Path) -> N
 
 
 @needs_reference
+@pair("resources")
 async def test_resources_discover_matches_reference(tmp_path: Path) -> None:
     script = [{"content": [{"type": "text", "text": "reviewed"}]}]
     reference = await play_example("reference", "team_resources.py", RESOURCES_TS, _resources, tmp_path, script=script)
@@ -461,6 +488,7 @@ def _prompt_view(played: Played) -> dict[str, Any]:
 
 
 @pytest.mark.slow
+@pair("prompt-options")
 async def test_system_prompt_options_rebuild_the_prompt(tmp_path: Path) -> None:
     script = [{"content": [{"type": "text", "text": "one"}]}, {"content": [{"type": "text", "text": "two"}]}]
     ours = await play_example("ours", "prompt_options.py", PROMPT_OPTIONS_TS, _two_prompts, tmp_path, script=script)
@@ -469,6 +497,7 @@ async def test_system_prompt_options_rebuild_the_prompt(tmp_path: Path) -> None:
 
 
 @needs_reference
+@pair("prompt-options")
 async def test_system_prompt_options_match_reference(tmp_path: Path) -> None:
     script = [{"content": [{"type": "text", "text": "one"}]}, {"content": [{"type": "text", "text": "two"}]}]
     reference = await play_example("reference", "prompt_options.py", PROMPT_OPTIONS_TS, _two_prompts, tmp_path,

@@ -15,6 +15,9 @@ import pytest
 from tests.coding.extensions.test_extensions_fidelity import EXAMPLES, notes, play_example
 from tests.support.fakes.llm_server import FakeLLMServer
 from tests.support.rpc_compare import Conversation, Workspace, needs_reference
+from tests.support.run_once import ours_once, shared_run
+
+pytestmark = shared_run("extension-projects")  # tests of ours alone and comparisons read the same runs
 
 # --------------------------------------------------------------------------- another project's extensions
 
@@ -74,7 +77,7 @@ async def _switch_projects(kind: str, root: Path, start_has_one: bool = True) ->
 @pytest.mark.parametrize("start_has_one", [True, False])
 @pytest.mark.slow
 async def test_switch_session_loads_the_other_projects_extensions(tmp_path: Path, start_has_one: bool) -> None:
-    assert await _switch_projects("ours", tmp_path, start_has_one) == {
+    assert await ours_once(_switch_projects, tmp_path, start_has_one) == {
         "before": ["start-where"] if start_has_one else [], "switched": True, "after": ["other-where"],
         "notes": ["other in ROOT/other"]}
 
@@ -82,7 +85,7 @@ async def test_switch_session_loads_the_other_projects_extensions(tmp_path: Path
 @needs_reference
 @pytest.mark.parametrize("start_has_one", [True, False])
 async def test_switch_session_extensions_match_reference(tmp_path: Path, start_has_one: bool) -> None:
-    assert await _switch_projects("ours", tmp_path, start_has_one) == await _switch_projects(
+    assert await ours_once(_switch_projects, tmp_path, start_has_one) == await _switch_projects(
         "reference", tmp_path, start_has_one)
 
 
@@ -207,14 +210,14 @@ TRUST_CASES = {"trusted": ("PI_TRUSTED_ROOTS", ()), "refused": ("PI_UNTRUSTED_RO
 async def test_project_trust_from_an_extension(case: str, tmp_path: Path) -> None:
     variable, args = TRUST_CASES[case]
     expected = ["project-only"] if case in ("trusted", "flag wins") else []
-    assert await _trust_case("ours", tmp_path, variable, *args) == expected
+    assert await ours_once(_trust_case, tmp_path, variable, *args) == expected
 
 
 @needs_reference
 @pytest.mark.parametrize("case", ["trusted", "refused", "flag wins"])
 async def test_project_trust_matches_reference(case: str, tmp_path: Path) -> None:
     variable, args = TRUST_CASES[case]
-    assert await _trust_case("ours", tmp_path, variable, *args) == await _trust_case(
+    assert await ours_once(_trust_case, tmp_path, variable, *args) == await _trust_case(
         "reference", tmp_path, variable, *args)
 
 
@@ -251,11 +254,11 @@ async def _switch_with_trust_gate(kind: str, root: Path, variable: str) -> list[
 @pytest.mark.slow
 async def test_project_trust_when_a_switch_enters_another_project(tmp_path: Path, variable: str,
                                                                   expected: list[str]) -> None:
-    assert await _switch_with_trust_gate("ours", tmp_path, variable) == expected
+    assert await ours_once(_switch_with_trust_gate, tmp_path, variable) == expected
 
 
 @needs_reference
 @pytest.mark.parametrize("variable", ["PI_TRUSTED_ROOTS", "PI_UNTRUSTED_ROOTS"])
 async def test_project_trust_on_switch_matches_reference(tmp_path: Path, variable: str) -> None:
-    assert await _switch_with_trust_gate("ours", tmp_path, variable) == await _switch_with_trust_gate(
+    assert await ours_once(_switch_with_trust_gate, tmp_path, variable) == await _switch_with_trust_gate(
         "reference", tmp_path, variable)

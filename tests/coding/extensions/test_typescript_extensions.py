@@ -13,16 +13,15 @@ import json
 import os
 import shutil
 import subprocess
-import textwrap
 from pathlib import Path
 
 import pytest
 
 from pi_coding_agent.coding.extensions.typescript.host import _ensure_runtime, runtime_dir
-from tests.reference.test_extensions_parity import SCENARIOS, Parity, comparable
+from tests.reference.test_extensions_parity import SCENARIOS, comparable, play_named, scenario_params
 from tests.reference.test_rpc_reference import differences
 from tests.support.package_fixtures import get_commands, make_package, rpc_records
-from tests.support.rpc_compare import Played, Scenario, needs_reference, play
+from tests.support.rpc_compare import Played, needs_reference
 
 
 def _node_major() -> int:
@@ -34,6 +33,7 @@ def _node_major() -> int:
 
 
 needs_node = pytest.mark.skipif(_node_major() < 20, reason="Node.js >= 20 is not on PATH")
+pytestmark = pytest.mark.slow  # every test here but one starts Node.js (the sidecar or the reference)
 
 COMPARED = list(SCENARIOS)
 # where a notice of a session_start handler comes after the first command's answer here (the handler
@@ -58,29 +58,26 @@ def ts_runtime() -> None:
         pytest.skip(f"the TypeScript sidecar runtime could not be installed: {exc}")
 
 
-async def play_typescript(kind: str, parity: Parity, root: Path) -> Played:
-    path = root / f"{kind}-ext" / "ext.ts"
-    path.parent.mkdir(parents=True)
-    path.write_text(textwrap.dedent(parity.ts))
-    return await play(kind, Scenario(parity.script, parity.drive, args=("--no-session", "-e", str(path))), root)
+async def play_typescript(kind: str, name: str, root: Path) -> Played:
+    """Scenario ``name`` with its ``ext.ts`` on side ``kind``, played once per process (the reference's
+    run is the one ``test_extensions_parity`` compares with our Python extension)."""
+    return await play_named(kind, name, root, ".ts")
 
 
 @needs_node
-@pytest.mark.parametrize("name", COMPARED)
+@pytest.mark.parametrize("name", scenario_params(COMPARED))
 async def test_typescript_extension_runs_here(name: str, tmp_path: Path) -> None:
     """Each scenario's expectations hold for its TypeScript extension in our pi."""
-    parity = SCENARIOS[name]
-    ours = await play_typescript("ours", parity, tmp_path)
-    parity.check(ours.records, ours.requests)
+    ours = await play_typescript("ours", name, tmp_path)
+    SCENARIOS[name].check(ours.records, ours.requests)
 
 
 @needs_node
 @needs_reference
-@pytest.mark.parametrize("name", COMPARED)
+@pytest.mark.parametrize("name", scenario_params(COMPARED))
 async def test_typescript_extension_gives_the_reference_records(name: str, tmp_path: Path) -> None:
-    parity = SCENARIOS[name]
-    ours, theirs = comparable(await play_typescript("ours", parity, tmp_path / "o")), \
-        comparable(await play_typescript("reference", parity, tmp_path / "r"))
+    ours, theirs = comparable(await play_typescript("ours", name, tmp_path / "o")), \
+        comparable(await play_typescript("reference", name, tmp_path / "r"))
     if name in REORDERED:
         ours, theirs = (sorted(ours[0], key=_order), ours[1]), (sorted(theirs[0], key=_order), theirs[1])
     if name in RESPONSE_ANYWHERE:

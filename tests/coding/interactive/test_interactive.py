@@ -89,6 +89,7 @@ async def test_escape_aborts_a_streaming_answer(make_app, fake_llm):
         assert app.session.get_messages()[-1]["stopReason"] == "aborted"
 
 
+@pytest.mark.slow
 async def test_the_follow_up_key_queues_a_message_shown_until_delivered(make_app, fake_llm):
     fake_llm.add({"content": [{"type": "text", "text": "first " * 300}], "chunkSize": 6, "chunkDelayMs": 20},
                  {"content": [{"type": "text", "text": "second answer"}]})
@@ -136,6 +137,7 @@ async def test_thinking_blocks_collapse_with_the_setting_and_ctrl_t(make_app, fa
         await until(pilot, lambda: "secret musing" in screen_text(app))
 
 
+@pytest.mark.slow
 async def test_tree_navigation_and_resume(make_app, fake_llm, tmp_path):
     fake_llm.add({"content": [{"type": "text", "text": "answer one"}]}, {"content": [{"type": "text", "text": "answer two"}]},
                  {"content": [{"type": "text", "text": "other session answer"}]})

@@ -17,7 +17,6 @@ import pytest
 from tests.support.cli_sides import pi_command
 from tests.support.fakes.llm_server import FakeLLMServer
 from tests.support.mcp_helpers import tool_call
-from tests.support.reference_pi import REFERENCE_PI, REFERENCE_ROOT
 from tests.support.rpc_compare import Workspace
 
 SERVER_DIR = Path(os.environ.get("PI_MCP_TEST_SERVERS", Path.home() / ".cache" / "pi-mcp-test"))
@@ -28,10 +27,10 @@ SERVERS = {"everything": {"command": str(EVERYTHING), "args": ["stdio"]},
            "fs": {"command": str(FILESYSTEM), "exposure": "direct"},
            "time": {"command": str(TIME)}}
 
-pytestmark = [pytest.mark.timeout(180),
+pytestmark = [pytest.mark.timeout(180), pytest.mark.slow,  # three registry servers per start
               pytest.mark.skipif(not all(p.exists() for p in (EVERYTHING, FILESYSTEM, TIME)),
                                  reason="the registry MCP servers are not installed: bash scripts/install_test_deps.sh")]
-needs_reference = pytest.mark.skipif(not REFERENCE_PI.exists(), reason=f"reference pi 1.6.0 not installed at {REFERENCE_ROOT}")
+needs_reference = pytest.mark.reference  # skipped, with the reason, without it (tests/conftest.py)
 
 
 def _mcp_list(kind: str, root: Path) -> str:

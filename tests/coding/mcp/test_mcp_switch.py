@@ -2,7 +2,7 @@
 extension there: the old directory's server processes are gone when the switch answers, the new
 directory's ``.pi/mcp.json`` starts under that directory's trust, a server configured in both places
 restarts in the new directory, and a switch back brings the first set back. The real ``pi --mode
-rpc`` over pipes with real stdio MCP servers (our FastMCP one and npm's server-everything); each
+rpc`` over pipes with real stdio MCP servers (our echo server and npm's server-everything); each
 server logs ``<name> <pid> <cwd>`` when it starts. Ours alone, then beside the reference."""
 
 from __future__ import annotations
@@ -35,8 +35,10 @@ def _logged(log: Path, name: str, *command: str) -> dict[str, Any]:
 
 
 def _fake(log: Path, name: str, exposure: str | None = None) -> dict[str, Any]:
-    """Our FakeMCP server; with ``exposure``, all its tools have that exposure instead."""
-    entry = _logged(log, name, PYTHON, "-m", "tests.support.fakes.mcp_server", "stdio")
+    """Our stdio echo server (these tests start dozens: it starts in milliseconds, the FastMCP one
+    that ``test_mcp_rpc`` checks the protocol with in a second of CPU); with ``exposure``, its tools
+    have that exposure instead."""
+    entry = _logged(log, name, PYTHON, "-m", "tests.support.fakes.mcp_echo_server")
     if exposure is not None:
         entry.update(exposure=exposure, toolExposure={})
     return entry

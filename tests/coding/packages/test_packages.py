@@ -234,6 +234,7 @@ def test_a_skipped_package_is_named_on_stderr_and_as_an_extension_error(tmp_path
 
 
 @needs_git
+@pytest.mark.slow
 def test_git_package_installs_updates_and_loads(tmp_path):
     home, work, served = tmp_path / "home", tmp_path / "work", tmp_path / "served"
     work.mkdir()
@@ -256,6 +257,7 @@ def test_git_package_installs_updates_and_loads(tmp_path):
 
 
 @needs_npm
+@pytest.mark.slow
 def test_npm_package_installs_from_a_registry_and_loads(tmp_path):
     home, work = tmp_path / "home", tmp_path / "work"
     work.mkdir()
@@ -320,6 +322,7 @@ def test_what_one_side_installs_the_other_loads(tmp_path, installer):
 
 
 @needs_git
+@pytest.mark.slow
 def test_e_git_package_is_cached_refreshed_and_used_offline(tmp_path):
     """``-e git:...`` clones into pi's temporary cache; the next start fetches the branch's new commit;
     offline, the cached copy loads."""

@@ -24,7 +24,9 @@ from tests.support.rpc_compare import (
     needs_reference,
     only,
     play,
+    play_once,
 )
+from tests.support.run_once import shared_run
 
 LONG = "lorem ipsum dolor sit amet " * 20  # 540 characters, about 135 estimated tokens
 SUMMARY = "## Goal\nKeep the tests green.\n"
@@ -138,8 +140,9 @@ def _compaction_events(records: list[Record]) -> list[Record]:
 
 
 @pytest.mark.slow
+@shared_run("manual")
 async def test_manual_compaction(tmp_path: Path) -> None:
-    played = await play("ours", MANUAL, tmp_path)
+    played = await play_once("ours", MANUAL, tmp_path)
     records = played.records
     compact_at = flow(records).index("compaction_start")
     assert flow(records)[compact_at:] == [
@@ -170,8 +173,9 @@ async def test_manual_compaction(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@shared_run("too_small")
 async def test_compacting_an_empty_session_fails(tmp_path: Path) -> None:
-    records = (await play("ours", SCENARIOS["too_small"], tmp_path)).records
+    records = (await play_once("ours", SCENARIOS["too_small"], tmp_path)).records
     failures = [r for r in only(records, "response") if r["command"] == "compact"]
     assert [r["error"] for r in failures] == ["Nothing to compact (session too small)"] * 2
     ends = only(records, "compaction_end")
@@ -180,8 +184,9 @@ async def test_compacting_an_empty_session_fails(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@shared_run("threshold")
 async def test_threshold_compaction_after_a_run_and_before_a_prompt(tmp_path: Path) -> None:
-    played = await play("ours", THRESHOLD, tmp_path)
+    played = await play_once("ours", THRESHOLD, tmp_path)
     types = flow(played.records)
     first = types.index("compaction_start")
     assert types[first - 2:first + 3] == ["turn_end", "agent_end", "compaction_start", "compaction_end",
@@ -197,8 +202,9 @@ async def test_threshold_compaction_after_a_run_and_before_a_prompt(tmp_path: Pa
 
 
 @pytest.mark.slow
+@shared_run("overflow_recovered")
 async def test_overflow_recovery_compacts_and_continues(tmp_path: Path) -> None:
-    played = await play("ours", SCENARIOS["overflow_recovered"], tmp_path)
+    played = await play_once("ours", SCENARIOS["overflow_recovered"], tmp_path)
     types = flow(played.records)
     third = types.index("message_end:assistant:error")
     assert types[third:] == [
@@ -218,8 +224,9 @@ async def test_overflow_recovery_compacts_and_continues(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@shared_run("overflow_twice")
 async def test_second_overflow_fails_without_looping(tmp_path: Path) -> None:
-    played = await play("ours", SCENARIOS["overflow_twice"], tmp_path)
+    played = await play_once("ours", SCENARIOS["overflow_twice"], tmp_path)
     failure = {"type": "compaction_end", "reason": "overflow", "aborted": False, "willRetry": False,
                "errorMessage": OVERFLOW_RETRY_FAILED}
     ends = only(played.records, "compaction_end")
@@ -234,8 +241,9 @@ async def test_second_overflow_fails_without_looping(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@shared_run("silent_overflow")
 async def test_silent_overflow_compacts_without_retrying(tmp_path: Path) -> None:
-    played = await play("ours", SCENARIOS["silent_overflow"], tmp_path)
+    played = await play_once("ours", SCENARIOS["silent_overflow"], tmp_path)
     types = flow(played.records)
     at = types.index("compaction_start")
     assert types[at - 3:at + 3] == ["message_end:assistant:stop", "turn_end", "agent_end", "compaction_start",
@@ -246,8 +254,9 @@ async def test_silent_overflow_compacts_without_retrying(tmp_path: Path) -> None
 
 
 @pytest.mark.slow
+@shared_run("between_turns")
 async def test_threshold_compaction_between_turns(tmp_path: Path) -> None:
-    types = flow((await play("ours", SCENARIOS["between_turns"], tmp_path)).records)
+    types = flow((await play_once("ours", SCENARIOS["between_turns"], tmp_path)).records)
     at = types.index("compaction_start")
     assert types[at - 2:at + 4] == ["message_end:toolResult", "turn_end", "compaction_start", "compaction_end",
                                     "turn_start", "message_start:assistant"]
@@ -255,8 +264,9 @@ async def test_threshold_compaction_between_turns(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@shared_run("length_recovery")
 async def test_truncated_reply_is_compacted_and_retried(tmp_path: Path) -> None:
-    played = await play("ours", SCENARIOS["length_recovery"], tmp_path)
+    played = await play_once("ours", SCENARIOS["length_recovery"], tmp_path)
     types = flow(played.records)
     at = types.index("message_end:assistant:length")
     assert types[at:at + 9] == ["message_end:assistant:length", "turn_end", "agent_end", "entry_appended",
@@ -267,8 +277,9 @@ async def test_truncated_reply_is_compacted_and_retried(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@shared_run("abort_compaction")
 async def test_abort_during_compaction(tmp_path: Path) -> None:
-    records = (await play("ours", SCENARIOS["abort_compaction"], tmp_path)).records
+    records = (await play_once("ours", SCENARIOS["abort_compaction"], tmp_path)).records
     types = flow(records)
     assert types[types.index("compaction_start"):] == [
         "compaction_start", "compaction_end", "response:compact", "response:abort", "response:get_state"]
@@ -283,9 +294,9 @@ async def test_abort_during_compaction(tmp_path: Path) -> None:
 
 
 @needs_reference
-@pytest.mark.parametrize("name", list(SCENARIOS))
+@pytest.mark.parametrize("name", [pytest.param(name, marks=shared_run(name)) for name in SCENARIOS])
 async def test_same_records_as_the_reference(name: str, tmp_path: Path) -> None:
-    ours, reference = await compare(SCENARIOS[name], tmp_path)
+    ours, reference = await compare(SCENARIOS[name], tmp_path, once=True)
     assert ours.workspace.settings() == reference.workspace.settings()  # set_auto_compaction persists alike
 
 

@@ -20,7 +20,9 @@ from tests.support.rpc_compare import (
     needs_reference,
     only,
     play,
+    play_once,
 )
+from tests.support.run_once import shared_run
 
 FAST = {"retry": {"baseDelayMs": 50}}
 SLOW = {"retry": {"baseDelayMs": 60000}}  # a back-off that only an abort ends
@@ -120,8 +122,9 @@ async def test_success_after_529_hides_the_failed_attempt(tmp_path: Path) -> Non
 
 
 @pytest.mark.slow
+@shared_run("exhausted")
 async def test_retries_exhausted_reports_the_final_error(tmp_path: Path) -> None:
-    records = (await play("ours", SCENARIOS["exhausted"], tmp_path)).records
+    records = (await play_once("ours", SCENARIOS["exhausted"], tmp_path)).records
     assert flow(records) == [*FIRST_RUN_HEAD, *failed_attempt(),
                              *(RETRY + failed_attempt()) * 3, "auto_retry_end", "agent_settled"]
     starts = only(records, "auto_retry_start")
@@ -142,16 +145,18 @@ async def test_retry_after_header_sets_the_back_off(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@shared_run("non_retryable_400")
 async def test_non_retryable_error_ends_the_run(tmp_path: Path) -> None:
-    played = await play("ours", SCENARIOS["non_retryable_400"], tmp_path)
+    played = await play_once("ours", SCENARIOS["non_retryable_400"], tmp_path)
     assert flow(played.records) == [*FIRST_RUN_HEAD, *failed_attempt(), "agent_settled"]
     assert only(played.records, "agent_end")[0]["willRetry"] is False
     assert len(played.requests) == 1
 
 
 @pytest.mark.slow
+@shared_run("mid_stream_disconnect")
 async def test_mid_stream_disconnect_is_retried(tmp_path: Path) -> None:
-    played = await play("ours", SCENARIOS["mid_stream_disconnect"], tmp_path)
+    played = await play_once("ours", SCENARIOS["mid_stream_disconnect"], tmp_path)
     records = played.records
     assert flow(records) == [
         *FIRST_RUN_HEAD, "message_start:assistant", *failed_attempt()[1:], *RETRY,
@@ -163,8 +168,9 @@ async def test_mid_stream_disconnect_is_retried(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@shared_run("abort_during_back_off")
 async def test_abort_during_back_off_cancels_the_retry(tmp_path: Path) -> None:
-    records = (await play("ours", SCENARIOS["abort_during_back_off"], tmp_path)).records
+    records = (await play_once("ours", SCENARIOS["abort_during_back_off"], tmp_path)).records
     assert flow(records)[-5:] == ["auto_retry_start", "entry_appended", "auto_retry_end", "agent_settled",
                                   "response:abort"]
     assert only(records, "auto_retry_end") == [{"type": "auto_retry_end", "success": False, "attempt": 1,
@@ -173,8 +179,9 @@ async def test_abort_during_back_off_cancels_the_retry(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@shared_run("abort_retry")
 async def test_abort_retry_ends_the_series_before_answering(tmp_path: Path) -> None:
-    played = await play("ours", SCENARIOS["abort_retry"], tmp_path)
+    played = await play_once("ours", SCENARIOS["abort_retry"], tmp_path)
     records = played.records
     assert flow(records)[-6:] == ["auto_retry_start", "entry_appended", "auto_retry_end", "response:abort_retry",
                                   "agent_settled", "response:get_state"]
@@ -185,8 +192,9 @@ async def test_abort_retry_ends_the_series_before_answering(tmp_path: Path) -> N
 
 
 @pytest.mark.slow
+@shared_run("disabled")
 async def test_auto_retry_off_is_persisted(tmp_path: Path) -> None:
-    played = await play("ours", SCENARIOS["disabled"], tmp_path)
+    played = await play_once("ours", SCENARIOS["disabled"], tmp_path)
     assert flow(played.records) == ["response:set_auto_retry", *FIRST_RUN_HEAD, *failed_attempt(), "agent_settled"]
     assert not [r for r in played.records if r["type"] in RETRY_EVENTS]
     assert played.workspace.settings()["retry"] == {"baseDelayMs": 50, "enabled": False}
@@ -196,9 +204,9 @@ async def test_auto_retry_off_is_persisted(tmp_path: Path) -> None:
 
 
 @needs_reference
-@pytest.mark.parametrize("name", list(SCENARIOS))
+@pytest.mark.parametrize("name", [pytest.param(name, marks=shared_run(name)) for name in SCENARIOS])
 async def test_same_records_as_the_reference(name: str, tmp_path: Path) -> None:
-    ours, reference = await compare(SCENARIOS[name], tmp_path)
+    ours, reference = await compare(SCENARIOS[name], tmp_path, once=True)
     assert ours.workspace.settings() == reference.workspace.settings()  # set_auto_retry persists alike
 
 

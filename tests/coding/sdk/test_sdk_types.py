@@ -5,6 +5,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+import pytest
 from mypy import api
 
 HOST = textwrap.dedent('''
@@ -31,6 +32,7 @@ HOST = textwrap.dedent('''
 ''')
 
 
+@pytest.mark.slow  # a whole mypy run
 def test_mypy_narrows_events_on_their_type(tmp_path: Path) -> None:
     host = tmp_path / "host.py"
     host.write_text(HOST)

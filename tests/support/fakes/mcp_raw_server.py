@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
+from typing import Any
 
 TOOLS = [{"name": "weird", "description": "Has a broken schema", "inputSchema": {"type": "object", "properties": {
     "x": {"type": 12}}}},
@@ -12,7 +14,7 @@ TOOLS = [{"name": "weird", "description": "Has a broken schema", "inputSchema": 
          {"name": "liar", "description": "Answers with a non-result", "inputSchema": {"type": "object"}}]
 
 
-def answer(message: dict[str, object]) -> object:
+def answer(message: dict[str, Any]) -> object:
     method = message.get("method")
     if method == "initialize":
         return {"protocolVersion": "2025-06-18", "capabilities": {"tools": {}}, "serverInfo": {"name": "raw", "version": "0"}}
@@ -26,7 +28,9 @@ def answer(message: dict[str, object]) -> object:
     return None
 
 
-def main() -> None:
+def serve(answer: Callable[[dict[str, Any]], object]) -> None:
+    """Answer each request on stdin with ``answer(message)`` (None: method not found); notifications
+    get no reply. Also the loop of ``mcp_echo_server``."""
     for line in sys.stdin:
         message = json.loads(line)
         if "id" not in message:
@@ -40,4 +44,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    serve(answer)
