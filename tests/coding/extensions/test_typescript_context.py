@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from tests.coding.extensions.test_typescript_extensions import needs_node, play_typescript, ts_runtime
-from tests.reference.test_extensions_parity import Parity, comparable, notes, text_reply
+from tests.coding.extensions.test_typescript_extensions import needs_node, ts_runtime
+from tests.reference.test_extensions_parity import Parity, comparable, notes, play_side, text_reply
 from tests.reference.test_rpc_reference import differences
 from tests.support.rpc_compare import Conversation, Record, needs_reference
 
@@ -110,7 +110,7 @@ SCENARIOS = {
 @pytest.mark.parametrize("name", list(SCENARIOS))
 async def test_typescript_context_reads_here(name, tmp_path):
     parity = SCENARIOS[name]
-    ours = await play_typescript("ours", parity, tmp_path)
+    ours = await play_side("ours", parity, tmp_path, ".ts")
     parity.check(ours.records, ours.requests)
 
 
@@ -119,8 +119,8 @@ async def test_typescript_context_reads_here(name, tmp_path):
 @pytest.mark.parametrize("name", list(SCENARIOS))
 async def test_typescript_context_reads_as_the_reference(name, tmp_path):
     parity = SCENARIOS[name]
-    ours = comparable(await play_typescript("ours", parity, tmp_path / "o"))
-    theirs = comparable(await play_typescript("reference", parity, tmp_path / "r"))
+    ours = comparable(await play_side("ours", parity, tmp_path / "o", ".ts"))
+    theirs = comparable(await play_side("reference", parity, tmp_path / "r", ".ts"))
     assert notes(theirs[0]) and notes(ours[0]) == notes(theirs[0])
     found = differences(ours[0], theirs[0], "records")
     assert not found, "\n".join(found)
