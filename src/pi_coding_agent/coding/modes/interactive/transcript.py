@@ -118,7 +118,7 @@ class TextBlock(Widget):
         segments = console.render(renderable, console.options.update_width(inner))
         pad = Strip.blank(self.PAD)
         return [Strip.join([pad, Strip(line, inner), pad]).apply_style(self._style)
-                for line in Segment.split_and_crop_lines(segments, inner, pad=True)]
+                for line in Segment.split_and_crop_lines(segments, inner, include_new_lines=False, pad=True)]
 
 
 class ToolView(Static):
