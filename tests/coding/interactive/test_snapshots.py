@@ -44,7 +44,7 @@ def _normalised(svg: str) -> str:
 async def assert_snapshot(app: Any, name: str, tmp_path: Path) -> None:
     """The app's screen equals ``snapshots/<name>.svg`` (rewritten instead with PI_UPDATE_SNAPSHOTS=1)."""
     app.editor.cursor_blink = False
-    await asyncio.sleep(0.1)  # a last frame after the state the test waited for
+    await _settled(app)
     got = _normalised(app.export_screenshot(title="pi"))
     path = SNAPSHOTS / f"{name}.svg"
     if UPDATE:
@@ -61,6 +61,16 @@ async def assert_snapshot(app: Any, name: str, tmp_path: Path) -> None:
     if _STAMP.sub("", kept, count=1) != got:
         (tmp_path / path.name).write_text(got)
         pytest.fail(f"{name} differs from {path}; the screen got ({tmp_path / path.name}):\n{screen_text(app)}")
+
+
+async def _settled(app: Any, timeout: float = 10.0) -> None:
+    """Until the screen stays the same for 0.2 s (the frames after the state a test waited for)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    last = None
+    while (text := screen_text(app)) != last and loop.time() < deadline:
+        last = text
+        await asyncio.sleep(0.2)
 
 
 @pytest.fixture
@@ -165,3 +175,55 @@ async def test_extension_dialog(make_app, tmp_path):
         await assert_snapshot(app, "extension-select", tmp_path)
         await pilot.press("enter")
         assert await answer == "staging"
+
+
+# ----------------------------------------------------------------------------- the streaming path
+
+
+def _delta(text: str) -> dict[str, Any]:
+    return {"type": "message_update", "assistantMessageEvent": {"type": "text_delta", "contentIndex": 0, "delta": text}}
+
+
+async def test_a_streamed_line_that_keeps_its_height_redraws_without_a_screen_layout(make_app, monkeypatch):
+    """A layout redraws every widget of the screen: a delta that does not add a line must not ask for one."""
+    from pi_coding_agent.coding.modes.interactive.transcript import TextBlock
+
+    layouts: list[bool] = []
+    original = TextBlock.refresh
+
+    def refresh(self: Any, *regions: Any, layout: bool = False, **options: Any) -> Any:
+        layouts.append(layout)
+        return original(self, *regions, layout=layout, **options)
+
+    monkeypatch.setattr(TextBlock, "refresh", refresh)
+    app = await make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        transcript = app.transcript
+        transcript.handle({"type": "message_start", "message": {"role": "assistant", "content": []}})
+        transcript.handle(_delta("First words"))
+        await until(pilot, lambda: "First words" in screen_text(app))
+        layouts.clear()
+        transcript.handle(_delta(" and more on the same line"))
+        await until(pilot, lambda: "First words and more on the same line" in screen_text(app))
+        assert layouts and not any(layouts)
+        transcript.handle(_delta("\n\nA second paragraph"))
+        await until(pilot, lambda: "A second paragraph" in screen_text(app))
+        assert layouts[-1] is True
+
+
+async def test_a_typed_key_holds_the_transcript_redraw_for_a_moment(make_app, monkeypatch):
+    """The key's frame goes first; the held answer is drawn right after."""
+    app = await make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        transcript = app.transcript
+        holds: list[bool] = []
+        original = transcript.hold
+        monkeypatch.setattr(transcript, "hold", lambda: holds.append(True) or original())
+        await pilot.press("x")
+        assert holds
+        transcript.handle({"type": "message_start", "message": {"role": "assistant", "content": []}})
+        transcript.handle(_delta("Held text"))
+        transcript.hold()
+        transcript.flush()
+        assert transcript._dirty, "the key's hold kept the transcript from redrawing"
+        await until(pilot, lambda: "Held text" in screen_text(app))

@@ -9,6 +9,7 @@ paragraph (``blocks.stable_split``), so the cost of a frame does not grow with t
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 from rich.segment import Segment
@@ -25,6 +26,10 @@ from pi_coding_agent.coding.modes.interactive.blocks import Palette
 from pi_coding_agent.coding.modes.interactive.history import History
 
 FPS = 30
+# a typed key is drawn in a frame of its own: the transcript waits this long after a key, but holds
+# a redraw back no longer than HOLD_AT_MOST (a fast typist does not freeze a streaming answer)
+HOLD_AFTER_KEY_S = 0.05
+HOLD_AT_MOST_S = 0.25
 RESTORED_MESSAGES = 200  # a reopened session draws this many messages at a time, newest first
 
 
@@ -200,6 +205,8 @@ class Transcript(VerticalScroll):
         self._dirty: dict[int, Any] = {}
         self._older: list[dict[str, Any]] = []  # restored messages not drawn yet (above the top)
         self._loading_older = False
+        self._held_until = 0.0
+        self._held_since = 0.0  # when the first redraw was held back (0: none is)
 
     def on_mount(self) -> None:
         self.set_interval(1 / FPS, self.flush)
@@ -213,9 +220,19 @@ class Transcript(VerticalScroll):
     def mark(self, view: Any) -> None:
         self._dirty[id(view)] = view
 
+    def hold(self) -> None:
+        """A key was typed: let the editor's frame go first."""
+        self._held_until = time.monotonic() + HOLD_AFTER_KEY_S
+
     def flush(self) -> None:
         if not self._dirty:
             return
+        now = time.monotonic()
+        if now < self._held_until:
+            self._held_since = self._held_since or now
+            if now - self._held_since < HOLD_AT_MOST_S:
+                return
+        self._held_since = 0.0
         follow = self.scroll_y >= self.max_scroll_y - 1
         views, self._dirty = list(self._dirty.values()), {}
         for view in views:
