@@ -139,7 +139,7 @@ async def test_model_picker(make_app, tmp_path):
 
 def write_session(directory: Path, index: int, first: str) -> None:
     """A two-message session of ``/work/project`` at a fixed time (later for a higher ``index``)."""
-    stamp = f"2026-01-0{index + 1}T10:00:00.000Z"
+    stamp = f"2026-01-{index + 1:02d}T10:00:00.000Z"
     ms = 1_767_261_600_000 + index * 86_400_000
     records = [{"type": "session", "version": 3, "id": f"s{index}", "timestamp": stamp, "cwd": "/work/project"},
                {"type": "message", "id": f"u{index}", "parentId": None, "timestamp": stamp,
@@ -151,8 +151,9 @@ def write_session(directory: Path, index: int, first: str) -> None:
                                       "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0,
                                                "total": 0}}}}]
     directory.mkdir(parents=True, exist_ok=True)
-    (directory / f"2026-01-0{index + 1}T10-00-00-000Z_s{index}.jsonl").write_text(
-        "".join(json.dumps(r) + "\n" for r in records))
+    path = directory / f"2026-01-{index + 1:02d}T10-00-00-000Z_s{index}.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    os.utime(path, (ms / 1000, ms / 1000))
 
 
 async def test_session_picker(make_app, tmp_path):
@@ -165,6 +166,31 @@ async def test_session_picker(make_app, tmp_path):
         await pilot.press("enter")
         await until(pilot, lambda: "Resume session" in screen_text(app) and "fix the parser" in screen_text(app))
         await assert_snapshot(app, "session-picker", tmp_path)
+
+
+async def test_the_session_picker_opens_before_reading_every_session(make_app, tmp_path, monkeypatch):
+    from pi_coding_agent.coding.modes.interactive import commands
+    from pi_coding_agent.coding.session import listing
+
+    directory = paths.default_session_dir(tmp_path / "agent", tmp_path)
+    count = commands.RESUME_PAGE * 2 + 5
+    for index in range(count):
+        write_session(directory, index, f"task {index:03d}")
+    reads: list[int] = []
+    original = listing.session_info
+    monkeypatch.setattr(listing, "session_info", lambda path: reads.append(1) or original(path))
+    app = await make_app(no_session=False)
+    async with app.run_test(size=SIZE) as pilot:
+        opened_after: list[int] = []
+        push_screen = app.push_screen
+        monkeypatch.setattr(app, "push_screen", lambda *a, **k: opened_after.append(len(reads)) or push_screen(*a, **k))
+        await type_text(pilot, "/resume")
+        await pilot.press("enter")
+        await until(pilot, lambda: "task 084" in screen_text(app))  # the newest, first
+        assert opened_after == [commands.RESUME_PAGE]
+        await until(pilot, lambda: app.screen.query_one("OptionList").option_count == count)
+        await type_text(pilot, "task 000")  # the oldest, from the last page, found by the search
+        await until(pilot, lambda: "task 000" in screen_text(app) and "task 084" not in screen_text(app))
 
 
 async def test_extension_dialog(make_app, tmp_path):
