@@ -67,6 +67,7 @@ BUILTIN: dict[str, str] = {
     "quit": "Quit pi",
 }
 RESUME_PAGE = 40  # sessions the /resume picker reads before it opens, and per page after
+RESUME_PAGE_PAUSE_S = 0.02
 NOT_HERE = ("settings", "scoped-models", "import", "share", "bug", "trust", "changelog", "debug")
 
 
@@ -227,8 +228,9 @@ async def _resume(app: PiApp, arg: str) -> None:
 
 
 async def _load_older_sessions(screen: SelectScreen, files: list[Path]) -> None:
+    """Pages after the picker's first frame, with time for keys and frames between them."""
     for start in range(0, len(files), RESUME_PAGE):
-        await asyncio.sleep(0)  # keys and frames go between pages
+        await asyncio.sleep(RESUME_PAGE_PAUSE_S)
         screen.extend(_resume_options(files[start:start + RESUME_PAGE]))
 
 
