@@ -43,7 +43,6 @@ def _normalised(svg: str) -> str:
 
 async def assert_snapshot(app: Any, name: str, tmp_path: Path) -> None:
     """The app's screen equals ``snapshots/<name>.svg`` (rewritten instead with PI_UPDATE_SNAPSHOTS=1)."""
-    app.editor.cursor_blink = False
     await _settled(app)
     got = _normalised(app.export_screenshot(title="pi"))
     path = SNAPSHOTS / f"{name}.svg"
@@ -88,7 +87,9 @@ async def make_app(tmp_path, fake_llm, monkeypatch):
         ui = TuiExtensionUI()
         session = await create_session(args, "interactive", ui, cwd=tmp_path, agent_dir=tmp_path / "agent")
         sessions.append(session)
-        return build_app(session, ui, args)
+        app = build_app(session, ui, args)
+        app.editor.cursor_blink = False  # from the first frame: a focused editor always shows its cursor
+        return app
 
     yield make
     for session in sessions:
