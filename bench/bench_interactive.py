@@ -1,15 +1,18 @@
 """Interactive mode in a real terminal (tmux), ours against the reference pi 1.6.0's.
 
 Launch: wall time from starting ``pi`` in a fresh 120x40 tmux pane to the footer showing the model
-(the editor is ready then), polled with ``capture-pane`` every 10 ms. Streaming: one prompt whose reply
-is ``--chunks`` tiny text deltas from the fake LLM server (``tests/support/fakes/llm_server.py``), ending in a
-marker; the CPU time of the ``pi`` process (``common.cpu_seconds``) from typing Enter to the marker
-being on screen, divided by the chunk count, is what drawing a delta costs. Keypress: while a second
-reply streams (2 ms between deltas), six keys are typed one at a time; the time from ``send-keys``
-to the typed text being on screen, median. RSS: the peak of ``pi --session`` on a generated
-1,000-message session (markdown answers with a code block each), 2 s after its footer shows. Each side starts once before the runs (its
-config checked and cached, as on a user's second launch); the sides alternate run by run; tmux's
-own CPU is not counted.
+(the editor is ready then), polled with ``capture-pane`` every 10 ms, and the CPU time the process had
+used by then (steadier than wall time on a loaded machine). Streaming: one prompt whose reply is
+``--chunks`` tiny text deltas from the fake LLM server (``tests/support/fakes/llm_server.py``), ending
+in a marker; the CPU time of the ``pi`` process (``common.cpu_seconds``) from typing Enter to the
+marker being on screen, divided by the chunk count, is what drawing a delta costs. Keypress: while a
+second reply streams (2 ms between deltas), twelve keys are typed one at a time; the time from
+``send-keys`` to the typed text being on screen, median (it includes starting a tmux client, 3-20 ms
+on a loaded machine, on both sides). RSS: the peak of ``pi --session`` on a generated 1,000-message
+session (markdown answers with a code block each), 2 s after its footer shows. ``/resume``: with 500
+sessions of 20 messages in the project's session folder, the time and CPU from Enter on ``/resume``
+to the newest session being listed. Each side starts once before the runs (its config checked and
+cached, as on a user's second launch); the sides alternate run by run; tmux's own CPU is not counted.
 
 Usage: .venv/bin/python bench/bench_interactive.py [--runs 3] [--chunks 5000]
 """
@@ -17,6 +20,7 @@ Usage: .venv/bin/python bench/bench_interactive.py [--runs 3] [--chunks 5000]
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -30,15 +34,18 @@ from common import MODEL, PROVIDER, Row, median
 
 MARKER = "ENDOFSTREAM"
 TYPED = "QXJVKZ"  # capitals the streamed text never contains, typed one at a time
+PROBE = "resume-probe"  # the first message of each generated session
+SESSIONS = 500
 
 
 class Pane:
-    def __init__(self, cmd: list[str], home: Path, session: Path | None = None) -> None:
+    def __init__(self, cmd: list[str], home: Path, opened: list[str] | None = None) -> None:
+        """``opened``: the session options (``--no-session`` by default)."""
         self.socket = f"pi-bench-{uuid.uuid4().hex[:8]}"
         env = common.env_for(cmd, home, home / "agent")
         env["TERM"] = "xterm-256color"
         self.env = env
-        opened = ["--session", str(session)] if session else ["--no-session"]
+        opened = ["--no-session"] if opened is None else opened
         line = " ".join([*cmd, *opened, "--provider", PROVIDER, "--model", MODEL]) + "; sleep 30"
         self.started = time.monotonic()
         self._tmux("new-session", "-d", "-s", "b", "-x", "120", "-y", "40", "-c", str(home), line)
@@ -83,13 +90,15 @@ def warm_home(cmd: list[str], url: str) -> Path:
     return home
 
 
-def run_once(cmd: list[str], home: Path, chunks: int) -> tuple[float, float, float]:
-    """(launch seconds, CPU microseconds per delta, keypress-to-screen milliseconds) of one side."""
+def run_once(cmd: list[str], home: Path, chunks: int) -> tuple[float, float, float, float]:
+    """(launch seconds, CPU seconds to the ready editor, CPU microseconds per delta, keypress-to-screen
+    milliseconds) of one side."""
     pane = Pane(cmd, home)
     try:
         launch = pane.wait_for(MODEL, last_lines=3)
-        time.sleep(1.0)  # let start-up work in the background settle before the CPU meter starts
         pid = pane.pid()
+        launch_cpu = common.cpu_seconds(pid)
+        time.sleep(1.0)  # let start-up work in the background settle before the CPU meter starts
         before = common.cpu_seconds(pid)
         pane.keys("stream please", "Enter")
         pane.wait_for(MARKER)
@@ -97,13 +106,13 @@ def run_once(cmd: list[str], home: Path, chunks: int) -> tuple[float, float, flo
         pane.keys("again", "Enter")  # the slow reply: keys typed while it streams
         time.sleep(0.5)
         typed, latencies = "", []
-        for key in TYPED:
+        for key in TYPED * 2:
             typed += key
             sent = time.monotonic()
             pane.keys(key)
             pane.wait_for(typed, last_lines=8)
             latencies.append((time.monotonic() - sent) * 1000)
-        return launch, per_delta, median(latencies)
+        return launch, launch_cpu, per_delta, median(latencies)
     finally:
         pane.close()
 
@@ -112,7 +121,7 @@ def session_rss(cmd: list[str], home: Path, messages: int) -> float:
     """Peak RSS (MiB) of ``cmd`` once it shows a session of ``messages`` messages."""
     path = home / "long-session.jsonl"
     write_session(path, home, messages)
-    pane = Pane(cmd, home, session=path)
+    pane = Pane(cmd, home, ["--session", str(path)])
     try:
         pane.wait_for(MODEL, last_lines=3)
         time.sleep(2.0)
@@ -121,22 +130,53 @@ def session_rss(cmd: list[str], home: Path, messages: int) -> float:
         pane.close()
 
 
-def write_session(path: Path, cwd: Path, messages: int) -> None:
+def resume_picker(cmd: list[str], home: Path, sessions: int) -> tuple[float, float]:
+    """(seconds, CPU seconds) from Enter on ``/resume`` to the newest of ``sessions`` listed."""
+    pane = Pane(cmd, home, [])
+    try:
+        pane.wait_for(MODEL, last_lines=3)
+        time.sleep(1.0)
+        pid = pane.pid()
+        pane.keys("/resume")
+        time.sleep(0.5)
+        before, sent = common.cpu_seconds(pid), time.monotonic()
+        pane.keys("Enter")
+        pane.wait_for(f"{PROBE} {sessions - 1} ")
+        return time.monotonic() - sent, common.cpu_seconds(pid) - before
+    finally:
+        pane.close()
+
+
+def write_sessions(home: Path, count: int, messages: int = 20) -> None:
+    """``count`` sessions of ``home``'s project, ``messages`` messages each, the last one the newest."""
+    directory = home / "agent" / "sessions" / ("--" + str(home.resolve()).strip("/").replace("/", "-") + "--")
+    directory.mkdir(parents=True, exist_ok=True)
+    for i in range(count):
+        path = directory / f"2026-01-01T00-00-00-000Z_{i:04d}.jsonl"
+        write_session(path, home, messages, session_id=f"bench-{i:04d}", first=f"{PROBE} {i} ", start_ms=i * 60_000)
+
+
+def write_session(path: Path, cwd: Path, messages: int, session_id: str = "bench-long", first: str = "",
+                  start_ms: int = 0) -> None:
     """A linear pi session file: questions and markdown answers with a code block each."""
     usage = {"input": 10, "output": 10, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 20,
              "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}}
-    stamp = "2026-01-01T00:00:00.000Z"
-    lines = [{"type": "session", "version": 3, "id": "bench-long", "timestamp": stamp, "cwd": str(cwd)}]
+    epoch_ms = 1_767_225_600_000 + start_ms  # 2026-01-01, one minute apart per session
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(epoch_ms / 1000))
+    lines = [{"type": "session", "version": 3, "id": session_id, "timestamp": stamp, "cwd": str(cwd)}]
     for i in range(messages):
         if i % 2 == 0:
-            message = {"role": "user", "content": [{"type": "text", "text": f"question {i}"}], "timestamp": 1}
+            text = first if i == 0 and first else f"question {i}"
+            message = {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": epoch_ms + i}
         else:
             text = f"## Answer {i}\n\nSome *markdown* and `code`.\n\n```python\nprint({i})\n```\n"
             message = {"role": "assistant", "content": [{"type": "text", "text": text}], "api": "openai-completions",
-                       "provider": PROVIDER, "model": MODEL, "usage": usage, "stopReason": "stop", "timestamp": 1}
+                       "provider": PROVIDER, "model": MODEL, "usage": usage, "stopReason": "stop",
+                       "timestamp": epoch_ms + i}
         lines.append({"type": "message", "id": f"e{i:05d}", "parentId": f"e{i - 1:05d}" if i else None,
                       "timestamp": stamp, "message": message})
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    os.utime(path, (epoch_ms / 1000, epoch_ms / 1000))
 
 
 def results(runs: int = 3, chunks: int = 5000) -> list[Row]:
@@ -151,19 +191,26 @@ def results(runs: int = 3, chunks: int = 5000) -> list[Row]:
     server, url = start_server(script)
     measured: dict[str, list[list[float]]] = {}
     homes = {side: warm_home(cmd, url) for side, cmd in sides.items() if cmd is not None}
+    for home in homes.values():
+        write_sessions(home, SESSIONS)
     try:
         for _ in range(runs):  # the sides alternate, so a change in the machine's load hits both
             for side, home in homes.items():
-                values = [*run_once(sides[side] or [], home, chunks), session_rss(sides[side] or [], home, 1000)]
-                values[0] *= 1000
-                for column, value in zip(measured.setdefault(side, [[], [], [], []]), values, strict=True):
+                cmd = sides[side] or []
+                launch, launch_cpu, per_delta, keypress = run_once(cmd, home, chunks)
+                resume, resume_cpu = resume_picker(cmd, home, SESSIONS)
+                values = [launch * 1000, launch_cpu * 1000, per_delta, keypress, session_rss(cmd, home, 1000),
+                          resume * 1000, resume_cpu * 1000]
+                for column, value in zip(measured.setdefault(side, [[] for _ in values]), values, strict=True):
                     column.append(value)
     finally:
         server.terminate()
         for home in homes.values():
             common.cleanup(home)
-    names = [("launch to ready editor", "ms"), (f"CPU per streamed delta ({chunks})", "us"),
-             ("keypress to screen while streaming", "ms"), ("RSS with a 1,000-message session", "MiB")]
+    names = [("launch to ready editor", "ms"), ("CPU to ready editor", "ms"),
+             (f"CPU per streamed delta ({chunks})", "us"), ("keypress to screen while streaming", "ms"),
+             ("RSS with a 1,000-message session", "MiB"), (f"/resume picker with {SESSIONS} sessions", "ms"),
+             (f"CPU of /resume with {SESSIONS} sessions", "ms")]
     ours, ref = measured["ours"], measured.get("reference")
     return [Row("interactive", name, unit, median(ours[i]), median(ref[i]) if ref else None, 0.5)
             for i, (name, unit) in enumerate(names)]

@@ -37,15 +37,21 @@ def _session_files(session_dir: Path) -> list[Path]:
         return []
 
 
-def find_most_recent(session_dir: Path, cwd: Path | None) -> Path | None:
-    """The most recently modified session file (whose header cwd matches ``cwd`` when given)."""
+def files_newest_first(session_dir: Path) -> list[Path]:
+    """The session files of a directory, last written first (one ``stat`` each, no file read): a
+    picker reads the files it shows first and the rest later."""
     stamped = []
     for path in _session_files(session_dir):
         try:
             stamped.append((path.stat().st_mtime_ns, path))
         except OSError:
             continue
-    for _, path in sorted(stamped, reverse=True):
+    return [path for _, path in sorted(stamped, reverse=True)]
+
+
+def find_most_recent(session_dir: Path, cwd: Path | None) -> Path | None:
+    """The most recently modified session file (whose header cwd matches ``cwd`` when given)."""
+    for path in files_newest_first(session_dir):
         header = read_header(path)
         if header is not None and (cwd is None or _cwd_matches(header, cwd)):
             return path

@@ -9,6 +9,7 @@ quits, SIGTERM/SIGHUP arrive, or an extension calls ``ctx.shutdown()``; the sess
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import sys
 from typing import TYPE_CHECKING, Any
@@ -17,6 +18,9 @@ if TYPE_CHECKING:
     from pi_coding_agent.coding.options import CliArgs
 
 SIGNAL_CODES = ((signal.SIGTERM, 143), (signal.SIGHUP, 129))
+# Textual paints a changed screen on its next frame; at its default 60 a typed key waited up to 16 ms
+# for it. Our transcript redraws on its own 30 Hz timer, so this raises no streaming cost.
+SCREEN_FPS = "240"
 
 
 def run(args: CliArgs, images: list[dict[str, Any]] | None = None) -> int:
@@ -25,6 +29,7 @@ def run(args: CliArgs, images: list[dict[str, Any]] | None = None) -> int:
 
 
 async def _main(args: CliArgs, images: list[dict[str, Any]] | None) -> int:
+    _set_screen_fps()
     from pi_coding_agent.coding.bootstrap import create_session
     from pi_coding_agent.coding.modes.interactive.dialogs import TuiExtensionUI
 
@@ -51,8 +56,21 @@ def _exit_with(app: Any, status: int) -> None:
     app.exit(return_code=status)
 
 
+def _set_screen_fps() -> None:
+    """Textual reads ``TEXTUAL_FPS`` once, on its first import (a user's own value wins); it is not
+    left in the environment the tools' commands inherit."""
+    if "TEXTUAL_FPS" in os.environ:
+        return
+    os.environ["TEXTUAL_FPS"] = SCREEN_FPS
+    try:
+        import textual.constants  # noqa: F401
+    finally:
+        del os.environ["TEXTUAL_FPS"]
+
+
 def build_app(session: Any, ui: Any, args: CliArgs, images: list[dict[str, Any]] | None = None) -> Any:
     """The app for ``session`` with the keys, theme and first messages the options and settings give."""
+    _set_screen_fps()
     from pi_coding_agent.coding.modes.interactive.app import PiApp
     from pi_coding_agent.coding.modes.interactive.keys import KeyMap
     from pi_coding_agent.coding.modes.interactive.theme import load_palette

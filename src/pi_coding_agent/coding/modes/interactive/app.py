@@ -12,6 +12,7 @@ import time
 from typing import TYPE_CHECKING, Any, cast
 
 from rich.text import Text
+from textual import events
 from textual.app import App, ComposeResult
 from textual.theme import Theme
 from textual.widgets import OptionList, Static
@@ -170,11 +171,17 @@ class PiApp(App[int]):
             parts.append(f"{SPINNER[self._spin]} Working… (esc to interrupt)")
         parts += [text for _, text in sorted(self.statuses.items())]
         text = "  ".join(parts)
-        if text != self._status_text:  # an update costs a layout pass of the whole screen
+        if text != self._status_text:  # a layout pass of the whole screen only when the height may change
+            same_height = bool(text) == bool(self._status_text) and max(len(text), len(self._status_text)) < self.size.width - 2
             self._status_text = text
-            self.lines["status"].update(text)
+            self.lines["status"].update(text, layout=not same_height)
 
     # ------------------------------------------------------------------ input
+
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.Key):
+            self.transcript.hold()
+        await super().on_event(event)
 
     def completions(self, before_cursor: str) -> list[completion.Candidate]:
         if before_cursor.startswith("/") and " " not in before_cursor:

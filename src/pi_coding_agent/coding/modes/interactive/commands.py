@@ -7,6 +7,7 @@ other mode.
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -44,6 +45,8 @@ BUILTIN: dict[str, str] = {  # in pi's order
     "hotkeys": "Show keyboard shortcuts",
     "quit": "Quit pi",
 }
+RESUME_PAGE = 40  # sessions the /resume picker reads before it opens, and per page after
+RESUME_PAGE_PAUSE_S = 0.02
 NOT_HERE = ("share", "bug", "changelog", "debug")
 
 
@@ -179,19 +182,40 @@ async def _new(app: PiApp, arg: str) -> None:
 
 
 async def _resume(app: PiApp, arg: str) -> None:
-    from pi_coding_agent.coding.session import list_sessions
+    """The picker opens once the newest ``RESUME_PAGE`` sessions are read; older ones join it page by
+    page while it is open (hundreds of sessions would otherwise hold it up)."""
+    from pi_coding_agent.coding.session.listing import files_newest_first
 
     session_dir = app.session.sm.session_dir
-    infos = [] if session_dir is None else [
-        i for i in list_sessions(session_dir) if i["path"] != str(app.session.sm.session_file)]
-    if not infos:
+    current = str(app.session.sm.session_file)
+    files = [] if session_dir is None else [p for p in files_newest_first(session_dir) if str(p) != current]
+    first = _resume_options(files[:RESUME_PAGE])
+    if not first:
         app.show_notice("No other sessions in this project")
         return
-    options = [(i["path"], f"{i['modified'][:16].replace('T', ' ')}  {i.get('name') or i['firstMessage'][:70]}"
-                f"  ({i['messageCount']} msgs, {i['cwd']})") for i in infos]
-    path = await pick(app, "Resume session", options)
+    screen = SelectScreen("Resume session", first)
+    loader = asyncio.create_task(_load_older_sessions(screen, files[RESUME_PAGE:]))
+    try:
+        path = await ask(app, screen, None)
+    finally:
+        loader.cancel()
     if path:
         await replaced(app, await app.session.switch_session(path))
+
+
+async def _load_older_sessions(screen: SelectScreen, files: list[Path]) -> None:
+    """Pages after the picker's first frame, with time for keys and frames between them."""
+    for start in range(0, len(files), RESUME_PAGE):
+        await asyncio.sleep(RESUME_PAGE_PAUSE_S)
+        screen.extend(_resume_options(files[start:start + RESUME_PAGE]))
+
+
+def _resume_options(files: list[Path]) -> list[tuple[str, str]]:
+    from pi_coding_agent.coding.session.listing import session_info
+
+    infos = [info for path in files if (info := session_info(path)) is not None]
+    return [(i["path"], f"{i['modified'][:16].replace('T', ' ')}  {i.get('name') or i['firstMessage'][:70]}"
+             f"  ({i['messageCount']} msgs, {i['cwd']})") for i in infos]
 
 
 async def _name(app: PiApp, arg: str) -> None:

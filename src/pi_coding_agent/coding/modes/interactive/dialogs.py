@@ -78,6 +78,24 @@ class SelectScreen(ModalScreen[str | None]):
         if list_.option_count:
             list_.highlighted = 0
 
+    def extend(self, options: list[tuple[str, str]]) -> None:
+        """More options (a list loaded page by page), shown under the current search."""
+        first = len(self.options)
+        self.options += options
+        found = self.query("#choices")
+        if not found:
+            return  # not composed yet: compose lists them all
+        list_ = found.only_one(OptionList)
+        query = self.query_one(Input).value if self.searchable else ""
+        if not query:  # appended as they come: the list keeps its order and its highlight
+            list_.add_options([Option(label, id=str(first + i)) for i, (_, label) in enumerate(options)])
+            return
+        highlighted = list_.highlighted
+        list_.clear_options()
+        list_.add_options(self._filtered(query))
+        if list_.option_count:
+            list_.highlighted = highlighted if highlighted is not None and highlighted < list_.option_count else 0
+
     def on_key(self, event: Any) -> None:
         """Up/Down move the list while typing in the search field."""
         if event.key in ("up", "down") and self.searchable:

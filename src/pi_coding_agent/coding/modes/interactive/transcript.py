@@ -9,10 +9,16 @@ paragraph (``blocks.stable_split``), so the cost of a frame does not grow with t
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
+from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
 from textual.containers import Vertical, VerticalScroll
+from textual.geometry import Region, Size
+from textual.strip import Strip
+from textual.widget import Widget
 from textual.widgets import Static
 
 from pi_coding_agent.coding.modes.interactive import blocks
@@ -20,6 +26,10 @@ from pi_coding_agent.coding.modes.interactive.blocks import Palette
 from pi_coding_agent.coding.modes.interactive.history import CustomRenderer, History
 
 FPS = 30
+# a typed key is drawn in a frame of its own: the transcript waits this long after a key, but holds
+# a redraw back no longer than HOLD_AT_MOST (a fast typist does not freeze a streaming answer)
+HOLD_AFTER_KEY_S = 0.05
+HOLD_AT_MOST_S = 0.25
 RESTORED_MESSAGES = 200  # a reopened session draws this many messages at a time, newest first
 
 
@@ -29,35 +39,91 @@ class Entry(Static):
     DEFAULT_CSS = "Entry { margin: 1 0 0 0; padding: 0 1; }"
 
 
-class TextBlock(Vertical):
-    """A streamed markdown block: finished paragraphs frozen in their own widgets, the tail live."""
+class TextBlock(Widget):
+    """A streamed text or thinking block, drawn from lines it renders and keeps itself.
 
-    DEFAULT_CSS = "TextBlock { height: auto; padding: 0 1; } TextBlock > Static { height: auto; }"
+    Finished paragraphs are rendered once into ``_frozen``; a frame renders only the tail after them
+    (``blocks.stable_split``) and asks for a layout of the screen only when the block's height
+    changed (a layout redraws every widget on the screen). ``render_lines`` hands Textual the kept
+    lines as they are, padded and styled: Textual's own line cache is cleared whenever a widget
+    grows, which would re-render every line of a streaming answer on every frame. Once the message
+    ends (``finish``) the whole text is rendered as one markdown document, as a reopened session
+    shows it.
+    """
+
+    DEFAULT_CSS = "TextBlock { height: auto; }"
+    PAD = 1  # columns left and right
 
     def __init__(self, palette: Palette, thinking: bool = False) -> None:
-        self._live = Static()
-        super().__init__(self._live, classes="thinking" if thinking else "")
+        super().__init__(classes="thinking" if thinking else "")
         self.palette = palette
         self.thinking = thinking
         self.collapsed = False  # a thinking block hidden by hideThinkingBlock / Ctrl+T shows one line
         self.text = ""
+        self.done = False
         self._frozen_to = 0
+        self._frozen: list[Strip] = []
+        self._lines: list[Strip] = []
+        self._width = 0  # the widget width the lines were rendered for (0: not laid out yet)
+        self._style = Style()
 
     def render_now(self) -> bool:
-        if self._live.parent is None:
-            return False  # not mounted yet: drawn on the next frame
+        height = len(self._lines)
+        if self._width:
+            self._render_text()
+        self.refresh(layout=not self._width or len(self._lines) != height)
+        return True
+
+    def finish(self) -> None:
+        """The message ended: render the whole text as one document from the next frame on."""
+        self.done = True
+        self._frozen_to, self._frozen = 0, []
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        if width != self._width or self.rich_style != self._style:
+            self._width, self._style, self._frozen_to, self._frozen = width, self.rich_style, 0, []
+            self._render_text()
+        return len(self._lines)
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        width = self.size.width
+        if width != self._width or self.rich_style != self._style:
+            self.get_content_height(self.size, self.size, width)
+        lines = self._lines[crop.y:crop.bottom]
+        lines += [Strip.blank(width, self._style)] * (crop.height - len(lines))
+        if crop.x or crop.right != width:
+            lines = [line.crop(crop.x, crop.right) for line in lines]
+        return lines
+
+    def _render_text(self) -> None:
         if self.thinking:
             shown = "Thinking… (ctrl+t to show)" if self.collapsed else self.text.strip()
-            self._live.update(Text(shown, style=f"italic {self.palette.get('thinkingText', '')}"))
-            return True
-        split = blocks.stable_split(self.text, self._frozen_to)
+            self._lines = self._strips(Text(shown, style=f"italic {self.palette.get('thinkingText', '')}"))
+            return
+        split = len(self.text) if self.done else blocks.stable_split(self.text, self._frozen_to)
         if split > self._frozen_to:
-            frozen = Static(blocks.markdown(self.text[self._frozen_to:split], self.palette))
-            self.mount(frozen, before=self._live)
+            chunk = self._markdown(self.text[self._frozen_to:split])
+            if self._frozen and chunk:
+                self._frozen.append(self._blank())
+            self._frozen += chunk
             self._frozen_to = split
-        tail = self.text[self._frozen_to:]
-        self._live.update(blocks.markdown(tail, self.palette) if tail.strip() else "")
-        return True
+        tail = self._markdown(self.text[self._frozen_to:])
+        self._lines = [*self._frozen, self._blank(), *tail] if self._frozen and tail else self._frozen + tail
+
+    def _markdown(self, text: str) -> list[Strip]:
+        return self._strips(blocks.markdown(text, self.palette)) if text.strip() else []
+
+    def _blank(self) -> Strip:
+        return Strip.blank(self._width, self._style)
+
+    def _strips(self, renderable: Any) -> list[Strip]:
+        """``renderable`` as lines of the widget's full width: padded, on the widget's colours."""
+        inner = max(self._width - 2 * self.PAD, 1)
+        console = self.app.console
+        segments = console.render(renderable, console.options.update_width(inner))
+        pad = Strip.blank(self.PAD)
+        return [Strip.join([pad, Strip(line, inner), pad]).apply_style(self._style)
+                for line in Segment.split_and_crop_lines(segments, inner, include_new_lines=False, pad=True)]
 
 
 class ToolView(Static):
@@ -110,17 +176,17 @@ class AssistantView(Vertical):
         return view
 
     def set_content(self, content: list[dict[str, Any]]) -> list[TextBlock]:
-        """The final message's blocks (authoritative over what streamed); returns those to redraw."""
+        """The final message's blocks (authoritative over what streamed), each finished; returns them
+        to redraw."""
         changed = []
         for index, part in enumerate(content):
             kind = part.get("type")
             if kind not in ("text", "thinking"):
                 continue
             view = self.block(index, kind == "thinking")
-            text = part.get(kind, "")
-            if view.text != text:
-                view.text = text
-                changed.append(view)
+            view.text = part.get(kind, "")
+            view.finish()
+            changed.append(view)
         return changed
 
 
@@ -141,6 +207,8 @@ class Transcript(VerticalScroll):
         self._loading_older = False
         # an extension's drawing of a custom message, None for the default (``extension_hooks``)
         self.render_custom: CustomRenderer = lambda message, expanded: None
+        self._held_until = 0.0
+        self._held_since = 0.0  # when the first redraw was held back (0: none is)
 
     def on_mount(self) -> None:
         self.set_interval(1 / FPS, self.flush)
@@ -154,9 +222,19 @@ class Transcript(VerticalScroll):
     def mark(self, view: Any) -> None:
         self._dirty[id(view)] = view
 
+    def hold(self) -> None:
+        """A key was typed: let the editor's frame go first."""
+        self._held_until = time.monotonic() + HOLD_AFTER_KEY_S
+
     def flush(self) -> None:
         if not self._dirty:
             return
+        now = time.monotonic()
+        if now < self._held_until:
+            self._held_since = self._held_since or now
+            if now - self._held_since < HOLD_AT_MOST_S:
+                return
+        self._held_since = 0.0
         follow = self.scroll_y >= self.max_scroll_y - 1
         views, self._dirty = list(self._dirty.values()), {}
         for view in views:
