@@ -17,8 +17,9 @@ from tests.support.fixtures.sessions.builders import assistant, tool_result, use
 
 
 def _session(tmp_path: Path, turns: int = 6) -> SessionManager:
+    """Turns with a compaction half way, then a label, a name and a model change (the kinds the index
+    parses during its pass)."""
     sm = SessionManager.create(tmp_path, tmp_path / "s")
-    sm.append_model_change("mock", "mock-model")
     for turn in range(turns):
         sm.append_message(user(f"question {turn}: ünï \u2028 \"q\""))
         sm.append_message(assistant(f"answer {turn}"))
@@ -26,6 +27,7 @@ def _session(tmp_path: Path, turns: int = 6) -> SessionManager:
             sm.append_compaction(f"summary {turn}", sm.entries[-2]["id"], 1000)
     sm.append_label(sm.entries[1]["id"], "start")
     sm.append_session_info("edges")
+    sm.append_model_change("mock", "mock-model")
     return sm
 
 
