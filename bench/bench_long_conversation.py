@@ -6,8 +6,11 @@ prompt with a ``bash`` call and then text, reports prompt tokens from the reques
 summary requests (those without tools) with a summary, so auto-compaction runs every ~80 turns.
 Every hundred turns the bench records the agent's CPU time and resident set, and the session file's
 size: per-turn CPU should stay flat across compactions, and RSS should grow no faster than the file.
+The growth figure compares turns 801-1200 with turns 101-500: the first hundred turns also pay the
+first request's imports (the HTTP stack, the adapter), which have nothing to do with the history.
 
     .venv/bin/python bench/bench_long_conversation.py [--turns 1200] [--side ours|reference|both]
+    .venv/bin/python bench/bench_long_conversation.py --turns 1200 --instructions 200   # ours, callgrind
 """
 
 from __future__ import annotations
@@ -15,7 +18,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
+import shutil
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -117,7 +124,9 @@ def _wait_settled(proc: Any, buffer: bytearray) -> int:
     return compactions
 
 
-def run(cmd: list[str], turns: int) -> list[dict[str, float]]:
+def run(cmd: list[str], turns: int, control: dict[int, list[str]] | None = None) -> list[dict[str, float]]:
+    """The conversation; ``control`` maps a turn to the ``callgrind_control`` arguments sent before its
+    prompt (see ``instructions``)."""
     home = scratch_home()
     server = _Server(("127.0.0.1", 0), _Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -132,9 +141,14 @@ def run(cmd: list[str], turns: int) -> list[dict[str, float]]:
         cpu, compactions, started = cpu_seconds(proc.pid), 0, time.perf_counter()
         for turn in range(1, turns + 1):
             text = f"turn {turn}: tool please" if turn % 2 else f"turn {turn}: just talk"
+            # an idle process reads valgrind's commands when it next runs: the prompt wakes it
+            ctl = subprocess.Popen(["callgrind_control", *control[turn], str(proc.pid)], stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL) if control and turn in control else None
             proc.stdin.write(json.dumps({"id": str(turn), "type": "prompt", "message": text}).encode() + b"\n")
             proc.stdin.flush()
             compactions += _wait_settled(proc, buffer)
+            if ctl is not None:
+                ctl.wait(120)
             if turn % 100 == 0:
                 now = cpu_seconds(proc.pid)
                 files = list(sessions.rglob("*.jsonl"))
@@ -149,27 +163,64 @@ def run(cmd: list[str], turns: int) -> list[dict[str, float]]:
     return rows
 
 
+def instructions(turns: int, window: int) -> None:
+    """Our instructions (callgrind) over turns 101 to 100 + ``window`` and over the ``window`` turns that
+    end 100 turns before the last. Unlike CPU time on a shared machine, the count does not move with
+    the load (it leaves out the kernel's share)."""
+    if shutil.which("valgrind") is None:
+        raise SystemExit("valgrind is not installed")
+    early, late = 101, turns - 99 - window
+    if late <= early + window + 1:
+        raise SystemExit(f"--turns must be above {2 * window + 200} for two windows of {window} turns")
+    with tempfile.TemporaryDirectory(prefix="pi-bench-cg-") as out:
+        cmd = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}/cg", *ours_cmd()]
+        run(cmd, turns, {early: ["-i", "on"], early + window: ["-d", "early"], early + window + 1: ["-i", "off"],
+                         late: ["-i", "on"], late + window: ["-d", "late"], late + window + 1: ["-i", "off"]})
+        counts = [_instructions(Path(out, f"cg.{part}")) / window / 1e6 for part in (1, 2)]
+    print(f"instructions per turn (M): turns {early}-{early + window - 1}: {counts[0]:.2f}, turns {late}-"
+          f"{late + window - 1}: {counts[1]:.2f}, late / early {counts[1] / counts[0]:.3f}")
+
+
+def _instructions(dump: Path) -> int:
+    """The instructions a callgrind dump counted (the sum of its lines' costs: ``totals``)."""
+    found = re.search(r"^totals: (\d+)", dump.read_text(), re.M)
+    assert found is not None, dump
+    return int(found.group(1))
+
+
 def _report(name: str, rows: list[dict[str, float]]) -> None:
     print(f"\n{name}")
     print(f"{'turns':>6} {'CPU ms/turn':>12} {'RSS MiB':>8} {'file MiB':>9} {'compactions':>12} {'wall s':>7}")
     for row in rows:
         print(f"{int(row['turns']):>6} {row['cpu_ms_per_turn']:>12.1f} {row['rss_mib']:>8.1f} "
               f"{row['file_mib']:>9.2f} {int(row['compactions']):>12} {row['wall_s']:>7.1f}")
+    if len(rows) >= 12:
+        early, late = _per_turn(rows[1:5]), _per_turn(rows[8:12])
+        print(f"CPU per turn, turns 801-1200 vs 101-500: {late / early:.2f} x ({late:.2f} against {early:.2f} ms)")
     if len(rows) >= 9:
-        early, late = rows[0], rows[8]
-        growth = (late["rss_mib"] - rows[1]["rss_mib"]) * 1024 / (late["turns"] - rows[1]["turns"])
-        file_growth = (late["file_mib"] - rows[1]["file_mib"]) * 1024 / (late["turns"] - rows[1]["turns"])
-        print(f"CPU per turn, turns 801-900 vs 1-100: {late['cpu_ms_per_turn'] / early['cpu_ms_per_turn'] - 1:+.0%} "
-              f"change of {early['cpu_ms_per_turn']:.1f} ms; RSS growth {growth:.1f} KiB/turn "
-              f"(file {file_growth:.1f} KiB/turn) after turn 200")
+        growth = (rows[8]["rss_mib"] - rows[1]["rss_mib"]) * 1024 / (rows[8]["turns"] - rows[1]["turns"])
+        file_growth = (rows[8]["file_mib"] - rows[1]["file_mib"]) * 1024 / (rows[8]["turns"] - rows[1]["turns"])
+        print(f"CPU per turn, turns 1-100 (the first request's imports included): {rows[0]['cpu_ms_per_turn']:.1f} ms; "
+              f"RSS growth {growth:.1f} KiB/turn (file {file_growth:.1f} KiB/turn) after turn 200")
+
+
+def _per_turn(rows: list[dict[str, float]]) -> float:
+    """Mean CPU per turn over consecutive hundred-turn windows: four of them hold about ten compactions,
+    so where the compactions fall (two or three in a window) no longer moves the figure."""
+    return sum(row["cpu_ms_per_turn"] for row in rows) / len(rows)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=1200)
     parser.add_argument("--side", choices=("ours", "reference", "both"), default="both")
+    parser.add_argument("--instructions", type=int, metavar="WINDOW",
+                        help="count our instructions per turn (valgrind) over an early and a late window of WINDOW turns")
     args = parser.parse_args()
     print(compile_bytecode())
+    if args.instructions:
+        instructions(args.turns, args.instructions)
+        return 0
     if args.side in ("ours", "both"):
         _report("ours", run(ours_cmd(), args.turns))
     ref = reference_cmd()

@@ -40,10 +40,13 @@ class DamagedEntry(ValueError):
 class EntryList(Sequence[Entry]):
     """A list of entries, some stored as ``bytes`` or left in the file; reading one always gives a dict."""
 
-    __slots__ = ("__weakref__", "_closer", "_fd", "_file", "_index", "_items")
+    __slots__ = ("__weakref__", "_closer", "_fd", "_file", "_held", "_index", "_items")
 
     def __init__(self, entries: Iterable[Entry] = (), index: FileIndex | None = None) -> None:
         self._items: list[Entry | bytes | None] = list(entries)
+        # Positions whose item is a parsed entry: what ``pack`` looks at, so that packing after each
+        # compaction costs the entries held parsed, not every entry of a long session.
+        self._held: set[int] = set(range(len(self._items)))
         self._index: FileIndex | None = None  # the first ``len(index.ids)`` positions are the indexed file's entries
         self._fd: int | None = None  # the indexed file, held open: its entries stay readable if it is deleted
         self._closer: weakref.finalize[Any, EntryList] | None = None
@@ -58,6 +61,7 @@ class EntryList(Sequence[Entry]):
         entries._items = [_ON_DISK] * len(index.ids)
         for position, entry in index.parsed.items():
             entries._items[position] = entry
+        entries._held = set(index.parsed)
         index.parsed = {}
         return entries
 
@@ -93,6 +97,7 @@ class EntryList(Sequence[Entry]):
     __hash__ = None  # type: ignore[assignment]  # mutable, like list
 
     def append(self, entry: Entry) -> None:
+        self._held.add(len(self._items))
         self._items.append(entry)
 
     def written(self, path: Path, start: int, lines: list[bytes]) -> None:
@@ -149,6 +154,7 @@ class EntryList(Sequence[Entry]):
     def pop(self) -> Entry:
         entry = self._entry(len(self._items) - 1)
         self._items.pop()
+        self._held.discard(len(self._items))
         return entry
 
     # ----------------------------------------------------------------- links without parsing
@@ -229,10 +235,11 @@ class EntryList(Sequence[Entry]):
         """Drop every parsed entry ``keep`` rejects back to the file, or store it as its JSON line."""
         items = self._items
         on_file = 0 if self._index is None else len(self._index.ids)
-        for position, item in enumerate(items):
-            if isinstance(item, dict) and not keep(item):
-                # orjson's result keeps its whole output buffer (4 KiB at least): keep an exact copy
-                items[position] = _ON_DISK if position < on_file else memoryview(orjson.dumps(item)).tobytes()
+        dropped = [position for position in self._held if not keep(self._entry(position))]
+        for position in dropped:
+            # orjson's result keeps its whole output buffer (4 KiB at least): keep an exact copy
+            items[position] = _ON_DISK if position < on_file else memoryview(orjson.dumps(items[position])).tobytes()
+        self._held.difference_update(dropped)
 
     def json_at(self, position: int) -> bytes:
         """One entry as ``orjson.dumps`` writes it (a file line is re-encoded: pi may space or escape it
@@ -338,15 +345,17 @@ class EntryList(Sequence[Entry]):
             if lines is not None:
                 lines.close()
 
-    def all_on_file(self) -> bool:
-        """Whether every entry lies in the indexed file (nothing appended or migrated since)."""
-        return self._index is not None and len(self._index.ids) == len(self._items)
+    def copyable(self) -> bool:
+        """Whether every entry lies in the indexed file (nothing appended or migrated since), written
+        the way it would be written again (see ``FileIndex.as_written``)."""
+        return self._index is not None and len(self._index.ids) == len(self._items) and self._index.as_written
 
     def file_lines(self) -> Iterator[bytes]:
         """Every entry's line as the indexed file holds it, each ending in a newline, in pieces of
-        about a megabyte (lines next to each other are copied as one span). Needs ``all_on_file``."""
+        about a megabyte (lines next to each other are copied as one span). Needs ``copyable``. A
+        carriage return is dropped: outside a string it is only whitespace, and none is written."""
         index = self._index
-        assert index is not None and self.all_on_file()
+        assert index is not None and self.copyable()
         spans: list[list[int]] = []
         for start, end in zip(index.starts, index.ends, strict=True):
             if spans and start == spans[-1][1] + 1 and end - spans[-1][0] <= _READ_BUFFER:
@@ -360,7 +369,7 @@ class EntryList(Sequence[Entry]):
                 if len(piece) != end - start:
                     raise DamagedEntry(f"Session file {index.path} is damaged or was replaced: it ends before "
                                        f"byte {end}")
-                yield piece + b"\n"
+                yield (piece.replace(b"\r", b"") if b"\r" in piece else piece) + b"\n"
         finally:
             os.close(fd)
 

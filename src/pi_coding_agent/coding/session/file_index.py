@@ -54,6 +54,9 @@ class FileIndex:
     parents: list[object] = field(default_factory=list)
     kinds: list[object] = field(default_factory=list)
     parsed: dict[int, Entry] = field(default_factory=dict)  # position -> entry parsed during the pass
+    # Every line parsed during the pass (the header among them) is byte for byte what ``orjson.dumps``
+    # writes for its record, as pi's files are: lines may then be copied instead of re-encoded.
+    as_written: bool = True
 
 
 def index_file(path: Path) -> FileIndex:
@@ -152,6 +155,8 @@ def _parsed(index: FileIndex, line: bytes, fd: int, offset: int) -> bool:
     record = _parse(line, fd, offset, index.path)
     if record is None:
         return False
+    if index.as_written and orjson.dumps(record) != line:
+        index.as_written = False
     if index.header is None:
         if not is_header(record):
             raise _NotASession

@@ -210,7 +210,7 @@ class SessionManager:
         kept), with ``parentSession`` = the source file. Written at once when it has a conversation."""
         original = cls.open(source, cwd)
         fresh = cls.create(cwd, session_dir, session_id=session_id, parent_session=str(original.session_file))
-        if original._conversation and original.entries.all_on_file():  # copy the lines, parse nothing
+        if original._conversation and original.entries.copyable():  # copy the lines, parse nothing
             assert fresh.session_file is not None
             storage.create_file(fresh.session_file, chain([storage.encode(fresh.header)], original.entries.file_lines()))
             return cls._load(fresh.session_file, fresh.cwd, prefer_header_cwd=False)
