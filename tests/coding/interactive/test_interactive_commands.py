@@ -20,6 +20,11 @@ def flat_text(app: Any) -> str:
     return " ".join(screen_text(app).split())
 
 
+def dialog_text(app: Any) -> str:
+    """``flat_text`` without the dialog's border glyphs, so a wrapped line reads as one."""
+    return " ".join(word for word in screen_text(app).split() if word not in "│▊▎")
+
+
 async def run_command(pilot: Any, line: str) -> None:
     await type_text(pilot, line)
     await pilot.press("enter")
@@ -104,6 +109,62 @@ async def test_import_of_a_missing_file_or_declined_changes_nothing(make_app, tm
         await pilot.press("n")
         await until(pilot, lambda: "Import cancelled" in screen_text(app))
         assert app.session.sm.session_file == before
+
+
+async def test_import_of_a_session_whose_folder_is_gone_continues_or_forks_here(make_app, tmp_path):  # noqa: F811
+    gone = tmp_path / "renamed-away"
+    source = session_file(tmp_path / "exported.jsonl", "22222222-2222-3333-4444-555555555555", gone,
+                          "old question", "old answer")
+    original = source.read_text()
+    here = str(tmp_path.resolve())
+    app = await make_app(no_session=False)
+    async with app.run_test(size=SIZE) as pilot:
+        for keys, outcome in (("escape", "cancel"), ("down down enter", "cancel"), ("enter", "continue"),
+                              ("down enter", "fork")):
+            await run_command(pilot, f"/import {source}")
+            await until(pilot, lambda: "Replace current session with" in screen_text(app))
+            await pilot.press("enter")
+            await until(pilot, lambda: f"Session cwd does not exist: {gone}" in dialog_text(app))
+            assert f"Continue in {here} (asks again next time)" in dialog_text(app)
+            assert f"Fork into {here} (new session ID, original kept)" in dialog_text(app)
+            await pilot.press(*keys.split())
+            if outcome == "cancel":
+                await until(pilot, lambda: "Import cancelled" in screen_text(app))
+                assert list(app.session.sm.session_dir.glob("*.jsonl")) == []  # the copy is not kept
+            elif outcome == "continue":
+                await until(pilot, lambda: f"Session imported from: {source}" in flat_text(app))
+                assert app.session.sm.session_id == "22222222-2222-3333-4444-555555555555"
+                assert app.session.rt.cwd == tmp_path.resolve() and "old answer" in screen_text(app)
+                continued = app.session.sm.session_file
+            else:
+                await until(pilot, lambda: "Forked into new session" in flat_text(app))
+                forked = app.session.sm
+                assert forked.session_id != "22222222-2222-3333-4444-555555555555"
+                assert forked.session_file.parent == continued.parent and forked.session_file != continued
+                assert json.loads(forked.session_file.read_text().splitlines()[0])["cwd"] == here
+                assert "old answer" in screen_text(app)
+    assert json.loads(continued.read_text().splitlines()[0])["cwd"] == str(gone)  # continuing stores nothing
+    assert source.read_text() == original
+    assert sorted(p.name for p in continued.parent.glob("*.jsonl")) == sorted(
+        [continued.name, forked.session_file.name])  # the fork's copy of the import was not kept
+
+
+async def test_resume_of_a_session_whose_folder_is_gone_asks_first(make_app, tmp_path):  # noqa: F811
+    app = await make_app(no_session=False)
+    folder = app.session.sm.session_dir
+    folder.mkdir(parents=True, exist_ok=True)
+    gone = tmp_path / "renamed-away"
+    stored = session_file(folder / "gone.jsonl", "33333333-2222-3333-4444-555555555555", gone,
+                          "gone question", "gone answer")
+    async with app.run_test(size=SIZE) as pilot:
+        for choice, notice in (("escape", "Resume cancelled"), ("enter", f"Resumed session in {tmp_path.resolve()}")):
+            await run_command(pilot, "/resume")
+            await until(pilot, lambda: "Resume session" in screen_text(app) and "gone question" in screen_text(app))
+            await pilot.press("enter")
+            await until(pilot, lambda: f"Session cwd does not exist: {gone}" in dialog_text(app))
+            await pilot.press(choice)
+            await until(pilot, lambda notice=notice: notice in flat_text(app))
+        assert app.session.sm.session_file == stored and "gone answer" in screen_text(app)
 
 
 # ----------------------------------------------------------------------------- Ctrl+G
