@@ -4,6 +4,7 @@ driven headlessly over a real session and the fake LLM server."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -176,6 +177,21 @@ def editor_script(tmp_path: Path, body: str) -> str:
     script.write_text("#!/bin/sh\n" + body + "\n")
     script.chmod(0o755)
     return str(script)
+
+
+async def test_a_title_set_while_the_terminal_is_lent_waits_for_its_return(make_app, monkeypatch):  # noqa: F811
+    app = await make_app()
+    async with app.run_test(size=SIZE):
+        written: list[str] = []
+        monkeypatch.setattr(app._driver, "write", written.append)
+        monkeypatch.setattr(app, "suspend", contextlib.nullcontext)  # a headless app cannot suspend
+        with app.lend_terminal():
+            app.set_terminal_title("one")
+            app.set_terminal_title("two")
+            assert written == []
+        assert written == ["\x1b]0;two\x07"]
+        app.set_terminal_title("three")
+        assert written[-1] == "\x1b]0;three\x07"
 
 
 async def test_ctrl_g_edits_the_prompt_in_the_external_editor(make_app, tmp_path, monkeypatch):  # noqa: F811
