@@ -484,10 +484,14 @@ class AgentSession:
 
         return await session_replacement.replace_session(self, "new", parent_session=parent_session)
 
-    async def switch_session(self, session_path: str) -> dict[str, Any]:
+    async def switch_session(self, session_path: str, cwd_override: str | None = None) -> dict[str, Any]:
+        """Resume ``session_path`` in its recorded directory, or in ``cwd_override`` when given (a
+        session whose directory is gone raises ``MissingSessionCwdError`` without it)."""
         from pi_coding_agent.coding.services import replacement as session_replacement
 
-        return await session_replacement.replace_session(self, "resume", target=Path(session_path))
+        return await session_replacement.replace_session(
+            self, "resume", target=Path(session_path),
+            cwd_override=None if cwd_override is None else Path(cwd_override))
 
     async def fork(self, entry_id: str) -> dict[str, Any]:
         from pi_coding_agent.coding.services import replacement as session_replacement

@@ -22,7 +22,7 @@ from pi_coding_agent.ai.types import JsonObject, Model
 from pi_coding_agent.coding import paths
 from pi_coding_agent.coding.agent_session import AgentSession
 from pi_coding_agent.coding.commands import llama as llama_command
-from pi_coding_agent.coding.errors import SessionError
+from pi_coding_agent.coding.errors import MissingSessionCwdError, SessionError
 from pi_coding_agent.coding.events import AgentEvent
 from pi_coding_agent.coding.extensions.loader import ExtensionSource, discover
 from pi_coding_agent.coding.options import CliArgs
@@ -311,7 +311,7 @@ async def create_session(
     sm = _open_session(args, startup, agent_dir, start_cwd)
     missing = missing_cwd_error(sm, start_cwd)
     if missing is not None:
-        raise SessionError(missing)
+        raise MissingSessionCwdError(missing, str(sm.cwd), str(start_cwd))
     args = _anchored(args, start_cwd)  # command-line paths stay relative to where pi was started
 
     def load_project(project_cwd: Path, decided: bool | None = None) -> Project:

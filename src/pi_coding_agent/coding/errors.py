@@ -19,6 +19,15 @@ class SessionError(UserError):
     """A session operation refused (no model, nothing to fork, a failed compaction...)."""
 
 
+class MissingSessionCwdError(SessionError):
+    """A saved session whose recorded working directory is gone; the interactive mode asks whether to
+    continue in ``fallback_cwd`` or fork the session there, other front ends report the message."""
+
+    def __init__(self, message: str, session_cwd: str, fallback_cwd: str) -> None:
+        super().__init__(message)
+        self.session_cwd, self.fallback_cwd = session_cwd, fallback_cwd
+
+
 class ConfigurationError(UserError):
     """A start-up option that cannot be honoured (an SDK keyword's value, a malformed server entry)."""
 

@@ -30,7 +30,7 @@ from pi_coding_agent.ai.thinking import clamp_thinking_level
 from pi_coding_agent.ai.types import Context, JsonObject, Model
 from pi_coding_agent.coding import auth_help, paths
 from pi_coding_agent.coding.codemode.activation import NAME as CODEMODE
-from pi_coding_agent.coding.errors import SessionError
+from pi_coding_agent.coding.errors import MissingSessionCwdError, SessionError
 from pi_coding_agent.coding.options import CliArgs
 from pi_coding_agent.coding.resources.provider_settings import provider_request_options
 from pi_coding_agent.coding.resources.settings import Settings
@@ -422,8 +422,10 @@ class SessionRuntime:
 
     def open_replacement(
         self, reason: str, *, parent_session: str | None, target: Path | None, entry_id: str | None, position: str,
+        cwd_override: Path | None = None,
     ) -> SessionManager:
-        """The store a new / resume / fork replacement switches to (the current one is left as it is)."""
+        """The store a new / resume / fork replacement switches to (the current one is left as it is);
+        ``cwd_override``: where a resumed session runs instead of its recorded directory (not stored)."""
         old = self.session_manager
         if reason == "new":
             return SessionManager.create(self.cwd, self._session_dir(), persist=old.persist,
@@ -431,9 +433,11 @@ class SessionRuntime:
         if reason == "resume":
             assert target is not None
             sm = SessionManager.open(target.resolve(), self.cwd)
+            if cwd_override is not None:
+                sm.cwd = cwd_override
             missing = missing_cwd_error(sm, self.cwd)
             if missing is not None:
-                raise SessionError(missing)
+                raise MissingSessionCwdError(missing, str(sm.cwd), str(self.cwd))
             return sm
         if old.persist and old.session_file is not None and not old.session_file.exists():
             raise SessionError("This session has not been saved yet. Send a message before cloning or forking it.")

@@ -4,6 +4,7 @@ driven headlessly over a real session and the fake LLM server."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -18,6 +19,11 @@ from tests.coding.interactive.test_interactive import SIZE, make_app, screen_tex
 def flat_text(app: Any) -> str:
     """The screen's words joined by single spaces: a long notice wraps at any word."""
     return " ".join(screen_text(app).split())
+
+
+def dialog_text(app: Any) -> str:
+    """``flat_text`` without the dialog's border glyphs, so a wrapped line reads as one."""
+    return " ".join(word for word in screen_text(app).split() if word not in "│▊▎")
 
 
 async def run_command(pilot: Any, line: str) -> None:
@@ -106,6 +112,62 @@ async def test_import_of_a_missing_file_or_declined_changes_nothing(make_app, tm
         assert app.session.sm.session_file == before
 
 
+async def test_import_of_a_session_whose_folder_is_gone_continues_or_forks_here(make_app, tmp_path):  # noqa: F811
+    gone = tmp_path / "renamed-away"
+    source = session_file(tmp_path / "exported.jsonl", "22222222-2222-3333-4444-555555555555", gone,
+                          "old question", "old answer")
+    original = source.read_text()
+    here = str(tmp_path.resolve())
+    app = await make_app(no_session=False)
+    async with app.run_test(size=SIZE) as pilot:
+        for keys, outcome in (("escape", "cancel"), ("down down enter", "cancel"), ("enter", "continue"),
+                              ("down enter", "fork")):
+            await run_command(pilot, f"/import {source}")
+            await until(pilot, lambda: "Replace current session with" in screen_text(app))
+            await pilot.press("enter")
+            await until(pilot, lambda: f"Session cwd does not exist: {gone}" in dialog_text(app))
+            assert f"Continue in {here} (asks again next time)" in dialog_text(app)
+            assert f"Fork into {here} (new session ID, original kept)" in dialog_text(app)
+            await pilot.press(*keys.split())
+            if outcome == "cancel":
+                await until(pilot, lambda: "Import cancelled" in screen_text(app))
+                assert list(app.session.sm.session_dir.glob("*.jsonl")) == []  # the copy is not kept
+            elif outcome == "continue":
+                await until(pilot, lambda: f"Session imported from: {source}" in flat_text(app))
+                assert app.session.sm.session_id == "22222222-2222-3333-4444-555555555555"
+                assert app.session.rt.cwd == tmp_path.resolve() and "old answer" in screen_text(app)
+                continued = app.session.sm.session_file
+            else:
+                await until(pilot, lambda: "Forked into new session" in flat_text(app))
+                forked = app.session.sm
+                assert forked.session_id != "22222222-2222-3333-4444-555555555555"
+                assert forked.session_file.parent == continued.parent and forked.session_file != continued
+                assert json.loads(forked.session_file.read_text().splitlines()[0])["cwd"] == here
+                assert "old answer" in screen_text(app)
+    assert json.loads(continued.read_text().splitlines()[0])["cwd"] == str(gone)  # continuing stores nothing
+    assert source.read_text() == original
+    assert sorted(p.name for p in continued.parent.glob("*.jsonl")) == sorted(
+        [continued.name, forked.session_file.name])  # the fork's copy of the import was not kept
+
+
+async def test_resume_of_a_session_whose_folder_is_gone_asks_first(make_app, tmp_path):  # noqa: F811
+    app = await make_app(no_session=False)
+    folder = app.session.sm.session_dir
+    folder.mkdir(parents=True, exist_ok=True)
+    gone = tmp_path / "renamed-away"
+    stored = session_file(folder / "gone.jsonl", "33333333-2222-3333-4444-555555555555", gone,
+                          "gone question", "gone answer")
+    async with app.run_test(size=SIZE) as pilot:
+        for choice, notice in (("escape", "Resume cancelled"), ("enter", f"Resumed session in {tmp_path.resolve()}")):
+            await run_command(pilot, "/resume")
+            await until(pilot, lambda: "Resume session" in screen_text(app) and "gone question" in screen_text(app))
+            await pilot.press("enter")
+            await until(pilot, lambda: f"Session cwd does not exist: {gone}" in dialog_text(app))
+            await pilot.press(choice)
+            await until(pilot, lambda notice=notice: notice in flat_text(app))
+        assert app.session.sm.session_file == stored and "gone answer" in screen_text(app)
+
+
 # ----------------------------------------------------------------------------- Ctrl+G
 
 
@@ -115,6 +177,21 @@ def editor_script(tmp_path: Path, body: str) -> str:
     script.write_text("#!/bin/sh\n" + body + "\n")
     script.chmod(0o755)
     return str(script)
+
+
+async def test_a_title_set_while_the_terminal_is_lent_waits_for_its_return(make_app, monkeypatch):  # noqa: F811
+    app = await make_app()
+    async with app.run_test(size=SIZE):
+        written: list[str] = []
+        monkeypatch.setattr(app._driver, "write", written.append)
+        monkeypatch.setattr(app, "suspend", contextlib.nullcontext)  # a headless app cannot suspend
+        with app.lend_terminal():
+            app.set_terminal_title("one")
+            app.set_terminal_title("two")
+            assert written == []
+        assert written == ["\x1b]0;two\x07"]
+        app.set_terminal_title("three")
+        assert written[-1] == "\x1b]0;three\x07"
 
 
 async def test_ctrl_g_edits_the_prompt_in_the_external_editor(make_app, tmp_path, monkeypatch):  # noqa: F811

@@ -111,3 +111,26 @@ def test_a_message_argument_is_sent_at_start_and_sigterm_restores_the_terminal(t
     os.kill(pane.pi_pid(), signal.SIGTERM)
     screen = pane.wait_for(lambda s: "EXITED" in s and "icanon" in s)
     assert "EXITED 143" in screen and _sane(screen)
+
+
+def test_a_streaming_answer_goes_on_while_the_external_editor_is_open(terminal, fake_llm, tmp_path, monkeypatch):
+    """The stand-in editor waits (20 s at most) for the answer's last word to reach the session file
+    and reports in the prompt whether it got there while the editor was open."""
+    fake_llm.add({"content": [{"type": "text", "text": "word " * 200 + "end-of-answer"}],
+                  "chunkSize": 5, "chunkDelayMs": 20})
+    sessions = tmp_path / "agent" / "sessions"
+    script = tmp_path / "waiting-editor.sh"
+    script.write_text("#!/bin/sh\nfor i in $(seq 100); do\n"
+                      f"  if grep -rqs end-of-answer {sessions}; then echo streamed > \"$1\"; exit 0; fi\n"
+                      "  sleep 0.2\ndone\necho stalled > \"$1\"\n")
+    script.chmod(0o755)
+    monkeypatch.delenv("VISUAL", raising=False)
+    monkeypatch.setenv("EDITOR", str(script))
+    pane = terminal()
+    pane.wait_for(lambda s: "escape interrupt" in s and "m1" in s)
+    pane.keys("talk", "Enter")
+    pane.wait_for(lambda s: "word word" in s)
+    pane.keys("C-g")
+    screen = pane.wait_for(lambda s: "streamed" in s or "stalled" in s, timeout=40)
+    assert "streamed" in screen
+    pane.wait_for(lambda s: "end-of-answer" in s)

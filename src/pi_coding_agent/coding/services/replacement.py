@@ -80,9 +80,10 @@ async def reload_session(host: ReplacementHost) -> None:
 
 async def replace_session(
     host: ReplacementHost, reason: str, *, parent_session: str | None = None, target: Path | None = None,
-    entry_id: str | None = None, position: str = "before",
+    entry_id: str | None = None, position: str = "before", cwd_override: Path | None = None,
 ) -> JsonObject:
-    """new / resume / fork: tear the run down, swap the store, restore model and transcript."""
+    """new / resume / fork: tear the run down, swap the store, restore model and transcript
+    (``cwd_override``: see ``SessionRuntime.open_replacement``)."""
     ext = host.extensions
     if ext is not None and await ext.before_replace(reason, target, entry_id, position):
         return {"cancelled": True}
@@ -92,7 +93,7 @@ async def replace_session(
     rt = host.rt
     old = host.sm
     sm = rt.open_replacement(reason, parent_session=parent_session, target=target, entry_id=entry_id,
-                             position=position)
+                             position=position, cwd_override=cwd_override)
     end_session(old.session_id)  # pi frees the replaced session's provider state
     if ext is not None:
         await ext.session_shutdown(reason, None if sm.session_file is None else str(sm.session_file))

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, cast
 
 from rich.text import Text
@@ -73,6 +75,7 @@ class PiApp(App[int]):
         self._branch = footer.git_branch(str(session.rt.cwd))
         self._spin = 0
         self._status_text = ""
+        self._held_title: str | None = None  # not None while the terminal is lent (the last title asked for)
         self._tasks: set[asyncio.Task[Any]] = set()
         self._unsubscribe: Any = None
         self._register_theme()
@@ -314,7 +317,25 @@ class PiApp(App[int]):
             shown = [line for lines_, place in self.widget_lines.values() if place == where for line in lines_]
             self.lines[target].update("\n".join(shown))
 
+    @contextmanager
+    def lend_terminal(self) -> Iterator[None]:
+        """The terminal to another program while the event loop runs on (``App.suspend``, which raises
+        ``SuspendNotSupported`` when headless). Paints and title changes wait for the return: the
+        suspended driver's writer thread is stopped, and writes to it would fill its queue and then
+        block the loop."""
+        self._held_title = ""
+        try:
+            with self.batch_update(), self.suspend():
+                yield
+        finally:
+            title, self._held_title = self._held_title, None
+            if title:
+                self.set_terminal_title(title)
+
     def set_terminal_title(self, title: str) -> None:
+        if self._held_title is not None:
+            self._held_title = title
+            return
         driver = self._driver
         if driver is not None:
             clean = "".join(ch for ch in title if ch.isprintable())

@@ -199,8 +199,13 @@ async def _resume(app: PiApp, arg: str) -> None:
         path = await ask(app, screen, None)
     finally:
         loader.cancel()
-    if path:
-        await replaced(app, await app.session.switch_session(path))
+    if not path:
+        return
+    choice = await project.open_asking_cwd(app, Path(path), Path(path))
+    if choice is None:
+        app.show_notice("Resume cancelled")
+    elif choice == "continue":
+        app.show_notice(f"Resumed session in {app.session.rt.cwd}")
 
 
 async def _load_older_sessions(screen: SelectScreen, files: list[Path]) -> None:

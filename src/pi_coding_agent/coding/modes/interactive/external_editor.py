@@ -4,6 +4,10 @@ The editor is the ``externalEditor`` setting, else ``$VISUAL``, ``$EDITOR``, els
 the prompt (paste markers expanded) in a temporary ``prompt.md`` while the terminal UI is suspended,
 and what it saved (one final newline dropped) replaces the prompt. A failed launch or a non-zero exit
 leaves the prompt as it was and says why.
+
+The editor runs in a worker thread so the event loop, and with it a streaming answer, keeps going:
+the transcript takes every event as usual, only painting waits (``PiApp.lend_terminal``) while the
+terminal belongs to the editor, and the screen is drawn whole on return.
 """
 
 from __future__ import annotations
@@ -50,14 +54,14 @@ def edit(command: str, content: str) -> tuple[str | None, str]:
 
 
 async def open_external_editor(app: PiApp) -> None:
-    """Suspend the UI (a headless app has no terminal to give away: the editor just runs), edit, resume."""
+    """Lend the terminal (a headless app has none to give away: the editor just runs), edit, take it back."""
     from textual.app import SuspendNotSupported
 
     command = editor_command(app.session.rt.settings)
     content = app.editor.expanded_text()
     try:
-        with app.suspend():
-            text, failure = edit(command, content)
+        with app.lend_terminal():
+            text, failure = await asyncio.to_thread(edit, command, content)
     except SuspendNotSupported:
         text, failure = await asyncio.to_thread(edit, command, content)
     if text is None:

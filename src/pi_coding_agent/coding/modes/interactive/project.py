@@ -3,15 +3,17 @@
 Both follow pi 1.6.0: ``/trust`` offers trust, trust of the parent folder (which also clears the
 folder's own entry) and distrust, saved in ``<agent-dir>/trust.json`` for the next start;
 ``/import`` copies the file into this project's session folder (``name-1.jsonl`` when the name is
-taken) and switches to the copy, which keeps its id and working directory.
+taken) and switches to the copy, which keeps its id and working directory. When that directory is
+gone, ``/import`` and ``/resume`` ask pi's question (``open_asking_cwd``).
 """
 
 from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
-from pi_coding_agent.coding.errors import SessionError
+from pi_coding_agent.coding.errors import MissingSessionCwdError, SessionError
 from pi_coding_agent.coding.modes.interactive.command_host import PiApp, replaced
 from pi_coding_agent.coding.modes.interactive.dialogs import ConfirmScreen, SelectScreen, ask
 from pi_coding_agent.coding.resources.trust import save_trust_decisions, saved_trust_entry
@@ -83,17 +85,58 @@ async def import_session(app: PiApp, arg: str) -> None:
     if copied:
         destination.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, destination)
+    choice: str | None = None
     try:
-        result = await app.session.switch_session(str(destination))
-    except SessionError:
-        if copied:
+        choice = await open_asking_cwd(app, destination, source)
+    finally:
+        if copied and choice in (None, "fork"):  # a fork copies the source itself; a cancel keeps nothing
             destination.unlink(missing_ok=True)
-        raise
-    if result.get("cancelled"):
+    if choice is None:
         app.show_notice("Import cancelled")
-        return
+    elif choice != "fork":
+        app.show_notice(f"Session imported from: {raw}")
+
+
+async def open_asking_cwd(app: PiApp, path: Path, source: Path) -> str | None:
+    """Switch to ``path`` and redraw; the answer is "" then. A session whose recorded directory is
+    gone makes pi's choice: "continue" in the current directory (not stored, so asked again next
+    time) or "fork" ``source`` into it as a new session beside the current one. None: cancelled
+    (the question or an extension)."""
+    choice: str | None = ""
+    try:
+        result = await app.session.switch_session(str(path))
+    except MissingSessionCwdError as error:
+        here = error.fallback_cwd
+        options = [("continue", f"Continue in {here} (asks again next time)"),
+                   ("fork", f"Fork into {here} (new session ID, original kept)"), ("cancel", "Cancel")]
+        choice = await ask(app, SelectScreen(f"Session cwd does not exist: {error.session_cwd}", options,
+                                             searchable=False), None)
+        if choice == "continue":
+            result = await app.session.switch_session(str(path), cwd_override=here)
+        elif choice == "fork":
+            result = await _switch_to_fork(app, source, Path(here))
+        else:
+            return None
+    if result.get("cancelled"):
+        return None
     await replaced(app)
-    app.show_notice(f"Session imported from: {raw}")
+    if choice == "fork":
+        app.show_notice(f"Forked into new session {app.session.sm.session_id} in {app.session.rt.cwd}")
+    return choice
+
+
+async def _switch_to_fork(app: PiApp, source: Path, cwd: Path) -> dict[str, Any]:
+    """Like ``--fork``: a copy of ``source`` with a new id in ``cwd``, stored next to the current
+    session; removed again when an extension cancels the switch."""
+    from pi_coding_agent.coding.session import SessionManager
+
+    fork = SessionManager.fork_from(source, cwd, app.session.sm.session_dir)
+    fork.close()
+    assert fork.session_file is not None
+    result = await app.session.switch_session(str(fork.session_file))
+    if result.get("cancelled"):
+        fork.session_file.unlink(missing_ok=True)
+    return result
 
 
 def _free_name(session_dir: Path, source: Path) -> Path:
