@@ -250,7 +250,8 @@ async function invoke(record) {
 async function handle(record) {
   try {
     const result = record.type === "load" ? await load(record) : await invoke(record);
-    send({ type: "result", id: record.id, result: result ?? null });
+    // a posted (streamed-event) handler's result changes nothing: only its end travels back
+    send(record.post ? { type: "result", id: record.id } : { type: "result", id: record.id, result: result ?? null });
   } catch (error) {
     send({ type: "result", id: record.id, error: error instanceof Error ? error.message : String(error) });
   }
