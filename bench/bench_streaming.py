@@ -38,7 +38,6 @@ from common import (
     Row,
     cleanup,
     compile_bytecode,
-    tree_cpu_seconds,
     env_for,
     format_table,
     median,
@@ -48,6 +47,7 @@ from common import (
     scratch_home,
     spawn,
     stop,
+    tree_cpu_seconds,
     write_models_json,
 )
 
