@@ -82,6 +82,7 @@ class SidecarHost:
         self._sync_fd: int | None = None  # write end of the pipe the sidecar reads sync replies from
         self._posted: set[asyncio.Future[Any]] = set()  # streamed-event invokes not yet answered
         self._unsent: list[bytes] = []  # posted invokes of this event-loop pass, written at its end
+        self._pass_info: dict[str, Any] | None = None  # the ctx those invokes carry, read once a pass
 
     # ------------------------------------------------------------------ start
 
@@ -135,7 +136,8 @@ class SidecarHost:
     def post(self, handler: int, event: dict[str, Any], ctx: Any, report: Callable[[Exception], None]) -> None:
         """Run a streamed-event handler without waiting for it: its result cannot change anything, and
         the sidecar starts the handlers in the order posted. Its calls keep ``ctx`` until it ends, a
-        failure goes to ``report``, and ``settled`` lets a later event wait for it."""
+        failure goes to ``report``, and ``settled`` lets a later event wait for it. What the handler
+        reads of ``ctx`` (``cwd``, ``model``, ...) is read once per event-loop pass (one network read)."""
         if self.proc is None:
             return
         request_id = next(self._ids)
@@ -144,10 +146,12 @@ class SidecarHost:
         self._waiting[request_id] = future
         self._posted.add(future)
         future.add_done_callback(lambda done: self._posted_done(request_id, done, report))
-        record = {"type": "invoke", "id": request_id, "handler": handler, "args": [event], "post": True,
-                  "ctx": _context_info(request_id, ctx)}
         if not self._unsent:
             asyncio.get_running_loop().call_soon(self._flush)
+            self._pass_info = _context_info(0, ctx)
+        info = self._pass_info if self._pass_info is not None else _context_info(0, ctx)
+        record = {"type": "invoke", "id": request_id, "handler": handler, "args": [event], "post": True,
+                  "ctx": {**info, "token": request_id}}
         self._unsent.append(orjson.dumps(record, default=_jsonable) + b"\n")
 
     def _posted_done(self, request_id: int, future: asyncio.Future[Any], report: Callable[[Exception], None]) -> None:
@@ -164,7 +168,7 @@ class SidecarHost:
 
     def _flush(self) -> None:
         """One write for the invokes posted in one event-loop pass (a network read's deltas)."""
-        unsent, self._unsent = self._unsent, []
+        unsent, self._unsent, self._pass_info = self._unsent, [], None
         if unsent and self.proc is not None and self.proc.stdin is not None:
             self.proc.stdin.write(b"".join(unsent))
 
