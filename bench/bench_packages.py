@@ -12,7 +12,8 @@ The get_commands answer must list what the packages bring, so a side that skippe
 
 Also the cost of a TypeScript ``message_update`` handler per streamed delta: the wall time of a
 2,000-delta prompt (``bench_streaming``'s fake server and script) with the handler, minus without it,
-per delta. Ours forwards each event to the sidecar and waits for its answer; pi calls it in-process.
+per delta, and the CPU time added (the process and its children: our Node.js sidecar counts). Ours
+posts each event to the sidecar without waiting for its answer; pi calls the handler in-process.
 Run by hand: `.venv/bin/python bench/bench_packages.py [--runs N]` (no target: the sidecar start is the
 cost of running pi's TypeScript at all).
 """
@@ -120,14 +121,17 @@ def per_delta_rows(runs: int) -> list[Row]:
     reply = scripted_reply(DELTAS)
     ref = common.reference_cmd()
     sides = [common.ours_cmd()] if ref is None else [common.ours_cmd(), ref]
-    added: list[list[float]] = [[] for _ in sides]
+    wall: list[list[float]] = [[] for _ in sides]
+    cpu: list[list[float]] = [[] for _ in sides]
     for _ in range(runs):
-        for cmd, out in zip(sides, added, strict=True):
-            plain = run_once(cmd, reply).wall_s
-            out.append((run_once(cmd, reply, ("-e", str(handler))).wall_s - plain) / DELTAS * 1e6)
+        for cmd, wall_out, cpu_out in zip(sides, wall, cpu, strict=True):
+            plain, handled = run_once(cmd, reply), run_once(cmd, reply, ("-e", str(handler)))
+            wall_out.append((handled.wall_s - plain.wall_s) / DELTAS * 1e6)
+            cpu_out.append((handled.cpu_s - plain.cpu_s) / DELTAS * 1e6)
     common.cleanup(home)
-    return [Row("packages", f"TS message_update handler, {DELTAS} deltas: wall time added per delta", "us",
-                median(added[0]), median(added[1]) if len(added) > 1 else None)]
+    return [Row("packages", f"TS message_update handler, {DELTAS} deltas: {what} added per delta", "us",
+                median(values[0]), median(values[1]) if len(values) > 1 else None)
+            for what, values in (("wall time", wall), ("CPU (process tree)", cpu))]
 
 
 async def measured(runs: int) -> list[Row]:

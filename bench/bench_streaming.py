@@ -12,7 +12,7 @@ bytes it wrote to stdout in that window. The final assistant text is checked aga
 Usage: .venv/bin/python bench/bench_streaming.py [--runs 5] [--chunks 5000] [--side ours|reference] [--per-delta]
        [--instructions]
 Prints the median of each measure and the ratio ours/reference (target: CPU < 0.8). CPU is the
-process's CPU clock (``common.cpu_seconds``), medians of several runs; ``--chunks 1`` shows the fixed cost of a first
+CPU clocks of the process and its children (``common.tree_cpu_seconds``), medians of several runs; ``--chunks 1`` shows the fixed cost of a first
 request (for us: what the warm-up thread has not imported yet), larger counts the per-delta cost.
 ``--per-delta`` prints that cost on its own: (CPU of a 20,000-delta prompt - CPU of a 1-delta
 prompt) / 20,000, the two sides taking turns run by run (target for us: 6 us). ``--instructions``
@@ -38,7 +38,6 @@ from common import (
     Row,
     cleanup,
     compile_bytecode,
-    cpu_seconds,
     env_for,
     format_table,
     median,
@@ -48,6 +47,7 @@ from common import (
     scratch_home,
     spawn,
     stop,
+    tree_cpu_seconds,
     write_models_json,
 )
 
@@ -128,13 +128,13 @@ def run_once(cmd: list[str], reply: dict[str, object], extra: tuple[str, ...] = 
         proc.stdin.flush()
         read_until(fd, b'"get_state"', bytearray())
         output = bytearray()
-        cpu_before = cpu_seconds(proc.pid)
+        cpu_before = tree_cpu_seconds(proc.pid)
         started = time.perf_counter()
         proc.stdin.write(b'{"id":"p","type":"prompt","message":"stream please"}\n')
         proc.stdin.flush()
         read_until(fd, SETTLED, output)
         wall = time.perf_counter() - started
-        sample = Sample(wall, cpu_seconds(proc.pid) - cpu_before, peak_rss_mb(proc.pid), len(output))
+        sample = Sample(wall, tree_cpu_seconds(proc.pid) - cpu_before, peak_rss_mb(proc.pid), len(output))
     finally:
         stop(proc)
         server.kill()

@@ -175,6 +175,18 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / ticks
 
 
+def tree_cpu_seconds(pid: int) -> float:
+    """``cpu_seconds`` of a live process and its live descendants (a sidecar's CPU counts too)."""
+    total, todo = 0.0, [pid]
+    while todo:
+        current = todo.pop()
+        with contextlib.suppress(OSError, ValueError):
+            total += cpu_seconds(current)
+            for task in Path(f"/proc/{current}/task").iterdir():
+                todo.extend(int(child) for child in (task / "children").read_text().split())
+    return total
+
+
 def _cpu_clock(pid: int) -> int | None:
     """The id of ``pid``'s process CPU clock, or None where libc has none to give."""
     import ctypes

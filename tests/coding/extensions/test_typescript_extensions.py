@@ -176,3 +176,41 @@ async def test_the_sidecar_ends_with_the_session(tmp_path):
     assert proc is not None and proc.returncode is None
     await session.shutdown()
     assert proc.returncode == 0 and sidecar.proc is None
+
+
+
+BURST_TEXT = " ".join(f"word{i}" for i in range(60))
+BURST_TS = """
+export default function (pi) {
+  let seen = "";
+  pi.on("message_update", (event, ctx) => {
+    const delta = event.assistantMessageEvent;
+    if (delta.type !== "text_delta") return;
+    seen += delta.delta;
+    ctx.ui.setStatus("seen", seen);
+    if (seen === delta.delta) throw new Error("delta exploded");
+  });
+}
+"""
+
+
+@needs_node
+async def test_a_burst_of_deltas_keeps_its_order_and_its_effects(tmp_path: Path) -> None:
+    """The message_update handlers, posted without waiting, see the deltas in order; all their
+    ``setStatus`` calls reach the client before ``message_end`` (which no TypeScript handler awaits),
+    and the raising one is an extension_error."""
+    from tests.reference.test_extensions_parity import Parity, _prompt, play_side, text_reply
+
+    played = await play_side("ours", Parity(BURST_TS, "", _prompt, lambda *_: None,
+                                            script=[text_reply(BURST_TEXT)]), tmp_path, ".ts")
+    records = played.records
+    deltas = [r["assistantMessageEvent"]["delta"] for r in records if r["type"] == "message_update"
+              and r["assistantMessageEvent"]["type"] == "text_delta"]
+    assert len(deltas) > 2
+    end = next(i for i, r in enumerate(records) if r["type"] == "message_end" and r["message"]["role"] == "assistant")
+    statuses = [r["statusText"] for r in records[:end]
+                if r["type"] == "extension_ui_request" and r["method"] == "setStatus"]
+    assert statuses == ["".join(deltas[:n]) for n in range(1, len(deltas) + 1)]
+    assert statuses[-1] == BURST_TEXT
+    errors = [(r["event"], r["error"]) for r in records[:end] if r["type"] == "extension_error"]
+    assert errors == [("message_update", "delta exploded")]

@@ -35,8 +35,21 @@ _CONTENT_ROLES = frozenset({"user", "assistant", "toolResult", "custom"})  # a r
 _TOOL_RESULT_KEYS = ("content", "details", "structuredContent", "isError", "usage")  # what a patch may set
 
 
+# TypeScript handlers of these run posted, not awaited: their results change nothing, and they come once a
+# streamed delta (``tool_execution_update`` stays awaited: pi's order of its handlers' calls is tested)
+UNAWAITED_EVENTS = frozenset({"message_update"})
+
+
+async def _in_turn(first: Awaitable[Any], then: Awaitable[None] | None) -> None:
+    await first
+    if then is not None:
+        await then
+
+
 class AgentHooks(Boundaries):
     """The Agent hooks and run events extensions take part in."""
+
+    sidecar: Any  # the TypeScript extensions' sidecar (typescript/host.py), once started
 
     def __init__(self, session: ExtensionHost, runtime: SessionRuntime) -> None:
         super().__init__(session, runtime)
@@ -174,7 +187,16 @@ class AgentHooks(Boundaries):
 
     def agent_event(self, event: CoreEvent) -> Awaitable[None] | None:
         """The handlers of a run event, for the session to await *before* it forwards the event (pi's
-        order: an extension's output precedes the record). None when no handler listens."""
+        order: an extension's output precedes the record). None when no handler listens. A TypeScript
+        handler of a streamed event is not awaited (typescript/host.py ``post``): any later event first
+        waits for those still running, so their calls reach the client before it."""
+        handlers = self._event_handlers(event)
+        if self.sidecar is None or event["type"] in UNAWAITED_EVENTS:
+            return handlers
+        settled = self.sidecar.settled()
+        return handlers if settled is None else _in_turn(settled, handlers)
+
+    def _event_handlers(self, event: CoreEvent) -> Awaitable[None] | None:
         kind = event["type"]
         if self.held_messages and kind in ("turn_start", "agent_end"):
             self._append_held()

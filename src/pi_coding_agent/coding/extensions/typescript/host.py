@@ -31,17 +31,17 @@ import itertools
 import os
 import shutil
 import sys
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import orjson
 
 from pi_coding_agent.ai.abort import AbortSignal
+from pi_coding_agent.coding.extensions.agent_hooks import UNAWAITED_EVENTS
 from pi_coding_agent.coding.extensions.loader import LoadError
 
 MIN_NODE_MAJOR = 20
-STREAMED_EVENTS = frozenset({"message_update", "tool_execution_update"})  # no state snapshot: once a delta
 RUNTIME_PACKAGES = ("jiti@2.7.0", "typebox@1.4.3")
 _HERE = Path(__file__).resolve().parent
 
@@ -80,6 +80,9 @@ class SidecarHost:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._signals: dict[int, AbortSignal] = {}  # open dialog call id -> its signal
         self._sync_fd: int | None = None  # write end of the pipe the sidecar reads sync replies from
+        self._posted: set[asyncio.Future[Any]] = set()  # streamed-event invokes not yet answered
+        self._unsent: list[bytes] = []  # posted invokes of this event-loop pass, written at its end
+        self._pass_info: dict[str, Any] | None = None  # the ctx those invokes carry, read once a pass
 
     # ------------------------------------------------------------------ start
 
@@ -119,7 +122,7 @@ class SidecarHost:
                      on_update: Callable[[Any], None] | None = None, return_input: bool = False,
                      pi: Any = None) -> Any:
         """Run a handler in the sidecar; with ``pi``, the state its synchronous getters read goes along."""
-        token = id(ctx)
+        token = next(self._ids)
         self._contexts[token] = ctx
         record: dict[str, Any] = {"type": "invoke", "handler": handler, "args": args, "tool": tool,
                                   "returnInput": return_input, "ctx": _context_info(token, ctx)}
@@ -129,6 +132,45 @@ class SidecarHost:
             return await self._request(record, on_update)
         finally:
             self._contexts.pop(token, None)
+
+    def post(self, handler: int, event: dict[str, Any], ctx: Any, report: Callable[[Exception], None]) -> None:
+        """Run a streamed-event handler without waiting for it: its result cannot change anything, and
+        the sidecar starts the handlers in the order posted. Its calls keep ``ctx`` until it ends, a
+        failure goes to ``report``, and ``settled`` lets a later event wait for it. What the handler
+        reads of ``ctx`` (``cwd``, ``model``, ...) is read once per event-loop pass (one network read)."""
+        if self.proc is None:
+            return
+        request_id = next(self._ids)
+        self._contexts[request_id] = ctx
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._waiting[request_id] = future
+        self._posted.add(future)
+        future.add_done_callback(lambda done: self._posted_done(request_id, done, report))
+        if not self._unsent:
+            asyncio.get_running_loop().call_soon(self._flush)
+            self._pass_info = _context_info(0, ctx)
+        info = self._pass_info if self._pass_info is not None else _context_info(0, ctx)
+        record = {"type": "invoke", "id": request_id, "handler": handler, "args": [event], "post": True,
+                  "ctx": {**info, "token": request_id}}
+        self._unsent.append(orjson.dumps(record, default=_jsonable) + b"\n")
+
+    def _posted_done(self, request_id: int, future: asyncio.Future[Any], report: Callable[[Exception], None]) -> None:
+        self._posted.discard(future)
+        self._waiting.pop(request_id, None)
+        self._contexts.pop(request_id, None)
+        if not future.cancelled() and (exc := future.exception()) is not None:
+            report(cast(Exception, exc))
+
+    def settled(self) -> Awaitable[Any] | None:
+        """What a later event awaits so the posted handlers' calls reach the client before it; None when
+        nothing is pending."""
+        return asyncio.gather(*self._posted, return_exceptions=True) if self._posted else None
+
+    def _flush(self) -> None:
+        """One write for the invokes posted in one event-loop pass (a network read's deltas)."""
+        unsent, self._unsent, self._pass_info = self._unsent, [], None
+        if unsent and self.proc is not None and self.proc.stdin is not None:
+            self.proc.stdin.write(b"".join(unsent))
 
     async def _tool_call(self, handler: int, event: dict[str, Any], ctx: Any, pi: Any) -> Any:
         """A ``tool_call`` handler; what it changed in ``event.input`` is changed here too (in place)."""
@@ -156,6 +198,7 @@ class SidecarHost:
 
     def _write(self, proc: asyncio.subprocess.Process, record: dict[str, Any]) -> None:
         assert proc.stdin is not None
+        self._flush()  # the invokes posted before this record go first
         proc.stdin.write(orjson.dumps(record, default=_jsonable) + b"\n")
 
     # ------------------------------------------------------------------ what the sidecar sends
@@ -261,8 +304,12 @@ class SidecarHost:
         handler: int = spec.get("handler", 0)
         if kind == "on" and spec["event"] == "tool_call":
             pi.on("tool_call", lambda event, ctx: self._tool_call(handler, event, ctx, pi))
+        elif kind == "on" and spec["event"] in UNAWAITED_EVENTS:
+            name, path = spec["event"], pi._extension.path
+            pi.on(name, lambda event, ctx: self.post(
+                handler, event, ctx, lambda exc: pi._runner.report_error(path, name, exc)))
         elif kind == "on":
-            state_of = None if spec["event"] in STREAMED_EVENTS else pi
+            state_of = None if spec["event"] == "tool_execution_update" else pi  # no state snapshot per delta
             pi.on(spec["event"], lambda event, ctx: self.invoke(handler, [event], ctx, pi=state_of))
         elif kind == "command":
             pi.register_command(spec["name"], description=spec.get("description"),

@@ -173,13 +173,14 @@ const SESSION_READERS = ["getCwd", "getSessionDir", "getSessionId", "getSessionF
   "getEntries", "getEntry", "getBranch", "getTree", "getLeafId", "getLeafEntry", "getLabel", "buildContextEntries"];
 const MODEL_READERS = ["find", "getAll", "getAvailable", "hasConfiguredAuth", "getProviderDisplayName", "isUsingOAuth"];
 
+// A handler's ctx: its members are built when first read (a message_update handler runs once a delta
+// and usually reads none of them).
 function makeContext(info) {
   if (!info) return undefined;
   const token = info.token;
   const ask = (method, ...args) => call(method, args, token);
   const tell = (method, ...args) => call(method, args, token, false);
-  const read = (method) => (...args) => callSync(method, args, token);
-  const reader = (prefix, names) => Object.fromEntries(names.map((name) => [name, read(`${prefix}.${name}`)]));
+  let sessionManager, modelRegistry, ui;
   return {
     cwd: info.cwd,
     hasUI: info.hasUI,
@@ -190,28 +191,42 @@ function makeContext(info) {
     abort: () => tell("ctx.abort"),
     waitForIdle: () => ask("ctx.waitForIdle"),
     shutdown: () => tell("ctx.shutdown"),
-    sessionManager: reader("sm", SESSION_READERS),
-    modelRegistry: {
-      ...reader("models", MODEL_READERS),
-      getApiKeyAndHeaders: (model) => ask("models.getApiKeyAndHeaders", model),
-      getApiKeyForProvider: (provider) => ask("models.getApiKeyForProvider", provider),
+    get sessionManager() {
+      return (sessionManager ??= readers("sm", SESSION_READERS, token));
     },
-    ui: {
-      select: (title, options, opts) => dialog("ui.select", [title, options], opts, token),
-      confirm: (title, message, opts) => dialog("ui.confirm", [title, message], opts, token),
-      input: (title, placeholder, opts) => dialog("ui.input", [title, placeholder], opts, token),
-      editor: (title, prefill) => ask("ui.editor", title, prefill),
-      notify: (message, type) => tell("ui.notify", message, type),
-      setStatus: (key, text) => tell("ui.setStatus", key, text),
-      setWidget: (key, content, opts) => tell("ui.setWidget", key, Array.isArray(content) ? content : undefined, opts?.placement),
-      setTitle: (title) => tell("ui.setTitle", title),
-      setEditorText: (text) => tell("ui.setEditorText", text),
-      pasteToEditor: (text) => tell("ui.pasteToEditor", text),
-      getEditorText: () => info.editorText ?? "",
-      setWorkingMessage() {},
-      setFooter() {},
-      setHeader() {},
+    get modelRegistry() {
+      return (modelRegistry ??= {
+        ...readers("models", MODEL_READERS, token),
+        getApiKeyAndHeaders: (model) => ask("models.getApiKeyAndHeaders", model),
+        getApiKeyForProvider: (provider) => ask("models.getApiKeyForProvider", provider),
+      });
     },
+    get ui() {
+      return (ui ??= makeUi(info, token, ask, tell));
+    },
+  };
+}
+
+function readers(prefix, names, token) {
+  return Object.fromEntries(names.map((name) => [name, (...args) => callSync(`${prefix}.${name}`, args, token)]));
+}
+
+function makeUi(info, token, ask, tell) {
+  return {
+    select: (title, options, opts) => dialog("ui.select", [title, options], opts, token),
+    confirm: (title, message, opts) => dialog("ui.confirm", [title, message], opts, token),
+    input: (title, placeholder, opts) => dialog("ui.input", [title, placeholder], opts, token),
+    editor: (title, prefill) => ask("ui.editor", title, prefill),
+    notify: (message, type) => tell("ui.notify", message, type),
+    setStatus: (key, text) => tell("ui.setStatus", key, text),
+    setWidget: (key, content, opts) => tell("ui.setWidget", key, Array.isArray(content) ? content : undefined, opts?.placement),
+    setTitle: (title) => tell("ui.setTitle", title),
+    setEditorText: (text) => tell("ui.setEditorText", text),
+    pasteToEditor: (text) => tell("ui.pasteToEditor", text),
+    getEditorText: () => info.editorText ?? "",
+    setWorkingMessage() {},
+    setFooter() {},
+    setHeader() {},
   };
 }
 
@@ -250,7 +265,8 @@ async function invoke(record) {
 async function handle(record) {
   try {
     const result = record.type === "load" ? await load(record) : await invoke(record);
-    send({ type: "result", id: record.id, result: result ?? null });
+    // a posted (streamed-event) handler's result changes nothing: only its end travels back
+    send(record.post ? { type: "result", id: record.id } : { type: "result", id: record.id, result: result ?? null });
   } catch (error) {
     send({ type: "result", id: record.id, error: error instanceof Error ? error.message : String(error) });
   }
