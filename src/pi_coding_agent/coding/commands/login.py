@@ -123,12 +123,14 @@ async def sign_in(auth: AuthStorage, ui: Any, provider: str, settings: Settings 
 
 
 def after_sign_in(provider: str, settings: Settings | None) -> str | None:
-    """What follows a sign-in, as in pi: Radius's MCP server joins the global mcp.json. The line to show."""
-    if provider != "radius" or settings is None:
+    """What follows a sign-in, as in pi: the vendor's MCP server (Radius's) joins the global mcp.json.
+    The line to show."""
+    own = vendor(provider)
+    if own is None or own.mcp_url is None or settings is None:
         return None
-    from pi_coding_agent.coding.mcp.provider_auth import add_radius_server
+    from pi_coding_agent.coding.mcp.provider_auth import add_vendor_server
 
-    return add_radius_server(provider, settings.agent_dir, settings.cwd)
+    return add_vendor_server(own, provider, settings.agent_dir, settings.cwd)
 
 
 def _setup_hint(provider: str) -> str | None:
