@@ -79,7 +79,7 @@ class CodemodeHost(Protocol):
         """Every tool scripts may call, except codemode itself."""
         ...
 
-    async def execute_tool(self, parent_id: str, call_id: str, name: str, args: Any,
+    async def execute_tool(self, parent_id: str, call_id: str, name: str, args: object,
                            signal: AbortSignal) -> InnerOutcome:
         """Run one call through the agent's tool pipeline, with its own events."""
         ...
@@ -92,7 +92,7 @@ class CodemodeHost(Protocol):
         """Until the tool sources a script may reach (``"all"`` or the words of its source) are ready."""
         ...
 
-    async def append_custom(self, custom_type: str, data: Any) -> None:
+    async def append_custom(self, custom_type: str, data: object) -> None:
         """A custom entry on the branch, announced as ``entry_appended``."""
         ...
 
@@ -127,7 +127,7 @@ def catalog_entry(tool: AgentTool) -> CatalogTool:
     )
 
 
-_locks: weakref.WeakKeyDictionary[Any, asyncio.Lock] = weakref.WeakKeyDictionary()
+_locks: weakref.WeakKeyDictionary[object, asyncio.Lock] = weakref.WeakKeyDictionary()
 
 
 def _exclusive_lock(runtime: Any) -> asyncio.Lock:

@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from pi_coding_agent.ai.abort import AbortSignal
+from pi_coding_agent.ai.types import JsonObject
 
 MAX_CONCURRENT_MODEL_CALLS = 4
 ERROR_PREVIEW = 500
@@ -29,9 +30,9 @@ IMAGES_SHAPE = ('{ input: [{ type: "text", text: <prompt> }, ...optional { type:
 
 
 class ModelHost(Protocol):
-    def find_of_type(self, kind: str, provider: str, model_id: str) -> dict[str, Any] | None: ...
+    def find_of_type(self, kind: str, provider: str, model_id: str) -> JsonObject | None: ...
 
-    async def run_model(self, kind: str, model: dict[str, Any], context: dict[str, Any],
+    async def run_model(self, kind: str, model: JsonObject, context: JsonObject,
                         signal: AbortSignal) -> dict[str, Any]:
         """Run a classifier or image model with the session's credentials (never raises)."""
         ...
@@ -170,7 +171,7 @@ class ModelCalls:
             return result
         return run
 
-    def _resolve(self, name: str, kind: str, model: Any) -> dict[str, Any]:
+    def _resolve(self, name: str, kind: str, model: object) -> JsonObject:
         """The catalog's entry for the script's ``{provider, id}``; a clear error otherwise."""
         hint = f'List the {kind} models you can use with models.getAvailableOfType("{kind}").'
         if not isinstance(model, dict) or not isinstance(model.get("provider"), str) \

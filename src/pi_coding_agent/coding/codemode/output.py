@@ -13,6 +13,7 @@ import base64
 import os
 from typing import Any
 
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.codemode.sandbox import ScriptRun
 from pi_coding_agent.coding.tools.truncate import format_size
 
@@ -141,9 +142,9 @@ def save_images(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def read_store(branch: list[dict[str, Any]], entry_type: str) -> dict[str, Any]:
+def read_store(branch: list[JsonObject], entry_type: str) -> JsonObject:
     """``load()`` values: the store entries on the branch applied from the root."""
-    store: dict[str, Any] = {}
+    store: JsonObject = {}
     for entry in branch:
         data = entry.get("data")
         if entry.get("type") != "custom" or entry.get("customType") != entry_type or not isinstance(data, dict):

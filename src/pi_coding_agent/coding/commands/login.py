@@ -142,7 +142,7 @@ def is_invocation(text: str) -> bool:
     return text == f"/{NAME}" or text.startswith(f"/{NAME} ")
 
 
-async def run(rt: SessionRuntime, text: str, select: Callable[[str, str], Awaitable[Any]]) -> None:
+async def run(rt: SessionRuntime, text: str, select: Callable[[str, str], Awaitable[object]]) -> None:
     """The command: ``/login <provider>``, or a provider menu (account sign-ins first) for ``/login``.
     With no model chosen yet, ``select(provider, model_id)`` picks the signed-in provider's default."""
     from pi_coding_agent.ai.auth.oauth.login import SIGN_IN_PROVIDERS
@@ -171,7 +171,7 @@ async def run(rt: SessionRuntime, text: str, select: Callable[[str, str], Awaita
             await _select_default(rt, provider, select)
 
 
-async def _select_default(rt: SessionRuntime, provider: str, select: Callable[[str, str], Awaitable[Any]]) -> None:
+async def _select_default(rt: SessionRuntime, provider: str, select: Callable[[str, str], Awaitable[object]]) -> None:
     """What pi does after a sign-in while no model is chosen: select the provider's default model
     (or its first one when its vendor says so and the default is missing), or say why it could not."""
     from pi_coding_agent.ai.models.index import catalog_index

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 from pi_coding_agent.ai.abort import AbortSignal
 from pi_coding_agent.ai.errors import is_context_overflow
 from pi_coding_agent.ai.models.virtual import is_virtual
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.compaction.tokens import (
     context_usage,
     estimate_context_tokens,
@@ -387,7 +388,7 @@ class CompactionController:
 
     # ----------------------------------------------------------------- stats
 
-    def context_usage(self) -> dict[str, Any] | None:
+    def context_usage(self) -> JsonObject | None:
         """``contextUsage`` of get_session_stats."""
         window = self._limits_model().get("contextWindow", 0)
         if window <= 0:

@@ -13,7 +13,7 @@ from collections.abc import Awaitable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, cast
 
-from pi_coding_agent.ai.types import now_ms
+from pi_coding_agent.ai.types import JsonObject, now_ms
 from pi_coding_agent.coding.events import CoreEvent
 from pi_coding_agent.coding.extensions.boundaries import Boundaries
 from pi_coding_agent.coding.extensions.dispatch import FAILED, propagate
@@ -147,7 +147,7 @@ class AgentHooks(Boundaries):
         """``tool_result``: each handler's patch is applied before the next one sees it."""
         if not self.has_handlers("tool_result"):
             return None
-        event: dict[str, Any] = {"type": "tool_result", "toolName": call["name"], "toolCallId": call["id"],
+        event: JsonObject = {"type": "tool_result", "toolName": call["name"], "toolCallId": call["id"],
                                  "input": args, "content": result.content}
         if result.details is not None:
             event["details"] = result.details
@@ -233,7 +233,7 @@ class AgentHooks(Boundaries):
             return [*messages, *queued]
         prompt = next((m for m in reversed(messages) if m.get("role") in ("user", "custom")), None)
         system_prompt = self.rt.build_context([*self.rt.agent.messages, *messages]).get("systemPrompt", "")
-        injected: list[dict[str, Any]] = []
+        injected: list[JsonObject] = []
         options = self.rt.system_prompt_options()  # one object: later handlers see earlier changes
         original = copy.deepcopy(options)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, cast
 
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.extensions.boundary import apply_drafts, preview_context
 from pi_coding_agent.coding.extensions.dispatch import Dispatcher
 
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
     from pi_coding_agent.coding.runtime import SessionRuntime
 
 # drafts so far, continue requested, the context they make, whether the drafts are valid
-_Drafts = tuple[list[dict[str, Any]], bool, dict[str, Any], bool]
+_Drafts = tuple[list[JsonObject], bool, JsonObject, bool]
 
 
 class Boundaries(Dispatcher):
@@ -30,7 +31,7 @@ class Boundaries(Dispatcher):
         super().__init__(session, runtime)
         self._turn_index = 0
         self._outcome = "completed"  # of the last turn: the outcome agent_before_settle reports
-        self._boundary_done: dict[str, Any] | None = None  # the assistant message finish_turn dispatched
+        self._boundary_done: JsonObject | None = None  # the assistant message finish_turn dispatched
         self.held_messages: list[dict[str, Any]] = []  # send_message(trigger_turn=False) during a turn
 
     def append_custom(self, custom: dict[str, Any]) -> None:
@@ -68,7 +69,7 @@ class Boundaries(Dispatcher):
         self._outcome = stop if stop in ("aborted", "error") else "completed"
         if not self.has_handlers("turn_end"):
             return False
-        entry_id = self.session.entry_id_of(cast(dict[str, Any], message))
+        entry_id = self.session.entry_id_of(cast(JsonObject, message))
         if entry_id is None:
             self._boundary_error("turn_end", "turn_end could not resolve the persisted assistant entry ID")
             return False
@@ -127,10 +128,10 @@ class Boundaries(Dispatcher):
         drafts, proceed, _, valid = await self.chain(kind, start, event, step)
         return (drafts, proceed) if valid else ([], False)
 
-    def _preview(self, drafts: list[dict[str, Any]], boundary: str) -> dict[str, Any]:
+    def _preview(self, drafts: list[JsonObject], boundary: str) -> JsonObject:
         return preview_context(self.session.sm, drafts, self.rt.agent, self.held_messages, boundary)
 
-    def _commit_drafts(self, drafts: list[dict[str, Any]]) -> None:
+    def _commit_drafts(self, drafts: list[JsonObject]) -> None:
         """Write the drafts, give the agent the context they make, and announce each entry."""
         if not drafts:
             return

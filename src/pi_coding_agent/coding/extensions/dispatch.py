@@ -79,7 +79,7 @@ class Dispatcher:
             return FAILED
 
     async def chain(self, kind: str, state: S, event: Callable[[S], dict[str, Any]],
-                    step: Callable[[S, Any, Extension], S], until: Callable[[S], bool] = _never,
+                    step: Callable[[S, object, Extension], S], until: Callable[[S], bool] = _never,
                     fail: Fail | None = None) -> S:
         """Run the handlers of ``kind``: each gets ``event(state)``, ``step`` folds its result (``FAILED``
         when it raised) into the state, and the chain stops early once ``until(state)`` holds. With

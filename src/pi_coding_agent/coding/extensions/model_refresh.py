@@ -22,13 +22,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pi_coding_agent.agent.awaitables import maybe_await
+from pi_coding_agent.ai.types import JsonObject
 
 if TYPE_CHECKING:
     from pi_coding_agent.ai.abort import AbortSignal
     from pi_coding_agent.coding.extensions.host import RunnerHandle
     from pi_coding_agent.coding.extensions.registry import Registration
 
-Credential = dict[str, Any]
+Credential = JsonObject
 Entry = dict[str, Any]  # a models-store.json entry: {"models": [...], "checkedAt"?, "lastModified"?, "etag"?}
 REFRESH_TIMEOUT_S = 15.0  # pi's bound on its background model refresh
 
@@ -168,7 +169,7 @@ async def _fetch_phase(runner: RunnerHandle, name: str, registration: Registrati
     await context.publish(persist={"models": full, "checkedAt": now_ms()}, update=lambda: install(refreshed))
 
 
-def _install(runner: RunnerHandle, name: str, registration: Registration, models: list[dict[str, Any]]) -> None:
+def _install(runner: RunnerHandle, name: str, registration: Registration, models: list[JsonObject]) -> None:
     try:
         runner.rt.registry.register_provider(name, {**registration.config, "models": models})
     except ValueError as exc:

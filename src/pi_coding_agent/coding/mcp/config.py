@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.mcp.naming import SERVER_NAME, namespace, pattern_regex
 
 EXPOSURES = ("codemode", "deferred", "direct", "hidden")
@@ -180,7 +181,7 @@ def validate_server(name: str, raw: Any) -> dict[str, Any] | str:
     return entry
 
 
-def _base_error(entry: dict[str, Any]) -> str | None:
+def _base_error(entry: JsonObject) -> str | None:
     if "enabled" in entry and not isinstance(entry["enabled"], bool):
         return "enabled must be a boolean"
     if "description" in entry and not isinstance(entry["description"], str):
@@ -227,7 +228,7 @@ def _http_error(entry: dict[str, Any], url: str) -> str | None:
     return None
 
 
-def _stdio_error(entry: dict[str, Any]) -> str | None:
+def _stdio_error(entry: JsonObject) -> str | None:
     args = entry.get("args")
     if "args" in entry and not (isinstance(args, list) and all(isinstance(a, str) for a in args)):
         return "args must be an array of strings"
@@ -276,11 +277,11 @@ def edit_servers(path: Path, edit: Any) -> bool:
     return True
 
 
-def add_server(path: Path, name: str, config: dict[str, Any]) -> bool:
+def add_server(path: Path, name: str, config: JsonObject) -> bool:
     """Put ``name`` into ``path``'s ``mcpServers`` (creating the file); whether it replaced an entry."""
     replaced: list[bool] = []
 
-    def put(servers: dict[str, Any] | None, parsed: dict[str, Any]) -> bool:
+    def put(servers: JsonObject | None, parsed: JsonObject) -> bool:
         target = servers if servers is not None else {}
         replaced.append(name in target)
         target[name] = config

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pi_coding_agent.agent.tool import AgentTool, ToolResult, UpdateCallback
 from pi_coding_agent.ai.abort import AbortSignal
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.mcp.results import READ_RESOURCE_TOOL, block_to_content, limit_content
 
 if TYPE_CHECKING:  # the connection stack loads when servers connect, not with the session's tools
@@ -114,7 +115,7 @@ class ResourceTool(AgentTool):
             server = self._find(server_name)
             page = await _page(server, method, key, cursor)
             items = [_listed(server.name, i) for i in page.get(key) or [] if isinstance(i, dict) and not is_app_resource(i)]
-            out: dict[str, Any] = {"server": server.name, key: items}
+            out: JsonObject = {"server": server.name, key: items}
             if isinstance(page.get("nextCursor"), str):
                 out["nextCursor"] = page["nextCursor"]
             return out
@@ -139,7 +140,7 @@ class ResourceTool(AgentTool):
         server = self._find(server_name)
         result = await (await server.client()).request("resources/read", {"uri": uri})
         contents = [c for c in (result or {}).get("contents") or [] if isinstance(c, dict)]
-        blocks: list[dict[str, Any]] = []
+        blocks: list[JsonObject] = []
         for item in contents:
             if len(contents) > 1:
                 blocks.append({"type": "text", "text": f"{item.get('uri')}:"})

@@ -14,6 +14,7 @@ import re
 from typing import Any
 from urllib.parse import urlsplit
 
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.tools.truncate import format_size
 
 MAX_OUTPUT_BYTES = 20 * 1024
@@ -151,14 +152,14 @@ def convert_result(server: str, tool: str, result: dict[str, Any], readable_reso
     if is_error and not "".join(b.get("text", "") for b in converted if b.get("type") == "text"):
         converted.append(_text(f"MCP tool {server}/{tool} returned an error"))
     content, full_path = limit_content(converted)
-    details: dict[str, Any] = {"server": server, "tool": tool}
+    details: JsonObject = {"server": server, "tool": tool}
     if full_path:
         details["fullOutputPath"] = full_path
-    structured: dict[str, Any] | None = {k: v for k, v in result.items() if k != "_meta"}
+    structured: JsonObject | None = {k: v for k, v in result.items() if k != "_meta"}
     if full_path and _rough_size(blocks) > MAX_STRUCTURED_BYTES:
         structured = None
     return content, details, structured, is_error
 
 
-def _rough_size(blocks: list[dict[str, Any]]) -> int:
+def _rough_size(blocks: list[JsonObject]) -> int:
     return sum(len(str(b.get("text") or b.get("data") or "")) for b in blocks)

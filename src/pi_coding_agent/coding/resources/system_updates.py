@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pi_coding_agent.ai.types import Model
+from pi_coding_agent.ai.types import JsonObject, Model
 from pi_coding_agent.coding.resources.system_prompt import render_system_prompt
 
 # APIs whose adapters send a system message where it stands in the conversation
@@ -44,7 +44,7 @@ def split_transcript(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str
         return "", [m for m in messages if m.get("role") != "system" or update_text(m)]
     first = messages[0]
     prompt = render_system_prompt(first.get("sections") or {}, first.get("content") or "")
-    rest: list[dict[str, Any]] = []
+    rest: list[JsonObject] = []
     for message in messages[1:]:
         if message.get("role") != "system":
             rest.append(message)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pi_coding_agent.ai.abort import AbortSignal
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.errors import SessionError
 
 if TYPE_CHECKING:
@@ -85,7 +86,7 @@ class TreeNavigator:
         if label and summary_entry is not None:
             sm.append_label(summary_entry["id"], label)
         self.rt.agent.replace_messages(sm.build_context().messages)
-        event: dict[str, Any] = {"type": "session_tree", "newLeafId": sm.leaf_id, "oldLeafId": old_leaf}
+        event: JsonObject = {"type": "session_tree", "newLeafId": sm.leaf_id, "oldLeafId": old_leaf}
         if summary_entry is not None:
             event["summaryEntry"] = summary_entry
             event["fromExtension"] = supplied is not None

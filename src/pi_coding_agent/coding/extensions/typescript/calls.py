@@ -100,7 +100,7 @@ _SYNC: dict[str, Callable[[Any, list[Any]], Any]] = {
 }
 
 
-def run_sync_call(method: str, args: list[Any], ctx: Any) -> Any:
+def run_sync_call(method: str, args: list[object], ctx: object) -> object:
     """The answer to one of pi's synchronous reads, made with the context of the running handler."""
     if method not in _SYNC:
         raise RuntimeError(f"{method} is not supported by the Python pi's TypeScript bridge")
@@ -110,9 +110,9 @@ def run_sync_call(method: str, args: list[Any], ctx: Any) -> Any:
     return _SYNC[method](ctx, args)
 
 
-async def run_call(method: str, args: list[Any], ctx: Any, pi: Any, signal: Any = None) -> Any:
+async def run_call(method: str, args: list[object], ctx: object, pi: object, signal: object = None) -> object:
     """The result of one call (awaited when the Python side is async)."""
-    result: Any | Awaitable[Any]
+    result: object | Awaitable[object]
     if method in _DIALOGS:
         result = _DIALOGS[method](_ui(ctx), args, signal)
     elif method in _UI:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from pi_coding_agent.agent.tool import ToolError
 from pi_coding_agent.ai.abort import AbortSignal
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.modes.acp.jsonrpc import ConnectionClosed, RpcError
 
 if TYPE_CHECKING:
@@ -124,7 +125,7 @@ class ClientTerminals:
         return None
 
 
-def _exit_code(status: dict[str, Any]) -> int:
+def _exit_code(status: JsonObject) -> int:
     """The shell's convention: the exit code, or 128 + signal number for a killed command."""
     code = status.get("exitCode")
     if isinstance(code, int):

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.events import AgentEvent
 
 if TYPE_CHECKING:
@@ -39,7 +40,7 @@ class SessionPort(Protocol):
     def subscribe(self, listener: Listener, types: Iterable[str] | None = None) -> Callable[[], None]: ...
 
     async def prompt(
-        self, message: str, images: list[dict[str, Any]] | None = None, streaming_behavior: str | None = None
+        self, message: str, images: list[JsonObject] | None = None, streaming_behavior: str | None = None
     ) -> dict[str, Any]: ...
 
     async def abort(self) -> None: ...

@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.modes.acp.jsonrpc import ConnectionClosed, RpcError
 from pi_coding_agent.coding.ui import RPC_THEME_ERROR, HeadlessThemes
 
@@ -63,7 +64,7 @@ class AcpExtensionUI(HeadlessThemes):
         """The chosen option id, or None (dismissed, timed out, aborted, no session or no client)."""
         if self.session_id is None or (signal is not None and signal.aborted):
             return None
-        tool_call: dict[str, Any] = {"toolCallId": f"ui-{uuid.uuid4()}", "title": title, "kind": "other",
+        tool_call: JsonObject = {"toolCallId": f"ui-{uuid.uuid4()}", "title": title, "kind": "other",
                                      "status": "pending"}
         if message:
             tool_call["content"] = [{"type": "content", "content": {"type": "text", "text": message}}]

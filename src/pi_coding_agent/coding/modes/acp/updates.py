@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.events import AgentEvent
 from pi_coding_agent.coding.modes.acp.tool_calls import block_content, end_update, start_update
 from pi_coding_agent.coding.session.context import content_text
@@ -174,7 +175,7 @@ def _user_blocks(content: Any) -> list[dict[str, Any]]:
 SUMMARY_ROLES = {"compaction": "compactionSummary", "branch_summary": "branchSummary"}
 
 
-def branch_messages(entries: list[dict[str, Any]], leaf_id: str | None) -> list[dict[str, Any]]:
+def branch_messages(entries: list[JsonObject], leaf_id: str | None) -> list[JsonObject]:
     """The whole history of the current branch (older messages a compaction replaced included)."""
     by_id = {e.get("id"): e for e in entries}
     branch: list[dict[str, Any]] = []
