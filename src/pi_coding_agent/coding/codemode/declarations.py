@@ -124,7 +124,7 @@ class _Renderer:
 
     def _object(self, schema: dict[str, Any]) -> str:
         raw = schema.get("properties")
-        properties: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        properties: JsonObject = raw if isinstance(raw, dict) else {}
         required = set(schema.get("required") or []) if isinstance(schema.get("required"), list) else set()
         names = sorted(properties)
         members = [f"{n if _IDENTIFIER.match(n) else _js(n)}{'' if n in required else '?'}: "

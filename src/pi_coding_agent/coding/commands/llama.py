@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 NAME = "llama"
 PROVIDER = "llama.cpp"
 EXTENSION = f"builtin:{PROVIDER}"
-COMMAND: dict[str, Any] = {
+COMMAND: JsonObject = {
     "name": NAME, "description": "Manage llama.cpp router models", "source": "extension",
     "sourceInfo": {"path": EXTENSION, "source": "builtin", "scope": "temporary", "origin": "top-level"},
 }

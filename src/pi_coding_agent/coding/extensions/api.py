@@ -52,10 +52,10 @@ class ExtensionTool(AgentTool):
     stored arguments of an older shape into the current one before validation."""
 
     def __init__(self, runner: RunnerHandle, *, name: str, label: str | None, description: str,
-                 parameters: Any, execute: Callable[..., Any],
+                 parameters: Any, execute: Callable[..., object],
                  execution_mode: Literal["parallel", "sequential"] = "parallel",
                  prompt_snippet: str | None = None, prompt_guidelines: list[str] | None = None,
-                 prepare_arguments: Callable[[Any], Any] | None = None, default_active: bool = True,
+                 prepare_arguments: Callable[[object], object] | None = None, default_active: bool = True,
                  annotations: JsonObject | None = None, output_schema: JsonObject | None = None,
                  constrained_sampling: JsonObject | Literal[False] | None = None) -> None:
         self._runner = runner
@@ -77,7 +77,7 @@ class ExtensionTool(AgentTool):
         self.prompt_snippet = prompt_snippet
         self.prompt_guidelines = list(prompt_guidelines or [])
 
-    def prepare_arguments(self, args: Any) -> object:
+    def prepare_arguments(self, args: object) -> object:
         return args if self._prepare is None else self._prepare(args)
 
     async def execute(self, tool_call_id: str, params: JsonObject, signal: AbortSignal,

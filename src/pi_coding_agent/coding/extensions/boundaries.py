@@ -32,7 +32,7 @@ class Boundaries(Dispatcher):
         self._turn_index = 0
         self._outcome = "completed"  # of the last turn: the outcome agent_before_settle reports
         self._boundary_done: JsonObject | None = None  # the assistant message finish_turn dispatched
-        self.held_messages: list[dict[str, Any]] = []  # send_message(trigger_turn=False) during a turn
+        self.held_messages: list[JsonObject] = []  # send_message(trigger_turn=False) during a turn
 
     def append_custom(self, custom: dict[str, Any]) -> None:
         """Add a custom message to the transcript and the session file, with its message events."""
@@ -73,7 +73,7 @@ class Boundaries(Dispatcher):
         if entry_id is None:
             self._boundary_error("turn_end", "turn_end could not resolve the persisted assistant entry ID")
             return False
-        result_ids = [self.session.entry_id_of(cast(dict[str, Any], r)) for r in results]
+        result_ids = [self.session.entry_id_of(cast(JsonObject, r)) for r in results]
         event = {"type": "turn_end", "turnIndex": self._turn_index, "message": message, "toolResults": results,
                  "messageEntryId": entry_id, "toolResultEntryIds": [i for i in result_ids if i is not None],
                  "outcome": self._outcome}
@@ -102,16 +102,16 @@ class Boundaries(Dispatcher):
             return False
         return True
 
-    async def _boundary(self, base: dict[str, Any]) -> tuple[list[dict[str, Any]], bool]:
+    async def _boundary(self, base: dict[str, Any]) -> tuple[list[JsonObject], bool]:
         """Run a boundary event's handlers: each sees the drafts and decision so far and the context they
         make; a handler's ``entries``/``continue`` replace them. Drafts the store would refuse void all."""
         kind = base["type"]
 
-        def event(state: _Drafts) -> dict[str, Any]:
+        def event(state: _Drafts) -> JsonObject:
             drafts, proceed, context, _ = state
             return {**base, "entries": drafts, "continue": proceed, "context": context}
 
-        def step(state: _Drafts, result: Any, ext: Extension) -> _Drafts:
+        def step(state: _Drafts, result: object, ext: Extension) -> _Drafts:
             drafts, proceed, context, _ = state
             if isinstance(result, dict):
                 if result.get("entries") is not None:

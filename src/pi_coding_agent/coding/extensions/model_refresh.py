@@ -64,9 +64,9 @@ class ModelRefresh:
         return await self._publish(persist, update)
 
 
-ModelList = list[dict[str, Any]] | None  # model definitions in models.json's shape; None keeps the current ones
+ModelList = list[JsonObject] | None  # model definitions in models.json's shape; None keeps the current ones
 RefreshModels = Callable[[ModelRefresh], Awaitable[ModelList] | ModelList]
-FetchModels = Callable[[ModelRefresh], Awaitable[list[dict[str, Any]]] | list[dict[str, Any]]]
+FetchModels = Callable[[ModelRefresh], Awaitable[list[JsonObject]] | list[JsonObject]]
 
 
 async def refresh_all(runner: RunnerHandle, allow_network: bool) -> None:
@@ -117,7 +117,7 @@ async def refresh_one(runner: RunnerHandle, name: str, allow_network: bool) -> N
         print(f"Extension provider {name}: model refresh failed: {reason}", file=sys.stderr)
 
 
-def _entry(persist: Any) -> Entry:
+def _entry(persist: object) -> Entry:
     """A copy of what the extension persists, checked to be a snapshot pi can read back."""
     import orjson
 
@@ -147,7 +147,7 @@ async def _fetch_phase(runner: RunnerHandle, name: str, registration: Registrati
     from pi_coding_agent.ai.models.store import KNOWN_TYPES
     from pi_coding_agent.ai.types import now_ms
 
-    def install(dynamic: list[dict[str, Any]]) -> None:
+    def install(dynamic: list[JsonObject]) -> None:
         baseline = list(registration.config.get("models") or [])
         chat = {m["id"]: m for m in dynamic if m.get("type", "chat") == "chat" and isinstance(m.get("id"), str)}
         merged = [chat.pop(m.get("id"), m) for m in baseline] + list(chat.values())

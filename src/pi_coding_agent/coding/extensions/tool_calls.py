@@ -71,7 +71,7 @@ class ToolContext(ExtensionContext):
         return {"toolCall": call, "result": result.to_wire(), "isError": result.is_error}
 
 
-def _updates_of(call_id: str, on_update: Callable[[JsonObject], Any]) -> Callable[[CoreEvent], None]:
+def _updates_of(call_id: str, on_update: Callable[[JsonObject], object]) -> Callable[[CoreEvent], None]:
     """An agent-event listener passing the nested call's ``tool_execution_update`` results on."""
     def listen(event: CoreEvent) -> None:
         if event["type"] == "tool_execution_update" and event["toolCallId"] == call_id:
@@ -84,7 +84,7 @@ def _text(result: ToolResult) -> str:
     return "\n".join(str(block.get("text", "")) for block in result.content if block.get("type") == "text")
 
 
-def add_usage(total: dict[str, Any] | None, usage: dict[str, Any]) -> dict[str, Any]:
+def add_usage(total: dict[str, Any] | None, usage: dict[str, Any]) -> JsonObject:
     """Token counts (and the ``cost`` object) summed key by key."""
     out = dict(total or {})
     for key, value in usage.items():

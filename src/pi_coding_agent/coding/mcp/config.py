@@ -99,11 +99,11 @@ def load_config(agent_dir: Path, cwd: Path, trusted: bool) -> McpConfig:
     return state
 
 
-def _is_record(value: Any) -> bool:
+def _is_record(value: object) -> bool:
     return isinstance(value, dict)
 
 
-def is_override(entry: dict[str, Any]) -> bool:
+def is_override(entry: JsonObject) -> bool:
     """No ``command``, ``url`` or ``type``: the entry patches a server defined elsewhere."""
     return "command" not in entry and "url" not in entry and "type" not in entry
 
@@ -159,7 +159,7 @@ def _add_entry(path: Path, scope: str, name: str, value: Any, servers: dict[str,
     return None
 
 
-def _resolve_aliases(raw: dict[str, Any]) -> dict[str, Any]:
+def _resolve_aliases(raw: dict[str, Any]) -> JsonObject:
     resolved = dict(raw)
     if "exposure" in raw:
         resolved["exposure"] = EXPOSURE_ALIASES.get(raw["exposure"], raw["exposure"])
@@ -168,7 +168,7 @@ def _resolve_aliases(raw: dict[str, Any]) -> dict[str, Any]:
     return resolved
 
 
-def validate_server(name: str, raw: Any) -> dict[str, Any] | str:
+def validate_server(name: str, raw: Any) -> JsonObject | str:
     """The entry with exposure aliases resolved, or pi's error message for it."""
     if not SERVER_NAME.match(name):
         return f'invalid server name "{name}" (use letters, digits, "_" and "-")'
@@ -192,7 +192,7 @@ def _base_error(entry: JsonObject) -> str | None:
     return None
 
 
-def _transport_error(name: str, entry: dict[str, Any]) -> str | None:
+def _transport_error(name: str, entry: JsonObject) -> str | None:
     kind, url, command = entry.get("type"), entry.get("url"), entry.get("command")
     if kind == "sse":
         return f'server "{name}": legacy SSE transport is not supported; use the streamable HTTP URL'

@@ -168,8 +168,8 @@ class ServerConnection:
             self.on_tools(self)
             self.on_change(self)
 
-    async def call_tool(self, tool: str, arguments: dict[str, Any],
-                        on_progress: Callable[[dict[str, Any]], None] | None) -> dict[str, Any]:
+    async def call_tool(self, tool: str, arguments: JsonObject,
+                        on_progress: Callable[[JsonObject], None] | None) -> JsonObject:
         client = await self.client()
         params = {"name": tool, "arguments": arguments}
         try:

@@ -49,11 +49,11 @@ def _extension_of(uri: str) -> str:
     return match.group(0) if match else ".bin"
 
 
-def _text(text: str) -> dict[str, Any]:
+def _text(text: str) -> JsonObject:
     return {"type": "text", "text": text}
 
 
-def _binary_resource(uri: str, mime: str | None, blob: str) -> dict[str, Any]:
+def _binary_resource(uri: str, mime: str | None, blob: str) -> JsonObject:
     import base64
 
     data = base64.b64decode(blob)
@@ -120,7 +120,7 @@ def truncate_middle(text: str, max_bytes: int = MAX_OUTPUT_BYTES) -> tuple[str, 
     return cut, len(data), lines
 
 
-def limit_content(content: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str | None]:
+def limit_content(content: list[dict[str, Any]]) -> tuple[list[JsonObject], str | None]:
     """Content within the output limit, and the path of the full text when it was cut."""
     combined = "\n".join(b["text"] for b in content if b.get("type") == "text")
     truncation = truncate_middle(combined)
@@ -139,7 +139,7 @@ def limit_content(content: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], 
 
 
 def convert_result(server: str, tool: str, result: dict[str, Any], readable_resources: bool = False,
-                   ) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any] | None, bool]:
+                   ) -> tuple[list[JsonObject], JsonObject, JsonObject | None, bool]:
     """``(content, details, structuredContent, is_error)`` of one ``tools/call`` answer."""
     blocks = [b for b in result.get("content") or [] if isinstance(b, dict)]
     if blocks:

@@ -79,7 +79,7 @@ def _relocate(schema: object, pointer: str) -> object:
 JSON_TYPES = frozenset({"string", "number", "integer", "boolean", "object", "array", "null"})
 
 
-def schema_problem(schema: Any, path: str = "inputSchema", depth: int = 0) -> str | None:
+def schema_problem(schema: object, path: str = "inputSchema", depth: int = 0) -> str | None:
     """Why a tool's schema would break a request (providers reject the whole call), or None.
 
     Only what makes a schema unusable is checked: non-object schemas, unknown ``type`` names,
@@ -105,7 +105,7 @@ def schema_problem(schema: Any, path: str = "inputSchema", depth: int = 0) -> st
     return schema_problem(items, f"{path}.items", depth + 1) if isinstance(items, dict) else None
 
 
-def tool_annotations(tool: dict[str, Any]) -> dict[str, bool] | None:
+def tool_annotations(tool: JsonObject) -> dict[str, bool] | None:
     raw = tool.get("annotations")
     if not isinstance(raw, dict):
         return None

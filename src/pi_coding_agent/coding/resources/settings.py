@@ -89,28 +89,28 @@ class Settings:
         """A copy of the merged settings (global, project, overrides): what ``pi.get_settings()`` returns."""
         return copy.deepcopy(self._merged)
 
-    def get(self, dotted_key: str, default: Any = None) -> Any:
+    def get(self, dotted_key: str, default: object = None) -> Any:
         """Merged value at ``a.b.c`` (project overrides global), or ``default`` when unset."""
         return _lookup(self._merged, dotted_key, default)
 
-    def layer(self, scope: str) -> dict[str, Any]:
+    def layer(self, scope: str) -> JsonObject:
         """One file's own data ("user" or "project"; {} for an untrusted project), not to be changed."""
         return self._global if scope == "user" else self._project
 
-    def get_global(self, dotted_key: str, default: Any = None) -> Any:
+    def get_global(self, dotted_key: str, default: object = None) -> object:
         """Value from the global file only (for global-only settings such as ``defaultProjectTrust``)."""
         return _lookup(self._global, dotted_key, default)
 
-    def get_trusted(self, dotted_key: str, default: Any = None) -> Any:
+    def get_trusted(self, dotted_key: str, default: object = None) -> object:
         """Value from the user's file or an SDK caller's overrides, never the project file: for the
         settings a project may only narrow (the sandbox), as the model can write the project file."""
         return _lookup(self._overrides, dotted_key, _lookup(self._global, dotted_key, default))
 
-    def get_project(self, dotted_key: str, default: Any = None) -> Any:
+    def get_project(self, dotted_key: str, default: object = None) -> object:
         """Value from the project file only."""
         return _lookup(self._project_file, dotted_key, default)
 
-    def set_global(self, dotted_key: str, value: Any) -> None:
+    def set_global(self, dotted_key: str, value: object) -> None:
         """Set ``a.b.c`` in memory and in ``<agentDir>/settings.json`` (atomic replace).
 
         The file is re-read first so keys written by another process survive. A global file that
@@ -551,7 +551,7 @@ def read_for_update(path: Path) -> JsonObject | None:
     return migrate_settings(data) if isinstance(data, dict) else None
 
 
-def _set_dotted(data: JsonObject, dotted_key: str, value: Any) -> None:
+def _set_dotted(data: JsonObject, dotted_key: str, value: object) -> None:
     *parents, leaf = dotted_key.split(".")
     node = data
     for part in parents:

@@ -164,7 +164,7 @@ class SystemState:
         self.tools: dict[str, Tool] = {}  # name -> declaration, in declaration order
 
     @classmethod
-    def replay(cls, messages: Sequence[dict[str, Any]]) -> SystemState:
+    def replay(cls, messages: Sequence[JsonObject]) -> SystemState:
         state = cls()
         for message in messages:
             if message.get("role") == "system":

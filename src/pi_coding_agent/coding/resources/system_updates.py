@@ -37,7 +37,7 @@ def update_text(message: dict[str, Any]) -> str:
     return "\n\n".join(parts)
 
 
-def split_transcript(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
+def split_transcript(messages: list[dict[str, Any]]) -> tuple[str, list[JsonObject]]:
     """The leading system message as the prompt, and the rest with later system messages rendered
     in place (empty ones dropped)."""
     if not messages or messages[0].get("role") != "system":

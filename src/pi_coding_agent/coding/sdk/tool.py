@@ -147,19 +147,19 @@ def _arguments_model(fn: Callable[..., object], arg_docs: dict[str, str]) -> typ
     for param in inspect.signature(fn).parameters.values():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             raise TypeError(f"@tool {fn.__name__}: *{param.name} cannot be described to a model")
-        annotation = hints.get(param.name, Any)
+        annotation = hints.get(param.name, object)
         if param.name in arg_docs:
             annotation = Annotated[annotation, Field(description=arg_docs[param.name])]
         fields[param.name] = (annotation, ... if param.default is param.empty else param.default)
     return create_model(f"{fn.__name__}_arguments", **fields)
 
 
-def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
+def _inline_refs(schema: dict[str, Any]) -> JsonObject:
     """The schema without pydantic's titles, and without ``$defs``/``$ref`` (not every provider
     resolves them) unless a model refers to itself: such a schema keeps its references."""
     defs = schema.pop("$defs", {})
 
-    def resolve(node: Any, inside: tuple[str, ...]) -> Any:
+    def resolve(node: object, inside: tuple[str, ...]) -> Any:
         if isinstance(node, dict):
             if "$ref" in node:
                 name = node["$ref"].rsplit("/", 1)[-1]
@@ -172,7 +172,7 @@ def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
         return node
 
     try:
-        resolved: dict[str, Any] = resolve(schema, ())
+        resolved: JsonObject = resolve(schema, ())
     except RecursionError:
         return {**schema, "$defs": defs}
     return resolved

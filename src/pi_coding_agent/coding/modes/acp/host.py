@@ -65,7 +65,7 @@ class BootstrapHost:
         hooks = _agent_session(session).agent.hooks
         previous = hooks.before_tool_call
 
-        async def before_tool_call(call: Any, args: dict[str, Any]) -> dict[str, Any] | None:
+        async def before_tool_call(call: Any, args: dict[str, Any]) -> JsonObject | None:
             if previous is not None and (decision := await previous(call, args)):
                 return decision
             return await gate(call, args)

@@ -94,9 +94,9 @@ def diff_content(name: str, args: JsonObject, cwd: str, before_write: bool) -> l
             and isinstance(e.get("newText"), str)]
 
 
-def block_content(blocks: Any) -> list[dict[str, Any]]:
+def block_content(blocks: object) -> list[dict[str, Any]]:
     """pi content blocks (text, image) as ACP tool-call content."""
-    out: list[dict[str, Any]] = []
+    out: list[JsonObject] = []
     for block in blocks if isinstance(blocks, list) else []:
         if block.get("type") == "text" and block.get("text"):
             out.append({"type": "content", "content": {"type": "text", "text": block["text"]}})
@@ -106,9 +106,9 @@ def block_content(blocks: Any) -> list[dict[str, Any]]:
     return out
 
 
-def start_update(call_id: str, name: str, args: dict[str, Any], cwd: str, status: str) -> dict[str, Any]:
+def start_update(call_id: str, name: str, args: JsonObject, cwd: str, status: str) -> dict[str, Any]:
     """The ``tool_call`` update announcing a call."""
-    update: dict[str, Any] = {"sessionUpdate": "tool_call", "toolCallId": call_id, "title": tool_title(name, args),
+    update: JsonObject = {"sessionUpdate": "tool_call", "toolCallId": call_id, "title": tool_title(name, args),
                               "kind": tool_kind(name), "status": status}
     content = diff_content(name, args, cwd, before_write=status == "pending")
     if content:
@@ -120,7 +120,7 @@ def start_update(call_id: str, name: str, args: dict[str, Any], cwd: str, status
     return update
 
 
-def end_update(call_id: str, name: str, args: dict[str, Any], result: dict[str, Any], is_error: bool,
+def end_update(call_id: str, name: str, args: JsonObject, result: JsonObject, is_error: bool,
                cwd: str, diffs: list[dict[str, Any]], terminal_id: str | None = None) -> dict[str, Any]:
     """The final ``tool_call_update`` of a call: status, content (the announced diffs for a successful
     edit/write, the embedded terminal for a command the client ran)."""

@@ -21,7 +21,7 @@ from pi_coding_agent.coding.ui import RPC_THEME_ERROR, HeadlessThemes
 if TYPE_CHECKING:
     from pi_coding_agent.ai.abort import AbortSignal
 
-Request = Callable[[str, dict[str, Any]], Awaitable[Any]]
+Request = Callable[[str, JsonObject], Awaitable[Any]]
 
 
 class AcpExtensionUI(HeadlessThemes):
@@ -30,7 +30,7 @@ class AcpExtensionUI(HeadlessThemes):
     has_ui = True
     theme_error = RPC_THEME_ERROR  # what pi answers behind the pi-acp adapter, which drives it over RPC
 
-    def __init__(self, request: Request, send_update: Callable[[str, dict[str, Any]], None]) -> None:
+    def __init__(self, request: Request, send_update: Callable[[str, JsonObject], None]) -> None:
         self._request = request
         self._send_update = send_update
         self.session_id: str | None = None
@@ -71,7 +71,7 @@ class AcpExtensionUI(HeadlessThemes):
         ask = asyncio.ensure_future(self._request("session/request_permission",
                                                   {"sessionId": self.session_id, "toolCall": tool_call,
                                                    "options": options}))
-        waits: set[asyncio.Future[Any]] = {ask}
+        waits: set[asyncio.Future[object]] = {ask}
         if signal is not None:
             waits.add(asyncio.ensure_future(signal.wait()))
         try:
