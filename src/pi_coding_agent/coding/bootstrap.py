@@ -13,7 +13,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pi_coding_agent.agent.tool import AgentTool
 from pi_coding_agent.ai.auth.keys import AuthStorage
@@ -263,9 +263,9 @@ class _Relay:
     """The event source the cache warmer subscribes to once it has loaded (see ``_attach_cache_warmer``)."""
 
     def __init__(self) -> None:
-        self.listeners: list[Callable[[Any], None]] = []
+        self.listeners: list[Callable[[object], None]] = []
 
-    def subscribe(self, listener: Callable[[Any], None]) -> Callable[[], None]:
+    def subscribe(self, listener: Callable[[object], None]) -> Callable[[], None]:
         self.listeners.append(listener)
         return lambda: self.listeners.remove(listener)
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Callable, Iterable, MutableSet
-from typing import Any
 
 from pi_coding_agent.coding.events import AgentEvent
 
@@ -26,7 +25,7 @@ class EventStream:
         self._waiter: asyncio.Future[None] | None = None  # the reader, parked on an empty queue
         self._until_settled = until_settled
         self._readers = readers
-        self.reader: asyncio.Task[Any] | None = None  # the task iterating, once one does
+        self.reader: asyncio.Task[object] | None = None  # the task iterating, once one does
         self._settled_due = 0  # agent_settled events queued and not yet taken
         self._caught_up = asyncio.Event()
         self._caught_up.set()

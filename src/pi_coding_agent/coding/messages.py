@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from pi_coding_agent.ai.types import AssistantMessage, now_ms
+from pi_coding_agent.ai.types import AssistantMessage, JsonObject, now_ms
 
 
-def user_message(text: str, images: list[dict[str, Any]] | None) -> dict[str, Any]:
+def user_message(text: str, images: list[JsonObject] | None) -> JsonObject:
     return {"role": "user", "content": [{"type": "text", "text": text}, *(images or [])], "timestamp": now_ms()}
 
 
@@ -19,14 +19,14 @@ def message_text(message: dict[str, Any]) -> str:
     return "".join(block.get("text", "") for block in content or [] if block.get("type") == "text")
 
 
-def last_assistant(messages: list[dict[str, Any]]) -> AssistantMessage | None:
+def last_assistant(messages: list[JsonObject]) -> AssistantMessage | None:
     for message in reversed(messages):
         if message["role"] == "assistant":
             return cast(AssistantMessage, message)
     return None
 
 
-def last_assistant_text(messages: list[dict[str, Any]]) -> str | None:
+def last_assistant_text(messages: list[JsonObject]) -> str | None:
     """``get_last_assistant_text``: the latest assistant reply with text, or an empty successful one."""
     for message in reversed(messages):
         if message["role"] != "assistant":

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from pi_coding_agent.ai.types import JsonObject
 
@@ -80,12 +80,12 @@ class CliArgs:
     # ``--name [value]`` options the parser does not know: extension flags once extensions have loaded
     pending_flags: list[PendingFlag]
 
-    def __init__(self, **options: Any) -> None:
+    def __init__(self, **options: object) -> None:
         for name, make in _FRESH.items():
             setattr(self, name, make())
         self._set(options)
 
-    def replace(self, **changes: Any) -> CliArgs:
+    def replace(self, **changes: object) -> CliArgs:
         """A copy with ``changes`` applied (what ``dataclasses.replace`` does for a dataclass)."""
         clone = copy.copy(self)
         clone._set(changes)
@@ -104,6 +104,6 @@ class CliArgs:
 
 
 # the options whose default is a fresh empty list or dict (the others default to their class attribute)
-_FRESH: dict[str, Callable[[], Any]] = {
+_FRESH: dict[str, Callable[[], object]] = {
     "append_system_prompt": list, "extensions": list, "skills": list, "prompt_templates": list, "themes": list,
     "messages": list, "file_args": list, "flag_values": dict, "pending_flags": list}

@@ -45,7 +45,7 @@ class RouteRequest:
     signal: AbortSignal | None = None
     previous: Routed | None = None  # the latest successful response in ``messages``
     failed: Routed | None = None  # for ``retry``: the failed request, no longer in ``messages``
-    state: Any = None  # the state the router last returned on this branch (None for ``direct``)
+    state: object = None  # the state the router last returned on this branch (None for ``direct``)
 
 
 @dataclass
@@ -54,7 +54,7 @@ class Route:
 
     model: Model
     thinking_level: str
-    state: Any = None
+    state: object = None
 
 
 Router = Callable[[RouteRequest], "Route | Mapping[str, Any] | Awaitable[Route | Mapping[str, Any]]"]
@@ -101,7 +101,7 @@ class VirtualModels:
 
     async def resolve(self, model: Model, transcript: list[JsonObject], reason: RouteReason, thinking_level: str,
                       signal: AbortSignal | None = None, failed: AssistantMessage | None = None,
-                      state: Any = None) -> Route:
+                      state: object = None) -> Route:
         """The routed model and level of one request over ``transcript`` (the agent's messages); raises
         (with pi's wording) when routing fails."""
         from pi_coding_agent.agent.awaitables import maybe_await

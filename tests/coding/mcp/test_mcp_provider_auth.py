@@ -13,7 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from pi_coding_agent.coding.mcp.provider_auth import RADIUS_MCP_URL, add_radius_server
+from pi_coding_agent.ai.providers.radius import MCP_URL as RADIUS_MCP_URL
+from pi_coding_agent.ai.providers.radius import VENDOR as RADIUS
+from pi_coding_agent.coding.commands.login import after_sign_in
+from pi_coding_agent.coding.mcp.provider_auth import add_vendor_server
+from pi_coding_agent.coding.resources.settings import Settings
 from tests.coding.cli.test_auth_cli import auth_file, home, ours
 from tests.support.fakes.mcp_oauth_server import OAuthFixture
 from tests.support.fakes.oauth_server import FakeOAuthServer
@@ -75,12 +79,12 @@ def test_signing_in_to_radius_adds_its_mcp_server_once(tmp_path: Path):
     agent = tmp_path / "agent"
     agent.mkdir()
     (agent / "mcp.json").write_text(json.dumps({"mcpServers": {"radius": {"command": "other"}}}, indent=4))
-    assert add_radius_server("radius", agent, tmp_path) == \
+    assert add_vendor_server(RADIUS, "radius", agent, tmp_path) == \
         f'Added MCP server "radius-mcp" in {agent / "mcp.json"} to use the Radius login.'
     servers = json.loads((agent / "mcp.json").read_text())["mcpServers"]
     assert servers["radius-mcp"] == {"url": RADIUS_MCP_URL, "auth": {"provider": "radius"}}
     assert servers["radius"] == {"command": "other"} and (agent / "mcp.json").read_text().startswith('{\n    "')
-    assert add_radius_server("radius", agent, tmp_path) is None  # already uses that login
+    assert add_vendor_server(RADIUS, "radius", agent, tmp_path) is None  # already uses that login
 
 
 def test_an_existing_radius_server_is_switched_to_the_login(tmp_path: Path):
@@ -88,7 +92,19 @@ def test_an_existing_radius_server_is_switched_to_the_login(tmp_path: Path):
     agent.mkdir()
     (agent / "mcp.json").write_text(json.dumps({"mcpServers": {"r": {
         "url": RADIUS_MCP_URL + "/", "oauth": {"clientId": "x"}, "exposure": "direct"}}}))
-    assert add_radius_server("radius", agent, tmp_path) == \
+    assert add_vendor_server(RADIUS, "radius", agent, tmp_path) == \
         f'Updated MCP server "r" in {agent / "mcp.json"} to use the Radius login.'
     assert json.loads((agent / "mcp.json").read_text())["mcpServers"] == {"r": {
         "url": RADIUS_MCP_URL + "/", "exposure": "direct", "auth": {"provider": "radius"}}}
+
+
+def test_a_sign_in_adds_the_server_its_vendor_names(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    agent = tmp_path / "agent"
+    agent.mkdir()
+    settings = Settings(agent, tmp_path, {}, {}, [])
+    assert after_sign_in("llama.cpp", settings) is None and after_sign_in("openai", settings) is None
+    assert not (agent / "mcp.json").exists()  # vendors without an MCP server add none
+    monkeypatch.setattr(RADIUS, "mcp_url", "https://gateway.example/mcp")
+    assert after_sign_in("radius", settings) == f'Added MCP server "radius" in {agent / "mcp.json"} to use the Radius login.'
+    servers = json.loads((agent / "mcp.json").read_text())["mcpServers"]
+    assert servers == {"radius": {"url": "https://gateway.example/mcp", "auth": {"provider": "radius"}}}

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 PROVIDER_ID = "radius"
 DEFAULT_GATEWAY = "https://radius.pi.dev"
+MCP_URL = f"{DEFAULT_GATEWAY}/mcp"
 # fields a gateway model must have, with their JSON types (pi drops entries that lack one)
 _REQUIRED: dict[str, type | tuple[type, ...]] = {
     "id": str, "name": str, "reasoning": bool, "input": list, "cost": dict,
@@ -150,7 +151,9 @@ class Radius(Vendor):
     """A gateway's account sign-in and the live catalog it serves to that account."""
 
     id = PROVIDER_ID
+    title = "Radius"
     sign_in = True
+    mcp_url = MCP_URL
     first_model_is_default = True
 
     def models(self, host: Host, provider: str) -> list[Model]:
@@ -163,7 +166,7 @@ class Radius(Vendor):
         from pi_coding_agent.ai.providers import radius_login
 
         gateway = gateway_url(base_url) if base_url else DEFAULT_GATEWAY
-        return radius_login.spec(provider, title or "Radius", gateway)
+        return radius_login.spec(provider, title or self.title, gateway)
 
     def refresh(self, host: Host, provider: str) -> Awaitable[bool]:
         return refresh(host, provider, gateway_of(provider, host.config(provider)))

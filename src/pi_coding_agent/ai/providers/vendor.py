@@ -59,6 +59,7 @@ class Vendor:
     """A vendor's additions; every default adds nothing, so a vendor overrides only what it has."""
 
     id: str = ""
+    title: str = ""  # its name in messages
     # its provider is not in the built-in catalog: the registry lists it after the catalog's
     listed: bool = False
     # an account sign-in (``oauth``); a models.json provider with ``"oauth": "<id>"`` then signs in
@@ -72,6 +73,8 @@ class Vendor:
     env_hint: str | None = None
     # its credential is set up in the terminal only (``setup``): what ``/login`` says instead
     setup_hint: str | None = None
+    # its MCP server, which a sign-in adds to the global mcp.json, authenticated by that login
+    mcp_url: str | None = None
 
     def key(self, credential: JsonObject | None) -> str | None:
         """The key its requests send when no stored or configured key comes first; None: not configured."""

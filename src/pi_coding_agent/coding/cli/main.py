@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pi_coding_agent import PI_COMPATIBLE_VERSION, __version__
-from pi_coding_agent.ai.types import THINKING_LEVELS
+from pi_coding_agent.ai.types import THINKING_LEVELS, JsonObject
 from pi_coding_agent.coding import paths
 from pi_coding_agent.coding.options import CliArgs, PendingFlag
 
@@ -319,7 +319,7 @@ def _run_mode(args: CliArgs) -> int:
     return int(print_mode.run(args, images))
 
 
-def _inline_file_args(args: CliArgs) -> list[dict[str, Any]] | None:
+def _inline_file_args(args: CliArgs) -> list[JsonObject] | None:
     """Put the ``@path`` blocks in front of the first message; returns the images for the first prompt."""
     if not args.file_args:
         return None

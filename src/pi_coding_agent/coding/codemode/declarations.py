@@ -11,6 +11,8 @@ import json
 import re
 from typing import TYPE_CHECKING, Any
 
+from pi_coding_agent.ai.types import JsonObject
+
 if TYPE_CHECKING:
     from pi_coding_agent.coding.codemode.host import CatalogTool
 
@@ -35,7 +37,7 @@ def to_identifier(name: str) -> str:
     return out or "_"
 
 
-def _js(value: Any) -> str:
+def _js(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
@@ -46,7 +48,7 @@ def _union(types: list[str]) -> str:
     return " | ".join(unique) if unique else "never"
 
 
-def resolve_ref(ref: str, root: Any) -> object:
+def resolve_ref(ref: str, root: object) -> object:
     """The subschema a local ``$ref`` names in ``root``; None for remote or dangling references."""
     if ref != "#" and not ref.startswith("#/"):
         return None
@@ -60,13 +62,13 @@ def resolve_ref(ref: str, root: Any) -> object:
 
 
 class _Renderer:
-    def __init__(self, root: Any, tags: bool) -> None:
+    def __init__(self, root: object, tags: bool) -> None:
         self.root = root
         self.tags = tags
         self.resolving: set[str] = set()
         self.expansions = 0
 
-    def type_of(self, schema: Any) -> str:
+    def type_of(self, schema: object) -> str:
         if schema is True:
             return "unknown"
         if schema is False:
@@ -111,7 +113,7 @@ class _Renderer:
         finally:
             self.resolving.discard(ref)
 
-    def _array(self, schema: dict[str, Any]) -> str:
+    def _array(self, schema: JsonObject) -> str:
         items = schema.get("items")
         if items is not None and not isinstance(items, list):
             return f"Array<{self.type_of(items)}>"
@@ -122,7 +124,7 @@ class _Renderer:
 
     def _object(self, schema: dict[str, Any]) -> str:
         raw = schema.get("properties")
-        properties: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        properties: JsonObject = raw if isinstance(raw, dict) else {}
         required = set(schema.get("required") or []) if isinstance(schema.get("required"), list) else set()
         names = sorted(properties)
         members = [f"{n if _IDENTIFIER.match(n) else _js(n)}{'' if n in required else '?'}: "
@@ -145,7 +147,7 @@ class _Renderer:
         lines.append("}")
         return "\n".join(lines)
 
-    def _comment(self, prop: Any) -> list[str]:
+    def _comment(self, prop: object) -> list[str]:
         description = prop.get("description") if isinstance(prop, dict) else None
         lines = [s.strip() for s in _LINE_BREAKS.split(description.strip())] if isinstance(description, str) else []
         lines = [s for s in lines if s]
@@ -153,7 +155,7 @@ class _Renderer:
         return [*lines, tags] if tags else lines
 
 
-def constraint_tags(prop: Any) -> str:
+def constraint_tags(prop: object) -> str:
     """``@integer @minimum 1 @default 20``: what the TypeScript type cannot say about a property."""
     if not isinstance(prop, dict):
         return ""
@@ -187,7 +189,7 @@ def _num(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else str(value)
 
 
-def schema_to_type(schema: Any, max_chars: int | None = None) -> str:
+def schema_to_type(schema: object, max_chars: int | None = None) -> str:
     rendered = _Renderer(schema, True).type_of(schema)
     if max_chars is None or len(rendered) <= max_chars:
         return rendered
@@ -195,22 +197,22 @@ def schema_to_type(schema: Any, max_chars: int | None = None) -> str:
     return plain if len(plain) <= max_chars else "unknown"
 
 
-def output_type(schema: Any) -> str:
+def output_type(schema: object) -> str:
     return "unknown" if schema is None else schema_to_type(schema)
 
 
-def tool_signature(name: str, input_schema: Any, output_schema: Any) -> str:
+def tool_signature(name: str, input_schema: object, output_schema: object) -> str:
     args = "unknown" if input_schema is None else schema_to_type(input_schema, INPUT_MAX_CHARS)
     return f"{to_identifier(name)}(args: {args}): Promise<{output_type(output_schema)}>;"
 
 
-def tool_sample(name: str, description: str, input_schema: Any, output_schema: Any) -> str:
+def tool_sample(name: str, description: str, input_schema: object, output_schema: object) -> str:
     """The description, then the tool as a member of ``declare const tools``."""
     declaration = f"declare const tools: {{ {tool_signature(name, input_schema, output_schema)} }};"
     return f"{description.strip()}\n\ncodemode tool declaration:\n```ts\n{declaration}\n```"
 
 
-def _fields(schema: Any, root: Any, depth: int) -> str | None:
+def _fields(schema: object, root: object, depth: int) -> str | None:
     """``{ output, exit_code, full_output_path? }`` of an object schema, nested ``depth`` levels."""
     resolved = _follow(schema, root)
     if not isinstance(resolved, dict) or resolved.get("type") != "object" or not isinstance(
@@ -226,7 +228,7 @@ def _fields(schema: Any, root: Any, depth: int) -> str | None:
     return "{ " + ", ".join(parts) + " }"
 
 
-def _follow(schema: Any, root: Any) -> object:
+def _follow(schema: object, root: object) -> object:
     seen: set[int] = set()
     while isinstance(schema, dict) and isinstance(schema.get("$ref"), str) and id(schema) not in seen:
         target = resolve_ref(schema["$ref"], root)
@@ -237,7 +239,7 @@ def _follow(schema: Any, root: Any) -> object:
     return schema
 
 
-def describe_output(name: str, schema: Any) -> str:
+def describe_output(name: str, schema: object) -> str:
     """What a call resolves to, in one line, for the description of a declared tool."""
     rendered = output_type(schema)
     if rendered == "string":
@@ -250,7 +252,7 @@ def describe_output(name: str, schema: Any) -> str:
     return f"a value; `await describeTool({_js(name)})` shows its type"
 
 
-def _union_fields(schema: Any) -> str | None:
+def _union_fields(schema: object) -> str | None:
     resolved = _follow(schema, schema)
     variants = resolved.get("anyOf") or resolved.get("oneOf") if isinstance(resolved, dict) else None
     if not isinstance(variants, list) or not variants:

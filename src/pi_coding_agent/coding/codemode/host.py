@@ -79,7 +79,7 @@ class CodemodeHost(Protocol):
         """Every tool scripts may call, except codemode itself."""
         ...
 
-    async def execute_tool(self, parent_id: str, call_id: str, name: str, args: Any,
+    async def execute_tool(self, parent_id: str, call_id: str, name: str, args: object,
                            signal: AbortSignal) -> InnerOutcome:
         """Run one call through the agent's tool pipeline, with its own events."""
         ...
@@ -92,7 +92,7 @@ class CodemodeHost(Protocol):
         """Until the tool sources a script may reach (``"all"`` or the words of its source) are ready."""
         ...
 
-    async def append_custom(self, custom_type: str, data: Any) -> None:
+    async def append_custom(self, custom_type: str, data: object) -> None:
         """A custom entry on the branch, announced as ``entry_appended``."""
         ...
 
@@ -127,10 +127,10 @@ def catalog_entry(tool: AgentTool) -> CatalogTool:
     )
 
 
-_locks: weakref.WeakKeyDictionary[Any, asyncio.Lock] = weakref.WeakKeyDictionary()
+_locks: weakref.WeakKeyDictionary[object, asyncio.Lock] = weakref.WeakKeyDictionary()
 
 
-def _exclusive_lock(runtime: Any) -> asyncio.Lock:
+def _exclusive_lock(runtime: object) -> asyncio.Lock:
     """One queue per session for inner calls that must not run concurrently."""
     lock = _locks.get(runtime)
     if lock is None:
@@ -173,7 +173,7 @@ class SessionCodemodeHost:
     def callable_tools(self) -> list[CatalogTool]:
         return [catalog_entry(t) for t in self._tools()]
 
-    async def execute_tool(self, parent_id: str, call_id: str, name: str, args: Any,
+    async def execute_tool(self, parent_id: str, call_id: str, name: str, args: object,
                            signal: AbortSignal) -> InnerOutcome:
         from pi_coding_agent.agent.tool_execution import ToolExecutor
 
@@ -194,7 +194,7 @@ class SessionCodemodeHost:
         if self.rt.mcp is not None:  # MCP servers still connecting register their tools when they connect
             await self.rt.mcp.wait_for_reach(reach)
 
-    async def append_custom(self, custom_type: str, data: Any) -> None:
+    async def append_custom(self, custom_type: str, data: object) -> None:
         entry = self.rt.session_manager.append_custom(custom_type, data)
         await self.rt.agent._emit({"type": "entry_appended", "entry": entry})
 

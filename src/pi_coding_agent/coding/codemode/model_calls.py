@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from pi_coding_agent.ai.abort import AbortSignal
+from pi_coding_agent.ai.types import JsonObject
 
 MAX_CONCURRENT_MODEL_CALLS = 4
 ERROR_PREVIEW = 500
@@ -29,9 +30,9 @@ IMAGES_SHAPE = ('{ input: [{ type: "text", text: <prompt> }, ...optional { type:
 
 
 class ModelHost(Protocol):
-    def find_of_type(self, kind: str, provider: str, model_id: str) -> dict[str, Any] | None: ...
+    def find_of_type(self, kind: str, provider: str, model_id: str) -> JsonObject | None: ...
 
-    async def run_model(self, kind: str, model: dict[str, Any], context: dict[str, Any],
+    async def run_model(self, kind: str, model: JsonObject, context: JsonObject,
                         signal: AbortSignal) -> dict[str, Any]:
         """Run a classifier or image model with the session's credentials (never raises)."""
         ...
@@ -42,7 +43,7 @@ class CallRows(Protocol):
 
     def start_model_call(self, name: str, model: str) -> dict[str, Any]: ...
 
-    def finish_model_call(self, record: dict[str, Any], result: dict[str, Any], duration_ms: float,
+    def finish_model_call(self, record: JsonObject, result: JsonObject, duration_ms: float,
                           images: int) -> None: ...
 
 
@@ -57,7 +58,7 @@ def with_article(word: str) -> str:
     return f"{'an' if word[0] in 'aeiou' else 'a'} {word}"
 
 
-def describe_value(value: Any) -> str:
+def describe_value(value: object) -> str:
     """A script value in an error message: ``undefined``, ``a string``, ``an array``, ``{ keys }``."""
     if value is None:
         return "undefined"
@@ -71,7 +72,7 @@ def describe_value(value: Any) -> str:
     return "a string" if isinstance(value, str) else ("a number" if isinstance(value, int | float) else "an object")
 
 
-def _is_block(value: Any, kind: str) -> bool:
+def _is_block(value: object, kind: str) -> bool:
     if not isinstance(value, dict) or value.get("type") != kind:
         return False
     if kind == "text":
@@ -79,11 +80,11 @@ def _is_block(value: Any, kind: str) -> bool:
     return isinstance(value.get("data"), str) and isinstance(value.get("mimeType"), str)
 
 
-def _strings(values: list[Any]) -> bool:
+def _strings(values: list[object]) -> bool:
     return bool(values) and all(isinstance(v, str) for v in values)
 
 
-def _question_problem(at: str, question: Any) -> str | None:
+def _question_problem(at: str, question: object) -> str | None:
     if not isinstance(question, dict):
         return f"{at} must be a question object, got {describe_value(question)}"
     kind, criteria = question.get("type"), question.get("criteria")
@@ -107,7 +108,7 @@ def _question_problem(at: str, question: Any) -> str | None:
     return None
 
 
-def classifier_problem(context: Any) -> str | None:
+def classifier_problem(context: object) -> str | None:
     """What is wrong with a classifier context, or None."""
     if not isinstance(context, dict):
         return f"expects a context object as its second argument, got {describe_value(context)}"
@@ -125,7 +126,7 @@ def classifier_problem(context: Any) -> str | None:
     return next((p for qid, q in questions.items() if (p := _question_problem(f"context.questions.{qid}", q))), None)
 
 
-def images_problem(context: Any) -> str | None:
+def images_problem(context: object) -> str | None:
     """What is wrong with an image-generation context, or None."""
     if not isinstance(context, dict):
         return f"expects a context object as its second argument, got {describe_value(context)}"
@@ -138,8 +139,8 @@ def images_problem(context: Any) -> str | None:
     return None
 
 
-Executor = Callable[[list[Any], AbortSignal], Awaitable[Any]]
-_CHECKS: dict[str, tuple[Callable[[Any], str | None], str, str]] = {
+Executor = Callable[[list[object], AbortSignal], Awaitable[object]]
+_CHECKS: dict[str, tuple[Callable[[object], str | None], str, str]] = {
     "classifier": (classifier_problem, CLASSIFIER_SHAPE, "Classify"),
     "image": (images_problem, IMAGES_SHAPE, "Generate images"),
 }
@@ -170,7 +171,7 @@ class ModelCalls:
             return result
         return run
 
-    def _resolve(self, name: str, kind: str, model: Any) -> dict[str, Any]:
+    def _resolve(self, name: str, kind: str, model: object) -> JsonObject:
         """The catalog's entry for the script's ``{provider, id}``; a clear error otherwise."""
         hint = f'List the {kind} models you can use with models.getAvailableOfType("{kind}").'
         if not isinstance(model, dict) or not isinstance(model.get("provider"), str) \

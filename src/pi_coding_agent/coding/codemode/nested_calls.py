@@ -7,7 +7,6 @@ that extensions do not load codemode's script runner.
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from pi_coding_agent.ai.types import JsonObject
 
@@ -28,7 +27,7 @@ class NestedCalls:
         self.complete = True
         self.argument_bytes = 0
 
-    def start(self, call_id: str, name: str, args: Any) -> JsonObject | None:
+    def start(self, call_id: str, name: str, args: object) -> JsonObject | None:
         if len(self.calls) >= self.MAX_CALLS:
             self.complete = False
             return None

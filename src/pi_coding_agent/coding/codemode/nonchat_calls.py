@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 from pi_coding_agent.ai.abort import AbortSignal
 from pi_coding_agent.ai.stream import StreamOptions
+from pi_coding_agent.ai.types import JsonObject
 
 IMAGE_MAX_RETRIES = 0
 
@@ -27,7 +28,7 @@ class CredentialSource(Protocol):
 
 
 async def run_nonchat_model(rt: CredentialSource, kind: str, model: dict[str, Any], context: dict[str, Any],
-                            signal: AbortSignal | None) -> dict[str, Any]:
+                            signal: AbortSignal | None) -> JsonObject:
     """Run ``model`` (a catalog entry of type ``kind``) on ``context``; failures are results."""
     from pi_coding_agent.ai.nonchat import classifiers, images
     from pi_coding_agent.ai.nonchat import requests as nonchat_requests

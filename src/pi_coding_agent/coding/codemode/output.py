@@ -13,6 +13,7 @@ import base64
 import os
 from typing import Any
 
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.codemode.sandbox import ScriptRun
 from pi_coding_agent.coding.tools.truncate import format_size
 
@@ -39,9 +40,9 @@ def value_text(result: Any) -> str:
     return result.value if isinstance(result.value, str) else result.value_json
 
 
-def format_items(output: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def format_items(output: list[dict[str, Any]]) -> list[JsonObject]:
     total = sum(1 for item in output if item["type"] == "text" and not item.get("console"))
-    items: list[dict[str, Any]] = []
+    items: list[JsonObject] = []
     console: list[str] = []
     index = 0
     for item in output:
@@ -58,9 +59,9 @@ def format_items(output: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return items
 
 
-def join_text(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def join_text(items: list[dict[str, Any]]) -> list[JsonObject]:
     """Adjacent text items become one, each part starting on its own line."""
-    joined: list[dict[str, Any]] = []
+    joined: list[JsonObject] = []
     parts: list[str] = []
     last = ""
     for item in items:
@@ -81,14 +82,14 @@ def join_text(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return joined
 
 
-def call_summary(calls: list[dict[str, Any]]) -> str:
+def call_summary(calls: list[JsonObject]) -> str:
     if not calls:
         return "No tool calls were made."
     listed = ", ".join(f"{c['name']} ({c['status']})" for c in calls)
     return f"Tool calls made before the failure (they are not undone): {listed}"
 
 
-def error_text(run: ScriptRun, calls: list[dict[str, Any]]) -> str:
+def error_text(run: ScriptRun, calls: list[JsonObject]) -> str:
     error = run.error
     assert error is not None
     if error.kind == "script":
@@ -121,10 +122,10 @@ def truncate(items: list[dict[str, Any]], max_tokens: int) -> tuple[list[dict[st
     return [{"type": "text", "text": text}, *(item for item in items if item["type"] == "image")], path
 
 
-def save_images(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def save_images(items: list[dict[str, Any]]) -> list[JsonObject]:
     """Each image gets a text item naming the temp file it was saved to; repeats are saved once."""
     labels: dict[str, str] = {}
-    out: list[dict[str, Any]] = []
+    out: list[JsonObject] = []
     for item in items:
         if item["type"] != "image":
             out.append(item)
@@ -141,9 +142,9 @@ def save_images(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def read_store(branch: list[dict[str, Any]], entry_type: str) -> dict[str, Any]:
+def read_store(branch: list[JsonObject], entry_type: str) -> JsonObject:
     """``load()`` values: the store entries on the branch applied from the root."""
-    store: dict[str, Any] = {}
+    store: JsonObject = {}
     for entry in branch:
         data = entry.get("data")
         if entry.get("type") != "custom" or entry.get("customType") != entry_type or not isinstance(data, dict):

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from pi_coding_agent.ai.abort import AbortSignal
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.codemode.worker import PRELUDE_FIRST_LINE
 from pi_coding_agent.coding.tools.process_groups import MARKER_VARIABLE, ProcessRegistry
 
@@ -37,13 +38,13 @@ _CALL_STOP_S = 5.0  # how long calls still running may take to end after the scr
 _LINE_LIMIT = 64 * 1024 * 1024  # one output message may carry up to the whole output limit
 
 # A call the script makes: (args, signal) -> JSON value, raising to reject with the message.
-Executor = Callable[[Any, AbortSignal], Awaitable[Any]]
+Executor = Callable[[Any, AbortSignal], Awaitable[object]]
 
 
 class CallRejected(Exception):
     """A call failed; ``properties`` become own properties of the script's Error."""
 
-    def __init__(self, message: str, properties: dict[str, Any] | None = None) -> None:
+    def __init__(self, message: str, properties: JsonObject | None = None) -> None:
         super().__init__(message)
         self.properties = properties
 
@@ -69,12 +70,12 @@ class ScriptRun:
     """What a codemode script produced: output, return value, store writes or its error."""
 
     ok: bool
-    output: list[dict[str, Any]] = field(default_factory=list)
-    value: Any = None
+    output: list[JsonObject] = field(default_factory=list)
+    value: object = None
     has_value: bool = False  # the script returned something other than undefined (null counts)
     value_json: str = "null"  # the value's JSON.stringify text, numbers as JavaScript writes them
     error: ScriptError | None = None
-    writes: dict[str, Any] = field(default_factory=lambda: {"set": {}, "delete": []})
+    writes: JsonObject = field(default_factory=lambda: {"set": {}, "delete": []})
 
 
 @functools.cache
@@ -156,7 +157,7 @@ class Job:
     tools: list[dict[str, str]]  # name, jsName, description
     tool_executors: dict[str, Executor]
     global_executors: dict[str, tuple[bool, Executor]]  # name -> (spread, executor)
-    store: dict[str, Any]
+    store: JsonObject
     timeout_s: float | None
 
 
@@ -168,7 +169,7 @@ class Execution:
         self._processes = processes
         self.signal = signal
         self.calls_signal = AbortSignal()
-        self.output: list[dict[str, Any]] = []
+        self.output: list[JsonObject] = []
         self.pending: dict[int, asyncio.Task[None]] = {}
         self.outcome: asyncio.Future[ScriptRun] = asyncio.get_running_loop().create_future()
         self.process: asyncio.subprocess.Process | None = None
@@ -199,7 +200,7 @@ class Execution:
             await self._stop()
             processes.untrack(self.process.pid)
 
-    def _job_message(self) -> dict[str, Any]:
+    def _job_message(self) -> JsonObject:
         return {
             "code": self.job.code, "tools": self.job.tools,
             "globals": [{"name": n, "spread": s} for n, (s, _) in self.job.global_executors.items()],
@@ -209,7 +210,7 @@ class Execution:
                        "preludeFirstLine": PRELUDE_FIRST_LINE},
         }
 
-    def _post(self, message: dict[str, Any]) -> None:
+    def _post(self, message: JsonObject) -> None:
         assert self.process is not None and self.process.stdin is not None
         if self.outcome.done() or self.process.stdin.is_closing():
             return
@@ -240,7 +241,7 @@ class Execution:
 
     async def _call(self, message: dict[str, Any]) -> None:
         call_id, name, is_tool = message["id"], message["name"], message["target"] == "tool"
-        reply: dict[str, Any] = {"type": "result", "id": call_id}
+        reply: JsonObject = {"type": "result", "id": call_id}
         try:
             args = None if message.get("args") is None else json.loads(message["args"])
             if is_tool:
@@ -302,7 +303,7 @@ class Execution:
         await self.process.wait()
 
 
-def _output_item(message: dict[str, Any]) -> dict[str, Any]:
+def _output_item(message: JsonObject) -> JsonObject:
     if message.get("kind") == "image":
         return {"type": "image", "data": message["data"], "mimeType": message["mimeType"]}
     item = {"type": "text", "text": message["data"]}

@@ -7,7 +7,7 @@ image models run through ``model_calls`` with the session's credentials.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pi_coding_agent.ai.abort import AbortSignal
 from pi_coding_agent.ai.types import JsonObject
@@ -25,19 +25,19 @@ def _is_namespace(namespace: Namespace, query: str) -> bool:
     return any(name == query or to_identifier(name) == wanted for name in [namespace.name, *namespace.aliases])
 
 
-def _model_type(value: Any) -> str:
+def _model_type(value: object) -> str:
     if value in MODEL_TYPES:
         return str(value)
     raise ValueError(f'Unknown model type {_json(value)}. Use "chat", "image", or "classifier".')
 
 
-def _json(value: Any) -> str:
+def _json(value: object) -> str:
     import json
 
     return "undefined" if value is None else json.dumps(value)
 
 
-def _provider(value: Any) -> str | None:
+def _provider(value: object) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str):

@@ -16,6 +16,7 @@ from typing import Any
 from pi_coding_agent.agent.tool import ToolResult, UpdateCallback
 from pi_coding_agent.ai.abort import AbortSignal
 from pi_coding_agent.ai.cost import combine_usage
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.codemode import output as out
 from pi_coding_agent.coding.codemode.declarations import sample, to_identifier
 from pi_coding_agent.coding.codemode.host import STORE_ENTRY_TYPE, CatalogTool, CodemodeHost
@@ -90,7 +91,7 @@ async def _wait_for_reach(host: CodemodeHost, code: str, signal: AbortSignal) ->
         remove()
 
 
-def _blocks(result: ToolResult) -> list[dict[str, Any]]:
+def _blocks(result: ToolResult) -> list[JsonObject]:
     return [dict(b) for b in result.content or []]
 
 
@@ -98,7 +99,7 @@ def _text_of(result: ToolResult) -> str:
     return "\n".join(str(b.get("text", "")) for b in _blocks(result) if b.get("type") == "text")
 
 
-def script_value(tool: CatalogTool, result: ToolResult) -> Any:
+def script_value(tool: CatalogTool, result: ToolResult) -> object:
     """What ``await tools.x()`` resolves to (see docs/codemode.md); failures reject."""
     if tool.output_schema is not None and result.structured_content is not None:
         return result.structured_content
@@ -111,7 +112,7 @@ def script_value(tool: CatalogTool, result: ToolResult) -> Any:
     return text
 
 
-def _preview(args: Any) -> str:
+def _preview(args: object) -> str:
     try:
         text = json.dumps(args, ensure_ascii=False, separators=(",", ":")) if args is not None else ""
     except (TypeError, ValueError):
@@ -129,15 +130,15 @@ class _Run:
         self.own_name = own_name
         self.id = tool_call_id
         self.on_update = on_update
-        self.calls: list[dict[str, Any]] = []
+        self.calls: list[JsonObject] = []
         self.nested = NestedCalls()
         self.next_call = 0
         self.model_calls = 0
-        self.usage: dict[str, Any] | None = None  # of the script's classifier and image calls
+        self.usage: JsonObject | None = None  # of the script's classifier and image calls
         self.generated_images = 0
         self.on_update(ToolResult(content=[], details=self.details()))
 
-    def details(self) -> dict[str, Any]:
+    def details(self) -> JsonObject:
         return {"calls": [dict(c) for c in self.calls]}
 
     def publish(self) -> None:
@@ -156,7 +157,7 @@ class _Run:
         )
 
     def _executor(self, tool: CatalogTool) -> Any:
-        async def execute(args: Any, signal: AbortSignal) -> Any:
+        async def execute(args: object, signal: AbortSignal) -> object:
             self.next_call += 1
             call_id = f"{self.id}/{self.next_call}"
             record: dict[str, Any] = {"id": call_id, "name": tool.name, "args": _preview(args), "status": "running"}
@@ -177,16 +178,16 @@ class _Run:
             return script_value(tool, outcome.result)
         return execute
 
-    def start_model_call(self, name: str, model: str) -> dict[str, Any]:
+    def start_model_call(self, name: str, model: str) -> JsonObject:
         """A ``models.*`` call's row; ids count the script's model calls together (pi's numbering)."""
         self.model_calls += 1
-        record: dict[str, Any] = {"id": f"{self.id}/{name}/{self.model_calls}", "name": name, "args": model,
+        record: JsonObject = {"id": f"{self.id}/{name}/{self.model_calls}", "name": name, "args": model,
                                   "status": "running"}
         self.calls.append(record)
         self.publish()
         return record
 
-    def finish_model_call(self, record: dict[str, Any], result: dict[str, Any], duration_ms: float,
+    def finish_model_call(self, record: JsonObject, result: JsonObject, duration_ms: float,
                           images: int) -> None:
         stop = result.get("stopReason")
         record["durationMs"] = round(duration_ms, 3)

@@ -217,7 +217,7 @@ class CodemodeTool(AgentTool):
     def description(self, text: str) -> None:
         self._description = text  # an owner (SDK, extension) may pin a description
 
-    def prepare_arguments(self, args: Any) -> object:
+    def prepare_arguments(self, args: object) -> object:
         return args
 
     async def execute(self, tool_call_id: str, params: JsonObject, signal: AbortSignal,

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from pi_coding_agent.ai.types import JsonObject
+
 if TYPE_CHECKING:
     from pi_coding_agent.ai.models.catalog import ModelRegistry
     from pi_coding_agent.ai.providers.llama_router import LlamaClient
@@ -23,7 +25,7 @@ if TYPE_CHECKING:
 NAME = "llama"
 PROVIDER = "llama.cpp"
 EXTENSION = f"builtin:{PROVIDER}"
-COMMAND: dict[str, Any] = {
+COMMAND: JsonObject = {
     "name": NAME, "description": "Manage llama.cpp router models", "source": "extension",
     "sourceInfo": {"path": EXTENSION, "source": "builtin", "scope": "temporary", "origin": "top-level"},
 }
@@ -111,7 +113,7 @@ async def _act(rt: SessionRuntime, client: LlamaClient, catalog: list[dict[str, 
     ui.notify(f"Loaded {target['id']}" if loaded else f"Load started for {target['id']}")
 
 
-async def _sync(rt: SessionRuntime, client: LlamaClient) -> list[dict[str, Any]]:
+async def _sync(rt: SessionRuntime, client: LlamaClient) -> list[JsonObject]:
     """The router's current state, and the provider's model list updated to it."""
     import asyncio
 

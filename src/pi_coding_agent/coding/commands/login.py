@@ -123,12 +123,14 @@ async def sign_in(auth: AuthStorage, ui: Any, provider: str, settings: Settings 
 
 
 def after_sign_in(provider: str, settings: Settings | None) -> str | None:
-    """What follows a sign-in, as in pi: Radius's MCP server joins the global mcp.json. The line to show."""
-    if provider != "radius" or settings is None:
+    """What follows a sign-in, as in pi: the vendor's MCP server (Radius's) joins the global mcp.json.
+    The line to show."""
+    own = vendor(provider)
+    if own is None or own.mcp_url is None or settings is None:
         return None
-    from pi_coding_agent.coding.mcp.provider_auth import add_radius_server
+    from pi_coding_agent.coding.mcp.provider_auth import add_vendor_server
 
-    return add_radius_server(provider, settings.agent_dir, settings.cwd)
+    return add_vendor_server(own, provider, settings.agent_dir, settings.cwd)
 
 
 def _setup_hint(provider: str) -> str | None:
@@ -140,7 +142,7 @@ def is_invocation(text: str) -> bool:
     return text == f"/{NAME}" or text.startswith(f"/{NAME} ")
 
 
-async def run(rt: SessionRuntime, text: str, select: Callable[[str, str], Awaitable[Any]]) -> None:
+async def run(rt: SessionRuntime, text: str, select: Callable[[str, str], Awaitable[object]]) -> None:
     """The command: ``/login <provider>``, or a provider menu (account sign-ins first) for ``/login``.
     With no model chosen yet, ``select(provider, model_id)`` picks the signed-in provider's default."""
     from pi_coding_agent.ai.auth.oauth.login import SIGN_IN_PROVIDERS
@@ -169,7 +171,7 @@ async def run(rt: SessionRuntime, text: str, select: Callable[[str, str], Awaita
             await _select_default(rt, provider, select)
 
 
-async def _select_default(rt: SessionRuntime, provider: str, select: Callable[[str, str], Awaitable[Any]]) -> None:
+async def _select_default(rt: SessionRuntime, provider: str, select: Callable[[str, str], Awaitable[object]]) -> None:
     """What pi does after a sign-in while no model is chosen: select the provider's default model
     (or its first one when its vendor says so and the default is missing), or say why it could not."""
     from pi_coding_agent.ai.models.index import catalog_index

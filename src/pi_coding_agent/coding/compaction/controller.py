@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 from pi_coding_agent.ai.abort import AbortSignal
 from pi_coding_agent.ai.errors import is_context_overflow
 from pi_coding_agent.ai.models.virtual import is_virtual
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.compaction.tokens import (
     context_usage,
     estimate_context_tokens,
@@ -51,9 +52,9 @@ LENGTH_RETRY_FAILED = "Truncated response recovery failed after one compact-and-
 class CompactionHooks(Protocol):
     """The extension hook points of a compaction (the session's extension runner, when it has one)."""
 
-    async def before_compact(self, event: dict[str, Any]) -> dict[str, Any] | None: ...
+    async def before_compact(self, event: JsonObject) -> dict[str, Any] | None: ...
 
-    async def notify(self, event: dict[str, Any]) -> None: ...
+    async def notify(self, event: JsonObject) -> None: ...
 
 
 class CompactionController:
@@ -114,7 +115,7 @@ class CompactionController:
     # ----------------------------------------------------------------- running a compaction
 
     async def compact(self, reason: str = "manual", custom_instructions: str | None = None,
-                      will_retry: bool = False) -> dict[str, Any]:
+                      will_retry: bool = False) -> JsonObject:
         """Compact now: ``compaction_start`` … ``compaction_end``; returns the CompactionResult.
 
         Raises ``CompactionError`` (``str`` is the response error, without the event's prefix).
@@ -122,7 +123,7 @@ class CompactionController:
         return await self._run(reason, custom_instructions, will_retry, None)
 
     async def _run(self, reason: str, custom_instructions: str | None, will_retry: bool,
-                   preparation: CompactionPreparation | None) -> dict[str, Any]:
+                   preparation: CompactionPreparation | None) -> JsonObject:
         from pi_coding_agent.coding.compaction.prepare import CompactionCancelled
 
         signal = self._signal = AbortSignal()
@@ -156,7 +157,7 @@ class CompactionController:
         self.session.is_compacting = False
 
     async def _compact(self, signal: AbortSignal, reason: str, custom_instructions: str | None,
-                       preparation: CompactionPreparation | None) -> dict[str, Any]:
+                       preparation: CompactionPreparation | None) -> JsonObject:
         from pi_coding_agent.coding.compaction.prepare import (
             CompactionCancelled,
             prepare_compaction,
@@ -194,7 +195,7 @@ class CompactionController:
                                        "willRetry": reason == "overflow"})
         messages = self._sm.build_context().messages
         self._agent.messages[:] = messages
-        result: dict[str, Any] = {"summary": summary, "firstKeptEntryId": first_kept,
+        result: JsonObject = {"summary": summary, "firstKeptEntryId": first_kept,
                                   "tokensBefore": tokens_before,
                                   "estimatedTokensAfter": sum_tokens(messages)}
         if usage is not None:
@@ -223,10 +224,10 @@ class CompactionController:
             from pi_coding_agent.coding.compaction.prepare import CompactionCancelled
 
             raise CompactionCancelled()
-        supplied: dict[str, Any] = answer["compaction"]
+        supplied: JsonObject = answer["compaction"]
         return supplied
 
-    async def _notify_extensions(self, event: dict[str, Any]) -> None:
+    async def _notify_extensions(self, event: JsonObject) -> None:
         if self.extensions is not None:
             await self.extensions.notify(event)
 
@@ -274,7 +275,7 @@ class CompactionController:
         """Post-run check of the last reply; True when the session must continue the run."""
         if last_assistant is None:
             return False
-        return await self._check(cast(dict[str, Any], last_assistant), skip_aborted=True)
+        return await self._check(cast(JsonObject, last_assistant), skip_aborted=True)
 
     async def check_before_prompt(self) -> None:
         """Pre-prompt check (aborted replies count too); the new prompt follows, nothing continues."""
@@ -387,7 +388,7 @@ class CompactionController:
 
     # ----------------------------------------------------------------- stats
 
-    def context_usage(self) -> dict[str, Any] | None:
+    def context_usage(self) -> JsonObject | None:
         """``contextUsage`` of get_session_stats."""
         window = self._limits_model().get("contextWindow", 0)
         if window <= 0:

@@ -9,7 +9,6 @@ turn is summarised separately so the kept tail still makes sense.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.compaction.projection import ProjectedEntry, project, projected_tokens
@@ -60,13 +59,13 @@ class FileOps:
                 if isinstance(block, dict) and block.get("type") == "toolCall":
                     self._add(block.get("name"), block.get("arguments"))
 
-    def _add(self, tool: Any, arguments: Any) -> None:
+    def _add(self, tool: object, arguments: object) -> None:
         path = arguments.get("path") if isinstance(arguments, dict) else None
         kind = _FILE_TOOLS.get(tool) if isinstance(tool, str) else None
         if kind and isinstance(path, str) and path:
             getattr(self, kind)[path] = None
 
-    def add_details(self, details: Any) -> None:
+    def add_details(self, details: object) -> None:
         """Carry forward the lists of an earlier pi-generated summary (modified counts as edited)."""
         if not isinstance(details, dict):
             return

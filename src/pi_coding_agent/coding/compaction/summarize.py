@@ -164,7 +164,7 @@ def _assistant_parts(content: list[JsonObject]) -> list[str]:
     return parts
 
 
-def _call_arguments(arguments: Any) -> str:
+def _call_arguments(arguments: object) -> str:
     if not isinstance(arguments, dict):
         return ""
     return ", ".join(f"{key}={orjson.dumps(value).decode()}" for key, value in arguments.items())

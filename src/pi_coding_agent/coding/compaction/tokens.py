@@ -47,7 +47,7 @@ def _assistant_chars(content: Any) -> int:
     return chars
 
 
-def _json(value: Any) -> str:
+def _json(value: object) -> str:
     """JSON as JavaScript's ``JSON.stringify`` writes it (no spaces), for length counting."""
     return orjson.dumps(value).decode()
 
@@ -78,7 +78,7 @@ def estimate_message_tokens(message: Message) -> int:
     return math.ceil(chars / CHARS_PER_TOKEN)
 
 
-def usage_tokens(usage: Any) -> int:
+def usage_tokens(usage: object) -> int:
     """Context size a response reported: ``totalTokens``, else the sum of its parts."""
     if not isinstance(usage, dict):
         return 0

@@ -20,6 +20,7 @@ from typing import Any
 
 import orjson
 
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.session import iter_array
 
 __all__ = ["ExportError", "default_output_name", "export_cli", "export_session_html", "render_page"]
@@ -38,12 +39,12 @@ def _asset(name: str) -> str:
     return (resources.files(__package__) / "assets" / name).read_text(encoding="utf-8")
 
 
-def render_page(data: dict[str, Any]) -> str:
+def render_page(data: JsonObject) -> str:
     """The complete page for ``data`` (see ``page_parts``)."""
     return "".join(page_parts(data))
 
 
-def page_parts(data: dict[str, Any]) -> Iterator[str]:
+def page_parts(data: JsonObject) -> Iterator[str]:
     """The page for ``data`` in pieces, its ``entries`` (any iterable) read one at a time, so the
     export of a session of hundreds of megabytes never holds it whole.
 
@@ -97,10 +98,10 @@ def _output_path(output_path: str | None, session_file: Path, cwd: Path) -> Path
     return Path(os.path.abspath(cwd / target))
 
 
-def session_data(entries: Iterable[dict[str, Any]], header: dict[str, Any], leaf_id: str | None,
-                 system_prompt: str | None, tools: list[dict[str, Any]] | None) -> dict[str, Any]:
+def session_data(entries: Iterable[JsonObject], header: JsonObject, leaf_id: str | None,
+                 system_prompt: str | None, tools: list[JsonObject] | None) -> JsonObject:
     """The embedded record; absent optional fields are omitted, as pi's JSON.stringify drops them."""
-    data: dict[str, Any] = {"header": header, "entries": entries, "leafId": leaf_id}
+    data: JsonObject = {"header": header, "entries": entries, "leafId": leaf_id}
     if system_prompt is not None:
         data["systemPrompt"] = system_prompt
     if tools is not None:
@@ -108,9 +109,9 @@ def session_data(entries: Iterable[dict[str, Any]], header: dict[str, Any], leaf
     return data
 
 
-def export_session_html(session_file: Path | None, entries: Iterable[dict[str, Any]], header: dict[str, Any],
+def export_session_html(session_file: Path | None, entries: Iterable[JsonObject], header: JsonObject,
                         leaf_id: str | None, output_path: str | None, cwd: Path,
-                        system_prompt: str | None = None, tools: list[dict[str, Any]] | None = None) -> Path:
+                        system_prompt: str | None = None, tools: list[JsonObject] | None = None) -> Path:
     """Write the page and return its absolute path.
 
     ``cwd`` is the directory a relative or default output path lands in (pi uses the process cwd).
@@ -140,7 +141,7 @@ def _cli_paths(args: Any) -> tuple[str, str | None]:
     return str(export), getattr(args, "export_output", None)
 
 
-def export_cli(args: Any) -> int:
+def export_cli(args: object) -> int:
     """``pi --export <session.jsonl> [out.html]``: prints ``Exported to: <path>``; errors exit 1."""
     from pi_coding_agent.coding.session import SessionManager
 

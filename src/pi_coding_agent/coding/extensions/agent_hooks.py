@@ -13,7 +13,7 @@ from collections.abc import Awaitable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, cast
 
-from pi_coding_agent.ai.types import now_ms
+from pi_coding_agent.ai.types import JsonObject, now_ms
 from pi_coding_agent.coding.events import CoreEvent
 from pi_coding_agent.coding.extensions.boundaries import Boundaries
 from pi_coding_agent.coding.extensions.dispatch import FAILED, propagate
@@ -54,7 +54,7 @@ class AgentHooks(Boundaries):
     def __init__(self, session: ExtensionHost, runtime: SessionRuntime) -> None:
         super().__init__(session, runtime)
         self._system_prompt: str | None = None  # before_agent_start override, for the current run
-        self.next_turn_messages: list[dict[str, Any]] = []  # send_message(deliver_as="nextTurn")
+        self.next_turn_messages: list[JsonObject] = []  # send_message(deliver_as="nextTurn")
 
     def _install_hooks(self) -> None:
         hooks = self.rt.agent.hooks
@@ -62,7 +62,7 @@ class AgentHooks(Boundaries):
         before, after, transform = hooks.before_tool_call, hooks.after_tool_call, hooks.transform_context
         finish = hooks.finish_turn
 
-        def build_context(messages: list[dict[str, Any]]) -> Context:
+        def build_context(messages: list[JsonObject]) -> Context:
             if build is None:  # the loop's default loads with the first run, as without extensions
                 from pi_coding_agent.agent.loop import default_context
 
@@ -81,17 +81,17 @@ class AgentHooks(Boundaries):
                 base = replace(base, on_payload=self._on_payload)
             return with_provider_events(self, base, model)
 
-        async def transform_context(messages: list[dict[str, Any]], signal: AbortSignal) -> list[dict[str, Any]]:
+        async def transform_context(messages: list[JsonObject], signal: AbortSignal) -> list[JsonObject]:
             if transform is not None:
                 messages = await transform(messages, signal)
             return await self._context_with_system(await self._context_event(messages))
 
-        async def before_tool_call(call: ToolCall, args: dict[str, Any]) -> dict[str, Any] | None:
+        async def before_tool_call(call: ToolCall, args: JsonObject) -> JsonObject | None:
             if before is not None and (decision := await before(call, args)):
                 return decision
             return await self._tool_call(call, args)
 
-        async def after_tool_call(call: ToolCall, args: dict[str, Any], result: ToolResult) -> dict[str, Any] | None:
+        async def after_tool_call(call: ToolCall, args: JsonObject, result: ToolResult) -> JsonObject | None:
             if after is not None and (patch := await after(call, args, result)):
                 result = _patched(result, patch)
             patch = await self._tool_result(call, args, result)
@@ -102,7 +102,7 @@ class AgentHooks(Boundaries):
             return patch
 
         async def finish_turn(message: AssistantMessage, results: list[ToolResultMessage]) -> bool:
-            self._boundary_done = cast(dict[str, Any], message)
+            self._boundary_done = cast(JsonObject, message)
             proceed = await self._turn_end_boundary(message, results)
             return (await finish(message, results) if finish is not None else False) or proceed
 
@@ -113,12 +113,12 @@ class AgentHooks(Boundaries):
         hooks.before_tool_call = before_tool_call
         hooks.after_tool_call = after_tool_call
 
-    async def _context_event(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    async def _context_event(self, messages: list[JsonObject]) -> list[JsonObject]:
         """``context``: handlers see a copy without system messages; those stay in front."""
         if not self.has_handlers("context"):
             return messages
 
-        def step(state: tuple[list[dict[str, Any]], bool], result: Any, _: Extension) -> tuple[list[Any], bool]:
+        def step(state: tuple[list[JsonObject], bool], result: Any, _: Extension) -> tuple[list[Any], bool]:
             returned = isinstance(result, dict) and isinstance(result.get("messages"), list)
             return (result["messages"], True) if returned else state
 
@@ -128,10 +128,10 @@ class AgentHooks(Boundaries):
             "context", (visible, False), lambda state: {"type": "context", "messages": state[0]}, step)
         return [*system, *current] if returned else messages
 
-    async def _context_with_system(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    async def _context_with_system(self, messages: list[JsonObject]) -> list[JsonObject]:
         """``context_with_system``: the full transcript, system messages included, sent as returned; a
         result without a system message first is reported and ignored."""
-        def step(current: list[dict[str, Any]], result: Any, ext: Extension) -> list[dict[str, Any]]:
+        def step(current: list[JsonObject], result: object, ext: Extension) -> list[JsonObject]:
             returned = result.get("messages") if isinstance(result, dict) else None
             if not isinstance(returned, list):
                 return current
@@ -144,23 +144,23 @@ class AgentHooks(Boundaries):
         return await self.chain("context_with_system", messages,
                                 lambda current: {"type": "context_with_system", "messages": current}, step)
 
-    async def _on_payload(self, payload: Any) -> Any:
+    async def _on_payload(self, payload: object) -> Any:
         """``before_provider_request``: a non-None result replaces the body."""
         current = await self.chain(
             "before_provider_request", payload, lambda body: {"type": "before_provider_request", "payload": body},
             lambda body, result, _: body if result is None or result is FAILED else result)
         return None if current is payload else current
 
-    async def _tool_call(self, call: ToolCall, args: dict[str, Any]) -> dict[str, Any] | None:
+    async def _tool_call(self, call: ToolCall, args: JsonObject) -> JsonObject | None:
         """``tool_call`` gate: ``input`` is the live arguments, mutable in place; raising fails closed."""
         event = {"type": "tool_call", "toolName": call["name"], "toolCallId": call["id"], "input": args}
         return await self.first(event, lambda result: result.get("block"), fail=propagate)
 
-    async def _tool_result(self, call: ToolCall, args: dict[str, Any], result: ToolResult) -> dict[str, Any] | None:
+    async def _tool_result(self, call: ToolCall, args: JsonObject, result: ToolResult) -> dict[str, Any] | None:
         """``tool_result``: each handler's patch is applied before the next one sees it."""
         if not self.has_handlers("tool_result"):
             return None
-        event: dict[str, Any] = {"type": "tool_result", "toolName": call["name"], "toolCallId": call["id"],
+        event: JsonObject = {"type": "tool_result", "toolName": call["name"], "toolCallId": call["id"],
                                  "input": args, "content": result.content}
         if result.details is not None:
             event["details"] = result.details
@@ -177,7 +177,7 @@ class AgentHooks(Boundaries):
             return None
         return {key: event[key] for key in _TOOL_RESULT_KEYS if key in event}
 
-    async def _normalise_result_images(self, content: list[Any]) -> list[Any]:
+    async def _normalise_result_images(self, content: list[Any]) -> list[object]:
         """Images a tool made itself (pi: ``normalizeToolResultImages``), after the ``tool_result`` patches:
         each is resized like a prompt's, its hints follow it as a text block, and an image that cannot be
         processed is kept as it is. The same list comes back when nothing changed."""
@@ -226,10 +226,10 @@ class AgentHooks(Boundaries):
             return None
         return self.notify(payload)
 
-    async def _message_end(self, message: dict[str, Any]) -> None:
+    async def _message_end(self, message: JsonObject) -> None:
         """``message_end``: a returned ``{"message"}`` of the same role replaces the message in place, so
         the transcript, later events and the session file all get the replacement."""
-        def step(current: dict[str, Any], result: Any, ext: Extension) -> dict[str, Any]:
+        def step(current: JsonObject, result: object, ext: Extension) -> JsonObject:
             replacement = result.get("message") if isinstance(result, dict) else None
             if not isinstance(replacement, dict):
                 return current
@@ -248,14 +248,14 @@ class AgentHooks(Boundaries):
             message.clear()
             message.update(replacement)
 
-    async def before_agent_start(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    async def before_agent_start(self, messages: list[JsonObject]) -> list[JsonObject]:
         """Injected custom messages follow the prompt; a returned system prompt holds for this run."""
         queued, self.next_turn_messages = self.next_turn_messages, []
         if not self.has_handlers("before_agent_start"):
             return [*messages, *queued]
         prompt = next((m for m in reversed(messages) if m.get("role") in ("user", "custom")), None)
         system_prompt = self.rt.build_context([*self.rt.agent.messages, *messages]).get("systemPrompt", "")
-        injected: list[dict[str, Any]] = []
+        injected: list[JsonObject] = []
         options = self.rt.system_prompt_options()  # one object: later handlers see earlier changes
         original = copy.deepcopy(options)
 
@@ -268,7 +268,7 @@ class AgentHooks(Boundaries):
 
             return render_system_prompt(_sections(options, self.rt))
 
-        def step(forced: str | None, result: Any, _: Extension) -> str | None:
+        def step(forced: str | None, result: object, _: Extension) -> str | None:
             if not isinstance(result, dict):
                 return forced
             if isinstance(result.get("message"), dict):
@@ -283,8 +283,8 @@ class AgentHooks(Boundaries):
             messages = self._rebuilt_prompt(messages, options, original)
         return [*messages, *injected, *queued]
 
-    def _rebuilt_prompt(self, messages: list[dict[str, Any]], options: dict[str, Any],
-                        original: dict[str, Any]) -> list[dict[str, Any]]:
+    def _rebuilt_prompt(self, messages: list[JsonObject], options: dict[str, Any],
+                        original: JsonObject) -> list[JsonObject]:
         """The run's messages led by the system patch the changed options call for (a handler's
         ``selectedTools`` edit also sets the active tools, as in pi)."""
         if options.get("selectedTools") != original.get("selectedTools"):
@@ -300,8 +300,8 @@ class AgentHooks(Boundaries):
 
 
 def _before_agent_start_event(prompt: dict[str, Any] | None, system_prompt: str,
-                              options: dict[str, Any]) -> dict[str, Any]:
-    event: dict[str, Any] = {"type": "before_agent_start"}
+                              options: JsonObject) -> JsonObject:
+    event: JsonObject = {"type": "before_agent_start"}
     if prompt is not None and prompt.get("role") == "custom":
         event["messageType"] = "custom"
         event["message"] = prompt
@@ -317,7 +317,7 @@ def _before_agent_start_event(prompt: dict[str, Any] | None, system_prompt: str,
     return event
 
 
-def _apply_tool_result_patch(event: dict[str, Any], patch: dict[str, Any]) -> bool:
+def _apply_tool_result_patch(event: JsonObject, patch: JsonObject) -> bool:
     """Apply one handler's patch to the chained ``tool_result`` event; True when it changed anything.
     New content without new structured content drops the old one, which may no longer match."""
     changed = False
@@ -330,11 +330,11 @@ def _apply_tool_result_patch(event: dict[str, Any], patch: dict[str, Any]) -> bo
     return changed
 
 
-def _normalise_images(content: list[Any], policy: ImagePolicy) -> list[Any]:
+def _normalise_images(content: list[Any], policy: ImagePolicy) -> list[object]:
     """Blocking part of ``_normalise_result_images`` (decodes images: runs in a thread)."""
     from pi_coding_agent.coding.tools.images import decode_base64, process_image
 
-    out: list[Any] = []
+    out: list[object] = []
     changed = False
     for block in content:
         processed = process_image(decode_base64(block["data"]), block["mimeType"], policy) \
@@ -356,7 +356,7 @@ def _patched(result: ToolResult, patch: dict[str, Any]) -> ToolResult:
                    is_error=patch.get("isError", result.is_error), usage=patch.get("usage", result.usage))
 
 
-def _sections(options: dict[str, Any], runtime: SessionRuntime) -> dict[str, str]:
+def _sections(options: JsonObject, runtime: SessionRuntime) -> dict[str, str]:
     """The prompt sections of a handler's edited ``systemPromptOptions`` (the prompt machinery loads
     with the first run that has ``before_agent_start`` handlers, not with the extensions)."""
     from pi_coding_agent.coding.extensions.prompt_options import sections_from_options

@@ -29,7 +29,7 @@ DELIVERY_MODES = ("steer", "followUp", "nextTurn")
 KILL_GRACE_S = 5.0
 
 
-def to_tool_result(value: Any) -> ToolResult:
+def to_tool_result(value: object) -> ToolResult:
     """What an extension tool returned (a ToolResult, a wire-style dict, or text) as a ToolResult."""
     if isinstance(value, ToolResult):
         return value
@@ -52,10 +52,10 @@ class ExtensionTool(AgentTool):
     stored arguments of an older shape into the current one before validation."""
 
     def __init__(self, runner: RunnerHandle, *, name: str, label: str | None, description: str,
-                 parameters: Any, execute: Callable[..., Any],
+                 parameters: Any, execute: Callable[..., object],
                  execution_mode: Literal["parallel", "sequential"] = "parallel",
                  prompt_snippet: str | None = None, prompt_guidelines: list[str] | None = None,
-                 prepare_arguments: Callable[[Any], Any] | None = None, default_active: bool = True,
+                 prepare_arguments: Callable[[object], object] | None = None, default_active: bool = True,
                  annotations: JsonObject | None = None, output_schema: JsonObject | None = None,
                  constrained_sampling: JsonObject | Literal[False] | None = None) -> None:
         self._runner = runner
@@ -77,14 +77,14 @@ class ExtensionTool(AgentTool):
         self.prompt_snippet = prompt_snippet
         self.prompt_guidelines = list(prompt_guidelines or [])
 
-    def prepare_arguments(self, args: Any) -> object:
+    def prepare_arguments(self, args: object) -> object:
         return args if self._prepare is None else self._prepare(args)
 
     async def execute(self, tool_call_id: str, params: JsonObject, signal: AbortSignal,
                       on_update: UpdateCallback) -> ToolResult:
         args = self._model_class.model_validate(params) if self._model_class is not None else params
 
-        def update(partial: Any) -> None:
+        def update(partial: object) -> None:
             on_update(to_tool_result(partial))
 
         from pi_coding_agent.coding.extensions.tool_calls import ToolContext, add_usage
@@ -111,7 +111,7 @@ class ExtensionAPI:
 
     # ------------------------------------------------------------------ events
 
-    def on(self, event: str, handler: Callable[[JsonObject, Any], Any]) -> Callable[[], None]:
+    def on(self, event: str, handler: Callable[[JsonObject, object], object]) -> Callable[[], None]:
         """Subscribe ``handler(event, ctx)`` (sync or async); returns the unsubscriber."""
         self._live()
         handlers = self._extension.handlers.setdefault(event, [])
@@ -181,7 +181,7 @@ class ExtensionAPI:
 
         remove(self._live(), name)
 
-    def register_virtual_model(self, model: VirtualModel | Mapping[str, Any]) -> None:
+    def register_virtual_model(self, model: VirtualModel | Mapping[str, object]) -> None:
         """A selectable model whose ``route(request, ctx)`` picks the physical model and level of each
         request (pi's ``registerVirtualModel``): a ``VirtualModel`` or a dict of its fields. The same
         provider and id again replaces it; ``ValueError`` when it would shadow a physical model."""
@@ -197,11 +197,11 @@ class ExtensionAPI:
 
     # ------------------------------------------------------------------ tools and commands
 
-    def register_tool(self, *, name: str, description: str, execute: Callable[..., Any],
-                      parameters: Any = None, label: str | None = None,
+    def register_tool(self, *, name: str, description: str, execute: Callable[..., object],
+                      parameters: object = None, label: str | None = None,
                       execution_mode: Literal["parallel", "sequential"] = "parallel",
                       prompt_snippet: str | None = None, prompt_guidelines: list[str] | None = None,
-                      prepare_arguments: Callable[[Any], Any] | None = None, default_active: bool = True,
+                      prepare_arguments: Callable[[object], object] | None = None, default_active: bool = True,
                       annotations: JsonObject | None = None, output_schema: JsonObject | None = None,
                       constrained_sampling: JsonObject | Literal[False] | None = None) -> None:
         """Add a tool (a built-in of the same name is overridden); active at once unless ``default_active``
@@ -217,7 +217,7 @@ class ExtensionAPI:
         if self._extension in runner.extensions:  # after setup; during setup the loader installs it
             install_tool(runner, tool)
 
-    def register_command(self, name: str, *, handler: Callable[[str, Any], Any],
+    def register_command(self, name: str, *, handler: Callable[[str, object], object],
                          description: str | None = None) -> None:
         """``/name args`` in a prompt runs ``handler(args, ctx)`` (even while a run streams)."""
         self._live()
@@ -226,13 +226,13 @@ class ExtensionAPI:
     def get_commands(self) -> list[JsonObject]:
         return self._live().session.get_commands()
 
-    def register_shortcut(self, shortcut: str, *, handler: Callable[[Any], Any], description: str | None = None) -> None:
+    def register_shortcut(self, shortcut: str, *, handler: Callable[[object], object], description: str | None = None) -> None:
         """In the terminal UI, ``shortcut`` (pi's key syntax: ``ctrl+shift+p``) runs ``handler(ctx)``;
         a key of the UI's own reserved actions (abort, quit, submit...) stays theirs. Other modes ignore it."""
         self._live()
         self._extension.shortcuts[shortcut] = Shortcut(shortcut, description, handler)
 
-    def register_message_renderer(self, custom_type: str, renderer: Callable[[JsonObject, JsonObject, Any], Any]) -> None:
+    def register_message_renderer(self, custom_type: str, renderer: Callable[[JsonObject, JsonObject, object], object]) -> None:
         """How the terminal UI draws ``custom`` messages of ``custom_type`` (``send_message``):
         ``renderer(message, {"expanded": bool}, theme)`` returns a Rich renderable or a string (None: the
         default drawing); ``theme`` maps pi's colour roles (``accent``, ``muted``...) to colours."""
@@ -277,7 +277,7 @@ class ExtensionAPI:
         result: JsonObject = await session.prompt(text)
         return result
 
-    def append_entry(self, custom_type: str, data: Any = None) -> JsonObject:
+    def append_entry(self, custom_type: str, data: object = None) -> JsonObject:
         """A ``custom`` entry (kept in the file, never sent to the model), emitted as ``entry_appended``."""
         session = self._live().session
         entry = session.sm.append_custom(custom_type, data)
@@ -316,7 +316,7 @@ class ExtensionAPI:
         if mcp is not None:
             mcp.unregister_server(name, self._extension.path)
 
-    def get_mcp_servers(self) -> list[dict[str, Any]]:
+    def get_mcp_servers(self) -> list[JsonObject]:
         """Every server extensions registered: ``{"name", "config", "extensionPath"}`` (pi's shape)."""
         mcp = self._live().rt.mcp
         return [] if mcp is None else mcp.registered_servers()
@@ -418,7 +418,7 @@ def _tool_info(tool: AgentTool) -> JsonObject:
     return info
 
 
-def _js_type(value: Any) -> str:
+def _js_type(value: object) -> str:
     return "boolean" if isinstance(value, bool) else "string" if isinstance(value, str) else type(value).__name__
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, cast
 
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.extensions.boundary import apply_drafts, preview_context
 from pi_coding_agent.coding.extensions.dispatch import Dispatcher
 
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
     from pi_coding_agent.coding.runtime import SessionRuntime
 
 # drafts so far, continue requested, the context they make, whether the drafts are valid
-_Drafts = tuple[list[dict[str, Any]], bool, dict[str, Any], bool]
+_Drafts = tuple[list[JsonObject], bool, JsonObject, bool]
 
 
 class Boundaries(Dispatcher):
@@ -30,8 +31,8 @@ class Boundaries(Dispatcher):
         super().__init__(session, runtime)
         self._turn_index = 0
         self._outcome = "completed"  # of the last turn: the outcome agent_before_settle reports
-        self._boundary_done: dict[str, Any] | None = None  # the assistant message finish_turn dispatched
-        self.held_messages: list[dict[str, Any]] = []  # send_message(trigger_turn=False) during a turn
+        self._boundary_done: JsonObject | None = None  # the assistant message finish_turn dispatched
+        self.held_messages: list[JsonObject] = []  # send_message(trigger_turn=False) during a turn
 
     def append_custom(self, custom: dict[str, Any]) -> None:
         """Add a custom message to the transcript and the session file, with its message events."""
@@ -68,11 +69,11 @@ class Boundaries(Dispatcher):
         self._outcome = stop if stop in ("aborted", "error") else "completed"
         if not self.has_handlers("turn_end"):
             return False
-        entry_id = self.session.entry_id_of(cast(dict[str, Any], message))
+        entry_id = self.session.entry_id_of(cast(JsonObject, message))
         if entry_id is None:
             self._boundary_error("turn_end", "turn_end could not resolve the persisted assistant entry ID")
             return False
-        result_ids = [self.session.entry_id_of(cast(dict[str, Any], r)) for r in results]
+        result_ids = [self.session.entry_id_of(cast(JsonObject, r)) for r in results]
         event = {"type": "turn_end", "turnIndex": self._turn_index, "message": message, "toolResults": results,
                  "messageEntryId": entry_id, "toolResultEntryIds": [i for i in result_ids if i is not None],
                  "outcome": self._outcome}
@@ -101,16 +102,16 @@ class Boundaries(Dispatcher):
             return False
         return True
 
-    async def _boundary(self, base: dict[str, Any]) -> tuple[list[dict[str, Any]], bool]:
+    async def _boundary(self, base: dict[str, Any]) -> tuple[list[JsonObject], bool]:
         """Run a boundary event's handlers: each sees the drafts and decision so far and the context they
         make; a handler's ``entries``/``continue`` replace them. Drafts the store would refuse void all."""
         kind = base["type"]
 
-        def event(state: _Drafts) -> dict[str, Any]:
+        def event(state: _Drafts) -> JsonObject:
             drafts, proceed, context, _ = state
             return {**base, "entries": drafts, "continue": proceed, "context": context}
 
-        def step(state: _Drafts, result: Any, ext: Extension) -> _Drafts:
+        def step(state: _Drafts, result: object, ext: Extension) -> _Drafts:
             drafts, proceed, context, _ = state
             if isinstance(result, dict):
                 if result.get("entries") is not None:
@@ -127,10 +128,10 @@ class Boundaries(Dispatcher):
         drafts, proceed, _, valid = await self.chain(kind, start, event, step)
         return (drafts, proceed) if valid else ([], False)
 
-    def _preview(self, drafts: list[dict[str, Any]], boundary: str) -> dict[str, Any]:
+    def _preview(self, drafts: list[JsonObject], boundary: str) -> JsonObject:
         return preview_context(self.session.sm, drafts, self.rt.agent, self.held_messages, boundary)
 
-    def _commit_drafts(self, drafts: list[dict[str, Any]]) -> None:
+    def _commit_drafts(self, drafts: list[JsonObject]) -> None:
         """Write the drafts, give the agent the context they make, and announce each entry."""
         if not drafts:
             return

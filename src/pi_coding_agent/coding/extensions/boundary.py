@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.session import SessionManager, convert_to_llm
 from pi_coding_agent.coding.session.entries import Entry
 
@@ -48,8 +49,8 @@ def _tokens_now(sm: SessionManager) -> int:
     return projected_tokens(project(branch), branch)
 
 
-def preview_context(sm: SessionManager, drafts: list[dict[str, Any]], agent: Agent,
-                    held: list[dict[str, Any]], boundary: str) -> dict[str, Any]:
+def preview_context(sm: SessionManager, drafts: list[JsonObject], agent: Agent,
+                    held: list[JsonObject], boundary: str) -> JsonObject:
     """The ``context`` a boundary handler sees: what the model would get once the drafts were written,
     the messages still waiting, and whether one more request could run."""
     from pi_coding_agent.coding.compaction.projection import project, projected_messages

@@ -8,7 +8,7 @@ instead of silently acting on the wrong session.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pi_coding_agent.agent.awaitables import maybe_await
 from pi_coding_agent.ai.types import JsonObject
@@ -161,8 +161,8 @@ class ExtensionContext:
         runner.spawn(runner.session.abort())
 
     def compact(self, custom_instructions: str | None = None,
-                on_complete: Callable[[JsonObject], Any] | None = None,
-                on_error: Callable[[Exception], Any] | None = None) -> None:
+                on_complete: Callable[[JsonObject], object] | None = None,
+                on_error: Callable[[Exception], object] | None = None) -> None:
         """Fire and forget, like ``abort``; the callbacks report the outcome."""
         runner = self._live()
 
@@ -184,7 +184,7 @@ class ExtensionContext:
         runner.spawn(runner.request_shutdown())
 
 
-WithSession = Callable[["CommandContext"], Awaitable[Any] | Any]
+WithSession = Callable[["CommandContext"], Awaitable[object] | object]
 
 
 class CommandContext(ExtensionContext):
@@ -194,7 +194,7 @@ class CommandContext(ExtensionContext):
     async def wait_for_idle(self) -> None:
         await self._live().session.wait_for_idle()
 
-    def get_system_prompt_options(self) -> dict[str, Any]:
+    def get_system_prompt_options(self) -> JsonObject:
         """The base inputs of the system prompt, in ``before_agent_start``'s ``systemPromptOptions``
         shape (context files included: keep it out of logs and command lists)."""
         return self._live().rt.system_prompt_options()

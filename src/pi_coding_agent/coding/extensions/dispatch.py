@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, cast
 
 from pi_coding_agent.agent.awaitables import maybe_await
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.extensions.context import ExtensionContext
 from pi_coding_agent.coding.extensions.registry import Binding, Extension, Handler
 
@@ -40,7 +41,7 @@ class Dispatcher:
         self.session = session
         self.extensions: list[Extension] = []
         self.binding = Binding()
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self._tasks: set[asyncio.Task[object]] = set()
 
     @property
     def handle(self) -> RunnerHandle:
@@ -51,7 +52,7 @@ class Dispatcher:
     def context(self) -> ExtensionContext:
         return ExtensionContext(self.handle, self.binding)
 
-    def spawn(self, coroutine: Awaitable[Any]) -> None:
+    def spawn(self, coroutine: Awaitable[object]) -> None:
         task = asyncio.ensure_future(coroutine)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -79,7 +80,7 @@ class Dispatcher:
             return FAILED
 
     async def chain(self, kind: str, state: S, event: Callable[[S], dict[str, Any]],
-                    step: Callable[[S, Any, Extension], S], until: Callable[[S], bool] = _never,
+                    step: Callable[[S, object, Extension], S], until: Callable[[S], bool] = _never,
                     fail: Fail | None = None) -> S:
         """Run the handlers of ``kind``: each gets ``event(state)``, ``step`` folds its result (``FAILED``
         when it raised) into the state, and the chain stops early once ``until(state)`` holds. With
@@ -93,10 +94,10 @@ class Dispatcher:
     async def notify(self, event: dict[str, Any]) -> None:
         await self.chain(event["type"], None, lambda _: event, lambda state, _result, _ext: state)
 
-    async def first(self, event: dict[str, Any], accept: Callable[[dict[str, Any]], object],
+    async def first(self, event: dict[str, Any], accept: Callable[[JsonObject], object],
                     fail: Fail | None = None) -> dict[str, Any] | None:
         """Gate: the first dict result ``accept`` takes, or None."""
-        def step(found: dict[str, Any] | None, result: Any, _: Extension) -> dict[str, Any] | None:
+        def step(found: JsonObject | None, result: object, _: Extension) -> JsonObject | None:
             return result if isinstance(result, dict) and accept(result) else found
 
         return await self.chain(event["type"], None, lambda _: event, step, lambda found: found is not None, fail)

@@ -10,11 +10,10 @@ import asyncio
 import contextlib
 import sys
 from collections.abc import Callable
-from typing import Any
 
 from pi_coding_agent.agent.awaitables import is_awaitable
 
-BusHandler = Callable[[Any], Any]
+BusHandler = Callable[[object], object]
 
 
 class EventBus:
@@ -22,7 +21,7 @@ class EventBus:
 
     def __init__(self) -> None:
         self._handlers: dict[str, list[BusHandler]] = {}
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self._tasks: set[asyncio.Task[object]] = set()
 
     def on(self, channel: str, handler: BusHandler) -> Callable[[], None]:
         handlers = self._handlers.setdefault(channel, [])
@@ -34,7 +33,7 @@ class EventBus:
 
         return unsubscribe
 
-    def emit(self, channel: str, data: Any = None) -> None:
+    def emit(self, channel: str, data: object = None) -> None:
         for handler in list(self._handlers.get(channel, ())):
             try:
                 result = handler(data)
@@ -49,7 +48,7 @@ class EventBus:
     def clear(self) -> None:
         self._handlers.clear()
 
-    def _finished(self, channel: str, task: asyncio.Task[Any]) -> None:
+    def _finished(self, channel: str, task: asyncio.Task[object]) -> None:
         self._tasks.discard(task)
         if not task.cancelled() and task.exception() is not None:
             _report(channel, task.exception())

@@ -8,7 +8,7 @@ satisfies the first and ``ExtensionRunner`` the second, so ``api`` and ``context
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.session_host import SessionHost
@@ -78,9 +78,9 @@ class RunnerHandle(Protocol):
     @property
     def context(self) -> object: ...
 
-    def spawn(self, coroutine: Awaitable[Any]) -> None: ...
+    def spawn(self, coroutine: Awaitable[object]) -> None: ...
 
-    def defer(self, start: Callable[[], Awaitable[Any]]) -> None: ...
+    def defer(self, start: Callable[[], Awaitable[object]]) -> None: ...
 
     def activate_tool(self, tool: AgentTool) -> None: ...
 

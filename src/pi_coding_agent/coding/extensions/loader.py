@@ -122,8 +122,8 @@ def package_extensions(packages: PackageSet) -> list[ExtensionSource]:
     return out
 
 
-def _skipped(reason: str) -> Callable[[Any], Any]:
-    def setup(_pi: Any) -> None:
+def _skipped(reason: str) -> Callable[[object], object]:
+    def setup(_pi: object) -> None:
         raise LoadError(f"package skipped: {reason}")
     return setup
 
@@ -164,7 +164,7 @@ def import_extension(path: Path) -> ModuleType:
     return module
 
 
-def in_process(setup: Callable[[Any], Any]) -> ExtensionSource:
+def in_process(setup: Callable[[object], object]) -> ExtensionSource:
     """An SDK caller's ``setup(pi)`` as an extension; its name stands in for a path in reports."""
     name = getattr(setup, "__qualname__", None) or type(setup).__name__
     return ExtensionSource(Path(f"<sdk:{name}>"), "sdk", "temporary", None, setup)

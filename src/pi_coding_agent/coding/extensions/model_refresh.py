@@ -22,13 +22,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pi_coding_agent.agent.awaitables import maybe_await
+from pi_coding_agent.ai.types import JsonObject
 
 if TYPE_CHECKING:
     from pi_coding_agent.ai.abort import AbortSignal
     from pi_coding_agent.coding.extensions.host import RunnerHandle
     from pi_coding_agent.coding.extensions.registry import Registration
 
-Credential = dict[str, Any]
+Credential = JsonObject
 Entry = dict[str, Any]  # a models-store.json entry: {"models": [...], "checkedAt"?, "lastModified"?, "etag"?}
 REFRESH_TIMEOUT_S = 15.0  # pi's bound on its background model refresh
 
@@ -63,9 +64,9 @@ class ModelRefresh:
         return await self._publish(persist, update)
 
 
-ModelList = list[dict[str, Any]] | None  # model definitions in models.json's shape; None keeps the current ones
+ModelList = list[JsonObject] | None  # model definitions in models.json's shape; None keeps the current ones
 RefreshModels = Callable[[ModelRefresh], Awaitable[ModelList] | ModelList]
-FetchModels = Callable[[ModelRefresh], Awaitable[list[dict[str, Any]]] | list[dict[str, Any]]]
+FetchModels = Callable[[ModelRefresh], Awaitable[list[JsonObject]] | list[JsonObject]]
 
 
 async def refresh_all(runner: RunnerHandle, allow_network: bool) -> None:
@@ -116,7 +117,7 @@ async def refresh_one(runner: RunnerHandle, name: str, allow_network: bool) -> N
         print(f"Extension provider {name}: model refresh failed: {reason}", file=sys.stderr)
 
 
-def _entry(persist: Any) -> Entry:
+def _entry(persist: object) -> Entry:
     """A copy of what the extension persists, checked to be a snapshot pi can read back."""
     import orjson
 
@@ -146,7 +147,7 @@ async def _fetch_phase(runner: RunnerHandle, name: str, registration: Registrati
     from pi_coding_agent.ai.models.store import KNOWN_TYPES
     from pi_coding_agent.ai.types import now_ms
 
-    def install(dynamic: list[dict[str, Any]]) -> None:
+    def install(dynamic: list[JsonObject]) -> None:
         baseline = list(registration.config.get("models") or [])
         chat = {m["id"]: m for m in dynamic if m.get("type", "chat") == "chat" and isinstance(m.get("id"), str)}
         merged = [chat.pop(m.get("id"), m) for m in baseline] + list(chat.values())
@@ -168,7 +169,7 @@ async def _fetch_phase(runner: RunnerHandle, name: str, registration: Registrati
     await context.publish(persist={"models": full, "checkedAt": now_ms()}, update=lambda: install(refreshed))
 
 
-def _install(runner: RunnerHandle, name: str, registration: Registration, models: list[dict[str, Any]]) -> None:
+def _install(runner: RunnerHandle, name: str, registration: Registration, models: list[JsonObject]) -> None:
     try:
         runner.rt.registry.register_provider(name, {**registration.config, "models": models})
     except ValueError as exc:

@@ -66,11 +66,11 @@ class AuthInteraction:
         return await self._ui.prompt(kind, str(prompt.get("message", "")), placeholder=prompt.get("placeholder"),
                                      options=options or None)
 
-    def notify(self, event: Mapping[str, Any]) -> None:
+    def notify(self, event: Mapping[str, object]) -> None:
         self._ui.notify(dict(event))
 
 
-Resolve = Callable[[AuthInput], Awaitable[Mapping[str, Any] | None]]
+Resolve = Callable[[AuthInput], Awaitable[Mapping[str, object] | None]]
 
 
 @dataclass
@@ -81,7 +81,7 @@ class ApiKeyAuth:
 
     name: str
     resolve: Resolve
-    login: Callable[[AuthInteraction], Awaitable[Mapping[str, Any]]] | None = None
+    login: Callable[[AuthInteraction], Awaitable[Mapping[str, object]]] | None = None
     check: Resolve | None = None
 
 
@@ -89,10 +89,10 @@ class ApiKeyAuth:
 class ProviderAuth:
     """pi-ai's ``ProviderAuth`` (its ``oauth`` stays ``Provider.oauth``, pi's extension sign-in shape)."""
 
-    api_key: ApiKeyAuth | Mapping[str, Any] | None = None
+    api_key: ApiKeyAuth | Mapping[str, object] | None = None
 
 
-def as_api_key_auth(value: ProviderAuth | Mapping[str, Any] | None) -> ApiKeyAuth | None:
+def as_api_key_auth(value: ProviderAuth | Mapping[str, object] | None) -> ApiKeyAuth | None:
     """The ``ApiKeyAuth`` of a ``Provider.auth`` (a ``ProviderAuth`` or a dict of its fields); ValueError
     naming what is wrong."""
     if value is None:
@@ -113,11 +113,11 @@ class ExtensionKeySource:
         self.auth = auth
         self.can_login = auth.login is not None
 
-    async def _call(self, step: str, function: Resolve, credential: Credential | None) -> Mapping[str, Any] | None:
+    async def _call(self, step: str, function: Resolve, credential: Credential | None) -> Mapping[str, object] | None:
         from pi_coding_agent.ai.abort import AbortSignal
 
         try:
-            result: Any = await maybe_await(function(AuthInput(AuthContext(), credential, AbortSignal())))
+            result: object = await maybe_await(function(AuthInput(AuthContext(), credential, AbortSignal())))
         except Exception as exc:
             print(f"Extension provider {self.provider}: API key {step} failed: {type(exc).__name__}", file=sys.stderr)
             return None
@@ -150,7 +150,7 @@ class ExtensionKeySource:
         assert self.auth.login is not None
         signal = AbortSignal()
         try:
-            value: Any = await maybe_await(self.auth.login(AuthInteraction(ui, signal)))
+            value: object = await maybe_await(self.auth.login(AuthInteraction(ui, signal)))
         except (LoginCancelled, OAuthError):
             raise
         except Exception as exc:
@@ -167,5 +167,5 @@ def _api_key(credential: Credential | None) -> Credential | None:
     return credential if credential is not None and credential.get("type") == "api_key" else None
 
 
-def _strings(value: Any) -> dict[str, str]:
+def _strings(value: object) -> dict[str, str]:
     return {str(k): v for k, v in value.items() if isinstance(v, str)} if isinstance(value, Mapping) else {}

@@ -34,7 +34,7 @@ def with_provider_events(dispatcher: Dispatcher, options: StreamOptions, model: 
 
         changes["on_response"] = on_response
     if dispatcher.has_handlers("provider_stream_event"):
-        async def on_stream_event(data: Any) -> None:
+        async def on_stream_event(data: object) -> None:
             await dispatcher.notify({"data": data, "type": "provider_stream_event", "provider": model["provider"],
                                      "api": model["api"], "model": model["id"]})
 

@@ -62,11 +62,11 @@ class Provider:
     api_key: str | None = None
     headers: dict[str, str] | None = None
     stream: Adapter | None = None
-    oauth: ProviderOAuth | Mapping[str, Any] | None = None
+    oauth: ProviderOAuth | Mapping[str, object] | None = None
     refresh_models: RefreshModels | None = None
     fetch_models: FetchModels | None = None
     filter_models: ModelFilter | None = None
-    auth: ProviderAuth | Mapping[str, Any] | None = None
+    auth: ProviderAuth | Mapping[str, object] | None = None
 
     def config(self) -> JsonObject:
         """The models.json-shaped entry (camelCase, unset fields left out)."""
@@ -82,11 +82,11 @@ class LoginCallbacks:
         self._ui = ui
         self.signal = signal
 
-    def on_auth(self, info: Mapping[str, Any]) -> None:
+    def on_auth(self, info: Mapping[str, object]) -> None:
         """Show the authorization URL (``url``, ``instructions?``)."""
         self._ui.notify({"type": "auth_url", **info})
 
-    def on_device_code(self, info: Mapping[str, Any]) -> None:
+    def on_device_code(self, info: Mapping[str, object]) -> None:
         """Show a device code (``userCode``, ``verificationUri``, ...)."""
         self._ui.notify({"type": "device_code", **info})
 
@@ -106,7 +106,7 @@ class LoginCallbacks:
         return await self._ui.prompt("select", str(prompt["message"]), options=options)
 
 
-def as_oauth(value: ProviderOAuth | Mapping[str, Any]) -> ProviderOAuth:
+def as_oauth(value: ProviderOAuth | Mapping[str, object]) -> ProviderOAuth:
     """A ``ProviderOAuth`` from itself or a dict of its fields; ValueError names what is wrong."""
     oauth = from_fields(ProviderOAuth, value, "oauth")
     if not isinstance(oauth.name, str) or not all(callable(f) for f in (oauth.login, oauth.refresh_token,
@@ -125,13 +125,13 @@ def oauth_spec(provider: str, title: str, oauth: ProviderOAuth) -> OAuthProvider
     from pi_coding_agent.ai.auth.oauth.store import is_oauth
     from pi_coding_agent.coding.commands.login import LoginCancelled
 
-    def checked(value: Any, step: str) -> Credential:
+    def checked(value: object, step: str) -> Credential:
         credential = {**value, "type": "oauth"} if isinstance(value, Mapping) else None
         if credential is None or not is_oauth(credential):
             raise OAuthError(f"{step} must return a dict with access, refresh and expires")
         return credential
 
-    async def run(call: Callable[[], Awaitable[Any]]) -> object:
+    async def run(call: Callable[[], Awaitable[object]]) -> object:
         """The extension function's result; what it raises (but a cancelled dialog) as an OAuthError."""
         try:
             return await call()
@@ -179,7 +179,7 @@ def oauth_spec(provider: str, title: str, oauth: ProviderOAuth) -> OAuthProvider
 
 
 def register(runner: RunnerHandle, name: str, config: JsonObject, extension_path: str, *,
-             stream: Adapter | None = None, oauth: ProviderOAuth | Mapping[str, Any] | None = None,
+             stream: Adapter | None = None, oauth: ProviderOAuth | Mapping[str, object] | None = None,
              refresh_models: RefreshModels | None = None, filter_models: ModelFilter | None = None,
              native: Provider | None = None) -> None:
     """Register one provider with every layer that serves it; ValueError (nothing changed) when it

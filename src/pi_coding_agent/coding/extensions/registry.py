@@ -8,12 +8,12 @@ from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar
 
 from pi_coding_agent.agent.tool import AgentTool
-from pi_coding_agent.ai.types import now_ms
+from pi_coding_agent.ai.types import JsonObject, now_ms
 from pi_coding_agent.coding.extensions.loader import ExtensionSource
 
 _T = TypeVar("_T")
 
-Handler = Callable[[dict[str, Any], Any], Any]
+Handler = Callable[[JsonObject, object], object]
 
 STALE_MESSAGE = (
     "This extension context is stale: the session was replaced (new session, fork or switch) after it was "
@@ -42,7 +42,7 @@ class Command:
 
     name: str
     description: str | None
-    handler: Callable[[str, Any], Any]
+    handler: Callable[[str, object], object]
 
 
 @dataclass
@@ -51,7 +51,7 @@ class Shortcut:
 
     key: str
     description: str | None
-    handler: Callable[[Any], Any]
+    handler: Callable[[object], object]
 
 
 @dataclass
@@ -62,7 +62,7 @@ class Extension:
     handlers: dict[str, list[Handler]] = field(default_factory=dict)
     commands: dict[str, Command] = field(default_factory=dict)  # a name registered again replaces, in place
     tools: dict[str, AgentTool] = field(default_factory=dict)
-    flags: dict[str, dict[str, Any]] = field(default_factory=dict)  # register_flag options, by flag name
+    flags: dict[str, JsonObject] = field(default_factory=dict)  # register_flag options, by flag name
     shortcuts: dict[str, Shortcut] = field(default_factory=dict)  # by key as registered
     message_renderers: dict[str, Callable[..., Any]] = field(default_factory=dict)  # by customType
 
@@ -71,10 +71,10 @@ class Extension:
         return str(self.source.path)
 
 
-def custom_message(message: dict[str, Any]) -> dict[str, Any]:
+def custom_message(message: JsonObject) -> JsonObject:
     """An extension's ``{customType, content, display, details?}`` as a ``custom`` transcript message."""
     content = message.get("content", "")
-    out: dict[str, Any] = {"role": "custom", "customType": message.get("customType", "extension"),
+    out: JsonObject = {"role": "custom", "customType": message.get("customType", "extension"),
                            "content": content, "display": bool(message.get("display", True))}
     if message.get("details") is not None:
         out["details"] = message["details"]

@@ -37,7 +37,7 @@ async def discover_resources(dispatcher: Dispatcher, reason: str = "startup") ->
     rt = dispatcher.rt
     event = {"type": "resources_discover", "cwd": str(rt.cwd), "reason": reason}
 
-    def collect(found: Found, result: Any, ext: Extension) -> Found:
+    def collect(found: Found, result: object, ext: Extension) -> Found:
         if isinstance(result, dict) and result is not FAILED:
             for key in KEYS:
                 paths = result.get(key)

@@ -64,7 +64,7 @@ class ExtensionRunner(Commands, AgentHooks):
         self._trust_asked: set[Path] = {runtime.cwd.resolve()}  # directories project_trust was asked for
         self.shutdown_requested = False
         self.settling = False  # agent_settled handlers are running
-        self._deferred: list[Callable[[], Awaitable[Any]]] = []
+        self._deferred: list[Callable[[], Awaitable[object]]] = []
         self._install_hooks()
         session.subscribe(self._on_session_event, ("agent_settled", "thinking_level_changed"))
         runtime.after_sign_in = self._refresh_signed_in
@@ -111,7 +111,7 @@ class ExtensionRunner(Commands, AgentHooks):
 
             await refresh_all(self, allow_network=False)
 
-    def _setup_of(self, source: ExtensionSource) -> Callable[[Any], Any]:
+    def _setup_of(self, source: ExtensionSource) -> Callable[[object], object]:
         if source.setup is not None:
             return source.setup
         if source.path.suffix in TYPESCRIPT_SUFFIXES:
@@ -120,7 +120,7 @@ class ExtensionRunner(Commands, AgentHooks):
             return setup_for(source.path)
         module = self._modules.get(source.path) or import_extension(source.path)
         self._modules[source.path] = module
-        setup: Callable[[Any], Any] = module.setup
+        setup: Callable[[object], object] = module.setup
         return setup
 
     async def start(self, reason: str, previous_session_file: str | None = None) -> None:
@@ -198,7 +198,7 @@ class ExtensionRunner(Commands, AgentHooks):
             for start in deferred:
                 self.spawn(start())
 
-    def defer(self, start: Callable[[], Awaitable[Any]]) -> None:
+    def defer(self, start: Callable[[], Awaitable[object]]) -> None:
         """Keep work an ``agent_settled`` handler requested until the session is idle."""
         self._deferred.append(start)
 

@@ -37,19 +37,19 @@ class ToolContext(ExtensionContext):
         self._call_signal = signal
         self._calls = 0
         self.nested = NestedCalls()
-        self.nested_usage: dict[str, Any] | None = None
+        self.nested_usage: JsonObject | None = None
 
     def _host(self) -> SessionCodemodeHost:
         return SessionCodemodeHost(self._live().rt)
 
     @property
-    def tools(self) -> list[dict[str, Any]]:
+    def tools(self) -> list[JsonObject]:
         """The tools ``execute_tool`` can reach: ``name``, ``description``, ``parameters``."""
         return [{"name": t.name, "description": t.description, "parameters": t.parameters}
                 for t in self._host().callable_tools()]
 
-    async def execute_tool(self, name: str, args: Any = None, *, signal: AbortSignal | None = None,
-                           on_update: Callable[[JsonObject], Any] | None = None) -> dict[str, Any]:
+    async def execute_tool(self, name: str, args: object = None, *, signal: AbortSignal | None = None,
+                           on_update: Callable[[JsonObject], object] | None = None) -> JsonObject:
         """Run another tool: ``{toolCall, result: {content, details?, ...}, isError}`` (failures included);
         ``on_update`` receives each partial result the nested tool reports."""
         host = self._host()
@@ -71,7 +71,7 @@ class ToolContext(ExtensionContext):
         return {"toolCall": call, "result": result.to_wire(), "isError": result.is_error}
 
 
-def _updates_of(call_id: str, on_update: Callable[[JsonObject], Any]) -> Callable[[CoreEvent], None]:
+def _updates_of(call_id: str, on_update: Callable[[JsonObject], object]) -> Callable[[CoreEvent], None]:
     """An agent-event listener passing the nested call's ``tool_execution_update`` results on."""
     def listen(event: CoreEvent) -> None:
         if event["type"] == "tool_execution_update" and event["toolCallId"] == call_id:
@@ -84,7 +84,7 @@ def _text(result: ToolResult) -> str:
     return "\n".join(str(block.get("text", "")) for block in result.content if block.get("type") == "text")
 
 
-def add_usage(total: dict[str, Any] | None, usage: dict[str, Any]) -> dict[str, Any]:
+def add_usage(total: dict[str, Any] | None, usage: dict[str, Any]) -> JsonObject:
     """Token counts (and the ``cost`` object) summed key by key."""
     out = dict(total or {})
     for key, value in usage.items():

@@ -27,7 +27,7 @@ from pi_coding_agent.coding.ui import NoUI
 if TYPE_CHECKING:
     from types import ModuleType
 
-Handler = Callable[[JsonObject, Any], Any]
+Handler = Callable[[JsonObject, object], Any]
 
 
 class _Recorder:
@@ -42,20 +42,20 @@ class _Recorder:
             self.handlers.append((self.path, handler))
         return lambda: None
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> object:
         return _ignored
 
 
 class _Ignored:
     """Whatever else ``setup`` touches in the trust pass: callable, awaitable, attribute of itself."""
 
-    def __call__(self, *args: Any, **kwargs: Any) -> _Ignored:
+    def __call__(self, *args: object, **kwargs: object) -> _Ignored:
         return self
 
     def __getattr__(self, name: str) -> _Ignored:
         return self
 
-    def __await__(self) -> Any:
+    def __await__(self) -> object:
         return iter(())
 
     def __bool__(self) -> bool:

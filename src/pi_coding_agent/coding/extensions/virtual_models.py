@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pi_coding_agent.agent.awaitables import maybe_await
 from pi_coding_agent.coding.extensions.registry import from_fields
@@ -21,12 +21,12 @@ if TYPE_CHECKING:
     from pi_coding_agent.coding.extensions.host import RunnerHandle
 
 
-def register(runner: RunnerHandle, model: VirtualModel | Mapping[str, Any]) -> None:
+def register(runner: RunnerHandle, model: VirtualModel | Mapping[str, object]) -> None:
     definition = from_fields(VirtualModel, model, "virtual model")
     route = definition.route
 
-    async def with_context(request: RouteRequest) -> Route | Mapping[str, Any]:
-        answer: Route | Mapping[str, Any] = await maybe_await(route(request, runner.context))  # type: ignore[call-arg]
+    async def with_context(request: RouteRequest) -> Route | Mapping[str, object]:
+        answer: Route | Mapping[str, object] = await maybe_await(route(request, runner.context))  # type: ignore[call-arg]
         return answer
 
     runner.rt.virtual_models.register(replace(definition, route=with_context))

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from pi_coding_agent.ai.types import JsonObject
+
 LATEST_PROTOCOL_VERSION = "2025-11-25"
 SUPPORTED_PROTOCOL_VERSIONS = (LATEST_PROTOCOL_VERSION, "2025-06-18", "2025-03-26", "2024-11-05")
 METHOD_NOT_FOUND = -32601
@@ -26,7 +28,7 @@ Message = dict[str, Any]
 class McpError(Exception):
     """A JSON-RPC error answer from the server."""
 
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
+    def __init__(self, code: int, message: str, data: object = None) -> None:
         super().__init__(message)
         self.code = code
         self.data = data
@@ -67,9 +69,9 @@ class _Pending:
     """A request to the MCP server awaiting its answer."""
 
     method: str
-    future: asyncio.Future[Any]
+    future: asyncio.Future[object]
     timeout_s: float
-    on_progress: Callable[[dict[str, Any]], None] | None = None
+    on_progress: Callable[[JsonObject], None] | None = None
     timer: asyncio.TimerHandle | None = field(default=None, repr=False)
 
 
@@ -77,7 +79,7 @@ class McpClient:
     """One initialized session with a server. ``on_notification(method, params)`` sees the rest."""
 
     def __init__(self, transport: Transport, *, client_version: str, timeout_s: float,
-                 on_notification: Callable[[str, Any], None] | None = None,
+                 on_notification: Callable[[str, object], None] | None = None,
                  on_close: Callable[[], None] | None = None, roots: list[dict[str, str]] | None = None) -> None:
         self.transport = transport
         self.client_version = client_version
@@ -85,11 +87,11 @@ class McpClient:
         self.on_notification = on_notification or (lambda _m, _p: None)
         self.on_close = on_close or (lambda: None)
         self.closed = False
-        self.initialize_result: dict[str, Any] = {}
+        self.initialize_result: JsonObject = {}
         self._next_id = 0
         self._pending: dict[int, _Pending] = {}
-        self._handlers: dict[str, Callable[[Any], Awaitable[Any]]] = {"ping": _empty}
-        self._capabilities: dict[str, Any] = {}
+        self._handlers: dict[str, Callable[[object], Awaitable[object]]] = {"ping": _empty}
+        self._capabilities: JsonObject = {}
         if roots is not None:  # the ``roots`` capability: servers ask which directories they may use
             self._capabilities["roots"] = {}
             self._handlers["roots/list"] = lambda _params: _value({"roots": list(roots)})
@@ -97,7 +99,7 @@ class McpClient:
         transport.on_close = self._on_transport_close
 
     @property
-    def capabilities(self) -> dict[str, Any]:
+    def capabilities(self) -> JsonObject:
         caps = self.initialize_result.get("capabilities")
         return caps if isinstance(caps, dict) else {}
 
@@ -106,7 +108,7 @@ class McpClient:
         text = self.initialize_result.get("instructions")
         return text if isinstance(text, str) else None
 
-    async def connect(self) -> dict[str, Any]:
+    async def connect(self) -> JsonObject:
         """Start the transport and run the ``initialize`` handshake."""
         await self.transport.start()
         result = await self.request("initialize", {
@@ -123,7 +125,7 @@ class McpClient:
         return result
 
     async def request(self, method: str, params: dict[str, Any] | None = None, *, timeout_s: float | None = None,
-                      on_progress: Callable[[dict[str, Any]], None] | None = None) -> Any:
+                      on_progress: Callable[[JsonObject], None] | None = None) -> Any:
         """Send one request and await its result; cancelling the caller cancels it at the server."""
         if self.closed:
             raise McpConnectionClosed()
@@ -151,15 +153,15 @@ class McpClient:
             if not sending.done():
                 sending.cancel()
 
-    async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+    async def notify(self, method: str, params: JsonObject | None = None) -> None:
         message: Message = {"jsonrpc": "2.0", "method": method}
         if params is not None:
             message["params"] = params
         await self.transport.send(message)
 
-    async def list_all(self, method: str, key: str) -> list[dict[str, Any]]:
+    async def list_all(self, method: str, key: str) -> list[JsonObject]:
         """Every item of a paginated list method, following ``nextCursor``."""
-        items: list[dict[str, Any]] = []
+        items: list[JsonObject] = []
         cursor: str | None = None
         seen: set[str] = set()
         for _ in range(MAX_LIST_PAGES):
@@ -244,7 +246,7 @@ class McpClient:
         else:
             pending.future.set_result(message.get("result"))
 
-    def _on_server_notification(self, method: str, params: Any) -> None:
+    def _on_server_notification(self, method: str, params: object) -> None:
         if method == "notifications/progress" and isinstance(params, dict):
             request_id = params.get("progressToken")
             pending = self._pending.get(request_id) if isinstance(request_id, int) else None
@@ -269,11 +271,11 @@ class McpClient:
             await self.transport.send(reply)
 
 
-async def _empty(_params: Any) -> dict[str, Any]:
+async def _empty(_params: object) -> JsonObject:
     return {}
 
 
-async def _value(value: dict[str, Any]) -> dict[str, Any]:
+async def _value(value: JsonObject) -> JsonObject:
     return value
 
 

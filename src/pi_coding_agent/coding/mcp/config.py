@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.mcp.naming import SERVER_NAME, namespace, pattern_regex
 
 EXPOSURES = ("codemode", "deferred", "direct", "hidden")
@@ -98,11 +99,11 @@ def load_config(agent_dir: Path, cwd: Path, trusted: bool) -> McpConfig:
     return state
 
 
-def _is_record(value: Any) -> bool:
+def _is_record(value: object) -> bool:
     return isinstance(value, dict)
 
 
-def is_override(entry: dict[str, Any]) -> bool:
+def is_override(entry: JsonObject) -> bool:
     """No ``command``, ``url`` or ``type``: the entry patches a server defined elsewhere."""
     return "command" not in entry and "url" not in entry and "type" not in entry
 
@@ -158,7 +159,7 @@ def _add_entry(path: Path, scope: str, name: str, value: Any, servers: dict[str,
     return None
 
 
-def _resolve_aliases(raw: dict[str, Any]) -> dict[str, Any]:
+def _resolve_aliases(raw: dict[str, Any]) -> JsonObject:
     resolved = dict(raw)
     if "exposure" in raw:
         resolved["exposure"] = EXPOSURE_ALIASES.get(raw["exposure"], raw["exposure"])
@@ -167,7 +168,7 @@ def _resolve_aliases(raw: dict[str, Any]) -> dict[str, Any]:
     return resolved
 
 
-def validate_server(name: str, raw: Any) -> dict[str, Any] | str:
+def validate_server(name: str, raw: Any) -> JsonObject | str:
     """The entry with exposure aliases resolved, or pi's error message for it."""
     if not SERVER_NAME.match(name):
         return f'invalid server name "{name}" (use letters, digits, "_" and "-")'
@@ -180,7 +181,7 @@ def validate_server(name: str, raw: Any) -> dict[str, Any] | str:
     return entry
 
 
-def _base_error(entry: dict[str, Any]) -> str | None:
+def _base_error(entry: JsonObject) -> str | None:
     if "enabled" in entry and not isinstance(entry["enabled"], bool):
         return "enabled must be a boolean"
     if "description" in entry and not isinstance(entry["description"], str):
@@ -191,7 +192,7 @@ def _base_error(entry: dict[str, Any]) -> str | None:
     return None
 
 
-def _transport_error(name: str, entry: dict[str, Any]) -> str | None:
+def _transport_error(name: str, entry: JsonObject) -> str | None:
     kind, url, command = entry.get("type"), entry.get("url"), entry.get("command")
     if kind == "sse":
         return f'server "{name}": legacy SSE transport is not supported; use the streamable HTTP URL'
@@ -227,7 +228,7 @@ def _http_error(entry: dict[str, Any], url: str) -> str | None:
     return None
 
 
-def _stdio_error(entry: dict[str, Any]) -> str | None:
+def _stdio_error(entry: JsonObject) -> str | None:
     args = entry.get("args")
     if "args" in entry and not (isinstance(args, list) and all(isinstance(a, str) for a in args)):
         return "args must be an array of strings"
@@ -276,11 +277,11 @@ def edit_servers(path: Path, edit: Any) -> bool:
     return True
 
 
-def add_server(path: Path, name: str, config: dict[str, Any]) -> bool:
+def add_server(path: Path, name: str, config: JsonObject) -> bool:
     """Put ``name`` into ``path``'s ``mcpServers`` (creating the file); whether it replaced an entry."""
     replaced: list[bool] = []
 
-    def put(servers: dict[str, Any] | None, parsed: dict[str, Any]) -> bool:
+    def put(servers: JsonObject | None, parsed: JsonObject) -> bool:
         target = servers if servers is not None else {}
         replaced.append(name in target)
         target[name] = config

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pi_coding_agent.ai.auth.keys import resolve_or_raise
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.mcp.client import McpAuthRequired, McpClient, McpError, directory_root
 from pi_coding_agent.coding.mcp.config import ServerEntry
 from pi_coding_agent.coding.mcp.log import ServerLog
@@ -122,13 +123,13 @@ class ServerConnection:
         self.on_tools(self)
         self.on_change(self)
 
-    async def _list_tools(self, client: McpClient) -> list[dict[str, Any]]:
+    async def _list_tools(self, client: McpClient) -> list[JsonObject]:
         if "tools" not in client.capabilities:
             return []
         tools = await client.list_all("tools/list", "tools")
         return [t for t in tools if isinstance(t.get("name"), str) and t["name"]]
 
-    async def _fail(self, exc: Exception, transport: Any) -> None:
+    async def _fail(self, exc: Exception, transport: object) -> None:
         if self._client is not None:
             with contextlib.suppress(Exception):
                 await self._client.close()
@@ -142,7 +143,7 @@ class ServerConnection:
             self.error = _describe(exc, self.entry) + self._stderr_tail(transport)
         self.on_change(self)
 
-    def _stderr_tail(self, transport: Any) -> str:
+    def _stderr_tail(self, transport: object) -> str:
         tail = str(getattr(transport, "stderr", "") or "").strip()[-STDERR_TAIL_CHARS:]
         return f"\n{tail}" if tail else ""
 
@@ -155,7 +156,7 @@ class ServerConnection:
     def _garbage(self, line: str) -> None:
         self.log.write(self.name, {"level": "warning", "logger": "pi", "data": f"non-JSON line on stdout: {line}"})
 
-    def _notification(self, method: str, params: Any) -> None:
+    def _notification(self, method: str, params: object) -> None:
         if method == "notifications/message":
             self.log.write(self.name, params)
         elif method == "notifications/tools/list_changed" and self._client is not None:
@@ -167,8 +168,8 @@ class ServerConnection:
             self.on_tools(self)
             self.on_change(self)
 
-    async def call_tool(self, tool: str, arguments: dict[str, Any],
-                        on_progress: Callable[[dict[str, Any]], None] | None) -> dict[str, Any]:
+    async def call_tool(self, tool: str, arguments: JsonObject,
+                        on_progress: Callable[[JsonObject], None] | None) -> JsonObject:
         client = await self.client()
         params = {"name": tool, "arguments": arguments}
         try:

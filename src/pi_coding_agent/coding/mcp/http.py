@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 import httpx
 import orjson
@@ -118,7 +117,7 @@ class StreamableHttpTransport:
                 with contextlib.suppress(orjson.JSONDecodeError):
                     self._deliver(orjson.loads(event.data))
 
-    def _deliver(self, payload: Any) -> None:
+    def _deliver(self, payload: object) -> None:
         for message in payload if isinstance(payload, list) else [payload]:
             if isinstance(message, dict):
                 self.on_message(message)

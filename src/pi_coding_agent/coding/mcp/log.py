@@ -11,12 +11,11 @@ import json
 import os
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 MAX_LOG_BYTES = 5 * 1024 * 1024
 
 
-def format_line(server: str, params: Any, now: datetime | None = None) -> str:
+def format_line(server: str, params: object, now: datetime | None = None) -> str:
     message = params if isinstance(params, dict) else {"data": params}
     level = message["level"] if isinstance(message.get("level"), str) else "info"
     logger = f" {message['logger']}:" if isinstance(message.get("logger"), str) and message["logger"] else ""
@@ -32,7 +31,7 @@ class ServerLog:
         self.path = path
         self._size: int | None = None
 
-    def write(self, server: str, params: Any) -> None:
+    def write(self, server: str, params: object) -> None:
         line = format_line(server, params).encode("utf-8")
         with contextlib.suppress(OSError):
             if self._size is None:

@@ -27,6 +27,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 import httpx
 
 from pi_coding_agent.ai.atomic_file import write_atomic
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.mcp.naming import namespace
 
 CALLBACK_PATH = "/callback"
@@ -47,7 +48,7 @@ class CredentialStore:
     def key(name: str, url: str) -> str:
         return f"{namespace(name)}|{url}"
 
-    def _read(self) -> dict[str, Any]:
+    def _read(self) -> JsonObject:
         try:
             data = json.loads(self.path.read_text(encoding="utf-8") or "{}")
         except (OSError, ValueError):
@@ -58,7 +59,7 @@ class CredentialStore:
         state = self._read().get(self.key(name, url))
         return state if isinstance(state, dict) else None
 
-    def save(self, name: str, url: str, state: dict[str, Any] | None) -> bool:
+    def save(self, name: str, url: str, state: JsonObject | None) -> bool:
         """Store (or with None remove) one server's state; True when something changed."""
         states = self._read()
         key = self.key(name, url)
@@ -125,7 +126,7 @@ async def discover(http: httpx.AsyncClient, server_url: str, challenge: str, oau
     return {**metadata, "scopes": resource.get("scopes_supported")}
 
 
-async def _register(http: httpx.AsyncClient, metadata: dict[str, Any], redirect: str, oauth: dict[str, Any]) -> dict[str, Any]:
+async def _register(http: httpx.AsyncClient, metadata: dict[str, Any], redirect: str, oauth: JsonObject) -> dict[str, Any]:
     if oauth.get("clientId"):
         info = {"client_id": oauth["clientId"], "redirect_uris": [redirect]}
         return {**info, **({"client_secret": oauth["clientSecret"]} if oauth.get("clientSecret") else {})}
@@ -142,7 +143,7 @@ async def _register(http: httpx.AsyncClient, metadata: dict[str, Any], redirect:
     return dict(response.json())
 
 
-async def _token_request(http: httpx.AsyncClient, endpoint: str, form: dict[str, str]) -> dict[str, Any]:
+async def _token_request(http: httpx.AsyncClient, endpoint: str, form: dict[str, str]) -> JsonObject:
     response = await http.post(endpoint, data=form, headers={"Accept": "application/json"})
     if response.status_code >= 400:
         raise SignInError(f"token request failed: HTTP {response.status_code} {response.text[:200]}")
@@ -152,7 +153,7 @@ async def _token_request(http: httpx.AsyncClient, endpoint: str, form: dict[str,
     return tokens
 
 
-def _with_tokens(state: dict[str, Any], tokens: dict[str, Any]) -> dict[str, Any]:
+def _with_tokens(state: dict[str, Any], tokens: dict[str, Any]) -> JsonObject:
     if "refresh_token" not in tokens and (previous := (state.get("tokens") or {}).get("refresh_token")):
         tokens = {**tokens, "refresh_token": previous}
     out = {**state, "tokens": tokens}

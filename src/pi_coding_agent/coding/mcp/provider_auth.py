@@ -1,22 +1,23 @@
-"""MCP servers that use a provider's login (``"auth": {"provider": "<id>"}``), and the Radius server.
+"""MCP servers that use a provider's login (``"auth": {"provider": "<id>"}``), and a vendor's own server.
 
 pi lets an HTTP server in mcp.json borrow the credential of a signed-in provider instead of its own
 OAuth sign-in: the token is read from auth.json at each connection (so the provider's refreshes
 apply, and MCP keeps no copy), refreshed before expiry, and once more after a 401. Signing in to
-Radius adds the Radius gateway's MCP server to the global mcp.json that way, unless a global
-server already uses that login, as pi does.
+a vendor with an MCP server (``Vendor.mcp_url``: Radius's gateway) adds that server to the global
+mcp.json that way, unless a global server already uses that login, as pi does.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pi_coding_agent.ai.auth.keys import AuthStorage
 from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.mcp.naming import namespace
 
-RADIUS_PROVIDER = "radius"
-RADIUS_MCP_URL = "https://radius.pi.dev/mcp"
+if TYPE_CHECKING:
+    from pi_coding_agent.ai.providers.vendor import Vendor
 
 
 class ProviderToken:
@@ -49,30 +50,31 @@ class ProviderToken:
             return False
 
 
-def radius_server_plan(provider: str, agent_dir: Path, cwd: Path) -> tuple[str, JsonObject] | None:
-    """(name, config) of the global mcp.json entry that makes the Radius MCP server use ``provider``'s
-    login, adding it when missing; None when a global server already does."""
+def vendor_server_plan(own: Vendor, provider: str, agent_dir: Path, cwd: Path) -> tuple[str, JsonObject] | None:
+    """(name, config) of the global mcp.json entry that makes the vendor's MCP server (``own.mcp_url``)
+    use ``provider``'s login, adding it when missing; None when a global server already does."""
     from pi_coding_agent.coding.mcp.config import load_config
 
+    url = str(own.mcp_url).rstrip("/")
     servers = load_config(agent_dir, cwd, trusted=False).servers
-    existing = next((s for s in servers if str(s.config.get("url", "")).rstrip("/") == RADIUS_MCP_URL), None)
+    existing = next((s for s in servers if str(s.config.get("url", "")).rstrip("/") == url), None)
     if existing is not None and (existing.config.get("auth") or {}).get("provider") == provider:
         return None
     if existing is not None:
         return existing.name, {**{k: v for k, v in existing.config.items() if k != "oauth"}, "auth": {"provider": provider}}
     taken = {namespace(s.name) for s in servers}
-    name, suffix = "radius", 1
+    name, suffix = own.id, 1
     while namespace(name) in taken:
-        name = "radius-mcp" if suffix == 1 else f"radius-mcp-{suffix}"
+        name = f"{own.id}-mcp" if suffix == 1 else f"{own.id}-mcp-{suffix}"
         suffix += 1
-    return name, {"url": RADIUS_MCP_URL, "auth": {"provider": provider}}
+    return name, {"url": own.mcp_url, "auth": {"provider": provider}}
 
 
-def add_radius_server(provider: str, agent_dir: Path, cwd: Path) -> str | None:
-    """Add or update the Radius MCP server after signing in to ``provider``: the line to show, if any."""
+def add_vendor_server(own: Vendor, provider: str, agent_dir: Path, cwd: Path) -> str | None:
+    """Add or update the vendor's MCP server after signing in to ``provider``: the line to show, if any."""
     from pi_coding_agent.coding.mcp.config import add_server
 
-    plan = radius_server_plan(provider, agent_dir, cwd)
+    plan = vendor_server_plan(own, provider, agent_dir, cwd)
     if plan is None:
         return None
     path = agent_dir / "mcp.json"
@@ -80,4 +82,4 @@ def add_radius_server(provider: str, agent_dir: Path, cwd: Path) -> str | None:
         replaced = add_server(path, *plan)
     except (OSError, ValueError) as exc:
         return f"Could not update {path}: {exc}"
-    return f'{"Updated" if replaced else "Added"} MCP server "{plan[0]}" in {path} to use the Radius login.'
+    return f'{"Updated" if replaced else "Added"} MCP server "{plan[0]}" in {path} to use the {own.title} login.'

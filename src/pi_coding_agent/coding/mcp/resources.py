@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pi_coding_agent.agent.tool import AgentTool, ToolResult, UpdateCallback
 from pi_coding_agent.ai.abort import AbortSignal
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.mcp.results import READ_RESOURCE_TOOL, block_to_content, limit_content
 
 if TYPE_CHECKING:  # the connection stack loads when servers connect, not with the session's tools
@@ -54,16 +55,16 @@ _KEYS = {LIST_RESOURCES_TOOL: ("resources/list", "resources"),
 _APP_PROFILE = re.compile(r";\s*profile\s*=\s*\"?mcp-app\"?", re.IGNORECASE)
 
 
-def is_app_resource(item: dict[str, Any]) -> bool:
+def is_app_resource(item: JsonObject) -> bool:
     uri = str(item.get("uri") or item.get("uriTemplate") or "")
     return uri.startswith("ui://") or bool(_APP_PROFILE.search(str(item.get("mimeType") or "")))
 
 
-def _listed(server: str, item: dict[str, Any]) -> dict[str, Any]:
+def _listed(server: str, item: JsonObject) -> JsonObject:
     return {"server": server, **{k: v for k, v in item.items() if k not in ("_meta", "icons")}}
 
 
-def _argument(params: dict[str, Any], key: str) -> str | None:
+def _argument(params: JsonObject, key: str) -> str | None:
     value = params.get(key)
     if value is None:
         return None
@@ -96,7 +97,7 @@ class ResourceTool(AgentTool):
         raise ValueError(f'MCP server "{name}" has no resources' + (f". Servers with resources: {available}"
                                                                     if available else ""))
 
-    async def execute(self, tool_call_id: str, params: dict[str, Any], signal: AbortSignal,
+    async def execute(self, tool_call_id: str, params: JsonObject, signal: AbortSignal,
                       on_update: UpdateCallback) -> ToolResult:
         params = params or {}
         if self.name == READ_RESOURCE_TOOL:
@@ -107,14 +108,14 @@ class ResourceTool(AgentTool):
         details = {"server": _argument(params, "server") or "", "tool": self.name, **({"fullOutputPath": path} if path else {})}
         return ToolResult(content=content, details=details, structured_content=payload)  # type: ignore[arg-type]
 
-    async def _list(self, params: dict[str, Any]) -> dict[str, Any]:
+    async def _list(self, params: JsonObject) -> JsonObject:
         method, key = _KEYS[self.name]
         server_name, cursor = _argument(params, "server"), _argument(params, "cursor")
         if server_name:
             server = self._find(server_name)
             page = await _page(server, method, key, cursor)
             items = [_listed(server.name, i) for i in page.get(key) or [] if isinstance(i, dict) and not is_app_resource(i)]
-            out: dict[str, Any] = {"server": server.name, key: items}
+            out: JsonObject = {"server": server.name, key: items}
             if isinstance(page.get("nextCursor"), str):
                 out["nextCursor"] = page["nextCursor"]
             return out
@@ -130,7 +131,7 @@ class ResourceTool(AgentTool):
                 items += [_listed(server.name, i) for i in result if not is_app_resource(i)]
         return {key: items, **({"errors": errors} if errors else {})}
 
-    async def _read(self, params: dict[str, Any]) -> ToolResult:
+    async def _read(self, params: JsonObject) -> ToolResult:
         server_name, uri = _argument(params, "server"), _argument(params, "uri")
         if not server_name:
             raise ValueError("server must be provided")
@@ -139,7 +140,7 @@ class ResourceTool(AgentTool):
         server = self._find(server_name)
         result = await (await server.client()).request("resources/read", {"uri": uri})
         contents = [c for c in (result or {}).get("contents") or [] if isinstance(c, dict)]
-        blocks: list[dict[str, Any]] = []
+        blocks: list[JsonObject] = []
         for item in contents:
             if len(contents) > 1:
                 blocks.append({"type": "text", "text": f"{item.get('uri')}:"})
@@ -161,7 +162,7 @@ async def _page(server: ServerConnection, method: str, key: str, cursor: str | N
     return page if isinstance(page, dict) else {}
 
 
-async def _all(server: ServerConnection, method: str, key: str) -> list[dict[str, Any]]:
+async def _all(server: ServerConnection, method: str, key: str) -> list[JsonObject]:
     try:
         return await (await server.client()).list_all(method, key)
     except Exception as exc:

@@ -14,6 +14,7 @@ import re
 from typing import Any
 from urllib.parse import urlsplit
 
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.tools.truncate import format_size
 
 MAX_OUTPUT_BYTES = 20 * 1024
@@ -48,11 +49,11 @@ def _extension_of(uri: str) -> str:
     return match.group(0) if match else ".bin"
 
 
-def _text(text: str) -> dict[str, Any]:
+def _text(text: str) -> JsonObject:
     return {"type": "text", "text": text}
 
 
-def _binary_resource(uri: str, mime: str | None, blob: str) -> dict[str, Any]:
+def _binary_resource(uri: str, mime: str | None, blob: str) -> JsonObject:
     import base64
 
     data = base64.b64decode(blob)
@@ -119,7 +120,7 @@ def truncate_middle(text: str, max_bytes: int = MAX_OUTPUT_BYTES) -> tuple[str, 
     return cut, len(data), lines
 
 
-def limit_content(content: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str | None]:
+def limit_content(content: list[dict[str, Any]]) -> tuple[list[JsonObject], str | None]:
     """Content within the output limit, and the path of the full text when it was cut."""
     combined = "\n".join(b["text"] for b in content if b.get("type") == "text")
     truncation = truncate_middle(combined)
@@ -138,7 +139,7 @@ def limit_content(content: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], 
 
 
 def convert_result(server: str, tool: str, result: dict[str, Any], readable_resources: bool = False,
-                   ) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any] | None, bool]:
+                   ) -> tuple[list[JsonObject], JsonObject, JsonObject | None, bool]:
     """``(content, details, structuredContent, is_error)`` of one ``tools/call`` answer."""
     blocks = [b for b in result.get("content") or [] if isinstance(b, dict)]
     if blocks:
@@ -151,14 +152,14 @@ def convert_result(server: str, tool: str, result: dict[str, Any], readable_reso
     if is_error and not "".join(b.get("text", "") for b in converted if b.get("type") == "text"):
         converted.append(_text(f"MCP tool {server}/{tool} returned an error"))
     content, full_path = limit_content(converted)
-    details: dict[str, Any] = {"server": server, "tool": tool}
+    details: JsonObject = {"server": server, "tool": tool}
     if full_path:
         details["fullOutputPath"] = full_path
-    structured: dict[str, Any] | None = {k: v for k, v in result.items() if k != "_meta"}
+    structured: JsonObject | None = {k: v for k, v in result.items() if k != "_meta"}
     if full_path and _rough_size(blocks) > MAX_STRUCTURED_BYTES:
         structured = None
     return content, details, structured, is_error
 
 
-def _rough_size(blocks: list[dict[str, Any]]) -> int:
+def _rough_size(blocks: list[JsonObject]) -> int:
     return sum(len(str(b.get("text") or b.get("data") or "")) for b in blocks)

@@ -390,7 +390,7 @@ class McpSession:
                             and not (self.activated_codemode and t.name == CODEMODE)])
 
 
-def tool_filter(args: Any) -> Any:
+def tool_filter(args: object) -> Any:
     """``--tools`` keeps MCP tools unless an entry starts with ``mcp__``; ``--exclude-tools`` removes."""
     from pi_coding_agent.coding.mcp.naming import name_matcher
 
@@ -401,7 +401,7 @@ def tool_filter(args: Any) -> Any:
     return lambda name: included(name) and not excluded(name)
 
 
-def _namespace_text(manager: McpManager, tool: Any) -> str:
+def _namespace_text(manager: McpManager, tool: object) -> str:
     """The server's namespace, description and instructions, which tool search weighs lightly."""
     server = getattr(tool, "server", None)
     if server is None:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pi_coding_agent.agent.tool import AgentTool, ToolResult, UpdateCallback
 from pi_coding_agent.ai.abort import AbortSignal
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.mcp.results import convert_result
 
 if TYPE_CHECKING:
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
 ANNOTATION_HINTS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
 
 
-def normalize_schema(schema: Any) -> dict[str, Any]:
+def normalize_schema(schema: object) -> JsonObject:
     """An object schema: servers may omit ``type`` and some providers reject a missing ``properties``."""
     base = dict(schema) if isinstance(schema, dict) else {}
     base["type"] = base.get("type") or "object"
@@ -29,7 +30,7 @@ def normalize_schema(schema: Any) -> dict[str, Any]:
 
 
 # MCP content blocks as scripts read them most: one type with the fields of text and image blocks.
-CONTENT_BLOCK_SCHEMA: dict[str, Any] = {
+CONTENT_BLOCK_SCHEMA: JsonObject = {
     "type": "object",
     "properties": {"type": {"enum": ["text", "image", "audio", "resource_link", "resource"]},
                    "text": {"type": "string"}, "data": {"type": "string"}, "mimeType": {"type": "string"}},
@@ -41,7 +42,7 @@ _MAP_KEYWORDS = frozenset({"properties", "patternProperties", "dependentSchemas"
                            "definitions"})  # keys are names, values schemas
 
 
-def result_schema(structured: Any) -> dict[str, Any]:
+def result_schema(structured: object) -> JsonObject:
     """Output schema of every MCP tool, as pi declares it: the ``CallToolResult`` a codemode script
     receives, the tool's own output schema (if any) as its ``structuredContent``."""
     return {
@@ -56,13 +57,13 @@ def result_schema(structured: Any) -> dict[str, Any]:
     }
 
 
-def _relocate(schema: Any, pointer: str) -> Any:
+def _relocate(schema: object, pointer: str) -> object:
     """``schema`` moved to ``pointer`` of an enclosing schema: its local ``$ref``s point below it."""
     if isinstance(schema, list):
         return [_relocate(item, pointer) for item in schema]
     if not isinstance(schema, dict):
         return schema
-    moved: dict[str, Any] = {}
+    moved: JsonObject = {}
     for key, value in schema.items():
         if key == "$ref" and isinstance(value, str) and (value == "#" or value.startswith("#/")):
             moved[key] = pointer + value[1:]
@@ -78,7 +79,7 @@ def _relocate(schema: Any, pointer: str) -> Any:
 JSON_TYPES = frozenset({"string", "number", "integer", "boolean", "object", "array", "null"})
 
 
-def schema_problem(schema: Any, path: str = "inputSchema", depth: int = 0) -> str | None:
+def schema_problem(schema: object, path: str = "inputSchema", depth: int = 0) -> str | None:
     """Why a tool's schema would break a request (providers reject the whole call), or None.
 
     Only what makes a schema unusable is checked: non-object schemas, unknown ``type`` names,
@@ -104,7 +105,7 @@ def schema_problem(schema: Any, path: str = "inputSchema", depth: int = 0) -> st
     return schema_problem(items, f"{path}.items", depth + 1) if isinstance(items, dict) else None
 
 
-def tool_annotations(tool: dict[str, Any]) -> dict[str, bool] | None:
+def tool_annotations(tool: JsonObject) -> dict[str, bool] | None:
     raw = tool.get("annotations")
     if not isinstance(raw, dict):
         return None
@@ -134,18 +135,18 @@ class McpTool(AgentTool):
         self._connection = connection  # reconnects replace its client, never the connection itself
         self.available = True  # False once the server withdrew it or it was hidden
 
-    async def call(self, arguments: dict[str, Any],
-                   on_progress: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    async def call(self, arguments: JsonObject,
+                   on_progress: Callable[[JsonObject], None] | None = None) -> JsonObject:
         """The raw ``CallToolResult`` (what codemode scripts receive); raises when unreachable."""
         if not self.available or self.exposure == "hidden":
             raise RuntimeError(f'MCP tool "{self.label}" is no longer available.')
         return await self._connection.call_tool(self.tool_name, arguments, on_progress)
 
-    async def execute(self, tool_call_id: str, params: dict[str, Any], signal: AbortSignal,
+    async def execute(self, tool_call_id: str, params: JsonObject, signal: AbortSignal,
                       on_update: UpdateCallback) -> ToolResult:
         details = {"server": self.server, "tool": self.tool_name}
 
-        def progress(note: dict[str, Any]) -> None:
+        def progress(note: JsonObject) -> None:
             total = f"/{note['total']}" if note.get("total") is not None else ""
             text = note.get("message") or f"Progress {note.get('progress')}{total}"
             on_update(ToolResult(content=[{"type": "text", "text": str(text)}], details=details))

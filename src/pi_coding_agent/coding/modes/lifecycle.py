@@ -121,5 +121,5 @@ class QuietStderr:
         with contextlib.suppress(OSError, ValueError):
             self._stream.flush()
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> object:
         return getattr(self._stream, name)

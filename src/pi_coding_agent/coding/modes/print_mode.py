@@ -12,6 +12,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.modes.lifecycle import OrderlyShutdown, keep_sigint_from_asyncio
 from pi_coding_agent.coding.modes.rpc.transport import take_over_stdout, write_all
 from pi_coding_agent.coding.ui import NoUI
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
 TRUNCATED = "Response was truncated: the model reached its output token limit."
 
 
-def run(args: CliArgs, images: list[dict[str, Any]] | None = None) -> int:
+def run(args: CliArgs, images: list[JsonObject] | None = None) -> int:
     """``images`` (from ``@path`` arguments) go with the first prompt."""
     prompts = initial_prompts(args, read_piped_stdin())
     output_fd = take_over_stdout()
@@ -58,7 +59,7 @@ async def run_headless(
     finish: Callable[[AgentSession], int],
     attach: Callable[[AgentSession], None] | None = None,
     close_output: Callable[[], Awaitable[None]] | None = None,
-    images: list[dict[str, Any]] | None = None,
+    images: list[JsonObject] | None = None,
 ) -> int:
     """Build the session, run ``prompts`` to completion, then ``finish`` decides the exit code.
 
@@ -99,7 +100,7 @@ async def run_headless(
 
 
 async def _run_prompts(session: AgentSession, prompts: list[str], finish: Callable[[AgentSession], int],
-                       images: list[dict[str, Any]] | None) -> int:
+                       images: list[JsonObject] | None) -> int:
     try:
         for index, text in enumerate(prompts):
             await session.prompt(text, images if index == 0 else None)

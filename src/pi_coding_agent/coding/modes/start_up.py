@@ -30,7 +30,6 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from importlib.machinery import ModuleSpec, PathFinder
 from types import ModuleType
-from typing import Any
 
 # asyncio modules that bind ``ssl`` at import time (``try: import ssl except ImportError: ssl = None``)
 _HOLDERS = ("asyncio.base_events", "asyncio.selector_events", "asyncio.sslproto")
@@ -50,7 +49,7 @@ class _Deferred(ModuleType):
 
     _lock = threading.RLock()
 
-    def __getattr__(self, attr: str) -> Any:
+    def __getattr__(self, attr: str) -> object:
         with _Deferred._lock:
             if sys.modules.get(self.__name__) is self:
                 del sys.modules[self.__name__]

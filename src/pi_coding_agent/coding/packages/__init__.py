@@ -9,13 +9,15 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from pi_coding_agent.ai.types import JsonObject
 
 if TYPE_CHECKING:
     from pi_coding_agent.coding.packages.resolve import PackageSet
 
 
-def session_packages(global_data: dict[str, Any], project_data: dict[str, Any], cli_extensions: Sequence[str],
+def session_packages(global_data: JsonObject, project_data: JsonObject, cli_extensions: Sequence[str],
                      agent_dir: Path, cwd: Path, npm_command: Sequence[str] | None) -> PackageSet | None:
     """The packages of the settings files (``project_data`` is {} for an untrusted project) and the
     ``-e`` arguments that name packages; None when there are none."""

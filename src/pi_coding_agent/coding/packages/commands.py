@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any
 
 from pi_coding_agent.coding import paths
 from pi_coding_agent.coding.packages import sources as src
@@ -234,11 +233,11 @@ class _Session:
     def _key(self, source: str, base: Path) -> str:
         return src.identity(source, base)
 
-    def _entries(self, scope: str) -> list[Any]:
+    def _entries(self, scope: str) -> list[object]:
         entries = self.settings.layer(scope).get("packages")
         return list(entries) if isinstance(entries, list) else []
 
-    def _with_entry(self, entries: list[Any], source: str, scope: str) -> list[Any]:
+    def _with_entry(self, entries: list[object], source: str, scope: str) -> list[object]:
         """``source`` added, or written over the entry of the same package (an object keeps its filters)."""
         key = self._key(source, self._base(scope))
         for index, entry in enumerate(entries):
@@ -247,7 +246,7 @@ class _Session:
                 return entries
         return [*entries, source]
 
-    def _write(self, scope: str, entries: list[Any]) -> None:
+    def _write(self, scope: str, entries: list[object]) -> None:
         path = (self.cwd / PROJECT_DIR if scope == "project" else self.agent_dir) / SETTINGS_FILE
         from pi_coding_agent.coding.resources.settings import read_for_update
 

@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.resources.resource_files import collect_pi_mode
 
 RESOURCE_TYPES = ("extensions", "skills", "prompts", "themes")
@@ -42,7 +43,7 @@ def read_manifest(root: Path) -> dict[str, Any] | None:
             and all(isinstance(v, str) for v in value)}
 
 
-def package_resources(root: Path, narrowing: dict[str, Any] | None) -> dict[str, list[Path]] | None:
+def package_resources(root: Path, narrowing: JsonObject | None) -> dict[str, list[Path]] | None:
     """Enabled files per resource type (``extensions`` holds Python ones too), or None when the
     folder declares nothing (no manifest lists, no conventional folder)."""
     manifest = read_manifest(root) or {}

@@ -90,9 +90,9 @@ def _distribution(source: PypiSource, target: Path) -> Any:
     return None
 
 
-def module_setup(module: PythonModule) -> Callable[[Any], Any]:
+def module_setup(module: PythonModule) -> Callable[[object], object]:
     """The extension's ``setup(pi)``: its folder joins ``sys.path`` (last), the module is imported."""
-    def setup(pi: Any) -> Any:
+    def setup(pi: object) -> object:
         import importlib
 
         if str(module.target) not in sys.path:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.packages import sources as src
 from pi_coding_agent.coding.packages.manifest import package_resources
 from pi_coding_agent.coding.resources.resource_paths import ResourceFile
@@ -48,9 +49,9 @@ def offline() -> bool:
     return os.environ.get("PI_OFFLINE", "").lower() in _OFFLINE_VALUES
 
 
-def configured(global_data: dict[str, Any], project_data: dict[str, Any]) -> list[tuple[Any, str]]:
+def configured(global_data: JsonObject, project_data: JsonObject) -> list[tuple[object, str]]:
     """``(entry, scope)`` of both settings files, project first (an entry is a string or an object)."""
-    out: list[tuple[Any, str]] = []
+    out: list[tuple[object, str]] = []
     for data, scope in ((project_data, "project"), (global_data, "user")):
         entries = data.get("packages")
         if isinstance(entries, list):
@@ -63,10 +64,10 @@ def source_of(entry: Any) -> str:
     return entry if isinstance(entry, str) else str(entry["source"])
 
 
-def dedupe(entries: list[tuple[Any, str]], agent_dir: Path, cwd: Path) -> list[tuple[Any, str]]:
+def dedupe(entries: list[tuple[object, str]], agent_dir: Path, cwd: Path) -> list[tuple[object, str]]:
     """One entry per package identity; the project's wins over the user's."""
     seen: dict[str, int] = {}
-    out: list[tuple[Any, str]] = []
+    out: list[tuple[object, str]] = []
     for entry, scope in entries:
         key = src.identity(source_of(entry), src.base_dir(scope, agent_dir, cwd))
         if key not in seen:
@@ -77,7 +78,7 @@ def dedupe(entries: list[tuple[Any, str]], agent_dir: Path, cwd: Path) -> list[t
     return out
 
 
-def resolve_packages(entries: Sequence[tuple[Any, str]], agent_dir: Path, cwd: Path,
+def resolve_packages(entries: Sequence[tuple[object, str]], agent_dir: Path, cwd: Path,
                      npm_command: Sequence[str] | None = None) -> PackageSet:
     """Every package's files (installing missing ones); ``entries`` are ``(entry, scope)`` with
     scope ``user``, ``project`` or ``temporary`` (``-e``)."""
@@ -160,7 +161,7 @@ def _install(installer: Installer, parsed: src.Source, scope: str) -> None:
         installer.install_pypi(parsed, scope)
 
 
-def _collect(found: PackageSet, root: Path, entry: Any, source: str, scope: str) -> None:
+def _collect(found: PackageSet, root: Path, entry: object, source: str, scope: str) -> None:
     """A package's files with their ``sourceInfo`` facts; a plain file is one extension."""
     if isinstance(src.parse_source(source), src.PypiSource):
         _collect_pypi(found, root, source, scope)

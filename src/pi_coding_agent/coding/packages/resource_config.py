@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.packages import sources as src
 from pi_coding_agent.coding.packages.manifest import RESOURCE_TYPES, package_resources
 from pi_coding_agent.coding.packages.resolve import source_of
@@ -36,7 +37,7 @@ def settings_path(scope: str, agent_dir: Path, cwd: Path) -> Path:
     return (cwd / PROJECT_DIR if scope == "project" else agent_dir) / SETTINGS_FILE
 
 
-def _packages(scope: str, agent_dir: Path, cwd: Path) -> tuple[dict[str, Any], list[Any]]:
+def _packages(scope: str, agent_dir: Path, cwd: Path) -> tuple[JsonObject, list[Any]]:
     data = read_for_update(settings_path(scope, agent_dir, cwd))
     if data is None:
         raise ValueError(f"{settings_path(scope, agent_dir, cwd)} is not a JSON object")

@@ -89,28 +89,28 @@ class Settings:
         """A copy of the merged settings (global, project, overrides): what ``pi.get_settings()`` returns."""
         return copy.deepcopy(self._merged)
 
-    def get(self, dotted_key: str, default: Any = None) -> Any:
+    def get(self, dotted_key: str, default: object = None) -> Any:
         """Merged value at ``a.b.c`` (project overrides global), or ``default`` when unset."""
         return _lookup(self._merged, dotted_key, default)
 
-    def layer(self, scope: str) -> dict[str, Any]:
+    def layer(self, scope: str) -> JsonObject:
         """One file's own data ("user" or "project"; {} for an untrusted project), not to be changed."""
         return self._global if scope == "user" else self._project
 
-    def get_global(self, dotted_key: str, default: Any = None) -> Any:
+    def get_global(self, dotted_key: str, default: object = None) -> object:
         """Value from the global file only (for global-only settings such as ``defaultProjectTrust``)."""
         return _lookup(self._global, dotted_key, default)
 
-    def get_trusted(self, dotted_key: str, default: Any = None) -> Any:
+    def get_trusted(self, dotted_key: str, default: object = None) -> object:
         """Value from the user's file or an SDK caller's overrides, never the project file: for the
         settings a project may only narrow (the sandbox), as the model can write the project file."""
         return _lookup(self._overrides, dotted_key, _lookup(self._global, dotted_key, default))
 
-    def get_project(self, dotted_key: str, default: Any = None) -> Any:
+    def get_project(self, dotted_key: str, default: object = None) -> object:
         """Value from the project file only."""
         return _lookup(self._project_file, dotted_key, default)
 
-    def set_global(self, dotted_key: str, value: Any) -> None:
+    def set_global(self, dotted_key: str, value: object) -> None:
         """Set ``a.b.c`` in memory and in ``<agentDir>/settings.json`` (atomic replace).
 
         The file is re-read first so keys written by another process survive. A global file that
@@ -395,7 +395,7 @@ class Settings:
 # ---------------------------------------------------------------------- merging
 
 
-def _lookup(node: Any, dotted_key: str, default: Any) -> Any:
+def _lookup(node: object, dotted_key: str, default: object) -> object:
     for part in dotted_key.split("."):
         if not isinstance(node, dict) or part not in node:
             return default
@@ -427,7 +427,7 @@ def is_tool_modifier(entry: str) -> bool:
     return entry.startswith(("+", "-"))
 
 
-def _merge_default_tools(base: Any, overrides: Any) -> Any:
+def _merge_default_tools(base: object, overrides: object) -> object:
     if overrides is None:
         return base
     if isinstance(base, list) and isinstance(overrides, list) and all(
@@ -447,7 +447,7 @@ def resolve_tool_entries(entries: list[str]) -> list[str]:
 # ---------------------------------------------------------------------- values
 
 
-def timeout_ms(value: Any) -> int | None:
+def timeout_ms(value: object) -> int | None:
     """A timeout setting as pi reads it: a non-negative number (whole milliseconds) or ``"disabled"`` (0)."""
     if isinstance(value, str):
         text = value.strip()
@@ -462,7 +462,7 @@ def timeout_ms(value: Any) -> int | None:
     return math.floor(value)
 
 
-def is_non_negative_safe_integer(value: Any) -> bool:
+def is_non_negative_safe_integer(value: object) -> bool:
     """JavaScript's ``Number.isSafeInteger(v) && v >= 0`` (``2.0`` counts, ``True`` does not)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return False
@@ -471,7 +471,7 @@ def is_non_negative_safe_integer(value: Any) -> bool:
     return 0 <= value <= MAX_SAFE_INTEGER
 
 
-def js_string(value: Any) -> str:
+def js_string(value: object) -> str:
     """``String(value)`` as JavaScript prints it, so error texts match pi's."""
     if value is None:
         return "null"
@@ -508,7 +508,7 @@ def _read_settings_file(path: Path, cache_dir: Path, warnings: list[str]) -> tup
     return migrate_settings(data), True
 
 
-def _validate(data: Any) -> None:
+def _validate(data: object) -> None:
     from pi_coding_agent.coding.resources.settings_schema import validate_settings
 
     validate_settings(data)
@@ -551,7 +551,7 @@ def read_for_update(path: Path) -> JsonObject | None:
     return migrate_settings(data) if isinstance(data, dict) else None
 
 
-def _set_dotted(data: JsonObject, dotted_key: str, value: Any) -> None:
+def _set_dotted(data: JsonObject, dotted_key: str, value: object) -> None:
     *parents, leaf = dotted_key.split(".")
     node = data
     for part in parents:
@@ -574,7 +574,7 @@ def _pop_dotted(data: JsonObject, dotted_key: str) -> bool:
     return node.pop(leaf, None) is not None
 
 
-def write_json_atomic(path: Path, data: Any) -> None:
+def write_json_atomic(path: Path, data: object) -> None:
     """Write pretty JSON (2-space indent, as pi writes it) all at once, through a symlink to its
     target (``ai.atomic_file``: a link a dotfile manager made stays a link)."""
     from pi_coding_agent.ai.atomic_file import write_atomic

@@ -11,7 +11,6 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.resources import resource_files as rf
@@ -121,7 +120,7 @@ def validate_name(name: str) -> list[str]:
     return problems
 
 
-def validate_description(description: Any) -> list[str]:
+def validate_description(description: object) -> list[str]:
     if not isinstance(description, str) or not description.strip():
         return ["description is required"]
     if len(description) > MAX_DESCRIPTION_LENGTH:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pi_coding_agent.ai.types import Tool
+from pi_coding_agent.ai.types import JsonObject, Tool
 from pi_coding_agent.coding.paths import project_root
 from pi_coding_agent.coding.resources.skills import Skill, skills_index
 
@@ -164,7 +164,7 @@ class SystemState:
         self.tools: dict[str, Tool] = {}  # name -> declaration, in declaration order
 
     @classmethod
-    def replay(cls, messages: Sequence[dict[str, Any]]) -> SystemState:
+    def replay(cls, messages: Sequence[JsonObject]) -> SystemState:
         state = cls()
         for message in messages:
             if message.get("role") == "system":
@@ -189,7 +189,7 @@ class SystemState:
     def render(self) -> str:
         return render_system_prompt(self.sections, self.content)
 
-    def patch_to(self, sections: Mapping[str, str], tools: Sequence[Tool]) -> dict[str, Any] | None:
+    def patch_to(self, sections: Mapping[str, str], tools: Sequence[Tool]) -> JsonObject | None:
         """The system message that turns this state into (sections, tools), or None if nothing changed.
 
         Against an empty state it is the full message. A changed tool declaration is a removal plus
@@ -202,7 +202,7 @@ class SystemState:
         removed = [{"name": n} for n, t in self.tools.items() if wanted.get(n) != t]
         if not patch and not added and not removed:
             return None
-        message: dict[str, Any] = {"role": "system", "content": ""}
+        message: JsonObject = {"role": "system", "content": ""}
         if patch:
             message["sections"] = patch
         message["timestamp"] = now_ms()  # before the tool fields, the key order pi writes

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pi_coding_agent.ai.types import Model
+from pi_coding_agent.ai.types import JsonObject, Model
 from pi_coding_agent.coding.resources.system_prompt import render_system_prompt
 
 # APIs whose adapters send a system message where it stands in the conversation
@@ -37,14 +37,14 @@ def update_text(message: dict[str, Any]) -> str:
     return "\n\n".join(parts)
 
 
-def split_transcript(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
+def split_transcript(messages: list[dict[str, Any]]) -> tuple[str, list[JsonObject]]:
     """The leading system message as the prompt, and the rest with later system messages rendered
     in place (empty ones dropped)."""
     if not messages or messages[0].get("role") != "system":
         return "", [m for m in messages if m.get("role") != "system" or update_text(m)]
     first = messages[0]
     prompt = render_system_prompt(first.get("sections") or {}, first.get("content") or "")
-    rest: list[dict[str, Any]] = []
+    rest: list[JsonObject] = []
     for message in messages[1:]:
         if message.get("role") != "system":
             rest.append(message)

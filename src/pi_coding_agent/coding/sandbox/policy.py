@@ -177,7 +177,7 @@ def _temp_dir() -> Path:
     return Path(tempfile.gettempdir())
 
 
-Get = Callable[[str, Any], Any]
+Get = Callable[[str, object], Any]
 _STRICTNESS = {"off": 0, "workspace-write": 1, "read-only": 2}
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from pi_coding_agent.agent.tool import AgentTool
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.errors import ConfigurationError
 from pi_coding_agent.coding.extensions.loader import ExtensionSource, in_process
 from pi_coding_agent.coding.options import CliArgs
@@ -24,17 +25,17 @@ from pi_coding_agent.coding.sdk.session import Session
 from pi_coding_agent.coding.ui import ExtensionUI
 
 PathLike = str | os.PathLike[str]
-ExtensionSetup = Callable[[Any], Any]  # ``setup(pi)``, sync or async, as in an extension file
+ExtensionSetup = Callable[[object], object]  # ``setup(pi)``, sync or async, as in an extension file
 
 
 class SessionStart(Awaitable[Session]):
     """What ``create_agent_session`` returns: await it for the session, or ``async with`` it directly."""
 
-    def __init__(self, starting: Coroutine[Any, Any, Session]) -> None:
+    def __init__(self, starting: Coroutine[object, object, Session]) -> None:
         self._starting = starting
         self._session: Session | None = None
 
-    def __await__(self) -> Generator[Any, None, Session]:
+    def __await__(self) -> Generator[object, None, Session]:
         return self._starting.__await__()
 
     async def __aenter__(self) -> Session:
@@ -64,16 +65,16 @@ def create_agent_session(
     custom_tools: Sequence[AgentTool] = (),
     extensions: Sequence[PathLike | ExtensionSetup] = (),
     discover_extensions: bool = True,
-    settings: Mapping[str, Any] | None = None,
+    settings: Mapping[str, object] | None = None,
     load_resources: bool = True,
     system_prompt: str | None = None,
     append_system_prompt: Sequence[str] = (),
     trust_project: bool | None = None,
     ui: ExtensionUI | None = None,
     can_use_tool: CanUseTool | None = None,
-    mcp_servers: Mapping[str, Mapping[str, Any]] | None = None,
+    mcp_servers: Mapping[str, Mapping[str, object]] | None = None,
     mcp_config_files: bool = True,
-    faux_script: Sequence[Mapping[str, Any]] | None = None,
+    faux_script: Sequence[Mapping[str, object]] | None = None,
 ) -> SessionStart:
     """Start a session in this process: ``session = await create_agent_session(...)`` or
     ``async with create_agent_session(...) as session:``. The keywords are described in docs/sdk.md."""
@@ -97,9 +98,9 @@ def create_agent_session(
 
 
 async def _start(args: CliArgs, ui: ExtensionUI | None, *, cwd: Path | None, agent_dir: Path | None,
-                 settings: dict[str, Any], tools: Sequence[AgentTool], extensions: list[ExtensionSource],
-                 can_use_tool: CanUseTool | None, mcp_servers: dict[str, dict[str, Any]],
-                 faux_script: Sequence[Mapping[str, Any]] | None) -> Session:
+                 settings: JsonObject, tools: Sequence[AgentTool], extensions: list[ExtensionSource],
+                 can_use_tool: CanUseTool | None, mcp_servers: dict[str, JsonObject],
+                 faux_script: Sequence[Mapping[str, object]] | None) -> Session:
     from pi_coding_agent.coding.bootstrap import create_session
 
     with in_sdk_terms():
@@ -112,7 +113,7 @@ async def _start(args: CliArgs, ui: ExtensionUI | None, *, cwd: Path | None, age
     return session
 
 
-def _script(responses: Sequence[Mapping[str, Any]] | None) -> Any:
+def _script(responses: Sequence[Mapping[str, object]] | None) -> Any:
     if responses is None:
         return None
     from pi_coding_agent.ai.apis.faux import Script
@@ -120,7 +121,7 @@ def _script(responses: Sequence[Mapping[str, Any]] | None) -> Any:
     return Script([dict(r) for r in responses])
 
 
-async def _add_mcp_servers(session: Session, servers: dict[str, dict[str, Any]]) -> None:
+async def _add_mcp_servers(session: Session, servers: dict[str, JsonObject]) -> None:
     """``mcp_servers``: added to (or, with ``mcp_config_files=False``, instead of) the mcp.json servers."""
     from pi_coding_agent.coding.mcp.session import use_client_servers
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from pi_coding_agent.ai.types import JsonObject
 
 if TYPE_CHECKING:
     from pi_coding_agent.ai.types import ToolCall
@@ -24,7 +26,7 @@ DENIED_TEXT = "Permission to use this tool was denied."
 class Allow:
     """Run the call; with ``args``, run it with those arguments instead of the model's."""
 
-    args: dict[str, Any] | None = None
+    args: JsonObject | None = None
 
 
 @dataclass(frozen=True)
@@ -45,8 +47,8 @@ class ToolContext:
 
 
 Decision = Allow | Deny | bool
-CanUseTool = Callable[[str, dict[str, Any], ToolContext], Awaitable[Decision]]
-Hook = Callable[["ToolCall", dict[str, Any]], Awaitable[dict[str, Any] | None]]
+CanUseTool = Callable[[str, JsonObject, ToolContext], Awaitable[Decision]]
+Hook = Callable[["ToolCall", JsonObject], Awaitable[JsonObject | None]]
 
 
 def tool_gate(previous: Hook | None, limits: Callable[[], RunLimits], can_use_tool: CanUseTool | None,
@@ -54,7 +56,7 @@ def tool_gate(previous: Hook | None, limits: Callable[[], RunLimits], can_use_to
     """The ``before_tool_call`` hook: ``previous`` (the extensions') first, then the limits, then the host
     (whose ``Deny(interrupt=True)`` calls ``interrupt``)."""
 
-    async def before_tool_call(call: ToolCall, args: dict[str, Any]) -> dict[str, Any] | None:
+    async def before_tool_call(call: ToolCall, args: JsonObject) -> JsonObject | None:
         if previous is not None and (decision := await previous(call, args)) and decision.get("block"):
             return decision
         refusal = limits().refusal()
@@ -70,7 +72,7 @@ def tool_gate(previous: Hook | None, limits: Callable[[], RunLimits], can_use_to
     return before_tool_call
 
 
-def _as_hook_decision(decision: Decision) -> dict[str, Any] | None:
+def _as_hook_decision(decision: Decision) -> JsonObject | None:
     if decision is True or (isinstance(decision, Allow) and decision.args is None):
         return None
     if isinstance(decision, Allow):

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pi_coding_agent.ai.stream import ProviderError
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.events import AgentEvent
 from pi_coding_agent.coding.messages import last_assistant_text
 
@@ -34,7 +35,7 @@ class RunResult:
     """
 
     text: str
-    messages: list[dict[str, Any]]
+    messages: list[JsonObject]
     usage: Usage
     cost: float
     stop_reason: str

@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.agent_session import AgentSession
 from pi_coding_agent.coding.errors import SessionError
 from pi_coding_agent.coding.events import AgentEvent
@@ -38,7 +39,7 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 def _open_only(method: _F) -> _F:
     """``method`` refused once the session is shut down (raised at the call, before anything runs)."""
     @functools.wraps(method)
-    def guarded(self: Session, *args: Any, **kwargs: Any) -> Any:
+    def guarded(self: Session, *args: object, **kwargs: object) -> object:
         if self.closed:
             raise SessionError(CLOSED_TEXT)
         return method(self, *args, **kwargs)
@@ -112,7 +113,7 @@ class Session(AgentSession):
         """Call ``listener`` with every event (``pi_coding_agent.events.AgentEvent``), or those of ``types``."""
         return super().subscribe(cast(Listener, listener), types)
 
-    async def start_run(self, message: dict[str, Any]) -> dict[str, Any]:
+    async def start_run(self, message: JsonObject) -> JsonObject:
         self._interrupted = False  # an interrupt of a run that ended on its own does not carry over
         with in_sdk_terms():
             if self._faux_script is None:
@@ -125,7 +126,7 @@ class Session(AgentSession):
             finally:
                 SCRIPT.reset(token)
 
-    def stream(self, prompt: str, *, images: list[dict[str, Any]] | None = None,
+    def stream(self, prompt: str, *, images: list[JsonObject] | None = None,
                max_turns: int | None = None, max_cost: float | None = None) -> AsyncIterator[AgentEvent]:
         """Start a run of ``prompt`` and yield its events, the last one its ``agent_settled``.
 
@@ -133,7 +134,7 @@ class Session(AgentSession):
         check_limits(max_turns, max_cost)
         return self._run_events(prompt, images, RunLimits(max_turns, max_cost))
 
-    async def run(self, prompt: str, *, images: list[dict[str, Any]] | None = None, raise_on_error: bool = True,
+    async def run(self, prompt: str, *, images: list[JsonObject] | None = None, raise_on_error: bool = True,
                   max_turns: int | None = None, max_cost: float | None = None) -> RunResult:
         """Run ``prompt`` to its end and return what it produced.
 
@@ -148,7 +149,7 @@ class Session(AgentSession):
             raise RunError(result)
         return result
 
-    async def _run_events(self, prompt: str, images: list[dict[str, Any]] | None,
+    async def _run_events(self, prompt: str, images: list[JsonObject] | None,
                           limits: RunLimits) -> AsyncIterator[AgentEvent]:
         """The events of one run under ``limits`` (counted by their recorder, in force until it settles)."""
         async with self.events(until_settled=True) as events:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 from pi_coding_agent.agent.awaitables import maybe_await
 from pi_coding_agent.agent.tool import AgentTool, ToolResult, UpdateCallback, text_result
 from pi_coding_agent.ai.abort import AbortSignal
+from pi_coding_agent.ai.types import JsonObject
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -27,7 +28,7 @@ _SECTION = re.compile(r"^(?:Args|Arguments|Parameters):[ \t]*$", re.M)
 _ARG_LINE = re.compile(r"^\s*(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
 
 
-def as_tool_result(value: Any) -> ToolResult:
+def as_tool_result(value: object) -> ToolResult:
     """A function's return value as the model reads it: text as is, data as JSON, a ``ToolResult`` unchanged."""
     if isinstance(value, ToolResult):
         return value
@@ -47,13 +48,13 @@ class FunctionTool(AgentTool):
 
     name: str
     description: str
-    fn: Callable[[dict[str, Any]], Any]
-    parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
+    fn: Callable[[JsonObject], object]
+    parameters: JsonObject = field(default_factory=lambda: {"type": "object", "properties": {}})
     label: str = ""
     execution_mode: Literal["parallel", "sequential"] = "parallel"
-    constrained_sampling: dict[str, Any] | Literal[False] | None = None  # a strict schema or a grammar
+    constrained_sampling: JsonObject | Literal[False] | None = None  # a strict schema or a grammar
 
-    async def execute(self, tool_call_id: str, params: dict[str, Any], signal: AbortSignal,
+    async def execute(self, tool_call_id: str, params: JsonObject, signal: AbortSignal,
                       on_update: UpdateCallback) -> ToolResult:
         return as_tool_result(await maybe_await(self.fn(params)))
 
@@ -61,7 +62,7 @@ class FunctionTool(AgentTool):
 class PythonTool(AgentTool):
     """What ``@tool`` makes: an ``AgentTool`` that still calls like the function it wraps."""
 
-    def __init__(self, fn: Callable[..., Any], name: str | None = None, description: str | None = None,
+    def __init__(self, fn: Callable[..., object], name: str | None = None, description: str | None = None,
                  execution_mode: Literal["parallel", "sequential"] = "parallel") -> None:
         summary, arg_docs = _parse_docstring(inspect.getdoc(fn) or "")
         self.fn = fn
@@ -73,13 +74,13 @@ class PythonTool(AgentTool):
         self.parameters = _inline_refs(self.arguments.model_json_schema())
         self.__doc__ = fn.__doc__
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, *args: object, **kwargs: object) -> object:
         return self.fn(*args, **kwargs)
 
     def __repr__(self) -> str:
         return f"<tool {self.name}>"
 
-    async def execute(self, tool_call_id: str, params: dict[str, Any], signal: AbortSignal,
+    async def execute(self, tool_call_id: str, params: JsonObject, signal: AbortSignal,
                       on_update: UpdateCallback) -> ToolResult:
         from pydantic import ValidationError
 
@@ -92,17 +93,17 @@ class PythonTool(AgentTool):
 
 
 @overload
-def tool(fn: Callable[..., Any], /) -> PythonTool: ...
+def tool(fn: Callable[..., object], /) -> PythonTool: ...
 
 
 @overload
 def tool(*, name: str | None = None, description: str | None = None,
-         execution_mode: Literal["parallel", "sequential"] = "parallel") -> Callable[[Callable[..., Any]], PythonTool]: ...
+         execution_mode: Literal["parallel", "sequential"] = "parallel") -> Callable[[Callable[..., object]], PythonTool]: ...
 
 
-def tool(fn: Callable[..., Any] | None = None, /, *, name: str | None = None, description: str | None = None,
+def tool(fn: Callable[..., object] | None = None, /, *, name: str | None = None, description: str | None = None,
          execution_mode: Literal["parallel", "sequential"] = "parallel",
-         ) -> PythonTool | Callable[[Callable[..., Any]], PythonTool]:
+         ) -> PythonTool | Callable[[Callable[..., object]], PythonTool]:
     """Make a tool of a sync or async function: ``@tool`` or ``@tool(name=..., description=...)``."""
     if fn is not None:
         return PythonTool(fn)
@@ -135,7 +136,7 @@ def _arg_texts(section: str) -> dict[str, str]:
     return texts
 
 
-def _arguments_model(fn: Callable[..., Any], arg_docs: dict[str, str]) -> type[BaseModel]:
+def _arguments_model(fn: Callable[..., object], arg_docs: dict[str, str]) -> type[BaseModel]:
     """A pydantic model with one field per parameter of ``fn`` (``*args``/``**kwargs`` are refused)."""
     from typing import Annotated, get_type_hints
 
@@ -146,19 +147,19 @@ def _arguments_model(fn: Callable[..., Any], arg_docs: dict[str, str]) -> type[B
     for param in inspect.signature(fn).parameters.values():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             raise TypeError(f"@tool {fn.__name__}: *{param.name} cannot be described to a model")
-        annotation = hints.get(param.name, Any)
+        annotation = hints.get(param.name, object)
         if param.name in arg_docs:
             annotation = Annotated[annotation, Field(description=arg_docs[param.name])]
         fields[param.name] = (annotation, ... if param.default is param.empty else param.default)
     return create_model(f"{fn.__name__}_arguments", **fields)
 
 
-def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
+def _inline_refs(schema: dict[str, Any]) -> JsonObject:
     """The schema without pydantic's titles, and without ``$defs``/``$ref`` (not every provider
     resolves them) unless a model refers to itself: such a schema keeps its references."""
     defs = schema.pop("$defs", {})
 
-    def resolve(node: Any, inside: tuple[str, ...]) -> Any:
+    def resolve(node: object, inside: tuple[str, ...]) -> Any:
         if isinstance(node, dict):
             if "$ref" in node:
                 name = node["$ref"].rsplit("/", 1)[-1]
@@ -171,7 +172,7 @@ def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
         return node
 
     try:
-        resolved: dict[str, Any] = resolve(schema, ())
+        resolved: JsonObject = resolve(schema, ())
     except RecursionError:
         return {**schema, "$defs": defs}
     return resolved

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pi_coding_agent.ai.cost import apply_cost
-from pi_coding_agent.ai.types import Model, empty_usage
+from pi_coding_agent.ai.types import JsonObject, Model, empty_usage
 
 if TYPE_CHECKING:
     from pi_coding_agent.ai.stream import StreamOptions
@@ -109,7 +109,7 @@ class _Run:
     context: Context
     options: StreamOptions
     prompt_tokens: int
-    answer: dict[str, Any]  # the real request's reply; the run holds while it ends the transcript
+    answer: JsonObject  # the real request's reply; the run holds while it ends the transcript
     ttl_s: float
     delay_s: float
     started: float = field(default_factory=time.monotonic)

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Iterable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from pi_coding_agent.agent.listeners import Listeners
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.event_stream import EventStream
 from pi_coding_agent.coding.events import AgentEvent, CoreEvent, MessageStartEvent
 from pi_coding_agent.coding.messages import last_assistant, message_text
@@ -107,7 +108,7 @@ class EventRelay:
             await handlers
         self.emit(event)
 
-    async def normalise_images(self, message: dict[str, Any]) -> None:
+    async def normalise_images(self, message: JsonObject) -> None:
         """Resize/re-encode a user message's images (in a thread) and append their hints to its text."""
         content = message.get("content")
         if message["role"] == "user" and isinstance(content, list) and any(b["type"] == "image" for b in content):
@@ -116,10 +117,10 @@ class EventRelay:
             message["content"] = await asyncio.to_thread(normalise_user_content, content,
                                                          self.host.rt.image_policy())
 
-    def persist(self, message: dict[str, Any]) -> None:
+    def persist(self, message: JsonObject) -> None:
         entry = self.host.sm.append_message(message)
         self.entries[id(message)] = entry["id"]
 
 
-def _is_success(message: dict[str, Any]) -> bool:
+def _is_success(message: JsonObject) -> bool:
     return message["role"] == "assistant" and message.get("stopReason") not in ("error", "aborted")

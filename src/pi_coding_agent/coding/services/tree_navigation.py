@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pi_coding_agent.ai.abort import AbortSignal
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.errors import SessionError
 
 if TYPE_CHECKING:
@@ -22,7 +23,7 @@ TREE_CHOICES = ("customInstructions", "replaceInstructions", "label")
 class TreeHooks(Protocol):
     """What navigation asks the extensions (the runner implements it)."""
 
-    async def before_tree(self, event: dict[str, Any]) -> dict[str, Any] | None: ...
+    async def before_tree(self, event: JsonObject) -> JsonObject | None: ...
 
 
 class TreeNavigator:
@@ -41,7 +42,7 @@ class TreeNavigator:
     async def navigate(
         self, target_id: str, *, summarize: bool = False,
         custom_instructions: str | None = None, replace_instructions: bool = False, label: str | None = None,
-    ) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    ) -> tuple[JsonObject, JsonObject | None]:
         """Move to another point of the session tree, optionally leaving a
         summary of the abandoned branch. A user or custom message is re-opened for editing: the leaf
         goes to its parent and its text comes back as ``editorText``. Returns the command result and
@@ -57,7 +58,7 @@ class TreeNavigator:
         editable = entry["type"] == "custom_message" or (entry["type"] == "message" and message.get("role") == "user")
         new_leaf = entry.get("parentId") if editable else target_id
         old_leaf = sm.leaf_id
-        result: dict[str, Any] = {"cancelled": False}
+        result: JsonObject = {"cancelled": False}
         if editable:
             content = entry.get("content") if entry["type"] == "custom_message" else message.get("content")
             result["editorText"] = content if isinstance(content, str) else "".join(
@@ -85,14 +86,14 @@ class TreeNavigator:
         if label and summary_entry is not None:
             sm.append_label(summary_entry["id"], label)
         self.rt.agent.replace_messages(sm.build_context().messages)
-        event: dict[str, Any] = {"type": "session_tree", "newLeafId": sm.leaf_id, "oldLeafId": old_leaf}
+        event: JsonObject = {"type": "session_tree", "newLeafId": sm.leaf_id, "oldLeafId": old_leaf}
         if summary_entry is not None:
             event["summaryEntry"] = summary_entry
             event["fromExtension"] = supplied is not None
         return result, event
 
     async def _before_tree(self, target_id: str, old_leaf: str | None, branch: list[dict[str, Any]],
-                           summarize: bool, choices: dict[str, Any]) -> dict[str, Any]:
+                           summarize: bool, choices: JsonObject) -> dict[str, Any]:
         """``session_before_tree``: the extensions may cancel, supply the summary or change the choices."""
         if self.hooks is None:
             return {}
@@ -101,8 +102,8 @@ class TreeNavigator:
                        "entriesToSummarize": branch, "userWantsSummary": summarize, **choices}
         return await self.hooks.before_tree({"preparation": preparation, "signal": AbortSignal()}) or {}
 
-    async def _summarize_branch(self, branch: list[dict[str, Any]], new_leaf: str | None,
-                                custom_instructions: str | None, replace_instructions: bool) -> dict[str, Any]:
+    async def _summarize_branch(self, branch: list[JsonObject], new_leaf: str | None,
+                                custom_instructions: str | None, replace_instructions: bool) -> JsonObject:
         """The ``branch_summary`` entry for the branch being left (``isCompacting`` meanwhile)."""
         from pi_coding_agent.coding.compaction.branch_summary import summarize_branch
         from pi_coding_agent.coding.compaction.prepare import CompactionError

@@ -11,7 +11,7 @@ routed, the request is checked against the routed model's window (compacting fir
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pi_coding_agent.ai.models.virtual import STATE_ENTRY, is_virtual
 from pi_coding_agent.ai.types import AssistantMessage, JsonObject, Model
@@ -59,7 +59,7 @@ class VirtualRouting:
         return route.model, route.thinking_level
 
 
-def branch_state(branch: list[Entry], model: Model) -> Any:
+def branch_state(branch: list[Entry], model: Model) -> object:
     """The router state the branch last stored for this virtual model (None: none yet)."""
     for entry in reversed(branch):
         data = entry.get("data") if entry.get("type") == "custom" and entry.get("customType") == STATE_ENTRY else None

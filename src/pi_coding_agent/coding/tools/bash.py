@@ -9,6 +9,7 @@ from typing import Any
 
 from pi_coding_agent.agent.tool import ToolError, ToolResult, UpdateCallback, text_result
 from pi_coding_agent.ai.abort import AbortSignal
+from pi_coding_agent.ai.types import JsonObject
 
 from .backend import ShellExit
 from .base import STRICT_PREFERRED, BuiltinTool, number_param, object_schema, string_param
@@ -19,7 +20,7 @@ from .truncate import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, format_size, js_numb
 UPDATE_THROTTLE_SECONDS = 0.1
 
 
-def validate_timeout(timeout: Any) -> float | None:
+def validate_timeout(timeout: object) -> float | None:
     """Seconds as given, or None; pi's exact messages for unusable values."""
     if timeout is None:
         return None
@@ -204,10 +205,10 @@ class BashTool(BuiltinTool):
         return refusal is not None and await self.env.allowed_outside_sandbox(SandboxRefusal(refusal))
 
 
-def _structured(output: OutputAccumulator, snap: Snapshot, exit_code: int, seconds: float) -> dict[str, Any]:
+def _structured(output: OutputAccumulator, snap: Snapshot, exit_code: int, seconds: float) -> JsonObject:
     """pi's ``structuredContent`` of a finished command (for programmatic callers, not the model)."""
     text, cut = output.read_full_output(STRUCTURED_OUTPUT_MAX_BYTES)
-    structured: dict[str, Any] = {"output": text, "truncated": cut}
+    structured: JsonObject = {"output": text, "truncated": cut}
     if cut and snap.full_output_path:
         structured["full_output_path"] = snap.full_output_path
     structured["exit_code"] = exit_code

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from pi_coding_agent.agent.tool import ToolError, ToolResult, UpdateCallback, text_result
 from pi_coding_agent.ai.abort import AbortSignal
 from pi_coding_agent.ai.atomic_file import directory_of, replace_at
+from pi_coding_agent.ai.types import JsonObject
 
 from .backend import FileBackend
 from .base import STRICT_PREFERRED, BuiltinTool, check_aborted, object_schema, string_param
@@ -32,7 +33,7 @@ _EDIT_ITEM = object_schema(
 )
 
 
-def _is_single_edit(value: Any) -> bool:
+def _is_single_edit(value: object) -> bool:
     return isinstance(value, dict) and isinstance(value.get("oldText"), str) and isinstance(value.get("newText"), str)
 
 
@@ -69,7 +70,7 @@ class EditTool(BuiltinTool):
         "non-overlapping; merge nearby changes without including large unchanged regions.",
     )
 
-    def prepare_arguments(self, args: Any) -> object:
+    def prepare_arguments(self, args: object) -> object:
         """Accept ``edits`` as a JSON string or a single object, and legacy top-level oldText/newText."""
         if not isinstance(args, dict):
             return args
@@ -123,7 +124,7 @@ class EditTool(BuiltinTool):
 
 def _edit_file(
     absolute: str, path: str, edits: list[dict[str, str]], signal: AbortSignal, sandbox: SandboxPolicy | None
-) -> dict[str, Any]:
+) -> JsonObject:
     """Apply every edit or none, replacing the file at once (a full disk leaves the old content
     whole); returns the diff details. Under a sandbox the file's directory is held from one checked
     walk (``SandboxPolicy.parent_for_write``) and the file is read and replaced inside it."""
@@ -164,7 +165,7 @@ def _read_text(dir_fd: int, name: str) -> str:
 
 def _apply_to_text(
     raw: str, path: str, edits: list[dict[str, str]], signal: AbortSignal
-) -> tuple[Iterator[str], dict[str, Any]]:
+) -> tuple[Iterator[str], JsonObject]:
     """The file's new text as consecutive pieces (BOM and line endings kept) and the diff details.
 
     Every edit is matched and checked before this returns, so writing the pieces cannot fail halfway

@@ -26,7 +26,7 @@ DEFAULT_LIMIT = 100
 _MAX_SAFE_INTEGER = 2**53 - 1
 
 
-def _rg_text(data: Any) -> str:
+def _rg_text(data: object) -> str:
     """A ripgrep JSON text field; non-UTF-8 data arrives base64-encoded under ``bytes``."""
     if isinstance(data, dict):
         if isinstance(data.get("text"), str):

@@ -210,7 +210,7 @@ def decode_base64(data: str) -> bytes:
     return base64.b64decode(cleaned + "=" * (-len(cleaned) % 4))
 
 
-def normalise_user_content(content: list[Any], policy: ImagePolicy) -> list[Any]:
+def normalise_user_content(content: list[Any], policy: ImagePolicy) -> list[object]:
     """A user message's content with its images processed and their hints appended to the leading text.
 
     Blocking (decodes images): run it in a thread. Content without images is returned as is.
@@ -235,7 +235,7 @@ def block_images(messages: list[Any]) -> list[Any]:
     return [_without_images(m) if m.get("role") in ("user", "toolResult") else m for m in messages]
 
 
-def _without_images(message: Any) -> Any:
+def _without_images(message: Any) -> object:
     content = message.get("content")
     if not isinstance(content, list) or not any(block.get("type") == "image" for block in content):
         return message

@@ -13,7 +13,6 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 K1, B = 1.2, 0.75
 NAME_WEIGHT = 3.0
@@ -41,7 +40,7 @@ class SearchDocument:
     namespace_text: str = ""
 
 
-def schema_text(schema: Any, parts: list[str], depth: int = 0) -> None:
+def schema_text(schema: object, parts: list[str], depth: int = 0) -> None:
     """Append the descriptions and property names of a JSON schema (nested ones too) to ``parts``."""
     if not isinstance(schema, dict) or depth > 20:
         return
@@ -59,7 +58,7 @@ def schema_text(schema: Any, parts: list[str], depth: int = 0) -> None:
             schema_text(variant, parts, depth + 1)
 
 
-def tool_document(name: str, description: str, parameters: Any, namespace_text: str = "") -> SearchDocument:
+def tool_document(name: str, description: str, parameters: object, namespace_text: str = "") -> SearchDocument:
     parts = [description]
     schema_text(parameters, parts)
     return SearchDocument(name, " ".join(p for p in parts if p.strip()), namespace_text)

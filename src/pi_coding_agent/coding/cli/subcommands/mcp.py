@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding import paths
 from pi_coding_agent.coding.mcp.config import (
     ServerEntry,
@@ -175,7 +176,7 @@ def main(argv: list[str]) -> int:
     return 1
 
 
-def _build_config(parsed: Parsed, url: str | None, command: list[str]) -> dict[str, Any] | None:
+def _build_config(parsed: Parsed, url: str | None, command: list[str]) -> JsonObject | None:
     values = parsed.values
     if url is not None:
         headers = _pairs("header", parsed.lists.get("header", []))
@@ -186,7 +187,7 @@ def _build_config(parsed: Parsed, url: str | None, command: list[str]) -> dict[s
         oauth = {key: values[option] for option, key in OAUTH_KEYS.items() if option in values}
         if "callbackPort" in oauth:
             oauth["callbackPort"] = int(oauth["callbackPort"]) if str(oauth["callbackPort"]).isdigit() else oauth["callbackPort"]
-        config: dict[str, Any] = {"url": url, **({"headers": headers} if headers else {}),
+        config: JsonObject = {"url": url, **({"headers": headers} if headers else {}),
                                   **({"oauth": oauth} if oauth else {})}
     else:
         env = _pairs("env", parsed.lists.get("env", []))
@@ -246,7 +247,7 @@ def remove(args: list[str], agent_dir: Path, cwd: Path, project_config: Path) ->
     scope = "project" if local else "global"
     path = project_config if local else agent_dir / "mcp.json"
 
-    def drop(servers: dict[str, Any] | None, _whole: dict[str, Any]) -> bool:
+    def drop(servers: JsonObject | None, _whole: JsonObject) -> bool:
         if not servers or name not in servers:
             return False
         del servers[name]
@@ -268,7 +269,7 @@ def remove(args: list[str], agent_dir: Path, cwd: Path, project_config: Path) ->
     return 1
 
 
-async def _report(entry: ServerEntry, cwd: Path, agent_dir: Path) -> dict[str, Any]:
+async def _report(entry: ServerEntry, cwd: Path, agent_dir: Path) -> JsonObject:
     from pi_coding_agent.coding.mcp.connection import ServerConnection
     from pi_coding_agent.coding.mcp.log import ServerLog
 
@@ -298,7 +299,7 @@ async def _report(entry: ServerEntry, cwd: Path, agent_dir: Path) -> dict[str, A
     return report
 
 
-def _ignore(_connection: Any) -> None:
+def _ignore(_connection: object) -> None:
     """pi mcp list reports states once, at the end."""
 
 

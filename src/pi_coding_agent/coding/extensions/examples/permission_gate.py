@@ -10,6 +10,8 @@ import os
 import re
 from typing import Any
 
+from pi_coding_agent.ai.types import JsonObject
+
 CONFIRM_TIMEOUT_MS = 60_000
 
 DANGEROUS_COMMANDS = (
@@ -47,7 +49,7 @@ def risk(event: dict[str, Any], cwd: str) -> str | None:
     return None
 
 
-async def on_tool_call(event: dict[str, Any], ctx: Any) -> dict[str, Any] | None:
+async def on_tool_call(event: dict[str, Any], ctx: Any) -> JsonObject | None:
     why = risk(event, ctx.cwd)
     if why is None:
         return None

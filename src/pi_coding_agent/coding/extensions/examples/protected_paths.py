@@ -11,6 +11,8 @@ import os
 from fnmatch import fnmatchcase
 from typing import Any
 
+from pi_coding_agent.ai.types import JsonObject
+
 DEFAULT_PATTERNS = (".env", ".env.*", ".git", ".git/*", "node_modules", "node_modules/*")
 
 
@@ -29,7 +31,7 @@ def protected(path: str, cwd: str) -> bool:
     return any(fnmatchcase(c, p) for c in candidates for p in patterns())
 
 
-def on_tool_call(event: dict[str, Any], ctx: Any) -> dict[str, Any] | None:
+def on_tool_call(event: dict[str, Any], ctx: Any) -> JsonObject | None:
     if event["toolName"] not in ("write", "edit"):
         return None
     path = event["input"].get("path")

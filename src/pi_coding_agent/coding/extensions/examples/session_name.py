@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pi_coding_agent.ai.types import JsonObject
+
 TOOL_PARAMETERS = {
     "type": "object",
     "required": ["name"],
@@ -24,7 +26,7 @@ def setup(pi: Any) -> None:
         await pi.set_session_name(name)
         ctx.ui.notify(f"Session name: {pi.get_session_name()}")
 
-    async def execute(tool_call_id: str, params: dict[str, Any], signal: Any, on_update: Any, ctx: Any) -> dict[str, Any]:
+    async def execute(tool_call_id: str, params: dict[str, Any], signal: Any, on_update: Any, ctx: Any) -> JsonObject:
         name = params["name"].strip()
         if not name:
             return {"content": [{"type": "text", "text": "The name must not be empty"}], "isError": True}

@@ -8,21 +8,22 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from pi_coding_agent.agent.awaitables import maybe_await
+from pi_coding_agent.ai.types import JsonObject
 
 
-def _timeout(options: Any) -> int | None:
+def _timeout(options: object) -> int | None:
     value = options.get("timeout") if isinstance(options, dict) else None
     return int(value) if isinstance(value, (int, float)) else None
 
 
-def _ui(ctx: Any) -> Any:
+def _ui(ctx: Any) -> object:
     if ctx is None:
         raise RuntimeError("ctx.ui is available only inside a handler, a command or a tool")
     return ctx.ui
 
 
 # the dialogs that take pi's ExtensionUIDialogOptions (``timeout``; ``signal`` crosses as an AbortSignal)
-_DIALOGS: dict[str, Callable[[Any, list[Any], Any], Any]] = {
+_DIALOGS: dict[str, Callable[[Any, list[Any], Any], object]] = {
     "ui.select": lambda ui, a, signal: ui.select(a[0], list(a[1]), timeout_ms=_timeout(a[2] if len(a) > 2 else None),
                                                  signal=signal),
     "ui.confirm": lambda ui, a, signal: ui.confirm(a[0], a[1], timeout_ms=_timeout(a[2] if len(a) > 2 else None),
@@ -31,7 +32,7 @@ _DIALOGS: dict[str, Callable[[Any, list[Any], Any], Any]] = {
                                                timeout_ms=_timeout(a[2] if len(a) > 2 else None), signal=signal),
 }
 
-_UI: dict[str, Callable[[Any, list[Any]], Any]] = {
+_UI: dict[str, Callable[[Any, list[Any]], object]] = {
     "ui.editor": lambda ui, a: ui.editor(a[0], a[1] if len(a) > 1 else None),
     "ui.notify": lambda ui, a: ui.notify(a[0], a[1] if len(a) > 1 else None),
     "ui.setStatus": lambda ui, a: ui.set_status(a[0], a[1] if len(a) > 1 else None),
@@ -42,7 +43,7 @@ _UI: dict[str, Callable[[Any, list[Any]], Any]] = {
 }
 
 
-def _options(args: list[Any], index: int) -> dict[str, Any]:
+def _options(args: list[object], index: int) -> JsonObject:
     value = args[index] if len(args) > index else None
     return value if isinstance(value, dict) else {}
 
@@ -72,7 +73,7 @@ _CTX: dict[str, Callable[[Any, list[Any]], Any]] = {
 }
 
 
-def _arg(args: list[Any], index: int = 0) -> Any:
+def _arg(args: list[object], index: int = 0) -> object:
     return args[index] if len(args) > index else None
 
 
@@ -100,7 +101,7 @@ _SYNC: dict[str, Callable[[Any, list[Any]], Any]] = {
 }
 
 
-def run_sync_call(method: str, args: list[Any], ctx: Any) -> Any:
+def run_sync_call(method: str, args: list[object], ctx: object) -> object:
     """The answer to one of pi's synchronous reads, made with the context of the running handler."""
     if method not in _SYNC:
         raise RuntimeError(f"{method} is not supported by the Python pi's TypeScript bridge")
@@ -110,9 +111,9 @@ def run_sync_call(method: str, args: list[Any], ctx: Any) -> Any:
     return _SYNC[method](ctx, args)
 
 
-async def run_call(method: str, args: list[Any], ctx: Any, pi: Any, signal: Any = None) -> Any:
+async def run_call(method: str, args: list[object], ctx: object, pi: object, signal: object = None) -> object:
     """The result of one call (awaited when the Python side is async)."""
-    result: Any | Awaitable[Any]
+    result: object | Awaitable[object]
     if method in _DIALOGS:
         result = _DIALOGS[method](_ui(ctx), args, signal)
     elif method in _UI:

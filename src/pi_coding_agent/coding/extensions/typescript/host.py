@@ -38,6 +38,7 @@ from typing import Any, cast
 import orjson
 
 from pi_coding_agent.ai.abort import AbortSignal
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.extensions.agent_hooks import UNAWAITED_EVENTS
 from pi_coding_agent.coding.extensions.loader import LoadError
 
@@ -55,7 +56,7 @@ def runtime_dir() -> Path:
     return Path(cache) / "pi-coding-agent-python" / "typescript"
 
 
-def setup_for(path: Path) -> Callable[[Any], Any]:
+def setup_for(path: Path) -> Callable[[object], object]:
     """The ``setup(pi)`` of a TypeScript extension: load it in the session's sidecar."""
     async def setup(pi: Any) -> None:
         runner = pi._runner
@@ -74,10 +75,10 @@ class SidecarHost:
         self._ids = itertools.count(1)
         self._waiting: dict[int, asyncio.Future[Any]] = {}
         self._updates: dict[int, Callable[[Any], None]] = {}
-        self._contexts: dict[int, Any] = {}
-        self._apis: dict[str, Any] = {}  # extId -> that extension's Python ``pi``
+        self._contexts: dict[int, object] = {}
+        self._apis: JsonObject = {}  # extId -> that extension's Python ``pi``
         self._reader: asyncio.Task[None] | None = None
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self._tasks: set[asyncio.Task[object]] = set()
         self._signals: dict[int, AbortSignal] = {}  # open dialog call id -> its signal
         self._sync_fd: int | None = None  # write end of the pipe the sidecar reads sync replies from
         self._posted: set[asyncio.Future[Any]] = set()  # streamed-event invokes not yet answered
@@ -110,7 +111,7 @@ class SidecarHost:
 
     # ------------------------------------------------------------------ requests
 
-    async def load(self, path: Path, pi: Any) -> None:
+    async def load(self, path: Path, pi: object) -> None:
         await self._ensure_started()
         ext_id = str(path)
         self._apis[ext_id] = pi
@@ -118,13 +119,13 @@ class SidecarHost:
         for registration in result["registrations"]:
             self._apply(pi, registration["kind"], registration["spec"])
 
-    async def invoke(self, handler: int, args: list[Any], ctx: Any, tool: bool = False,
-                     on_update: Callable[[Any], None] | None = None, return_input: bool = False,
-                     pi: Any = None) -> Any:
+    async def invoke(self, handler: int, args: list[object], ctx: object, tool: bool = False,
+                     on_update: Callable[[object], None] | None = None, return_input: bool = False,
+                     pi: object = None) -> Any:
         """Run a handler in the sidecar; with ``pi``, the state its synchronous getters read goes along."""
         token = next(self._ids)
         self._contexts[token] = ctx
-        record: dict[str, Any] = {"type": "invoke", "handler": handler, "args": args, "tool": tool,
+        record: JsonObject = {"type": "invoke", "handler": handler, "args": args, "tool": tool,
                                   "returnInput": return_input, "ctx": _context_info(token, ctx)}
         if pi is not None:
             record["state"] = _state(pi)
@@ -172,7 +173,7 @@ class SidecarHost:
         if unsent and self.proc is not None and self.proc.stdin is not None:
             self.proc.stdin.write(b"".join(unsent))
 
-    async def _tool_call(self, handler: int, event: dict[str, Any], ctx: Any, pi: Any) -> Any:
+    async def _tool_call(self, handler: int, event: JsonObject, ctx: object, pi: object) -> object:
         """A ``tool_call`` handler; what it changed in ``event.input`` is changed here too (in place)."""
         answer = await self.invoke(handler, [event], ctx, return_input=True, pi=pi)
         changed = answer.get("input")
@@ -182,10 +183,10 @@ class SidecarHost:
             target.update(changed)
         return answer.get("result")
 
-    async def _request(self, record: dict[str, Any], on_update: Callable[[Any], None] | None = None) -> Any:
+    async def _request(self, record: dict[str, Any], on_update: Callable[[object], None] | None = None) -> Any:
         proc = await self._ensure_started()
         request_id = next(self._ids)
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[object] = asyncio.get_running_loop().create_future()
         self._waiting[request_id] = future
         if on_update is not None:
             self._updates[request_id] = on_update
@@ -196,7 +197,7 @@ class SidecarHost:
             self._waiting.pop(request_id, None)
             self._updates.pop(request_id, None)
 
-    def _write(self, proc: asyncio.subprocess.Process, record: dict[str, Any]) -> None:
+    def _write(self, proc: asyncio.subprocess.Process, record: JsonObject) -> None:
         assert proc.stdin is not None
         self._flush()  # the invokes posted before this record go first
         proc.stdin.write(orjson.dumps(record, default=_jsonable) + b"\n")
@@ -251,7 +252,7 @@ class SidecarHost:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _deliver_after(self, tasks: list[asyncio.Task[Any]], record: dict[str, Any]) -> None:
+    async def _deliver_after(self, tasks: list[asyncio.Task[object]], record: JsonObject) -> None:
         await asyncio.gather(*tasks, return_exceptions=True)
         self._deliver(record)
 
@@ -267,7 +268,7 @@ class SidecarHost:
         from pi_coding_agent.coding.extensions.typescript.calls import run_call
 
         ctx = self._contexts.get(record["ctx"]) if record.get("ctx") is not None else None
-        reply: dict[str, Any] = {"type": "reply", "id": record["id"]}
+        reply: JsonObject = {"type": "reply", "id": record["id"]}
         try:
             pi = self._apis.get(record.get("extId") or "") or next(iter(self._apis.values()), None)
             reply["result"] = await run_call(record["method"], record.get("args") or [], ctx, pi,
@@ -288,7 +289,7 @@ class SidecarHost:
         earlier = [t for t in self._tasks if not t.done() and t.get_name() == "fire"]
         if earlier:
             await asyncio.gather(*earlier, return_exceptions=True)
-        reply: dict[str, Any] = {}
+        reply: JsonObject = {}
         try:
             ctx = self._contexts.get(record["ctx"]) if record.get("ctx") is not None else None
             reply["result"] = run_sync_call(record["method"], record.get("args") or [], ctx)
@@ -315,7 +316,7 @@ class SidecarHost:
             pi.register_command(spec["name"], description=spec.get("description"),
                                 handler=lambda args, ctx: self.invoke(handler, [args], ctx, pi=pi))
         elif kind == "tool":
-            async def execute(tool_call_id: str, params: Any, signal: Any, update: Any, ctx: Any) -> Any:
+            async def execute(tool_call_id: str, params: Any, signal: Any, update: Any, ctx: Any) -> object:
                 return await self.invoke(handler, [tool_call_id, params], ctx, tool=True, on_update=update, pi=pi)
 
             pi.register_tool(name=spec["name"], label=spec.get("label"), description=spec.get("description") or "",
@@ -335,10 +336,10 @@ class SidecarHost:
                 "max_tokens": spec.get("maxTokens"), "input": spec.get("input"),
                 "route": lambda request, ctx: self._route(handler, request, ctx)})
 
-    async def _route(self, handler: int, request: Any, ctx: Any) -> dict[str, Any]:
+    async def _route(self, handler: int, request: Any, ctx: Any) -> JsonObject:
         """A TypeScript router's answer to one ``RouteRequest``, sent in pi's camelCase. State crosses
         as JSON: an answer equal to the request's state keeps it (no new entry)."""
-        def routed(value: Any) -> dict[str, Any] | None:
+        def routed(value: Any) -> JsonObject | None:
             if value is None:
                 return None
             return {"model": value.model, "thinkingLevel": value.thinking_level,
@@ -368,9 +369,9 @@ class SidecarHost:
             await self._reader
 
 
-def _context_info(token: int, ctx: Any) -> dict[str, Any]:
+def _context_info(token: int, ctx: Any) -> JsonObject:
     """What a TypeScript handler can read of ``ctx`` without a round trip."""
-    info: dict[str, Any] = {"token": token}
+    info: JsonObject = {"token": token}
     with contextlib.suppress(Exception):
         info.update(cwd=ctx.cwd, hasUI=ctx.has_ui, mode=ctx.mode, idle=ctx.is_idle(),
                     editorText=ctx.ui.get_editor_text())
@@ -380,9 +381,9 @@ def _context_info(token: int, ctx: Any) -> dict[str, Any]:
     return info
 
 
-def _state(pi: Any) -> dict[str, Any]:
+def _state(pi: Any) -> JsonObject:
     """What pi's synchronous getters answer (``getCommands``, ``getActiveTools``, ...), read now."""
-    state: dict[str, Any] = {}
+    state: JsonObject = {}
     with contextlib.suppress(Exception):
         state.update(commands=pi.get_commands(), activeTools=pi.get_active_tools(), allTools=pi.get_all_tools(),
                      sessionName=pi.get_session_name(), thinkingLevel=pi.get_thinking_level())
@@ -396,7 +397,7 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
-def _jsonable(value: Any) -> Any:
+def _jsonable(value: object) -> object:
     if hasattr(value, "model_dump"):
         return value.model_dump()
     return str(value)

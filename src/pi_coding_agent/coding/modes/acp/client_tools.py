@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from pi_coding_agent.agent.tool import ToolError
 from pi_coding_agent.ai.abort import AbortSignal
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.modes.acp.jsonrpc import ConnectionClosed, RpcError
 
 if TYPE_CHECKING:
@@ -52,7 +53,7 @@ class ClientFiles:
     async def write_text(self, path: str, content: str) -> None:
         await self._call("fs/write_text_file", {"sessionId": self._session_id, "path": path, "content": content}, path)
 
-    async def _call(self, method: str, params: dict[str, Any], path: str) -> object:
+    async def _call(self, method: str, params: JsonObject, path: str) -> object:
         try:
             return await self._request(method, params)
         except RpcError as err:
@@ -64,7 +65,7 @@ class ClientFiles:
 class ClientTerminals:
     """``CommandBackend`` over ``terminal/create`` and friends; the call's content embeds the terminal."""
 
-    def __init__(self, request: Request, session_id: str, send_update: Callable[[dict[str, Any]], None]) -> None:
+    def __init__(self, request: Request, session_id: str, send_update: Callable[[JsonObject], None]) -> None:
         self._request = request
         self._session_id = session_id
         self._send_update = send_update
@@ -108,7 +109,7 @@ class ClientTerminals:
             return ShellExit(1, timed_out=True)
         return ShellExit(_exit_code(status))
 
-    async def _wait(self, ids: dict[str, str], signal: AbortSignal, timeout: float | None) -> dict[str, Any] | None:
+    async def _wait(self, ids: dict[str, str], signal: AbortSignal, timeout: float | None) -> JsonObject | None:
         """The exit status, or None after killing the command (abort or timeout)."""
         exited = asyncio.ensure_future(self._request("terminal/wait_for_exit", ids))
         aborted = asyncio.ensure_future(signal.wait())
@@ -124,7 +125,7 @@ class ClientTerminals:
         return None
 
 
-def _exit_code(status: dict[str, Any]) -> int:
+def _exit_code(status: JsonObject) -> int:
     """The shell's convention: the exit code, or 128 + signal number for a killed command."""
     code = status.get("exitCode")
     if isinstance(code, int):

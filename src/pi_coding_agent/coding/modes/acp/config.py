@@ -73,13 +73,13 @@ def config_options(session: SessionPort, mode: str) -> list[JsonObject]:
     return options
 
 
-def _choice(value: Any, allowed: list[str], option: str) -> str:
+def _choice(value: object, allowed: list[str], option: str) -> str:
     if not isinstance(value, str) or value not in allowed:
         raise RpcError(INVALID_PARAMS, "Invalid params", f"{option}: {value!r} is not one of {allowed}")
     return value
 
 
-async def apply_option(session: SessionPort, config_id: Any, value: Any) -> str | None:
+async def apply_option(session: SessionPort, config_id: object, value: object) -> str | None:
     """Apply ``model`` or ``thought_level``; returns the new mode for ``mode`` (the caller owns it)."""
     if config_id == "mode":
         return _choice(value, list(MODES), "mode")

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.modes.acp.port import SessionNotFound, SessionPort, SessionSpec, ToolGate
 
 if TYPE_CHECKING:
@@ -64,7 +65,7 @@ class BootstrapHost:
         hooks = _agent_session(session).agent.hooks
         previous = hooks.before_tool_call
 
-        async def before_tool_call(call: Any, args: dict[str, Any]) -> dict[str, Any] | None:
+        async def before_tool_call(call: Any, args: dict[str, Any]) -> JsonObject | None:
             if previous is not None and (decision := await previous(call, args)):
                 return decision
             return await gate(call, args)
@@ -86,7 +87,7 @@ class BootstrapHost:
     def default_mode(self, session: SessionPort) -> str | None:
         return _agent_session(session).rt.settings.acp_default_mode
 
-    async def connect_mcp_servers(self, session: SessionPort, servers: dict[str, dict[str, Any]]) -> None:
+    async def connect_mcp_servers(self, session: SessionPort, servers: dict[str, JsonObject]) -> None:
         """The client's servers become the session's client servers (a later list replaces an earlier
         one); one that cannot join is reported on stderr."""
         from pi_coding_agent.coding.mcp.session import use_client_servers

@@ -15,7 +15,6 @@ import itertools
 import sys
 import traceback
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 import orjson
 
@@ -35,7 +34,7 @@ RESOURCE_NOT_FOUND = -32002
 class RpcError(Exception):
     """An error answer: raised by a handler to reply with it, raised by ``request`` when the peer did."""
 
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
+    def __init__(self, code: int, message: str, data: object = None) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
@@ -52,8 +51,8 @@ class ConnectionClosed(Exception):
     """The peer went away before answering."""
 
 
-Handler = Callable[[str, Any], Awaitable[Any]]
-NotificationHandler = Callable[[str, Any], None]
+Handler = Callable[[str, object], Awaitable[object]]
+NotificationHandler = Callable[[str, object], None]
 
 
 class JsonRpcPeer:
@@ -64,18 +63,18 @@ class JsonRpcPeer:
         self._on_request = on_request
         self._on_notification = on_notification
         self._ids = itertools.count()
-        self._pending: dict[int, asyncio.Future[Any]] = {}
-        self._incoming: dict[Any, asyncio.Task[None]] = {}
+        self._pending: dict[int, asyncio.Future[object]] = {}
+        self._incoming: dict[object, asyncio.Task[None]] = {}
         self.closed = False
 
     # ------------------------------------------------------------------ outgoing
 
-    async def request(self, method: str, params: Any) -> object:
+    async def request(self, method: str, params: object) -> object:
         """Call the peer and wait for its result; raises ``RpcError`` or ``ConnectionClosed``."""
         if self.closed:
             raise ConnectionClosed(f"{method}: the client has disconnected")
         request_id = next(self._ids)
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[object] = asyncio.get_running_loop().create_future()
         self._pending[request_id] = future
         self._writer.send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
         try:
@@ -87,7 +86,7 @@ class JsonRpcPeer:
         finally:
             self._pending.pop(request_id, None)
 
-    def notify(self, method: str, params: Any) -> None:
+    def notify(self, method: str, params: object) -> None:
         self._writer.send({"jsonrpc": "2.0", "method": method, "params": params})
 
     # ------------------------------------------------------------------ incoming
@@ -147,7 +146,7 @@ class JsonRpcPeer:
         self._incoming[_key(request_id)] = task
         task.add_done_callback(lambda _: self._incoming.pop(_key(request_id), None))
 
-    async def _answer(self, request_id: Any, method: str, params: Any) -> None:
+    async def _answer(self, request_id: object, method: str, params: object) -> None:
         try:
             result = await self._on_request(method, params)
         except RpcError as err:
@@ -160,7 +159,7 @@ class JsonRpcPeer:
         else:
             self._writer.send({"jsonrpc": "2.0", "id": request_id, "result": result})
 
-    def _cancel_incoming(self, params: Any) -> None:
+    def _cancel_incoming(self, params: object) -> None:
         request_id = params.get("requestId") if isinstance(params, dict) else None
         task = self._incoming.get(_key(request_id))
         if task is not None:
@@ -181,7 +180,7 @@ class JsonRpcPeer:
         else:
             future.set_result(message.get("result"))
 
-    def _reply_error(self, request_id: Any, error: RpcError) -> None:
+    def _reply_error(self, request_id: object, error: RpcError) -> None:
         self._writer.send({"jsonrpc": "2.0", "id": request_id, "error": error.to_wire()})
 
     async def drain(self, timeout: float) -> None:
@@ -191,13 +190,13 @@ class JsonRpcPeer:
                 await asyncio.wait(list(self._incoming.values()), timeout=timeout)
 
 
-def _valid_id(value: Any) -> object:
+def _valid_id(value: object) -> object:
     """A usable JSON-RPC id (string or integer-like number), else None."""
     if isinstance(value, bool):
         return None
     return value if isinstance(value, str | int | float) else None
 
 
-def _key(request_id: Any) -> object:
+def _key(request_id: object) -> object:
     """Ids compare by JSON value: the number 1 and the string "1" are different requests."""
     return (type(request_id).__name__, request_id)

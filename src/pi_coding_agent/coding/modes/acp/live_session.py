@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
 
 from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.events import AgentEvent
@@ -27,7 +26,7 @@ NO_KEY_PREFIX = "No API key found"
 class ClientCapabilities:
     """The parts of ``clientCapabilities`` that change how tools work."""
 
-    def __init__(self, raw: Any) -> None:
+    def __init__(self, raw: object) -> None:
         caps = raw if isinstance(raw, dict) else {}
         fs: JsonObject = caps["fs"] if isinstance(caps.get("fs"), dict) else {}
         self.files = fs.get("readTextFile") is True and fs.get("writeTextFile") is True
@@ -94,7 +93,7 @@ class LiveSession:
 
     # ------------------------------------------------------------------ turns
 
-    async def prompt(self, blocks: Any) -> JsonObject:
+    async def prompt(self, blocks: object) -> JsonObject:
         text, images = to_pi_prompt(blocks)
         settled: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         self._waiters.append(settled)  # before prompting: the settle must not slip past us

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pi_coding_agent import __version__
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.modes.acp.jsonrpc import (
     AUTH_REQUIRED,
     INTERNAL_ERROR,
@@ -61,13 +62,13 @@ def serve(host: SessionHost) -> int:
     return asyncio.run(main())
 
 
-def _params(params: Any) -> dict[str, Any]:
+def _params(params: object) -> JsonObject:
     if not isinstance(params, dict):
         raise RpcError(INVALID_PARAMS, "Invalid params", "params must be an object")
     return params
 
 
-def _absolute_dir(value: Any) -> Path:
+def _absolute_dir(value: object) -> Path:
     if not isinstance(value, str) or not os.path.isabs(value):
         raise RpcError(INVALID_PARAMS, "Invalid params", "cwd must be an absolute path")
     if not os.path.isdir(value):
@@ -75,13 +76,13 @@ def _absolute_dir(value: Any) -> Path:
     return Path(value)
 
 
-def mcp_entries(servers: Any) -> dict[str, dict[str, Any]]:
+def mcp_entries(servers: object) -> dict[str, JsonObject]:
     """ACP ``mcpServers`` as pi ``mcp.json`` entries by name (stdio and streamable HTTP; SSE is refused)."""
     if servers is None:
         return {}
     if not isinstance(servers, list):
         raise RpcError(INVALID_PARAMS, "Invalid params", "mcpServers must be an array")
-    entries: dict[str, dict[str, Any]] = {}
+    entries: dict[str, JsonObject] = {}
     for server in servers:
         if not isinstance(server, dict) or not isinstance(server.get("name"), str):
             raise RpcError(INVALID_PARAMS, "Invalid params", "every MCP server needs a name")
@@ -134,7 +135,7 @@ class AcpAgent:
 
     # ------------------------------------------------------------------ dispatch
 
-    async def on_request(self, method: str, params: Any) -> object:
+    async def on_request(self, method: str, params: object) -> object:
         handler = METHODS.get(method)
         if handler is None:
             raise RpcError(METHOD_NOT_FOUND, "Method not found", {"method": method})
@@ -142,7 +143,7 @@ class AcpAgent:
             raise RpcError(INVALID_REQUEST, "Not initialized: the first request must be initialize")
         return await handler(self, _params(params))
 
-    def on_notification(self, method: str, params: Any) -> None:
+    def on_notification(self, method: str, params: object) -> None:
         if method == "session/cancel" and isinstance(params, dict):
             live = self.sessions.get(params.get("sessionId"))  # type: ignore[arg-type]
             if live is not None:
@@ -161,7 +162,7 @@ class AcpAgent:
 
     # ------------------------------------------------------------------ methods
 
-    async def initialize(self, params: dict[str, Any]) -> dict[str, Any]:
+    async def initialize(self, params: JsonObject) -> JsonObject:
         from pi_coding_agent.coding.modes.acp.live_session import ClientCapabilities
 
         if not isinstance(params.get("protocolVersion"), int):
@@ -180,7 +181,7 @@ class AcpAgent:
                              "description": "Provider API keys from the environment or ~/.pi/agent/auth.json"}],
         }
 
-    async def authenticate(self, params: dict[str, Any]) -> dict[str, Any]:
+    async def authenticate(self, params: JsonObject) -> JsonObject:
         """Nothing to sign in to here: re-check that some provider now has credentials."""
         if params.get("methodId") != AUTH_METHOD:
             raise RpcError(INVALID_PARAMS, "Invalid params", f"unknown auth method: {params.get('methodId')!r}")
@@ -193,11 +194,11 @@ class AcpAgent:
             raise RpcError(AUTH_REQUIRED, "No provider has credentials: set an API key or run pi's login first")
         return {}
 
-    async def new_session(self, params: dict[str, Any]) -> dict[str, Any]:
+    async def new_session(self, params: JsonObject) -> JsonObject:
         live = await self._open(params, None)
         return {"sessionId": live.session_id, **self._session_state(live)}
 
-    async def load_session(self, params: dict[str, Any]) -> dict[str, Any]:
+    async def load_session(self, params: JsonObject) -> JsonObject:
         session_id = params.get("sessionId")
         if not isinstance(session_id, str):
             raise RpcError(INVALID_PARAMS, "Invalid params", "sessionId must be a string")
@@ -209,13 +210,13 @@ class AcpAgent:
         live.replay()
         return self._session_state(live)
 
-    def _session_state(self, live: LiveSession) -> dict[str, Any]:
+    def _session_state(self, live: LiveSession) -> JsonObject:
         from pi_coding_agent.coding.modes.acp.config import mode_state
 
         asyncio.get_running_loop().call_soon(live.send_commands)  # after the response names the session
         return {"modes": mode_state(live.mode), "configOptions": live.config_options()}
 
-    async def _open(self, params: dict[str, Any], load_id: str | None) -> LiveSession:
+    async def _open(self, params: JsonObject, load_id: str | None) -> LiveSession:
         from pi_coding_agent.coding.modes.acp.live_session import LiveSession
         from pi_coding_agent.coding.modes.acp.port import SessionNotFound, SessionSpec
         from pi_coding_agent.coding.modes.acp.ui import AcpExtensionUI
@@ -245,14 +246,14 @@ class AcpAgent:
             asyncio.get_running_loop().call_soon(warm_up_after_first_answer, session.get_state().get("model"), True)
         return live
 
-    def _notify_update(self, session_id: str, update: dict[str, Any]) -> None:
+    def _notify_update(self, session_id: str, update: JsonObject) -> None:
         self.peer.notify("session/update", {"sessionId": session_id, "update": update})
 
-    async def list_sessions(self, params: dict[str, Any]) -> dict[str, Any]:
+    async def list_sessions(self, params: JsonObject) -> JsonObject:
         cwd = _absolute_dir(params["cwd"]) if params.get("cwd") is not None else None
         sessions = []
         for info in self.host.list_sessions(cwd):
-            item: dict[str, Any] = {"sessionId": info["id"], "cwd": info["cwd"]}
+            item: JsonObject = {"sessionId": info["id"], "cwd": info["cwd"]}
             title = info.get("name") or info.get("firstMessage")
             if title:
                 item["title"] = title
@@ -260,16 +261,16 @@ class AcpAgent:
             sessions.append(item)
         return {"sessions": sessions}
 
-    async def close_session(self, params: dict[str, Any]) -> dict[str, Any]:
+    async def close_session(self, params: JsonObject) -> JsonObject:
         live = self._live(params)
         del self.sessions[live.session_id]
         await live.close()
         return {}
 
-    async def prompt(self, params: dict[str, Any]) -> dict[str, Any]:
+    async def prompt(self, params: JsonObject) -> JsonObject:
         return await self._live(params).prompt(params.get("prompt"))
 
-    async def set_mode(self, params: dict[str, Any]) -> dict[str, Any]:
+    async def set_mode(self, params: JsonObject) -> JsonObject:
         from pi_coding_agent.coding.modes.acp.config import apply_option
 
         live = self._live(params)
@@ -279,7 +280,7 @@ class AcpAgent:
         live.send_config()
         return {}
 
-    async def set_config_option(self, params: dict[str, Any]) -> dict[str, Any]:
+    async def set_config_option(self, params: JsonObject) -> JsonObject:
         from pi_coding_agent.coding.modes.acp.config import apply_option
 
         live = self._live(params)
@@ -290,7 +291,7 @@ class AcpAgent:
         return {"configOptions": live.config_options()}
 
 
-METHODS: dict[str, Callable[[AcpAgent, dict[str, Any]], Awaitable[Any]]] = {
+METHODS: dict[str, Callable[[AcpAgent, JsonObject], Awaitable[object]]] = {
     "initialize": AcpAgent.initialize,
     "authenticate": AcpAgent.authenticate,
     "session/new": AcpAgent.new_session,

@@ -12,6 +12,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.modes.acp.config import ASK, READ_ONLY
 from pi_coding_agent.coding.modes.acp.jsonrpc import ConnectionClosed, RpcError
 from pi_coding_agent.coding.modes.acp.tool_calls import start_update
@@ -24,7 +25,7 @@ OPTIONS = [
     {"optionId": REJECT, "name": "Reject", "kind": "reject_once"},
 ]
 
-Ask = Callable[[dict[str, Any]], Awaitable[Any]]  # request_permission params -> result
+Ask = Callable[[JsonObject], Awaitable[object]]  # request_permission params -> result
 
 
 class PermissionGate:
@@ -38,7 +39,7 @@ class PermissionGate:
         self._on_allowed = on_allowed
         self._always: set[str] = set()
 
-    async def __call__(self, call: dict[str, Any], args: dict[str, Any]) -> dict[str, Any] | None:
+    async def __call__(self, call: dict[str, Any], args: dict[str, Any]) -> JsonObject | None:
         name = call["name"]
         if name in GUARDED_TOOLS:
             if self.mode == READ_ONLY:
@@ -50,7 +51,7 @@ class PermissionGate:
         self._on_allowed(call["id"])
         return None
 
-    async def _request(self, call: dict[str, Any], args: dict[str, Any]) -> dict[str, Any] | None:
+    async def _request(self, call: dict[str, Any], args: dict[str, Any]) -> JsonObject | None:
         tool_call = start_update(call["id"], call["name"], args, self._cwd, "pending")
         del tool_call["sessionUpdate"]
         try:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.events import AgentEvent
 
 if TYPE_CHECKING:
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
 
 Listener = Callable[[AgentEvent], None]
 # (tool call, validated args) -> None to run it, or {"block": True, "reason": ...}
-ToolGate = Callable[[dict[str, Any], dict[str, Any]], Awaitable[dict[str, Any] | None]]
+ToolGate = Callable[[JsonObject, JsonObject], Awaitable[JsonObject | None]]
 
 
 class SessionPort(Protocol):
@@ -39,14 +40,14 @@ class SessionPort(Protocol):
     def subscribe(self, listener: Listener, types: Iterable[str] | None = None) -> Callable[[], None]: ...
 
     async def prompt(
-        self, message: str, images: list[dict[str, Any]] | None = None, streaming_behavior: str | None = None
-    ) -> dict[str, Any]: ...
+        self, message: str, images: list[JsonObject] | None = None, streaming_behavior: str | None = None
+    ) -> JsonObject: ...
 
     async def abort(self) -> None: ...
 
     def get_state(self) -> dict[str, Any]: ...
 
-    def get_messages(self) -> list[dict[str, Any]]: ...
+    def get_messages(self) -> list[JsonObject]: ...
 
     def get_entries(self, since: str | None = None) -> dict[str, Any]:
         """``{"entries": [...], "leafId": ...}``: the session file's entries (for replay)."""
@@ -65,7 +66,7 @@ class SessionPort(Protocol):
 
     def set_sandbox_mode(self, mode: str) -> None: ...
 
-    def get_commands(self) -> list[dict[str, Any]]: ...
+    def get_commands(self) -> list[JsonObject]: ...
 
     def get_session_stats(self) -> dict[str, Any]: ...
 
@@ -82,7 +83,7 @@ class SessionSpec:
 
     cwd: Path
     load_id: str | None = None  # a saved session to open; None for a new one
-    mcp_servers: dict[str, dict[str, Any]] = field(default_factory=dict)  # mcp.json entries by name
+    mcp_servers: dict[str, JsonObject] = field(default_factory=dict)  # mcp.json entries by name
     ui: Any = None  # the extension UI bound to this session (acp.ui.AcpExtensionUI)
 
 
@@ -104,9 +105,9 @@ class SessionHost(Protocol):
 
     def default_mode(self, session: SessionPort) -> str | None: ...
 
-    async def connect_mcp_servers(self, session: SessionPort, servers: dict[str, dict[str, Any]]) -> None:
+    async def connect_mcp_servers(self, session: SessionPort, servers: dict[str, JsonObject]) -> None:
         """Hand the client's MCP servers to pi's MCP manager (the seam for ``coding/mcp``); a later
         list for the same session replaces the earlier one."""
         ...
 
-    def list_sessions(self, cwd: Path | None) -> list[dict[str, Any]]: ...
+    def list_sessions(self, cwd: Path | None) -> list[JsonObject]: ...

@@ -7,7 +7,6 @@ arguments), image blocks and image blobs become pi image blocks.
 
 from __future__ import annotations
 
-from typing import Any
 from urllib.parse import unquote, urlparse
 
 from pi_coding_agent.ai.types import JsonObject
@@ -20,13 +19,13 @@ def _uri_name(uri: str) -> str:
     return unquote(parsed.path) if parsed.scheme == "file" else uri
 
 
-def _image(data: Any, mime: Any) -> JsonObject:
+def _image(data: object, mime: object) -> JsonObject:
     if not isinstance(data, str) or not isinstance(mime, str) or not mime.startswith("image/"):
         raise RpcError(INVALID_PARAMS, "Invalid params", "an image needs base64 data and an image/* mimeType")
     return {"type": "image", "data": data, "mimeType": mime}
 
 
-def _resource(resource: Any, images: list[JsonObject]) -> str:
+def _resource(resource: object, images: list[JsonObject]) -> str:
     if not isinstance(resource, dict) or not isinstance(resource.get("uri"), str):
         raise RpcError(INVALID_PARAMS, "Invalid params", "a resource needs a uri")
     name = _uri_name(resource["uri"])
@@ -47,7 +46,7 @@ def _link(block: JsonObject) -> str:
     return f"[@{name}]({_uri_name(uri)})"
 
 
-def to_pi_prompt(blocks: Any) -> tuple[str, list[JsonObject]]:
+def to_pi_prompt(blocks: object) -> tuple[str, list[JsonObject]]:
     """(text, images) for ``session.prompt``; raises ``RpcError`` (invalid params) on bad blocks."""
     if not isinstance(blocks, list) or not blocks:
         raise RpcError(INVALID_PARAMS, "Invalid params", "prompt must be a non-empty array of content blocks")

@@ -8,6 +8,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from pi_coding_agent.ai.types import JsonObject
+
 KINDS = {"read": "read", "write": "edit", "edit": "edit", "bash": "execute", "grep": "search", "find": "search",
          "ls": "search"}
 TITLE_MAX = 120
@@ -18,7 +20,7 @@ def tool_kind(name: str) -> str:
     return KINDS.get(name, "other")
 
 
-def _absolute(path: Any, cwd: str) -> str | None:
+def _absolute(path: object, cwd: str) -> str | None:
     if not isinstance(path, str) or not path:
         return None
     from pi_coding_agent.coding.tools.paths import resolve_to_cwd
@@ -48,11 +50,11 @@ def tool_title(name: str, args: dict[str, Any]) -> str:
     return name
 
 
-def tool_locations(name: str, args: dict[str, Any], cwd: str) -> list[dict[str, Any]]:
+def tool_locations(name: str, args: JsonObject, cwd: str) -> list[JsonObject]:
     path = _absolute(args.get("path"), cwd)
     if path is None:
         return [{"path": cwd}] if name in ("ls", "grep", "find") else []
-    location: dict[str, Any] = {"path": path}
+    location: JsonObject = {"path": path}
     offset = args.get("offset")
     if name == "read" and isinstance(offset, int) and offset > 0:
         location["line"] = offset
@@ -70,13 +72,13 @@ def _previous_text(path: str) -> str | None:
         return None
 
 
-def diff_content(name: str, args: dict[str, Any], cwd: str, before_write: bool) -> list[dict[str, Any]]:
+def diff_content(name: str, args: JsonObject, cwd: str, before_write: bool) -> list[JsonObject]:
     """ACP diffs of an edit (one per replacement) or a write (the whole file)."""
     path = _absolute(args.get("path"), cwd)
     if path is None:
         return []
     if name == "write" and isinstance(args.get("content"), str):
-        diff: dict[str, Any] = {"type": "diff", "path": path}
+        diff: JsonObject = {"type": "diff", "path": path}
         old = _previous_text(path) if before_write else None
         if old is not None:
             diff["oldText"] = old
@@ -92,9 +94,9 @@ def diff_content(name: str, args: dict[str, Any], cwd: str, before_write: bool) 
             and isinstance(e.get("newText"), str)]
 
 
-def block_content(blocks: Any) -> list[dict[str, Any]]:
+def block_content(blocks: object) -> list[dict[str, Any]]:
     """pi content blocks (text, image) as ACP tool-call content."""
-    out: list[dict[str, Any]] = []
+    out: list[JsonObject] = []
     for block in blocks if isinstance(blocks, list) else []:
         if block.get("type") == "text" and block.get("text"):
             out.append({"type": "content", "content": {"type": "text", "text": block["text"]}})
@@ -104,9 +106,9 @@ def block_content(blocks: Any) -> list[dict[str, Any]]:
     return out
 
 
-def start_update(call_id: str, name: str, args: dict[str, Any], cwd: str, status: str) -> dict[str, Any]:
+def start_update(call_id: str, name: str, args: JsonObject, cwd: str, status: str) -> dict[str, Any]:
     """The ``tool_call`` update announcing a call."""
-    update: dict[str, Any] = {"sessionUpdate": "tool_call", "toolCallId": call_id, "title": tool_title(name, args),
+    update: JsonObject = {"sessionUpdate": "tool_call", "toolCallId": call_id, "title": tool_title(name, args),
                               "kind": tool_kind(name), "status": status}
     content = diff_content(name, args, cwd, before_write=status == "pending")
     if content:
@@ -118,7 +120,7 @@ def start_update(call_id: str, name: str, args: dict[str, Any], cwd: str, status
     return update
 
 
-def end_update(call_id: str, name: str, args: dict[str, Any], result: dict[str, Any], is_error: bool,
+def end_update(call_id: str, name: str, args: JsonObject, result: JsonObject, is_error: bool,
                cwd: str, diffs: list[dict[str, Any]], terminal_id: str | None = None) -> dict[str, Any]:
     """The final ``tool_call_update`` of a call: status, content (the announced diffs for a successful
     edit/write, the embedded terminal for a command the client ran)."""
@@ -128,7 +130,7 @@ def end_update(call_id: str, name: str, args: dict[str, Any], result: dict[str, 
         content = diffs
     else:
         content = block_content(result.get("content"))
-    update: dict[str, Any] = {"sessionUpdate": "tool_call_update", "toolCallId": call_id,
+    update: JsonObject = {"sessionUpdate": "tool_call_update", "toolCallId": call_id,
                               "status": "failed" if is_error else "completed", "content": content}
     details = result.get("details")
     if name == "edit" and isinstance(details, dict) and isinstance(details.get("firstChangedLine"), int):

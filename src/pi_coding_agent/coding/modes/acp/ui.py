@@ -14,13 +14,14 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.modes.acp.jsonrpc import ConnectionClosed, RpcError
 from pi_coding_agent.coding.ui import RPC_THEME_ERROR, HeadlessThemes
 
 if TYPE_CHECKING:
     from pi_coding_agent.ai.abort import AbortSignal
 
-Request = Callable[[str, dict[str, Any]], Awaitable[Any]]
+Request = Callable[[str, JsonObject], Awaitable[Any]]
 
 
 class AcpExtensionUI(HeadlessThemes):
@@ -29,7 +30,7 @@ class AcpExtensionUI(HeadlessThemes):
     has_ui = True
     theme_error = RPC_THEME_ERROR  # what pi answers behind the pi-acp adapter, which drives it over RPC
 
-    def __init__(self, request: Request, send_update: Callable[[str, dict[str, Any]], None]) -> None:
+    def __init__(self, request: Request, send_update: Callable[[str, JsonObject], None]) -> None:
         self._request = request
         self._send_update = send_update
         self.session_id: str | None = None
@@ -63,14 +64,14 @@ class AcpExtensionUI(HeadlessThemes):
         """The chosen option id, or None (dismissed, timed out, aborted, no session or no client)."""
         if self.session_id is None or (signal is not None and signal.aborted):
             return None
-        tool_call: dict[str, Any] = {"toolCallId": f"ui-{uuid.uuid4()}", "title": title, "kind": "other",
+        tool_call: JsonObject = {"toolCallId": f"ui-{uuid.uuid4()}", "title": title, "kind": "other",
                                      "status": "pending"}
         if message:
             tool_call["content"] = [{"type": "content", "content": {"type": "text", "text": message}}]
         ask = asyncio.ensure_future(self._request("session/request_permission",
                                                   {"sessionId": self.session_id, "toolCall": tool_call,
                                                    "options": options}))
-        waits: set[asyncio.Future[Any]] = {ask}
+        waits: set[asyncio.Future[object]] = {ask}
         if signal is not None:
             waits.add(asyncio.ensure_future(signal.wait()))
         try:

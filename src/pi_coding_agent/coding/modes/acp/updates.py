@@ -12,18 +12,19 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.events import AgentEvent
 from pi_coding_agent.coding.modes.acp.tool_calls import block_content, end_update, start_update
 from pi_coding_agent.coding.session.context import content_text
 
-Send = Callable[[dict[str, Any]], None]
+Send = Callable[[JsonObject], None]
 
 _TASK_LINE = re.compile(r"^\s*(?:[-*]|\d+[.)])\s+\[([ xX~-])\]\s+(.+?)\s*$", re.MULTILINE)
 PLAN_MIN_ENTRIES = 2
 
 
-def text_chunk(kind: str, text: str, message_id: str | None) -> dict[str, Any]:
-    update: dict[str, Any] = {"sessionUpdate": kind, "content": {"type": "text", "text": text}}
+def text_chunk(kind: str, text: str, message_id: str | None) -> JsonObject:
+    update: JsonObject = {"sessionUpdate": kind, "content": {"type": "text", "text": text}}
     if message_id is not None:
         update["messageId"] = message_id
     return update
@@ -34,7 +35,7 @@ def _thought_id(message_id: str | None) -> str | None:
     return None if message_id is None else f"{message_id}-thought"
 
 
-def plan_entries(text: str) -> list[dict[str, Any]]:
+def plan_entries(text: str) -> list[JsonObject]:
     """A Markdown task list the model wrote (``- [ ] step`` / ``- [x] step``) as ACP plan entries."""
     entries = []
     for mark, content in _TASK_LINE.findall(text):
@@ -53,8 +54,8 @@ class UpdateStream:
         self._terminal_of = terminal_of
         self._on_config_changed = on_config_changed
         self._message_id: str | None = None
-        self._calls: dict[str, tuple[str, dict[str, Any], list[dict[str, Any]]]] = {}
-        self._plan: list[dict[str, Any]] = []
+        self._calls: dict[str, tuple[str, JsonObject, list[JsonObject]]] = {}
+        self._plan: list[JsonObject] = []
 
     def on_event(self, event: AgentEvent) -> None:
         """Any event but ``message_update``, which goes to ``on_message_update`` directly."""
@@ -93,7 +94,7 @@ class UpdateStream:
 
     # ------------------------------------------------------------------ tools
 
-    def announce(self, call_id: Any, name: Any, args: Any) -> None:
+    def announce(self, call_id: object, name: object, args: object) -> None:
         """``tool_call`` (pending) once per call, from whichever event names it first."""
         if not isinstance(call_id, str) or call_id in self._calls or not isinstance(name, str):
             return
@@ -106,7 +107,7 @@ class UpdateStream:
         """The call passed its permission check and runs now."""
         self._send({"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": "in_progress"})
 
-    def _tool_start(self, event: dict[str, Any]) -> None:
+    def _tool_start(self, event: JsonObject) -> None:
         self.announce(event["toolCallId"], event["toolName"], event.get("args"))
 
     def _tool_update(self, event: dict[str, Any]) -> None:
@@ -125,19 +126,19 @@ class UpdateStream:
 
     # ------------------------------------------------------------------ session state
 
-    def _session_info(self, event: dict[str, Any]) -> None:
+    def _session_info(self, event: JsonObject) -> None:
         self._send({"sessionUpdate": "session_info_update", "title": event.get("name")})
 
-    def _thinking_level(self, event: dict[str, Any]) -> None:
+    def _thinking_level(self, event: JsonObject) -> None:
         self._on_config_changed()
 
     def _status_thought(self, text: str) -> None:
         self._send(text_chunk("agent_thought_chunk", text, None))
 
-    def _compaction_start(self, event: dict[str, Any]) -> None:
+    def _compaction_start(self, event: JsonObject) -> None:
         self._status_thought(f"\n[compacting the conversation ({event.get('reason', 'threshold')})]\n")
 
-    def _retry_start(self, event: dict[str, Any]) -> None:
+    def _retry_start(self, event: JsonObject) -> None:
         self._status_thought(f"\n[retrying after an error, attempt {event.get('attempt')}/"
                              f"{event.get('maxAttempts')}: {event.get('errorMessage', '')}]\n")
 
@@ -159,7 +160,7 @@ HANDLED = tuple(_HANDLERS)  # what ``on_event`` translates
 # ---------------------------------------------------------------------------- replay
 
 
-def _user_blocks(content: Any) -> list[dict[str, Any]]:
+def _user_blocks(content: Any) -> list[JsonObject]:
     if isinstance(content, str):
         return [{"type": "text", "text": content}] if content else []
     blocks = []
@@ -174,11 +175,11 @@ def _user_blocks(content: Any) -> list[dict[str, Any]]:
 SUMMARY_ROLES = {"compaction": "compactionSummary", "branch_summary": "branchSummary"}
 
 
-def branch_messages(entries: list[dict[str, Any]], leaf_id: str | None) -> list[dict[str, Any]]:
+def branch_messages(entries: list[JsonObject], leaf_id: str | None) -> list[JsonObject]:
     """The whole history of the current branch (older messages a compaction replaced included)."""
     by_id = {e.get("id"): e for e in entries}
     branch: list[dict[str, Any]] = []
-    seen: set[Any] = set()
+    seen: set[object] = set()
     entry = by_id.get(leaf_id)
     while entry is not None and entry.get("id") not in seen:
         seen.add(entry.get("id"))
@@ -195,7 +196,7 @@ def branch_messages(entries: list[dict[str, Any]], leaf_id: str | None) -> list[
 
 def replay(messages: list[dict[str, Any]], cwd: str, send: Send) -> None:
     """A saved transcript as the updates a client would have seen live (``session/load``)."""
-    calls: dict[str, tuple[str, dict[str, Any], list[dict[str, Any]]]] = {}
+    calls: dict[str, tuple[str, JsonObject, list[JsonObject]]] = {}
     for index, message in enumerate(messages):
         role = message.get("role")
         message_id = f"m{index}"
@@ -216,7 +217,7 @@ def replay(messages: list[dict[str, Any]], cwd: str, send: Send) -> None:
 
 
 def _replay_assistant(message: dict[str, Any], message_id: str, cwd: str, send: Send,
-                      calls: dict[str, tuple[str, dict[str, Any], list[dict[str, Any]]]]) -> None:
+                      calls: dict[str, tuple[str, JsonObject, list[JsonObject]]]) -> None:
     for block in message.get("content") or []:
         kind = block.get("type")
         if kind == "thinking" and block.get("thinking"):

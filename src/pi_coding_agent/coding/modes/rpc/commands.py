@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 import traceback
 from collections.abc import Callable, Iterator
-from typing import Any, NamedTuple, Protocol
+from typing import NamedTuple, Protocol
 
 import orjson
 
@@ -52,14 +52,14 @@ class Field(NamedTuple):
     kind: str  # "string" | "boolean" | "images"
     required: bool = True
     choices: tuple[str, ...] = ()
-    default: Any = None
+    default: object = None
 
     @property
     def argument(self) -> str:
         return "".join(f"_{c.lower()}" if c.isupper() else c for c in self.name)
 
 
-def _opt(name: str, kind: str, *, choices: tuple[str, ...] = (), default: Any = None) -> Field:
+def _opt(name: str, kind: str, *, choices: tuple[str, ...] = (), default: object = None) -> Field:
     return Field(name, kind, required=False, choices=choices, default=default)
 
 
@@ -77,7 +77,7 @@ class Command(NamedTuple):
 class CallContext(NamedTuple):
     """What a handler may need besides its arguments: the command id and the event output."""
 
-    command_id: Any
+    command_id: object
     has_id: bool
     emit: Emit
 
@@ -131,7 +131,7 @@ COMMANDS: dict[str, Command] = {
 }
 
 
-def _type_error(kind: str, value: Any) -> str | None:
+def _type_error(kind: str, value: object) -> str | None:
     if kind == "string":
         return None if isinstance(value, str) else "must be a string"
     if kind == "boolean":
@@ -218,7 +218,7 @@ def _last_assistant_text(session: RpcSession, ctx: CallContext) -> JsonObject:
     return {} if text is None else {"text": text}
 
 
-SPECIAL_HANDLERS: dict[str, Callable[..., Any]] = {
+SPECIAL_HANDLERS: dict[str, Callable[..., object]] = {
     "bash": _bash,
     "fork": _fork,
     "set_session_name": _set_session_name,
@@ -232,7 +232,7 @@ SPECIAL_HANDLERS: dict[str, Callable[..., Any]] = {
 # --------------------------------------------------------------------------- responses
 
 
-def response(record_id: Any, has_id: bool, command: Any, *, data: Any = None, has_data: bool = False,
+def response(record_id: object, has_id: bool, command: object, *, data: object = None, has_data: bool = False,
              error: str | None = None) -> JsonObject:
     """A response envelope with pi's key order: id, type, command, success, data|error."""
     out: JsonObject = {"id": record_id} if has_id else {}
@@ -246,7 +246,7 @@ def response(record_id: Any, has_id: bool, command: Any, *, data: Any = None, ha
     return out
 
 
-def _shape(command: Command, value: Any) -> tuple[bool, Any]:
+def _shape(command: Command, value: object) -> tuple[bool, object]:
     if command.result == NO_DATA:
         return False, None
     if command.result == AS_IS:

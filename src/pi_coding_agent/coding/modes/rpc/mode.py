@@ -96,7 +96,7 @@ def _salvage_id(line: bytes) -> object:
     return record.get("id") if isinstance(record, dict) else None
 
 
-def _unknown_command(record: Any) -> JsonObject:
+def _unknown_command(record: object) -> JsonObject:
     """pi's answer to valid JSON that names no known command (``Unknown command: undefined`` if untyped)."""
     if not isinstance(record, dict):
         return {"type": "response", "success": False, "error": "Unknown command: undefined"}

@@ -20,7 +20,6 @@ import stat
 import sys
 from collections import deque
 from collections.abc import AsyncIterator, Iterable, Iterator
-from typing import Any
 
 import orjson
 
@@ -163,7 +162,7 @@ class RecordWriter:
             self._stream = asyncio.StreamWriter(transport, protocol, None, loop)
         self._task = asyncio.create_task(self._drain_queue(), name="rpc-writer")
 
-    def send(self, record: Any) -> None:
+    def send(self, record: object) -> None:
         """Queue one record; the order of ``send`` calls is the order on stdout."""
         try:
             data = orjson.dumps(record, default=self._placeholder, option=orjson.OPT_APPEND_NEWLINE)
@@ -238,7 +237,7 @@ class RecordWriter:
         if not self._pending:
             self._idle.set()
 
-    def _placeholder(self, value: Any) -> orjson.Fragment:
+    def _placeholder(self, value: object) -> orjson.Fragment:
         if not isinstance(value, StreamedJson):
             raise TypeError(f"Type is not JSON serializable: {type(value).__name__}")
         self._streams.append(value)

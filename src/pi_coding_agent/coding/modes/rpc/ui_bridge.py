@@ -11,23 +11,24 @@ import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.ui import RPC_THEME_ERROR, HeadlessThemes
 
 if TYPE_CHECKING:
     from pi_coding_agent.ai.abort import AbortSignal
 
 Send = Callable[[dict[str, Any]], None]
-Parse = Callable[[dict[str, Any]], Any]
+Parse = Callable[[JsonObject], object]
 
 
-def _value(response: dict[str, Any]) -> str | None:
+def _value(response: JsonObject) -> str | None:
     if response.get("cancelled"):
         return None
     value = response.get("value")
     return value if isinstance(value, str) else None
 
 
-def _confirmed(response: dict[str, Any]) -> bool:
+def _confirmed(response: JsonObject) -> bool:
     return not response.get("cancelled") and response.get("confirmed") is True
 
 
@@ -39,7 +40,7 @@ class RpcExtensionUI(HeadlessThemes):
 
     def __init__(self, send: Send) -> None:
         self._send = send
-        self._pending: dict[str, tuple[asyncio.Future[Any], Parse]] = {}
+        self._pending: dict[str, tuple[asyncio.Future[object], Parse]] = {}
 
     # ------------------------------------------------------------------ dialogs
 
@@ -66,7 +67,7 @@ class RpcExtensionUI(HeadlessThemes):
         result: str | None = await self._dialog({"method": "editor", "title": title, "prefill": prefill}, None, _value)
         return result
 
-    def resolve(self, response: dict[str, Any]) -> None:
+    def resolve(self, response: JsonObject) -> None:
         """Complete the dialog a client answered; unknown or expired ids are ignored silently."""
         request_id = response.get("id")
         entry = self._pending.pop(request_id, None) if isinstance(request_id, str) else None
@@ -75,14 +76,14 @@ class RpcExtensionUI(HeadlessThemes):
             future.set_result(parse(response))
 
     async def _dialog(
-        self, request: dict[str, Any], default: Any, parse: Parse, timeout_ms: int | None = None,
+        self, request: dict[str, Any], default: object, parse: Parse, timeout_ms: int | None = None,
         signal: AbortSignal | None = None,
     ) -> Any:
         """A fired ``signal`` (before or during the dialog) resolves it to ``default``, like a timeout."""
         if signal is not None and signal.aborted:
             return default  # nothing is asked
         request_id = str(uuid.uuid4())
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[object] = asyncio.get_running_loop().create_future()
         self._pending[request_id] = (future, parse)
 
         def dismiss() -> None:
@@ -127,7 +128,7 @@ class RpcExtensionUI(HeadlessThemes):
         """The client owns the editor; a synchronous call cannot ask it."""
         return ""
 
-    def _request(self, request: dict[str, Any]) -> None:
+    def _request(self, request: JsonObject) -> None:
         self._write(str(uuid.uuid4()), request)
 
     def _write(self, request_id: str, request: dict[str, Any]) -> None:
