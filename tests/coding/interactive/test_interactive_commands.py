@@ -27,7 +27,15 @@ def dialog_text(app: Any) -> str:
 
 
 async def run_command(pilot: Any, line: str) -> None:
-    await type_text(pilot, line)
+    """The command word typed key by key; its argument (often a long path) put in at once, since each
+    typed key waits for a frame."""
+    from pi_coding_agent.coding.modes.interactive.editor import Editor
+
+    name, _, argument = line.partition(" ")
+    await type_text(pilot, name + (" " if argument else ""))
+    if argument:
+        pilot.app.query_one(Editor).insert(argument)
+        await pilot.pause()
     await pilot.press("enter")
 
 
