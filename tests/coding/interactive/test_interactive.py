@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -39,9 +40,9 @@ async def until(pilot: Any, predicate: Any, timeout: float = 30.0) -> None:
         await pilot.pause(0.05)
 
 
-@pytest.fixture
-async def make_app(tmp_path, fake_llm):
-    sessions = []
+def app_maker(tmp_path: Path, fake_llm: Any, sessions: list[Any]) -> Callable[..., Awaitable[Any]]:
+    """``make(**cli_options)``: an app over a new session on the fake server; the sessions it makes go
+    into ``sessions``, for the fixture to shut down."""
 
     async def make(**options: Any) -> Any:
         write_models(tmp_path / "agent", fake_llm.url)
@@ -52,7 +53,13 @@ async def make_app(tmp_path, fake_llm):
         sessions.append(session)
         return build_app(session, ui, args)
 
-    yield make
+    return make
+
+
+@pytest.fixture
+async def make_app(tmp_path, fake_llm):
+    sessions: list[Any] = []
+    yield app_maker(tmp_path, fake_llm, sessions)
     for session in sessions:
         await session.shutdown()
 

@@ -21,12 +21,9 @@ from typing import Any
 import pytest
 
 from pi_coding_agent.coding import paths
-from pi_coding_agent.coding.bootstrap import create_session
 from pi_coding_agent.coding.modes.interactive import app as app_module
-from pi_coding_agent.coding.modes.interactive import build_app, footer
-from pi_coding_agent.coding.modes.interactive.dialogs import TuiExtensionUI
-from pi_coding_agent.coding.options import CliArgs
-from tests.coding.interactive.test_interactive import screen_text, type_text, until, write_models
+from pi_coding_agent.coding.modes.interactive import footer
+from tests.coding.interactive.test_interactive import app_maker, screen_text, type_text, until
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 SIZE = (100, 32)
@@ -78,16 +75,11 @@ async def make_app(tmp_path, fake_llm, monkeypatch):
     monkeypatch.setattr(footer, "home_relative", lambda path: "~/project")
     monkeypatch.setattr(footer, "git_branch", lambda cwd: "main")
     monkeypatch.setattr(app_module, "__version__", "1.0.0")
-    sessions = []
+    sessions: list[Any] = []
+    base = app_maker(tmp_path, fake_llm, sessions)
 
     async def make(**options: Any) -> Any:
-        write_models(tmp_path / "agent", fake_llm.url)
-        options.setdefault("no_session", True)
-        args = CliArgs(provider="local", model="m1", **options)
-        ui = TuiExtensionUI()
-        session = await create_session(args, "interactive", ui, cwd=tmp_path, agent_dir=tmp_path / "agent")
-        sessions.append(session)
-        app = build_app(session, ui, args)
+        app = await base(**options)
         app.editor.cursor_blink = False  # from the first frame: a focused editor always shows its cursor
         return app
 

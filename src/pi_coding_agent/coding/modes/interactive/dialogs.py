@@ -36,7 +36,30 @@ DIALOG_CSS = """
 """
 
 
-class SelectScreen(ModalScreen[str | None]):
+class SearchList(ModalScreen[T]):
+    """A screen of a search field over a list: Up/Down move the list while the field has the focus,
+    and Enter (in the field or on the list) acts on the highlighted row (``act``)."""
+
+    searchable = True
+
+    def on_key(self, event: Any) -> None:
+        if event.key in ("up", "down") and self.searchable:
+            list_ = self.query_one(OptionList)
+            (list_.action_cursor_up if event.key == "up" else list_.action_cursor_down)()
+            event.stop()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self.act(self.query_one(OptionList).highlighted)
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        self.act(event.option_index)
+
+    def act(self, index: int | None) -> None:
+        """What Enter does with row ``index`` of the list (None: no row is highlighted)."""
+        raise NotImplementedError
+
+
+class SelectScreen(SearchList[str | None]):
     """A list with a search field; answers the chosen option's id (None on Escape)."""
 
     DEFAULT_CSS = DIALOG_CSS.format(name="SelectScreen")
@@ -96,20 +119,7 @@ class SelectScreen(ModalScreen[str | None]):
         if list_.option_count:
             list_.highlighted = highlighted if highlighted is not None and highlighted < list_.option_count else 0
 
-    def on_key(self, event: Any) -> None:
-        """Up/Down move the list while typing in the search field."""
-        if event.key in ("up", "down") and self.searchable:
-            list_ = self.query_one(OptionList)
-            (list_.action_cursor_up if event.key == "up" else list_.action_cursor_down)()
-            event.stop()
-
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        self._choose(self.query_one(OptionList).highlighted)
-
-    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
-        self._choose(event.option_index)
-
-    def _choose(self, index: int | None) -> None:
+    def act(self, index: int | None) -> None:
         list_ = self.query_one(OptionList)
         if index is None or index >= list_.option_count:
             return

@@ -13,15 +13,13 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Input, Label, OptionList
 from textual.widgets.option_list import Option
 
 from pi_coding_agent.coding.modes.interactive.completion import fuzzy_score
-from pi_coding_agent.coding.modes.interactive.dialogs import DIALOG_CSS, ask
+from pi_coding_agent.coding.modes.interactive.dialogs import DIALOG_CSS, SearchList, ask
 
 if TYPE_CHECKING:
-    from textual import events
 
     from pi_coding_agent.ai.types import Model
     from pi_coding_agent.coding.modes.interactive.command_host import PiApp
@@ -31,7 +29,7 @@ def model_key(model: Model) -> str:
     return f"{model['provider']}/{model['id']}"
 
 
-class ScopedModelsScreen(ModalScreen[None]):
+class ScopedModelsScreen(SearchList[None]):
     """Enter toggles the highlighted model; Ctrl+A enables all, Ctrl+X clears, Ctrl+S saves, Escape closes."""
 
     DEFAULT_CSS = DIALOG_CSS.format(name="ScopedModelsScreen")
@@ -80,20 +78,8 @@ class ScopedModelsScreen(ModalScreen[None]):
         self.query_one(OptionList).highlighted = 0
         self._fill()
 
-    def on_key(self, event: events.Key) -> None:
-        if event.key in ("up", "down"):
-            choices = self.query_one(OptionList)
-            (choices.action_cursor_up if event.key == "up" else choices.action_cursor_down)()
-            event.stop()
-
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        self._toggle()
-
-    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
-        self._toggle()
-
-    def _toggle(self) -> None:
-        index = self.query_one(OptionList).highlighted
+    def act(self, index: int | None) -> None:
+        """Enter toggles the highlighted model."""
         if index is None or index >= len(self.rows):
             return
         key = self.rows[index]

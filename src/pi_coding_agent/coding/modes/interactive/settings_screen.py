@@ -15,14 +15,12 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Input, Label, OptionList
 from textual.widgets.option_list import Option
 
-from pi_coding_agent.coding.modes.interactive.dialogs import DIALOG_CSS, SelectScreen, ask
+from pi_coding_agent.coding.modes.interactive.dialogs import DIALOG_CSS, SearchList, SelectScreen, ask
 
 if TYPE_CHECKING:
-    from textual import events
 
     from pi_coding_agent.coding.modes.interactive.command_host import PiApp
 
@@ -88,7 +86,7 @@ class _Search(Input):
         return key != "space" and super().check_consume_key(key, character)
 
 
-class SettingsScreen(ModalScreen[None]):
+class SettingsScreen(SearchList[None]):
     """The settings list with a search field; Escape closes it (every change is already saved)."""
 
     DEFAULT_CSS = DIALOG_CSS.format(name="SettingsScreen")
@@ -140,21 +138,11 @@ class SettingsScreen(ModalScreen[None]):
     def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
         self._describe()
 
-    def on_key(self, event: events.Key) -> None:
-        """Up/Down move the list while typing in the search field."""
-        if event.key in ("up", "down"):
-            choices = self.query_one(OptionList)
-            (choices.action_cursor_up if event.key == "up" else choices.action_cursor_down)()
-            event.stop()
-
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        self.action_change()
-
-    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
-        self.action_change()
-
     def action_change(self) -> None:
-        index = self.query_one(OptionList).highlighted
+        self.act(self.query_one(OptionList).highlighted)
+
+    def act(self, index: int | None) -> None:
+        """Enter or Space moves the highlighted setting on (or opens its picker)."""
         if index is not None and index < len(self.rows):
             self.pi.spawn(self._change(self.rows[index]))
 
