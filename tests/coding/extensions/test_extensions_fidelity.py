@@ -244,12 +244,19 @@ async def _gateway(conv: Conversation) -> None:
     conv.records.append({"type": "model", "model": f"{state['data']['model']['provider']}/{state['data']['model']['id']}"})
     await conv.request({"type": "prompt", "message": "/gateway"})
     await conv.request({"type": "prompt", "message": "/gateway off"})
+    if not any(_removed(r) for r in conv.records):  # pi may answer the prompt before its handler ends
+        await conv.read_until(_removed)
     conv.records.append({"type": "listed", "models": _model_names(await conv.request({"type": "get_available_models"}))})
     refused = await conv.request({"type": "set_model", "provider": "gateway", "modelId": "team-model"})
     conv.records.append({"type": "set_model", "success": refused["success"]})
 
 
 GATEWAY_ARGS = ("--provider", "gateway", "--model", "team-model")
+
+
+def _removed(record: Record) -> bool:
+    """The notice of ``/gateway off``, sent once the provider is unregistered."""
+    return record.get("method") == "notify" and record.get("message") == "gateway removed"
 
 
 def _gateway_outcome(played: Played) -> dict[str, Any]:
