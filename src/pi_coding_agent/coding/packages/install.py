@@ -93,7 +93,7 @@ class Installer:
 
     def install_pypi(self, source: PypiSource, scope: Scope) -> None:
         """``pip install --target`` into a fresh folder (so the newest version the specifier allows),
-        swapped in when pip succeeded: a failed update keeps the installed copy."""
+        swapped in when pip succeeded: a failed update, or one interrupted mid-swap, keeps a copy."""
         self._private_cache(scope)
         target = pypi_path(source, scope, self.agent_dir, self.cwd)
         staging = target.with_name(target.name + ".installing")
@@ -104,8 +104,7 @@ class Installer:
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
-        shutil.rmtree(target, ignore_errors=True)
-        staging.rename(target)
+        _swap_in(staging, target)
         if scope != "temporary":
             _ensure_gitignore(target.parent)
 
@@ -250,3 +249,14 @@ def installed_npm_version(path: Path) -> str | None:
     except (OSError, ValueError, AttributeError):
         return None
     return value if isinstance(value, str) else None
+
+
+def _swap_in(staging: Path, target: Path) -> None:
+    """Put ``staging`` where ``target`` is by renames only: at every moment one complete copy is in
+    place (the old one is set aside, not deleted, until the new one is there)."""
+    old = target.with_name(target.name + ".old")
+    shutil.rmtree(old, ignore_errors=True)
+    if target.exists():
+        target.rename(old)
+    staging.rename(target)
+    shutil.rmtree(old, ignore_errors=True)
