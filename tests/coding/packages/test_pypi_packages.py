@@ -139,3 +139,16 @@ def test_e_installs_into_the_temporary_cache(tmp_path):
     cached = home / ".pi" / "agent" / "tmp" / "extensions" / "pypi"
     assert list(cached.glob("*/pi-review/pi_review/__init__.py")), stderr
     assert not (home / ".pi" / "agent" / "settings.json").exists()
+
+
+def test_a_registry_source_without_a_name_is_refused(tmp_path):
+    """pi 1.6.0 installs ``npm:`` alone (exit 0) and records it; ours names what is missing and
+    records nothing, and ``pypi:`` with no requirement is not taken for a path."""
+    home, work = tmp_path / "home", tmp_path / "work"
+    work.mkdir()
+    env = _env(home)
+    for source, reason in (("npm:", "npm: needs a package name"), ("pypi:", "not a pip requirement: ''"),
+                           ("pypi:==1", "not a pip requirement: '==1'")):
+        done = run_pi("ours", ["install", source], env, work)
+        assert done.returncode == 1 and reason in done.stderr
+    assert not (home / ".pi" / "agent" / "settings.json").exists()

@@ -117,6 +117,7 @@ class _Session:
     def install(self, source: str, scope: str) -> int:
         print(f"Installing {source}...")
         parsed = src.parse_source(source)
+        _check_named(source, parsed)
         if isinstance(parsed, src.LocalSource):
             path = src.resolve_local(parsed.path, self.cwd)
             if not path.exists():
@@ -255,3 +256,13 @@ class _Session:
             raise PackageError(f"{path} is not a JSON object; not changed")
         data["packages"] = entries
         write_json_atomic(path, data)
+
+
+def _check_named(source: str, parsed: src.Source) -> None:
+    """A registry source must name its package. pi installs ``npm:`` alone (npm then installs the
+    folder's own dependencies) and records it in settings; ours says what is missing instead, and a
+    ``pypi:`` that is no requirement is not taken for a path named ``pypi:...``."""
+    if isinstance(parsed, src.NpmSource) and not parsed.name:
+        raise PackageError("npm: needs a package name: npm:<name>[@<version>]")
+    if source.startswith("pypi:") and not isinstance(parsed, src.PypiSource):
+        raise PackageError(f"not a pip requirement: {source[5:]!r} (pypi:<name>[==<version>])")
