@@ -19,7 +19,7 @@ FORBIDDEN = {
 # Inside coding/, from the bottom up (module paths relative to coding/; the longest prefix decides).
 # A module may import its own level and the levels below it, never one above.
 CODING_ORDER: list[tuple[str, tuple[str, ...]]] = [
-    ("foundations", ("paths", "options", "errors", "messages", "events", "event_stream", "retry", "session_host", "ui",
+    ("foundations", ("paths", "options", "session_options", "errors", "messages", "events", "event_stream", "retry", "session_host", "ui",
                      "auth_help", "session", "sandbox", "tools", "codemode", "resources", "packages", "export",
                      "extensions.loader", "extensions.registry", "extensions.examples", "compaction",
                      "virtual_models")),
