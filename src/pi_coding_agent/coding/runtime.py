@@ -456,6 +456,7 @@ class SessionRuntime:
         self.agent.set_tools([self.all_tools.get(t.name, t) if before.get(t.name) is t else t for t in self.agent.tools])
 
     def _enter(self, project: Project) -> None:
+        """Work with ``project``'s directory, trust, settings and resources (at start, and on a move)."""
         self.cwd, self.project_trusted = project.cwd, project.trusted
         self.settings, self.resources = project.settings, project.resources
 
