@@ -19,7 +19,7 @@ FORBIDDEN = {
 # Inside coding/, from the bottom up (module paths relative to coding/; the longest prefix decides).
 # A module may import its own level and the levels below it, never one above.
 CODING_ORDER: list[tuple[str, tuple[str, ...]]] = [
-    ("foundations", ("paths", "options", "errors", "messages", "events", "event_stream", "retry", "session_host", "ui",
+    ("foundations", ("paths", "options", "session_options", "errors", "messages", "events", "event_stream", "retry", "session_host", "ui",
                      "auth_help", "session", "sandbox", "tools", "codemode", "resources", "packages", "export",
                      "extensions.loader", "extensions.registry", "extensions.examples", "compaction",
                      "virtual_models")),
@@ -160,3 +160,18 @@ def test_cycle_finder_finds_a_cycle() -> None:
 def test_no_import_cycles_anywhere() -> None:
     cycles = _cycles(GRAPH)
     assert not cycles, "\n".join(" <-> ".join(c) for c in cycles)
+
+
+def test_below_the_assembly_no_module_takes_the_command_line_options() -> None:
+    """The runtime and the services it runs read ``SessionOptions``, which the assembly builds once:
+    ``CliArgs`` stays with bootstrap, the SDK, the modes and the CLI."""
+    assembly = next(level for level, (name, _) in enumerate(CODING_ORDER) if name == "assembly")
+    bad = [
+        module
+        for module, path in MODULES.items()
+        if module.startswith("pi_coding_agent.coding.") and module != "pi_coding_agent.coding.options"
+        and (_coding_level(module) or 0) < assembly
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ImportFrom) and any(alias.name == "CliArgs" for alias in node.names)
+    ]
+    assert not bad, "\n".join(sorted(bad))

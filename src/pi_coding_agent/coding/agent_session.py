@@ -48,6 +48,7 @@ from pi_coding_agent.coding.session_host import Listener
 if TYPE_CHECKING:
     from pi_coding_agent.coding.extensions.loader import ExtensionSource
     from pi_coding_agent.coding.extensions.runner import ExtensionRunner
+    from pi_coding_agent.coding.options import PendingFlag
 
 STREAMING_ERROR = (
     "Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message."
@@ -89,14 +90,14 @@ class AgentSession:
         if self.extensions is not None:
             await self.extensions.load()
 
-    async def start(self) -> None:
-        """Check the command-line flags extensions registered; their ``session_start`` runs once the
-        caller has subscribed."""
-        if self.rt.args.pending_flags:  # options only extensions can know, checked once they registered theirs
+    async def start(self, pending_flags: Sequence[PendingFlag] = ()) -> None:
+        """Check the command-line flags extensions registered (``pending_flags``: the options only they
+        can know); their ``session_start`` runs once the caller has subscribed."""
+        if pending_flags:
             from pi_coding_agent.coding.extensions.flags import apply_cli_flags
 
             loaded = [] if self.extensions is None else self.extensions.extensions
-            apply_cli_flags(self.rt.args.pending_flags, loaded, self.rt.flag_values)
+            apply_cli_flags(pending_flags, loaded, self.rt.flag_values)
         if self.extensions is not None:
             self.extensions.start_soon()
 

@@ -34,6 +34,7 @@ from pi_coding_agent.coding.resources.settings import Settings
 from pi_coding_agent.coding.resources.trust import has_trust_requiring_resources, is_project_trusted
 from pi_coding_agent.coding.runtime import LOGIN_HELP, Project, Resources, SessionRuntime, missing_cwd_error
 from pi_coding_agent.coding.session import SessionManager, list_sessions
+from pi_coding_agent.coding.session_options import SessionOptions
 from pi_coding_agent.coding.ui import ExtensionUI, NoUI
 
 if TYPE_CHECKING:
@@ -134,6 +135,16 @@ def _anchored(args: CliArgs, start_cwd: Path) -> CliArgs:
                         prompt_templates=[anchor(p) for p in args.prompt_templates])
 
 
+def session_options(args: CliArgs) -> SessionOptions:
+    """What the running session keeps of the start-up options (the command line's or the SDK's)."""
+    return SessionOptions(
+        tools=None if args.tools is None else tuple(args.tools), exclude_tools=tuple(args.exclude_tools or ()),
+        no_tools=args.no_tools, extensions=tuple(args.extensions), no_extensions=args.no_extensions,
+        no_mcp=args.no_mcp, no_mcp_files=args.no_mcp_files, offline=args.offline, approve=args.approve,
+        thinking=args.thinking, provider=args.provider, session_dir=args.session_dir,
+        flag_values=dict(args.flag_values))
+
+
 def _load_resources(args: CliArgs, settings: Settings, agent_dir: Path, cwd: Path, trusted: bool) -> Resources:
     npm_command = settings.get("npmCommand")
     packages = session_packages(settings.layer("user"), settings.layer("project"), args.extensions, agent_dir, cwd,
@@ -200,17 +211,19 @@ def _scoped_models(args: CliArgs, registry: ModelRegistry, settings: Settings) -
     return scoped
 
 
-def _inline_key_provider(args: CliArgs, cli_model: tuple[Model, str | None] | None,
-                         scoped: list[tuple[Model, str | None]], settings: Settings, sm: SessionManager) -> str | None:
-    """The provider ``--api-key`` is for: that of the model the command line chose, as in pi (``--model``,
-    else for a session without messages the default model if scoped, else the first of ``--models``)."""
+def _inline_key(args: CliArgs, cli_model: tuple[Model, str | None] | None, scoped: list[tuple[Model, str | None]],
+                settings: Settings, sm: SessionManager) -> tuple[str, str] | None:
+    """``--api-key`` and the provider it is for: that of the model the command line chose, as in pi
+    (``--model``, else for a session without messages the default model if scoped, else the first of
+    ``--models``)."""
     if args.api_key is None:
         return None
     if cli_model is not None:
-        return cli_model[0]["provider"]
+        return cli_model[0]["provider"], args.api_key
     if scoped and not any(entry.get("type") == "message" for entry in sm.entries):
         default = (settings.default_provider, settings.default_model)
-        return next((m for m, _ in scoped if (m["provider"], m["id"]) == default), scoped[0][0])["provider"]
+        chosen = next((m for m, _ in scoped if (m["provider"], m["id"]) == default), scoped[0][0])
+        return chosen["provider"], args.api_key
     raise SessionError("Error: --api-key requires a model to be specified via --model, --provider/--model, "
                        "or --models")
 
@@ -331,9 +344,9 @@ async def create_session(
     for error in [*auth.errors, *registry.errors]:  # a broken auth.json is named, not silently ignored
         print(error, file=sys.stderr)
     runtime = SessionRuntime(
-        args=args, cwd=cwd, agent_dir=agent_dir, mode=mode, ui=ui or NoUI(), settings=settings, auth=auth,
-        registry=registry, session_manager=sm, resources=project.resources, scoped=[], extra_tools=tools,
-        trusted=project.trusted, load_project=load_project, sandbox=_sandbox_policy(args, settings, cwd),
+        options=session_options(args), project=project, agent_dir=agent_dir, mode=mode, ui=ui or NoUI(),
+        registry=registry, session_manager=sm, extra_tools=tools, load_project=load_project,
+        sandbox=_sandbox_policy(args, settings, cwd),
     )
     session = session_class(runtime, _extension_sources(args, settings, agent_dir, cwd, project.trusted, extensions,
                                                         project.resources.packages))
@@ -345,13 +358,13 @@ async def create_session(
     await session.load_extensions()  # as in pi, before the model choice: --model may name a provider they add
     scoped, cli_model = _scoped_models(args, registry, settings), _cli_model(args, registry)
     runtime.scoped, runtime.scoped_models, runtime.cli_model = scoped, [m for m, _ in scoped], cli_model
-    runtime.inline_key_provider = _inline_key_provider(args, cli_model, scoped, settings, sm)
+    runtime.inline_key = _inline_key(args, cli_model, scoped, settings, sm)
     if args.name and not sm.entries:
         sm.append_session_info(" ".join(args.name.split("\n")).strip())
     runtime.load_transcript(sm)
     if not registry.available_models():
         print(f"Warning: No models available. {LOGIN_HELP}", file=sys.stderr)
-    await session.start()
+    await session.start(args.pending_flags)
     return session
 
 

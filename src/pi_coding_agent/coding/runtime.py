@@ -31,7 +31,6 @@ from pi_coding_agent.ai.types import Context, JsonObject, Model
 from pi_coding_agent.coding import auth_help, paths
 from pi_coding_agent.coding.codemode.activation import NAME as CODEMODE
 from pi_coding_agent.coding.errors import MissingSessionCwdError, SessionError
-from pi_coding_agent.coding.options import CliArgs
 from pi_coding_agent.coding.resources.provider_settings import provider_request_options
 from pi_coding_agent.coding.resources.settings import Settings
 from pi_coding_agent.coding.retry import RetrySettings
@@ -40,6 +39,7 @@ from pi_coding_agent.coding.session import (
     SessionManager,
     convert_to_llm,
 )
+from pi_coding_agent.coding.session_options import SessionOptions
 from pi_coding_agent.coding.tools.base import ToolEnv
 from pi_coding_agent.coding.tools.builtin import LazyTool, lazy_builtin_tools
 from pi_coding_agent.coding.tools.process_groups import ProcessRegistry
@@ -126,36 +126,32 @@ class SessionRuntime:
     """Collaborators and delegated policies of one AgentSession (see module docstring)."""
 
     def __init__(
-        self, *, args: CliArgs, cwd: Path, agent_dir: Path, mode: str, ui: ExtensionUI, settings: Settings,
-        auth: AuthStorage, registry: ModelRegistry, session_manager: SessionManager,
-        resources: Resources, scoped: list[tuple[Model, str | None]],
-        cli_model: tuple[Model, str | None] | None = None, extra_tools: Sequence[AgentTool] = (),
-        trusted: bool = False, load_project: ProjectLoader | None = None, inline_key_provider: str | None = None,
-        sandbox: SandboxPolicy | None = None,
+        self, *, options: SessionOptions, project: Project, agent_dir: Path, mode: str, ui: ExtensionUI,
+        registry: ModelRegistry, session_manager: SessionManager, extra_tools: Sequence[AgentTool] = (),
+        load_project: ProjectLoader | None = None, sandbox: SandboxPolicy | None = None,
     ) -> None:
-        self.args = args
+        self.options = options
         self.sandbox = sandbox  # limits of the model's tools (None: off, as in pi)
         # MCP connections, started by create_session once the runtime exists (None: off or --no-mcp)
         self.mcp: McpHooks | None = None
-        self.cwd = cwd
+        self._enter(project)
         self.agent_dir = agent_dir
         self.mode = mode
         self.ui = ui
-        self.settings = settings
-        self.auth = auth
         self.registry = registry
+        self.auth: AuthStorage = registry.auth
         self.session_manager = session_manager
-        self.resources = resources
         self.processes = ProcessRegistry()  # this session's commands: its shutdown kills them, no other's
-        self.project_trusted = trusted
-        self.flag_values: dict[str, bool | str] = dict(args.flag_values)  # extension flags, shared by all
-        self.inline_key_provider = inline_key_provider  # whose credential ``--api-key`` is, as pi decides at start-up
+        self.flag_values: dict[str, bool | str] = dict(options.flag_values)  # extension flags, shared by all
+        # the model choice, set by create_session once extensions have registered their providers:
+        self.inline_key: tuple[str, str] | None = None  # ``--api-key`` and whose credential it is, as pi decides
+        self.scoped: list[tuple[Model, str | None]] = []  # --models / enabledModels, each with its ":level"
+        self.scoped_models: list[Model] = []
+        self.cli_model: tuple[Model, str | None] | None = None  # the --model pattern resolved, with its ":level"
         self._load_project = load_project  # how a session of another directory gets that directory's project
         self._extra_tools = tuple(extra_tools)
         self.all_tools = self._create_tools(extra_tools)
-        self.scoped = scoped  # --models / enabledModels, each with its optional ":level"
-        self.scoped_models = [m for m, _ in scoped]
-        self.cli_model = cli_model  # the --model pattern resolved at start-up, with its ":level"
+        settings = self.settings
         self.auto_compaction_enabled: bool = settings.compaction_enabled
         self.request_shutdown: Callable[[], None] | None = None  # set by a mode that can stop itself
         self.after_sign_in: Callable[[str], None] | None = None  # set by extensions: refresh that provider's models
@@ -163,7 +159,7 @@ class SessionRuntime:
         self.agent = Agent(
             model=PLACEHOLDER_MODEL,
             tools=select_tools(self.all_tools, [*settings.default_tools, *(t.name for t in extra_tools)],
-                               None if args.tools is None else ",".join(args.tools), args.no_tools),
+                               None if options.tools is None else ",".join(options.tools), options.no_tools),
             hooks=AgentHooks(build_context=self.build_context, get_api_key=self._get_api_key,
                              stream_options=self._stream_options, turn_start_messages=self.tool_patch_messages),
             steering_mode=settings.steering_mode,
@@ -198,13 +194,16 @@ class SessionRuntime:
     def api_key_for(self, model: Model) -> str | None:
         if model["api"] == "faux":
             return "faux"
-        override = self.args.api_key if model["provider"] == self.inline_key_provider else None
-        key = self.auth.api_key(model["provider"], override)
+        key = self.auth.api_key(model["provider"], self._inline_key(model["provider"]))
         return key if key is not None else self.registry.configured_api_key(model["provider"])
 
     def has_auth(self, provider: str) -> bool:
         """A stored or configured credential, or the ``--api-key`` given for this provider."""
-        return provider == self.inline_key_provider or self.registry.has_auth(provider)
+        return self._inline_key(provider) is not None or self.registry.has_auth(provider)
+
+    def _inline_key(self, provider: str) -> str | None:
+        """The ``--api-key`` when it is this provider's."""
+        return self.inline_key[1] if self.inline_key is not None and self.inline_key[0] == provider else None
 
     async def _get_api_key(self, model: Model) -> str | None:
         await self.auth.prepare(model["provider"])  # refreshes a due OAuth credential
@@ -232,8 +231,7 @@ class SessionRuntime:
             return False
 
     def _auth_headers(self, model: Model) -> dict[str, str]:
-        override = self.args.api_key if model["provider"] == self.inline_key_provider else None
-        token = self.auth.bearer_token(model["provider"], override)
+        token = self.auth.bearer_token(model["provider"], self._inline_key(model["provider"]))
         own = self.auth.resolution(model["provider"])  # an extension provider's own key resolution
         headers = dict(own.headers) if own is not None else {}
         return {**headers, "Authorization": f"Bearer {token}"} if token else headers
@@ -451,12 +449,16 @@ class SessionRuntime:
         if cwd == self.cwd or self._load_project is None:
             return
         project = self._load_project(cwd, trusted)
-        self.cwd, self.project_trusted = project.cwd, project.trusted
-        self.settings, self.resources = project.settings, project.resources
+        self._enter(project)
         if self.sandbox is not None:  # the workspace moves with the session
             self.sandbox = replace(self.sandbox, cwd=project.cwd)
         before, self.all_tools = self.all_tools, self._create_tools(self._extra_tools)
         self.agent.set_tools([self.all_tools.get(t.name, t) if before.get(t.name) is t else t for t in self.agent.tools])
+
+    def _enter(self, project: Project) -> None:
+        """Work with ``project``'s directory, trust, settings and resources (at start, and on a move)."""
+        self.cwd, self.project_trusted = project.cwd, project.trusted
+        self.settings, self.resources = project.settings, project.resources
 
     def reload_project(self) -> None:
         """``/reload``: this directory's settings and resources read again (its trust as decided)."""
@@ -480,7 +482,7 @@ class SessionRuntime:
         self.tool_env.sandbox = self.sandbox
 
     def _session_dir(self) -> Path:
-        return paths.resolve_session_dir(self.args.session_dir, self.settings.session_dir, self.agent_dir, self.cwd)
+        return paths.resolve_session_dir(self.options.session_dir, self.settings.session_dir, self.agent_dir, self.cwd)
 
     def load_transcript(self, sm: SessionManager) -> None:
         """Give the agent the session's projected context, model and thinking level.
@@ -511,7 +513,7 @@ class SessionRuntime:
         the session's recorded level, else the settings for that model, clamped to the model.
         """
         existing = bool(ctx.messages)
-        level = self.args.thinking
+        level = self.options.thinking
         model: Model | None = None
         if self.cli_model is not None:
             model, pattern_level = self.cli_model
@@ -521,7 +523,7 @@ class SessionRuntime:
             if model is not None and not self.has_auth(model["provider"]):
                 model = None
         if model is None:
-            model, scoped_level = initial_model(self.args, self.registry, self.settings,
+            model, scoped_level = initial_model(self.options.provider, self.registry, self.settings,
                                                  [] if existing else self.scoped)
             level = level or scoped_level
         if level is None and existing:
@@ -549,10 +551,10 @@ class SessionRuntime:
 
 
 def initial_model(
-    args: CliArgs, registry: ModelRegistry, settings: Settings, scoped: list[tuple[Model, str | None]]
+    provider: str | None, registry: ModelRegistry, settings: Settings, scoped: list[tuple[Model, str | None]]
 ) -> tuple[Model, str | None]:
     """Without ``--model``: the first scoped model, else the configured default or first available one."""
     if scoped:
         return scoped[0]
-    chosen = default_model(registry, args.provider or settings.default_provider, settings.default_model, [])
+    chosen = default_model(registry, provider or settings.default_provider, settings.default_model, [])
     return (chosen or PLACEHOLDER_MODEL), None

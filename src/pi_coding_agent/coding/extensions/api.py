@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from pi_coding_agent.coding.extensions.host import RunnerHandle
     from pi_coding_agent.coding.extensions.model_refresh import RefreshModels
     from pi_coding_agent.coding.extensions.providers import Provider, ProviderOAuth
-    from pi_coding_agent.coding.options import CliArgs
+    from pi_coding_agent.coding.session_options import SessionOptions
     from pi_coding_agent.coding.virtual_models import VirtualModel
 
 DELIVERY_MODES = ("steer", "followUp", "nextTurn")
@@ -388,7 +388,7 @@ def install_tool(runner: RunnerHandle, tool: AgentTool) -> None:
 
     The command line decides first, as in pi: ``--exclude-tools`` and a ``--tools`` allowlist that
     does not name the tool keep it out altogether; naming it (or ``--tools +name``) activates it."""
-    choice = _command_line_choice(runner.rt.args, tool.name)
+    choice = _command_line_choice(runner.rt.options, tool.name)
     if choice == "out":
         return
     if choice == "active" or (choice is None and getattr(tool, "default_active", True)):
@@ -397,17 +397,17 @@ def install_tool(runner: RunnerHandle, tool: AgentTool) -> None:
         runner.rt.all_tools[tool.name] = tool
 
 
-def _command_line_choice(args: CliArgs, name: str) -> Literal["out", "active"] | None:
+def _command_line_choice(options: SessionOptions, name: str) -> Literal["out", "active"] | None:
     """What ``--tools`` / ``--exclude-tools`` say about one extension tool (None: nothing)."""
     from pi_coding_agent.coding.tools.selection import name_matcher
 
-    if args.exclude_tools and name_matcher(args.exclude_tools)(name):
+    if options.exclude_tools and name_matcher(list(options.exclude_tools))(name):
         return "out"
-    if args.tools is None:
+    if options.tools is None:
         return None
-    if any(entry.startswith(("+", "-")) for entry in args.tools):  # modifiers of the default selection
-        return "active" if f"+{name}" in args.tools else None
-    return "active" if name_matcher(args.tools)(name) else "out"
+    if any(entry.startswith(("+", "-")) for entry in options.tools):  # modifiers of the default selection
+        return "active" if f"+{name}" in options.tools else None
+    return "active" if name_matcher(list(options.tools))(name) else "out"
 
 
 def _tool_info(tool: AgentTool) -> JsonObject:

@@ -77,7 +77,7 @@ class ExtensionRunner(Commands, AgentHooks):
             self.spawn(refresh_one(self, provider, allow_network=True))
 
     def _network_allowed(self) -> bool:
-        return not self.rt.args.offline and "PI_OFFLINE" not in os.environ
+        return not self.rt.options.offline and "PI_OFFLINE" not in os.environ
 
     def _refreshing(self, provider: str | None = None) -> bool:
         """Whether a registered provider (that one, or any) has ``refresh_models``: only then is
@@ -231,7 +231,7 @@ class ExtensionRunner(Commands, AgentHooks):
         process as in pi (start-up asks for its own: ``trust_event.py``); only user and ``-e``
         extensions' answers count. None: nobody decided, the usual rules apply."""
         cwd = cwd.resolve()
-        if (cwd in self._trust_asked or self.rt.args.approve is not None
+        if (cwd in self._trust_asked or self.rt.options.approve is not None
                 or not has_trust_requiring_resources(cwd)):
             return None
         self._trust_asked.add(cwd)
@@ -305,8 +305,8 @@ def runner_for_directory(session: ExtensionHost, runtime: SessionRuntime,
     """After a move to another directory: that project's extensions (its discovered ones, with the
     ``-e`` and SDK ones kept), loaded by the next ``reload``; a new runner when there was none."""
     rt = runtime
-    sources = [*discover(rt.cwd, rt.agent_dir, rt.project_trusted, list(rt.args.extensions),
-                         rt.settings.extensions, include_discovered=not rt.args.no_extensions,
+    sources = [*discover(rt.cwd, rt.agent_dir, rt.project_trusted, list(rt.options.extensions),
+                         rt.settings.extensions, include_discovered=not rt.options.no_extensions,
                          packages=rt.resources.packages),
                *(s for s in (current.sources if current is not None else []) if s.source == "sdk")]
     if current is not None:

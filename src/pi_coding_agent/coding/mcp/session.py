@@ -20,9 +20,12 @@ from typing import TYPE_CHECKING, Any
 from pi_coding_agent.ai.types import JsonObject
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from pi_coding_agent.coding.mcp.config import McpConfig
     from pi_coding_agent.coding.mcp.manager import McpManager
     from pi_coding_agent.coding.runtime import SessionRuntime
+    from pi_coding_agent.coding.session_options import SessionOptions
 
 COMMAND_DESCRIPTION = "Manage MCP servers: sign in, reconnect, enable or disable, and change exposure"
 SECTION = "mcp_servers"
@@ -37,9 +40,9 @@ def mcp_disabled(runtime: SessionRuntime) -> bool:
     without ``-e builtin:mcp`` (pi's rule for its bundled extensions)."""
     from pi_coding_agent.coding.extensions.loader import builtin_enabled
 
-    args = runtime.args
+    options = runtime.options
     entries = [entry.entry for entry in runtime.settings.extensions]
-    return args.no_mcp or not builtin_enabled("mcp", entries, args.no_extensions, args.extensions)
+    return options.no_mcp or not builtin_enabled("mcp", entries, options.no_extensions, list(options.extensions))
 
 
 def start_mcp(runtime: SessionRuntime, trusted: bool, connect: bool = True) -> McpSession | None:
@@ -129,7 +132,7 @@ class McpSession:
         """The user and (trusted) project mcp.json merged; None when neither exists."""
         rt = self.runtime
         paths = [rt.agent_dir / "mcp.json", *([rt.cwd / ".pi" / "mcp.json"] if self.trusted else [])]
-        if rt.args.no_mcp_files or not any(path.exists() for path in paths):
+        if rt.options.no_mcp_files or not any(path.exists() for path in paths):
             return None
         from pi_coding_agent.coding.mcp.config import load_config
 
@@ -262,7 +265,7 @@ class McpSession:
         from pi_coding_agent.coding.resources.system_prompt import SystemState
 
         rt = self.runtime
-        keep = tool_filter(rt.args)
+        keep = tool_filter(rt.options)
         reachable = {t.name: t for t in self.manager.tools() if keep(t.name)}
         for name in [n for n, t in rt.all_tools.items() if isinstance(t, AnyMcpTool) and n not in reachable]:
             del rt.all_tools[name]
@@ -390,12 +393,12 @@ class McpSession:
                             and not (self.activated_codemode and t.name == CODEMODE)])
 
 
-def tool_filter(args: object) -> Any:
+def tool_filter(options: SessionOptions) -> Callable[[str], bool]:
     """``--tools`` keeps MCP tools unless an entry starts with ``mcp__``; ``--exclude-tools`` removes."""
     from pi_coding_agent.coding.mcp.naming import name_matcher
 
-    include = [t for t in (getattr(args, "tools", None) or []) if t.startswith("mcp__")]
-    exclude = list(getattr(args, "exclude_tools", None) or [])
+    include = [t for t in options.tools or () if t.startswith("mcp__")]
+    exclude = list(options.exclude_tools)
     included = name_matcher(include) if include else (lambda _name: True)
     excluded = name_matcher(exclude)
     return lambda name: included(name) and not excluded(name)
