@@ -5,7 +5,9 @@ The sidecar (``sidecar.mjs``, package data) loads each extension with ``jiti`` a
 
 - to the sidecar: ``{"id", "type": "load", "path", "extId"}``; ``{"id", "type": "invoke", "handler",
   "args", "ctx", "tool"}`` (an event handler, a command, a tool's ``execute``); ``{"type": "reply",
-  "id", "result"|"error"}`` answering one of its calls;
+  "id", "result"|"error"}`` answering one of its calls; ``{"type": "stream", "event", "message"?,
+  "fields"?, "block"?}`` bringing the sidecar's copy of a streamed assistant message to one
+  ``message_update`` event, whose handlers then come as invokes with ``"streamed": true`` and no args;
 - from the sidecar: ``{"type": "result", "id", "result"|"error"}``; ``{"type": "register", "extId",
   "kind", "spec"}`` for a registration made after load (those made while loading come with the load
   result); ``{"type": "call", "id", "ctx", "method", "args"}`` (``ui.*``, ``pi.*``, ``ctx.*``; ``id``
@@ -38,11 +40,13 @@ from typing import Any, cast
 import orjson
 
 from pi_coding_agent.ai.abort import AbortSignal
-from pi_coding_agent.ai.types import JsonObject
+from pi_coding_agent.ai.types import AssistantMessage, BlockEvent, JsonObject
 from pi_coding_agent.coding.extensions.agent_hooks import UNAWAITED_EVENTS
 from pi_coding_agent.coding.extensions.loader import LoadError
 
 MIN_NODE_MAJOR = 20
+_APPENDED = frozenset({"text_delta", "thinking_delta"})  # events the sidecar applies to its copy itself
+_OPENED = {"text_start": "text", "thinking_start": "thinking"}  # their block starts empty there
 RUNTIME_PACKAGES = ("jiti@2.7.0", "typebox@1.4.3")
 _HERE = Path(__file__).resolve().parent
 
@@ -84,6 +88,9 @@ class SidecarHost:
         self._posted: set[asyncio.Future[Any]] = set()  # streamed-event invokes not yet answered
         self._unsent: list[bytes] = []  # posted invokes of this event-loop pass, written at its end
         self._pass_info: dict[str, Any] | None = None  # the ctx those invokes carry, read once a pass
+        self._streamed: AssistantMessage | None = None  # the message the sidecar holds a copy of (message_update)
+        self._streamed_change: BlockEvent | None = None  # the last event applied to that copy
+        self._streamed_fields = b""  # its fields but ``content``, as last sent
 
     # ------------------------------------------------------------------ start
 
@@ -135,8 +142,9 @@ class SidecarHost:
             self._contexts.pop(token, None)
 
     def post(self, handler: int, event: dict[str, Any], ctx: Any, report: Callable[[Exception], None]) -> None:
-        """Run a streamed-event handler without waiting for it: its result cannot change anything, and
-        the sidecar starts the handlers in the order posted. Its calls keep ``ctx`` until it ends, a
+        """Run a ``message_update`` handler without waiting for it: its result cannot change anything,
+        and the sidecar starts the handlers in the order posted. The event goes as a ``stream`` record
+        (``_stream_record``), once for all its handlers. Its calls keep ``ctx`` until it ends, a
         failure goes to ``report``, and ``settled`` lets a later event wait for it. What the handler
         reads of ``ctx`` (``cwd``, ``model``, ...) is read once per event-loop pass (one network read)."""
         if self.proc is None:
@@ -151,9 +159,32 @@ class SidecarHost:
             asyncio.get_running_loop().call_soon(self._flush)
             self._pass_info = _context_info(0, ctx)
         info = self._pass_info if self._pass_info is not None else _context_info(0, ctx)
-        record = {"type": "invoke", "id": request_id, "handler": handler, "args": [event], "post": True,
+        if event["assistantMessageEvent"] is not self._streamed_change:
+            self._unsent.append(self._stream_record(event["message"], event["assistantMessageEvent"]))
+        record = {"type": "invoke", "id": request_id, "handler": handler, "streamed": True, "post": True,
                   "ctx": {**info, "token": request_id}}
         self._unsent.append(orjson.dumps(record, default=_jsonable) + b"\n")
+
+    def _stream_record(self, message: AssistantMessage, change: BlockEvent) -> bytes:
+        """What brings the sidecar's copy of the streamed message to ``change``: the whole message the
+        first time (its blocks before this event's), then a text or thinking delta alone (the sidecar
+        appends it), any other event's block as it stands, and the other fields when they changed.
+        So the cost of an event does not grow with the reply, and a handler sees the message as of
+        its event even when one network read brought several."""
+        index = change["contentIndex"]
+        record: JsonObject = {"type": "stream", "event": change}
+        fields = orjson.dumps({k: v for k, v in message.items() if k != "content"}, default=_jsonable)
+        fresh = message is not self._streamed
+        if fresh:
+            record["message"] = {**message, "content": message["content"][:index]}
+        elif fields != self._streamed_fields:
+            record["fields"] = orjson.Fragment(fields)
+        if fresh or change["type"] not in _APPENDED:
+            block = message["content"][index]
+            opened = _OPENED.get(change["type"])
+            record["block"] = {**block, opened: ""} if opened else block  # its deltas follow
+        self._streamed, self._streamed_change, self._streamed_fields = message, change, fields
+        return orjson.dumps(record, default=_jsonable) + b"\n"
 
     def _posted_done(self, request_id: int, future: asyncio.Future[Any], report: Callable[[Exception], None]) -> None:
         self._posted.discard(future)
@@ -358,6 +389,7 @@ class SidecarHost:
     async def close(self) -> None:
         """End the sidecar (it exits when its stdin closes); a later load starts a new one."""
         proc, self.proc = self.proc, None
+        self._streamed = self._streamed_change = None
         if self._sync_fd is not None:
             os.close(self._sync_fd)
             self._sync_fd = None

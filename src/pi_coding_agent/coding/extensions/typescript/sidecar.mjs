@@ -31,6 +31,7 @@ let nextHandler = 1;
 let nextCall = 1;
 let loading = null; // registrations of the extension being loaded, sent with its load result
 let state = {}; // what the synchronous getters answer: the session's state sent with the latest invoke
+let streamed = null; // the latest message_update event: its message is kept here and changed in place
 
 function send(record) {
   process.stdout.write(JSON.stringify(record, (_key, value) => (typeof value === "bigint" ? String(value) : value)) + "\n");
@@ -243,12 +244,29 @@ async function load(record) {
   }
 }
 
+// A "stream" record: the message as a whole the first time, then what changed at this event (a text or
+// thinking delta is appended here). Handlers get one live message, as pi's get its partial message,
+// also as the event's "partial".
+function applyStream(record) {
+  const change = record.event;
+  const message = record.message ?? streamed.message;
+  if (record.fields) {
+    for (const key of Object.keys(message)) if (key !== "content" && !(key in record.fields)) delete message[key];
+    Object.assign(message, record.fields);
+  }
+  if (record.block !== undefined) message.content[change.contentIndex] = record.block;
+  else if (change.type === "text_delta") message.content[change.contentIndex].text += change.delta;
+  else message.content[change.contentIndex].thinking += change.delta;
+  change.partial = message;
+  streamed = { type: "message_update", message, assistantMessageEvent: change };
+}
+
 async function invoke(record) {
   const handler = handlers.get(record.handler);
   if (!handler) throw new Error(`unknown handler ${record.handler}`);
   if (record.state) state = record.state;
   const ctx = makeContext(record.ctx);
-  const args = [...record.args];
+  const args = record.streamed ? [streamed] : [...record.args];
   if (record.tool) {
     // execute(toolCallId, params, signal, onUpdate, ctx)
     const onUpdate = (partial) => send({ type: "update", id: record.id, partial });
@@ -284,6 +302,7 @@ lines.on("line", (line) => {
     else waiter.resolve(record.result ?? undefined);
     return;
   }
-  handle(record);
+  if (record.type === "stream") applyStream(record);
+  else handle(record);
 });
 lines.on("close", () => process.exit(0));
