@@ -15,6 +15,10 @@ The sidecar (``sidecar.mjs``, package data) loads each extension with ``jiti`` a
   ``{"type": "abort", "id"}`` when that signal fires; ``{"type": "update", "id", "partial"}`` (a tool's
   ``onUpdate``).
 
+A handler's ``ctx`` carries ``"signal"`` (a number) during a run, ``"aborted": true`` once it fired:
+the sidecar gives it an AbortSignal (a tool's ``execute`` gets the same one), aborted when
+``{"type": "abort", "signal"}`` comes (sent when the run's signal fires).
+
 Calls pi makes synchronous (``ctx.sessionManager.*``, ``ctx.modelRegistry.find``/``getAll``/...) come
 with ``"sync": true``: the sidecar blocks reading a second pipe (its fd given on the command line) until
 the reply line arrives there, after the calls it sent before have run (so ``appendEntry`` then
@@ -91,6 +95,9 @@ class SidecarHost:
         self._streamed: AssistantMessage | None = None  # the message the sidecar holds a copy of (message_update)
         self._streamed_change: BlockEvent | None = None  # the last event applied to that copy
         self._streamed_fields = b""  # its fields but ``content``, as last sent
+        self._run_signal: AbortSignal | None = None  # the abort signal the sidecar mirrors (ctx.signal)
+        self._signal_number = 0  # its number there
+        self._unhook_signal: Callable[[], None] = lambda: None
 
     # ------------------------------------------------------------------ start
 
@@ -128,12 +135,13 @@ class SidecarHost:
 
     async def invoke(self, handler: int, args: list[object], ctx: object, tool: bool = False,
                      on_update: Callable[[object], None] | None = None, return_input: bool = False,
-                     pi: object = None) -> Any:
-        """Run a handler in the sidecar; with ``pi``, the state its synchronous getters read goes along."""
+                     pi: object = None, signal: AbortSignal | None = None) -> Any:
+        """Run a handler in the sidecar; with ``pi``, the state its synchronous getters read goes along;
+        ``signal`` (a tool's) is its ``ctx.signal``, else the context's."""
         token = next(self._ids)
         self._contexts[token] = ctx
         record: JsonObject = {"type": "invoke", "handler": handler, "args": args, "tool": tool,
-                                  "returnInput": return_input, "ctx": _context_info(token, ctx)}
+                                  "returnInput": return_input, "ctx": self._info(token, ctx, signal)}
         if pi is not None:
             record["state"] = _state(pi)
         try:
@@ -157,8 +165,8 @@ class SidecarHost:
         future.add_done_callback(lambda done: self._posted_done(request_id, done, report))
         if not self._unsent:
             asyncio.get_running_loop().call_soon(self._flush)
-            self._pass_info = _context_info(0, ctx)
-        info = self._pass_info if self._pass_info is not None else _context_info(0, ctx)
+            self._pass_info = self._info(0, ctx)
+        info = self._pass_info if self._pass_info is not None else self._info(0, ctx)
         if event["assistantMessageEvent"] is not self._streamed_change:
             self._unsent.append(self._stream_record(event["message"], event["assistantMessageEvent"]))
         record = {"type": "invoke", "id": request_id, "handler": handler, "streamed": True, "post": True,
@@ -185,6 +193,29 @@ class SidecarHost:
             record["block"] = {**block, opened: ""} if opened else block  # its deltas follow
         self._streamed, self._streamed_change, self._streamed_fields = message, change, fields
         return orjson.dumps(record, default=_jsonable) + b"\n"
+
+    def _info(self, token: int, ctx: object, signal: AbortSignal | None = None) -> JsonObject:
+        """``_context_info`` and the handler's ``ctx.signal``: the run's abort signal, one AbortSignal in the
+        sidecar per run (numbered), aborted there by an ``abort`` record when it fires here."""
+        info = _context_info(token, ctx)
+        if signal is None:
+            with contextlib.suppress(Exception):
+                signal = cast(Any, ctx).signal
+        if not isinstance(signal, AbortSignal):
+            return info
+        if signal is not self._run_signal:
+            self._unhook_signal()
+            number = self._signal_number = self._signal_number + 1
+            self._run_signal = signal
+            self._unhook_signal = signal.on_abort(lambda: self._send({"type": "abort", "signal": number}))
+        info["signal"] = self._signal_number
+        if signal.aborted:
+            info["aborted"] = True
+        return info
+
+    def _send(self, record: JsonObject) -> None:
+        if self.proc is not None:
+            self._write(self.proc, record)
 
     def _posted_done(self, request_id: int, future: asyncio.Future[Any], report: Callable[[Exception], None]) -> None:
         self._posted.discard(future)
@@ -348,10 +379,12 @@ class SidecarHost:
                                 handler=lambda args, ctx: self.invoke(handler, [args], ctx, pi=pi))
         elif kind == "tool":
             async def execute(tool_call_id: str, params: Any, signal: Any, update: Any, ctx: Any) -> object:
-                return await self.invoke(handler, [tool_call_id, params], ctx, tool=True, on_update=update, pi=pi)
+                return await self.invoke(handler, [tool_call_id, params], ctx, tool=True, on_update=update, pi=pi,
+                                         signal=signal)
 
+            # as in pi, an abort reaches the tool through its signal, and the run waits for its result
             pi.register_tool(name=spec["name"], label=spec.get("label"), description=spec.get("description") or "",
-                             parameters=spec.get("parameters"), execute=execute,
+                             parameters=spec.get("parameters"), execute=execute, handles_abort=True,
                              execution_mode=spec.get("executionMode") or "parallel",
                              prompt_snippet=spec.get("promptSnippet"), prompt_guidelines=spec.get("promptGuidelines"))
         elif kind == "shortcut":
@@ -389,7 +422,8 @@ class SidecarHost:
     async def close(self) -> None:
         """End the sidecar (it exits when its stdin closes); a later load starts a new one."""
         proc, self.proc = self.proc, None
-        self._streamed = self._streamed_change = None
+        self._streamed = self._streamed_change = self._run_signal = None
+        self._unhook_signal()
         if self._sync_fd is not None:
             os.close(self._sync_fd)
             self._sync_fd = None

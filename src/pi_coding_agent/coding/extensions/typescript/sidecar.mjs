@@ -32,6 +32,7 @@ let nextCall = 1;
 let loading = null; // registrations of the extension being loaded, sent with its load result
 let state = {}; // what the synchronous getters answer: the session's state sent with the latest invoke
 let streamed = null; // the latest message_update event: its message is kept here and changed in place
+let current = { signal: 0, controller: null }; // the AbortSignal of the session's run, by its number there
 
 function send(record) {
   process.stdout.write(JSON.stringify(record, (_key, value) => (typeof value === "bigint" ? String(value) : value)) + "\n");
@@ -179,6 +180,7 @@ const MODEL_READERS = ["find", "getAll", "getAvailable", "hasConfiguredAuth", "g
 function makeContext(info) {
   if (!info) return undefined;
   const token = info.token;
+  const signal = runSignal(info);
   const ask = (method, ...args) => call(method, args, token);
   const tell = (method, ...args) => call(method, args, token, false);
   let sessionManager, modelRegistry, ui;
@@ -187,7 +189,7 @@ function makeContext(info) {
     hasUI: info.hasUI,
     mode: info.mode,
     model: info.model,
-    signal: undefined,
+    signal,
     isIdle: () => info.idle,
     abort: () => tell("ctx.abort"),
     waitForIdle: () => ask("ctx.waitForIdle"),
@@ -206,6 +208,14 @@ function makeContext(info) {
       return (ui ??= makeUi(info, token, ask, tell));
     },
   };
+}
+
+// ctx.signal during a run: one AbortSignal per run (numbered by the session), aborted when the run is
+function runSignal(info) {
+  if (info.signal === undefined) return undefined;
+  if (current.signal !== info.signal) current = { signal: info.signal, controller: new AbortController() };
+  if (info.aborted && !current.controller.signal.aborted) current.controller.abort();
+  return current.controller.signal;
 }
 
 function readers(prefix, names, token) {
@@ -270,7 +280,7 @@ async function invoke(record) {
   if (record.tool) {
     // execute(toolCallId, params, signal, onUpdate, ctx)
     const onUpdate = (partial) => send({ type: "update", id: record.id, partial });
-    return handler(args[0], args[1], undefined, onUpdate, ctx);
+    return handler(args[0], args[1], ctx.signal, onUpdate, ctx);
   }
   if (record.returnInput) {
     // tool_call handlers may change event.input in place, as in pi: it goes back with the result
@@ -303,6 +313,8 @@ lines.on("line", (line) => {
     return;
   }
   if (record.type === "stream") applyStream(record);
-  else handle(record);
+  else if (record.type === "abort") {
+    if (current.signal === record.signal) current.controller.abort();
+  } else handle(record);
 });
 lines.on("close", () => process.exit(0));
