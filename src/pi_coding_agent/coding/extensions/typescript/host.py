@@ -5,15 +5,17 @@ The sidecar (``sidecar.mjs``, package data) loads each extension with ``jiti`` a
 
 - to the sidecar: ``{"id", "type": "load", "path", "extId"}``; ``{"id", "type": "invoke", "handler",
   "args", "ctx", "tool"}`` (an event handler, a command, a tool's ``execute``); ``{"type": "reply",
-  "id", "result"|"error"}`` answering one of its calls; ``{"type": "stream", "event", "message"?,
-  "fields"?, "block"?}`` bringing the sidecar's copy of a streamed assistant message to one
-  ``message_update`` event, whose handlers then come as invokes with ``"streamed": true`` and no args;
+  "id", "result"|"error"}`` answering one of its calls, after ``{"type": "event", "id", "event", ...}``
+  records for a ``models.streamSimple`` call (its request's events); ``{"type": "stream", "event",
+  "message"?, "fields"?, "block"?}`` bringing the sidecar's copy of a streamed assistant message to one
+  ``message_update`` event, whose handlers then come as invokes with ``"streamed": true`` and no args
+  (``streams.py`` says what each event record holds); ``{"type": "abort", "signal"}`` (below);
 - from the sidecar: ``{"type": "result", "id", "result"|"error"}``; ``{"type": "register", "extId",
   "kind", "spec"}`` for a registration made after load (those made while loading come with the load
-  result); ``{"type": "call", "id", "ctx", "method", "args"}`` (``ui.*``, ``pi.*``, ``ctx.*``; ``id``
-  null when no answer is awaited; ``"signal": "live"|"aborted"`` when a dialog got an AbortSignal);
-  ``{"type": "abort", "id"}`` when that signal fires; ``{"type": "update", "id", "partial"}`` (a tool's
-  ``onUpdate``).
+  result); ``{"type": "call", "id", "ctx", "method", "args"}`` (``ui.*``, ``pi.*``, ``ctx.*``,
+  ``models.*``; ``id`` null when no answer is awaited; ``"signal": "live"|"aborted"`` when a dialog or
+  a model call got an AbortSignal); ``{"type": "abort", "id"}`` when that signal fires; ``{"type":
+  "update", "id", "partial"}`` (a tool's ``onUpdate``).
 
 A handler's ``ctx`` carries ``"signal"`` (a number) during a run, ``"aborted": true`` once it fired:
 the sidecar gives it an AbortSignal (a tool's ``execute`` gets the same one), aborted when
@@ -44,13 +46,12 @@ from typing import Any, cast
 import orjson
 
 from pi_coding_agent.ai.abort import AbortSignal
-from pi_coding_agent.ai.types import AssistantMessage, BlockEvent, JsonObject
+from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.extensions.agent_hooks import UNAWAITED_EVENTS
 from pi_coding_agent.coding.extensions.loader import LoadError
+from pi_coding_agent.coding.extensions.typescript.streams import MessageMirror, jsonable
 
 MIN_NODE_MAJOR = 20
-_APPENDED = frozenset({"text_delta", "thinking_delta"})  # events the sidecar applies to its copy itself
-_OPENED = {"text_start": "text", "thinking_start": "thinking"}  # their block starts empty there
 RUNTIME_PACKAGES = ("jiti@2.7.0", "typebox@1.4.3")
 _HERE = Path(__file__).resolve().parent
 
@@ -92,9 +93,7 @@ class SidecarHost:
         self._posted: set[asyncio.Future[Any]] = set()  # streamed-event invokes not yet answered
         self._unsent: list[bytes] = []  # posted invokes of this event-loop pass, written at its end
         self._pass_info: dict[str, Any] | None = None  # the ctx those invokes carry, read once a pass
-        self._streamed: AssistantMessage | None = None  # the message the sidecar holds a copy of (message_update)
-        self._streamed_change: BlockEvent | None = None  # the last event applied to that copy
-        self._streamed_fields = b""  # its fields but ``content``, as last sent
+        self._mirror = MessageMirror()  # the sidecar's copy of the message ``message_update`` streams
         self._run_signal: AbortSignal | None = None  # the abort signal the sidecar mirrors (ctx.signal)
         self._signal_number = 0  # its number there
         self._unhook_signal: Callable[[], None] = lambda: None
@@ -152,7 +151,7 @@ class SidecarHost:
     def post(self, handler: int, event: dict[str, Any], ctx: Any, report: Callable[[Exception], None]) -> None:
         """Run a ``message_update`` handler without waiting for it: its result cannot change anything,
         and the sidecar starts the handlers in the order posted. The event goes as a ``stream`` record
-        (``_stream_record``), once for all its handlers. Its calls keep ``ctx`` until it ends, a
+        (``MessageMirror``), once for all its handlers. Its calls keep ``ctx`` until it ends, a
         failure goes to ``report``, and ``settled`` lets a later event wait for it. What the handler
         reads of ``ctx`` (``cwd``, ``model``, ...) is read once per event-loop pass (one network read)."""
         if self.proc is None:
@@ -167,32 +166,12 @@ class SidecarHost:
             asyncio.get_running_loop().call_soon(self._flush)
             self._pass_info = self._info(0, ctx)
         info = self._pass_info if self._pass_info is not None else self._info(0, ctx)
-        if event["assistantMessageEvent"] is not self._streamed_change:
-            self._unsent.append(self._stream_record(event["message"], event["assistantMessageEvent"]))
+        if event["assistantMessageEvent"] is not self._mirror.change:
+            stream = {"type": "stream", **self._mirror.record(event["message"], event["assistantMessageEvent"])}
+            self._unsent.append(orjson.dumps(stream, default=jsonable) + b"\n")
         record = {"type": "invoke", "id": request_id, "handler": handler, "streamed": True, "post": True,
                   "ctx": {**info, "token": request_id}}
-        self._unsent.append(orjson.dumps(record, default=_jsonable) + b"\n")
-
-    def _stream_record(self, message: AssistantMessage, change: BlockEvent) -> bytes:
-        """What brings the sidecar's copy of the streamed message to ``change``: the whole message the
-        first time (its blocks before this event's), then a text or thinking delta alone (the sidecar
-        appends it), any other event's block as it stands, and the other fields when they changed.
-        So the cost of an event does not grow with the reply, and a handler sees the message as of
-        its event even when one network read brought several."""
-        index = change["contentIndex"]
-        record: JsonObject = {"type": "stream", "event": change}
-        fields = orjson.dumps({k: v for k, v in message.items() if k != "content"}, default=_jsonable)
-        fresh = message is not self._streamed
-        if fresh:
-            record["message"] = {**message, "content": message["content"][:index]}
-        elif fields != self._streamed_fields:
-            record["fields"] = orjson.Fragment(fields)
-        if fresh or change["type"] not in _APPENDED:
-            block = message["content"][index]
-            opened = _OPENED.get(change["type"])
-            record["block"] = {**block, opened: ""} if opened else block  # its deltas follow
-        self._streamed, self._streamed_change, self._streamed_fields = message, change, fields
-        return orjson.dumps(record, default=_jsonable) + b"\n"
+        self._unsent.append(orjson.dumps(record, default=jsonable) + b"\n")
 
     def _info(self, token: int, ctx: object, signal: AbortSignal | None = None) -> JsonObject:
         """``_context_info`` and the handler's ``ctx.signal``: the run's abort signal, one AbortSignal in the
@@ -262,7 +241,7 @@ class SidecarHost:
     def _write(self, proc: asyncio.subprocess.Process, record: JsonObject) -> None:
         assert proc.stdin is not None
         self._flush()  # the invokes posted before this record go first
-        proc.stdin.write(orjson.dumps(record, default=_jsonable) + b"\n")
+        proc.stdin.write(orjson.dumps(record, default=jsonable) + b"\n")
 
     # ------------------------------------------------------------------ what the sidecar sends
 
@@ -334,7 +313,8 @@ class SidecarHost:
         try:
             pi = self._apis.get(record.get("extId") or "") or next(iter(self._apis.values()), None)
             reply["result"] = await run_call(record["method"], record.get("args") or [], ctx, pi,
-                                             self._signals.get(record["id"]))
+                                             self._signals.get(record["id"]),
+                                             lambda event: self._send({"type": "event", "id": record["id"], **event}))
         except Exception as exc:
             if record["id"] is None:
                 print(f"Warning: TypeScript extension call {record['method']} failed: {exc}", file=sys.stderr)
@@ -358,7 +338,7 @@ class SidecarHost:
         except Exception as exc:
             reply["error"] = str(exc) or type(exc).__name__
         if self._sync_fd is not None:
-            _write_all(self._sync_fd, orjson.dumps(reply, default=_jsonable) + b"\n")
+            _write_all(self._sync_fd, orjson.dumps(reply, default=jsonable) + b"\n")
 
     # ------------------------------------------------------------------ registrations
 
@@ -422,7 +402,7 @@ class SidecarHost:
     async def close(self) -> None:
         """End the sidecar (it exits when its stdin closes); a later load starts a new one."""
         proc, self.proc = self.proc, None
-        self._streamed = self._streamed_change = self._run_signal = None
+        self._mirror, self._run_signal = MessageMirror(), None
         self._unhook_signal()
         if self._sync_fd is not None:
             os.close(self._sync_fd)
@@ -461,12 +441,6 @@ def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view):]
-
-
-def _jsonable(value: object) -> object:
-    if hasattr(value, "model_dump"):
-        return value.model_dump()
-    return str(value)
 
 
 async def _check_node() -> str:
