@@ -11,11 +11,12 @@ take turns, one agent dir shared by both, set up once):
 The get_commands answer must list what the packages bring, so a side that skipped them fails the run.
 
 Also the cost of a TypeScript ``message_update`` handler per streamed delta: the wall time of a
-2,000-delta prompt (``bench_streaming``'s fake server and script) with the handler, minus without it,
-per delta, and the CPU time added (the process and its children: our Node.js sidecar counts). Ours
-posts each event to the sidecar without waiting for its answer; pi calls the handler in-process.
-Run by hand: `.venv/bin/python bench/bench_packages.py [--runs N]` (no target: the sidecar start is the
-cost of running pi's TypeScript at all).
+2,000- and a 5,000-delta prompt (``bench_streaming``'s fake server and script) with the handler, minus
+without it, per delta, and the CPU time added (the process and its children: our Node.js sidecar
+counts). Ours posts each event to the sidecar without waiting for its answer, the message once and
+then each delta alone; pi calls the handler in-process.
+Run by hand: `.venv/bin/python bench/bench_packages.py [--runs N] [--deltas-only]` (no target: the
+sidecar start is the cost of running pi's TypeScript at all).
 """
 
 from __future__ import annotations
@@ -108,17 +109,22 @@ def results(runs: int) -> list[Row]:
 
 
 HANDLER_TS = 'export default function (pi: any) { let n = 0; pi.on("message_update", () => { n++; }); }\n'
-DELTAS = 2000
+DELTAS = (2000, 5000)
 
 
 def per_delta_rows(runs: int) -> list[Row]:
-    """Wall time per delta that a TypeScript ``message_update`` handler adds, each side."""
+    """Wall time and CPU per delta that a TypeScript ``message_update`` handler adds, each side, for each
+    reply length (a cost that grows with the reply shows as a larger number for the longer one)."""
+    return [row for deltas in DELTAS for row in _per_delta(runs, deltas)]
+
+
+def _per_delta(runs: int, deltas: int) -> list[Row]:
     from bench_streaming import run_once, scripted_reply
 
     home = common.scratch_home()
     handler = home / "handler.ts"
     handler.write_text(HANDLER_TS)
-    reply = scripted_reply(DELTAS)
+    reply = scripted_reply(deltas)
     ref = common.reference_cmd()
     sides = [common.ours_cmd()] if ref is None else [common.ours_cmd(), ref]
     wall: list[list[float]] = [[] for _ in sides]
@@ -126,10 +132,10 @@ def per_delta_rows(runs: int) -> list[Row]:
     for _ in range(runs):
         for cmd, wall_out, cpu_out in zip(sides, wall, cpu, strict=True):
             plain, handled = run_once(cmd, reply), run_once(cmd, reply, ("-e", str(handler)))
-            wall_out.append((handled.wall_s - plain.wall_s) / DELTAS * 1e6)
-            cpu_out.append((handled.cpu_s - plain.cpu_s) / DELTAS * 1e6)
+            wall_out.append((handled.wall_s - plain.wall_s) / deltas * 1e6)
+            cpu_out.append((handled.cpu_s - plain.cpu_s) / deltas * 1e6)
     common.cleanup(home)
-    return [Row("packages", f"TS message_update handler, {DELTAS} deltas: {what} added per delta", "us",
+    return [Row("packages", f"TS message_update handler, {deltas} deltas: {what} added per delta", "us",
                 median(values[0]), median(values[1]) if len(values) > 1 else None)
             for what, values in (("wall time", wall), ("CPU (process tree)", cpu))]
 
@@ -138,5 +144,15 @@ async def measured(runs: int) -> list[Row]:
     return results(runs) + per_delta_rows(max(1, runs // 2))
 
 
+async def deltas_only(runs: int) -> list[Row]:
+    return per_delta_rows(runs)
+
+
 if __name__ == "__main__":
-    common.run_bench(__doc__, measured, default_runs=10)
+    import sys
+
+    if "--deltas-only" in sys.argv:  # the per-delta rows alone, ``--runs`` of them
+        sys.argv.remove("--deltas-only")
+        common.run_bench(__doc__, deltas_only, default_runs=5)
+    else:
+        common.run_bench(__doc__, measured, default_runs=10)

@@ -57,8 +57,9 @@ class ExtensionTool(AgentTool):
                  prompt_snippet: str | None = None, prompt_guidelines: list[str] | None = None,
                  prepare_arguments: Callable[[object], object] | None = None, default_active: bool = True,
                  annotations: JsonObject | None = None, output_schema: JsonObject | None = None,
-                 constrained_sampling: JsonObject | Literal[False] | None = None) -> None:
+                 constrained_sampling: JsonObject | Literal[False] | None = None, handles_abort: bool = False) -> None:
         self._runner = runner
+        self.handles_abort = handles_abort
         self.constrained_sampling = constrained_sampling  # pi's ``constrainedSampling``: strict schema or grammar
         self._execute = execute
         self._prepare = prepare_arguments
@@ -203,16 +204,18 @@ class ExtensionAPI:
                       prompt_snippet: str | None = None, prompt_guidelines: list[str] | None = None,
                       prepare_arguments: Callable[[object], object] | None = None, default_active: bool = True,
                       annotations: JsonObject | None = None, output_schema: JsonObject | None = None,
-                      constrained_sampling: JsonObject | Literal[False] | None = None) -> None:
+                      constrained_sampling: JsonObject | Literal[False] | None = None,
+                      handles_abort: bool = False) -> None:
         """Add a tool (a built-in of the same name is overridden); active at once unless ``default_active``
         is False (then ``set_active_tools`` or ``--tools`` activates it). ``constrained_sampling`` is pi's
-        ``constrainedSampling`` (``{"type": "grammar", "variants": {"openai_lark": ...}}`` or a strict schema)."""
+        ``constrainedSampling`` (``{"type": "grammar", "variants": {"openai_lark": ...}}`` or a strict schema).
+        With ``handles_abort`` an abort does not cancel ``execute``: it watches ``signal`` and ends itself."""
         runner = self._live()
         tool = ExtensionTool(runner, name=name, label=label, description=description, parameters=parameters,
                              execute=execute, execution_mode=execution_mode, prompt_snippet=prompt_snippet,
                              prompt_guidelines=prompt_guidelines, prepare_arguments=prepare_arguments,
                              default_active=default_active, annotations=annotations, output_schema=output_schema,
-                             constrained_sampling=constrained_sampling)
+                             constrained_sampling=constrained_sampling, handles_abort=handles_abort)
         self._extension.tools[name] = tool
         if self._extension in runner.extensions:  # after setup; during setup the loader installs it
             install_tool(runner, tool)

@@ -1,6 +1,6 @@
 """What a TypeScript extension's calls do on the Python side: ``ui.*`` on the context of the handler
-that made them, ``pi.*`` on the extension's Python ``pi``, ``ctx.*`` on the context (pi's names and
-argument orders; option objects keep pi's camelCase keys)."""
+that made them, ``pi.*`` on the extension's Python ``pi``, ``ctx.*`` and ``models.*`` on the context
+(pi's names and argument orders; option objects keep pi's camelCase keys)."""
 
 from __future__ import annotations
 
@@ -101,6 +101,52 @@ _SYNC: dict[str, Callable[[Any, list[Any]], Any]] = {
 }
 
 
+Emit = Callable[[JsonObject], None]
+
+
+def _model(ctx: Any, value: object) -> object:
+    """The session's model a TypeScript ``Model`` names (found again by provider and id); one the
+    session does not know is used as given, as pi does, if its provider is known."""
+    if not isinstance(value, dict):
+        raise RuntimeError("a model is required")
+    registry = ctx.model_registry
+    found = registry.find(value.get("provider"), value.get("id"))
+    if found is not None:
+        return found
+    if not any(m["provider"] == value.get("provider") for m in registry.get_all()):
+        raise RuntimeError(f"Unknown provider: {value.get('provider')}")
+    return value
+
+
+def _model_options(args: list[object], signal: object) -> JsonObject:
+    """pi's ``SimpleStreamOptions`` that carry over: ``reasoning``, ``maxTokens``, ``temperature``."""
+    options = _options(args, 2)
+    return {"reasoning": options.get("reasoning"), "max_tokens": options.get("maxTokens"),
+            "temperature": options.get("temperature"), "signal": signal}
+
+
+async def _complete(ctx: Any, args: list[object], signal: object, emit: Emit) -> object:
+    return await ctx.model_registry.complete(_model(ctx, _arg(args)), _arg(args, 1), **_model_options(args, signal))
+
+
+async def _stream_simple(ctx: Any, args: list[object], signal: object, emit: Emit) -> object:
+    """Each event of the request to ``emit`` (the sidecar mirrors the message), then the final message."""
+    from pi_coding_agent.coding.extensions.typescript.streams import MessageMirror
+
+    stream = ctx.model_registry.stream_simple(_model(ctx, _arg(args)), _arg(args, 1), **_model_options(args, signal))
+    mirror = MessageMirror()
+    async for event in stream:
+        emit(mirror.record(stream.partial, event))
+    return await stream.result()
+
+
+# model calls: they take the call's signal (``options.signal``) and may send events before their answer
+_MODELS: dict[str, Callable[[Any, list[Any], object, Emit], Awaitable[object]]] = {
+    "models.complete": _complete,
+    "models.streamSimple": _stream_simple,
+}
+
+
 def run_sync_call(method: str, args: list[object], ctx: object) -> object:
     """The answer to one of pi's synchronous reads, made with the context of the running handler."""
     if method not in _SYNC:
@@ -111,10 +157,15 @@ def run_sync_call(method: str, args: list[object], ctx: object) -> object:
     return _SYNC[method](ctx, args)
 
 
-async def run_call(method: str, args: list[object], ctx: object, pi: object, signal: object = None) -> object:
-    """The result of one call (awaited when the Python side is async)."""
+async def run_call(method: str, args: list[object], ctx: object, pi: object, signal: object = None,
+                   emit: Emit | None = None) -> object:
+    """The result of one call (awaited when the Python side is async); ``emit`` sends the call's events."""
     result: object | Awaitable[object]
-    if method in _DIALOGS:
+    if method in _MODELS:
+        if ctx is None:
+            raise RuntimeError(f"ctx.modelRegistry.{method.removeprefix('models.')} is available only while its handler runs")
+        result = _MODELS[method](ctx, args, signal, emit or (lambda _: None))
+    elif method in _DIALOGS:
         result = _DIALOGS[method](_ui(ctx), args, signal)
     elif method in _UI:
         result = _UI[method](_ui(ctx), args)

@@ -5,13 +5,21 @@ The sidecar (``sidecar.mjs``, package data) loads each extension with ``jiti`` a
 
 - to the sidecar: ``{"id", "type": "load", "path", "extId"}``; ``{"id", "type": "invoke", "handler",
   "args", "ctx", "tool"}`` (an event handler, a command, a tool's ``execute``); ``{"type": "reply",
-  "id", "result"|"error"}`` answering one of its calls;
+  "id", "result"|"error"}`` answering one of its calls, after ``{"type": "event", "id", "event", ...}``
+  records for a ``models.streamSimple`` call (its request's events); ``{"type": "stream", "event",
+  "message"?, "fields"?, "block"?}`` bringing the sidecar's copy of a streamed assistant message to one
+  ``message_update`` event, whose handlers then come as invokes with ``"streamed": true`` and no args
+  (``streams.py`` says what each event record holds); ``{"type": "abort", "signal"}`` (below);
 - from the sidecar: ``{"type": "result", "id", "result"|"error"}``; ``{"type": "register", "extId",
   "kind", "spec"}`` for a registration made after load (those made while loading come with the load
-  result); ``{"type": "call", "id", "ctx", "method", "args"}`` (``ui.*``, ``pi.*``, ``ctx.*``; ``id``
-  null when no answer is awaited; ``"signal": "live"|"aborted"`` when a dialog got an AbortSignal);
-  ``{"type": "abort", "id"}`` when that signal fires; ``{"type": "update", "id", "partial"}`` (a tool's
-  ``onUpdate``).
+  result); ``{"type": "call", "id", "ctx", "method", "args"}`` (``ui.*``, ``pi.*``, ``ctx.*``,
+  ``models.*``; ``id`` null when no answer is awaited; ``"signal": "live"|"aborted"`` when a dialog or
+  a model call got an AbortSignal); ``{"type": "abort", "id"}`` when that signal fires; ``{"type":
+  "update", "id", "partial"}`` (a tool's ``onUpdate``).
+
+A handler's ``ctx`` carries ``"signal"`` (a number) during a run, ``"aborted": true`` once it fired:
+the sidecar gives it an AbortSignal (a tool's ``execute`` gets the same one), aborted when
+``{"type": "abort", "signal"}`` comes (sent when the run's signal fires).
 
 Calls pi makes synchronous (``ctx.sessionManager.*``, ``ctx.modelRegistry.find``/``getAll``/...) come
 with ``"sync": true``: the sidecar blocks reading a second pipe (its fd given on the command line) until
@@ -41,6 +49,7 @@ from pi_coding_agent.ai.abort import AbortSignal
 from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.extensions.agent_hooks import UNAWAITED_EVENTS
 from pi_coding_agent.coding.extensions.loader import LoadError
+from pi_coding_agent.coding.extensions.typescript.streams import MessageMirror, jsonable
 
 MIN_NODE_MAJOR = 20
 RUNTIME_PACKAGES = ("jiti@2.7.0", "typebox@1.4.3")
@@ -84,6 +93,10 @@ class SidecarHost:
         self._posted: set[asyncio.Future[Any]] = set()  # streamed-event invokes not yet answered
         self._unsent: list[bytes] = []  # posted invokes of this event-loop pass, written at its end
         self._pass_info: dict[str, Any] | None = None  # the ctx those invokes carry, read once a pass
+        self._mirror = MessageMirror()  # the sidecar's copy of the message ``message_update`` streams
+        self._run_signal: AbortSignal | None = None  # the abort signal the sidecar mirrors (ctx.signal)
+        self._signal_number = 0  # its number there
+        self._unhook_signal: Callable[[], None] = lambda: None
 
     # ------------------------------------------------------------------ start
 
@@ -121,12 +134,13 @@ class SidecarHost:
 
     async def invoke(self, handler: int, args: list[object], ctx: object, tool: bool = False,
                      on_update: Callable[[object], None] | None = None, return_input: bool = False,
-                     pi: object = None) -> Any:
-        """Run a handler in the sidecar; with ``pi``, the state its synchronous getters read goes along."""
+                     pi: object = None, signal: AbortSignal | None = None) -> Any:
+        """Run a handler in the sidecar; with ``pi``, the state its synchronous getters read goes along;
+        ``signal`` (a tool's) is its ``ctx.signal``, else the context's."""
         token = next(self._ids)
         self._contexts[token] = ctx
         record: JsonObject = {"type": "invoke", "handler": handler, "args": args, "tool": tool,
-                                  "returnInput": return_input, "ctx": _context_info(token, ctx)}
+                                  "returnInput": return_input, "ctx": self._info(token, ctx, signal)}
         if pi is not None:
             record["state"] = _state(pi)
         try:
@@ -135,8 +149,9 @@ class SidecarHost:
             self._contexts.pop(token, None)
 
     def post(self, handler: int, event: dict[str, Any], ctx: Any, report: Callable[[Exception], None]) -> None:
-        """Run a streamed-event handler without waiting for it: its result cannot change anything, and
-        the sidecar starts the handlers in the order posted. Its calls keep ``ctx`` until it ends, a
+        """Run a ``message_update`` handler without waiting for it: its result cannot change anything,
+        and the sidecar starts the handlers in the order posted. The event goes as a ``stream`` record
+        (``MessageMirror``), once for all its handlers. Its calls keep ``ctx`` until it ends, a
         failure goes to ``report``, and ``settled`` lets a later event wait for it. What the handler
         reads of ``ctx`` (``cwd``, ``model``, ...) is read once per event-loop pass (one network read)."""
         if self.proc is None:
@@ -149,11 +164,37 @@ class SidecarHost:
         future.add_done_callback(lambda done: self._posted_done(request_id, done, report))
         if not self._unsent:
             asyncio.get_running_loop().call_soon(self._flush)
-            self._pass_info = _context_info(0, ctx)
-        info = self._pass_info if self._pass_info is not None else _context_info(0, ctx)
-        record = {"type": "invoke", "id": request_id, "handler": handler, "args": [event], "post": True,
+            self._pass_info = self._info(0, ctx)
+        info = self._pass_info if self._pass_info is not None else self._info(0, ctx)
+        if event["assistantMessageEvent"] is not self._mirror.change:
+            stream = {"type": "stream", **self._mirror.record(event["message"], event["assistantMessageEvent"])}
+            self._unsent.append(orjson.dumps(stream, default=jsonable) + b"\n")
+        record = {"type": "invoke", "id": request_id, "handler": handler, "streamed": True, "post": True,
                   "ctx": {**info, "token": request_id}}
-        self._unsent.append(orjson.dumps(record, default=_jsonable) + b"\n")
+        self._unsent.append(orjson.dumps(record, default=jsonable) + b"\n")
+
+    def _info(self, token: int, ctx: object, signal: AbortSignal | None = None) -> JsonObject:
+        """``_context_info`` and the handler's ``ctx.signal``: the run's abort signal, one AbortSignal in the
+        sidecar per run (numbered), aborted there by an ``abort`` record when it fires here."""
+        info = _context_info(token, ctx)
+        if signal is None:
+            with contextlib.suppress(Exception):
+                signal = cast(Any, ctx).signal
+        if not isinstance(signal, AbortSignal):
+            return info
+        if signal is not self._run_signal:
+            self._unhook_signal()
+            number = self._signal_number = self._signal_number + 1
+            self._run_signal = signal
+            self._unhook_signal = signal.on_abort(lambda: self._send({"type": "abort", "signal": number}))
+        info["signal"] = self._signal_number
+        if signal.aborted:
+            info["aborted"] = True
+        return info
+
+    def _send(self, record: JsonObject) -> None:
+        if self.proc is not None:
+            self._write(self.proc, record)
 
     def _posted_done(self, request_id: int, future: asyncio.Future[Any], report: Callable[[Exception], None]) -> None:
         self._posted.discard(future)
@@ -200,7 +241,7 @@ class SidecarHost:
     def _write(self, proc: asyncio.subprocess.Process, record: JsonObject) -> None:
         assert proc.stdin is not None
         self._flush()  # the invokes posted before this record go first
-        proc.stdin.write(orjson.dumps(record, default=_jsonable) + b"\n")
+        proc.stdin.write(orjson.dumps(record, default=jsonable) + b"\n")
 
     # ------------------------------------------------------------------ what the sidecar sends
 
@@ -272,7 +313,8 @@ class SidecarHost:
         try:
             pi = self._apis.get(record.get("extId") or "") or next(iter(self._apis.values()), None)
             reply["result"] = await run_call(record["method"], record.get("args") or [], ctx, pi,
-                                             self._signals.get(record["id"]))
+                                             self._signals.get(record["id"]),
+                                             lambda event: self._send({"type": "event", "id": record["id"], **event}))
         except Exception as exc:
             if record["id"] is None:
                 print(f"Warning: TypeScript extension call {record['method']} failed: {exc}", file=sys.stderr)
@@ -296,7 +338,7 @@ class SidecarHost:
         except Exception as exc:
             reply["error"] = str(exc) or type(exc).__name__
         if self._sync_fd is not None:
-            _write_all(self._sync_fd, orjson.dumps(reply, default=_jsonable) + b"\n")
+            _write_all(self._sync_fd, orjson.dumps(reply, default=jsonable) + b"\n")
 
     # ------------------------------------------------------------------ registrations
 
@@ -317,10 +359,12 @@ class SidecarHost:
                                 handler=lambda args, ctx: self.invoke(handler, [args], ctx, pi=pi))
         elif kind == "tool":
             async def execute(tool_call_id: str, params: Any, signal: Any, update: Any, ctx: Any) -> object:
-                return await self.invoke(handler, [tool_call_id, params], ctx, tool=True, on_update=update, pi=pi)
+                return await self.invoke(handler, [tool_call_id, params], ctx, tool=True, on_update=update, pi=pi,
+                                         signal=signal)
 
+            # as in pi, an abort reaches the tool through its signal, and the run waits for its result
             pi.register_tool(name=spec["name"], label=spec.get("label"), description=spec.get("description") or "",
-                             parameters=spec.get("parameters"), execute=execute,
+                             parameters=spec.get("parameters"), execute=execute, handles_abort=True,
                              execution_mode=spec.get("executionMode") or "parallel",
                              prompt_snippet=spec.get("promptSnippet"), prompt_guidelines=spec.get("promptGuidelines"))
         elif kind == "shortcut":
@@ -358,6 +402,8 @@ class SidecarHost:
     async def close(self) -> None:
         """End the sidecar (it exits when its stdin closes); a later load starts a new one."""
         proc, self.proc = self.proc, None
+        self._mirror, self._run_signal = MessageMirror(), None
+        self._unhook_signal()
         if self._sync_fd is not None:
             os.close(self._sync_fd)
             self._sync_fd = None
@@ -395,12 +441,6 @@ def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view):]
-
-
-def _jsonable(value: object) -> object:
-    if hasattr(value, "model_dump"):
-        return value.model_dump()
-    return str(value)
 
 
 async def _check_node() -> str:

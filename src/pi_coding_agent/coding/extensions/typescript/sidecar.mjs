@@ -27,10 +27,13 @@ for (const scope of ["@earendil-works", "@mariozechner"]) {
 
 const handlers = new Map(); // handler id -> function
 const pending = new Map(); // call id -> {resolve, reject}
+const events = new Map(); // call id -> what takes its "event" records
 let nextHandler = 1;
 let nextCall = 1;
 let loading = null; // registrations of the extension being loaded, sent with its load result
 let state = {}; // what the synchronous getters answer: the session's state sent with the latest invoke
+let streamed = null; // the latest message_update event: its message is kept here and changed in place
+let current = { signal: 0, controller: null }; // the AbortSignal of the session's run, by its number there
 
 function send(record) {
   process.stdout.write(JSON.stringify(record, (_key, value) => (typeof value === "bigint" ? String(value) : value)) + "\n");
@@ -60,14 +63,19 @@ function callSync(method, args, ctx) {
   return reply.result ?? undefined;
 }
 
-// A dialog's AbortSignal stays here: the call carries "aborted" when it is already aborted, and an
-// abort record follows when it fires while the dialog is open.
-function dialog(method, args, opts, token) {
+// A call whose options may hold an AbortSignal (a dialog, a model call): the signal stays here, the call
+// carries "aborted" when it is already aborted, and an abort record follows when it fires while the
+// call runs. onEvent gets the call's "event" records (a model stream's events).
+function callWithSignal(method, args, opts, token, onEvent) {
   const { signal, ...rest } = opts ?? {};
   const id = nextCall++;
   const record = { type: "call", id, ctx: token, method, args: [...args, rest] };
   if (signal) record.signal = signal.aborted ? "aborted" : "live";
   const answer = new Promise((resolve, reject) => pending.set(id, { resolve, reject }));
+  if (onEvent) {
+    events.set(id, onEvent);
+    answer.finally(() => events.delete(id)).catch(() => {});
+  }
   send(record);
   if (signal && !signal.aborted) {
     const onAbort = () => send({ type: "abort", id });
@@ -75,6 +83,49 @@ function dialog(method, args, opts, token) {
     answer.finally(() => signal.removeEventListener("abort", onAbort)).catch(() => {});
   }
   return answer;
+}
+
+// ctx.modelRegistry.streamSimple: pi's AssistantMessageEventStream (iterate it; await result()). The
+// session runs the request and sends its events; a failure to start is an error event and result.
+function modelStream(token, model, context, options) {
+  const mirror = { message: null };
+  const queue = [];
+  let wake = null;
+  let finished = false;
+  const push = (event) => {
+    queue.push(event);
+    if (wake) wake();
+  };
+  const result = callWithSignal("models.streamSimple", [model, context], options, token,
+    (record) => push(applyChange(mirror, record)))
+    .catch((error) => {
+      const failed = failedMessage(model, error);
+      push({ type: "error", reason: "error", error: failed });
+      return failed;
+    })
+    .finally(() => {
+      finished = true;
+      if (wake) wake();
+    });
+  return {
+    async *[Symbol.asyncIterator]() {
+      for (let next = 0; ; ) {
+        if (next < queue.length) yield queue[next++];
+        else if (finished) return;
+        else await new Promise((resolve) => (wake = resolve)).then(() => (wake = null));
+      }
+    },
+    result: () => result,
+  };
+}
+
+function failedMessage(model, error) {
+  return {
+    role: "assistant", content: [], api: model?.api, provider: model?.provider, model: model?.id,
+    usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0,
+      cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } },
+    stopReason: "error", errorMessage: error instanceof Error ? error.message : String(error), timestamp: Date.now(),
+  };
 }
 
 function register(extId, kind, spec) {
@@ -178,6 +229,7 @@ const MODEL_READERS = ["find", "getAll", "getAvailable", "hasConfiguredAuth", "g
 function makeContext(info) {
   if (!info) return undefined;
   const token = info.token;
+  const signal = runSignal(info);
   const ask = (method, ...args) => call(method, args, token);
   const tell = (method, ...args) => call(method, args, token, false);
   let sessionManager, modelRegistry, ui;
@@ -186,7 +238,7 @@ function makeContext(info) {
     hasUI: info.hasUI,
     mode: info.mode,
     model: info.model,
-    signal: undefined,
+    signal,
     isIdle: () => info.idle,
     abort: () => tell("ctx.abort"),
     waitForIdle: () => ask("ctx.waitForIdle"),
@@ -199,6 +251,8 @@ function makeContext(info) {
         ...readers("models", MODEL_READERS, token),
         getApiKeyAndHeaders: (model) => ask("models.getApiKeyAndHeaders", model),
         getApiKeyForProvider: (provider) => ask("models.getApiKeyForProvider", provider),
+        streamSimple: (model, context, options) => modelStream(token, model, context, options),
+        complete: (model, context, options) => callWithSignal("models.complete", [model, context], options, token),
       });
     },
     get ui() {
@@ -207,15 +261,23 @@ function makeContext(info) {
   };
 }
 
+// ctx.signal during a run: one AbortSignal per run (numbered by the session), aborted when the run is
+function runSignal(info) {
+  if (info.signal === undefined) return undefined;
+  if (current.signal !== info.signal) current = { signal: info.signal, controller: new AbortController() };
+  if (info.aborted && !current.controller.signal.aborted) current.controller.abort();
+  return current.controller.signal;
+}
+
 function readers(prefix, names, token) {
   return Object.fromEntries(names.map((name) => [name, (...args) => callSync(`${prefix}.${name}`, args, token)]));
 }
 
 function makeUi(info, token, ask, tell) {
   return {
-    select: (title, options, opts) => dialog("ui.select", [title, options], opts, token),
-    confirm: (title, message, opts) => dialog("ui.confirm", [title, message], opts, token),
-    input: (title, placeholder, opts) => dialog("ui.input", [title, placeholder], opts, token),
+    select: (title, options, opts) => callWithSignal("ui.select", [title, options], opts, token),
+    confirm: (title, message, opts) => callWithSignal("ui.confirm", [title, message], opts, token),
+    input: (title, placeholder, opts) => callWithSignal("ui.input", [title, placeholder], opts, token),
     editor: (title, prefill) => ask("ui.editor", title, prefill),
     notify: (message, type) => tell("ui.notify", message, type),
     setStatus: (key, text) => tell("ui.setStatus", key, text),
@@ -243,16 +305,43 @@ async function load(record) {
   }
 }
 
+// A mirrored message brought to one event (coding/extensions/typescript/streams.py): the message as a
+// whole the first time, then what changed at this event (a text or thinking delta is appended here).
+// The event gets the live message as its "partial", as pi's events do; done and error come whole.
+function applyChange(mirror, record) {
+  const change = record.event;
+  if (change.type === "done" || change.type === "error") return change;
+  if (record.message) mirror.message = record.message;
+  const message = mirror.message;
+  if (record.fields) {
+    for (const key of Object.keys(message)) if (key !== "content" && !(key in record.fields)) delete message[key];
+    Object.assign(message, record.fields);
+  }
+  const index = change.contentIndex;
+  if (record.block !== undefined) message.content[index] = record.block;
+  else if (change.type === "text_delta") message.content[index].text += change.delta;
+  else if (change.type === "thinking_delta") message.content[index].thinking += change.delta;
+  change.partial = message;
+  return change;
+}
+
+// message_update handlers get one live message, as pi's get its partial message
+const updates = { message: null };
+function applyStream(record) {
+  const change = applyChange(updates, record);
+  streamed = { type: "message_update", message: updates.message, assistantMessageEvent: change };
+}
+
 async function invoke(record) {
   const handler = handlers.get(record.handler);
   if (!handler) throw new Error(`unknown handler ${record.handler}`);
   if (record.state) state = record.state;
   const ctx = makeContext(record.ctx);
-  const args = [...record.args];
+  const args = record.streamed ? [streamed] : [...record.args];
   if (record.tool) {
     // execute(toolCallId, params, signal, onUpdate, ctx)
     const onUpdate = (partial) => send({ type: "update", id: record.id, partial });
-    return handler(args[0], args[1], undefined, onUpdate, ctx);
+    return handler(args[0], args[1], ctx.signal, onUpdate, ctx);
   }
   if (record.returnInput) {
     // tool_call handlers may change event.input in place, as in pi: it goes back with the result
@@ -284,6 +373,10 @@ lines.on("line", (line) => {
     else waiter.resolve(record.result ?? undefined);
     return;
   }
-  handle(record);
+  if (record.type === "stream") applyStream(record);
+  else if (record.type === "event") events.get(record.id)?.(record);
+  else if (record.type === "abort") {
+    if (current.signal === record.signal) current.controller.abort();
+  } else handle(record);
 });
 lines.on("close", () => process.exit(0));
