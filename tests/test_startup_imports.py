@@ -261,6 +261,15 @@ def test_print_mode_imports_no_terminal_ui(tmp_path):
     assert not any(m.startswith("pi_coding_agent.coding.modes.interactive") for m in modules)
 
 
+# what a one-shot answer without a tool call does not run (issue #40): the tools' modules and their
+# helpers (their declarations are in ``tools/declarations.py``), codemode's tool when it is not active,
+# the ``/login`` command
+ONE_SHOT_UNUSED = (*(f"pi_coding_agent.coding.tools.{name}" for name in (
+                       "read", "bash", "edit", "write", "grep", "find", "ls", "images", "blocking", "paths",
+                       "truncate", "output", "shell", "backend", "mutation")),
+                   "pi_coding_agent.coding.codemode.tool", "pi_coding_agent.coding.commands.login")
+
+
 def test_one_shot_runs_load_no_code_they_do_not_run(tmp_path):
     """``pi -p`` and ``--mode json``, a whole run (issue #40): the codemode host was loaded for the
     declarations without codemode, the OAuth client for its error class, the cache warmer for a
@@ -288,3 +297,6 @@ def test_one_shot_runs_load_no_code_they_do_not_run(tmp_path):
                 unused = ("pi_coding_agent.coding.codemode.host",
                           "pi_coding_agent.ai.auth.oauth.http", "pi_coding_agent.coding.services.cache_warming")
                 assert sorted(m for m in modules if m in unused) == []
+                assert sorted(m for m in modules if m in ONE_SHOT_UNUSED) == []
+                if mode == ["-p"]:  # JSON mode writes through the RPC record writer; print mode writes once
+                    assert "pi_coding_agent.coding.modes.rpc.transport" not in modules

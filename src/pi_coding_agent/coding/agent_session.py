@@ -27,7 +27,6 @@ from pi_coding_agent.ai.models.virtual import is_virtual
 from pi_coding_agent.ai.session_resources import close_all as close_provider_sessions
 from pi_coding_agent.ai.types import AssistantMessage, Model
 from pi_coding_agent.coding.commands import llama as llama_command
-from pi_coding_agent.coding.commands import login as login_ui
 from pi_coding_agent.coding.compaction.controller import CompactionController
 from pi_coding_agent.coding.errors import SessionError
 from pi_coding_agent.coding.event_stream import EventStream
@@ -205,9 +204,12 @@ class AgentSession:
                             allow_commands: bool) -> dict[str, Any] | None:
         """The built-in ``/login``, ``/llama`` and ``/mcp``, extension commands and ``input`` hooks: a
         disposition, an ``{"action": "transform"}``, or None."""
-        if allow_commands and self.rt.mode == "rpc" and login_ui.is_invocation(text):  # elsewhere, pi's text
-            await login_ui.run(self.rt, text, self.models.set_model)
-            return {"disposition": "handled"}
+        if allow_commands and self.rt.mode == "rpc" and text.startswith("/login"):  # elsewhere, pi's text
+            from pi_coding_agent.coding.commands import login as login_ui  # sign-in code: only for /login
+
+            if login_ui.is_invocation(text):
+                await login_ui.run(self.rt, text, self.models.set_model)
+                return {"disposition": "handled"}
         if allow_commands and llama_command.offered(self.rt.registry) and llama_command.is_invocation(text):
             await llama_command.run(self.rt)
             return {"disposition": "handled"}

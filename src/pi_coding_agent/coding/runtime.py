@@ -294,7 +294,7 @@ class SessionRuntime:
 
     def tool_declarations(self) -> list[Any]:
         """The active tools as the model sees them (codemode may annotate or hide the others)."""
-        from pi_coding_agent.coding.codemode.tool import presented_declarations
+        from pi_coding_agent.coding.codemode.activation import presented_declarations
 
         return presented_declarations(self.agent.tools, self.settings)
 

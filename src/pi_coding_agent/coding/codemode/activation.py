@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pi_coding_agent.coding.codemode.host import SessionRuntimeView
+    from pi_coding_agent.coding.codemode.host import CatalogTool, SessionRuntimeView
+    from pi_coding_agent.coding.resources.settings import Settings
 
 NAME = "codemode"
 
@@ -24,4 +25,32 @@ def enable_codemode(runtime: SessionRuntimeView, auto_enable: object = True) -> 
     return True
 
 
-__all__ = ["NAME", "enable_codemode"]
+def presented_declarations(tools: list[Any], settings: Settings) -> list[Any]:
+    """The declarations of the active tools while ``codemode`` is one of them: mode ``on`` tells
+    each declared tool how scripts call it, mode ``only`` hides the declared tools, so the model
+    reaches them through scripts. Without codemode the declarations are unchanged (and no more of codemode is loaded)."""
+    from pi_coding_agent.agent.tool import tool_declaration
+
+    declarations = [tool_declaration(t) for t in tools]
+    if not any(t.name == NAME for t in tools):
+        return declarations
+    from pi_coding_agent.coding.codemode.host import catalog_entry  # codemode is on: its catalog
+
+    if settings.codemode_mode == "only":
+        return [d for d, t in zip(declarations, tools, strict=True)
+                if t.name == NAME or getattr(t, "exposure", "direct") != "direct"]
+    for declaration, tool in zip(declarations, tools, strict=True):
+        if tool.name != NAME:
+            declaration["description"] = script_call_note(catalog_entry(tool))
+    return declarations
+
+
+def script_call_note(tool: CatalogTool) -> str:
+    """Appended (mode ``on``) to a declared tool's description: how a script calls it."""
+    from pi_coding_agent.coding.codemode.declarations import describe_output, to_identifier
+
+    return (f"{tool.description.strip()}\n\nCodemode: `tools.{to_identifier(tool.name)}(args)` resolves to "
+            f"{describe_output(tool.name, tool.output_schema or {'type': 'string'})}.")
+
+
+__all__ = ["NAME", "enable_codemode", "presented_declarations"]

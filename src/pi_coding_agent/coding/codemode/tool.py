@@ -9,7 +9,7 @@ the callable tools as TypeScript declarations within ``codemode.inlineBudget`` e
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from pi_coding_agent.agent.tool import AgentTool, ToolResult, UpdateCallback
 from pi_coding_agent.ai.abort import AbortSignal
@@ -137,37 +137,9 @@ def describe(tools: list[CatalogTool], budget: int | None, mode: str = "on") -> 
     return "\n\n".join(sections)
 
 
-def script_call_note(tool: CatalogTool) -> str:
-    """Appended (mode ``on``) to a declared tool's description: how a script calls it."""
-    from pi_coding_agent.coding.codemode.declarations import describe_output, to_identifier
-
-    return (f"{tool.description.strip()}\n\nCodemode: `tools.{to_identifier(tool.name)}(args)` resolves to "
-            f"{describe_output(tool.name, tool.output_schema or {'type': 'string'})}.")
-
-
 def settings_budget(settings: Settings) -> int:
     budget = settings.codemode_inline_budget
     return DEFAULT_INLINE_BUDGET if budget is None else budget
-
-
-def presented_declarations(tools: list[Any], settings: Settings) -> list[Any]:
-    """The declarations of the active tools while ``codemode`` is one of them: mode ``on`` tells
-    each declared tool how scripts call it, mode ``only`` hides the declared tools, so the model
-    reaches them through scripts. Without codemode the declarations are unchanged."""
-    from pi_coding_agent.agent.tool import tool_declaration
-
-    declarations = [tool_declaration(t) for t in tools]
-    if not any(t.name == NAME for t in tools):
-        return declarations
-    from pi_coding_agent.coding.codemode.host import catalog_entry  # codemode is on: its catalog
-
-    if settings.codemode_mode == "only":
-        return [d for d, t in zip(declarations, tools, strict=True)
-                if t.name == NAME or getattr(t, "exposure", "direct") != "direct"]
-    for declaration, tool in zip(declarations, tools, strict=True):
-        if tool.name != NAME:
-            declaration["description"] = script_call_note(catalog_entry(tool))
-    return declarations
 
 
 GRAMMAR_SAMPLING: JsonObject = {"type": "grammar", "variants": {"openai_lark": GRAMMAR}}

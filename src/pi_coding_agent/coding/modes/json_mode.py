@@ -10,9 +10,9 @@ import asyncio
 from typing import TYPE_CHECKING
 
 from pi_coding_agent.ai.types import JsonObject
-from pi_coding_agent.coding.modes.lifecycle import keep_sigint_from_asyncio
+from pi_coding_agent.coding.modes.lifecycle import keep_sigint_from_asyncio, take_over_stdout
 from pi_coding_agent.coding.modes.print_mode import initial_prompts, read_piped_stdin, run_headless
-from pi_coding_agent.coding.modes.rpc.transport import RecordWriter, take_over_stdout
+from pi_coding_agent.coding.modes.rpc.transport import RecordWriter
 
 if TYPE_CHECKING:
     from pi_coding_agent.coding.agent_session import AgentSession

@@ -1,4 +1,4 @@
-"""Orderly shutdown shared by the headless modes.
+"""Orderly shutdown shared by the headless modes, and who owns their stdin and stdout.
 
 EOF (RPC) or the end of the prompts (print/JSON) shuts down with exit code 0; SIGTERM with 143,
 SIGHUP with 129 and SIGINT with 130, after the same cleanup (so Ctrl-C saves the partial answer as
@@ -123,3 +123,39 @@ class QuietStderr:
 
     def __getattr__(self, name: str) -> object:
         return getattr(self._stream, name)
+
+
+# who owns stdin and stdout (RPC, ACP, print and JSON modes). stdout belongs to the mode's output
+# alone: the real fd 1 is duplicated for the writer and fd 1 itself is pointed at stderr, so a stray
+# ``print``, a library warning or a child that inherits fd 1 lands on stderr instead of corrupting the
+# output. fd 0 becomes /dev/null so that no child process can swallow command bytes. Here rather than
+# in ``rpc.transport`` so that print mode does not load the RPC framing.
+
+
+def take_over_stdout() -> int:
+    """Move the real stdout to a private fd and point fd 1 (and ``sys.stdout``) at stderr.
+
+    The returned fd is non-inheritable, so tool child processes cannot write records either.
+    """
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+    output_fd = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr = QuietStderr(sys.stderr)
+    return output_fd
+
+
+def take_over_stdin() -> int:
+    """Move the real stdin to a private fd and give fd 0 /dev/null, so no child swallows commands."""
+    input_fd = os.dup(0)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    return input_fd
+
+
+def write_all(fd: int, data: bytes | bytearray) -> None:
+    """Blocking write of every byte (for regular files and the final output of print mode)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]

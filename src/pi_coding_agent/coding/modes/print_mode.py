@@ -13,8 +13,12 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from pi_coding_agent.ai.types import JsonObject
-from pi_coding_agent.coding.modes.lifecycle import OrderlyShutdown, keep_sigint_from_asyncio
-from pi_coding_agent.coding.modes.rpc.transport import take_over_stdout, write_all
+from pi_coding_agent.coding.modes.lifecycle import (
+    OrderlyShutdown,
+    keep_sigint_from_asyncio,
+    take_over_stdout,
+    write_all,
+)
 from pi_coding_agent.coding.ui import NoUI
 
 if TYPE_CHECKING:

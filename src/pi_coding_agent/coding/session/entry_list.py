@@ -322,25 +322,33 @@ class EntryList(Sequence[Entry]):
         return entries
 
     def messages_of(self, role: str) -> Iterator[Entry]:
-        """The message entries whose message has ``role``, in file order. On-disk lines are read in
-        large blocks, and one whose message starts by naming another role (pi and this package write
-        ``role`` first) is not parsed."""
+        """The message entries whose message has ``role``, in file order; an on-disk line whose
+        message starts by naming another role (pi and this package write ``role`` first) is not parsed."""
         wanted = role.encode()
+        for _, _, entry in self.skim(positions_of(self.kinds(), "message"), lambda _, named, *__: named in (None, wanted)):
+            if entry is not None and (entry.get("message") or {}).get("role") == role:
+                yield entry
+
+    def skim(self, positions: Iterable[int], parse: Callable[[int, bytes | None, bytearray, int, int], bool],
+             ) -> Iterator[tuple[int, bytes | None, Entry | None]]:
+        """``(position, role, entry)`` for each of ``positions`` (increasing). An on-disk line is read
+        in large blocks and parsed only when ``parse(position, role, buffer, start, end)`` says so
+        (else ``entry`` is None); ``role`` is what a message line names first (``_MESSAGE_ROLE``), None
+        for any other line and for entries held in memory, which are always given."""
         index = self._index
         lines = None if index is None else _ForwardReader(self._open())
         try:
-            for position in positions_of(self.kinds(), "message"):
-                if self._items[position] is _ON_DISK:
-                    assert index is not None and lines is not None
-                    buffer, start, end = lines.locate(index.starts[position], index.ends[position])
-                    found = _MESSAGE_ROLE.match(buffer, start, end)
-                    if found is not None and found[1] != wanted:
-                        continue
-                    entry = self._checked(position, memoryview(buffer)[start:end])
-                else:
-                    entry = self._entry(position)
-                if (entry.get("message") or {}).get("role") == role:
-                    yield entry
+            for position in positions:
+                if self._items[position] is not _ON_DISK:
+                    yield position, None, self._entry(position)
+                    continue
+                assert index is not None and lines is not None
+                buffer, start, end = lines.locate(index.starts[position], index.ends[position])
+                found = _MESSAGE_ROLE.match(buffer, start, end)
+                role = None if found is None else found[1]
+                parsed = self._checked(position, memoryview(buffer)[start:end]) if parse(
+                    position, role, buffer, start, end) else None
+                yield position, role, parsed
         finally:
             if lines is not None:
                 lines.close()

@@ -12,6 +12,7 @@ from pi_coding_agent.ai.abort import AbortSignal
 from pi_coding_agent.ai.records import record
 from pi_coding_agent.ai.types import JsonObject
 
+from .declarations import DECLARATIONS
 from .process_groups import ProcessRegistry
 
 if TYPE_CHECKING:
@@ -85,26 +86,6 @@ def check_aborted(signal: AbortSignal | None) -> None:
         raise aborted_error()
 
 
-def string_param(description: str) -> JsonObject:
-    return {"type": "string", "description": description}
-
-
-def number_param(description: str) -> JsonObject:
-    return {"type": "number", "description": description}
-
-
-def object_schema(properties: JsonObject, required: list[str]) -> JsonObject:
-    """A JSON schema object laid out as pi's TypeBox schemas serialise (``required`` omitted when empty)."""
-    schema: JsonObject = {"type": "object"}
-    if required:
-        schema["required"] = required
-    schema["properties"] = properties
-    return schema
-
-
-STRICT_PREFERRED: JsonObject = {"type": "json_schema", "strict": "prefer"}  # pi's declaration for its file/shell tools
-
-
 class BuiltinTool(AgentTool):
     """Base of the built-in tools: class-level declaration plus an ``env`` bound per session."""
 
@@ -115,6 +96,13 @@ class BuiltinTool(AgentTool):
     prompt_snippet: str
     prompt_guidelines: list[str]
     GUIDELINES: ClassVar[tuple[str, ...]] = ()
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        """A built-in tool's declaration fields come from ``declarations.py`` (``LazyTool`` reads them
+        there before its tool's module is loaded)."""
+        super().__init_subclass__(**kwargs)
+        for attr, value in DECLARATIONS.get(cls.name, {}).items():
+            setattr(cls, attr, value)
 
     def __init__(self, env: ToolEnv) -> None:
         self.env = env

@@ -12,10 +12,10 @@ from pi_coding_agent.ai.abort import AbortSignal
 from pi_coding_agent.ai.types import JsonObject
 
 from .backend import ShellExit
-from .base import STRICT_PREFERRED, BuiltinTool, number_param, object_schema, string_param
+from .base import BuiltinTool
 from .output import OutputAccumulator, Snapshot
 from .shell import MAX_TIMEOUT_MS, CommandAborted, ShellError, run_shell, with_prefix
-from .truncate import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, format_size, js_number
+from .truncate import DEFAULT_MAX_BYTES, format_size, js_number
 
 UPDATE_THROTTLE_SECONDS = 0.1
 
@@ -105,24 +105,8 @@ STRUCTURED_OUTPUT_MAX_BYTES = 1024 * 1024  # cap of structuredContent.output
 
 class BashTool(BuiltinTool):
     name = "bash"
-    label = "bash"
-    description = (
-        f"Run a bash command in the current working directory and return its combined stdout and stderr. "
-        f"Only the last {DEFAULT_MAX_LINES} lines or {DEFAULT_MAX_BYTES // 1024}KB of output are returned "
-        f"(whichever limit comes first); when output is cut, the complete output is written to a temp file. "
-        f"A timeout in seconds may be given."
-    )
-    parameters = object_schema(
-        {
-            "command": string_param("The bash command to run"),
-            "timeout": number_param("Timeout in seconds (optional; no timeout by default)"),
-        },
-        ["command"],
-    )
-    prompt_snippet = "Execute bash commands (ls, grep, find, etc.)"
-    constrained_sampling = STRICT_PREFERRED
+    # label, description, parameters, prompt lines: declarations.py (BuiltinTool takes them from there)
     handles_abort = True  # reports "Command aborted" with the output so far instead of being cancelled
-    GUIDELINES = ("You can inspect PI_* environment variables for current model and session details.",)
 
     async def execute(
         self, tool_call_id: str, params: dict[str, Any], signal: AbortSignal, on_update: UpdateCallback

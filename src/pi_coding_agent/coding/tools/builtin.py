@@ -70,7 +70,26 @@ class LazyTool:
     def __getattr__(self, attr: str) -> Any:
         if attr.startswith("__") or attr in ("_load", "_tool"):  # copy/pickle probes, a half-built handle
             raise AttributeError(attr)
+        if self._tool is None:  # the declaration, as the model and the system prompt read it, needs no module
+            declared = _declared(self.name, attr)
+            if declared is not _UNDECLARED:
+                return declared
         return getattr(self.loaded, attr)
 
     def __repr__(self) -> str:
         return f"<LazyTool {self.name} {'loaded' if self._tool is not None else 'not loaded'}>"
+
+
+_UNDECLARED = object()
+
+
+def _declared(name: str, attr: str) -> Any:
+    """A declaration field of built-in tool ``name`` as its instance would hold it, or ``_UNDECLARED``."""
+    from .declarations import DECLARATIONS
+
+    fields = DECLARATIONS.get(name)
+    if fields is None:  # not one of the seven (codemode's handle): its module answers
+        return _UNDECLARED
+    if attr == "prompt_guidelines":
+        return list(fields.get("GUIDELINES", ()))
+    return fields.get(attr, _UNDECLARED)

@@ -13,7 +13,7 @@ from pi_coding_agent.ai.atomic_file import directory_of, replace_at
 from pi_coding_agent.ai.types import JsonObject
 
 from .backend import FileBackend
-from .base import STRICT_PREFERRED, BuiltinTool, check_aborted, object_schema, string_param
+from .base import BuiltinTool, check_aborted
 from .blocking import refuse_special_file, run_settled
 from .mutation import file_mutation_lock
 from .paths import error_code, node_error_message, resolve_to_cwd
@@ -21,16 +21,6 @@ from .paths import error_code, node_error_message, resolve_to_cwd
 if TYPE_CHECKING:
     from pi_coding_agent.coding.sandbox.policy import SandboxPolicy
 
-_EDIT_ITEM = object_schema(
-    {
-        "oldText": string_param(
-            "Text to replace, copied exactly. It must occur once in the original file and must not overlap "
-            "the oldText of any other edit in this call."
-        ),
-        "newText": string_param("The text that replaces oldText."),
-    },
-    ["oldText", "newText"],
-)
 
 
 def _is_single_edit(value: object) -> bool:
@@ -39,36 +29,7 @@ def _is_single_edit(value: object) -> bool:
 
 class EditTool(BuiltinTool):
     name = "edit"
-    label = "edit"
-    description = (
-        "Change one file by replacing exact text. Each edits[].oldText must match one unique region of the "
-        "original file, and no two edits may overlap. Changes that touch the same block or neighbouring "
-        "lines belong in a single edit; do not pad edits with long unchanged stretches to join distant changes."
-    )
-    parameters = object_schema(
-        {
-            "path": string_param("File to edit, relative to the working directory or absolute"),
-            "edits": {
-                "type": "array",
-                "items": _EDIT_ITEM,
-                "description": (
-                    "One or more replacements, each matched against the original file (not one after "
-                    "another). No overlapping or nested edits: merge changes to the same or nearby lines "
-                    "into one edit."
-                ),
-            },
-        },
-        ["path", "edits"],
-    )
-    prompt_snippet = (
-        "Make precise file edits with exact text replacement, including multiple disjoint edits in one call"
-    )
-    constrained_sampling = STRICT_PREFERRED
-    GUIDELINES = (
-        "Use edit for targeted changes. Batch changes to one file in a single call.",
-        "Each edits[].oldText must exactly and uniquely match the original file. Keep matches short and "
-        "non-overlapping; merge nearby changes without including large unchanged regions.",
-    )
+    # label, description, parameters, prompt lines: declarations.py (BuiltinTool takes them from there)
 
     def prepare_arguments(self, args: object) -> object:
         """Accept ``edits`` as a JSON string or a single object, and legacy top-level oldText/newText."""

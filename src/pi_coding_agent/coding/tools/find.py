@@ -20,12 +20,13 @@ from typing import Any
 from pi_coding_agent.agent.tool import ToolError, ToolResult, UpdateCallback, text_result
 from pi_coding_agent.ai.abort import AbortSignal
 
-from .base import BuiltinTool, check_aborted, number_param, object_schema, string_param
+from .base import BuiltinTool, check_aborted
+from .declarations import FIND_LIMIT
 from .paths import resolve_to_cwd
 from .ripgrep import RgRun, require_rg
 from .truncate import DEFAULT_MAX_BYTES, listing_result, truncate_head, utf8_len
 
-DEFAULT_LIMIT = 1000
+DEFAULT_LIMIT = FIND_LIMIT
 _MAX_SAFE_INTEGER = 2**53 - 1
 
 
@@ -117,24 +118,7 @@ def path_matcher(pattern: str) -> Callable[[str], bool]:
 
 class FindTool(BuiltinTool):
     name = "find"
-    label = "find"
-    description = (
-        "Find files by glob pattern and return their paths relative to the search directory. Files ignored "
-        f"by .gitignore are skipped. At most {DEFAULT_LIMIT} results or {DEFAULT_MAX_BYTES // 1024}KB are "
-        "returned (whichever comes first)."
-    )
-    parameters = object_schema(
-        {
-            "pattern": string_param(
-                "Glob relative to the search directory, e.g. 'src/**/*.ts'. A pattern without '/', such as "
-                "'*.ts', matches file names at any depth"
-            ),
-            "path": string_param("Directory to search (defaults to the working directory)"),
-            "limit": number_param(f"Maximum number of results (default: {DEFAULT_LIMIT})"),
-        },
-        ["pattern"],
-    )
-    prompt_snippet = "Find files by glob pattern (respects .gitignore)"
+    # label, description, parameters, prompt lines: declarations.py (BuiltinTool takes them from there)
 
     async def execute(
         self, tool_call_id: str, params: dict[str, Any], signal: AbortSignal, on_update: UpdateCallback

@@ -10,7 +10,8 @@ from typing import Any
 from pi_coding_agent.agent.tool import ToolError, ToolResult, UpdateCallback, text_result
 from pi_coding_agent.ai.abort import AbortSignal
 
-from .base import BuiltinTool, check_aborted, number_param, object_schema, string_param
+from .base import BuiltinTool, check_aborted
+from .declarations import GREP_LIMIT
 from .paths import resolve_to_cwd
 from .ripgrep import RgRun, require_rg
 from .truncate import (
@@ -22,7 +23,7 @@ from .truncate import (
     utf8_len,
 )
 
-DEFAULT_LIMIT = 100
+DEFAULT_LIMIT = GREP_LIMIT
 _MAX_SAFE_INTEGER = 2**53 - 1
 
 
@@ -88,29 +89,7 @@ class _Collector:
 
 class GrepTool(BuiltinTool):
     name = "grep"
-    label = "grep"
-    description = (
-        "Search file contents for a pattern and return the matching lines with their file paths and line "
-        f"numbers. Files ignored by .gitignore are skipped. At most {DEFAULT_LIMIT} matches or "
-        f"{DEFAULT_MAX_BYTES // 1024}KB are returned (whichever comes first), and lines longer than "
-        f"{GREP_MAX_LINE_LENGTH} characters are cut."
-    )
-    parameters = object_schema(
-        {
-            "pattern": string_param("Regular expression (or literal text) to search for"),
-            "path": string_param("Directory or file to search (defaults to the working directory)"),
-            "glob": string_param(
-                "Only search files matching this glob, relative to path, e.g. 'src/**/*.ts'. A glob without "
-                "'/', such as '*.ts', matches file names at any depth"
-            ),
-            "ignoreCase": {"type": "boolean", "description": "Match case-insensitively (default: false)"},
-            "literal": {"type": "boolean", "description": "Treat pattern as plain text, not a regex (default: false)"},
-            "context": number_param("Lines of context to show before and after each match (default: 0)"),
-            "limit": number_param(f"Maximum number of matches to return (default: {DEFAULT_LIMIT})"),
-        },
-        ["pattern"],
-    )
-    prompt_snippet = "Search file contents for patterns (respects .gitignore)"
+    # label, description, parameters, prompt lines: declarations.py (BuiltinTool takes them from there)
 
     async def execute(
         self, tool_call_id: str, params: dict[str, Any], signal: AbortSignal, on_update: UpdateCallback

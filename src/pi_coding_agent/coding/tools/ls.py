@@ -10,11 +10,12 @@ from typing import Any
 from pi_coding_agent.agent.tool import ToolError, ToolResult, UpdateCallback, text_result
 from pi_coding_agent.ai.abort import AbortSignal
 
-from .base import BuiltinTool, check_aborted, number_param, object_schema, string_param
+from .base import BuiltinTool, check_aborted
+from .declarations import LS_LIMIT
 from .paths import node_error_message, resolve_to_cwd
-from .truncate import DEFAULT_MAX_BYTES, listing_result, truncate_head
+from .truncate import listing_result, truncate_head
 
-DEFAULT_LIMIT = 500
+DEFAULT_LIMIT = LS_LIMIT
 _MAX_SAFE_INTEGER = 2**53 - 1
 
 
@@ -34,20 +35,7 @@ def _collation_key(name: str) -> tuple[tuple[int, str], ...]:
 
 class LsTool(BuiltinTool):
     name = "ls"
-    label = "ls"
-    description = (
-        "List a directory's entries in alphabetical order, directories marked with a trailing '/', dotfiles "
-        f"included. At most {DEFAULT_LIMIT} entries or {DEFAULT_MAX_BYTES // 1024}KB are returned (whichever "
-        "comes first)."
-    )
-    parameters = object_schema(
-        {
-            "path": string_param("Directory to list (defaults to the working directory)"),
-            "limit": number_param(f"Maximum number of entries to return (default: {DEFAULT_LIMIT})"),
-        },
-        [],
-    )
-    prompt_snippet = "List directory contents"
+    # label, description, parameters, prompt lines: declarations.py (BuiltinTool takes them from there)
 
     async def execute(
         self, tool_call_id: str, params: dict[str, Any], signal: AbortSignal, on_update: UpdateCallback

@@ -14,13 +14,9 @@ from pi_coding_agent.ai.abort import AbortSignal
 from pi_coding_agent.ai.types import UserContent
 
 from .base import (
-    STRICT_PREFERRED,
     BuiltinTool,
     aborted_error,
     check_aborted,
-    number_param,
-    object_schema,
-    string_param,
 )
 from .blocking import refuse_special_file, run_blocking
 from .images import SNIFF_BYTES, process_image, sniff_image_mime
@@ -160,24 +156,7 @@ def _structured(content: list[Any]) -> object:
 
 class ReadTool(BuiltinTool):
     name = "read"
-    label = "read"
-    description = (
-        "Read a file's contents. Text files and images (jpg, png, gif, webp, bmp) are supported; images are "
-        f"attached to the result. Text output stops after {DEFAULT_MAX_LINES} lines or "
-        f"{DEFAULT_MAX_BYTES // 1024}KB, whichever comes first: use offset and limit on large files, and keep "
-        "reading with a higher offset until you have what you need."
-    )
-    parameters = object_schema(
-        {
-            "path": string_param("File to read, relative to the working directory or absolute"),
-            "offset": number_param("First line to read, counting from 1"),
-            "limit": number_param("How many lines to read at most"),
-        },
-        ["path"],
-    )
-    prompt_snippet = "Read file contents"
-    constrained_sampling = STRICT_PREFERRED
-    GUIDELINES = ("Use read to examine files instead of cat or sed.",)
+    # label, description, parameters, prompt lines: declarations.py (BuiltinTool takes them from there)
 
     async def execute(
         self, tool_call_id: str, params: dict[str, Any], signal: AbortSignal, on_update: UpdateCallback

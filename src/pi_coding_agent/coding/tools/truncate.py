@@ -10,9 +10,7 @@ from typing import Literal, TypedDict
 from pi_coding_agent.agent.tool import ToolResult, text_result
 from pi_coding_agent.ai.types import JsonObject
 
-DEFAULT_MAX_LINES = 2000
-DEFAULT_MAX_BYTES = 50 * 1024
-GREP_MAX_LINE_LENGTH = 500
+from .declarations import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, GREP_MAX_LINE_LENGTH
 
 
 class Truncation(TypedDict):

@@ -9,7 +9,7 @@ from pi_coding_agent.agent.tool import ToolError, ToolResult, UpdateCallback, te
 from pi_coding_agent.ai.abort import AbortSignal
 from pi_coding_agent.ai.atomic_file import replace_at, write_atomic
 
-from .base import STRICT_PREFERRED, BuiltinTool, check_aborted, object_schema, string_param
+from .base import BuiltinTool, check_aborted
 from .blocking import refuse_special_file, run_settled
 from .mutation import file_mutation_lock
 from .paths import node_error_message, resolve_to_cwd
@@ -20,21 +20,7 @@ if TYPE_CHECKING:
 
 class WriteTool(BuiltinTool):
     name = "write"
-    label = "write"
-    description = (
-        "Write content to a file: the file is created when missing and replaced when present. "
-        "Missing parent directories are created."
-    )
-    parameters = object_schema(
-        {
-            "path": string_param("File to write, relative to the working directory or absolute"),
-            "content": string_param("The complete new content of the file"),
-        },
-        ["path", "content"],
-    )
-    prompt_snippet = "Create or overwrite files"
-    constrained_sampling = STRICT_PREFERRED
-    GUIDELINES = ("Use write only for new files or complete rewrites.",)
+    # label, description, parameters, prompt lines: declarations.py (BuiltinTool takes them from there)
 
     async def execute(
         self, tool_call_id: str, params: dict[str, Any], signal: AbortSignal, on_update: UpdateCallback

@@ -29,8 +29,8 @@ from pi_coding_agent.coding.modes.acp.jsonrpc import (
     JsonRpcPeer,
     RpcError,
 )
-from pi_coding_agent.coding.modes.lifecycle import OrderlyShutdown
-from pi_coding_agent.coding.modes.rpc.transport import RecordWriter, take_over_stdin, take_over_stdout
+from pi_coding_agent.coding.modes.lifecycle import OrderlyShutdown, take_over_stdin, take_over_stdout
+from pi_coding_agent.coding.modes.rpc.transport import RecordWriter
 from pi_coding_agent.coding.modes.warm_up import warm_up_after_first_answer
 
 if TYPE_CHECKING:

@@ -18,14 +18,14 @@ import orjson
 
 from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.events import CoreEvent
-from pi_coding_agent.coding.modes.lifecycle import OrderlyShutdown, keep_sigint_from_asyncio
-from pi_coding_agent.coding.modes.rpc import commands as rpc_commands
-from pi_coding_agent.coding.modes.rpc.transport import (
-    RecordWriter,
-    read_lines,
+from pi_coding_agent.coding.modes.lifecycle import (
+    OrderlyShutdown,
+    keep_sigint_from_asyncio,
     take_over_stdin,
     take_over_stdout,
 )
+from pi_coding_agent.coding.modes.rpc import commands as rpc_commands
+from pi_coding_agent.coding.modes.rpc.transport import RecordWriter, read_lines
 from pi_coding_agent.coding.modes.rpc.ui_bridge import RpcExtensionUI
 from pi_coding_agent.coding.modes.start_up import collector_paused
 from pi_coding_agent.coding.modes.warm_up import warm_up_after_first_answer

@@ -1,9 +1,7 @@
-"""Strict JSONL transport for RPC mode: who owns stdin and stdout, and how records are framed.
+"""Strict JSONL transport for RPC mode: how records are framed.
 
-stdout belongs to the protocol alone. At start-up the real fd 1 is duplicated for the writer and
-fd 1 itself is pointed at stderr, so a stray ``print``, a library warning or a child process that
-inherits fd 1 lands on stderr instead of corrupting the stream. stdin gets the same treatment
-(fd 0 becomes /dev/null) so that no child process can swallow command bytes.
+stdout belongs to the protocol alone (``lifecycle.take_over_stdout`` moves it to a private fd at
+start-up; ``take_over_stdin`` likewise).
 
 Input is split on ``b"\\n"`` only (never ``str.splitlines``, which also breaks on U+2028 and
 friends), one trailing ``b"\\r"`` is dropped, lines have no length limit, and bytes after the last
@@ -22,6 +20,8 @@ from collections import deque
 from collections.abc import AsyncIterator, Iterable, Iterator
 
 import orjson
+
+from pi_coding_agent.coding.modes.lifecycle import write_all
 
 READ_CHUNK = 1 << 16
 FLUSH_TIMEOUT_S = 5.0
@@ -61,30 +61,6 @@ class LineSplitter:
 
 def _strip_cr(line: bytes) -> bytes:
     return line[:-1] if line.endswith(b"\r") else line
-
-
-def take_over_stdout() -> int:
-    """Move the real stdout to a private fd and point fd 1 (and ``sys.stdout``) at stderr.
-
-    The returned fd is non-inheritable, so tool child processes cannot write records either.
-    """
-    with contextlib.suppress(Exception):
-        sys.stdout.flush()
-    from pi_coding_agent.coding.modes.lifecycle import QuietStderr
-
-    output_fd = os.dup(1)
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr = QuietStderr(sys.stderr)
-    return output_fd
-
-
-def take_over_stdin() -> int:
-    """Move the real stdin to a private fd and give fd 0 /dev/null, so no child swallows commands."""
-    input_fd = os.dup(0)
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    os.close(devnull)
-    return input_fd
 
 
 async def read_lines(fd: int) -> AsyncIterator[bytes]:
@@ -353,10 +329,3 @@ async def _drained(stream: asyncio.StreamWriter) -> None:
     finally:
         if not stream.transport.is_closing():
             stream.transport.set_write_buffer_limits()
-
-
-def write_all(fd: int, data: bytes | bytearray) -> None:
-    """Blocking write of every byte (for regular files and the final output of print mode)."""
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
