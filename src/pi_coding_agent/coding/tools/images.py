@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from pi_coding_agent.ai.types import ImageContent
+from pi_coding_agent.ai.types import ImageContent, UserContent
 
 if TYPE_CHECKING:
     from PIL.Image import Image
@@ -210,23 +210,26 @@ def decode_base64(data: str) -> bytes:
     return base64.b64decode(cleaned + "=" * (-len(cleaned) % 4))
 
 
-def normalise_user_content(content: list[Any], policy: ImagePolicy) -> list[object]:
+def normalise_user_content(content: list[UserContent], policy: ImagePolicy) -> list[UserContent]:
     """A user message's content with its images processed and their hints appended to the leading text.
 
     Blocking (decodes images): run it in a thread. Content without images is returned as is.
     """
-    if not content or content[0].get("type") != "text" or not any(b.get("type") == "image" for b in content):
+    first = content[0] if content else None
+    if first is None or first["type"] != "text" or not any(b["type"] == "image" for b in content):
         return content
-    images: list[ImageContent] = []
+    images: list[UserContent] = []
     hints: list[str] = []
+    others: list[UserContent] = []
     for block in content[1:]:
-        if block.get("type") == "image":
-            processed = process_image(decode_base64(block["data"]), block["mimeType"], policy)
-            if processed.image is not None:
-                images.append(processed.image)
-            hints.extend(processed.hints)
-    text = content[0]["text"] + ("\n\n" + "\n".join(hints) if hints else "")
-    others = [block for block in content[1:] if block.get("type") != "image"]
+        if block["type"] != "image":
+            others.append(block)
+            continue
+        processed = process_image(decode_base64(block["data"]), block["mimeType"], policy)
+        if processed.image is not None:
+            images.append(processed.image)
+        hints.extend(processed.hints)
+    text = first["text"] + ("\n\n" + "\n".join(hints) if hints else "")
     return [{"type": "text", "text": text}, *others, *images]
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from rich.segment import Segment
@@ -21,6 +22,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Static
 
+from pi_coding_agent.agent.events import AgentMessage
 from pi_coding_agent.coding.modes.interactive import blocks
 from pi_coding_agent.coding.modes.interactive.blocks import Palette
 from pi_coding_agent.coding.modes.interactive.history import CustomRenderer, History
@@ -203,7 +205,7 @@ class Transcript(VerticalScroll):
         self._current: AssistantView | None = None
         self._tools: dict[str, ToolView] = {}
         self._dirty: dict[int, Any] = {}
-        self._older: list[dict[str, Any]] = []  # restored messages not drawn yet (above the top)
+        self._older: list[AgentMessage] = []  # restored messages not drawn yet (above the top)
         self._loading_older = False
         # an extension's drawing of a custom message, None for the default (``extension_hooks``)
         self.render_custom: CustomRenderer = lambda message, expanded: None
@@ -358,7 +360,7 @@ class Transcript(VerticalScroll):
 
     # ------------------------------------------------------------------ whole transcripts
 
-    async def restore(self, messages: list[dict[str, Any]]) -> None:
+    async def restore(self, messages: Sequence[AgentMessage]) -> None:
         """Replace everything with ``messages`` (a reopened, resumed or forked session), drawn as one
         ``History`` widget."""
         await self.remove_children()
