@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from pi_coding_agent.agent.tool import ToolError, ToolResult, UpdateCallback, text_result
 from pi_coding_agent.ai.abort import AbortSignal
@@ -103,7 +103,12 @@ class _Throttle:
 STRUCTURED_OUTPUT_MAX_BYTES = 1024 * 1024  # cap of structuredContent.output
 
 
-class BashTool(BuiltinTool):
+class BashParams(TypedDict):
+    command: str
+    timeout: NotRequired[float]  # seconds
+
+
+class BashTool(BuiltinTool[BashParams]):
     name = "bash"
     label = "bash"
     description = (
@@ -125,7 +130,7 @@ class BashTool(BuiltinTool):
     GUIDELINES = ("You can inspect PI_* environment variables for current model and session details.",)
 
     async def execute(
-        self, tool_call_id: str, params: dict[str, Any], signal: AbortSignal, on_update: UpdateCallback
+        self, tool_call_id: str, params: BashParams, signal: AbortSignal, on_update: UpdateCallback
     ) -> ToolResult:
         command = with_prefix(params["command"], self.env.shell_command_prefix)
         output = OutputAccumulator("pi-bash", self.env.processes)
