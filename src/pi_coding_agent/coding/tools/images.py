@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from pi_coding_agent.ai.types import ImageContent, UserContent
+from pi_coding_agent.ai.types import ImageContent, Message, ToolResultMessage, UserContent, UserMessage
 
 if TYPE_CHECKING:
     from PIL.Image import Image
@@ -233,23 +233,25 @@ def normalise_user_content(content: list[UserContent], policy: ImagePolicy) -> l
     return [{"type": "text", "text": text}, *others, *images]
 
 
-def block_images(messages: list[Any]) -> list[Any]:
+def block_images(messages: list[Message]) -> list[Message]:
     """With ``images.blockImages``: user and tool-result images become one placeholder text per run."""
-    return [_without_images(m) if m.get("role") in ("user", "toolResult") else m for m in messages]
+    return [_without_images(m) if m["role"] == "user" or m["role"] == "toolResult" else m for m in messages]
 
 
-def _without_images(message: Any) -> object:
-    content = message.get("content")
-    if not isinstance(content, list) or not any(block.get("type") == "image" for block in content):
+def _without_images(message: UserMessage | ToolResultMessage) -> UserMessage | ToolResultMessage:
+    content = message["content"]
+    if not isinstance(content, list) or not any(block["type"] == "image" for block in content):
         return message
-    replaced: list[Any] = []
+    replaced: list[UserContent] = []
     for block in content:
-        if block.get("type") == "image":
+        if block["type"] == "image":
             block = {"type": "text", "text": BLOCKED_IMAGE_TEXT}
         if block.get("text") == BLOCKED_IMAGE_TEXT and replaced and replaced[-1].get("text") == BLOCKED_IMAGE_TEXT:
             continue
         replaced.append(block)
-    return {**message, "content": replaced}
+    blocked = message.copy()  # ``content`` keeps its place among the keys
+    blocked["content"] = replaced
+    return blocked
 
 
 def sniff_image_mime(head: bytes) -> str | None:
