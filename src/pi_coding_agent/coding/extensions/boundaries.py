@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
-from pi_coding_agent.agent.events import CustomMessage
+from pi_coding_agent.agent.events import CustomMessage, TurnEndEvent
 from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.extensions.boundary import apply_drafts, preview_context
 from pi_coding_agent.coding.extensions.dispatch import Dispatcher
@@ -51,7 +51,7 @@ class Boundaries(Dispatcher):
         for custom in held:
             self.append_custom(custom)
 
-    def _turn_ended(self, event: dict[str, Any]) -> Awaitable[None] | None:
+    def _turn_ended(self, event: TurnEndEvent) -> Awaitable[None] | None:
         """A turn that ended without ``finish_turn`` (the run failed) still gets its boundary."""
         message = event["message"]
         dispatched, self._boundary_done = self._boundary_done is message, None
