@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Iterable
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from pi_coding_agent.agent.events import AgentMessage, CoreEvent
 from pi_coding_agent.agent.hooks import AgentHooks
@@ -247,8 +247,7 @@ class Agent:
             "errorMessage": str(exc),
             "timestamp": now_ms(),
         }
-        record = cast(AgentMessage, message)
-        await self._emit({"type": "message_start", "message": record})
-        await self._emit({"type": "message_end", "message": record})
+        await self._emit({"type": "message_start", "message": message})
+        await self._emit({"type": "message_end", "message": message})
         await self._emit({"type": "turn_end", "message": message, "toolResults": []})
-        await self._emit({"type": "agent_end", "messages": [record], "willRetry": False})
+        await self._emit({"type": "agent_end", "messages": [message], "willRetry": False})

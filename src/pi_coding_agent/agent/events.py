@@ -11,14 +11,59 @@ from pi_coding_agent.ai.types import (
     AssistantMessage,
     AssistantMessageEvent,
     JsonObject,
+    Message,
     ToolResultMessage,
     Usage,
+    UserContent,
 )
 
-AgentMessage: TypeAlias = dict[str, Any]
-"""A transcript message: the LLM's roles (``ai.types.Message``) and those of the layers above
-(``bashExecution``, ``custom``, ``branchSummary``, ...), which only they read; the agent core
-passes every one on unread, so the role set stays open."""
+
+class BashExecutionMessage(TypedDict):
+    """A command the user ran in the session's shell (RPC ``bash``, ``!`` in the editor)."""
+
+    role: Literal["bashExecution"]
+    command: str
+    output: str
+    exitCode: NotRequired[int]  # absent when the command was cancelled before it exited
+    cancelled: bool
+    truncated: bool
+    fullOutputPath: NotRequired[str]
+    timestamp: int
+    excludeFromContext: NotRequired[bool]  # ``!!``: kept in the transcript, never sent to the model
+
+
+class CustomMessage(TypedDict):
+    """A message an extension put in the transcript (``pi.send_message``)."""
+
+    role: Literal["custom"]
+    customType: str
+    content: str | list[UserContent]
+    display: bool
+    details: NotRequired[object]  # the extension's own record (never sent to the model)
+    timestamp: int
+
+
+class BranchSummaryMessage(TypedDict):
+    role: Literal["branchSummary"]
+    summary: str
+    fromId: str | None
+    timestamp: int
+
+
+class CompactionSummaryMessage(TypedDict):
+    role: Literal["compactionSummary"]
+    summary: str
+    tokensBefore: int
+    timestamp: int
+
+
+AgentMessage: TypeAlias = (
+    Message | BashExecutionMessage | CustomMessage | BranchSummaryMessage | CompactionSummaryMessage
+)
+"""A transcript message: the LLM's roles (``ai.types.Message``) and those of the coding layer,
+which only it reads (the agent core passes them on unread; its ``build_context`` hook turns them
+into LLM messages). Declared here because a union cannot be extended from the layer above. Every
+role is a ``TypedDict``: the messages stay plain dicts at run time."""
 
 
 class AgentStartEvent(TypedDict):

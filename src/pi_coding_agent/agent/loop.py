@@ -36,25 +36,27 @@ _BLOCK_EVENTS = frozenset({
 
 def default_context(messages: list[AgentMessage], tools: list[AgentTool]) -> Context:
     """System messages folded into ``systemPrompt``; every other message passes as it is."""
-    prompts = [m["content"] for m in messages if m.get("role") == "system" and m.get("content")]
+    prompts = [m["content"] for m in messages if m["role"] == "system" and m["content"]]
     context: JsonObject = {}
     if prompts:
         context["systemPrompt"] = "\n\n".join(prompts)
-    context["messages"] = [m for m in messages if m.get("role") != "system"]
+    context["messages"] = [m for m in messages if m["role"] != "system"]
     if tools:
         context["tools"] = [tool_declaration(t) for t in tools]
     return cast(Context, context)
 
 
-# Fields an adapter fills in from the provider's stream, absent when pi emits ``message_start``.
-_SET_BY_STREAM = frozenset({"responseId", "responseModel", "rawStopReason"})
-
-
-def _opening_snapshot(partial: AssistantMessage) -> AgentMessage:
+def _opening_snapshot(partial: AssistantMessage) -> AssistantMessage:
     """The message as it stood when the response began (no content, no usage yet), as pi shows it:
     an adapter fills in fields such as ``responseId`` before the events that announce them."""
-    opening = {key: value for key, value in partial.items() if key not in _SET_BY_STREAM}
-    return {**opening, "content": [], "usage": empty_usage(), "stopReason": "pending"}
+    opening = partial.copy()  # the keys keep their places; those the stream sets are dropped
+    opening.pop("responseId", None)
+    opening.pop("responseModel", None)
+    opening.pop("rawStopReason", None)
+    opening["content"] = []
+    opening["usage"] = empty_usage()
+    opening["stopReason"] = "pending"
+    return opening
 
 
 class RunState(Protocol):
@@ -160,7 +162,7 @@ class _Run:
                     await self._add(queued)
                 pending = []
                 message = await self._stream_assistant()
-                self.new_messages.append(cast(AgentMessage, message))
+                self.new_messages.append(message)
                 if message["stopReason"] in ("error", "aborted"):
                     await self._finish_turn(message, [])  # a failed turn cannot ask for more
                     await self._emit({"type": "turn_end", "message": message, "toolResults": []})
@@ -198,7 +200,7 @@ class _Run:
             batch = await executor.fail_truncated(calls)
         else:
             batch = await executor.run(calls, self.state.tool_execution)
-        self.new_messages.extend(cast(list[AgentMessage], batch.messages))
+        self.new_messages.extend(batch.messages)
         return not batch.terminate, batch.messages
 
     async def _request_options(self, model: Model, level: str) -> StreamOptions:
@@ -260,8 +262,8 @@ class _Run:
         self.outcome.retry_after_ms = response.retry_after_ms
         final["thinkingLevel"] = level
         if not started:
-            await emit({"type": "message_start", "message": dict(final)})
-        await emit({"type": "message_end", "message": cast(AgentMessage, final)})  # once a message
+            await emit({"type": "message_start", "message": final.copy()})
+        await emit({"type": "message_end", "message": final})  # once a message
         return final
 
     async def _unrouted(self, error: str) -> AssistantMessage:
@@ -271,6 +273,6 @@ class _Run:
         final = cast(AssistantMessage, {  # pi's key order: the error before the timestamp
             **{k: v for k, v in opening.items() if k != "timestamp"}, "content": [{"type": "text", "text": ""}],
             "stopReason": "error", "errorMessage": error, "timestamp": opening["timestamp"]})
-        await self._emit({"type": "message_start", "message": dict(final)})
-        await self._emit({"type": "message_end", "message": cast(AgentMessage, final)})
+        await self._emit({"type": "message_start", "message": final.copy()})
+        await self._emit({"type": "message_end", "message": final})
         return final

@@ -75,8 +75,12 @@ class AgentTool(Protocol):
         return args
 
     def execute(
-        self, tool_call_id: str, params: JsonObject, signal: AbortSignal, on_update: UpdateCallback
-    ) -> Awaitable[ToolResult]: ...
+        self, tool_call_id: str, params: Any, signal: AbortSignal, on_update: UpdateCallback
+    ) -> Awaitable[ToolResult]:
+        """``params``: the arguments once valid against ``parameters``. Their shape is the tool's own
+        (a built-in tool declares it as a ``TypedDict``); the core passes them on unread, so here
+        they are any JSON object."""
+        ...
 
 
 def tool_declaration(tool: AgentTool) -> Tool:

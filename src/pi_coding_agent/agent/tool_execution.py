@@ -14,7 +14,6 @@ from dataclasses import dataclass, replace
 from typing import Any, cast
 
 from pi_coding_agent.agent.events import (
-    AgentMessage,
     CoreEvent,
     ToolExecutionEndEvent,
     ToolExecutionStartEvent,
@@ -265,21 +264,23 @@ class ToolExecutor:
         await self._emit(event)
 
     async def _result_message(self, done: _Finalized) -> ToolResultMessage:
-        message: AgentMessage = {"role": "toolResult", "toolCallId": done.call["id"],
-                                   "toolName": done.call["name"], "content": done.result.content or []}
+        # built key by key in pi's order (``isError`` and ``timestamp`` after the optional fields)
+        fields: JsonObject = {"role": "toolResult", "toolCallId": done.call["id"],
+                              "toolName": done.call["name"], "content": done.result.content or []}
         if done.result.details is not None:
-            message["details"] = done.result.details
+            fields["details"] = done.result.details
         if done.result.usage is not None:
-            message["usage"] = done.result.usage
-        message["isError"] = done.result.is_error
+            fields["usage"] = done.result.usage
+        fields["isError"] = done.result.is_error
         if done.duration_ms is not None:
-            message["durationMs"] = done.duration_ms
-        message["timestamp"] = now_ms()
+            fields["durationMs"] = done.duration_ms
+        fields["timestamp"] = now_ms()
         if done.result.nested_calls is not None:
-            message["nestedCalls"] = done.result.nested_calls
+            fields["nestedCalls"] = done.result.nested_calls
+        message = cast(ToolResultMessage, fields)
         await self._emit({"type": "message_start", "message": message})
         await self._emit({"type": "message_end", "message": message})
-        return cast(ToolResultMessage, message)
+        return message
 
 
 def _pick(patch: JsonObject, key: str, default: Any) -> Any:

@@ -105,7 +105,9 @@ class ToolResultMessage(TypedDict):
     isError: bool
     timestamp: int
     details: NotRequired[object]  # the tool's own record (never sent to the model)
+    usage: NotRequired[JsonObject]  # tokens the tool itself spent (a sub-agent, a summariser)
     durationMs: NotRequired[int]
+    nestedCalls: NotRequired[JsonObject]  # the calls a codemode run made inside this one
 
 
 class Tool(TypedDict):

@@ -18,19 +18,20 @@ import sys
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pi_coding_agent.agent.agent import Agent
+from pi_coding_agent.agent.events import BashExecutionMessage
 from pi_coding_agent.agent.queues import QUEUE_MODES
 from pi_coding_agent.ai.auth.keys import start_prompt
 from pi_coding_agent.ai.models.virtual import is_virtual
 from pi_coding_agent.ai.session_resources import close_all as close_provider_sessions
-from pi_coding_agent.ai.types import AssistantMessage, Model
+from pi_coding_agent.ai.types import Model
 from pi_coding_agent.coding.commands import llama as llama_command
 from pi_coding_agent.coding.compaction.controller import CompactionController
 from pi_coding_agent.coding.errors import SessionError
 from pi_coding_agent.coding.event_stream import EventStream
-from pi_coding_agent.coding.events import AgentEvent
+from pi_coding_agent.coding.events import AgentEvent, Message
 from pi_coding_agent.coding.messages import last_assistant, last_assistant_text, user_message
 from pi_coding_agent.coding.retry import RETRY_CANCELLED, RetrySeries
 from pi_coding_agent.coding.runtime import SessionRuntime
@@ -127,7 +128,7 @@ class AgentSession:
         """Whether the current (or last) run was aborted."""
         return self._aborted
 
-    def entry_id_of(self, message: dict[str, Any]) -> str | None:
+    def entry_id_of(self, message: Message) -> str | None:
         """The entry a message of the current run was saved as (for extensions' ``turn_end``)."""
         return self.relay.entries.get(id(message))
 
@@ -165,7 +166,7 @@ class AgentSession:
             )
         return await self.start_run(user_message(text, images))
 
-    async def start_run(self, message: dict[str, Any]) -> dict[str, Any]:
+    async def start_run(self, message: Message) -> dict[str, Any]:
         """Start a session-level run from idle with ``message`` (a user, or an extension's custom message)."""
         start_prompt()  # models.json key commands run again for this prompt, off the loop
         await self._refresh_credential()
@@ -246,7 +247,7 @@ class AgentSession:
             failure = self.rt.auth.key_command_failure(model["provider"])
             raise SessionError(failure or self.rt.no_key_message(model["provider"]))
 
-    async def _session_run(self, messages: list[dict[str, Any]]) -> None:
+    async def _session_run(self, messages: list[Message]) -> None:
         """One session-level run: the agent run, then retries, recovery and continuations."""
         self.relay.entries.clear()  # only this run's messages can be omitted from the context
         try:
@@ -290,11 +291,11 @@ class AgentSession:
         self.omit_from_context(failed)
         return await self.retry.back_off(delay, lambda: self._aborted)
 
-    def omit_from_context(self, message: dict[str, Any]) -> None:
+    def omit_from_context(self, message: Message) -> None:
         """Hide a failed attempt from the model but keep it in the file (a ``context_edit``); a
         virtual model's router is told of the failed answer on the next request, its retry."""
-        if message.get("role") == "assistant":
-            self.routing.failed = cast(AssistantMessage, message)
+        if message["role"] == "assistant":
+            self.routing.failed = message
         entry_id = self.relay.entries.get(id(message))
         if entry_id is not None:
             entry = self.sm.append_context_edit(entry_id, None)
@@ -355,7 +356,7 @@ class AgentSession:
         state["pendingMessageCount"] = len(self.queues)
         return state
 
-    def get_messages(self) -> list[dict[str, Any]]:
+    def get_messages(self) -> list[Message]:
         return self.agent.messages
 
     def set_steering_mode(self, mode: str) -> None:
@@ -415,7 +416,7 @@ class AgentSession:
         intercept = None if self.extensions is None else self.extensions.user_bash
         return await self.bash_runs.run(command, exclude_from_context, on_delta, intercept)
 
-    def _record_bash(self, record: dict[str, Any]) -> None:
+    def _record_bash(self, record: BashExecutionMessage) -> None:
         self.relay.persist(record)
         self.agent.append_message(record)
 

@@ -27,10 +27,11 @@ from pi_coding_agent.ai.models.catalog import FAUX_PROVIDER, PLACEHOLDER_MODEL, 
 from pi_coding_agent.ai.records import record
 from pi_coding_agent.ai.stream import StreamOptions
 from pi_coding_agent.ai.thinking import clamp_thinking_level
-from pi_coding_agent.ai.types import Context, JsonObject, Model
+from pi_coding_agent.ai.types import Context, JsonObject, Model, Tool
 from pi_coding_agent.coding import auth_help, paths
 from pi_coding_agent.coding.codemode.activation import NAME as CODEMODE
 from pi_coding_agent.coding.errors import MissingSessionCwdError, SessionError
+from pi_coding_agent.coding.events import Message
 from pi_coding_agent.coding.resources.provider_settings import provider_request_options
 from pi_coding_agent.coding.resources.settings import Settings
 from pi_coding_agent.coding.retry import RetrySettings
@@ -81,7 +82,7 @@ def _unauthorized() -> re.Pattern[str]:
     return re.compile(r"(?:[^(]*\()?401\b")
 
 
-def system_state(messages: list[JsonObject]) -> SystemState:
+def system_state(messages: Sequence[Message]) -> SystemState:
     """The system prompt and tools a transcript's system messages leave in force (the prompt
     machinery is imported with the first prompt, not at start-up)."""
     from pi_coding_agent.coding.resources.system_prompt import SystemState
@@ -315,20 +316,20 @@ class SessionRuntime:
                      "disableModelInvocation": s.disable_model_invocation} for s in r.skills])
         return options
 
-    def run_start_messages(self, user_message: JsonObject) -> list[JsonObject]:
+    def run_start_messages(self, user_message: Message) -> list[Message]:
         """The prompt's messages, led by a system patch when the prompt or tools changed."""
         state = system_state(self.agent.messages)
         patch = state.patch_to(self.prompt_sections(), self.tool_declarations())
         return [patch, user_message] if patch else [user_message]
 
-    def tool_patch_messages(self) -> list[JsonObject]:
+    def tool_patch_messages(self) -> list[Message]:
         """Tools activated during a run (``tool_search``) are declared from the next request on by a
         system message, as pi records it; the prompt sections change only when a prompt starts."""
         state = system_state(self.agent.messages)
         patch = state.patch_to(state.sections, self.tool_declarations())
         return [patch] if patch else []
 
-    def build_context(self, messages: list[JsonObject]) -> Context:
+    def build_context(self, messages: list[Message]) -> Context:
         """Agent hook: the transcript as one request (system state replayed, custom roles converted)."""
         from pi_coding_agent.coding.resources.system_prompt import render_system_prompt
         from pi_coding_agent.coding.resources.system_updates import (
@@ -338,15 +339,15 @@ class SessionRuntime:
         )
 
         state = system_state(messages)
-        head: list[Any] | None = None
+        head: list[Tool] | None = None
         if keeps_system_messages(self.routed_model or self.agent.model):  # compat.supportsMidConvoSystemMessages
             prompt, rest = split_transcript(messages)
-            context: Context = {"systemPrompt": prompt, "messages": convert_to_llm(rest)}  # type: ignore[typeddict-item]
+            context: Context = {"systemPrompt": prompt, "messages": convert_to_llm(rest)}
             head = leading_tools(messages)  # the later messages carry the changes
         else:
             context = {
                 "systemPrompt": render_system_prompt(state.sections),
-                "messages": convert_to_llm([m for m in messages if m["role"] != "system"]),  # type: ignore[typeddict-item]
+                "messages": convert_to_llm([m for m in messages if m["role"] != "system"]),
             }
         if self.settings.images_block_images:
             from pi_coding_agent.coding.tools.images import block_images

@@ -10,8 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Protocol
 
-from pi_coding_agent.ai.types import JsonObject
-from pi_coding_agent.coding.events import AgentEvent
+from pi_coding_agent.coding.events import AgentEvent, Message
 
 if TYPE_CHECKING:
     from pi_coding_agent.coding.events import AgentEvent
@@ -35,6 +34,6 @@ class SessionHost(Protocol):
 
     def subscribe(self, listener: Listener, types: Iterable[str] | None = None) -> Callable[[], None]: ...
 
-    def omit_from_context(self, message: JsonObject) -> None: ...
+    def omit_from_context(self, message: Message) -> None: ...
 
     async def abort(self) -> None: ...

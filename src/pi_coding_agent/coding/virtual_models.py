@@ -12,13 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal
 
 from pi_coding_agent.ai.models.virtual import is_virtual, virtual_entry
 from pi_coding_agent.ai.thinking import clamp_thinking_level
 from pi_coding_agent.ai.types import AssistantMessage, JsonObject, Message, Model
 
 if TYPE_CHECKING:
+    from pi_coding_agent.agent.events import AgentMessage
     from pi_coding_agent.ai.abort import AbortSignal
     from pi_coding_agent.ai.models.catalog import ModelRegistry
 
@@ -99,7 +100,7 @@ class VirtualModels:
         self._routers.pop((provider, model_id), None)
         self._registry.unregister_virtual_model(provider, model_id)
 
-    async def resolve(self, model: Model, transcript: list[JsonObject], reason: RouteReason, thinking_level: str,
+    async def resolve(self, model: Model, transcript: list[AgentMessage], reason: RouteReason, thinking_level: str,
                       signal: AbortSignal | None = None, failed: AssistantMessage | None = None,
                       state: object = None) -> Route:
         """The routed model and level of one request over ``transcript`` (the agent's messages); raises
@@ -107,7 +108,7 @@ class VirtualModels:
         from pi_coding_agent.agent.awaitables import maybe_await
         from pi_coding_agent.coding.session.conversion import convert_to_llm
 
-        messages = cast(list[Message], convert_to_llm(transcript))
+        messages = convert_to_llm(transcript)
 
         name = f"Virtual model {model['provider']}/{model['id']}"
         router = self._routers.get((model["provider"], model["id"]))

@@ -6,7 +6,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from mypy import api
+
+from tests.support.mypy_snippet import mypy_notes
 
 HOST = textwrap.dedent('''
     from pi_coding_agent import Session
@@ -34,13 +35,9 @@ HOST = textwrap.dedent('''
 
 @pytest.mark.slow  # a whole mypy run
 def test_mypy_narrows_events_on_their_type(tmp_path: Path) -> None:
-    host = tmp_path / "host.py"
-    host.write_text(HOST)
-    out, err, _ = api.run([str(host), "--config-file=", "--strict", "--no-incremental", "--follow-imports=silent",
-                           "--cache-dir=/dev/null"])
-    notes = {int(n): text.strip() for n, text in (line.split(":", 2)[1:] for line in out.splitlines()
-                                                    if line.startswith(str(host)))}
-    assert sorted(notes) == [8, 16, 19, 21], out + err
+    found, out = mypy_notes(tmp_path, HOST)
+    notes = dict(found)
+    assert sorted(notes) == [8, 16, 19, 21], out
     assert notes[8].startswith('note: Revealed type is "TypedDict(pi_coding_agent.agent.events.ToolExecutionEndEvent')
     assert notes[16].startswith('note: Revealed type is "TypedDict(pi_coding_agent.agent.events.MessageUpdateEvent')
     assert notes[19] == 'error: TypedDict "AgentSettledEvent" has no key "assistantMessageEvent"  [typeddict-item]'

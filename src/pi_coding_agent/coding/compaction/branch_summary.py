@@ -21,7 +21,7 @@ from pi_coding_agent.coding.compaction.summarize import (
 from pi_coding_agent.coding.compaction.tokens import estimate_message_tokens
 from pi_coding_agent.coding.events import Message
 from pi_coding_agent.coding.retry import RetrySettings
-from pi_coding_agent.coding.session.context import apply_edit, entry_messages
+from pi_coding_agent.coding.session.context import apply_edit, entry_messages, file_message
 from pi_coding_agent.coding.session.conversion import convert_to_llm
 from pi_coding_agent.coding.session.entries import Entry
 from pi_coding_agent.coding.session.ids import iso_to_ms
@@ -88,11 +88,11 @@ def _entry_message(entry: Entry, edit: Entry | None) -> Message | None:
         if (entry.get("message") or {}).get("role") == "toolResult":
             return None
     elif kind == "branch_summary":
-        return {"role": "branchSummary", "summary": entry.get("summary") or "", "fromId": entry.get("fromId"),
-                "timestamp": iso_to_ms(entry.get("timestamp"))}
+        return file_message({"role": "branchSummary", "summary": entry.get("summary") or "",
+                             "fromId": entry.get("fromId"), "timestamp": iso_to_ms(entry.get("timestamp"))})
     elif kind == "compaction":
-        return {"role": "compactionSummary", "summary": entry.get("summary") or "",
-                "tokensBefore": entry.get("tokensBefore"), "timestamp": iso_to_ms(entry.get("timestamp"))}
+        return file_message({"role": "compactionSummary", "summary": entry.get("summary") or "",
+                             "tokensBefore": entry.get("tokensBefore"), "timestamp": iso_to_ms(entry.get("timestamp"))})
     elif kind != "custom_message":
         return None
     messages = apply_edit(entry_messages(entry), edit)

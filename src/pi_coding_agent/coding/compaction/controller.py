@@ -10,7 +10,7 @@ branch projection load with the first check after a run, not with the session.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pi_coding_agent.ai.abort import AbortSignal
 from pi_coding_agent.ai.errors import is_context_overflow
@@ -25,6 +25,7 @@ from pi_coding_agent.coding.compaction.tokens import (
     usage_tokens,
 )
 from pi_coding_agent.coding.events import AgentEvent, CompactionEndEvent, Message
+from pi_coding_agent.coding.messages import last_assistant
 from pi_coding_agent.coding.session.entries import Entry
 
 if TYPE_CHECKING:
@@ -95,15 +96,14 @@ class CompactionController:
         model = self._agent.model
         return int(self.runtime.settings.compaction_tokens_for(name, model["provider"], model["id"]))
 
-    def _limits_model(self, answer: Message | None = None) -> Model:
+    def _limits_model(self, answer: AssistantMessage | None = None) -> Model:
         """The model whose context limits apply. Under a virtual selection (as in pi): the physical
         model of ``answer`` (the reply being checked), else of the latest response, else the limits
         the virtual model declares."""
         model = self._agent.model
         if not is_virtual(model):
             return model
-        latest = answer or next((m for m in reversed(self._agent.messages) if m.get("role") == "assistant"
-                                 and m.get("stopReason") not in ("error", "aborted")), None)
+        latest = answer or _last_answer(self._agent.messages)
         found = latest and self.runtime.registry.find(latest["provider"], latest["model"])
         return found if found and not is_virtual(found) else model
 
@@ -271,15 +271,15 @@ class CompactionController:
     def _over_threshold(self, tokens: int, context_window: int) -> bool:
         return tokens > context_window - self._setting("reserveTokens")
 
-    async def check_after_run(self, last_assistant: AssistantMessage | None) -> bool:
+    async def check_after_run(self, reply: AssistantMessage | None) -> bool:
         """Post-run check of the last reply; True when the session must continue the run."""
-        if last_assistant is None:
+        if reply is None:
             return False
-        return await self._check(cast(JsonObject, last_assistant), skip_aborted=True)
+        return await self._check(reply, skip_aborted=True)
 
     async def check_before_prompt(self) -> None:
         """Pre-prompt check (aborted replies count too); the new prompt follows, nothing continues."""
-        last = next((m for m in reversed(self._agent.messages) if m.get("role") == "assistant"), None)
+        last = last_assistant(self._agent.messages)
         if last is not None:
             await self._check(last, skip_aborted=False)
 
@@ -298,7 +298,7 @@ class CompactionController:
         if self._over_threshold(projected_tokens(project(branch), branch), window):
             await self._auto("threshold", False)
 
-    async def _check(self, message: Message, skip_aborted: bool) -> bool:
+    async def _check(self, message: AssistantMessage, skip_aborted: bool) -> bool:
         from pi_coding_agent.coding.compaction.projection import latest_compaction, project
 
         if not self.runtime.auto_compaction_enabled:
@@ -321,7 +321,7 @@ class CompactionController:
                 return await self._recover(message, recovery)
         return await self._check_threshold(message, branch, projected, window, compaction)
 
-    def _overflow_kind(self, message: Message, branch: list[Entry], projected: list[Any], window: int,
+    def _overflow_kind(self, message: AssistantMessage, branch: list[Entry], projected: list[Any], window: int,
                        max_tokens: int) -> str | None:
         """"overflow" / "length" when the reply calls for overflow compaction, else None."""
         entry_id = _entry_id_of(branch, message)
@@ -333,8 +333,8 @@ class CompactionController:
             not any(e.get("type") == "compaction" for e in after)
             and (not edits_of_message or edits_of_message[-1].get("replacement") is not None))
         usage_matches = projected_here and not any(e.get("type") == "context_edit" for e in after)
-        explicit = message.get("stopReason") == "error" and is_context_overflow(message)  # type: ignore[arg-type]
-        if (explicit and retained) or (usage_matches and is_context_overflow(message, window)):  # type: ignore[arg-type]
+        explicit = message.get("stopReason") == "error" and is_context_overflow(message)
+        if (explicit and retained) or (usage_matches and is_context_overflow(message, window)):
             return "overflow"
         usage = message.get("usage") or {}
         if (projected_here and message.get("stopReason") == "length" and max_tokens > 0
@@ -342,7 +342,7 @@ class CompactionController:
             return "length"
         return None
 
-    async def _recover(self, message: Message, kind: str) -> bool:
+    async def _recover(self, message: AssistantMessage, kind: str) -> bool:
         if message.get("stopReason") == "stop":
             return await self._auto("overflow", False)  # a complete reply cannot be retried, only compacted
         if self._overflow_recovery_attempted:
@@ -353,21 +353,21 @@ class CompactionController:
         self._omit_attempt(message)
         return await self._auto("overflow", True)
 
-    def _omit_attempt(self, message: Message) -> None:
+    def _omit_attempt(self, message: AssistantMessage) -> None:
         """Hide the failed reply and its tool results from the model (they stay in the file)."""
         messages = self._agent.messages
-        call_ids = {b.get("id") for b in message.get("content") or [] if b.get("type") == "toolCall"}
+        call_ids = {b["id"] for b in message.get("content") or [] if b["type"] == "toolCall"}
         index = next((i for i, m in enumerate(messages) if m is message), None)
-        results = []
+        results: list[Message] = []
         for later in messages[index + 1 :] if index is not None else []:
-            if later.get("role") == "assistant":
+            if later["role"] == "assistant":
                 break
-            if later.get("role") == "toolResult" and later.get("toolCallId") in call_ids:
+            if later["role"] == "toolResult" and later.get("toolCallId") in call_ids:
                 results.append(later)
         for target in (message, *results):
             self.session.omit_from_context(target)
 
-    async def _check_threshold(self, message: Message, branch: list[Entry], projected: list[Any], window: int,
+    async def _check_threshold(self, message: AssistantMessage, branch: list[Entry], projected: list[Any], window: int,
                                compaction: Entry | None) -> bool:
         direct = usage_tokens(message.get("usage"))
         if any(p.entry.get("type") == "context_edit" for p in projected):
@@ -409,6 +409,14 @@ class CompactionController:
             unknown = not any(e.get("id") in answered for e in _entries_after(branch, compaction.get("id")))
         return context_usage(projected_messages(projected), window, unknown,
                              usage_stale=not usage_is_current(projected, branch))
+
+
+def _last_answer(messages: list[Message]) -> AssistantMessage | None:
+    """The latest reply that did not fail."""
+    for message in reversed(messages):
+        if message["role"] == "assistant" and message["stopReason"] not in ("error", "aborted"):
+            return message
+    return None
 
 
 def _entry_id_of(branch: list[Entry], message: Message) -> str | None:

@@ -49,12 +49,11 @@ class FileOps:
 
     def add_message(self, message: Message) -> None:
         """File tool calls of an assistant message, or nested calls recorded on a tool result."""
-        role = message.get("role")
-        if role == "toolResult":
-            calls = ((message.get("nestedCalls") or {}).get("calls")) or []
-            for call in calls:
+        if message["role"] == "toolResult":
+            calls = (message.get("nestedCalls") or {}).get("calls") or []
+            for call in calls if isinstance(calls, list) else ():
                 self._add(call.get("name"), call.get("arguments"))
-        elif role == "assistant" and isinstance(message.get("content"), list):
+        elif message["role"] == "assistant" and isinstance(message.get("content"), list):
             for block in message["content"]:
                 if isinstance(block, dict) and block.get("type") == "toolCall":
                     self._add(block.get("name"), block.get("arguments"))

@@ -7,7 +7,7 @@ session's retry policy and reported as ``summarization_retry_*`` events.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -136,16 +136,16 @@ SUMMARY_OUTPUT_TOKENS = 8192  # output room a summary needs when the window is t
 # --------------------------------------------------------------------------- serialisation
 
 
-def serialize_conversation(messages: list[Message]) -> str:
+def serialize_conversation(messages: Sequence[Message]) -> str:
     """LLM messages as labelled paragraphs; thinking and images left out, tool results cut short."""
     parts: list[str] = []
     for message in messages:
-        role = message.get("role")
+        role = message["role"]
         if role == "user":
             text = content_text(message.get("content"), "")
             if text:
                 parts.append(f"[User]: {text}")
-        elif role == "assistant":
+        elif message["role"] == "assistant":
             parts.extend(_assistant_parts(message.get("content") or []))
         elif role == "toolResult":
             text = content_text(message.get("content"), "")
@@ -154,7 +154,7 @@ def serialize_conversation(messages: list[Message]) -> str:
     return "\n\n".join(parts)
 
 
-def _assistant_parts(content: list[JsonObject]) -> list[str]:
+def _assistant_parts(content: Sequence[Mapping[str, Any]]) -> list[str]:
     parts = []
     if any(block.get("type") == "text" for block in content):
         parts.append(f"[Assistant]: {content_text(content, chr(10))}")

@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from pi_coding_agent.ai.types import JsonObject
+from pi_coding_agent.ai.types import JsonObject, SystemMessage
 from pi_coding_agent.coding.events import Message
 from pi_coding_agent.coding.session.context import current_system_message
 
@@ -52,26 +52,25 @@ def _json(value: object) -> str:
     return orjson.dumps(value).decode()
 
 
-def _system_chars(message: Message) -> int:
+def _system_chars(message: SystemMessage) -> int:
     chars = _content_chars(message.get("content"))
     chars += sum(len(text) for text in (message.get("sections") or {}).values() if text)
     if message.get("toolsAdded"):
-        chars += len(_json(message["toolsAdded"]))
+        chars += len(_json(message.get("toolsAdded")))
     return chars
 
 
 def estimate_message_tokens(message: Message) -> int:
     """chars/4 rounded up, counting what each role sends to the model; unknown roles count 0."""
-    role = message.get("role")
-    if role == "assistant":
+    if message["role"] == "assistant":
         chars = _assistant_chars(message.get("content"))
-    elif role in ("user", "custom", "toolResult"):
+    elif message["role"] in ("user", "custom", "toolResult"):
         chars = _content_chars(message.get("content"))
-    elif role == "system":
+    elif message["role"] == "system":
         chars = _system_chars(message)
-    elif role == "bashExecution":
+    elif message["role"] == "bashExecution":
         chars = len(message.get("command") or "") + len(message.get("output") or "")
-    elif role in ("branchSummary", "compactionSummary"):
+    elif message["role"] == "branchSummary" or message["role"] == "compactionSummary":
         chars = len(message.get("summary") or "")
     else:
         return 0
@@ -89,7 +88,7 @@ def usage_tokens(usage: object) -> int:
 
 def has_valid_usage(message: Message) -> bool:
     """An assistant reply whose usage describes the context it answered (not failed, not zero)."""
-    return (message.get("role") == "assistant" and message.get("stopReason") not in ("aborted", "error")
+    return (message["role"] == "assistant" and message.get("stopReason") not in ("aborted", "error")
             and usage_tokens(message.get("usage")) > 0)
 
 
@@ -105,7 +104,7 @@ def estimate_context_tokens(messages: list[Message]) -> int:
     index = last_usage_index(messages)
     if index is None:
         return sum(estimate_message_tokens(m) for m in messages)
-    return usage_tokens(messages[index]["usage"]) + sum(estimate_message_tokens(m) for m in messages[index + 1 :])
+    return usage_tokens(messages[index].get("usage")) + sum(estimate_message_tokens(m) for m in messages[index + 1 :])
 
 
 def estimate_fresh_tokens(messages: list[Message]) -> int:
@@ -116,7 +115,7 @@ def estimate_fresh_tokens(messages: list[Message]) -> int:
     """
     system = current_system_message(messages)
     tokens = estimate_message_tokens(system) if system is not None else 0
-    return tokens + sum(estimate_message_tokens(m) for m in messages if m.get("role") != "system")
+    return tokens + sum(estimate_message_tokens(m) for m in messages if m["role"] != "system")
 
 
 def context_usage(

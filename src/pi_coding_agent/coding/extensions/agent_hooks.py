@@ -11,8 +11,9 @@ import asyncio
 import copy
 from collections.abc import Awaitable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
+from pi_coding_agent.agent.events import AgentMessage, CustomMessage
 from pi_coding_agent.ai.types import JsonObject, now_ms
 from pi_coding_agent.coding.events import CoreEvent
 from pi_coding_agent.coding.extensions.boundaries import Boundaries
@@ -54,7 +55,7 @@ class AgentHooks(Boundaries):
     def __init__(self, session: ExtensionHost, runtime: SessionRuntime) -> None:
         super().__init__(session, runtime)
         self._system_prompt: str | None = None  # before_agent_start override, for the current run
-        self.next_turn_messages: list[JsonObject] = []  # send_message(deliver_as="nextTurn")
+        self.next_turn_messages: list[CustomMessage] = []  # send_message(deliver_as="nextTurn")
 
     def _install_hooks(self) -> None:
         hooks = self.rt.agent.hooks
@@ -62,7 +63,7 @@ class AgentHooks(Boundaries):
         before, after, transform = hooks.before_tool_call, hooks.after_tool_call, hooks.transform_context
         finish = hooks.finish_turn
 
-        def build_context(messages: list[JsonObject]) -> Context:
+        def build_context(messages: list[AgentMessage]) -> Context:
             if build is None:  # the loop's default loads with the first run, as without extensions
                 from pi_coding_agent.agent.loop import default_context
 
@@ -81,7 +82,7 @@ class AgentHooks(Boundaries):
                 base = replace(base, on_payload=self._on_payload)
             return with_provider_events(self, base, model)
 
-        async def transform_context(messages: list[JsonObject], signal: AbortSignal) -> list[JsonObject]:
+        async def transform_context(messages: list[AgentMessage], signal: AbortSignal) -> list[AgentMessage]:
             if transform is not None:
                 messages = await transform(messages, signal)
             return await self._context_with_system(await self._context_event(messages))
@@ -102,7 +103,7 @@ class AgentHooks(Boundaries):
             return patch
 
         async def finish_turn(message: AssistantMessage, results: list[ToolResultMessage]) -> bool:
-            self._boundary_done = cast(JsonObject, message)
+            self._boundary_done = message
             proceed = await self._turn_end_boundary(message, results)
             return (await finish(message, results) if finish is not None else False) or proceed
 
@@ -113,25 +114,25 @@ class AgentHooks(Boundaries):
         hooks.before_tool_call = before_tool_call
         hooks.after_tool_call = after_tool_call
 
-    async def _context_event(self, messages: list[JsonObject]) -> list[JsonObject]:
+    async def _context_event(self, messages: list[AgentMessage]) -> list[AgentMessage]:
         """``context``: handlers see a copy without system messages; those stay in front."""
         if not self.has_handlers("context"):
             return messages
 
-        def step(state: tuple[list[JsonObject], bool], result: Any, _: Extension) -> tuple[list[Any], bool]:
+        def step(state: tuple[list[AgentMessage], bool], result: Any, _: Extension) -> tuple[list[AgentMessage], bool]:
             returned = isinstance(result, dict) and isinstance(result.get("messages"), list)
             return (result["messages"], True) if returned else state
 
-        system = [m for m in messages if m.get("role") == "system"]
-        visible = copy.deepcopy([m for m in messages if m.get("role") != "system"])
+        system = [m for m in messages if m["role"] == "system"]
+        visible: list[AgentMessage] = copy.deepcopy([m for m in messages if m["role"] != "system"])
         current, returned = await self.chain(
             "context", (visible, False), lambda state: {"type": "context", "messages": state[0]}, step)
         return [*system, *current] if returned else messages
 
-    async def _context_with_system(self, messages: list[JsonObject]) -> list[JsonObject]:
+    async def _context_with_system(self, messages: list[AgentMessage]) -> list[AgentMessage]:
         """``context_with_system``: the full transcript, system messages included, sent as returned; a
         result without a system message first is reported and ignored."""
-        def step(current: list[JsonObject], result: object, ext: Extension) -> list[JsonObject]:
+        def step(current: list[AgentMessage], result: object, ext: Extension) -> list[AgentMessage]:
             returned = result.get("messages") if isinstance(result, dict) else None
             if not isinstance(returned, list):
                 return current
@@ -248,14 +249,14 @@ class AgentHooks(Boundaries):
             message.clear()
             message.update(replacement)
 
-    async def before_agent_start(self, messages: list[JsonObject]) -> list[JsonObject]:
+    async def before_agent_start(self, messages: list[AgentMessage]) -> list[AgentMessage]:
         """Injected custom messages follow the prompt; a returned system prompt holds for this run."""
         queued, self.next_turn_messages = self.next_turn_messages, []
         if not self.has_handlers("before_agent_start"):
             return [*messages, *queued]
-        prompt = next((m for m in reversed(messages) if m.get("role") in ("user", "custom")), None)
+        prompt = next((m for m in reversed(messages) if m["role"] in ("user", "custom")), None)
         system_prompt = self.rt.build_context([*self.rt.agent.messages, *messages]).get("systemPrompt", "")
-        injected: list[JsonObject] = []
+        injected: list[AgentMessage] = []
         options = self.rt.system_prompt_options()  # one object: later handlers see earlier changes
         original = copy.deepcopy(options)
 
@@ -283,8 +284,8 @@ class AgentHooks(Boundaries):
             messages = self._rebuilt_prompt(messages, options, original)
         return [*messages, *injected, *queued]
 
-    def _rebuilt_prompt(self, messages: list[JsonObject], options: dict[str, Any],
-                        original: JsonObject) -> list[JsonObject]:
+    def _rebuilt_prompt(self, messages: list[AgentMessage], options: dict[str, Any],
+                        original: JsonObject) -> list[AgentMessage]:
         """The run's messages led by the system patch the changed options call for (a handler's
         ``selectedTools`` edit also sets the active tools, as in pi)."""
         if options.get("selectedTools") != original.get("selectedTools"):
@@ -293,10 +294,10 @@ class AgentHooks(Boundaries):
                                      if n in tools])
         from pi_coding_agent.coding.resources.system_prompt import SystemState
 
-        rest = [m for m in messages if m.get("role") != "system"]
+        rest: list[AgentMessage] = [m for m in messages if m["role"] != "system"]
         state = SystemState.replay(self.rt.agent.messages)
         patch = state.patch_to(_sections(options, self.rt), self.rt.tool_declarations())
-        return [patch, *rest] if patch else rest
+        return [patch, *rest] if patch is not None else rest
 
 
 def _before_agent_start_event(prompt: dict[str, Any] | None, system_prompt: str,

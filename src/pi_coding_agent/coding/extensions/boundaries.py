@@ -8,8 +8,9 @@ transcript here, once the turn is over.
 from __future__ import annotations
 
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
+from pi_coding_agent.agent.events import CustomMessage, TurnEndEvent
 from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.extensions.boundary import apply_drafts, preview_context
 from pi_coding_agent.coding.extensions.dispatch import Dispatcher
@@ -31,10 +32,10 @@ class Boundaries(Dispatcher):
         super().__init__(session, runtime)
         self._turn_index = 0
         self._outcome = "completed"  # of the last turn: the outcome agent_before_settle reports
-        self._boundary_done: JsonObject | None = None  # the assistant message finish_turn dispatched
-        self.held_messages: list[JsonObject] = []  # send_message(trigger_turn=False) during a turn
+        self._boundary_done: AssistantMessage | None = None  # the assistant message finish_turn dispatched
+        self.held_messages: list[CustomMessage] = []  # send_message(trigger_turn=False) during a turn
 
-    def append_custom(self, custom: dict[str, Any]) -> None:
+    def append_custom(self, custom: CustomMessage) -> None:
         """Add a custom message to the transcript and the session file, with its message events."""
         session = self.session
         self.rt.agent.append_message(custom)
@@ -50,7 +51,7 @@ class Boundaries(Dispatcher):
         for custom in held:
             self.append_custom(custom)
 
-    def _turn_ended(self, event: dict[str, Any]) -> Awaitable[None] | None:
+    def _turn_ended(self, event: TurnEndEvent) -> Awaitable[None] | None:
         """A turn that ended without ``finish_turn`` (the run failed) still gets its boundary."""
         message = event["message"]
         dispatched, self._boundary_done = self._boundary_done is message, None
@@ -69,11 +70,11 @@ class Boundaries(Dispatcher):
         self._outcome = stop if stop in ("aborted", "error") else "completed"
         if not self.has_handlers("turn_end"):
             return False
-        entry_id = self.session.entry_id_of(cast(JsonObject, message))
+        entry_id = self.session.entry_id_of(message)
         if entry_id is None:
             self._boundary_error("turn_end", "turn_end could not resolve the persisted assistant entry ID")
             return False
-        result_ids = [self.session.entry_id_of(cast(JsonObject, r)) for r in results]
+        result_ids = [self.session.entry_id_of(r) for r in results]
         event = {"type": "turn_end", "turnIndex": self._turn_index, "message": message, "toolResults": results,
                  "messageEntryId": entry_id, "toolResultEntryIds": [i for i in result_ids if i is not None],
                  "outcome": self._outcome}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from pi_coding_agent.agent.events import CustomMessage
 from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.session import SessionManager, convert_to_llm
 from pi_coding_agent.coding.session.entries import Entry
@@ -50,7 +51,7 @@ def _tokens_now(sm: SessionManager) -> int:
 
 
 def preview_context(sm: SessionManager, drafts: list[JsonObject], agent: Agent,
-                    held: list[JsonObject], boundary: str) -> JsonObject:
+                    held: list[CustomMessage], boundary: str) -> JsonObject:
     """The ``context`` a boundary handler sees: what the model would get once the drafts were written,
     the messages still waiting, and whether one more request could run."""
     from pi_coding_agent.coding.compaction.projection import project, projected_messages

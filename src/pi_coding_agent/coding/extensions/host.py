@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Protocol
 
+from pi_coding_agent.agent.events import AgentMessage, CustomMessage
 from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.session_host import SessionHost
 
@@ -30,7 +31,7 @@ class ExtensionHost(SessionHost, Protocol):
 
     async def follow_up(self, message: str, images: list[JsonObject] | None = None) -> JsonObject: ...
 
-    async def start_run(self, message: JsonObject) -> JsonObject: ...
+    async def start_run(self, message: AgentMessage) -> JsonObject: ...
 
     async def compact(self, custom_instructions: str | None = None) -> JsonObject: ...
 
@@ -53,7 +54,7 @@ class ExtensionHost(SessionHost, Protocol):
 
     def set_thinking_level(self, level: str) -> None: ...
 
-    def entry_id_of(self, message: JsonObject) -> str | None: ...
+    def entry_id_of(self, message: AgentMessage) -> str | None: ...
 
     def context_usage(self) -> JsonObject | None: ...
 
@@ -69,8 +70,8 @@ class RunnerHandle(Protocol):
     events: EventBus
     extensions: list[Extension]
     settling: bool
-    held_messages: list[JsonObject]
-    next_turn_messages: list[JsonObject]
+    held_messages: list[CustomMessage]
+    next_turn_messages: list[CustomMessage]
     providers: dict[str, Registration]  # pi.register_provider names -> what each registration added
     virtual_models: set[tuple[str, str]]  # (provider, id) of each pi.register_virtual_model
     loaded: bool  # every extension's setup ran (later registrations refresh their models at once)
@@ -84,6 +85,6 @@ class RunnerHandle(Protocol):
 
     def activate_tool(self, tool: AgentTool) -> None: ...
 
-    def append_custom(self, custom: JsonObject) -> None: ...
+    def append_custom(self, custom: CustomMessage) -> None: ...
 
     async def request_shutdown(self) -> None: ...

@@ -8,8 +8,9 @@ models.json keys and headers, the idle timeout).
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
+from pi_coding_agent.agent.events import AgentMessage
 from pi_coding_agent.ai.stream import AssistantStream, stream
 from pi_coding_agent.ai.types import JsonObject
 
@@ -86,7 +87,7 @@ class ModelRegistryView:
         from pi_coding_agent.ai.models.virtual import is_virtual
 
         if is_virtual(model):
-            messages = cast(list[JsonObject], context["messages"])
+            messages: list[AgentMessage] = [*context["messages"]]
             route = await self._rt.virtual_models.resolve(model, messages, "direct", reasoning or "off", signal)
             model, limit = route.model, route.model.get("maxTokens", 0)
             reasoning = None if route.thinking_level == "off" else route.thinking_level

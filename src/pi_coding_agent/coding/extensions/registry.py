@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
+from pi_coding_agent.agent.events import CustomMessage
 from pi_coding_agent.agent.tool import AgentTool
 from pi_coding_agent.ai.types import JsonObject, now_ms
 from pi_coding_agent.coding.extensions.loader import ExtensionSource
@@ -71,7 +72,7 @@ class Extension:
         return str(self.source.path)
 
 
-def custom_message(message: JsonObject) -> JsonObject:
+def custom_message(message: JsonObject) -> CustomMessage:
     """An extension's ``{customType, content, display, details?}`` as a ``custom`` transcript message."""
     content = message.get("content", "")
     out: JsonObject = {"role": "custom", "customType": message.get("customType", "extension"),
@@ -79,7 +80,7 @@ def custom_message(message: JsonObject) -> JsonObject:
     if message.get("details") is not None:
         out["details"] = message["details"]
     out["timestamp"] = now_ms()
-    return out
+    return cast(CustomMessage, out)  # built key by key in pi's order, from the extension's fields
 
 
 @dataclass

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.modes.lifecycle import (
@@ -118,11 +118,11 @@ async def _run_prompts(session: AgentSession, prompts: list[str], finish: Callab
 def _print_answer(session: AgentSession, output_fd: int) -> int:
     """The last assistant message's text blocks; on an error or abort, also one failure line on stderr (exit 1)."""
     messages = session.get_messages()
-    last: dict[str, Any] | None = messages[-1] if messages else None
-    if last is None or last.get("role") != "assistant":
+    last = messages[-1] if messages else None
+    if last is None or last["role"] != "assistant":
         return 0
     stop_reason = last.get("stopReason")
-    text = "".join(f"{block['text']}\n" for block in last.get("content", []) if block.get("type") == "text")
+    text = "".join(f"{block['text']}\n" for block in last.get("content", []) if block["type"] == "text")
     write_all(output_fd, text.encode())  # on a failure: what had streamed before it
     if stop_reason in ("error", "aborted"):
         from pi_coding_agent.coding.modes.print_report import failure_line

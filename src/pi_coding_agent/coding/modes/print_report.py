@@ -9,8 +9,9 @@ carries only the answer (including whatever text had streamed before the failure
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from pi_coding_agent.ai.types import AssistantMessage
 from pi_coding_agent.coding.events import AgentEvent, AutoRetryStartEvent
 
 if TYPE_CHECKING:
@@ -34,7 +35,7 @@ def retry_line(event: AutoRetryStartEvent) -> str:
             f"{_one_line(event['errorMessage'])}")
 
 
-def failure_line(message: dict[str, Any]) -> str:
+def failure_line(message: AssistantMessage) -> str:
     """``Error: <provider>/<model>: <cause>`` for an assistant message that ended in error or abort."""
     stop_reason = message.get("stopReason")
     cause = _one_line(message.get("errorMessage") or f"Request {stop_reason}")

@@ -13,9 +13,10 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import cast
 
-from pi_coding_agent.ai.types import JsonObject, Tool
+from pi_coding_agent.agent.events import AgentMessage
+from pi_coding_agent.ai.types import SystemMessage, Tool
 from pi_coding_agent.coding.paths import project_root
 from pi_coding_agent.coding.resources.skills import Skill, skills_index
 
@@ -164,14 +165,14 @@ class SystemState:
         self.tools: dict[str, Tool] = {}  # name -> declaration, in declaration order
 
     @classmethod
-    def replay(cls, messages: Sequence[JsonObject]) -> SystemState:
+    def replay(cls, messages: Sequence[AgentMessage]) -> SystemState:
         state = cls()
         for message in messages:
-            if message.get("role") == "system":
+            if message["role"] == "system":
                 state.apply(message)
         return state
 
-    def apply(self, message: dict[str, Any]) -> None:
+    def apply(self, message: SystemMessage) -> None:
         """Fold one system message in: content appends, sections patch by name, tools remove then add."""
         text = message.get("content") or ""
         if isinstance(text, str) and text:
@@ -181,15 +182,15 @@ class SystemState:
                 self.sections.pop(name, None)
             else:
                 self.sections[name] = value
-        for tool in message.get("toolsRemoved") or []:
-            self.tools.pop(tool["name"], None)
+        for removed in message.get("toolsRemoved") or []:
+            self.tools.pop(removed["name"], None)
         for tool in message.get("toolsAdded") or []:
             self.tools[tool["name"]] = tool
 
     def render(self) -> str:
         return render_system_prompt(self.sections, self.content)
 
-    def patch_to(self, sections: Mapping[str, str], tools: Sequence[Tool]) -> JsonObject | None:
+    def patch_to(self, sections: Mapping[str, str], tools: Sequence[Tool]) -> SystemMessage | None:
         """The system message that turns this state into (sections, tools), or None if nothing changed.
 
         Against an empty state it is the full message. A changed tool declaration is a removal plus
@@ -202,7 +203,7 @@ class SystemState:
         removed = [{"name": n} for n, t in self.tools.items() if wanted.get(n) != t]
         if not patch and not added and not removed:
             return None
-        message: JsonObject = {"role": "system", "content": ""}
+        message = cast(SystemMessage, {"role": "system", "content": ""})  # built key by key in pi's order
         if patch:
             message["sections"] = patch
         message["timestamp"] = now_ms()  # before the tool fields, the key order pi writes

@@ -12,9 +12,8 @@ sending nothing else.
 
 from __future__ import annotations
 
-from typing import Any
-
-from pi_coding_agent.ai.types import JsonObject, Model
+from pi_coding_agent.agent.events import AgentMessage
+from pi_coding_agent.ai.types import Model, SystemMessage, Tool
 from pi_coding_agent.coding.resources.system_prompt import render_system_prompt
 
 # APIs whose adapters send a system message where it stands in the conversation
@@ -28,7 +27,7 @@ def keeps_system_messages(model: Model) -> bool:
     return model["api"] in IN_PLACE_APIS and bool((model.get("compat") or {}).get("supportsMidConvoSystemMessages"))
 
 
-def update_text(message: dict[str, Any]) -> str:
+def update_text(message: SystemMessage) -> str:
     """A later system message as the model reads it (pi's framing of section changes)."""
     parts = [text] if isinstance(text := message.get("content") or "", str) and text else []
     for name, value in (message.get("sections") or {}).items():
@@ -37,28 +36,33 @@ def update_text(message: dict[str, Any]) -> str:
     return "\n\n".join(parts)
 
 
-def split_transcript(messages: list[dict[str, Any]]) -> tuple[str, list[JsonObject]]:
+def split_transcript(messages: list[AgentMessage]) -> tuple[str, list[AgentMessage]]:
     """The leading system message as the prompt, and the rest with later system messages rendered
     in place (empty ones dropped)."""
-    if not messages or messages[0].get("role") != "system":
-        return "", [m for m in messages if m.get("role") != "system" or update_text(m)]
-    first = messages[0]
+    first = messages[0] if messages else None
+    if first is None or first["role"] != "system":
+        return "", [m for m in messages if m["role"] != "system" or update_text(m)]
     prompt = render_system_prompt(first.get("sections") or {}, first.get("content") or "")
-    rest: list[JsonObject] = []
+    rest: list[AgentMessage] = []
     for message in messages[1:]:
-        if message.get("role") != "system":
+        if message["role"] != "system":
             rest.append(message)
             continue
         text = update_text(message)
-        changes = {key: message[key] for key in TOOL_FIELDS if message.get(key)}
-        if text or changes:
-            rest.append({"role": "system", "content": text, "timestamp": message.get("timestamp", 0), **changes})
+        if not text and not any(message.get(key) for key in TOOL_FIELDS):
+            continue
+        rendered: SystemMessage = {"role": "system", "content": text, "timestamp": message.get("timestamp", 0)}
+        if tools_added := message.get("toolsAdded"):
+            rendered["toolsAdded"] = tools_added
+        if tools_removed := message.get("toolsRemoved"):
+            rendered["toolsRemoved"] = tools_removed
+        rest.append(rendered)
     return prompt, rest
 
 
-def leading_tools(messages: list[dict[str, Any]]) -> list[object] | None:
+def leading_tools(messages: list[AgentMessage]) -> list[Tool] | None:
     """The leading system message's tools when a later one changes them (else None: no changes)."""
-    if not any(m.get("role") == "system" and any(m.get(k) for k in TOOL_FIELDS) for m in messages[1:]):
+    if not any(m["role"] == "system" and any(m.get(k) for k in TOOL_FIELDS) for m in messages[1:]):
         return None
-    first = messages[0] if messages and messages[0].get("role") == "system" else {}
-    return list(first.get("toolsAdded") or [])
+    first = messages[0] if messages else None
+    return list(first.get("toolsAdded") or []) if first is not None and first["role"] == "system" else []

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
+from pi_coding_agent.agent.events import AgentMessage
 from pi_coding_agent.ai.stream import ProviderError
-from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.events import AgentEvent
-from pi_coding_agent.coding.messages import last_assistant_text
+from pi_coding_agent.coding.messages import last_assistant, last_assistant_text
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ class RunResult:
     """
 
     text: str
-    messages: list[JsonObject]
+    messages: list[AgentMessage]
     usage: Usage
     cost: float
     stop_reason: str
@@ -56,7 +56,7 @@ class RunError(ProviderError):
 class RunRecorder:
     """Collects a run's finished messages and turns from its events (a ``subscribe`` listener)."""
 
-    messages: list[dict[str, Any]] = field(default_factory=list)
+    messages: list[AgentMessage] = field(default_factory=list)
     turns: int = 0
     cost: float = 0.0
     aborted: bool = False
@@ -73,19 +73,21 @@ class RunRecorder:
             self.aborted = event["aborted"]
 
     def result(self, limit_hit: str | None) -> RunResult:
-        replies = [m for m in self.messages if m["role"] == "assistant"]
-        last = replies[-1] if replies else {}
-        stop_reason = limit_hit or ("aborted" if self.aborted else last.get("stopReason", "stop"))
-        error = last.get("errorMessage") if last.get("stopReason") == "error" else None
-        return RunResult(text=last_assistant_text(replies) or "", messages=self.messages, usage=_usage(replies),
+        last = last_assistant(self.messages)
+        stop_reason = limit_hit or ("aborted" if self.aborted else last["stopReason"] if last else "stop")
+        error = last.get("errorMessage") if last is not None and last["stopReason"] == "error" else None
+        return RunResult(text=last_assistant_text(self.messages) or "", messages=self.messages, usage=_usage(self.messages),
                          cost=self.cost, stop_reason=stop_reason, error=error, aborted=self.aborted,
                          turns=self.turns)
 
 
-def _usage(replies: list[dict[str, Any]]) -> Usage:
+def _usage(messages: list[AgentMessage]) -> Usage:
     totals = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}
-    for reply in replies:
-        usage = reply.get("usage", {})
+    for message in messages:
+        if message["role"] != "assistant":
+            continue
+        usage: Mapping[str, object] = message.get("usage", {})
         for key in totals:
-            totals[key] += usage.get(key, 0)
+            value = usage.get(key, 0)
+            totals[key] += value if isinstance(value, int) else 0
     return Usage(totals["input"], totals["output"], totals["cacheRead"], totals["cacheWrite"])

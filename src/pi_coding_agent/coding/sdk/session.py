@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+from pi_coding_agent.agent.events import AgentMessage
 from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.agent_session import AgentSession
 from pi_coding_agent.coding.errors import SessionError
@@ -113,7 +114,7 @@ class Session(AgentSession):
         """Call ``listener`` with every event (``pi_coding_agent.events.AgentEvent``), or those of ``types``."""
         return super().subscribe(cast(Listener, listener), types)
 
-    async def start_run(self, message: JsonObject) -> JsonObject:
+    async def start_run(self, message: AgentMessage) -> JsonObject:
         self._interrupted = False  # an interrupt of a run that ended on its own does not carry over
         with in_sdk_terms():
             if self._faux_script is None:

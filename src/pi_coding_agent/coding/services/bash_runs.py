@@ -7,7 +7,9 @@ never gets a message in the middle of a turn; replacing the session forgets thos
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from typing import cast
 
+from pi_coding_agent.agent.events import BashExecutionMessage
 from pi_coding_agent.ai.abort import AbortSignal
 from pi_coding_agent.ai.types import JsonObject, now_ms
 from pi_coding_agent.coding.runtime import SessionRuntime
@@ -15,7 +17,7 @@ from pi_coding_agent.coding.runtime import SessionRuntime
 Intercept = Callable[[str, bool], Awaitable[JsonObject | None]]
 
 
-def bash_record(command: str, result: JsonObject, exclude_from_context: bool) -> JsonObject:
+def bash_record(command: str, result: JsonObject, exclude_from_context: bool) -> BashExecutionMessage:
     """The ``bashExecution`` message for a finished command, fields in pi's order."""
     record: JsonObject = {"role": "bashExecution", "command": command, "output": result["output"]}
     if "exitCode" in result:
@@ -27,19 +29,19 @@ def bash_record(command: str, result: JsonObject, exclude_from_context: bool) ->
     record["timestamp"] = now_ms()
     if exclude_from_context:
         record["excludeFromContext"] = True
-    return record
+    return cast(BashExecutionMessage, record)  # built key by key in pi's order, from the run's result
 
 
 class BashRuns:
     """User commands of one session; ``record`` adds a message to the transcript and the file."""
 
-    def __init__(self, runtime: SessionRuntime, record: Callable[[JsonObject], None],
+    def __init__(self, runtime: SessionRuntime, record: Callable[[BashExecutionMessage], None],
                  is_streaming: Callable[[], bool]) -> None:
         self._rt = runtime
         self._record = record
         self._is_streaming = is_streaming
         self._signals: set[AbortSignal] = set()
-        self._deferred: list[JsonObject] = []
+        self._deferred: list[BashExecutionMessage] = []
 
     async def run(self, command: str, exclude_from_context: bool, on_delta: Callable[[str], None],
                   intercept: Intercept | None) -> JsonObject:

@@ -23,11 +23,12 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pi_coding_agent.ai.cost import apply_cost
-from pi_coding_agent.ai.types import JsonObject, Model, empty_usage
+from pi_coding_agent.ai.types import AssistantMessage, Model, empty_usage
 
 if TYPE_CHECKING:
     from pi_coding_agent.ai.stream import StreamOptions
     from pi_coding_agent.ai.types import Context
+    from pi_coding_agent.coding.events import AgentEvent
     from pi_coding_agent.coding.runtime import SessionRuntime
 
 
@@ -109,7 +110,7 @@ class _Run:
     context: Context
     options: StreamOptions
     prompt_tokens: int
-    answer: JsonObject  # the real request's reply; the run holds while it ends the transcript
+    answer: AssistantMessage  # the real request's reply; the run holds while it ends the transcript
     ttl_s: float
     delay_s: float
     started: float = field(default_factory=time.monotonic)
@@ -130,17 +131,17 @@ class CacheWarmer:
     def mode(self) -> str:
         return self.runtime.settings.cache_warming
 
-    def _on_event(self, event: dict[str, Any]) -> None:
-        kind = event.get("type")
-        if kind == "message_end" and event["message"].get("role") == "assistant":
-            self._start(event["message"])
-        elif kind == "agent_settled" and self.run is not None:
+    def _on_event(self, event: AgentEvent) -> None:
+        if event["type"] == "message_end":
+            if event["message"]["role"] == "assistant":
+                self._start(event["message"])
+        elif event["type"] == "agent_settled" and self.run is not None:
             if self.mode() == "streaming":
                 self.stop("agent run settled")
             else:
                 self.run.phase = "idle"
 
-    def _start(self, message: dict[str, Any]) -> None:
+    def _start(self, message: AssistantMessage) -> None:
         self.stop("replaced by a newer request")
         if message.get("stopReason") in ("error", "aborted") or self.mode() == "off":
             return

@@ -13,9 +13,8 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Protocol
 
 from pi_coding_agent.agent.listeners import Listeners
-from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.event_stream import EventStream
-from pi_coding_agent.coding.events import AgentEvent, CoreEvent, MessageStartEvent
+from pi_coding_agent.coding.events import AgentEvent, CoreEvent, Message, MessageStartEvent
 from pi_coding_agent.coding.messages import last_assistant, message_text
 from pi_coding_agent.coding.session_host import Listener
 
@@ -108,19 +107,21 @@ class EventRelay:
             await handlers
         self.emit(event)
 
-    async def normalise_images(self, message: JsonObject) -> None:
+    async def normalise_images(self, message: Message) -> None:
         """Resize/re-encode a user message's images (in a thread) and append their hints to its text."""
-        content = message.get("content")
-        if message["role"] == "user" and isinstance(content, list) and any(b["type"] == "image" for b in content):
+        if message["role"] != "user":
+            return
+        content = message["content"]
+        if isinstance(content, list) and any(b["type"] == "image" for b in content):
             from pi_coding_agent.coding.tools.images import normalise_user_content
 
             message["content"] = await asyncio.to_thread(normalise_user_content, content,
                                                          self.host.rt.image_policy())
 
-    def persist(self, message: JsonObject) -> None:
+    def persist(self, message: Message) -> None:
         entry = self.host.sm.append_message(message)
         self.entries[id(message)] = entry["id"]
 
 
-def _is_success(message: JsonObject) -> bool:
-    return message["role"] == "assistant" and message.get("stopReason") not in ("error", "aborted")
+def _is_success(message: Message) -> bool:
+    return message["role"] == "assistant" and message["stopReason"] not in ("error", "aborted")

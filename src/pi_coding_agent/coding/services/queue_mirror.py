@@ -12,8 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pi_coding_agent.agent.agent import Agent
-from pi_coding_agent.ai.types import JsonObject
-from pi_coding_agent.coding.events import AgentEvent
+from pi_coding_agent.coding.events import AgentEvent, Message
 
 
 class QueueMirror:
@@ -24,7 +23,7 @@ class QueueMirror:
         self._emit = emit
         self._steering: list[str] = []
         self._follow_up: list[str] = []
-        self._with_images: list[JsonObject] = []
+        self._with_images: list[Message] = []
 
     def __len__(self) -> int:
         return len(self._steering) + len(self._follow_up)
@@ -32,7 +31,7 @@ class QueueMirror:
     def _announce(self) -> None:
         self._emit({"type": "queue_update", "steering": list(self._steering), "followUp": list(self._follow_up)})
 
-    def enqueue(self, kind: str, message: JsonObject, text: str, has_images: bool) -> None:
+    def enqueue(self, kind: str, message: Message, text: str, has_images: bool) -> None:
         """Queue ``message`` on the agent (``kind`` is "steer" or "followUp") and show its text."""
         if has_images:
             self._with_images.append(message)
@@ -52,7 +51,7 @@ class QueueMirror:
                 self._announce()
                 return
 
-    def take_with_images(self, message: JsonObject) -> bool:
+    def take_with_images(self, message: Message) -> bool:
         """True (once) when ``message`` was queued with images still to normalise."""
         if not any(queued is message for queued in self._with_images):
             return False

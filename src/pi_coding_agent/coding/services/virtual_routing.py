@@ -13,8 +13,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
+from pi_coding_agent.agent.events import AgentMessage
 from pi_coding_agent.ai.models.virtual import STATE_ENTRY, is_virtual
-from pi_coding_agent.ai.types import AssistantMessage, JsonObject, Model
+from pi_coding_agent.ai.types import AssistantMessage, Model
 from pi_coding_agent.coding.events import AgentEvent
 
 if TYPE_CHECKING:
@@ -34,7 +35,7 @@ class VirtualRouting:
         self._compact_for = compact_for  # the threshold check against the routed model's window
         self.failed: AssistantMessage | None = None
 
-    async def route_request(self, transcript: list[JsonObject], signal: AbortSignal) -> tuple[Model, str]:
+    async def route_request(self, transcript: list[AgentMessage], signal: AbortSignal) -> tuple[Model, str]:
         """The request's model and level; the runtime builds the request for that model."""
         agent = self.rt.agent
         model, level = agent.model, agent.thinking_level

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import field
-from typing import Any
+from typing import Any, cast
 
 from pi_coding_agent.ai.records import record
-from pi_coding_agent.ai.types import JsonObject
+from pi_coding_agent.ai.types import JsonObject, SystemMessage, Tool
 from pi_coding_agent.coding.events import Message
 from pi_coding_agent.coding.session.entries import Entry
 from pi_coding_agent.coding.session.ids import iso_to_ms
@@ -62,21 +62,21 @@ def entry_messages(entry: Entry) -> list[Message]:
         if message.get("content") is None:
             role = message.get("role")
             if role == "system":
-                return [{**message, "content": ""}]
+                return [file_message({**message, "content": ""})]
             if role in _BLOCK_ROLES:
-                return [{**message, "content": []}]
-        return [message]
+                return [file_message({**message, "content": []})]
+        return [file_message(message)]
     if kind == "custom_message":
         content = entry.get("content")
         custom = _present(entry, "customType")
         custom.update(content=[] if content is None else content, **_present(entry, "display", "details"))
-        return [{"role": "custom", **custom, "timestamp": iso_to_ms(entry.get("timestamp"))}]
+        return [file_message({"role": "custom", **custom, "timestamp": iso_to_ms(entry.get("timestamp"))})]
     if kind == "branch_summary" and entry.get("summary"):
-        return [{"role": "branchSummary", **_present(entry, "summary", "fromId"),
-                 "timestamp": iso_to_ms(entry.get("timestamp"))}]
+        return [file_message({"role": "branchSummary", **_present(entry, "summary", "fromId"),
+                            "timestamp": iso_to_ms(entry.get("timestamp"))})]
     if kind == "compaction":
-        summary = {"role": "compactionSummary", **_present(entry, "summary", "tokensBefore"),
-                   "timestamp": iso_to_ms(entry.get("timestamp"))}
+        summary = file_message({"role": "compactionSummary", **_present(entry, "summary", "tokensBefore"),
+                              "timestamp": iso_to_ms(entry.get("timestamp"))})
         system = entry.get("systemMessage")
         return [system, summary] if system else [summary]
     return []
@@ -85,6 +85,12 @@ def entry_messages(entry: Entry) -> list[Message]:
 def _present(entry: Entry, *keys: str) -> JsonObject:
     """The given fields that the entry has (absent ones stay absent, as JavaScript drops undefined)."""
     return {key: entry[key] for key in keys if key in entry}
+
+
+def file_message(fields: JsonObject) -> Message:
+    """A message as a session file holds it: taken as written (pi wrote it; a hand-edited file may
+    lack a field, and the readers of each role tolerate that), never validated on the way in."""
+    return cast(Message, fields)
 
 
 def apply_edit(messages: list[Message], edit: Entry | None) -> list[Message]:
@@ -103,7 +109,7 @@ def apply_edit(messages: list[Message], edit: Entry | None) -> list[Message]:
         content = replacement.get("content")
         if role in ("assistant", "toolResult") and isinstance(content, str):
             content = [{"type": "text", "text": content}]
-        edited.append({**message, "content": content})
+        edited.append(file_message({**message, "content": content}))
     return edited
 
 
@@ -201,14 +207,14 @@ def build_context(path: list[Entry], settings: Settings | None = None) -> Sessio
     return context
 
 
-def current_system_message(messages: list[Message]) -> Message | None:
+def current_system_message(messages: list[Message]) -> SystemMessage | None:
     """Replay every system message (prompt patches, tool deltas) into one full system message."""
     texts: list[str] = []
-    sections: JsonObject = {}
-    tools: JsonObject = {}
+    sections: dict[str, str | None] = {}
+    tools: dict[str, Tool] = {}
     timestamp = None
     for message in messages:
-        if message.get("role") != "system":
+        if message["role"] != "system":
             continue
         if timestamp is None:
             timestamp = message.get("timestamp")
@@ -220,13 +226,14 @@ def current_system_message(messages: list[Message]) -> Message | None:
                 sections.pop(name, None)
             else:
                 sections[name] = value
-        for tool in message.get("toolsRemoved") or []:
-            tools.pop(tool.get("name"), None)
+        for removed in message.get("toolsRemoved") or []:
+            tools.pop(removed.get("name", ""), None)
         for tool in message.get("toolsAdded") or []:
             tools[tool.get("name")] = tool
     if timestamp is None and not tools:
         return None
-    result: Message = {"role": "system", "content": "\n\n".join(texts)}
+    # built key by key in pi's order (``timestamp`` last)
+    result = cast(SystemMessage, {"role": "system", "content": "\n\n".join(texts)})
     if sections:
         result["sections"] = sections
     if tools:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from pi_coding_agent.agent.events import BashExecutionMessage
+from pi_coding_agent.ai.types import Message as LlmMessage
+from pi_coding_agent.ai.types import UserMessage
 from pi_coding_agent.coding.events import Message
 
 COMPACTION_SUMMARY_PREFIX = (
@@ -16,7 +17,7 @@ BRANCH_SUMMARY_SUFFIX = "</summary>"
 _PASS_THROUGH = frozenset({"system", "user", "assistant", "toolResult"})
 
 
-def bash_execution_to_text(message: Message) -> str:
+def bash_execution_to_text(message: BashExecutionMessage) -> str:
     """How a user-run shell command reads to the model."""
     output = message.get("output")
     text = f"Ran `{message.get('command')}`\n" + (f"```\n{output}\n```" if output else "(no output)")
@@ -26,37 +27,34 @@ def bash_execution_to_text(message: Message) -> str:
     elif exit_code is not None and exit_code != 0:
         text += f"\n\nCommand exited with code {exit_code}"
     if message.get("truncated") and message.get("fullOutputPath"):
-        text += f"\n\n[Output truncated. Full output: {message['fullOutputPath']}]"
+        text += f"\n\n[Output truncated. Full output: {message.get('fullOutputPath')}]"
     return text
 
 
-def _user_text(text: str, timestamp: Any) -> Message:
+def _user_text(text: str, timestamp: int) -> UserMessage:
     return {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": timestamp}
 
 
-def _convert(message: Message) -> Message | None:
-    role = message.get("role")
-    if role in _PASS_THROUGH:
-        return message
-    if role == "bashExecution":
+def _convert(message: Message) -> LlmMessage | None:
+    if message["role"] == "bashExecution":
         if message.get("excludeFromContext"):
             return None
-        return _user_text(bash_execution_to_text(message), message.get("timestamp"))
-    if role == "custom":
-        content = message.get("content")
+        return _user_text(bash_execution_to_text(message), message["timestamp"])
+    if message["role"] == "custom":
+        content = message["content"]
         if isinstance(content, str):
             content = [{"type": "text", "text": content}]
-        return {"role": "user", "content": content, "timestamp": message.get("timestamp")}
-    if role == "branchSummary":
+        return {"role": "user", "content": content, "timestamp": message["timestamp"]}
+    if message["role"] == "branchSummary":
         text = BRANCH_SUMMARY_PREFIX + str(message.get("summary")) + BRANCH_SUMMARY_SUFFIX
-        return _user_text(text, message.get("timestamp"))
-    if role == "compactionSummary":
+        return _user_text(text, message["timestamp"])
+    if message["role"] == "compactionSummary":
         text = COMPACTION_SUMMARY_PREFIX + str(message.get("summary")) + COMPACTION_SUMMARY_SUFFIX
-        return _user_text(text, message.get("timestamp"))
-    return None
+        return _user_text(text, message["timestamp"])
+    return message if message["role"] in _PASS_THROUGH else None  # a role this version does not know: dropped
 
 
-def convert_to_llm(messages: list[Message]) -> list[Message]:
+def convert_to_llm(messages: list[Message]) -> list[LlmMessage]:
     """Session messages -> LLM messages (custom roles become user text; unknown roles are dropped)."""
     converted = []
     for message in messages:

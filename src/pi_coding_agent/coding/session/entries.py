@@ -9,6 +9,7 @@ postponed annotations here: ``NotRequired`` must be visible to ``__required_keys
 
 from typing import Any, Literal, NotRequired, TypedDict
 
+from pi_coding_agent.agent.events import AgentMessage
 from pi_coding_agent.ai.types import JsonObject, SystemMessage, Usage
 
 Entry = dict[str, Any]  # any record below, as it is held and written
@@ -33,7 +34,7 @@ class _EntryBase(TypedDict):
 
 class MessageEntry(_EntryBase):
     type: Literal["message"]
-    message: dict[str, Any]  # an AgentMessage (agent/events.py): system, user, assistant, toolResult or bashExecution
+    message: AgentMessage  # system, user, assistant, toolResult or bashExecution
 
 
 class ModelChangeEntry(_EntryBase):

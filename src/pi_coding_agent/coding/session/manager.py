@@ -12,11 +12,12 @@ from __future__ import annotations
 import heapq
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import chain
 from pathlib import Path
 from typing import Any, cast
 
+from pi_coding_agent.agent.events import AgentMessage
 from pi_coding_agent.coding import paths
 from pi_coding_agent.coding.session import storage
 from pi_coding_agent.coding.session.context import (
@@ -382,7 +383,7 @@ class SessionManager:
         self._entries.written(self.session_file, len(header), lines)
         self._flushed = True
 
-    def append_message(self, message: dict[str, Any]) -> Entry:
+    def append_message(self, message: AgentMessage) -> Entry:
         return self._append(self._entry("message", message=message))
 
     def append_model_change(self, provider: str, model_id: str) -> Entry:
@@ -393,7 +394,7 @@ class SessionManager:
 
     def append_compaction(self, summary: str, first_kept_entry_id: str, tokens_before: int, *, details: Any = None,
                           usage: dict[str, Any] | None = None, from_hook: bool | None = None,
-                          system_message: dict[str, Any] | None = None) -> Entry:
+                          system_message: Mapping[str, object] | None = None) -> Entry:
         """A compaction checkpoint; ``system_message`` defaults to the replayed system state."""
         if system_message is None:
             system_message = current_system_message(self.build_context().messages)

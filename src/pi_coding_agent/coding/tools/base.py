@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import field
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, Generic, TypeVar
 
 from pi_coding_agent.agent.tool import AgentTool, ToolError, ToolResult, UpdateCallback
 from pi_coding_agent.ai.abort import AbortSignal
@@ -86,8 +86,12 @@ def check_aborted(signal: AbortSignal | None) -> None:
         raise aborted_error()
 
 
-class BuiltinTool(AgentTool):
-    """Base of the built-in tools: class-level declaration plus an ``env`` bound per session."""
+P = TypeVar("P")
+
+
+class BuiltinTool(AgentTool, Generic[P]):
+    """Base of the built-in tools: class-level declaration plus an ``env`` bound per session; ``P``
+    is the ``TypedDict`` of the tool's parameters (what ``execute`` gets once they are valid)."""
 
     name: str
     label: str
@@ -109,6 +113,6 @@ class BuiltinTool(AgentTool):
         self.prompt_guidelines = list(self.GUIDELINES)
 
     async def execute(
-        self, tool_call_id: str, params: JsonObject, signal: AbortSignal, on_update: UpdateCallback
+        self, tool_call_id: str, params: P, signal: AbortSignal, on_update: UpdateCallback
     ) -> ToolResult:
         raise NotImplementedError

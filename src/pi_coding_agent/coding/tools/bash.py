@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from pi_coding_agent.agent.tool import ToolError, ToolResult, UpdateCallback, text_result
 from pi_coding_agent.ai.abort import AbortSignal
@@ -103,13 +103,18 @@ class _Throttle:
 STRUCTURED_OUTPUT_MAX_BYTES = 1024 * 1024  # cap of structuredContent.output
 
 
-class BashTool(BuiltinTool):
+class BashParams(TypedDict):
+    command: str
+    timeout: NotRequired[float]  # seconds
+
+
+class BashTool(BuiltinTool[BashParams]):
     name = "bash"
     # label, description, parameters, prompt lines: declarations.py (BuiltinTool takes them from there)
     handles_abort = True  # reports "Command aborted" with the output so far instead of being cancelled
 
     async def execute(
-        self, tool_call_id: str, params: dict[str, Any], signal: AbortSignal, on_update: UpdateCallback
+        self, tool_call_id: str, params: BashParams, signal: AbortSignal, on_update: UpdateCallback
     ) -> ToolResult:
         command = with_prefix(params["command"], self.env.shell_command_prefix)
         output = OutputAccumulator("pi-bash", self.env.processes)

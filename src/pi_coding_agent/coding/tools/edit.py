@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import os
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 from pi_coding_agent.agent.tool import ToolError, ToolResult, UpdateCallback, text_result
 from pi_coding_agent.ai.abort import AbortSignal
@@ -21,13 +21,19 @@ from .paths import error_code, node_error_message, resolve_to_cwd
 if TYPE_CHECKING:
     from pi_coding_agent.coding.sandbox.policy import SandboxPolicy
 
+    from .edit_diff import EditItem
 
 
 def _is_single_edit(value: object) -> bool:
     return isinstance(value, dict) and isinstance(value.get("oldText"), str) and isinstance(value.get("newText"), str)
 
 
-class EditTool(BuiltinTool):
+class EditParams(TypedDict):
+    path: str
+    edits: list[EditItem]  # ``prepare_arguments`` folds a legacy top-level oldText/newText in here
+
+
+class EditTool(BuiltinTool[EditParams]):
     name = "edit"
     # label, description, parameters, prompt lines: declarations.py (BuiltinTool takes them from there)
 
@@ -59,7 +65,7 @@ class EditTool(BuiltinTool):
         return args
 
     async def execute(
-        self, tool_call_id: str, params: dict[str, Any], signal: AbortSignal, on_update: UpdateCallback
+        self, tool_call_id: str, params: EditParams, signal: AbortSignal, on_update: UpdateCallback
     ) -> ToolResult:
         edits = params.get("edits")
         if not isinstance(edits, list) or not edits:
@@ -74,7 +80,7 @@ class EditTool(BuiltinTool):
         return text_result(f"Successfully replaced {len(edits)} block(s) in {path}.", details)
 
     async def _edit_via_backend(
-        self, files: FileBackend, absolute: str, path: str, edits: list[dict[str, str]], signal: AbortSignal
+        self, files: FileBackend, absolute: str, path: str, edits: list[EditItem], signal: AbortSignal
     ) -> ToolResult:
         check_aborted(signal)
         parts, details = _apply_to_text(await files.read_text(absolute), path, edits, signal)
@@ -84,7 +90,7 @@ class EditTool(BuiltinTool):
 
 
 def _edit_file(
-    absolute: str, path: str, edits: list[dict[str, str]], signal: AbortSignal, sandbox: SandboxPolicy | None
+    absolute: str, path: str, edits: list[EditItem], signal: AbortSignal, sandbox: SandboxPolicy | None
 ) -> JsonObject:
     """Apply every edit or none, replacing the file at once (a full disk leaves the old content
     whole); returns the diff details. Under a sandbox the file's directory is held from one checked
@@ -125,7 +131,7 @@ def _read_text(dir_fd: int, name: str) -> str:
 
 
 def _apply_to_text(
-    raw: str, path: str, edits: list[dict[str, str]], signal: AbortSignal
+    raw: str, path: str, edits: list[EditItem], signal: AbortSignal
 ) -> tuple[Iterator[str], JsonObject]:
     """The file's new text as consecutive pieces (BOM and line endings kept) and the diff details.
 

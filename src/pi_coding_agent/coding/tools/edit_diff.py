@@ -8,7 +8,7 @@ import re
 import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 from pi_coding_agent.agent.tool import ToolError
 from pi_coding_agent.ai.types import JsonObject
@@ -81,11 +81,18 @@ def _normalize_block(text: str) -> str:
     return text.translate(_FUZZY_TABLE)
 
 
+class EditItem(TypedDict):
+    """One replacement of the edit tool's ``edits``."""
+
+    oldText: str
+    newText: str
+
+
 def _single_or_indexed(total: int, single: str, multi: str) -> ToolError:
     return ToolError(single if total == 1 else multi)
 
 
-def apply_edits(content: str, edits: list[dict[str, str]], path: str) -> list[Replacement]:
+def apply_edits(content: str, edits: list[EditItem], path: str) -> list[Replacement]:
     """Match every edit against ``content`` (LF text) and return the sorted, disjoint replacements.
 
     The new text itself is never built whole here (``edited_parts`` gives it piece by piece), so a

@@ -15,7 +15,7 @@ import math
 import os
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import NotRequired, TypedDict
 
 from pi_coding_agent.agent.tool import ToolError, ToolResult, UpdateCallback, text_result
 from pi_coding_agent.ai.abort import AbortSignal
@@ -116,12 +116,18 @@ def path_matcher(pattern: str) -> Callable[[str], bool]:
     return lambda path: regex.match(path.rsplit("/", 1)[-1]) is not None
 
 
-class FindTool(BuiltinTool):
+class FindParams(TypedDict):
+    pattern: str
+    path: NotRequired[str]
+    limit: NotRequired[float]
+
+
+class FindTool(BuiltinTool[FindParams]):
     name = "find"
     # label, description, parameters, prompt lines: declarations.py (BuiltinTool takes them from there)
 
     async def execute(
-        self, tool_call_id: str, params: dict[str, Any], signal: AbortSignal, on_update: UpdateCallback
+        self, tool_call_id: str, params: FindParams, signal: AbortSignal, on_update: UpdateCallback
     ) -> ToolResult:
         check_aborted(signal)
         search_path = resolve_to_cwd(params.get("path") or ".", self.env.cwd)

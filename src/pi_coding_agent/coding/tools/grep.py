@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import os
 import stat
-from typing import Any
+from typing import NotRequired, TypedDict
 
 from pi_coding_agent.agent.tool import ToolError, ToolResult, UpdateCallback, text_result
 from pi_coding_agent.ai.abort import AbortSignal
@@ -87,12 +87,22 @@ class _Collector:
         self.count += 1
 
 
-class GrepTool(BuiltinTool):
+class GrepParams(TypedDict):
+    pattern: str
+    path: NotRequired[str]
+    glob: NotRequired[str]
+    ignoreCase: NotRequired[bool]
+    literal: NotRequired[bool]
+    context: NotRequired[float]
+    limit: NotRequired[float]
+
+
+class GrepTool(BuiltinTool[GrepParams]):
     name = "grep"
     # label, description, parameters, prompt lines: declarations.py (BuiltinTool takes them from there)
 
     async def execute(
-        self, tool_call_id: str, params: dict[str, Any], signal: AbortSignal, on_update: UpdateCallback
+        self, tool_call_id: str, params: GrepParams, signal: AbortSignal, on_update: UpdateCallback
     ) -> ToolResult:
         check_aborted(signal)
         rg = require_rg(self.env.agent_dir)

@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from pi_coding_agent.ai.types import ImageContent
+from pi_coding_agent.ai.types import ImageContent, Message, ToolResultMessage, UserContent, UserMessage
 
 if TYPE_CHECKING:
     from PIL.Image import Image
@@ -210,43 +210,48 @@ def decode_base64(data: str) -> bytes:
     return base64.b64decode(cleaned + "=" * (-len(cleaned) % 4))
 
 
-def normalise_user_content(content: list[Any], policy: ImagePolicy) -> list[object]:
+def normalise_user_content(content: list[UserContent], policy: ImagePolicy) -> list[UserContent]:
     """A user message's content with its images processed and their hints appended to the leading text.
 
     Blocking (decodes images): run it in a thread. Content without images is returned as is.
     """
-    if not content or content[0].get("type") != "text" or not any(b.get("type") == "image" for b in content):
+    first = content[0] if content else None
+    if first is None or first["type"] != "text" or not any(b["type"] == "image" for b in content):
         return content
-    images: list[ImageContent] = []
+    images: list[UserContent] = []
     hints: list[str] = []
+    others: list[UserContent] = []
     for block in content[1:]:
-        if block.get("type") == "image":
-            processed = process_image(decode_base64(block["data"]), block["mimeType"], policy)
-            if processed.image is not None:
-                images.append(processed.image)
-            hints.extend(processed.hints)
-    text = content[0]["text"] + ("\n\n" + "\n".join(hints) if hints else "")
-    others = [block for block in content[1:] if block.get("type") != "image"]
+        if block["type"] != "image":
+            others.append(block)
+            continue
+        processed = process_image(decode_base64(block["data"]), block["mimeType"], policy)
+        if processed.image is not None:
+            images.append(processed.image)
+        hints.extend(processed.hints)
+    text = first["text"] + ("\n\n" + "\n".join(hints) if hints else "")
     return [{"type": "text", "text": text}, *others, *images]
 
 
-def block_images(messages: list[Any]) -> list[Any]:
+def block_images(messages: list[Message]) -> list[Message]:
     """With ``images.blockImages``: user and tool-result images become one placeholder text per run."""
-    return [_without_images(m) if m.get("role") in ("user", "toolResult") else m for m in messages]
+    return [_without_images(m) if m["role"] == "user" or m["role"] == "toolResult" else m for m in messages]
 
 
-def _without_images(message: Any) -> object:
-    content = message.get("content")
-    if not isinstance(content, list) or not any(block.get("type") == "image" for block in content):
+def _without_images(message: UserMessage | ToolResultMessage) -> UserMessage | ToolResultMessage:
+    content = message["content"]
+    if not isinstance(content, list) or not any(block["type"] == "image" for block in content):
         return message
-    replaced: list[Any] = []
+    replaced: list[UserContent] = []
     for block in content:
-        if block.get("type") == "image":
+        if block["type"] == "image":
             block = {"type": "text", "text": BLOCKED_IMAGE_TEXT}
         if block.get("text") == BLOCKED_IMAGE_TEXT and replaced and replaced[-1].get("text") == BLOCKED_IMAGE_TEXT:
             continue
         replaced.append(block)
-    return {**message, "content": replaced}
+    blocked = message.copy()  # ``content`` keeps its place among the keys
+    blocked["content"] = replaced
+    return blocked
 
 
 def sniff_image_mime(head: bytes) -> str | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import os
 import stat
-from typing import Any
+from typing import NotRequired, TypedDict
 
 from pi_coding_agent.agent.tool import ToolError, ToolResult, UpdateCallback, text_result
 from pi_coding_agent.ai.abort import AbortSignal
@@ -33,12 +33,17 @@ def _collation_key(name: str) -> tuple[tuple[int, str], ...]:
     return tuple(rank(ch) for ch in name.lower())
 
 
-class LsTool(BuiltinTool):
+class LsParams(TypedDict):
+    path: NotRequired[str]
+    limit: NotRequired[float]
+
+
+class LsTool(BuiltinTool[LsParams]):
     name = "ls"
     # label, description, parameters, prompt lines: declarations.py (BuiltinTool takes them from there)
 
     async def execute(
-        self, tool_call_id: str, params: dict[str, Any], signal: AbortSignal, on_update: UpdateCallback
+        self, tool_call_id: str, params: LsParams, signal: AbortSignal, on_update: UpdateCallback
     ) -> ToolResult:
         check_aborted(signal)
         path = resolve_to_cwd(params.get("path") or ".", self.env.cwd)

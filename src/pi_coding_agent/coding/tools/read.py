@@ -7,7 +7,7 @@ import io
 import math
 import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, NotRequired, TypedDict
 
 from pi_coding_agent.agent.tool import ToolError, ToolResult, UpdateCallback
 from pi_coding_agent.ai.abort import AbortSignal
@@ -154,12 +154,18 @@ def _structured(content: list[Any]) -> object:
     return {"type": "image", "data": image["data"], "mimeType": image["mimeType"], "note": text}
 
 
-class ReadTool(BuiltinTool):
+class ReadParams(TypedDict):
+    path: str
+    offset: NotRequired[float]  # a JSON number: the first line, counting from 1
+    limit: NotRequired[float]
+
+
+class ReadTool(BuiltinTool[ReadParams]):
     name = "read"
     # label, description, parameters, prompt lines: declarations.py (BuiltinTool takes them from there)
 
     async def execute(
-        self, tool_call_id: str, params: dict[str, Any], signal: AbortSignal, on_update: UpdateCallback
+        self, tool_call_id: str, params: ReadParams, signal: AbortSignal, on_update: UpdateCallback
     ) -> ToolResult:
         check_aborted(signal)
         sandbox = await self.env.check_read(resolve_read_path(params["path"], self.env.cwd))
@@ -169,7 +175,7 @@ class ReadTool(BuiltinTool):
         result.structured_content = _structured(result.content)
         return result
 
-    async def _read_via_backend(self, params: dict[str, Any], signal: AbortSignal) -> ToolResult | None:
+    async def _read_via_backend(self, params: ReadParams, signal: AbortSignal) -> ToolResult | None:
         """Text through ``env.files`` (an editor's buffers); None when the backend leaves the file to us."""
         assert self.env.files is not None
         path = resolve_read_path(params["path"], self.env.cwd)
@@ -178,7 +184,7 @@ class ReadTool(BuiltinTool):
         raw = io.BytesIO((await self.env.files.read_text(path)).encode("utf-8", "surrogatepass"))
         return self._text(raw, params["path"], params.get("offset"), params.get("limit"), signal)
 
-    async def _read_local(self, params: dict[str, Any], signal: AbortSignal, sandbox: SandboxPolicy | None
+    async def _read_local(self, params: ReadParams, signal: AbortSignal, sandbox: SandboxPolicy | None
                           ) -> ToolResult:
         # File work runs in a thread so a multi-GB scan never blocks the loop; abort answers at once.
         work = asyncio.ensure_future(run_blocking(self._read, params, signal, sandbox))
@@ -193,7 +199,7 @@ class ReadTool(BuiltinTool):
         result: ToolResult = work.result()
         return result
 
-    def _read(self, params: dict[str, Any], signal: AbortSignal, sandbox: SandboxPolicy | None) -> ToolResult:
+    def _read(self, params: ReadParams, signal: AbortSignal, sandbox: SandboxPolicy | None) -> ToolResult:
         raw_path: str = params["path"]
         path = resolve_read_path(raw_path, self.env.cwd)
         if not os.access(path, os.R_OK):

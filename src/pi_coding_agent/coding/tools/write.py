@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 from pi_coding_agent.agent.tool import ToolError, ToolResult, UpdateCallback, text_result
 from pi_coding_agent.ai.abort import AbortSignal
@@ -18,12 +18,17 @@ if TYPE_CHECKING:
     from pi_coding_agent.coding.sandbox.policy import SandboxPolicy
 
 
-class WriteTool(BuiltinTool):
+class WriteParams(TypedDict):
+    path: str
+    content: str
+
+
+class WriteTool(BuiltinTool[WriteParams]):
     name = "write"
     # label, description, parameters, prompt lines: declarations.py (BuiltinTool takes them from there)
 
     async def execute(
-        self, tool_call_id: str, params: dict[str, Any], signal: AbortSignal, on_update: UpdateCallback
+        self, tool_call_id: str, params: WriteParams, signal: AbortSignal, on_update: UpdateCallback
     ) -> ToolResult:
         path: str = params["path"]
         absolute = resolve_to_cwd(path, self.env.cwd)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from pi_coding_agent.agent.events import AgentMessage
 from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.events import AgentEvent
 
@@ -47,7 +48,7 @@ class SessionPort(Protocol):
 
     def get_state(self) -> dict[str, Any]: ...
 
-    def get_messages(self) -> list[JsonObject]: ...
+    def get_messages(self) -> list[AgentMessage]: ...
 
     def get_entries(self, since: str | None = None) -> dict[str, Any]:
         """``{"entries": [...], "leafId": ...}``: the session file's entries (for replay)."""

@@ -13,7 +13,18 @@ from collections.abc import Callable
 from typing import Any
 
 from pi_coding_agent.ai.types import JsonObject
-from pi_coding_agent.coding.events import AgentEvent
+from pi_coding_agent.coding.events import (
+    AgentEvent,
+    AutoRetryStartEvent,
+    CompactionStartEvent,
+    MessageEndEvent,
+    MessageStartEvent,
+    SessionInfoChangedEvent,
+    ThinkingLevelChangedEvent,
+    ToolExecutionEndEvent,
+    ToolExecutionStartEvent,
+    ToolExecutionUpdateEvent,
+)
 from pi_coding_agent.coding.modes.acp.tool_calls import block_content, end_update, start_update
 from pi_coding_agent.coding.session.context import content_text
 
@@ -65,8 +76,8 @@ class UpdateStream:
 
     # ------------------------------------------------------------------ assistant output
 
-    def _message_start(self, event: dict[str, Any]) -> None:
-        if event["message"].get("role") == "assistant":
+    def _message_start(self, event: MessageStartEvent) -> None:
+        if event["message"]["role"] == "assistant":
             self._message_id = str(uuid.uuid4())
 
     def on_message_update(self, event: AgentEvent) -> None:
@@ -83,9 +94,9 @@ class UpdateStream:
             call = delta.get("toolCall") or {}
             self.announce(call.get("id"), call.get("name"), call.get("arguments"))
 
-    def _message_end(self, event: dict[str, Any]) -> None:
+    def _message_end(self, event: MessageEndEvent) -> None:
         message = event["message"]
-        if message.get("role") != "assistant":
+        if message["role"] != "assistant":
             return
         entries = plan_entries(content_text(message.get("content"), ""))
         if entries and entries != self._plan:
@@ -107,10 +118,10 @@ class UpdateStream:
         """The call passed its permission check and runs now."""
         self._send({"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": "in_progress"})
 
-    def _tool_start(self, event: JsonObject) -> None:
+    def _tool_start(self, event: ToolExecutionStartEvent) -> None:
         self.announce(event["toolCallId"], event["toolName"], event.get("args"))
 
-    def _tool_update(self, event: dict[str, Any]) -> None:
+    def _tool_update(self, event: ToolExecutionUpdateEvent) -> None:
         call_id = event["toolCallId"]
         if self._terminal_of(call_id) is not None:
             return  # the client shows the live terminal itself
@@ -118,27 +129,27 @@ class UpdateStream:
         if content:
             self._send({"sessionUpdate": "tool_call_update", "toolCallId": call_id, "content": content})
 
-    def _tool_end(self, event: dict[str, Any]) -> None:
+    def _tool_end(self, event: ToolExecutionEndEvent) -> None:
         call_id = event["toolCallId"]
-        name, args, diffs = self._calls.pop(call_id, (event["toolName"], event.get("args") or {}, []))
+        name, args, diffs = self._calls.pop(call_id, (event["toolName"], {}, []))  # (the end event has no args)
         self._send(end_update(call_id, name, args, event.get("result") or {}, bool(event.get("isError")),
                               self._cwd, diffs, self._terminal_of(call_id)))
 
     # ------------------------------------------------------------------ session state
 
-    def _session_info(self, event: JsonObject) -> None:
+    def _session_info(self, event: SessionInfoChangedEvent) -> None:
         self._send({"sessionUpdate": "session_info_update", "title": event.get("name")})
 
-    def _thinking_level(self, event: JsonObject) -> None:
+    def _thinking_level(self, event: ThinkingLevelChangedEvent) -> None:
         self._on_config_changed()
 
     def _status_thought(self, text: str) -> None:
         self._send(text_chunk("agent_thought_chunk", text, None))
 
-    def _compaction_start(self, event: JsonObject) -> None:
+    def _compaction_start(self, event: CompactionStartEvent) -> None:
         self._status_thought(f"\n[compacting the conversation ({event.get('reason', 'threshold')})]\n")
 
-    def _retry_start(self, event: JsonObject) -> None:
+    def _retry_start(self, event: AutoRetryStartEvent) -> None:
         self._status_thought(f"\n[retrying after an error, attempt {event.get('attempt')}/"
                              f"{event.get('maxAttempts')}: {event.get('errorMessage', '')}]\n")
 

@@ -7,6 +7,7 @@ diff) is tested without a terminal. A palette maps pi's theme colour roles (``to
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from rich.console import Group, RenderableType
@@ -133,7 +134,7 @@ def stable_split(text: str, start: int) -> int:
     return split
 
 
-def message_text(message: dict[str, Any]) -> str:
+def message_text(message: Mapping[str, Any]) -> str:
     content = message.get("content")
     if isinstance(content, str):
         return content

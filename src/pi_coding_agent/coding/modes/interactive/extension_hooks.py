@@ -10,6 +10,7 @@ or ``/reload`` that loads other extensions.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from pi_coding_agent.agent.awaitables import maybe_await
@@ -100,7 +101,7 @@ def shortcut_hotkeys(app: PiApp) -> list[tuple[str, str]]:
             for ext, shortcut in table.values()]
 
 
-def render_custom(app: PiApp, message: dict[str, Any], expanded: bool) -> RenderableType | None:
+def render_custom(app: PiApp, message: Mapping[str, Any], expanded: bool) -> RenderableType | None:
     """The registered renderer's drawing of a ``custom`` message; None for the default one (no renderer,
     the renderer answered None, or it raised: reported as an extension error)."""
     from rich.text import Text

@@ -9,7 +9,7 @@ the reopening gets widgets of its own.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from rich.console import Group, RenderableType
@@ -17,10 +17,11 @@ from rich.padding import Padding
 from rich.text import Text
 from textual.widgets import Static
 
+from pi_coding_agent.agent.events import AgentMessage
 from pi_coding_agent.coding.modes.interactive import blocks
 from pi_coding_agent.coding.modes.interactive.blocks import Palette
 
-CustomRenderer = Callable[[dict[str, Any], bool], RenderableType | None]
+CustomRenderer = Callable[[Mapping[str, Any], bool], RenderableType | None]
 
 
 def _boxed(renderable: RenderableType, background: str | None) -> RenderableType:
@@ -35,7 +36,7 @@ def _tool(name: str, args: dict[str, Any], result: dict[str, Any] | None, is_err
     return _boxed(blocks.tool_renderable(name, args, result, is_error, expanded, palette), palette.get(role))
 
 
-def _assistant(message: dict[str, Any], results: dict[str, dict[str, Any]], hide_thinking: bool,
+def _assistant(message: Mapping[str, Any], results: Mapping[Any, Any], hide_thinking: bool,
                expanded: bool, palette: Palette) -> list[RenderableType]:
     out: list[RenderableType] = []
     for part in message.get("content") or []:
@@ -58,7 +59,7 @@ def _assistant(message: dict[str, Any], results: dict[str, dict[str, Any]], hide
     return out
 
 
-def renderables(messages: list[dict[str, Any]], palette: Palette, hide_thinking: bool,
+def renderables(messages: Sequence[AgentMessage], palette: Palette, hide_thinking: bool,
                 expanded: bool, render_custom: CustomRenderer | None = None) -> list[RenderableType]:
     """Every message as the live transcript would have shown it (``render_custom``: an extension's
     drawing of a custom message, None for the default one)."""
@@ -66,10 +67,10 @@ def renderables(messages: list[dict[str, Any]], palette: Palette, hide_thinking:
     user_style = f"{palette.get('userMessageText', '')} on {palette.get('userMessageBg', '')}".strip()
     out: list[RenderableType] = []
     for message in messages:
-        role = message.get("role")
-        if role == "user":
+        role = message["role"]
+        if message["role"] == "user":
             out.append(_boxed(Text(blocks.message_text(message), style=user_style), palette.get("userMessageBg")))
-        elif role == "assistant":
+        elif message["role"] == "assistant":
             out += _assistant(message, results, hide_thinking, expanded, palette)
         elif role == "bashExecution":
             code = message.get("exitCode")
@@ -92,7 +93,7 @@ def renderables(messages: list[dict[str, Any]], palette: Palette, hide_thinking:
 class History(Static):
     """Restored messages as one renderable; ``redraw`` after Ctrl+O / Ctrl+T."""
 
-    def __init__(self, messages: list[dict[str, Any]], palette: Palette,
+    def __init__(self, messages: Sequence[AgentMessage], palette: Palette,
                  render_custom: CustomRenderer | None = None) -> None:
         super().__init__()
         self.messages = messages

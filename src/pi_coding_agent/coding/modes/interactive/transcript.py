@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from rich.segment import Segment
@@ -21,6 +22,21 @@ from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Static
 
+from pi_coding_agent.agent.events import AgentMessage
+from pi_coding_agent.ai.types import AssistantContent
+from pi_coding_agent.coding.events import (
+    AgentEvent,
+    AutoRetryEndEvent,
+    AutoRetryStartEvent,
+    CompactionEndEvent,
+    CompactionStartEvent,
+    ExtensionErrorEvent,
+    MessageEndEvent,
+    MessageStartEvent,
+    ToolExecutionEndEvent,
+    ToolExecutionStartEvent,
+    ToolExecutionUpdateEvent,
+)
 from pi_coding_agent.coding.modes.interactive import blocks
 from pi_coding_agent.coding.modes.interactive.blocks import Palette
 from pi_coding_agent.coding.modes.interactive.history import CustomRenderer, History
@@ -175,16 +191,19 @@ class AssistantView(Vertical):
             self.mount(view)
         return view
 
-    def set_content(self, content: list[dict[str, Any]]) -> list[TextBlock]:
+    def set_content(self, content: list[AssistantContent]) -> list[TextBlock]:
         """The final message's blocks (authoritative over what streamed), each finished; returns them
         to redraw."""
         changed = []
         for index, part in enumerate(content):
-            kind = part.get("type")
-            if kind not in ("text", "thinking"):
+            if part["type"] == "text":
+                view = self.block(index, False)
+                view.text = part.get("text", "")
+            elif part["type"] == "thinking":
+                view = self.block(index, True)
+                view.text = part.get("thinking", "")
+            else:
                 continue
-            view = self.block(index, kind == "thinking")
-            view.text = part.get(kind, "")
             view.finish()
             changed.append(view)
         return changed
@@ -203,7 +222,7 @@ class Transcript(VerticalScroll):
         self._current: AssistantView | None = None
         self._tools: dict[str, ToolView] = {}
         self._dirty: dict[int, Any] = {}
-        self._older: list[dict[str, Any]] = []  # restored messages not drawn yet (above the top)
+        self._older: list[AgentMessage] = []  # restored messages not drawn yet (above the top)
         self._loading_older = False
         # an extension's drawing of a custom message, None for the default (``extension_hooks``)
         self.render_custom: CustomRenderer = lambda message, expanded: None
@@ -268,20 +287,19 @@ class Transcript(VerticalScroll):
 
     # ------------------------------------------------------------------ events
 
-    def handle(self, event: dict[str, Any]) -> None:
+    def handle(self, event: AgentEvent) -> None:
         handler = getattr(self, f"_on_{event['type']}", None)
         if handler is not None:
             handler(event)
 
-    def _on_message_start(self, event: dict[str, Any]) -> None:
+    def _on_message_start(self, event: MessageStartEvent) -> None:
         message = event["message"]
-        role = message.get("role")
-        if role == "user":
+        if message["role"] == "user":
             self.add_user(blocks.message_text(message))
-        elif role == "assistant":
+        elif message["role"] == "assistant":
             self._current = AssistantView(self.palette, self.hide_thinking)
             self._add(self._current)
-        elif role == "custom" and message.get("display", True):
+        elif message["role"] == "custom" and message.get("display", True):
             drawn = self.render_custom(message, self.tools_expanded)
             if drawn is not None:
                 self.add_entry(drawn, "notice")
@@ -303,9 +321,9 @@ class Transcript(VerticalScroll):
             call = update["toolCall"]
             self.add_tool(call["id"], call["name"], call.get("arguments") or {})
 
-    def _on_message_end(self, event: dict[str, Any]) -> None:
+    def _on_message_end(self, event: MessageEndEvent) -> None:
         message = event["message"]
-        if message.get("role") != "assistant":
+        if message["role"] != "assistant":
             return
         view = self._current or AssistantView(self.palette, self.hide_thinking)
         if self._current is None:
@@ -314,7 +332,7 @@ class Transcript(VerticalScroll):
         for changed in view.set_content(message.get("content") or []):
             self.mark(changed)
         for part in message.get("content") or []:
-            if part.get("type") == "toolCall":
+            if part["type"] == "toolCall":
                 self.add_tool(part["id"], part["name"], part.get("arguments") or {})
         reason = message.get("stopReason")
         if reason == "aborted":
@@ -322,21 +340,21 @@ class Transcript(VerticalScroll):
         elif reason == "error":
             self.add_notice(f"Error: {message.get('errorMessage') or 'unknown error'}", "error")
 
-    def _on_tool_execution_start(self, event: dict[str, Any]) -> None:
+    def _on_tool_execution_start(self, event: ToolExecutionStartEvent) -> None:
         self.add_tool(event["toolCallId"], event["toolName"], event.get("args"))
 
-    def _on_tool_execution_update(self, event: dict[str, Any]) -> None:
+    def _on_tool_execution_update(self, event: ToolExecutionUpdateEvent) -> None:
         view = self.add_tool(event["toolCallId"], event["toolName"])
         view.result = event.get("partialResult")
 
-    def _on_tool_execution_end(self, event: dict[str, Any]) -> None:
+    def _on_tool_execution_end(self, event: ToolExecutionEndEvent) -> None:
         view = self.add_tool(event["toolCallId"], event["toolName"])
         view.finish(event.get("result"), bool(event.get("isError")), event.get("durationMs"))
 
-    def _on_compaction_start(self, event: dict[str, Any]) -> None:
+    def _on_compaction_start(self, event: CompactionStartEvent) -> None:
         self.add_notice(f"Compacting context ({event.get('reason', 'manual')})…", "warning")
 
-    def _on_compaction_end(self, event: dict[str, Any]) -> None:
+    def _on_compaction_end(self, event: CompactionEndEvent) -> None:
         if event.get("aborted"):
             self.add_notice("Compaction cancelled", "warning")
         elif event.get("errorMessage"):
@@ -345,20 +363,20 @@ class Transcript(VerticalScroll):
             before = (event.get("result") or {}).get("tokensBefore")
             self.add_notice("Context compacted" + (f" (was {before} tokens)" if before else ""), "success")
 
-    def _on_auto_retry_start(self, event: dict[str, Any]) -> None:
+    def _on_auto_retry_start(self, event: AutoRetryStartEvent) -> None:
         self.add_notice(f"Retrying ({event['attempt']}/{event['maxAttempts']}) in {event['delayMs'] / 1000:.0f}s: "
                         f"{event.get('errorMessage', '')}", "warning")
 
-    def _on_auto_retry_end(self, event: dict[str, Any]) -> None:
+    def _on_auto_retry_end(self, event: AutoRetryEndEvent) -> None:
         if not event.get("success") and event.get("finalError"):
             self.add_notice(f"Retry failed: {event['finalError']}", "error")
 
-    def _on_extension_error(self, event: dict[str, Any]) -> None:
+    def _on_extension_error(self, event: ExtensionErrorEvent) -> None:
         self.add_notice(f"Extension error ({event.get('extensionPath')}): {event.get('error')}", "error")
 
     # ------------------------------------------------------------------ whole transcripts
 
-    async def restore(self, messages: list[dict[str, Any]]) -> None:
+    async def restore(self, messages: Sequence[AgentMessage]) -> None:
         """Replace everything with ``messages`` (a reopened, resumed or forked session), drawn as one
         ``History`` widget."""
         await self.remove_children()

@@ -16,6 +16,7 @@ from typing import NamedTuple, Protocol
 import orjson
 
 from pi_coding_agent.agent.awaitables import maybe_await
+from pi_coding_agent.agent.events import AgentMessage
 from pi_coding_agent.agent.queues import QUEUE_MODES
 from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.errors import CommandError, is_bug
@@ -40,7 +41,7 @@ class RpcSession(Protocol):
 
     def get_entries_json(self, since: str | None) -> tuple[Iterator[bytes], str | None]: ...
 
-    def get_messages(self) -> list[JsonObject]: ...
+    def get_messages(self) -> list[AgentMessage]: ...
 
     def get_last_assistant_text(self) -> str | None: ...
 
