@@ -106,9 +106,10 @@ class Transcript(ScrollView):
         if canvas is None:
             return
         self._dirty.clear()
+        resized, self._canvas = canvas != self._canvas, canvas
         moved: int | None = None  # the first entry whose height changed: every line below it moves
         for index, entry in enumerate(self.entries):
-            if not entry.stale and canvas == self._canvas:
+            if not entry.stale and not resized:
                 continue
             before = entry.lines
             entry.draw(canvas)
@@ -119,10 +120,9 @@ class Transcript(ScrollView):
                 self._repaint(self._starts[index] + same, len(before) - same)
             else:
                 moved = index
-        self._canvas = canvas
-        if moved is None:
+        if moved is None and not resized:
             return
-        self._restart(moved)
+        self._restart(len(self.entries) if moved is None else moved)
         height = self._starts[-1] + len(self.entries[-1].lines) if self.entries else 0
         size = Size(canvas.width, height)
         if size != self.virtual_size:
@@ -131,10 +131,11 @@ class Transcript(ScrollView):
             self._scroll_update(size)
         if follow:
             self.scroll_to(y=self.max_scroll_y, animate=False)
-        self._repaint(self._starts[moved] if self._starts else 0, self.size.height + int(self.scroll_y))
+        if moved is not None:
+            self._repaint(self._starts[moved], self.size.height + int(self.scroll_y))
 
     def _restart(self, index: int) -> None:
-        """The first lines of the entries from ``index`` on."""
+        """The first lines of the entries from ``index`` on (or from the first one not counted yet)."""
         del self._starts[index:]
         index = len(self._starts)
         line = self._starts[-1] + len(self.entries[index - 1].lines) if index else 0
