@@ -144,6 +144,45 @@ async def test_thinking_blocks_collapse_with_the_setting_and_ctrl_t(make_app, fa
         await until(pilot, lambda: "secret musing" in screen_text(app))
 
 
+async def test_ctrl_o_expands_tool_output_live_and_restored(make_app, fake_llm):
+    fake_llm.add({"content": [{"type": "toolCall", "id": "c1", "name": "bash",
+                               "arguments": {"command": "seq 1 15 | sed 's/^/row-/'"}}]},
+                 {"content": [{"type": "text", "text": "counted"}]})
+    app = await make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await type_text(pilot, "count")
+        await pilot.press("enter")
+        await until(pilot, lambda: "counted" in screen_text(app) and not app.session.is_streaming)
+        assert "5 earlier lines (ctrl+o to expand)" in screen_text(app) and "row-5\n" not in screen_text(app)
+        await pilot.press("ctrl+o")
+        await until(pilot, lambda: "row-1 " in screen_text(app) and "earlier lines" not in screen_text(app))
+        await app.transcript.restore(app.session.get_messages())  # the same messages, reopened
+        await until(pilot, lambda: "row-1 " in screen_text(app))
+        await pilot.press("ctrl+o")
+        await until(pilot, lambda: "5 earlier lines" in screen_text(app) and "row-1 " not in screen_text(app))
+
+
+async def test_a_reader_scrolled_up_stays_put_while_the_answer_grows(make_app):
+    def delta(text: str) -> dict[str, Any]:
+        return {"type": "message_update",
+                "assistantMessageEvent": {"type": "text_delta", "contentIndex": 0, "delta": text}}
+
+    app = await make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        transcript = app.transcript
+        transcript.handle({"type": "message_start", "message": {"role": "assistant", "content": []}})
+        transcript.handle(delta("\n\n".join(f"Line {i}" for i in range(40))))
+        await until(pilot, lambda: "Line 39" in screen_text(app))
+        transcript.scroll_home(animate=False)
+        await until(pilot, lambda: "Line 0" in screen_text(app))
+        transcript.handle(delta("\n\nLine 40"))
+        await pilot.pause(0.3)
+        assert "Line 0" in screen_text(app) and "Line 40" not in screen_text(app)
+        transcript.scroll_end(animate=False)
+        transcript.handle(delta("\n\nLine 41"))
+        await until(pilot, lambda: "Line 41" in screen_text(app))
+
+
 @pytest.mark.slow
 async def test_tree_navigation_and_resume(make_app, fake_llm, tmp_path):
     fake_llm.add({"content": [{"type": "text", "text": "answer one"}]}, {"content": [{"type": "text", "text": "answer two"}]},
