@@ -395,3 +395,16 @@ def test_user_theme_files_resolve_vars_and_okhsl(tmp_path):
     assert palette["accent"] == "#112233"
     assert palette["error"] == "#ff0000"
     assert theme.load_palette("light", tmp_path, [])["appearance"] == "light"
+
+
+async def test_transcript_text_is_selected_with_the_mouse(make_app):
+    app = await make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        app.transcript.add_notice("please select these words")
+        await until(pilot, lambda: "please select these words" in screen_text(app))
+        row = next(i for i, line in enumerate(screen_text(app).split("\n")) if "please select" in line)
+        column = screen_text(app).split("\n")[row].index("select")
+        await pilot.mouse_down(offset=(column, row))
+        await pilot.hover(offset=(column + 12, row))
+        await pilot.mouse_up(offset=(column + 12, row))
+        await until(pilot, lambda: (app.screen.get_selected_text() or "").strip() == "select these")

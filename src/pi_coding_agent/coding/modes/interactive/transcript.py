@@ -17,6 +17,7 @@ from typing import Any
 from rich.text import Text
 from textual.geometry import Size
 from textual.scroll_view import ScrollView
+from textual.selection import Selection
 from textual.strip import Strip
 
 from pi_coding_agent.coding.modes.interactive import blocks
@@ -151,13 +152,31 @@ class Transcript(ScrollView):
             self.refresh_lines(top, bottom - top)
 
     def render_line(self, y: int) -> Strip:
+        """A kept line, highlighted where the mouse selected it, marked with its offsets for selecting."""
         line = int(self.scroll_y) + y
+        strip = self._kept_line(line)
+        selection = self.text_selection
+        span = selection.get_span(line) if selection is not None else None
+        if span is not None:
+            start, end = span[0], strip.cell_length if span[1] == -1 else span[1]
+            style = self.screen.get_component_rich_style("screen--selection")
+            strip = Strip.join([strip.crop(0, start), strip.crop(start, end).apply_style(style), strip.crop(end)])
+        return strip.apply_offsets(0, line)  # kept by the strip, for the next frame
+
+    def _kept_line(self, line: int) -> Strip:
         width = self.scrollable_content_region.width
         index = bisect_right(self._starts, line) - 1
         if index < 0 or line - self._starts[index] >= len(self.entries[index].lines):
             return Strip.blank(width, self.rich_style)
         strip = self.entries[index].lines[line - self._starts[index]]
         return strip if strip.cell_length == width else strip.crop_extend(0, width, self.rich_style)
+
+    def get_selection(self, selection: Selection) -> tuple[str, str] | None:
+        text = "\n".join(strip.text.rstrip() for entry in self.entries for strip in entry.lines)
+        return selection.extract(text), "\n"
+
+    def selection_updated(self, selection: Selection | None) -> None:
+        self.refresh()
 
     def add_entry(self, renderable: Any) -> Entry:
         entry = Entry(renderable)
