@@ -144,6 +144,45 @@ async def test_thinking_blocks_collapse_with_the_setting_and_ctrl_t(make_app, fa
         await until(pilot, lambda: "secret musing" in screen_text(app))
 
 
+async def test_ctrl_o_expands_tool_output_live_and_restored(make_app, fake_llm):
+    fake_llm.add({"content": [{"type": "toolCall", "id": "c1", "name": "bash",
+                               "arguments": {"command": "seq 1 15 | sed 's/^/row-/'"}}]},
+                 {"content": [{"type": "text", "text": "counted"}]})
+    app = await make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await type_text(pilot, "count")
+        await pilot.press("enter")
+        await until(pilot, lambda: "counted" in screen_text(app) and not app.session.is_streaming)
+        assert "5 earlier lines (ctrl+o to expand)" in screen_text(app) and "row-5\n" not in screen_text(app)
+        await pilot.press("ctrl+o")
+        await until(pilot, lambda: "row-1 " in screen_text(app) and "earlier lines" not in screen_text(app))
+        await app.transcript.restore(app.session.get_messages())  # the same messages, reopened
+        await until(pilot, lambda: "row-1 " in screen_text(app))
+        await pilot.press("ctrl+o")
+        await until(pilot, lambda: "5 earlier lines" in screen_text(app) and "row-1 " not in screen_text(app))
+
+
+async def test_a_reader_scrolled_up_stays_put_while_the_answer_grows(make_app):
+    def delta(text: str) -> dict[str, Any]:
+        return {"type": "message_update",
+                "assistantMessageEvent": {"type": "text_delta", "contentIndex": 0, "delta": text}}
+
+    app = await make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        transcript = app.transcript
+        transcript.handle({"type": "message_start", "message": {"role": "assistant", "content": []}})
+        transcript.handle(delta("\n\n".join(f"Line {i}" for i in range(40))))
+        await until(pilot, lambda: "Line 39" in screen_text(app))
+        transcript.scroll_home(animate=False)
+        await until(pilot, lambda: "Line 0" in screen_text(app))
+        transcript.handle(delta("\n\nLine 40"))
+        await pilot.pause(0.3)
+        assert "Line 0" in screen_text(app) and "Line 40" not in screen_text(app)
+        transcript.scroll_end(animate=False)
+        transcript.handle(delta("\n\nLine 41"))
+        await until(pilot, lambda: "Line 41" in screen_text(app))
+
+
 @pytest.mark.slow
 async def test_tree_navigation_and_resume(make_app, fake_llm, tmp_path):
     fake_llm.add({"content": [{"type": "text", "text": "answer one"}]}, {"content": [{"type": "text", "text": "answer two"}]},
@@ -179,9 +218,14 @@ async def test_tree_navigation_and_resume(make_app, fake_llm, tmp_path):
 
 async def test_a_long_session_opens_with_its_latest_messages_and_pages_up_to_older_ones(
         make_app, fake_llm, tmp_path, monkeypatch):
-    from pi_coding_agent.coding.modes.interactive import history, transcript
+    from pi_coding_agent.coding.modes.interactive import entries, transcript
 
     monkeypatch.setattr(transcript, "RESTORED_MESSAGES", 4)
+
+    def chunks(app: Any) -> int:
+        """The restored chunks drawn so far."""
+        return sum(isinstance(entry, entries.HistoryEntry) for entry in app.transcript.entries)
+
     lines = [{"type": "session", "version": 3, "id": "long", "timestamp": "2026-01-01T00:00:00.000Z",
               "cwd": str(tmp_path)}]
     for i in range(12):
@@ -195,29 +239,12 @@ async def test_a_long_session_opens_with_its_latest_messages_and_pages_up_to_old
     app = await make_app(no_session=False, session=str(path))
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: "answer-11" in screen_text(app))
-        assert "answer-7" not in screen_text(app) and len(app.transcript.query(history.History)) == 1
+        assert "answer-7" not in screen_text(app) and chunks(app) == 1
         for _ in range(3):
             await pilot.press("pageup")
-            await until(pilot, lambda: app.transcript._loading_older is False)
-        assert len(app.transcript.query(history.History)) == 3
+        await until(pilot, lambda: chunks(app) == 3)
         app.transcript.scroll_home(animate=False)
         await until(pilot, lambda: "question-0" in screen_text(app))
-
-
-async def test_a_settled_run_folds_a_crowded_transcript(make_app, fake_llm, monkeypatch):
-    from pi_coding_agent.coding.modes.interactive import app as app_module
-    from pi_coding_agent.coding.modes.interactive import history
-
-    monkeypatch.setattr(app_module, "FOLD_AFTER_WIDGETS", 3)
-    app = await make_app()
-    async with app.run_test(size=SIZE) as pilot:
-        for text in ("one", "two"):
-            await type_text(pilot, text)
-            await pilot.press("enter")
-            await until(pilot, lambda: not app.session.is_streaming)
-        await until(pilot, lambda: len(app.transcript.query(history.History)) == 1)
-        assert len(app.transcript.children) == 1
-        assert "one" in screen_text(app) and "two" in screen_text(app)
 
 
 @pytest.mark.parametrize("opener", ["/model", "ctrl+l"])
@@ -368,3 +395,16 @@ def test_user_theme_files_resolve_vars_and_okhsl(tmp_path):
     assert palette["accent"] == "#112233"
     assert palette["error"] == "#ff0000"
     assert theme.load_palette("light", tmp_path, [])["appearance"] == "light"
+
+
+async def test_transcript_text_is_selected_with_the_mouse(make_app):
+    app = await make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        app.transcript.add_notice("please select these words")
+        await until(pilot, lambda: "please select these words" in screen_text(app))
+        row = next(i for i, line in enumerate(screen_text(app).split("\n")) if "please select" in line)
+        column = screen_text(app).split("\n")[row].index("select")
+        await pilot.mouse_down(offset=(column, row))
+        await pilot.hover(offset=(column + 12, row))
+        await pilot.mouse_up(offset=(column + 12, row))
+        await until(pilot, lambda: (app.screen.get_selected_text() or "").strip() == "select these")

@@ -19,10 +19,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.widget import Widget
 
 from pi_coding_agent.coding import paths
 from pi_coding_agent.coding.modes.interactive import app as app_module
 from pi_coding_agent.coding.modes.interactive import footer
+from pi_coding_agent.coding.modes.interactive.transcript import Transcript
 from tests.coding.interactive.test_interactive import app_maker, screen_text, type_text, until
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
@@ -203,31 +205,46 @@ def _delta(text: str) -> dict[str, Any]:
     return {"type": "message_update", "assistantMessageEvent": {"type": "text_delta", "contentIndex": 0, "delta": text}}
 
 
-async def test_a_streamed_line_that_keeps_its_height_redraws_without_a_screen_layout(make_app, monkeypatch):
-    """A layout redraws every widget of the screen: a delta that does not add a line must not ask for one."""
-    from pi_coding_agent.coding.modes.interactive.transcript import TextBlock
-
-    layouts: list[bool] = []
-    original = TextBlock.refresh
+def _record_refreshes(monkeypatch: Any, widget: type = Transcript) -> list[tuple[bool, int]]:
+    """(layout asked for, lines repainted) of each refresh of a ``widget`` from now on."""
+    calls: list[tuple[bool, int]] = []
+    original = widget.refresh
 
     def refresh(self: Any, *regions: Any, layout: bool = False, **options: Any) -> Any:
-        layouts.append(layout)
+        calls.append((layout, sum(region.height for region in regions) if regions else self.size.height))
         return original(self, *regions, layout=layout, **options)
 
-    monkeypatch.setattr(TextBlock, "refresh", refresh)
+    monkeypatch.setattr(widget, "refresh", refresh)
+    return calls
+
+
+async def test_a_streamed_answer_that_grows_redraws_without_a_screen_layout(make_app, monkeypatch):
+    """A layout of the screen redraws every widget on it: new lines of an answer only extend the
+    transcript's scroll range, and the view follows the bottom."""
     app = await make_app()
     async with app.run_test(size=SIZE) as pilot:
         transcript = app.transcript
         transcript.handle({"type": "message_start", "message": {"role": "assistant", "content": []}})
-        transcript.handle(_delta("First words"))
-        await until(pilot, lambda: "First words" in screen_text(app))
-        layouts.clear()
+        transcript.handle(_delta("\n\n".join(f"Paragraph {i}" for i in range(20))))
+        await until(pilot, lambda: "Paragraph 19" in screen_text(app) and transcript.show_vertical_scrollbar)
+        refreshes = _record_refreshes(monkeypatch, Widget)
+        for i in range(20, 25):
+            transcript.handle(_delta(f"\n\nParagraph {i}"))
+            await until(pilot, lambda i=i: f"Paragraph {i}" in screen_text(app))
+        assert refreshes and not any(layout for layout, _ in refreshes)
+
+
+async def test_a_streamed_line_that_keeps_its_height_repaints_only_that_line(make_app, monkeypatch):
+    app = await make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        transcript = app.transcript
+        transcript.handle({"type": "message_start", "message": {"role": "assistant", "content": []}})
+        transcript.handle(_delta("First paragraph\n\nSecond words"))
+        await until(pilot, lambda: "Second words" in screen_text(app))
+        refreshes = _record_refreshes(monkeypatch)
         transcript.handle(_delta(" and more on the same line"))
-        await until(pilot, lambda: "First words and more on the same line" in screen_text(app))
-        assert layouts and not any(layouts)
-        transcript.handle(_delta("\n\nA second paragraph"))
-        await until(pilot, lambda: "A second paragraph" in screen_text(app))
-        assert layouts[-1] is True
+        await until(pilot, lambda: "Second words and more on the same line" in screen_text(app))
+        assert refreshes == [(False, 1)]
 
 
 async def test_a_typed_key_holds_the_transcript_redraw_for_a_moment(make_app, monkeypatch):

@@ -34,9 +34,6 @@ if TYPE_CHECKING:
 
 DOUBLE_PRESS_S = 1.0  # a second Ctrl+C / Escape within this many seconds counts as a double press
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
-# past this many transcript widgets, a settled run folds the transcript into ``History`` widgets:
-# Textual's layout cost grows with the widget count, and with it the cost of every streamed line
-FOLD_AFTER_WIDGETS = 150
 FOOTER_EVENTS = ("message_end", "agent_settled", "thinking_level_changed", "session_info_changed",
                  "compaction_end", "model_changed")
 
@@ -96,7 +93,7 @@ class PiApp(App[int]):
 
     def use_palette(self, palette: Palette) -> None:
         """Another theme at once (``/settings``): CSS colours, the header and the transcript are drawn
-        again (a run in progress keeps its colours until it has settled and the transcript is folded)."""
+        again (a run in progress keeps its colours in the transcript)."""
         self.palette = self.transcript.palette = palette
         self._register_theme("pi-alt" if self.theme == "pi" else "pi")  # Textual applies a theme when its name changes
         self.query_one("#header", Static).update(self._header())
@@ -151,8 +148,6 @@ class PiApp(App[int]):
             self._show_queue(event["steering"], event["followUp"])  # type: ignore[typeddict-item]
         if etype in FOOTER_EVENTS:
             self.refresh_footer()
-        if etype == "agent_settled" and len(self.transcript.children) > FOLD_AFTER_WIDGETS:
-            self.spawn(self.transcript.restore(self.session.get_messages()))
 
     def _show_queue(self, steering: list[str], follow_up: list[str]) -> None:
         lines = [f"steer: {t}" for t in steering] + [f"follow-up: {t}" for t in follow_up]

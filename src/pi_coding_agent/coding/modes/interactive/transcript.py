@@ -1,29 +1,27 @@
-"""The scrolling transcript: one widget per user message, assistant message, tool call and notice.
+"""The scrolling transcript: one line-API widget showing the lines its entries rendered.
 
 Session events arrive far faster than a terminal can draw (thousands of deltas a second); an event
-only changes a view's data and marks it dirty, and a timer redraws the dirty views at most
-``FPS`` times a second. A streamed answer re-renders only its tail after the last finished
-paragraph (``blocks.stable_split``), so the cost of a frame does not grow with the answer.
+only changes an entry's data and marks it dirty, and a timer redraws the dirty entries at most
+``FPS`` times a second. Each entry keeps the lines it rendered (``entries.py``), so a frame renders
+only what changed, and the widget hands Textual those lines as they are (``render_line``): a
+growing answer extends the virtual height, without a layout of the screen, and a scroll repaints
+kept lines rather than rendering them again.
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
+from bisect import bisect_right
 from collections.abc import Sequence
 from typing import Any
 
-from rich.segment import Segment
-from rich.style import Style
 from rich.text import Text
-from textual.containers import Vertical, VerticalScroll
-from textual.geometry import Region, Size
+from textual.geometry import Size
+from textual.scroll_view import ScrollView
+from textual.selection import Selection
 from textual.strip import Strip
-from textual.widget import Widget
-from textual.widgets import Static
 
 from pi_coding_agent.agent.events import AgentMessage
-from pi_coding_agent.ai.types import AssistantContent
 from pi_coding_agent.coding.events import (
     AgentEvent,
     AutoRetryEndEvent,
@@ -39,7 +37,14 @@ from pi_coding_agent.coding.events import (
 )
 from pi_coding_agent.coding.modes.interactive import blocks
 from pi_coding_agent.coding.modes.interactive.blocks import Palette
-from pi_coding_agent.coding.modes.interactive.history import CustomRenderer, History
+from pi_coding_agent.coding.modes.interactive.entries import (
+    AssistantEntry,
+    Canvas,
+    Entry,
+    HistoryEntry,
+    ToolEntry,
+)
+from pi_coding_agent.coding.modes.interactive.history import CustomRenderer
 
 FPS = 30
 # a typed key is drawn in a frame of its own: the transcript waits this long after a key, but holds
@@ -49,181 +54,23 @@ HOLD_AT_MOST_S = 0.25
 RESTORED_MESSAGES = 200  # a reopened session draws this many messages at a time, newest first
 
 
-class Entry(Static):
-    """A static transcript entry (user message, notice)."""
+class Transcript(ScrollView):
+    """Turns session events into entries; ``flush`` (on a timer) redraws the entries that changed."""
 
-    DEFAULT_CSS = "Entry { margin: 1 0 0 0; padding: 0 1; }"
-
-
-class TextBlock(Widget):
-    """A streamed text or thinking block, drawn from lines it renders and keeps itself.
-
-    Finished paragraphs are rendered once into ``_frozen``; a frame renders only the tail after them
-    (``blocks.stable_split``) and asks for a layout of the screen only when the block's height
-    changed (a layout redraws every widget on the screen). ``render_lines`` hands Textual the kept
-    lines as they are, padded and styled: Textual's own line cache is cleared whenever a widget
-    grows, which would re-render every line of a streaming answer on every frame. Once the message
-    ends (``finish``) the whole text is rendered as one markdown document, as a reopened session
-    shows it.
-    """
-
-    DEFAULT_CSS = "TextBlock { height: auto; }"
-    PAD = 1  # columns left and right
-
-    def __init__(self, palette: Palette, thinking: bool = False) -> None:
-        super().__init__(classes="thinking" if thinking else "")
-        self.palette = palette
-        self.thinking = thinking
-        self.collapsed = False  # a thinking block hidden by hideThinkingBlock / Ctrl+T shows one line
-        self.text = ""
-        self.done = False
-        self._frozen_to = 0
-        self._frozen: list[Strip] = []
-        self._lines: list[Strip] = []
-        self._width = 0  # the widget width the lines were rendered for (0: not laid out yet)
-        self._style = Style()
-
-    def render_now(self) -> bool:
-        height = len(self._lines)
-        if self._width:
-            self._render_text()
-        self.refresh(layout=not self._width or len(self._lines) != height)
-        return True
-
-    def finish(self) -> None:
-        """The message ended: render the whole text as one document from the next frame on."""
-        self.done = True
-        self._frozen_to, self._frozen = 0, []
-
-    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
-        if width != self._width or self.rich_style != self._style:
-            self._width, self._style, self._frozen_to, self._frozen = width, self.rich_style, 0, []
-            self._render_text()
-        return len(self._lines)
-
-    def render_lines(self, crop: Region) -> list[Strip]:
-        width = self.size.width
-        if width != self._width or self.rich_style != self._style:
-            self.get_content_height(self.size, self.size, width)
-        lines = self._lines[crop.y:crop.bottom]
-        lines += [Strip.blank(width, self._style)] * (crop.height - len(lines))
-        if crop.x or crop.right != width:
-            lines = [line.crop(crop.x, crop.right) for line in lines]
-        return lines
-
-    def _render_text(self) -> None:
-        if self.thinking:
-            shown = "Thinking… (ctrl+t to show)" if self.collapsed else self.text.strip()
-            self._lines = self._strips(Text(shown, style=f"italic {self.palette.get('thinkingText', '')}"))
-            return
-        split = len(self.text) if self.done else blocks.stable_split(self.text, self._frozen_to)
-        if split > self._frozen_to:
-            chunk = self._markdown(self.text[self._frozen_to:split])
-            if self._frozen and chunk:
-                self._frozen.append(self._blank())
-            self._frozen += chunk
-            self._frozen_to = split
-        tail = self._markdown(self.text[self._frozen_to:])
-        self._lines = [*self._frozen, self._blank(), *tail] if self._frozen and tail else self._frozen + tail
-
-    def _markdown(self, text: str) -> list[Strip]:
-        return self._strips(blocks.markdown(text, self.palette)) if text.strip() else []
-
-    def _blank(self) -> Strip:
-        return Strip.blank(self._width, self._style)
-
-    def _strips(self, renderable: Any) -> list[Strip]:
-        """``renderable`` as lines of the widget's full width: padded, on the widget's colours."""
-        inner = max(self._width - 2 * self.PAD, 1)
-        console = self.app.console
-        segments = console.render(renderable, console.options.update_width(inner))
-        pad = Strip.blank(self.PAD)
-        return [Strip.join([pad, Strip(line, inner), pad]).apply_style(self._style)
-                for line in Segment.split_and_crop_lines(segments, inner, include_new_lines=False, pad=True)]
-
-
-class ToolView(Static):
-    """One tool call: title while the arguments stream, then live output, then the result."""
-
-    DEFAULT_CSS = """
-    ToolView { margin: 1 0 0 0; padding: 0 1; background: $tool-pending; }
-    ToolView.-success { background: $tool-success; }
-    ToolView.-error { background: $tool-error; }
-    """
-
-    def __init__(self, palette: Palette, name: str, args: dict[str, Any] | None = None) -> None:
-        super().__init__()
-        self.palette = palette
-        self.tool_name = name
-        self.args: dict[str, Any] = args or {}
-        self.result: dict[str, Any] | None = None
-        self.is_error = False
-        self.expanded = False
-        self.duration_ms: int | None = None
-
-    def finish(self, result: dict[str, Any] | None, is_error: bool, duration_ms: int | None = None) -> None:
-        self.result, self.is_error, self.duration_ms = result, is_error, duration_ms
-        self.set_class(is_error, "-error")
-        self.set_class(not is_error, "-success")
-
-    def render_now(self) -> bool:
-        self.update(blocks.tool_renderable(self.tool_name, self.args, self.result, self.is_error, self.expanded,
-                                           self.palette, self.duration_ms))
-        return True
-
-
-class AssistantView(Vertical):
-    """An assistant message's text and thinking blocks, by content index."""
-
-    DEFAULT_CSS = "AssistantView { height: auto; margin: 1 0 0 0; }"
-
-    def __init__(self, palette: Palette, hide_thinking: bool) -> None:
-        super().__init__()
-        self.palette = palette
-        self.hide_thinking = hide_thinking
-        self.blocks: dict[int, TextBlock] = {}
-
-    def block(self, index: int, thinking: bool) -> TextBlock:
-        view = self.blocks.get(index)
-        if view is None:
-            view = self.blocks[index] = TextBlock(self.palette, thinking)
-            view.collapsed = thinking and self.hide_thinking
-            self.mount(view)
-        return view
-
-    def set_content(self, content: list[AssistantContent]) -> list[TextBlock]:
-        """The final message's blocks (authoritative over what streamed), each finished; returns them
-        to redraw."""
-        changed = []
-        for index, part in enumerate(content):
-            if part["type"] == "text":
-                view = self.block(index, False)
-                view.text = part.get("text", "")
-            elif part["type"] == "thinking":
-                view = self.block(index, True)
-                view.text = part.get("thinking", "")
-            else:
-                continue
-            view.finish()
-            changed.append(view)
-        return changed
-
-
-class Transcript(VerticalScroll):
-    """Turns session events into views; ``flush`` (on a timer) redraws the views that changed."""
-
-    DEFAULT_CSS = "Transcript { height: 1fr; scrollbar-size-vertical: 1; }"
+    DEFAULT_CSS = "Transcript { height: 1fr; scrollbar-size-vertical: 1; overflow-x: hidden; }"
 
     def __init__(self, palette: Palette, hide_thinking: bool = False) -> None:
         super().__init__(id="transcript")
         self.palette = palette
         self.hide_thinking = hide_thinking
         self.tools_expanded = False
-        self._current: AssistantView | None = None
-        self._tools: dict[str, ToolView] = {}
-        self._dirty: dict[int, Any] = {}
+        self.entries: list[Entry] = []
+        self._starts: list[int] = []  # the first line of each entry
+        self._canvas: Canvas | None = None  # what the entries were drawn for
+        self._current: AssistantEntry | None = None
+        self._tools: dict[str, ToolEntry] = {}
+        self._dirty: dict[int, Entry] = {}
         self._older: list[AgentMessage] = []  # restored messages not drawn yet (above the top)
-        self._loading_older = False
         # an extension's drawing of a custom message, None for the default (``extension_hooks``)
         self.render_custom: CustomRenderer = lambda message, expanded: None
         self._held_until = 0.0
@@ -232,21 +79,26 @@ class Transcript(VerticalScroll):
     def on_mount(self) -> None:
         self.set_interval(1 / FPS, self.flush)
 
-    def _add(self, widget: Any) -> None:
-        self.mount(widget)
-        self.call_after_refresh(self.scroll_end, animate=False)
+    def on_resize(self) -> None:
+        self._redraw(follow=self._following())
+
+    def _add(self, entry: Entry) -> None:
+        self.entries.append(entry)
+        self.mark(entry)
 
     # ------------------------------------------------------------------ drawing
 
-    def mark(self, view: Any) -> None:
-        self._dirty[id(view)] = view
+    def mark(self, entry: Entry) -> None:
+        entry.stale = True
+        self._dirty[id(entry)] = entry
 
     def hold(self) -> None:
         """A key was typed: let the editor's frame go first."""
         self._held_until = time.monotonic() + HOLD_AFTER_KEY_S
 
     def flush(self) -> None:
-        if not self._dirty:
+        canvas = self._new_canvas()
+        if not self._dirty and canvas == self._canvas:
             return
         now = time.monotonic()
         if now < self._held_until:
@@ -254,36 +106,115 @@ class Transcript(VerticalScroll):
             if now - self._held_since < HOLD_AT_MOST_S:
                 return
         self._held_since = 0.0
-        follow = self.scroll_y >= self.max_scroll_y - 1
-        views, self._dirty = list(self._dirty.values()), {}
-        for view in views:
-            if view.parent is not None and not (view.is_attached and view.render_now()):
-                self.mark(view)  # still being mounted
-        if follow:
-            self.call_after_refresh(self.scroll_end, animate=False)
+        self._redraw(follow=self._following())
 
-    def add_entry(self, renderable: Any, classes: str = "") -> Entry:
-        entry = Entry(renderable, classes=classes)
+    def _new_canvas(self) -> Canvas | None:
+        width = self.scrollable_content_region.width
+        return Canvas(self.app.console, width, self.rich_style) if width > 0 else None
+
+    def _following(self) -> bool:
+        return self.scroll_y >= self.max_scroll_y - 1
+
+    def _redraw(self, follow: bool) -> None:
+        """Render the entries that changed (all of them on another width), repaint the lines that
+        changed or moved, and keep the bottom in view if it was."""
+        canvas = self._new_canvas()
+        if canvas is None:
+            return
+        self._dirty.clear()
+        resized, self._canvas = canvas != self._canvas, canvas
+        moved: int | None = None  # the first entry whose height changed: every line below it moves
+        for index, entry in enumerate(self.entries):
+            if not entry.stale and not resized:
+                continue
+            before = entry.lines
+            entry.draw(canvas)
+            if moved is not None:
+                continue
+            if index < len(self._starts) and len(before) == len(entry.lines):
+                same = _same_prefix(before, entry.lines)
+                self._repaint(self._starts[index] + same, len(before) - same)
+            else:
+                moved = index
+        if moved is None and not resized:
+            return
+        self._restart(len(self.entries) if moved is None else moved)
+        height = self._starts[-1] + len(self.entries[-1].lines) if self.entries else 0
+        size = Size(canvas.width, height)
+        if size != self.virtual_size:
+            # without the reactive's layout of the whole screen: only this widget's scroll range changed
+            self.set_reactive(Transcript.virtual_size, size)
+            self._scroll_update(size)
+        if follow:
+            self.scroll_to(y=self.max_scroll_y, animate=False)
+        if moved is not None:
+            self._repaint(self._starts[moved], self.size.height + int(self.scroll_y))
+
+    def _restart(self, index: int) -> None:
+        """The first lines of the entries from ``index`` on (or from the first one not counted yet)."""
+        del self._starts[index:]
+        index = len(self._starts)
+        line = self._starts[-1] + len(self.entries[index - 1].lines) if index else 0
+        for entry in self.entries[index:]:
+            self._starts.append(line)
+            line += len(entry.lines)
+
+    def _repaint(self, first: int, count: int) -> None:
+        """Repaint the lines ``first`` to ``first + count`` (transcript lines) that are in view."""
+        top = max(first, int(self.scroll_y))
+        bottom = min(first + count, int(self.scroll_y) + self.size.height)
+        if bottom > top:
+            self.refresh_lines(top, bottom - top)
+
+    def render_line(self, y: int) -> Strip:
+        """A kept line, highlighted where the mouse selected it, marked with its offsets for selecting."""
+        line = int(self.scroll_y) + y
+        strip = self._kept_line(line)
+        selection = self.text_selection
+        span = selection.get_span(line) if selection is not None else None
+        if span is not None:
+            start, end = span[0], strip.cell_length if span[1] == -1 else span[1]
+            style = self.screen.get_component_rich_style("screen--selection")
+            strip = Strip.join([strip.crop(0, start), strip.crop(start, end).apply_style(style), strip.crop(end)])
+        return strip.apply_offsets(0, line)  # kept by the strip, for the next frame
+
+    def _kept_line(self, line: int) -> Strip:
+        width = self.scrollable_content_region.width
+        index = bisect_right(self._starts, line) - 1
+        if index < 0 or line - self._starts[index] >= len(self.entries[index].lines):
+            return Strip.blank(width, self.rich_style)
+        strip = self.entries[index].lines[line - self._starts[index]]
+        return strip if strip.cell_length == width else strip.crop_extend(0, width, self.rich_style)
+
+    def get_selection(self, selection: Selection) -> tuple[str, str] | None:
+        text = "\n".join(strip.text.rstrip() for entry in self.entries for strip in entry.lines)
+        return selection.extract(text), "\n"
+
+    def selection_updated(self, selection: Selection | None) -> None:
+        self.refresh()
+
+    def add_entry(self, renderable: Any) -> Entry:
+        entry = Entry(renderable)
         self._add(entry)
         return entry
 
     def add_notice(self, text: str, role: str = "muted") -> Entry:
-        return self.add_entry(blocks.notice(text, role, self.palette), "notice")
+        return self.add_entry(blocks.notice(text, role, self.palette))
 
     def add_user(self, text: str) -> Entry:
         style = f"{self.palette.get('userMessageText', '')} on {self.palette.get('userMessageBg', '')}".strip()
-        return self.add_entry(Text(text, style=style), "user")
+        return self.add_entry(Text(text, style=style))
 
-    def add_tool(self, call_id: str, name: str, args: dict[str, Any] | None = None) -> ToolView:
-        view = self._tools.get(call_id)
-        if view is None:
-            view = self._tools[call_id] = ToolView(self.palette, name, args)
-            view.expanded = self.tools_expanded
-            self._add(view)
+    def add_tool(self, call_id: str, name: str, args: dict[str, Any] | None = None) -> ToolEntry:
+        entry = self._tools.get(call_id)
+        if entry is None:
+            entry = self._tools[call_id] = ToolEntry(self.palette, name, args)
+            entry.expanded = self.tools_expanded
+            self._add(entry)
         elif args:
-            view.args = args
-        self.mark(view)
-        return view
+            entry.args = args
+        self.mark(entry)
+        return entry
 
     # ------------------------------------------------------------------ events
 
@@ -297,12 +228,12 @@ class Transcript(VerticalScroll):
         if message["role"] == "user":
             self.add_user(blocks.message_text(message))
         elif message["role"] == "assistant":
-            self._current = AssistantView(self.palette, self.hide_thinking)
+            self._current = AssistantEntry(self.palette, self.hide_thinking)
             self._add(self._current)
         elif message["role"] == "custom" and message.get("display", True):
             drawn = self.render_custom(message, self.tools_expanded)
             if drawn is not None:
-                self.add_entry(drawn, "notice")
+                self.add_entry(drawn)
             else:
                 self.add_notice(blocks.message_text(message) or str(message.get("customType", "")), "customMessageText")
 
@@ -312,9 +243,8 @@ class Transcript(VerticalScroll):
         if current is None:
             return
         if kind in ("text_delta", "thinking_delta"):
-            view = current.block(update["contentIndex"], kind == "thinking_delta")
-            view.text += update["delta"]
-            self.mark(view)
+            current.block(update["contentIndex"], kind == "thinking_delta").text += update["delta"]
+            self.mark(current)
         elif kind == "toolcall_start":
             self.add_tool(update["id"], update["toolName"])
         elif kind == "toolcall_end":
@@ -325,12 +255,12 @@ class Transcript(VerticalScroll):
         message = event["message"]
         if message["role"] != "assistant":
             return
-        view = self._current or AssistantView(self.palette, self.hide_thinking)
+        entry = self._current or AssistantEntry(self.palette, self.hide_thinking)
         if self._current is None:
-            self._add(view)
+            self._add(entry)
         self._current = None
-        for changed in view.set_content(message.get("content") or []):
-            self.mark(changed)
+        entry.set_content(message.get("content") or [])
+        self.mark(entry)
         for part in message.get("content") or []:
             if part["type"] == "toolCall":
                 self.add_tool(part["id"], part["name"], part.get("arguments") or {})
@@ -344,13 +274,11 @@ class Transcript(VerticalScroll):
         self.add_tool(event["toolCallId"], event["toolName"], event.get("args"))
 
     def _on_tool_execution_update(self, event: ToolExecutionUpdateEvent) -> None:
-        view = self.add_tool(event["toolCallId"], event["toolName"])
-        view.result = event.get("partialResult")
+        self.add_tool(event["toolCallId"], event["toolName"]).result = event.get("partialResult")
 
     def _on_tool_execution_end(self, event: ToolExecutionEndEvent) -> None:
-        view = self.add_tool(event["toolCallId"], event["toolName"])
-        view.finish(event.get("result"), bool(event.get("isError")), event.get("durationMs"))
-
+        entry = self.add_tool(event["toolCallId"], event["toolName"])
+        entry.finish(event.get("result"), bool(event.get("isError")), event.get("durationMs"))
     def _on_compaction_start(self, event: CompactionStartEvent) -> None:
         self.add_notice(f"Compacting context ({event.get('reason', 'manual')})…", "warning")
 
@@ -377,36 +305,34 @@ class Transcript(VerticalScroll):
     # ------------------------------------------------------------------ whole transcripts
 
     async def restore(self, messages: Sequence[AgentMessage]) -> None:
-        """Replace everything with ``messages`` (a reopened, resumed or forked session), drawn as one
-        ``History`` widget."""
-        await self.remove_children()
+        """Replace everything with ``messages`` (a reopened, resumed or forked session)."""
+        self.entries.clear()
+        self._starts.clear()
         self._tools.clear()
         self._current = None
         self._older = list(messages)
-        await self._load_older()
-        self.scroll_end(animate=False)
+        self._load_older()
+        self._redraw(follow=True)
 
-    async def _load_older(self) -> None:
-        """The next ``RESTORED_MESSAGES`` older messages as a ``History`` at the top: a reopened
-        session draws its latest messages first, the rest as the reader scrolls up to them."""
+    def _load_older(self) -> None:
+        """The next ``RESTORED_MESSAGES`` older messages as one entry at the top: a reopened session
+        draws its latest messages first, the rest as the reader scrolls up to them."""
         chunk, self._older = self._older[-RESTORED_MESSAGES:], self._older[:-RESTORED_MESSAGES]
         if not chunk:
             return
-        history = History(chunk, self.palette, self.render_custom)
-        history.redraw(self.hide_thinking, self.tools_expanded)
-        first = self.children[0] if self.children else None
-        await self.mount(history, before=first)
-        if first is not None:
-            self.scroll_to(y=self.scroll_y + history.outer_size.height, animate=False)
+        entry = HistoryEntry(chunk, self.palette, self.render_custom)
+        entry.hide_thinking, entry.expanded = self.hide_thinking, self.tools_expanded
+        self.entries.insert(0, entry)
+        self._starts.clear()
+        self.mark(entry)
 
     def _at_top(self) -> bool:
         """Scrolling up from the top loads the next older chunk; True when it did."""
         if not self._older or self.scroll_y > 0:
             return False
-        if not self._loading_older:
-            self._loading_older = True
-            task = asyncio.create_task(self._load_older())
-            task.add_done_callback(lambda _: setattr(self, "_loading_older", False))
+        self._load_older()
+        self._redraw(follow=False)
+        self.scroll_to(y=len(self.entries[0].lines), animate=False)
         return True
 
     def page_up(self) -> None:
@@ -419,39 +345,46 @@ class Transcript(VerticalScroll):
     def _on_mouse_scroll_up(self, event: Any) -> None:
         self._at_top()
 
-    def add_bash(self, command: str, output: str, exit_code: int | None) -> ToolView:
+    def add_bash(self, command: str, output: str, exit_code: int | None) -> ToolEntry:
         """A user ``!command`` (live output while it runs, ``exit_code`` once done)."""
-        view = ToolView(self.palette, "bash", {"command": command})
-        view.expanded = self.tools_expanded
-        view.result = {"content": [{"type": "text", "text": output}]}
-        self._add(view)
+        entry = ToolEntry(self.palette, "bash", {"command": command})
+        entry.expanded = self.tools_expanded
+        entry.result = {"content": [{"type": "text", "text": output}]}
+        self._add(entry)
         if exit_code is not None:
-            self.finish_bash(view, output, exit_code)
-        self.mark(view)
-        return view
+            self.finish_bash(entry, output, exit_code)
+        return entry
 
-    def finish_bash(self, view: ToolView, output: str, exit_code: int | None) -> None:
+    def finish_bash(self, entry: ToolEntry, output: str, exit_code: int | None) -> None:
         suffix = "" if exit_code in (0, None) else f"\nexit code {exit_code}"
-        view.finish({"content": [{"type": "text", "text": output + suffix}]}, exit_code not in (0, None))
-        self.mark(view)
+        entry.finish({"content": [{"type": "text", "text": output + suffix}]}, exit_code not in (0, None))
+        self.mark(entry)
 
     def set_tools_expanded(self, expanded: bool) -> None:
+        """Ctrl+O: every tool call's output in full, or its last lines."""
         self.tools_expanded = expanded
-        for view in self.query(ToolView):
-            view.expanded = expanded
-            self.mark(view)
-        self._redraw_history()
-
-    def _redraw_history(self) -> None:
-        for history in self.query(History):
-            history.redraw(self.hide_thinking, self.tools_expanded)
+        for entry in self.entries:
+            if isinstance(entry, ToolEntry | HistoryEntry):
+                entry.expanded = expanded
+                self.mark(entry)
 
     def set_hide_thinking(self, hide: bool) -> None:
+        """Ctrl+T: thinking blocks in full, or one line each."""
         self.hide_thinking = hide
-        for view in self.query(AssistantView):
-            view.hide_thinking = hide
-        for block in self.query(TextBlock):
-            if block.thinking:
-                block.collapsed = hide
-                self.mark(block)
-        self._redraw_history()
+        for entry in self.entries:
+            if isinstance(entry, AssistantEntry):
+                entry.set_hide_thinking(hide)
+                self.mark(entry)
+            elif isinstance(entry, HistoryEntry):
+                entry.hide_thinking = hide
+                self.mark(entry)
+
+
+def _same_prefix(before: list[Strip], after: list[Strip]) -> int:
+    """How many first lines ``after`` kept from ``before`` (the same objects: not rendered again)."""
+    count = 0
+    for old, new in zip(before, after, strict=False):
+        if old is not new:
+            break
+        count += 1
+    return count
