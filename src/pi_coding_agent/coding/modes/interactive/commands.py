@@ -182,8 +182,30 @@ async def _new(app: PiApp, arg: str) -> None:
 
 
 async def _resume(app: PiApp, arg: str) -> None:
+    path = await _pick_session(app)
+    if not path:
+        return
+    choice = await project.open_asking_cwd(app, Path(path), Path(path))
+    if choice is None:
+        app.show_notice("Resume cancelled")
+    elif choice == "continue":
+        app.show_notice(f"Resumed session in {app.session.rt.cwd}")
+
+
+async def resume_at_startup(app: PiApp) -> bool:
+    """``pi -r``: the picker, then the session; False (nothing picked, or the cwd question
+    cancelled) ends pi, as in pi."""
+    path = await _pick_session(app)
+    if path is None:
+        app.exit(0, message="No session selected")
+        return False
+    return path == "" or await project.open_asking_cwd(app, Path(path), Path(path)) is not None
+
+
+async def _pick_session(app: PiApp) -> str | None:
     """The picker opens once the newest ``RESUME_PAGE`` sessions are read; older ones join it page by
-    page while it is open (hundreds of sessions would otherwise hold it up)."""
+    page while it is open (hundreds of sessions would otherwise hold it up). "": no other sessions
+    (a notice says so); None: cancelled."""
     from pi_coding_agent.coding.session.listing import files_newest_first
 
     session_dir = app.session.sm.session_dir
@@ -192,20 +214,13 @@ async def _resume(app: PiApp, arg: str) -> None:
     first = _resume_options(files[:RESUME_PAGE])
     if not first:
         app.show_notice("No other sessions in this project")
-        return
+        return ""
     screen = SelectScreen("Resume session", first)
     loader = asyncio.create_task(_load_older_sessions(screen, files[RESUME_PAGE:]))
     try:
-        path = await ask(app, screen, None)
+        return await ask(app, screen, None)
     finally:
         loader.cancel()
-    if not path:
-        return
-    choice = await project.open_asking_cwd(app, Path(path), Path(path))
-    if choice is None:
-        app.show_notice("Resume cancelled")
-    elif choice == "continue":
-        app.show_notice(f"Resumed session in {app.session.rt.cwd}")
 
 
 async def _load_older_sessions(screen: SelectScreen, files: list[Path]) -> None:
