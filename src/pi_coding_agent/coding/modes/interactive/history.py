@@ -30,13 +30,14 @@ def _boxed(renderable: RenderableType, background: str | None) -> RenderableType
 
 
 def _tool(name: str, args: dict[str, Any], result: dict[str, Any] | None, is_error: bool, expanded: bool,
-          palette: Palette) -> RenderableType:
+          palette: Palette, drawing: blocks.ToolDrawing | None = None) -> RenderableType:
     role = "toolPendingBg" if result is None else "toolErrorBg" if is_error else "toolSuccessBg"
-    return _boxed(blocks.tool_renderable(name, args, result, is_error, expanded, palette), palette.get(role))
+    return _boxed(blocks.tool_renderable(name, args, result, is_error, expanded, palette, drawing=drawing),
+                  palette.get(role))
 
 
 def _assistant(message: dict[str, Any], results: dict[str, dict[str, Any]], hide_thinking: bool,
-               expanded: bool, palette: Palette) -> list[RenderableType]:
+               expanded: bool, palette: Palette, drawing: blocks.ToolDrawing | None) -> list[RenderableType]:
     out: list[RenderableType] = []
     for part in message.get("content") or []:
         kind = part.get("type")
@@ -48,7 +49,8 @@ def _assistant(message: dict[str, Any], results: dict[str, dict[str, Any]], hide
         elif kind == "toolCall":
             result = results.get(part.get("id", ""))
             is_error = bool(result and result.get("isError"))
-            out.append(_tool(part.get("name", ""), part.get("arguments") or {}, result, is_error, expanded, palette))
+            out.append(_tool(part.get("name", ""), part.get("arguments") or {}, result, is_error, expanded, palette,
+                             drawing))
     reason = message.get("stopReason")
     if reason == "aborted":
         out.append(_boxed(blocks.notice("Operation aborted", "error", palette), None))
@@ -59,9 +61,10 @@ def _assistant(message: dict[str, Any], results: dict[str, dict[str, Any]], hide
 
 
 def renderables(messages: list[dict[str, Any]], palette: Palette, hide_thinking: bool,
-                expanded: bool, render_custom: CustomRenderer | None = None) -> list[RenderableType]:
-    """Every message as the live transcript would have shown it (``render_custom``: an extension's
-    drawing of a custom message, None for the default one)."""
+                expanded: bool, render_custom: CustomRenderer | None = None,
+                render_tool: blocks.ToolDrawing | None = None) -> list[RenderableType]:
+    """Every message as the live transcript would have shown it (``render_custom``, ``render_tool``:
+    the extensions' drawings of custom messages and tool calls)."""
     results = {m.get("toolCallId", ""): m for m in messages if m.get("role") == "toolResult"}
     user_style = f"{palette.get('userMessageText', '')} on {palette.get('userMessageBg', '')}".strip()
     out: list[RenderableType] = []
@@ -70,7 +73,7 @@ def renderables(messages: list[dict[str, Any]], palette: Palette, hide_thinking:
         if role == "user":
             out.append(_boxed(Text(blocks.message_text(message), style=user_style), palette.get("userMessageBg")))
         elif role == "assistant":
-            out += _assistant(message, results, hide_thinking, expanded, palette)
+            out += _assistant(message, results, hide_thinking, expanded, palette, render_tool)
         elif role == "bashExecution":
             code = message.get("exitCode")
             output = str(message.get("output", "")) + ("" if code in (0, None) else f"\nexit code {code}")
@@ -93,11 +96,12 @@ class History(Static):
     """Restored messages as one renderable; ``redraw`` after Ctrl+O / Ctrl+T."""
 
     def __init__(self, messages: list[dict[str, Any]], palette: Palette,
-                 render_custom: CustomRenderer | None = None) -> None:
+                 render_custom: CustomRenderer | None = None, render_tool: blocks.ToolDrawing | None = None) -> None:
         super().__init__()
         self.messages = messages
         self.palette = palette
-        self.render_custom = render_custom
+        self.render_custom, self.render_tool = render_custom, render_tool
 
     def redraw(self, hide_thinking: bool, expanded: bool) -> None:
-        self.update(Group(*renderables(self.messages, self.palette, hide_thinking, expanded, self.render_custom)))
+        self.update(Group(*renderables(self.messages, self.palette, hide_thinking, expanded, self.render_custom,
+                                       self.render_tool)))

@@ -144,15 +144,17 @@ class ToolView(Static):
         self.is_error = False
         self.expanded = False
         self.duration_ms: int | None = None
+        self.done = False
+        self.drawing: blocks.ToolDrawing | None = None  # the extensions' (``Transcript.render_tool``)
 
     def finish(self, result: dict[str, Any] | None, is_error: bool, duration_ms: int | None = None) -> None:
-        self.result, self.is_error, self.duration_ms = result, is_error, duration_ms
+        self.result, self.is_error, self.duration_ms, self.done = result, is_error, duration_ms, True
         self.set_class(is_error, "-error")
         self.set_class(not is_error, "-success")
 
     def render_now(self) -> bool:
         self.update(blocks.tool_renderable(self.tool_name, self.args, self.result, self.is_error, self.expanded,
-                                           self.palette, self.duration_ms))
+                                           self.palette, self.duration_ms, self.drawing, not self.done))
         return True
 
 
@@ -207,6 +209,7 @@ class Transcript(VerticalScroll):
         self._loading_older = False
         # an extension's drawing of a custom message, None for the default (``extension_hooks``)
         self.render_custom: CustomRenderer = lambda message, expanded: None
+        self.render_tool: blocks.ToolDrawing | None = None  # extensions' tool drawings, likewise
         self._held_until = 0.0
         self._held_since = 0.0  # when the first redraw was held back (0: none is)
 
@@ -259,7 +262,7 @@ class Transcript(VerticalScroll):
         view = self._tools.get(call_id)
         if view is None:
             view = self._tools[call_id] = ToolView(self.palette, name, args)
-            view.expanded = self.tools_expanded
+            view.expanded, view.drawing = self.tools_expanded, self.render_tool
             self._add(view)
         elif args:
             view.args = args
@@ -374,7 +377,7 @@ class Transcript(VerticalScroll):
         chunk, self._older = self._older[-RESTORED_MESSAGES:], self._older[:-RESTORED_MESSAGES]
         if not chunk:
             return
-        history = History(chunk, self.palette, self.render_custom)
+        history = History(chunk, self.palette, self.render_custom, self.render_tool)
         history.redraw(self.hide_thinking, self.tools_expanded)
         first = self.children[0] if self.children else None
         await self.mount(history, before=first)
