@@ -102,3 +102,13 @@ async def test_cancelling_the_start_up_picker_or_question_of_r_ends_pi(start, tm
         await pilot.press("escape")
         await until(pilot, lambda: app._exit)
     assert app.return_code == 0 and app.session.sm.session_id != SESSION_ID
+
+
+async def test_start_up_work_waits_for_the_first_frame(start):
+    """``when_ready`` (the garbage collector's resumption at start-up) runs once the editor is drawn."""
+    app, _ = await start()
+    seen: list[str] = []
+    app.when_ready.append(lambda: seen.append(screen_text(app)))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: bool(seen))
+    assert "escape interrupt" in seen[0] and len(seen) == 1

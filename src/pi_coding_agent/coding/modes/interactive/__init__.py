@@ -13,6 +13,7 @@ import asyncio
 import os
 import signal
 import sys
+from contextlib import ExitStack
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +35,10 @@ def run(args: CliArgs, images: list[dict[str, Any]] | None = None) -> int:
 
 
 async def _main(args: CliArgs, images: list[dict[str, Any]] | None) -> int:
+    from pi_coding_agent.coding.modes.start_up import collector_paused
+
+    start_up = ExitStack()  # no garbage collection until the first frame: start-up makes objects and frees few
+    start_up.enter_context(collector_paused())
     _set_screen_fps()
     from pi_coding_agent.coding.modes.interactive.dialogs import TuiExtensionUI
 
@@ -41,10 +46,12 @@ async def _main(args: CliArgs, images: list[dict[str, Any]] | None) -> int:
     try:
         session, missing = await open_session(args, ui)
     except Exception as err:
+        start_up.close()
         print(str(err) or type(err).__name__, file=sys.stderr)
         return 1
     try:
         app = build_app(session, ui, args, images, missing)
+        app.when_ready.append(start_up.close)
         session.set_shutdown_handler(lambda: app.exit(0))
         loop = asyncio.get_running_loop()
         for signum, code in SIGNAL_CODES:
@@ -52,6 +59,7 @@ async def _main(args: CliArgs, images: list[dict[str, Any]] | None) -> int:
         await app.run_async()
         return int(app.return_code or 0)
     finally:
+        start_up.close()
         await session.shutdown()
 
 

@@ -66,6 +66,7 @@ class PiApp(App[int]):
         self.initial = list(initial or [])
         self.initial_images = images
         self.opening = opening
+        self.when_ready: list[Callable[[], object]] = []  # run after the first frame
         settings = session.rt.settings
         self.transcript = Transcript(palette, bool(settings.get("hideThinkingBlock")))
         self.menu = OptionList(id="menu")
@@ -129,6 +130,7 @@ class PiApp(App[int]):
         self.editor.focus()
         self.refresh_footer()
         self.set_interval(0.25, self._tick)  # each redraw of the status line costs a layout pass
+        self.call_after_refresh(lambda: [ready() for ready in self.when_ready])
         if self.initial or self.opening:
             self.spawn(self._send_initial())
 
