@@ -391,6 +391,14 @@ async def test_scoped_models_reorders_the_cycle_and_toggles_a_provider(make_app,
         await pilot.press("ctrl+p")  # all on: all off
         await until(pilot, lambda: "0/4 enabled" in screen_text(app))
         assert order() == []
+        await type_text(pilot, "m3")  # under a search, Ctrl+A and Ctrl+X act on what it lists
+        await pilot.press("ctrl+a")
+        await until(pilot, lambda: order() == ["m3"])
+        await pilot.press("backspace", "backspace", "ctrl+a")
+        await until(pilot, lambda: "all enabled" in screen_text(app))
+        await type_text(pilot, "m2")
+        await pilot.press("ctrl+x")
+        await until(pilot, lambda: order() == ["m1", "m3", "m4"])
 
 
 # ----------------------------------------------------------------------------- extension shortcuts and renderers

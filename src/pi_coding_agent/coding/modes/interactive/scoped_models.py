@@ -127,12 +127,18 @@ class ScopedModelsScreen(SearchList[None]):
         self._apply()
 
     def action_all(self) -> None:
-        self.enabled = [model_key(m) for m in self.models]
+        """Ctrl+A: every model, or under a search every model it lists, as in pi."""
+        self.enabled += [k for k in self._listed() if k not in self.enabled]
         self._apply()
 
     def action_clear(self) -> None:
-        self.enabled = []
+        """Ctrl+X: no model, or under a search none of those it lists."""
+        listed = self._listed()
+        self.enabled = [k for k in self.enabled if k not in listed]
         self._apply()
+
+    def _listed(self) -> list[str]:
+        return list(self.rows) if self.query_one(Input).value else [model_key(m) for m in self.models]
 
     def action_save(self) -> None:
         settings = self.pi.session.rt.settings
