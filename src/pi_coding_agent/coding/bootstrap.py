@@ -324,7 +324,7 @@ async def create_session(
     sm = _open_session(args, startup, agent_dir, start_cwd)
     missing = missing_cwd_error(sm, start_cwd)
     if missing is not None:
-        raise MissingSessionCwdError(missing, str(sm.cwd), str(start_cwd))
+        raise MissingSessionCwdError(missing, str(sm.cwd), str(start_cwd), str(sm.session_file))
     args = _anchored(args, start_cwd)  # command-line paths stay relative to where pi was started
 
     def load_project(project_cwd: Path, decided: bool | None = None) -> Project:

@@ -23,9 +23,9 @@ class MissingSessionCwdError(SessionError):
     """A saved session whose recorded working directory is gone; the interactive mode asks whether to
     continue in ``fallback_cwd`` or fork the session there, other front ends report the message."""
 
-    def __init__(self, message: str, session_cwd: str, fallback_cwd: str) -> None:
+    def __init__(self, message: str, session_cwd: str, fallback_cwd: str, session_file: str) -> None:
         super().__init__(message)
-        self.session_cwd, self.fallback_cwd = session_cwd, fallback_cwd
+        self.session_cwd, self.fallback_cwd, self.session_file = session_cwd, fallback_cwd, session_file
 
 
 class ConfigurationError(UserError):

@@ -436,7 +436,7 @@ class SessionRuntime:
                 sm.cwd = cwd_override
             missing = missing_cwd_error(sm, self.cwd)
             if missing is not None:
-                raise MissingSessionCwdError(missing, str(sm.cwd), str(self.cwd))
+                raise MissingSessionCwdError(missing, str(sm.cwd), str(self.cwd), str(sm.session_file))
             return sm
         if old.persist and old.session_file is not None and not old.session_file.exists():
             raise SessionError("This session has not been saved yet. Send a message before cloning or forking it.")

@@ -20,9 +20,9 @@ from pi_coding_agent.coding.options import CliArgs
 SIZE = (110, 36)
 
 
-def write_models(agent: Path, base_url: str) -> None:
+def write_models(agent: Path, base_url: str, ids: tuple[str, ...] = ("m1", "m2")) -> None:
     agent.mkdir(parents=True, exist_ok=True)
-    models = [{"id": name, "contextWindow": 100_000, "maxTokens": 1000} for name in ("m1", "m2")]
+    models = [{"id": name, "contextWindow": 100_000, "maxTokens": 1000} for name in ids]
     (agent / "models.json").write_text(json.dumps({"providers": {"local": {
         "baseUrl": f"{base_url}/v1", "api": "openai-completions", "apiKey": "dummy", "models": models}}}))
 
@@ -41,11 +41,11 @@ async def until(pilot: Any, predicate: Any, timeout: float = 30.0) -> None:
 
 
 def app_maker(tmp_path: Path, fake_llm: Any, sessions: list[Any]) -> Callable[..., Awaitable[Any]]:
-    """``make(**cli_options)``: an app over a new session on the fake server; the sessions it makes go
-    into ``sessions``, for the fixture to shut down."""
+    """``make(**cli_options)``: an app over a new session on the fake server (``model_ids``: the models
+    it offers); the sessions it makes go into ``sessions``, for the fixture to shut down."""
 
-    async def make(**options: Any) -> Any:
-        write_models(tmp_path / "agent", fake_llm.url)
+    async def make(model_ids: tuple[str, ...] = ("m1", "m2"), **options: Any) -> Any:
+        write_models(tmp_path / "agent", fake_llm.url, model_ids)
         options.setdefault("no_session", True)
         args = CliArgs(provider="local", model="m1", **options)
         ui = TuiExtensionUI()

@@ -358,6 +358,49 @@ async def test_scoped_models_sets_the_ctrl_p_cycle_and_saves_enabled_models(make
     assert json.loads(settings_file.read_text()) == {}
 
 
+async def test_scoped_models_reorders_the_cycle_and_toggles_a_provider(make_app, tmp_path):  # noqa: F811
+    settings_file = tmp_path / "agent" / "settings.json"
+    app = await make_app(model_ids=("m1", "m2", "m3", "m4"))
+
+    def order() -> list[str]:
+        return [m["id"] for m in app.session.rt.scoped_models]
+
+    async with app.run_test(size=SIZE) as pilot:
+        await run_command(pilot, "/scoped-models")
+        await until(pilot, lambda: "all enabled" in screen_text(app))
+        await pilot.press("down", "alt+up")  # every model enabled: no order to change, as in pi
+        await pilot.press("down", "down", "enter")  # m4 off: the cycle is m1, m2, m3
+        await until(pilot, lambda: order() == ["m1", "m2", "m3"])
+        await pilot.press("alt+up")  # a disabled model does not move
+        await pilot.press("up", "up", "alt+up")  # m2 before m1; the cursor follows it
+        await until(pilot, lambda: order() == ["m2", "m1", "m3"])
+        await pilot.press("alt+up", "alt+down", "alt+down", "alt+down")  # the first stays; m2 goes to the end
+        await until(pilot, lambda: order() == ["m1", "m3", "m2"])
+        assert screen_text(app).index("✓ m3") < screen_text(app).index("✓ m2") < screen_text(app).index("  m4")
+        await pilot.press("ctrl+s")
+        await until(pilot, lambda: settings_file.exists())
+        assert json.loads(settings_file.read_text()) == {"enabledModels": ["local/m1", "local/m3", "local/m2"]}
+        await pilot.press("escape")
+        for expected in ("m3", "m2", "m1"):  # Ctrl+P walks the saved order from m1
+            await pilot.press("ctrl+p")
+            await until(pilot, lambda expected=expected: app.session.agent.model["id"] == expected)
+        await run_command(pilot, "/scoped-models")
+        await until(pilot, lambda: "3/4 enabled" in screen_text(app))
+        await pilot.press("ctrl+p")  # some of the provider's models on: all on, in the catalogue's order
+        await until(pilot, lambda: "all enabled" in screen_text(app))
+        await pilot.press("ctrl+p")  # all on: all off
+        await until(pilot, lambda: "0/4 enabled" in screen_text(app))
+        assert order() == []
+        await type_text(pilot, "m3")  # under a search, Ctrl+A and Ctrl+X act on what it lists
+        await pilot.press("ctrl+a")
+        await until(pilot, lambda: order() == ["m3"])
+        await pilot.press("backspace", "backspace", "ctrl+a")
+        await until(pilot, lambda: "all enabled" in screen_text(app))
+        await type_text(pilot, "m2")
+        await pilot.press("ctrl+x")
+        await until(pilot, lambda: order() == ["m1", "m3", "m4"])
+
+
 # ----------------------------------------------------------------------------- extension shortcuts and renderers
 
 EXTENSION = '''

@@ -182,7 +182,7 @@ async def test_the_session_picker_opens_before_reading_every_session(make_app, t
         await type_text(pilot, "/resume")
         await pilot.press("enter")
         await until(pilot, lambda: "task 084" in screen_text(app))  # the newest, first
-        assert opened_after == [commands.RESUME_PAGE]
+        assert opened_after == [commands.RESUME_FIRST_PAGE]
         await until(pilot, lambda: app.screen.query_one("OptionList").option_count == count)
         await type_text(pilot, "task 000")  # the oldest, from the last page, found by the search
         await until(pilot, lambda: "task 000" in screen_text(app) and "task 084" not in screen_text(app))

@@ -12,7 +12,14 @@ from typing import TYPE_CHECKING, Any, Literal
 from pi_coding_agent.agent.awaitables import maybe_await
 from pi_coding_agent.agent.tool import AgentTool, ToolResult, UpdateCallback
 from pi_coding_agent.ai.types import JsonObject
-from pi_coding_agent.coding.extensions.registry import Binding, Command, Extension, Shortcut, custom_message
+from pi_coding_agent.coding.extensions.registry import (
+    Binding,
+    Command,
+    Extension,
+    Shortcut,
+    ToolRenderer,
+    custom_message,
+)
 
 if TYPE_CHECKING:
     from pi_coding_agent.ai.abort import AbortSignal
@@ -205,12 +212,17 @@ class ExtensionAPI:
                       prepare_arguments: Callable[[object], object] | None = None, default_active: bool = True,
                       annotations: JsonObject | None = None, output_schema: JsonObject | None = None,
                       constrained_sampling: JsonObject | Literal[False] | None = None,
-                      handles_abort: bool = False) -> None:
+                      handles_abort: bool = False,
+                      render_call: Callable[[JsonObject, dict[str, str]], object] | None = None,
+                      render_result: Callable[[JsonObject, JsonObject, dict[str, str]], object] | None = None) -> None:
         """Add a tool (a built-in of the same name is overridden); active at once unless ``default_active``
         is False (then ``set_active_tools`` or ``--tools`` activates it). ``constrained_sampling`` is pi's
         ``constrainedSampling`` (``{"type": "grammar", "variants": {"openai_lark": ...}}`` or a strict schema).
-        With ``handles_abort`` an abort does not cancel ``execute``: it watches ``signal`` and ends itself."""
+        With ``handles_abort`` an abort does not cancel ``execute``: it watches ``signal`` and ends itself;
+        ``render_call``/``render_result``: as ``register_tool_renderer``."""
         runner = self._live()
+        if render_call is not None or render_result is not None:
+            self.register_tool_renderer(name, render_call=render_call, render_result=render_result)
         tool = ExtensionTool(runner, name=name, label=label, description=description, parameters=parameters,
                              execute=execute, execution_mode=execution_mode, prompt_snippet=prompt_snippet,
                              prompt_guidelines=prompt_guidelines, prepare_arguments=prepare_arguments,
@@ -241,6 +253,17 @@ class ExtensionAPI:
         default drawing); ``theme`` maps pi's colour roles (``accent``, ``muted``...) to colours."""
         self._live()
         self._extension.message_renderers[custom_type] = renderer
+
+    def register_tool_renderer(self, tool_name: str, *,
+                               render_call: Callable[[JsonObject, dict[str, str]], object] | None = None,
+                               render_result: Callable[[JsonObject, JsonObject, dict[str, str]], object] | None = None,
+                               ) -> None:
+        """How the terminal UI draws calls of ``tool_name`` (any tool: this extension's, a built-in, MCP):
+        ``render_call(args, theme)`` the title line, ``render_result(result, options, theme)`` what goes
+        under it (``options``: ``expanded``, ``isPartial``, ``isError``, ``args``). Each returns a Rich
+        renderable or a string; None, or a slot not given, keeps the default drawing."""
+        self._live()
+        self._extension.tool_renderers[tool_name] = ToolRenderer(render_call, render_result)
 
     # ------------------------------------------------------------------ messages and entries
 

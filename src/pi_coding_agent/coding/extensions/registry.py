@@ -56,6 +56,15 @@ class Shortcut:
 
 
 @dataclass
+class ToolRenderer:
+    """An extension's drawing of one tool's row in the terminal UI (pi's ``renderCall``/``renderResult``);
+    a slot left None keeps the default drawing."""
+
+    render_call: Callable[[JsonObject, dict[str, str]], object] | None
+    render_result: Callable[[JsonObject, JsonObject, dict[str, str]], object] | None
+
+
+@dataclass
 class Extension:
     """One loaded extension and what it registered."""
 
@@ -66,6 +75,7 @@ class Extension:
     flags: dict[str, JsonObject] = field(default_factory=dict)  # register_flag options, by flag name
     shortcuts: dict[str, Shortcut] = field(default_factory=dict)  # by key as registered
     message_renderers: dict[str, Callable[..., Any]] = field(default_factory=dict)  # by customType
+    tool_renderers: dict[str, ToolRenderer] = field(default_factory=dict)  # by tool name
 
     @property
     def path(self) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -52,7 +52,9 @@ class PiApp(App[int]):
     ENABLE_COMMAND_PALETTE = False
 
     def __init__(self, session: AgentSession, ui: TuiExtensionUI, keymap: KeyMap, palette: Palette,
-                 initial: list[str] | None = None, images: list[dict[str, Any]] | None = None) -> None:
+                 initial: list[str] | None = None, images: list[dict[str, Any]] | None = None,
+                 opening: Callable[[PiApp], Awaitable[bool]] | None = None) -> None:
+        """``opening``: a dialog before the first messages (``-r``'s picker); False ends pi."""
         super().__init__()
         self.session = session
         self.ui = ui
@@ -60,6 +62,8 @@ class PiApp(App[int]):
         self.palette = palette
         self.initial = list(initial or [])
         self.initial_images = images
+        self.opening = opening
+        self.when_ready: list[Callable[[], object]] = []  # run after the first frame
         settings = session.rt.settings
         self.transcript = Transcript(palette, bool(settings.get("hideThinkingBlock")))
         self.menu = OptionList(id="menu")
@@ -123,11 +127,16 @@ class PiApp(App[int]):
         self.editor.focus()
         self.refresh_footer()
         self.set_interval(0.25, self._tick)  # each redraw of the status line costs a layout pass
-        if self.initial:
+        self.call_after_refresh(lambda: [ready() for ready in self.when_ready])
+        if self.initial or self.opening:
             self.spawn(self._send_initial())
 
     async def _send_initial(self) -> None:
-        """``pi "msg"`` (and ``-r``): sent as if typed, one after another; ``@file`` images go with the first prompt."""
+        """``pi "msg"``: sent as if typed, one after another, after the opening dialog; ``@file`` images
+        go with the first prompt."""
+        if self.opening is not None and not await self.opening(self):
+            self.exit(0)
+            return
         images = self.initial_images
         for text in self.initial:
             command = text.startswith("/")

@@ -7,13 +7,16 @@ diff) is tested without a terminal. A palette maps pi's theme colour roles (``to
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from rich.console import Group, RenderableType
 from rich.text import Text
 
 Palette = dict[str, str]
+# (tool name, args, result, options, default title, default body) -> the title and body to draw
+ToolDrawing = Callable[[str, dict[str, Any], dict[str, Any] | None, dict[str, bool], RenderableType,
+                        RenderableType | None], tuple[RenderableType, RenderableType | None]]
 
 COLLAPSED_LINES = 10  # tool output lines shown until Ctrl+O expands them
 
@@ -107,10 +110,15 @@ def tool_body(name: str, args: dict[str, Any], result: dict[str, Any] | None, is
 
 
 def tool_renderable(name: str, args: dict[str, Any], result: dict[str, Any] | None, is_error: bool,
-                    expanded: bool, palette: Palette, duration_ms: int | None = None) -> RenderableType:
-    title = Text(tool_title(name, args), style=f"bold {palette.get('toolTitle', '')}")
-    parts: list[RenderableType] = [title]
+                    expanded: bool, palette: Palette, duration_ms: int | None = None,
+                    drawing: ToolDrawing | None = None, partial: bool = False) -> RenderableType:
+    """``drawing``: the extensions' title and body in place of the defaults; ``partial``: live output."""
+    title: RenderableType = Text(tool_title(name, args), style=f"bold {palette.get('toolTitle', '')}")
     body = tool_body(name, args, result, is_error, expanded, palette)
+    if drawing is not None:
+        options = {"expanded": expanded, "isPartial": partial, "isError": is_error}
+        title, body = drawing(name, args, result, options, title, body)
+    parts: list[RenderableType] = [title]
     if body is not None:
         parts.append(body)
     if duration_ms is not None:

@@ -45,7 +45,9 @@ BUILTIN: dict[str, str] = {  # in pi's order
     "hotkeys": "Show keyboard shortcuts",
     "quit": "Quit pi",
 }
-RESUME_PAGE = 40  # sessions the /resume picker reads before it opens, and per page after
+# sessions the /resume picker reads before it opens (about what its list shows), then per page after
+RESUME_FIRST_PAGE = 20
+RESUME_PAGE = 40
 RESUME_PAGE_PAUSE_S = 0.02
 NOT_HERE = ("share", "bug", "changelog", "debug")
 
@@ -182,23 +184,7 @@ async def _new(app: PiApp, arg: str) -> None:
 
 
 async def _resume(app: PiApp, arg: str) -> None:
-    """The picker opens once the newest ``RESUME_PAGE`` sessions are read; older ones join it page by
-    page while it is open (hundreds of sessions would otherwise hold it up)."""
-    from pi_coding_agent.coding.session.listing import files_newest_first
-
-    session_dir = app.session.sm.session_dir
-    current = str(app.session.sm.session_file)
-    files = [] if session_dir is None else [p for p in files_newest_first(session_dir) if str(p) != current]
-    first = _resume_options(files[:RESUME_PAGE])
-    if not first:
-        app.show_notice("No other sessions in this project")
-        return
-    screen = SelectScreen("Resume session", first)
-    loader = asyncio.create_task(_load_older_sessions(screen, files[RESUME_PAGE:]))
-    try:
-        path = await ask(app, screen, None)
-    finally:
-        loader.cancel()
+    path = await _pick_session(app)
     if not path:
         return
     choice = await project.open_asking_cwd(app, Path(path), Path(path))
@@ -206,6 +192,37 @@ async def _resume(app: PiApp, arg: str) -> None:
         app.show_notice("Resume cancelled")
     elif choice == "continue":
         app.show_notice(f"Resumed session in {app.session.rt.cwd}")
+
+
+async def resume_at_startup(app: PiApp) -> bool:
+    """``pi -r``: the picker, then the session; False (nothing picked, or the cwd question
+    cancelled) ends pi, as in pi."""
+    path = await _pick_session(app)
+    if path is None:
+        app.exit(0, message="No session selected")
+        return False
+    return path == "" or await project.open_asking_cwd(app, Path(path), Path(path)) is not None
+
+
+async def _pick_session(app: PiApp) -> str | None:
+    """The picker opens once the newest ``RESUME_FIRST_PAGE`` sessions are read; older ones join it page
+    by page while it is open (hundreds of sessions would otherwise hold it up). "": no other sessions
+    (a notice says so); None: cancelled."""
+    from pi_coding_agent.coding.session.listing import files_newest_first
+
+    session_dir = app.session.sm.session_dir
+    current = str(app.session.sm.session_file)
+    files = [] if session_dir is None else [p for p in files_newest_first(session_dir) if str(p) != current]
+    first = _resume_options(files[:RESUME_FIRST_PAGE])
+    if not first:
+        app.show_notice("No other sessions in this project")
+        return ""
+    screen = SelectScreen("Resume session", first)
+    loader = asyncio.create_task(_load_older_sessions(screen, files[RESUME_FIRST_PAGE:]))
+    try:
+        return await ask(app, screen, None)
+    finally:
+        loader.cancel()
 
 
 async def _load_older_sessions(screen: SelectScreen, files: list[Path]) -> None:

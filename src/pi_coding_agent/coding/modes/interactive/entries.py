@@ -98,6 +98,7 @@ class ToolEntry(Entry):
         self.done = False
         self.expanded = False
         self.duration_ms: int | None = None
+        self.drawing: blocks.ToolDrawing | None = None  # the extensions' (``Transcript.render_tool``)
 
     def finish(self, result: dict[str, Any] | None, is_error: bool, duration_ms: int | None = None) -> None:
         self.result, self.is_error, self.duration_ms, self.done = result, is_error, duration_ms, True
@@ -105,7 +106,8 @@ class ToolEntry(Entry):
     def parts(self) -> list[Part]:
         role = "toolErrorBg" if self.is_error else "toolSuccessBg" if self.done else "toolPendingBg"
         return [(blocks.tool_renderable(self.tool_name, self.args, self.result, self.is_error, self.expanded,
-                                        self.palette, self.duration_ms), self.palette.get(role))]
+                                        self.palette, self.duration_ms, self.drawing, not self.done),
+                 self.palette.get(role))]
 
 
 class TextPart:
@@ -212,13 +214,15 @@ class AssistantEntry(Entry):
 class HistoryEntry(Entry):
     """Restored messages (a reopened session), drawn as the live entries would have drawn them."""
 
-    def __init__(self, messages: Sequence[AgentMessage], palette: Palette, render_custom: CustomRenderer) -> None:
+    def __init__(self, messages: Sequence[AgentMessage], palette: Palette, render_custom: CustomRenderer,
+                 render_tool: blocks.ToolDrawing | None = None) -> None:
         super().__init__()
         self.messages = messages
         self.palette = palette
-        self.render_custom = render_custom
+        self.render_custom, self.render_tool = render_custom, render_tool
         self.hide_thinking = False
         self.expanded = False
 
     def parts(self) -> list[Part]:
-        return history.parts(self.messages, self.palette, self.hide_thinking, self.expanded, self.render_custom)
+        return history.parts(self.messages, self.palette, self.hide_thinking, self.expanded, self.render_custom,
+                             self.render_tool)

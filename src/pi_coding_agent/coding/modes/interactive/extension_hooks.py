@@ -1,25 +1,29 @@
-"""Extension API members that only the terminal UI uses: ``register_shortcut`` keys and
-``register_message_renderer`` drawings of ``custom`` messages.
+"""Extension API members that only the terminal UI uses: ``register_shortcut`` keys,
+``register_message_renderer`` drawings of ``custom`` messages and ``register_tool_renderer``
+drawings of tool calls.
 
 Shortcuts follow pi 1.6.0's precedence: a key bound to one of the UI's reserved actions (abort,
 quit, submit, model and thinking keys, the external editor...) stays the UI's and the shortcut is
 skipped with a warning; on any other bound key the extension wins (with a warning); between two
-extensions the later one wins. Both are looked up when used, so they follow a session replacement
-or ``/reload`` that loads other extensions.
+extensions the later one wins. All are looked up when used, so they follow a session replacement
+or ``/reload`` that loads other extensions. A renderer that raises (when called or when Rich draws
+what it returned) or returns something Rich cannot draw leaves the default drawing in its place and
+is reported once as an ``extension_error``: it never breaks the screen.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import asyncio
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from pi_coding_agent.agent.awaitables import maybe_await
 from pi_coding_agent.coding.modes.interactive.keys import normalise
 
 if TYPE_CHECKING:
-    from rich.console import RenderableType
+    from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 
-    from pi_coding_agent.coding.extensions.registry import Extension, Shortcut
+    from pi_coding_agent.coding.extensions.registry import Extension, Shortcut, ToolRenderer
     from pi_coding_agent.coding.extensions.runner import ExtensionRunner
     from pi_coding_agent.coding.modes.interactive.command_host import PiApp
     from pi_coding_agent.coding.modes.interactive.keys import KeyMap
@@ -69,6 +73,7 @@ def install(app: PiApp) -> None:
     which shortcuts lost a conflict (before ``ui.attach``, which shows pending notices)."""
     app.editor.shortcut_action = lambda key: shortcut_action(app, key)
     app.transcript.render_custom = lambda message, expanded: render_custom(app, message, expanded)
+    app.transcript.render_tool = ToolDrawings(app)
     for warning in shortcut_table(_extensions(app), app.keymap)[1]:
         app.ui.notify(f"Warning: {warning}", "warning")  # shown once the restored transcript is drawn
 
@@ -120,3 +125,71 @@ def render_custom(app: PiApp, message: Mapping[str, Any], expanded: bool) -> Ren
             return None
         return Text(drawn) if isinstance(drawn, str) else drawn
     return None
+
+
+class ToolDrawings:
+    """The transcript's ``render_tool``: the latest extension's ``register_tool_renderer`` slots for a
+    tool, each guarded so that a failure shows the default drawing (reported once per extension, tool
+    and slot: a row is drawn again with every frame of its output)."""
+
+    def __init__(self, app: PiApp) -> None:
+        self.app = app
+        self.reported: set[tuple[str, str, str]] = set()
+
+    def __call__(self, name: str, args: dict[str, Any], result: dict[str, Any] | None, options: dict[str, bool],
+                 title: RenderableType, body: RenderableType | None) -> tuple[RenderableType, RenderableType | None]:
+        for ext in reversed(_extensions(self.app)):
+            renderer = ext.tool_renderers.get(name)
+            if renderer is not None:
+                return self._slots(ext.path, renderer, name, args, result, options, title, body)
+        return title, body
+
+    def _slots(self, path: str, renderer: ToolRenderer, name: str, args: dict[str, Any],
+               result: dict[str, Any] | None, options: dict[str, bool], title: RenderableType,
+               body: RenderableType | None) -> tuple[RenderableType, RenderableType | None]:
+        theme = dict(self.app.transcript.palette)
+        render_call, render_result = renderer.render_call, renderer.render_result
+        if render_call is not None:
+            title = self._drawn(path, name, "call", lambda: render_call(args, theme), title) or title
+        if render_result is not None and result is not None:
+            body = self._drawn(path, name, "result", lambda: render_result(result, {**options, "args": args}, theme),
+                               body)
+        return title, body
+
+    def _drawn(self, path: str, name: str, slot: str, draw: Callable[[], object],
+               default: RenderableType | None) -> RenderableType | None:
+        from rich.protocol import is_renderable
+        from rich.text import Text
+
+        def report(exc: BaseException) -> None:
+            runner = self.app.session.extensions
+            if runner is not None and (path, name, slot) not in self.reported:
+                self.reported.add((path, name, slot))
+                runner.report_error(path, f"tool_renderer ({name} {slot})", exc)
+
+        try:
+            drawn = draw()
+            if drawn is not None and not isinstance(drawn, str) and not is_renderable(drawn):
+                raise TypeError(f"returned {type(drawn).__name__}, not a Rich renderable or a string")
+        except Exception as exc:
+            report(exc)
+            return default
+        if drawn is None:
+            return default
+        return Guarded(Text(drawn) if isinstance(drawn, str) else drawn, default, report)
+
+
+class Guarded:
+    """An extension's renderable drawn in full before any of it is shown: when Rich fails on it, the
+    default drawing instead (the failure is reported after the frame, not in the middle of it)."""
+
+    def __init__(self, drawn: Any, default: RenderableType | None, report: Callable[[BaseException], None]) -> None:
+        self.drawn, self.default, self.report = drawn, default, report
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        try:
+            segments = list(console.render(self.drawn, options))
+        except Exception as exc:
+            asyncio.get_running_loop().call_soon(self.report, exc)
+            segments = [] if self.default is None else list(console.render(self.default, options))
+        yield from segments

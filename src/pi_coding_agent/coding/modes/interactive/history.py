@@ -22,13 +22,13 @@ Part = tuple[RenderableType, str | None]  # an entry's renderable and its backgr
 
 
 def _tool(name: str, args: dict[str, Any], result: dict[str, Any] | None, is_error: bool, expanded: bool,
-          palette: Palette) -> Part:
+          palette: Palette, drawing: blocks.ToolDrawing | None = None) -> Part:
     role = "toolPendingBg" if result is None else "toolErrorBg" if is_error else "toolSuccessBg"
-    return blocks.tool_renderable(name, args, result, is_error, expanded, palette), palette.get(role)
+    return blocks.tool_renderable(name, args, result, is_error, expanded, palette, drawing=drawing), palette.get(role)
 
 
 def _assistant(message: Mapping[str, Any], results: Mapping[Any, Any], hide_thinking: bool,
-               expanded: bool, palette: Palette) -> list[Part]:
+               expanded: bool, palette: Palette, drawing: blocks.ToolDrawing | None) -> list[Part]:
     out: list[Part] = []
     for part in message.get("content") or []:
         kind = part.get("type")
@@ -40,7 +40,8 @@ def _assistant(message: Mapping[str, Any], results: Mapping[Any, Any], hide_thin
         elif kind == "toolCall":
             result = results.get(part.get("id", ""))
             is_error = bool(result and result.get("isError"))
-            out.append(_tool(part.get("name", ""), part.get("arguments") or {}, result, is_error, expanded, palette))
+            out.append(_tool(part.get("name", ""), part.get("arguments") or {}, result, is_error, expanded, palette,
+                             drawing))
     reason = message.get("stopReason")
     if reason == "aborted":
         out.append((blocks.notice("Operation aborted", "error", palette), None))
@@ -51,9 +52,10 @@ def _assistant(message: Mapping[str, Any], results: Mapping[Any, Any], hide_thin
 
 
 def parts(messages: Sequence[AgentMessage], palette: Palette, hide_thinking: bool,
-          expanded: bool, render_custom: CustomRenderer | None = None) -> list[Part]:
-    """Every message as the live transcript would have shown it (``render_custom``: an extension's
-    drawing of a custom message, None for the default one)."""
+          expanded: bool, render_custom: CustomRenderer | None = None,
+          render_tool: blocks.ToolDrawing | None = None) -> list[Part]:
+    """Every message as the live transcript would have shown it (``render_custom``, ``render_tool``:
+    the extensions' drawings of custom messages and tool calls)."""
     results = {m.get("toolCallId", ""): m for m in messages if m.get("role") == "toolResult"}
     user_style = f"{palette.get('userMessageText', '')} on {palette.get('userMessageBg', '')}".strip()
     out: list[Part] = []
@@ -62,7 +64,7 @@ def parts(messages: Sequence[AgentMessage], palette: Palette, hide_thinking: boo
         if role == "user":
             out.append((Text(blocks.message_text(message), style=user_style), palette.get("userMessageBg")))
         elif role == "assistant":
-            out += _assistant(message, results, hide_thinking, expanded, palette)
+            out += _assistant(message, results, hide_thinking, expanded, palette, render_tool)
         elif role == "bashExecution":
             code = message.get("exitCode")
             output = str(message.get("output", "")) + ("" if code in (0, None) else f"\nexit code {code}")

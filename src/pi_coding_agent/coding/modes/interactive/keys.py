@@ -39,6 +39,16 @@ DEFAULT_KEYS: dict[str, tuple[str, ...]] = {
     "app.session.resume": (),
 }
 
+# the keys of the /scoped-models list (pi's "Scoped Models Selector" actions), bound only there
+SELECTOR_KEYS: dict[str, tuple[str, ...]] = {
+    "app.models.enableAll": ("ctrl+a",),
+    "app.models.clearAll": ("ctrl+x",),
+    "app.models.toggleProvider": ("ctrl+p",),
+    "app.models.reorderUp": ("alt+up",),
+    "app.models.reorderDown": ("alt+down",),
+    "app.models.save": ("ctrl+s",),
+}
+
 DESCRIPTIONS: dict[str, str] = {
     "tui.input.newLine": "Insert a new line",
     "tui.input.submit": "Send (steer while the agent works)",
@@ -81,9 +91,11 @@ class KeyMap:
 
     def __init__(self, overrides: dict[str, list[str] | str] | None = None) -> None:
         self.keys: dict[str, tuple[str, ...]] = dict(DEFAULT_KEYS)
+        self.selector_keys: dict[str, tuple[str, ...]] = dict(SELECTOR_KEYS)  # not in ``keys``: they act in one list
         for action, value in (overrides or {}).items():
-            if action in self.keys:
-                self.keys[action] = (value,) if isinstance(value, str) else tuple(value)
+            for table in (self.keys, self.selector_keys):
+                if action in table:
+                    table[action] = (value,) if isinstance(value, str) else tuple(value)
         self._normal = {action: {normalise(k) for k in keys} for action, keys in self.keys.items()}
 
     @classmethod

@@ -4,7 +4,7 @@ Both follow pi 1.6.0: ``/trust`` offers trust, trust of the parent folder (which
 folder's own entry) and distrust, saved in ``<agent-dir>/trust.json`` for the next start;
 ``/import`` copies the file into this project's session folder (``name-1.jsonl`` when the name is
 taken) and switches to the copy, which keeps its id and working directory. When that directory is
-gone, ``/import`` and ``/resume`` ask pi's question (``open_asking_cwd``).
+gone, ``/import`` and ``/resume`` ask pi's question (``open_asking_cwd``), and so does start-up.
 """
 
 from __future__ import annotations
@@ -97,19 +97,21 @@ async def import_session(app: PiApp, arg: str) -> None:
         app.show_notice(f"Session imported from: {raw}")
 
 
-async def open_asking_cwd(app: PiApp, path: Path, source: Path) -> str | None:
+async def open_asking_cwd(app: PiApp, path: Path, source: Path, missing: MissingSessionCwdError | None = None) -> str | None:
     """Switch to ``path`` and redraw; the answer is "" then. A session whose recorded directory is
-    gone makes pi's choice: "continue" in the current directory (not stored, so asked again next
-    time) or "fork" ``source`` into it as a new session beside the current one. None: cancelled
-    (the question or an extension)."""
+    gone (``missing``: already known, at start-up) makes pi's choice: "continue" in the current
+    directory (not stored, so asked again next time) or "fork" ``source`` into it as a new session
+    beside the current one. None: cancelled (the question or an extension)."""
     choice: str | None = ""
     try:
-        result = await app.session.switch_session(str(path))
+        result = None if missing is not None else await app.session.switch_session(str(path))
     except MissingSessionCwdError as error:
-        here = error.fallback_cwd
+        missing = error
+    if missing is not None:
+        here = missing.fallback_cwd
         options = [("continue", f"Continue in {here} (asks again next time)"),
                    ("fork", f"Fork into {here} (new session ID, original kept)"), ("cancel", "Cancel")]
-        choice = await ask(app, SelectScreen(f"Session cwd does not exist: {error.session_cwd}", options,
+        choice = await ask(app, SelectScreen(f"Session cwd does not exist: {missing.session_cwd}", options,
                                              searchable=False), None)
         if choice == "continue":
             result = await app.session.switch_session(str(path), cwd_override=here)
@@ -117,12 +119,19 @@ async def open_asking_cwd(app: PiApp, path: Path, source: Path) -> str | None:
             result = await _switch_to_fork(app, source, Path(here))
         else:
             return None
-    if result.get("cancelled"):
+    if result is None or result.get("cancelled"):
         return None
     await replaced(app)
     if choice == "fork":
         app.show_notice(f"Forked into new session {app.session.sm.session_id} in {app.session.rt.cwd}")
     return choice
+
+
+async def open_missing_at_startup(app: PiApp, missing: MissingSessionCwdError) -> bool:
+    """``pi --session``/``-c`` of a session whose directory is gone: the app opened on a new,
+    unsaved session and asks pi's question first; False (cancelled) ends pi, as in pi."""
+    path = Path(missing.session_file)
+    return await open_asking_cwd(app, path, path, missing) is not None
 
 
 async def _switch_to_fork(app: PiApp, source: Path, cwd: Path) -> dict[str, Any]:

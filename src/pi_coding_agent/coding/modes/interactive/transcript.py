@@ -73,6 +73,7 @@ class Transcript(ScrollView):
         self._older: list[AgentMessage] = []  # restored messages not drawn yet (above the top)
         # an extension's drawing of a custom message, None for the default (``extension_hooks``)
         self.render_custom: CustomRenderer = lambda message, expanded: None
+        self.render_tool: blocks.ToolDrawing | None = None  # extensions' tool drawings, likewise
         self._held_until = 0.0
         self._held_since = 0.0  # when the first redraw was held back (0: none is)
 
@@ -209,7 +210,7 @@ class Transcript(ScrollView):
         entry = self._tools.get(call_id)
         if entry is None:
             entry = self._tools[call_id] = ToolEntry(self.palette, name, args)
-            entry.expanded = self.tools_expanded
+            entry.expanded, entry.drawing = self.tools_expanded, self.render_tool
             self._add(entry)
         elif args:
             entry.args = args
@@ -320,7 +321,7 @@ class Transcript(ScrollView):
         chunk, self._older = self._older[-RESTORED_MESSAGES:], self._older[:-RESTORED_MESSAGES]
         if not chunk:
             return
-        entry = HistoryEntry(chunk, self.palette, self.render_custom)
+        entry = HistoryEntry(chunk, self.palette, self.render_custom, self.render_tool)
         entry.hide_thinking, entry.expanded = self.hide_thinking, self.tools_expanded
         self.entries.insert(0, entry)
         self._starts.clear()

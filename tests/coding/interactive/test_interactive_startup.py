@@ -1,0 +1,114 @@
+"""What the interactive mode asks before its first message: ``pi -r``'s picker, and pi's question about
+a start-up session (``--session``) whose recorded folder is gone, each answer as in pi 1.6.0."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pi_coding_agent.coding.modes.interactive import build_app, open_session
+from pi_coding_agent.coding.modes.interactive.dialogs import TuiExtensionUI
+from pi_coding_agent.coding.options import CliArgs
+from tests.coding.interactive.test_interactive import SIZE, screen_text, until, write_models
+from tests.coding.interactive.test_interactive_commands import dialog_text, flat_text, session_file
+
+SESSION_ID = "44444444-2222-3333-4444-555555555555"
+
+
+@pytest.fixture
+async def start(tmp_path, fake_llm):
+    """``start(**cli_options)``: (app, missing) as ``pi`` builds them at start-up in ``tmp_path``."""
+    sessions: list[Any] = []
+    write_models(tmp_path / "agent", fake_llm.url)
+
+    async def make(**options: Any) -> tuple[Any, Any]:
+        args = CliArgs(provider="local", model="m1", **options)
+        ui = TuiExtensionUI()
+        session, missing = await open_session(args, ui, cwd=tmp_path, agent_dir=tmp_path / "agent")
+        sessions.append(session)
+        return build_app(session, ui, args, missing=missing), missing
+
+    yield make
+    for session in sessions:
+        await session.shutdown()
+
+
+def gone_session(folder: Path, tmp_path: Path) -> tuple[Path, Path]:
+    """A saved session (in ``folder``) whose folder no longer exists; the file and that folder."""
+    gone = tmp_path / "renamed-away"
+    folder.mkdir(parents=True, exist_ok=True)
+    return session_file(folder / "gone.jsonl", SESSION_ID, gone, "gone question", "gone answer"), gone
+
+
+async def ask_and_answer(app: Any, gone: Path, keys: tuple[str, ...]) -> Any:
+    """Open ``app``, wait for the question about ``gone`` and press ``keys``; the pilot's app after."""
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: f"Session cwd does not exist: {gone}" in dialog_text(app))
+        await pilot.press(*keys)
+        await until(pilot, lambda: app._exit or "gone answer" in screen_text(app))
+        await pilot.pause()
+    return app
+
+
+async def test_a_start_up_session_whose_folder_is_gone_is_asked_about_in_the_app(start, tmp_path):
+    stored, gone = gone_session(tmp_path / "elsewhere", tmp_path)
+    original = stored.read_text()
+    here = tmp_path.resolve()
+
+    app, missing = await start(session=str(stored))
+    assert missing is not None and app.session.sm.session_file != stored  # a new session meanwhile
+    await ask_and_answer(app, gone, ("escape",))  # Cancel ends pi, as in pi: status 0, nothing written
+    assert app.return_code == 0 and app.session.sm.session_id != SESSION_ID
+    app, _ = await start(session=str(stored))
+    await ask_and_answer(app, gone, ("down", "down", "enter"))
+    assert app.return_code == 0 and app.session.sm.session_id != SESSION_ID
+
+    app, _ = await start(session=str(stored))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: f"Continue in {here} (asks again next time)" in dialog_text(app))
+        await pilot.press("enter")
+        await until(pilot, lambda: "gone answer" in screen_text(app))
+        assert not app._exit and app.session.sm.session_id == SESSION_ID and app.session.rt.cwd == here
+    assert stored.read_text().splitlines()[0] == original.splitlines()[0]  # the folder is not stored: asked again
+
+    app, _ = await start(session=str(stored))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: f"Fork into {here} (new session ID, original kept)" in dialog_text(app))
+        await pilot.press("down", "enter")
+        await until(pilot, lambda: "Forked into new session" in flat_text(app))
+        fork = app.session.sm
+        assert fork.session_id != SESSION_ID and "gone answer" in screen_text(app)
+        assert fork.session_file.parent == fork.session_dir != stored.parent  # this folder's session folder
+        assert json.loads(fork.session_file.read_text().splitlines()[0])["cwd"] == str(here)
+
+
+async def test_cancelling_the_start_up_picker_or_question_of_r_ends_pi(start, tmp_path, capsys):
+    app, _ = await start()
+    _, gone = gone_session(app.session.sm.session_dir, tmp_path)
+    app, _ = await start(resume=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: "Resume session" in screen_text(app) and "gone question" in screen_text(app))
+        await pilot.press("escape")
+        await until(pilot, lambda: app._exit)
+    assert app.return_code == 0 and "No session selected" in "".join(capsys.readouterr())
+    app, _ = await start(resume=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: "gone question" in screen_text(app))
+        await pilot.press("enter")
+        await until(pilot, lambda: f"Session cwd does not exist: {gone}" in dialog_text(app))
+        await pilot.press("escape")
+        await until(pilot, lambda: app._exit)
+    assert app.return_code == 0 and app.session.sm.session_id != SESSION_ID
+
+
+async def test_start_up_work_waits_for_the_first_frame(start):
+    """``when_ready`` (the garbage collector's resumption at start-up) runs once the editor is drawn."""
+    app, _ = await start()
+    seen: list[str] = []
+    app.when_ready.append(lambda: seen.append(screen_text(app)))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: bool(seen))
+    assert "escape interrupt" in seen[0] and len(seen) == 1
