@@ -110,10 +110,10 @@ def test_resume_is_refused_with_a_way_forward(tmp_path):
 def test_every_reference_subcommand_word_is_handled(tmp_path):
     """The words under "Commands:" in pi's --help: each is dispatched here (auth and mcp by their own
     modules when they land), none becomes a prompt."""
-    from pi_coding_agent.coding.cli.subcommands import PACKAGE_WORDS, SUPPORTED, UNSUPPORTED
+    from pi_coding_agent.coding.cli.subcommands import PACKAGE_WORDS, SUPPORTED
 
     help_text = run_pi("reference", ["--help"], tmp_path).stdout
     block = help_text.split("Commands:", 1)[1].split("\n\n", 1)[0]
     words = {match.group(1) for match in re.finditer(r"^\s+pi (\w+) ", block, re.M)} - {"<command>"}
     assert {"install", "config"} <= words
-    assert words - {"auth", "mcp"} <= UNSUPPORTED | PACKAGE_WORDS | set(SUPPORTED)
+    assert words <= PACKAGE_WORDS | set(SUPPORTED)
