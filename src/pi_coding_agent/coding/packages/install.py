@@ -108,6 +108,20 @@ class Installer:
         if scope != "temporary":
             _ensure_gitignore(target.parent)
 
+    def latest_pypi_version(self, source: PypiSource) -> str | None:
+        """The version pip would install for the requirement now (a dry run, dependencies not asked),
+        None when the index cannot be asked: the ``-e`` refresh check, as ``npm view`` is for npm."""
+        try:
+            out = self._capture([sys.executable, "-m", "pip", "install", "--dry-run", "--quiet", "--no-deps",
+                                 "--ignore-installed", "--report", "-", "--disable-pip-version-check",
+                                 "--no-input", source.requirement], self.cwd)
+            report = json.loads(out)
+        except (PackageError, ValueError):
+            return None
+        installs = report.get("install") if isinstance(report, dict) else None
+        versions = [i.get("metadata", {}).get("version") for i in installs or [] if isinstance(i, dict)]
+        return next((v for v in versions if isinstance(v, str)), None)
+
     def remove_pypi(self, source: PypiSource, scope: Scope) -> None:
         shutil.rmtree(pypi_path(source, scope, self.agent_dir, self.cwd), ignore_errors=True)
 

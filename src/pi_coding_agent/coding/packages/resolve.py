@@ -5,7 +5,8 @@ with each package's enabled files per resource type.
 A configured npm or git package that is not installed yet is installed here, as pi does at start-up;
 when that fails (no network, no ``npm``/``git``) or offline mode is on (``PI_OFFLINE``), the package
 is skipped with a reason, and the run goes on. ``-e`` packages live in pi's temporary cache; an
-unpinned one is refreshed on each start unless offline, the cached copy kept when that fails.
+unpinned one is refreshed on each start unless offline (npm and PyPI ones when the index offers
+another version, git ones when not at their ref), the cached copy kept when that fails.
 """
 
 from __future__ import annotations
@@ -122,6 +123,8 @@ def _ensure_installed(installer: Installer, source: str, parsed: src.Source, sco
                 installer.install_npm(parsed, scope, parsed.spec if parsed.version else f"{parsed.name}@latest")
         elif isinstance(parsed, src.GitSource) and not installer.git_checked_out(parsed, root):
             installer.update_git(parsed, scope)
+        elif isinstance(parsed, src.PypiSource) and not parsed.pinned and _pypi_has_update(installer, parsed, root):
+            installer.install_pypi(parsed, scope)
     except PackageError as exc:
         found.warnings.append(f"Warning: could not refresh {source}: {exc}; using the cached copy")
     return root
@@ -150,6 +153,14 @@ def _npm_has_update(installer: Installer, parsed: src.NpmSource, root: Path) -> 
     installed = installed_npm_version(root)
     latest = installer.latest_npm_version(parsed) if installed is not None else None
     return latest is not None and installed is not None and is_newer(latest, installed)
+
+
+def _pypi_has_update(installer: Installer, parsed: src.PypiSource, root: Path) -> bool:
+    """A ``-e`` refresh: pip would now pick another version than the cached one (not asked: no refresh)."""
+    from pi_coding_agent.coding.packages.pypi import installed_version
+
+    available = installer.latest_pypi_version(parsed)
+    return available is not None and available != installed_version(parsed, root)
 
 
 def _install(installer: Installer, parsed: src.Source, scope: str) -> None:
