@@ -216,3 +216,32 @@ def test_help_and_untrusted_local_as_the_reference(argv, tmp_path):
         answers.append((done.returncode, done.stdout, done.stderr))
     assert answers[0] == answers[1]
 
+
+
+# ---------------------------------------------------------------------- autoload: false overrides
+
+
+@needs_reference
+@pytest.mark.parametrize("user_entry, project_entry", [
+    ("PKG", {"source": "../../pkg", "autoload": False, "prompts": ["-prompts/rev.md"]}),
+    ({"source": "PKG", "skills": ["-skills/hello/SKILL.md"]},
+     {"source": "../../pkg", "autoload": False, "skills": ["+skills/hello/SKILL.md"], "prompts": ["!**/*.md"]}),
+    (None, {"source": "../../pkg", "autoload": False, "prompts": ["+prompts/rev.md"]}),
+], ids=["unload-one", "load-what-the-user-unloads", "no-user-entry"])
+def test_an_autoload_false_project_entry_overrides_the_users_as_pi(user_entry, project_entry, tmp_path):
+    """The project's ``autoload: false`` entry (what ``pi config`` writes) decides the files it names,
+    with its own source and scope; the others keep the user entry's state."""
+    loaded = []
+    for kind in ("ours", "reference"):
+        root = tmp_path / kind
+        make_package(root / "pkg", "pkg")
+        home, work = root / "home", root / "work"
+        env = _env(home)
+        user = [json.loads(json.dumps(user_entry).replace("PKG", str(root / "pkg")))] if user_entry else []
+        (home / ".pi" / "agent" / "settings.json").write_text(json.dumps({"packages": user}))
+        (work / ".pi").mkdir(parents=True)
+        (work / ".pi" / "settings.json").write_text(json.dumps({"packages": [project_entry]}))
+        commands, _ = get_commands(kind, ["--approve"], env, work)
+        loaded.append(sorted((c["name"], c["sourceInfo"]["source"].replace(str(root), "ROOT"), c["sourceInfo"]["scope"])
+                             for c in commands if c["sourceInfo"].get("origin") == "package"))
+    assert loaded[0] == loaded[1]
