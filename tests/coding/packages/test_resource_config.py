@@ -131,6 +131,11 @@ def test_project_cycles_write_overrides_and_go_back_to_inherit(tree, tmp_path):
         "extensions": [str(agent / "extensions" / "top.py"), f"-{agent / 'extensions' / 'top.py'}", "-builtin:mcp"],
         "skills": ["-skills/projskill/SKILL.md"]}
     assert overrides.state(_find(items, "rev.md")) == "load"
+    relisted = _shown(resolve_items(agent, work, True, BUILTINS), agent)  # a new run: the overrides' groups
+    assert relisted[:2] == [(f"{tmp_path / 'pkg'} (user)", {"skills": ["hello"]}),
+                            ("../../pkg (project)", {"extensions": ["ext.ts"], "prompts": ["rev.md"]})]
+    assert relisted[-2:] == [("Built-in (project override)", {"extensions": ["mcp"]}),
+                             ("Project settings", {"extensions": ["top.py"]})]
     for name, presses in (("ext.ts", 2), ("rev.md", 1), ("top.py", 2), ("mcp", 2), ("projskill", 2)):
         for _ in range(presses):
             overrides.cycle(_find(items, name))
@@ -169,32 +174,41 @@ async def test_the_screen_searches_toggles_and_switches_views(tree):
 # ---------------------------------------------------------------------- side by side
 
 
-# the same keys in both: user view toggles, a search, then project view cycles
+# the same keys in both: user view toggles, a search, then project view cycles; then, in a new run
+# that starts in the project view (where the overrides now form their own groups), cycles back
 _KEYS = ["Down", "Down", "Down", "Space", "Down", "Space", "Down", "Space", "Down", "Down", "Down", "Space",
          "s", "k", "i", "l", "l", "Space", "BSpace", "BSpace", "BSpace", "BSpace", "BSpace", "Tab",
          "Space", "Down", "Space", "Down", "Space", "Space", "Down", "Down", "Space", "Down", "Down", "Down",
          "Down", "Down", "Down", "Down", "Down", "Down", "Space", "Down", "Space", "Space"]
+_AGAIN_KEYS = ["Space", "Space", "Down", "Space", "Down", "Space", "PageDown", "Space"]
 
 
-def _run_keys(kind: str, root: Path) -> tuple[dict, dict]:
+def _session(kind: str, argv: list[str], keys: list[str], env: dict[str, str], work: Path) -> None:
     from tests.coding.interactive.test_interactive_tmux import Tmux
 
-    agent, work = _layout(root, "top.ts")  # pi lists no Python file
-    command, env = pi_command(kind, ["config", "-a"], _env(root / "home"))
+    command, env = pi_command(kind, argv, env)
     env = {k: v for k, v in env.items() if k not in ("COLUMNS", "LINES")} | {"TERM": "xterm-256color"}
     pane = Tmux(f"{shlex.join(command)}; echo EXITED $?; sleep 60", work, env)
     try:
-        screen = pane.wait_for(lambda s: "Global Resources" in s and "tool-search" in s)
-        for key in _KEYS:  # each key changes the screen (cursor, checkbox, query or title)
+        screen = pane.wait_for(lambda s: "Resources" in s and "tool-search" in s)
+        for key in keys:  # each key changes the screen (cursor, checkbox, query or title)
             pane.keys(key)
             screen = pane.wait_for(lambda s, before=screen: s != before)
         pane.keys("Escape")
         pane.wait_for(lambda s: "EXITED 0" in s)
     finally:
         pane.kill()
-    user, project = (json.loads(p.read_text().replace(str(root), "ROOT"))
-                     for p in (agent / "settings.json", work / ".pi" / "settings.json"))
-    return user, project
+
+
+def _run_keys(kind: str, root: Path) -> list[dict]:
+    agent, work = _layout(root, "top.ts")  # pi lists no Python file
+    env = _env(root / "home")
+    files = (agent / "settings.json", work / ".pi" / "settings.json")
+    found = []
+    for argv, keys in ((["config", "-a"], _KEYS), (["config", "-a", "-l"], _AGAIN_KEYS)):
+        _session(kind, argv, keys, env, work)
+        found += [json.loads(p.read_text().replace(str(root), "ROOT")) for p in files]
+    return found
 
 
 @needs_reference

@@ -18,8 +18,15 @@ from typing import Any
 from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.extensions import loader
 from pi_coding_agent.coding.packages import sources as src
-from pi_coding_agent.coding.packages.manifest import RESOURCE_TYPES, package_resources
-from pi_coding_agent.coding.packages.resolve import source_of
+from pi_coding_agent.coding.packages.manifest import RESOURCE_TYPES, delta_states, package_resources
+from pi_coding_agent.coding.packages.resolve import (
+    configured,
+    dedupe,
+    delta_base,
+    is_delta,
+    pattern_list,
+    source_of,
+)
 from pi_coding_agent.coding.resources import resource_files as rf
 from pi_coding_agent.coding.resources import resource_paths as rp
 from pi_coding_agent.coding.resources.settings import (
@@ -101,16 +108,28 @@ def list_of(data: JsonObject, key: str) -> list[Any]:
 
 
 def resolve_items(agent_dir: Path, cwd: Path, with_project: bool, builtins: Sequence[str]) -> list[ResourceItem]:
-    """Every resource of the user settings (and the project's with ``with_project``), enabled or not."""
-    layers = [("user", read_settings("user", agent_dir, cwd))]
-    if with_project:
-        layers.insert(0, ("project", read_settings("project", agent_dir, cwd)))
-    items = _package_items(layers, agent_dir, cwd)
-    for scope, data in layers:
-        items += _top_level_items(scope, data, agent_dir, cwd)
-    user_extensions = [e for e in list_of(layers[-1][1], "extensions") if isinstance(e, str)]
-    items += [ResourceItem("extensions", BUILTIN_PREFIX + name, _builtin_on(name, user_extensions), "top-level",
-                           "builtin", "user") for name in builtins]
+    """Every resource of the user settings (and the project's with ``with_project``), enabled or not;
+    a file both scopes reach is the project's."""
+    user = read_settings("user", agent_dir, cwd)
+    project = read_settings("project", agent_dir, cwd) if with_project else {}
+    items = _package_items(configured(user, project), agent_dir, cwd)
+    top = [*(_top_level_items("project", project, agent_dir, cwd) if with_project else []),
+           *_top_level_items("user", user, agent_dir, cwd)]
+    unique: dict[str, ResourceItem] = {}  # a file reached twice (a symlink, a listed auto dir) once
+    for item in top:
+        unique.setdefault(os.path.realpath(item.path), item)
+    return [*items, *unique.values(), *_builtin_items(builtins, user, project)]
+
+
+def _builtin_items(builtins: Sequence[str], user: JsonObject, project: JsonObject) -> list[ResourceItem]:
+    """pi's bundled extensions; one the project's settings name is the project's (an override)."""
+    lists = {scope: [e for e in list_of(data, "extensions") if isinstance(e, str)]
+             for scope, data in (("project", project), ("user", user))}
+    items = []
+    for name in builtins:
+        scope = "project" if _builtin_named(name, lists["project"]) else "user"
+        items.append(ResourceItem("extensions", BUILTIN_PREFIX + name, _builtin_on(name, lists[scope]),
+                                  "top-level", "builtin", scope))
     return items
 
 
@@ -146,31 +165,39 @@ def _home_short(path: Path) -> str:
     return text if text.endswith("/") else text + "/"
 
 
+def _builtin_named(name: str, entries: Sequence[str]) -> bool:
+    return any(e[:1] in "+-" and e.strip()[1:] == BUILTIN_PREFIX + name for e in entries)
+
+
 def _builtin_on(name: str, entries: Sequence[str]) -> bool:
     """The last ``+``/``-`` entry naming ``builtin:<name>`` decides; none: on."""
     enabled = True
     for entry in entries:
-        if entry.strip()[1:] == BUILTIN_PREFIX + name and entry[:1] in "+-":
+        if entry[:1] in "+-" and entry.strip()[1:] == BUILTIN_PREFIX + name:
             enabled = entry[:1] == "+"
     return enabled
 
 
-def _package_items(layers: list[tuple[str, JsonObject]], agent_dir: Path, cwd: Path) -> list[ResourceItem]:
-    """The installed packages' resources; a project entry of a user package's identity replaces it,
-    unless it is an ``autoload: false`` override (then the user's entry stays the listed one)."""
-    seen: set[str] = set()
+def _package_items(entries: list[tuple[object, str]], agent_dir: Path, cwd: Path) -> list[ResourceItem]:
+    """The installed packages' resources, ``entries`` project first: a project entry of a user
+    package's identity replaces it; an ``autoload: false`` one claims only the files it names."""
+    deduped = dedupe(entries, agent_dir, cwd)
+    claimed: set[str] = set()
     items: list[ResourceItem] = []
-    for scope, data in layers:
-        for entry in list_of(data, "packages"):
-            if not isinstance(entry, (str, dict)) or not isinstance(source_of(entry), str):
-                continue
-            if isinstance(entry, dict) and entry.get("autoload") is False:
-                continue
-            root = src.installed_path(src.parse_source(source_of(entry)), scope, agent_dir, cwd)
-            if str(root) in seen or not root.is_dir():
-                continue
-            seen.add(str(root))
-            items += _one_package(source_of(entry), entry, root, scope)
+    for entry, scope in deduped:
+        base_source, base_scope = delta_base(entry, scope, deduped, agent_dir, cwd)
+        root = src.installed_path(src.parse_source(base_source), base_scope, agent_dir, cwd)
+        if not root.is_dir():
+            continue
+        if is_delta(entry, scope):
+            declared = package_resources(root, None) or {}
+            for kind in RESOURCE_TYPES:
+                states = delta_states(declared.get(kind, []), pattern_list(entry, kind), root)
+                items += [ResourceItem(kind, str(p), on, "package", source_of(entry), scope, root)
+                          for p, on in states.items()]
+                claimed.update(str(p) for p in states)
+        else:
+            items += [i for i in _one_package(source_of(entry), entry, root, scope) if i.path not in claimed]
     return items
 
 
@@ -192,10 +219,7 @@ def _top_level_items(scope: str, data: JsonObject, agent_dir: Path, cwd: Path) -
         for file in _candidates(kind, scope, plain, agent_dir, cwd):
             on = rp.is_enabled(file.path, filters, file.base_dir or base)
             items.append(ResourceItem(kind, str(file.path), on, "top-level", file.source, scope, file.base_dir))
-    unique: dict[str, ResourceItem] = {}  # a file reached twice (a symlink, a listed auto dir) once
-    for item in items:
-        unique.setdefault(os.path.realpath(item.path), item)
-    return list(unique.values())
+    return items
 
 
 def _candidates(kind: str, scope: str, plain: list[SettingsPath], agent_dir: Path,
