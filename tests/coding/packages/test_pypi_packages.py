@@ -126,7 +126,7 @@ def test_failures_are_named(tmp_path):
     errors = {e["extensionPath"]: e["error"] for e in records if e.get("type") == "extension_error"}
     assert errors["pypi:pi-plain"].endswith("declares no pi_coding_agent.extensions entry points")
     assert "-m pip install" in errors["pypi:pi-missing"]
-    assert errors["pypi:pi-missing"].endswith(" pi-missing failed with exit code 1")
+    assert errors["pypi:pi-missing"].endswith(" pi-missing failed with code 1")
 
 
 def test_e_installs_into_the_temporary_cache(tmp_path):

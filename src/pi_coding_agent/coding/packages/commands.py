@@ -163,7 +163,7 @@ class _Session:
         self.settings = Settings.load(self.agent_dir, self.cwd, project_trusted=self.trusted)
         npm = self.settings.get("npmCommand")
         self.installer = Installer(self.agent_dir, self.cwd, npm if isinstance(npm, list) else None,
-                                   output=sys.stdout)
+                                   inherit=True)
 
     def run(self) -> int:
         options = self.options
