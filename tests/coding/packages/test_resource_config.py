@@ -259,3 +259,24 @@ def test_an_autoload_false_project_entry_overrides_the_users_as_pi(user_entry, p
         loaded.append(sorted((c["name"], c["sourceInfo"]["source"].replace(str(root), "ROOT"), c["sourceInfo"]["scope"])
                              for c in commands if c["sourceInfo"].get("origin") == "package"))
     assert loaded[0] == loaded[1]
+
+
+@needs_reference
+@pytest.mark.parametrize("override", [False, True], ids=["user-only", "project-unloads"])
+def test_a_project_unload_of_user_files_holds_at_start_as_in_pi(override, tmp_path):
+    """The project view's unload of a user file (its absolute path, then ``-`` that path) keeps the
+    user's extension, skill and prompt template from loading, as in pi."""
+    loaded = []
+    for kind in ("ours", "reference"):
+        agent, work = _layout(tmp_path / kind, "top.ts")
+        (agent / "extensions" / "top.ts").write_text(
+            "export default function (pi: any) { pi.registerCommand('topcmd', {description: 't', "
+            "handler: async () => {}}); }\n")
+        (agent / "settings.json").write_text("{}")
+        files = {"extensions": agent / "extensions" / "top.ts", "skills": agent / "skills" / "myskill" / "SKILL.md",
+                 "prompts": agent / "prompts" / "review.md"}
+        project = {kind: [str(path), f"-{path}"] for kind, path in files.items()} if override else {}
+        (work / ".pi" / "settings.json").write_text(json.dumps(project))
+        commands, _ = get_commands(kind, ["--approve"], _env(agent.parent.parent), work)
+        loaded.append(sorted(c["name"] for c in commands if c["sourceInfo"]["scope"] == "user"))
+    assert loaded[0] == loaded[1] == ([] if override else ["review", "skill:myskill", "topcmd"])

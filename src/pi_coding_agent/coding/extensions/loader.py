@@ -97,6 +97,7 @@ def discover(cwd: Path, agent_dir: Path, trusted: bool, cli_paths: list[str],
     package_sources = package_extensions(packages) if packages is not None else []
     candidates += [s for s in package_sources if s.scope == "temporary"]
     if include_discovered:
+        switched_off: set[str] = set()  # a project's off switch holds for the user's copy too
         for scope, root in (("project", cwd / PROJECT_DIR), ("user", agent_dir)):
             if scope == "project" and not trusted:
                 continue
@@ -105,7 +106,11 @@ def discover(cwd: Path, agent_dir: Path, trusted: bool, cli_paths: list[str],
                      for p in _explicit(_resolve(entry.entry, entry.base_dir))]
             found += [ExtensionSource(p, "auto", scope, root) for p in _entries_in(root / "extensions")]
             filters = [e for e in own if e.entry[:1] in "!+-"]  # what ``pi config`` writes, say
-            candidates += [s for s in found if is_enabled(s.path, filters, s.base_dir or root)]
+            for source in found:
+                if not is_enabled(source.path, filters, source.base_dir or root):
+                    switched_off.add(os.path.realpath(source.path))
+                elif os.path.realpath(source.path) not in switched_off:
+                    candidates.append(source)
         candidates += [s for s in package_sources if s.scope != "temporary"]
     return dedupe_by_real_path(candidates)
 
