@@ -55,3 +55,19 @@ def test_update_of_pi_itself_is_refused_after_the_argument_checks(tmp_path):
     done = run_pi("ours", ["update", "--self", "--extensions"], _env(tmp_path / "home"), tmp_path, timeout=60)
     assert done.returncode == 1
     assert done.stderr.startswith("`pi update --self` (updating pi itself or its model catalogs) is not supported")
+
+
+def _flags(help_text: str) -> list[str]:
+    """The options a help text lists: the flag column of its ``Options:`` section."""
+    section = help_text.split("\nOptions:\n", 1)[1].split("\n\n", 1)[0]
+    return [line.split()[0].rstrip(",") for line in section.splitlines() if line.startswith("  -")]
+
+
+@needs_reference
+@pytest.mark.parametrize("argv", [["install", "--help"], ["remove", "-h"], ["uninstall", "--help"], ["list", "--help"]])
+def test_help_has_pis_usage_line_and_options(argv, tmp_path):
+    """The words are ours; the usage line and the options listed are pi's."""
+    ours, reference = (run_pi(kind, argv, _env(tmp_path / kind), tmp_path, timeout=60) for kind in ("ours", "reference"))
+    assert (ours.returncode, ours.stderr) == (reference.returncode, reference.stderr) == (0, "")
+    assert ours.stdout.splitlines()[:2] == reference.stdout.splitlines()[:2]
+    assert _flags(ours.stdout) == _flags(reference.stdout) and _flags(ours.stdout)

@@ -28,6 +28,29 @@ USAGE = {
 }
 
 
+_TRUST = [("-a, --approve", "Trust the project's own files for this one command"),
+          ("-na, --no-approve", "Leave the project's trust-gated files out for this one command")]
+_SOURCES = ("\nSources: npm:<name>[@<version>], git:<host>/<path>[@<ref>], an https:// or ssh:// git URL,\n"
+            "pypi:<requirement> (this implementation only), or a local path.\n")
+
+
+def _options(*rows: tuple[str, str]) -> str:
+    return "\nOptions:\n" + "".join(f"  {flag:<22}{text}\n" for flag, text in [*rows, *_TRUST])
+
+
+HELP = {
+    "install": "Installs a package and adds it to the settings' packages.\n"
+               + _options(("-l, --local", "Write the project's .pi/settings.json instead")) + _SOURCES,
+    "remove": "Deletes a package's install and its settings entry (also: pi uninstall).\n"
+              + _options(("-l, --local", "Remove it from the project's .pi/settings.json")),
+    "update": "Brings configured packages up to date (pi updating itself and its model catalogs is not\n"
+              "part of this implementation).\n"
+              + _options(("--extensions", "Every configured package"),
+                         ("--extension <source>", "One package (the same as naming it)")),
+    "list": "Shows the packages of the user's and the project's settings.\n" + _options(),
+}
+
+
 class _Options:
     def __init__(self, command: str) -> None:
         self.command = command
@@ -48,7 +71,7 @@ def main(argv: list[str]) -> int:
     word, rest = argv[0], argv[1:]
     command = "remove" if word == "uninstall" else word
     if any(a in ("-h", "--help") for a in rest):
-        print(f"Usage:\n  {USAGE[command]}")
+        print(f"Usage:\n  {USAGE[command]}\n\n{HELP[command]}")
         return 0
     options = _parse(command, rest)
     if isinstance(options, tuple):
