@@ -280,3 +280,21 @@ def test_a_project_unload_of_user_files_holds_at_start_as_in_pi(override, tmp_pa
         commands, _ = get_commands(kind, ["--approve"], _env(agent.parent.parent), work)
         loaded.append(sorted(c["name"] for c in commands if c["sourceInfo"]["scope"] == "user"))
     assert loaded[0] == loaded[1] == ([] if override else ["review", "skill:myskill", "topcmd"])
+
+
+async def test_a_broken_settings_file_is_listed_as_empty_and_never_written(tree):
+    """As pi's picker: the resources still show, and a toggle leaves the broken file as it was."""
+    from pi_coding_agent.coding.modes.interactive.resource_config import ResourceConfigApp
+
+    agent, work = tree
+    (agent / "settings.json").write_text("{broken")
+    (work / ".pi" / "settings.json").write_text("[1]")
+    app = ResourceConfigApp(agent, work, "user", project_allowed=True, builtins=BUILTINS)
+    async with app.run_test(size=(100, 50)) as pilot:
+        assert app.rows[app.selected].item.display == "sub/index.ts"  # no package: its entry is unreadable
+        await pilot.press("space", "tab", "space")
+        await pilot.pause()
+        assert "[x] sub/index.ts" in str(app.list_text())
+        await pilot.press("escape")
+    assert (agent / "settings.json").read_text() == "{broken"
+    assert (work / ".pi" / "settings.json").read_text() == "[1]"

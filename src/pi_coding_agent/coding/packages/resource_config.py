@@ -94,11 +94,10 @@ def top_base(scope: str, agent_dir: Path, cwd: Path) -> Path:
     return cwd / PROJECT_DIR if scope == "project" else agent_dir
 
 
-def read_settings(scope: str, agent_dir: Path, cwd: Path) -> JsonObject:
-    data = read_for_update(settings_path(scope, agent_dir, cwd))
-    if data is None:
-        raise ValueError(f"{settings_path(scope, agent_dir, cwd)} is not a JSON object")
-    return data
+def read_settings(scope: str, agent_dir: Path, cwd: Path) -> JsonObject | None:
+    """The scope's settings file as it is now ({} when absent), None when it is not a JSON object:
+    listed as empty then, and never written over (pi's picker does the same)."""
+    return read_for_update(settings_path(scope, agent_dir, cwd))
 
 
 def list_of(data: JsonObject, key: str) -> list[Any]:
@@ -110,8 +109,8 @@ def list_of(data: JsonObject, key: str) -> list[Any]:
 def resolve_items(agent_dir: Path, cwd: Path, with_project: bool, builtins: Sequence[str]) -> list[ResourceItem]:
     """Every resource of the user settings (and the project's with ``with_project``), enabled or not;
     a file both scopes reach is the project's."""
-    user = read_settings("user", agent_dir, cwd)
-    project = read_settings("project", agent_dir, cwd) if with_project else {}
+    user = read_settings("user", agent_dir, cwd) or {}
+    project = (read_settings("project", agent_dir, cwd) or {}) if with_project else {}
     items = _package_items(configured(user, project), agent_dir, cwd)
     top = [*(_top_level_items("project", project, agent_dir, cwd) if with_project else []),
            *_top_level_items("user", user, agent_dir, cwd)]

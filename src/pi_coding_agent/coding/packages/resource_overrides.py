@@ -50,10 +50,13 @@ def _write(scope: str, data: JsonObject, agent_dir: Path, cwd: Path) -> None:
 
 
 def toggle_user(item: ResourceItem, agent_dir: Path, cwd: Path) -> bool | None:
-    """Flip a user resource; its new state, or None when its package entry is gone."""
+    """Flip a user resource; its new state, or None when its package entry is gone or the file is
+    not a JSON object."""
     enabled = not item.enabled
     data = read_settings("user", agent_dir, cwd)
     mark = "+" if enabled else "-"
+    if data is None:
+        return None
     if item.origin == "package":
         packages = list_of(data, "packages")
         index = next((i for i, p in enumerate(packages) if _source(p) == item.source), None)
@@ -118,7 +121,7 @@ class ProjectOverrides:
 
     def state(self, item: ResourceItem) -> str:
         """The project's word on ``item``: inherit, load or unload (the last matching entry wins)."""
-        project = read_settings("project", self.agent_dir, self.cwd)
+        project = read_settings("project", self.agent_dir, self.cwd) or {}
         if item.origin == "top-level":
             return _state_of(list_of(project, item.kind), self._top_patterns(item), empty_unloads=False)
         entry = self._package_entry(project, item)[1]
@@ -132,6 +135,8 @@ class ProjectOverrides:
         state = {INHERIT: UNLOAD if on else LOAD, UNLOAD: LOAD if on else INHERIT,
                  LOAD: INHERIT if on else UNLOAD}[before]
         project = read_settings("project", self.agent_dir, self.cwd)
+        if project is None:
+            return None
         if item.origin == "top-level":
             self._set_top_level(project, item, state)
         elif not self._set_package(project, item, state):

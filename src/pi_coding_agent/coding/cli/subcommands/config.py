@@ -47,5 +47,7 @@ def main(argv: list[str]) -> int:
     if local and not trusted:
         print("Project is not trusted. Use --approve to modify local resource config.", file=sys.stderr)
         return 1
+    for warning in Settings.load(agent_dir, cwd, project_trusted=trusted).warnings:
+        print(warning, file=sys.stderr)  # a broken file is listed as empty and left as it is
     app = ResourceConfigApp(agent_dir, cwd, "project" if local else "user", trusted, sorted(PI_BUILTIN_EXTENSIONS))
     return app.run() or 0
