@@ -126,7 +126,7 @@ def test_failures_are_named(tmp_path):
     errors = {e["extensionPath"]: e["error"] for e in records if e.get("type") == "extension_error"}
     assert errors["pypi:pi-plain"].endswith("declares no pi_coding_agent.extensions entry points")
     assert "-m pip install" in errors["pypi:pi-missing"]
-    assert errors["pypi:pi-missing"].endswith(" pi-missing failed with exit code 1")
+    assert errors["pypi:pi-missing"].endswith(" pi-missing failed with code 1")
 
 
 def test_e_installs_into_the_temporary_cache(tmp_path):
@@ -139,6 +139,27 @@ def test_e_installs_into_the_temporary_cache(tmp_path):
     cached = home / ".pi" / "agent" / "tmp" / "extensions" / "pypi"
     assert list(cached.glob("*/pi-review/pi_review/__init__.py")), stderr
     assert not (home / ".pi" / "agent" / "settings.json").exists()
+
+
+def test_e_is_refreshed_on_each_start_unless_pinned_or_offline(tmp_path):
+    """As pi does for an unpinned ``-e npm:`` package: a newer version the index offers replaces the
+    cached copy at the next start; a pinned one stays, and so does any in offline mode."""
+    home, work, index = tmp_path / "home", tmp_path / "work", tmp_path / "index"
+    work.mkdir()
+    index.mkdir()
+    review_wheel(index, "1.0.0")
+    env = _pip_env(home, index)
+
+    def described(*argv: str, **extra: str) -> list[str]:
+        commands, stderr = get_commands("ours", list(argv), {**env, **extra}, work)
+        return [c.get("description", "") for c in _non_builtin(commands)] or [stderr]
+
+    assert described("-e", "pypi:pi-review") == ["review 1.0.0"]
+    assert described("-e", "pypi:pi-review==1.0.0") == ["review 1.0.0"]
+    review_wheel(index, "1.1.0")
+    assert described("-e", "pypi:pi-review", PI_OFFLINE="1") == ["review 1.0.0"]
+    assert described("-e", "pypi:pi-review") == ["review 1.1.0"]
+    assert described("-e", "pypi:pi-review==1.0.0") == ["review 1.0.0"]
 
 
 def test_a_registry_source_without_a_name_is_refused(tmp_path):

@@ -3,7 +3,8 @@
 Discovery is a few directory scans, so a session without extensions pays nothing more: the dispatch
 machinery (``runner``, ``api``, ``context``) is imported only when at least one extension was found.
 Order (first occurrence of a real path wins): ``-e/--extension`` paths, then the ``extensions``
-setting and discovered directories, project before user (the project only when trusted).
+setting and discovered directories, project before user (the project only when trusted), less what
+that scope's ``!glob`` / ``+path`` / ``-path`` entries of the setting disable.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pi_coding_agent.ai.types import JsonObject
-from pi_coding_agent.coding.resources.resource_paths import dedupe_by_real_path
+from pi_coding_agent.coding.resources.resource_paths import dedupe_by_real_path, is_enabled
 
 if TYPE_CHECKING:
     from pi_coding_agent.coding.packages.resolve import PackageSet
@@ -96,14 +97,20 @@ def discover(cwd: Path, agent_dir: Path, trusted: bool, cli_paths: list[str],
     package_sources = package_extensions(packages) if packages is not None else []
     candidates += [s for s in package_sources if s.scope == "temporary"]
     if include_discovered:
+        switched_off: set[str] = set()  # a project's off switch holds for the user's copy too
         for scope, root in (("project", cwd / PROJECT_DIR), ("user", agent_dir)):
             if scope == "project" and not trusted:
                 continue
-            for entry in settings_paths:
-                if entry.scope == scope and entry.entry[:1] not in "!+-":
-                    candidates.extend(ExtensionSource(p, "local", scope, None)
-                                      for p in _explicit(_resolve(entry.entry, entry.base_dir)))
-            candidates.extend(ExtensionSource(p, "auto", scope, root) for p in _entries_in(root / "extensions"))
+            own = [e for e in settings_paths if e.scope == scope]
+            found = [ExtensionSource(p, "local", scope, None) for entry in own if entry.entry[:1] not in "!+-"
+                     for p in _explicit(_resolve(entry.entry, entry.base_dir))]
+            found += [ExtensionSource(p, "auto", scope, root) for p in _entries_in(root / "extensions")]
+            filters = [e for e in own if e.entry[:1] in "!+-"]  # what ``pi config`` writes, say
+            for source in found:
+                if not is_enabled(source.path, filters, source.base_dir or root):
+                    switched_off.add(os.path.realpath(source.path))
+                elif os.path.realpath(source.path) not in switched_off:
+                    candidates.append(source)
         candidates += [s for s in package_sources if s.scope != "temporary"]
     return dedupe_by_real_path(candidates)
 

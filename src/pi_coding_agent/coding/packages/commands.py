@@ -28,13 +28,42 @@ USAGE = {
 }
 
 
+_TRUST = [("-a, --approve", "Trust the project's own files for this one command"),
+          ("-na, --no-approve", "Leave the project's trust-gated files out for this one command")]
+_SOURCES = ("\nSources: npm:<name>[@<version>], git:<host>/<path>[@<ref>], an https:// or ssh:// git URL,\n"
+            "pypi:<requirement> (this implementation only), or a local path.\n")
+
+
+def _options(*rows: tuple[str, str]) -> str:
+    return "\nOptions:\n" + "".join(f"  {flag:<22}{text}\n" for flag, text in [*rows, *_TRUST])
+
+
+HELP = {
+    "install": "Installs a package and adds it to the settings' packages.\n"
+               + _options(("-l, --local", "Write the project's .pi/settings.json instead")) + _SOURCES,
+    "remove": "Deletes a package's install and its settings entry (also: pi uninstall).\n"
+              + _options(("-l, --local", "Remove it from the project's .pi/settings.json")),
+    "update": "Brings configured packages up to date (pi updating itself and its model catalogs is not\n"
+              "part of this implementation).\n"
+              + _options(("--extensions", "Every configured package"),
+                         ("--extension <source>", "One package (the same as naming it)")),
+    "list": "Shows the packages of the user's and the project's settings.\n" + _options(),
+}
+
+
 class _Options:
     def __init__(self, command: str) -> None:
         self.command = command
         self.local = False
         self.approve: bool | None = None
         self.source: str | None = None
-        self.extensions = False
+        self.extension: str | None = None  # ``update --extension <source>``
+        self.update_flags: set[str] = set()  # ``--extensions`` and pi's self/models flags
+
+
+_UPDATE_FLAGS = ("--self", "--extensions", "--models", "--all", "--force")
+_UNSUPPORTED = ("--self", "--models", "--all", "--force")
+_SELF = ("self", "pi")
 
 
 def main(argv: list[str]) -> int:
@@ -42,44 +71,107 @@ def main(argv: list[str]) -> int:
     word, rest = argv[0], argv[1:]
     command = "remove" if word == "uninstall" else word
     if any(a in ("-h", "--help") for a in rest):
-        print(f"Usage:\n  {USAGE[command]}")
+        print(f"Usage:\n  {USAGE[command]}\n\n{HELP[command]}")
         return 0
     options = _parse(command, rest)
-    if isinstance(options, str):
-        print(options, file=sys.stderr)
-        print(f"Usage: {USAGE[command]}", file=sys.stderr)
+    if isinstance(options, tuple):
+        for line in options:
+            print(line, file=sys.stderr)
         return 1
     return _Session(options).run()
 
 
-def _parse(command: str, args: list[str]) -> _Options | str:
-    options = _Options(command)
-    items = iter(args)
-    for arg in items:
+def _parse(command: str, args: list[str]) -> _Options | tuple[str, str]:
+    """The options, or the two stderr lines of the first problem in pi's order: an unknown option, a
+    missing value, an unexpected argument, conflicting options, a missing source. ``list`` ignores one
+    positional argument, as pi does."""
+    options, problems = _Options(command), _Problems()
+    index = 0
+    while index < len(args):
+        arg, index = args[index], index + 1
         if arg in ("-l", "--local") and command in ("install", "remove"):
             options.local = True
         elif arg in ("-a", "--approve", "-na", "--no-approve"):
             options.approve = arg in ("-a", "--approve")
-        elif command == "update" and arg == "--extensions":
-            options.extensions = True
-        elif command == "update" and arg == "--extension":
-            options.source = next(items, None)
-            if options.source is None:
-                return "Missing value for --extension."
-        elif command == "update" and arg in ("--self", "--models", "--all", "--force", "self", "pi"):
-            return f"`pi update {arg}` (updating pi itself or its model catalogs) is not supported by this " \
-                   "implementation; update it with pip"
+        elif arg in _UPDATE_FLAGS and command == "update":
+            options.update_flags.add(arg)
+        elif arg == "--extension" and command == "update":
+            value = args[index] if index < len(args) else ""
+            if not value or value.startswith("-"):
+                problems.note("missing", arg)
+            elif options.extension is not None:
+                problems.note("conflict", "--extension can only be provided once")
+                index += 1
+            else:
+                options.extension, index = value, index + 1
         elif arg.startswith("-"):
-            return f'Unknown option {arg} for "{command}".'
-        elif options.source is None and command != "list":
+            problems.note("option", arg)
+        elif options.source is None:
             options.source = arg
         else:
-            return f"Unexpected argument {arg}."
+            problems.note("argument", arg)
+    if command == "update" and (conflict := _update_conflict(options)):
+        problems.note("conflict", conflict)
     if command in ("install", "remove") and options.source is None:
-        return f"Missing {command} source."
-    if command == "update" and options.source is None and not options.extensions:
-        return "`pi update` without a package updates pi itself, which this implementation does not do; " \
-               "use `pi update --extensions` for packages"
+        problems.note("source", f"Missing {command} source.")
+    return problems.first(command) or _supported(options)
+
+
+class _Problems:
+    """The first problem of each kind, as pi keeps them."""
+
+    _ORDER = ("option", "missing", "argument", "conflict", "source")
+
+    def __init__(self) -> None:
+        self.found: dict[str, str] = {}
+
+    def note(self, kind: str, text: str) -> None:
+        self.found.setdefault(kind, text)
+
+    def first(self, command: str) -> tuple[str, str] | None:
+        kind = next((k for k in self._ORDER if k in self.found), None)
+        if kind is None:
+            return None
+        text = self.found[kind]
+        if kind == "option":
+            return f'Unknown option {text} for "{command}".', f'Use "pi --help" or "{USAGE[command]}".'
+        message = {"missing": f"Missing value for {text}.", "argument": f"Unexpected argument {text}."}
+        return message.get(kind, text), f"Usage: {USAGE[command]}"
+
+
+def _update_conflict(options: _Options) -> str | None:
+    """pi's rules for ``update``'s targets: one of a source, ``--extension``, or flags."""
+    flags, source, extension = options.update_flags, options.source, options.extension
+    if "--all" in flags and (flags & {"--self", "--extensions", "--models"} or extension):
+        return "--all cannot be combined with --self, --extensions, --models, or --extension"
+    if "--all" in flags and source:
+        return "--all cannot be combined with a positional source"
+    if "--models" in flags:
+        if flags & {"--self", "--extensions", "--all"} or extension:
+            return "--models cannot be combined with --self, --extensions, --all, or --extension"
+        return "--models cannot be combined with a positional source" if source else None
+    if extension is not None:
+        if flags & {"--self", "--extensions", "--all"}:
+            return "--extension cannot be combined with --self, --extensions, or --all"
+        return "--extension cannot be combined with a positional source" if source else None
+    if source and source not in _SELF and flags & {"--self", "--extensions", "--all"}:
+        return "positional update targets cannot be combined with --self, --extensions, or --all"
+    return None
+
+
+def _supported(options: _Options) -> _Options | tuple[str, str]:
+    """What pi's update does beyond packages (itself, its model catalogs) is not ours to do."""
+    if options.command != "update":
+        return options
+    usage = f"Usage: {USAGE['update']}"
+    asked = sorted(options.update_flags & set(_UNSUPPORTED)) + ([options.source] if options.source in _SELF else [])
+    if asked:
+        return (f"`pi update {asked[0]}` (updating pi itself or its model catalogs) is not supported by this "
+                "implementation; update it with pip", usage)
+    options.source = options.extension or options.source
+    if options.source is None and "--extensions" not in options.update_flags:
+        return ("`pi update` without a package updates pi itself, which this implementation does not do; "
+                "use `pi update --extensions` for packages", usage)
     return options
 
 
@@ -94,7 +186,7 @@ class _Session:
         self.settings = Settings.load(self.agent_dir, self.cwd, project_trusted=self.trusted)
         npm = self.settings.get("npmCommand")
         self.installer = Installer(self.agent_dir, self.cwd, npm if isinstance(npm, list) else None,
-                                   output=sys.stdout)
+                                   inherit=True)
 
     def run(self) -> int:
         options = self.options

@@ -41,14 +41,15 @@ class PackageError(Exception):
 
 
 class Installer:
-    """npm and git steps for one agent dir and cwd; child output goes to ``output`` (stderr by
-    default, so an RPC stdout never sees it)."""
+    """npm and git steps for one agent dir and cwd; child output goes to stderr (so an RPC stdout
+    never sees it), or with ``inherit`` (the package commands) to our stdout and stderr as the child
+    wrote it, as pi's commands pass it on."""
 
     def __init__(self, agent_dir: Path, cwd: Path, npm_command: Sequence[str] | None = None,
-                 output: IO[str] | None = None) -> None:
+                 inherit: bool = False) -> None:
         self.agent_dir, self.cwd = agent_dir, cwd
         self.npm = list(npm_command) if npm_command else ["npm"]
-        self.output = output or sys.stderr
+        self.output: IO[str] | None = None if inherit else sys.stderr
 
     # ------------------------------------------------------------------ npm
 
@@ -107,6 +108,20 @@ class Installer:
         _swap_in(staging, target)
         if scope != "temporary":
             _ensure_gitignore(target.parent)
+
+    def latest_pypi_version(self, source: PypiSource) -> str | None:
+        """The version pip would install for the requirement now (a dry run, dependencies not asked),
+        None when the index cannot be asked: the ``-e`` refresh check, as ``npm view`` is for npm."""
+        try:
+            out = self._capture([sys.executable, "-m", "pip", "install", "--dry-run", "--quiet", "--no-deps",
+                                 "--ignore-installed", "--report", "-", "--disable-pip-version-check",
+                                 "--no-input", source.requirement], self.cwd)
+            report = json.loads(out)
+        except (PackageError, ValueError):
+            return None
+        installs = report.get("install") if isinstance(report, dict) else None
+        versions = [i.get("metadata", {}).get("version") for i in installs or [] if isinstance(i, dict)]
+        return next((v for v in versions if isinstance(v, str)), None)
 
     def remove_pypi(self, source: PypiSource, scope: Scope) -> None:
         shutil.rmtree(pypi_path(source, scope, self.agent_dir, self.cwd), ignore_errors=True)
@@ -211,6 +226,8 @@ class Installer:
 
     def _call(self, argv: list[str], cwd: Path | None, capture: bool) -> str:
         env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}  # never wait for a password nobody can type
+        sys.stdout.flush()  # our lines before the child's
+        sys.stderr.flush()
         try:
             done = subprocess.run(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, text=True,
                                   stdout=subprocess.PIPE if capture else self.output,
@@ -223,7 +240,7 @@ class Installer:
             raise PackageError(f"{' '.join(argv[:2])} did not finish in {NETWORK_TIMEOUT_S:.0f} s") from None
         if done.returncode != 0:
             detail = (done.stderr or "").strip().splitlines()[-1:] if capture else []
-            raise PackageError(f"{' '.join(argv)} failed with exit code {done.returncode}"
+            raise PackageError(f"{' '.join(argv)} failed with code {done.returncode}"
                                + (f": {detail[0]}" if detail else ""))
         return done.stdout or ""
 

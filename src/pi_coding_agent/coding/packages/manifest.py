@@ -4,7 +4,8 @@ A ``pi`` object in ``package.json`` that lists any of ``extensions``/``skills``/
 is the manifest: each list names files, folders or globs relative to the package root, ``!glob``
 excludes, ``+path`` puts back one exact path and ``-path`` removes one. Without such a list the
 conventional folders of those names are scanned. A settings entry's object form (``{"source": ...,
-"skills": [...]}``) narrows further with the same pattern language; ``[]`` loads none of a type.
+"skills": [...]}``) narrows further with the same pattern language; ``[]`` loads none of a type. A
+project entry with ``"autoload": false`` only overrides the files its patterns name (``delta_states``).
 
 Python extensions are this implementation's addition: ``pi.python`` lists them like ``pi.extensions``
 (pi ignores the key), and without a manifest the ``extensions/`` folder's ``*.py`` files and
@@ -115,6 +116,19 @@ def apply_patterns(files: Sequence[Path], patterns: Sequence[str], base: Path) -
     result = [f for f in result if not excludes or not _matches_glob(f, excludes, base)]
     result += [f for f in files if f not in result and force_in and _matches_exact(f, force_in, base)]
     return {f for f in result if not (force_out and _matches_exact(f, force_out, base))}
+
+
+def delta_states(files: Sequence[Path], patterns: Sequence[str], base: Path) -> dict[Path, bool]:
+    """An ``autoload: false`` project entry's word on the files its patterns name (the last naming
+    pattern wins): ``+path`` and plain globs load, ``-path`` and ``!glob`` unload; files it does not
+    name are absent, left to the user's entry."""
+    states: dict[Path, bool] = {}
+    for pattern in patterns:
+        exact, target = pattern[:1] in "+-", pattern[1:] if pattern[:1] in "!+-" else pattern
+        for file in files:
+            if _matches_exact(file, [target], base) if exact else _matches_glob(file, [target], base):
+                states[file] = pattern[:1] not in "!-"
+    return states
 
 
 def _spellings(file: Path, base: Path, with_name: bool) -> list[str]:

@@ -5,7 +5,8 @@ with each package's enabled files per resource type.
 A configured npm or git package that is not installed yet is installed here, as pi does at start-up;
 when that fails (no network, no ``npm``/``git``) or offline mode is on (``PI_OFFLINE``), the package
 is skipped with a reason, and the run goes on. ``-e`` packages live in pi's temporary cache; an
-unpinned one is refreshed on each start unless offline, the cached copy kept when that fails.
+unpinned one is refreshed on each start unless offline (npm and PyPI ones when the index offers
+another version, git ones when not at their ref), the cached copy kept when that fails.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.packages import sources as src
-from pi_coding_agent.coding.packages.manifest import package_resources
+from pi_coding_agent.coding.packages.manifest import delta_states, package_resources
 from pi_coding_agent.coding.resources.resource_paths import ResourceFile
 
 if TYPE_CHECKING:
@@ -40,6 +41,7 @@ class PackageSet:
     warnings: list[str] = field(default_factory=list)
     cli_arguments: list[str] = field(default_factory=list)  # the ``-e`` arguments taken as packages
     modules: list[tuple[PythonModule, str, str]] = field(default_factory=list)  # PyPI extensions: (module, source, scope)
+    claimed: dict[str, set[Path]] = field(default_factory=dict)  # package folder -> files an override named
 
     def add(self, kind: str, files: list[ResourceFile]) -> None:
         getattr(self, kind).extend(files)
@@ -64,18 +66,42 @@ def source_of(entry: Any) -> str:
     return entry if isinstance(entry, str) else str(entry["source"])
 
 
+def is_delta(entry: object, scope: str) -> bool:
+    """A project entry that overrides the user's entry of its package instead of replacing it."""
+    return scope == "project" and isinstance(entry, dict) and entry.get("autoload") is False
+
+
 def dedupe(entries: list[tuple[object, str]], agent_dir: Path, cwd: Path) -> list[tuple[object, str]]:
-    """One entry per package identity; the project's wins over the user's."""
+    """One entry per package identity; the project's wins over the user's, except that an
+    ``autoload: false`` project entry keeps the user's after it (its base)."""
     seen: dict[str, int] = {}
     out: list[tuple[object, str]] = []
     for entry, scope in entries:
-        key = src.identity(source_of(entry), src.base_dir(scope, agent_dir, cwd))
+        key = identity_of(entry, scope, agent_dir, cwd)
         if key not in seen:
             seen[key] = len(out)
             out.append((entry, scope))
         elif scope == "project":
             out[seen[key]] = (entry, scope)
+        elif scope == "user" and is_delta(*out[seen[key]]):
+            out.append((entry, scope))
     return out
+
+
+def identity_of(entry: object, scope: str, agent_dir: Path, cwd: Path) -> str:
+    return src.identity(source_of(entry), src.base_dir(scope, agent_dir, cwd))
+
+
+def delta_base(entry: object, scope: str, entries: Sequence[tuple[object, str]], agent_dir: Path,
+               cwd: Path) -> tuple[str, str]:
+    """Where an entry's files come from, ``(source, scope)``: for an ``autoload: false`` project entry
+    the user's entry of the same package, when there is one."""
+    if is_delta(entry, scope):
+        key = identity_of(entry, scope, agent_dir, cwd)
+        base = next((e for e, s in entries if s == "user" and identity_of(e, s, agent_dir, cwd) == key), None)
+        if base is not None:
+            return source_of(base), "user"
+    return source_of(entry), scope
 
 
 def resolve_packages(entries: Sequence[tuple[object, str]], agent_dir: Path, cwd: Path,
@@ -84,16 +110,17 @@ def resolve_packages(entries: Sequence[tuple[object, str]], agent_dir: Path, cwd
     scope ``user``, ``project`` or ``temporary`` (``-e``)."""
     found = PackageSet()
     installer: Installer | None = None
-    for entry, scope in dedupe(list(entries), agent_dir, cwd):
-        source = source_of(entry)
-        parsed = src.parse_source(source)
+    deduped = dedupe(list(entries), agent_dir, cwd)
+    for entry, scope in deduped:
+        source, (base_source, base_scope) = source_of(entry), delta_base(entry, scope, deduped, agent_dir, cwd)
+        parsed = src.parse_source(base_source)
         try:
-            root = src.installed_path(parsed, scope, agent_dir, cwd)
+            root = src.installed_path(parsed, base_scope, agent_dir, cwd)
             if not isinstance(parsed, src.LocalSource):
                 from pi_coding_agent.coding.packages.install import Installer
 
                 installer = installer or Installer(agent_dir, cwd, npm_command)
-                root = _ensure_installed(installer, source, parsed, scope, root, found)
+                root = _ensure_installed(installer, base_source, parsed, base_scope, root, found)
         except Exception as exc:  # any failure skips this package, named, and the run goes on
             found.skipped.append((source, str(exc) or type(exc).__name__))
             continue
@@ -122,6 +149,8 @@ def _ensure_installed(installer: Installer, source: str, parsed: src.Source, sco
                 installer.install_npm(parsed, scope, parsed.spec if parsed.version else f"{parsed.name}@latest")
         elif isinstance(parsed, src.GitSource) and not installer.git_checked_out(parsed, root):
             installer.update_git(parsed, scope)
+        elif isinstance(parsed, src.PypiSource) and not parsed.pinned and _pypi_has_update(installer, parsed, root):
+            installer.install_pypi(parsed, scope)
     except PackageError as exc:
         found.warnings.append(f"Warning: could not refresh {source}: {exc}; using the cached copy")
     return root
@@ -152,6 +181,14 @@ def _npm_has_update(installer: Installer, parsed: src.NpmSource, root: Path) -> 
     return latest is not None and installed is not None and is_newer(latest, installed)
 
 
+def _pypi_has_update(installer: Installer, parsed: src.PypiSource, root: Path) -> bool:
+    """A ``-e`` refresh: pip would now pick another version than the cached one (not asked: no refresh)."""
+    from pi_coding_agent.coding.packages.pypi import installed_version
+
+    available = installer.latest_pypi_version(parsed)
+    return available is not None and available != installed_version(parsed, root)
+
+
 def _install(installer: Installer, parsed: src.Source, scope: str) -> None:
     if isinstance(parsed, src.NpmSource):
         installer.install_npm(parsed, scope)
@@ -170,12 +207,26 @@ def _collect(found: PackageSet, root: Path, entry: object, source: str, scope: s
         found.extensions.append(ResourceFile(root, source, scope, root.parent, "package"))
         return
     narrowing = entry if isinstance(entry, dict) else None
-    files = package_resources(root, narrowing)
+    delta = is_delta(entry, scope)
+    files = package_resources(root, None if delta else narrowing)
     if files is None:
         found.skipped.append((source, f"no extensions, skills, prompts or themes found in {root}"))
         return
+    claimed = found.claimed.setdefault(str(root), set())  # a delta comes before its user entry
     for kind, paths in files.items():
+        if delta:
+            states = delta_states(paths, pattern_list(narrowing, kind), root)
+            claimed.update(states)
+            paths = [p for p in paths if states.get(p)]
+        else:
+            paths = [p for p in paths if p not in claimed]
         found.add(kind, [ResourceFile(p, source, scope, root, "package") for p in paths])
+
+
+def pattern_list(entry: Any, kind: str) -> list[str]:
+    """An object entry's patterns of one resource type ([] when none)."""
+    value = entry.get(kind) if isinstance(entry, dict) else None
+    return [str(p) for p in value] if isinstance(value, list) else []
 
 
 def _collect_pypi(found: PackageSet, root: Path, source: str, scope: str) -> None:

@@ -45,14 +45,15 @@ def skill_candidates(agent_dir: Path, cwd: Path, trusted: bool, extra_paths: Seq
         project_dirs.append((cwd / PROJECT_DIR / "skills", cwd / PROJECT_DIR))
         project_dirs += [(d, d.parent) for d in ancestor_agents_skill_dirs(cwd) if d != home_skills]
     user_dirs = [(agent_dir / "skills", agent_dir), (home_skills, home_skills.parent)]
-    return [
+    masked = rp.overridden(settings_paths, agent_dir, collect_pi_mode, "project") if trusted else set()
+    return rp.without_overridden([
         *rp.settings_files(settings_paths, agent_dir, collect_pi_mode, "project"),
         *_auto(project_dirs, "project", settings_paths, agent_dir),
         *rp.settings_files(settings_paths, agent_dir, collect_pi_mode, "user"),
         *_auto(user_dirs, "user", settings_paths, agent_dir),
         *packages,
         *cli,
-    ]
+    ], masked)
 
 
 def _auto(dirs: list[tuple[Path, Path]], scope: str, settings_paths: Sequence[SettingsPath | str],
@@ -122,7 +123,8 @@ def template_candidates(agent_dir: Path, cwd: Path, trusted: bool, extra_paths: 
     candidates = cli
     if include_defaults:
         project_dirs = [(cwd / PROJECT_DIR / "prompts", cwd / PROJECT_DIR)] if trusted else []
-        candidates = [
+        masked = rp.overridden(settings_paths, agent_dir, collect_nested_markdown, "project") if trusted else set()
+        candidates = rp.without_overridden([
             *rp.settings_files(settings_paths, agent_dir, collect_nested_markdown, "project"),
             *rp.auto_files(project_dirs, top_level_markdown, "project", settings_paths, agent_dir),
             *rp.settings_files(settings_paths, agent_dir, collect_nested_markdown, "user"),
@@ -130,7 +132,7 @@ def template_candidates(agent_dir: Path, cwd: Path, trusted: bool, extra_paths: 
                            settings_paths, agent_dir),
             *packages,
             *cli,
-        ]
+        ], masked)
     return candidates
 
 

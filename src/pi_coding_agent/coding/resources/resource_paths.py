@@ -3,7 +3,8 @@
 1. project settings entries, 2. project directories, 3. user settings entries, 4. user directories,
 then the ``--skill``/``--prompt-template`` paths. Settings lists may also hold filters that apply to
 their own scope (files of the listed entries and of that scope's directories):
-``!glob`` disables matches, ``+path`` re-enables an exact path, ``-path`` disables an exact path.
+``!glob`` disables matches, ``+path`` re-enables an exact path, ``-path`` disables an exact path. A
+user file the project's list names and disables stays off (``overridden``).
 """
 
 from __future__ import annotations
@@ -54,20 +55,32 @@ def entry_kind(entry: os.DirEntry[str]) -> tuple[bool, bool]:
 def settings_files(entries: Sequence[SettingsPath | str], default_base: Path, collect: Collector,
                    scope: str) -> list[ResourceFile]:
     """Files of the plain entries of one scope, minus what that scope's filters disable."""
+    return [ResourceFile(file, "local", scope, None) for file, on in _settings_states(entries, default_base,
+                                                                                    collect, scope) if on]
+
+
+def overridden(entries: Sequence[SettingsPath | str], default_base: Path, collect: Collector,
+               scope: str) -> set[str]:
+    """Real paths of the files a scope's entries name and its filters disable: another scope's copy
+    of such a file stays off too (a project unloading a user file, as ``pi config`` writes it)."""
+    return {os.path.realpath(f) for f, on in _settings_states(entries, default_base, collect, scope) if not on}
+
+
+def without_overridden(files: Sequence[ResourceFile], masked: set[str]) -> list[ResourceFile]:
+    """``files`` less the user's ones a project override switched off."""
+    if not masked:
+        return list(files)
+    return [f for f in files if f.scope != "user" or os.path.realpath(f.path) not in masked]
+
+
+def _settings_states(entries: Sequence[SettingsPath | str], default_base: Path, collect: Collector,
+                     scope: str) -> list[tuple[Path, bool]]:
     layer = [_as_settings_path(e, default_base) for e in entries]
     layer = [e for e in layer if e.scope == scope]
-    if not layer:
-        return []
     filters = [e for e in layer if e.entry[:1] in "!+-"]
-    out: list[ResourceFile] = []
-    for item in layer:
-        if item.entry[:1] in "!+-" or _is_glob(item.entry):
-            continue
-        path = resolve_entry(item.entry, item.base_dir)
-        for file in _collect_path(path, collect):
-            if is_enabled(file, filters, item.base_dir):
-                out.append(ResourceFile(file, "local", scope, None))
-    return out
+    return [(file, is_enabled(file, filters, item.base_dir)) for item in layer
+            if item.entry[:1] not in "!+-" and not _is_glob(item.entry)
+            for file in _collect_path(resolve_entry(item.entry, item.base_dir), collect)]
 
 
 def auto_files(dirs: Iterable[tuple[Path, Path]], collect: Collector, scope: str,

@@ -1,5 +1,5 @@
-"""``pi config [-l] [-a|-na]``: pi's resource picker for the installed packages' resources
-(``coding/modes/interactive/resource_config.py``). ``-l`` starts in the project's settings, which needs
+"""``pi config [-l] [-a|-na]``: pi's resource picker for the packages', the top-level and the
+built-in resources (``coding/modes/interactive/resource_config.py``). ``-l`` starts in the project's settings, which needs
 a trusted project; Tab switches scope inside."""
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ def main(argv: list[str]) -> int:
             print("Usage: pi config [-l] [--approve|--no-approve]", file=sys.stderr)
             return 1
     from pi_coding_agent.coding import paths
+    from pi_coding_agent.coding.cli.main import PI_BUILTIN_EXTENSIONS
     from pi_coding_agent.coding.modes.interactive.resource_config import ResourceConfigApp
     from pi_coding_agent.coding.resources.settings import Settings
     from pi_coding_agent.coding.resources.trust import is_project_trusted
@@ -46,4 +47,7 @@ def main(argv: list[str]) -> int:
     if local and not trusted:
         print("Project is not trusted. Use --approve to modify local resource config.", file=sys.stderr)
         return 1
-    return ResourceConfigApp(agent_dir, cwd, "project" if local else "user", trusted).run() or 0
+    for warning in Settings.load(agent_dir, cwd, project_trusted=trusted).warnings:
+        print(warning, file=sys.stderr)  # a broken file is listed as empty and left as it is
+    app = ResourceConfigApp(agent_dir, cwd, "project" if local else "user", trusted, sorted(PI_BUILTIN_EXTENSIONS))
+    return app.run() or 0
