@@ -5,6 +5,7 @@ annotation closes still means two modules cannot be read, or changed, one withou
 """
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -175,3 +176,18 @@ def test_below_the_assembly_no_module_takes_the_command_line_options() -> None:
         if isinstance(node, ast.ImportFrom) and any(alias.name == "CliArgs" for alias in node.names)
     ]
     assert not bad, "\n".join(sorted(bad))
+
+
+def test_settings_are_read_through_their_typed_accessors() -> None:
+    """One way in per setting: a property of ``Settings``. A ``settings.get("key")`` elsewhere
+    bypasses its type check and default; only the ``/settings`` screen, which walks its own table
+    of keys, reads by name."""
+    allowed = {"coding/resources/settings.py", "coding/modes/interactive/settings_screen.py"}
+    bad = [
+        f"{path.relative_to(PKG)}:{number}"
+        for path in PKG.rglob("*.py")
+        if str(path.relative_to(PKG)) not in allowed
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if re.search(r"settings\.get\(", line)
+    ]
+    assert not bad, "\n".join(bad)

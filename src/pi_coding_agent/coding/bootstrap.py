@@ -146,9 +146,8 @@ def session_options(args: CliArgs) -> SessionOptions:
 
 
 def _load_resources(args: CliArgs, settings: Settings, agent_dir: Path, cwd: Path, trusted: bool) -> Resources:
-    npm_command = settings.get("npmCommand")
     packages = session_packages(settings.layer("user"), settings.layer("project"), args.extensions, agent_dir, cwd,
-                                npm_command if isinstance(npm_command, list) else None)
+                                settings.npm_command)
     skills, warnings = _load_skills(args, settings, agent_dir, cwd, trusted, packages)
     for warning in [*warnings, *settings.warnings, *(packages.warnings if packages is not None else [])]:
         print(warning, file=sys.stderr)
@@ -253,7 +252,7 @@ async def _trust_from_extensions(args: CliArgs, agent_dir: Path, cwd: Path, mode
 
 def _sandbox_policy(args: CliArgs, settings: Settings, cwd: Path) -> SandboxPolicy | None:
     """The tools' sandbox, or a start-up error saying what is missing: never silently unsandboxed."""
-    if args.sandbox is None and settings.get("sandbox") is None:
+    if args.sandbox is None and not settings.sandbox_configured:
         return None  # off, as by default (the policy module stays unloaded)
     from pi_coding_agent.coding.sandbox.policy import policy_from_settings
 

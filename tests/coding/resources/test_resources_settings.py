@@ -7,7 +7,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from pi_coding_agent.coding.resources import settings as settings_module
+from pi_coding_agent.coding.resources import settings_file
 from pi_coding_agent.coding.resources.settings import Settings, SettingsPath, js_string
 
 
@@ -172,8 +172,8 @@ def test_set_global_leaves_a_broken_file_alone(dirs: tuple[Path, Path]) -> None:
 def test_validation_runs_only_when_content_changes(dirs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
     agent_dir, cwd = dirs
     calls: list[object] = []
-    real = settings_module._validate
-    monkeypatch.setattr(settings_module, "_validate", lambda data: (calls.append(data), real(data)))
+    real = settings_file._validate
+    monkeypatch.setattr(settings_file, "_validate", lambda data: (calls.append(data), real(data)))
     write(agent_dir / "settings.json", {"defaultModel": "a"})
     Settings.load(agent_dir, cwd, project_trusted=True)
     Settings.load(agent_dir, cwd, project_trusted=True)

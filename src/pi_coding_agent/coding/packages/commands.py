@@ -17,7 +17,8 @@ from pi_coding_agent.coding import paths
 from pi_coding_agent.coding.packages import sources as src
 from pi_coding_agent.coding.packages.install import Installer, PackageError, installed_npm_version
 from pi_coding_agent.coding.packages.resolve import configured, offline, source_of
-from pi_coding_agent.coding.resources.settings import PROJECT_DIR, SETTINGS_FILE, Settings, write_json_atomic
+from pi_coding_agent.coding.resources.settings import PROJECT_DIR, SETTINGS_FILE, Settings
+from pi_coding_agent.coding.resources.settings_file import write_json_atomic
 from pi_coding_agent.coding.resources.trust import is_project_trusted
 
 USAGE = {
@@ -184,9 +185,7 @@ class _Session:
         startup = Settings.load(self.agent_dir, self.cwd, project_trusted=True)
         self.trusted = is_project_trusted(self.agent_dir, self.cwd, options.approve, startup.default_project_trust)
         self.settings = Settings.load(self.agent_dir, self.cwd, project_trusted=self.trusted)
-        npm = self.settings.get("npmCommand")
-        self.installer = Installer(self.agent_dir, self.cwd, npm if isinstance(npm, list) else None,
-                                   inherit=True)
+        self.installer = Installer(self.agent_dir, self.cwd, self.settings.npm_command, inherit=True)
 
     def run(self) -> int:
         options = self.options
@@ -341,7 +340,7 @@ class _Session:
 
     def _write(self, scope: str, entries: list[object]) -> None:
         path = (self.cwd / PROJECT_DIR if scope == "project" else self.agent_dir) / SETTINGS_FILE
-        from pi_coding_agent.coding.resources.settings import read_for_update
+        from pi_coding_agent.coding.resources.settings_file import read_for_update
 
         data = read_for_update(path)
         if data is None:

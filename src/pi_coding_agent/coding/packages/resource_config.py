@@ -33,8 +33,8 @@ from pi_coding_agent.coding.resources.settings import (
     PROJECT_DIR,
     SETTINGS_FILE,
     SettingsPath,
-    read_for_update,
 )
+from pi_coding_agent.coding.resources.settings_file import read_for_update
 
 BUILTIN_PREFIX = "builtin:"
 KIND_LABELS = {"extensions": "Extensions", "skills": "Skills", "prompts": "Prompts", "themes": "Themes"}

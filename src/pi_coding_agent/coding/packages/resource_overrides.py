@@ -29,7 +29,7 @@ from pi_coding_agent.coding.packages.resource_config import (
     settings_path,
     top_base,
 )
-from pi_coding_agent.coding.resources.settings import write_json_atomic
+from pi_coding_agent.coding.resources.settings_file import write_json_atomic
 
 INHERIT, LOAD, UNLOAD = "inherit", "load", "unload"
 

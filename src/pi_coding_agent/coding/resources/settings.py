@@ -6,8 +6,8 @@ and contributes nothing; a value of the wrong type is reported and dropped, the 
 still applies. Writes (``set_global``) change one key of the global file on disk, keeping every
 other key as the file has it at that moment.
 
-Validation imports pydantic, so it runs through ``ai.config_validation.validated_json``: only when
-the file's bytes changed since they were last validated.
+Reading and writing the files is ``settings_file``'s; validation imports pydantic, so it runs
+only when a file's bytes changed since they were last validated.
 """
 
 from __future__ import annotations
@@ -18,11 +18,15 @@ import os
 from pathlib import Path
 from typing import Any, NamedTuple
 
-import orjson
-
 from pi_coding_agent.agent.queues import QUEUE_MODES
-from pi_coding_agent.ai.config_validation import ConfigError, parse_json, validated_json
 from pi_coding_agent.ai.types import JsonObject
+from pi_coding_agent.coding.resources.settings_file import (
+    pop_dotted,
+    read_for_update,
+    read_settings_file,
+    set_dotted,
+    write_json_atomic,
+)
 from pi_coding_agent.coding.tools.selection import apply_modifiers
 
 SETTINGS_FILE = "settings.json"
@@ -70,10 +74,10 @@ class Settings:
         """Read both files; the project file only when the project is trusted."""
         warnings: list[str] = []
         cache_dir = agent_dir / ".cache"
-        global_data, global_ok = _read_settings_file(agent_dir / SETTINGS_FILE, cache_dir, warnings)
+        global_data, global_ok = read_settings_file(agent_dir / SETTINGS_FILE, cache_dir, warnings)
         project_data: JsonObject = {}
         if project_trusted:
-            project_data, _ = _read_settings_file(cwd / PROJECT_DIR / SETTINGS_FILE, cache_dir, warnings)
+            project_data, _ = read_settings_file(cwd / PROJECT_DIR / SETTINGS_FILE, cache_dir, warnings)
         return cls(agent_dir, cwd, global_data, project_data, warnings, global_writable=global_ok)
 
     def with_overrides(self, overrides: JsonObject) -> Settings:
@@ -116,22 +120,22 @@ class Settings:
         The file is re-read first so keys written by another process survive. A global file that
         failed to parse at load is left alone rather than overwritten with a partial view.
         """
-        _set_dotted(self._global, dotted_key, value)
+        set_dotted(self._global, dotted_key, value)
         self._merged = merge_settings(self._global, self._project)
         if not self._global_writable:
             return
         current = read_for_update(self.global_path)
         if current is None:
             return
-        _set_dotted(current, dotted_key, value)
+        set_dotted(current, dotted_key, value)
         write_json_atomic(self.global_path, current)
 
     def remove_global(self, dotted_key: str) -> None:
         """Drop ``a.b.c`` from memory and ``<agentDir>/settings.json`` (pi writes an unset value by omitting it)."""
-        _pop_dotted(self._global, dotted_key)
+        pop_dotted(self._global, dotted_key)
         self._merged = merge_settings(self._global, self._project)
         current = read_for_update(self.global_path) if self._global_writable else None
-        if current is not None and _pop_dotted(current, dotted_key):
+        if current is not None and pop_dotted(current, dotted_key):
             write_json_atomic(self.global_path, current)
 
     # ------------------------------------------------------------------ typed accessors
@@ -143,6 +147,34 @@ class Settings:
     @property
     def follow_up_mode(self) -> str:
         return self._choice("followUpMode", QUEUE_MODES, "one-at-a-time")
+
+    @property
+    def npm_command(self) -> list[str] | None:
+        """``npmCommand``: the argv run in place of ``npm`` (None: ``npm`` itself)."""
+        value = self.get("npmCommand")
+        return [str(part) for part in value] if isinstance(value, list) else None
+
+    @property
+    def theme(self) -> str | None:
+        return self._str("theme")
+
+    @property
+    def sandbox_configured(self) -> bool:
+        """Whether a ``sandbox`` block is set at all (its policy is read only then)."""
+        return self.get("sandbox") is not None
+
+    @property
+    def hide_thinking_block(self) -> bool:
+        return self._bool("hideThinkingBlock", False)
+
+    @property
+    def external_editor(self) -> str | None:
+        value = self._str("externalEditor")
+        return value if value and value.strip() else None
+
+    @property
+    def double_escape_action(self) -> str:
+        return self._choice("doubleEscapeAction", ("tree", "fork", "none"), "tree")
 
     @property
     def default_provider(self) -> str | None:
@@ -484,100 +516,3 @@ def js_string(value: object) -> str:
     if isinstance(value, dict):
         return "[object Object]"
     return str(value)
-
-
-# ---------------------------------------------------------------------- files
-
-
-def _read_settings_file(path: Path, cache_dir: Path, warnings: list[str]) -> tuple[JsonObject, bool]:
-    """(settings, parsed_ok). Problems become ``Warning: Invalid settings file <path>: ...`` lines.
-
-    Values of the wrong type drop their top-level key only; the file is not recorded as validated,
-    so the warning repeats until the file is fixed.
-    """
-    try:
-        data = validated_json(path, cache_dir, _validate)
-    except ConfigError as exc:
-        _add_warnings(path, exc, warnings)
-        bad_keys: set[str] = getattr(exc, "bad_keys", set())
-        if not bad_keys:
-            return {}, False
-        data = {k: v for k, v in parse_json(path.read_bytes(), path.name).items() if k not in bad_keys}
-    if not isinstance(data, dict):
-        return {}, data is None
-    return migrate_settings(data), True
-
-
-def _validate(data: object) -> None:
-    from pi_coding_agent.coding.resources.settings_schema import validate_settings
-
-    validate_settings(data)
-
-
-def _add_warnings(path: Path, exc: ConfigError, warnings: list[str]) -> None:
-    """One warning per problem, without repeating the file-name label ``validated_json`` adds."""
-    label = f"{path.name}: "
-    for message in exc.messages:
-        text = message[len(label):] if message.startswith(label) else message
-        line = f"Warning: Invalid settings file {path}: {text}"
-        if line not in warnings:
-            warnings.append(line)
-
-
-def migrate_settings(data: JsonObject) -> JsonObject:
-    """Older spellings pi still accepts: ``queueMode``, boolean ``websockets``, object ``skills``."""
-    if "queueMode" in data and "steeringMode" not in data:
-        data["steeringMode"] = data.pop("queueMode")
-    if "transport" not in data and isinstance(data.get("websockets"), bool):
-        data["transport"] = "websocket" if data.pop("websockets") else "sse"
-    skills = data.get("skills")
-    if isinstance(skills, dict) and "enableSkillCommands" in skills and "enableSkillCommands" not in data:
-        data["enableSkillCommands"] = skills["enableSkillCommands"]
-    return data
-
-
-def read_for_update(path: Path) -> JsonObject | None:
-    """Current file content for a read-modify-write ({} when absent, None when not a JSON object)."""
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        return {}
-    if raw.startswith(b"\xef\xbb\xbf"):
-        raw = raw[3:]
-    try:
-        data = orjson.loads(raw) if raw.strip() else {}
-    except orjson.JSONDecodeError:
-        return None
-    return migrate_settings(data) if isinstance(data, dict) else None
-
-
-def _set_dotted(data: JsonObject, dotted_key: str, value: object) -> None:
-    *parents, leaf = dotted_key.split(".")
-    node = data
-    for part in parents:
-        child = node.get(part)
-        if not isinstance(child, dict):
-            child = {}
-            node[part] = child
-        node = child
-    node[leaf] = value
-
-
-def _pop_dotted(data: JsonObject, dotted_key: str) -> bool:
-    """Remove ``a.b.c``; True when it was there."""
-    *parents, leaf = dotted_key.split(".")
-    node: Any = data
-    for part in parents:
-        node = node.get(part)
-        if not isinstance(node, dict):
-            return False
-    return node.pop(leaf, None) is not None
-
-
-def write_json_atomic(path: Path, data: object) -> None:
-    """Write pretty JSON (2-space indent, as pi writes it) all at once, through a symlink to its
-    target (``ai.atomic_file``: a link a dotfile manager made stays a link)."""
-    from pi_coding_agent.ai.atomic_file import write_atomic
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, orjson.dumps(data, option=orjson.OPT_INDENT_2))

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import orjson
 
-from pi_coding_agent.coding.resources.settings import PROJECT_DIR, write_json_atomic
+from pi_coding_agent.coding.resources.settings import PROJECT_DIR
+from pi_coding_agent.coding.resources.settings_file import write_json_atomic
 
 TRUST_FILE = "trust.json"
 TRUST_REQUIRING_PROJECT_ENTRIES = (

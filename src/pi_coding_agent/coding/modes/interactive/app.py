@@ -65,7 +65,7 @@ class PiApp(App[int]):
         self.opening = opening
         self.when_ready: list[Callable[[], object]] = []  # run after the first frame
         settings = session.rt.settings
-        self.transcript = Transcript(palette, bool(settings.get("hideThinkingBlock")))
+        self.transcript = Transcript(palette, settings.hide_thinking_block)
         self.menu = OptionList(id="menu")
         self.editor = Editor(keymap, self.menu, self.completions)
         self.files = completion.FileIndex(session.rt.cwd, _find_rg(session))
@@ -286,7 +286,7 @@ class PiApp(App[int]):
             return
         self.session.abort_bash()  # a running `!command`
         if not self.editor.text and self._double("escape"):
-            choice = self.session.rt.settings.get("doubleEscapeAction") or "tree"
+            choice = self.session.rt.settings.double_escape_action
             if choice in ("tree", "fork"):
                 self.spawn(commands.run(self, f"/{choice}"))
 

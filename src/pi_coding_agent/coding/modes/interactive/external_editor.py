@@ -26,10 +26,7 @@ if TYPE_CHECKING:
 
 
 def editor_command(settings: Settings) -> str:
-    configured = settings.get("externalEditor")
-    if isinstance(configured, str) and configured.strip():
-        return configured
-    return os.environ.get("VISUAL") or os.environ.get("EDITOR") or "nano"
+    return settings.external_editor or os.environ.get("VISUAL") or os.environ.get("EDITOR") or "nano"
 
 
 def edit(command: str, content: str) -> tuple[str | None, str]:

@@ -104,8 +104,7 @@ def build_app(session: Any, ui: Any, args: CliArgs, images: list[dict[str, Any]]
 
     agent_dir = session.rt.agent_dir
     keymap = KeyMap.load(agent_dir)
-    theme = args.use_theme or session.rt.settings.get("theme")
-    palette = load_palette(theme if isinstance(theme, str) else None, agent_dir, list(args.themes))
+    palette = load_palette(args.use_theme or session.rt.settings.theme, agent_dir, list(args.themes))
     opening = (partial(project.open_missing_at_startup, missing=missing) if missing is not None
                else commands.resume_at_startup if args.resume else None)
     return PiApp(session, ui, keymap, palette, initial=list(args.messages), images=images, opening=opening)
