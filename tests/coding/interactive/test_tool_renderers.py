@@ -53,19 +53,28 @@ def setup(pi):
 '''
 
 
-async def test_tool_renderers_draw_calls_and_results_and_failures_fall_back(make_app, fake_llm, tmp_path):  # noqa: F811
-    extension = tmp_path / "shout.py"
+async def _send(pilot, text: str) -> None:
+    await type_text(pilot, text)
+    await pilot.press("enter")
+
+
+async def _with_extension(make_app, tmp_path):  # noqa: F811
+    """The app with this file's extension loaded."""
+    extension = tmp_path / "renderers.py"
     extension.write_text(EXTENSION)
+    return await make_app(extensions=[str(extension)])
+
+
+async def test_tool_renderers_draw_calls_and_results_and_failures_fall_back(make_app, fake_llm, tmp_path):  # noqa: F811
     (tmp_path / "listed-file.txt").write_text("x")
     fake_llm.add({"content": [{"type": "toolCall", "id": "c1", "name": "shout", "arguments": {"word": "hello"}},
                               {"type": "toolCall", "id": "c2", "name": "bash", "arguments": {"command": "echo bash-out"}},
                               {"type": "toolCall", "id": "c3", "name": "read",
                                "arguments": {"path": "listed-file.txt"}}]},
                  {"content": [{"type": "text", "text": "All done."}]})
-    app = await make_app(extensions=[str(extension)])
+    app = await _with_extension(make_app, tmp_path)
     async with app.run_test(size=SIZE) as pilot:
-        await type_text(pilot, "go")
-        await pilot.press("enter")
+        await _send(pilot, "go")
         await until(pilot, lambda: "All done." in screen_text(app))
         await until(pilot, lambda: "renderer failed on purpose" in flat_text(app) and "cannot draw this" in flat_text(app))
         text = screen_text(app)
@@ -82,15 +91,12 @@ async def test_tool_renderers_draw_calls_and_results_and_failures_fall_back(make
 
 
 async def test_a_result_renderer_sees_live_output_as_partial(make_app, fake_llm, tmp_path):  # noqa: F811
-    extension = tmp_path / "slow.py"
-    extension.write_text(EXTENSION)
     release = tmp_path / "release"
     fake_llm.add({"content": [{"type": "toolCall", "id": "c1", "name": "slow", "arguments": {"until": str(release)}}]},
                  {"content": [{"type": "text", "text": "All done."}]})
-    app = await make_app(extensions=[str(extension)])
+    app = await _with_extension(make_app, tmp_path)
     async with app.run_test(size=SIZE) as pilot:
-        await type_text(pilot, "go")
-        await pilot.press("enter")
+        await _send(pilot, "go")
         await until(pilot, lambda: "halfway partial=True" in screen_text(app))
         assert "slow {" in screen_text(app)  # no call renderer: the default title
         release.write_text("")
