@@ -40,6 +40,7 @@ async def _run_prompt(pi: RpcProcess, text: str) -> list[dict[str, Any]]:
     return await pi.read_until(lambda r: r.get("type") == "agent_settled")
 
 
+@pytest.mark.slow
 async def test_special_files_are_refused_and_never_wedge_exit(tmp_path: Path) -> None:
     (tmp_path / "work").mkdir()
     fifo = tmp_path / "work" / "pipe"
@@ -67,6 +68,7 @@ async def test_special_files_are_refused_and_never_wedge_exit(tmp_path: Path) ->
     assert "Task exception was never retrieved" not in await pi.stderr_text()
 
 
+@pytest.mark.slow
 def test_a_blocked_file_thread_does_not_hold_the_process(tmp_path: Path) -> None:
     """Even a thread stuck in open() forever (here: a FIFO nobody writes) lets asyncio.run and exit finish."""
     fifo = tmp_path / "stuck"
@@ -85,6 +87,7 @@ def test_a_blocked_file_thread_does_not_hold_the_process(tmp_path: Path) -> None
     assert done.returncode == 0 and done.stdout == "exited\n", done.stderr
 
 
+@pytest.mark.slow
 async def test_sigint_shuts_down_in_order_and_saves_the_partial_answer(tmp_path: Path) -> None:
     slow = {"content": [{"type": "text", "text": "partial answer " * 200}], "delayMs": 20}
     pi = await _faux_pi(tmp_path, [slow], "--session-dir", str(tmp_path / "sessions"))
@@ -148,6 +151,7 @@ async def test_output_backlog_stops_the_reader_and_bounds_memory(tmp_path: Path)
     assert await pi.wait() == 0
 
 
+@pytest.mark.slow
 async def test_an_absurd_read_offset_is_printed_as_javascript_does(tmp_path: Path) -> None:
     (tmp_path / "work").mkdir()
     (tmp_path / "work" / "small.txt").write_text("one\ntwo\n")
@@ -189,6 +193,7 @@ DAEMON = (
 )
 
 
+@pytest.mark.slow
 async def test_abort_kills_what_left_the_process_group(tmp_path: Path) -> None:
     """setsid and a double-forked daemon escape the command's group; abort still finds and kills them."""
     pi = await _faux_pi(tmp_path, None, "--no-session")
@@ -207,6 +212,7 @@ async def test_abort_kills_what_left_the_process_group(tmp_path: Path) -> None:
     assert await pi.wait() == 0
 
 
+@pytest.mark.slow
 async def test_full_output_files_are_removed_at_exit(tmp_path: Path) -> None:
     pi = await _faux_pi(tmp_path, None, "--no-session")
     response = await pi.request({"type": "bash", "command": "seq 1 100000"})
