@@ -225,24 +225,31 @@ async def test_full_output_files_are_removed_at_exit(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 async def test_a_key_command_runs_off_the_event_loop_once_and_says_why_it_failed(tmp_path: Path) -> None:
-    """``"apiKey": "!sleep 100"``: commands keep being answered meanwhile, the command runs once (10 s
-    limit) and the prompt's error names the provider, the command and the timeout."""
+    """``"apiKey": "!sleep 100"``: commands keep being answered meanwhile, the command runs once (pi's
+    10 s limit, 4 s here through ``PI_KEY_COMMAND_TIMEOUT_S``) and the prompt's error names the
+    provider, the command and the timeout."""
     agent = tmp_path / "agent"
     agent.mkdir()
     counter = tmp_path / "runs"
     (agent / "models.json").write_bytes(orjson.dumps({"providers": {"slow": {
         "baseUrl": "http://127.0.0.1:9/v1", "api": "openai-completions",
         "apiKey": f"!echo run >> {counter}; sleep 100", "models": [{"id": "m"}]}}}))
-    pi = await RpcProcess.pi("--provider", "slow", "--model", "m", "--no-session", cwd=tmp_path, env=_env(tmp_path))
+    env = {**_env(tmp_path), "PI_KEY_COMMAND_TIMEOUT_S": "4"}
+    pi = await RpcProcess.pi("--provider", "slow", "--model", "m", "--no-session", cwd=tmp_path, env=env)
     await pi.send({"type": "prompt", "id": "p", "message": "hi"})
-    await asyncio.sleep(1)
+    for _ in range(300):  # until the command runs
+        if counter.exists():
+            break
+        await asyncio.sleep(0.02)
     started = time.monotonic()
-    state = await pi.request({"type": "get_state"})
+    await pi.send({"type": "get_state", "id": "s"})
+    state, before = await pi.response_to("s")
     answered_in = time.monotonic() - started
     assert state["success"] is True and answered_in < 3, answered_in
+    assert not any(r.get("id") == "p" for r in before)  # answered while the command still ran
     response, _ = await pi.response_to("p")
     assert response["success"] is False
-    assert response["error"] == "The API key command for slow timed out after 10 s: echo run >> " + \
+    assert response["error"] == "The API key command for slow timed out after 4 s: echo run >> " + \
         f"{counter}; sleep 100"
     assert counter.read_text() == "run\n"  # once, not once per key lookup
     await pi.close_stdin()
