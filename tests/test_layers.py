@@ -103,6 +103,7 @@ def test_every_coding_module_has_a_place_in_the_order() -> None:
     assert not unplaced, "add these to CODING_ORDER in tests/test_layers.py:\n" + "\n".join(sorted(unplaced))
 
 
+@pytest.mark.slow
 def test_coding_modules_import_only_their_level_and_below() -> None:
     bad = []
     for module, deps in _graph().items():
@@ -161,6 +162,7 @@ def test_cycle_finder_finds_a_cycle() -> None:
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
+@pytest.mark.slow
 def test_no_import_cycles_anywhere() -> None:
     cycles = _cycles(_graph())
     assert not cycles, "\n".join(" <-> ".join(c) for c in cycles)
