@@ -25,4 +25,8 @@ if [ "${1:-}" = "--fast" ]; then
 fi
 .venv/bin/ruff check src tests bench examples
 .venv/bin/mypy
+# Bytecode caches on even where the environment turns them off: without them each `pi` process the
+# tests start compiles the package again (half the CPU of the tests that start processes, measured)
+# and each worker rewrites the asserts of every test module again.
+unset PYTHONDONTWRITEBYTECODE
 exec .venv/bin/python -m pytest -n "${PI_TEST_WORKERS:-auto}" "$@"

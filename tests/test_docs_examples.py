@@ -106,6 +106,7 @@ def _run_extension(path: Path, cwd: Path) -> None:
 
 
 @pytest.mark.parametrize("block", _blocks(), ids=str)
+@pytest.mark.slow
 def test_docs_code_block_runs(block: Block, tmp_path: Path) -> None:
     """Every python/sh/bash block of README.md and docs/*.md runs as written: a script exits 0, an
     extension loads, a shell block exits 0 under ``bash -e``. ``pytest -rs`` lists the ones not run."""

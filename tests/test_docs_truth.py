@@ -50,6 +50,7 @@ def test_readme_version_example_is_what_pi_prints(tmp_path):
     assert (done.stdout, done.stderr) == (f"{PI_COMPATIBLE_VERSION}\n", f"pi-coding-agent-py {__version__}\n")
 
 
+@pytest.mark.slow
 def test_readme_faux_script_sentence(tmp_path):
     """"`PI_FAUX_SCRIPT=<file.json>` gives it a list of replies": one scripted text reply comes back."""
     assert "PI_FAUX_SCRIPT" in README
@@ -61,6 +62,7 @@ def test_readme_faux_script_sentence(tmp_path):
     assert (done.returncode, done.stdout) == (0, "scripted reply\n")
 
 
+@pytest.mark.slow
 def test_rpc_md_parse_error_examples(tmp_path):
     table = (DOCS / "rpc.md").read_text()
     documented = re.search(r"the line `not json` gives `([^`]+)`, an empty line `([^`]+)`", table)
@@ -72,6 +74,7 @@ def test_rpc_md_parse_error_examples(tmp_path):
                       f"Failed to parse command: {documented.group(2)}"]
 
 
+@pytest.mark.slow
 def test_rpc_md_envelope_examples(tmp_path):
     """The three answers to input that is not a command, shown under "The response envelope"."""
     section = RPC_MD.split("### The response envelope", 1)[1]
@@ -285,6 +288,7 @@ def _documented_pairs() -> list[tuple[dict, list[dict], dict, list[dict]]]:
 
 
 @pytest.mark.timeout(300)  # some 40 commands and five runs, on a shared machine
+@pytest.mark.slow
 def test_rpc_md_examples_match_a_live_process(tmp_path):
     """Each documented command, replayed in order against ``pi --mode rpc --provider faux``, gets the
     documented outcome: same success and error text, same keys in its data (two levels deep), the same
@@ -331,6 +335,7 @@ def _matches(documented: str, actual: str) -> bool:
 
 
 @pytest.mark.parametrize(("argv", "topic", "status"), CLI_ROWS, ids=lambda value: str(value)[:30])
+@pytest.mark.slow
 def test_rpc_md_command_line_rows(tmp_path, argv, topic, status):
     """The error line and exit status a row of docs/rpc.md gives are what the command prints."""
     (row,) = [line for line in RPC_MD.splitlines() if line.startswith(f"| {topic} |")]

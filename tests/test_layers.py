@@ -5,6 +5,7 @@ annotation closes still means two modules cannot be read, or changed, one withou
 """
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -68,7 +69,10 @@ def _internal(name: str) -> str | None:
     return name or None
 
 
-GRAPH = {m: {d for n in _imports(p) if (d := _internal(n)) is not None and d != m} for m, p in MODULES.items()}
+@functools.cache
+def _graph() -> dict[str, set[str]]:
+    """Each module's package imports; parsed on first use, not while every worker collects the suite."""
+    return {m: {d for n in _imports(p) if (d := _internal(n)) is not None and d != m} for m, p in MODULES.items()}
 
 
 @pytest.mark.parametrize("layer", sorted(FORBIDDEN))
@@ -100,9 +104,10 @@ def test_every_coding_module_has_a_place_in_the_order() -> None:
     assert not unplaced, "add these to CODING_ORDER in tests/test_layers.py:\n" + "\n".join(sorted(unplaced))
 
 
+@pytest.mark.slow
 def test_coding_modules_import_only_their_level_and_below() -> None:
     bad = []
-    for module, deps in GRAPH.items():
+    for module, deps in _graph().items():
         level = _coding_level(module) if module.startswith("pi_coding_agent.coding.") else None
         if level is None:
             continue
@@ -158,11 +163,13 @@ def test_cycle_finder_finds_a_cycle() -> None:
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
+@pytest.mark.slow
 def test_no_import_cycles_anywhere() -> None:
-    cycles = _cycles(GRAPH)
+    cycles = _cycles(_graph())
     assert not cycles, "\n".join(" <-> ".join(c) for c in cycles)
 
 
+@pytest.mark.slow
 def test_below_the_assembly_no_module_takes_the_command_line_options() -> None:
     """The runtime and the services it runs read ``SessionOptions``, which the assembly builds once:
     ``CliArgs`` stays with bootstrap, the SDK, the modes and the CLI."""

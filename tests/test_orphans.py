@@ -7,6 +7,8 @@ import os
 import signal
 from pathlib import Path
 
+import pytest
+
 from tests.support.rpc_helpers import RpcProcess
 
 
@@ -27,6 +29,7 @@ async def _gone(pid: int, seconds: float = 10) -> bool:
     return False
 
 
+@pytest.mark.slow
 async def test_sigkill_of_pi_still_kills_running_command_groups(tmp_path: Path) -> None:
     env = {**os.environ, "PI_CODING_AGENT_DIR": str(tmp_path / "agent"), "HOME": str(tmp_path)}
     pi = await RpcProcess.pi("--no-session", cwd=tmp_path, env=env)

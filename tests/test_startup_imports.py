@@ -162,6 +162,7 @@ def test_start_without_mcp_json_loads_only_the_mcp_entry_module(tmp_path):
     assert loaded <= {"pi_coding_agent.coding.mcp", "pi_coding_agent.coding.mcp.session"}
 
 
+@pytest.mark.slow
 def test_start_with_a_stdio_mcp_server_imports_no_heavy_library(tmp_path):
     """A stdio server needs neither httpx nor the official SDK; the connection runs in the background."""
     agent = tmp_path / "agent"
@@ -175,6 +176,7 @@ def test_start_with_a_stdio_mcp_server_imports_no_heavy_library(tmp_path):
     assert sorted(m for m in modules if m in DEFERRED_STDLIB) == []
 
 
+@pytest.mark.slow
 def test_mcp_servers_start_only_once_the_first_command_is_answered(tmp_path):
     """The RPC loop answers first: no server process (nor its transport module) before the answer,
     then the server is started without any further command."""
@@ -270,6 +272,7 @@ ONE_SHOT_UNUSED = (*(f"pi_coding_agent.coding.tools.{name}" for name in (
                    "pi_coding_agent.coding.codemode.tool", "pi_coding_agent.coding.commands.login")
 
 
+@pytest.mark.slow
 def test_one_shot_runs_load_no_code_they_do_not_run(tmp_path):
     """``pi -p`` and ``--mode json``, a whole run (issue #40): the codemode host was loaded for the
     declarations without codemode, the OAuth client for its error class, the cache warmer for a

@@ -191,6 +191,7 @@ RETRIED_THEN_ABORTED = [reply("one", "msg_1"), {"status": 529}, reply("two", "ms
                         {**reply(LONG, "msg_slow"), "chunkSize": 4, "chunkDelayMs": 50}, reply("four", "msg_4")]
 
 
+@pytest.mark.slow
 async def test_retried_and_aborted_answers_start_new_threads(tmp_path: Path) -> None:
     requests, _ = await run("ours", tmp_path, RETRIED_THEN_ABORTED, _retried_then_aborted)
     assert threads(requests) == [CREATE, cont("msg_1"), CREATE, cont("msg_2"), CREATE]

@@ -138,6 +138,7 @@ async def _azure_body(kind: str, root: Path) -> dict[str, Any]:
         return body
 
 
+@pytest.mark.slow
 async def test_azure_sends_the_output_cap_whatever_supports_max_output_tokens_says(tmp_path: Path) -> None:
     """pi's Azure dialect has no ``supportsMaxOutputTokens`` check: the cap (fitted into the 8,000-token
     window) is sent anyway, where the plain Responses API leaves it out."""

@@ -34,6 +34,7 @@ async def _run(model: Model, messages: list[Any] | None = None, **opts: Any) -> 
     return await s.result()
 
 
+@pytest.mark.slow
 async def test_websocket_request_frames_and_handshake() -> None:
     with FakeCodexServer() as server:
         server.add({"content": [{"type": "text", "text": "over the socket"}]})
@@ -53,6 +54,7 @@ async def test_websocket_request_frames_and_handshake() -> None:
     assert frame["input"][-1]["content"][0]["text"] == "hi"
 
 
+@pytest.mark.slow
 async def test_second_turn_reuses_the_socket_and_sends_only_new_input() -> None:
     with FakeCodexServer() as server:
         server.add({"content": [{"type": "text", "text": "one"}], "id": "resp_one"},
@@ -82,6 +84,7 @@ async def test_session_socket_stays_open_until_shutdown_closes_it() -> None:
         assert server.closed == 1 and codex_websocket._sessions == {}
 
 
+@pytest.mark.slow
 async def test_websocket_only_transport_sends_the_full_context_each_turn() -> None:
     with FakeCodexServer() as server:
         server.add({"content": [{"type": "text", "text": "one"}], "id": "resp_one"}, {"content": []})
@@ -92,6 +95,7 @@ async def test_websocket_only_transport_sends_the_full_context_each_turn() -> No
     assert "previous_response_id" not in server.frames[1] and len(server.frames[1]["input"]) == 3
 
 
+@pytest.mark.slow
 async def test_lost_continuation_is_retried_with_the_full_body() -> None:
     missing = {"type": "error", "error": {"code": "previous_response_not_found", "message": "gone"}}
     with FakeCodexServer() as server:
@@ -152,6 +156,7 @@ async def test_sse_transport_never_opens_a_socket(fake_llm) -> None:
     assert fake_llm.requests[0]["headers"]["content-encoding"] == "zstd"
 
 
+@pytest.mark.slow
 async def test_connect_timeout_falls_back_to_sse() -> None:
     """A host that never answers the handshake: after the connect timeout the request goes over SSE."""
     with FakeCodexServer(stall=True) as server:

@@ -70,6 +70,7 @@ async def run_client(url: str, cert_file: Path | None) -> list[str]:
     return out.decode().splitlines()
 
 
+@pytest.mark.slow
 async def test_an_untrusted_self_signed_certificate_is_refused(tmp_path: Path) -> None:
     async with tls_server(tmp_path) as (url, _ca):
         ours, default = await run_client(url, None)
@@ -77,6 +78,7 @@ async def test_an_untrusted_self_signed_certificate_is_refused(tmp_path: Path) -
     assert default.startswith("default failed") and "CERTIFICATE_VERIFY_FAILED" in default
 
 
+@pytest.mark.slow
 async def test_trust_from_ssl_cert_file_reaches_our_context_and_never_aiohttps_default(tmp_path: Path) -> None:
     """The CA trusted by SSL_CERT_FILE: our request verifies and goes through; aiohttp's default
     context, which would have loaded that same trust at import, has none and refuses (fail closed)."""

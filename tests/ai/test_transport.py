@@ -296,6 +296,7 @@ def fresh_tls(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(aio, "_tls", [])
 
 
+@pytest.mark.slow
 async def test_tls_verifies_against_ssl_cert_file_and_reuses_connections(tmp_path, monkeypatch, fresh_tls) -> None:
     import ssl
 
@@ -350,6 +351,7 @@ async def test_no_proxy_exempts_a_host_and_all_proxy_applies(monkeypatch: pytest
         assert len(proxy.heads) == 1 and len(direct.heads) == 1
 
 
+@pytest.mark.slow
 async def test_https_proxy_tunnels_with_connect(tmp_path, monkeypatch: pytest.MonkeyPatch, fresh_tls) -> None:
     """HTTPS_PROXY: a CONNECT tunnel, TLS to the provider's host inside it (verified against SSL_CERT_FILE)."""
     from tests.support.fakes.tls_proxy import InterceptingProxy
@@ -451,6 +453,7 @@ asyncio.run(main())
 """
 
 
+@pytest.mark.slow
 async def test_a_gzip_bomb_of_one_line_fails_the_stream_with_bounded_memory() -> None:
     """4 GiB of one line, 4 MiB on the wire: the stream fails at the line bound and the process's
     peak RSS stays far below what the line would take."""
@@ -497,6 +500,7 @@ def test_each_event_loop_has_its_own_session(fake_llm) -> None:
     assert len(second) == 1 and first[-1] not in second
 
 
+@pytest.mark.slow
 async def test_an_error_answer_is_read_only_up_to_its_bound() -> None:
     """A 500 whose gzip body expands to 256 MiB: the error text comes from its first MiB, truncated."""
     import zlib

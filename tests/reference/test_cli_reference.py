@@ -46,6 +46,7 @@ REFUSALS = [
 
 
 @pytest.mark.parametrize("argv", REFUSALS, ids=" ".join)
+@pytest.mark.slow
 def test_refusals_as_ours(argv, tmp_path):
     """Our process alone: an Error line per problem, status 1, no model run, nothing on stdout."""
     done = run_pi("ours", argv, tmp_path)
@@ -79,6 +80,7 @@ def test_version_stdout_matches_reference(tmp_path):
     assert ours.returncode == reference.returncode == 0
 
 
+@pytest.mark.slow
 def test_list_models_writes_nothing(tmp_path):
     done = run_pi("ours", ["--list-models", "sonnet"], tmp_path)
     assert done.returncode == 0

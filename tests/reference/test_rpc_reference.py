@@ -669,6 +669,7 @@ async def test_conversation_reads_names_exports_clones_and_forks(tmp_path: Path)
 
 
 @in_flow_group("models")
+@pytest.mark.slow
 async def test_model_and_thinking_commands(tmp_path: Path) -> None:
     t = await run_ours("models", tmp_path)
     assert [m["id"] for m in t.data("c1")["models"]] == ["fake-model", "fake-reasoner", "fake-mapped"]

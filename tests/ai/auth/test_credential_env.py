@@ -40,6 +40,7 @@ async def test_request_env_is_read_by_the_adapter_and_stays_out_of_os_environ(fa
     assert unscoped["stopReason"] == "error" and "AZURE_OPENAI_BASE_URL" in str(unscoped.get("errorMessage"))
 
 
+@pytest.mark.slow
 async def test_stored_env_configures_azure_over_rpc_and_never_reaches_a_tool_process(tmp_path, fake_llm: FakeLLMServer):
     base = f"{fake_llm.url}/openai/v1"
     env = home(tmp_path, {"azure": {"type": "api_key", "key": "azure-key-1", "env": {

@@ -372,6 +372,7 @@ async def test_pi_and_ours_refreshing_one_credential_at_once_keep_the_rotated_to
     assert stored["refresh"] in oauth.live_refresh and list(stored) == ["type", "refresh", "access", "expires"]
 
 
+@pytest.mark.slow
 def test_terminal_sign_in_without_browser_uses_the_pasted_code(tmp_path: Path, oauth: FakeOAuthServer):
     env = {**home(tmp_path, {}), "TERM": "dumb"}
 

@@ -207,6 +207,7 @@ async def test_store_across_calls_and_forks(workspace: tuple[Path, dict[str, str
         await pi.kill()
 
 
+@pytest.mark.slow
 async def test_discovery_globals_and_models(pi: RpcProcess, fake_llm: FakeLLMServer) -> None:
     script(fake_llm, "const hits = await searchTools('run shell command', { limit: 2 });\n"
                      "text(hits.map((h) => h.name));\ntext(ALL_TOOLS.map((t) => t.name).sort());\n"
@@ -227,6 +228,7 @@ async def test_discovery_globals_and_models(pi: RpcProcess, fake_llm: FakeLLMSer
     assert any(c["name"] == "models.classify" and c["status"] == "error" for c in end["result"]["details"]["calls"])
 
 
+@pytest.mark.slow
 async def test_large_output_is_truncated_with_the_full_text_saved(pi: RpcProcess, fake_llm: FakeLLMServer) -> None:
     script(fake_llm, '// @options: {"max_output_tokens": 100}\nfor (let i = 0; i < 500; i++) console.log("row " + i);')
     text = result_text(codemode_end(await run(pi)))

@@ -27,7 +27,8 @@ def _run(kind: str, root: Path, name: str) -> tuple[int, str, list[str]]:
     return done.returncode, done.stdout, tools
 
 
-@pytest.mark.parametrize("name", NAMES)
+# one name in the fast subset (each run starts a pi), all of them in the full suite
+@pytest.mark.parametrize("name", [NAMES[0], *(pytest.param(name, marks=pytest.mark.slow) for name in NAMES[1:])])
 def test_builtin_names_are_accepted(tmp_path: Path, name: str) -> None:
     status, stdout, tools = _run("ours", tmp_path / "ours", name)
     assert (status, stdout) == (0, "ok\n")

@@ -358,6 +358,7 @@ async def _bedrock_events(kind: str, root: Path) -> list[Any]:
     return events
 
 
+@pytest.mark.slow
 async def test_bedrock_frames_reach_provider_stream_event(tmp_path: Path) -> None:
     events = await ours_once(_bedrock_events, tmp_path)
     kinds = [next(iter(e)) for e in events]

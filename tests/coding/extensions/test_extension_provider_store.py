@@ -480,6 +480,7 @@ async def _gateway(kind: str, root: Path) -> dict[str, Any]:
                           r["body"]["model"]) for r in requests]}
 
 
+@pytest.mark.slow
 async def test_resolved_key_headers_and_endpoint_reach_the_request(tmp_path: Path) -> None:
     assert await _gateway("ours", tmp_path) == {
         "listed": ["gw-model"], "chosen": True, "text": "via the gateway",

@@ -133,6 +133,7 @@ FLAG_CASES = {
 
 
 @pytest.mark.parametrize("case", [pytest.param(case, marks=pair(f"flags-{case}")) for case in FLAG_CASES])
+@pytest.mark.slow
 async def test_extension_flags_on_the_command_line(case: str, tmp_path: Path) -> None:
     args, expected = FLAG_CASES[case]
     ours = await play_example("ours", "cli_flags.py", FLAGS_TS, _flags, tmp_path, args)

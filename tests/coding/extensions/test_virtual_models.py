@@ -111,6 +111,7 @@ async def _play(kind: str, root: Path, language: str = "") -> dict[str, Any]:
     }
 
 
+@pytest.mark.slow
 async def test_a_virtual_model_routes_each_request(tmp_path: Path) -> None:
     """Ours alone: listed after the physical models, selected, and routed per phase of the turn."""
     ours = await _play("ours", tmp_path)

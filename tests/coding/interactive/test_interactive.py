@@ -68,6 +68,7 @@ async def type_text(pilot: Any, text: str) -> None:
     await pilot.press(*["space" if ch == " " else ch for ch in text])
 
 
+@pytest.mark.slow
 async def test_a_prompt_streams_its_answer_and_a_tool_call_with_output(make_app, fake_llm):
     fake_llm.add({"content": [{"type": "toolCall", "id": "c1", "name": "bash",
                                "arguments": {"command": "echo tool-said-this"}}]},
@@ -83,6 +84,7 @@ async def test_a_prompt_streams_its_answer_and_a_tool_call_with_output(make_app,
         assert app.session.get_messages()[-1]["content"][0]["text"].startswith("All **done**")
 
 
+@pytest.mark.slow
 async def test_escape_aborts_a_streaming_answer(make_app, fake_llm):
     fake_llm.add({"content": [{"type": "text", "text": "word " * 400}], "chunkSize": 5, "chunkDelayMs": 20})
     app = await make_app()
@@ -114,6 +116,7 @@ async def test_the_follow_up_key_queues_a_message_shown_until_delivered(make_app
         assert [blocks.message_text(m) for m in users] == ["one", "later please"]
 
 
+@pytest.mark.slow
 async def test_enter_while_streaming_steers_the_run(make_app, fake_llm):
     fake_llm.add({"content": [{"type": "toolCall", "id": "c1", "name": "bash", "arguments": {"command": "sleep 1"}}]},
                  {"content": [{"type": "text", "text": "steered answer"}]})
@@ -130,6 +133,7 @@ async def test_enter_while_streaming_steers_the_run(make_app, fake_llm):
     assert "change course" in json.dumps(fake_llm.requests[-1]["body"]["messages"])
 
 
+@pytest.mark.slow
 async def test_thinking_blocks_collapse_with_the_setting_and_ctrl_t(make_app, fake_llm, tmp_path):
     (tmp_path / "agent").mkdir(exist_ok=True)
     (tmp_path / "agent" / "settings.json").write_text(json.dumps({"hideThinkingBlock": True}))
@@ -216,6 +220,7 @@ async def test_tree_navigation_and_resume(make_app, fake_llm, tmp_path):
         await until(pilot, lambda: "first question" in screen_text(app) and "elsewhere" not in screen_text(app))
 
 
+@pytest.mark.slow
 async def test_a_long_session_opens_with_its_latest_messages_and_pages_up_to_older_ones(
         make_app, fake_llm, tmp_path, monkeypatch):
     from pi_coding_agent.coding.modes.interactive import entries, transcript
@@ -248,6 +253,7 @@ async def test_a_long_session_opens_with_its_latest_messages_and_pages_up_to_old
 
 
 @pytest.mark.parametrize("opener", ["/model", "ctrl+l"])
+@pytest.mark.slow
 async def test_model_picker_switches_the_model(make_app, fake_llm, opener):
     app = await make_app()
     async with app.run_test(size=SIZE) as pilot:
@@ -263,6 +269,7 @@ async def test_model_picker_switches_the_model(make_app, fake_llm, opener):
         await until(pilot, lambda: "m2" in screen_text(app).splitlines()[-1])
 
 
+@pytest.mark.slow
 async def test_ctrl_d_on_an_empty_editor_quits_and_ctrl_c_twice_too(make_app):
     app = await make_app()
     async with app.run_test(size=SIZE) as pilot:
@@ -284,6 +291,7 @@ async def test_ctrl_d_on_an_empty_editor_quits_and_ctrl_c_twice_too(make_app):
     assert second.return_code == 0
 
 
+@pytest.mark.slow
 async def test_bang_runs_a_shell_command_into_the_context_and_double_bang_keeps_it_out(make_app):
     app = await make_app()
     async with app.run_test(size=SIZE) as pilot:
@@ -298,6 +306,7 @@ async def test_bang_runs_a_shell_command_into_the_context_and_double_bang_keeps_
         ("echo shown-and-kept", False), ("echo not-for-model", True)]
 
 
+@pytest.mark.slow
 async def test_history_and_slash_completion(make_app, fake_llm):
     app = await make_app()
     async with app.run_test(size=SIZE) as pilot:
@@ -314,6 +323,7 @@ async def test_history_and_slash_completion(make_app, fake_llm):
         assert app.editor.text == "/session "
 
 
+@pytest.mark.slow
 async def test_double_escape_on_an_idle_empty_editor_opens_the_tree(make_app, fake_llm):
     app = await make_app()
     async with app.run_test(size=SIZE) as pilot:
@@ -326,6 +336,7 @@ async def test_double_escape_on_an_idle_empty_editor_opens_the_tree(make_app, fa
         await until(pilot, lambda: "Session tree" not in screen_text(app))
 
 
+@pytest.mark.slow
 async def test_extension_dialogs_are_modal_screens(make_app):
     app = await make_app()
     async with app.run_test(size=SIZE) as pilot:

@@ -57,6 +57,7 @@ def session_file(path: Path, session_id: str, cwd: Path, question: str, answer: 
 # ----------------------------------------------------------------------------- /trust
 
 
+@pytest.mark.slow
 async def test_trust_saves_the_decision_pi_offers(make_app, tmp_path):  # noqa: F811
     app = await make_app()
     trust_file = tmp_path / "agent" / "trust.json"
@@ -80,6 +81,7 @@ async def test_trust_saves_the_decision_pi_offers(make_app, tmp_path):  # noqa: 
 # ----------------------------------------------------------------------------- /import
 
 
+@pytest.mark.slow
 async def test_import_copies_the_file_into_the_session_folder_and_opens_it(make_app, tmp_path):  # noqa: F811
     other = tmp_path / "other"
     other.mkdir()
@@ -105,6 +107,7 @@ async def test_import_copies_the_file_into_the_session_folder_and_opens_it(make_
         assert app.session.sm.session_file.name == "exported-1.jsonl"
 
 
+@pytest.mark.slow
 async def test_import_of_a_missing_file_or_declined_changes_nothing(make_app, tmp_path):  # noqa: F811
     app = await make_app(no_session=False)
     async with app.run_test(size=SIZE) as pilot:
@@ -120,6 +123,7 @@ async def test_import_of_a_missing_file_or_declined_changes_nothing(make_app, tm
         assert app.session.sm.session_file == before
 
 
+@pytest.mark.slow
 async def test_import_of_a_session_whose_folder_is_gone_continues_or_forks_here(make_app, tmp_path):  # noqa: F811
     gone = tmp_path / "renamed-away"
     source = session_file(tmp_path / "exported.jsonl", "22222222-2222-3333-4444-555555555555", gone,
@@ -158,6 +162,7 @@ async def test_import_of_a_session_whose_folder_is_gone_continues_or_forks_here(
         [continued.name, forked.session_file.name])  # the fork's copy of the import was not kept
 
 
+@pytest.mark.slow
 async def test_resume_of_a_session_whose_folder_is_gone_asks_first(make_app, tmp_path):  # noqa: F811
     app = await make_app(no_session=False)
     folder = app.session.sm.session_dir
@@ -214,6 +219,7 @@ async def test_ctrl_g_edits_the_prompt_in_the_external_editor(make_app, tmp_path
     assert seen.read_text() == "draft"
 
 
+@pytest.mark.slow
 async def test_a_failing_external_editor_leaves_the_prompt(make_app, tmp_path, monkeypatch):  # noqa: F811
     (tmp_path / "agent").mkdir(exist_ok=True)
     (tmp_path / "agent" / "settings.json").write_text(json.dumps(
@@ -253,6 +259,7 @@ esac
     monkeypatch.delenv("XDG_SESSION_TYPE", raising=False)
 
 
+@pytest.mark.slow
 async def test_ctrl_v_saves_a_clipboard_image_and_inserts_its_path(make_app, tmp_path, monkeypatch):  # noqa: F811
     picture = tmp_path / "picture.png"
     picture.write_bytes(PNG)
@@ -279,6 +286,7 @@ async def test_ctrl_v_without_an_image_pastes_the_clipboard_text(make_app, tmp_p
 # ----------------------------------------------------------------------------- /settings
 
 
+@pytest.mark.slow
 async def test_settings_cycles_values_and_writes_settings_json(make_app, fake_llm, tmp_path):  # noqa: F811
     settings_file = tmp_path / "agent" / "settings.json"
     (tmp_path / "agent").mkdir(exist_ok=True)
@@ -306,6 +314,7 @@ async def test_settings_cycles_values_and_writes_settings_json(make_app, fake_ll
                                                      "steeringMode": "all"}
 
 
+@pytest.mark.slow
 async def test_settings_space_cycles_a_choice_and_the_theme_is_picked_from_a_list(make_app, tmp_path):  # noqa: F811
     themes = tmp_path / "agent" / "themes"
     themes.mkdir(parents=True)
@@ -331,6 +340,7 @@ async def test_settings_space_cycles_a_choice_and_the_theme_is_picked_from_a_lis
 # ----------------------------------------------------------------------------- /scoped-models
 
 
+@pytest.mark.slow
 async def test_scoped_models_sets_the_ctrl_p_cycle_and_saves_enabled_models(make_app, tmp_path):  # noqa: F811
     settings_file = tmp_path / "agent" / "settings.json"
     app = await make_app()
@@ -426,6 +436,7 @@ def setup(pi):
 '''
 
 
+@pytest.mark.slow
 async def test_extension_shortcuts_run_and_renderers_draw_custom_messages(make_app, tmp_path):  # noqa: F811
     extension = tmp_path / "cards.py"
     extension.write_text(EXTENSION)
@@ -469,6 +480,7 @@ def test_shortcut_precedence_follows_pi():
     assert len(warnings) == 4 and "built-in shortcut for app.message.dequeue" in warnings[2]
 
 
+@pytest.mark.slow
 async def test_settings_sets_and_clears_a_per_model_thinking_level(make_app, tmp_path):  # noqa: F811
     settings_file = tmp_path / "agent" / "settings.json"
     app = await make_app()
@@ -492,6 +504,7 @@ async def test_settings_sets_and_clears_a_per_model_thinking_level(make_app, tmp
     assert json.loads(settings_file.read_text()) == {}
 
 
+@pytest.mark.slow
 async def test_a_theme_picked_in_settings_recolours_the_screen_at_once(make_app, fake_llm, tmp_path):  # noqa: F811
     app = await make_app()
     async with app.run_test(size=SIZE) as pilot:
@@ -512,6 +525,7 @@ async def test_a_theme_picked_in_settings_recolours_the_screen_at_once(make_app,
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="Node.js is not on PATH")
+@pytest.mark.slow
 async def test_a_typescript_extension_shortcut_runs_in_the_sidecar(make_app, tmp_path):  # noqa: F811
     extension = tmp_path / "keys.ts"
     extension.write_text('export default function (pi) {\n'

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.coding.interactive.test_interactive_commands import editor_script, session_file
 from tests.coding.interactive.test_interactive_tmux import _sane, pytestmark, terminal  # noqa: F401
 
 
+@pytest.mark.slow
 def test_ctrl_g_suspends_for_the_editor_and_sends_what_it_saved(terminal, fake_llm, tmp_path, monkeypatch):  # noqa: F811
     fake_llm.add({"content": [{"type": "text", "text": "answer to the edited prompt"}]})
     # the editor reads the terminal (a full-screen UI would still be drawn if pi had not let it go)
@@ -47,6 +50,7 @@ def test_import_opens_another_session_file(terminal, tmp_path):  # noqa: F811
     assert len(stored) == 1 and "answer from the file" in stored[0].read_text()
 
 
+@pytest.mark.slow
 def test_settings_changes_are_written_to_settings_json(terminal, tmp_path):  # noqa: F811
     pane = terminal()
     pane.wait_for(lambda s: "escape interrupt" in s)

@@ -86,6 +86,7 @@ def _sane(screen: str) -> bool:
     return "icanon echo" in screen and "-icanon" not in screen and "-echo " not in screen
 
 
+@pytest.mark.slow
 def test_pi_answers_runs_a_tool_and_quits_with_ctrl_c_twice(terminal, fake_llm, tmp_path):
     fake_llm.add({"content": [{"type": "toolCall", "id": "c1", "name": "bash",
                                "arguments": {"command": "echo from-the-tool"}}]},
@@ -113,6 +114,7 @@ def test_a_message_argument_is_sent_at_start_and_sigterm_restores_the_terminal(t
     assert "EXITED 143" in screen and _sane(screen)
 
 
+@pytest.mark.slow
 def test_a_streaming_answer_goes_on_while_the_external_editor_is_open(terminal, fake_llm, tmp_path, monkeypatch):
     """The stand-in editor waits (20 s at most) for the answer's last word to reach the session file
     and reports in the prompt whether it got there while the editor was open."""

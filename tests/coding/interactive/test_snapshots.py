@@ -109,6 +109,7 @@ def greet(name: str) -> str:
 """
 
 
+@pytest.mark.slow
 async def test_transcript_with_markdown_code_a_bash_call_and_an_edit_diff(make_app, fake_llm, tmp_path):
     (tmp_path / "notes.txt").write_text("first line\nsay hi\nlast line\n")
     fake_llm.add({"content": [{"type": "toolCall", "id": "c1", "name": "bash",
@@ -151,6 +152,7 @@ def write_session(directory: Path, index: int, first: str) -> None:
     os.utime(path, (ms / 1000, ms / 1000))
 
 
+@pytest.mark.slow
 async def test_session_picker(make_app, tmp_path):
     directory = paths.default_session_dir(tmp_path / "agent", tmp_path)
     for index, first in enumerate(("fix the parser", "write the docs", "speed up streaming")):
@@ -163,6 +165,7 @@ async def test_session_picker(make_app, tmp_path):
         await assert_snapshot(app, "session-picker", tmp_path)
 
 
+@pytest.mark.slow
 async def test_the_session_picker_opens_before_reading_every_session(make_app, tmp_path, monkeypatch):
     from pi_coding_agent.coding.modes.interactive import commands
     from pi_coding_agent.coding.session import listing

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 
@@ -17,10 +16,8 @@ async def test_a_server_that_exits_at_once_is_reported_without_a_stray_task_erro
         pi = await ws.pi()
         try:
             await pi.request({"type": "get_state"})
-            for _ in range(50):  # until the start-up report is out
-                if any(b"need attention" in line for line in pi.raw_lines):
-                    break
-                await asyncio.sleep(0.1)
+            # the start-up report comes before stdin closes
+            await pi.read_until(lambda r: r.get("method") == "notify" and "need attention" in r["message"])
             await pi.close_stdin()
             await pi.read_rest()
             assert await pi.wait() == 0

@@ -72,6 +72,7 @@ def registry(tmp_path):
 
 
 @needs_npm
+@pytest.mark.slow
 def test_ranges_reinstall_and_update_within_bounds(tmp_path, registry):
     work = tmp_path / "work"
     work.mkdir()

@@ -139,6 +139,7 @@ def test_a_folder_without_resources_is_not_a_package(tmp_path):
 # ---------------------------------------------------------------------- commands and sessions
 
 
+@pytest.mark.slow
 def test_install_list_remove_a_local_package(tmp_path):
     home, work = tmp_path / "home", tmp_path / "work"
     work.mkdir()
@@ -170,6 +171,7 @@ def test_commands_on_nothing_answer_as_pi(args, tmp_path):
     assert results[0] == results[1]
 
 
+@pytest.mark.slow
 def test_local_install_needs_a_trusted_project(tmp_path):
     home, work = tmp_path / "home", tmp_path / "work"
     (work / ".pi").mkdir(parents=True)
@@ -183,6 +185,7 @@ def test_local_install_needs_a_trusted_project(tmp_path):
     assert json.loads((work / ".pi" / "settings.json").read_text()) == {"packages": ["../../p"]}
 
 
+@pytest.mark.slow
 def test_project_packages_load_only_in_a_trusted_project_and_win_over_the_users(tmp_path):
     home, work = tmp_path / "home", tmp_path / "work"
     (work / ".pi").mkdir(parents=True)
@@ -201,6 +204,7 @@ def test_project_packages_load_only_in_a_trusted_project_and_win_over_the_users(
             assert _non_builtin(get_commands("reference", [flag], env, work)[0]) == _non_builtin(ours)
 
 
+@pytest.mark.slow
 def test_session_loads_a_package_skill_prompt_and_python_extension(tmp_path):
     home, work = tmp_path / "home", tmp_path / "work"
     work.mkdir()
@@ -219,6 +223,7 @@ def test_session_loads_a_package_skill_prompt_and_python_extension(tmp_path):
     ]
 
 
+@pytest.mark.slow
 def test_a_skipped_package_is_named_on_stderr_and_as_an_extension_error(tmp_path):
     home, work = tmp_path / "home", tmp_path / "work"
     work.mkdir()

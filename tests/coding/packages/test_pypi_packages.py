@@ -13,6 +13,8 @@ import sys
 import zipfile
 from pathlib import Path
 
+import pytest
+
 from pi_coding_agent.coding.packages import sources as src
 from tests.coding.packages.test_packages import _env, _non_builtin, _settings
 from tests.support.package_fixtures import get_commands, rpc_records, run_pi
@@ -71,6 +73,7 @@ def test_pypi_sources_parse():
     assert src.installed_path(parsed, "user", Path("/a"), Path("/w")) == Path("/a/pypi/pi-review")
 
 
+@pytest.mark.slow
 def test_install_load_update_remove(tmp_path):
     home, work, index = tmp_path / "home", tmp_path / "work", tmp_path / "index"
     work.mkdir()
@@ -99,6 +102,7 @@ def test_install_load_update_remove(tmp_path):
     assert not target.exists() and _settings(home) == {"packages": []}
 
 
+@pytest.mark.slow
 def test_a_pinned_version_not_installed_is_installed_at_start(tmp_path):
     home, work, index = tmp_path / "home", tmp_path / "work", tmp_path / "index"
     work.mkdir()
@@ -112,6 +116,7 @@ def test_a_pinned_version_not_installed_is_installed_at_start(tmp_path):
     assert _review(env, work) == [("review", "review 1.1.0", "pypi:pi-review==1.1.0")]
 
 
+@pytest.mark.slow
 def test_failures_are_named(tmp_path):
     """No entry points, or nothing to install: the package is skipped with the reason, the run goes on."""
     home, work, index = tmp_path / "home", tmp_path / "work", tmp_path / "index"
@@ -129,6 +134,7 @@ def test_failures_are_named(tmp_path):
     assert errors["pypi:pi-missing"].endswith(" pi-missing failed with code 1")
 
 
+@pytest.mark.slow
 def test_e_installs_into_the_temporary_cache(tmp_path):
     home, work, index = tmp_path / "home", tmp_path / "work", tmp_path / "index"
     work.mkdir()
@@ -141,6 +147,7 @@ def test_e_installs_into_the_temporary_cache(tmp_path):
     assert not (home / ".pi" / "agent" / "settings.json").exists()
 
 
+@pytest.mark.slow
 def test_e_is_refreshed_on_each_start_unless_pinned_or_offline(tmp_path):
     """As pi does for an unpinned ``-e npm:`` package: a newer version the index offers replaces the
     cached copy at the next start; a pinned one stays, and so does any in offline mode."""
@@ -162,6 +169,7 @@ def test_e_is_refreshed_on_each_start_unless_pinned_or_offline(tmp_path):
     assert described("-e", "pypi:pi-review==1.0.0") == ["review 1.0.0"]
 
 
+@pytest.mark.slow
 def test_a_registry_source_without_a_name_is_refused(tmp_path):
     """pi 1.6.0 installs ``npm:`` alone (exit 0) and records it; ours names what is missing and
     records nothing, and ``pypi:`` with no requirement is not taken for a path."""

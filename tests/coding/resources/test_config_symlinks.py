@@ -36,6 +36,7 @@ def _linked(tmp_path: Path, link: Path, content: str | None) -> Path:
 
 @pytest.mark.parametrize("kind", SIDES)
 @pytest.mark.parametrize("dangling", [False, True], ids=["link", "dangling"])
+@pytest.mark.slow
 async def test_a_settings_write_goes_through_the_link(
         tmp_path: Path, fake_llm: FakeLLMServer, kind: str, dangling: bool) -> None:
     env = fake_agent_env(tmp_path / "home", fake_llm.url)

@@ -131,6 +131,7 @@ async def test_login_of_a_key_provider_asks_the_key_and_a_dismissed_dialog_store
     assert "sk-mistral-secret" not in b"\n".join(pi.raw_lines).decode() + await pi.stderr_text()
 
 
+@pytest.mark.slow
 async def test_sign_in_with_chatgpt_over_rpc_names_the_installation_by_its_settings_device_id(
         tmp_path: Path, oauth: FakeOAuthServer):
     from urllib.parse import parse_qs, urlsplit
@@ -209,6 +210,7 @@ async def test_a_models_json_radius_gateway_signs_in_and_refreshes_at_its_own_ga
         assert printed.stdout.strip() == auth_file(env)["corp"]["access"] != stored["access"]
 
 
+@pytest.mark.slow
 async def test_login_with_no_model_selects_the_providers_default_for_the_next_prompt(
         tmp_path: Path, fake_llm: FakeLLMServer):
     """As pi after a sign-in while no model is chosen: the provider's default model is selected, so the

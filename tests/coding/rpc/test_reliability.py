@@ -40,6 +40,7 @@ async def _run_prompt(pi: RpcProcess, text: str) -> list[dict[str, Any]]:
     return await pi.read_until(lambda r: r.get("type") == "agent_settled")
 
 
+@pytest.mark.slow
 async def test_special_files_are_refused_and_never_wedge_exit(tmp_path: Path) -> None:
     (tmp_path / "work").mkdir()
     fifo = tmp_path / "work" / "pipe"
@@ -67,6 +68,7 @@ async def test_special_files_are_refused_and_never_wedge_exit(tmp_path: Path) ->
     assert "Task exception was never retrieved" not in await pi.stderr_text()
 
 
+@pytest.mark.slow
 def test_a_blocked_file_thread_does_not_hold_the_process(tmp_path: Path) -> None:
     """Even a thread stuck in open() forever (here: a FIFO nobody writes) lets asyncio.run and exit finish."""
     fifo = tmp_path / "stuck"
@@ -85,6 +87,7 @@ def test_a_blocked_file_thread_does_not_hold_the_process(tmp_path: Path) -> None
     assert done.returncode == 0 and done.stdout == "exited\n", done.stderr
 
 
+@pytest.mark.slow
 async def test_sigint_shuts_down_in_order_and_saves_the_partial_answer(tmp_path: Path) -> None:
     slow = {"content": [{"type": "text", "text": "partial answer " * 200}], "delayMs": 20}
     pi = await _faux_pi(tmp_path, [slow], "--session-dir", str(tmp_path / "sessions"))
@@ -148,6 +151,7 @@ async def test_output_backlog_stops_the_reader_and_bounds_memory(tmp_path: Path)
     assert await pi.wait() == 0
 
 
+@pytest.mark.slow
 async def test_an_absurd_read_offset_is_printed_as_javascript_does(tmp_path: Path) -> None:
     (tmp_path / "work").mkdir()
     (tmp_path / "work" / "small.txt").write_text("one\ntwo\n")
@@ -189,6 +193,7 @@ DAEMON = (
 )
 
 
+@pytest.mark.slow
 async def test_abort_kills_what_left_the_process_group(tmp_path: Path) -> None:
     """setsid and a double-forked daemon escape the command's group; abort still finds and kills them."""
     pi = await _faux_pi(tmp_path, None, "--no-session")
@@ -207,6 +212,7 @@ async def test_abort_kills_what_left_the_process_group(tmp_path: Path) -> None:
     assert await pi.wait() == 0
 
 
+@pytest.mark.slow
 async def test_full_output_files_are_removed_at_exit(tmp_path: Path) -> None:
     pi = await _faux_pi(tmp_path, None, "--no-session")
     response = await pi.request({"type": "bash", "command": "seq 1 100000"})
@@ -219,24 +225,31 @@ async def test_full_output_files_are_removed_at_exit(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 async def test_a_key_command_runs_off_the_event_loop_once_and_says_why_it_failed(tmp_path: Path) -> None:
-    """``"apiKey": "!sleep 100"``: commands keep being answered meanwhile, the command runs once (10 s
-    limit) and the prompt's error names the provider, the command and the timeout."""
+    """``"apiKey": "!sleep 100"``: commands keep being answered meanwhile, the command runs once (pi's
+    10 s limit, 4 s here through ``PI_KEY_COMMAND_TIMEOUT_S``) and the prompt's error names the
+    provider, the command and the timeout."""
     agent = tmp_path / "agent"
     agent.mkdir()
     counter = tmp_path / "runs"
     (agent / "models.json").write_bytes(orjson.dumps({"providers": {"slow": {
         "baseUrl": "http://127.0.0.1:9/v1", "api": "openai-completions",
         "apiKey": f"!echo run >> {counter}; sleep 100", "models": [{"id": "m"}]}}}))
-    pi = await RpcProcess.pi("--provider", "slow", "--model", "m", "--no-session", cwd=tmp_path, env=_env(tmp_path))
+    env = {**_env(tmp_path), "PI_KEY_COMMAND_TIMEOUT_S": "4"}
+    pi = await RpcProcess.pi("--provider", "slow", "--model", "m", "--no-session", cwd=tmp_path, env=env)
     await pi.send({"type": "prompt", "id": "p", "message": "hi"})
-    await asyncio.sleep(1)
+    for _ in range(300):  # until the command runs
+        if counter.exists():
+            break
+        await asyncio.sleep(0.02)
     started = time.monotonic()
-    state = await pi.request({"type": "get_state"})
+    await pi.send({"type": "get_state", "id": "s"})
+    state, before = await pi.response_to("s")
     answered_in = time.monotonic() - started
     assert state["success"] is True and answered_in < 3, answered_in
+    assert not any(r.get("id") == "p" for r in before)  # answered while the command still ran
     response, _ = await pi.response_to("p")
     assert response["success"] is False
-    assert response["error"] == "The API key command for slow timed out after 10 s: echo run >> " + \
+    assert response["error"] == "The API key command for slow timed out after 4 s: echo run >> " + \
         f"{counter}; sleep 100"
     assert counter.read_text() == "run\n"  # once, not once per key lookup
     await pi.close_stdin()

@@ -60,6 +60,7 @@ async def _run(pi: RpcProcess, message: str, **extra: Any) -> tuple[dict[str, An
 # --------------------------------------------------------------------------- state and shapes
 
 
+@pytest.mark.slow
 async def test_get_state_shape(pi: RpcProcess) -> None:
     state = (await pi.request({"type": "get_state"}))["data"]
     assert state["model"]["provider"] == "fake" and state["model"]["id"] == MODEL_ID
@@ -178,6 +179,7 @@ async def test_bash_command_streams_with_its_id(pi: RpcProcess) -> None:
     assert b"hi" not in pi.raw_lines  # the child's output only ever arrives inside records
 
 
+@pytest.mark.slow
 async def test_abort_bash_overtakes_a_running_bash(pi: RpcProcess) -> None:
     await pi.send({"type": "bash", "command": "echo go; sleep 60", "id": "long"})
     await pi.read_until(lambda r: r["type"] == "bash_execution_update")

@@ -81,6 +81,7 @@ def test_the_table_has_all_33_commands() -> None:
 # --------------------------------------------------------------------------- framing
 
 
+@pytest.mark.slow
 async def test_crlf_and_unicode_line_separators(rpc: RpcProcess) -> None:
     await rpc.write(b'{"type":"set_session_name","name":"a\xe2\x80\xa8b\xe2\x80\xa9c","id":"n"}\r\n')
     response, events = await rpc.response_to("n")
@@ -88,6 +89,7 @@ async def test_crlf_and_unicode_line_separators(rpc: RpcProcess) -> None:
     assert events == [{"type": "session_info_changed", "name": "a\u2028b\u2029c"}]
 
 
+@pytest.mark.slow
 async def test_split_writes_make_one_command(rpc: RpcProcess) -> None:
     for piece in (b'{"type":"get_st', b'ate","i', b'd":"s1"', b"}\n"):
         await rpc.write(piece)
@@ -104,6 +106,7 @@ async def test_a_20_mb_line_is_one_command(rpc: RpcProcess) -> None:
     assert events[0]["name"] == name
 
 
+@pytest.mark.slow
 async def test_data_after_the_last_lf_is_processed_at_eof(rpc: RpcProcess) -> None:
     await rpc.write(b'{"type":"get_state","id":"last"}')
     await rpc.close_stdin()
@@ -134,6 +137,7 @@ async def test_data_after_the_last_lf_is_processed_at_eof(rpc: RpcProcess) -> No
           "error": 'set_model: "modelId" must be a string'}),
     ],
 )
+@pytest.mark.slow
 async def test_bad_input_gets_an_error_and_the_process_keeps_serving(
     rpc: RpcProcess, line: bytes, expected: dict
 ) -> None:
@@ -295,6 +299,7 @@ async def test_no_traceback_reaches_stdout_on_eof_during_a_run(rpc: RpcProcess) 
     assert records[-1] == {"type": "agent_settled", "aborted": True}
 
 
+@pytest.mark.slow
 async def test_everything_written_before_exit_reaches_the_client(rpc: RpcProcess) -> None:
     names = [f"{i}" * 300_000 for i in range(10)]  # ~6 MB of output still buffered at EOF
     for i, name in enumerate(names):

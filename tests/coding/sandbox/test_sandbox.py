@@ -97,6 +97,7 @@ async def test_workspace_write_refuses_every_way_out(tmp_path: Path) -> None:
     assert (tmp_path / "victim" / "victim.txt").read_text() == "keep\n"
 
 
+@pytest.mark.slow
 async def test_off_allows_the_same_operations(tmp_path: Path) -> None:
     _layout(tmp_path)
     ends = await _run(tmp_path, OUTSIDE_ATTEMPTS)
@@ -107,6 +108,7 @@ async def test_off_allows_the_same_operations(tmp_path: Path) -> None:
     assert int(_text(ends[4]).strip().splitlines()[0]) >= 1
 
 
+@pytest.mark.slow
 async def test_read_only_refuses_writes_inside_the_workspace_too(tmp_path: Path) -> None:
     calls = [_call("write", {"path": "new.txt", "content": "x"}),
              _call("bash", {"command": "touch inside.txt; echo scratch > $TMPDIR/t && cat $TMPDIR/t"})]
@@ -161,6 +163,7 @@ def _cmdline(pid: str) -> str:
         return ""
 
 
+@pytest.mark.slow
 async def test_normal_work_passes_in_workspace_write(tmp_path: Path) -> None:
     (tmp_path / "work").mkdir()
     (tmp_path / "work" / "calc.py").write_text("def add(a, b):\n    return a - b\n")
@@ -174,6 +177,7 @@ async def test_normal_work_passes_in_workspace_write(tmp_path: Path) -> None:
     assert _text(grep) == "calc.py:2:     return a + b" and _text(find).split() == ["calc.py", "test_calc.py"]
 
 
+@pytest.mark.slow
 async def test_ask_on_refusal_lets_the_user_allow_it(tmp_path: Path) -> None:
     calls = [_call("write", {"path": "../allowed.txt", "content": "x"}),
              _call("bash", {"command": "echo y > ../allowed-bash.txt"})]
@@ -210,6 +214,7 @@ def _project_settings(tmp_path: Path, sandbox: dict[str, Any]) -> None:
     (tmp_path / "work" / ".pi" / "settings.json").write_bytes(orjson.dumps({"sandbox": sandbox}))
 
 
+@pytest.mark.slow
 async def test_project_settings_cannot_switch_off_or_widen_the_users_sandbox(tmp_path: Path) -> None:
     """A trusted project's settings (which the model could write) say ``off``, add the outside as a
     writable root and turn the network on: the user's ``workspace-write`` stands, unwidened."""
@@ -223,6 +228,7 @@ async def test_project_settings_cannot_switch_off_or_widen_the_users_sandbox(tmp
     assert list((tmp_path / "outside").iterdir()) == []
 
 
+@pytest.mark.slow
 async def test_project_settings_may_narrow_the_sandbox(tmp_path: Path) -> None:
     _project_settings(tmp_path, {"mode": "read-only"})
     [write] = await _run(tmp_path, [_call("write", {"path": "new.txt", "content": "x"})], "-a",
@@ -230,6 +236,7 @@ async def test_project_settings_may_narrow_the_sandbox(tmp_path: Path) -> None:
     assert write["isError"] and _text(write).startswith("write refused by the read-only sandbox")
 
 
+@pytest.mark.slow
 async def test_pi_and_git_hooks_stay_read_only_inside_the_workspace(tmp_path: Path) -> None:
     work = tmp_path / "work"
     work.mkdir()
@@ -273,6 +280,7 @@ def test_project_sandbox_values_only_narrow(tmp_path: Path) -> None:
     assert policy_from_settings(user, tmp_path, "off", strict).active is False  # --sandbox wins
 
 
+@pytest.mark.slow
 async def test_a_sandboxed_command_flipping_a_link_gets_no_write_outside(tmp_path: Path) -> None:
     """The issue's race end to end: one message runs a sandboxed ``bash`` that flips ``link`` between
     a workspace folder and an outside one, beside 200 writes through the link. None lands outside."""

@@ -63,6 +63,7 @@ async def _call(tool: Any, **params: Any) -> str | None:
     return "".join(block.get("text", "") for block in result.content)
 
 
+@pytest.mark.slow
 async def test_writes_and_edits_through_a_flipping_link_never_land_outside(tmp_path: Path) -> None:
     tools, work, outside = _tools(tmp_path)
     for i in range(ROUNDS // 2):
@@ -96,6 +97,7 @@ async def test_reads_through_a_link_flipping_to_proc_never_return_the_environmen
     assert "harmless" in "".join(t for t in texts if t is not None), "no read went through: the test raced nothing"
 
 
+@pytest.mark.slow
 async def test_grep_through_a_link_flipping_to_proc_never_finds_a_scrubbed_key(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """ripgrep opens its path itself, so under a sandbox it runs inside bubblewrap with the scrubbed

@@ -63,6 +63,7 @@ async def test_prompt_streams_the_events_and_answers(fake_llm: FakeLLMServer, tm
     assert fake_llm.requests[0]["body"]["model"] == "m1"
 
 
+@pytest.mark.slow
 async def test_events_match_the_rpc_process(fake_llm: FakeLLMServer, tmp_path: Path) -> None:
     """The SDK subscriber sees what ``pi --mode rpc`` writes, event for event (timestamps aside)."""
     agent_dir = agent_dir_for(tmp_path, fake_llm, "fake", "m1")
@@ -209,6 +210,7 @@ def test_function_tool_result_is_a_tool_result() -> None:
     assert result.is_error and result.content == [{"type": "text", "text": "x"}]
 
 
+@pytest.mark.slow
 async def test_shutting_one_session_down_leaves_the_others_commands_running(
         fake_llm: FakeLLMServer, tmp_path: Path) -> None:
     """Each session kills only the process groups it started and removes only its own full-output files:

@@ -155,6 +155,7 @@ async def test_can_use_tool_sees_every_kind_of_call(tmp_path: Path) -> None:
     assert "a.txt" in texts["codemode"][1]
 
 
+@pytest.mark.slow
 async def test_mcp_servers_keyword_adds_servers(tmp_path: Path) -> None:
     (tmp_path / "mcp.json").write_text(json.dumps({"mcpServers": {"filed": stdio_server()}}))
     script = [{"content": [{"type": "toolCall", "name": "mcp__given__echo", "arguments": {"text": "hey"}}]},

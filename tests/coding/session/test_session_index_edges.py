@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 
 from pi_coding_agent.coding.session import SessionManager, storage
 from pi_coding_agent.coding.session.entries import Entry
@@ -152,6 +153,7 @@ def test_non_ascii_ids_and_text_open_as_a_full_parse_reads_them(tmp_path: Path) 
     assert [entry["id"] for entry in opened.get_branch()] == ids
 
 
+@pytest.mark.slow
 def test_a_large_branched_file_opens_to_the_state_a_full_parse_gives(tmp_path: Path) -> None:
     """10,000 entries with branches, compactions, labels and a name: the index's lazy store answers
     every whole-file and branch question as the store built from every parsed line does."""

@@ -86,6 +86,7 @@ async def _entries(pi: RpcProcess) -> list[dict[str, Any]]:
     return entries
 
 
+@pytest.mark.slow
 async def test_a_read_only_session_keeps_answering_and_is_saved_whole_later(
         pi: RpcProcess, fake_llm: FakeLLMServer, tmpfs: tuple[Path, Remount]) -> None:
     fake_llm.add(*({"content": [{"type": "text", "text": f"reply {n}"}]} for n in range(1, 4)))
@@ -125,6 +126,7 @@ async def test_a_deleted_session_file_comes_back_complete(pi: RpcProcess) -> Non
     assert on_file[1:] == await _entries(pi)
 
 
+@pytest.mark.slow
 async def test_a_full_disk_during_a_reply_sends_it_and_leaves_no_torn_line(
         pi: RpcProcess, fake_llm: FakeLLMServer, tmpfs: tuple[Path, Remount]) -> None:
     await _prompt(pi, "first")
@@ -146,6 +148,7 @@ async def test_a_full_disk_during_a_reply_sends_it_and_leaves_no_torn_line(
     assert on_file[1:] == await _entries(pi)
 
 
+@pytest.mark.slow
 async def test_a_compaction_on_a_full_disk_is_saved_once_there_is_room(
         pi: RpcProcess, fake_llm: FakeLLMServer, tmpfs: tuple[Path, Remount]) -> None:
     for text in ("one", "two", "three"):
@@ -175,6 +178,7 @@ def _fill(filler: Path, leave: int) -> None:
 
 
 @pytest.mark.parametrize("kind", SIDES)
+@pytest.mark.slow
 async def test_both_sides_show_a_read_only_session_to_the_client(
         tmp_path: Path, fake_llm: FakeLLMServer, tmpfs: tuple[Path, Remount], kind: str) -> None:
     """pi 1.6.0 puts EROFS in an error reply instead of the model's; ours answers and notifies."""

@@ -131,6 +131,7 @@ async def test_byte_truncation_and_partial_last_line(tmp_path: Path) -> None:
     os.unlink(path)
 
 
+@pytest.mark.slow
 async def test_timeout_kills_process_tree(tmp_path: Path) -> None:
     pid_file = tmp_path / "pids"
     command = f"sleep 100 & echo $! > {pid_file}; bash -c 'echo $$ >> {pid_file}; sleep 100'; echo after"

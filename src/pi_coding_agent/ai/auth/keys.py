@@ -21,6 +21,7 @@ from pi_coding_agent.ai.atomic_file import create_new, describe_os_error
 from pi_coding_agent.ai.auth.cloud import ambient_key
 from pi_coding_agent.ai.auth.provider_env import FEDERATION_ENV
 from pi_coding_agent.ai.auth.provider_env import env_value as _env
+from pi_coding_agent.ai.env_limits import env_seconds
 from pi_coding_agent.ai.models.index import catalog_index, provider_env_vars
 from pi_coding_agent.ai.providers.vendor import builtin_spec, vendor
 from pi_coding_agent.ai.records import record
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
     from pi_coding_agent.ai.auth.oauth.store import CredentialFile
     from pi_coding_agent.ai.types import Model
 
-COMMAND_TIMEOUT_S = 10.0
+COMMAND_TIMEOUT_S = 10.0  # pi's limit on a key command; PI_KEY_COMMAND_TIMEOUT_S changes it
 ANTHROPIC_AUTH_TOKEN = "ANTHROPIC_AUTH_TOKEN"
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -100,6 +101,10 @@ def is_configured(value: str, env: Mapping[str, str] | None = None) -> bool:
     return all(_env(name, env) is not None for name in env_names(value))
 
 
+def command_timeout_s() -> float:
+    return env_seconds("PI_KEY_COMMAND_TIMEOUT_S", COMMAND_TIMEOUT_S)
+
+
 def run_command(command: str) -> str | None:
     """Trimmed stdout of a shell command, or None on failure, non-zero exit or timeout."""
     import subprocess
@@ -107,7 +112,7 @@ def run_command(command: str) -> str | None:
     try:
         done = subprocess.run(
             command, shell=True, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL, timeout=COMMAND_TIMEOUT_S, check=False,
+            stderr=subprocess.DEVNULL, timeout=command_timeout_s(), check=False,
         )
     except (OSError, subprocess.SubprocessError):
         return None
@@ -157,12 +162,13 @@ async def _run_command_async(command: str) -> tuple[str | None, str | None]:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
 
+    limit = command_timeout_s()
     try:
-        stdout, _ = await asyncio.wait_for(proc.communicate(), COMMAND_TIMEOUT_S)
+        stdout, _ = await asyncio.wait_for(proc.communicate(), limit)
     except TimeoutError:
         kill()
         await proc.wait()
-        return None, f"timed out after {COMMAND_TIMEOUT_S:g} s"
+        return None, f"timed out after {limit:g} s"
     except asyncio.CancelledError:  # an abort: nothing the command started may outlive it
         kill()
         raise

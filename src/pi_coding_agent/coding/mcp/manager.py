@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pi_coding_agent.ai.env_limits import env_seconds
 from pi_coding_agent.coding.mcp.config import McpConfig, ServerEntry
 from pi_coding_agent.coding.mcp.log import ServerLog
 from pi_coding_agent.coding.mcp.naming import namespace, server_summary, tool_name
@@ -25,7 +26,7 @@ if TYPE_CHECKING:  # the connection stack (client, connection) loads when the fi
 
 AnyMcpTool = McpTool | ResourceTool
 
-STARTUP_WAIT_S = 10.0
+STARTUP_WAIT_S = 10.0  # pi's wait for direct servers before the first prompt; PI_MCP_STARTUP_WAIT_S changes it
 MAX_DESCRIPTION_CHARS = 250
 MAX_SECTION_CHARS = 4096
 Notify = Callable[[str, str], None]
@@ -188,7 +189,7 @@ class McpManager:
         if not direct:
             return
         try:
-            await asyncio.wait_for(self.wait_for(direct), STARTUP_WAIT_S)
+            await asyncio.wait_for(self.wait_for(direct), env_seconds("PI_MCP_STARTUP_WAIT_S", STARTUP_WAIT_S))
         except TimeoutError:
             self.notify("MCP servers are still connecting; their tools become available once connected.", "info")
 
