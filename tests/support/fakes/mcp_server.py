@@ -13,6 +13,7 @@ import asyncio
 import base64
 import os
 import sys
+import time
 
 from mcp.server.fastmcp import Context, FastMCP, Image
 from mcp.types import ImageContent, TextContent
@@ -106,8 +107,21 @@ async def grow(ctx: Context) -> str:  # type: ignore[type-arg]
 
     server.add_tool(extra)
     server._tool_manager._tools.pop("add", None)
+    _answer_lists_late()
     await ctx.session.send_tool_list_changed()
     return "grown"
+
+
+def _answer_lists_late() -> None:
+    """From now on ``tools/list`` answers half a second late, as a busy server may: a client that
+    does not wait for the changed list before going on races it (and loses)."""
+    listing = server._tool_manager.list_tools
+
+    def late():  # type: ignore[no-untyped-def]
+        time.sleep(0.5)
+        return listing()
+
+    server._tool_manager.list_tools = late  # type: ignore[method-assign]
 
 
 def main() -> None:

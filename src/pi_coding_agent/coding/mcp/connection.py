@@ -181,6 +181,10 @@ class ServerConnection:
             result = await client.request("tools/call", params, on_progress=on_progress)
         if not isinstance(result, dict) or not isinstance(result.get("content", []), list):
             raise McpError(-32600, f"MCP tool {self.name}/{tool} returned an invalid result")
+        if self._refresh is not None and not self._refresh.done():
+            # the call changed the server's tools (list_changed came before its result): the next
+            # request, in this run or the next prompt, declares the new list rather than racing it
+            await asyncio.shield(self._refresh)
         return result
 
     async def close(self) -> None:
