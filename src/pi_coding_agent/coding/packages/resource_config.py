@@ -221,11 +221,6 @@ def _candidates(kind: str, scope: str, plain: list[SettingsPath], agent_dir: Pat
                  for s in loader.discover(cwd, agent_dir, trusted, [], plain, True)]
     else:
         base = top_base(scope, agent_dir, cwd)
-        found = rp.settings_files(plain, base, _theme_files, scope)
-        found += [rp.ResourceFile(p, "auto", scope, base) for p in _theme_files(base / "themes")]
+        found = rp.settings_files(plain, base, rf.top_level_json, scope)
+        found += [rp.ResourceFile(p, "auto", scope, base) for p in rf.top_level_json(base / "themes")]
     return [f for f in found if f.scope == scope]
-
-
-def _theme_files(directory: Path) -> list[Path]:
-    return [Path(e.path) for e in rp.sorted_entries(directory)
-            if e.name.endswith(".json") and not e.name.startswith(".") and rp.entry_kind(e)[1]]
