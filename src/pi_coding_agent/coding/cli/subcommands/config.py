@@ -1,6 +1,7 @@
 """``pi config [-l] [-a|-na]``: pi's resource picker for the packages', the top-level and the
 built-in resources (``coding/modes/interactive/resource_config.py``). ``-l`` starts in the project's settings, which needs
-a trusted project; Tab switches scope inside."""
+a trusted project; Tab switches scope inside. Without ``-a``/``-na`` or a saved decision, a project
+with ``.pi`` resources is first asked about, as pi asks (``trust_prompt``)."""
 
 from __future__ import annotations
 
@@ -39,11 +40,16 @@ def main(argv: list[str]) -> int:
     from pi_coding_agent.coding.cli.main import PI_BUILTIN_EXTENSIONS
     from pi_coding_agent.coding.modes.interactive.resource_config import ResourceConfigApp
     from pi_coding_agent.coding.resources.settings import Settings
-    from pi_coding_agent.coding.resources.trust import is_project_trusted
+    from pi_coding_agent.coding.resources.trust import is_project_trusted, trust_question_due
 
     agent_dir, cwd = paths.agent_dir(), Path.cwd().resolve()
     startup = Settings.load(agent_dir, cwd, project_trusted=True)
-    trusted = is_project_trusted(agent_dir, cwd, approve, startup.default_project_trust)
+    if trust_question_due(agent_dir, cwd, approve, startup.default_project_trust):
+        from pi_coding_agent.coding.modes.interactive.trust_prompt import ask_trust
+
+        trusted = ask_trust(agent_dir, cwd)
+    else:
+        trusted = is_project_trusted(agent_dir, cwd, approve, startup.default_project_trust)
     if local and not trusted:
         print("Project is not trusted. Use --approve to modify local resource config.", file=sys.stderr)
         return 1
