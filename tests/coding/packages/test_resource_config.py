@@ -370,3 +370,31 @@ def test_pi_config_asks_before_the_picker(kind, tmp_path):
     assert "Trust project folder?" in asked and "Trust parent folder (" in asked
     assert "tab switch mode" in shown  # trusted for this run: the project view is offered
     assert not (tmp_path / "home" / ".pi" / "agent" / "trust.json").exists()
+
+
+# ---------------------------------------------------------------------- missing packages
+
+
+def test_pi_config_installs_missing_packages_before_listing_them(tmp_path, monkeypatch, capfd):
+    """A settings package not installed yet is installed, then listed; a failed one is a warning."""
+    from pi_coding_agent.coding.cli.subcommands.config import install_missing
+    from pi_coding_agent.coding.resources.settings import Settings
+    from tests.support.package_fixtures import bare_repo, serve_directory
+
+    home, work, served = tmp_path / "home", tmp_path / "work", tmp_path / "served"
+    work.mkdir()
+    agent = home / ".pi" / "agent"
+    for key, value in _env(home).items():
+        monkeypatch.setenv(key, value)
+    bare_repo(make_package(tmp_path / "gitsrc", "gitpkg", skill="gitskill"), served, "owner/repo")
+    with serve_directory(served) as url:
+        spec, broken = f"git:{url}/owner/repo.git@v1", f"git:{url}/owner/missing.git"
+        (agent / "settings.json").write_text(json.dumps({"packages": [spec, broken]}))
+        assert not any(i.origin == "package" for i in resolve_items(agent, work, False, []))
+        install_missing(Settings.load(agent, work, project_trusted=False), agent, work)
+    listed = [i for i in resolve_items(agent, work, False, []) if i.origin == "package"]
+    assert {i.source for i in listed} == {spec} and "gitskill" in {i.display for i in listed}
+    warnings = [line for line in capfd.readouterr().err.splitlines() if line.startswith("Warning:")]
+    assert len(warnings) == 1  # git's own output is passed through, as pi passes it
+    assert warnings[0].startswith(f'Warning: Extension package "{broken}": failed to install (')
+    assert warnings[0].endswith(f'Run "pi remove {broken}" to remove it from settings.json.')
