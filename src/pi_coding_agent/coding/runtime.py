@@ -177,9 +177,17 @@ class SessionRuntime:
                       confirm=self.ui.confirm, processes=self.processes)
         self.tool_env = env  # shared by the built-in tools: what changes per session changes here
         tools = lazy_builtin_tools(env)
-        tools[CODEMODE] = LazyTool(CODEMODE, self._codemode_tool)  # registered inactive: defaultTools/--tools name it
+        if self.builtin_on(CODEMODE):  # registered inactive: defaultTools/--tools name it
+            tools[CODEMODE] = LazyTool(CODEMODE, self._codemode_tool)
         tools.update((tool.name, tool) for tool in extra_tools)
         return tools
+
+    def builtin_on(self, name: str) -> bool:
+        """Whether pi's bundled extension ``builtin:<name>`` is on for this session."""
+        from pi_coding_agent.coding.extensions.loader import builtin_enabled
+
+        options = self.options
+        return builtin_enabled(name, self.settings.extensions, options.no_extensions, list(options.extensions))
 
     def _codemode_tool(self) -> AgentTool:
         from pi_coding_agent.coding.codemode.tool import session_codemode_tool

@@ -3,6 +3,7 @@ builtin:codemode``): accepted, the run goes on, and codemode is declared when ``
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -41,3 +42,47 @@ def test_builtin_names_match_the_reference(tmp_path: Path, name: str) -> None:
     ours, reference = _run("ours", tmp_path / "ours", name), _run("reference", tmp_path / "reference", name)
     assert ours[:2] == reference[:2]
     assert "codemode" in ours[2] and "codemode" in reference[2]
+
+
+def _tools_with_settings(kind: str, root: Path, user: list[str], project: list[str] | None) -> tuple[int, list[str]]:
+    """``-p --tools +codemode`` under user (and project) ``extensions`` entries: status, declared tools."""
+    with FakeLLMServer() as server:
+        root.mkdir(parents=True)
+        env = fake_agent_env(root, server.url, {"extensions": user})
+        if project is not None:
+            (root / ".pi").mkdir()
+            (root / ".pi" / "settings.json").write_text(json.dumps({"extensions": project}))
+        argv = ["-p", "--no-session", "--provider", "fake", "--model", "fake-model", "--approve", "--tools", "read,codemode", "hi"]
+        command, env = pi_command(kind, argv, env)
+        done = subprocess.run(command, env=env, cwd=root, capture_output=True, text=True, timeout=120)
+        tools = [t["function"]["name"] for t in server.requests[0]["body"].get("tools", [])] if server.requests else []
+    return done.returncode, tools
+
+
+# user entries, project entries (None: no project settings), whether codemode is declared
+SWITCHES = [
+    (["-builtin:codemode"], None, False),
+    (["-builtin:codemode", "+builtin:codemode"], None, False),  # the user's "-" outweighs its "+"
+    (["!builtin:*"], None, False),
+    (["!builtin:*", "+builtin:codemode"], None, True),
+    (["-builtin:codemode"], ["+builtin:codemode"], True),  # the project overrides the user
+    ([], ["-builtin:codemode"], False),
+    ([], ["-builtin:codemode", "+builtin:codemode"], True),  # the project's last word wins
+    (["-builtin:mcp"], None, True),
+]
+
+
+@pytest.mark.parametrize(("user", "project", "declared"), SWITCHES)
+def test_settings_switch_codemode(tmp_path: Path, user: list[str], project: list[str] | None,
+                                  declared: bool) -> None:
+    status, tools = _tools_with_settings("ours", tmp_path / "ours", user, project)
+    assert status == 0 and "read" in tools
+    assert ("codemode" in tools) == declared
+
+
+@needs_reference
+@pytest.mark.parametrize(("user", "project", "declared"), SWITCHES)
+def test_settings_switch_codemode_as_the_reference(tmp_path: Path, user: list[str], project: list[str] | None,
+                                                   declared: bool) -> None:
+    status, tools = _tools_with_settings("reference", tmp_path / "reference", user, project)
+    assert status == 0 and ("codemode" in tools) == declared

@@ -127,9 +127,15 @@ def test_protected_paths_extra_patterns(tmp_path: Path, monkeypatch: pytest.Monk
 def test_builtin_extensions_follow_pis_rule():
     """-e builtin:<name> turns a bundled extension on; --no-extensions or -builtin:<name> turn it off."""
     from pi_coding_agent.coding.extensions.loader import builtin_enabled
+    from pi_coding_agent.coding.resources.settings import SettingsPath
+
+    def user(*entries: str) -> list[SettingsPath]:
+        return [SettingsPath(e, Path("/agent"), "user") for e in entries]
 
     assert builtin_enabled("mcp", [], False, [])
     assert not builtin_enabled("mcp", [], True, [])
     assert builtin_enabled("mcp", [], True, ["builtin:mcp"])
-    assert not builtin_enabled("mcp", ["-builtin:mcp"], False, [])
-    assert builtin_enabled("mcp", ["-builtin:llama.cpp"], False, [])
+    assert not builtin_enabled("mcp", user("-builtin:mcp"), False, [])
+    assert builtin_enabled("mcp", user("-builtin:llama.cpp"), False, [])
+    assert builtin_enabled("mcp", [*user("-builtin:mcp"), SettingsPath("+builtin:mcp", Path("/p/.pi"), "project")],
+                           False, [])

@@ -402,10 +402,10 @@ def test_user_theme_files_resolve_vars_and_okhsl(tmp_path):
     themes.mkdir()
     (themes / "mine.json").write_text(json.dumps({"name": "mine", "vars": {"v": "#112233"},
                                                   "colors": {"accent": "v", "error": "okhsl(0 100% 50%)"}}))
-    palette = theme.load_palette("mine", tmp_path, [])
+    palette = theme.load_palette("mine", [themes / "mine.json"], [])
     assert palette["accent"] == "#112233"
     assert palette["error"] == "#ff0000"
-    assert theme.load_palette("light", tmp_path, [])["appearance"] == "light"
+    assert theme.load_palette("light", [], [])["appearance"] == "light"
 
 
 async def test_transcript_text_is_selected_with_the_mouse(make_app):

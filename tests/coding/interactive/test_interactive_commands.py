@@ -337,6 +337,27 @@ async def test_settings_space_cycles_a_choice_and_the_theme_is_picked_from_a_lis
     assert saved == {"doubleEscapeAction": "none", "theme": "sunset"}
 
 
+async def test_a_theme_switched_off_in_pi_config_is_not_offered_nor_loaded(make_app, tmp_path):  # noqa: F811
+    """``-themes/<file>`` (what ``pi config`` writes) leaves the theme out of /settings and start-up."""
+    from pi_coding_agent.coding.modes.interactive.theme import load_palette, session_theme_files
+
+    themes = tmp_path / "agent" / "themes"
+    themes.mkdir(parents=True)
+    (themes / "sunset.json").write_text(json.dumps({"name": "sunset", "colors": {"accent": "#123456"}}))
+    (themes / "dusk.json").write_text(json.dumps({"name": "dusk", "colors": {}}))
+    (tmp_path / "agent" / "settings.json").write_text(json.dumps({"themes": ["-themes/sunset.json"]}))
+    app = await make_app()
+    assert [p.name for p in session_theme_files(app.session.rt)] == ["dusk.json"]
+    assert load_palette("sunset", session_theme_files(app.session.rt), [])["accent"] != "#123456"
+    async with app.run_test(size=SIZE) as pilot:
+        await run_command(pilot, "/settings")
+        await until(pilot, lambda: "Double-escape action" in screen_text(app))
+        await type_text(pilot, "theme")
+        await pilot.press("enter")
+        await until(pilot, lambda: "dusk" in screen_text(app) and "light" in screen_text(app))
+        assert "sunset" not in screen_text(app)
+
+
 # ----------------------------------------------------------------------------- /scoped-models
 
 

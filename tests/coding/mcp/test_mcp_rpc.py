@@ -336,3 +336,14 @@ async def test_a_server_without_exposure_is_reached_through_codemode(ws: McpWork
     assert outer["result"]["details"]["calls"][0]["name"] == "mcp__fake__echo"
     declared = declared_tools(ws.llm.requests[0])
     assert "codemode" in declared and "mcp__fake__echo" not in declared
+
+
+@pytest.mark.slow
+async def test_disabled_tool_search_builtin_is_not_activated(ws: McpWorkspace, start: Start) -> None:
+    """``-builtin:tool-search`` leaves deferred servers without ``tool_search`` (pi then warns)."""
+    ws.servers({"fake": stdio_server(exposure="deferred")})
+    (ws.agent_dir / "settings.json").write_text(json.dumps({"extensions": ["-builtin:tool-search"]}))
+    ws.llm.add({"content": [{"type": "text", "text": "hello"}]})
+    pi = await start()
+    await run_prompt(pi, "hi")
+    assert "tool_search" not in declared_tools(ws.llm.requests[-1])

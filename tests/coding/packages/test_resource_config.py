@@ -298,3 +298,103 @@ async def test_a_broken_settings_file_is_listed_as_empty_and_never_written(tree)
         await pilot.press("escape")
     assert (agent / "settings.json").read_text() == "{broken"
     assert (work / ".pi" / "settings.json").read_text() == "[1]"
+
+
+# ---------------------------------------------------------------------- the trust question
+
+
+@pytest.mark.parametrize(("keys", "trusted", "saved"), [
+    (["enter"], True, {"WORK": True}),
+    (["down", "enter"], True, {"PARENT": True}),
+    (["down", "down", "enter"], True, None),  # Trust (this session only)
+    (["down", "down", "down", "enter"], False, {"WORK": False}),
+    (["down", "down", "down", "down", "enter"], False, None),  # Do not trust (this session only)
+    (["escape"], False, None),
+])
+async def test_pi_config_asks_to_trust_an_untrusted_project_as_pi(tmp_path, keys, trusted, saved):
+    """pi's five answers, in its order; what each saves in trust.json (pi's, checked in tmux)."""
+    from pi_coding_agent.coding.modes.interactive.trust_prompt import TrustPromptApp
+    from pi_coding_agent.coding.resources.trust import trust_question_due
+
+    agent, work = tmp_path / "agent", tmp_path / "work"
+    (work / ".pi").mkdir(parents=True)
+    agent.mkdir()
+    assert not trust_question_due(agent, work, None, "ask")  # nothing in .pi to trust
+    (work / ".pi" / "settings.json").write_text("{}")
+    assert trust_question_due(agent, work, None, "ask")
+    assert not trust_question_due(agent, work, True, "ask") and not trust_question_due(agent, work, None, "never")
+    app = TrustPromptApp(agent, work)
+    async with app.run_test(size=(120, 20)) as pilot:
+        await pilot.pause()
+        text = "\n".join(str(label.render()) for label in app.query("Label"))
+        assert "Trust project folder?" in text and str(work) in text
+        for key in keys:
+            await pilot.press(key)
+        await pilot.pause()
+    assert app.return_value is trusted
+    names = {str(work): "WORK", str(tmp_path): "PARENT"}
+    written = _json(agent / "trust.json") if (agent / "trust.json").exists() else None
+    assert (None if written is None else {names[k]: v for k, v in written.items()}) == saved
+    assert trust_question_due(agent, work, None, "ask") is (saved is None)
+
+
+def _asked_then_shown(kind: str, root: Path) -> tuple[str, str]:
+    """``pi config`` in an untrusted project: the question's screen, then the picker's after
+    "Trust (this session only)"."""
+    from tests.coding.interactive.test_interactive_tmux import Tmux
+
+    work = root / "work"
+    (work / ".pi").mkdir(parents=True)
+    (work / ".pi" / "settings.json").write_text("{}")
+    command, env = pi_command(kind, ["config"], _env(root / "home"))
+    env = {k: v for k, v in env.items() if k not in ("COLUMNS", "LINES")} | {"TERM": "xterm-256color"}
+    pane = Tmux(f"{shlex.join(command)}; echo EXITED $?; sleep 60", work, env)
+    try:
+        asked = pane.wait_for(lambda s: "Do not trust (this session only)" in s)
+        pane.keys("Down")
+        pane.wait_for(lambda s: s != asked)
+        pane.keys("Down")
+        pane.keys("Enter")
+        shown = pane.wait_for(lambda s: "Resources" in s and "tool-search" in s)
+        pane.keys("Escape")
+        pane.wait_for(lambda s: "EXITED 0" in s)
+    finally:
+        pane.kill()
+    return asked, shown
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+@pytest.mark.parametrize("kind", ["ours", pytest.param("reference", marks=needs_reference)])
+def test_pi_config_asks_before_the_picker(kind, tmp_path):
+    asked, shown = _asked_then_shown(kind, tmp_path)
+    assert "Trust project folder?" in asked and "Trust parent folder (" in asked
+    assert "tab switch mode" in shown  # trusted for this run: the project view is offered
+    assert not (tmp_path / "home" / ".pi" / "agent" / "trust.json").exists()
+
+
+# ---------------------------------------------------------------------- missing packages
+
+
+def test_pi_config_installs_missing_packages_before_listing_them(tmp_path, monkeypatch, capfd):
+    """A settings package not installed yet is installed, then listed; a failed one is a warning."""
+    from pi_coding_agent.coding.cli.subcommands.config import install_missing
+    from pi_coding_agent.coding.resources.settings import Settings
+    from tests.support.package_fixtures import bare_repo, serve_directory
+
+    home, work, served = tmp_path / "home", tmp_path / "work", tmp_path / "served"
+    work.mkdir()
+    agent = home / ".pi" / "agent"
+    for key, value in _env(home).items():
+        monkeypatch.setenv(key, value)
+    bare_repo(make_package(tmp_path / "gitsrc", "gitpkg", skill="gitskill"), served, "owner/repo")
+    with serve_directory(served) as url:
+        spec, broken = f"git:{url}/owner/repo.git@v1", f"git:{url}/owner/missing.git"
+        (agent / "settings.json").write_text(json.dumps({"packages": [spec, broken]}))
+        assert not any(i.origin == "package" for i in resolve_items(agent, work, False, []))
+        install_missing(Settings.load(agent, work, project_trusted=False), agent, work)
+    listed = [i for i in resolve_items(agent, work, False, []) if i.origin == "package"]
+    assert {i.source for i in listed} == {spec} and "gitskill" in {i.display for i in listed}
+    warnings = [line for line in capfd.readouterr().err.splitlines() if line.startswith("Warning:")]
+    assert len(warnings) == 1  # git's own output is passed through, as pi passes it
+    assert warnings[0].startswith(f'Warning: Extension package "{broken}": failed to install (')
+    assert warnings[0].endswith(f'Run "pi remove {broken}" to remove it from settings.json.')

@@ -35,10 +35,10 @@ REPLACE, KEEP, CANCEL = "Unload all and load", "Keep loaded and load", "Cancel"
 
 def enabled(settings: Settings, no_extensions: bool, cli_extensions: list[str]) -> bool:
     """As pi decides for its built-in extension: ``-e builtin:llama.cpp`` turns it on, else
-    ``--no-extensions`` or a settings entry ``-builtin:llama.cpp`` turns it off."""
+    ``--no-extensions`` or the settings' ``extensions`` filters (``-builtin:llama.cpp``) turn it off."""
     from pi_coding_agent.coding.extensions.loader import builtin_enabled
 
-    return builtin_enabled(PROVIDER, [p.entry for p in settings.extensions], no_extensions, cli_extensions)
+    return builtin_enabled(PROVIDER, settings.extensions, no_extensions, cli_extensions)
 
 
 def switched_off(settings: Settings, no_extensions: bool, cli_extensions: list[str]) -> tuple[str, ...]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -177,10 +177,16 @@ def in_process(setup: Callable[[object], object]) -> ExtensionSource:
     return ExtensionSource(Path(f"<sdk:{name}>"), "sdk", "temporary", None, setup)
 
 
-def builtin_enabled(name: str, settings_entries: list[str], no_extensions: bool, cli_extensions: list[str]) -> bool:
-    """Whether pi's bundled extension ``builtin:<name>`` (``mcp``, ``llama.cpp``) is on, as pi decides:
-    ``-e builtin:<name>`` turns it on; else ``--no-extensions`` or a settings entry ``-builtin:<name>``
-    turns it off."""
+def builtin_enabled(name: str, settings_entries: Sequence[SettingsPath], no_extensions: bool,
+                    cli_extensions: list[str]) -> bool:
+    """Whether pi's bundled extension ``builtin:<name>`` (``mcp``, ``llama.cpp``, ``codemode``,
+    ``tool-search``) is on, as pi decides: ``-e builtin:<name>`` turns it on; else ``--no-extensions``
+    turns it off; else the settings' ``extensions`` filters decide (``packages/builtins``)."""
+    from pi_coding_agent.coding.packages.builtins import builtin_state
+
     if f"builtin:{name}" in (e.strip() for e in cli_extensions):
         return True
-    return not no_extensions and not any(entry.strip() == f"-builtin:{name}" for entry in settings_entries)
+    if no_extensions:
+        return False
+    by_scope = {scope: [p.entry for p in settings_entries if p.scope == scope] for scope in ("user", "project")}
+    return builtin_state(name, by_scope["user"], by_scope["project"])[0]

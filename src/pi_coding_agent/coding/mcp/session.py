@@ -38,11 +38,7 @@ CLIENT_SOURCE = "acp"  # servers an ACP client passed (modes/acp): they stay wit
 def mcp_disabled(runtime: SessionRuntime) -> bool:
     """``--no-mcp`` for one run, ``"extensions": ["-builtin:mcp"]`` in settings, or ``--no-extensions``
     without ``-e builtin:mcp`` (pi's rule for its bundled extensions)."""
-    from pi_coding_agent.coding.extensions.loader import builtin_enabled
-
-    options = runtime.options
-    entries = [entry.entry for entry in runtime.settings.extensions]
-    return options.no_mcp or not builtin_enabled("mcp", entries, options.no_extensions, list(options.extensions))
+    return runtime.options.no_mcp or not runtime.builtin_on("mcp")
 
 
 def start_mcp(runtime: SessionRuntime, trusted: bool, connect: bool = True) -> McpSession | None:
@@ -320,7 +316,7 @@ class McpSession:
         from pi_coding_agent.coding.mcp.tool_search import TOOL_SEARCH, ToolSearchTool
 
         rt = self.runtime
-        if not manager.needs_tool_search() or TOOL_SEARCH in rt.all_tools:
+        if not manager.needs_tool_search() or TOOL_SEARCH in rt.all_tools or not rt.builtin_on("tool-search"):
             return
 
         def candidates() -> list[tuple[Any, str]]:

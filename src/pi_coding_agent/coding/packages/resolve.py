@@ -38,6 +38,7 @@ class PackageSet:
     prompts: list[ResourceFile] = field(default_factory=list)
     themes: list[ResourceFile] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (source, reason)
+    install_failures: list[tuple[str, str, str]] = field(default_factory=list)  # (source, scope, message)
     warnings: list[str] = field(default_factory=list)
     cli_arguments: list[str] = field(default_factory=list)  # the ``-e`` arguments taken as packages
     modules: list[tuple[PythonModule, str, str]] = field(default_factory=list)  # PyPI extensions: (module, source, scope)
@@ -123,6 +124,7 @@ def resolve_packages(entries: Sequence[tuple[object, str]], agent_dir: Path, cwd
                 root = _ensure_installed(installer, base_source, parsed, base_scope, root, found)
         except Exception as exc:  # any failure skips this package, named, and the run goes on
             found.skipped.append((source, str(exc) or type(exc).__name__))
+            found.install_failures.append((source, scope, str(exc) or type(exc).__name__))
             continue
         if not root.exists():
             found.skipped.append((source, f"Package path does not exist: {root}"))

@@ -18,6 +18,8 @@ from typing import Any
 from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.extensions import loader
 from pi_coding_agent.coding.packages import sources as src
+from pi_coding_agent.coding.packages.builtins import PREFIX as BUILTIN_PREFIX
+from pi_coding_agent.coding.packages.builtins import builtin_state
 from pi_coding_agent.coding.packages.manifest import RESOURCE_TYPES, delta_states, package_resources
 from pi_coding_agent.coding.packages.resolve import (
     configured,
@@ -36,7 +38,6 @@ from pi_coding_agent.coding.resources.settings import (
 )
 from pi_coding_agent.coding.resources.settings_file import read_for_update
 
-BUILTIN_PREFIX = "builtin:"
 KIND_LABELS = {"extensions": "Extensions", "skills": "Skills", "prompts": "Prompts", "themes": "Themes"}
 
 
@@ -126,9 +127,8 @@ def _builtin_items(builtins: Sequence[str], user: JsonObject, project: JsonObjec
              for scope, data in (("project", project), ("user", user))}
     items = []
     for name in builtins:
-        scope = "project" if _builtin_named(name, lists["project"]) else "user"
-        items.append(ResourceItem("extensions", BUILTIN_PREFIX + name, _builtin_on(name, lists[scope]),
-                                  "top-level", "builtin", scope))
+        enabled, scope = builtin_state(name, lists["user"], lists["project"])
+        items.append(ResourceItem("extensions", BUILTIN_PREFIX + name, enabled, "top-level", "builtin", scope))
     return items
 
 
@@ -162,19 +162,6 @@ def _home_short(path: Path) -> str:
     if text == home or text.startswith(home + os.sep):
         text = "~" + text[len(home):]
     return text if text.endswith("/") else text + "/"
-
-
-def _builtin_named(name: str, entries: Sequence[str]) -> bool:
-    return any(e[:1] in "+-" and e.strip()[1:] == BUILTIN_PREFIX + name for e in entries)
-
-
-def _builtin_on(name: str, entries: Sequence[str]) -> bool:
-    """The last ``+``/``-`` entry naming ``builtin:<name>`` decides; none: on."""
-    enabled = True
-    for entry in entries:
-        if entry[:1] in "+-" and entry.strip()[1:] == BUILTIN_PREFIX + name:
-            enabled = entry[:1] == "+"
-    return enabled
 
 
 def _package_items(entries: list[tuple[object, str]], agent_dir: Path, cwd: Path) -> list[ResourceItem]:
@@ -234,11 +221,6 @@ def _candidates(kind: str, scope: str, plain: list[SettingsPath], agent_dir: Pat
                  for s in loader.discover(cwd, agent_dir, trusted, [], plain, True)]
     else:
         base = top_base(scope, agent_dir, cwd)
-        found = rp.settings_files(plain, base, _theme_files, scope)
-        found += [rp.ResourceFile(p, "auto", scope, base) for p in _theme_files(base / "themes")]
+        found = rp.settings_files(plain, base, rf.top_level_json, scope)
+        found += [rp.ResourceFile(p, "auto", scope, base) for p in rf.top_level_json(base / "themes")]
     return [f for f in found if f.scope == scope]
-
-
-def _theme_files(directory: Path) -> list[Path]:
-    return [Path(e.path) for e in rp.sorted_entries(directory)
-            if e.name.endswith(".json") and not e.name.startswith(".") and rp.entry_kind(e)[1]]

@@ -120,20 +120,40 @@ def template_candidates(agent_dir: Path, cwd: Path, trusted: bool, extra_paths: 
                         packages: Sequence[rp.ResourceFile] = ()) -> list[rp.ResourceFile]:
     """Every candidate prompt template file in precedence order."""
     cli = rp.cli_files(extra_paths, cwd, _template_cli_path, lambda root, _file: root if root.is_dir() else root.parent)
-    candidates = cli
-    if include_defaults:
-        project_dirs = [(cwd / PROJECT_DIR / "prompts", cwd / PROJECT_DIR)] if trusted else []
-        masked = rp.overridden(settings_paths, agent_dir, collect_nested_markdown, "project") if trusted else set()
-        candidates = rp.without_overridden([
-            *rp.settings_files(settings_paths, agent_dir, collect_nested_markdown, "project"),
-            *rp.auto_files(project_dirs, top_level_markdown, "project", settings_paths, agent_dir),
-            *rp.settings_files(settings_paths, agent_dir, collect_nested_markdown, "user"),
-            *rp.auto_files([(agent_dir / "prompts", agent_dir)], top_level_markdown, "user",
-                           settings_paths, agent_dir),
-            *packages,
-            *cli,
-        ], masked)
-    return candidates
+    if not include_defaults:
+        return cli
+    return _scoped_candidates("prompts", agent_dir, cwd, trusted, settings_paths,
+                              (collect_nested_markdown, top_level_markdown), [*packages, *cli])
+
+
+def theme_candidates(agent_dir: Path, cwd: Path, trusted: bool,
+                     settings_paths: Sequence[SettingsPath | str]) -> list[rp.ResourceFile]:
+    """Every theme file the settings leave on: their ``themes`` entries and the ``themes`` folders,
+    project first, as ``pi config`` lists them."""
+    return _scoped_candidates("themes", agent_dir, cwd, trusted, settings_paths, (top_level_json, top_level_json), [])
+
+
+def _scoped_candidates(folder: str, agent_dir: Path, cwd: Path, trusted: bool,
+                       settings_paths: Sequence[SettingsPath | str], collect: tuple[rp.Collector, rp.Collector],
+                       tail: Sequence[rp.ResourceFile]) -> list[rp.ResourceFile]:
+    """Settings entries and ``<base>/<folder>`` of the project (trusted) then the user, each scope's
+    filters applied, a user file the project unloads left out; ``tail`` after them."""
+    of_entry, of_folder = collect
+    project_dirs = [(cwd / PROJECT_DIR / folder, cwd / PROJECT_DIR)] if trusted else []
+    masked = rp.overridden(settings_paths, agent_dir, of_entry, "project") if trusted else set()
+    return rp.without_overridden([
+        *rp.settings_files(settings_paths, agent_dir, of_entry, "project"),
+        *rp.auto_files(project_dirs, of_folder, "project", settings_paths, agent_dir),
+        *rp.settings_files(settings_paths, agent_dir, of_entry, "user"),
+        *rp.auto_files([(agent_dir / folder, agent_dir)], of_folder, "user", settings_paths, agent_dir),
+        *tail,
+    ], masked)
+
+
+def top_level_json(directory: Path) -> list[Path]:
+    """``*.json`` files directly in ``directory`` (hidden files skipped): a folder of themes."""
+    return [Path(e.path) for e in rp.sorted_entries(directory)
+            if e.name.endswith(".json") and not e.name.startswith(".") and rp.entry_kind(e)[1]]
 
 
 def top_level_markdown(directory: Path) -> list[Path]:

@@ -22,6 +22,31 @@ TRUST_REQUIRING_PROJECT_ENTRIES = (
 )
 
 
+TrustChoice = tuple[str, bool, list[tuple[Path, bool | None]], Path]  # label, trusted, updates, saved path
+
+
+def trust_choices(cwd: Path, session_only: bool = False) -> list[TrustChoice]:
+    """pi's trust answers for ``cwd``: trust it, trust its parent (clearing its own entry), distrust
+    it; ``session_only`` adds pi's start-up answers that save nothing."""
+    cwd = cwd.resolve()
+    choices: list[TrustChoice] = [("Trust", True, [(cwd, True)], cwd)]
+    if cwd.parent != cwd:
+        choices.append((f"Trust parent folder ({cwd.parent})", True, [(cwd.parent, True), (cwd, None)], cwd.parent))
+    if session_only:
+        choices.append(("Trust (this session only)", True, [], cwd))
+    choices.append(("Do not trust", False, [(cwd, False)], cwd))
+    if session_only:
+        choices.append(("Do not trust (this session only)", False, [], cwd))
+    return choices
+
+
+def trust_question_due(agent_dir: Path, cwd: Path, approve_flag: bool | None, default_trust: str) -> bool:
+    """Whether a front end that can ask asks "Trust project folder?": no flag, no saved decision,
+    trust-requiring project resources and ``defaultProjectTrust`` ``ask``."""
+    return (approve_flag is None and default_trust == "ask" and saved_trust_decision(agent_dir, cwd) is None
+            and has_trust_requiring_resources(cwd))
+
+
 def is_project_trusted(agent_dir: Path, cwd: Path, approve_flag: bool | None, default_trust: str) -> bool:
     """The trust decision for ``cwd`` in a mode without a UI (see module docstring)."""
     if approve_flag is not None:

@@ -84,7 +84,8 @@ def create_agent_session(
         session=None if session_file is None else os.fspath(session_file), no_session=in_memory,
         continue_session=continue_recent, session_dir=None if session_dir is None else os.fspath(session_dir),
         name=name, tools=list(tools) if tools else None, no_tools=tools is not None and not tools,
-        extensions=[*(os.fspath(e) for e in extensions if not callable(e)), *(["builtin:mcp"] if mcp_servers else [])],
+        extensions=[*(os.fspath(e) for e in extensions if not callable(e)), *(["builtin:mcp"] if mcp_servers else []),
+                    *(["builtin:codemode"] if tools and "codemode" in tools else [])],  # named: loaded, as pi's factory
         no_extensions=not (discover_extensions and load_resources),
         no_context_files=not load_resources, no_skills=not load_resources, no_prompt_templates=not load_resources,
         system_prompt=system_prompt, append_system_prompt=list(append_system_prompt), approve=trust_project,

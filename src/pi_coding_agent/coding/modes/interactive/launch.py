@@ -100,11 +100,12 @@ def build_app(session: Any, ui: Any, args: CliArgs, images: list[dict[str, Any]]
     from pi_coding_agent.coding.modes.interactive import commands, project
     from pi_coding_agent.coding.modes.interactive.app import PiApp
     from pi_coding_agent.coding.modes.interactive.keys import KeyMap
-    from pi_coding_agent.coding.modes.interactive.theme import load_palette
+    from pi_coding_agent.coding.modes.interactive.theme import load_palette, session_theme_files
 
     agent_dir = session.rt.agent_dir
     keymap = KeyMap.load(agent_dir)
-    palette = load_palette(args.use_theme or session.rt.settings.theme, agent_dir, list(args.themes))
+    palette = load_palette(args.use_theme or session.rt.settings.theme, session_theme_files(session.rt),
+                           list(args.themes))
     opening = (partial(project.open_missing_at_startup, missing=missing) if missing is not None
                else commands.resume_at_startup if args.resume else None)
     return PiApp(session, ui, keymap, palette, initial=list(args.messages), images=images, opening=opening)

@@ -16,18 +16,7 @@ from typing import Any
 from pi_coding_agent.coding.errors import MissingSessionCwdError, SessionError
 from pi_coding_agent.coding.modes.interactive.command_host import PiApp, replaced
 from pi_coding_agent.coding.modes.interactive.dialogs import ConfirmScreen, SelectScreen, ask
-from pi_coding_agent.coding.resources.trust import save_trust_decisions, saved_trust_entry
-
-TrustChoice = tuple[str, bool, list[tuple[Path, bool | None]], Path]  # label, trusted, updates, saved path
-
-
-def trust_choices(cwd: Path) -> list[TrustChoice]:
-    cwd = cwd.resolve()
-    choices: list[TrustChoice] = [("Trust", True, [(cwd, True)], cwd)]
-    if cwd.parent != cwd:
-        choices.append((f"Trust parent folder ({cwd.parent})", True, [(cwd.parent, True), (cwd, None)], cwd.parent))
-    choices.append(("Do not trust", False, [(cwd, False)], cwd))
-    return choices
+from pi_coding_agent.coding.resources.trust import save_trust_decisions, saved_trust_entry, trust_choices
 
 
 async def trust(app: PiApp, arg: str) -> None:

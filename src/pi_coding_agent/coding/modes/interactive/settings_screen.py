@@ -160,9 +160,9 @@ class SettingsScreen(SearchList[None]):
 
 
 async def _pick_theme(app: PiApp, current: str) -> str | None:
-    from pi_coding_agent.coding.modes.interactive.theme import theme_names
+    from pi_coding_agent.coding.modes.interactive.theme import session_theme_files, theme_names
 
-    names = theme_names(app.session.rt.agent_dir)
+    names = theme_names(session_theme_files(app.session.rt))
     return await ask(app, SelectScreen("Theme",
                                        [(n, ("✓ " if n == current else "  ") + n) for n in names]), None)
 
@@ -210,9 +210,9 @@ def apply_setting(app: PiApp, key: str, value: Any) -> None:
     if key == "hideThinkingBlock":
         app.transcript.set_hide_thinking(bool(value))
     if key == "theme":
-        from pi_coding_agent.coding.modes.interactive.theme import load_palette
+        from pi_coding_agent.coding.modes.interactive.theme import load_palette, session_theme_files
 
-        app.use_palette(load_palette(str(value), session.rt.agent_dir, []))
+        app.use_palette(load_palette(str(value), session_theme_files(session.rt), []))
     app.refresh_footer()
 
 

@@ -1,7 +1,8 @@
 """Themes: pi's theme file format (``name``, ``vars``, ``colors``) resolved to colours Rich and Textual take.
 
 The built-in ``dark`` and ``light`` palettes are ours; a user theme is read from
-``<agent-dir>/themes/<name>.json`` or a ``--theme`` file and may write colours as ``#rrggbb``, a
+``<agent-dir>/themes/<name>.json`` (or the project's ``.pi/themes``, or a settings ``themes`` entry,
+unless ``pi config`` switched it off) or a ``--theme`` file and may write colours as ``#rrggbb``, a
 256-colour index, a variable name, ``""`` (the terminal default) or ``okhsl(h s% l%)``, which is
 converted here as the HSL colour with the same numbers (close, not identical: see
 docs/interactive.md).
@@ -13,10 +14,14 @@ import colorsys
 import json
 import re
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pi_coding_agent.coding.modes.interactive.blocks import Palette
+
+if TYPE_CHECKING:
+    from pi_coding_agent.coding.runtime import SessionRuntime
 
 DARK: Palette = {
     "appearance": "dark", "accent": "#c58af0", "border": "#7f95f0", "borderAccent": "#c27fe8",
@@ -79,29 +84,41 @@ def palette_from_theme(data: dict[str, Any]) -> Palette:
     return palette
 
 
-def _theme_files(agent_dir: Path, extra: list[str]) -> dict[str, Path]:
-    """Theme name -> file: ``<agent-dir>/themes/*.json``, then ``--theme`` files (later wins)."""
+def session_theme_files(rt: SessionRuntime) -> list[Path]:
+    """The theme files the session's settings leave on (``pi config`` switches them): the user's and,
+    in a trusted project, the project's ``themes`` folders and settings entries."""
+    from pi_coding_agent.coding.resources.resource_files import theme_candidates
+
+    return [f.path for f in theme_candidates(rt.agent_dir, rt.cwd, rt.project_trusted,
+                                             rt.settings.resource_paths("themes"))]
+
+
+def _theme_files(files: Sequence[Path], extra: list[str]) -> dict[str, Path]:
+    """Theme name -> file: ``files`` (first wins a name), then ``--theme`` files (later wins)."""
     found: dict[str, Path] = {}
-    directory = agent_dir / "themes"
-    paths = sorted(directory.glob("*.json")) if directory.is_dir() else []
+    for path in reversed(files):
+        found[_theme_name(path)] = path
     for raw in extra:
         path = Path(raw).expanduser()
-        paths += sorted(path.glob("*.json")) if path.is_dir() else [path]
-    for path in paths:
-        try:
-            name = json.loads(path.read_text()).get("name") or path.stem
-        except (OSError, ValueError, AttributeError):
-            name = path.stem
-        found[str(name)] = path
+        for file in sorted(path.glob("*.json")) if path.is_dir() else [path]:
+            found[_theme_name(file)] = file
     return found
 
 
-def load_palette(name: str | None, agent_dir: Path, extra: list[str]) -> Palette:
-    """The palette of theme ``name`` (``light/dark`` pairs take the dark one); problems fall back to dark."""
+def _theme_name(path: Path) -> str:
+    try:
+        return str(json.loads(path.read_text()).get("name") or path.stem)
+    except (OSError, ValueError, AttributeError):
+        return path.stem
+
+
+def load_palette(name: str | None, files: Sequence[Path], extra: list[str]) -> Palette:
+    """The palette of theme ``name`` among ``files`` and ``extra`` (``light/dark`` pairs take the dark
+    one); problems fall back to dark."""
     chosen = (name or "system").split("/")[-1]
     if chosen in BUILT_IN:
         return dict(BUILT_IN[chosen])
-    path = _theme_files(agent_dir, extra).get(chosen)
+    path = _theme_files(files, extra).get(chosen)
     if path is None:
         print(f"Warning: theme {chosen!r} not found; using dark", file=sys.stderr)
         return dict(DARK)
@@ -112,6 +129,6 @@ def load_palette(name: str | None, agent_dir: Path, extra: list[str]) -> Palette
         return dict(DARK)
 
 
-def theme_names(agent_dir: Path) -> list[str]:
-    """What the ``theme`` setting can name: ``system``, the built-in themes, then ``<agent-dir>/themes``'."""
-    return list(dict.fromkeys(["system", *BUILT_IN, *sorted(_theme_files(agent_dir, []))]))
+def theme_names(files: Sequence[Path]) -> list[str]:
+    """What the ``theme`` setting can name: ``system``, the built-in themes, then those of ``files``."""
+    return list(dict.fromkeys(["system", *BUILT_IN, *sorted(_theme_files(files, []))]))

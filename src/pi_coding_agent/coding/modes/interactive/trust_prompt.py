@@ -1,0 +1,69 @@
+"""pi's start-up question "Trust project folder?" for a front end that runs before any session
+(``pi config``): the five answers of pi 1.6.0, the chosen one saved in ``trust.json`` (the
+"this session only" ones save nothing); Escape or Ctrl+C answers "not trusted" and saves nothing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import ClassVar
+
+from rich.text import Text
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.widgets import Label, Static
+
+from pi_coding_agent.coding.resources.trust import save_trust_decisions, trust_choices
+
+EXPLANATION = ("This allows pi to load .pi settings and resources, install missing project packages, "
+               "and execute project extensions.")
+
+
+class TrustPromptApp(App[bool]):
+    """Asks once; ``run`` returns whether the project is trusted for this run. The answer under the
+    cursor is marked ``→``, as pi marks it."""
+
+    CSS = "Label { padding: 0 1; } #why { padding: 1 1; } #choices { padding: 0 1 1 1; }"
+    ENABLE_COMMAND_PALETTE = False
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("up", "move(-1)", show=False, priority=True), Binding("down", "move(1)", show=False, priority=True),
+        Binding("enter", "choose", show=False, priority=True),
+        Binding("escape,ctrl+c", "cancel", show=False, priority=True)]
+
+    def __init__(self, agent_dir: Path, cwd: Path) -> None:
+        super().__init__()
+        self.agent_dir, self.cwd = agent_dir, cwd
+        self.choices = trust_choices(cwd, session_only=True)
+        self.selected = 0
+
+    def compose(self) -> ComposeResult:
+        yield Label(Text("Trust project folder?", style="bold"))
+        yield Label(str(self.cwd.resolve()), markup=False)
+        yield Label(EXPLANATION, id="why", markup=False)
+        yield Static(self._choices_text(), id="choices")
+        yield Label("↑↓ navigate  enter select  escape/ctrl+c cancel", markup=False)
+
+    def _choices_text(self) -> Text:
+        text = Text()
+        for index, (label, *_) in enumerate(self.choices):
+            mine = index == self.selected
+            text.append(("→ " if mine else "  ") + label + "\n", style="bold" if mine else "")
+        return text
+
+    def action_move(self, step: int) -> None:
+        self.selected = (self.selected + step) % len(self.choices)
+        self.query_one("#choices", Static).update(self._choices_text())
+
+    def action_choose(self) -> None:
+        _, trusted, updates, _ = self.choices[self.selected]
+        if updates:
+            save_trust_decisions(self.agent_dir, updates)
+        self.exit(trusted)
+
+    def action_cancel(self) -> None:
+        self.exit(False)
+
+
+def ask_trust(agent_dir: Path, cwd: Path) -> bool:
+    """Run the question in the terminal; whether the project is trusted."""
+    return bool(TrustPromptApp(agent_dir, cwd).run())
