@@ -93,7 +93,8 @@ FIRST_USE = (*(f"pi_coding_agent.coding.codemode.{name}"
              *(f"pi_coding_agent.coding.tools.{name}" for name in (
                  "read", "bash", "edit", "write", "grep", "find", "ls", "shell", "output", "backend", "images")),
              "pi_coding_agent.coding.sandbox.policy", "pi_coding_agent.coding.resources.system_prompt",
-             "pi_coding_agent.coding.services.replacement")
+             "pi_coding_agent.coding.services.replacement",
+             "pi_coding_agent.coding.packages.manifest", "glob")  # the package manifest reader: with a package
 
 
 @pytest.mark.slow

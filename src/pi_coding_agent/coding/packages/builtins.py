@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pi_coding_agent.coding.packages.manifest import glob_regex
-
 PREFIX = "builtin:"
 
 
@@ -39,4 +37,8 @@ def _names(path: str, entry: str) -> bool:
     mark, target = entry[:1], entry[1:].strip()
     if mark in ("+", "-"):
         return target.removeprefix("./") == path
-    return mark == "!" and glob_regex(target).fullmatch(path) is not None
+    if mark != "!":
+        return False
+    from pi_coding_agent.coding.packages.manifest import glob_regex  # with glob: only for a ``!`` entry
+
+    return glob_regex(target).fullmatch(path) is not None
