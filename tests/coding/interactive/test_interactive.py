@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from pi_coding_agent.coding.bootstrap import create_session
+from pi_coding_agent.coding.modes import warm_up
 from pi_coding_agent.coding.modes.interactive import blocks, build_app, completion, footer, theme
 from pi_coding_agent.coding.modes.interactive.dialogs import TuiExtensionUI
 from pi_coding_agent.coding.modes.interactive.keys import KeyMap, normalise
@@ -261,6 +262,17 @@ async def test_model_picker_switches_the_model(make_app, fake_llm, opener):
         await pilot.press("enter")
         await until(pilot, lambda: app.session.agent.model["id"] == "m2")
         await until(pilot, lambda: "m2" in screen_text(app).splitlines()[-1])
+
+
+async def test_the_provider_stack_and_markdown_load_in_the_background_once_the_editor_shows(make_app, monkeypatch):
+    """As in the RPC mode after its first answer: the first prompt then finds them imported."""
+    warmed: list[tuple[Any, ...]] = []
+    monkeypatch.setattr(warm_up, "warm_up_after_first_answer", lambda *args: warmed.append(args))
+    app = await make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: bool(warmed))
+    model, has_credentials, also = warmed[0]
+    assert model["id"] == "m1" and has_credentials and "rich.markdown" in also and len(warmed) == 1
 
 
 async def test_ctrl_d_on_an_empty_editor_quits_and_ctrl_c_twice_too(make_app):
