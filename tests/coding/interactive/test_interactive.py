@@ -366,6 +366,21 @@ def test_stable_split_keeps_open_code_fences_live():
     assert blocks.stable_split(closed, 0) == len(closed) - len("after")
 
 
+def test_markdown_draws_what_rich_markdown_draws_with_its_shared_parser(tmp_path):
+    """One parser for every document: each renders as Rich's own ``Markdown`` renders it (tables,
+    strikethrough, code), whatever was parsed before."""
+    from rich.console import Console
+    from rich.markdown import Markdown
+
+    docs = ["# Title\n\n~~gone~~ *it* `code`\n\n| a | b |\n|---|---|\n| 1 | 2 |\n", "1. one\n\n   two\n\n```py\nx = 1\n```\n"]
+    console = Console(width=50, force_terminal=True, color_system="truecolor")
+    for name, code_theme in (("dark", "monokai"), ("light", "default")):
+        palette = theme.load_palette(name, tmp_path, [])
+        for doc in docs * 2:
+            ours = list(console.render(blocks.markdown(doc, palette)))
+            assert ours == list(console.render(Markdown(doc, code_theme=code_theme, hyperlinks=False)))
+
+
 def test_tool_titles_say_what_the_call_does():
     assert blocks.tool_title("bash", {"command": "ls -la"}) == "$ ls -la"
     assert blocks.tool_title("read", {"path": "a.py", "offset": 10, "limit": 5}) == "read a.py:10-14"
