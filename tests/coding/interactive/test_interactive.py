@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from pi_coding_agent.coding.bootstrap import create_session
+from pi_coding_agent.coding.modes import warm_up
 from pi_coding_agent.coding.modes.interactive import blocks, build_app, completion, footer, theme
 from pi_coding_agent.coding.modes.interactive.dialogs import TuiExtensionUI
 from pi_coding_agent.coding.modes.interactive.keys import KeyMap, normalise
@@ -269,6 +270,17 @@ async def test_model_picker_switches_the_model(make_app, fake_llm, opener):
         await until(pilot, lambda: "m2" in screen_text(app).splitlines()[-1])
 
 
+async def test_the_provider_stack_and_markdown_load_in_the_background_once_the_editor_shows(make_app, monkeypatch):
+    """As in the RPC mode after its first answer: the first prompt then finds them imported."""
+    warmed: list[tuple[Any, ...]] = []
+    monkeypatch.setattr(warm_up, "warm_up_after_first_answer", lambda *args: warmed.append(args))
+    app = await make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: bool(warmed))
+    model, has_credentials, also = warmed[0]
+    assert model["id"] == "m1" and has_credentials and "rich.markdown" in also and len(warmed) == 1
+
+
 @pytest.mark.slow
 async def test_ctrl_d_on_an_empty_editor_quits_and_ctrl_c_twice_too(make_app):
     app = await make_app()
@@ -363,6 +375,21 @@ def test_stable_split_keeps_open_code_fences_live():
     assert blocks.stable_split(text, 0) == len("para one\n\n")
     closed = text + "```\n\nafter"
     assert blocks.stable_split(closed, 0) == len(closed) - len("after")
+
+
+def test_markdown_draws_what_rich_markdown_draws_with_its_shared_parser(tmp_path):
+    """One parser for every document: each renders as Rich's own ``Markdown`` renders it (tables,
+    strikethrough, code), whatever was parsed before."""
+    from rich.console import Console
+    from rich.markdown import Markdown
+
+    docs = ["# Title\n\n~~gone~~ *it* `code`\n\n| a | b |\n|---|---|\n| 1 | 2 |\n", "1. one\n\n   two\n\n```py\nx = 1\n```\n"]
+    console = Console(width=50, force_terminal=True, color_system="truecolor")
+    for name, code_theme in (("dark", "monokai"), ("light", "default")):
+        palette = theme.load_palette(name, tmp_path, [])
+        for doc in docs * 2:
+            ours = list(console.render(blocks.markdown(doc, palette)))
+            assert ours == list(console.render(Markdown(doc, code_theme=code_theme, hyperlinks=False)))
 
 
 def test_tool_titles_say_what_the_call_does():

@@ -20,16 +20,18 @@ if TYPE_CHECKING:
 SWITCH_INTERVAL_S = 0.0005
 
 
-def warm_up_after_first_answer(model: Model | None, has_credentials: bool) -> threading.Thread | None:
-    """Start warming ``model``'s provider stack; None when there is nothing a request could use."""
+def warm_up_after_first_answer(model: Model | None, has_credentials: bool,
+                               also: tuple[str, ...] = ()) -> threading.Thread | None:
+    """Start warming ``model``'s provider stack (and the modules ``also`` names, what the front end
+    draws an answer with); None when there is nothing a request could use."""
     if model is None or not has_credentials:
         return None
-    thread = threading.Thread(target=_warm, args=(model,), name="pi-warm-up", daemon=True)
+    thread = threading.Thread(target=_warm, args=(model, also), name="pi-warm-up", daemon=True)
     thread.start()
     return thread
 
 
-def _warm(model: Model) -> None:
+def _warm(model: Model, also: tuple[str, ...]) -> None:
     previous = sys.getswitchinterval()
     sys.setswitchinterval(min(previous, SWITCH_INTERVAL_S))
     try:
@@ -41,7 +43,7 @@ def _warm(model: Model) -> None:
 
         load_adapter(model["api"], model["provider"])
         warm_up(model.get("baseUrl", ""))
-        for module in ("pi_coding_agent.coding.resources.system_prompt", *tool_modules()):
+        for module in ("pi_coding_agent.coding.resources.system_prompt", *tool_modules(), *also):
             importlib.import_module(module)  # thread-safe: the first prompt then finds them loaded
     except Exception:  # only a head start: the first request meets and reports the same failure
         pass

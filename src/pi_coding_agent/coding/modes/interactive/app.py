@@ -34,6 +34,11 @@ if TYPE_CHECKING:
 
 DOUBLE_PRESS_S = 1.0  # a second Ctrl+C / Escape within this many seconds counts as a double press
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+# the provider stack and Rich's markdown load in the background this long after the first frame (the
+# last start-up work, such as freezing what start-up made, goes first), so the first answer does not
+# wait for their imports (about 200 ms of CPU, which pi pays at launch)
+WARM_UP_AFTER_S = 0.25
+ANSWER_MODULES = ("rich.markdown",)
 FOOTER_EVENTS = ("message_end", "agent_settled", "thinking_level_changed", "session_info_changed",
                  "compaction_end", "model_changed")
 
@@ -127,9 +132,17 @@ class PiApp(App[int]):
         self.editor.focus()
         self.refresh_footer()
         self.set_interval(0.25, self._tick)  # each redraw of the status line costs a layout pass
+        self.when_ready.append(lambda: self.set_timer(WARM_UP_AFTER_S, self._warm_up))
         self.call_after_refresh(lambda: [ready() for ready in self.when_ready])
         if self.initial or self.opening:
             self.spawn(self._send_initial())
+
+    def _warm_up(self) -> None:
+        from pi_coding_agent.coding.modes.warm_up import warm_up_after_first_answer
+
+        model = self.session.agent.model
+        has_auth = model is not None and self.session.rt.registry.has_auth(model["provider"])
+        warm_up_after_first_answer(model, has_auth, ANSWER_MODULES)
 
     async def _send_initial(self) -> None:
         """``pi "msg"``: sent as if typed, one after another, after the opening dialog; ``@file`` images
