@@ -23,7 +23,7 @@ FORBIDDEN = {
 CODING_ORDER: list[tuple[str, tuple[str, ...]]] = [
     ("foundations", ("paths", "options", "session_options", "errors", "messages", "events", "event_stream", "retry", "session_host", "ui",
                      "auth_help", "session", "sandbox", "tools", "codemode", "resources", "packages", "export",
-                     "extensions.loader", "extensions.registry", "extensions.examples", "compaction",
+                     "extensions.loader", "extensions.registry", "extensions.examples", "extensions.builtins", "compaction",
                      "virtual_models")),
     ("runtime", ("runtime",)),
     ("services the session owns", ("services", "compaction.controller", "extensions", "mcp", "commands")),

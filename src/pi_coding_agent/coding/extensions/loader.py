@@ -181,8 +181,8 @@ def builtin_enabled(name: str, settings_entries: Sequence[SettingsPath], no_exte
                     cli_extensions: list[str]) -> bool:
     """Whether pi's bundled extension ``builtin:<name>`` (``mcp``, ``llama.cpp``, ``codemode``,
     ``tool-search``) is on, as pi decides: ``-e builtin:<name>`` turns it on; else ``--no-extensions``
-    turns it off; else the settings' ``extensions`` filters decide (``packages/builtins``)."""
-    from pi_coding_agent.coding.packages.builtins import builtin_state
+    turns it off; else the settings' ``extensions`` filters decide (``extensions/builtins``)."""
+    from pi_coding_agent.coding.extensions.builtins import builtin_state
 
     if f"builtin:{name}" in (e.strip() for e in cli_extensions):
         return True

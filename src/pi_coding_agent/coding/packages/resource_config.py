@@ -17,9 +17,9 @@ from typing import Any
 
 from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.extensions import loader
+from pi_coding_agent.coding.extensions.builtins import PREFIX as BUILTIN_PREFIX
+from pi_coding_agent.coding.extensions.builtins import builtin_state
 from pi_coding_agent.coding.packages import sources as src
-from pi_coding_agent.coding.packages.builtins import PREFIX as BUILTIN_PREFIX
-from pi_coding_agent.coding.packages.builtins import builtin_state
 from pi_coding_agent.coding.packages.manifest import RESOURCE_TYPES, delta_states, package_resources
 from pi_coding_agent.coding.packages.resolve import (
     configured,
