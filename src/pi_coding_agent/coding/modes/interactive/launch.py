@@ -65,8 +65,12 @@ async def _main(args: CliArgs, images: list[dict[str, Any]] | None) -> int:
 
 async def open_session(args: CliArgs, ui: Any, **options: Any) -> tuple[AgentSession, MissingSessionCwdError | None]:
     """The session of ``args`` (``options``: ``create_session``'s); when it is a saved one whose
-    directory is gone, a new one instead and the error, for the app to ask about."""
+    directory is gone, a new one instead and the error, for the app to ask about. "Trust project
+    folder?" is asked on the terminal before the app starts, when pi asks it."""
     from pi_coding_agent.coding.bootstrap import create_session
+    from pi_coding_agent.coding.modes.interactive.trust_prompt import ask_trust_async
+
+    options.setdefault("ask_trust", ask_trust_async)
 
     try:
         return await create_session(args, "interactive", ui, **options), None
