@@ -1,6 +1,6 @@
 """Interactive ``pi`` in a project whose ``.pi`` holds a prompt template, no saved trust decision and
 ``defaultProjectTrust`` ``ask``: "Trust project folder?" comes before the main screen, and each answer
-decides whether the template loads and what trust.json keeps, ours and the reference side by side in
+decides whether the template loads (when not, a warning says so) and what trust.json keeps, ours and the reference side by side in
 tmux (pi 1.6.0's behaviour, checked by hand first, is what the reference runs assert).
 """
 
@@ -45,10 +45,12 @@ def _start(kind: str, root: Path, *argv: str) -> Tmux:
 
 
 def _template_listed(pane: Tmux) -> bool:
-    """Type ``/x`` in the main editor: whether the completion offers the project's template."""
+    """Type ``/x`` in the main editor: whether the completion offers the project's template (and the
+    start-up warning says the project is not trusted exactly when it does not)."""
     pane.wait_for(lambda s: "escape interrupt" in s)  # the main screen's header, on both sides
     pane.keys("/x")
     shown = pane.wait_for(lambda s: "export" in s.lower())  # a built-in command matches "x" everywhere
+    assert ("This project is not trusted." in shown) is ("xprompt" not in shown)
     return "xprompt" in shown
 
 

@@ -17,6 +17,8 @@ from pi_coding_agent.coding.resources.trust import save_trust_decisions, trust_c
 
 EXPLANATION = ("This allows pi to load .pi settings and resources, install missing project packages, "
                "and execute project extensions.")
+UNTRUSTED_WARNING = ("This project is not trusted. Project .pi resources and packages are ignored. "
+                     "Use /trust to save a trust decision, then restart pi.")
 
 
 class TrustPromptApp(App[bool]):
