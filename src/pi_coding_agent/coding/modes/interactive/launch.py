@@ -3,8 +3,9 @@
 ``run`` builds the session exactly as the other modes do (``bootstrap.create_session``, mode
 ``interactive``) with the terminal UI as its ``ctx.ui`` ("Trust project folder?" asked on the
 terminal first, when pi asks it; a start-up session whose directory is gone is asked about in the
-app, which opens on a new session meanwhile), then runs ``app.PiApp`` until the user quits, SIGTERM/SIGHUP arrive, or an extension calls ``ctx.shutdown()``; the session is shut down
-(and so saved) on every one of those paths, after Textual has restored the terminal.
+app, which opens on a new session meanwhile), then runs ``app.PiApp`` until the user quits,
+SIGTERM/SIGHUP arrive, or an extension calls ``ctx.shutdown()``; the session is shut down (and so
+saved) on every one of those paths, after Textual has restored the terminal.
 """
 
 from __future__ import annotations
