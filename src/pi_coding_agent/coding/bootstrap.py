@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -31,7 +31,11 @@ from pi_coding_agent.coding.resources.context_files import load_context_files
 from pi_coding_agent.coding.resources.prompt_files import resolve_append_prompts, resolve_custom_prompt
 from pi_coding_agent.coding.resources.resource_files import skill_candidates, template_candidates
 from pi_coding_agent.coding.resources.settings import Settings
-from pi_coding_agent.coding.resources.trust import has_trust_requiring_resources, is_project_trusted
+from pi_coding_agent.coding.resources.trust import (
+    has_trust_requiring_resources,
+    is_project_trusted,
+    trust_question_due,
+)
 from pi_coding_agent.coding.runtime import LOGIN_HELP, Project, Resources, SessionRuntime, missing_cwd_error
 from pi_coding_agent.coding.session import SessionManager, list_sessions
 from pi_coding_agent.coding.session_options import SessionOptions
@@ -250,6 +254,19 @@ async def _trust_from_extensions(args: CliArgs, agent_dir: Path, cwd: Path, mode
     return await decide_trust(sources, cwd, mode, agent_dir)
 
 
+TrustAsker = Callable[[Path, Path], Awaitable[bool]]  # (agent dir, project dir) -> trusted
+
+
+async def _start_trust(args: CliArgs, agent_dir: Path, cwd: Path, mode: str, default_trust: str,
+                       in_process: Sequence[ExtensionSource], ask: TrustAsker | None) -> bool | None:
+    """The start-up decision that overrides the saved one: the extensions', else the user's answer
+    when a front end that can ask is given and pi would ask (``trust_question_due``)."""
+    decided = await _trust_from_extensions(args, agent_dir, cwd, mode, in_process)
+    if decided is None and ask is not None and trust_question_due(agent_dir, cwd, args.approve, default_trust):
+        return await ask(agent_dir, cwd)
+    return decided
+
+
 def _sandbox_policy(args: CliArgs, settings: Settings, cwd: Path) -> SandboxPolicy | None:
     """The tools' sandbox, or a start-up error saying what is missing: never silently unsandboxed."""
     if args.sandbox is None and not settings.sandbox_configured:
@@ -307,14 +324,15 @@ async def create_session(
     args: CliArgs, mode: str, ui: ExtensionUI | None = None, *, cwd: Path | None = None,
     agent_dir: Path | None = None, settings_overrides: JsonObject | None = None,
     tools: Sequence[AgentTool] = (), extensions: Sequence[ExtensionSource] = (),
-    session_class: type[AgentSession] = AgentSession,
+    session_class: type[AgentSession] = AgentSession, ask_trust: TrustAsker | None = None,
 ) -> AgentSession:
     """Build the whole session for ``mode`` ("rpc", "json", "print", "sdk").
 
     ``cwd`` and ``agent_dir`` default to the process's; ``tools`` are added to the built-in ones (a
     same name replaces), ``extensions`` load after the discovered ones. Tool sources that come with
     a feature (a protocol client, a code runner) join here, through ``tools``. ``session_class`` is
-    the SDK's subclass when the SDK builds it.
+    the SDK's subclass when the SDK builds it. ``ask_trust``: how a terminal front end asks "Trust
+    project folder?" (the headless modes leave it out and read ``ask`` as "no").
     """
     start_cwd = (cwd or Path.cwd()).resolve()
     agent_dir = agent_dir or paths.agent_dir()
@@ -336,7 +354,8 @@ async def create_session(
         return Project(project_cwd, trusted, settings, resources)
 
     project_cwd = Path(sm.cwd).resolve()  # tools work where the session was recorded, as in pi
-    project = load_project(project_cwd, await _trust_from_extensions(args, agent_dir, project_cwd, mode, extensions))
+    project = load_project(project_cwd, await _start_trust(args, agent_dir, project_cwd, mode,
+                                                           startup.default_project_trust, extensions, ask_trust))
     cwd, settings = project.cwd, project.settings
     auth = AuthStorage(agent_dir)
     registry = ModelRegistry(agent_dir, auth, llama_command.switched_off(settings, args.no_extensions, args.extensions))

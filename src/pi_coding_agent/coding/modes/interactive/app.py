@@ -11,6 +11,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
@@ -26,6 +27,8 @@ from pi_coding_agent.coding.modes.interactive.blocks import Palette
 from pi_coding_agent.coding.modes.interactive.editor import Editor
 from pi_coding_agent.coding.modes.interactive.keys import KeyMap
 from pi_coding_agent.coding.modes.interactive.transcript import Transcript
+from pi_coding_agent.coding.modes.interactive.trust_prompt import UNTRUSTED_WARNING
+from pi_coding_agent.coding.resources.trust import has_trust_requiring_resources
 
 if TYPE_CHECKING:
     from pi_coding_agent.coding.agent_session import AgentSession
@@ -128,6 +131,7 @@ class PiApp(App[int]):
         self._unsubscribe = self.session.subscribe(self._on_session_event)
         extension_hooks.install(self)
         await self.transcript.restore(self.session.get_messages())
+        self._warn_if_untrusted()
         self.ui.attach(self)
         self.editor.focus()
         self.refresh_footer()
@@ -143,6 +147,13 @@ class PiApp(App[int]):
         model = self.session.agent.model
         has_auth = model is not None and self.session.rt.registry.has_auth(model["provider"])
         warm_up_after_first_answer(model, has_auth, ANSWER_MODULES)
+
+    def _warn_if_untrusted(self) -> None:
+        """pi's start-up warning when the project's ``.pi`` resources were left out (whatever said no:
+        the question, a flag, a saved decision)."""
+        rt = self.session.rt
+        if not rt.project_trusted and has_trust_requiring_resources(Path(rt.cwd)):
+            self.show_notice(UNTRUSTED_WARNING, "warning")
 
     async def _send_initial(self) -> None:
         """``pi "msg"``: sent as if typed, one after another, after the opening dialog; ``@file`` images

@@ -1,10 +1,11 @@
 """How ``pi`` on a terminal starts and ends.
 
 ``run`` builds the session exactly as the other modes do (``bootstrap.create_session``, mode
-``interactive``) with the terminal UI as its ``ctx.ui`` (a start-up session whose directory is gone
-is asked about in the app, which opens on a new session meanwhile), then runs ``app.PiApp`` until the user
-quits, SIGTERM/SIGHUP arrive, or an extension calls ``ctx.shutdown()``; the session is shut down
-(and so saved) on every one of those paths, after Textual has restored the terminal.
+``interactive``) with the terminal UI as its ``ctx.ui`` ("Trust project folder?" asked on the
+terminal first, when pi asks it; a start-up session whose directory is gone is asked about in the
+app, which opens on a new session meanwhile), then runs ``app.PiApp`` until the user quits,
+SIGTERM/SIGHUP arrive, or an extension calls ``ctx.shutdown()``; the session is shut down (and so
+saved) on every one of those paths, after Textual has restored the terminal.
 """
 
 from __future__ import annotations
@@ -65,8 +66,12 @@ async def _main(args: CliArgs, images: list[dict[str, Any]] | None) -> int:
 
 async def open_session(args: CliArgs, ui: Any, **options: Any) -> tuple[AgentSession, MissingSessionCwdError | None]:
     """The session of ``args`` (``options``: ``create_session``'s); when it is a saved one whose
-    directory is gone, a new one instead and the error, for the app to ask about."""
+    directory is gone, a new one instead and the error, for the app to ask about. "Trust project
+    folder?" is asked on the terminal before the app starts, when pi asks it."""
     from pi_coding_agent.coding.bootstrap import create_session
+    from pi_coding_agent.coding.modes.interactive.trust_prompt import ask_trust_async
+
+    options.setdefault("ask_trust", ask_trust_async)
 
     try:
         return await create_session(args, "interactive", ui, **options), None

@@ -1,5 +1,5 @@
-"""pi's start-up question "Trust project folder?" for a front end that runs before any session
-(``pi config``): the five answers of pi 1.6.0, the chosen one saved in ``trust.json`` (the
+"""pi's start-up question "Trust project folder?", asked before the session or app exists (``pi
+config``, and interactive ``pi`` through ``create_session``'s ``ask_trust``): the five answers of pi 1.6.0, the chosen one saved in ``trust.json`` (the
 "this session only" ones save nothing); Escape or Ctrl+C answers "not trusted" and saves nothing.
 """
 
@@ -17,6 +17,8 @@ from pi_coding_agent.coding.resources.trust import save_trust_decisions, trust_c
 
 EXPLANATION = ("This allows pi to load .pi settings and resources, install missing project packages, "
                "and execute project extensions.")
+UNTRUSTED_WARNING = ("This project is not trusted. Project .pi resources and packages are ignored. "
+                     "Use /trust to save a trust decision, then restart pi.")
 
 
 class TrustPromptApp(App[bool]):
@@ -67,3 +69,8 @@ class TrustPromptApp(App[bool]):
 def ask_trust(agent_dir: Path, cwd: Path) -> bool:
     """Run the question in the terminal; whether the project is trusted."""
     return bool(TrustPromptApp(agent_dir, cwd).run())
+
+
+async def ask_trust_async(agent_dir: Path, cwd: Path) -> bool:
+    """``ask_trust`` inside a running event loop (interactive start-up, before the main app)."""
+    return bool(await TrustPromptApp(agent_dir, cwd).run_async())
