@@ -223,6 +223,7 @@ async def test_resume_into_an_undecided_folder_asks_whether_to_trust_it(make_app
         await until(pilot, lambda: "other answer" in screen_text(app))
         assert (app.session.rt.cwd, app.session.rt.project_trusted) == (other.resolve(), trusted)
         assert _prompts(app) == (["xprompt"] if trusted else [])
+        assert ("This project is not trusted." in flat_text(app)) is not trusted  # pi's warning, as at start-up
     trust_file = tmp_path / "agent" / "trust.json"
     assert (json.loads(trust_file.read_text()) if trust_file.exists() else None) == (
         None if saved is None else {str(other.resolve()): saved})
@@ -231,7 +232,8 @@ async def test_resume_into_an_undecided_folder_asks_whether_to_trust_it(make_app
 @pytest.mark.slow
 async def test_import_into_an_undecided_folder_does_not_ask(make_app, tmp_path):  # noqa: F811
     """pi's /import opens the session without the question: with no decision and the default ``ask``,
-    the folder is not trusted."""
+    the folder is not trusted, which the warning under the transcript says (checked against pi 1.6.0
+    by hand in tmux, as the question on /resume was)."""
     other = _project_with_template(tmp_path)
     source = session_file(tmp_path / "exported.jsonl", "55555555-2222-3333-4444-555555555555", other,
                           "imported question", "imported answer")
@@ -242,6 +244,7 @@ async def test_import_into_an_undecided_folder_does_not_ask(make_app, tmp_path):
         await pilot.press("enter")
         await until(pilot, lambda: f"Session imported from: {source}" in flat_text(app))
         assert "Trust project folder?" not in screen_text(app)
+        assert "This project is not trusted." in flat_text(app)
         assert (app.session.rt.cwd, app.session.rt.project_trusted, _prompts(app)) == (other.resolve(), False, [])
 
 
