@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -135,6 +135,9 @@ class SessionRuntime:
         self.sandbox = sandbox  # limits of the model's tools (None: off, as in pi)
         # MCP connections, started by create_session once the runtime exists (None: off or --no-mcp)
         self.mcp: McpHooks | None = None
+        self._trust_by_cwd: dict[Path, bool] = {}  # each directory's trust, decided once per process as in pi
+        # how a front end that can ask puts "Trust project folder?" when a replacement enters a folder
+        self.ask_trust: Callable[[Path], Awaitable[bool]] | None = None
         self._enter(project)
         self.agent_dir = agent_dir
         self.mode = mode
@@ -457,16 +460,22 @@ class SessionRuntime:
         cwd = cwd.resolve()
         if cwd == self.cwd or self._load_project is None:
             return
-        project = self._load_project(cwd, trusted)
+        project = self._load_project(cwd, self._trust_by_cwd.get(cwd) if trusted is None else trusted)
         self._enter(project)
         if self.sandbox is not None:  # the workspace moves with the session
             self.sandbox = replace(self.sandbox, cwd=project.cwd)
         before, self.all_tools = self.all_tools, self._create_tools(self._extra_tools)
         self.agent.set_tools([self.all_tools.get(t.name, t) if before.get(t.name) is t else t for t in self.agent.tools])
 
+    def trust_decided(self, cwd: Path) -> bool:
+        """Whether this process has decided ``cwd``'s trust already (pi neither fires ``project_trust``
+        nor asks again for such a directory: its first answer, even a "this session only" one, holds)."""
+        return cwd.resolve() in self._trust_by_cwd
+
     def _enter(self, project: Project) -> None:
         """Work with ``project``'s directory, trust, settings and resources (at start, and on a move)."""
         self.cwd, self.project_trusted = project.cwd, project.trusted
+        self._trust_by_cwd[project.cwd] = project.trusted
         self.settings, self.resources = project.settings, project.resources
 
     def reload_project(self) -> None:

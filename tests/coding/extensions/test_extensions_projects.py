@@ -221,18 +221,24 @@ async def test_project_trust_matches_reference(case: str, tmp_path: Path) -> Non
         "reference", tmp_path, variable, *args)
 
 
-async def _switch_with_trust_gate(kind: str, root: Path, variable: str) -> list[str]:
+def _session_of(path: Path, cwd: Path, session_id: str) -> Path:
+    path.write_text(json.dumps({"type": "session", "version": 3, "id": session_id,
+                                "timestamp": "2026-01-01T00:00:00.000Z", "cwd": str(cwd)}) + "\n")
+    return path
+
+
+async def _switch_with_trust_gate(kind: str, root: Path, variable: str, round_trips: int = 0) -> list[str]:
     """Start in a plain directory with the trust example, switch to a session of ``other/`` (which has a
-    prompt template of its own): the prompts listed afterwards."""
+    prompt template of its own), ``round_trips`` times back to a session of the start directory and to
+    ``other/`` again: the prompts listed afterwards."""
     with FakeLLMServer() as server:
         workspace = Workspace.create(root / kind, server.url)
         other = workspace.root / "other"
         (other / ".pi" / "prompts").mkdir(parents=True)
         (other / ".pi" / "prompts" / "other-only.md").write_text("---\ndescription: other\n---\nhi")
         workspace.env[variable] = str(other)
-        session = workspace.root / "other.jsonl"
-        session.write_text(json.dumps({"type": "session", "version": 3, "id": "0190a000-0000-7000-8000-00000000000b",
-                                       "timestamp": "2026-01-01T00:00:00.000Z", "cwd": str(other)}) + "\n")
+        session = _session_of(workspace.root / "other.jsonl", other, "0190a000-0000-7000-8000-00000000000b")
+        home = _session_of(workspace.root / "home.jsonl", workspace.cwd, "0190a000-0000-7000-8000-00000000000c")
         if kind == "ours":
             extension = EXAMPLES / "trust_gate.py"
         else:
@@ -241,8 +247,9 @@ async def _switch_with_trust_gate(kind: str, root: Path, variable: str) -> list[
         proc = await workspace.spawn(kind, "--no-session", "-e", str(extension))
         conv = Conversation(proc, server, workspace)
         try:
-            switched = await conv.request({"type": "switch_session", "sessionPath": str(session)})
-            assert switched["success"], switched
+            for target in [session, *[home, session] * round_trips]:
+                switched = await conv.request({"type": "switch_session", "sessionPath": str(target)})
+                assert switched["success"], switched
             listed = (await conv.request({"type": "get_commands"}))["data"]["commands"]
         finally:
             await proc.kill()
@@ -262,3 +269,16 @@ async def test_project_trust_when_a_switch_enters_another_project(tmp_path: Path
 async def test_project_trust_on_switch_matches_reference(tmp_path: Path, variable: str) -> None:
     assert await ours_once(_switch_with_trust_gate, tmp_path, variable) == await _switch_with_trust_gate(
         "reference", tmp_path, variable)
+
+
+@pytest.mark.slow
+async def test_an_answer_for_the_run_holds_when_a_switch_comes_back(tmp_path: Path) -> None:
+    """pi decides a folder's trust once per process: the extension's "yes" (not remembered, so trust.json
+    stays empty) still holds when the session leaves ``other/`` and a later switch enters it again."""
+    assert await ours_once(_switch_with_trust_gate, tmp_path, "PI_TRUSTED_ROOTS", 1) == ["other-only"]
+
+
+@needs_reference
+async def test_an_answer_for_the_run_holds_as_in_reference(tmp_path: Path) -> None:
+    assert await ours_once(_switch_with_trust_gate, tmp_path, "PI_TRUSTED_ROOTS", 1) == await _switch_with_trust_gate(
+        "reference", tmp_path, "PI_TRUSTED_ROOTS", 1)

@@ -181,6 +181,73 @@ async def test_resume_of_a_session_whose_folder_is_gone_asks_first(make_app, tmp
         assert app.session.sm.session_file == stored and "gone answer" in screen_text(app)
 
 
+# ----------------------------------------------------------------------------- trust on resume
+
+
+def _project_with_template(tmp_path: Path) -> Path:
+    """``other/``, a folder whose ``.pi/prompts/xprompt.md`` needs trust (no decision saved for it)."""
+    other = tmp_path / "other"
+    (other / ".pi" / "prompts").mkdir(parents=True)
+    (other / ".pi" / "prompts" / "xprompt.md").write_text("---\ndescription: from other\n---\nhello")
+    return other
+
+
+def _prompts(app: Any) -> list[str]:
+    return [c["name"] for c in app.session.get_commands() if c.get("source") == "prompt"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("keys", "trusted", "saved"), [
+    pytest.param(["enter"], True, True, id="trust"),
+    pytest.param(["down", "down", "enter"], True, None, id="trust-session-only"),
+    pytest.param(["down", "down", "down", "enter"], False, False, id="do-not-trust"),
+    pytest.param(["escape"], False, None, id="escape"),
+])
+async def test_resume_into_an_undecided_folder_asks_whether_to_trust_it(make_app, tmp_path, keys, trusted,  # noqa: F811
+                                                                         saved):
+    """pi's /resume of a session of another folder asks "Trust project folder?" in the app when pi
+    would ask at start-up; the answer decides that folder's resources and what trust.json keeps."""
+    other = _project_with_template(tmp_path)
+    app = await make_app(no_session=False)
+    folder = app.session.sm.session_dir
+    folder.mkdir(parents=True, exist_ok=True)
+    session_file(folder / "other.jsonl", "44444444-2222-3333-4444-555555555555", other, "other question", "other answer")
+    async with app.run_test(size=SIZE) as pilot:
+        await run_command(pilot, "/resume")
+        await until(pilot, lambda: "Resume session" in screen_text(app) and "other question" in screen_text(app))
+        await pilot.press("enter")
+        await until(pilot, lambda: "Do not trust (this session only)" in screen_text(app))
+        asked = dialog_text(app)
+        assert "Trust project folder?" in asked and str(other.resolve()) in asked
+        await pilot.press(*keys)
+        await until(pilot, lambda: "other answer" in screen_text(app))
+        assert (app.session.rt.cwd, app.session.rt.project_trusted) == (other.resolve(), trusted)
+        assert _prompts(app) == (["xprompt"] if trusted else [])
+        assert ("This project is not trusted." in flat_text(app)) is not trusted  # pi's warning, as at start-up
+    trust_file = tmp_path / "agent" / "trust.json"
+    assert (json.loads(trust_file.read_text()) if trust_file.exists() else None) == (
+        None if saved is None else {str(other.resolve()): saved})
+
+
+@pytest.mark.slow
+async def test_import_into_an_undecided_folder_does_not_ask(make_app, tmp_path):  # noqa: F811
+    """pi's /import opens the session without the question: with no decision and the default ``ask``,
+    the folder is not trusted, which the warning under the transcript says (checked against pi 1.6.0
+    by hand in tmux, as the question on /resume was)."""
+    other = _project_with_template(tmp_path)
+    source = session_file(tmp_path / "exported.jsonl", "55555555-2222-3333-4444-555555555555", other,
+                          "imported question", "imported answer")
+    app = await make_app(no_session=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await run_command(pilot, f"/import {source}")
+        await until(pilot, lambda: "Replace current session with" in screen_text(app))
+        await pilot.press("enter")
+        await until(pilot, lambda: f"Session imported from: {source}" in flat_text(app))
+        assert "Trust project folder?" not in screen_text(app)
+        assert "This project is not trusted." in flat_text(app)
+        assert (app.session.rt.cwd, app.session.rt.project_trusted, _prompts(app)) == (other.resolve(), False, [])
+
+
 # ----------------------------------------------------------------------------- Ctrl+G
 
 

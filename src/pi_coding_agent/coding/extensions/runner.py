@@ -61,7 +61,6 @@ class ExtensionRunner(Commands, AgentHooks):
         self.virtual_models: set[tuple[str, str]] = set()  # (provider, id) of pi.register_virtual_model
         self.sidecar: Any = None  # the TypeScript extensions' Node.js process (typescript/host.py), once started
         self.loaded = False
-        self._trust_asked: set[Path] = {runtime.cwd.resolve()}  # directories project_trust was asked for
         self.shutdown_requested = False
         self.settling = False  # agent_settled handlers are running
         self._deferred: list[Callable[[], Awaitable[object]]] = []
@@ -227,14 +226,12 @@ class ExtensionRunner(Commands, AgentHooks):
         return await self.first(event, lambda result: result.get("cancel")) is not None
 
     async def project_trust(self, cwd: Path) -> bool | None:
-        """``project_trust`` for a directory a session replacement enters, asked once per directory and
-        process as in pi (start-up asks for its own: ``trust_event.py``); only user and ``-e``
-        extensions' answers count. None: nobody decided, the usual rules apply."""
+        """``project_trust`` for a directory a session replacement enters whose trust this process has
+        not decided yet (``replacement.py`` checks; start-up asks for its own: ``trust_event.py``); only
+        user and ``-e`` extensions' answers count. None: nobody decided, the usual rules apply."""
         cwd = cwd.resolve()
-        if (cwd in self._trust_asked or self.rt.options.approve is not None
-                or not has_trust_requiring_resources(cwd)):
+        if self.rt.options.approve is not None or not has_trust_requiring_resources(cwd):
             return None
-        self._trust_asked.add(cwd)
         event = {"type": "project_trust", "cwd": str(cwd)}
 
         def step(found: JsonObject | None, result: Any, ext: Extension) -> JsonObject | None:

@@ -20,6 +20,7 @@ from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.errors import SessionError
 from pi_coding_agent.coding.extensions.host import ExtensionHost
 from pi_coding_agent.coding.messages import message_text
+from pi_coding_agent.coding.resources.trust import trust_question_due
 
 if TYPE_CHECKING:
     from pi_coding_agent.coding.extensions.runner import ExtensionRunner
@@ -98,8 +99,7 @@ async def replace_session(
     if ext is not None:
         await ext.session_shutdown(reason, None if sm.session_file is None else str(sm.session_file))
     cwd = rt.cwd
-    trusted = await ext.project_trust(Path(sm.cwd)) if ext is not None else None
-    rt.move_to(Path(sm.cwd), trusted)
+    rt.move_to(Path(sm.cwd), await _entered_trust(rt, ext, Path(sm.cwd)))
     host.rebind(sm)
     from pi_coding_agent.coding.mcp.session import begin_replacement, finish_replacement, refresh_mcp
 
@@ -112,6 +112,19 @@ async def replace_session(
         await ext.reload(reason, None if old.session_file is None else str(old.session_file))
     await finish_replacement(rt)  # as pi's MCP support at every session start: retry, report
     return {"cancelled": False}
+
+
+async def _entered_trust(rt: SessionRuntime, ext: ExtensionRunner | None, cwd: Path) -> bool | None:
+    """The trust of a folder this process has not decided yet, as pi resolves it when a replacement
+    enters one: the extensions' ``project_trust`` first, then "Trust project folder?" when the front
+    end can ask and pi would ask. None: the usual rules (flag, trust.json, default) decide."""
+    if rt.trust_decided(cwd):
+        return None
+    trusted = await ext.project_trust(cwd) if ext is not None else None
+    if trusted is None and rt.ask_trust is not None and trust_question_due(
+            rt.agent_dir, cwd, rt.options.approve, rt.settings.default_project_trust):
+        trusted = await rt.ask_trust(cwd)
+    return trusted
 
 
 async def _enter_project(host: ReplacementHost, ext: ExtensionRunner | None) -> ExtensionRunner | None:

@@ -131,7 +131,7 @@ class PiApp(App[int]):
         self._unsubscribe = self.session.subscribe(self._on_session_event)
         extension_hooks.install(self)
         await self.transcript.restore(self.session.get_messages())
-        self._warn_if_untrusted()
+        self.warn_if_untrusted()
         self.ui.attach(self)
         self.editor.focus()
         self.refresh_footer()
@@ -148,9 +148,9 @@ class PiApp(App[int]):
         has_auth = model is not None and self.session.rt.registry.has_auth(model["provider"])
         warm_up_after_first_answer(model, has_auth, ANSWER_MODULES)
 
-    def _warn_if_untrusted(self) -> None:
-        """pi's start-up warning when the project's ``.pi`` resources were left out (whatever said no:
-        the question, a flag, a saved decision)."""
+    def warn_if_untrusted(self) -> None:
+        """pi's warning when the project's ``.pi`` resources were left out (whatever said no: the
+        question, a flag, a saved decision), under the transcript at start-up and after a replacement."""
         rt = self.session.rt
         if not rt.project_trusted and has_trust_requiring_resources(Path(rt.cwd)):
             self.show_notice(UNTRUSTED_WARNING, "warning")

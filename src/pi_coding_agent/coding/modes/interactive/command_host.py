@@ -35,6 +35,8 @@ class PiApp(Protocol):
 
     def refresh_footer(self) -> None: ...
 
+    def warn_if_untrusted(self) -> None: ...
+
     def set_editor_text(self, text: str) -> None: ...
 
     def restore_queue(self) -> None: ...
@@ -63,4 +65,5 @@ async def replaced(app: PiApp, result: dict[str, Any] | None = None) -> None:
         app.show_notice("Cancelled", "warning")
         return
     await app.transcript.restore(app.session.get_messages())
+    app.warn_if_untrusted()  # as pi, under the transcript of the session it now shows
     app.refresh_footer()

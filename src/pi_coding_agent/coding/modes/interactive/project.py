@@ -16,6 +16,7 @@ from typing import Any
 from pi_coding_agent.coding.errors import MissingSessionCwdError, SessionError
 from pi_coding_agent.coding.modes.interactive.command_host import PiApp, replaced
 from pi_coding_agent.coding.modes.interactive.dialogs import ConfirmScreen, SelectScreen, ask
+from pi_coding_agent.coding.modes.interactive.trust_prompt import trust_asked_in_app
 from pi_coding_agent.coding.resources.trust import save_trust_decisions, saved_trust_entry, trust_choices
 
 
@@ -76,7 +77,7 @@ async def import_session(app: PiApp, arg: str) -> None:
         shutil.copyfile(source, destination)
     choice: str | None = None
     try:
-        choice = await open_asking_cwd(app, destination, source)
+        choice = await open_asking_cwd(app, destination, source, ask_trust=False)  # pi's /import does not ask
     finally:
         if copied and choice in (None, "fork"):  # a fork copies the source itself; a cancel keeps nothing
             destination.unlink(missing_ok=True)
@@ -86,11 +87,18 @@ async def import_session(app: PiApp, arg: str) -> None:
         app.show_notice(f"Session imported from: {raw}")
 
 
-async def open_asking_cwd(app: PiApp, path: Path, source: Path, missing: MissingSessionCwdError | None = None) -> str | None:
+async def open_asking_cwd(app: PiApp, path: Path, source: Path, missing: MissingSessionCwdError | None = None,
+                          ask_trust: bool = True) -> str | None:
     """Switch to ``path`` and redraw; the answer is "" then. A session whose recorded directory is
     gone (``missing``: already known, at start-up) makes pi's choice: "continue" in the current
     directory (not stored, so asked again next time) or "fork" ``source`` into it as a new session
-    beside the current one. None: cancelled (the question or an extension)."""
+    beside the current one. None: cancelled (the question or an extension). ``ask_trust``: an
+    undecided folder entered is asked about ("Trust project folder?"), as pi's resume does."""
+    with trust_asked_in_app(app, ask_trust):
+        return await _open_asking_cwd(app, path, source, missing)
+
+
+async def _open_asking_cwd(app: PiApp, path: Path, source: Path, missing: MissingSessionCwdError | None) -> str | None:
     choice: str | None = ""
     try:
         result = None if missing is not None else await app.session.switch_session(str(path))

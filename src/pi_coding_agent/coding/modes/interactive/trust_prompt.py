@@ -1,19 +1,26 @@
-"""pi's start-up question "Trust project folder?", asked before the session or app exists (``pi
-config``, and interactive ``pi`` through ``create_session``'s ``ask_trust``): the five answers of pi 1.6.0, the chosen one saved in ``trust.json`` (the
-"this session only" ones save nothing); Escape or Ctrl+C answers "not trusted" and saves nothing.
+"""pi's question "Trust project folder?": at start-up, before the session or app exists (``pi
+config``, and interactive ``pi`` through ``create_session``'s ``ask_trust``), and inside the running
+app when a session replacement enters another folder (``ask_trust_in_app``). The five answers of pi
+1.6.0, the chosen one saved in ``trust.json`` (the "this session only" ones save nothing); Escape or
+Ctrl+C answers "not trusted" and saves nothing.
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import Label, Static
 
-from pi_coding_agent.coding.resources.trust import save_trust_decisions, trust_choices
+from pi_coding_agent.coding.resources.trust import TrustChoice, save_trust_decisions, trust_choices
+
+if TYPE_CHECKING:
+    from pi_coding_agent.coding.modes.interactive.dialogs import TuiExtensionUI
 
 EXPLANATION = ("This allows pi to load .pi settings and resources, install missing project packages, "
                "and execute project extensions.")
@@ -57,13 +64,18 @@ class TrustPromptApp(App[bool]):
         self.query_one("#choices", Static).update(self._choices_text())
 
     def action_choose(self) -> None:
-        _, trusted, updates, _ = self.choices[self.selected]
-        if updates:
-            save_trust_decisions(self.agent_dir, updates)
-        self.exit(trusted)
+        self.exit(apply_choice(self.agent_dir, self.choices[self.selected]))
 
     def action_cancel(self) -> None:
         self.exit(False)
+
+
+def apply_choice(agent_dir: Path, choice: TrustChoice) -> bool:
+    """Save what ``choice`` saves (nothing for the "this session only" ones); whether it trusts."""
+    _, trusted, updates, _ = choice
+    if updates:
+        save_trust_decisions(agent_dir, updates)
+    return trusted
 
 
 def ask_trust(agent_dir: Path, cwd: Path) -> bool:
@@ -74,3 +86,25 @@ def ask_trust(agent_dir: Path, cwd: Path) -> bool:
 async def ask_trust_async(agent_dir: Path, cwd: Path) -> bool:
     """``ask_trust`` inside a running event loop (interactive start-up, before the main app)."""
     return bool(await TrustPromptApp(agent_dir, cwd).run_async())
+
+
+async def ask_trust_in_app(ui: TuiExtensionUI, agent_dir: Path, cwd: Path) -> bool:
+    """The question as a dialog of the running app (pi asks it with its selector there, title first,
+    then the folder and what trusting allows); Escape answers "not trusted" and saves nothing."""
+    choices = trust_choices(cwd, session_only=True)
+    label = await ui.select(f"Trust project folder?\n{cwd.resolve()}\n\n{EXPLANATION}", [c[0] for c in choices])
+    chosen = next((choice for choice in choices if choice[0] == label), None)
+    return False if chosen is None else apply_choice(agent_dir, chosen)
+
+
+@contextlib.contextmanager
+def trust_asked_in_app(app: Any, asking: bool = True) -> Iterator[None]:
+    """While inside, a replacement entering a folder pi would ask about asks ``app``'s user
+    (``SessionRuntime.ask_trust``); ``asking`` False leaves the usual rules alone, as pi's ``/import``."""
+    rt = app.session.rt
+    if asking:
+        rt.ask_trust = lambda cwd: ask_trust_in_app(app.ui, rt.agent_dir, cwd)
+    try:
+        yield
+    finally:
+        rt.ask_trust = None
