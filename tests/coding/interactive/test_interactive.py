@@ -295,6 +295,15 @@ async def test_the_provider_stack_and_markdown_load_in_the_background_once_the_e
     assert model["id"] == "m1" and has_credentials and "rich.markdown" in also and len(warmed) == 1
 
 
+async def test_the_pickers_css_is_parsed_while_idle_before_the_first_picker(make_app, monkeypatch):
+    monkeypatch.setattr(warm_up, "warm_up_after_first_answer", lambda *args: None)
+    app = await make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        parsed = lambda: {name for _, name in app.stylesheet.source}  # noqa: E731
+        await until(pilot, lambda: "SelectScreen.DEFAULT_CSS" in parsed())
+        assert {"Input.DEFAULT_CSS", "OptionList.DEFAULT_CSS"} <= parsed() and app.screen_stack == [app.screen]
+
+
 @pytest.mark.slow
 async def test_ctrl_d_on_an_empty_editor_quits_and_ctrl_c_twice_too(make_app):
     app = await make_app()

@@ -217,6 +217,14 @@ class EditorScreen(ModalScreen[str | None]):
         self.dismiss(None)
 
 
+def preload_css(app: Any) -> None:
+    """Parse the pickers' CSS (theirs and their widgets') while the app idles after start-up; the first
+    picker opened would otherwise parse it, a good part of its CPU."""
+    for node in (SelectScreen("", []), Input(), Choices(), Label()):
+        node._post_register(app)
+    app.stylesheet.parse()
+
+
 async def ask(app: Any, screen: ModalScreen[T], default: T, timeout_ms: int | None = None,
               signal: AbortSignal | None = None) -> T:
     """Show ``screen`` on ``app`` (a Textual ``App``) and wait for its answer; a timeout or an abort
