@@ -270,6 +270,20 @@ async def test_model_picker_switches_the_model(make_app, fake_llm, opener):
         await until(pilot, lambda: "m2" in screen_text(app).splitlines()[-1])
 
 
+@pytest.mark.slow
+async def test_model_with_a_partial_name_opens_the_picker_searched_for_it(make_app):
+    from pi_coding_agent.coding.modes.interactive import commands
+
+    app = await make_app(model_ids=("m1", "m2", "x3"))
+    async with app.run_test(size=SIZE) as pilot:
+        ran = asyncio.ensure_future(commands.run(app, "/model m"))  # typed, Enter would take a completion
+        await until(pilot, lambda: "Select model" in screen_text(app) and "local/m2" in screen_text(app))
+        assert app.screen.query_one("#search").value == "m" and "local/x3" not in screen_text(app)
+        await pilot.press("enter")  # the first match: m2 is shorter than the current "m1  ✓"
+        await until(pilot, lambda: app.session.agent.model["id"] == "m2")
+        assert await ran
+
+
 async def test_the_provider_stack_and_markdown_load_in_the_background_once_the_editor_shows(make_app, monkeypatch):
     """As in the RPC mode after its first answer: the first prompt then finds them imported."""
     warmed: list[tuple[Any, ...]] = []
@@ -279,6 +293,15 @@ async def test_the_provider_stack_and_markdown_load_in_the_background_once_the_e
         await until(pilot, lambda: bool(warmed))
     model, has_credentials, also = warmed[0]
     assert model["id"] == "m1" and has_credentials and "rich.markdown" in also and len(warmed) == 1
+
+
+async def test_the_pickers_css_is_parsed_while_idle_before_the_first_picker(make_app, monkeypatch):
+    monkeypatch.setattr(warm_up, "warm_up_after_first_answer", lambda *args: None)
+    app = await make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        parsed = lambda: {name for _, name in app.stylesheet.source}  # noqa: E731
+        await until(pilot, lambda: "SelectScreen.DEFAULT_CSS" in parsed())
+        assert {"Input.DEFAULT_CSS", "OptionList.DEFAULT_CSS"} <= parsed() and app.screen_stack == [app.screen]
 
 
 @pytest.mark.slow
@@ -365,6 +388,22 @@ async def test_extension_dialogs_are_modal_screens(make_app):
         app.ui.set_status("ext", "ext-status-here")
         app.ui.set_widget("w", ["widget line"])
         await until(pilot, lambda: "ext-status-here" in screen_text(app) and "widget line" in screen_text(app))
+
+
+@pytest.mark.slow
+async def test_a_dialog_and_the_screen_under_it_follow_a_terminal_resize(make_app):
+    """A picker skips the Resize of its own first layout; a real one must still reach both screens."""
+    app = await make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        answer = asyncio.ensure_future(app.ui.select("Pick one", ["alpha", "beta"]))
+        await until(pilot, lambda: "Pick one" in screen_text(app))
+        await pilot.resize_terminal(70, 20)
+        under = app.screen_stack[0]
+        await until(pilot, lambda: max(w.region.right for w in under.children) == 70
+                    and max(w.region.right for w in app.screen.query("Vertical")) <= 70)
+        assert len(screen_text(app).splitlines()) == 20
+        await pilot.press("enter")
+        assert await answer == "alpha"
 
 
 # ----------------------------------------------------------------------------- pure parts

@@ -22,7 +22,7 @@ from textual.widgets import OptionList, Static
 
 from pi_coding_agent import __version__
 from pi_coding_agent.coding.errors import SessionError
-from pi_coding_agent.coding.modes.interactive import commands, completion, extension_hooks, footer
+from pi_coding_agent.coding.modes.interactive import commands, completion, dialogs, extension_hooks, footer
 from pi_coding_agent.coding.modes.interactive.blocks import Palette
 from pi_coding_agent.coding.modes.interactive.editor import Editor
 from pi_coding_agent.coding.modes.interactive.keys import KeyMap
@@ -143,6 +143,8 @@ class PiApp(App[int]):
 
     def _warm_up(self) -> None:
         from pi_coding_agent.coding.modes.warm_up import warm_up_after_first_answer
+
+        dialogs.preload_css(self)
 
         model = self.session.agent.model
         has_auth = model is not None and self.session.rt.registry.has_auth(model["provider"])

@@ -127,7 +127,7 @@ async def _model(app: PiApp, arg: str) -> None:
                for m in models]
     if arg:
         exact = [key for key, _ in options if key == arg or key.split("/", 1)[1] == arg]
-        choice = exact[0] if len(exact) == 1 else await ask(app, _searched(SelectScreen("Select model", options), arg), None)
+        choice = exact[0] if len(exact) == 1 else await ask(app, SelectScreen("Select model", options, query=arg), None)
     else:
         choice = await pick(app, "Select model", options)
     if choice:
@@ -135,20 +135,6 @@ async def _model(app: PiApp, arg: str) -> None:
         await app.session.set_model(provider, model_id)
         app.show_notice(f"Model: {choice}")
         app.refresh_footer()
-
-
-def _searched(screen: SelectScreen, query: str) -> SelectScreen:
-    """A picker that opens with ``query`` already typed in its search field."""
-    original = screen.on_mount
-
-    def on_mount() -> None:
-        original()
-        from textual.widgets import Input
-
-        screen.query_one(Input).value = query
-
-    screen.on_mount = on_mount  # type: ignore[method-assign]
-    return screen
 
 
 async def _thinking(app: PiApp, arg: str) -> None:

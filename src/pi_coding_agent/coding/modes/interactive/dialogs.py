@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
 
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.css.styles import RulesMap
+from textual.geometry import Size
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label, OptionList, TextArea
 from textual.widgets.option_list import Option
@@ -36,11 +39,33 @@ DIALOG_CSS = """
 """
 
 
+class Choices(OptionList):
+    """An ``OptionList`` whose height is measured only as far as the screen: a dialog caps it far
+    lower, and measuring every row of a long list (hundreds of sessions) on each layout wrapped them
+    all, once per page of a list loaded page by page."""
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        padding = self.get_component_styles("option-list--option").padding.width
+        rules = cast(RulesMap, self.styles)
+        height = 0
+        for option in self.options:
+            height += self._get_visual(option).get_height(rules, width - padding)
+            if height >= viewport.height:
+                break
+        return height
+
+
 class SearchList(ModalScreen[T]):
     """A screen of a search field over a list: Up/Down move the list while the field has the focus,
     and Enter (in the field or on the list) acts on the highlighted row (``act``)."""
 
     searchable = True
+
+    async def _on_resize(self, event: events.Resize) -> None:
+        """The Resize a screen gets from its own first layout lays it and the screens under it out
+        again at the same size: skipped (a real resize comes at a new size, and goes through)."""
+        if event.size == self._size:
+            event.prevent_default()
 
     def on_key(self, event: Any) -> None:
         if event.key in ("up", "down") and self.searchable:
@@ -66,26 +91,28 @@ class SelectScreen(SearchList[str | None]):
     BINDINGS: ClassVar[list[Any]] = [("escape", "cancel", "Cancel")]
 
     def __init__(self, title: str, options: list[tuple[str, str]], searchable: bool = True,
-                 highlighted: int = 0) -> None:
-        """``options``: (id, label) pairs, shown in the order given; ``highlighted``: the one first under the cursor."""
+                 highlighted: int = 0, query: str = "") -> None:
+        """``options``: (id, label) pairs, shown in the order given; ``highlighted``: the one first under
+        the cursor; ``query``: the search it opens with."""
         super().__init__()
         self.title_text = title
         self.options = options
         self.searchable = searchable
         self.highlighted = highlighted
+        self.query_text = query
 
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Label(Text(self.title_text))
             if self.searchable:
-                yield Input(placeholder="type to search", id="search")
-            yield OptionList(*self._filtered(""), id="choices")
+                yield Input(self.query_text, placeholder="type to search", id="search")
+            list_ = Choices(*self._filtered(self.query_text), id="choices")
+            if list_.option_count:  # set before mount: no second layout and paint after it
+                list_.highlighted = min(self.highlighted, list_.option_count - 1)
+            yield list_
 
     def on_mount(self) -> None:
-        list_ = self.query_one(OptionList)
-        if list_.option_count:
-            list_.highlighted = min(self.highlighted, list_.option_count - 1)
-        (self.query_one(Input) if self.searchable else list_).focus()
+        (self.query_one(Input) if self.searchable else self.query_one(OptionList)).focus()
 
     def _filtered(self, query: str) -> list[Option]:
         matches = [(score, i) for i, (_, label) in enumerate(self.options)
@@ -188,6 +215,14 @@ class EditorScreen(ModalScreen[str | None]):
 
     def action_cancel(self) -> None:
         self.dismiss(None)
+
+
+def preload_css(app: Any) -> None:
+    """Parse the pickers' CSS (theirs and their widgets') while the app idles after start-up; the first
+    picker opened would otherwise parse it, a good part of its CPU."""
+    for node in (SelectScreen("", []), Input(), Choices(), Label()):
+        node._post_register(app)
+    app.stylesheet.parse()
 
 
 async def ask(app: Any, screen: ModalScreen[T], default: T, timeout_ms: int | None = None,
