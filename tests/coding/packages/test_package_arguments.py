@@ -32,6 +32,9 @@ CASES = [
     ["update", "./p", "./q"],
     ["update", "--all", "./p"],
     ["update", "--models", "./p"],
+    ["config", "--bogus"],
+    ["config", "extra", "--bogus"],
+    ["config", "--bogus", "extra"],
 ]
 
 

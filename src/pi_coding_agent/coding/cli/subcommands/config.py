@@ -36,9 +36,12 @@ def main(argv: list[str]) -> int:
             local = True
         elif arg in ("-a", "--approve", "-na", "--no-approve"):
             approve = arg in ("-a", "--approve")
-        else:
-            print(f'Unknown option {arg} for "config".', file=sys.stderr)
-            print("Usage: pi config [-l] [--approve|--no-approve]", file=sys.stderr)
+        else:  # the first bad word is reported, in pi's words
+            usage = "pi config [-l] [--approve|--no-approve]"
+            if arg.startswith("-"):
+                print(f'Unknown option {arg} for "config".\nUse "pi --help" or "{usage}".', file=sys.stderr)
+            else:
+                print(f"Unexpected argument {arg}.\nUsage: {usage}", file=sys.stderr)
             return 1
     from pi_coding_agent.coding import paths
     from pi_coding_agent.coding.cli.main import PI_BUILTIN_EXTENSIONS
