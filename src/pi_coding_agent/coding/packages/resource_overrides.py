@@ -112,6 +112,19 @@ class ProjectOverrides:
 
     def __init__(self, agent_dir: Path, cwd: Path, inherited: Mapping[str, bool]) -> None:
         self.agent_dir, self.cwd, self.inherited = agent_dir, cwd, inherited
+        self._read: tuple[tuple[int, int] | None, JsonObject] | None = None  # (file stamp, parsed file)
+
+    def _project(self) -> JsonObject:
+        """The project file as it is now, parsed again only when its stamp changed: every visible row
+        asks for its state on every redraw."""
+        try:
+            stat = settings_path("project", self.agent_dir, self.cwd).stat()
+            stamp: tuple[int, int] | None = (stat.st_mtime_ns, stat.st_size)
+        except OSError:
+            stamp = None
+        if self._read is None or self._read[0] != stamp:
+            self._read = stamp, read_settings("project", self.agent_dir, self.cwd) or {}
+        return self._read[1]
 
     def is_inherited(self, item: ResourceItem) -> bool:
         return item.scope == "user" or item_key(item) in self.inherited
@@ -121,7 +134,7 @@ class ProjectOverrides:
 
     def state(self, item: ResourceItem) -> str:
         """The project's word on ``item``: inherit, load or unload (the last matching entry wins)."""
-        project = read_settings("project", self.agent_dir, self.cwd) or {}
+        project = self._project()
         if item.origin == "top-level":
             return _state_of(list_of(project, item.kind), self._top_patterns(item), empty_unloads=False)
         entry = self._package_entry(project, item)[1]
