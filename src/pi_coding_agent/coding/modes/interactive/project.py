@@ -16,8 +16,8 @@ from typing import Any
 from pi_coding_agent.coding.errors import MissingSessionCwdError, SessionError
 from pi_coding_agent.coding.modes.interactive.command_host import PiApp, replaced
 from pi_coding_agent.coding.modes.interactive.dialogs import ConfirmScreen, SelectScreen, ask
-from pi_coding_agent.coding.modes.interactive.trust_prompt import trust_asked_in_app
-from pi_coding_agent.coding.resources.trust import save_trust_decisions, saved_trust_entry, trust_choices
+from pi_coding_agent.coding.modes.interactive.trust_prompt import apply_choice, trust_asked_in_app
+from pi_coding_agent.coding.resources.trust import saved_trust_entry, trust_choices
 
 
 async def trust(app: PiApp, arg: str) -> None:
@@ -38,8 +38,7 @@ async def trust(app: PiApp, arg: str) -> None:
     picked = await ask(app, SelectScreen(title, options, searchable=False, highlighted=current), None)
     if picked is None:
         return
-    _, trusted, updates, _ = choices[int(picked)]
-    save_trust_decisions(rt.agent_dir, updates)
+    trusted = apply_choice(rt.agent_dir, choices[int(picked)])
     app.show_notice(f"Saved trust decision: {'trusted' if trusted else 'untrusted'}. "
                     "Restart pi for this to take effect.")
 

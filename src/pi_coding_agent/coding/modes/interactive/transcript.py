@@ -69,7 +69,7 @@ class Transcript(ScrollView):
         self._canvas: Canvas | None = None  # what the entries were drawn for
         self._current: AssistantEntry | None = None
         self._tools: dict[str, ToolEntry] = {}
-        self._dirty: dict[int, Entry] = {}
+        self._dirty = False  # an entry was marked since the last redraw
         self._older: list[AgentMessage] = []  # restored messages not drawn yet (above the top)
         # an extension's drawing of a custom message, None for the default (``extension_hooks``)
         self.render_custom: CustomRenderer = lambda message, expanded: None
@@ -91,7 +91,7 @@ class Transcript(ScrollView):
 
     def mark(self, entry: Entry) -> None:
         entry.stale = True
-        self._dirty[id(entry)] = entry
+        self._dirty = True
 
     def hold(self) -> None:
         """A key was typed: let the editor's frame go first."""
@@ -107,7 +107,7 @@ class Transcript(ScrollView):
             if now - self._held_since < HOLD_AT_MOST_S:
                 return
         self._held_since = 0.0
-        self._redraw(follow=self._following())
+        self._redraw(follow=self._following(), canvas=canvas)
 
     def _new_canvas(self) -> Canvas | None:
         width = self.scrollable_content_region.width
@@ -116,13 +116,13 @@ class Transcript(ScrollView):
     def _following(self) -> bool:
         return self.scroll_y >= self.max_scroll_y - 1
 
-    def _redraw(self, follow: bool) -> None:
+    def _redraw(self, follow: bool, canvas: Canvas | None = None) -> None:
         """Render the entries that changed (all of them on another width), repaint the lines that
-        changed or moved, and keep the bottom in view if it was."""
-        canvas = self._new_canvas()
+        changed or moved, and keep the bottom in view if it was (``canvas``: one ``flush`` just built)."""
+        canvas = canvas or self._new_canvas()
         if canvas is None:
             return
-        self._dirty.clear()
+        self._dirty = False
         resized, self._canvas = canvas != self._canvas, canvas
         moved: int | None = None  # the first entry whose height changed: every line below it moves
         for index, entry in enumerate(self.entries):
