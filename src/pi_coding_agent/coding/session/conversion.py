@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 from pi_coding_agent.agent.events import BashExecutionMessage
 from pi_coding_agent.ai.types import Message as LlmMessage
 from pi_coding_agent.ai.types import UserMessage
@@ -36,6 +38,8 @@ def _user_text(text: str, timestamp: int) -> UserMessage:
 
 
 def _convert(message: Message) -> LlmMessage | None:
+    if message["role"] in _PASS_THROUGH:  # nearly every message: user, assistant, toolResult
+        return cast(LlmMessage, message)  # the roles an LLM message has
     if message["role"] == "bashExecution":
         if message.get("excludeFromContext"):
             return None
@@ -51,7 +55,7 @@ def _convert(message: Message) -> LlmMessage | None:
     if message["role"] == "compactionSummary":
         text = COMPACTION_SUMMARY_PREFIX + str(message.get("summary")) + COMPACTION_SUMMARY_SUFFIX
         return _user_text(text, message["timestamp"])
-    return message if message["role"] in _PASS_THROUGH else None  # a role this version does not know: dropped
+    return None  # a role this version does not know: dropped
 
 
 def convert_to_llm(messages: list[Message]) -> list[LlmMessage]:

@@ -168,10 +168,10 @@ class SidecarHost:
         info = self._pass_info if self._pass_info is not None else self._info(0, ctx)
         if event["assistantMessageEvent"] is not self._mirror.change:
             stream = {"type": "stream", **self._mirror.record(event["message"], event["assistantMessageEvent"])}
-            self._unsent.append(orjson.dumps(stream, default=jsonable) + b"\n")
+            self._unsent.append(orjson.dumps(stream, default=jsonable, option=orjson.OPT_APPEND_NEWLINE))
         record = {"type": "invoke", "id": request_id, "handler": handler, "streamed": True, "post": True,
                   "ctx": {**info, "token": request_id}}
-        self._unsent.append(orjson.dumps(record, default=jsonable) + b"\n")
+        self._unsent.append(orjson.dumps(record, default=jsonable, option=orjson.OPT_APPEND_NEWLINE))
 
     def _info(self, token: int, ctx: object, signal: AbortSignal | None = None) -> JsonObject:
         """``_context_info`` and the handler's ``ctx.signal``: the run's abort signal, one AbortSignal in the
@@ -241,7 +241,7 @@ class SidecarHost:
     def _write(self, proc: asyncio.subprocess.Process, record: JsonObject) -> None:
         assert proc.stdin is not None
         self._flush()  # the invokes posted before this record go first
-        proc.stdin.write(orjson.dumps(record, default=jsonable) + b"\n")
+        proc.stdin.write(orjson.dumps(record, default=jsonable, option=orjson.OPT_APPEND_NEWLINE))
 
     # ------------------------------------------------------------------ what the sidecar sends
 
@@ -338,7 +338,7 @@ class SidecarHost:
         except Exception as exc:
             reply["error"] = str(exc) or type(exc).__name__
         if self._sync_fd is not None:
-            _write_all(self._sync_fd, orjson.dumps(reply, default=jsonable) + b"\n")
+            _write_all(self._sync_fd, orjson.dumps(reply, default=jsonable, option=orjson.OPT_APPEND_NEWLINE))
 
     # ------------------------------------------------------------------ registrations
 
