@@ -75,6 +75,12 @@ async def test_a_typescript_message_renderer_draws_the_custom_messages_it_sends(
         assert info and info[0].color.triplet.hex == DARK["success"]  # the theme's colour, through ANSI
         assert info[0].bgcolor.triplet.hex == DARK["customMessageBg"]  # the Box's background
 
+        await pilot.resize_terminal(60, SIZE[1])  # drawn again in Node at the new width
+        await until(pilot, lambda: "[INFO] all good" in screen_text(app) and  # not the default drawing meanwhile
+                    len([row for row in screen_text(app).splitlines() if "word" in row]) > len(rows))
+        assert max(len(row.rstrip()) for row in screen_text(app).splitlines()) <= 60
+        await pilot.resize_terminal(*SIZE)
+
         await _run(pilot, "/plain nothing drawn here")
         await until(pilot, lambda: "nothing drawn here" in screen_text(app))  # the default drawing
         await _run(pilot, "/broken still shown")

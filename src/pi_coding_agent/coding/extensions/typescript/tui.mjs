@@ -180,11 +180,15 @@ export class Text {
   setCustomBgFn(customBgFn) {
     this.customBgFn = customBgFn;
   }
+  setPaddingX(paddingX) {
+    this.paddingX = paddingX;
+  }
   invalidate() {}
   render(width) {
     if (!this.text || !String(this.text).trim()) return [];
-    const body = wrapTextWithAnsi(this.text, Math.max(1, width - 2 * this.paddingX));
-    return framed(body, width, this.paddingX, this.paddingY, this.customBgFn);
+    const paddingX = Math.min(this.paddingX, Math.max(0, Math.floor((width - 1) / 2))); // a column is left for text
+    const body = wrapTextWithAnsi(this.text, Math.max(1, width - 2 * paddingX));
+    return framed(body, width, paddingX, this.paddingY, this.customBgFn);
   }
 }
 
