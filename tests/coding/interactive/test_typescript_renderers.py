@@ -4,6 +4,8 @@ the extension sends; a renderer that returns nothing or throws leaves the defaul
 
 from __future__ import annotations
 
+import shlex
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +15,9 @@ from pi_coding_agent.coding.modes.interactive.theme import DARK
 from tests.coding.extensions.test_typescript_extensions import needs_node, ts_runtime  # noqa: F401
 from tests.coding.interactive.test_interactive import SIZE, make_app, screen_text, type_text, until  # noqa: F401
 from tests.coding.interactive.test_interactive_commands import flat_text
+from tests.coding.interactive.test_interactive_tmux import Tmux
+from tests.coding.packages.test_packages import _env
+from tests.support.cli_sides import needs_reference, pi_command
 
 pytestmark = [pytest.mark.slow, needs_node]
 
@@ -90,3 +95,26 @@ async def test_a_typescript_message_renderer_draws_the_custom_messages_it_sends(
 
         await app.transcript.restore(app.session.get_messages())  # a reopened session draws them the same way
         await until(pilot, lambda: "[INFO] all good" in screen_text(app) and "nothing drawn here" in screen_text(app))
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+@pytest.mark.parametrize("kind", ["ours", pytest.param("reference", marks=needs_reference)])
+def test_the_drawn_rows_are_pi_s(kind: str, tmp_path: Path) -> None:
+    """The same extension in a real terminal, ours and pi 1.6.0: the message is the same rows."""
+    (tmp_path / "renderer.ts").write_text(EXTENSION)
+    (tmp_path / "work").mkdir()
+    command, env = pi_command(kind, ["-e", str(tmp_path / "renderer.ts"), "--no-session"], _env(tmp_path / "home"))
+    env = {k: v for k, v in env.items() if k not in ("COLUMNS", "LINES")} | {"TERM": "xterm-256color",
+                                                                           "PI_OFFLINE": "1"}
+    pane = Tmux(f"{shlex.join(command)}; sleep 60", tmp_path / "work", env)
+    try:
+        pane.wait_for(lambda s: "escape interrupt" in s)
+        pane.keys("/status all good now")
+        pane.wait_for(lambda s: "/status all good now" in s)
+        pane.keys("Enter")
+        rows = pane.wait_for(lambda s: "expanded=false" in s).splitlines()
+    finally:
+        pane.kill()
+    first = next(i for i, row in enumerate(rows) if "[INFO]" in row)
+    assert [row.rstrip() for row in rows[first:first + 3]] == [" [INFO] all good now", "",
+                                                               " expanded=false ctrl+o to expand"]
