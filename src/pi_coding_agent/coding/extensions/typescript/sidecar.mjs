@@ -384,7 +384,8 @@ function renderMessage(record) {
   const renderer = handlers.get(record.handler);
   if (!renderer) throw new Error(`unknown handler ${record.handler}`);
   const theme = makeTheme(record.theme);
-  const keyText = (binding) => (record.keys?.[binding] ?? []).join("/");
+  const part = (name) => (process.platform === "darwin" && name.toLowerCase() === "alt" ? "option" : name);
+  const keyText = (binding) => (record.keys?.[binding] ?? []).map((key) => key.split("+").map(part).join("+")).join("/");
   const keyHint = (binding, description) => theme.fg("dim", keyText(binding)) + theme.fg("muted", ` ${description}`);
   const component = renderer(record.message, { ...record.options, keyText, keyHint }, theme);
   return component ? component.render(record.width).map(String) : null;
