@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from pi_coding_agent.coding.modes.interactive.theme import DARK
+from pi_coding_agent.coding.modes.interactive.theme import DARK, LIGHT
 from tests.coding.extensions.test_typescript_extensions import needs_node, ts_runtime  # noqa: F401
 from tests.coding.interactive.test_interactive import SIZE, make_app, screen_text, type_text, until  # noqa: F401
 from tests.coding.interactive.test_interactive_commands import flat_text
@@ -79,6 +79,11 @@ async def test_a_typescript_message_renderer_draws_the_custom_messages_it_sends(
         info = _styles_of(app, "[INFO]")
         assert info and info[0].color.triplet.hex == DARK["success"]  # the theme's colour, through ANSI
         assert info[0].bgcolor.triplet.hex == DARK["customMessageBg"]  # the Box's background
+
+        app.use_palette(LIGHT)  # another theme: drawn again in its colours
+        await until(pilot, lambda: any(style.color.triplet.hex == LIGHT["success"] for style in _styles_of(app, "[INFO]")))
+        app.use_palette(DARK)
+        await until(pilot, lambda: any(style.color.triplet.hex == DARK["success"] for style in _styles_of(app, "[INFO]")))
 
         await pilot.resize_terminal(60, SIZE[1])  # drawn again in Node at the new width
         await until(pilot, lambda: "[INFO] all good" in screen_text(app) and  # not the default drawing meanwhile

@@ -210,7 +210,7 @@ class TypeScriptDrawings:
     """The lines TypeScript message renderers drew, by message, width and ``expanded``: asked once each
     (ahead, at the transcript's width, when the message comes), kept, and the entries showing the
     message marked when they come. A renderer that failed is reported once; it and one that returned
-    nothing leave the default drawing."""
+    nothing leave the default drawing. Another theme (a new palette) asks again."""
 
     def __init__(self, app: PiApp) -> None:
         self.app = app
@@ -218,49 +218,40 @@ class TypeScriptDrawings:
         self.lines: dict[tuple[int, int, bool], tuple[Mapping[str, Any], list[str] | None]] = {}
         self.asked: set[tuple[int, int, bool]] = set()
         self.reported: set[str] = set()
-        self._theme: tuple[object, dict[str, dict[str, str]]] | None = None
+        self._palette: object = None  # the palette the lines were drawn with
+        self._theme: dict[str, dict[str, str]] = {}
 
     def drawing(self, path: str, renderer: MessageRenderer, message: Mapping[str, Any],
                 expanded: bool) -> TypeScriptDrawing:
         from pi_coding_agent.coding.modes.interactive import blocks
         from pi_coding_agent.coding.modes.interactive.entries import PAD
 
+        palette = self.app.transcript.palette
+        if palette is not self._palette:
+            self._palette, self._theme = palette, _sgr_theme(palette)
+            self.lines.clear()
+            self.asked.clear()
         default = blocks.notice(blocks.message_text(message) or str(message.get("customType", "")),
-                                "customMessageText", self.app.transcript.palette)
+                                "customMessageText", palette)
         drawing = TypeScriptDrawing(self, path, renderer, message, expanded, default)
         width = self.app.transcript.scrollable_content_region.width - 2 * PAD
         if width > 0:
             drawing.lines(width)  # asked now: the answer often comes before the first frame
         return drawing
 
-    def theme(self) -> dict[str, dict[str, str]]:
-        """The palette as SGR parameters by colour name (``fg`` and ``bg``), for the sidecar's Theme."""
-        from rich.color import Color, ColorParseError
-
-        palette = self.app.transcript.palette
-        if self._theme is None or self._theme[0] is not palette:
-            theme: dict[str, dict[str, str]] = {"fg": {}, "bg": {}}
-            for name, value in palette.items():
-                try:
-                    colour = Color.parse(value)
-                except ColorParseError:
-                    continue
-                theme["fg"][name] = ";".join(colour.get_ansi_codes(foreground=True))
-                theme["bg"][name] = ";".join(colour.get_ansi_codes(foreground=False))
-            self._theme = (palette, theme)
-        return self._theme[1]
-
     async def ask(self, drawing: TypeScriptDrawing, width: int) -> None:
-        key = (id(drawing.message), width, drawing.expanded)
+        key, palette = (id(drawing.message), width, drawing.expanded), self._palette
         try:
             lines = await drawing.renderer.render(dict(drawing.message), {"expanded": drawing.expanded, "outputPad": 0},
-                                                  width, self.theme(), {k: list(v) for k, v in self.app.keymap.keys.items()})
+                                                  width, self._theme, {k: list(v) for k, v in self.app.keymap.keys.items()})
         except Exception as exc:
             lines = None
             runner = self.app.session.extensions
             if runner is not None and drawing.path not in self.reported:
                 self.reported.add(drawing.path)
                 runner.report_error(drawing.path, "message_renderer", exc)
+        if palette is not self._palette:  # drawn in the colours of a theme left meanwhile
+            return
         self.lines[key] = (drawing.message, lines)
         if lines is not None:
             self._redraw(drawing.message)
@@ -272,6 +263,21 @@ class TypeScriptDrawings:
             if (isinstance(shown, TypeScriptDrawing) and shown.message is message) or \
                     any(restored is message for restored in getattr(entry, "messages", ())):
                 self.app.transcript.mark(entry)
+
+
+def _sgr_theme(palette: Mapping[str, str]) -> dict[str, dict[str, str]]:
+    """The palette as SGR parameters by colour name (``fg`` and ``bg``), for the sidecar's Theme."""
+    from rich.color import Color, ColorParseError
+
+    theme: dict[str, dict[str, str]] = {"fg": {}, "bg": {}}
+    for name, value in palette.items():
+        try:
+            colour = Color.parse(value)
+        except ColorParseError:
+            continue
+        theme["fg"][name] = ";".join(colour.get_ansi_codes(foreground=True))
+        theme["bg"][name] = ";".join(colour.get_ansi_codes(foreground=False))
+    return theme
 
 
 class TypeScriptDrawing:
