@@ -10,6 +10,8 @@ The sidecar (``sidecar.mjs``, package data) loads each extension with ``jiti`` a
   "message"?, "fields"?, "block"?}`` bringing the sidecar's copy of a streamed assistant message to one
   ``message_update`` event, whose handlers then come as invokes with ``"streamed": true`` and no args
   (``streams.py`` says what each event record holds); ``{"type": "abort", "signal"}`` (below);
+  ``{"id", "type": "render", "handler", "message", "options", "width", "theme", "keys"}`` asking a
+  message renderer for its component's ``render(width)`` lines (``MessageRenderer``);
 - from the sidecar: ``{"type": "result", "id", "result"|"error"}``; ``{"type": "register", "extId",
   "kind", "spec"}`` for a registration made after load (those made while loading come with the load
   result); ``{"type": "call", "id", "ctx", "method", "args"}`` (``ui.*``, ``pi.*``, ``ctx.*``,
@@ -39,7 +41,7 @@ import itertools
 import os
 import shutil
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any, cast
 
@@ -73,6 +75,29 @@ def setup_for(path: Path) -> Callable[[object], object]:
             runner.sidecar = SidecarHost()
         await runner.sidecar.load(path, pi)
     return setup
+
+
+class MessageRenderer:
+    """A TypeScript extension's ``registerMessageRenderer``. It runs in the sidecar, so the terminal UI
+    asks it ahead for the lines of one width (``render``) and draws them when they come; called as a
+    Python renderer (synchronously) it has no drawing."""
+
+    def __init__(self, host: SidecarHost, handler: int) -> None:
+        self.host, self.handler = host, handler
+
+    def __call__(self, message: object, options: object, theme: object) -> None:
+        return None
+
+    async def render(self, message: JsonObject, options: JsonObject, width: int, theme: Mapping[str, Mapping[str, str]],
+                     keys: dict[str, list[str]]) -> list[str] | None:
+        """The component's lines with ANSI styling (``theme``: SGR parameters by colour name, under
+        ``fg`` and ``bg``; ``keys``: the key bindings ``keyText`` answers); None when the renderer
+        returned nothing. Raises when it failed or the sidecar is gone."""
+        if self.host.proc is None:
+            raise RuntimeError("the TypeScript extension sidecar is not running")
+        lines = await self.host._request({"type": "render", "handler": self.handler, "message": message,
+                                          "options": options, "width": width, "theme": theme, "keys": keys})
+        return None if lines is None else [str(line) for line in lines]
 
 
 class SidecarHost:
@@ -370,6 +395,8 @@ class SidecarHost:
         elif kind == "shortcut":
             pi.register_shortcut(spec["key"], description=spec.get("description"),
                                  handler=lambda ctx: self.invoke(handler, [], ctx, pi=pi))
+        elif kind == "messageRenderer":
+            pi.register_message_renderer(spec["customType"], MessageRenderer(self, handler))
         elif kind == "flag":
             pi.register_flag(spec["name"], type=spec.get("type", "boolean"), description=spec.get("description"),
                              default=spec.get("default"))

@@ -22,7 +22,8 @@ for (const name of ["log", "info", "debug", "warn"]) console[name] = (...args) =
 const typebox = require.resolve("typebox");
 const alias = { typebox, "@sinclair/typebox": typebox };
 for (const scope of ["@earendil-works", "@mariozechner"]) {
-  for (const pkg of ["pi-coding-agent", "pi-ai", "pi-agent-core", "pi-tui"]) alias[`${scope}/${pkg}`] = shimPath;
+  for (const pkg of ["pi-coding-agent", "pi-ai", "pi-agent-core"]) alias[`${scope}/${pkg}`] = shimPath;
+  alias[`${scope}/pi-tui`] = path.join(path.dirname(shimPath), "tui.mjs"); // the shim and message renderers' components
 }
 
 const handlers = new Map(); // handler id -> function
@@ -176,7 +177,9 @@ function makeApi(extId) {
     registerShortcut(shortcut, options) {
       register(extId, "shortcut", { key: shortcut, description: options?.description, handler: handlerId(options.handler) });
     },
-    registerMessageRenderer() {},
+    registerMessageRenderer(customType, renderer) {
+      register(extId, "messageRenderer", { customType, handler: handlerId(renderer) });
+    },
     registerEntryRenderer() {},
     registerProvider: (name, config) => fire("pi.registerProvider", name, plainSchema(config)),
     unregisterProvider: (name) => fire("pi.unregisterProvider", name),
@@ -351,9 +354,47 @@ async function invoke(record) {
   return handler(...args, ctx);
 }
 
+// pi's Theme for a renderer: colours by name (the session's SGR parameters) and text attributes.
+function makeTheme({ fg = {}, bg = {} }) {
+  const wrap = (open, close) => (text) => (open ? `\x1b[${open}m${text}\x1b[${close}m` : String(text));
+  const theme = {
+    fg: (name, text) => wrap(fg[name], 39)(text),
+    bg: (name, text) => wrap(bg[name], 49)(text),
+    getFgAnsi: (name) => (fg[name] ? `\x1b[${fg[name]}m` : ""),
+    getBgAnsi: (name) => (bg[name] ? `\x1b[${bg[name]}m` : ""),
+    bold: wrap(1, 22),
+    italic: wrap(3, 23),
+    underline: wrap(4, 24),
+    strikethrough: wrap(9, 29),
+    inverse: wrap(7, 27),
+    style(text, { fg: fgName, bg: bgName, bold, italic, underline, strikethrough } = {}) {
+      let out = String(text);
+      for (const [on, apply] of [[fgName, (t) => theme.fg(fgName, t)], [bgName, (t) => theme.bg(bgName, t)],
+        [bold, theme.bold], [italic, theme.italic], [underline, theme.underline], [strikethrough, theme.strikethrough]]) {
+        if (on) out = apply(out);
+      }
+      return out;
+    },
+  };
+  return theme;
+}
+
+// A message renderer's drawing at one width: its component's lines, or null for the default drawing.
+function renderMessage(record) {
+  const renderer = handlers.get(record.handler);
+  if (!renderer) throw new Error(`unknown handler ${record.handler}`);
+  const theme = makeTheme(record.theme);
+  const part = (name) => (process.platform === "darwin" && name.toLowerCase() === "alt" ? "option" : name);
+  const keyText = (binding) => (record.keys?.[binding] ?? []).map((key) => key.split("+").map(part).join("+")).join("/");
+  const keyHint = (binding, description) => theme.fg("dim", keyText(binding)) + theme.fg("muted", ` ${description}`);
+  const component = renderer(record.message, { ...record.options, keyText, keyHint }, theme);
+  return component ? component.render(record.width).map(String) : null;
+}
+
 async function handle(record) {
   try {
-    const result = record.type === "load" ? await load(record) : await invoke(record);
+    const result = record.type === "load" ? await load(record)
+      : record.type === "render" ? renderMessage(record) : await invoke(record);
     // a posted (streamed-event) handler's result changes nothing: only its end travels back
     send(record.post ? { type: "result", id: record.id } : { type: "result", id: record.id, result: result ?? null });
   } catch (error) {

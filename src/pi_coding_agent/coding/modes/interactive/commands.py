@@ -329,10 +329,11 @@ async def _export(app: PiApp, arg: str) -> None:
 async def _copy(app: PiApp, arg: str) -> None:
     text = app.session.get_last_assistant_text()
     if not text:
-        app.show_notice("No assistant message to copy", "warning")
+        app.show_notice("Error: No agent messages to copy yet.", "error")
         return
-    app.copy_to_clipboard(text)  # OSC 52: the terminal puts it on the system clipboard
-    app.show_notice("Copied the last assistant message")
+    from pi_coding_agent.coding.modes.interactive.clipboard import copy
+
+    await copy(app, text)
 
 
 async def _reload(app: PiApp, arg: str) -> None:

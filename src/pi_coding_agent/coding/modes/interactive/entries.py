@@ -119,7 +119,8 @@ class TextPart:
 
     Finished paragraphs are rendered once into ``_frozen``; a redraw renders only the tail after
     them. Once the message ends (``finish``) the whole text is rendered as one markdown document, as
-    a reopened session shows it.
+    a reopened session shows it. A thinking block is plain text, whose lines Rich wraps one by one:
+    the lines before its last line break are rendered once, a redraw renders the last one only.
     """
 
     def __init__(self, palette: Palette, thinking: bool = False) -> None:
@@ -142,8 +143,7 @@ class TextPart:
 
     def render(self, canvas: Canvas) -> None:
         if self.thinking:
-            shown = "Thinking… (ctrl+t to show)" if self.collapsed else self.text.strip()
-            self.lines = canvas.strips(Text(shown, style=f"italic {self.palette.get('thinkingText', '')}"))
+            self._render_thinking(canvas)
             return
         split = len(self.text) if self.done else blocks.stable_split(self.text, self._frozen_to)
         if split > self._frozen_to:
@@ -154,6 +154,22 @@ class TextPart:
             self._frozen_to = split
         tail = self._markdown(canvas, self.text[self._frozen_to:])
         self.lines = [*self._frozen, canvas.blank(), *tail] if self._frozen and tail else self._frozen + tail
+
+    def _render_thinking(self, canvas: Canvas) -> None:
+        """The lines of ``text.strip()``: those before its last line break from ``_frozen``."""
+        style = f"italic {self.palette.get('thinkingText', '')}"
+        if self.collapsed:
+            self.lines = canvas.strips(Text("Thinking… (ctrl+t to show)", style=style))
+            return
+        text = self.text
+        end = len(text.rstrip())
+        start = self._frozen_to or len(text) - len(text.lstrip())
+        split = text.rfind("\n", start, end)
+        if split >= start:
+            self._frozen += canvas.strips(Text(text[start:split], style=style))
+            self._frozen_to = start = split + 1
+        tail = text[start:end]
+        self.lines = self._frozen + canvas.strips(Text(tail, style=style)) if tail or not self._frozen else self._frozen
 
     def _markdown(self, canvas: Canvas, text: str) -> list[Strip]:
         return canvas.strips(blocks.markdown(text, self.palette)) if text.strip() else []

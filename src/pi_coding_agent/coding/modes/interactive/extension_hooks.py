@@ -9,6 +9,10 @@ extensions the later one wins. All are looked up when used, so they follow a ses
 or ``/reload`` that loads other extensions. A renderer that raises (when called or when Rich draws
 what it returned) or returns something Rich cannot draw leaves the default drawing in its place and
 is reported once as an ``extension_error``: it never breaks the screen.
+
+A TypeScript extension's message renderer runs in the Node.js sidecar and answers later
+(``TypeScriptDrawings``): its message shows the default drawing until the lines of the width it is
+drawn at come back, then the entries showing it are drawn again with them.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ if TYPE_CHECKING:
 
     from pi_coding_agent.coding.extensions.registry import Extension, Shortcut, ToolRenderer
     from pi_coding_agent.coding.extensions.runner import ExtensionRunner
+    from pi_coding_agent.coding.extensions.typescript.host import MessageRenderer
     from pi_coding_agent.coding.modes.interactive.command_host import PiApp
     from pi_coding_agent.coding.modes.interactive.keys import KeyMap
 
@@ -72,7 +77,8 @@ def install(app: PiApp) -> None:
     """Route the editor's keys and the transcript's custom messages through the extensions, and say
     which shortcuts lost a conflict (before ``ui.attach``, which shows pending notices)."""
     app.editor.shortcut_action = lambda key: shortcut_action(app, key)
-    app.transcript.render_custom = lambda message, expanded: render_custom(app, message, expanded)
+    drawings = TypeScriptDrawings(app)
+    app.transcript.render_custom = lambda message, expanded: render_custom(app, message, expanded, drawings)
     app.transcript.render_tool = ToolDrawings(app)
     for warning in shortcut_table(_extensions(app), app.keymap)[1]:
         app.ui.notify(f"Warning: {warning}", "warning")  # shown once the restored transcript is drawn
@@ -106,7 +112,8 @@ def shortcut_hotkeys(app: PiApp) -> list[tuple[str, str]]:
             for ext, shortcut in table.values()]
 
 
-def render_custom(app: PiApp, message: Mapping[str, Any], expanded: bool) -> RenderableType | None:
+def render_custom(app: PiApp, message: Mapping[str, Any], expanded: bool,
+                  drawings: TypeScriptDrawings | None = None) -> RenderableType | None:
     """The registered renderer's drawing of a ``custom`` message; None for the default one (no renderer,
     the renderer answered None, or it raised: reported as an extension error)."""
     from rich.text import Text
@@ -116,6 +123,10 @@ def render_custom(app: PiApp, message: Mapping[str, Any], expanded: bool) -> Ren
         renderer = ext.message_renderers.get(str(custom_type))
         if renderer is None:
             continue
+        from pi_coding_agent.coding.extensions.typescript.host import MessageRenderer
+
+        if drawings is not None and isinstance(renderer, MessageRenderer):
+            return drawings.drawing(ext.path, renderer, message, expanded)
         try:
             drawn = renderer(message, {"expanded": expanded}, dict(app.transcript.palette))
         except Exception as exc:
@@ -193,3 +204,108 @@ class Guarded:
             asyncio.get_running_loop().call_soon(self.report, exc)
             segments = [] if self.default is None else list(console.render(self.default, options))
         yield from segments
+
+
+class TypeScriptDrawings:
+    """The lines TypeScript message renderers drew, by message, width and ``expanded``: asked once each
+    (ahead, at the transcript's width, when the message comes), kept, and the entries showing the
+    message marked when they come. A renderer that failed is reported once; it and one that returned
+    nothing leave the default drawing. Another theme (a new palette) asks again."""
+
+    def __init__(self, app: PiApp) -> None:
+        self.app = app
+        # (id of the message, width, expanded) -> (the message, kept so its id stays its own; the lines)
+        self.lines: dict[tuple[int, int, bool], tuple[Mapping[str, Any], list[str] | None]] = {}
+        self.asked: set[tuple[int, int, bool]] = set()
+        self.reported: set[str] = set()
+        self._palette: object = None  # the palette the lines were drawn with
+        self._theme: dict[str, dict[str, str]] = {}
+
+    def drawing(self, path: str, renderer: MessageRenderer, message: Mapping[str, Any],
+                expanded: bool) -> TypeScriptDrawing:
+        from pi_coding_agent.coding.modes.interactive import blocks
+        from pi_coding_agent.coding.modes.interactive.entries import PAD
+
+        palette = self.app.transcript.palette
+        if palette is not self._palette:
+            self._palette, self._theme = palette, _sgr_theme(palette)
+            self.lines.clear()
+            self.asked.clear()
+        default = blocks.notice(blocks.message_text(message) or str(message.get("customType", "")),
+                                "customMessageText", palette)
+        drawing = TypeScriptDrawing(self, path, renderer, message, expanded, default)
+        width = self.app.transcript.scrollable_content_region.width - 2 * PAD
+        if width > 0:
+            drawing.lines(width)  # asked now: the answer often comes before the first frame
+        return drawing
+
+    async def ask(self, drawing: TypeScriptDrawing, width: int) -> None:
+        key, palette = (id(drawing.message), width, drawing.expanded), self._palette
+        try:
+            lines = await drawing.renderer.render(dict(drawing.message), {"expanded": drawing.expanded, "outputPad": 0},
+                                                  width, self._theme, {k: list(v) for k, v in self.app.keymap.keys.items()})
+        except Exception as exc:
+            lines = None
+            runner = self.app.session.extensions
+            if runner is not None and drawing.path not in self.reported:
+                self.reported.add(drawing.path)
+                runner.report_error(drawing.path, "message_renderer", exc)
+        if palette is not self._palette:  # drawn in the colours of a theme left meanwhile
+            return
+        self.lines[key] = (drawing.message, lines)
+        if lines is not None:
+            self._redraw(drawing.message)
+
+    def _redraw(self, message: Mapping[str, Any]) -> None:
+        """Mark the entries that show ``message`` (alone, or among restored messages)."""
+        for entry in self.app.transcript.entries:
+            shown = getattr(entry, "renderable", None)
+            if (isinstance(shown, TypeScriptDrawing) and shown.message is message) or \
+                    any(restored is message for restored in getattr(entry, "messages", ())):
+                self.app.transcript.mark(entry)
+
+
+def _sgr_theme(palette: Mapping[str, str]) -> dict[str, dict[str, str]]:
+    """The palette as SGR parameters by colour name (``fg`` and ``bg``), for the sidecar's Theme."""
+    from rich.color import Color, ColorParseError
+
+    theme: dict[str, dict[str, str]] = {"fg": {}, "bg": {}}
+    for name, value in palette.items():
+        try:
+            colour = Color.parse(value)
+        except ColorParseError:
+            continue
+        theme["fg"][name] = ";".join(colour.get_ansi_codes(foreground=True))
+        theme["bg"][name] = ";".join(colour.get_ansi_codes(foreground=False))
+    return theme
+
+
+class TypeScriptDrawing:
+    """A custom message as its TypeScript renderer drew it at the width Rich gives, else its default."""
+
+    def __init__(self, owner: TypeScriptDrawings, path: str, renderer: MessageRenderer, message: Mapping[str, Any],
+                 expanded: bool, default: RenderableType) -> None:
+        self.owner, self.path, self.renderer = owner, path, renderer
+        self.message, self.expanded, self.default = message, expanded, default
+
+    def lines(self, width: int) -> list[str] | None:
+        """The renderer's lines at ``width``; None (asked for, if not yet) when there are none yet."""
+        key = (id(self.message), width, self.expanded)
+        found = self.owner.lines.get(key)
+        if found is not None:
+            return found[1]
+        if key not in self.owner.asked:
+            self.owner.asked.add(key)
+            self.owner.app.spawn(self.owner.ask(self, width))
+        return None
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        from rich.text import Text
+
+        lines = self.lines(options.max_width)
+        if lines is None:
+            yield self.default
+            return
+        drawn = Text("\n").join(Text.from_ansi(line) for line in lines)
+        drawn.no_wrap, drawn.overflow = True, "crop"  # the lines are the renderer's, cut to the width already
+        yield drawn
