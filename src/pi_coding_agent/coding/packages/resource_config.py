@@ -206,7 +206,5 @@ def _candidates(kind: str, scope: str, plain: list[SettingsPath], agent_dir: Pat
         found = [rp.ResourceFile(s.path, s.source, s.scope, s.base_dir)
                  for s in loader.discover(cwd, agent_dir, trusted, [], plain, True)]
     else:
-        base = top_base(scope, agent_dir, cwd)
-        found = rp.settings_files(plain, base, rf.top_level_json, scope)
-        found += [rp.ResourceFile(p, "auto", scope, base) for p in rf.top_level_json(base / "themes")]
+        found = rf.theme_candidates(agent_dir, cwd, trusted, plain)
     return [f for f in found if f.scope == scope]
