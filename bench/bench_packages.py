@@ -15,7 +15,11 @@ Also the cost of a TypeScript ``message_update`` handler per streamed delta: the
 without it, per delta, and the CPU time added (the process and its children: our Node.js sidecar
 counts). Ours posts each event to the sidecar without waiting for its answer, the message once and
 then each delta alone; pi calls the handler in-process.
-Run by hand: `.venv/bin/python bench/bench_packages.py [--runs N] [--deltas-only]` (no target: the
+
+And the CPU per delta of a TypeScript extension's own ``ctx.modelRegistry.streamSimple`` loop (a
+command iterating a 20,000-delta request, minus a 1-delta one): ours runs the request and writes its
+events to the sidecar, the events of one event-loop pass in one write; pi runs it in-process.
+Run by hand: `.venv/bin/python bench/bench_packages.py [--runs N] [--deltas-only | --stream-simple]` (no target: the
 sidecar start is the cost of running pi's TypeScript at all).
 """
 
@@ -83,10 +87,15 @@ def start_once(cmd: list[str], home: Path, expected: int) -> float:
     return elapsed
 
 
-def results(runs: int) -> list[Row]:
+def _shared_runtime() -> None:
+    """Our sidecar's jiti and TypeBox from the user's cache, not installed again in each scratch HOME."""
     from pi_coding_agent.coding.extensions.typescript.host import runtime_dir
 
-    os.environ.setdefault("PI_TS_RUNTIME_DIR", str(runtime_dir()))  # the user's cache, not the scratch HOME's
+    os.environ.setdefault("PI_TS_RUNTIME_DIR", str(runtime_dir()))
+
+
+def results(runs: int) -> list[Row]:
+    _shared_runtime()
     ref = common.reference_cmd()
     cmds = [common.ours_cmd()] if ref is None else [common.ours_cmd(), ref]
     rows = []
@@ -140,12 +149,79 @@ def _per_delta(runs: int, deltas: int) -> list[Row]:
             for what, values in (("wall time", wall), ("CPU (process tree)", cpu))]
 
 
+STREAM_TS = f"""export default function (pi: any) {{
+  pi.registerCommand("stream", {{ description: "bench", handler: async (_args: string, ctx: any) => {{
+    const model = ctx.modelRegistry.find("{common.PROVIDER}", "{common.MODEL}");
+    const stream = ctx.modelRegistry.streamSimple(model, {{ messages: [{{ role: "user", content: "go", timestamp: 1 }}] }});
+    let text = "";
+    for await (const event of stream) if (event.type === "text_delta") text += event.delta;
+    ctx.ui.notify(`streamed ${{text.length}}`);
+  }} }});
+}}
+"""
+STREAM_DELTAS = 20_000
+
+
+def stream_simple_rows(runs: int) -> list[Row]:
+    """CPU per delta of a TypeScript ``ctx.modelRegistry.streamSimple`` loop (the process tree: our
+    sidecar counts): a 20,000-delta request minus a 1-delta one, each side."""
+    from bench_streaming import scripted_reply
+
+    _shared_runtime()
+    ref = common.reference_cmd()
+    sides = [common.ours_cmd()] if ref is None else [common.ours_cmd(), ref]
+    long, short = scripted_reply(STREAM_DELTAS), scripted_reply(1)
+    cpu: list[list[float]] = [[] for _ in sides]
+    for _ in range(runs):
+        for cmd, out in zip(sides, cpu, strict=True):
+            out.append((_stream_once(cmd, long) - _stream_once(cmd, short)) / (STREAM_DELTAS - 1) * 1e6)
+    return [Row("packages", f"TS streamSimple loop, {STREAM_DELTAS} deltas: CPU (process tree) per delta", "us",
+                median(cpu[0]), median(cpu[1]) if len(cpu) > 1 else None)]
+
+
+def _stream_once(cmd: list[str], reply: dict[str, object]) -> float:
+    """CPU seconds from sending ``/stream`` to its notification (its text length checked)."""
+    from bench_streaming import read_until, start_server
+
+    home = common.scratch_home()
+    (home / "stream.ts").write_text(STREAM_TS)
+    (home / "script.json").write_text(json.dumps([reply]))
+    server, url = start_server(home / "script.json")
+    common.write_models_json(home / "agent", url)
+    proc = common.spawn([*cmd, "--mode", "rpc", "--no-session", "-e", str(home / "stream.ts")],
+                        common.env_for(cmd, home, home / "agent"), cwd=home)
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        proc.stdin.write(b'{"id":"s","type":"get_state"}\n')
+        proc.stdin.flush()
+        read_until(proc.stdout.fileno(), b'"get_state"', bytearray())
+        before = common.tree_cpu_seconds(proc.pid)
+        proc.stdin.write(b'{"id":"p","type":"prompt","message":"/stream"}\n')
+        proc.stdin.flush()
+        output = bytearray()
+        read_until(proc.stdout.fileno(), b"streamed ", output)
+        used = common.tree_cpu_seconds(proc.pid) - before
+    finally:
+        common.stop(proc)
+        server.kill()
+        server.wait()
+        common.cleanup(home)
+    length = sum(len(block["text"]) for block in reply["content"])  # type: ignore[attr-defined]
+    if f"streamed {length}".encode() not in output:
+        raise RuntimeError(f"{cmd[0]}: the streamed text differs from the script: {bytes(output[-300:])!r}")
+    return used
+
+
 async def measured(runs: int) -> list[Row]:
-    return results(runs) + per_delta_rows(max(1, runs // 2))
+    return results(runs) + per_delta_rows(max(1, runs // 2)) + stream_simple_rows(max(1, runs // 2))
 
 
 async def deltas_only(runs: int) -> list[Row]:
-    return per_delta_rows(runs)
+    return per_delta_rows(runs) + stream_simple_rows(runs)
+
+
+async def stream_simple_only(runs: int) -> list[Row]:
+    return stream_simple_rows(runs)
 
 
 if __name__ == "__main__":
@@ -154,5 +230,8 @@ if __name__ == "__main__":
     if "--deltas-only" in sys.argv:  # the per-delta rows alone, ``--runs`` of them
         sys.argv.remove("--deltas-only")
         common.run_bench(__doc__, deltas_only, default_runs=5)
+    elif "--stream-simple" in sys.argv:  # the streamSimple row alone
+        sys.argv.remove("--stream-simple")
+        common.run_bench(__doc__, stream_simple_only, default_runs=5)
     else:
         common.run_bench(__doc__, measured, default_runs=10)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -32,9 +32,10 @@ from pi_coding_agent.coding.resources.prompt_files import resolve_append_prompts
 from pi_coding_agent.coding.resources.resource_files import skill_candidates, template_candidates
 from pi_coding_agent.coding.resources.settings import Settings
 from pi_coding_agent.coding.resources.trust import (
+    TrustAsker,
+    ask_trust_if_due,
     has_trust_requiring_resources,
     is_project_trusted,
-    trust_question_due,
 )
 from pi_coding_agent.coding.runtime import LOGIN_HELP, Project, Resources, SessionRuntime, missing_cwd_error
 from pi_coding_agent.coding.session import SessionManager, list_sessions
@@ -254,16 +255,13 @@ async def _trust_from_extensions(args: CliArgs, agent_dir: Path, cwd: Path, mode
     return await decide_trust(sources, cwd, mode, agent_dir)
 
 
-TrustAsker = Callable[[Path, Path], Awaitable[bool]]  # (agent dir, project dir) -> trusted
-
-
 async def _start_trust(args: CliArgs, agent_dir: Path, cwd: Path, mode: str, default_trust: str,
                        in_process: Sequence[ExtensionSource], ask: TrustAsker | None) -> bool | None:
     """The start-up decision that overrides the saved one: the extensions', else the user's answer
-    when a front end that can ask is given and pi would ask (``trust_question_due``)."""
+    when a front end that can ask is given and the question is due (``ask_trust_if_due``)."""
     decided = await _trust_from_extensions(args, agent_dir, cwd, mode, in_process)
-    if decided is None and ask is not None and trust_question_due(agent_dir, cwd, args.approve, default_trust):
-        return await ask(agent_dir, cwd)
+    if decided is None:
+        return await ask_trust_if_due(ask, agent_dir, cwd, args.approve, default_trust)
     return decided
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import os
 import re
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from pi_coding_agent.coding.resources.prompt_templates import PromptTemplate
     from pi_coding_agent.coding.resources.skills import Skill
     from pi_coding_agent.coding.resources.system_prompt import SystemState
+    from pi_coding_agent.coding.resources.trust import TrustAsker
     from pi_coding_agent.coding.sandbox.policy import SandboxPolicy
     from pi_coding_agent.coding.tools.images import ImagePolicy
     from pi_coding_agent.coding.virtual_models import VirtualModels
@@ -137,7 +138,7 @@ class SessionRuntime:
         self.mcp: McpHooks | None = None
         self._trust_by_cwd: dict[Path, bool] = {}  # each directory's trust, decided once per process as in pi
         # how a front end that can ask puts "Trust project folder?" when a replacement enters a folder
-        self.ask_trust: Callable[[Path], Awaitable[bool]] | None = None
+        self.ask_trust: TrustAsker | None = None
         self._enter(project)
         self.agent_dir = agent_dir
         self.mode = mode

@@ -57,12 +57,17 @@ def package_resources(root: Path, narrowing: JsonObject | None) -> dict[str, lis
         files = _declared(root, kind, manifest, declares)
         if kind == "extensions":
             files += _declared_python(root, manifest, declares)
-        patterns = narrowing.get(kind) if narrowing is not None else None
-        if isinstance(patterns, list):
-            files = [f for f in files if f in apply_patterns(files, [str(p) for p in patterns], root)] \
-                if patterns else []
-        out[kind] = files
+        out[kind] = narrowed(files, narrowing.get(kind) if narrowing is not None else None, root)
     return out
+
+
+def narrowed(files: list[Path], patterns: object, root: Path) -> list[Path]:
+    """A settings entry's patterns of one type applied to its package's files: none (not a list)
+    keeps them all, ``[]`` none."""
+    if not isinstance(patterns, list):
+        return files
+    enabled = apply_patterns(files, [str(p) for p in patterns], root) if patterns else set()
+    return [f for f in files if f in enabled]
 
 
 def _declared(root: Path, kind: str, manifest: dict[str, Any], declares: bool) -> list[Path]:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.packages import sources as src
-from pi_coding_agent.coding.packages.manifest import delta_states, package_resources
+from pi_coding_agent.coding.packages.manifest import RESOURCE_TYPES, delta_states, narrowed, package_resources
 from pi_coding_agent.coding.resources.resource_paths import ResourceFile
 
 if TYPE_CHECKING:
@@ -208,21 +208,35 @@ def _collect(found: PackageSet, root: Path, entry: object, source: str, scope: s
     if root.is_file():
         found.extensions.append(ResourceFile(root, source, scope, root.parent, "package"))
         return
-    narrowing = entry if isinstance(entry, dict) else None
-    delta = is_delta(entry, scope)
-    files = package_resources(root, None if delta else narrowing)
-    if files is None:
+    states = entry_states(root, entry, scope, found.claimed.setdefault(str(root), set()))
+    if states is None:
         found.skipped.append((source, f"no extensions, skills, prompts or themes found in {root}"))
         return
-    claimed = found.claimed.setdefault(str(root), set())  # a delta comes before its user entry
-    for kind, paths in files.items():
+    for kind, files in states.items():
+        found.add(kind, [ResourceFile(p, source, scope, root, "package") for p, on in files.items() if on])
+
+
+def entry_states(root: Path, entry: object, scope: str, claimed: set[Path]) -> dict[str, dict[Path, bool]] | None:
+    """The package files an entry decides, per resource type, each with whether it loads; None when
+    the package declares nothing. An ``autoload: false`` project entry decides only the files its
+    patterns name and claims them (it comes before the user entry it overrides); any other entry
+    decides every declared file not claimed yet, by its own patterns."""
+    delta = is_delta(entry, scope)
+    narrowing = entry if isinstance(entry, dict) else None
+    declared = package_resources(root, None)
+    if declared is None:
+        if delta or narrowing is None:
+            return None
+        declared = {kind: [] for kind in RESOURCE_TYPES}  # an object entry of an empty package: nothing
+    out: dict[str, dict[Path, bool]] = {}
+    for kind, files in declared.items():
         if delta:
-            states = delta_states(paths, pattern_list(narrowing, kind), root)
-            claimed.update(states)
-            paths = [p for p in paths if states.get(p)]
+            out[kind] = delta_states(files, pattern_list(narrowing, kind), root)
+            claimed.update(out[kind])
         else:
-            paths = [p for p in paths if p not in claimed]
-        found.add(kind, [ResourceFile(p, source, scope, root, "package") for p in paths])
+            enabled = set(narrowed(files, narrowing.get(kind) if narrowing is not None else None, root))
+            out[kind] = {f: f in enabled for f in files if f not in claimed}
+    return out
 
 
 def pattern_list(entry: Any, kind: str) -> list[str]:

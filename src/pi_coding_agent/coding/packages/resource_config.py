@@ -20,13 +20,12 @@ from pi_coding_agent.coding.extensions import loader
 from pi_coding_agent.coding.extensions.builtins import PREFIX as BUILTIN_PREFIX
 from pi_coding_agent.coding.extensions.builtins import builtin_state
 from pi_coding_agent.coding.packages import sources as src
-from pi_coding_agent.coding.packages.manifest import RESOURCE_TYPES, delta_states, package_resources
+from pi_coding_agent.coding.packages.manifest import RESOURCE_TYPES
 from pi_coding_agent.coding.packages.resolve import (
     configured,
     dedupe,
     delta_base,
-    is_delta,
-    pattern_list,
+    entry_states,
     source_of,
 )
 from pi_coding_agent.coding.resources import resource_files as rf
@@ -168,30 +167,17 @@ def _package_items(entries: list[tuple[object, str]], agent_dir: Path, cwd: Path
     """The installed packages' resources, ``entries`` project first: a project entry of a user
     package's identity replaces it; an ``autoload: false`` one claims only the files it names."""
     deduped = dedupe(entries, agent_dir, cwd)
-    claimed: set[str] = set()
+    claimed: dict[str, set[Path]] = {}
     items: list[ResourceItem] = []
     for entry, scope in deduped:
         base_source, base_scope = delta_base(entry, scope, deduped, agent_dir, cwd)
         root = src.installed_path(src.parse_source(base_source), base_scope, agent_dir, cwd)
         if not root.is_dir():
             continue
-        if is_delta(entry, scope):
-            declared = package_resources(root, None) or {}
-            for kind in RESOURCE_TYPES:
-                states = delta_states(declared.get(kind, []), pattern_list(entry, kind), root)
-                items += [ResourceItem(kind, str(p), on, "package", source_of(entry), scope, root)
-                          for p, on in states.items()]
-                claimed.update(str(p) for p in states)
-        else:
-            items += [i for i in _one_package(source_of(entry), entry, root, scope) if i.path not in claimed]
+        states = entry_states(root, entry, scope, claimed.setdefault(str(root), set())) or {}
+        items += [ResourceItem(kind, str(path), on, "package", source_of(entry), scope, root)
+                  for kind in RESOURCE_TYPES for path, on in states.get(kind, {}).items()]
     return items
-
-
-def _one_package(source: str, entry: Any, root: Path, scope: str) -> list[ResourceItem]:
-    declared = package_resources(root, None) or {}
-    enabled = package_resources(root, entry if isinstance(entry, dict) else None) or {}
-    return [ResourceItem(kind, str(path), path in set(enabled.get(kind, [])), "package", source, scope, root)
-            for kind in RESOURCE_TYPES for path in declared.get(kind, [])]
 
 
 def _top_level_items(scope: str, data: JsonObject, agent_dir: Path, cwd: Path) -> list[ResourceItem]:
@@ -220,7 +206,5 @@ def _candidates(kind: str, scope: str, plain: list[SettingsPath], agent_dir: Pat
         found = [rp.ResourceFile(s.path, s.source, s.scope, s.base_dir)
                  for s in loader.discover(cwd, agent_dir, trusted, [], plain, True)]
     else:
-        base = top_base(scope, agent_dir, cwd)
-        found = rp.settings_files(plain, base, rf.top_level_json, scope)
-        found += [rp.ResourceFile(p, "auto", scope, base) for p in rf.top_level_json(base / "themes")]
+        found = rf.theme_candidates(agent_dir, cwd, trusted, plain)
     return [f for f in found if f.scope == scope]

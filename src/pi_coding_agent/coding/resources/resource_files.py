@@ -45,15 +45,9 @@ def skill_candidates(agent_dir: Path, cwd: Path, trusted: bool, extra_paths: Seq
         project_dirs.append((cwd / PROJECT_DIR / "skills", cwd / PROJECT_DIR))
         project_dirs += [(d, d.parent) for d in ancestor_agents_skill_dirs(cwd) if d != home_skills]
     user_dirs = [(agent_dir / "skills", agent_dir), (home_skills, home_skills.parent)]
-    masked = rp.overridden(settings_paths, agent_dir, collect_pi_mode, "project") if trusted else set()
-    return rp.without_overridden([
-        *rp.settings_files(settings_paths, agent_dir, collect_pi_mode, "project"),
-        *_auto(project_dirs, "project", settings_paths, agent_dir),
-        *rp.settings_files(settings_paths, agent_dir, collect_pi_mode, "user"),
-        *_auto(user_dirs, "user", settings_paths, agent_dir),
-        *packages,
-        *cli,
-    ], masked)
+    return _in_precedence(settings_paths, agent_dir, collect_pi_mode, trusted,
+                          (_auto(project_dirs, "project", settings_paths, agent_dir),
+                           _auto(user_dirs, "user", settings_paths, agent_dir)), [*packages, *cli])
 
 
 def _auto(dirs: list[tuple[Path, Path]], scope: str, settings_paths: Sequence[SettingsPath | str],
@@ -136,18 +130,24 @@ def theme_candidates(agent_dir: Path, cwd: Path, trusted: bool,
 def _scoped_candidates(folder: str, agent_dir: Path, cwd: Path, trusted: bool,
                        settings_paths: Sequence[SettingsPath | str], collect: tuple[rp.Collector, rp.Collector],
                        tail: Sequence[rp.ResourceFile]) -> list[rp.ResourceFile]:
-    """Settings entries and ``<base>/<folder>`` of the project (trusted) then the user, each scope's
-    filters applied, a user file the project unloads left out; ``tail`` after them."""
+    """Settings entries and ``<base>/<folder>`` of the project (trusted) then the user; ``tail`` after them."""
     of_entry, of_folder = collect
     project_dirs = [(cwd / PROJECT_DIR / folder, cwd / PROJECT_DIR)] if trusted else []
-    masked = rp.overridden(settings_paths, agent_dir, of_entry, "project") if trusted else set()
-    return rp.without_overridden([
-        *rp.settings_files(settings_paths, agent_dir, of_entry, "project"),
-        *rp.auto_files(project_dirs, of_folder, "project", settings_paths, agent_dir),
-        *rp.settings_files(settings_paths, agent_dir, of_entry, "user"),
-        *rp.auto_files([(agent_dir / folder, agent_dir)], of_folder, "user", settings_paths, agent_dir),
-        *tail,
-    ], masked)
+    return _in_precedence(settings_paths, agent_dir, of_entry, trusted,
+                          (rp.auto_files(project_dirs, of_folder, "project", settings_paths, agent_dir),
+                           rp.auto_files([(agent_dir / folder, agent_dir)], of_folder, "user", settings_paths,
+                                         agent_dir)), tail)
+
+
+def _in_precedence(settings_paths: Sequence[SettingsPath | str], agent_dir: Path, of_entry: rp.Collector,
+                   trusted: bool, auto: tuple[list[rp.ResourceFile], list[rp.ResourceFile]],
+                   tail: Sequence[rp.ResourceFile]) -> list[rp.ResourceFile]:
+    """pi's order: the project's entries, its folders' files (``auto``: project's, user's), the user's
+    entries, the user's folders' files, ``tail``; each scope's filters applied, and a user file the
+    trusted project's filters switch off left out. Each scope's entries are walked once."""
+    project, masked = rp.scope_files(settings_paths, agent_dir, of_entry, "project")
+    user = rp.settings_files(settings_paths, agent_dir, of_entry, "user")
+    return rp.without_overridden([*project, *auto[0], *user, *auto[1], *tail], masked if trusted else set())
 
 
 def top_level_json(directory: Path) -> list[Path]:

@@ -4,7 +4,7 @@
 then the ``--skill``/``--prompt-template`` paths. Settings lists may also hold filters that apply to
 their own scope (files of the listed entries and of that scope's directories):
 ``!glob`` disables matches, ``+path`` re-enables an exact path, ``-path`` disables an exact path. A
-user file the project's list names and disables stays off (``overridden``).
+user file the project's list names and disables stays off (``scope_files``).
 """
 
 from __future__ import annotations
@@ -55,15 +55,17 @@ def entry_kind(entry: os.DirEntry[str]) -> tuple[bool, bool]:
 def settings_files(entries: Sequence[SettingsPath | str], default_base: Path, collect: Collector,
                    scope: str) -> list[ResourceFile]:
     """Files of the plain entries of one scope, minus what that scope's filters disable."""
-    return [ResourceFile(file, "local", scope, None) for file, on in _settings_states(entries, default_base,
-                                                                                    collect, scope) if on]
+    return scope_files(entries, default_base, collect, scope)[0]
 
 
-def overridden(entries: Sequence[SettingsPath | str], default_base: Path, collect: Collector,
-               scope: str) -> set[str]:
-    """Real paths of the files a scope's entries name and its filters disable: another scope's copy
-    of such a file stays off too (a project unloading a user file, as ``pi config`` writes it)."""
-    return {os.path.realpath(f) for f, on in _settings_states(entries, default_base, collect, scope) if not on}
+def scope_files(entries: Sequence[SettingsPath | str], default_base: Path, collect: Collector,
+                scope: str) -> tuple[list[ResourceFile], set[str]]:
+    """One walk of a scope's entries: the files its filters leave on, and the real paths of those they
+    switch off (another scope's copy of such a file stays off too: a project unloading a user file,
+    as ``pi config`` writes it)."""
+    states = _settings_states(entries, default_base, collect, scope)
+    return ([ResourceFile(file, "local", scope, None) for file, on in states if on],
+            {os.path.realpath(file) for file, on in states if not on})
 
 
 def without_overridden(files: Sequence[ResourceFile], masked: set[str]) -> list[ResourceFile]:

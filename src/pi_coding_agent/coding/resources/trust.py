@@ -9,6 +9,7 @@ Context files (AGENTS.md, ...) do not depend on trust.
 from __future__ import annotations
 
 import os
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import orjson
@@ -23,6 +24,8 @@ TRUST_REQUIRING_PROJECT_ENTRIES = (
 
 
 TrustChoice = tuple[str, bool, list[tuple[Path, bool | None]], Path]  # label, trusted, updates, saved path
+# how a front end asks "Trust project folder?": (agent dir, project dir) -> trusted; it saves the answer
+TrustAsker = Callable[[Path, Path], Awaitable[bool]]
 
 
 def trust_choices(cwd: Path, session_only: bool = False) -> list[TrustChoice]:
@@ -45,6 +48,15 @@ def trust_question_due(agent_dir: Path, cwd: Path, approve_flag: bool | None, de
     trust-requiring project resources and ``defaultProjectTrust`` ``ask``."""
     return (approve_flag is None and default_trust == "ask" and saved_trust_decision(agent_dir, cwd) is None
             and has_trust_requiring_resources(cwd))
+
+
+async def ask_trust_if_due(ask: TrustAsker | None, agent_dir: Path, cwd: Path, approve_flag: bool | None,
+                           default_trust: str) -> bool | None:
+    """The user's answer (saved by ``ask`` as the choice says) when a front end that can ask is given
+    and the question is due; None leaves the decision to the usual rules."""
+    if ask is None or not trust_question_due(agent_dir, cwd, approve_flag, default_trust):
+        return None
+    return await ask(agent_dir, cwd)
 
 
 def is_project_trusted(agent_dir: Path, cwd: Path, approve_flag: bool | None, default_trust: str) -> bool:

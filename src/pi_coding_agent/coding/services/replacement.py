@@ -20,7 +20,7 @@ from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.errors import SessionError
 from pi_coding_agent.coding.extensions.host import ExtensionHost
 from pi_coding_agent.coding.messages import message_text
-from pi_coding_agent.coding.resources.trust import trust_question_due
+from pi_coding_agent.coding.resources.trust import ask_trust_if_due
 
 if TYPE_CHECKING:
     from pi_coding_agent.coding.extensions.runner import ExtensionRunner
@@ -121,9 +121,9 @@ async def _entered_trust(rt: SessionRuntime, ext: ExtensionRunner | None, cwd: P
     if rt.trust_decided(cwd):
         return None
     trusted = await ext.project_trust(cwd) if ext is not None else None
-    if trusted is None and rt.ask_trust is not None and trust_question_due(
-            rt.agent_dir, cwd, rt.options.approve, rt.settings.default_project_trust):
-        trusted = await rt.ask_trust(cwd)
+    if trusted is None:
+        trusted = await ask_trust_if_due(rt.ask_trust, rt.agent_dir, cwd, rt.options.approve,
+                                         rt.settings.default_project_trust)
     return trusted
 
 

@@ -5,6 +5,7 @@ with ``.pi`` resources is first asked about, as pi asks (``trust_prompt``)."""
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -46,17 +47,14 @@ def main(argv: list[str]) -> int:
     from pi_coding_agent.coding import paths
     from pi_coding_agent.coding.cli.main import PI_BUILTIN_EXTENSIONS
     from pi_coding_agent.coding.modes.interactive.resource_config import ResourceConfigApp
+    from pi_coding_agent.coding.modes.interactive.trust_prompt import ask_trust
     from pi_coding_agent.coding.resources.settings import Settings
-    from pi_coding_agent.coding.resources.trust import is_project_trusted, trust_question_due
+    from pi_coding_agent.coding.resources.trust import ask_trust_if_due, is_project_trusted
 
     agent_dir, cwd = paths.agent_dir(), Path.cwd().resolve()
     startup = Settings.load(agent_dir, cwd, project_trusted=True)
-    if trust_question_due(agent_dir, cwd, approve, startup.default_project_trust):
-        from pi_coding_agent.coding.modes.interactive.trust_prompt import ask_trust
-
-        trusted = ask_trust(agent_dir, cwd)
-    else:
-        trusted = is_project_trusted(agent_dir, cwd, approve, startup.default_project_trust)
+    asked = asyncio.run(ask_trust_if_due(ask_trust, agent_dir, cwd, approve, startup.default_project_trust))
+    trusted = is_project_trusted(agent_dir, cwd, approve, startup.default_project_trust) if asked is None else asked
     if local and not trusted:
         print("Project is not trusted. Use --approve to modify local resource config.", file=sys.stderr)
         return 1

@@ -116,7 +116,7 @@ class SidecarHost:
         self._signals: dict[int, AbortSignal] = {}  # open dialog call id -> its signal
         self._sync_fd: int | None = None  # write end of the pipe the sidecar reads sync replies from
         self._posted: set[asyncio.Future[Any]] = set()  # streamed-event invokes not yet answered
-        self._unsent: list[bytes] = []  # posted invokes of this event-loop pass, written at its end
+        self._unsent: list[bytes] = []  # records queued in this event-loop pass, written at its end
         self._pass_info: dict[str, Any] | None = None  # the ctx those invokes carry, read once a pass
         self._mirror = MessageMirror()  # the sidecar's copy of the message ``message_update`` streams
         self._run_signal: AbortSignal | None = None  # the abort signal the sidecar mirrors (ctx.signal)
@@ -187,15 +187,18 @@ class SidecarHost:
         self._waiting[request_id] = future
         self._posted.add(future)
         future.add_done_callback(lambda done: self._posted_done(request_id, done, report))
+        if self._pass_info is None:
+            self._pass_info = self._info(0, ctx)
+        if event["assistantMessageEvent"] is not self._mirror.change:
+            self._queue({"type": "stream", **self._mirror.record(event["message"], event["assistantMessageEvent"])})
+        self._queue({"type": "invoke", "id": request_id, "handler": handler, "streamed": True, "post": True,
+                     "ctx": {**self._pass_info, "token": request_id}})
+
+    def _queue(self, record: JsonObject) -> None:
+        """A record written with the others queued in this event-loop pass, in one write at its end
+        (a network read's deltas: ``message_update`` invokes, a ``streamSimple`` call's events)."""
         if not self._unsent:
             asyncio.get_running_loop().call_soon(self._flush)
-            self._pass_info = self._info(0, ctx)
-        info = self._pass_info if self._pass_info is not None else self._info(0, ctx)
-        if event["assistantMessageEvent"] is not self._mirror.change:
-            stream = {"type": "stream", **self._mirror.record(event["message"], event["assistantMessageEvent"])}
-            self._unsent.append(orjson.dumps(stream, default=jsonable, option=orjson.OPT_APPEND_NEWLINE))
-        record = {"type": "invoke", "id": request_id, "handler": handler, "streamed": True, "post": True,
-                  "ctx": {**info, "token": request_id}}
         self._unsent.append(orjson.dumps(record, default=jsonable, option=orjson.OPT_APPEND_NEWLINE))
 
     def _info(self, token: int, ctx: object, signal: AbortSignal | None = None) -> JsonObject:
@@ -234,7 +237,8 @@ class SidecarHost:
         return asyncio.gather(*self._posted, return_exceptions=True) if self._posted else None
 
     def _flush(self) -> None:
-        """One write for the invokes posted in one event-loop pass (a network read's deltas)."""
+        """One write for the records queued in one event-loop pass; the ctx of its invokes is read again
+        in the next."""
         unsent, self._unsent, self._pass_info = self._unsent, [], None
         if unsent and self.proc is not None and self.proc.stdin is not None:
             self.proc.stdin.write(b"".join(unsent))
@@ -339,7 +343,7 @@ class SidecarHost:
             pi = self._apis.get(record.get("extId") or "") or next(iter(self._apis.values()), None)
             reply["result"] = await run_call(record["method"], record.get("args") or [], ctx, pi,
                                              self._signals.get(record["id"]),
-                                             lambda event: self._send({"type": "event", "id": record["id"], **event}))
+                                             lambda event: self._queue({"type": "event", "id": record["id"], **event}))
         except Exception as exc:
             if record["id"] is None:
                 print(f"Warning: TypeScript extension call {record['method']} failed: {exc}", file=sys.stderr)

@@ -69,9 +69,9 @@ async def open_session(args: CliArgs, ui: Any, **options: Any) -> tuple[AgentSes
     directory is gone, a new one instead and the error, for the app to ask about. "Trust project
     folder?" is asked on the terminal before the app starts, when pi asks it."""
     from pi_coding_agent.coding.bootstrap import create_session
-    from pi_coding_agent.coding.modes.interactive.trust_prompt import ask_trust_async
+    from pi_coding_agent.coding.modes.interactive.trust_prompt import ask_trust
 
-    options.setdefault("ask_trust", ask_trust_async)
+    options.setdefault("ask_trust", ask_trust)
 
     try:
         return await create_session(args, "interactive", ui, **options), None

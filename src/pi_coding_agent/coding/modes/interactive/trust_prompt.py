@@ -1,5 +1,5 @@
 """pi's question "Trust project folder?": at start-up, before the session or app exists (``pi
-config``, and interactive ``pi`` through ``create_session``'s ``ask_trust``), and inside the running
+config``, and interactive ``pi`` through ``create_session``'s ``ask_trust``: ``ask_trust``), and inside the running
 app when a session replacement enters another folder (``ask_trust_in_app``). The five answers of pi
 1.6.0, the chosen one saved in ``trust.json`` (the "this session only" ones save nothing); Escape or
 Ctrl+C answers "not trusted" and saves nothing.
@@ -8,6 +8,7 @@ Ctrl+C answers "not trusted" and saves nothing.
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -78,13 +79,8 @@ def apply_choice(agent_dir: Path, choice: TrustChoice) -> bool:
     return trusted
 
 
-def ask_trust(agent_dir: Path, cwd: Path) -> bool:
-    """Run the question in the terminal; whether the project is trusted."""
-    return bool(TrustPromptApp(agent_dir, cwd).run())
-
-
-async def ask_trust_async(agent_dir: Path, cwd: Path) -> bool:
-    """``ask_trust`` inside a running event loop (interactive start-up, before the main app)."""
+async def ask_trust(agent_dir: Path, cwd: Path) -> bool:
+    """The question in the terminal, before any app (a ``TrustAsker``); whether the project is trusted."""
     return bool(await TrustPromptApp(agent_dir, cwd).run_async())
 
 
@@ -103,7 +99,7 @@ def trust_asked_in_app(app: Any, asking: bool = True) -> Iterator[None]:
     (``SessionRuntime.ask_trust``); ``asking`` False leaves the usual rules alone, as pi's ``/import``."""
     rt = app.session.rt
     if asking:
-        rt.ask_trust = lambda cwd: ask_trust_in_app(app.ui, rt.agent_dir, cwd)
+        rt.ask_trust = functools.partial(ask_trust_in_app, app.ui)
     try:
         yield
     finally:
