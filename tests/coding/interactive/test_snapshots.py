@@ -19,11 +19,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from textual._text_area_theme import TextAreaTheme
 from textual.widget import Widget
 
 from pi_coding_agent.coding import paths
 from pi_coding_agent.coding.modes.interactive import app as app_module
-from pi_coding_agent.coding.modes.interactive import footer
+from pi_coding_agent.coding.modes.interactive import footer, theme
 from pi_coding_agent.coding.modes.interactive.transcript import Transcript
 from tests.coding.interactive.test_interactive import app_maker, screen_text, type_text, until
 
@@ -266,3 +267,37 @@ async def test_a_typed_key_holds_the_transcript_redraw_for_a_moment(make_app, mo
         transcript.flush()
         assert transcript._dirty, "the key's hold kept the transcript from redrawing"
         await until(pilot, lambda: "Held text" in screen_text(app))
+
+
+async def test_a_typed_key_asks_only_the_editor_for_its_lines(make_app, monkeypatch):
+    """Textual's compositor asked every widget for all its lines to paint a key's three editor rows."""
+    app = await make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        app.transcript.handle({"type": "message_start", "message": {"role": "assistant", "content": []}})
+        app.transcript.handle(_delta("\n\n".join(f"Paragraph {i}" for i in range(40))))
+        await until(pilot, lambda: "Paragraph 39" in screen_text(app))
+        await _settled(app)
+        asked: list[str] = []
+        for widget in (app.editor, app.transcript, *app.lines.values(), app.query_one("#header")):
+            original = widget.render_lines
+            monkeypatch.setattr(widget, "render_lines",
+                                lambda crop, w=widget, render=original: asked.append(w.id or "") or render(crop))
+        await pilot.press("x")
+        await until(pilot, lambda: "editor" in asked)
+        assert set(asked) == {"editor"}
+        assert "x" in screen_text(app)
+
+
+async def test_the_editor_fills_its_theme_from_the_css_once_per_change(make_app, monkeypatch):
+    """``TextArea`` re-reads six component styles on each render; the editor only when the CSS changed."""
+    app = await make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: "m1" in screen_text(app))
+        filled: list[Any] = []
+        original = TextAreaTheme.apply_css
+        monkeypatch.setattr(TextAreaTheme, "apply_css", lambda theme, area: filled.append(area) or original(theme, area))
+        await type_text(pilot, "abc")
+        await until(pilot, lambda: "abc" in screen_text(app))
+        assert not filled
+        app.use_palette(theme.load_palette("light", [], []))
+        await until(pilot, lambda: filled and app.editor._theme.base_style.bgcolor.triplet.hex == "#ffffff")

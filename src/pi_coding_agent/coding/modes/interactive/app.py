@@ -26,6 +26,7 @@ from pi_coding_agent.coding.modes.interactive import commands, completion, dialo
 from pi_coding_agent.coding.modes.interactive.blocks import Palette
 from pi_coding_agent.coding.modes.interactive.editor import Editor
 from pi_coding_agent.coding.modes.interactive.keys import KeyMap
+from pi_coding_agent.coding.modes.interactive.main_screen import MainScreen
 from pi_coding_agent.coding.modes.interactive.transcript import Transcript
 from pi_coding_agent.coding.modes.interactive.trust_prompt import UNTRUSTED_WARNING
 from pi_coding_agent.coding.resources.trust import has_trust_requiring_resources
@@ -111,6 +112,9 @@ class PiApp(App[int]):
         self.query_one("#header", Static).update(self._header())
         if not self.session.is_streaming:
             self.spawn(self.transcript.restore(self.session.get_messages()))
+
+    def get_default_screen(self) -> MainScreen:
+        return MainScreen()
 
     def compose(self) -> ComposeResult:
         yield Static(self._header(), id="header")
