@@ -14,6 +14,7 @@ import asyncio
 import json
 import os
 import re
+import sys
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
@@ -301,3 +302,27 @@ async def test_the_editor_fills_its_theme_from_the_css_once_per_change(make_app,
         assert not filled
         app.use_palette(theme.load_palette("light", [], []))
         await until(pilot, lambda: filled and app.editor._theme.base_style.bgcolor.triplet.hex == "#ffffff")
+
+
+async def test_a_key_typed_just_after_a_frame_is_painted_without_waiting_for_the_next_tick(make_app, monkeypatch):
+    """After each frame Textual's update timer sleeps a whole period before looking at the screen again;
+    the main screen paints a repaint as soon as its messages are handled instead."""
+    app = await make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: "m1" in screen_text(app))
+        timer = app.screen._update_timer
+        resumed: list[bool] = []
+        original = timer.resume
+        monkeypatch.setattr(timer, "resume", lambda: resumed.append(True) or original())
+        await type_text(pilot, "ab")
+        await until(pilot, lambda: "ab" in screen_text(app))
+        assert not resumed
+
+
+async def test_the_app_lets_its_input_and_output_threads_have_the_gil_soon(make_app):
+    previous = sys.getswitchinterval()
+    app = await make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: "m1" in screen_text(app))
+        assert sys.getswitchinterval() <= app_module.SWITCH_INTERVAL_S
+    assert sys.getswitchinterval() == previous

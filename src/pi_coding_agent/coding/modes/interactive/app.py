@@ -8,6 +8,8 @@ are ``commands.py``'s; extension dialogs arrive through ``dialogs.TuiExtensionUI
 from __future__ import annotations
 
 import asyncio
+import os
+import sys
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
@@ -32,6 +34,8 @@ from pi_coding_agent.coding.modes.interactive.trust_prompt import UNTRUSTED_WARN
 from pi_coding_agent.coding.resources.trust import has_trust_requiring_resources
 
 if TYPE_CHECKING:
+    from textual.driver import Driver
+
     from pi_coding_agent.coding.agent_session import AgentSession
     from pi_coding_agent.coding.events import AgentEvent
     from pi_coding_agent.coding.modes.interactive.dialogs import TuiExtensionUI
@@ -43,6 +47,10 @@ SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 # wait for their imports (about 200 ms of CPU, which pi pays at launch)
 WARM_UP_AFTER_S = 0.25
 ANSWER_MODULES = ("rich.markdown",)
+# A painted frame is written to the terminal by Textual's output thread, and a key is read by its input
+# thread; either waits for the GIL while the event loop runs (a streamed delta, a frame), by default up
+# to 5 ms: a typed key's frame waited that long for its write about one time in four while streaming.
+SWITCH_INTERVAL_S = 0.0005
 FOOTER_EVENTS = ("message_end", "agent_settled", "thinking_level_changed", "session_info_changed",
                  "compaction_end", "model_changed")
 
@@ -64,7 +72,7 @@ class PiApp(App[int]):
                  initial: list[str] | None = None, images: list[dict[str, Any]] | None = None,
                  opening: Callable[[PiApp], Awaitable[bool]] | None = None) -> None:
         """``opening``: a dialog before the first messages (``-r``'s picker); False ends pi."""
-        super().__init__()
+        super().__init__(driver_class=_driver_class())
         self.session = session
         self.ui = ui
         self.keymap = keymap
@@ -88,6 +96,7 @@ class PiApp(App[int]):
         self._held_title: str | None = None  # not None while the terminal is lent (the last title asked for)
         self._tasks: set[asyncio.Task[Any]] = set()
         self._unsubscribe: Any = None
+        self._switch_interval = sys.getswitchinterval()  # the process's, back once the app ends
         self._register_theme()
 
     # ------------------------------------------------------------------ layout
@@ -132,6 +141,7 @@ class PiApp(App[int]):
         return Text.assemble((f"pi {__version__}", f"bold {self.palette['accent']}"), "  ", keys)
 
     async def on_mount(self) -> None:
+        sys.setswitchinterval(min(self._switch_interval, SWITCH_INTERVAL_S))
         self._unsubscribe = self.session.subscribe(self._on_session_event)
         extension_hooks.install(self)
         await self.transcript.restore(self.session.get_messages())
@@ -175,6 +185,7 @@ class PiApp(App[int]):
             await self.session.wait_for_idle()
 
     def on_unmount(self) -> None:
+        sys.setswitchinterval(self._switch_interval)
         if self._unsubscribe is not None:
             self._unsubscribe()
 
@@ -380,6 +391,16 @@ class PiApp(App[int]):
 
     def paste_to_editor(self, text: str) -> None:
         self.editor.insert(text)
+
+
+def _driver_class() -> type[Driver] | None:
+    """Textual's terminal driver with its input and output on the loop's thread (``terminal_driver``),
+    where Textual would use its ``LinuxDriver``; None (Textual's choice) elsewhere."""
+    if sys.platform == "win32" or os.environ.get("TEXTUAL_DRIVER"):
+        return None
+    from pi_coding_agent.coding.modes.interactive.terminal_driver import LoopDriver
+
+    return LoopDriver
 
 
 def _find_rg(session: AgentSession) -> str | None:

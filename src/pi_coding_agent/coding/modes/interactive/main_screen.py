@@ -1,4 +1,4 @@
-"""The app's main screen: a frame renders only the part of each widget that changed.
+"""The app's main screen: a frame renders only the part of each widget that changed, at once.
 
 Textual's compositor paints a frame's dirty regions, but first asks every widget that shares the
 screen's clip for all of its lines (cached or not, each passed through the styles cache and the
@@ -6,12 +6,19 @@ colour filters) and then keeps only the dirty rows. On the main screen every wid
 screen's clip, so a typed key (three rows of the editor) rendered the whole transcript, header,
 status and footer too: about half of a keypress frame's CPU, and as much again in each streamed
 transcript frame. ``CroppedCompositor`` asks each widget only for its lines inside the dirty area.
+
+Textual paints a changed screen on its update timer's next tick, and after each tick that timer
+sleeps a whole period (4 ms at our 240 frames a second) before it looks again: a key typed within
+that time of the last frame waited for the rest of it. ``MainScreen`` paints a repaint without a
+layout as soon as the screen's messages are handled; a layout still waits for the tick, which
+gathers the layouts of a start-up or a resize into one.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
+from textual import events
 from textual._compositor import Compositor
 from textual.geometry import Region
 from textual.screen import Screen
@@ -38,3 +45,9 @@ class MainScreen(Screen[None]):
     def __init__(self) -> None:
         super().__init__(id="_default")  # the id Textual gives its default screen
         self._compositor = CroppedCompositor()
+
+    async def _on_idle(self, event: events.Idle) -> None:
+        """Widgets to repaint, and no layout: painted now (``Screen._on_idle`` runs next, and finds
+        nothing left to schedule)."""
+        if self._dirty_widgets and not (self._layout_required or self._scroll_required or self._recompose_required):
+            self._on_timer_update()
