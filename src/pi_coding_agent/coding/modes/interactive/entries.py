@@ -142,8 +142,7 @@ class TextPart:
 
     def render(self, canvas: Canvas) -> None:
         if self.thinking:
-            shown = "Thinking… (ctrl+t to show)" if self.collapsed else self.text.strip()
-            self.lines = canvas.strips(Text(shown, style=f"italic {self.palette.get('thinkingText', '')}"))
+            self.lines = self._thinking(canvas)
             return
         split = len(self.text) if self.done else blocks.stable_split(self.text, self._frozen_to)
         if split > self._frozen_to:
@@ -154,6 +153,21 @@ class TextPart:
             self._frozen_to = split
         tail = self._markdown(canvas, self.text[self._frozen_to:])
         self.lines = [*self._frozen, canvas.blank(), *tail] if self._frozen and tail else self._frozen + tail
+
+    def _thinking(self, canvas: Canvas) -> list[Strip]:
+        """Plain text wraps line by line: the lines before the last newline are rendered once, and
+        only the line being written again each frame (a long thinking block stays cheap to stream)."""
+        style = f"italic {self.palette.get('thinkingText', '')}"
+        if self.collapsed:
+            return canvas.strips(Text("Thinking… (ctrl+t to show)", style=style))
+        shown = self.text.strip()
+        cut = shown.rfind("\n")  # text before a newline no longer changes as deltas arrive
+        if cut > self._frozen_to:
+            done = self._frozen_to + 1 if self._frozen_to else 0  # after the newline that ended the last cut
+            self._frozen += canvas.strips(Text(shown[done:cut], style=style))
+            self._frozen_to = cut
+        tail = shown[self._frozen_to + 1:] if self._frozen_to else shown
+        return [*self._frozen, *canvas.strips(Text(tail, style=style))]
 
     def _markdown(self, canvas: Canvas, text: str) -> list[Strip]:
         return canvas.strips(blocks.markdown(text, self.palette)) if text.strip() else []
