@@ -326,3 +326,17 @@ async def test_the_app_lets_its_input_and_output_threads_have_the_gil_soon(make_
         await until(pilot, lambda: "m1" in screen_text(app))
         assert sys.getswitchinterval() <= app_module.SWITCH_INTERVAL_S
     assert sys.getswitchinterval() == previous
+
+
+async def test_a_typed_character_is_painted_by_the_key_handler(make_app, monkeypatch):
+    """Not after the editor's refresh went through its own and the screen's message queues."""
+    app = await make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: "m1" in screen_text(app))
+        updated: list[Any] = []
+        original = type(app.screen)._on_update
+        monkeypatch.setattr(type(app.screen), "_on_update",
+                            lambda screen, message: updated.append(message.widget) or original(screen, message))
+        await type_text(pilot, "ab")
+        await until(pilot, lambda: "ab" in screen_text(app))
+        assert app.editor not in updated

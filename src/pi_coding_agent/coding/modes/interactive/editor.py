@@ -21,6 +21,7 @@ from textual.widgets.option_list import Option
 
 from pi_coding_agent.coding.modes.interactive import completion
 from pi_coding_agent.coding.modes.interactive.keys import KeyMap
+from pi_coding_agent.coding.modes.interactive.main_screen import MainScreen
 
 PASTE_COLLAPSE_LINES = 10
 _PASTE_MARKER = re.compile(r"\[paste #(\d+) \+\d+ lines\]")
@@ -86,6 +87,8 @@ class Editor(TextArea):
             return
         if action is None or (action == "app.clear" and self.selection.start != self.selection.end):
             await super()._on_key(event)
+            if event.is_printable and isinstance(self.screen, MainScreen):
+                self.screen.paint_now(self)  # the character on the terminal before anything else runs
             return
         event.stop()
         event.prevent_default()

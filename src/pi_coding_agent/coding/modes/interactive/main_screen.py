@@ -10,8 +10,9 @@ transcript frame. ``CroppedCompositor`` asks each widget only for its lines insi
 Textual paints a changed screen on its update timer's next tick, and after each tick that timer
 sleeps a whole period (4 ms at our 240 frames a second) before it looks again: a key typed within
 that time of the last frame waited for the rest of it. ``MainScreen`` paints a repaint without a
-layout as soon as the screen's messages are handled; a layout still waits for the tick, which
-gathers the layouts of a start-up or a resize into one.
+layout as soon as the screen's messages are handled, and a typed character in the editor's key
+handler (``paint_now``); a layout still waits for the tick, which gathers the layouts of a start-up
+or a resize into one.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from textual._compositor import Compositor
 from textual.geometry import Region
 from textual.screen import Screen
 from textual.strip import Strip
+from textual.widget import Widget
 
 
 class CroppedCompositor(Compositor):
@@ -45,6 +47,17 @@ class MainScreen(Screen[None]):
     def __init__(self) -> None:
         super().__init__(id="_default")  # the id Textual gives its default screen
         self._compositor = CroppedCompositor()
+
+    def paint_now(self, widget: Widget) -> None:
+        """Paint ``widget``'s pending repaint in this call (a typed character), instead of after its
+        refresh went through its own and the screen's message queues; left to them when it, or the
+        screen, needs more than a repaint."""
+        if not widget._repaint_required or widget._layout_required or widget._scroll_required:
+            return
+        widget._repaint_required = False
+        self._dirty_widgets.add(widget)
+        if not (self._layout_required or self._scroll_required or self._recompose_required):
+            self._on_timer_update()
 
     async def _on_idle(self, event: events.Idle) -> None:
         """Widgets to repaint, and no layout: painted now (``Screen._on_idle`` runs next, and finds
