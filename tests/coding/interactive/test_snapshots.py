@@ -14,7 +14,6 @@ import asyncio
 import json
 import os
 import re
-import sys
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
@@ -317,15 +316,6 @@ async def test_a_key_typed_just_after_a_frame_is_painted_without_waiting_for_the
         await type_text(pilot, "ab")
         await until(pilot, lambda: "ab" in screen_text(app))
         assert not resumed
-
-
-async def test_the_app_lets_its_input_and_output_threads_have_the_gil_soon(make_app):
-    previous = sys.getswitchinterval()
-    app = await make_app()
-    async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, lambda: "m1" in screen_text(app))
-        assert sys.getswitchinterval() <= app_module.SWITCH_INTERVAL_S
-    assert sys.getswitchinterval() == previous
 
 
 async def test_a_typed_character_is_painted_by_the_key_handler(make_app, monkeypatch):

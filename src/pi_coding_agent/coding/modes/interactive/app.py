@@ -47,10 +47,6 @@ SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 # wait for their imports (about 200 ms of CPU, which pi pays at launch)
 WARM_UP_AFTER_S = 0.25
 ANSWER_MODULES = ("rich.markdown",)
-# A painted frame is written to the terminal by Textual's output thread, and a key is read by its input
-# thread; either waits for the GIL while the event loop runs (a streamed delta, a frame), by default up
-# to 5 ms: a typed key's frame waited that long for its write about one time in four while streaming.
-SWITCH_INTERVAL_S = 0.0005
 FOOTER_EVENTS = ("message_end", "agent_settled", "thinking_level_changed", "session_info_changed",
                  "compaction_end", "model_changed")
 
@@ -96,7 +92,6 @@ class PiApp(App[int]):
         self._held_title: str | None = None  # not None while the terminal is lent (the last title asked for)
         self._tasks: set[asyncio.Task[Any]] = set()
         self._unsubscribe: Any = None
-        self._switch_interval = sys.getswitchinterval()  # the process's, back once the app ends
         self._register_theme()
 
     # ------------------------------------------------------------------ layout
@@ -141,7 +136,6 @@ class PiApp(App[int]):
         return Text.assemble((f"pi {__version__}", f"bold {self.palette['accent']}"), "  ", keys)
 
     async def on_mount(self) -> None:
-        sys.setswitchinterval(min(self._switch_interval, SWITCH_INTERVAL_S))
         self._unsubscribe = self.session.subscribe(self._on_session_event)
         extension_hooks.install(self)
         await self.transcript.restore(self.session.get_messages())
@@ -185,7 +179,6 @@ class PiApp(App[int]):
             await self.session.wait_for_idle()
 
     def on_unmount(self) -> None:
-        sys.setswitchinterval(self._switch_interval)
         if self._unsubscribe is not None:
             self._unsubscribe()
 
