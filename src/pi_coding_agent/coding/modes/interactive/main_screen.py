@@ -51,16 +51,19 @@ class MainScreen(Screen[None]):
     def paint_now(self, widget: Widget) -> None:
         """Paint ``widget``'s pending repaint in this call (a typed character), instead of after its
         refresh went through its own and the screen's message queues; left to them when it, or the
-        screen, needs more than a repaint."""
-        if not widget._repaint_required or widget._layout_required or widget._scroll_required:
+        screen, needs more than a repaint, or the screen cannot paint now."""
+        if (not widget._repaint_required or widget._layout_required or widget._scroll_required
+                or self._needs_layout() or not self.is_current or self.app._batch_count):
             return
         widget._repaint_required = False
         self._dirty_widgets.add(widget)
-        if not (self._layout_required or self._scroll_required or self._recompose_required):
-            self._on_timer_update()
+        self._on_timer_update()
 
     async def _on_idle(self, event: events.Idle) -> None:
         """Widgets to repaint, and no layout: painted now (``Screen._on_idle`` runs next, and finds
         nothing left to schedule)."""
-        if self._dirty_widgets and not (self._layout_required or self._scroll_required or self._recompose_required):
+        if self._dirty_widgets and not self._needs_layout():
             self._on_timer_update()
+
+    def _needs_layout(self) -> bool:
+        return self._layout_required or self._scroll_required or self._recompose_required
