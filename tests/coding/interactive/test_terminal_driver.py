@@ -5,14 +5,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 from textual import constants, events
 
 from pi_coding_agent.coding.modes.interactive.terminal_driver import LoopInput
-from tests.coding.interactive.test_interactive import until
 
 
 @pytest.fixture
@@ -24,13 +23,13 @@ def pipe() -> Iterator[tuple[int, int]]:
             os.close(fd)
 
 
-class _Pilot:
-    """``until`` needs only ``pause`` and ``app``."""
-
-    app: Any = None
-
-    async def pause(self, delay: float) -> None:
-        await asyncio.sleep(delay)
+async def _until(predicate: Callable[[], object], timeout: float = 5.0) -> None:
+    """Let the loop run until ``predicate()`` holds (it fails the test on timeout)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not predicate():
+        assert loop.time() < deadline, "timed out"
+        await asyncio.sleep(0.01)
 
 
 def _keys(received: list[Any]) -> list[str]:
@@ -43,7 +42,7 @@ async def test_keys_are_read_on_the_loop_as_they_arrive(pipe):
     reader = LoopInput(read, received.append, lambda: received.append("failed"))
     try:
         os.write(write, b"ab\x1b[A")  # two letters and the up arrow, in one read
-        await until(_Pilot(), lambda: len(_keys(received)) == 3, timeout=5)
+        await _until(lambda: len(_keys(received)) == 3)
         assert _keys(received) == ["a", "b", "up"]
     finally:
         reader.close()
@@ -57,7 +56,7 @@ async def test_a_lone_escape_is_a_key_once_the_escape_delay_has_passed(pipe):
         loop = asyncio.get_running_loop()
         sent = loop.time()
         os.write(write, b"\x1b")
-        await until(_Pilot(), lambda: _keys(received) == ["escape"], timeout=5)
+        await _until(lambda: _keys(received) == ["escape"])
         assert loop.time() - sent >= constants.ESCAPE_DELAY  # it might have been the start of a sequence
     finally:
         reader.close()
@@ -77,6 +76,6 @@ async def test_the_end_of_the_input_stops_reading(pipe):
     received: list[Any] = []
     reader = _Recording(read, received.append, lambda: received.append("failed"))
     os.close(write)
-    await until(_Pilot(), lambda: reader.closed, timeout=5)
+    await _until(lambda: reader.closed)
     assert not asyncio.get_running_loop().remove_reader(read)
     assert received == []
