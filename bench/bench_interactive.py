@@ -1,26 +1,31 @@
 """Interactive mode in a real terminal (tmux), ours against the reference pi 1.6.0's.
 
 Launch: wall time from starting ``pi`` in a fresh 120x40 tmux pane to the footer showing the model
-(the editor is ready then), polled with ``capture-pane`` every 10 ms, and the CPU time the process had
-used by then (steadier than wall time on a loaded machine). Streaming: one prompt whose reply is
-``--chunks`` tiny text deltas from the fake LLM server (``tests/support/fakes/llm_server.py``), ending
-in a marker; the CPU time of the ``pi`` process (``common.cpu_seconds``) from typing Enter to the
-marker being on screen, divided by the chunk count, is what drawing a delta costs. Keypress: while a
-second reply streams (2 ms between deltas), twelve keys are typed one at a time; the time from
-``send-keys`` to the typed text being on screen, median (it includes starting a tmux client, 3-20 ms
-on a loaded machine, on both sides). RSS: the peak of ``pi --session`` on a generated 1,000-message
-session (markdown answers with a code block each), 2 s after its footer shows. ``/resume``: with 500
-sessions of 20 messages in the project's session folder, the time and CPU from Enter on ``/resume``
-to the newest session being listed. Each side starts once before the runs (its config checked and
-cached, as on a user's second launch); the sides alternate run by run; tmux's own CPU is not counted.
+(the editor is ready then), and the CPU time the process had used by then (steadier than wall time
+on a loaded machine). Streaming: one prompt whose reply is ``--chunks`` tiny text deltas from the
+fake LLM server (``tests/support/fakes/llm_server.py``), ending in a marker; the CPU time of the
+``pi`` process (``common.cpu_seconds``) from typing Enter to the marker being on screen, divided by
+the chunk count, is what drawing a delta costs. Keypress: while a second reply streams (2 ms
+between deltas), 24 keys are typed one at a time; the time from ``send-keys`` to the typed text
+being on screen, median. Keys and screen reads go through one tmux control-mode client per pane
+(``Control``): no tmux client process starts per key or read, and the screen is read as soon as
+tmux reports a write of the pane (and every 50 ms besides). RSS: the peak of ``pi --session`` on a
+generated 1,000-message session (markdown answers with a code block each), 2 s after its footer
+shows. ``/resume``: with 500 sessions of 20 messages in the project's session folder, the time and
+CPU from Enter on ``/resume`` to the newest session being listed. Each side starts once before the
+runs (its config checked and cached, as on a user's second launch); the sides alternate run by run;
+tmux's own CPU is not counted.
 
-Usage: .venv/bin/python bench/bench_interactive.py [--runs 3] [--chunks 5000]
+Usage: .venv/bin/python bench/bench_interactive.py [--runs 3] [--chunks 5000] [--keys-only]
+(``--keys-only``: launch, streaming and keypress, without ``/resume`` and the long session)
 """
 
 from __future__ import annotations
 
 import json
 import os
+import select
+import shlex
 import shutil
 import subprocess
 import sys
@@ -36,6 +41,69 @@ MARKER = "ENDOFSTREAM"
 TYPED = "QXJVKZ"  # capitals the streamed text never contains, typed one at a time
 PROBE = "resume-probe"  # the first message of each generated session
 SESSIONS = 500
+RECHECK_S = 0.05  # a wait reads the screen after each write of the pane, and this often besides
+KEY_ROUNDS = 4  # TYPED typed this many times: 24 keys, a steadier median than 12
+
+
+class Control:
+    """A tmux control-mode client (``tmux -C``) attached to a pane's session: keys are typed and the
+    screen is read over one connection, so neither starts a tmux client process (3-20 ms on a loaded
+    machine, which the keypress row measured along with the app). tmux tells it when the pane
+    wrote (``%output``), so a wait reads the screen after each write instead of on a clock."""
+
+    def __init__(self, tmux: list[str], env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen([*tmux, "-C", "attach", "-t", "b"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, env=env, bufsize=0)
+        assert self.proc.stdout is not None
+        self._fd = self.proc.stdout.fileno()
+        self._pending = b""
+        self.wrote = False  # the pane wrote since this was last cleared
+        self._reply()  # the attach's own block
+
+    def command(self, line: str) -> list[str]:
+        """The output lines of one tmux command."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(line.encode() + b"\n")
+        return self._reply()
+
+    def wait_output(self, timeout_s: float) -> None:
+        """Until the pane writes (or ``timeout_s`` passes)."""
+        deadline = time.monotonic() + timeout_s
+        while not self.wrote and (left := deadline - time.monotonic()) > 0:
+            self._line(left)
+
+    def _reply(self) -> list[str]:
+        """The lines between the next ``%begin`` and its ``%end`` (notifications outside are noted)."""
+        out: list[str] | None = None
+        while True:
+            text = self._line(None)
+            if text is None:
+                continue
+            if out is None:
+                out = [] if text.startswith("%begin ") else None
+            elif text.startswith(("%end ", "%error ")):
+                return out
+            else:
+                out.append(text)
+
+    def _line(self, timeout_s: float | None) -> str | None:
+        """The next line from tmux, None when ``timeout_s`` passed first."""
+        while b"\n" not in self._pending:
+            if not select.select([self._fd], [], [], timeout_s)[0]:
+                return None
+            data = os.read(self._fd, 1 << 16)
+            if not data:
+                raise RuntimeError("tmux control client ended")
+            self._pending += data
+        line, self._pending = self._pending.split(b"\n", 1)
+        if line.startswith(b"%output "):
+            self.wrote = True
+        return line.decode(errors="replace")
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(timeout=10)
 
 
 class Pane:
@@ -49,31 +117,37 @@ class Pane:
         line = " ".join([*cmd, *opened, "--provider", PROVIDER, "--model", MODEL]) + "; sleep 30"
         self.started = time.monotonic()
         self._tmux("new-session", "-d", "-s", "b", "-x", "120", "-y", "40", "-c", str(home), line)
+        self.control = Control(self._base(), env)
+
+    def _base(self) -> list[str]:
+        return ["tmux", "-L", self.socket, "-f", "/dev/null"]
 
     def _tmux(self, *args: str) -> str:
-        done = subprocess.run(["tmux", "-L", self.socket, "-f", "/dev/null", *args], capture_output=True,
-                              env=self.env, timeout=30, check=False)
+        done = subprocess.run([*self._base(), *args], capture_output=True, env=self.env, timeout=30, check=False)
         return done.stdout.decode(errors="replace")
 
     def wait_for(self, text: str, last_lines: int = 40, timeout_s: float = 120.0) -> float:
-        """Seconds since start until ``text`` shows in the last ``last_lines`` rows."""
+        """Seconds since start until ``text`` shows in the last ``last_lines`` rows (the screen read
+        after each write of the pane, and every ``RECHECK_S`` besides)."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            rows = self._tmux("capture-pane", "-p", "-t", "b").rstrip("\n").split("\n")
+            self.control.wrote = False
+            rows = self.control.command("capture-pane -p -t b")
             if text in "\n".join(rows[-last_lines:]):
                 return time.monotonic() - self.started
-            time.sleep(0.01)
+            self.control.wait_output(RECHECK_S)
         raise RuntimeError(f"{text!r} never showed")
 
     def pid(self) -> int:
-        shell = int(self._tmux("list-panes", "-t", "b", "-F", "#{pane_pid}").strip())
+        shell = int(self.control.command("list-panes -t b -F '#{pane_pid}'")[0].strip())
         children = Path(f"/proc/{shell}/task/{shell}/children").read_text().split()
         return int(children[0])
 
     def keys(self, *keys: str) -> None:
-        self._tmux("send-keys", "-t", "b", *keys)
+        self.control.command(" ".join(["send-keys", "-t", "b", *(shlex.quote(key) for key in keys)]))
 
     def close(self) -> None:
+        self.control.close()
         self._tmux("kill-server")
 
 
@@ -106,7 +180,7 @@ def run_once(cmd: list[str], home: Path, chunks: int) -> tuple[float, float, flo
         pane.keys("again", "Enter")  # the slow reply: keys typed while it streams
         time.sleep(0.5)
         typed, latencies = "", []
-        for key in TYPED * 2:
+        for key in TYPED * KEY_ROUNDS:
             typed += key
             sent = time.monotonic()
             pane.keys(key)
@@ -179,7 +253,8 @@ def write_session(path: Path, cwd: Path, messages: int, session_id: str = "bench
     os.utime(path, (epoch_ms / 1000, epoch_ms / 1000))
 
 
-def results(runs: int = 3, chunks: int = 5000) -> list[Row]:
+def results(runs: int = 3, chunks: int = 5000, keys_only: bool = False) -> list[Row]:
+    """``keys_only``: launch, streaming and keypress only (no ``/resume``, no long session)."""
     if shutil.which("tmux") is None:
         sys.exit("tmux is not installed")
     reply = scripted_reply(chunks)
@@ -192,15 +267,18 @@ def results(runs: int = 3, chunks: int = 5000) -> list[Row]:
     measured: dict[str, list[list[float]]] = {}
     homes = {side: warm_home(cmd, url) for side, cmd in sides.items() if cmd is not None}
     for home in homes.values():
-        write_sessions(home, SESSIONS)
+        if not keys_only:
+            write_sessions(home, SESSIONS)
     try:
         for _ in range(runs):  # the sides alternate, so a change in the machine's load hits both
             for side, home in homes.items():
                 cmd = sides[side] or []
                 launch, launch_cpu, per_delta, keypress = run_once(cmd, home, chunks)
-                resume, resume_cpu = resume_picker(cmd, home, SESSIONS)
-                values = [launch * 1000, launch_cpu * 1000, per_delta, keypress, session_rss(cmd, home, 1000),
-                          resume * 1000, resume_cpu * 1000]
+                print(f"{side}: keypress {keypress:.1f} ms, {per_delta:.1f} us a delta", file=sys.stderr)
+                values = [launch * 1000, launch_cpu * 1000, per_delta, keypress]
+                if not keys_only:
+                    resume, resume_cpu = resume_picker(cmd, home, SESSIONS)
+                    values += [session_rss(cmd, home, 1000), resume * 1000, resume_cpu * 1000]
                 for column, value in zip(measured.setdefault(side, [[] for _ in values]), values, strict=True):
                     column.append(value)
     finally:
@@ -213,8 +291,12 @@ def results(runs: int = 3, chunks: int = 5000) -> list[Row]:
              (f"CPU of /resume with {SESSIONS} sessions", "ms")]
     ours, ref = measured["ours"], measured.get("reference")
     return [Row("interactive", name, unit, median(ours[i]), median(ref[i]) if ref else None, 0.5)
-            for i, (name, unit) in enumerate(names)]
+            for i, (name, unit) in enumerate(names[:len(ours)])]
 
 
 if __name__ == "__main__":
-    common.runs_and_chunks_main(__doc__ or "", results, "the reference pi 1.6.0 in tmux")
+    keys_only = "--keys-only" in sys.argv
+    if keys_only:
+        sys.argv.remove("--keys-only")
+    common.runs_and_chunks_main(__doc__ or "", lambda runs, chunks: results(runs, chunks, keys_only),
+                                "the reference pi 1.6.0 in tmux")

@@ -19,11 +19,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from textual._text_area_theme import TextAreaTheme
 from textual.widget import Widget
 
 from pi_coding_agent.coding import paths
 from pi_coding_agent.coding.modes.interactive import app as app_module
-from pi_coding_agent.coding.modes.interactive import footer
+from pi_coding_agent.coding.modes.interactive import footer, theme
 from pi_coding_agent.coding.modes.interactive.transcript import Transcript
 from tests.coding.interactive.test_interactive import app_maker, screen_text, type_text, until
 
@@ -214,7 +215,8 @@ def _record_refreshes(monkeypatch: Any, widget: type = Transcript) -> list[tuple
     original = widget.refresh
 
     def refresh(self: Any, *regions: Any, layout: bool = False, **options: Any) -> Any:
-        calls.append((layout, sum(region.height for region in regions) if regions else self.size.height))
+        if self.is_attached:  # not a widget built off screen (the app's warm-up builds the pickers' ones)
+            calls.append((layout, sum(region.height for region in regions) if regions else self.size.height))
         return original(self, *regions, layout=layout, **options)
 
     monkeypatch.setattr(widget, "refresh", refresh)
@@ -266,3 +268,69 @@ async def test_a_typed_key_holds_the_transcript_redraw_for_a_moment(make_app, mo
         transcript.flush()
         assert transcript._dirty, "the key's hold kept the transcript from redrawing"
         await until(pilot, lambda: "Held text" in screen_text(app))
+
+
+async def test_a_typed_key_asks_only_the_editor_for_its_lines(make_app, monkeypatch):
+    """Textual's compositor asked every widget for all its lines to paint a key's three editor rows."""
+    app = await make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        app.transcript.handle({"type": "message_start", "message": {"role": "assistant", "content": []}})
+        app.transcript.handle(_delta("\n\n".join(f"Paragraph {i}" for i in range(40))))
+        await until(pilot, lambda: "Paragraph 39" in screen_text(app))
+        await _settled(app)
+        asked: list[str] = []
+        for widget in (app.editor, app.transcript, *app.lines.values(), app.query_one("#header")):
+            original = widget.render_lines
+            monkeypatch.setattr(widget, "render_lines",
+                                lambda crop, w=widget, render=original: asked.append(w.id or "") or render(crop))
+        await pilot.press("x")
+        await until(pilot, lambda: "editor" in asked)
+        assert set(asked) == {"editor"}
+        assert "x" in screen_text(app)
+
+
+async def test_the_editor_fills_its_theme_from_the_css_once_per_change(make_app, monkeypatch):
+    """``TextArea`` re-reads six component styles on each render; the editor only when the CSS changed."""
+    app = await make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: "m1" in screen_text(app))
+        filled: list[Any] = []
+        original = TextAreaTheme.apply_css
+        monkeypatch.setattr(TextAreaTheme, "apply_css", lambda theme, area: filled.append(area) or original(theme, area))
+        await type_text(pilot, "abc")
+        await until(pilot, lambda: "abc" in screen_text(app))
+        assert not filled
+        app.use_palette(theme.load_palette("light", [], []))
+        await until(pilot, lambda: filled and app.editor._theme.base_style.bgcolor.triplet.hex == "#ffffff")
+
+
+async def test_a_key_typed_just_after_a_frame_is_painted_without_waiting_for_the_next_tick(make_app, monkeypatch):
+    """After each frame Textual's update timer sleeps a whole period before looking at the screen again;
+    the main screen paints a repaint as soon as its messages are handled instead."""
+    app = await make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: "m1" in screen_text(app))
+        await _settled(app)  # start-up's last frames (and the warm-up's) behind
+        screen = app.screen
+        waited: list[bool] = []  # the timer resumed with the editor's repaint pending
+        original = screen._update_timer.resume
+        monkeypatch.setattr(screen._update_timer, "resume",
+                            lambda: waited.append(app.editor in screen._dirty_widgets) or original())
+        await type_text(pilot, "ab")
+        await until(pilot, lambda: "ab" in screen_text(app))
+        assert not any(waited)
+
+
+async def test_a_typed_character_is_painted_by_the_key_handler(make_app, monkeypatch):
+    """Not after the editor's refresh went through its own and the screen's message queues."""
+    app = await make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: "m1" in screen_text(app))
+        await _settled(app)  # start-up's last frames (and the warm-up's) behind
+        updated: list[Any] = []
+        original = type(app.screen)._on_update
+        monkeypatch.setattr(type(app.screen), "_on_update",
+                            lambda screen, message: updated.append(message.widget) or original(screen, message))
+        await type_text(pilot, "ab")
+        await until(pilot, lambda: "ab" in screen_text(app))
+        assert app.editor not in updated

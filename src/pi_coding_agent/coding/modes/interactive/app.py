@@ -8,6 +8,8 @@ are ``commands.py``'s; extension dialogs arrive through ``dialogs.TuiExtensionUI
 from __future__ import annotations
 
 import asyncio
+import os
+import sys
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
@@ -26,11 +28,14 @@ from pi_coding_agent.coding.modes.interactive import commands, completion, dialo
 from pi_coding_agent.coding.modes.interactive.blocks import Palette
 from pi_coding_agent.coding.modes.interactive.editor import Editor
 from pi_coding_agent.coding.modes.interactive.keys import KeyMap
+from pi_coding_agent.coding.modes.interactive.main_screen import MainScreen
 from pi_coding_agent.coding.modes.interactive.transcript import Transcript
 from pi_coding_agent.coding.modes.interactive.trust_prompt import UNTRUSTED_WARNING
 from pi_coding_agent.coding.resources.trust import has_trust_requiring_resources
 
 if TYPE_CHECKING:
+    from textual.driver import Driver
+
     from pi_coding_agent.coding.agent_session import AgentSession
     from pi_coding_agent.coding.events import AgentEvent
     from pi_coding_agent.coding.modes.interactive.dialogs import TuiExtensionUI
@@ -63,7 +68,7 @@ class PiApp(App[int]):
                  initial: list[str] | None = None, images: list[dict[str, Any]] | None = None,
                  opening: Callable[[PiApp], Awaitable[bool]] | None = None) -> None:
         """``opening``: a dialog before the first messages (``-r``'s picker); False ends pi."""
-        super().__init__()
+        super().__init__(driver_class=_driver_class())
         self.session = session
         self.ui = ui
         self.keymap = keymap
@@ -111,6 +116,9 @@ class PiApp(App[int]):
         self.query_one("#header", Static).update(self._header())
         if not self.session.is_streaming:
             self.spawn(self.transcript.restore(self.session.get_messages()))
+
+    def get_default_screen(self) -> MainScreen:
+        return MainScreen()
 
     def compose(self) -> ComposeResult:
         yield Static(self._header(), id="header")
@@ -376,6 +384,16 @@ class PiApp(App[int]):
 
     def paste_to_editor(self, text: str) -> None:
         self.editor.insert(text)
+
+
+def _driver_class() -> type[Driver] | None:
+    """Textual's terminal driver with its input and output on the loop's thread (``terminal_driver``),
+    where Textual would use its ``LinuxDriver``; None (Textual's choice) elsewhere."""
+    if sys.platform == "win32" or os.environ.get("TEXTUAL_DRIVER"):
+        return None
+    from pi_coding_agent.coding.modes.interactive.terminal_driver import LoopDriver
+
+    return LoopDriver
 
 
 def _find_rg(session: AgentSession) -> str | None:

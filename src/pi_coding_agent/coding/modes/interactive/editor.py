@@ -12,12 +12,16 @@ import re
 from collections.abc import Callable
 
 from textual import events
+from textual.geometry import Region
 from textual.message import Message
+from textual.strip import Strip
+from textual.widget import Widget
 from textual.widgets import OptionList, TextArea
 from textual.widgets.option_list import Option
 
 from pi_coding_agent.coding.modes.interactive import completion
 from pi_coding_agent.coding.modes.interactive.keys import KeyMap
+from pi_coding_agent.coding.modes.interactive.main_screen import MainScreen
 
 PASTE_COLLAPSE_LINES = 10
 _PASTE_MARKER = re.compile(r"\[paste #(\d+) \+\d+ lines\]")
@@ -56,6 +60,22 @@ class Editor(TextArea):
         self._pastes: dict[int, str] = {}
         # an extension shortcut's action for a key (``extension_hooks``), looked up before the key map
         self.shortcut_action: Callable[[str], str | None] = lambda key: None
+        self._styled: object = None  # the theme object last filled from the CSS (``render_lines``)
+
+    # ------------------------------------------------------------------ drawing
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        """``TextArea`` fills its theme from the CSS on every render: six component styles, whose cache
+        every refresh (every typed key) clears, a third of a keypress frame. Once per theme object and
+        change of the CSS is enough."""
+        if self._styled is self._theme:
+            return Widget.render_lines(self, crop)
+        self._styled = self._theme
+        return super().render_lines(crop)
+
+    def notify_style_update(self) -> None:
+        self._styled = None
+        super().notify_style_update()
 
     # ------------------------------------------------------------------ keys
 
@@ -67,6 +87,8 @@ class Editor(TextArea):
             return
         if action is None or (action == "app.clear" and self.selection.start != self.selection.end):
             await super()._on_key(event)
+            if event.is_printable and isinstance(self.screen, MainScreen):
+                self.screen.paint_now(self)  # the character on the terminal before anything else runs
             return
         event.stop()
         event.prevent_default()
