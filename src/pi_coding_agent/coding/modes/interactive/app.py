@@ -26,6 +26,7 @@ from pi_coding_agent.coding.modes.interactive import commands, completion, dialo
 from pi_coding_agent.coding.modes.interactive.blocks import Palette
 from pi_coding_agent.coding.modes.interactive.editor import Editor
 from pi_coding_agent.coding.modes.interactive.keys import KeyMap
+from pi_coding_agent.coding.modes.interactive.picker import Picker
 from pi_coding_agent.coding.modes.interactive.transcript import Transcript
 from pi_coding_agent.coding.modes.interactive.trust_prompt import UNTRUSTED_WARNING
 from pi_coding_agent.coding.resources.trust import has_trust_requiring_resources
@@ -86,6 +87,7 @@ class PiApp(App[int]):
         self._status_text = ""
         self._held_title: str | None = None  # not None while the terminal is lent (the last title asked for)
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._pickers: list[Picker] = []  # open in place of the editor, the last one shown
         self._unsubscribe: Any = None
         self._register_theme()
 
@@ -323,6 +325,27 @@ class PiApp(App[int]):
         if texts:
             current = self.editor.text
             self.editor.load_text("\n".join([*texts, current] if current else texts))
+
+    # ------------------------------------------------------------------ pickers
+
+    def open_picker(self, picker: Picker) -> None:
+        """``picker`` in place of the editor (or of the picker it opens over), as pi shows its selectors."""
+        (self._pickers[-1] if self._pickers else self.editor).display = False
+        self.menu.display = False
+        self._pickers.append(picker)
+        self.mount(picker, before=self.editor)
+
+    def close_picker(self, picker: Picker) -> None:
+        """``picker`` gone; what it hid shows again and has the keys."""
+        if picker not in self._pickers:
+            return
+        top = picker is self._pickers[-1]
+        self._pickers.remove(picker)
+        picker.remove()
+        if top:
+            shown: Picker | Editor = self._pickers[-1] if self._pickers else self.editor
+            shown.display = True
+            shown.focus()
 
     # ------------------------------------------------------------------ extension UI targets
 

@@ -16,7 +16,8 @@ from pi_coding_agent.coding.errors import SessionError
 from pi_coding_agent.coding.modes.interactive import extension_hooks, project
 from pi_coding_agent.coding.modes.interactive.blocks import message_text
 from pi_coding_agent.coding.modes.interactive.command_host import Handler, PiApp, pick, replaced
-from pi_coding_agent.coding.modes.interactive.dialogs import InputScreen, SelectScreen, ask
+from pi_coding_agent.coding.modes.interactive.dialogs import InputScreen, ask, choose
+from pi_coding_agent.coding.modes.interactive.picker import Picker
 
 if TYPE_CHECKING:
     from pi_coding_agent.coding.agent_session import AgentSession
@@ -127,7 +128,7 @@ async def _model(app: PiApp, arg: str) -> None:
                for m in models]
     if arg:
         exact = [key for key, _ in options if key == arg or key.split("/", 1)[1] == arg]
-        choice = exact[0] if len(exact) == 1 else await ask(app, SelectScreen("Select model", options, query=arg), None)
+        choice = exact[0] if len(exact) == 1 else await choose(app, Picker("Select model", options, query=arg))
     else:
         choice = await pick(app, "Select model", options)
     if choice:
@@ -203,19 +204,19 @@ async def _pick_session(app: PiApp) -> str | None:
     if not first:
         app.show_notice("No other sessions in this project")
         return ""
-    screen = SelectScreen("Resume session", first)
-    loader = asyncio.create_task(_load_older_sessions(screen, files[RESUME_FIRST_PAGE:]))
+    picker = Picker("Resume session", first)
+    loader = asyncio.create_task(_load_older_sessions(picker, files[RESUME_FIRST_PAGE:]))
     try:
-        return await ask(app, screen, None)
+        return await choose(app, picker)
     finally:
         loader.cancel()
 
 
-async def _load_older_sessions(screen: SelectScreen, files: list[Path]) -> None:
+async def _load_older_sessions(picker: Picker, files: list[Path]) -> None:
     """Pages after the picker's first frame, with time for keys and frames between them."""
     for start in range(0, len(files), RESUME_PAGE):
         await asyncio.sleep(RESUME_PAGE_PAUSE_S)
-        screen.extend(_resume_options(files[start:start + RESUME_PAGE]))
+        picker.extend(_resume_options(files[start:start + RESUME_PAGE]))
 
 
 def _resume_options(files: list[Path]) -> list[tuple[str, str]]:
