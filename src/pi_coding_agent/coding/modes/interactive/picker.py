@@ -68,7 +68,7 @@ class Picker(Widget, can_focus=True):
     def extend(self, options: list[tuple[str, str]]) -> None:
         """More options (a list loaded page by page): appended, or searched with the rest; the cursor
         stays where it is."""
-        first = len(self.options)
+        first, lines = len(self.options), self._line_count()
         self.options += options
         cursor = self.cursor
         if self.query_text:
@@ -76,7 +76,7 @@ class Picker(Widget, can_focus=True):
         else:
             self.shown += range(first, len(self.options))
         self.cursor = min(cursor, max(len(self.shown) - 1, 0))
-        self._changed()
+        self._changed(lines)
 
     @property
     def highlighted_id(self) -> str | None:
@@ -106,7 +106,8 @@ class Picker(Widget, can_focus=True):
         key = event.key
         lines = self._line_count()
         if key == "enter":
-            self.on_answer(self.highlighted_id)
+            if self.shown:  # with no match, Enter waits for a better search
+                self.on_answer(self.highlighted_id)
         elif key == "escape":
             self.on_answer(None)
         elif key in MOVES:
