@@ -24,7 +24,7 @@ def opened(app: Any, picker: Picker, **options: Any) -> asyncio.Future[str | Non
     return asyncio.ensure_future(choose(app, picker, **options))
 
 
-async def test_keys_move_the_cursor_and_the_rows_shown_follow_it(make_app):
+async def test_keys_move_the_cursor_and_the_rows_shown_follow_it(make_app):  # noqa: F811
     app = await make_app()
     async with app.run_test(size=SIZE) as pilot:
         answer = opened(app, Picker("Pick", [(n, n) for n in NAMES]))
@@ -45,7 +45,7 @@ async def test_keys_move_the_cursor_and_the_rows_shown_follow_it(make_app):
         await until(pilot, lambda: app.editor.display and app.focused is app.editor and not app.query(Picker))
 
 
-async def test_typing_searches_and_backspace_widens_it_again(make_app):
+async def test_typing_searches_and_backspace_widens_it_again(make_app):  # noqa: F811
     app = await make_app()
     async with app.run_test(size=SIZE) as pilot:
         answer = opened(app, Picker("Pick", [(f"id{i}", n) for i, n in enumerate(NAMES)]))
@@ -61,7 +61,7 @@ async def test_typing_searches_and_backspace_widens_it_again(make_app):
         assert await answer == "id17"
 
 
-async def test_escape_answers_none_and_a_list_without_search_ignores_letters(make_app):
+async def test_escape_answers_none_and_a_list_without_search_ignores_letters(make_app):  # noqa: F811
     app = await make_app()
     async with app.run_test(size=SIZE) as pilot:
         answer = opened(app, Picker("Choose\nsecond title line", [("a", "alpha"), ("b", "beta")], searchable=False,
@@ -77,7 +77,7 @@ def rows_any(app: Any) -> list[str]:
     return [line.strip() for line in screen_text(app).splitlines()]
 
 
-async def test_options_added_while_open_keep_the_cursor_and_join_a_search(make_app):
+async def test_options_added_while_open_keep_the_cursor_and_join_a_search(make_app):  # noqa: F811
     app = await make_app()
     async with app.run_test(size=SIZE) as pilot:
         picker = Picker("Pick", [(n, n) for n in NAMES[:5]])
@@ -94,7 +94,7 @@ async def test_options_added_while_open_keep_the_cursor_and_join_a_search(make_a
         assert await answer is None
 
 
-async def test_a_picker_over_a_picker_hides_it_until_it_closes(make_app):
+async def test_a_picker_over_a_picker_hides_it_until_it_closes(make_app):  # noqa: F811
     app = await make_app()
     async with app.run_test(size=SIZE) as pilot:
         first = opened(app, Picker("First list", [("one", "one")]))
@@ -108,7 +108,7 @@ async def test_a_picker_over_a_picker_hides_it_until_it_closes(make_app):
         assert await first == "one"
 
 
-async def test_a_timeout_or_an_abort_closes_it_with_none(make_app):
+async def test_a_timeout_or_an_abort_closes_it_with_none(make_app):  # noqa: F811
     app = await make_app()
     async with app.run_test(size=SIZE) as pilot:
         assert await choose(app, Picker("Slow", [("a", "a")]), timeout_ms=100) is None
@@ -121,7 +121,7 @@ async def test_a_timeout_or_an_abort_closes_it_with_none(make_app):
         await until(pilot, lambda: app.editor.display and not app.query(Picker))
 
 
-async def test_a_click_on_a_row_chooses_it(make_app):
+async def test_a_click_on_a_row_chooses_it(make_app):  # noqa: F811
     app = await make_app()
     async with app.run_test(size=SIZE) as pilot:
         picker = Picker("Pick", [("a", "alpha"), ("b", "beta")])
@@ -131,7 +131,7 @@ async def test_a_click_on_a_row_chooses_it(make_app):
         assert await answer == "b"
 
 
-async def test_over_a_full_screen_dialog_it_opens_in_a_modal(make_app):
+async def test_over_a_full_screen_dialog_it_opens_in_a_modal(make_app):  # noqa: F811
     app = await make_app()
     async with app.run_test(size=SIZE) as pilot:
         await type_text(pilot, "/settings")
@@ -145,7 +145,7 @@ async def test_over_a_full_screen_dialog_it_opens_in_a_modal(make_app):
         await until(pilot, lambda: not isinstance(app.screen, PickerScreen) and "Auto-compact" in screen_text(app))
 
 
-async def test_a_key_repaints_the_picker_without_laying_the_screen_out(make_app, monkeypatch):
+async def test_a_key_repaints_the_picker_without_laying_the_screen_out(make_app, monkeypatch):  # noqa: F811
     """A layout of the screen redraws every widget; moving the cursor changes only the picker's lines,
     and a search lays it out only when the number of rows changes."""
     app = await make_app()
