@@ -201,7 +201,7 @@ async def _pick_session(app: PiApp) -> str | None:
 
     session_dir = app.session.sm.session_dir
     current = str(app.session.sm.session_file)
-    files = [] if session_dir is None else [p for p in files_newest_first(session_dir) if str(p) != current]
+    files = [] if session_dir is None else [p for p in files_newest_first(session_dir) if p != current]
     first = _resume_options(files[:RESUME_FIRST_PAGE])
     if not first:
         app.show_notice("No other sessions in this project")
@@ -214,17 +214,17 @@ async def _pick_session(app: PiApp) -> str | None:
         loader.cancel()
 
 
-async def _load_older_sessions(picker: Picker, files: list[Path]) -> None:
+async def _load_older_sessions(picker: Picker, files: list[str]) -> None:
     """Pages after the picker's first frame, with time for keys and frames between them."""
     for start in range(0, len(files), RESUME_PAGE):
         await asyncio.sleep(RESUME_PAGE_PAUSE_S if start else RESUME_FIRST_PAGE_PAUSE_S)
         picker.extend(_resume_options(files[start:start + RESUME_PAGE]))
 
 
-def _resume_options(files: list[Path]) -> list[tuple[str, str]]:
+def _resume_options(files: list[str]) -> list[tuple[str, str]]:
     from pi_coding_agent.coding.session.listing import session_info
 
-    infos = [info for path in files if (info := session_info(path)) is not None]
+    infos = [info for path in files if (info := session_info(Path(path))) is not None]
     return [(i["path"], f"{i['modified'][:16].replace('T', ' ')}  {i.get('name') or i['firstMessage'][:70]}"
              f"  ({i['messageCount']} msgs, {i['cwd']})") for i in infos]
 
