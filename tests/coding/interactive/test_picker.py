@@ -71,6 +71,10 @@ async def test_escape_answers_none_and_a_list_without_search_ignores_letters(mak
         await pilot.press("a", "escape")
         assert await answer is None
         await until(pilot, lambda: app.editor.display and app.focused is app.editor)
+        again = opened(app, Picker("Choose", [("a", "alpha")]))
+        await until(pilot, lambda: "› alpha" in rows_any(app))
+        await pilot.press("ctrl+c")  # pi's other cancel key; the app does not take it as "clear"
+        assert await again is None and not app.query(Picker)
 
 
 def rows_any(app: Any) -> list[str]:

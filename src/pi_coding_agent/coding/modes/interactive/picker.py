@@ -27,7 +27,7 @@ CURSOR, BLANK = "› ", "  "
 
 class Picker(Widget, can_focus=True):
     """(id, label) options in the order given, filtered as the user types when ``searchable``; Enter
-    answers the id under the cursor, Escape None (``on_answer``, set by whoever shows it)."""
+    answers the id under the cursor, Escape or Ctrl+C None (``on_answer``, set by whoever shows it)."""
 
     DEFAULT_CSS = """
     Picker { width: 1fr; height: auto; padding: 0 1; border-top: solid $accent; border-bottom: solid $accent; }
@@ -108,7 +108,7 @@ class Picker(Widget, can_focus=True):
         if key == "enter":
             if self.shown:  # with no match, Enter waits for a better search
                 self.on_answer(self.highlighted_id)
-        elif key == "escape":
+        elif key in ("escape", "ctrl+c"):  # pi's tui.select.cancel keys
             self.on_answer(None)
         elif key in MOVES:
             self.move(MOVES[key](self))
