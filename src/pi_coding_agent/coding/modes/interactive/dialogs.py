@@ -63,7 +63,7 @@ class SearchList(ModalScreen[T]):
         raise NotImplementedError
 
 
-class PickerScreen(ModalScreen[None]):
+class PickerScreen(ModalScreen[str | None]):
     """The picker over a full-screen dialog, where the editor it replaces is not to be seen."""
 
     DEFAULT_CSS = DIALOG_CSS.format(name="PickerScreen") + "PickerScreen Picker { border: none; padding: 0; }"
@@ -71,6 +71,7 @@ class PickerScreen(ModalScreen[None]):
     def __init__(self, picker: Picker) -> None:
         super().__init__()
         self.picker = picker
+        picker.on_answer = self.dismiss
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -149,6 +150,32 @@ async def ask(app: Any, screen: ModalScreen[T], default: T, timeout_ms: int | No
               signal: AbortSignal | None = None) -> T:
     """Show ``screen`` on ``app`` (a Textual ``App``) and wait for its answer; a timeout or an abort
     answers ``default``."""
+
+    def close() -> None:
+        if screen.is_attached and app.screen is screen:
+            screen.dismiss(None)
+
+    return await _answer(lambda answered: app.push_screen(screen, callback=answered), close, default,
+                         timeout_ms, signal)
+
+
+async def choose(app: Any, picker: Picker, timeout_ms: int | None = None, signal: AbortSignal | None = None) -> str | None:
+    """Show ``picker`` on ``app`` (``app.PiApp``: in place of its editor; over a full-screen dialog:
+    in a modal) and wait for the chosen id; Escape, a timeout or an abort answer None."""
+    if len(app.screen_stack) > 1:
+        return await ask(app, PickerScreen(picker), None, timeout_ms, signal)
+
+    def show(answered: Callable[[str | None], None]) -> None:
+        picker.on_answer = answered
+        app.open_picker(picker)
+
+    return await _answer(show, lambda: app.close_picker(picker), None, timeout_ms, signal)
+
+
+async def _answer(show: Callable[[Callable[[T | None], None]], object], close: Callable[[], None], default: T,
+                  timeout_ms: int | None, signal: AbortSignal | None) -> T:
+    """``show`` a dialog, handing it the callback its answer goes to, and wait for that answer (None:
+    ``default``); a timeout or an abort answers ``default``; ``close`` takes the dialog away after."""
     if signal is not None and signal.aborted:
         return default
     future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
@@ -157,57 +184,18 @@ async def ask(app: Any, screen: ModalScreen[T], default: T, timeout_ms: int | No
         if not future.done():
             future.set_result(default if value is None and default is not None else value)  # type: ignore[arg-type]
 
-    def dismiss() -> None:
-        if not future.done():
-            future.set_result(default)
-        if screen.is_attached and app.screen is screen:
-            screen.dismiss(None)
-
-    remove = signal.on_abort(dismiss) if signal is not None else None
-    app.push_screen(screen, callback=answered)
+    remove = signal.on_abort(lambda: answered(None)) if signal is not None else None
+    show(answered)
     try:
         if timeout_ms:
             return await asyncio.wait_for(asyncio.shield(future), timeout_ms / 1000)
         return await future
     except TimeoutError:
-        dismiss()
         return default
     finally:
         if remove is not None:
             remove()
-
-
-async def choose(app: Any, picker: Picker, timeout_ms: int | None = None, signal: AbortSignal | None = None) -> str | None:
-    """Show ``picker`` on ``app`` (``app.PiApp``: in place of its editor; over a full-screen dialog:
-    in a modal) and wait for the chosen id; Escape, a timeout or an abort answer None."""
-    if signal is not None and signal.aborted:
-        return None
-    future: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
-
-    def answered(value: str | None) -> None:
-        if not future.done():
-            future.set_result(value)
-
-    picker.on_answer = answered
-    remove = signal.on_abort(lambda: answered(None)) if signal is not None else None
-    screen = None if len(app.screen_stack) == 1 else PickerScreen(picker)
-    if screen is None:
-        app.open_picker(picker)
-    else:
-        app.push_screen(screen)
-    try:
-        if timeout_ms:
-            return await asyncio.wait_for(asyncio.shield(future), timeout_ms / 1000)
-        return await future
-    except TimeoutError:
-        return None
-    finally:
-        if remove is not None:
-            remove()
-        if screen is None:
-            app.close_picker(picker)
-        elif screen.is_attached and app.screen is screen:
-            screen.dismiss(None)
+        close()
 
 
 class TuiExtensionUI(HeadlessThemes):
