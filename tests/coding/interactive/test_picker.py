@@ -14,10 +14,14 @@ from tests.coding.interactive.test_interactive import SIZE, make_app, screen_tex
 NAMES = [f"option {i:02d}" for i in range(25)]
 
 
+def rows_any(app: Any) -> list[str]:
+    """Every row of the screen, stripped."""
+    return [line.strip() for line in screen_text(app).splitlines()]
+
+
 def rows(app: Any) -> list[str]:
     """The picker's option rows on screen (the cursor's row marked ›)."""
-    lines = [line.strip() for line in screen_text(app).splitlines()]
-    return [line for line in lines if "option " in line and "(" not in line and not line.startswith(">")]
+    return [line for line in rows_any(app) if "option " in line and "(" not in line and not line.startswith(">")]
 
 
 def opened(app: Any, picker: Picker, **options: Any) -> asyncio.Future[str | None]:
@@ -75,10 +79,6 @@ async def test_escape_answers_none_and_a_list_without_search_ignores_letters(mak
         await until(pilot, lambda: "› alpha" in rows_any(app))
         await pilot.press("ctrl+c")  # pi's other cancel key; the app does not take it as "clear"
         assert await again is None and not app.query(Picker)
-
-
-def rows_any(app: Any) -> list[str]:
-    return [line.strip() for line in screen_text(app).splitlines()]
 
 
 async def test_options_added_while_open_keep_the_cursor_and_join_a_search(make_app):  # noqa: F811
