@@ -16,6 +16,7 @@ from pi_coding_agent.coding.modes import warm_up
 from pi_coding_agent.coding.modes.interactive import blocks, build_app, completion, footer, theme
 from pi_coding_agent.coding.modes.interactive.dialogs import TuiExtensionUI
 from pi_coding_agent.coding.modes.interactive.keys import KeyMap, normalise
+from pi_coding_agent.coding.modes.interactive.picker import Picker
 from pi_coding_agent.coding.options import CliArgs
 
 SIZE = (110, 36)
@@ -278,7 +279,7 @@ async def test_model_with_a_partial_name_opens_the_picker_searched_for_it(make_a
     async with app.run_test(size=SIZE) as pilot:
         ran = asyncio.ensure_future(commands.run(app, "/model m"))  # typed, Enter would take a completion
         await until(pilot, lambda: "Select model" in screen_text(app) and "local/m2" in screen_text(app))
-        assert app.screen.query_one("#search").value == "m" and "local/x3" not in screen_text(app)
+        assert app.query_one(Picker).query_text == "m" and "local/x3" not in screen_text(app)
         await pilot.press("enter")  # the first match: m2 is shorter than the current "m1  ✓"
         await until(pilot, lambda: app.session.agent.model["id"] == "m2")
         assert await ran
@@ -300,8 +301,8 @@ async def test_the_pickers_css_is_parsed_while_idle_before_the_first_picker(make
     app = await make_app()
     async with app.run_test(size=SIZE) as pilot:
         parsed = lambda: {name for _, name in app.stylesheet.source}  # noqa: E731
-        await until(pilot, lambda: "SelectScreen.DEFAULT_CSS" in parsed())
-        assert {"Input.DEFAULT_CSS", "OptionList.DEFAULT_CSS"} <= parsed() and app.screen_stack == [app.screen]
+        await until(pilot, lambda: "Picker.DEFAULT_CSS" in parsed())
+        assert "PickerScreen.DEFAULT_CSS" in parsed() and app.screen_stack == [app.screen]
 
 
 @pytest.mark.slow
@@ -391,19 +392,20 @@ async def test_extension_dialogs_are_modal_screens(make_app):
 
 
 @pytest.mark.slow
-async def test_a_dialog_and_the_screen_under_it_follow_a_terminal_resize(make_app):
-    """A picker skips the Resize of its own first layout; a real one must still reach both screens."""
+async def test_a_full_screen_list_and_the_screen_under_it_follow_a_terminal_resize(make_app):
+    """A full-screen list skips the Resize of its own first layout; a real one must still reach both screens."""
     app = await make_app()
     async with app.run_test(size=SIZE) as pilot:
-        answer = asyncio.ensure_future(app.ui.select("Pick one", ["alpha", "beta"]))
-        await until(pilot, lambda: "Pick one" in screen_text(app))
+        await type_text(pilot, "/settings")
+        await pilot.press("enter")
+        await until(pilot, lambda: "Auto-compact" in screen_text(app))
         await pilot.resize_terminal(70, 20)
         under = app.screen_stack[0]
         await until(pilot, lambda: max(w.region.right for w in under.children) == 70
                     and max(w.region.right for w in app.screen.query("Vertical")) <= 70)
         assert len(screen_text(app).splitlines()) == 20
-        await pilot.press("enter")
-        assert await answer == "alpha"
+        await pilot.press("escape")
+        await until(pilot, lambda: app.screen is under)
 
 
 # ----------------------------------------------------------------------------- pure parts

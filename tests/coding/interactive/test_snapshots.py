@@ -25,6 +25,7 @@ from textual.widget import Widget
 from pi_coding_agent.coding import paths
 from pi_coding_agent.coding.modes.interactive import app as app_module
 from pi_coding_agent.coding.modes.interactive import footer, theme
+from pi_coding_agent.coding.modes.interactive.picker import Picker
 from pi_coding_agent.coding.modes.interactive.transcript import Transcript
 from tests.coding.interactive.test_interactive import app_maker, screen_text, type_text, until
 
@@ -181,13 +182,13 @@ async def test_the_session_picker_opens_before_reading_every_session(make_app, t
     app = await make_app(no_session=False)
     async with app.run_test(size=SIZE) as pilot:
         opened_after: list[int] = []
-        push_screen = app.push_screen
-        monkeypatch.setattr(app, "push_screen", lambda *a, **k: opened_after.append(len(reads)) or push_screen(*a, **k))
+        open_picker = app.open_picker
+        monkeypatch.setattr(app, "open_picker", lambda picker: opened_after.append(len(reads)) or open_picker(picker))
         await type_text(pilot, "/resume")
         await pilot.press("enter")
         await until(pilot, lambda: "task 084" in screen_text(app))  # the newest, first
         assert opened_after == [commands.RESUME_FIRST_PAGE]
-        await until(pilot, lambda: app.screen.query_one("OptionList").option_count == count)
+        await until(pilot, lambda: len(app.query_one(Picker).options) == count)
         await type_text(pilot, "task 000")  # the oldest, from the last page, found by the search
         await until(pilot, lambda: "task 000" in screen_text(app) and "task 084" not in screen_text(app))
 

@@ -37,21 +37,29 @@ def _session_files(session_dir: Path) -> list[Path]:
         return []
 
 
-def files_newest_first(session_dir: Path) -> list[Path]:
+def files_newest_first(session_dir: Path) -> list[str]:
     """The session files of a directory, last written first (one ``stat`` each, no file read): a
-    picker reads the files it shows first and the rest later."""
+    picker reads the files it shows first and the rest later. Paths as strings: making a ``Path`` of
+    each cost more than listing and ``stat`` together."""
     stamped = []
-    for path in _session_files(session_dir):
-        try:
-            stamped.append((path.stat().st_mtime_ns, path))
-        except OSError:
-            continue
-    return [path for _, path in sorted(stamped, reverse=True)]
+    try:
+        with os.scandir(session_dir) as entries:  # cheaper than Path.iterdir and Path.stat
+            for entry in entries:
+                if entry.name.endswith(".jsonl"):
+                    try:
+                        stamped.append((entry.stat().st_mtime_ns, entry.path))
+                    except OSError:
+                        continue
+    except OSError:
+        return []
+    stamped.sort(reverse=True)
+    return [path for _, path in stamped]
 
 
 def find_most_recent(session_dir: Path, cwd: Path | None) -> Path | None:
     """The most recently modified session file (whose header cwd matches ``cwd`` when given)."""
-    for path in files_newest_first(session_dir):
+    for name in files_newest_first(session_dir):
+        path = Path(name)
         header = read_header(path)
         if header is not None and (cwd is None or _cwd_matches(header, cwd)):
             return path

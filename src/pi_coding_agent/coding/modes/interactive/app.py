@@ -29,6 +29,7 @@ from pi_coding_agent.coding.modes.interactive.blocks import Palette
 from pi_coding_agent.coding.modes.interactive.editor import Editor
 from pi_coding_agent.coding.modes.interactive.keys import KeyMap
 from pi_coding_agent.coding.modes.interactive.main_screen import MainScreen
+from pi_coding_agent.coding.modes.interactive.picker import Picker
 from pi_coding_agent.coding.modes.interactive.transcript import Transcript
 from pi_coding_agent.coding.modes.interactive.trust_prompt import UNTRUSTED_WARNING
 from pi_coding_agent.coding.resources.trust import has_trust_requiring_resources
@@ -91,6 +92,7 @@ class PiApp(App[int]):
         self._status_text = ""
         self._held_title: str | None = None  # not None while the terminal is lent (the last title asked for)
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._pickers: list[Picker] = []  # open in place of the editor, the last one shown
         self._unsubscribe: Any = None
         self._register_theme()
 
@@ -236,7 +238,13 @@ class PiApp(App[int]):
         return completion.file_candidates(token, self.files.files)
 
     async def on_editor_submitted(self, message: Editor.Submitted) -> None:
-        self.spawn(self.submit(message.text, message.follow_up))
+        """The line runs as a task; the screen's updates, held since the Enter, wait for its first step,
+        so the cleared editor and what the line opens (a picker, the prompt) share one layout and paint
+        instead of two (the step holds the loop meanwhile anyway)."""
+        try:
+            self.spawn(self.submit(message.text, message.follow_up))
+        finally:
+            asyncio.get_running_loop().call_soon(message.release)
 
     async def submit(self, text: str, follow_up: bool, images: list[dict[str, Any]] | None = None) -> None:
         """A line from the editor: a command, a shell command, or a prompt (queued while a run streams)."""
@@ -331,6 +339,27 @@ class PiApp(App[int]):
         if texts:
             current = self.editor.text
             self.editor.load_text("\n".join([*texts, current] if current else texts))
+
+    # ------------------------------------------------------------------ pickers
+
+    def open_picker(self, picker: Picker) -> None:
+        """``picker`` in place of the editor (or of the picker it opens over), as pi shows its selectors."""
+        (self._pickers[-1] if self._pickers else self.editor).display = False
+        self.menu.display = False
+        self._pickers.append(picker)
+        self.mount(picker, before=self.editor)
+
+    def close_picker(self, picker: Picker) -> None:
+        """``picker`` gone; what it hid shows again and has the keys."""
+        if picker not in self._pickers:
+            return
+        top = picker is self._pickers[-1]
+        self._pickers.remove(picker)
+        picker.remove()
+        if top:
+            shown: Picker | Editor = self._pickers[-1] if self._pickers else self.editor
+            shown.display = True
+            shown.focus()
 
     # ------------------------------------------------------------------ extension UI targets
 

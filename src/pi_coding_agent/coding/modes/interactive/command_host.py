@@ -11,7 +11,8 @@ from collections.abc import Awaitable, Callable
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
-from pi_coding_agent.coding.modes.interactive.dialogs import SelectScreen, ask
+from pi_coding_agent.coding.modes.interactive.dialogs import choose
+from pi_coding_agent.coding.modes.interactive.picker import Picker
 
 if TYPE_CHECKING:
     from pi_coding_agent.coding.agent_session import AgentSession
@@ -56,7 +57,7 @@ Handler = Callable[[PiApp, str], Awaitable[None]]
 
 
 async def pick(app: PiApp, title: str, options: list[tuple[str, str]]) -> str | None:
-    return await ask(app, SelectScreen(title, options), None)
+    return await choose(app, Picker(title, options))
 
 
 async def replaced(app: PiApp, result: dict[str, Any] | None = None) -> None:

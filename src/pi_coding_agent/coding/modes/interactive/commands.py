@@ -16,7 +16,8 @@ from pi_coding_agent.coding.errors import SessionError
 from pi_coding_agent.coding.modes.interactive import extension_hooks, project
 from pi_coding_agent.coding.modes.interactive.blocks import message_text
 from pi_coding_agent.coding.modes.interactive.command_host import Handler, PiApp, pick, replaced
-from pi_coding_agent.coding.modes.interactive.dialogs import InputScreen, SelectScreen, ask
+from pi_coding_agent.coding.modes.interactive.dialogs import InputScreen, ask, choose
+from pi_coding_agent.coding.modes.interactive.picker import ROWS, Picker
 
 if TYPE_CHECKING:
     from pi_coding_agent.coding.agent_session import AgentSession
@@ -45,9 +46,11 @@ BUILTIN: dict[str, str] = {  # in pi's order
     "hotkeys": "Show keyboard shortcuts",
     "quit": "Quit pi",
 }
-# sessions the /resume picker reads before it opens (about what its list shows), then per page after
-RESUME_FIRST_PAGE = 20
+# sessions the /resume picker reads before it opens (what its list shows), then per page once it shows;
+# the first of those pages waits a little longer, for the first frame and the first keys typed
+RESUME_FIRST_PAGE = ROWS
 RESUME_PAGE = 40
+RESUME_FIRST_PAGE_PAUSE_S = 0.2
 RESUME_PAGE_PAUSE_S = 0.02
 NOT_HERE = ("share", "bug", "changelog", "debug")
 
@@ -127,7 +130,7 @@ async def _model(app: PiApp, arg: str) -> None:
                for m in models]
     if arg:
         exact = [key for key, _ in options if key == arg or key.split("/", 1)[1] == arg]
-        choice = exact[0] if len(exact) == 1 else await ask(app, SelectScreen("Select model", options, query=arg), None)
+        choice = exact[0] if len(exact) == 1 else await choose(app, Picker("Select model", options, query=arg))
     else:
         choice = await pick(app, "Select model", options)
     if choice:
@@ -198,30 +201,30 @@ async def _pick_session(app: PiApp) -> str | None:
 
     session_dir = app.session.sm.session_dir
     current = str(app.session.sm.session_file)
-    files = [] if session_dir is None else [p for p in files_newest_first(session_dir) if str(p) != current]
+    files = [] if session_dir is None else [p for p in files_newest_first(session_dir) if p != current]
     first = _resume_options(files[:RESUME_FIRST_PAGE])
     if not first:
         app.show_notice("No other sessions in this project")
         return ""
-    screen = SelectScreen("Resume session", first)
-    loader = asyncio.create_task(_load_older_sessions(screen, files[RESUME_FIRST_PAGE:]))
+    picker = Picker("Resume session", first)
+    loader = asyncio.create_task(_load_older_sessions(picker, files[RESUME_FIRST_PAGE:]))
     try:
-        return await ask(app, screen, None)
+        return await choose(app, picker)
     finally:
         loader.cancel()
 
 
-async def _load_older_sessions(screen: SelectScreen, files: list[Path]) -> None:
+async def _load_older_sessions(picker: Picker, files: list[str]) -> None:
     """Pages after the picker's first frame, with time for keys and frames between them."""
     for start in range(0, len(files), RESUME_PAGE):
-        await asyncio.sleep(RESUME_PAGE_PAUSE_S)
-        screen.extend(_resume_options(files[start:start + RESUME_PAGE]))
+        await asyncio.sleep(RESUME_PAGE_PAUSE_S if start else RESUME_FIRST_PAGE_PAUSE_S)
+        picker.extend(_resume_options(files[start:start + RESUME_PAGE]))
 
 
-def _resume_options(files: list[Path]) -> list[tuple[str, str]]:
+def _resume_options(files: list[str]) -> list[tuple[str, str]]:
     from pi_coding_agent.coding.session.listing import session_info
 
-    infos = [info for path in files if (info := session_info(path)) is not None]
+    infos = [info for path in files if (info := session_info(Path(path))) is not None]
     return [(i["path"], f"{i['modified'][:16].replace('T', ' ')}  {i.get('name') or i['firstMessage'][:70]}"
              f"  ({i['messageCount']} msgs, {i['cwd']})") for i in infos]
 

@@ -1,5 +1,5 @@
-"""Modal dialogs (pick from a searchable list, confirm, one-line input, multi-line editor) and the
-``ExtensionUI`` of the terminal UI, which shows extensions' dialogs with them.
+"""Modal dialogs (confirm, one-line input, multi-line editor, the base of full-screen lists) and the
+``ExtensionUI`` of the terminal UI, which shows extensions' dialogs with them and with ``picker``.
 
 Each dialog is a Textual ``ModalScreen`` that dismisses with its answer; ``ask`` pushes one and
 awaits the answer from any task on the app's loop, with an optional timeout and abort signal that
@@ -10,19 +10,16 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.css.styles import RulesMap
-from textual.geometry import Size
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label, OptionList, TextArea
-from textual.widgets.option_list import Option
 
-from pi_coding_agent.coding.modes.interactive.completion import fuzzy_score
+from pi_coding_agent.coding.modes.interactive.picker import Picker
 from pi_coding_agent.coding.ui import HeadlessThemes
 
 if TYPE_CHECKING:
@@ -39,27 +36,9 @@ DIALOG_CSS = """
 """
 
 
-class Choices(OptionList):
-    """An ``OptionList`` whose height is measured only as far as the screen: a dialog caps it far
-    lower, and measuring every row of a long list (hundreds of sessions) on each layout wrapped them
-    all, once per page of a list loaded page by page."""
-
-    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
-        padding = self.get_component_styles("option-list--option").padding.width
-        rules = cast(RulesMap, self.styles)
-        height = 0
-        for option in self.options:
-            height += self._get_visual(option).get_height(rules, width - padding)
-            if height >= viewport.height:
-                break
-        return height
-
-
 class SearchList(ModalScreen[T]):
     """A screen of a search field over a list: Up/Down move the list while the field has the focus,
     and Enter (in the field or on the list) acts on the highlighted row (``act``)."""
-
-    searchable = True
 
     async def _on_resize(self, event: events.Resize) -> None:
         """The Resize a screen gets from its own first layout lays it and the screens under it out
@@ -68,7 +47,7 @@ class SearchList(ModalScreen[T]):
             event.prevent_default()
 
     def on_key(self, event: Any) -> None:
-        if event.key in ("up", "down") and self.searchable:
+        if event.key in ("up", "down"):
             list_ = self.query_one(OptionList)
             (list_.action_cursor_up if event.key == "up" else list_.action_cursor_down)()
             event.stop()
@@ -84,77 +63,19 @@ class SearchList(ModalScreen[T]):
         raise NotImplementedError
 
 
-class SelectScreen(SearchList[str | None]):
-    """A list with a search field; answers the chosen option's id (None on Escape)."""
+class PickerScreen(ModalScreen[str | None]):
+    """The picker over a full-screen dialog, where the editor it replaces is not to be seen."""
 
-    DEFAULT_CSS = DIALOG_CSS.format(name="SelectScreen")
-    BINDINGS: ClassVar[list[Any]] = [("escape", "cancel", "Cancel")]
+    DEFAULT_CSS = DIALOG_CSS.format(name="PickerScreen") + "PickerScreen Picker { border: none; padding: 0; }"
 
-    def __init__(self, title: str, options: list[tuple[str, str]], searchable: bool = True,
-                 highlighted: int = 0, query: str = "") -> None:
-        """``options``: (id, label) pairs, shown in the order given; ``highlighted``: the one first under
-        the cursor; ``query``: the search it opens with."""
+    def __init__(self, picker: Picker) -> None:
         super().__init__()
-        self.title_text = title
-        self.options = options
-        self.searchable = searchable
-        self.highlighted = highlighted
-        self.query_text = query
+        self.picker = picker
+        picker.on_answer = self.dismiss
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(Text(self.title_text))
-            if self.searchable:
-                yield Input(self.query_text, placeholder="type to search", id="search")
-            list_ = Choices(*self._filtered(self.query_text), id="choices")
-            if list_.option_count:  # set before mount: no second layout and paint after it
-                list_.highlighted = min(self.highlighted, list_.option_count - 1)
-            yield list_
-
-    def on_mount(self) -> None:
-        (self.query_one(Input) if self.searchable else self.query_one(OptionList)).focus()
-
-    def _filtered(self, query: str) -> list[Option]:
-        matches = [(score, i) for i, (_, label) in enumerate(self.options)
-                   if (score := (0 if not query else fuzzy_score(query, label))) is not None]
-        if query:
-            matches.sort()
-        return [Option(Text(self.options[i][1]), id=str(i)) for _, i in matches]
-
-    def on_input_changed(self, event: Input.Changed) -> None:
-        list_ = self.query_one(OptionList)
-        list_.clear_options()
-        list_.add_options(self._filtered(event.value))
-        if list_.option_count:
-            list_.highlighted = 0
-
-    def extend(self, options: list[tuple[str, str]]) -> None:
-        """More options (a list loaded page by page), shown under the current search."""
-        first = len(self.options)
-        self.options += options
-        found = self.query("#choices")
-        if not found:
-            return  # not composed yet: compose lists them all
-        list_ = found.only_one(OptionList)
-        query = self.query_one(Input).value if self.searchable else ""
-        if not query:  # appended as they come: the list keeps its order and its highlight
-            list_.add_options([Option(label, id=str(first + i)) for i, (_, label) in enumerate(options)])
-            return
-        highlighted = list_.highlighted
-        list_.clear_options()
-        list_.add_options(self._filtered(query))
-        if list_.option_count:
-            list_.highlighted = highlighted if highlighted is not None and highlighted < list_.option_count else 0
-
-    def act(self, index: int | None) -> None:
-        list_ = self.query_one(OptionList)
-        if index is None or index >= list_.option_count:
-            return
-        option_id = list_.get_option_at_index(index).id
-        self.dismiss(self.options[int(option_id or 0)][0])
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)
+            yield self.picker
 
 
 class ConfirmScreen(ModalScreen[bool]):
@@ -218,9 +139,9 @@ class EditorScreen(ModalScreen[str | None]):
 
 
 def preload_css(app: Any) -> None:
-    """Parse the pickers' CSS (theirs and their widgets') while the app idles after start-up; the first
-    picker opened would otherwise parse it, a good part of its CPU."""
-    for node in (SelectScreen("", []), Input(), Choices(), Label()):
+    """Parse the picker's CSS while the app idles after start-up; the first picker opened would
+    otherwise parse it, and restyle the whole screen for it."""
+    for node in (Picker("", []), PickerScreen(Picker("", []))):
         node._post_register(app)
     app.stylesheet.parse()
 
@@ -229,6 +150,32 @@ async def ask(app: Any, screen: ModalScreen[T], default: T, timeout_ms: int | No
               signal: AbortSignal | None = None) -> T:
     """Show ``screen`` on ``app`` (a Textual ``App``) and wait for its answer; a timeout or an abort
     answers ``default``."""
+
+    def close() -> None:
+        if screen.is_attached and app.screen is screen:
+            screen.dismiss(None)
+
+    return await _answer(lambda answered: app.push_screen(screen, callback=answered), close, default,
+                         timeout_ms, signal)
+
+
+async def choose(app: Any, picker: Picker, timeout_ms: int | None = None, signal: AbortSignal | None = None) -> str | None:
+    """Show ``picker`` on ``app`` (``app.PiApp``: in place of its editor; over a full-screen dialog:
+    in a modal) and wait for the chosen id; Escape, a timeout or an abort answer None."""
+    if len(app.screen_stack) > 1:
+        return await ask(app, PickerScreen(picker), None, timeout_ms, signal)
+
+    def show(answered: Callable[[str | None], None]) -> None:
+        picker.on_answer = answered
+        app.open_picker(picker)
+
+    return await _answer(show, lambda: app.close_picker(picker), None, timeout_ms, signal)
+
+
+async def _answer(show: Callable[[Callable[[T | None], None]], object], close: Callable[[], None], default: T,
+                  timeout_ms: int | None, signal: AbortSignal | None) -> T:
+    """``show`` a dialog, handing it the callback its answer goes to, and wait for that answer (None:
+    ``default``); a timeout or an abort answers ``default``; ``close`` takes the dialog away after."""
     if signal is not None and signal.aborted:
         return default
     future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
@@ -237,24 +184,18 @@ async def ask(app: Any, screen: ModalScreen[T], default: T, timeout_ms: int | No
         if not future.done():
             future.set_result(default if value is None and default is not None else value)  # type: ignore[arg-type]
 
-    def dismiss() -> None:
-        if not future.done():
-            future.set_result(default)
-        if screen.is_attached and app.screen is screen:
-            screen.dismiss(None)
-
-    remove = signal.on_abort(dismiss) if signal is not None else None
-    app.push_screen(screen, callback=answered)
+    remove = signal.on_abort(lambda: answered(None)) if signal is not None else None
+    show(answered)
     try:
         if timeout_ms:
             return await asyncio.wait_for(asyncio.shield(future), timeout_ms / 1000)
         return await future
     except TimeoutError:
-        dismiss()
         return default
     finally:
         if remove is not None:
             remove()
+        close()
 
 
 class TuiExtensionUI(HeadlessThemes):
@@ -281,8 +222,8 @@ class TuiExtensionUI(HeadlessThemes):
                      signal: AbortSignal | None = None) -> str | None:
         if self.app is None:
             return None
-        return await ask(self.app, SelectScreen(title, [(o, o) for o in options], searchable=len(options) > 8),
-                         None, timeout_ms, signal)
+        return await choose(self.app, Picker(title, [(o, o) for o in options], searchable=len(options) > 8),
+                            timeout_ms, signal)
 
     async def confirm(self, title: str, message: str, timeout_ms: int | None = None,
                       signal: AbortSignal | None = None) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 
 from textual import events
 from textual.geometry import Region
@@ -39,10 +40,16 @@ class Editor(TextArea):
     """
 
     class Submitted(Message):
-        def __init__(self, text: str, follow_up: bool) -> None:
+        """``held``: the app's screen updates, held from the Enter on (``release`` ends the hold)."""
+
+        def __init__(self, text: str, follow_up: bool, held: AbstractContextManager[None]) -> None:
             super().__init__()
             self.text = text
             self.follow_up = follow_up
+            self.held = held
+
+        def release(self) -> None:
+            self.held.__exit__(None, None, None)
 
     class Action(Message):
         def __init__(self, action: str) -> None:
@@ -154,9 +161,11 @@ class Editor(TextArea):
             self.prompt_history.append(text)
         self._history_index = None
         self._pastes.clear()
+        held = self.app.batch_update()  # the cleared editor waits for what the line opens (``PiApp``)
+        held.__enter__()
         self.load_text("")
         self.menu.display = False
-        self.post_message(self.Submitted(text, follow_up))
+        self.post_message(self.Submitted(text, follow_up, held))
 
     def expanded_text(self) -> str:
         """The editor text with paste markers replaced by what was pasted."""

@@ -15,7 +15,8 @@ from typing import Any
 
 from pi_coding_agent.coding.errors import MissingSessionCwdError, SessionError
 from pi_coding_agent.coding.modes.interactive.command_host import PiApp, replaced
-from pi_coding_agent.coding.modes.interactive.dialogs import ConfirmScreen, SelectScreen, ask
+from pi_coding_agent.coding.modes.interactive.dialogs import ConfirmScreen, ask, choose
+from pi_coding_agent.coding.modes.interactive.picker import Picker
 from pi_coding_agent.coding.modes.interactive.trust_prompt import apply_choice, trust_asked_in_app
 from pi_coding_agent.coding.resources.trust import saved_trust_entry, trust_choices
 
@@ -35,7 +36,7 @@ async def trust(app: PiApp, arg: str) -> None:
     marked = [saved == (str(path), trusted) for _, trusted, _, path in choices]
     options = [(str(i), ("✓ " if marked[i] else "  ") + label) for i, (label, *_) in enumerate(choices)]
     current = marked.index(True) if True in marked else 0  # the cursor starts on the saved choice, as in pi
-    picked = await ask(app, SelectScreen(title, options, searchable=False, highlighted=current), None)
+    picked = await choose(app, Picker(title, options, searchable=False, highlighted=current))
     if picked is None:
         return
     trusted = apply_choice(rt.agent_dir, choices[int(picked)])
@@ -107,8 +108,8 @@ async def _open_asking_cwd(app: PiApp, path: Path, source: Path, missing: Missin
         here = missing.fallback_cwd
         options = [("continue", f"Continue in {here} (asks again next time)"),
                    ("fork", f"Fork into {here} (new session ID, original kept)"), ("cancel", "Cancel")]
-        choice = await ask(app, SelectScreen(f"Session cwd does not exist: {missing.session_cwd}", options,
-                                             searchable=False), None)
+        choice = await choose(app, Picker(f"Session cwd does not exist: {missing.session_cwd}", options,
+                                          searchable=False))
         if choice == "continue":
             result = await app.session.switch_session(str(path), cwd_override=here)
         elif choice == "fork":

@@ -18,7 +18,8 @@ from textual.containers import Vertical
 from textual.widgets import Input, Label, OptionList
 from textual.widgets.option_list import Option
 
-from pi_coding_agent.coding.modes.interactive.dialogs import DIALOG_CSS, SearchList, SelectScreen, ask
+from pi_coding_agent.coding.modes.interactive.dialogs import DIALOG_CSS, SearchList, ask, choose
+from pi_coding_agent.coding.modes.interactive.picker import Picker
 
 if TYPE_CHECKING:
 
@@ -163,8 +164,7 @@ async def _pick_theme(app: PiApp, current: str) -> str | None:
     from pi_coding_agent.coding.modes.interactive.theme import session_theme_files, theme_names
 
     names = theme_names(session_theme_files(app.session.rt))
-    return await ask(app, SelectScreen("Theme",
-                                       [(n, ("✓ " if n == current else "  ") + n) for n in names]), None)
+    return await choose(app, Picker("Theme", [(n, ("✓ " if n == current else "  ") + n) for n in names]))
 
 
 async def _pick_model_level(app: PiApp, levels: dict[str, str]) -> dict[str, str] | None:
@@ -177,7 +177,7 @@ async def _pick_model_level(app: PiApp, levels: dict[str, str]) -> dict[str, str
                     key=lambda m: (m["provider"], m["id"]) != (current["provider"], current["id"]))
     options = [(f"{m['provider']}/{m['id']}", f"{m['id']} [{m['provider']}]"
                 + (f"  {levels[k]}" if (k := f"{m['provider']}/{m['id']}") in levels else "")) for m in models]
-    key = await ask(app, SelectScreen("Per-Model Thinking Level: select a model to configure", options), None)
+    key = await choose(app, Picker("Per-Model Thinking Level: select a model to configure", options))
     model = next((m for m in models if f"{m['provider']}/{m['id']}" == key), None)
     if key is None or model is None:
         return None
@@ -185,8 +185,8 @@ async def _pick_model_level(app: PiApp, levels: dict[str, str]) -> dict[str, str
     rows = [(level, ("✓ " if levels.get(key) == level else "  ") + level) for level in choices]
     if key in levels:
         rows.append((CLEAR, f"  {CLEAR}"))
-    level = await ask(app, SelectScreen(f"Thinking level for {model['id']} [{model['provider']}]", rows,
-                                        searchable=False), None)
+    level = await choose(app, Picker(f"Thinking level for {model['id']} [{model['provider']}]", rows,
+                                     searchable=False))
     if level is None:
         return None
     if level == CLEAR:
