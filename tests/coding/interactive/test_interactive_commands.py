@@ -22,8 +22,15 @@ def flat_text(app: Any) -> str:
 
 
 def dialog_text(app: Any) -> str:
-    """``flat_text`` without the dialog's border glyphs, so a wrapped line reads as one."""
-    return " ".join(word for word in screen_text(app).split() if word not in "│▊▎")
+    """``flat_text`` without the dialog's border glyphs, so a wrapped line reads as one, then each open
+    picker's title and whole labels (its rows are cut at the screen's width, and a test's paths are
+    longer under xdist)."""
+    from pi_coding_agent.coding.modes.interactive.picker import Picker
+
+    words = [word for word in screen_text(app).split() if word not in "│▊▎"]
+    for picker in app.screen.query(Picker):
+        words += " ".join([*picker.title_lines, *(label for _, label in picker.options)]).split()
+    return " ".join(words)
 
 
 async def run_command(pilot: Any, line: str) -> None:
