@@ -2,7 +2,9 @@
 
 ``PiApp`` is a client of one ``AgentSession``, as RPC mode is: it subscribes to the session's events
 (drawn by ``Transcript``) and calls the session's methods for what the user types. Slash commands
-are ``commands.py``'s; extension dialogs arrive through ``dialogs.TuiExtensionUI``.
+are ``commands.py``'s; extension dialogs arrive through ``extension_ui.TuiExtensionUI``. The commands
+and the dialogs (with the Textual widgets only they use) load in the idle warm-up after the first
+frame, or with the first command typed before it.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from textual.widgets import OptionList, Static
 
 from pi_coding_agent import __version__
 from pi_coding_agent.coding.errors import SessionError
-from pi_coding_agent.coding.modes.interactive import commands, completion, dialogs, extension_hooks, footer
+from pi_coding_agent.coding.modes.interactive import completion, extension_hooks, footer
 from pi_coding_agent.coding.modes.interactive.blocks import Palette
 from pi_coding_agent.coding.modes.interactive.editor import Editor
 from pi_coding_agent.coding.modes.interactive.keys import KeyMap
@@ -33,7 +35,7 @@ from pi_coding_agent.coding.resources.trust import has_trust_requiring_resources
 if TYPE_CHECKING:
     from pi_coding_agent.coding.agent_session import AgentSession
     from pi_coding_agent.coding.events import AgentEvent
-    from pi_coding_agent.coding.modes.interactive.dialogs import TuiExtensionUI
+    from pi_coding_agent.coding.modes.interactive.extension_ui import TuiExtensionUI
 
 DOUBLE_PRESS_S = 1.0  # a second Ctrl+C / Escape within this many seconds counts as a double press
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
@@ -148,6 +150,7 @@ class PiApp(App[int], inherit_css=False):
             self.spawn(self._send_initial())
 
     def _warm_up(self) -> None:
+        from pi_coding_agent.coding.modes.interactive import commands, dialogs  # noqa: F401  (loaded ahead)
         from pi_coding_agent.coding.modes.warm_up import warm_up_after_first_answer
 
         dialogs.preload_css(self)
@@ -223,6 +226,8 @@ class PiApp(App[int], inherit_css=False):
 
     def completions(self, before_cursor: str) -> list[completion.Candidate]:
         if before_cursor.startswith("/") and " " not in before_cursor:
+            from pi_coding_agent.coding.modes.interactive import commands
+
             return completion.command_candidates(before_cursor, commands.command_list(self.session))
         token = completion.at_token(before_cursor)
         if token is None:
@@ -238,6 +243,8 @@ class PiApp(App[int], inherit_css=False):
 
     async def submit(self, text: str, follow_up: bool, images: list[dict[str, Any]] | None = None) -> None:
         """A line from the editor: a command, a shell command, or a prompt (queued while a run streams)."""
+        from pi_coding_agent.coding.modes.interactive import commands
+
         stripped = text.strip()
         if stripped.startswith("/") and await commands.run(self, stripped):
             return
@@ -307,6 +314,8 @@ class PiApp(App[int], inherit_css=False):
         elif action == "app.interrupt":
             self._interrupt()
         else:  # as a task: a picker waits for keys, which this handler would otherwise hold up
+            from pi_coding_agent.coding.modes.interactive import commands
+
             self.spawn(commands.run_action(self, action))
 
     def _interrupt(self) -> None:
@@ -320,6 +329,8 @@ class PiApp(App[int], inherit_css=False):
         if not self.editor.text and self._double("escape"):
             choice = self.session.rt.settings.double_escape_action
             if choice in ("tree", "fork"):
+                from pi_coding_agent.coding.modes.interactive import commands
+
                 self.spawn(commands.run(self, f"/{choice}"))
 
     def restore_queue(self) -> None:
