@@ -14,7 +14,7 @@ import pytest
 from pi_coding_agent.coding.modes.interactive import build_app, open_session
 from pi_coding_agent.coding.modes.interactive.extension_ui import TuiExtensionUI
 from pi_coding_agent.coding.options import CliArgs
-from tests.coding.interactive.test_interactive import SIZE, screen_text, until, write_models
+from tests.coding.interactive.test_interactive import SIZE, screen_text, type_text, until, write_models
 from tests.coding.interactive.test_interactive_commands import dialog_text, flat_text, session_file
 
 SESSION_ID = "44444444-2222-3333-4444-555555555555"
@@ -114,6 +114,19 @@ async def test_start_up_work_waits_for_the_first_frame(start):
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: bool(seen))
     assert "escape interrupt" in seen[0] and len(seen) == 1
+
+
+async def test_the_completion_menu_joins_the_screen_with_the_first_completion(start):
+    """Not part of the first frame (its CSS and layout were a part of every start); typing ``/`` mounts
+    and opens it."""
+    app, _ = await start()
+    seen: list[bool] = []
+    app.when_ready.append(lambda: seen.append(app.menu.parent is None))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: bool(seen))
+        await type_text(pilot, "/ses")
+        await until(pilot, lambda: "/session" in screen_text(app))
+        assert seen == [True] and app.menu.parent is app.screen
 
 
 FIRST_FRAME_MODULES = """

@@ -83,6 +83,7 @@ class PiApp(App[int], inherit_css=False):
         settings = session.rt.settings
         self.transcript = Transcript(palette, settings.hide_thinking_block)
         self.menu = OptionList(id="menu")
+        self.menu.display = False  # before it is mounted too (``_mount_menu``): the editor reads it
         self.editor = Editor(keymap, self.menu, self.completions)
         self.files = completion.FileIndex(session.rt.cwd, _find_rg(session))
         self.lines = {name: Static(id=name) for name in ("queue", "widgets-above", "status", "widgets-below", "footer")}
@@ -126,7 +127,6 @@ class PiApp(App[int], inherit_css=False):
         yield self.lines["queue"]
         yield self.lines["widgets-above"]
         yield self.lines["status"]
-        yield self.menu
         yield self.editor
         yield self.lines["widgets-below"]
         yield self.lines["footer"]
@@ -224,7 +224,15 @@ class PiApp(App[int], inherit_css=False):
             self.transcript.hold()
         await super().on_event(event)
 
+    def _mount_menu(self) -> None:
+        """The completion menu joins the screen with the first completion asked for, not at start-up
+        (its CSS and layout were a part of every start); it opens with a layout of the screen anyway.
+        Not in the warm-up: a mount lays the screen out, which could fall in a streamed answer."""
+        if self.menu.parent is None:
+            self.mount(self.menu, before=self.editor)
+
     def completions(self, before_cursor: str) -> list[completion.Candidate]:
+        self._mount_menu()
         if before_cursor.startswith("/") and " " not in before_cursor:
             from pi_coding_agent.coding.modes.interactive import commands
 
