@@ -14,7 +14,7 @@ import pytest
 from pi_coding_agent.coding.bootstrap import create_session
 from pi_coding_agent.coding.modes import warm_up
 from pi_coding_agent.coding.modes.interactive import blocks, build_app, completion, footer, theme
-from pi_coding_agent.coding.modes.interactive.dialogs import TuiExtensionUI
+from pi_coding_agent.coding.modes.interactive.extension_ui import TuiExtensionUI
 from pi_coding_agent.coding.modes.interactive.keys import KeyMap, normalise
 from pi_coding_agent.coding.modes.interactive.picker import Picker
 from pi_coding_agent.coding.options import CliArgs

@@ -4,15 +4,17 @@ a start-up session (``--session``) whose recorded folder is gone, each answer as
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pi_coding_agent.coding.modes.interactive import build_app, open_session
-from pi_coding_agent.coding.modes.interactive.dialogs import TuiExtensionUI
+from pi_coding_agent.coding.modes.interactive.extension_ui import TuiExtensionUI
 from pi_coding_agent.coding.options import CliArgs
-from tests.coding.interactive.test_interactive import SIZE, screen_text, until, write_models
+from tests.coding.interactive.test_interactive import SIZE, screen_text, type_text, until, write_models
 from tests.coding.interactive.test_interactive_commands import dialog_text, flat_text, session_file
 
 SESSION_ID = "44444444-2222-3333-4444-555555555555"
@@ -112,3 +114,54 @@ async def test_start_up_work_waits_for_the_first_frame(start):
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: bool(seen))
     assert "escape interrupt" in seen[0] and len(seen) == 1
+
+
+async def test_the_completion_menu_joins_the_screen_with_the_first_completion(start):
+    """Not part of the first frame (its CSS and layout were a part of every start); typing ``/`` mounts
+    and opens it."""
+    app, _ = await start()
+    seen: list[bool] = []
+    app.when_ready.append(lambda: seen.append(app.menu.parent is None))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: bool(seen))
+        await type_text(pilot, "/ses")
+        await until(pilot, lambda: "/session" in screen_text(app))
+        assert seen == [True] and app.menu.parent is app.screen
+
+
+FIRST_FRAME_MODULES = """
+import asyncio, json, sys
+from pathlib import Path
+from pi_coding_agent.coding.modes.interactive import build_app, open_session
+from pi_coding_agent.coding.modes.interactive.extension_ui import TuiExtensionUI
+from pi_coding_agent.coding.options import CliArgs
+
+async def main(home):
+    args = CliArgs(provider="local", model="m1")
+    ui = TuiExtensionUI()
+    session, _ = await open_session(args, ui, cwd=home, agent_dir=home / "agent")
+    app = build_app(session, ui, args)
+    loaded = []
+    app.when_ready.append(lambda: loaded.append(sorted(sys.modules)))
+    async with app.run_test(size=(100, 30)) as pilot:
+        while not loaded:
+            await pilot.pause(0.05)
+        app._warm_up()
+        loaded.append(sorted(sys.modules))
+    await session.shutdown()
+    print(json.dumps(loaded))
+
+asyncio.run(main(Path(sys.argv[1])))
+"""
+
+
+def test_commands_and_dialogs_load_after_the_first_frame(tmp_path, fake_llm):
+    """The slash commands and the dialogs (with the Textual widgets only they use) are not on the way
+    to the first frame; the idle warm-up after it loads them, so the first command does not wait."""
+    write_models(tmp_path / "agent", fake_llm.url)
+    done = subprocess.run([sys.executable, "-c", FIRST_FRAME_MODULES, str(tmp_path)], capture_output=True,
+                          text=True, timeout=120, check=True, cwd=tmp_path)
+    at_first_frame, after_warm_up = json.loads(done.stdout.strip().splitlines()[-1])
+    later = {f"pi_coding_agent.coding.modes.interactive.{name}" for name in ("commands", "dialogs", "project")}
+    assert not later & set(at_first_frame)
+    assert later <= set(after_warm_up)

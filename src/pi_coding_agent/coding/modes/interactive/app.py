@@ -2,7 +2,9 @@
 
 ``PiApp`` is a client of one ``AgentSession``, as RPC mode is: it subscribes to the session's events
 (drawn by ``Transcript``) and calls the session's methods for what the user types. Slash commands
-are ``commands.py``'s; extension dialogs arrive through ``dialogs.TuiExtensionUI``.
+are ``commands.py``'s; extension dialogs arrive through ``extension_ui.TuiExtensionUI``. The commands
+and the dialogs (with the Textual widgets only they use) load in the idle warm-up after the first
+frame, or with the first command typed before it.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from textual.widgets import OptionList, Static
 
 from pi_coding_agent import __version__
 from pi_coding_agent.coding.errors import SessionError
-from pi_coding_agent.coding.modes.interactive import commands, completion, dialogs, extension_hooks, footer
+from pi_coding_agent.coding.modes.interactive import completion, extension_hooks, footer
 from pi_coding_agent.coding.modes.interactive.blocks import Palette
 from pi_coding_agent.coding.modes.interactive.editor import Editor
 from pi_coding_agent.coding.modes.interactive.keys import KeyMap
@@ -39,7 +41,7 @@ if TYPE_CHECKING:
 
     from pi_coding_agent.coding.agent_session import AgentSession
     from pi_coding_agent.coding.events import AgentEvent
-    from pi_coding_agent.coding.modes.interactive.dialogs import TuiExtensionUI
+    from pi_coding_agent.coding.modes.interactive.extension_ui import TuiExtensionUI
 
 DOUBLE_PRESS_S = 1.0  # a second Ctrl+C / Escape within this many seconds counts as a double press
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
@@ -52,9 +54,15 @@ FOOTER_EVENTS = ("message_end", "agent_settled", "thinking_level_changed", "sess
                  "compaction_end", "model_changed")
 
 
-class PiApp(App[int]):
-    """``pi`` in a terminal. ``exit`` returns the process status."""
+class PiApp(App[int], inherit_css=False):
+    """``pi`` in a terminal. ``exit`` returns the process status.
 
+    Textual's own ``App.DEFAULT_CSS`` is not inherited: Textual parses an app's CSS twice at start-up
+    (its first stylesheet refresh parses into a fresh stylesheet), and of its rules only the colours
+    apply here (the rest style ANSI-colour mode, maximized widgets, a header, disabled widgets, none of
+    which this app uses): about 12 M instructions of a start."""
+
+    DEFAULT_CSS = "PiApp { background: $background; color: $foreground; }"
     CSS = """
     Screen { layout: vertical; }
     #header { padding: 0 1; color: $text-muted; }
@@ -81,6 +89,7 @@ class PiApp(App[int]):
         settings = session.rt.settings
         self.transcript = Transcript(palette, settings.hide_thinking_block)
         self.menu = OptionList(id="menu")
+        self.menu.display = False  # before it is mounted too (``_mount_menu``): the editor reads it
         self.editor = Editor(keymap, self.menu, self.completions)
         self.files = completion.FileIndex(session.rt.cwd, _find_rg(session))
         self.lines = {name: Static(id=name) for name in ("queue", "widgets-above", "status", "widgets-below", "footer")}
@@ -128,7 +137,6 @@ class PiApp(App[int]):
         yield self.lines["queue"]
         yield self.lines["widgets-above"]
         yield self.lines["status"]
-        yield self.menu
         yield self.editor
         yield self.lines["widgets-below"]
         yield self.lines["footer"]
@@ -152,6 +160,7 @@ class PiApp(App[int]):
             self.spawn(self._send_initial())
 
     def _warm_up(self) -> None:
+        from pi_coding_agent.coding.modes.interactive import commands, dialogs  # noqa: F401  (loaded ahead)
         from pi_coding_agent.coding.modes.warm_up import warm_up_after_first_answer
 
         dialogs.preload_css(self)
@@ -225,8 +234,18 @@ class PiApp(App[int]):
             self.transcript.hold()
         await super().on_event(event)
 
+    def _mount_menu(self) -> None:
+        """The completion menu joins the screen with the first completion asked for, not at start-up
+        (its CSS and layout were a part of every start); it opens with a layout of the screen anyway.
+        Not in the warm-up: a mount lays the screen out, which could fall in a streamed answer."""
+        if self.menu.parent is None:
+            self.mount(self.menu, before=self.editor)
+
     def completions(self, before_cursor: str) -> list[completion.Candidate]:
+        self._mount_menu()
         if before_cursor.startswith("/") and " " not in before_cursor:
+            from pi_coding_agent.coding.modes.interactive import commands
+
             return completion.command_candidates(before_cursor, commands.command_list(self.session))
         token = completion.at_token(before_cursor)
         if token is None:
@@ -248,6 +267,8 @@ class PiApp(App[int]):
 
     async def submit(self, text: str, follow_up: bool, images: list[dict[str, Any]] | None = None) -> None:
         """A line from the editor: a command, a shell command, or a prompt (queued while a run streams)."""
+        from pi_coding_agent.coding.modes.interactive import commands
+
         stripped = text.strip()
         if stripped.startswith("/") and await commands.run(self, stripped):
             return
@@ -317,6 +338,8 @@ class PiApp(App[int]):
         elif action == "app.interrupt":
             self._interrupt()
         else:  # as a task: a picker waits for keys, which this handler would otherwise hold up
+            from pi_coding_agent.coding.modes.interactive import commands
+
             self.spawn(commands.run_action(self, action))
 
     def _interrupt(self) -> None:
@@ -330,6 +353,8 @@ class PiApp(App[int]):
         if not self.editor.text and self._double("escape"):
             choice = self.session.rt.settings.double_escape_action
             if choice in ("tree", "fork"):
+                from pi_coding_agent.coding.modes.interactive import commands
+
                 self.spawn(commands.run(self, f"/{choice}"))
 
     def restore_queue(self) -> None:

@@ -17,8 +17,8 @@ from pi_coding_agent.coding.modes.interactive.picker import Picker
 if TYPE_CHECKING:
     from pi_coding_agent.coding.agent_session import AgentSession
     from pi_coding_agent.coding.modes.interactive.blocks import Palette
-    from pi_coding_agent.coding.modes.interactive.dialogs import TuiExtensionUI
     from pi_coding_agent.coding.modes.interactive.editor import Editor
+    from pi_coding_agent.coding.modes.interactive.extension_ui import TuiExtensionUI
     from pi_coding_agent.coding.modes.interactive.keys import KeyMap
     from pi_coding_agent.coding.modes.interactive.transcript import Transcript
 

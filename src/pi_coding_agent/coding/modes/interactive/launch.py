@@ -14,6 +14,7 @@ import asyncio
 import os
 import signal
 import sys
+from collections.abc import Awaitable, Callable
 from contextlib import ExitStack
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -41,7 +42,7 @@ async def _main(args: CliArgs, images: list[dict[str, Any]] | None) -> int:
     start_up = ExitStack()  # no garbage collection until the first frame: start-up makes objects and frees few
     start_up.enter_context(collector_paused())
     _set_screen_fps()
-    from pi_coding_agent.coding.modes.interactive.dialogs import TuiExtensionUI
+    from pi_coding_agent.coding.modes.interactive.extension_ui import TuiExtensionUI
 
     ui = TuiExtensionUI()
     try:
@@ -102,7 +103,6 @@ def build_app(session: Any, ui: Any, args: CliArgs, images: list[dict[str, Any]]
     """The app for ``session`` with the keys, theme and first messages the options and settings give;
     ``missing``: the start-up session whose directory is gone, asked about first."""
     _set_screen_fps()
-    from pi_coding_agent.coding.modes.interactive import commands, project
     from pi_coding_agent.coding.modes.interactive.app import PiApp
     from pi_coding_agent.coding.modes.interactive.keys import KeyMap
     from pi_coding_agent.coding.modes.interactive.theme import load_palette, session_theme_files
@@ -111,6 +111,18 @@ def build_app(session: Any, ui: Any, args: CliArgs, images: list[dict[str, Any]]
     keymap = KeyMap.load(agent_dir)
     palette = load_palette(args.use_theme or session.rt.settings.theme, session_theme_files(session.rt),
                            list(args.themes))
-    opening = (partial(project.open_missing_at_startup, missing=missing) if missing is not None
-               else commands.resume_at_startup if args.resume else None)
-    return PiApp(session, ui, keymap, palette, initial=list(args.messages), images=images, opening=opening)
+    return PiApp(session, ui, keymap, palette, initial=list(args.messages), images=images,
+                 opening=_opening(args, missing))
+
+
+def _opening(args: CliArgs, missing: MissingSessionCwdError | None) -> Callable[[Any], Awaitable[bool]] | None:
+    """The dialog before the first messages, if any (its module loads only then)."""
+    if missing is not None:
+        from pi_coding_agent.coding.modes.interactive import project
+
+        return partial(project.open_missing_at_startup, missing=missing)
+    if args.resume:
+        from pi_coding_agent.coding.modes.interactive import commands
+
+        return commands.resume_at_startup
+    return None

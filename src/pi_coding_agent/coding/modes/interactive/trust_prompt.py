@@ -21,7 +21,7 @@ from textual.widgets import Label, Static
 from pi_coding_agent.coding.resources.trust import TrustChoice, save_trust_decisions, trust_choices
 
 if TYPE_CHECKING:
-    from pi_coding_agent.coding.modes.interactive.dialogs import TuiExtensionUI
+    from pi_coding_agent.coding.modes.interactive.extension_ui import TuiExtensionUI
 
 EXPLANATION = ("This allows pi to load .pi settings and resources, install missing project packages, "
                "and execute project extensions.")
