@@ -1,5 +1,6 @@
 """The real ``pi`` in tmux against the fake LLM server: Ctrl+G hands the terminal to $EDITOR and takes
-it back, ``/import`` opens another session file, ``/settings`` writes settings.json."""
+it back, ``/import`` opens another session file, ``/settings`` writes settings.json, a command's
+notice reaches the screen without another key."""
 
 from __future__ import annotations
 
@@ -68,3 +69,14 @@ def test_settings_changes_are_written_to_settings_json(terminal, tmp_path):  # n
     pane.keys("C-d")
     screen = pane.wait_for(lambda s: "EXITED" in s and "icanon" in s)
     assert "EXITED 0" in screen and _sane(screen)
+
+
+def test_the_notice_of_resume_without_other_sessions_shows_without_another_key(terminal):  # noqa: F811
+    """The Enter holds the screen's updates until the command's first step ran; the notice shown
+    meanwhile waited for the next key when the screen was left idle under the hold."""
+    pane = terminal()
+    pane.wait_for(lambda s: "escape interrupt" in s)
+    pane.keys("/resume")
+    pane.wait_for(lambda s: "Resume another session" in s)  # the completion menu: the line is typed
+    pane.keys("Enter")
+    pane.wait_for(lambda s: "No other sessions in this project" in s)
