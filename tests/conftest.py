@@ -13,6 +13,7 @@ import pytest
 
 from tests.support.fakes.llm_server import FakeLLMServer
 from tests.support.requirements import NEEDS, missing
+from tests.support.schedule import longest_first
 
 Remount = Callable[[str], None]
 
@@ -51,7 +52,8 @@ FIXED_PORT_MODULES = frozenset({"test_oauth.py", "test_login_rpc.py", "test_auth
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """A test marked with a group whose need is missing here skips with the reason; tests that bind a
-    fixed port share one xdist worker (``--dist loadgroup``, set in pyproject)."""
+    fixed port share one xdist worker (``--dist loadgroup``, set in pyproject); under xdist the
+    longest tests are handed out first (tests/support/schedule.py)."""
     for item in items:
         if item.path.name in FIXED_PORT_MODULES:
             item.add_marker(pytest.mark.xdist_group("fixed-ports"))
@@ -61,6 +63,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             if item.get_closest_marker(marker) is not None and (reason := missing(marker)):
                 item.add_marker(pytest.mark.skip(reason=reason))
                 break
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        longest_first(items)
 
 
 _OUTCOMES: dict[str, tuple[frozenset[str], str | None]] = {}

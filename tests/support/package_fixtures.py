@@ -2,7 +2,7 @@
 
 - ``make_package``: a folder with ``package.json``, a skill, a prompt template and an extension;
 - ``GitHttpServer``: bare repositories over git's "dumb" HTTP protocol on 127.0.0.1 (port 0);
-- ``NpmRegistry``: a minimal npm registry on 127.0.0.1 (port 0) serving ``npm pack`` tarballs, so
+- ``npm_registry``: a minimal npm registry on 127.0.0.1 (port 0) serving the tarballs ``npm pack`` makes, so
   ``npm install`` runs for real against ``npm_config_registry``.
 """
 
@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -97,16 +98,11 @@ def serve_directory(root: Path, handler: type[SimpleHTTPRequestHandler] = _Quiet
 
 @contextmanager
 def npm_registry(packages: list[Path], work: Path) -> Iterator[str]:
-    """A registry serving ``npm pack`` of each folder (packuments at ``/<name>``); yields its URL.
+    """A registry serving a tarball of each folder (packuments at ``/<name>``); yields its URL.
     Folders with one package name are its versions, the last one the ``latest`` tag."""
     files = work / "registry"
     files.mkdir()
-    tarballs: list[tuple[dict[str, Any], Path]] = []
-    for folder in packages:
-        out = subprocess.run(["npm", "pack", "--json", "--pack-destination", str(files)], cwd=folder,
-                             check=True, capture_output=True, text=True).stdout
-        info = json.loads(out)[0]
-        tarballs.append((json.loads((folder / "package.json").read_text()), files / info["filename"]))
+    tarballs = [(json.loads((folder / "package.json").read_text()), pack(folder, files)) for folder in packages]
     with serve_directory(files) as url:
         packuments: dict[str, dict[str, Any]] = {}
         for manifest, tarball in tarballs:  # folders of one name are its versions; the last is latest
@@ -120,6 +116,24 @@ def npm_registry(packages: list[Path], work: Path) -> Iterator[str]:
         for name, packument in packuments.items():
             (files / name).write_text(json.dumps(packument))
         yield url
+
+
+_UNPACKED = {".git", "node_modules"}
+
+
+def pack(folder: Path, destination: Path) -> Path:
+    """The tarball ``npm pack`` makes of ``folder`` (gzip, each file under ``package/``, mode 644,
+    owner 0; no ``.git`` nor ``node_modules``), written here: a start of npm costs ~0.5 s of CPU."""
+    manifest = json.loads((folder / "package.json").read_text())
+    tarball = destination / f"{manifest['name'].lstrip('@').replace('/', '-')}-{manifest['version']}.tgz"
+    with tarfile.open(tarball, "w:gz") as archive:
+        files = (p for p in folder.rglob("*") if p.is_file() and not _UNPACKED & set(p.relative_to(folder).parts))
+        for path in sorted(files):
+            info = archive.gettarinfo(str(path), f"package/{path.relative_to(folder).as_posix()}")
+            info.mode, info.uid, info.gid, info.uname, info.gname = 0o644, 0, 0, "", ""
+            with path.open("rb") as handle:
+                archive.addfile(info, handle)
+    return tarball
 
 
 def npm_env(env: dict[str, str], registry: str, cache: Path) -> dict[str, str]:

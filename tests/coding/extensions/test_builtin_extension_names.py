@@ -11,6 +11,7 @@ import pytest
 
 from tests.support.cli_sides import fake_agent_env, needs_reference, pi_command
 from tests.support.fakes.llm_server import FakeLLMServer
+from tests.support.run_once import ours_once, shared_run
 
 NAMES = ["mcp", "llama.cpp", "codemode", "tool-search"]
 
@@ -28,18 +29,29 @@ def _run(kind: str, root: Path, name: str) -> tuple[int, str, list[str]]:
     return done.returncode, done.stdout, tools
 
 
-# one name in the fast subset (each run starts a pi), all of them in the full suite
-@pytest.mark.parametrize("name", [NAMES[0], *(pytest.param(name, marks=pytest.mark.slow) for name in NAMES[1:])])
-def test_builtin_names_are_accepted(tmp_path: Path, name: str) -> None:
-    status, stdout, tools = _run("ours", tmp_path / "ours", name)
+async def _outcome(kind: str, root: Path, name: str) -> tuple[int, str, list[str]]:
+    return _run(kind, root, name)
+
+
+def _names(slow_from: int) -> list[object]:
+    """``NAMES`` as parameters, each in the group of its shared run of ours; from ``slow_from`` on slow."""
+    return [pytest.param(name, marks=[shared_run(f"builtin-{name}"), *([pytest.mark.slow] if i >= slow_from else [])])
+            for i, name in enumerate(NAMES)]
+
+
+# one name in the fast subset (each run starts a pi), all of them in the full suite; our run of a
+# name serves both its test here and its comparison
+@pytest.mark.parametrize("name", _names(slow_from=1))
+async def test_builtin_names_are_accepted(tmp_path: Path, name: str) -> None:
+    status, stdout, tools = await ours_once(_outcome, tmp_path / "ours", name)
     assert (status, stdout) == (0, "ok\n")
     assert "codemode" in tools
 
 
 @needs_reference
-@pytest.mark.parametrize("name", NAMES)
-def test_builtin_names_match_the_reference(tmp_path: Path, name: str) -> None:
-    ours, reference = _run("ours", tmp_path / "ours", name), _run("reference", tmp_path / "reference", name)
+@pytest.mark.parametrize("name", _names(slow_from=len(NAMES)))
+async def test_builtin_names_match_the_reference(tmp_path: Path, name: str) -> None:
+    ours, reference = await ours_once(_outcome, tmp_path / "ours", name), _run("reference", tmp_path / "reference", name)
     assert ours[:2] == reference[:2]
     assert "codemode" in ours[2] and "codemode" in reference[2]
 

@@ -2,7 +2,8 @@
 1.6.0 checks them: a copy outside the range is reinstalled when the session starts, ``pi update``
 moves to the newest version inside the range (never past it), leaves a pinned version alone, and does
 nothing when the installed copy is already the newest. The registry is local (``npm pack`` tarballs of
-four versions of one package); the same steps run on the reference pi must give the same results.
+four versions of one package, shared by the module); the same steps run on the reference pi must give
+the same results. Our run of the steps serves both the check of ours and the comparison.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pi_coding_agent.coding.packages.versions import installed_matches, newest
 from tests.coding.packages.test_packages import _env, _non_builtin, needs_npm
 from tests.support.cli_sides import needs_reference
 from tests.support.package_fixtures import get_commands, make_package, npm_env, npm_registry, run_pi
+from tests.support.run_once import RunOnce, shared_run
 
 VERSIONS = ("1.0.0", "1.2.0", "1.3.0", "2.0.0")
 NAME = "rng-fixture-pkg"
@@ -64,19 +66,31 @@ def _steps(kind: str, home: Path, registry: str, work: Path) -> list[object]:
     return seen
 
 
-@pytest.fixture
-def registry(tmp_path):
-    packages = [make_package(tmp_path / f"src-{v}", NAME, prompt=f"p{v.replace('.', '')}", version=v) for v in VERSIONS]
-    with npm_registry(packages, tmp_path) as url:
+_STEPS: RunOnce[list[object]] = RunOnce()
+
+
+async def _steps_once(kind: str, root: Path, registry: str) -> list[object]:
+    """``_steps`` of side ``kind``, played once per process: our run serves both tests."""
+    async def play() -> list[object]:
+        (root / "work").mkdir(parents=True)
+        return _steps(kind, root / kind, registry, root / "work")
+    return await _STEPS.get((kind, registry), play)
+
+
+@pytest.fixture(scope="module")
+def registry(tmp_path_factory):
+    """The four versions' registry, shared by the module's tests (they only read it)."""
+    root = tmp_path_factory.mktemp("registry")
+    packages = [make_package(root / f"src-{v}", NAME, prompt=f"p{v.replace('.', '')}", version=v) for v in VERSIONS]
+    with npm_registry(packages, root) as url:
         yield url
 
 
 @needs_npm
 @pytest.mark.slow
-def test_ranges_reinstall_and_update_within_bounds(tmp_path, registry):
-    work = tmp_path / "work"
-    work.mkdir()
-    assert _steps("ours", tmp_path / "ours", registry, work) == [
+@shared_run("npm-ranges")
+async def test_ranges_reinstall_and_update_within_bounds(tmp_path, registry):
+    assert await _steps_once("ours", tmp_path, registry) == [
         0, "1.2.0",
         ">=1.3 <2", "1.3.0", ["p130", "skill:hello"],
         "1.2.0", "1.2.0", ["p120", "skill:hello"],
@@ -87,7 +101,6 @@ def test_ranges_reinstall_and_update_within_bounds(tmp_path, registry):
 
 @needs_npm
 @needs_reference
-def test_ranges_as_the_reference(tmp_path, registry):
-    work = tmp_path / "work"
-    work.mkdir()
-    assert _steps("ours", tmp_path / "ours", registry, work) == _steps("reference", tmp_path / "ref", registry, work)
+@shared_run("npm-ranges")
+async def test_ranges_as_the_reference(tmp_path, registry):
+    assert await _steps_once("ours", tmp_path / "o", registry) == await _steps_once("reference", tmp_path / "r", registry)
