@@ -28,6 +28,7 @@ from tests.reference.test_rpc_reference import (
     _without_builtin_commands,
     differences,
 )
+from tests.support.compiled_once import stable_source
 from tests.support.rpc_compare import Conversation, Played, Record, Scenario, needs_reference, only, play
 from tests.support.run_once import RunOnce, shared_run
 
@@ -72,10 +73,12 @@ async def play_side(kind: str, parity: Parity, root: Path, suffix: str | None = 
     """Write the side's extension and play the conversation; ``kind`` is ``ours`` or ``reference``,
     ``suffix`` the extension's language (by default ``.py`` for ours, ``.ts`` for the reference)."""
     suffix = suffix or (".py" if kind == "ours" else ".ts")
-    source = textwrap.dedent(parity.py) + PY_PRELUDE if suffix == ".py" else textwrap.dedent(parity.ts)
-    path = root / f"{kind}-ext" / f"ext{suffix}"
-    path.parent.mkdir(parents=True)
-    path.write_text(source)
+    if suffix == ".py":
+        path = root / f"{kind}-ext" / "ext.py"
+        path.parent.mkdir(parents=True)
+        path.write_text(textwrap.dedent(parity.py) + PY_PRELUDE)
+    else:  # at a path of its source, compiled by jiti once across runs
+        path = stable_source(f"{kind}-ext/ext.ts", textwrap.dedent(parity.ts))
     return await play(kind, Scenario(parity.script, parity.drive, args=("--no-session", "-e", str(path))), root)
 
 

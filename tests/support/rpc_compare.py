@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.compiled_once import stable_source
 from tests.support.fakes.llm_server import FakeLLMServer
 from tests.support.reference_pi import REFERENCE_PI, reference_path
 from tests.support.rpc_helpers import PYTHON, RpcProcess
@@ -74,9 +75,17 @@ class Workspace:
     async def spawn_with(self, kind: str, extension: dict[str, str], *args: str) -> RpcProcess:
         """``spawn`` with ``-e`` and the extension written for this side (``extension[kind]``: Python
         source for ours, TypeScript for the reference)."""
-        path = self.root / ("extension.py" if kind == "ours" else "extension.ts")
-        path.write_text(textwrap.dedent(extension[kind]))
-        return await self.spawn(kind, *args, "-e", str(path))
+        return await self.spawn(kind, *args, "-e", str(self.extension_file(kind, extension)))
+
+    def extension_file(self, kind: str, extension: dict[str, str]) -> Path:
+        """Where ``spawn_with`` writes the side's extension: the reference's at a path of its source,
+        so that jiti compiles it once across runs."""
+        source = textwrap.dedent(extension[kind])
+        if kind != "ours":
+            return stable_source("reference/extension.ts", source)
+        path = self.root / "extension.py"
+        path.write_text(source)
+        return path
 
     async def spawn(self, kind: str, *args: str) -> RpcProcess:
         """``kind`` is ``"ours"`` or ``"reference"``; ``args`` follow ``--mode rpc --provider fake --model``."""

@@ -69,7 +69,7 @@ async def _notes(kind: str, root: Path) -> list[str]:
             await pi.request({"type": "get_state"})
         finally:
             await pi.kill()
-        extension = str(ws.root / ("extension.py" if kind == "ours" else "extension.ts"))
+        extension = str(ws.extension_file(kind, EXTENSION))
         return [json.loads(line).get("message", "").replace(extension, "EXT") for line in pi.raw_lines
                 if json.loads(line).get("method") == "notify"]
 

@@ -17,6 +17,7 @@ import pytest
 
 from tests.coding.extensions.test_extension_providers import inline_extension, next_dialog
 from tests.coding.extensions.test_extensions_fidelity import EXAMPLES, notes, play_example
+from tests.support.compiled_once import stable_source
 from tests.support.fakes.llama_server import FakeLlamaRouter
 from tests.support.rpc_compare import Conversation, Workspace, needs_reference
 from tests.support.run_once import ours_once, shared_run
@@ -103,8 +104,7 @@ def _list_models(kind: str, root: Path, example: str, ts: str, env: dict[str, st
         (workspace.agent_dir / "auth.json").write_text(json.dumps(auth))
     path = EXAMPLES / example
     if kind != "ours":
-        path = root / kind / "ext.ts"
-        path.write_text(textwrap.dedent(ts))
+        path = stable_source("reference/ext.ts", textwrap.dedent(ts))  # compiled once across runs
     argv = [PYTHON, "-m", "pi_coding_agent"] if kind == "ours" else [str(REFERENCE_PI)]
     done = subprocess.run([*argv, "--list-models", term, "-e", str(path)], cwd=workspace.cwd, capture_output=True,
                           env={**workspace.env, **env, "PATH": f"{REFERENCE_NODE_BIN}:{os.environ.get('PATH', '')}"},

@@ -17,6 +17,7 @@ import pytest
 
 from tests.coding.extensions.test_extension_providers import next_dialog
 from tests.coding.extensions.test_extensions_fidelity import EXAMPLES, notes
+from tests.support.compiled_once import stable_source
 from tests.support.fakes.llama_server import FakeLlamaRouter
 from tests.support.rpc_compare import Conversation, Workspace, needs_reference
 
@@ -60,8 +61,10 @@ def _extension(kind: str, root: Path, python: Path | str, ts: str) -> Path:
     """The Python extension (a shipped example's path, or source written here) or its TypeScript twin."""
     if kind == "ours" and isinstance(python, Path):
         return python
-    path = root / ("extension.py" if kind == "ours" else "extension.ts")
-    path.write_text(str(python) if kind == "ours" else ts)
+    if kind != "ours":
+        return stable_source("reference/extension.ts", ts)  # compiled once across runs
+    path = root / "extension.py"
+    path.write_text(str(python))
     return path
 
 

@@ -16,6 +16,7 @@ import pytest
 
 from tests.reference.test_extensions_parity import comparable
 from tests.reference.test_rpc_reference import differences
+from tests.support.compiled_once import stable_source
 from tests.support.fakes.llm_server import FakeLLMServer
 from tests.support.rpc_compare import (
     Conversation,
@@ -64,8 +65,7 @@ async def _play_example(kind: str, example: str, ts: str, drive: Callable[[Conve
     if kind == "ours":
         path = EXAMPLES / example  # loaded where it is shipped (it may name files next to it)
     else:
-        path = folder / "ext.ts"
-        path.write_text(textwrap.dedent(ts))
+        path = stable_source("reference-ext/ext.ts", textwrap.dedent(ts))  # compiled once across runs
     scenario = Scenario(script or [], drive, args=("--no-session", "-e", str(path), *args))
     if env_of is None and prepare is None:
         return await play(kind, scenario, root)

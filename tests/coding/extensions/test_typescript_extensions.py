@@ -20,6 +20,7 @@ import pytest
 from pi_coding_agent.coding.extensions.typescript.host import _ensure_runtime, runtime_dir
 from tests.reference.test_extensions_parity import SCENARIOS, comparable, play_named, scenario_params
 from tests.reference.test_rpc_reference import differences
+from tests.support.compiled_once import stable_source
 from tests.support.package_fixtures import get_commands, make_package, rpc_records
 from tests.support.rpc_compare import Played, needs_reference
 
@@ -145,8 +146,7 @@ PROVIDER_TS = """export default function (pi: any) {
 @needs_reference
 def test_typescript_provider_registration_gives_the_reference_models(tmp_path):
     """``pi.registerProvider`` made while loading is in place before the first command is answered."""
-    ext = tmp_path / "ext.ts"
-    ext.write_text(PROVIDER_TS)
+    ext = stable_source("provider/ext.ts", PROVIDER_TS)  # compiled by jiti once across runs
     answers = {}
     for kind in ("ours", "reference"):
         home = tmp_path / kind
@@ -166,8 +166,7 @@ async def test_the_sidecar_ends_with_the_session(tmp_path):
 
     exts = []
     for name in ("a", "b"):
-        exts.append(tmp_path / f"{name}.ts")
-        exts[-1].write_text(f'export default function (pi: any) {{ pi.registerCommand("{name}", {{ handler: async () => {{}} }}); }}\n')
+        exts.append(stable_source(f"sidecar/{name}.ts", f'export default function (pi: any) {{ pi.registerCommand("{name}", {{ handler: async () => {{}} }}); }}\n'))
     args = CliArgs(no_session=True, extensions=[str(e) for e in exts])
     session = await create_session(args, "sdk", cwd=tmp_path, agent_dir=tmp_path / "agent")
     sidecar = session.extensions.sidecar
