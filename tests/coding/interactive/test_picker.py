@@ -261,3 +261,19 @@ async def test_opening_paints_the_rows_given_up_and_leaves_the_transcript_alone(
         assert asked[0] == []  # the frame that opened it (a full repaint follows the mount: Textual's)
         await pilot.press("escape")
         assert await answer is None
+
+
+async def test_the_editor_looks_focused_again_once_the_picker_closes(make_app):  # noqa: F811
+    """The hidden editor is not restyled as it loses the focus; it is when it gets it back."""
+    app = await make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        focused_border = app.editor.styles.border_top
+        answer = opened(app, Picker("Pick", [(n, n) for n in NAMES]))
+        await until(pilot, lambda: "(1/25)" in screen_text(app))
+        await pilot.press("escape")
+        assert await answer is None
+        await pilot.pause(0.1)
+        assert app.editor.has_focus and app.editor.styles.border_top == focused_border
+        app.set_focus(None)
+        await pilot.pause(0.1)
+        assert app.editor.styles.border_top != focused_border  # shown and unfocused: restyled at once
