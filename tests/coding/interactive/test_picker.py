@@ -4,7 +4,10 @@ a list that grows while it is open, what it hides and gives back, and what a key
 from __future__ import annotations
 
 import asyncio
+import re
 from typing import Any
+
+import pytest
 
 from pi_coding_agent.ai.abort import AbortSignal
 from pi_coding_agent.coding.modes.interactive.dialogs import PickerScreen, choose
@@ -198,3 +201,79 @@ async def test_enter_on_resume_lays_the_screen_out_once(make_app, tmp_path, monk
         await until(pilot, lambda: "› " in screen_text(app) and "task 2" in screen_text(app))
         await pilot.pause(0.3)
         assert len(layouts) == 1
+
+
+def paint(rows: list[str], frame: str) -> None:
+    """Apply a frame's escape codes to ``rows`` (characters only: cursor moves and text)."""
+    y = x = 0
+    for token in re.split(r"(\x1b\[[0-9;?]*[A-Za-z])", frame):
+        move = re.fullmatch(r"\x1b\[(\d+);(\d+)H", token)
+        if move:
+            y, x = int(move.group(1)) - 1, int(move.group(2)) - 1
+        elif token and not token.startswith("\x1b"):
+            row = rows[y].ljust(x)
+            rows[y] = row[:x] + token + row[x + len(token):]
+            x += len(token)
+
+
+@pytest.mark.parametrize("notices", [0, 60])
+async def test_opening_paints_the_rows_given_up_and_leaves_the_transcript_alone(make_app, monkeypatch, notices):  # noqa: F811
+    """The transcript keeps its lines when the picker takes rows from it (a short one and one that
+    scrolls): only the rows it gave up are painted, and the frames make the screen a full render shows."""
+    from textual.app import App
+
+    from pi_coding_agent.coding.modes.interactive.main_screen import MainScreen
+    from pi_coding_agent.coding.modes.interactive.transcript import Transcript
+
+    app = await make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        for index in range(notices):
+            app.show_notice(f"notice {index}")
+        await until(pilot, lambda: notices == 0 or f"notice {notices - 1}" in screen_text(app))
+        await pilot.pause(0.3)
+        rows = screen_text(app).splitlines()
+        frames: list[str] = []
+        asked: list[list[int]] = []  # per frame, the transcript's lines rendered (not for ``screen_text``)
+        display, render_lines = App._display, Transcript.render_lines
+
+        def captured(self: Any, screen: Any, renderable: Any) -> None:
+            display(self, screen, renderable)
+            if renderable is not None and not self._batch_count:
+                frames.append(renderable.render_segments(self.console))
+
+        def refresh(self: Any) -> None:
+            asked.append([])
+            monkeypatch.setattr(Transcript, "render_lines", lambda self, crop: asked[-1].append(crop.height) or render_lines(self, crop))
+            try:
+                compositor_refresh(self)
+            finally:
+                monkeypatch.setattr(Transcript, "render_lines", render_lines)
+
+        compositor_refresh = MainScreen._compositor_refresh
+        monkeypatch.setattr(App, "_display", captured)
+        monkeypatch.setattr(MainScreen, "_compositor_refresh", refresh)
+        answer = opened(app, Picker("Pick", [(n, n) for n in NAMES]))
+        await until(pilot, lambda: "(1/25)" in screen_text(app))
+        await pilot.pause(0.3)
+        for frame in frames:
+            paint(rows, frame)
+        assert [row.rstrip() for row in rows] == [row.rstrip() for row in screen_text(app).splitlines()]
+        assert asked[0] == []  # the frame that opened it (a full repaint follows the mount: Textual's)
+        await pilot.press("escape")
+        assert await answer is None
+
+
+async def test_the_editor_looks_focused_again_once_the_picker_closes(make_app):  # noqa: F811
+    """The hidden editor is not restyled as it loses the focus; it is when it gets it back."""
+    app = await make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        focused_border = app.editor.styles.border_top
+        answer = opened(app, Picker("Pick", [(n, n) for n in NAMES]))
+        await until(pilot, lambda: "(1/25)" in screen_text(app))
+        await pilot.press("escape")
+        assert await answer is None
+        await pilot.pause(0.1)
+        assert app.editor.has_focus and app.editor.styles.border_top == focused_border
+        app.set_focus(None)
+        await pilot.pause(0.1)
+        assert app.editor.styles.border_top != focused_border  # shown and unfocused: restyled at once

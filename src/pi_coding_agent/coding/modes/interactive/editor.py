@@ -84,6 +84,12 @@ class Editor(TextArea):
         self._styled = None
         super().notify_style_update()
 
+    def watch_has_focus(self, has_focus: bool) -> None:
+        """Hidden (a picker in its place), it keeps its focused look until it shows, and is focused,
+        again: restyling a ``TextArea`` costs about a millisecond, in the frame that opens the picker."""
+        if self.display or has_focus:
+            super().watch_has_focus(has_focus)
+
     # ------------------------------------------------------------------ keys
 
     async def _on_key(self, event: events.Key) -> None:

@@ -100,6 +100,10 @@ class Picker(Widget, can_focus=True):
     def on_mount(self) -> None:
         self.focus()
 
+    def watch_has_focus(self, _has_focus: bool) -> None:
+        """No rule styles a focused picker: its styles, applied as it mounted, stay (Textual would apply
+        them all again, half a millisecond as it opens)."""
+
     async def _on_key(self, event: events.Key) -> None:
         event.stop()
         event.prevent_default()

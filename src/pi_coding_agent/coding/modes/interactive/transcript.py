@@ -58,6 +58,7 @@ class Transcript(ScrollView):
     """Turns session events into entries; ``flush`` (on a timer) redraws the entries that changed."""
 
     DEFAULT_CSS = "Transcript { height: 1fr; scrollbar-size-vertical: 1; overflow-x: hidden; }"
+    KEEPS_LINES_WHEN_SHORTER = True  # a line is drawn from the scroll offset, which a shorter view keeps
 
     def __init__(self, palette: Palette, hide_thinking: bool = False) -> None:
         super().__init__(id="transcript")
