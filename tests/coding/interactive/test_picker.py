@@ -259,6 +259,8 @@ async def test_opening_paints_the_rows_given_up_and_leaves_the_transcript_alone(
             paint(rows, frame)
         assert [row.rstrip() for row in rows] == [row.rstrip() for row in screen_text(app).splitlines()]
         assert asked[0] == []  # the frame that opened it (a full repaint follows the mount: Textual's)
+        if notices:  # a reader at the bottom stays there: the last lines above the picker, as in pi
+            await until(pilot, lambda: f"notice {notices - 1}" in screen_text(app))
         await pilot.press("escape")
         assert await answer is None
 

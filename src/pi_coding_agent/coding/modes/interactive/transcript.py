@@ -77,12 +77,19 @@ class Transcript(ScrollView):
         self.render_tool: blocks.ToolDrawing | None = None  # extensions' tool drawings, likewise
         self._held_until = 0.0
         self._held_since = 0.0  # when the first redraw was held back (0: none is)
+        self._shown_height = 0  # the height of the last size, for ``on_resize``
 
     def on_mount(self) -> None:
         self.set_interval(1 / FPS, self.flush)
 
     def on_resize(self) -> None:
-        self._redraw(follow=self._following())
+        """A reader at the bottom stays there when the transcript gets shorter (a picker takes rows
+        below it), so the last lines stay in view, as in pi."""
+        following = self.scroll_y >= self.virtual_size.height - self._shown_height - 1
+        self._shown_height = self.scrollable_content_region.height
+        self._redraw(follow=following)
+        if following and self.scroll_y < self.max_scroll_y:
+            self.scroll_to(y=self.max_scroll_y, animate=False)
 
     def _add(self, entry: Entry) -> None:
         self.entries.append(entry)
