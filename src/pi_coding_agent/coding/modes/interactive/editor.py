@@ -52,9 +52,12 @@ class Editor(TextArea):
             self.held.__exit__(None, None, None)
 
     class Action(Message):
-        def __init__(self, action: str) -> None:
+        """``empty``: whether the editor was empty when the key came (the app reads it after later keys ran)."""
+
+        def __init__(self, action: str, empty: bool) -> None:
             super().__init__()
             self.action = action
+            self.empty = empty
 
     def __init__(self, keymap: KeyMap, menu: OptionList, complete: Callable[[str], list[completion.Candidate]]) -> None:
         super().__init__(soft_wrap=True, show_line_numbers=False, tab_behavior="focus", highlight_cursor_line=False,
@@ -93,6 +96,8 @@ class Editor(TextArea):
             event.prevent_default()
             return
         if action is None or (action == "app.clear" and self.selection.start != self.selection.end):
+            if not event.is_printable and await self._run_binding(event):
+                return
             await super()._on_key(event)
             if event.is_printable and isinstance(self.screen, MainScreen):
                 self.screen.paint_now(self)  # the character on the terminal before anything else runs
@@ -110,7 +115,30 @@ class Editor(TextArea):
         elif action == "tui.editor.historyNext":
             self.browse_history(1)
         else:
-            self.post_message(self.Action(action))
+            self._app_action(action)
+
+    def _app_action(self, action: str) -> None:
+        """What an application key does to the editor happens now (Ctrl+C clears it, Ctrl+D on text deletes
+        forward), the rest in the app, told whether the editor was empty."""
+        empty = not self.text
+        if action == "app.exit" and not empty:
+            self.action_delete_right()
+            return
+        if action == "app.clear" and not empty:
+            self.load_text("")
+        self.post_message(self.Action(action, empty))
+
+    async def _run_binding(self, event: events.Key) -> bool:
+        """A key of the text area's own bindings (Ctrl+U, Ctrl+W...) runs now: left to bubble up to the
+        app, its action ran after the keys read with it (``/re``, then Ctrl+U and ``/resume`` in one read,
+        sent ``/re/resume``)."""
+        bindings = self._bindings.key_to_bindings.get(event.key)
+        if not bindings:
+            return False
+        event.stop()
+        event.prevent_default()
+        await self.run_action(bindings[0].action)
+        return True
 
     def _menu_key(self, key: str) -> bool:
         """Up/Down move in the open completion menu, Tab/Enter take its choice, Escape closes it."""
