@@ -27,6 +27,7 @@ CASES = [  # (text typed, tmux keys pressed after it)
     ("hello world", ["C-b", "C-b", "C-f"]),
     ("foo bar", ["C-a", "M-f", "C-k", "C-a", "C-y"]),
     ("one two", ["Space", "t", "w", "o", "C-w", "C-_", "C-_"]),
+    ("one two", ["C-b", "Up"]),  # the top row, not at column 0: the line start
 ]
 
 

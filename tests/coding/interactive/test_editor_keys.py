@@ -94,6 +94,8 @@ async def _edited(make: Any, text: str, keys: list[str]) -> tuple[str, Any]:
     ("a-b-c", ["ctrl+a", "ctrl+right_square_bracket", "minus", "ctrl+right_square_bracket", "minus", "x"],
      "a-bx-c"),
     ("a-b-c", ["ctrl+right_square_bracket", "ctrl+right_square_bracket", "x"], "a-b-cx"),  # again: cancelled
+    ("one\ntwo", ["up", "up", "x", "down", "down", "y"], "xone\ntwoy"),  # top row: line start; bottom: end
+    ("one", ["enter", "t", "w", "o", "ctrl+a", "up"], "one"),  # top row at column 0: the previous prompt
     ("one two", ["space", "t", "ctrl+underscore"], "one two"),  # undo: the typed word and its space
     ("one", ["space", "t", "w", "o", "ctrl+w", "ctrl+underscore", "ctrl+underscore"], "one"),  # step by step
 ])

@@ -207,16 +207,25 @@ class Editor(EditingActions, inherit_bindings=False):
         return True
 
     def action_cursor_up(self, select: bool = False) -> None:
-        if not select and self.cursor_location[0] == 0 and (self._history_index is not None or not self.text):
+        """pi's Up on the top row: the previous prompt (on an empty editor, while browsing, or at column 0),
+        else the line start."""
+        location = self.cursor_location
+        if select or location[0] or not self.navigator.is_first_wrapped_line(location):
+            super().action_cursor_up(select)
+        elif self._history_index is not None or not self.text or location[1] == 0:
             self.browse_history(-1)
-            return
-        super().action_cursor_up(select)
+        else:
+            self.line_start()
 
     def action_cursor_down(self, select: bool = False) -> None:
-        if not select and self._history_index is not None and self.cursor_location[0] == self.document.line_count - 1:
+        """pi's Down on the bottom row: the next prompt while browsing, else the line end."""
+        location = self.cursor_location
+        if select or location[0] < self.document.line_count - 1 or not self.navigator.is_last_wrapped_line(location):
+            super().action_cursor_down(select)
+        elif self._history_index is not None:
             self.browse_history(1)
-            return
-        super().action_cursor_down(select)
+        else:
+            self.line_end()
 
     # ------------------------------------------------------------------ history and submission
 
