@@ -571,8 +571,9 @@ def test_shortcut_precedence_follows_pi():
     first, second = ext("a.py", "ctrl+o", "ctrl+y"), ext("b.py", "Ctrl+Y", "alt+up", "ctrl+k")
     table, warnings = shortcut_table([first, second], KeyMap())
     assert "ctrl+o" not in table and "ctrl+k" not in table  # app.tools.expand and deleteToLineEnd are reserved
-    assert table["ctrl+y"][0] is second and table["alt+up"][0] is second  # app.message.dequeue is not reserved
-    assert len(warnings) == 4 and "built-in shortcut for app.message.dequeue" in warnings[2]
+    assert table["ctrl+y"][0] is second and table["alt+up"][0] is second  # yank and dequeue are not reserved
+    assert len(warnings) == 6 and "built-in shortcut for tui.editor.yank" in warnings[1]
+    assert "built-in shortcut for app.message.dequeue" in warnings[4]
 
 
 @pytest.mark.slow

@@ -322,27 +322,23 @@ class PiApp(App[int], inherit_css=False):
 
     def on_editor_action(self, message: Editor.Action) -> None:
         action = message.action
-        if action == "app.clear":
-            if self.editor.text:
-                self.editor.load_text("")
+        if action == "app.clear":  # the editor cleared itself when it had text
+            if not message.empty:
                 self._last_press["ctrl+c"] = time.monotonic()
             elif self._double("ctrl+c"):
                 self.exit(0)
             else:
                 self.show_notice("Press ctrl+c again to exit", "dim")
-        elif action == "app.exit":
-            if not self.editor.text:
-                self.exit(0)
-            else:
-                self.editor.action_delete_right()
+        elif action == "app.exit":  # sent on an empty editor only
+            self.exit(0)
         elif action == "app.interrupt":
-            self._interrupt()
+            self._interrupt(message.empty)
         else:  # as a task: a picker waits for keys, which this handler would otherwise hold up
             from pi_coding_agent.coding.modes.interactive import commands
 
             self.spawn(commands.run_action(self, action))
 
-    def _interrupt(self) -> None:
+    def _interrupt(self, editor_empty: bool) -> None:
         """Escape: abort the run (queued messages go back to the editor); twice on an idle empty editor:
         the ``doubleEscapeAction`` setting (``tree`` by default)."""
         if self.session.is_streaming or self.session.is_compacting:
@@ -350,7 +346,7 @@ class PiApp(App[int], inherit_css=False):
             self.spawn(self.session.abort())
             return
         self.session.abort_bash()  # a running `!command`
-        if not self.editor.text and self._double("escape"):
+        if editor_empty and self._double("escape"):
             choice = self.session.rt.settings.double_escape_action
             if choice in ("tree", "fork"):
                 from pi_coding_agent.coding.modes.interactive import commands

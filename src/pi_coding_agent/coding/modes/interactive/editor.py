@@ -11,8 +11,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from contextlib import AbstractContextManager
+from typing import ClassVar
 
 from textual import events
+from textual.binding import Binding, BindingType
 from textual.geometry import Region
 from textual.message import Message
 from textual.strip import Strip
@@ -21,6 +23,7 @@ from textual.widgets import OptionList, TextArea
 from textual.widgets.option_list import Option
 
 from pi_coding_agent.coding.modes.interactive import completion
+from pi_coding_agent.coding.modes.interactive.editing import EDIT_METHODS, EditingActions
 from pi_coding_agent.coding.modes.interactive.keys import KeyMap
 from pi_coding_agent.coding.modes.interactive.main_screen import MainScreen
 
@@ -30,8 +33,22 @@ EDITOR_ACTIONS = ("tui.input.submit", "tui.input.newLine", "tui.input.tab", "app
                   "tui.editor.historyPrevious", "tui.editor.historyNext")
 
 
-class Editor(TextArea):
-    """Posts ``Submitted`` (Enter, or the follow-up key) and ``Action`` (application keys)."""
+class Editor(EditingActions, inherit_bindings=False):
+    """Posts ``Submitted`` (Enter, or the follow-up key) and ``Action`` (application keys).
+
+    Of Textual's text area bindings only the selection keys stay: every other key is one of pi's
+    actions (``keys.py``), rebindable in ``keybindings.json``.
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("shift+left", "cursor_left(True)", show=False), Binding("shift+right", "cursor_right(True)", show=False),
+        Binding("shift+up", "cursor_up(True)", show=False), Binding("shift+down", "cursor_down(True)", show=False),
+        Binding("shift+home", "cursor_line_start(True)", show=False),
+        Binding("shift+end", "cursor_line_end(True)", show=False),
+        Binding("ctrl+shift+left", "cursor_word_left(True)", show=False),
+        Binding("ctrl+shift+right", "cursor_word_right(True)", show=False),
+        Binding("f6", "select_line", show=False), Binding("f7", "select_all", show=False),
+    ]
 
     DEFAULT_CSS = """
     Editor { height: auto; max-height: 12; min-height: 1; border: none; border-top: solid $border-muted;
@@ -52,9 +69,12 @@ class Editor(TextArea):
             self.held.__exit__(None, None, None)
 
     class Action(Message):
-        def __init__(self, action: str) -> None:
+        """``empty``: whether the editor was empty when the key came (the app reads it after later keys ran)."""
+
+        def __init__(self, action: str, empty: bool) -> None:
             super().__init__()
             self.action = action
+            self.empty = empty
 
     def __init__(self, keymap: KeyMap, menu: OptionList, complete: Callable[[str], list[completion.Candidate]]) -> None:
         super().__init__(soft_wrap=True, show_line_numbers=False, tab_behavior="focus", highlight_cursor_line=False,
@@ -93,18 +113,32 @@ class Editor(TextArea):
     # ------------------------------------------------------------------ keys
 
     async def _on_key(self, event: events.Key) -> None:
-        action = self.shortcut_action(event.key) or self.keymap.action_for(event.key)
+        """Every key acts before this returns, the editor's own included: left to bubble up to the app
+        (as Textual's text area leaves its bindings), Ctrl+U ran after the keys read with it (``/re``,
+        then Ctrl+U and ``/resume`` in one read, sent ``/re/resume``)."""
         if self.menu.display and self._menu_key(event.key):
             event.stop()
             event.prevent_default()
             return
-        if action is None or (action == "app.clear" and self.selection.start != self.selection.end):
+        self.previous_edit, self.last_edit = self.last_edit, None
+        if self.jumping is not None and self._jump_key(event):
+            event.stop()
+            event.prevent_default()
+            return
+        action = self.shortcut_action(event.key) or self._action(event.key)
+        if action is None:
+            if not event.is_printable and await self._run_binding(event):
+                return
+            if event.is_printable:
+                self.typed((event.character or " ").isspace())
             await super()._on_key(event)
             if event.is_printable and isinstance(self.screen, MainScreen):
                 self.screen.paint_now(self)  # the character on the terminal before anything else runs
             return
         event.stop()
         event.prevent_default()
+        if action != "tui.editor.undo":
+            self.history.checkpoint()
         if action == "tui.input.newLine":
             self.insert("\n")
         elif action in ("tui.input.submit", "app.message.followUp"):
@@ -115,8 +149,50 @@ class Editor(TextArea):
             self.browse_history(-1)
         elif action == "tui.editor.historyNext":
             self.browse_history(1)
+        elif action in EDIT_METHODS:
+            getattr(self, EDIT_METHODS[action])()
         else:
-            self.post_message(self.Action(action))
+            self._app_action(action)
+
+    def _action(self, key: str) -> str | None:
+        """The first action bound to ``key`` that applies now: Ctrl+D quits on an empty editor only (else
+        it deletes forward), Ctrl+C copies a selection rather than clear the editor."""
+        for action in self.keymap.actions_for(key):
+            if action == "app.exit" and self.text:
+                continue
+            if action == "app.clear" and self.selection.start != self.selection.end:
+                continue
+            return action
+        return None
+
+    def _jump_key(self, event: events.Key) -> bool:
+        """The key after a jump key: a character is the target; the jump key again cancels; any other
+        key cancels and then acts (False)."""
+        direction, self.jumping = self.jumping, None
+        if {"tui.editor.jumpForward", "tui.editor.jumpBackward"} & set(self.keymap.actions_for(event.key)):
+            return True
+        if event.is_printable and event.character:
+            self.jump_to(event.character, direction or "forward")
+            return True
+        return False
+
+    def _app_action(self, action: str) -> None:
+        """What an application key does to the editor happens now (Ctrl+C clears it), the rest in the app,
+        told whether the editor was empty (Ctrl+D comes here on an empty editor only)."""
+        empty = not self.text
+        if action == "app.clear" and not empty:
+            self.load_text("")
+        self.post_message(self.Action(action, empty))
+
+    async def _run_binding(self, event: events.Key) -> bool:
+        """A key of the selection bindings below, run now."""
+        bindings = self._bindings.key_to_bindings.get(event.key)
+        if not bindings:
+            return False
+        event.stop()
+        event.prevent_default()
+        await self.run_action(bindings[0].action)
+        return True
 
     def _menu_key(self, key: str) -> bool:
         """Up/Down move in the open completion menu, Tab/Enter take its choice, Escape closes it."""
@@ -137,16 +213,25 @@ class Editor(TextArea):
         return True
 
     def action_cursor_up(self, select: bool = False) -> None:
-        if not select and self.cursor_location[0] == 0 and (self._history_index is not None or not self.text):
+        """pi's Up on the top row: the previous prompt (on an empty editor, while browsing, or at column 0),
+        else the line start."""
+        location = self.cursor_location
+        if select or location[0] or not self.navigator.is_first_wrapped_line(location):
+            super().action_cursor_up(select)
+        elif self._history_index is not None or not self.text or location[1] == 0:
             self.browse_history(-1)
-            return
-        super().action_cursor_up(select)
+        else:
+            self.line_start()
 
     def action_cursor_down(self, select: bool = False) -> None:
-        if not select and self._history_index is not None and self.cursor_location[0] == self.document.line_count - 1:
+        """pi's Down on the bottom row: the next prompt while browsing, else the line end."""
+        location = self.cursor_location
+        if select or location[0] < self.document.line_count - 1 or not self.navigator.is_last_wrapped_line(location):
+            super().action_cursor_down(select)
+        elif self._history_index is not None:
             self.browse_history(1)
-            return
-        super().action_cursor_down(select)
+        else:
+            self.line_end()
 
     # ------------------------------------------------------------------ history and submission
 

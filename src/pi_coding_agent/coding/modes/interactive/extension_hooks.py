@@ -36,8 +36,7 @@ if TYPE_CHECKING:
 RESERVED_ACTIONS = ("app.interrupt", "app.clear", "app.exit", "app.suspend", "app.thinking.cycle",
                     "app.model.cycleForward", "app.model.cycleBackward", "app.model.select", "app.tools.expand",
                     "app.thinking.toggle", "app.editor.external", "app.message.copy", "app.message.followUp",
-                    "tui.input.submit")
-RESERVED_EDITOR_KEYS = ("ctrl+k",)  # pi's tui.editor.deleteToLineEnd, reserved too; Textual's text area binds it
+                    "tui.input.submit", "tui.input.copy", "tui.editor.deleteToLineEnd")
 PREFIX = "extension.shortcut:"
 
 
@@ -49,7 +48,7 @@ def shortcut_table(extensions: list[Extension], keymap: KeyMap) -> tuple[dict[st
         for key in keys:
             if owner.get(normalise(key)) not in RESERVED_ACTIONS:  # a reserved action keeps a key it shares
                 owner[normalise(key)] = action
-    reserved = {key for key, action in owner.items() if action in RESERVED_ACTIONS} | set(RESERVED_EDITOR_KEYS)
+    reserved = {key for key, action in owner.items() if action in RESERVED_ACTIONS}
     table: dict[str, tuple[Extension, Shortcut]] = {}
     warnings: list[str] = []
     for ext in extensions:

@@ -9,15 +9,38 @@ from __future__ import annotations
 
 import json
 import sys
+import unicodedata
 from pathlib import Path
 
-# the actions this front end implements, with pi 1.6.0's defaults
+# the actions this front end implements, with pi 1.6.0's defaults (Linux), in pi's order
 DEFAULT_KEYS: dict[str, tuple[str, ...]] = {
+    "tui.editor.cursorUp": ("up",),
+    "tui.editor.cursorDown": ("down",),
+    "tui.editor.historyPrevious": (),
+    "tui.editor.historyNext": (),
+    "tui.editor.cursorLeft": ("left", "ctrl+b"),
+    "tui.editor.cursorRight": ("right", "ctrl+f"),
+    "tui.editor.cursorWordLeft": ("alt+left", "ctrl+left", "alt+b"),
+    "tui.editor.cursorWordRight": ("alt+right", "ctrl+right", "alt+f"),
+    "tui.editor.cursorLineStart": ("home", "ctrl+a"),
+    "tui.editor.cursorLineEnd": ("end", "ctrl+e"),
+    "tui.editor.jumpForward": ("ctrl+]",),
+    "tui.editor.jumpBackward": ("ctrl+alt+]",),
+    "tui.editor.pageUp": ("pageup", "ctrl+pageup"),
+    "tui.editor.pageDown": ("pagedown", "ctrl+pagedown"),
+    "tui.editor.deleteCharBackward": ("backspace",),
+    "tui.editor.deleteCharForward": ("delete", "ctrl+d"),
+    "tui.editor.deleteWordBackward": ("ctrl+w", "alt+backspace"),
+    "tui.editor.deleteWordForward": ("alt+d", "alt+delete"),
+    "tui.editor.deleteToLineStart": ("ctrl+u",),
+    "tui.editor.deleteToLineEnd": ("ctrl+k",),
+    "tui.editor.yank": ("ctrl+y",),
+    "tui.editor.yankPop": ("alt+y",),
+    "tui.editor.undo": ("ctrl+-",),
     "tui.input.newLine": ("shift+enter", "ctrl+j"),
     "tui.input.submit": ("enter",),
     "tui.input.tab": ("tab",),
-    "tui.editor.historyPrevious": (),
-    "tui.editor.historyNext": (),
+    "tui.input.copy": ("ctrl+c",),
     "tui.altScreen.pageUp": ("pageup",),
     "tui.altScreen.pageDown": ("pagedown",),
     "app.interrupt": ("escape",),
@@ -49,12 +72,59 @@ SELECTOR_KEYS: dict[str, tuple[str, ...]] = {
     "app.models.save": ("ctrl+s",),
 }
 
+# the order in which the editor tries the actions bound to one key, as pi's editor does: the
+# transcript's keys, then the application's (Ctrl+D only on an empty editor; history bindings before
+# the other application actions), then the editor's own
+PRECEDENCE = ("tui.altScreen.pageUp", "tui.altScreen.pageDown", "app.clipboard.pasteImage", "app.interrupt",
+              "app.exit", "tui.editor.historyPrevious", "tui.editor.historyNext",
+              *(a for a in DEFAULT_KEYS if a.startswith("app.") and a not in
+                ("app.clipboard.pasteImage", "app.interrupt", "app.exit")),
+              "tui.input.copy", "tui.editor.undo", "tui.input.tab", "tui.editor.deleteToLineEnd",
+              "tui.editor.deleteToLineStart", "tui.editor.deleteWordBackward", "tui.editor.deleteWordForward",
+              "tui.editor.deleteCharBackward", "tui.editor.deleteCharForward", "tui.editor.yank",
+              "tui.editor.yankPop", "tui.editor.cursorLineStart", "tui.editor.cursorLineEnd",
+              "tui.editor.cursorWordLeft", "tui.editor.cursorWordRight", "tui.input.newLine", "tui.input.submit",
+              "tui.editor.cursorUp", "tui.editor.cursorDown", "tui.editor.cursorRight", "tui.editor.cursorLeft",
+              "tui.editor.pageUp", "tui.editor.pageDown", "tui.editor.jumpForward", "tui.editor.jumpBackward")
+
+# pi's older names in keybindings.json, read as the new ones (unless the file has both)
+LEGACY_NAMES: dict[str, str] = {**{a.rsplit(".", 1)[1]: a for a in DEFAULT_KEYS if a.startswith(("tui.editor.", "tui.input."))},
+                "interrupt": "app.interrupt", "clear": "app.clear", "exit": "app.exit",
+                "cycleThinkingLevel": "app.thinking.cycle", "cycleModelForward": "app.model.cycleForward",
+                "selectModel": "app.model.select", "expandTools": "app.tools.expand",
+                "toggleThinking": "app.thinking.toggle", "externalEditor": "app.editor.external",
+                "followUp": "app.message.followUp", "dequeue": "app.message.dequeue",
+                "pasteImage": "app.clipboard.pasteImage", "newSession": "app.session.new",
+                "tree": "app.session.tree", "fork": "app.session.fork", "resume": "app.session.resume"}
+
 DESCRIPTIONS: dict[str, str] = {
+    "tui.editor.cursorUp": "Cursor up (on the first line: previous prompt)",
+    "tui.editor.cursorDown": "Cursor down (on the last line, while browsing: next prompt)",
+    "tui.editor.historyPrevious": "Previous prompt",
+    "tui.editor.historyNext": "Next prompt",
+    "tui.editor.cursorLeft": "Cursor left",
+    "tui.editor.cursorRight": "Cursor right",
+    "tui.editor.cursorWordLeft": "Cursor a word left",
+    "tui.editor.cursorWordRight": "Cursor a word right",
+    "tui.editor.cursorLineStart": "Line start",
+    "tui.editor.cursorLineEnd": "Line end",
+    "tui.editor.jumpForward": "Jump forward to the next character typed",
+    "tui.editor.jumpBackward": "Jump backward to the next character typed",
+    "tui.editor.pageUp": "Cursor a page up",
+    "tui.editor.pageDown": "Cursor a page down",
+    "tui.editor.deleteCharBackward": "Delete the character before the cursor",
+    "tui.editor.deleteCharForward": "Delete the character at the cursor",
+    "tui.editor.deleteWordBackward": "Delete the word before the cursor (kept for yank)",
+    "tui.editor.deleteWordForward": "Delete the word after the cursor (kept for yank)",
+    "tui.editor.deleteToLineStart": "Delete to line start (kept for yank)",
+    "tui.editor.deleteToLineEnd": "Delete to line end (kept for yank)",
+    "tui.editor.yank": "Paste the last deleted text",
+    "tui.editor.yankPop": "After a yank: replace it with the text deleted before",
+    "tui.editor.undo": "Undo",
     "tui.input.newLine": "Insert a new line",
     "tui.input.submit": "Send (steer while the agent works)",
     "tui.input.tab": "Complete a command or path",
-    "tui.editor.historyPrevious": "Previous prompt",
-    "tui.editor.historyNext": "Next prompt",
+    "tui.input.copy": "Copy the selection (with a selection)",
     "tui.altScreen.pageUp": "Scroll the transcript up a page (at the top: older messages)",
     "tui.altScreen.pageDown": "Scroll the transcript down a page",
     "app.interrupt": "Abort the run / close a dialog (twice on an empty editor: doubleEscapeAction)",
@@ -76,14 +146,24 @@ DESCRIPTIONS: dict[str, str] = {
     "app.session.resume": "Resume a session",
 }
 
-_ALIASES = {"esc": "escape", "return": "enter", "pageup": "pageup", "pagedown": "pagedown", "del": "delete"}
+_ALIASES = {"esc": "escape", "return": "enter", "del": "delete",
+            # Textual's names of the symbol keys (``ctrl+]`` comes as ``ctrl+right_square_bracket``)
+            **{unicodedata.name(c).lower().replace(" ", "_").replace("-", "_"): c for c in "`-=[]\\;',./!@#$%^&*()_+|~{}:<>?\""},
+            "minus": "-", "underscore": "_", "slash": "/", "backslash": "\\", "at": "@", "plus": "+"}
 
 
 def normalise(key: str) -> str:
-    """``Ctrl+Shift+PageUp`` and ``shift+ctrl+pageup`` -> ``ctrl+shift+pageup``."""
-    parts = [p for p in key.strip().lower().split("+") if p] or ["+"]
+    """``Ctrl+Shift+PageUp`` and ``shift+ctrl+pageup`` -> ``ctrl+shift+pageup``; Textual's ``ctrl+underscore``
+    -> ``ctrl+-`` (a terminal sends the same byte for Ctrl+- and Ctrl+_)."""
+    text = key.strip().lower()
+    parts = [p for p in text.split("+") if p]
+    if text.endswith("+") or not parts:
+        parts.append("+")
     *mods, name = parts
-    return "+".join([*sorted(set(mods)), _ALIASES.get(name, name)])
+    name = _ALIASES.get(name, name)
+    if name == "_" and "ctrl" in mods:
+        name = "-"
+    return "+".join([*sorted(set(mods)), name])
 
 
 class KeyMap:
@@ -111,14 +191,20 @@ class KeyMap:
             return cls()
         if not isinstance(data, dict):
             return cls()
-        return cls({k: v for k, v in data.items() if isinstance(v, (str, list))})
+        renamed: dict[str, object] = {LEGACY_NAMES.get(str(k), str(k)): v for k, v in data.items()
+                                      if LEGACY_NAMES.get(str(k)) not in data}
+        return cls({k: v for k, v in renamed.items() if isinstance(v, (str, list))})
 
     def matches(self, action: str, key: str) -> bool:
         return normalise(key) in self._normal.get(action, set())
 
     def action_for(self, key: str) -> str | None:
+        return next(iter(self.actions_for(key)), None)
+
+    def actions_for(self, key: str) -> list[str]:
+        """Every action bound to ``key``, in the order the editor tries them (``PRECEDENCE``)."""
         normal = normalise(key)
-        return next((action for action, keys in self._normal.items() if normal in keys), None)
+        return [action for action in PRECEDENCE if normal in self._normal.get(action, ())]
 
     def hotkeys(self) -> list[tuple[str, str]]:
         """(keys, description) of every bound action, for ``/hotkeys``."""
