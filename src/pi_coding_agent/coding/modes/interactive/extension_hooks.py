@@ -18,6 +18,7 @@ drawn at come back, then the entries showing it are drawn again with them.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -43,12 +44,7 @@ PREFIX = "extension.shortcut:"
 def shortcut_table(extensions: list[Extension], keymap: KeyMap) -> tuple[dict[str, tuple[Extension, Shortcut]],
                                                                           list[str]]:
     """Normalised key -> the shortcut it runs, and the warnings pi gives for conflicts."""
-    owner: dict[str, str] = {}
-    for action, keys in keymap.keys.items():
-        for key in keys:
-            if owner.get(normalise(key)) not in RESERVED_ACTIONS:  # a reserved action keeps a key it shares
-                owner[normalise(key)] = action
-    reserved = {key for key, action in owner.items() if action in RESERVED_ACTIONS}
+    owner, reserved = _builtin_owners(keymap)
     table: dict[str, tuple[Extension, Shortcut]] = {}
     warnings: list[str] = []
     for ext in extensions:
@@ -65,6 +61,18 @@ def shortcut_table(extensions: list[Extension], keymap: KeyMap) -> tuple[dict[st
                                 f"and {ext.path}. Using {ext.path}.")
             table[normal] = (ext, shortcut)
     return table, warnings
+
+
+@functools.lru_cache(maxsize=4)
+def _builtin_owners(keymap: KeyMap) -> tuple[dict[str, str], frozenset[str]]:
+    """Normalised key -> the built-in action that has it, and the keys of reserved actions: kept per key
+    map (an app's is fixed), as the editor asks ``shortcut_action`` on every key."""
+    owner: dict[str, str] = {}
+    for action, keys in keymap.keys.items():
+        for key in keys:
+            if owner.get(normalise(key)) not in RESERVED_ACTIONS:  # a reserved action keeps a key it shares
+                owner[normalise(key)] = action
+    return owner, frozenset(key for key, action in owner.items() if action in RESERVED_ACTIONS)
 
 
 def _extensions(app: PiApp) -> list[Extension]:
