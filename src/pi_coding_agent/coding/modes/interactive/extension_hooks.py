@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import sys
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from pi_coding_agent.agent.awaitables import maybe_await
 from pi_coding_agent.coding.modes.interactive.keys import normalise
@@ -130,9 +131,7 @@ def render_custom(app: PiApp, message: Mapping[str, Any], expanded: bool,
         renderer = ext.message_renderers.get(str(custom_type))
         if renderer is None:
             continue
-        from pi_coding_agent.coding.extensions.typescript.host import MessageRenderer
-
-        if drawings is not None and isinstance(renderer, MessageRenderer):
+        if drawings is not None and _is_typescript(renderer):
             return drawings.drawing(ext.path, renderer, message, expanded)
         try:
             drawn = renderer(message, {"expanded": expanded}, dict(app.transcript.palette))
@@ -143,6 +142,13 @@ def render_custom(app: PiApp, message: Mapping[str, Any], expanded: bool,
             return None
         return Text(drawn) if isinstance(drawn, str) else drawn
     return None
+
+
+def _is_typescript(renderer: object) -> TypeGuard[MessageRenderer]:
+    """Whether a TypeScript extension registered ``renderer``; without loading the sidecar's host module,
+    which a session with Python extensions only never loads (and without which there are none)."""
+    host = sys.modules.get("pi_coding_agent.coding.extensions.typescript.host")
+    return host is not None and isinstance(renderer, host.MessageRenderer)
 
 
 class ToolDrawings:
