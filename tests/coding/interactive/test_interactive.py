@@ -70,6 +70,13 @@ async def type_text(pilot: Any, text: str) -> None:
     await pilot.press(*["space" if ch == " " else ch for ch in text])
 
 
+async def send(pilot: Any, text: str, shown: Callable[[], bool]) -> None:
+    """Type ``text``, press Enter, and let the app run until ``shown()`` holds."""
+    await type_text(pilot, text)
+    await pilot.press("enter")
+    await until(pilot, shown)
+
+
 @pytest.mark.slow
 async def test_a_prompt_streams_its_answer_and_a_tool_call_with_output(make_app, fake_llm):
     fake_llm.add({"content": [{"type": "toolCall", "id": "c1", "name": "bash",
@@ -77,9 +84,7 @@ async def test_a_prompt_streams_its_answer_and_a_tool_call_with_output(make_app,
                  {"content": [{"type": "text", "text": "All **done** here.\n\nSecond paragraph."}]})
     app = await make_app()
     async with app.run_test(size=SIZE) as pilot:
-        await type_text(pilot, "run it")
-        await pilot.press("enter")
-        await until(pilot, lambda: "Second paragraph." in screen_text(app) and "All done here." in screen_text(app))
+        await send(pilot, "run it", lambda: "Second paragraph." in screen_text(app) and "All done here." in screen_text(app))
         text = screen_text(app)  # the markdown is rendered: **done** shows as done
         assert "run it" in text
         assert "$ echo tool-said-this" in text and text.count("tool-said-this") == 2
@@ -91,9 +96,7 @@ async def test_escape_aborts_a_streaming_answer(make_app, fake_llm):
     fake_llm.add({"content": [{"type": "text", "text": "word " * 400}], "chunkSize": 5, "chunkDelayMs": 20})
     app = await make_app()
     async with app.run_test(size=SIZE) as pilot:
-        await type_text(pilot, "talk")
-        await pilot.press("enter")
-        await until(pilot, lambda: "word" in screen_text(app))
+        await send(pilot, "talk", lambda: "word" in screen_text(app))
         await pilot.press("escape")
         await until(pilot, lambda: not app.session.is_streaming)
         await until(pilot, lambda: "Operation aborted" in screen_text(app))
@@ -106,9 +109,7 @@ async def test_the_follow_up_key_queues_a_message_shown_until_delivered(make_app
                  {"content": [{"type": "text", "text": "second answer"}]})
     app = await make_app()
     async with app.run_test(size=SIZE) as pilot:
-        await type_text(pilot, "one")
-        await pilot.press("enter")
-        await until(pilot, lambda: "first" in screen_text(app))
+        await send(pilot, "one", lambda: "first" in screen_text(app))
         app.editor.load_text("later please")  # typed at once: the stream is still running
         await pilot.press("alt+enter")
         await until(pilot, lambda: "follow-up: later please" in screen_text(app))
@@ -124,9 +125,7 @@ async def test_enter_while_streaming_steers_the_run(make_app, fake_llm):
                  {"content": [{"type": "text", "text": "steered answer"}]})
     app = await make_app()
     async with app.run_test(size=SIZE) as pilot:
-        await type_text(pilot, "go")
-        await pilot.press("enter")
-        await until(pilot, lambda: "$ sleep 1" in screen_text(app))
+        await send(pilot, "go", lambda: "$ sleep 1" in screen_text(app))
         app.editor.load_text("change course")
         await pilot.press("enter")
         await until(pilot, lambda: "steered answer" in screen_text(app))
@@ -142,9 +141,7 @@ async def test_thinking_blocks_collapse_with_the_setting_and_ctrl_t(make_app, fa
     fake_llm.add({"content": [{"type": "thinking", "thinking": "secret musing"}, {"type": "text", "text": "answer"}]})
     app = await make_app()
     async with app.run_test(size=SIZE) as pilot:
-        await type_text(pilot, "think")
-        await pilot.press("enter")
-        await until(pilot, lambda: "answer" in screen_text(app) and "Thinking…" in screen_text(app))
+        await send(pilot, "think", lambda: "answer" in screen_text(app) and "Thinking…" in screen_text(app))
         assert "secret musing" not in screen_text(app)
         await pilot.press("ctrl+t")
         await until(pilot, lambda: "secret musing" in screen_text(app))
@@ -156,9 +153,7 @@ async def test_ctrl_o_expands_tool_output_live_and_restored(make_app, fake_llm):
                  {"content": [{"type": "text", "text": "counted"}]})
     app = await make_app()
     async with app.run_test(size=SIZE) as pilot:
-        await type_text(pilot, "count")
-        await pilot.press("enter")
-        await until(pilot, lambda: "counted" in screen_text(app) and not app.session.is_streaming)
+        await send(pilot, "count", lambda: "counted" in screen_text(app) and not app.session.is_streaming)
         assert "5 earlier lines (ctrl+o to expand)" in screen_text(app) and "row-5\n" not in screen_text(app)
         await pilot.press("ctrl+o")
         await until(pilot, lambda: "row-1 " in screen_text(app) and "earlier lines" not in screen_text(app))
@@ -196,27 +191,15 @@ async def test_tree_navigation_and_resume(make_app, fake_llm, tmp_path):
     app = await make_app(no_session=False)
     async with app.run_test(size=SIZE) as pilot:
         for text, answer in (("first question", "answer one"), ("second question", "answer two")):
-            await type_text(pilot, text)
-            await pilot.press("enter")
-            await until(pilot, lambda answer=answer: answer in screen_text(app))
-        await type_text(pilot, "/tree")
-        await pilot.press("enter")
-        await until(pilot, lambda: "Session tree" in screen_text(app))
-        await type_text(pilot, "first question")
-        await pilot.press("enter")
-        await until(pilot, lambda: app.editor.text == "first question")  # a user entry comes back to edit
+            await send(pilot, text, lambda answer=answer: answer in screen_text(app))
+        await send(pilot, "/tree", lambda: "Session tree" in screen_text(app))
+        await send(pilot, "first question", lambda: app.editor.text == "first question")  # a user entry comes back to edit
         assert "answer one" not in screen_text(app)
         first_file = app.session.sm.session_file
         await pilot.press("ctrl+c")  # clears the editor
-        await type_text(pilot, "/new")
-        await pilot.press("enter")
-        await until(pilot, lambda: app.session.sm.session_file != first_file)
-        await type_text(pilot, "elsewhere")
-        await pilot.press("enter")
-        await until(pilot, lambda: "other session answer" in screen_text(app))
-        await type_text(pilot, "/resume")
-        await pilot.press("enter")
-        await until(pilot, lambda: "Resume session" in screen_text(app) and "first question" in screen_text(app))
+        await send(pilot, "/new", lambda: app.session.sm.session_file != first_file)
+        await send(pilot, "elsewhere", lambda: "other session answer" in screen_text(app))
+        await send(pilot, "/resume", lambda: "Resume session" in screen_text(app) and "first question" in screen_text(app))
         await pilot.press("enter")
         await until(pilot, lambda: app.session.sm.session_file == first_file)
         await until(pilot, lambda: "first question" in screen_text(app) and "elsewhere" not in screen_text(app))
@@ -265,9 +248,7 @@ async def test_model_picker_switches_the_model(make_app, fake_llm, opener):
             await type_text(pilot, opener)
             await pilot.press("enter")
         await until(pilot, lambda: "Select model" in screen_text(app))
-        await type_text(pilot, "m2")
-        await pilot.press("enter")
-        await until(pilot, lambda: app.session.agent.model["id"] == "m2")
+        await send(pilot, "m2", lambda: app.session.agent.model["id"] == "m2")
         await until(pilot, lambda: "m2" in screen_text(app).splitlines()[-1])
 
 
@@ -331,12 +312,8 @@ async def test_ctrl_d_on_an_empty_editor_quits_and_ctrl_c_twice_too(make_app):
 async def test_bang_runs_a_shell_command_into_the_context_and_double_bang_keeps_it_out(make_app):
     app = await make_app()
     async with app.run_test(size=SIZE) as pilot:
-        await type_text(pilot, "!echo shown-and-kept")
-        await pilot.press("enter")
-        await until(pilot, lambda: screen_text(app).count("shown-and-kept") >= 2)
-        await type_text(pilot, "!!echo not-for-model")
-        await pilot.press("enter")
-        await until(pilot, lambda: screen_text(app).count("not-for-model") >= 2)
+        await send(pilot, "!echo shown-and-kept", lambda: screen_text(app).count("shown-and-kept") >= 2)
+        await send(pilot, "!!echo not-for-model", lambda: screen_text(app).count("not-for-model") >= 2)
     records = [m for m in app.session.get_messages() if m["role"] == "bashExecution"]
     assert [(r["command"], r.get("excludeFromContext", False)) for r in records] == [
         ("echo shown-and-kept", False), ("echo not-for-model", True)]
@@ -346,9 +323,7 @@ async def test_bang_runs_a_shell_command_into_the_context_and_double_bang_keeps_
 async def test_history_and_slash_completion(make_app, fake_llm):
     app = await make_app()
     async with app.run_test(size=SIZE) as pilot:
-        await type_text(pilot, "hello")
-        await pilot.press("enter")
-        await until(pilot, lambda: not app.session.is_streaming and "ok" in screen_text(app))
+        await send(pilot, "hello", lambda: not app.session.is_streaming and "ok" in screen_text(app))
         await pilot.press("up")
         assert app.editor.text == "hello"
         await pilot.press("down")
@@ -363,9 +338,7 @@ async def test_history_and_slash_completion(make_app, fake_llm):
 async def test_double_escape_on_an_idle_empty_editor_opens_the_tree(make_app, fake_llm):
     app = await make_app()
     async with app.run_test(size=SIZE) as pilot:
-        await type_text(pilot, "hi")
-        await pilot.press("enter")
-        await until(pilot, lambda: not app.session.is_streaming and "ok" in screen_text(app))
+        await send(pilot, "hi", lambda: not app.session.is_streaming and "ok" in screen_text(app))
         await pilot.press("escape", "escape")
         await until(pilot, lambda: "Session tree" in screen_text(app))
         await pilot.press("escape")
@@ -396,9 +369,7 @@ async def test_a_full_screen_list_and_the_screen_under_it_follow_a_terminal_resi
     """A full-screen list skips the Resize of its own first layout; a real one must still reach both screens."""
     app = await make_app()
     async with app.run_test(size=SIZE) as pilot:
-        await type_text(pilot, "/settings")
-        await pilot.press("enter")
-        await until(pilot, lambda: "Auto-compact" in screen_text(app))
+        await send(pilot, "/settings", lambda: "Auto-compact" in screen_text(app))
         await pilot.resize_terminal(70, 20)
         under = app.screen_stack[0]
         await until(pilot, lambda: max(w.region.right for w in under.children) == 70

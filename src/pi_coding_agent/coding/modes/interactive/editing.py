@@ -10,13 +10,13 @@ from __future__ import annotations
 from textual.document._document import Location
 from textual.widgets import TextArea
 
-_PUNCTUATION = frozenset("(){}[]<>.,;:'\"!?+-=*/\\|&%^$#@~`")
-
 
 def _kind(char: str) -> str:
+    """A space, a word character (a letter, a digit, ``_``) or other (punctuation and symbols): a
+    word move crosses one run of the same kind."""
     if char.isspace():
         return "space"
-    return "word" if (char.isalnum() or char == "_") and char not in _PUNCTUATION else "other"
+    return "word" if char.isalnum() or char == "_" else "other"
 
 
 def word_left(line: str, column: int) -> int:

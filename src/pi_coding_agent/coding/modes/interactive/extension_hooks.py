@@ -18,8 +18,10 @@ drawn at come back, then the entries showing it are drawn again with them.
 from __future__ import annotations
 
 import asyncio
+import functools
+import sys
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from pi_coding_agent.agent.awaitables import maybe_await
 from pi_coding_agent.coding.modes.interactive.keys import normalise
@@ -43,12 +45,7 @@ PREFIX = "extension.shortcut:"
 def shortcut_table(extensions: list[Extension], keymap: KeyMap) -> tuple[dict[str, tuple[Extension, Shortcut]],
                                                                           list[str]]:
     """Normalised key -> the shortcut it runs, and the warnings pi gives for conflicts."""
-    owner: dict[str, str] = {}
-    for action, keys in keymap.keys.items():
-        for key in keys:
-            if owner.get(normalise(key)) not in RESERVED_ACTIONS:  # a reserved action keeps a key it shares
-                owner[normalise(key)] = action
-    reserved = {key for key, action in owner.items() if action in RESERVED_ACTIONS}
+    owner, reserved = _builtin_owners(keymap)
     table: dict[str, tuple[Extension, Shortcut]] = {}
     warnings: list[str] = []
     for ext in extensions:
@@ -65,6 +62,18 @@ def shortcut_table(extensions: list[Extension], keymap: KeyMap) -> tuple[dict[st
                                 f"and {ext.path}. Using {ext.path}.")
             table[normal] = (ext, shortcut)
     return table, warnings
+
+
+@functools.lru_cache(maxsize=4)
+def _builtin_owners(keymap: KeyMap) -> tuple[dict[str, str], frozenset[str]]:
+    """Normalised key -> the built-in action that has it, and the keys of reserved actions: kept per key
+    map (an app's is fixed), as the editor asks ``shortcut_action`` on every key."""
+    owner: dict[str, str] = {}
+    for action, keys in keymap.keys.items():
+        for key in keys:
+            if owner.get(normalise(key)) not in RESERVED_ACTIONS:  # a reserved action keeps a key it shares
+                owner[normalise(key)] = action
+    return owner, frozenset(key for key, action in owner.items() if action in RESERVED_ACTIONS)
 
 
 def _extensions(app: PiApp) -> list[Extension]:
@@ -122,9 +131,7 @@ def render_custom(app: PiApp, message: Mapping[str, Any], expanded: bool,
         renderer = ext.message_renderers.get(str(custom_type))
         if renderer is None:
             continue
-        from pi_coding_agent.coding.extensions.typescript.host import MessageRenderer
-
-        if drawings is not None and isinstance(renderer, MessageRenderer):
+        if drawings is not None and _is_typescript(renderer):
             return drawings.drawing(ext.path, renderer, message, expanded)
         try:
             drawn = renderer(message, {"expanded": expanded}, dict(app.transcript.palette))
@@ -135,6 +142,13 @@ def render_custom(app: PiApp, message: Mapping[str, Any], expanded: bool,
             return None
         return Text(drawn) if isinstance(drawn, str) else drawn
     return None
+
+
+def _is_typescript(renderer: object) -> TypeGuard[MessageRenderer]:
+    """Whether a TypeScript extension registered ``renderer``; without loading the sidecar's host module,
+    which a session with Python extensions only never loads (and without which there are none)."""
+    host = sys.modules.get("pi_coding_agent.coding.extensions.typescript.host")
+    return host is not None and isinstance(renderer, host.MessageRenderer)
 
 
 class ToolDrawings:

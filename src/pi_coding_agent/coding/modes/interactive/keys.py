@@ -7,6 +7,7 @@ are normalised (lower case, aliases resolved, modifiers sorted) before they are 
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 import unicodedata
@@ -152,6 +153,7 @@ _ALIASES = {"esc": "escape", "return": "enter", "del": "delete",
             "minus": "-", "underscore": "_", "slash": "/", "backslash": "\\", "at": "@", "plus": "+"}
 
 
+@functools.lru_cache(maxsize=512)  # every key typed is normalised, from a small set
 def normalise(key: str) -> str:
     """``Ctrl+Shift+PageUp`` and ``shift+ctrl+pageup`` -> ``ctrl+shift+pageup``; Textual's ``ctrl+underscore``
     -> ``ctrl+-`` (a terminal sends the same byte for Ctrl+- and Ctrl+_)."""
@@ -177,6 +179,10 @@ class KeyMap:
                 if action in table:
                     table[action] = (value,) if isinstance(value, str) else tuple(value)
         self._normal = {action: {normalise(k) for k in keys} for action, keys in self.keys.items()}
+        self._by_key: dict[str, list[str]] = {}  # normalised key -> its actions in ``PRECEDENCE`` order
+        for action in PRECEDENCE:
+            for key in self._normal.get(action, ()):
+                self._by_key.setdefault(key, []).append(action)
 
     @classmethod
     def load(cls, agent_dir: Path) -> KeyMap:
@@ -202,9 +208,9 @@ class KeyMap:
         return next(iter(self.actions_for(key)), None)
 
     def actions_for(self, key: str) -> list[str]:
-        """Every action bound to ``key``, in the order the editor tries them (``PRECEDENCE``)."""
-        normal = normalise(key)
-        return [action for action in PRECEDENCE if normal in self._normal.get(action, ())]
+        """Every action bound to ``key``, in the order the editor tries them (``PRECEDENCE``); asked on
+        every key, so looked up in a table built once (the list is the table's: not to be changed)."""
+        return self._by_key.get(normalise(key), [])
 
     def hotkeys(self) -> list[tuple[str, str]]:
         """(keys, description) of every bound action, for ``/hotkeys``."""

@@ -89,12 +89,12 @@ def _to_paint(area: Region, dirty: set[Region], drawn: list[Region]) -> Region:
 
 def _covered(area: Region, drawn: list[Region]) -> bool:
     """Whether the regions in ``drawn`` (in front) cover all of ``area``."""
-    over = [region for region in drawn if region.overlaps(area)]
+    over = sorted((region for region in drawn if region.overlaps(area)), key=lambda region: region.x)
     if not over:
         return False
     for y in range(area.y, area.bottom):
         x = area.x
-        for region in sorted((r for r in over if r.y <= y < r.bottom), key=lambda r: r.x):
+        for region in (r for r in over if r.y <= y < r.bottom):
             if region.x > x:
                 return False
             x = max(x, region.right)
