@@ -19,11 +19,10 @@ from rich.style import Style
 from rich.text import Text
 from textual.strip import Strip
 
-from pi_coding_agent.agent.events import AgentMessage
 from pi_coding_agent.ai.types import AssistantContent
 from pi_coding_agent.coding.modes.interactive import blocks, history
 from pi_coding_agent.coding.modes.interactive.blocks import Palette
-from pi_coding_agent.coding.modes.interactive.history import CustomRenderer, Part
+from pi_coding_agent.coding.modes.interactive.history import CustomRenderer, Item, Part
 
 PAD = 1  # columns left and right of an entry's text
 
@@ -234,7 +233,7 @@ class AssistantEntry(Entry):
 class HistoryEntry(Entry):
     """Restored messages (a reopened session), drawn as the live entries would have drawn them."""
 
-    def __init__(self, messages: Sequence[AgentMessage], palette: Palette, render_custom: CustomRenderer,
+    def __init__(self, messages: Sequence[Item], palette: Palette, render_custom: CustomRenderer,
                  render_tool: blocks.ToolDrawing | None = None) -> None:
         super().__init__()
         self.messages = messages
