@@ -265,7 +265,7 @@ class TypeScriptDrawings:
             self.asked.clear()
         default = default_drawing(message, palette)
         drawing = TypeScriptDrawing(self, path, renderer, message, expanded, default)
-        width = self.app.transcript.scrollable_content_region.width - 2 * PAD
+        width = self.app.transcript.scrollable_content_region.width - (0 if drawing.full_width else 2 * PAD)
         if width > 0:
             drawing.lines(width)  # asked now: the answer often comes before the first frame
         return drawing
@@ -316,6 +316,7 @@ class TypeScriptDrawing:
                  expanded: bool, default: RenderableType | None) -> None:
         self.owner, self.path, self.renderer = owner, path, renderer
         self.message, self.expanded, self.default = message, expanded, default
+        self.full_width = is_entry(message)  # as in pi: an entry's renderer draws the whole row, a message's inside the margins
 
     def lines(self, width: int) -> list[str] | None:
         """The renderer's lines at ``width``; None (asked for, if not yet) when there are none yet."""
