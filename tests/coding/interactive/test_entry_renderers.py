@@ -84,3 +84,30 @@ async def test_custom_entries_show_where_appended_live_and_after_reopening(make_
         order = ("hello", "answer one", "CARD first", "again", "answer two")
         assert _rows(reopened, *order) == sorted(_rows(reopened, *order))
         assert "hidden-entry" not in screen_text(reopened) and "failing-entry" not in screen_text(reopened)
+
+
+STREAMING_EXTENSION = '''
+from rich.text import Text
+
+
+def setup(pi):
+    appended = []
+
+    def on_update(event, ctx):
+        if not appended:
+            appended.append(pi.append_entry("note", {"text": "NOTE while streaming"}))
+
+    pi.on("message_update", on_update)
+    pi.register_entry_renderer("note", lambda entry, options, theme: Text(entry["data"]["text"]))
+'''
+
+
+async def test_an_entry_appended_while_an_answer_streams_shows_above_it(make_app, fake_llm, tmp_path):  # noqa: F811
+    fake_llm.add({"content": [{"type": "text", "text": "streamed " * 30 + "END"}], "chunkSize": 10, "chunkDelayMs": 10})
+    extension = tmp_path / "notes.py"
+    extension.write_text(STREAMING_EXTENSION)
+    app = await make_app(extensions=[str(extension)])
+    async with app.run_test(size=SIZE) as pilot:
+        await _say(pilot, "talk", "END")
+        assert _rows(app, "talk", "NOTE while streaming", "streamed") == \
+            sorted(_rows(app, "talk", "NOTE while streaming", "streamed"))
