@@ -1,6 +1,7 @@
-"""A TypeScript extension's ``registerMessageRenderer`` in the terminal UI: the renderer runs in the
-Node.js sidecar with pi-tui's components, and its lines (ANSI styling kept) draw the custom messages
-the extension sends; a renderer that returns nothing or throws leaves the default drawing."""
+"""A TypeScript extension's ``registerMessageRenderer`` and ``registerEntryRenderer`` in the terminal
+UI: the renderer runs in the Node.js sidecar with pi-tui's components, and its lines (ANSI styling
+kept) draw the custom messages the extension sends and the entries it appends; a message renderer
+that returns nothing or throws leaves the default drawing, an entry renderer nothing."""
 
 from __future__ import annotations
 
@@ -38,6 +39,18 @@ export default function (pi: ExtensionAPI) {
   pi.registerMessageRenderer("broken-note", () => {
     throw new Error("renderer broke on purpose");
   });
+  pi.registerEntryRenderer("status-card", (entry, { expanded }, theme) => {
+    const data = entry.data as { title: string; count: number };
+    const box = new Box(1, 0, (t) => theme.bg("customMessageBg", t));
+    box.addChild(new Text(`${theme.fg("accent", data.title)}: ${data.count} expanded=${expanded}`, 0, 0));
+    return box;
+  });
+  pi.registerEntryRenderer("broken-card", () => {
+    throw new Error("entry renderer broke on purpose");
+  });
+  for (const [name, customType] of [["card", "status-card"], ["hidden", "no-renderer"], ["brokencard", "broken-card"]]) {
+    pi.registerCommand(name, { handler: async (args) => pi.appendEntry(customType, { title: args, count: 17 }) });
+  }
   for (const [name, customType] of [["status", "status-update"], ["plain", "plain-note"], ["broken", "broken-note"]]) {
     pi.registerCommand(name, {
       handler: async (args) => {
@@ -102,10 +115,30 @@ async def test_a_typescript_message_renderer_draws_the_custom_messages_it_sends(
         await until(pilot, lambda: "[INFO] all good" in screen_text(app) and "nothing drawn here" in screen_text(app))
 
 
-@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
-@pytest.mark.parametrize("kind", ["ours", pytest.param("reference", marks=needs_reference)])
-def test_the_drawn_rows_are_pi_s(kind: str, tmp_path: Path) -> None:
-    """The same extension in a real terminal, ours and pi 1.6.0: the message is the same rows."""
+async def test_a_typescript_entry_renderer_draws_the_entries_it_appends(make_app, tmp_path: Path):  # noqa: F811
+    from pi_coding_agent.coding.modes.interactive import history
+
+    extension = tmp_path / "renderer.ts"
+    extension.write_text(EXTENSION)
+    app = await make_app(extensions=[str(extension)])
+    async with app.run_test(size=SIZE) as pilot:
+        await _run(pilot, "/card Indexed files")
+        await until(pilot, lambda: "Indexed files: 17 expanded=false" in screen_text(app))
+        assert screen_text(app).splitlines()[2].startswith(" Indexed files: 17")  # the whole row: the Box's padding only
+        assert _styles_of(app, "Indexed files")[0].color.triplet.hex == DARK["accent"]
+        await _run(pilot, "/hidden secret-entry")
+        await _run(pilot, "/brokencard failing-entry")
+        await until(pilot, lambda: "entry renderer broke on purpose" in flat_text(app))
+        assert "secret-entry" not in screen_text(app) and "failing-entry" not in screen_text(app)
+        await app.transcript.restore(history.items(app.session))  # a reopened session draws them the same way
+        await until(pilot, lambda: "Indexed files: 17" in screen_text(app))
+        await pilot.pause(0.3)
+        assert "entry renderer broke on purpose" not in flat_text(app)  # reported once, not again when redrawn
+        assert "secret-entry" not in screen_text(app) and "failing-entry" not in screen_text(app)
+
+
+def _pane_rows(kind: str, tmp_path: Path, line: str, shown: str) -> list[str]:
+    """The screen's rows once ``line``, typed into ours or pi 1.6.0 in a real terminal, showed ``shown``."""
     (tmp_path / "renderer.ts").write_text(EXTENSION)
     (tmp_path / "work").mkdir()
     command, env = pi_command(kind, ["-e", str(tmp_path / "renderer.ts"), "--no-session"], _env(tmp_path / "home"))
@@ -114,12 +147,32 @@ def test_the_drawn_rows_are_pi_s(kind: str, tmp_path: Path) -> None:
     pane = Tmux(f"{shlex.join(command)}; sleep 60", tmp_path / "work", env)
     try:
         pane.wait_for(lambda s: "escape interrupt" in s)
-        pane.keys("/status all good now")
-        pane.wait_for(lambda s: "/status all good now" in s)
+        pane.keys(line)
+        pane.wait_for(lambda s: line in s)
         pane.keys("Enter")
-        rows = pane.wait_for(lambda s: "expanded=false" in s).splitlines()
+        return pane.wait_for(lambda s: shown in s).splitlines()
     finally:
         pane.kill()
+
+
+needs_tmux = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+
+
+@needs_tmux
+@pytest.mark.parametrize("kind", ["ours", pytest.param("reference", marks=needs_reference)])
+def test_the_drawn_rows_are_pi_s(kind: str, tmp_path: Path) -> None:
+    """The same extension in a real terminal, ours and pi 1.6.0: the message is the same rows."""
+    rows = _pane_rows(kind, tmp_path, "/status all good now", "expanded=false")
     first = next(i for i, row in enumerate(rows) if "[INFO]" in row)
-    assert [row.rstrip() for row in rows[first:first + 3]] == [" [INFO] all good now", "",
-                                                               " expanded=false ctrl+o to expand"]
+    assert [row.rstrip() for row in rows[first - 1:first + 3]] == ["", " [INFO] all good now", "",
+                                                                   " expanded=false ctrl+o to expand"]
+
+
+@needs_tmux
+@pytest.mark.parametrize("kind", ["ours", pytest.param("reference", marks=needs_reference)])
+def test_an_entry_s_drawn_rows_are_pi_s(kind: str, tmp_path: Path) -> None:
+    """An appended entry in a real terminal, ours and pi 1.6.0: the same rows, across the whole width
+    (the renderer's Box pads it, not the transcript), under one blank row."""
+    rows = _pane_rows(kind, tmp_path, "/card Indexed files", "Indexed files: 17")
+    first = next(i for i, row in enumerate(rows) if "Indexed files: 17" in row)
+    assert [row.rstrip() for row in rows[first - 1:first + 2]] == ["", " Indexed files: 17 expanded=false", ""]

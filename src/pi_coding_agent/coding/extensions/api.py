@@ -254,6 +254,13 @@ class ExtensionAPI:
         self._live()
         self._extension.message_renderers[custom_type] = renderer
 
+    def register_entry_renderer(self, custom_type: str, renderer: Callable[[JsonObject, JsonObject, object], object]) -> None:
+        """How the terminal UI draws ``custom`` entries of ``custom_type`` (``append_entry``), which it
+        shows only with a renderer: ``renderer(entry, {"expanded": bool}, theme)`` as for
+        ``register_message_renderer`` (None: nothing shown)."""
+        self._live()
+        self._extension.entry_renderers[custom_type] = renderer
+
     def register_tool_renderer(self, tool_name: str, *,
                                render_call: Callable[[JsonObject, dict[str, str]], object] | None = None,
                                render_result: Callable[[JsonObject, JsonObject, dict[str, str]], object] | None = None,

@@ -75,6 +75,7 @@ class Extension:
     flags: dict[str, JsonObject] = field(default_factory=dict)  # register_flag options, by flag name
     shortcuts: dict[str, Shortcut] = field(default_factory=dict)  # by key as registered
     message_renderers: dict[str, Callable[..., Any]] = field(default_factory=dict)  # by customType
+    entry_renderers: dict[str, Callable[..., Any]] = field(default_factory=dict)  # by customType
     tool_renderers: dict[str, ToolRenderer] = field(default_factory=dict)  # by tool name
 
     @property

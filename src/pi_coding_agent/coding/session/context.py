@@ -29,6 +29,9 @@ class SessionContext:
     model: tuple[str, str] | None = None  # (provider, model id)
     thinking_level: str = "off"
     context_entry_ids: list[str] = field(default_factory=list)  # source entry id of each message
+    # the ``custom`` entries among them (never sent to the model; the terminal UI draws them), each with
+    # the number of messages before it
+    custom_entries: list[tuple[int, Entry]] = field(default_factory=list)
 
 
 def select_context_entries(path: list[Entry]) -> list[Entry]:
@@ -198,6 +201,8 @@ def build_context(path: list[Entry], settings: Settings | None = None) -> Sessio
         if index > 0 and entry.get("type") == "compaction":
             continue  # an older compaction inside the kept range: only the latest one speaks
         entry_id = entry.get("id")
+        if entry.get("type") == "custom":
+            context.custom_entries.append((len(context.messages), entry))
         messages = entry_messages(entry)
         if edits:
             messages = apply_edit(messages, edits.get(entry_id))

@@ -401,6 +401,8 @@ class SidecarHost:
                                  handler=lambda ctx: self.invoke(handler, [], ctx, pi=pi))
         elif kind == "messageRenderer":
             pi.register_message_renderer(spec["customType"], MessageRenderer(self, handler))
+        elif kind == "entryRenderer":  # drawn like a message renderer, with the entry as its first argument
+            pi.register_entry_renderer(spec["customType"], MessageRenderer(self, handler))
         elif kind == "flag":
             pi.register_flag(spec["name"], type=spec.get("type", "boolean"), description=spec.get("description"),
                              default=spec.get("default"))

@@ -180,7 +180,9 @@ function makeApi(extId) {
     registerMessageRenderer(customType, renderer) {
       register(extId, "messageRenderer", { customType, handler: handlerId(renderer) });
     },
-    registerEntryRenderer() {},
+    registerEntryRenderer(customType, renderer) {
+      register(extId, "entryRenderer", { customType, handler: handlerId(renderer) });
+    },
     registerProvider: (name, config) => fire("pi.registerProvider", name, plainSchema(config)),
     unregisterProvider: (name) => fire("pi.unregisterProvider", name),
     registerVirtualModel(model) {

@@ -26,7 +26,7 @@ from textual.widgets import OptionList, Static
 
 from pi_coding_agent import __version__
 from pi_coding_agent.coding.errors import SessionError
-from pi_coding_agent.coding.modes.interactive import completion, extension_hooks, footer
+from pi_coding_agent.coding.modes.interactive import completion, extension_hooks, footer, history
 from pi_coding_agent.coding.modes.interactive.blocks import Palette
 from pi_coding_agent.coding.modes.interactive.editor import Editor
 from pi_coding_agent.coding.modes.interactive.keys import KeyMap
@@ -126,7 +126,7 @@ class PiApp(App[int], inherit_css=False):
         self._register_theme("pi-alt" if self.theme == "pi" else "pi")  # Textual applies a theme when its name changes
         self.query_one("#header", Static).update(self._header())
         if not self.session.is_streaming:
-            self.spawn(self.transcript.restore(self.session.get_messages()))
+            self.spawn(self.transcript.restore(history.items(self.session)))
 
     def get_default_screen(self) -> MainScreen:
         return MainScreen()
@@ -148,7 +148,7 @@ class PiApp(App[int], inherit_css=False):
     async def on_mount(self) -> None:
         self._unsubscribe = self.session.subscribe(self._on_session_event)
         extension_hooks.install(self)
-        await self.transcript.restore(self.session.get_messages())
+        await self.transcript.restore(history.items(self.session))
         self.warn_if_untrusted()
         self.ui.attach(self)
         self.editor.focus()

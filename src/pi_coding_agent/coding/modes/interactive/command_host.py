@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
+from pi_coding_agent.coding.modes.interactive import history
 from pi_coding_agent.coding.modes.interactive.dialogs import choose
 from pi_coding_agent.coding.modes.interactive.picker import Picker
 
@@ -65,6 +66,6 @@ async def replaced(app: PiApp, result: dict[str, Any] | None = None) -> None:
     if result is not None and result.get("cancelled"):
         app.show_notice("Cancelled", "warning")
         return
-    await app.transcript.restore(app.session.get_messages())
+    await app.transcript.restore(history.items(app.session))
     app.warn_if_untrusted()  # as pi, under the transcript of the session it now shows
     app.refresh_footer()

@@ -19,11 +19,10 @@ from rich.style import Style
 from rich.text import Text
 from textual.strip import Strip
 
-from pi_coding_agent.agent.events import AgentMessage
 from pi_coding_agent.ai.types import AssistantContent
 from pi_coding_agent.coding.modes.interactive import blocks, history
 from pi_coding_agent.coding.modes.interactive.blocks import Palette
-from pi_coding_agent.coding.modes.interactive.history import CustomRenderer, Part
+from pi_coding_agent.coding.modes.interactive.history import CustomRenderer, Item, Part
 
 PAD = 1  # columns left and right of an entry's text
 
@@ -37,26 +36,32 @@ class Canvas:
     style: Style
 
     def strips(self, renderable: RenderableType, background: str | None = None) -> list[Strip]:
-        """``renderable`` as lines of the full width, padded, on the transcript's colours (or ``background``)."""
-        inner = max(self.width - 2 * PAD, 1)
+        """``renderable`` as lines of the full width, padded (but for a ``full_width`` one: lines an
+        extension's TypeScript renderer drew for the whole width), on the transcript's colours (or
+        ``background``); none when it draws nothing."""
+        margin = 0 if getattr(renderable, "full_width", False) else PAD
+        inner = max(self.width - 2 * margin, 1)
         style = self.style + Style(bgcolor=background) if background else self.style
-        segments = self.console.render(renderable, self.console.options.update_width(inner))
+        segments = list(self.console.render(renderable, self.console.options.update_width(inner)))
+        if not segments:
+            return []
         lines = Segment.split_and_crop_lines(segments, inner, include_new_lines=False, pad=True)
         # each line built once and styled as it is built (a quarter of the cost of joining three strips
         # and styling the result); a null style is left off, as ``Strip.apply_style`` leaves it
+        pad = Segment(" " * margin, style or None)
         if not style:
-            return [Strip([Segment(" " * PAD), *line, Segment(" " * PAD)], inner + 2 * PAD) for line in lines]
-        pad = Segment(" " * PAD, style)
-        return [Strip([pad, *Segment.apply_style(line, style), pad], inner + 2 * PAD) for line in lines]
+            return [Strip([pad, *line, pad], inner + 2 * margin) for line in lines]
+        return [Strip([pad, *Segment.apply_style(line, style), pad], inner + 2 * margin) for line in lines]
 
     def blank(self) -> Strip:
         return Strip.blank(self.width, self.style)
 
     def parts(self, parts: list[Part]) -> list[Strip]:
-        """Each part under a blank line."""
+        """Each part under a blank line (a part that draws nothing: neither)."""
         out: list[Strip] = []
         for renderable, background in parts:
-            out += [self.blank(), *self.strips(renderable, background)]
+            strips = self.strips(renderable, background)
+            out += [self.blank(), *strips] if strips else []
         return out
 
 
@@ -234,7 +239,7 @@ class AssistantEntry(Entry):
 class HistoryEntry(Entry):
     """Restored messages (a reopened session), drawn as the live entries would have drawn them."""
 
-    def __init__(self, messages: Sequence[AgentMessage], palette: Palette, render_custom: CustomRenderer,
+    def __init__(self, messages: Sequence[Item], palette: Palette, render_custom: CustomRenderer,
                  render_tool: blocks.ToolDrawing | None = None) -> None:
         super().__init__()
         self.messages = messages

@@ -1,5 +1,6 @@
 """Extension API members that only the terminal UI uses: ``register_shortcut`` keys,
-``register_message_renderer`` drawings of ``custom`` messages and ``register_tool_renderer``
+``register_message_renderer`` drawings of ``custom`` messages, ``register_entry_renderer`` drawings
+of ``custom`` entries (``append_entry``: shown only with a renderer) and ``register_tool_renderer``
 drawings of tool calls.
 
 Shortcuts follow pi 1.6.0's precedence: a key bound to one of the UI's reserved actions (abort,
@@ -10,7 +11,7 @@ or ``/reload`` that loads other extensions. A renderer that raises (when called 
 what it returned) or returns something Rich cannot draw leaves the default drawing in its place and
 is reported once as an ``extension_error``: it never breaks the screen.
 
-A TypeScript extension's message renderer runs in the Node.js sidecar and answers later
+A TypeScript extension's message or entry renderer runs in the Node.js sidecar and answers later
 (``TypeScriptDrawings``): its message shows the default drawing until the lines of the width it is
 drawn at come back, then the entries showing it are drawn again with them.
 """
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from pi_coding_agent.coding.extensions.registry import Extension, Shortcut, ToolRenderer
     from pi_coding_agent.coding.extensions.runner import ExtensionRunner
     from pi_coding_agent.coding.extensions.typescript.host import MessageRenderer
+    from pi_coding_agent.coding.modes.interactive.blocks import Palette
     from pi_coding_agent.coding.modes.interactive.command_host import PiApp
     from pi_coding_agent.coding.modes.interactive.keys import KeyMap
 
@@ -86,7 +88,7 @@ def install(app: PiApp) -> None:
     which shortcuts lost a conflict (before ``ui.attach``, which shows pending notices)."""
     app.editor.shortcut_action = lambda key: shortcut_action(app, key)
     drawings = TypeScriptDrawings(app)
-    app.transcript.render_custom = lambda message, expanded: render_custom(app, message, expanded, drawings)
+    app.transcript.render_custom = lambda item, expanded: render_custom(app, item, expanded, drawings)
     app.transcript.render_tool = ToolDrawings(app)
     for warning in shortcut_table(_extensions(app), app.keymap)[1]:
         app.ui.notify(f"Warning: {warning}", "warning")  # shown once the restored transcript is drawn
@@ -120,27 +122,33 @@ def shortcut_hotkeys(app: PiApp) -> list[tuple[str, str]]:
             for ext, shortcut in table.values()]
 
 
-def render_custom(app: PiApp, message: Mapping[str, Any], expanded: bool,
-                  drawings: TypeScriptDrawings | None = None) -> RenderableType | None:
-    """The registered renderer's drawing of a ``custom`` message; None for the default one (no renderer,
-    the renderer answered None, or it raised: reported as an extension error)."""
+def render_custom(app: PiApp, item: Mapping[str, Any], expanded: bool,
+                  drawings: TypeScriptDrawings) -> RenderableType | None:
+    """The registered renderer's drawing of a ``custom`` message (``register_message_renderer``) or of
+    a ``custom`` entry (``register_entry_renderer``); None for the default one: the message's notice,
+    nothing for an entry (no renderer, the renderer answered None, or it failed: reported once)."""
+    from rich.protocol import is_renderable
     from rich.text import Text
 
-    custom_type = message.get("customType")
+    entry = is_entry(item)
     for ext in reversed(_extensions(app)):
-        renderer = ext.message_renderers.get(str(custom_type))
+        renderer = (ext.entry_renderers if entry else ext.message_renderers).get(str(item.get("customType")))
         if renderer is None:
             continue
-        if drawings is not None and _is_typescript(renderer):
-            return drawings.drawing(ext.path, renderer, message, expanded)
+        if _is_typescript(renderer):
+            return drawings.drawing(ext.path, renderer, item, expanded)
+        report = drawings.reporter(ext.path, item)
         try:
-            drawn = renderer(message, {"expanded": expanded}, dict(app.transcript.palette))
+            drawn = renderer(item, {"expanded": expanded}, dict(app.transcript.palette))
+            if drawn is not None and not isinstance(drawn, str) and not is_renderable(drawn):
+                raise TypeError(f"returned {type(drawn).__name__}, not a Rich renderable or a string")
         except Exception as exc:
-            runner = app.session.extensions
-            if runner is not None:
-                runner.report_error(ext.path, "message_renderer", exc)
+            report(exc)
             return None
-        return Text(drawn) if isinstance(drawn, str) else drawn
+        if drawn is None:
+            return None
+        return Guarded(Text(drawn) if isinstance(drawn, str) else drawn, default_drawing(item, app.transcript.palette),
+                       report)
     return None
 
 
@@ -149,6 +157,20 @@ def _is_typescript(renderer: object) -> TypeGuard[MessageRenderer]:
     which a session with Python extensions only never loads (and without which there are none)."""
     host = sys.modules.get("pi_coding_agent.coding.extensions.typescript.host")
     return host is not None and isinstance(renderer, host.MessageRenderer)
+
+
+def is_entry(item: Mapping[str, Any]) -> bool:
+    """A ``custom`` session entry (``append_entry``), not a message: entries have a type, messages a role."""
+    return item.get("type") == "custom"
+
+
+def default_drawing(item: Mapping[str, Any], palette: Palette) -> RenderableType | None:
+    """What a custom message or entry shows without a drawing of its renderer: an entry shows nothing."""
+    from pi_coding_agent.coding.modes.interactive import blocks
+
+    if is_entry(item):
+        return None
+    return blocks.notice(blocks.message_text(item) or str(item.get("customType", "")), "customMessageText", palette)
 
 
 class ToolDrawings:
@@ -230,13 +252,24 @@ class TypeScriptDrawings:
         # (id of the message, width, expanded) -> (the message, kept so its id stays its own; the lines)
         self.lines: dict[tuple[int, int, bool], tuple[Mapping[str, Any], list[str] | None]] = {}
         self.asked: set[tuple[int, int, bool]] = set()
-        self.reported: set[str] = set()
+        self.reported: set[tuple[str, str]] = set()  # (extension, message_renderer or entry_renderer)
         self._palette: object = None  # the palette the lines were drawn with
         self._theme: dict[str, dict[str, str]] = {}
 
+    def reporter(self, path: str, item: Mapping[str, Any]) -> Callable[[BaseException], None]:
+        """Reports a failure of ``path``'s renderer of ``item``'s kind as an extension error, once: the
+        item is drawn again with every width, theme and Ctrl+O."""
+        kind = "entry_renderer" if is_entry(item) else "message_renderer"
+
+        def report(exc: BaseException) -> None:
+            runner = self.app.session.extensions
+            if runner is not None and (path, kind) not in self.reported:
+                self.reported.add((path, kind))
+                runner.report_error(path, kind, exc)
+        return report
+
     def drawing(self, path: str, renderer: MessageRenderer, message: Mapping[str, Any],
                 expanded: bool) -> TypeScriptDrawing:
-        from pi_coding_agent.coding.modes.interactive import blocks
         from pi_coding_agent.coding.modes.interactive.entries import PAD
 
         palette = self.app.transcript.palette
@@ -244,10 +277,9 @@ class TypeScriptDrawings:
             self._palette, self._theme = palette, _sgr_theme(palette)
             self.lines.clear()
             self.asked.clear()
-        default = blocks.notice(blocks.message_text(message) or str(message.get("customType", "")),
-                                "customMessageText", palette)
+        default = default_drawing(message, palette)
         drawing = TypeScriptDrawing(self, path, renderer, message, expanded, default)
-        width = self.app.transcript.scrollable_content_region.width - 2 * PAD
+        width = self.app.transcript.scrollable_content_region.width - (0 if drawing.full_width else 2 * PAD)
         if width > 0:
             drawing.lines(width)  # asked now: the answer often comes before the first frame
         return drawing
@@ -259,10 +291,7 @@ class TypeScriptDrawings:
                                                   width, self._theme, {k: list(v) for k, v in self.app.keymap.keys.items()})
         except Exception as exc:
             lines = None
-            runner = self.app.session.extensions
-            if runner is not None and drawing.path not in self.reported:
-                self.reported.add(drawing.path)
-                runner.report_error(drawing.path, "message_renderer", exc)
+            self.reporter(drawing.path, drawing.message)(exc)
         if palette is not self._palette:  # drawn in the colours of a theme left meanwhile
             return
         self.lines[key] = (drawing.message, lines)
@@ -294,12 +323,14 @@ def _sgr_theme(palette: Mapping[str, str]) -> dict[str, dict[str, str]]:
 
 
 class TypeScriptDrawing:
-    """A custom message as its TypeScript renderer drew it at the width Rich gives, else its default."""
+    """A custom message or entry as its TypeScript renderer drew it at the width Rich gives, else its
+    default (nothing, for an entry)."""
 
     def __init__(self, owner: TypeScriptDrawings, path: str, renderer: MessageRenderer, message: Mapping[str, Any],
-                 expanded: bool, default: RenderableType) -> None:
+                 expanded: bool, default: RenderableType | None) -> None:
         self.owner, self.path, self.renderer = owner, path, renderer
         self.message, self.expanded, self.default = message, expanded, default
+        self.full_width = is_entry(message)  # as in pi: an entry's renderer draws the whole row, a message's inside the margins
 
     def lines(self, width: int) -> list[str] | None:
         """The renderer's lines at ``width``; None (asked for, if not yet) when there are none yet."""
@@ -317,7 +348,8 @@ class TypeScriptDrawing:
 
         lines = self.lines(options.max_width)
         if lines is None:
-            yield self.default
+            if self.default is not None:
+                yield self.default
             return
         drawn = Text("\n").join(Text.from_ansi(line) for line in lines)
         drawn.no_wrap, drawn.overflow = True, "crop"  # the lines are the renderer's, cut to the width already

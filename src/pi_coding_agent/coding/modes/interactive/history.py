@@ -1,4 +1,5 @@
-"""A reopened session's messages as the parts the live transcript would have drawn.
+"""A reopened session's messages (and the ``custom`` entries among them, which only an extension's
+entry renderer draws) as the parts the live transcript would have drawn.
 
 Restored messages cannot change any more (but for Ctrl+O / Ctrl+T): a chunk of them becomes one
 transcript entry (``entries.HistoryEntry``) drawing these parts, each a renderable of
@@ -8,7 +9,7 @@ transcript entry (``entries.HistoryEntry``) drawing these parts, each a renderab
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import RenderableType
 from rich.text import Text
@@ -16,7 +17,12 @@ from rich.text import Text
 from pi_coding_agent.agent.events import AgentMessage
 from pi_coding_agent.coding.modes.interactive import blocks
 from pi_coding_agent.coding.modes.interactive.blocks import Palette
+from pi_coding_agent.coding.session.entries import Entry
 
+if TYPE_CHECKING:
+    from pi_coding_agent.coding.agent_session import AgentSession
+
+Item = AgentMessage | Entry  # a message, or a ``custom`` entry (it has a ``type``, messages have a ``role``)
 CustomRenderer = Callable[[Mapping[str, Any], bool], RenderableType | None]
 Part = tuple[RenderableType, str | None]  # an entry's renderable and its background colour (None: none)
 
@@ -51,7 +57,23 @@ def _assistant(message: Mapping[str, Any], results: Mapping[Any, Any], hide_thin
     return out
 
 
-def parts(messages: Sequence[AgentMessage], palette: Palette, hide_thinking: bool,
+def items(session: AgentSession) -> list[Item]:
+    """The session's messages with the ``custom`` entries of its branch where they were appended (none
+    when the messages are not the branch's: the agent's were replaced since)."""
+    messages: list[Item] = list(session.get_messages())
+    context = session.sm.build_context()
+    if len(context.messages) != len(messages):
+        return messages
+    out: list[Item] = []
+    shown = 0
+    for position, entry in context.custom_entries:
+        out += messages[shown:position]
+        shown = max(shown, position)
+        out.append(entry)
+    return out + messages[shown:]
+
+
+def parts(messages: Sequence[Item], palette: Palette, hide_thinking: bool,
           expanded: bool, render_custom: CustomRenderer | None = None,
           render_tool: blocks.ToolDrawing | None = None) -> list[Part]:
     """Every message as the live transcript would have shown it (``render_custom``, ``render_tool``:
@@ -61,7 +83,10 @@ def parts(messages: Sequence[AgentMessage], palette: Palette, hide_thinking: boo
     out: list[Part] = []
     for message in messages:
         role = message.get("role")
-        if role == "user":
+        if role is None and message.get("type") == "custom":  # an entry: drawn only by its renderer
+            drawn = render_custom(message, expanded) if render_custom is not None else None
+            out += [] if drawn is None else [(drawn, None)]
+        elif role == "user":
             out.append((Text(blocks.message_text(message), style=user_style), palette.get("userMessageBg")))
         elif role == "assistant":
             out += _assistant(message, results, hide_thinking, expanded, palette, render_tool)

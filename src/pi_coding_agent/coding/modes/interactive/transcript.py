@@ -21,13 +21,13 @@ from textual.scroll_view import ScrollView
 from textual.selection import Selection
 from textual.strip import Strip
 
-from pi_coding_agent.agent.events import AgentMessage
 from pi_coding_agent.coding.events import (
     AgentEvent,
     AutoRetryEndEvent,
     AutoRetryStartEvent,
     CompactionEndEvent,
     CompactionStartEvent,
+    EntryAppendedEvent,
     ExtensionErrorEvent,
     MessageEndEvent,
     MessageStartEvent,
@@ -44,7 +44,7 @@ from pi_coding_agent.coding.modes.interactive.entries import (
     HistoryEntry,
     ToolEntry,
 )
-from pi_coding_agent.coding.modes.interactive.history import CustomRenderer
+from pi_coding_agent.coding.modes.interactive.history import CustomRenderer, Item
 
 FPS = 30
 # a typed key is drawn in a frame of its own: the transcript waits this long after a key, but holds
@@ -71,7 +71,7 @@ class Transcript(ScrollView):
         self._current: AssistantEntry | None = None
         self._tools: dict[str, ToolEntry] = {}
         self._dirty = False  # an entry was marked since the last redraw
-        self._older: list[AgentMessage] = []  # restored messages not drawn yet (above the top)
+        self._older: list[Item] = []  # restored messages (and custom entries) not drawn yet (above the top)
         # an extension's drawing of a custom message, None for the default (``extension_hooks``)
         self.render_custom: CustomRenderer = lambda message, expanded: None
         self.render_tool: blocks.ToolDrawing | None = None  # extensions' tool drawings, likewise
@@ -308,13 +308,29 @@ class Transcript(ScrollView):
         if not event.get("success") and event.get("finalError"):
             self.add_notice(f"Retry failed: {event['finalError']}", "error")
 
+    def _on_entry_appended(self, event: EntryAppendedEvent) -> None:
+        """An extension's ``custom`` entry, shown only when its renderer draws it; above the answer
+        streaming meanwhile, as in pi."""
+        entry = event["entry"]
+        drawn = self.render_custom(entry, self.tools_expanded) if entry.get("type") == "custom" else None
+        if drawn is None:
+            return
+        shown = Entry(drawn)
+        if self._current is None:
+            self._add(shown)
+            return
+        at = self.entries.index(self._current)
+        self.entries.insert(at, shown)
+        del self._starts[at:]
+        self.mark(shown)
+
     def _on_extension_error(self, event: ExtensionErrorEvent) -> None:
         self.add_notice(f"Extension error ({event.get('extensionPath')}): {event.get('error')}", "error")
 
     # ------------------------------------------------------------------ whole transcripts
 
-    async def restore(self, messages: Sequence[AgentMessage]) -> None:
-        """Replace everything with ``messages`` (a reopened, resumed or forked session)."""
+    async def restore(self, messages: Sequence[Item]) -> None:
+        """Replace everything with ``messages`` (a reopened, resumed or forked session: ``history.items``)."""
         self.entries.clear()
         self._starts.clear()
         self._tools.clear()
