@@ -18,6 +18,7 @@ Usage: .venv/bin/python bench/bench_launch_phases.py [--src DIR/src ...]
 from __future__ import annotations
 
 import argparse
+import compileall
 import shlex
 import shutil
 import subprocess
@@ -110,8 +111,9 @@ def main() -> None:
     home = Path(tempfile.mkdtemp(prefix="pi-phases-"))
     common.write_models_json(home / "agent", "http://127.0.0.1:9")  # never contacted before the first frame
     trees = options.src or [common.ROOT / "src"]
-    for tree in trees:
-        subprocess.run([sys.executable, "-m", "compileall", "-q", str(tree)], check=False)
+    for tree in trees:  # ours was compiled by compile_bytecode
+        if tree.resolve() != (common.ROOT / "src").resolve():
+            compileall.compile_dir(tree, quiet=1)
     phases(trees[0], home)  # a user's second launch: models.json validated and its fingerprint cached
     counts = {str(tree): phases(tree, home) for tree in trees}
     width = max(len(name) for name in PHASES)

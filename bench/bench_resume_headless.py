@@ -14,12 +14,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
-import json
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+import common
 from bench_interactive import PROBE, SESSIONS, write_session
 from common import median
 
@@ -30,10 +30,7 @@ def write_home(root: Path) -> tuple[Path, Path]:
 
     cwd, agent = root / "project", root / "agent"
     cwd.mkdir()
-    agent.mkdir()
-    models = [{"id": "m1", "contextWindow": 100_000, "maxTokens": 1000}]
-    (agent / "models.json").write_text(json.dumps({"providers": {"local": {
-        "baseUrl": "http://127.0.0.1:9/v1", "api": "openai-completions", "apiKey": "dummy", "models": models}}}))
+    common.write_models_json(agent, "http://127.0.0.1:9")  # never contacted: no prompt is sent
     directory = paths.default_session_dir(agent, cwd)
     directory.mkdir(parents=True)
     for i in range(SESSIONS):
@@ -52,7 +49,7 @@ async def measure(rounds: int, profile: cProfile.Profile | None) -> list[float]:
 
     with tempfile.TemporaryDirectory() as tmp:
         cwd, agent = write_home(Path(tmp))
-        args = CliArgs(provider="local", model="m1")
+        args = CliArgs(provider=common.PROVIDER, model=common.MODEL)
         ui = TuiExtensionUI()
         session = await create_session(args, "interactive", ui, cwd=cwd, agent_dir=agent)
         app = build_app(session, ui, args)

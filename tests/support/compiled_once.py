@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 from pathlib import Path
+
+from pi_coding_agent.ai.atomic_file import write_atomic
 
 STABLE_ROOT = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "pi-coding-agent-python-tests" / "ts"
 
@@ -20,14 +21,12 @@ STABLE_ROOT = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") /
 def stable_source(relative: str, source: str) -> Path:
     """``relative`` (e.g. ``ours-ext/ext.ts``) holding ``source``, under a folder named by both.
 
-    Concurrent writers of one file write the same bytes: each renames its own complete copy into place.
+    Concurrent writers of one file write the same bytes, each replacing it whole (``write_atomic``).
     """
     digest = hashlib.sha256(f"{relative}\0{source}".encode()).hexdigest()[:20]
     path = STABLE_ROOT / digest / relative
     if path.is_file() and path.read_text() == source:
         return path
     path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".part") as part:
-        part.write(source)
-    os.replace(part.name, path)
+    write_atomic(path, source.encode())
     return path

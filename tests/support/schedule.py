@@ -9,6 +9,8 @@ test still runs, and a run on one process (``-n 0``) keeps the collection order.
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 
 LONGEST = (
@@ -42,15 +44,8 @@ def _rank(item: pytest.Item) -> int:
 
 def longest_first(items: list[pytest.Item]) -> None:
     """Reorder ``items`` in place: the ``LONGEST`` tests, then the modules by their number of heavy
-    tests, most first, each module's tests together and in their order (module fixtures stay shared)."""
-    weight: dict[str, int] = {}
-    for item in items:
-        heavy = any(item.get_closest_marker(marker) is not None for marker in HEAVY_MARKERS)
-        weight[item.nodeid.split("::")[0]] = weight.get(item.nodeid.split("::")[0], 0) + heavy
-    first_seen = {module: index for index, module in enumerate(dict.fromkeys(weight))}
-
-    def key(item: pytest.Item) -> tuple[int, int, int]:
-        module = item.nodeid.split("::")[0]
-        return _rank(item), -weight[module], first_seen[module]
-
-    items.sort(key=key)
+    tests, most first, each module's tests together and in their order (module fixtures stay shared:
+    the sort is stable and pytest collects a module's tests together)."""
+    weight = Counter(item.nodeid.split("::")[0] for item in items
+                     if any(item.get_closest_marker(marker) is not None for marker in HEAVY_MARKERS))
+    items.sort(key=lambda item: (_rank(item), -weight[item.nodeid.split("::")[0]]))

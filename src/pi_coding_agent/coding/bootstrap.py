@@ -257,8 +257,8 @@ async def _trust_from_extensions(args: CliArgs, agent_dir: Path, cwd: Path, mode
 
 async def _start_trust(args: CliArgs, agent_dir: Path, cwd: Path, mode: str, default_trust: str,
                        in_process: Sequence[ExtensionSource], ask: TrustAsker | None) -> bool | None:
-    """The start-up decision that overrides the saved one: the extensions', else the user's answer
-    when a front end that can ask is given and the question is due (``ask_trust_if_due``)."""
+    """The start-up decision that overrides the flag and saved one: the extensions', else, when a front
+    end that can ask is given, its answer or the usual rules' (``ask_trust_if_due``)."""
     decided = await _trust_from_extensions(args, agent_dir, cwd, mode, in_process)
     if decided is None:
         return await ask_trust_if_due(ask, agent_dir, cwd, args.approve, default_trust)

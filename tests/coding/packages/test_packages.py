@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from pi_coding_agent.coding.extensions.typescript.host import runtime_dir
+from pi_coding_agent.coding.packages import manifest
 from pi_coding_agent.coding.packages import sources as src
 from pi_coding_agent.coding.packages.manifest import apply_patterns, package_resources
 from tests.support.cli_sides import needs_reference
@@ -102,7 +103,7 @@ def test_manifest_globs_and_exclusions(tmp_path):
         (root / "src" / name).write_text("")
     (root / "themes").mkdir()
     (root / "themes" / "dark.json").write_text("{}")  # not in the manifest: not loaded
-    files = package_resources(root, None)
+    files = package_resources(root)
     assert files is not None
     assert files["extensions"] == [root / "src" / "a.ts"]
     assert files["skills"] == [root / "skills" / "hello" / "SKILL.md"]
@@ -114,12 +115,12 @@ def test_conventional_folders_python_extensions_and_settings_narrowing(tmp_path)
     root = make_package(tmp_path / "p", "p", ts_command="t", python_command="py")
     (root / "themes").mkdir()
     (root / "themes" / "t.json").write_text("{}")
-    files = package_resources(root, None)
+    files = package_resources(root)
     assert files is not None
     assert files["extensions"] == [root / "extensions" / "ext.ts", root / "extensions" / "ext.py"]
     assert files["themes"] == [root / "themes" / "t.json"]
-    narrowed = package_resources(root, {"source": "x", "skills": [], "extensions": ["!extensions/ext.ts"]})
-    assert narrowed is not None
+    entry = {"source": "x", "skills": [], "extensions": ["!extensions/ext.ts"]}
+    narrowed = {kind: manifest.narrowed(paths, entry.get(kind), root) for kind, paths in files.items()}
     assert narrowed["skills"] == [] and narrowed["extensions"] == [root / "extensions" / "ext.py"]
     assert narrowed["prompts"] == [root / "prompts" / "rev.md"]
 
@@ -133,7 +134,7 @@ def test_pattern_steps(tmp_path):
 
 def test_a_folder_without_resources_is_not_a_package(tmp_path):
     (tmp_path / "empty").mkdir()
-    assert package_resources(tmp_path / "empty", None) is None
+    assert package_resources(tmp_path / "empty") is None
 
 
 # ---------------------------------------------------------------------- commands and sessions

@@ -22,7 +22,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pi_coding_agent.ai.types import JsonObject
 from pi_coding_agent.coding.resources.resource_files import collect_pi_mode
 
 RESOURCE_TYPES = ("extensions", "skills", "prompts", "themes")
@@ -44,20 +43,19 @@ def read_manifest(root: Path) -> dict[str, Any] | None:
             and all(isinstance(v, str) for v in value)}
 
 
-def package_resources(root: Path, narrowing: JsonObject | None) -> dict[str, list[Path]] | None:
-    """Enabled files per resource type (``extensions`` holds Python ones too), or None when the
-    folder declares nothing (no manifest lists, no conventional folder)."""
+def package_resources(root: Path) -> dict[str, list[Path]] | None:
+    """Declared files per resource type (``extensions`` holds Python ones too), or None when the
+    folder declares nothing (no manifest lists, no conventional folder); a settings entry's patterns
+    narrow them (``narrowed``)."""
     manifest = read_manifest(root) or {}
     declares = any(t in manifest for t in RESOURCE_TYPES)
-    if narrowing is None and not declares and not any((root / t).is_dir() for t in RESOURCE_TYPES) \
-            and PYTHON_KEY not in manifest:
+    if not declares and not any((root / t).is_dir() for t in RESOURCE_TYPES) and PYTHON_KEY not in manifest:
         return None
     out: dict[str, list[Path]] = {}
     for kind in RESOURCE_TYPES:
-        files = _declared(root, kind, manifest, declares)
+        out[kind] = _declared(root, kind, manifest, declares)
         if kind == "extensions":
-            files += _declared_python(root, manifest, declares)
-        out[kind] = narrowed(files, narrowing.get(kind) if narrowing is not None else None, root)
+            out[kind] += _declared_python(root, manifest, declares)
     return out
 
 

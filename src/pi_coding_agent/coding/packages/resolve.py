@@ -223,7 +223,7 @@ def entry_states(root: Path, entry: object, scope: str, claimed: set[Path]) -> d
     decides every declared file not claimed yet, by its own patterns."""
     delta = is_delta(entry, scope)
     narrowing = entry if isinstance(entry, dict) else None
-    declared = package_resources(root, None)
+    declared = package_resources(root)
     if declared is None:
         if delta or narrowing is None:
             return None

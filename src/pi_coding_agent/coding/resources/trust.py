@@ -46,21 +46,28 @@ def trust_choices(cwd: Path, session_only: bool = False) -> list[TrustChoice]:
 def trust_question_due(agent_dir: Path, cwd: Path, approve_flag: bool | None, default_trust: str) -> bool:
     """Whether a front end that can ask asks "Trust project folder?": no flag, no saved decision,
     trust-requiring project resources and ``defaultProjectTrust`` ``ask``."""
-    return (approve_flag is None and default_trust == "ask" and saved_trust_decision(agent_dir, cwd) is None
-            and has_trust_requiring_resources(cwd))
+    return _by_rules(agent_dir, cwd, approve_flag, default_trust) is None
 
 
 async def ask_trust_if_due(ask: TrustAsker | None, agent_dir: Path, cwd: Path, approve_flag: bool | None,
                            default_trust: str) -> bool | None:
-    """The user's answer (saved by ``ask`` as the choice says) when a front end that can ask is given
-    and the question is due; None leaves the decision to the usual rules."""
-    if ask is None or not trust_question_due(agent_dir, cwd, approve_flag, default_trust):
+    """The trust decision when a front end that can ask is given: the user's answer (saved by ``ask``
+    as the choice says) when the question is due, else the usual rules' (one read of the trust file,
+    one walk of the folders). None without ``ask``: the usual rules decide later."""
+    if ask is None:
         return None
-    return await ask(agent_dir, cwd)
+    decided = _by_rules(agent_dir, cwd, approve_flag, default_trust)
+    return await ask(agent_dir, cwd) if decided is None else decided
 
 
 def is_project_trusted(agent_dir: Path, cwd: Path, approve_flag: bool | None, default_trust: str) -> bool:
-    """The trust decision for ``cwd`` in a mode without a UI (see module docstring)."""
+    """The trust decision for ``cwd`` in a mode without a UI (see module docstring): a question that
+    would be due is answered "no"."""
+    return _by_rules(agent_dir, cwd, approve_flag, default_trust) is True
+
+
+def _by_rules(agent_dir: Path, cwd: Path, approve_flag: bool | None, default_trust: str) -> bool | None:
+    """The decision by the flag, the saved answers and ``defaultProjectTrust``; None when pi asks."""
     if approve_flag is not None:
         return approve_flag
     saved = saved_trust_decision(agent_dir, cwd)
@@ -68,7 +75,7 @@ def is_project_trusted(agent_dir: Path, cwd: Path, approve_flag: bool | None, de
         return True if saved is None else saved
     if saved is not None:
         return saved
-    return default_trust == "always"
+    return None if default_trust == "ask" else default_trust == "always"
 
 
 def _canonical(path: Path) -> Path:

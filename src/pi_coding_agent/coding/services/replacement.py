@@ -117,7 +117,8 @@ async def replace_session(
 async def _entered_trust(rt: SessionRuntime, ext: ExtensionRunner | None, cwd: Path) -> bool | None:
     """The trust of a folder this process has not decided yet, as pi resolves it when a replacement
     enters one: the extensions' ``project_trust`` first, then "Trust project folder?" when the front
-    end can ask and pi would ask. None: the usual rules (flag, trust.json, default) decide."""
+    end can ask (or the usual rules' decision then). None: the usual rules (flag, trust.json,
+    default) decide."""
     if rt.trust_decided(cwd):
         return None
     trusted = await ext.project_trust(cwd) if ext is not None else None

@@ -30,11 +30,17 @@ def _cwd_matches(header: dict[str, Any], cwd: Path) -> bool:
     return isinstance(recorded, str) and recorded != "" and os.path.abspath(recorded) == os.path.abspath(cwd)
 
 
-def _session_files(session_dir: Path) -> list[Path]:
+def _session_entries(session_dir: Path) -> list[os.DirEntry[str]]:
+    """The directory's ``.jsonl`` entries (none when it cannot be listed)."""
     try:
-        return [p for p in session_dir.iterdir() if p.name.endswith(".jsonl")]
+        with os.scandir(session_dir) as entries:  # cheaper than Path.iterdir and Path.stat
+            return [entry for entry in entries if entry.name.endswith(".jsonl")]
     except OSError:
         return []
+
+
+def _session_files(session_dir: Path) -> list[Path]:
+    return [Path(entry.path) for entry in _session_entries(session_dir)]
 
 
 def files_newest_first(session_dir: Path) -> list[str]:
@@ -42,16 +48,11 @@ def files_newest_first(session_dir: Path) -> list[str]:
     picker reads the files it shows first and the rest later. Paths as strings: making a ``Path`` of
     each cost more than listing and ``stat`` together."""
     stamped = []
-    try:
-        with os.scandir(session_dir) as entries:  # cheaper than Path.iterdir and Path.stat
-            for entry in entries:
-                if entry.name.endswith(".jsonl"):
-                    try:
-                        stamped.append((entry.stat().st_mtime_ns, entry.path))
-                    except OSError:
-                        continue
-    except OSError:
-        return []
+    for entry in _session_entries(session_dir):
+        try:
+            stamped.append((entry.stat().st_mtime_ns, entry.path))
+        except OSError:
+            continue
     stamped.sort(reverse=True)
     return [path for _, path in stamped]
 
