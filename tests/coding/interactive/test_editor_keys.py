@@ -64,6 +64,16 @@ def test_legacy_names_in_keybindings_json_are_read_as_pi_reads_them(tmp_path):
     assert keys.actions_for("alt+p") == ["tui.editor.yank"] and keys.actions_for("ctrl+y") == []
 
 
+def test_a_bad_entry_or_a_bom_in_keybindings_json_costs_only_that_entry(tmp_path):
+    """A list holding a non-key once crashed start-up, and a BOM had the whole file ignored."""
+    (tmp_path / "keybindings.json").write_text("\ufeff" + json.dumps(
+        {"app.thinking.toggle": ["alt+t", 5], "app.clear": {"key": "ctrl+q"}, "selectModel": "ctrl+y"}),
+        encoding="utf-8")
+    keys = KeyMap.load(tmp_path)
+    assert keys.keys["app.model.select"] == ("ctrl+y",)
+    assert keys.keys["app.thinking.toggle"] == ("ctrl+t",) and keys.keys["app.clear"] == ("ctrl+c",)
+
+
 async def _edited(make: Any, text: str, keys: list[str]) -> tuple[str, Any]:
     """The editor's text and cursor after ``keys`` pressed on ``text``, the cursor at its end."""
     app = await make()

@@ -411,6 +411,14 @@ def test_tool_titles_say_what_the_call_does():
     assert blocks.tool_title("mcp_tool", {"q": 1}) == 'mcp_tool {"q": 1}'
 
 
+async def test_the_footer_follows_a_resize(make_app):
+    app = await make_app()
+    async with app.run_test(size=(40, 12)) as pilot:
+        await pilot.resize_terminal(90, 20)
+        await until(pilot, lambda: any(row.rstrip().endswith("m1") and len(row.rstrip()) > 80
+                                       for row in screen_text(app).splitlines()))
+
+
 def test_footer_usage_line():
     stats = {"tokens": {"input": 1500, "output": 230, "cacheRead": 0, "cacheWrite": 0}, "cost": 0.0123}
     context = {"tokens": 5000, "contextWindow": 200_000, "percent": 2.5}

@@ -188,6 +188,20 @@ async def test_resume_of_a_session_whose_folder_is_gone_asks_first(make_app, tmp
         assert app.session.sm.session_file == stored and "gone answer" in screen_text(app)
 
 
+async def test_resume_says_the_session_was_resumed(make_app, tmp_path):  # noqa: F811
+    app = await make_app(no_session=False)
+    folder = app.session.sm.session_dir
+    folder.mkdir(parents=True, exist_ok=True)
+    stored = session_file(folder / "old.jsonl", "44444444-2222-3333-4444-555555555555", tmp_path,
+                          "old question", "old answer")
+    async with app.run_test(size=SIZE) as pilot:
+        await run_command(pilot, "/resume")
+        await until(pilot, lambda: "Resume session" in screen_text(app) and "old question" in screen_text(app))
+        await pilot.press("enter")
+        await until(pilot, lambda: "Resumed session" in flat_text(app))
+        assert app.session.sm.session_file == stored and "old answer" in screen_text(app)
+
+
 # ----------------------------------------------------------------------------- trust on resume
 
 

@@ -54,6 +54,17 @@ FOOTER_EVENTS = ("message_end", "agent_settled", "thinking_level_changed", "sess
                  "compaction_end", "model_changed")
 
 
+class _Footer(Static):
+    """The footer, laid out again when its width changes: the model name sits at the right edge."""
+
+    def __init__(self, lay_out: Callable[[], None], id: str) -> None:
+        super().__init__(id=id)
+        self._lay_out = lay_out
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._lay_out()
+
+
 class PiApp(App[int], inherit_css=False):
     """``pi`` in a terminal. ``exit`` returns the process status.
 
@@ -92,7 +103,8 @@ class PiApp(App[int], inherit_css=False):
         self.menu.display = False  # before it is mounted too (``_mount_menu``): the editor reads it
         self.editor = Editor(keymap, self.menu, self.completions)
         self.files = completion.FileIndex(session.rt.cwd, _find_rg(session))
-        self.lines = {name: Static(id=name) for name in ("queue", "widgets-above", "status", "widgets-below", "footer")}
+        self.lines = {name: Static(id=name) for name in ("queue", "widgets-above", "status", "widgets-below")}
+        self.lines["footer"] = _Footer(self.refresh_footer, id="footer")
         self.statuses: dict[str, str] = {}
         self.widget_lines: dict[str, tuple[list[str], str]] = {}
         self._last_press: dict[str, float] = {}

@@ -181,6 +181,8 @@ async def _resume(app: PiApp, arg: str) -> None:
         app.show_notice("Resume cancelled")
     elif choice == "continue":
         app.show_notice(f"Resumed session in {app.session.rt.cwd}")
+    elif not choice:
+        app.show_notice("Resumed session")
 
 
 async def resume_at_startup(app: PiApp) -> bool:

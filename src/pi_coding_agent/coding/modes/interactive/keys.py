@@ -12,6 +12,7 @@ import json
 import sys
 import unicodedata
 from pathlib import Path
+from typing import TypeGuard
 
 # the actions this front end implements, with pi 1.6.0's defaults (Linux), in pi's order
 DEFAULT_KEYS: dict[str, tuple[str, ...]] = {
@@ -168,6 +169,11 @@ def normalise(key: str) -> str:
     return "+".join([*sorted(set(mods)), name])
 
 
+def _is_keys(value: object) -> TypeGuard[list[str] | str]:
+    """A key or a list of keys: pi drops any other entry (a number, a list holding one) and keeps the default."""
+    return isinstance(value, str) or (isinstance(value, list) and all(isinstance(k, str) for k in value))
+
+
 class KeyMap:
     """Which action a Textual key event triggers."""
 
@@ -189,7 +195,7 @@ class KeyMap:
         """The defaults with ``keybindings.json``'s entries; a broken file is named on stderr and ignored."""
         path = agent_dir / "keybindings.json"
         try:
-            data = json.loads(path.read_text())
+            data = json.loads(path.read_text(encoding="utf-8-sig"))  # an editor's BOM, as pi strips it
         except FileNotFoundError:
             return cls()
         except (OSError, ValueError) as err:
@@ -199,7 +205,7 @@ class KeyMap:
             return cls()
         renamed: dict[str, object] = {LEGACY_NAMES.get(str(k), str(k)): v for k, v in data.items()
                                       if LEGACY_NAMES.get(str(k)) not in data}
-        return cls({k: v for k, v in renamed.items() if isinstance(v, (str, list))})
+        return cls({k: v for k, v in renamed.items() if _is_keys(v)})
 
     def matches(self, action: str, key: str) -> bool:
         return normalise(key) in self._normal.get(action, set())
