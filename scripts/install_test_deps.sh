@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs beyond the Python package, into cache folders, so a fresh clone
 # runs every test: the reference pi 1.6.0 and the Node.js 22 it runs on (the side-by-side tests), the
-# npm test peers (MCP server-everything and server-filesystem, acpx, pi-acp), mcp-server-time from PyPI,
+# npm test peers (MCP server-everything and server-filesystem, acpx, pi-acp), the TypeScript extension
+# runtime (jiti and TypeBox, where pi itself would install them on first use), mcp-server-time from PyPI,
 # and, as root, Debian's chromium (HTML export screenshots), bubblewrap (the sandbox) and tmux (the
 # interactive mode in a real terminal). Versions and sha512 checksums are pinned by the lock files
 # in scripts/test-deps/<folder>/ (`npm ci` checks them).
@@ -12,7 +13,8 @@
 #
 # Cache folders (each overridable): PI_REFERENCE_DIR (~/.cache/pi-reference, holding node22/ and
 # pi-1.6.0/), PI_MCP_TEST_SERVERS (~/.cache/pi-mcp-test), PI_ACPX_DIR (~/.cache/pi-acpx),
-# PI_ACP_DIR (~/.cache/pi-acp). tests/support/reference_pi.py and the tests read the same variables.
+# PI_ACP_DIR (~/.cache/pi-acp), PI_TS_RUNTIME_DIR (~/.cache/pi-coding-agent-python/typescript).
+# tests/support/reference_pi.py and the tests read the same variables.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 LOCKS=scripts/test-deps
@@ -71,6 +73,9 @@ if [ ! -e "$MCP_DIR/venv/bin/mcp-server-time" ]; then
 fi
 npm_ci pi-acpx "${PI_ACPX_DIR:-$CACHE/pi-acpx}" node_modules/.bin/acpx "acpx (a headless ACP client)"
 npm_ci pi-acp "${PI_ACP_DIR:-$CACHE/pi-acp}" node_modules/pi-acp/dist/index.js "pi-acp (an ACP adapter)"
+# Before the workers start: each would otherwise install it on its first TypeScript extension.
+npm_ci ts-runtime "${PI_TS_RUNTIME_DIR:-$CACHE/pi-coding-agent-python/typescript}" node_modules/jiti/package.json \
+  "the TypeScript extension runtime (jiti, TypeBox)"
 apt_install chromium chromium "HTML export in a browser"
 apt_install bwrap bubblewrap "sandbox"
 apt_install tmux tmux "interactive mode in a terminal"

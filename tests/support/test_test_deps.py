@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -13,7 +14,7 @@ import pytest
 from tests.support.reference_pi import REFERENCE_PI
 
 ROOT = Path(__file__).resolve().parents[2]
-CACHE_VARIABLES = ("PI_REFERENCE_DIR", "PI_MCP_TEST_SERVERS", "PI_ACPX_DIR", "PI_ACP_DIR")
+CACHE_VARIABLES = ("PI_REFERENCE_DIR", "PI_MCP_TEST_SERVERS", "PI_ACPX_DIR", "PI_ACP_DIR", "PI_TS_RUNTIME_DIR")
 
 
 def _bin_without_npm(tmp_path: Path) -> Path:
@@ -40,8 +41,8 @@ def test_offline_install_warns_once_per_missing_piece_and_succeeds(tmp_path: Pat
     assert done.returncode == 0
     assert done.stdout == ""
     lines = done.stderr.splitlines()
-    assert len(lines) == 6, lines
-    assert sum(line.startswith("warning: npm not found: ") for line in lines) == 5, lines
+    assert len(lines) == 7, lines
+    assert sum(line.startswith("warning: npm not found: ") for line in lines) == 6, lines
     assert "warning: python3 not found: mcp-server-time not installed, its tests skip" in lines
     assert "the reference pi 1.6.0 not installed, its tests skip" in done.stderr
 
@@ -50,7 +51,8 @@ def test_install_with_everything_cached_is_silent(tmp_path: Path) -> None:
     markers = {"PI_REFERENCE_DIR": ["node22/node_modules/.bin/node", "pi-1.6.0/node_modules/.bin/pi"],
                "PI_MCP_TEST_SERVERS": ["node_modules/@modelcontextprotocol/server-filesystem/package.json",
                                        "venv/bin/mcp-server-time"],
-               "PI_ACPX_DIR": ["node_modules/.bin/acpx"], "PI_ACP_DIR": ["node_modules/pi-acp/dist/index.js"]}
+               "PI_ACPX_DIR": ["node_modules/.bin/acpx"], "PI_ACP_DIR": ["node_modules/pi-acp/dist/index.js"],
+               "PI_TS_RUNTIME_DIR": ["node_modules/jiti/package.json"]}
     for variable, files in markers.items():
         for file in files:
             (tmp_path / variable / file).parent.mkdir(parents=True, exist_ok=True)
@@ -81,3 +83,11 @@ def test_a_missing_reference_is_named_in_the_closing_lines(tmp_path: Path) -> No
 def test_a_present_reference_is_counted_as_ran() -> None:
     output = _run_short_hash(str(REFERENCE_PI.parents[3]))
     assert "side-by-side with pi 1.6.0: 1 of 1 ran\n" in output
+
+
+def test_the_locked_typescript_runtime_is_the_one_pi_installs() -> None:
+    """The suite installs the runtime the sidecar would install on first use: same packages, same versions."""
+    from pi_coding_agent.coding.extensions.typescript.host import RUNTIME_PACKAGES
+
+    locked = json.loads((ROOT / "scripts" / "test-deps" / "ts-runtime" / "package.json").read_text())["dependencies"]
+    assert sorted(f"{name}@{version}" for name, version in locked.items()) == sorted(RUNTIME_PACKAGES)

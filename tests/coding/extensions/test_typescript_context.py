@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from tests.coding.extensions.test_typescript_extensions import needs_node, ts_runtime
 from tests.reference.test_extensions_parity import Parity, comparable, notes, play_side, text_reply
 from tests.reference.test_rpc_reference import differences
 from tests.support.rpc_compare import Conversation, Record, needs_reference
+from tests.support.ts_runtime import needs_node, ts_runtime
 
 __all__ = ["ts_runtime"]  # the module fixture installing the sidecar runtime
 

@@ -8,32 +8,22 @@ from npm into the user cache folder; skipped with the reason when either is miss
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from pi_coding_agent.coding.extensions.typescript.host import _ensure_runtime, runtime_dir
 from tests.reference.test_extensions_parity import SCENARIOS, comparable, play_named, scenario_params
 from tests.reference.test_rpc_reference import differences
 from tests.support.compiled_once import stable_source
 from tests.support.package_fixtures import get_commands, make_package, rpc_records
 from tests.support.rpc_compare import Played, needs_reference
+from tests.support.ts_runtime import needs_node, ts_runtime
+
+__all__ = ["ts_runtime"]  # the module fixture installing the sidecar runtime
 
 
-def _node_major() -> int:
-    node = shutil.which("node")
-    if node is None:
-        return 0
-    out = subprocess.run([node, "--version"], capture_output=True, text=True, check=False).stdout
-    return int(out.strip().lstrip("v").split(".")[0] or 0)
-
-
-needs_node = pytest.mark.skipif(_node_major() < 20, reason="Node.js >= 20 is not on PATH")
 pytestmark = pytest.mark.slow  # every test here but one starts Node.js (the sidecar or the reference)
 
 COMPARED = list(SCENARIOS)
@@ -44,19 +34,6 @@ REORDERED = {"get_commands"}
 # Where a command's response may land among the events of the run it started: the sidecar answers
 # pi.sendMessage over a pipe, so under load the run can begin before the command's response is out.
 RESPONSE_ANYWHERE = {"send_message"}
-
-
-@pytest.fixture(scope="module", autouse=True)
-def ts_runtime() -> None:
-    """The sidecar runtime, installed once in the real user cache (kept between runs)."""
-    directory = runtime_dir()
-    os.environ["PI_TS_RUNTIME_DIR"] = str(directory)
-    if _node_major() < 20:
-        return
-    try:
-        asyncio.run(_ensure_runtime(directory))
-    except Exception as exc:  # npm unreachable: nothing here can run
-        pytest.skip(f"the TypeScript sidecar runtime could not be installed: {exc}")
 
 
 async def play_typescript(kind: str, name: str, root: Path) -> Played:

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from tests.coding.extensions.test_typescript_extensions import needs_node, ts_runtime  # noqa: F401
 from tests.reference.test_extensions_parity import Parity, bodies, notes, play_side, text_reply
 from tests.support.rpc_compare import Conversation, Played, needs_reference
+from tests.support.ts_runtime import needs_node, ts_runtime  # noqa: F401
 
 pytestmark = pytest.mark.slow
 

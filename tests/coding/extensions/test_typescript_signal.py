@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.coding.extensions.test_typescript_extensions import needs_node, ts_runtime  # noqa: F401
 from tests.reference.test_extensions_parity import (
     Parity,
     comparable,
@@ -21,6 +20,7 @@ from tests.reference.test_extensions_parity import (
 )
 from tests.reference.test_rpc_reference import differences
 from tests.support.rpc_compare import Conversation, Played, Record, is_settled, needs_reference
+from tests.support.ts_runtime import needs_node, ts_runtime  # noqa: F401
 
 pytestmark = pytest.mark.slow
 

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from tests.coding.extensions.test_typescript_extensions import needs_node, ts_runtime  # noqa: F401
 from tests.reference.test_extensions_parity import Parity, _prompt, play_side, text_reply
 from tests.support.rpc_compare import Played, Record, needs_reference
+from tests.support.ts_runtime import needs_node, ts_runtime  # noqa: F401
 
 pytestmark = pytest.mark.slow
 

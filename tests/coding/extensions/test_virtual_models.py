@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -218,17 +217,9 @@ async def test_the_model_option_matches_the_reference(tmp_path: Path) -> None:
 @pytest.fixture
 def ts_sidecar() -> None:
     """The TypeScript sidecar's runtime (jiti, TypeBox from npm, kept in the user cache)."""
-    from pi_coding_agent.coding.extensions.typescript.host import _ensure_runtime, runtime_dir
-    from tests.coding.extensions.test_typescript_extensions import _node_major
+    from tests.support.ts_runtime import install_or_skip
 
-    if _node_major() < 20:
-        pytest.skip("Node.js >= 20 is not on PATH")
-    directory = runtime_dir()
-    os.environ["PI_TS_RUNTIME_DIR"] = str(directory)
-    try:
-        asyncio.run(_ensure_runtime(directory))
-    except Exception as exc:  # npm unreachable
-        pytest.skip(f"the TypeScript sidecar runtime could not be installed: {exc}")
+    install_or_skip()
 
 
 @needs_reference

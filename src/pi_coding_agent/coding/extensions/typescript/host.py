@@ -55,6 +55,7 @@ from pi_coding_agent.coding.extensions.typescript.streams import MessageMirror, 
 
 MIN_NODE_MAJOR = 20
 RUNTIME_PACKAGES = ("jiti@2.7.0", "typebox@1.4.3")
+INSTALL_TIMEOUT_S = 600.0  # how long a second process waits for the first one's npm install
 _HERE = Path(__file__).resolve().parent
 
 
@@ -492,15 +493,30 @@ async def _check_node() -> str:
     return node
 
 
+def _runtime_installed(directory: Path) -> bool:
+    return all((directory / "node_modules" / name / "package.json").is_file() for name in ("jiti", "typebox"))
+
+
 async def _ensure_runtime(directory: Path) -> Path:
-    """jiti and TypeBox in ``directory``, installed with npm the first time (output to stderr)."""
-    if (directory / "node_modules" / "jiti" / "package.json").is_file() and \
-            (directory / "node_modules" / "typebox" / "package.json").is_file():
+    """jiti and TypeBox in ``directory``, installed with npm the first time (output to stderr).
+
+    Under pi's file lock: two processes starting at once on a fresh machine (an IDE opening two
+    sessions, parallel tests) would otherwise run two npm installs into one folder and break both."""
+    if _runtime_installed(directory):
         return directory
+    from pi_coding_agent.ai.auth.oauth.lock import auth_file_lock
+
     npm = shutil.which("npm")
     if npm is None:
         raise LoadError(f"TypeScript extensions need jiti, installed with npm into {directory} (npm not found)")
     directory.mkdir(parents=True, exist_ok=True)
+    async with auth_file_lock(directory / "package.json", timeout_s=INSTALL_TIMEOUT_S):
+        if not _runtime_installed(directory):  # the holder before us may have installed it
+            await _npm_install(npm, directory)
+    return directory
+
+
+async def _npm_install(npm: str, directory: Path) -> None:
     if not (directory / "package.json").exists():
         (directory / "package.json").write_text('{"name": "pi-typescript-runtime", "private": true}\n')
     print(f"Installing the TypeScript extension runtime ({', '.join(RUNTIME_PACKAGES)}) into {directory}...",
@@ -510,4 +526,3 @@ async def _ensure_runtime(directory: Path) -> Path:
         stdin=asyncio.subprocess.DEVNULL, stdout=sys.stderr.fileno(), stderr=sys.stderr.fileno())
     if await proc.wait() != 0:
         raise LoadError(f"could not install the TypeScript extension runtime into {directory} (npm failed)")
-    return directory
