@@ -1,7 +1,8 @@
 """A TypeScript extension's ``registerMessageRenderer`` and ``registerEntryRenderer`` in the terminal
 UI: the renderer runs in the Node.js sidecar with pi-tui's components, and its lines (ANSI styling
 kept) draw the custom messages the extension sends and the entries it appends; a message renderer
-that returns nothing or throws leaves the default drawing, an entry renderer nothing."""
+that returns nothing or throws leaves the default drawing; for an entry, nothing, or pi's
+"renderer failed" row when its renderer throws."""
 
 from __future__ import annotations
 
@@ -115,6 +116,9 @@ async def test_a_typescript_message_renderer_draws_the_custom_messages_it_sends(
         await until(pilot, lambda: "[INFO] all good" in screen_text(app) and "nothing drawn here" in screen_text(app))
 
 
+FAILED_ENTRY = "[broken-card] renderer failed: entry renderer broke on purpose"
+
+
 async def test_a_typescript_entry_renderer_draws_the_entries_it_appends(make_app, tmp_path: Path):  # noqa: F811
     from pi_coding_agent.coding.modes.interactive import history
 
@@ -128,12 +132,11 @@ async def test_a_typescript_entry_renderer_draws_the_entries_it_appends(make_app
         assert _styles_of(app, "Indexed files")[0].color.triplet.hex == DARK["accent"]
         await _run(pilot, "/hidden secret-entry")
         await _run(pilot, "/brokencard failing-entry")
-        await until(pilot, lambda: "entry renderer broke on purpose" in flat_text(app))
+        await until(pilot, lambda: FAILED_ENTRY in screen_text(app))
         assert "secret-entry" not in screen_text(app) and "failing-entry" not in screen_text(app)
         await app.transcript.restore(history.items(app.session))  # a reopened session draws them the same way
-        await until(pilot, lambda: "Indexed files: 17" in screen_text(app))
-        await pilot.pause(0.3)
-        assert "entry renderer broke on purpose" not in flat_text(app)  # reported once, not again when redrawn
+        await until(pilot, lambda: "Indexed files: 17" in screen_text(app) and FAILED_ENTRY in screen_text(app))
+        assert flat_text(app).count("entry renderer broke on purpose") == 1  # the row only: no error reported
         assert "secret-entry" not in screen_text(app) and "failing-entry" not in screen_text(app)
 
 
@@ -176,3 +179,13 @@ def test_an_entry_s_drawn_rows_are_pi_s(kind: str, tmp_path: Path) -> None:
     rows = _pane_rows(kind, tmp_path, "/card Indexed files", "Indexed files: 17")
     first = next(i for i, row in enumerate(rows) if "Indexed files: 17" in row)
     assert [row.rstrip() for row in rows[first - 1:first + 2]] == ["", " Indexed files: 17 expanded=false", ""]
+
+
+@needs_tmux
+@pytest.mark.parametrize("kind", ["ours", pytest.param("reference", marks=needs_reference)])
+def test_a_failed_entry_renderer_s_rows_are_pi_s(kind: str, tmp_path: Path) -> None:
+    """An entry renderer that throws, ours and pi 1.6.0: the error in its place, padded one row above
+    and below, under one blank row."""
+    rows = _pane_rows(kind, tmp_path, "/brokencard failing-entry", FAILED_ENTRY)
+    first = next(i for i, row in enumerate(rows) if FAILED_ENTRY in row)
+    assert [row.rstrip() for row in rows[first - 2:first + 2]] == ["", "", f" {FAILED_ENTRY}", ""]

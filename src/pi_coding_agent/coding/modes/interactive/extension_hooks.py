@@ -126,7 +126,9 @@ def render_custom(app: PiApp, item: Mapping[str, Any], expanded: bool,
                   drawings: TypeScriptDrawings) -> RenderableType | None:
     """The registered renderer's drawing of a ``custom`` message (``register_message_renderer``) or of
     a ``custom`` entry (``register_entry_renderer``); None for the default one: the message's notice,
-    nothing for an entry (no renderer, the renderer answered None, or it failed: reported once)."""
+    nothing for an entry (no renderer, or the renderer answered None). A message renderer that
+    failed leaves the default, reported once; an entry renderer's failure is drawn in its place
+    (``FailedEntry``), as pi draws it."""
     from rich.protocol import is_renderable
     from rich.text import Text
 
@@ -143,6 +145,8 @@ def render_custom(app: PiApp, item: Mapping[str, Any], expanded: bool,
             if drawn is not None and not isinstance(drawn, str) and not is_renderable(drawn):
                 raise TypeError(f"returned {type(drawn).__name__}, not a Rich renderable or a string")
         except Exception as exc:
+            if entry:
+                return FailedEntry(item, exc, app.transcript.palette)
             report(exc)
             return None
         if drawn is None:
@@ -171,6 +175,27 @@ def default_drawing(item: Mapping[str, Any], palette: Palette) -> RenderableType
     if is_entry(item):
         return None
     return blocks.notice(blocks.message_text(item) or str(item.get("customType", "")), "customMessageText", palette)
+
+
+class FailedEntry:
+    """An entry whose renderer raised, as pi shows it: the error on the custom message background,
+    across the whole row (the renderer would have drawn it)."""
+
+    full_width = True
+
+    def __init__(self, item: Mapping[str, Any], error: BaseException, palette: Palette) -> None:
+        self.text = f"[{item.get('customType')}] renderer failed: {error}"
+        self.palette = palette
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        from rich.padding import Padding
+        from rich.text import Text
+
+        from pi_coding_agent.coding.modes.interactive.entries import PAD
+
+        background = self.palette.get("customMessageBg")
+        yield Padding(Text(self.text, style=self.palette.get("error", "")), (1, PAD),
+                      style=f"on {background}" if background else "", expand=True)
 
 
 class ToolDrawings:
@@ -252,7 +277,8 @@ class TypeScriptDrawings:
         # (id of the message, width, expanded) -> (the message, kept so its id stays its own; the lines)
         self.lines: dict[tuple[int, int, bool], tuple[Mapping[str, Any], list[str] | None]] = {}
         self.asked: set[tuple[int, int, bool]] = set()
-        self.reported: set[tuple[str, str]] = set()  # (extension, message_renderer or entry_renderer)
+        self.reported: set[tuple[str, str]] = set()  # (extension, message_renderer)
+        self.failed: dict[tuple[int, int, bool], FailedEntry] = {}  # the entries whose renderer raised
         self._palette: object = None  # the palette the lines were drawn with
         self._theme: dict[str, dict[str, str]] = {}
 
@@ -277,6 +303,7 @@ class TypeScriptDrawings:
             self._palette, self._theme = palette, _sgr_theme(palette)
             self.lines.clear()
             self.asked.clear()
+            self.failed.clear()
         default = default_drawing(message, palette)
         drawing = TypeScriptDrawing(self, path, renderer, message, expanded, default)
         width = self.app.transcript.scrollable_content_region.width - (0 if drawing.full_width else 2 * PAD)
@@ -291,11 +318,14 @@ class TypeScriptDrawings:
                                                   width, self._theme, {k: list(v) for k, v in self.app.keymap.keys.items()})
         except Exception as exc:
             lines = None
-            self.reporter(drawing.path, drawing.message)(exc)
+            if is_entry(drawing.message):
+                self.failed[key] = FailedEntry(drawing.message, exc, self.app.transcript.palette)
+            else:
+                self.reporter(drawing.path, drawing.message)(exc)
         if palette is not self._palette:  # drawn in the colours of a theme left meanwhile
             return
         self.lines[key] = (drawing.message, lines)
-        if lines is not None:
+        if lines is not None or key in self.failed:
             self._redraw(drawing.message)
 
     def _redraw(self, message: Mapping[str, Any]) -> None:
@@ -348,8 +378,9 @@ class TypeScriptDrawing:
 
         lines = self.lines(options.max_width)
         if lines is None:
-            if self.default is not None:
-                yield self.default
+            shown = self.owner.failed.get((id(self.message), options.max_width, self.expanded)) or self.default
+            if shown is not None:
+                yield shown
             return
         drawn = Text("\n").join(Text.from_ansi(line) for line in lines)
         drawn.no_wrap, drawn.overflow = True, "crop"  # the lines are the renderer's, cut to the width already
