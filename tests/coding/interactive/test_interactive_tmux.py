@@ -39,6 +39,11 @@ class Tmux:
     def keys(self, *keys: str) -> None:
         self._tmux("send-keys", "-t", "t", *keys)
 
+    def paste(self, text: str) -> None:
+        """``text`` as the terminal pastes it: bracketed, when the program asked for that."""
+        self._tmux("set-buffer", "--", text)
+        self._tmux("paste-buffer", "-p", "-t", "t")
+
     def wait_for(self, predicate: Callable[[str], bool], timeout: float = 60) -> str:
         deadline = time.monotonic() + timeout
         while True:

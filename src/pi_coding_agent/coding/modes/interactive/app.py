@@ -445,7 +445,7 @@ class PiApp(App[int], inherit_css=False):
         self.editor.move_cursor(self.editor.document.end)
 
     def paste_to_editor(self, text: str) -> None:
-        self.editor.insert(text)
+        self.editor.paste(text)
 
 
 def _driver_class() -> type[Driver] | None:
