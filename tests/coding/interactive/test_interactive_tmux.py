@@ -39,6 +39,9 @@ class Tmux:
     def keys(self, *keys: str) -> None:
         self._tmux("send-keys", "-t", "t", *keys)
 
+    def resize(self, width: int, height: int) -> None:
+        self._tmux("resize-window", "-t", "t", "-x", str(width), "-y", str(height))
+
     def paste(self, text: str) -> None:
         """``text`` as the terminal pastes it: bracketed, when the program asked for that."""
         self._tmux("set-buffer", "--", text)
