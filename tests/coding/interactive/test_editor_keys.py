@@ -3,6 +3,7 @@ pi's default keys and with ``keybindings.json`` overrides."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -166,3 +167,17 @@ async def test_a_paste_past_1000_characters_is_a_marker_sent_in_full(make_app, f
         burst(app, "enter")
         await until(pilot, lambda: bool(user_texts(app)) and not app.session.is_streaming)
         assert user_texts(app) == [long + "\n".join("l" * 11)]
+
+
+async def test_a_paste_into_an_extension_s_input_keeps_every_line_joined(make_app):  # noqa: F811
+    """Textual's input kept only the first line of a paste; pi's joins them."""
+    from textual.widgets import Input
+
+    app = await make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        answer = asyncio.ensure_future(app.ui.input("Name?"))
+        await until(pilot, lambda: bool(app.screen.query(Input)))
+        app.screen.query_one(Input).post_message(events.Paste("first\r\nsecond\tthird\n"))
+        await until(pilot, lambda: app.screen.query_one(Input).value == "firstsecond    third")
+        await pilot.press("enter")
+        assert await answer == "firstsecond    third"
