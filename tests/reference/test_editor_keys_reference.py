@@ -52,9 +52,8 @@ def _editor_lines(command: str, tmp_path: Path) -> list[str]:
             pane._tmux("send-keys", "-t", "t", "-l", "|")
             screen = pane.wait_for(lambda s: any("|" in line for line in s.splitlines()))
             lines.append(next(line for line in screen.splitlines() if "|" in line).strip())
-            pane.keys("C-c")  # clears the editor in both
+            pane.keys("C-e", "C-u")  # clears the line in both (the kill ring keeps it, in both)
             pane.wait_for(lambda s: not any("|" in line for line in s.splitlines()))
-            time.sleep(1.2)  # a second Ctrl+C soon after would quit
         return lines
     finally:
         pane.kill()

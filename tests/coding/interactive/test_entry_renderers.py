@@ -88,6 +88,19 @@ async def test_custom_entries_show_where_appended_live_and_after_reopening(make_
         assert "hidden-entry" not in screen_text(reopened) and "failing-entry" not in screen_text(reopened)
 
 
+async def test_ctrl_o_draws_a_live_entry_again_expanded(make_app, tmp_path):  # noqa: F811
+    """Ctrl+O asks an entry shown live for its expanded drawing, as it does a reopened session's."""
+    extension = tmp_path / "cards.py"
+    extension.write_text(EXTENSION)
+    app = await make_app(extensions=[str(extension)])
+    async with app.run_test(size=SIZE) as pilot:
+        await _say(pilot, "/card live", "CARD live: 17 expanded=False")
+        await pilot.press("ctrl+o")
+        await until(pilot, lambda: "CARD live: 17 expanded=True" in screen_text(app))
+        await pilot.press("ctrl+o")
+        await until(pilot, lambda: "CARD live: 17 expanded=False" in screen_text(app))
+
+
 STREAMING_EXTENSION = '''
 from rich.text import Text
 

@@ -48,13 +48,17 @@ class Tmux:
         self._tmux("paste-buffer", "-p", "-t", "t")
 
     def wait_for(self, predicate: Callable[[str], bool], timeout: float = 60) -> str:
+        """The screen once ``predicate`` holds. Looked at again soon, then less often: a key's effect
+        shows within tens of milliseconds, a start or an answer takes longer."""
         deadline = time.monotonic() + timeout
+        delay = 0.01
         while True:
             text = self.screen()
             if predicate(text):
                 return text
             assert time.monotonic() < deadline, f"timed out; the screen:\n{text}"
-            time.sleep(0.2)
+            time.sleep(delay)
+            delay = min(delay * 2, 0.2)
 
     def pi_pid(self) -> int:
         shell = int(self._tmux("list-panes", "-t", "t", "-F", "#{pane_pid}").strip())

@@ -128,6 +128,10 @@ async def test_a_typescript_entry_renderer_draws_the_entries_it_appends(make_app
     async with app.run_test(size=SIZE) as pilot:
         await _run(pilot, "/card Indexed files")
         await until(pilot, lambda: "Indexed files: 17 expanded=false" in screen_text(app))
+        await pilot.press("ctrl+o")  # drawn again by the sidecar, expanded
+        await until(pilot, lambda: "Indexed files: 17 expanded=true" in screen_text(app))
+        await pilot.press("ctrl+o")
+        await until(pilot, lambda: "Indexed files: 17 expanded=false" in screen_text(app))
         assert screen_text(app).splitlines()[2].startswith(" Indexed files: 17")  # the whole row: the Box's padding only
         assert _styles_of(app, "Indexed files")[0].color.triplet.hex == DARK["accent"]
         await _run(pilot, "/hidden secret-entry")

@@ -236,6 +236,27 @@ class AssistantEntry(Entry):
         return lines
 
 
+class CustomEntry(Entry):
+    """An extension's ``custom`` entry appended live, drawn by its renderer again when Ctrl+O changes
+    ``expanded`` or the width or colours change, as a reopened session's entries are."""
+
+    def __init__(self, item: Item, render_custom: CustomRenderer, expanded: bool, drawn: RenderableType) -> None:
+        super().__init__()
+        self.messages = (item,)  # what a TypeScript renderer's late lines look for (``_redraw``)
+        self.render_custom, self.expanded = render_custom, expanded
+        self._drawn: dict[bool, RenderableType | None] = {expanded: drawn}
+
+    def forget(self) -> None:
+        if self._canvas is not None:  # another width or theme: the renderer draws again (not on the first draw)
+            self._drawn.clear()
+
+    def parts(self) -> list[Part]:
+        if self.expanded not in self._drawn:
+            self._drawn[self.expanded] = self.render_custom(self.messages[0], self.expanded)
+        drawn = self._drawn[self.expanded]
+        return [(drawn, None)] if drawn is not None else []
+
+
 class HistoryEntry(Entry):
     """Restored messages (a reopened session), drawn as the live entries would have drawn them."""
 

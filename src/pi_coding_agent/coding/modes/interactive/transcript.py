@@ -40,6 +40,7 @@ from pi_coding_agent.coding.modes.interactive.blocks import Palette
 from pi_coding_agent.coding.modes.interactive.entries import (
     AssistantEntry,
     Canvas,
+    CustomEntry,
     Entry,
     HistoryEntry,
     ToolEntry,
@@ -315,7 +316,7 @@ class Transcript(ScrollView):
         drawn = self.render_custom(entry, self.tools_expanded) if entry.get("type") == "custom" else None
         if drawn is None:
             return
-        shown = Entry(drawn)
+        shown = CustomEntry(entry, self.render_custom, self.tools_expanded, drawn)
         if self._current is None:
             self._add(shown)
             return
@@ -389,7 +390,7 @@ class Transcript(ScrollView):
         """Ctrl+O: every tool call's output in full, or its last lines."""
         self.tools_expanded = expanded
         for entry in self.entries:
-            if isinstance(entry, ToolEntry | HistoryEntry):
+            if isinstance(entry, ToolEntry | HistoryEntry | CustomEntry):
                 entry.expanded = expanded
                 self.mark(entry)
 
