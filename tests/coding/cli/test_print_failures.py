@@ -66,3 +66,21 @@ def test_status_and_cause_match_reference(tmp_path, script, settings):
     reference_cause = reference.stderr.strip().splitlines()[-1]
     assert reference.stdout == ""  # pi drops the partial text; ours prints it (docs/rpc.md)
     assert ours.stderr.strip().splitlines()[-1] == f"Error: fake/fake-model: {reference_cause}"
+
+
+@pytest.mark.parametrize("kind", ["ours", pytest.param("reference", marks=needs_reference)])
+@pytest.mark.parametrize(("argv", "error"), [
+    (["--session", "notes.jsonl"], "Session file is not a valid pi session: {cwd}/notes.jsonl"),
+    (["--provider", "nope", "--model", "x"], 'Unknown provider "nope". Use --list-models to see available providers/models.'),
+])
+def test_a_session_that_cannot_start_is_one_error_line(kind: str, argv: list[str], error: str, tmp_path: Path) -> None:
+    """As pi: "Error: " and the reason, and nothing else (a file that is no session was also warned
+    of line by line); the file is left as it was."""
+    cwd = (tmp_path / "work").resolve()
+    cwd.mkdir()
+    (cwd / "notes.jsonl").write_bytes(b"my notes\nnot {json\n")
+    command, env = pi_command(kind, ["-p", *argv, "hello"], fake_agent_env(tmp_path, "http://127.0.0.1:9"))
+    done = subprocess.run(command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert (done.returncode, done.stdout, done.stderr) == (1, "", f"Error: {error.format(cwd=cwd)}\n")
+    assert (cwd / "notes.jsonl").read_bytes() == b"my notes\nnot {json\n"

@@ -3,6 +3,7 @@ pi's default keys and with ``keybindings.json`` overrides."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -128,3 +129,55 @@ async def test_an_override_in_keybindings_json_moves_an_editor_action(make_app, 
     assert text == "" and cursor == (0, 0)  # Ctrl+U no longer deletes: its text stayed for Alt+U
     text, cursor = await _edited(make_app, "abc", ["ctrl+a", "home"])
     assert cursor == (0, 3)  # unbound: Home and Ctrl+A do nothing
+
+
+# ----------------------------------------------------------------------------- bracketed paste
+
+
+async def _pasted(pilot: Any, *texts: str) -> str:
+    """The editor's text once each of ``texts`` came as one bracketed paste."""
+    for text in texts:
+        pilot.app.editor.post_message(events.Paste(text))
+    await pilot.pause()
+    return str(pilot.app.editor.text)
+
+
+async def test_a_paste_lands_once_cleaned_as_pi_cleans_it(make_app):  # noqa: F811
+    """Once (``TextArea``'s own handler inserted it again); CR LF and CR as LF, a tab as four spaces,
+    a CSI-u Ctrl+J as a newline, other control characters (an escape sequence's ESC) dropped."""
+    app = await make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        text = await _pasted(pilot, "one\r\ntwo\rthree\tafter\x1b[A up\x07\x1b[106;5ufour")
+        assert text == "one\ntwo\nthree    after[A up\nfour"
+
+
+async def test_a_path_pasted_onto_a_word_gets_a_space(make_app):  # noqa: F811
+    app = await make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        app.editor.insert("look at")
+        assert await _pasted(pilot, "/tmp/x", " and", "./y") == "look at /tmp/x and ./y"
+
+
+async def test_a_paste_past_1000_characters_is_a_marker_sent_in_full(make_app, fake_llm):  # noqa: F811
+    app = await make_app()
+    long = "x" * 1001
+    async with app.run_test(size=SIZE) as pilot:
+        text = await _pasted(pilot, long, "\n".join("l" * 11))
+        assert text == "[paste #1 1001 chars][paste #2 +11 lines]"
+        burst(app, "enter")
+        await until(pilot, lambda: bool(user_texts(app)) and not app.session.is_streaming)
+        assert user_texts(app) == [long + "\n".join("l" * 11)]
+
+
+async def test_a_paste_into_an_extension_s_input_keeps_every_line_joined(make_app):  # noqa: F811
+    """Textual's input kept only the first line of a paste; pi's joins them."""
+    from textual.widgets import Input
+
+    app = await make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        answer = asyncio.ensure_future(app.ui.input("Name?"))
+        await until(pilot, lambda: bool(app.screen.query(Input)))
+        app.screen.query_one(Input).post_message(events.Paste("first\r\nsecond\tthird\n"))
+        await until(pilot, lambda: app.screen.query_one(Input).value == "firstsecond    third")
+        await pilot.press("enter")
+        assert await answer == "firstsecond    third"

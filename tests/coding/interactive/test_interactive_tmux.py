@@ -39,6 +39,14 @@ class Tmux:
     def keys(self, *keys: str) -> None:
         self._tmux("send-keys", "-t", "t", *keys)
 
+    def resize(self, width: int, height: int) -> None:
+        self._tmux("resize-window", "-t", "t", "-x", str(width), "-y", str(height))
+
+    def paste(self, text: str) -> None:
+        """``text`` as the terminal pastes it: bracketed, when the program asked for that."""
+        self._tmux("set-buffer", "--", text)
+        self._tmux("paste-buffer", "-p", "-t", "t")
+
     def wait_for(self, predicate: Callable[[str], bool], timeout: float = 60) -> str:
         """The screen once ``predicate`` holds. Looked at again soon, then less often: a key's effect
         shows within tens of milliseconds, a start or an answer takes longer."""

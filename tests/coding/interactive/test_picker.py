@@ -8,6 +8,7 @@ import re
 from typing import Any
 
 import pytest
+from textual import events
 
 from pi_coding_agent.ai.abort import AbortSignal
 from pi_coding_agent.coding.modes.interactive.dialogs import PickerScreen, choose
@@ -64,6 +65,18 @@ async def test_typing_searches_and_backspace_widens_it_again(make_app):  # noqa:
         await pilot.press("enter")  # nothing under the cursor: nothing chosen, the picker stays
         await pilot.press("backspace")
         await until(pilot, lambda: rows(app) == ["› option 17"])
+        await pilot.press("enter")
+        assert await answer == "id17"
+
+
+async def test_a_paste_joins_the_search_on_one_line(make_app):  # noqa: F811
+    """It was dropped; pi takes it into its search field without its line ends."""
+    app = await make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        answer = opened(app, Picker("Pick", [(f"id{i}", n) for i, n in enumerate(NAMES)]))
+        await until(pilot, lambda: "(1/25)" in screen_text(app))
+        app.query_one(Picker).post_message(events.Paste("opt\r\nion 1\x1b7\n"))
+        await until(pilot, lambda: rows(app) == ["› option 17"] and "> option 17█" in screen_text(app))
         await pilot.press("enter")
         assert await answer == "id17"
 

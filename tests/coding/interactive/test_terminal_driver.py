@@ -79,3 +79,49 @@ async def test_the_end_of_the_input_stops_reading(pipe):
     await _until(lambda: reader.closed)
     assert not asyncio.get_running_loop().remove_reader(read)
     assert received == []
+
+
+def _pastes(received: list[Any]) -> list[str]:
+    return [event.text for event in received if isinstance(event, events.Paste)]
+
+
+async def test_a_pasted_escape_sequence_and_newline_stay_in_the_paste(pipe):
+    """Textual's parser took the pasted ESC for the start of a key and sent the rest, newline and
+    all, as typed keys: an Enter that sent the prompt."""
+    read, write = pipe
+    received: list[Any] = []
+    reader = LoopInput(read, received.append, lambda: received.append("failed"))
+    try:
+        os.write(write, b"x\x1b[200~one\x1b[A two\nthree\x1b[201~y")
+        await _until(lambda: _keys(received) == ["x", "y"])
+        assert _pastes(received) == ["one\x1b[A two\nthree"]
+        assert [type(event) for event in received] == [events.Key, events.Paste, events.Key]
+    finally:
+        reader.close()
+
+
+async def test_a_paste_cut_across_reads_in_its_markers_is_one_paste(pipe):
+    read, write = pipe
+    received: list[Any] = []
+    reader = LoopInput(read, received.append, lambda: received.append("failed"))
+    try:
+        for part in (b"\x1b[20", b"0~first\x1b", b"[Ahalf\x1b[2", b"01~", b"z"):
+            os.write(write, part)
+            await asyncio.sleep(0.02)  # each its own read
+        await _until(lambda: _keys(received) == ["z"])
+        assert _pastes(received) == ["first\x1b[Ahalf"]
+    finally:
+        reader.close()
+
+
+async def test_the_start_of_a_key_sequence_held_back_still_becomes_its_key(pipe):
+    """``ESC [`` might have begun a paste: held back, it goes on to the parser once nothing came."""
+    read, write = pipe
+    received: list[Any] = []
+    reader = LoopInput(read, received.append, lambda: received.append("failed"))
+    try:
+        os.write(write, b"\x1b[")
+        await _until(lambda: bool(received))
+        assert _keys(received) == ["left_square_bracket"]  # as Textual's parser reads it alone
+    finally:
+        reader.close()

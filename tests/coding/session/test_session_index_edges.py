@@ -108,6 +108,27 @@ def test_a_last_line_cut_short_is_skipped_and_the_next_entry_starts_a_line(tmp_p
     assert reopened.entries == [*sm.entries[:-1], added] and added["parentId"] == sm.entries[-2]["id"]
 
 
+def test_a_file_that_is_no_session_is_refused_in_one_error_without_a_warning_per_line(tmp_path: Path,
+                                                                                     capsys: Any) -> None:
+    """Its lines were each warned of as unreadable (a screenful for a file opened by mistake) before
+    the one error that matters; nothing of it is rewritten."""
+    other = tmp_path / "notes.jsonl"
+    other.write_bytes(b"first line of notes\nsecond {line\n\x00\xff binary\n")
+    with pytest.raises(ValueError, match="not a valid pi session"):
+        SessionManager.open(other, tmp_path)
+    assert capsys.readouterr().err == ""
+    assert other.read_bytes() == b"first line of notes\nsecond {line\n\x00\xff binary\n"
+
+
+def test_an_unreadable_line_before_the_header_is_still_warned_of(tmp_path: Path, capsys: Any) -> None:
+    sm = _session(tmp_path)
+    assert sm.session_file is not None
+    entries = list(sm.entries)  # read before the file changes under it
+    sm.session_file.write_bytes(b"garbage\n" + sm.session_file.read_bytes())
+    assert SessionManager.open(sm.session_file, tmp_path).entries == entries
+    assert "skipping unreadable line 1 of" in capsys.readouterr().err
+
+
 def test_entries_another_process_appends_do_not_shift_ours(tmp_path: Path) -> None:
     """Two stores append to one file: each reads its own entries back from the right offsets, and the
     file opens with both, the other's entry a sibling branch."""

@@ -78,7 +78,7 @@ async def run_headless(
 
             session = await create_session(args, mode, NoUI())
     except Exception as err:
-        print(str(err) or type(err).__name__, file=sys.stderr)
+        print(f"Error: {str(err) or type(err).__name__}", file=sys.stderr)  # pi's start-up failures
         return 1
 
     async def cleanup() -> None:

@@ -57,6 +57,8 @@ class FileIndex:
     # Every line parsed during the pass (the header among them) is byte for byte what ``orjson.dumps``
     # writes for its record, as pi's files are: lines may then be copied instead of re-encoded.
     as_written: bool = True
+    # unreadable lines before the header: warned of once there is one (else the file is refused whole)
+    early_unreadable: list[int] = field(default_factory=list)
 
 
 def index_file(path: Path) -> FileIndex:
@@ -152,8 +154,10 @@ class _Pending:
 
 def _parsed(index: FileIndex, line: bytes, fd: int, offset: int) -> bool:
     """A line parsed in full: the header (not an entry), an entry (True), or nothing to index."""
-    record = _parse(line, fd, offset, index.path)
+    record = _parse(line, fd, offset, index.path, warn=index.header is not None)
     if record is None:
+        if index.header is None and line.strip():
+            index.early_unreadable.append(offset)
         return False
     if index.as_written and orjson.dumps(record) != line:
         index.as_written = False
@@ -161,6 +165,8 @@ def _parsed(index: FileIndex, line: bytes, fd: int, offset: int) -> bool:
         if not is_header(record):
             raise _NotASession
         index.header = record
+        for early in index.early_unreadable:
+            _warn(_line_number(fd, early), index.path)
         return False
     if record.get("type") == "session":
         return False
@@ -224,7 +230,7 @@ def _drop(index: FileIndex, positions: list[int]) -> None:
     index.parsed = {new: index.parsed[old] for new, old in enumerate(kept) if old in index.parsed}
 
 
-def _parse(line: bytes, fd: int, offset: int, path: Path) -> Entry | None:
+def _parse(line: bytes, fd: int, offset: int, path: Path, warn: bool = True) -> Entry | None:
     """A whole record, or None for a blank line or (with a warning) an unreadable one."""
     try:
         record = orjson.loads(line)
@@ -234,7 +240,8 @@ def _parse(line: bytes, fd: int, offset: int, path: Path) -> Entry | None:
         record = None
     if isinstance(record, dict):
         return record
-    _warn(_line_number(fd, offset), path)
+    if warn:
+        _warn(_line_number(fd, offset), path)
     return None
 
 

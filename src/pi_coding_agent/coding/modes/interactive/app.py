@@ -222,9 +222,7 @@ class PiApp(App[int], inherit_css=False):
 
     def refresh_footer(self) -> None:
         location, usage, model = footer.footer_lines(self.session, self._branch)
-        width = max(self.size.width - 2, 20)
-        gap = max(width - len(usage) - len(model), 1)
-        self.lines["footer"].update(f"{location}\n{usage}{' ' * gap}{model}")
+        self.lines["footer"].update(footer.fit_footer(location, usage, model, max(self.size.width - 2, 1)))
 
     def _tick(self) -> None:
         """The working indicator and the extension statuses (cheap: one short line)."""
@@ -445,7 +443,7 @@ class PiApp(App[int], inherit_css=False):
         self.editor.move_cursor(self.editor.document.end)
 
     def paste_to_editor(self, text: str) -> None:
-        self.editor.insert(text)
+        self.editor.paste(text)
 
 
 def _driver_class() -> type[Driver] | None:

@@ -96,6 +96,16 @@ class ConfirmScreen(ModalScreen[bool]):
         self.dismiss(value)
 
 
+class _LineInput(Input):
+    """Textual's input keeps only a paste's first line; pi's keeps all of it, its line ends removed
+    and a tab as four spaces."""
+
+    def _on_paste(self, event: events.Paste) -> None:
+        event.prevent_default()  # not Input's handler too
+        event.text = event.text.replace("\r", "").replace("\n", "").replace("\t", "    ")
+        super()._on_paste(event)
+
+
 class InputScreen(ModalScreen[str | None]):
     DEFAULT_CSS = DIALOG_CSS.format(name="InputScreen")
     BINDINGS: ClassVar[list[Any]] = [("escape", "cancel", "Cancel")]
@@ -107,7 +117,7 @@ class InputScreen(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Label(Text(self.title_text))
-            yield Input(value=self.value, placeholder=self.placeholder)
+            yield _LineInput(value=self.value, placeholder=self.placeholder)
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         self.dismiss(event.value)

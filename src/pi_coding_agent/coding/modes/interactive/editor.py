@@ -28,7 +28,10 @@ from pi_coding_agent.coding.modes.interactive.keys import KeyMap
 from pi_coding_agent.coding.modes.interactive.main_screen import MainScreen
 
 PASTE_COLLAPSE_LINES = 10
-_PASTE_MARKER = re.compile(r"\[paste #(\d+) \+\d+ lines\]")
+PASTE_COLLAPSE_CHARS = 1000
+_PASTE_MARKER = re.compile(r"\[paste #(\d+) (?:\+\d+ lines|\d+ chars)\]")
+# a control byte some terminals send inside a paste as a CSI-u Ctrl+letter key (ESC [ code ; 5 u)
+_CSI_U_CTRL = re.compile(r"\x1b\[(\d+);5u")
 EDITOR_ACTIONS = ("tui.input.submit", "tui.input.newLine", "tui.input.tab", "app.message.followUp",
                   "tui.editor.historyPrevious", "tui.editor.historyNext")
 
@@ -263,15 +266,28 @@ class Editor(EditingActions, inherit_bindings=False):
         return _PASTE_MARKER.sub(lambda m: self._pastes.get(int(m.group(1)), m.group(0)), self.text)
 
     async def _on_paste(self, event: events.Paste) -> None:
-        lines = event.text.count("\n") + 1
-        if lines <= PASTE_COLLAPSE_LINES:
-            await super()._on_paste(event)
-            return
+        """Handled here alone: ``TextArea``'s own handler would insert the text a second time."""
         event.stop()
         event.prevent_default()
-        number = len(self._pastes) + 1
-        self._pastes[number] = event.text
-        self.insert(f"[paste #{number} +{lines} lines]")
+        if not self.read_only:
+            self.paste(event.text)
+
+    def paste(self, text: str) -> None:
+        """Insert pasted text as pi does: cleaned (``clean_paste``), after a space when it is a path
+        typed onto a word, and as a ``[paste #N ...]`` marker past 10 lines or 1000 characters."""
+        text = clean_paste(text)
+        if not text:
+            return
+        row, column = self.cursor_location
+        if text[0] in "/~." and re.fullmatch(r"[A-Za-z0-9_]", self.document.get_line(row)[column - 1:column]):
+            text = " " + text
+        lines = text.count("\n") + 1
+        if lines > PASTE_COLLAPSE_LINES or len(text) > PASTE_COLLAPSE_CHARS:
+            number = len(self._pastes) + 1
+            self._pastes[number] = text
+            size = f"+{lines} lines" if lines > PASTE_COLLAPSE_LINES else f"{len(text)} chars"
+            text = f"[paste #{number} {size}]"
+        self.replace(text, *self.selection, maintain_selection_offset=False)
 
     # ------------------------------------------------------------------ completion
 
@@ -313,3 +329,17 @@ class Editor(EditingActions, inherit_bindings=False):
 def _is_trigger(before: str) -> bool:
     """Typing opens the menu for a ``/command`` at the start or an ``@path``."""
     return (before.startswith("/") and " " not in before and "\n" not in before) or completion.at_token(before) is not None
+
+
+def clean_paste(text: str) -> str:
+    """Pasted text as pi keeps it: CSI-u Ctrl+letter keys back to their control byte, CR LF and CR as
+    LF, a tab as four spaces, then no control character but the newline (a pasted escape sequence
+    is text, never a key)."""
+    def control(match: re.Match[str]) -> str:
+        code = int(match.group(1))
+        if 97 <= code <= 122:
+            return chr(code - 96)
+        return chr(code - 64) if 65 <= code <= 90 else match.group(0)
+
+    text = _CSI_U_CTRL.sub(control, text).replace("\r\n", "\n").replace("\r", "\n").replace("\t", "    ")
+    return "".join(ch for ch in text if ch == "\n" or ord(ch) >= 32)

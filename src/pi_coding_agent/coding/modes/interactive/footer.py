@@ -11,6 +11,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rich.cells import cell_len, set_cell_size
+
 if TYPE_CHECKING:
     from pi_coding_agent.ai.types import Model
     from pi_coding_agent.coding.agent_session import AgentSession
@@ -95,3 +97,20 @@ def footer_lines(session: AgentSession, branch: str | None) -> tuple[str, str, s
     location = location_line(str(session.rt.cwd), session.sm.session_name, branch)
     usage = usage_line(stats, context, session.rt.auto_compaction_enabled)
     return location, usage, model_label(session.agent.model, session.agent.thinking_level)
+
+
+def _cut(text: str, width: int, ellipsis: str) -> str:
+    """``text`` in ``width`` cells, its end replaced by ``ellipsis`` when it is longer."""
+    if cell_len(text) <= width:
+        return text
+    return set_cell_size(text, max(width - len(ellipsis), 0)) + ellipsis[:width]
+
+
+def fit_footer(location: str, usage: str, model: str, width: int) -> str:
+    """The footer's two rows in ``width`` cells, as pi fits them: each row cut with "...", the model
+    right-aligned two cells or more after the usage, cut short, or left out when there is no room."""
+    usage = _cut(usage, width, "...")
+    room = width - cell_len(usage) - 2
+    model = set_cell_size(model, room).rstrip() if 0 < room < cell_len(model) else model if room > 0 else ""
+    gap = " " * max(width - cell_len(usage) - cell_len(model), 0) if model else ""
+    return f"{_cut(location, width, '...')}\n{usage}{gap}{model}"

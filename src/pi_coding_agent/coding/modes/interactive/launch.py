@@ -49,7 +49,7 @@ async def _main(args: CliArgs, images: list[dict[str, Any]] | None) -> int:
         session, missing = await open_session(args, ui)
     except Exception as err:
         start_up.close()
-        print(str(err) or type(err).__name__, file=sys.stderr)
+        print(f"Error: {str(err) or type(err).__name__}", file=sys.stderr)  # pi's start-up failures
         return 1
     try:
         app = build_app(session, ui, args, images, missing)

@@ -120,9 +120,14 @@ class MainScreen(Screen[None]):
     # that gain and lose it repaint themselves
     focused: Reactive[Widget | None] = Reactive(None, repaint=False)
 
+    # a terminal too short for the editor (or a picker), the header and the footer: the top rows are
+    # the ones left out, as in a terminal's scrollback, not the rows being typed in; no scrollbar
+    DEFAULT_CSS = "MainScreen { overflow-y: hidden; }"
+
     def __init__(self) -> None:
         super().__init__(id="_default")  # the id Textual gives its default screen
         self._compositor = CroppedCompositor()
+        self.anchor()
 
     def paint_now(self, widget: Widget) -> None:
         """Paint ``widget``'s pending repaint in this call (a typed character), instead of after its

@@ -122,6 +122,16 @@ class Picker(Widget, can_focus=True):
             self.search(self.query_text + event.character)
         self._changed(lines)
 
+    def on_paste(self, event: events.Paste) -> None:
+        """Pasted text joins the search on one line, as pi's search field takes it (line ends dropped,
+        a tab as four spaces), and without control characters, which pi would draw raw."""
+        event.stop()
+        if self.searchable:
+            lines = self._line_count()
+            text = event.text.replace("\r", "").replace("\n", "").replace("\t", "    ")
+            self.search(self.query_text + "".join(ch for ch in text if ord(ch) >= 32))
+            self._changed(lines)
+
     def move(self, to: int) -> None:
         self.cursor = max(0, min(to, len(self.shown) - 1))
 

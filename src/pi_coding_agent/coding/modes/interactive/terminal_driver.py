@@ -6,18 +6,72 @@ held it: on a loaded machine each wake-up waits for a core, and the loop, made t
 over, waits until the other thread has run. ``LoopDriver`` reads the terminal with the loop's own
 ``add_reader`` and writes each frame before ``_display`` returns, as a single-threaded terminal
 program does: the key's path is one thread from read to write.
+
+Bracketed pastes are cut out of the input before Textual's parser sees it (``PasteCutter``): inside
+a paste, its parser took an escape byte as the start of a key sequence and sent what followed as
+keys, so a pasted ESC turned the rest of the paste, newlines too, into typed keys and Enter.
 """
 
 from __future__ import annotations
 
 import os
 from codecs import getincrementaldecoder
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 
-from textual import constants
-from textual._xterm_parser import XTermParser
+from textual import constants, events
+from textual._xterm_parser import BRACKETED_PASTE_END, BRACKETED_PASTE_START, XTermParser
 from textual.drivers.linux_driver import LinuxDriver
 from textual.message import Message
+
+
+def _marker_start(text: str, marker: str, shortest: int) -> int:
+    """How many characters, ``shortest`` or more, at the end of ``text`` could begin ``marker``."""
+    for size in range(min(len(marker) - 1, len(text)), shortest - 1, -1):
+        if text.endswith(marker[:size]):
+            return size
+    return 0
+
+
+class PasteCutter:
+    """Splits the terminal's input into text for the key parser and whole ``Paste`` events.
+
+    A marker cut across two reads is held back until the next read, or until ``flush`` when none
+    came in time. Outside a paste a lone ESC is not held: it goes on to the parser at once, which
+    reports the Escape key on time (a paste starting right behind it is then left to the parser).
+    """
+
+    def __init__(self) -> None:
+        self._paste: list[str] | None = None  # the pasted text so far, inside a paste
+        self._held = ""
+
+    def split(self, text: str) -> list[str | events.Paste]:
+        text, self._held = self._held + text, ""
+        pieces: list[str | events.Paste] = []
+        while text:
+            inside = self._paste is not None
+            marker = BRACKETED_PASTE_END if inside else BRACKETED_PASTE_START
+            found = text.find(marker)
+            if found < 0:
+                cut = len(text) - _marker_start(text, marker, 1 if inside else 2)
+                text, self._held = text[:cut], text[cut:]
+            before = text if found < 0 else text[:found]
+            if self._paste is None:
+                pieces.append(before)
+                self._paste = None if found < 0 else []
+            else:
+                self._paste.append(before)
+                if found >= 0:
+                    pieces.append(events.Paste("".join(self._paste).replace("\x00", "")))
+                    self._paste = None
+            text = "" if found < 0 else text[found + len(marker):]
+        return [piece for piece in pieces if piece != ""]
+
+    def flush(self) -> str:
+        """Key text held back as a possible paste start, once nothing followed it in time."""
+        if self._paste is not None:
+            return ""
+        held, self._held = self._held, ""
+        return held
 
 
 class LoopInput:
@@ -37,6 +91,7 @@ class LoopInput:
         self.failed = failed
         self._loop = asyncio.get_running_loop()
         self._parser = XTermParser(debug)
+        self._pastes = PasteCutter()
         self._decode = getincrementaldecoder("utf-8")().decode
         self._tick: asyncio.TimerHandle | None = None
         self._loop.add_reader(fd, self._read)
@@ -61,10 +116,23 @@ class LoopInput:
         if self._tick is not None:
             self._tick.cancel()
         self._tick = self._loop.call_later(constants.ESCAPE_DELAY, self._on_tick)
-        self._hand_over(lambda: self._parser.feed(self._decode(data)))
+        pieces = self._pastes.split(self._decode(data))
+        self._hand_over(lambda: self._parse(pieces))
+
+    def _parse(self, pieces: list[str | events.Paste]) -> Iterator[Message]:
+        for piece in pieces:
+            if isinstance(piece, str):
+                yield from self._parser.feed(piece)
+            else:
+                yield piece
 
     def _on_tick(self) -> None:
         self._tick = None
+        held = self._pastes.flush()
+        if held:  # the start of another sequence after all: the parser waits for its end in turn
+            self._tick = self._loop.call_later(constants.ESCAPE_DELAY, self._on_tick)
+            self._hand_over(lambda: self._parser.feed(held))
+            return
         self._hand_over(self._parser.tick)
 
     def _hand_over(self, parse: Callable[[], Iterable[Message]]) -> None:
