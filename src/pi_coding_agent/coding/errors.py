@@ -45,3 +45,10 @@ BUG_TYPES: tuple[type[Exception], ...] = (
 def is_bug(err: BaseException) -> bool:
     """True for a defect (worth a traceback), False for a refusal or an expected failure."""
     return isinstance(err, BUG_TYPES) and not isinstance(err, UserError)
+
+
+def start_up_failure(err: BaseException) -> str:
+    """The stderr line of a session that could not start, as pi prints it: ``Error: <reason>`` (a
+    message that says ``Error:`` already keeps its own)."""
+    message = str(err) or type(err).__name__
+    return message if message.startswith("Error: ") else f"Error: {message}"

@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from pi_coding_agent.ai.types import JsonObject
+from pi_coding_agent.coding.errors import start_up_failure
 from pi_coding_agent.coding.modes.lifecycle import (
     OrderlyShutdown,
     keep_sigint_from_asyncio,
@@ -78,7 +79,7 @@ async def run_headless(
 
             session = await create_session(args, mode, NoUI())
     except Exception as err:
-        print(f"Error: {str(err) or type(err).__name__}", file=sys.stderr)  # pi's start-up failures
+        print(start_up_failure(err), file=sys.stderr)
         return 1
 
     async def cleanup() -> None:

@@ -19,7 +19,7 @@ from contextlib import ExitStack
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from pi_coding_agent.coding.errors import MissingSessionCwdError
+from pi_coding_agent.coding.errors import MissingSessionCwdError, start_up_failure
 
 if TYPE_CHECKING:
     from pi_coding_agent.coding.agent_session import AgentSession
@@ -49,7 +49,7 @@ async def _main(args: CliArgs, images: list[dict[str, Any]] | None) -> int:
         session, missing = await open_session(args, ui)
     except Exception as err:
         start_up.close()
-        print(f"Error: {str(err) or type(err).__name__}", file=sys.stderr)  # pi's start-up failures
+        print(start_up_failure(err), file=sys.stderr)
         return 1
     try:
         app = build_app(session, ui, args, images, missing)
