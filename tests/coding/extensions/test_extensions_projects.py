@@ -70,7 +70,8 @@ async def _switch_projects(kind: str, root: Path, start_has_one: bool = True) ->
         finally:
             await proc.kill()
     base = str(workspace.root)
-    return {"before": before, "switched": switched["success"], "after": after,
+    # a refusal's error in place of False: the comparison then names why (it failed once under load)
+    return {"before": before, "switched": switched["success"] or switched.get("error"), "after": after,
             "notes": [n.replace(base, "ROOT") for n in notes(conv.records)]}
 
 
