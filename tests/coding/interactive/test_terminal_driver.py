@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import pytest
@@ -23,6 +23,16 @@ def pipe() -> Iterator[tuple[int, int]]:
             os.close(fd)
 
 
+@pytest.fixture
+async def typed(pipe: tuple[int, int]) -> AsyncIterator[tuple[int, list[Any]]]:
+    """The write end of a pipe that a ``LoopInput`` reads, and the events it handed over so far."""
+    read, write = pipe
+    received: list[Any] = []
+    reader = LoopInput(read, received.append, lambda: received.append("failed"))
+    yield write, received
+    reader.close()
+
+
 async def _until(predicate: Callable[[], object], timeout: float = 5.0) -> None:
     """Let the loop run until ``predicate()`` holds (it fails the test on timeout)."""
     loop = asyncio.get_running_loop()
@@ -36,30 +46,20 @@ def _keys(received: list[Any]) -> list[str]:
     return [event.key for event in received if isinstance(event, events.Key)]
 
 
-async def test_keys_are_read_on_the_loop_as_they_arrive(pipe):
-    read, write = pipe
-    received: list[Any] = []
-    reader = LoopInput(read, received.append, lambda: received.append("failed"))
-    try:
-        os.write(write, b"ab\x1b[A")  # two letters and the up arrow, in one read
-        await _until(lambda: len(_keys(received)) == 3)
-        assert _keys(received) == ["a", "b", "up"]
-    finally:
-        reader.close()
+async def test_keys_are_read_on_the_loop_as_they_arrive(typed):
+    write, received = typed
+    os.write(write, b"ab\x1b[A")  # two letters and the up arrow, in one read
+    await _until(lambda: len(_keys(received)) == 3)
+    assert _keys(received) == ["a", "b", "up"]
 
 
-async def test_a_lone_escape_is_a_key_once_the_escape_delay_has_passed(pipe):
-    read, write = pipe
-    received: list[Any] = []
-    reader = LoopInput(read, received.append, lambda: received.append("failed"))
-    try:
-        loop = asyncio.get_running_loop()
-        sent = loop.time()
-        os.write(write, b"\x1b")
-        await _until(lambda: _keys(received) == ["escape"])
-        assert loop.time() - sent >= constants.ESCAPE_DELAY  # it might have been the start of a sequence
-    finally:
-        reader.close()
+async def test_a_lone_escape_is_a_key_once_the_escape_delay_has_passed(typed):
+    write, received = typed
+    loop = asyncio.get_running_loop()
+    sent = loop.time()
+    os.write(write, b"\x1b")
+    await _until(lambda: _keys(received) == ["escape"])
+    assert loop.time() - sent >= constants.ESCAPE_DELAY  # it might have been the start of a sequence
 
 
 class _Recording(LoopInput):
@@ -85,43 +85,28 @@ def _pastes(received: list[Any]) -> list[str]:
     return [event.text for event in received if isinstance(event, events.Paste)]
 
 
-async def test_a_pasted_escape_sequence_and_newline_stay_in_the_paste(pipe):
+async def test_a_pasted_escape_sequence_and_newline_stay_in_the_paste(typed):
     """Textual's parser took the pasted ESC for the start of a key and sent the rest, newline and
     all, as typed keys: an Enter that sent the prompt."""
-    read, write = pipe
-    received: list[Any] = []
-    reader = LoopInput(read, received.append, lambda: received.append("failed"))
-    try:
-        os.write(write, b"x\x1b[200~one\x1b[A two\nthree\x1b[201~y")
-        await _until(lambda: _keys(received) == ["x", "y"])
-        assert _pastes(received) == ["one\x1b[A two\nthree"]
-        assert [type(event) for event in received] == [events.Key, events.Paste, events.Key]
-    finally:
-        reader.close()
+    write, received = typed
+    os.write(write, b"x\x1b[200~one\x1b[A two\nthree\x1b[201~y")
+    await _until(lambda: _keys(received) == ["x", "y"])
+    assert _pastes(received) == ["one\x1b[A two\nthree"]
+    assert [type(event) for event in received] == [events.Key, events.Paste, events.Key]
 
 
-async def test_a_paste_cut_across_reads_in_its_markers_is_one_paste(pipe):
-    read, write = pipe
-    received: list[Any] = []
-    reader = LoopInput(read, received.append, lambda: received.append("failed"))
-    try:
-        for part in (b"\x1b[20", b"0~first\x1b", b"[Ahalf\x1b[2", b"01~", b"z"):
-            os.write(write, part)
-            await asyncio.sleep(0.02)  # each its own read
-        await _until(lambda: _keys(received) == ["z"])
-        assert _pastes(received) == ["first\x1b[Ahalf"]
-    finally:
-        reader.close()
+async def test_a_paste_cut_across_reads_in_its_markers_is_one_paste(typed):
+    write, received = typed
+    for part in (b"\x1b[20", b"0~first\x1b", b"[Ahalf\x1b[2", b"01~", b"z"):
+        os.write(write, part)
+        await asyncio.sleep(0.02)  # each its own read
+    await _until(lambda: _keys(received) == ["z"])
+    assert _pastes(received) == ["first\x1b[Ahalf"]
 
 
-async def test_the_start_of_a_key_sequence_held_back_still_becomes_its_key(pipe):
+async def test_the_start_of_a_key_sequence_held_back_still_becomes_its_key(typed):
     """``ESC [`` might have begun a paste: held back, it goes on to the parser once nothing came."""
-    read, write = pipe
-    received: list[Any] = []
-    reader = LoopInput(read, received.append, lambda: received.append("failed"))
-    try:
-        os.write(write, b"\x1b[")
-        await _until(lambda: bool(received))
-        assert _keys(received) == ["left_square_bracket"]  # as Textual's parser reads it alone
-    finally:
-        reader.close()
+    write, received = typed
+    os.write(write, b"\x1b[")
+    await _until(lambda: bool(received))
+    assert _keys(received) == ["left_square_bracket"]  # as Textual's parser reads it alone
