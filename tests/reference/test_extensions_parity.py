@@ -141,7 +141,7 @@ async def assert_parity(parity: Parity, root: Path, name: str | None = None) -> 
         reference, ours = await play_named("reference", name, root), await play_named("ours", name, root)
     our_records, our_requests = comparable(ours)
     their_records, their_requests = comparable(reference)
-    assert [r["type"] for r in our_records] == [r["type"] for r in their_records]
+    assert [r["type"] for r in our_records] == [r["type"] for r in their_records], ours.stderr[-3000:]
     found = differences(our_records, their_records, "records") + differences(our_requests, their_requests, "requests")
     assert not found, "\n".join(found)
     return ours

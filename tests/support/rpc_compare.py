@@ -148,6 +148,7 @@ class Played:
     records: list[Record]
     requests: list[dict[str, Any]]
     workspace: Workspace
+    stderr: str = ""  # what the process wrote there: a failed comparison shows its end
 
 
 async def play(kind: str, scenario: Scenario, root: Path) -> Played:
@@ -162,7 +163,7 @@ async def play(kind: str, scenario: Scenario, root: Path) -> Played:
             await scenario.drive(conversation)
         finally:
             await proc.kill()
-        return Played(conversation.records, list(server.requests), workspace)
+        return Played(conversation.records, list(server.requests), workspace, await proc.stderr_text())
 
 
 _PLAYED: RunOnce[Played] = RunOnce()
