@@ -49,12 +49,12 @@ def main(argv: list[str]) -> int:
     from pi_coding_agent.coding.modes.interactive.resource_config import ResourceConfigApp
     from pi_coding_agent.coding.modes.interactive.trust_prompt import ask_trust
     from pi_coding_agent.coding.resources.settings import Settings
-    from pi_coding_agent.coding.resources.trust import ask_trust_if_due, is_project_trusted
+    from pi_coding_agent.coding.resources.trust import ask_trust_if_due
 
     agent_dir, cwd = paths.agent_dir(), Path.cwd().resolve()
     startup = Settings.load(agent_dir, cwd, project_trusted=True)
-    asked = asyncio.run(ask_trust_if_due(ask_trust, agent_dir, cwd, approve, startup.default_project_trust))
-    trusted = is_project_trusted(agent_dir, cwd, approve, startup.default_project_trust) if asked is None else asked
+    # with an asker given, the answer or the usual rules' decision: never None
+    trusted = asyncio.run(ask_trust_if_due(ask_trust, agent_dir, cwd, approve, startup.default_project_trust)) is True
     if local and not trusted:
         print("Project is not trusted. Use --approve to modify local resource config.", file=sys.stderr)
         return 1
