@@ -74,7 +74,7 @@ fi
 npm_ci pi-acpx "${PI_ACPX_DIR:-$CACHE/pi-acpx}" node_modules/.bin/acpx "acpx (a headless ACP client)"
 npm_ci pi-acp "${PI_ACP_DIR:-$CACHE/pi-acp}" node_modules/pi-acp/dist/index.js "pi-acp (an ACP adapter)"
 # Before the workers start: each would otherwise install it on its first TypeScript extension.
-npm_ci ts-runtime "${PI_TS_RUNTIME_DIR:-$CACHE/pi-coding-agent-python/typescript}" node_modules/jiti/package.json \
+npm_ci ts-runtime "${PI_TS_RUNTIME_DIR:-$CACHE/pi-coding-agent-python/typescript}" node_modules/.package-lock.json \
   "the TypeScript extension runtime (jiti, TypeBox)"
 apt_install chromium chromium "HTML export in a browser"
 apt_install bwrap bubblewrap "sandbox"

@@ -52,7 +52,7 @@ def test_install_with_everything_cached_is_silent(tmp_path: Path) -> None:
                "PI_MCP_TEST_SERVERS": ["node_modules/@modelcontextprotocol/server-filesystem/package.json",
                                        "venv/bin/mcp-server-time"],
                "PI_ACPX_DIR": ["node_modules/.bin/acpx"], "PI_ACP_DIR": ["node_modules/pi-acp/dist/index.js"],
-               "PI_TS_RUNTIME_DIR": ["node_modules/jiti/package.json"]}
+               "PI_TS_RUNTIME_DIR": ["node_modules/.package-lock.json"]}
     for variable, files in markers.items():
         for file in files:
             (tmp_path / variable / file).parent.mkdir(parents=True, exist_ok=True)

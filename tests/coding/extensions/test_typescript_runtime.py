@@ -19,6 +19,7 @@ prefix=$(echo "$@" | sed 's/.*--prefix \\([^ ]*\\).*/\\1/')
 for name in jiti typebox; do
   mkdir -p "$prefix/node_modules/$name" && echo '{{}}' > "$prefix/node_modules/$name/package.json"
 done
+echo '{{}}' > "$prefix/node_modules/.package-lock.json"  # npm's hidden lockfile, written last
 """
 
 
@@ -51,3 +52,21 @@ async def test_a_failed_install_is_named_and_releases_the_lock(tmp_path: Path, m
     with pytest.raises(host.LoadError, match="npm failed"):
         await host._ensure_runtime(directory)
     assert not (directory / "package.json.lock").exists()
+
+
+async def test_an_install_killed_halfway_is_installed_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A killed npm leaves the packages' package.json without the rest (the sidecar then fails to load
+    them) and no hidden lockfile; the next start installs again, after taking over the dead lock."""
+    log = tmp_path / "npm-runs"
+    _fake_npm(tmp_path / "bin", log)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    directory = tmp_path / "runtime"
+    for name in ("jiti", "typebox"):
+        (directory / "node_modules" / name).mkdir(parents=True)
+        (directory / "node_modules" / name / "package.json").write_text("{}")
+    dead = directory / "package.json.lock"
+    dead.mkdir()
+    os.utime(dead, (0, 0))  # its holder stopped touching it long ago
+    assert await host._ensure_runtime(directory) == directory
+    assert log.read_text().splitlines() == ["run"]
+    assert (directory / "node_modules" / ".package-lock.json").is_file() and not dead.exists()

@@ -41,10 +41,10 @@ def _try_mkdir(lock: Path) -> bool:
     return True
 
 
-def _remove_if_stale(lock: Path) -> None:
+def _remove_if_stale(lock: Path, stale_s: float) -> None:
     """Take over a lock its holder stopped touching (the holder died)."""
     try:
-        if time.time() - lock.stat().st_mtime > STALE_S:
+        if time.time() - lock.stat().st_mtime > stale_s:
             os.rmdir(lock)
     except OSError:
         pass  # released or taken meanwhile: the next mkdir decides
@@ -58,13 +58,15 @@ async def _touch(lock: Path) -> None:
 
 
 @contextlib.asynccontextmanager
-async def auth_file_lock(path: Path, timeout_s: float = STALE_S) -> AsyncIterator[None]:
-    """Hold pi's auth.json lock for ``path`` (which must exist) for the body of the block."""
+async def auth_file_lock(path: Path, timeout_s: float = STALE_S, stale_s: float = STALE_S) -> AsyncIterator[None]:
+    """Hold pi's auth.json lock for ``path`` (which must exist) for the body of the block. ``stale_s``:
+    how long a lock untouched counts as its holder's (pi's limit for the files pi shares; a lock of
+    ours alone may be taken over sooner, as its holder touches it every ``TOUCH_EVERY_S``)."""
     lock = lock_dir(path)
     deadline = time.monotonic() + timeout_s
     attempt = 0
     while not _try_mkdir(lock):
-        _remove_if_stale(lock)
+        _remove_if_stale(lock, stale_s)
         if time.monotonic() > deadline:
             raise LockTimeout(f"auth.json is locked by another process ({lock})")
         delay = min(0.01 * 2**attempt, MAX_DELAY_S / 2) * (1 + random.random())

@@ -56,6 +56,9 @@ from pi_coding_agent.coding.extensions.typescript.streams import MessageMirror, 
 MIN_NODE_MAJOR = 20
 RUNTIME_PACKAGES = ("jiti@2.7.0", "typebox@1.4.3")
 INSTALL_TIMEOUT_S = 600.0  # how long a second process waits for the first one's npm install
+# a lock of an install whose process was killed: taken over after this (its holder touches it every 2 s;
+# pi does not share this lock, so its 30 s limit for auth.json need not apply)
+INSTALL_LOCK_STALE_S = 6.0
 _HERE = Path(__file__).resolve().parent
 
 
@@ -494,7 +497,11 @@ async def _check_node() -> str:
 
 
 def _runtime_installed(directory: Path) -> bool:
-    return all((directory / "node_modules" / name / "package.json").is_file() for name in ("jiti", "typebox"))
+    """Both packages there, and npm's hidden lockfile, which it writes once an install finished: an
+    install killed halfway leaves the packages' ``package.json`` without all their files."""
+    modules = directory / "node_modules"
+    return (modules / ".package-lock.json").is_file() and \
+        all((modules / name / "package.json").is_file() for name in ("jiti", "typebox"))
 
 
 async def _ensure_runtime(directory: Path) -> Path:
@@ -510,7 +517,7 @@ async def _ensure_runtime(directory: Path) -> Path:
     if npm is None:
         raise LoadError(f"TypeScript extensions need jiti, installed with npm into {directory} (npm not found)")
     directory.mkdir(parents=True, exist_ok=True)
-    async with auth_file_lock(directory / "package.json", timeout_s=INSTALL_TIMEOUT_S):
+    async with auth_file_lock(directory / "package.json", timeout_s=INSTALL_TIMEOUT_S, stale_s=INSTALL_LOCK_STALE_S):
         if not _runtime_installed(directory):  # the holder before us may have installed it
             await _npm_install(npm, directory)
     return directory
