@@ -20,7 +20,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label, OptionList, TextArea
 
-from pi_coding_agent.coding.modes.interactive.picker import Picker
+from pi_coding_agent.coding.modes.interactive.picker import Picker, one_line_paste
 
 if TYPE_CHECKING:
     from pi_coding_agent.ai.abort import AbortSignal
@@ -102,7 +102,7 @@ class _LineInput(Input):
 
     def _on_paste(self, event: events.Paste) -> None:
         event.prevent_default()  # not Input's handler too
-        event.text = event.text.replace("\r", "").replace("\n", "").replace("\t", "    ")
+        event.text = one_line_paste(event.text)
         super()._on_paste(event)
 
 

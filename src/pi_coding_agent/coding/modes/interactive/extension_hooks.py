@@ -189,12 +189,12 @@ class FailedEntry:
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         from rich.padding import Padding
-        from rich.text import Text
 
+        from pi_coding_agent.coding.modes.interactive import blocks
         from pi_coding_agent.coding.modes.interactive.entries import PAD
 
         background = self.palette.get("customMessageBg")
-        yield Padding(Text(self.text, style=self.palette.get("error", "")), (1, PAD),
+        yield Padding(blocks.notice(self.text, "error", self.palette), (1, PAD),
                       style=f"on {background}" if background else "", expand=True)
 
 

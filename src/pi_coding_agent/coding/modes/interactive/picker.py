@@ -25,6 +25,11 @@ ROWS = 10  # options shown at once, as in pi's selectors
 CURSOR, BLANK = "› ", "  "
 
 
+def one_line_paste(text: str) -> str:
+    """Pasted text for a one-line field, as pi's fields take it: line ends dropped, a tab as four spaces."""
+    return text.replace("\r", "").replace("\n", "").replace("\t", "    ")
+
+
 class Picker(Widget, can_focus=True):
     """(id, label) options in the order given, filtered as the user types when ``searchable``; Enter
     answers the id under the cursor, Escape or Ctrl+C None (``on_answer``, set by whoever shows it)."""
@@ -128,8 +133,7 @@ class Picker(Widget, can_focus=True):
         event.stop()
         if self.searchable:
             lines = self._line_count()
-            text = event.text.replace("\r", "").replace("\n", "").replace("\t", "    ")
-            self.search(self.query_text + "".join(ch for ch in text if ord(ch) >= 32))
+            self.search(self.query_text + "".join(ch for ch in one_line_paste(event.text) if ord(ch) >= 32))
             self._changed(lines)
 
     def move(self, to: int) -> None:
